@@ -1,0 +1,163 @@
+# powerboxd: one GNU Makefile for the whole tree.
+#
+#   make            build libraries, tools and tests into build/
+#   make check      every gate and every test (see README.md)
+#   make install    PREFIX=/usr/local DESTDIR= conventional layout
+#
+# Sources are discovered by folder, so a new file in a library folder is
+# built without editing this file. Variants (gcc, clang, sanitizers) are
+# separate BUILD directories driven by recursive make from `check`.
+
+CC       ?= cc
+BUILD    ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SAN      ?=
+OPT      ?= -O2 -g
+FUZZ_CC  ?= clang
+FUZZ_RUNS ?= 20000
+
+WARN := -std=c11 -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror \
+        -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wformat=2
+ifeq ($(SAN),1)
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
+endif
+CPPFLAGS += -I.
+CFLAGS   += $(WARN) $(OPT) $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
+# Hosted code (tests, tools, peers) may use POSIX; the libraries may not.
+HOSTED   := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+
+# The freestanding layers: the four seed libraries, the base and the core.
+FREE_DIRS := base sha2 ipc bootstrap capabi core
+LIB_SRCS  := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.c))
+TEST_SRCS := tests/runner/pbx_test.c $(wildcard tests/*.c)
+TOOL_SRCS := $(wildcard tools/pbx/*.c)
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+LIBPBX    := $(BUILD)/lib/libpbx.a
+TEST_BIN  := $(BUILD)/bin/pbx-test
+PBX_BIN   := $(BUILD)/bin/pbx
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
+
+HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
+             $(wildcard base/err/*.def)
+
+.PHONY: all test check install clean format format-check doccheck \
+        freestanding tidy cppcheck fuzz fuzz-smoke check-gcc check-clang \
+        check-asan run bench
+.DEFAULT_GOAL := all
+
+all: $(LIBPBX) $(TEST_BIN) $(PBX_BIN)
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# Tests and tools are hosted programs.
+$(BUILD)/obj/tests/%.o $(BUILD)/obj/tools/%.o: CPPFLAGS += $(HOSTED)
+
+$(LIBPBX): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(TEST_BIN): $(TEST_OBJS) $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(TEST_OBJS) $(LIBPBX) -o $@
+
+$(PBX_BIN): $(TOOL_OBJS) $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(if $(TOOL_OBJS),$(CC) $(LDFLAGS) $(TOOL_OBJS) $(LIBPBX) -o $@,@true)
+
+test: $(TEST_BIN)
+	$(TEST_BIN) $(TESTS)
+
+# ---- gates -----------------------------------------------------------------
+
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build/*')
+
+format:
+	clang-format -i $(C_FILES)
+
+format-check:
+	clang-format --dry-run --Werror $(C_FILES)
+
+doccheck:
+	python3 scripts/doccheck.py $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h))
+
+freestanding:
+	sh scripts/freestanding.sh $(FREE_DIRS)
+
+TIDY_SRCS = $(LIB_SRCS) $(TOOL_SRCS) $(TEST_SRCS) $(FUZZ_SRCS)
+TIDY_OKS  = $(TIDY_SRCS:%.c=build/tidy/%.ok)
+TIDY_FLAGS := -I. -std=c11 $(HOSTED)
+# One stamp per file, so `make -j` runs clang-tidy in parallel and a clean
+# file is not analysed again until it or a header changes.
+build/tidy/%.ok: %.c $(HEADERS) .clang-tidy
+	@mkdir -p $(dir $@)
+	@clang-tidy --quiet $< -- $(TIDY_FLAGS) >$@.log 2>&1 || \
+	    { grep -v 'warnings generated' $@.log; exit 1; }
+	@touch $@
+
+tidy: $(TIDY_OKS)
+	@echo "tidy: $(words $(TIDY_OKS)) file(s) clean"
+
+cppcheck:
+	cppcheck --std=c11 --enable=warning,style,performance,portability \
+	    --error-exitcode=1 --inline-suppr --quiet -I. \
+	    --suppress=missingIncludeSystem \
+	    $(LIB_SRCS) $(TOOL_SRCS) $(TEST_SRCS) $(FUZZ_SRCS)
+
+check-gcc:
+	$(MAKE) BUILD=build/gcc CC=gcc all test
+check-clang:
+	$(MAKE) BUILD=build/clang CC=clang all test
+check-asan:
+	$(MAKE) BUILD=build/asan CC=clang SAN=1 all test
+
+# ---- fuzzers (libFuzzer; clang only) ----------------------------------------
+
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -I. -std=c11 -g -O1
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRCS) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(LIB_SRCS) -o $@
+
+fuzz: $(FUZZ_BINS)
+
+# Each harness replays its committed corpus, then explores for a bounded
+# number of runs; any crash or sanitizer report fails the gate.
+fuzz-smoke: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do \
+	    n=$$(basename $$f); mkdir -p $(BUILD)/fuzz-work/$$n; \
+	    echo "fuzz $$n ($(FUZZ_RUNS) runs)"; \
+	    $$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz-work/$$n fuzz/corpus/$$n \
+	        >$(BUILD)/fuzz-work/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz-work/$$n.log; exit 1; }; \
+	done
+
+# ---- everything ------------------------------------------------------------
+
+check: format-check doccheck freestanding cppcheck tidy check-gcc check-clang \
+       check-asan fuzz-smoke
+	@echo "make check: every gate passed"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+	    $(DESTDIR)$(PREFIX)/include/powerboxd/base/err \
+	    $(DESTDIR)$(PREFIX)/share/doc/powerboxd
+	if [ -f $(PBX_BIN) ]; then install -m 0755 $(PBX_BIN) $(DESTDIR)$(PREFIX)/bin/pbx; fi
+	install -m 0644 $(LIBPBX) $(DESTDIR)$(PREFIX)/lib/libpbx.a
+	for d in $(FREE_DIRS); do \
+	    install -d $(DESTDIR)$(PREFIX)/include/powerboxd/$$d; \
+	    for h in $$d/*.h; do [ -f "$$h" ] && install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/powerboxd/$$d/; done; \
+	done; true
+	install -m 0644 base/err/*.def $(DESTDIR)$(PREFIX)/include/powerboxd/base/err/
+	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/powerboxd/
+
+clean:
+	rm -rf build
