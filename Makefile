@@ -140,10 +140,25 @@ fuzz-smoke: $(FUZZ_BINS)
 	        >$(BUILD)/fuzz-work/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz-work/$$n.log; exit 1; }; \
 	done
 
+# ---- parts with their own rules ---------------------------------------------
+# Each part outside the freestanding layers (the executable and its ports,
+# the reference peers, the simulator, benchmarks) keeps its rules in
+# mk/<part>.mk. A fragment may append targets to CHECK_EXTRA (run by
+# `make check`), to ALL_EXTRA (built by `make all`) and to BENCH_TARGETS.
+
+CHECK_EXTRA :=
+ALL_EXTRA :=
+BENCH_TARGETS :=
+include $(sort $(wildcard mk/*.mk))
+
+all: $(ALL_EXTRA)
+
+bench: $(BENCH_TARGETS)
+
 # ---- everything ------------------------------------------------------------
 
 check: format-check doccheck freestanding cppcheck tidy check-gcc check-clang \
-       check-asan fuzz-smoke
+       check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"
 
 install: all
