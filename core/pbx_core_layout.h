@@ -1,0 +1,329 @@
+/*
+ * pbx_core_layout.h: the core's retained record types, one per PBX1 pool,
+ * and the type layouts the executable checks PBX1 against.
+ *
+ * Every record lives in one pool carved from the single deployment arena.
+ * Records refer to each other by pool index (and generation where a stale
+ * reference must be detectable), never by pointer, so the arena can be
+ * mapped anywhere and a record's bytes mean the same thing in every run.
+ * Freestanding: only fixed-size plain data.
+ */
+#ifndef PBX_CORE_LAYOUT_H
+#define PBX_CORE_LAYOUT_H
+
+#include "base/pbx_base.h"
+#include "bootstrap/pbx_bootstrap.h"
+
+/** PBX_CORE_NIL is the "no record" index in every link and reference. */
+#define PBX_CORE_NIL UINT32_MAX
+
+/** PBX_CORE_SLOT_NONE is the "no capability slot" value. */
+#define PBX_CORE_SLOT_NONE UINT32_MAX
+
+/** PBX_CORE_DIGEST_BYTES is the size of a selector digest (SHA-256). */
+#define PBX_CORE_DIGEST_BYTES 32U
+
+/** PBX_CORE_LABEL_BYTES_MAX bounds the stored display label. */
+#define PBX_CORE_LABEL_BYTES_MAX 64U
+
+/**
+ * PBX_CORE_SELECTOR_CHUNK_BYTES is the granule of selector storage: the
+ * selector-bytes pool is cut into chunks of this many bytes, the last four
+ * of which link to the next chunk, so a request reserves exactly the
+ * chunks its declared length needs and nothing is fragmented.
+ */
+#define PBX_CORE_SELECTOR_CHUNK_BYTES 64U
+
+/** PBX_CORE_SELECTOR_CHUNK_DATA_BYTES is the selector payload per chunk. */
+#define PBX_CORE_SELECTOR_CHUNK_DATA_BYTES (PBX_CORE_SELECTOR_CHUNK_BYTES - 4U)
+
+/**
+ * pbx_core_link is the first member of every record: free-list and queue
+ * links (pool indices, PBX_CORE_NIL for none), the record's generation
+ * (nonzero, bumped each time the record is reused, so stale references are
+ * rejected) and which intrusive list currently holds it.
+ */
+typedef struct pbx_core_link {
+    /** Next record in the free list or queue, or PBX_CORE_NIL. */
+    uint32_t next;
+    /** Previous record in the queue, or PBX_CORE_NIL. */
+    uint32_t prev;
+    /** Nonzero generation of the current (or last) use of the record. */
+    uint32_t generation;
+    /** Nonzero while allocated; zero on the free list. */
+    uint8_t live;
+    /** Which queue holds the record (pbx_core_queue id), 0 for none. */
+    uint8_t queue;
+    /** The record's state in its machine (pbx_core_state), 0 when free. */
+    uint16_t state;
+} pbx_core_link;
+
+/**
+ * pbx_core_context is the launchd-authenticated contextual body kept from
+ * BEGIN: who asks, for what operation on what class of object, for how
+ * long and in which mode. The label is display data and never selects
+ * authority. All fields are plain data copied out of the BEGIN frame.
+ */
+typedef struct pbx_core_context {
+    /** Canonical program entry identity of the asking job. */
+    uint64_t program_entry;
+    /** Exact job identity. */
+    uint64_t job_id;
+    /** Exact nonzero job generation. */
+    uint32_t job_generation;
+    /** Realm the job runs in. */
+    uint32_t realm;
+    /** Terminal session the job belongs to. */
+    uint32_t session;
+    /** Target slot in the staged process (data; install mode only). */
+    uint32_t target_slot;
+    /** Requested operation (ipc operation discriminant). */
+    uint16_t operation;
+    /** Requested object class (ipc class discriminant). */
+    uint16_t object_class;
+    /** Grant lifetime (ipc lifetime discriminant). */
+    uint16_t lifetime;
+    /** Grant mode: install or runtime-reply (ipc discriminant). */
+    uint16_t mode;
+    /** Exceptional (nonzero) or routine (zero) request. */
+    uint16_t exceptional;
+    /** Bytes of label in use. */
+    uint16_t label_len_bytes;
+    /** Declared selector length in bytes. */
+    uint32_t selector_len_bytes;
+    /** Committed SHA-256 of the selector. */
+    uint8_t selector_digest[PBX_CORE_DIGEST_BYTES];
+    /** Display label; never authority. */
+    uint8_t label[PBX_CORE_LABEL_BYTES_MAX];
+} pbx_core_context;
+
+/**
+ * pbx_core_request is one public request from BEGIN until its decision
+ * reply is delivered. It holds the context, the selector chunk chain, and
+ * references (indices) to the transient slots and retained records it
+ * owns. A request owns its capabilities only through transient slots.
+ */
+typedef struct pbx_core_request {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** The contextual body from BEGIN. */
+    pbx_core_context ctx;
+    /** Caller route (badge) that began the request. */
+    uint32_t caller_badge;
+    /** Selector bytes received so far (the next exact offset). */
+    uint32_t selector_received_bytes;
+    /** First selector chunk, or PBX_CORE_NIL for an empty selector. */
+    uint32_t selector_head;
+    /** Chunk that receives the next selector byte. */
+    uint32_t selector_cursor;
+    /** Chunks reserved for the selector. */
+    uint32_t selector_chunks;
+    /** Transient slot reserved at BEGIN for the scope, then holding it. */
+    uint32_t scope_tslot;
+    /** Transient slot holding the resolved object, or PBX_CORE_NIL. */
+    uint32_t object_tslot;
+    /** Resolution evidence record, or PBX_CORE_NIL. */
+    uint32_t resolution;
+    /** Policy answer record, or PBX_CORE_NIL. */
+    uint32_t policy;
+    /** Prompt record, or PBX_CORE_NIL. */
+    uint32_t prompt;
+    /** Grant record, or PBX_CORE_NIL. */
+    uint32_t grant;
+    /** Decision record, or PBX_CORE_NIL. */
+    uint32_t decision;
+    /** Route the request is parked on after peer BUSY, or PBX_CORE_NIL. */
+    uint32_t parked_route;
+    /** Terminal status chosen for the decision (pbx_core_status). */
+    uint16_t outcome;
+    /** Request flags (PBX_CORE_REQ_F_*). */
+    uint16_t flags;
+} pbx_core_request;
+
+/**
+ * pbx_core_grant is one installed (or runtime-exported) grant from
+ * installation until its exact retirement. It carries the full row that
+ * ttyd shows and vfsd retires, so it outlives the request record.
+ */
+typedef struct pbx_core_grant {
+    /** Links, generation (the grant generation) and state. */
+    pbx_core_link link;
+    /** The contextual body copied from the request. */
+    pbx_core_context ctx;
+    /** vfsd object identity of the granted object. */
+    uint64_t object_id;
+    /** vfsd scope identity the object was resolved in. */
+    uint64_t scope_id;
+    /** Installed slot in the child (data), or the alias slot number. */
+    uint32_t installed_slot;
+    /** Transient slot of procd's manage-only revocation handle. */
+    uint32_t revocation_tslot;
+    /** Transient slot of the runtime-reply alias until exported. */
+    uint32_t alias_tslot;
+    /** Request that created it while that request is live. */
+    uint32_t request;
+    /** Generation of that request. */
+    uint32_t request_generation;
+    /** Why the grant ends (pbx_core_status), 0 while live. */
+    uint16_t end_reason;
+    /** Grant flags (PBX_CORE_GRANT_F_*). */
+    uint16_t flags;
+} pbx_core_grant;
+
+/**
+ * pbx_core_prompt is one trusted prompt correlation: the exact request and
+ * object shown, and how often ttyd answered RETRY.
+ */
+typedef struct pbx_core_prompt {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Object identity shown to the user. */
+    uint64_t object_id;
+    /** Owning request index. */
+    uint32_t request;
+    /** Owning request generation. */
+    uint32_t request_generation;
+    /** RETRY answers received so far (saturating). */
+    uint32_t retries;
+    /** Final answer (pbx_core_verdict), 0 while pending. */
+    uint32_t answer;
+} pbx_core_prompt;
+
+/** pbx_core_policy is one retained ttyd session-policy answer. */
+typedef struct pbx_core_policy {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Owning request index. */
+    uint32_t request;
+    /** Owning request generation. */
+    uint32_t request_generation;
+    /** Verdict (pbx_core_verdict). */
+    uint32_t verdict;
+    /** Nonzero when the policy came from an exceptional request. */
+    uint32_t exceptional;
+} pbx_core_policy;
+
+/**
+ * pbx_core_decision is one terminal decision, retained until its wake is
+ * queued to launchd and its reply is delivered.
+ */
+typedef struct pbx_core_decision {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Job identity to wake. */
+    uint64_t job_id;
+    /** Job generation to wake. */
+    uint32_t job_generation;
+    /** Request index. */
+    uint32_t request;
+    /** Request generation. */
+    uint32_t request_generation;
+    /** Grant index for APPROVED, else PBX_CORE_NIL. */
+    uint32_t grant;
+    /** Grant generation for APPROVED, else 0. */
+    uint32_t grant_generation;
+    /** Installed slot (data) for APPROVED. */
+    uint32_t installed_slot;
+    /** Status (pbx_core_status). */
+    uint16_t status;
+    /** Decision flags (PBX_CORE_DECISION_F_*). */
+    uint16_t flags;
+} pbx_core_decision;
+
+/**
+ * pbx_core_receipt is one authenticated peer receipt: which transient
+ * slot holds it, what kind it is and which object it names.
+ */
+typedef struct pbx_core_receipt {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Object or handle identity the peer vouched for. */
+    uint64_t identity;
+    /** Transient slot holding the receipt. */
+    uint32_t tslot;
+    /** Receipt kind (pbx_core_receipt_kind). */
+    uint32_t kind;
+} pbx_core_receipt;
+
+/**
+ * pbx_core_tslot is one generational transient capability slot: a slot
+ * number the ops layer reserved for the core, whether it is still empty
+ * or holds a capability, and which record owns it.
+ */
+typedef struct pbx_core_tslot {
+    /** Links, generation and state (pbx_core_tslot_state). */
+    pbx_core_link link;
+    /** Receiver-local slot number (data). */
+    uint32_t slot;
+    /** Owning record kind (pbx_core_owner). */
+    uint32_t owner_kind;
+    /** Owning record index. */
+    uint32_t owner;
+    /** What the slot holds (pbx_core_receipt_kind). */
+    uint32_t kind;
+} pbx_core_tslot;
+
+/**
+ * pbx_core_resolution is scoped vfsd resolution evidence: the binding of
+ * operation, class, selector digest, scope and object identity.
+ */
+typedef struct pbx_core_resolution {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Scope identity vfsd resolved in. */
+    uint64_t scope_id;
+    /** Resolved object identity. */
+    uint64_t object_id;
+    /** Operation the evidence is bound to. */
+    uint16_t operation;
+    /** Object class the evidence is bound to. */
+    uint16_t object_class;
+    /** Missing-object class for NOT_FOUND evidence, else 0. */
+    uint16_t missing_class;
+    /** Nonzero when the evidence is an exact NOT_FOUND. */
+    uint16_t not_found;
+    /** Selector digest the evidence is bound to. */
+    uint8_t selector_digest[PBX_CORE_DIGEST_BYTES];
+} pbx_core_resolution;
+
+/** PBX_CORE_REPLY_BYTES_MAX bounds one retained reply frame. */
+#define PBX_CORE_REPLY_BYTES_MAX 128U
+
+/**
+ * pbx_core_reply is caller-owned reply storage for a terminal decision
+ * reply awaiting delivery; it is released when delivery is reported.
+ */
+typedef struct pbx_core_reply {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Decision the reply answers. */
+    uint32_t decision;
+    /** Bytes in use. */
+    uint32_t len_bytes;
+    /** The encoded reply frame. */
+    uint8_t bytes[PBX_CORE_REPLY_BYTES_MAX];
+} pbx_core_reply;
+
+/**
+ * pbx_core_notification is one authority-free launchd correlation wake
+ * waiting to be queued.
+ */
+typedef struct pbx_core_notification {
+    /** Links, generation and state. */
+    pbx_core_link link;
+    /** Decision to announce. */
+    uint32_t decision;
+    /** Generation of that decision. */
+    uint32_t decision_generation;
+} pbx_core_notification;
+
+/**
+ * pbx_core_pool_layouts writes the compiled record size and alignment of
+ * every pool into out (PBX_BOOTSTRAP_POOL_COUNT entries, caller-owned):
+ * the layouts a PBX1 record must carry for this build. Selector bytes are
+ * 1/1. Cannot fail.
+ */
+void pbx_core_pool_layouts(
+    pbx_bootstrap_type_layout out[PBX_BOOTSTRAP_POOL_COUNT]);
+
+#endif /* PBX_CORE_LAYOUT_H */
