@@ -201,18 +201,19 @@ pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
                             pbx_bootstrap_geometry *out);
 
 /**
- * pbx_bootstrap_geometry_check validates the values of g without its
- * digest or arena page count: version, page size, every capacity against
- * zero and its maximum, every type layout's shape, and that the raw pool
- * totals stay within PBX_BOOTSTRAP_ARENA_BYTES_MAX. Reads g only.
+ * pbx_bootstrap_geometry_check validates the values of g except its digest:
+ * version, page size, every capacity against zero and its maximum, every
+ * type layout's shape, that the raw pool totals stay within
+ * PBX_BOOTSTRAP_ARENA_BYTES_MAX, and that the patched extent
+ * (arena_page_count pages) does too. Whether the page count equals the
+ * derived one is pbx_bootstrap_layout_derive's check. Reads g only.
  */
 pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g);
 
 /**
  * pbx_bootstrap_encode writes g as a PBX1 record into out, which must have
  * room for len bytes; len must be exactly PBX_BOOTSTRAP_RECORD_BYTES. It
- * validates g first (pbx_bootstrap_geometry_check, and the patched extent
- * must not exceed PBX_BOOTSTRAP_ARENA_BYTES_MAX) and writes nothing on
+ * validates g first (pbx_bootstrap_geometry_check) and writes nothing on
  * failure. g->digest is ignored: the digest written is computed afresh.
  */
 pbx_err pbx_bootstrap_encode(const pbx_bootstrap_geometry *g, uint8_t *out,
