@@ -13,6 +13,7 @@
 
 #include "base/pbx_base.h"
 #include "bootstrap/pbx_bootstrap.h"
+#include "ipc/pbx_ipc.h"
 
 /** PBX_CORE_NIL is the "no record" index in every link and reference. */
 #define PBX_CORE_NIL UINT32_MAX
@@ -60,42 +61,12 @@ typedef struct pbx_core_link {
 
 /**
  * pbx_core_context is the launchd-authenticated contextual body kept from
- * BEGIN: who asks, for what operation on what class of object, for how
- * long and in which mode. The label is display data and never selects
- * authority. All fields are plain data copied out of the BEGIN frame.
+ * BEGIN (ipc's decoded BEGIN record, which holds no pointers): program
+ * entry, job id and generation, realm, session, operation, class,
+ * lifetime, mode, urgency, install target, selector length and digest,
+ * and a display label that never selects authority.
  */
-typedef struct pbx_core_context {
-    /** Canonical program entry identity of the asking job. */
-    uint64_t program_entry;
-    /** Exact job identity. */
-    uint64_t job_id;
-    /** Exact nonzero job generation. */
-    uint32_t job_generation;
-    /** Realm the job runs in. */
-    uint32_t realm;
-    /** Terminal session the job belongs to. */
-    uint32_t session;
-    /** Target slot in the staged process (data; install mode only). */
-    uint32_t target_slot;
-    /** Requested operation (ipc operation discriminant). */
-    uint16_t operation;
-    /** Requested object class (ipc class discriminant). */
-    uint16_t object_class;
-    /** Grant lifetime (ipc lifetime discriminant). */
-    uint16_t lifetime;
-    /** Grant mode: install or runtime-reply (ipc discriminant). */
-    uint16_t mode;
-    /** Exceptional (nonzero) or routine (zero) request. */
-    uint16_t exceptional;
-    /** Bytes of label in use. */
-    uint16_t label_len_bytes;
-    /** Declared selector length in bytes. */
-    uint32_t selector_len_bytes;
-    /** Committed SHA-256 of the selector. */
-    uint8_t selector_digest[PBX_CORE_DIGEST_BYTES];
-    /** Display label; never authority. */
-    uint8_t label[PBX_CORE_LABEL_BYTES_MAX];
-} pbx_core_context;
+typedef pbx_ipc_begin pbx_core_context;
 
 /**
  * pbx_core_request is one public request from BEGIN until its decision
@@ -122,6 +93,10 @@ typedef struct pbx_core_request {
     uint32_t scope_tslot;
     /** Transient slot holding the resolved object, or PBX_CORE_NIL. */
     uint32_t object_tslot;
+    /** Transient slot for the revocation handle or the runtime alias. */
+    uint32_t handle_tslot;
+    /** Notification record reserved for the decision wake. */
+    uint32_t notification;
     /** Resolution evidence record, or PBX_CORE_NIL. */
     uint32_t resolution;
     /** Policy answer record, or PBX_CORE_NIL. */
@@ -151,7 +126,7 @@ typedef struct pbx_core_grant {
     /** The contextual body copied from the request. */
     pbx_core_context ctx;
     /** vfsd object identity of the granted object. */
-    uint64_t object_id;
+    pbx_ipc_object object;
     /** vfsd scope identity the object was resolved in. */
     uint64_t scope_id;
     /** Installed slot in the child (data), or the alias slot number. */
@@ -178,7 +153,7 @@ typedef struct pbx_core_prompt {
     /** Links, generation and state. */
     pbx_core_link link;
     /** Object identity shown to the user. */
-    uint64_t object_id;
+    pbx_ipc_object object;
     /** Owning request index. */
     uint32_t request;
     /** Owning request generation. */
@@ -273,7 +248,7 @@ typedef struct pbx_core_resolution {
     /** Scope identity vfsd resolved in. */
     uint64_t scope_id;
     /** Resolved object identity. */
-    uint64_t object_id;
+    pbx_ipc_object object;
     /** Operation the evidence is bound to. */
     uint16_t operation;
     /** Object class the evidence is bound to. */

@@ -1,0 +1,303 @@
+/*
+ * pbx_core.h: the sans-IO semantic core of powerboxd.
+ *
+ * The core makes every lifecycle decision and performs no I/O. Events come
+ * in (a public frame with its received capability slots, one step of
+ * retained work, a route that became writable, a delivered reply); effects
+ * go out through a caller-supplied pbx_core_ops table (peer calls, slot
+ * queries, exact slot deletion, the authority-free launchd wake, transient
+ * slot reservation). Capabilities are slot numbers owned by the ops layer;
+ * the core tracks exactly which record holds which slot and never lets one
+ * go except by exact deletion or a transfer the ops layer confirmed.
+ *
+ * Freestanding: no allocation after pbx_core_init carved the arena, no
+ * recursion, every loop bounded, O(1) queue work per event.
+ */
+#ifndef PBX_CORE_H
+#define PBX_CORE_H
+
+#include "base/pbx_base.h"
+#include "bootstrap/pbx_bootstrap.h"
+#include "capabi/pbx_capabi.h"
+#include "core/pbx_core_fsm.h"
+#include "core/pbx_core_layout.h"
+#include "ipc/pbx_ipc.h"
+
+/** PBX_CORE_FRAME_BYTES_MAX bounds every frame the core sends or parses. */
+#define PBX_CORE_FRAME_BYTES_MAX PBX_IPC_FRAME_BYTES_MAX
+
+/** PBX_CORE_RECV_SLOTS_MAX bounds the receipts one call can report. */
+#define PBX_CORE_RECV_SLOTS_MAX 4U
+
+/** PBX_CORE_SELECTOR_BYTES_MAX bounds one declared selector. */
+#define PBX_CORE_SELECTOR_BYTES_MAX 4096U
+
+/** pbx_core_route names the four private peers the core calls. */
+typedef enum pbx_core_route {
+    /** vfsd: resolution (through the scope), detach, alias, retirement. */
+    PBX_CORE_ROUTE_VFSD = 0,
+    /** ttyd: session policy, trusted prompt, grant view rows. */
+    PBX_CORE_ROUTE_TTYD = 1,
+    /** procd: grant installation into a staged process. */
+    PBX_CORE_ROUTE_PROCD = 2,
+    /** launchd: authority-free decision wakes. */
+    PBX_CORE_ROUTE_LAUNCHD = 3,
+    /** Number of routes; not a route. */
+    PBX_CORE_ROUTE_COUNT = 4
+} pbx_core_route;
+
+/** pbx_core_io is the outcome of a peer call or wake. */
+typedef enum pbx_core_io {
+    /** Delivered; for a call, a reply arrived. */
+    PBX_CORE_IO_OK = 0,
+    /** Backpressure: nothing was sent or transferred; retry on ready. */
+    PBX_CORE_IO_BUSY = 1,
+    /** Transport failure: nothing usable arrived; no transfer happened. */
+    PBX_CORE_IO_FAILED = 2
+} pbx_core_io;
+
+/** pbx_core_delete is the outcome of an exact slot deletion. */
+typedef enum pbx_core_delete {
+    /** The slot is proven empty. */
+    PBX_CORE_DELETE_OK = 0,
+    /** The deletion could not finish now; the capability is still held. */
+    PBX_CORE_DELETE_TRANSIENT = 1,
+    /** The kernel permanently rejected the deletion: fail-stop. */
+    PBX_CORE_DELETE_REJECTED = 2
+} pbx_core_delete;
+
+/**
+ * pbx_core_call is one peer call. The core fills the request half and
+ * owns every buffer; the ops layer fills the reply half. On PBX_CORE_IO_OK
+ * with send_slot set, the capability was transferred (the slot is empty);
+ * on BUSY or FAILED nothing was transferred and no receipt arrived. Every
+ * slot in recv_slots is a capability the core owns from that moment.
+ */
+typedef struct pbx_core_call {
+    /** Peer route to call, used when via_slot is PBX_CORE_SLOT_NONE. */
+    uint32_t route;
+    /** Held slot to invoke instead of a route (the request scope). */
+    uint32_t via_slot;
+    /** Frame to send: frame_len bytes, valid during the call only. */
+    const uint8_t *frame;
+    /** Bytes in frame. */
+    size_t frame_len;
+    /** Capability to transfer with the frame, or PBX_CORE_SLOT_NONE. */
+    uint32_t send_slot;
+    /** Core-owned reply buffer of reply_cap bytes. */
+    uint8_t *reply;
+    /** Capacity of reply in bytes. */
+    size_t reply_cap;
+    /** Out: reply bytes written (at most reply_cap). */
+    size_t reply_len;
+    /** Out: slots now holding receipts that arrived with the reply. */
+    uint32_t recv_slots[PBX_CORE_RECV_SLOTS_MAX];
+    /** Out: number of valid entries in recv_slots. */
+    size_t recv_count;
+} pbx_core_call;
+
+/**
+ * pbx_core_ops is the effect table. Every function receives the user
+ * pointer given to pbx_core_init. The table and user must outlive ctx.
+ */
+typedef struct pbx_core_ops {
+    /** Performs one peer call (see pbx_core_call). */
+    pbx_core_io (*call)(void *user, pbx_core_call *call);
+    /** Queries slot into *out (kind, rights, provenance); cannot fail. */
+    void (*slot_query)(void *user, uint32_t slot, pbx_capabi_observed *out);
+    /** Deletes exactly the capability in slot. */
+    pbx_core_delete (*slot_delete)(void *user, uint32_t slot);
+    /** Reserves an empty transient destination; false when none is free. */
+    bool (*slot_reserve)(void *user, uint32_t *slot_out);
+    /** Releases an empty reserved destination the core proved empty. */
+    void (*slot_release)(void *user, uint32_t slot);
+    /** Derives a revocable SEND-only alias of object into *alias_out. */
+    pbx_core_io (*alias_derive)(void *user, uint32_t object,
+                                uint32_t *alias_out);
+    /** Queues an authority-free wake frame of len bytes to launchd. */
+    pbx_core_io (*wake)(void *user, const uint8_t *frame, size_t len);
+} pbx_core_ops;
+
+/**
+ * pbx_core_exit names the distinct service-local exit statuses, one per
+ * failure class, so an operator can tell which part stopped the service.
+ */
+typedef enum pbx_core_exit {
+    /** Running, or stopped cleanly. */
+    PBX_CORE_EXIT_NONE = 0,
+    /** Public receive, dispatch or reply failure. */
+    PBX_CORE_EXIT_PUBLIC = 64,
+    /** Cleanup failure: a permanent kernel deletion rejection. */
+    PBX_CORE_EXIT_CLEANUP = 65,
+    /** Retained request progression failure. */
+    PBX_CORE_EXIT_PROGRESS = 66,
+    /** Notification (launchd wake) failure. */
+    PBX_CORE_EXIT_NOTIFY = 67
+} pbx_core_exit;
+
+/** pbx_core_pool_state is one carved pool: where, how big, its free list. */
+typedef struct pbx_core_pool_state {
+    /** Arena offset of record 0. */
+    size_t offset_bytes;
+    /** Records in the pool. */
+    uint32_t capacity;
+    /** Bytes per record. */
+    uint32_t record_size_bytes;
+    /** First free record, or PBX_CORE_NIL. */
+    uint32_t free_head;
+    /** Records on the free list. */
+    uint32_t free_count;
+} pbx_core_pool_state;
+
+/** pbx_core_queue is an intrusive, index-linked FIFO of one pool's records. */
+typedef struct pbx_core_queue {
+    /** First record, or PBX_CORE_NIL. */
+    uint32_t head;
+    /** Last record, or PBX_CORE_NIL. */
+    uint32_t tail;
+    /** Records queued. */
+    uint32_t count;
+    /** Pool the records belong to (pbx_bootstrap_pool). */
+    uint32_t pool;
+} pbx_core_queue;
+
+/** pbx_core_queue_id names the core's queues (ready lanes and parking). */
+typedef enum pbx_core_queue_id {
+    /** Requests ready for their next progression step. */
+    PBX_CORE_Q_INTAKE = 0,
+    /** Requests ready to release request-owned authority. */
+    PBX_CORE_Q_RELEASE,
+    /** Grants ready for their next cleanup step. */
+    PBX_CORE_Q_GRANT,
+    /** Notifications ready to be queued to launchd. */
+    PBX_CORE_Q_NOTIFY,
+    /** Requests parked per route; PBX_CORE_ROUTE_COUNT entries. */
+    PBX_CORE_Q_PARK_REQUEST,
+    /** Grants parked per route; PBX_CORE_ROUTE_COUNT entries. */
+    PBX_CORE_Q_PARK_GRANT = PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_COUNT,
+    /** Notifications parked on the launchd route. */
+    PBX_CORE_Q_PARK_NOTIFY = PBX_CORE_Q_PARK_GRANT + PBX_CORE_ROUTE_COUNT,
+    /** Number of queues; not a queue. */
+    PBX_CORE_Q_COUNT
+} pbx_core_queue_id;
+
+/** PBX_CORE_LANES is the number of ready lanes served round-robin. */
+#define PBX_CORE_LANES 4U
+
+/**
+ * pbx_core_ctx is the whole core state. Caller-allocated; pbx_core_init
+ * ignores old contents. It points at the arena and the ops table, both of
+ * which must outlive it; records inside the arena hold indices only.
+ */
+typedef struct pbx_core_ctx {
+    /** Arena base (caller-owned, arena_len bytes). */
+    uint8_t *arena;
+    /** Arena length in bytes. */
+    size_t arena_len;
+    /** Effect table. */
+    const pbx_core_ops *ops;
+    /** Opaque pointer handed to every op. */
+    void *ops_user;
+    /** Transient slot range for receipt authentication. */
+    pbx_capabi_layout slots;
+    /** Carved pools, indexed by pbx_bootstrap_pool. */
+    pbx_core_pool_state pools[PBX_BOOTSTRAP_POOL_COUNT];
+    /** Selector chunks carved from the selector-bytes pool. */
+    uint32_t chunk_count;
+    /** First free selector chunk, or PBX_CORE_NIL. */
+    uint32_t chunk_free_head;
+    /** Free selector chunks. */
+    uint32_t chunk_free_count;
+    /** Every queue, indexed by pbx_core_queue_id. */
+    pbx_core_queue queues[PBX_CORE_Q_COUNT];
+    /** Next ready lane to serve. */
+    uint32_t lane;
+    /** Capabilities the core holds right now (conservation). */
+    uint32_t held_caps;
+    /** Nonzero after a successful init and until a fail-stop. */
+    uint32_t ready;
+    /** Exit status after a fail-stop (pbx_core_exit). */
+    uint32_t exit_status;
+    /** Scratch frame for outgoing peer calls and wakes. */
+    uint8_t frame[PBX_CORE_FRAME_BYTES_MAX];
+    /** Scratch buffer for peer replies. */
+    uint8_t reply[PBX_CORE_FRAME_BYTES_MAX];
+} pbx_core_ctx;
+
+/**
+ * pbx_core_out is the reply the runtime sends for one public frame.
+ * Caller-allocated. When token is not PBX_CORE_NIL the runtime must report
+ * the delivery outcome with pbx_core_on_reply_delivered; transfer_slot
+ * (or PBX_CORE_SLOT_NONE) is a capability to move with the reply, which
+ * stays the core's until delivery is reported successful.
+ */
+typedef struct pbx_core_out {
+    /** Reply frame bytes. */
+    uint8_t frame[PBX_CORE_FRAME_BYTES_MAX];
+    /** Bytes in frame. */
+    size_t len;
+    /** Capability to transfer with the reply, or PBX_CORE_SLOT_NONE. */
+    uint32_t transfer_slot;
+    /** Delivery token (request index), or PBX_CORE_NIL. */
+    uint32_t token;
+    /** Generation that goes with token. */
+    uint32_t token_generation;
+} pbx_core_out;
+
+/**
+ * pbx_core_init validates layout against the compiled record layouts and
+ * the arena (arena_len must equal layout->arena_bytes; arena must be
+ * aligned to the largest record alignment) and carves every pool PBX1
+ * describes, threading each free list, so no state survives from old
+ * arena contents. slots is the transient slot range (copied). ops and
+ * ops_user are kept. Returns PBX_OK, PBX_E_CORE_LAYOUT or PBX_E_CORE_ARENA;
+ * on error ctx is not ready.
+ */
+pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
+                      uint8_t *arena, size_t arena_len,
+                      const pbx_capabi_layout *slots, const pbx_core_ops *ops,
+                      void *ops_user);
+
+/**
+ * pbx_core_on_public handles one public frame of len bytes that arrived on
+ * the public route with badge (the caller identity the kernel vouched
+ * for) together with slot_count received capabilities in slots (each now
+ * the core's). It writes the reply into *out. Returns PBX_OK whenever a
+ * reply (possibly an error reply) was produced; any other value is a
+ * fail-stop whose exit status pbx_core_exit_status reports.
+ */
+pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
+                           const uint8_t *frame, size_t len,
+                           const uint32_t *slots, size_t slot_count,
+                           pbx_core_out *out);
+
+/**
+ * pbx_core_step performs at most one unit of retained work, taking the
+ * next non-empty ready lane in round-robin order. *progressed says whether
+ * anything was done. Returns PBX_OK or a fail-stop error.
+ */
+pbx_err pbx_core_step(pbx_core_ctx *ctx, bool *progressed);
+
+/**
+ * pbx_core_on_route_ready moves everything parked on route (after peer
+ * BUSY or ttyd RETRY) back to its ready lane in O(1). route must be below
+ * PBX_CORE_ROUTE_COUNT.
+ */
+void pbx_core_on_route_ready(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_on_reply_delivered reports whether the reply carrying token and
+ * generation (from pbx_core_out) reached the caller. A delivered terminal
+ * decision may retire; an undelivered one is kept. Returns PBX_OK,
+ * PBX_E_CORE_TOKEN for an unknown or stale token, or a fail-stop error.
+ */
+pbx_err pbx_core_on_reply_delivered(pbx_core_ctx *ctx, uint32_t token,
+                                    uint32_t generation, bool delivered);
+
+/** pbx_core_exit_status returns the pbx_core_exit of a fail-stop, or 0. */
+pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx);
+
+/** pbx_core_held_caps returns how many capabilities the core holds now. */
+uint32_t pbx_core_held_caps(const pbx_core_ctx *ctx);
+
+#endif /* PBX_CORE_H */

@@ -1,0 +1,177 @@
+/*
+ * pbx_core_internal.h: helpers shared by the core's translation units:
+ * record access by pool index, free lists, intrusive queues, selector
+ * chunks, transient slot bookkeeping and fail-stop classification. Not
+ * part of the public API; only core/ includes it.
+ */
+#ifndef PBX_CORE_INTERNAL_H
+#define PBX_CORE_INTERNAL_H
+
+#include "core/pbx_core.h"
+
+/** PBX_CORE_TSLOT_RESERVED marks a reserved transient slot still empty. */
+#define PBX_CORE_TSLOT_RESERVED 1U
+/** PBX_CORE_TSLOT_HELD marks a transient slot holding a capability. */
+#define PBX_CORE_TSLOT_HELD 2U
+/** PBX_CORE_TSLOT_IDLE marks a tslot record with no slot attached yet. */
+#define PBX_CORE_TSLOT_IDLE 3U
+
+/** PBX_CORE_REQ_F_CANCELLED: the request was cancelled. */
+#define PBX_CORE_REQ_F_CANCELLED 0x0001U
+/** PBX_CORE_REQ_F_EXPORTED: the runtime alias left with the reply. */
+#define PBX_CORE_REQ_F_EXPORTED 0x0002U
+
+/** PBX_CORE_GRANT_F_INSTALL: grant delivered by procd installation. */
+#define PBX_CORE_GRANT_F_INSTALL 0x0001U
+/** PBX_CORE_GRANT_F_APPROVED: the approval is visible (decision made). */
+#define PBX_CORE_GRANT_F_APPROVED 0x0002U
+
+/** pbx_core_rec returns record index of pool (index below capacity). */
+void *pbx_core_rec(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                   uint32_t index);
+
+/** pbx_core_link_of returns the link header of record index of pool. */
+pbx_core_link *pbx_core_link_of(const pbx_core_ctx *ctx,
+                                pbx_bootstrap_pool pool, uint32_t index);
+
+/** pbx_core_req returns request index (a live, in-range index). */
+pbx_core_request *pbx_core_req(const pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_grant_at returns grant index (a live, in-range index). */
+pbx_core_grant *pbx_core_grant_at(const pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_tslot_at returns transient slot record index. */
+pbx_core_tslot *pbx_core_tslot_at(const pbx_core_ctx *ctx, uint32_t index);
+
+/**
+ * pbx_core_alloc takes a record off pool's free list, bumps its nonzero
+ * generation, marks it live with state FREE and returns its index. The
+ * caller proved the pool has a free record (check-then-apply).
+ */
+uint32_t pbx_core_alloc(pbx_core_ctx *ctx, pbx_bootstrap_pool pool);
+
+/** pbx_core_free returns a live, unqueued record to its pool's free list. */
+void pbx_core_free(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index);
+
+/** pbx_core_free_count returns how many records pool has free. */
+uint32_t pbx_core_free_count(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool);
+
+/** pbx_core_enqueue appends an unqueued record to queue q (tail). */
+void pbx_core_enqueue(pbx_core_ctx *ctx, pbx_core_queue_id q, uint32_t index);
+
+/** pbx_core_dequeue removes a record from whichever queue holds it. */
+void pbx_core_dequeue(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                      uint32_t index);
+
+/** pbx_core_pop removes and returns the head of q, or PBX_CORE_NIL. */
+uint32_t pbx_core_pop(pbx_core_ctx *ctx, pbx_core_queue_id q);
+
+/** pbx_core_splice appends all of queue from to queue to in O(1). */
+void pbx_core_splice(pbx_core_ctx *ctx, pbx_core_queue_id to,
+                     pbx_core_queue_id from);
+
+/** pbx_core_chunks_for returns the selector chunks len bytes need. */
+uint32_t pbx_core_chunks_for(uint32_t len_bytes);
+
+/**
+ * pbx_core_chunks_take links n free chunks (n <= chunk_free_count) into a
+ * chain and returns its head, or PBX_CORE_NIL for n == 0.
+ */
+uint32_t pbx_core_chunks_take(pbx_core_ctx *ctx, uint32_t n);
+
+/** pbx_core_chunks_give returns a chain of n chunks from head. */
+void pbx_core_chunks_give(pbx_core_ctx *ctx, uint32_t head, uint32_t n);
+
+/** pbx_core_chunk_data returns the payload of chunk index. */
+uint8_t *pbx_core_chunk_data(const pbx_core_ctx *ctx, uint32_t chunk);
+
+/** pbx_core_chunk_next returns the chunk after chunk in its chain. */
+uint32_t pbx_core_chunk_next(const pbx_core_ctx *ctx, uint32_t chunk);
+
+/**
+ * pbx_core_selector_copy gathers a request's whole selector into out
+ * (cap bytes, at least the selector length). Bounded by the chain length.
+ */
+void pbx_core_selector_copy(const pbx_core_ctx *ctx,
+                            const pbx_core_request *req, uint8_t *out,
+                            size_t cap);
+
+/**
+ * pbx_core_tslot_hold records that tslot now holds capability slot of
+ * receipt kind, counting it as held.
+ */
+void pbx_core_tslot_hold(pbx_core_ctx *ctx, uint32_t tslot, uint32_t slot,
+                         uint32_t kind);
+
+/**
+ * pbx_core_tslot_drop forgets the capability of tslot after it was proven
+ * deleted or transferred; the record goes back to IDLE (still reserved by
+ * its owner).
+ */
+void pbx_core_tslot_drop(pbx_core_ctx *ctx, uint32_t tslot);
+
+/** pbx_core_tslot_held reports whether tslot holds a capability. */
+bool pbx_core_tslot_held(const pbx_core_ctx *ctx, uint32_t tslot);
+
+/**
+ * pbx_core_delete_slot deletes capability slot exactly. TRANSIENT leaves
+ * it held; REJECTED records a cleanup fail-stop. Returns the outcome.
+ */
+pbx_core_delete pbx_core_delete_slot(pbx_core_ctx *ctx, uint32_t slot);
+
+/**
+ * pbx_core_delete_tslot deletes the capability held in tslot and drops it
+ * on success; returns the deletion outcome (OK when it held nothing).
+ */
+pbx_core_delete pbx_core_delete_tslot(pbx_core_ctx *ctx, uint32_t tslot);
+
+/** pbx_core_fail records a fail-stop of class status; returns err. */
+pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err);
+
+/** pbx_core_req_move applies event to request index via the table. */
+void pbx_core_req_move(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event);
+
+/** pbx_core_grant_move applies event to grant index via the table. */
+void pbx_core_grant_move(pbx_core_ctx *ctx, uint32_t index,
+                         pbx_core_event event);
+
+/**
+ * pbx_core_req_terminate cancels or ends request index with outcome (an
+ * ipc outcome) through event and queues it for release. The caller checked
+ * the transition exists.
+ */
+void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,
+                            pbx_core_event event, uint16_t outcome);
+
+/** pbx_core_grant_end ends live grant index with event and queues cleanup. */
+void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index,
+                        pbx_core_event event);
+
+/** pbx_core_id returns the ipc identity of a live record. */
+pbx_ipc_id pbx_core_id(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                       uint32_t index);
+
+/**
+ * pbx_core_lookup finds the live record id names in pool: PBX_OK with
+ * *index, PBX_E_CORE_UNKNOWN (out of range or free) or PBX_E_CORE_STALE
+ * (generation mismatch or zero).
+ */
+pbx_err pbx_core_lookup(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                        pbx_ipc_id id, uint32_t *index);
+
+/** pbx_core_progress_step does one progression step of request index. */
+pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_release_step does one release step of request index. */
+pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_grant_step does one cleanup step of grant index. */
+pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_notify_step queues the wake of notification index. */
+pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t index);
+
+/** pbx_core_req_retire frees request index and every record it reserved. */
+void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
+
+#endif /* PBX_CORE_INTERNAL_H */

@@ -1,0 +1,204 @@
+/*
+ * pbx_core_slots.c: selector chunk chains, transient slot bookkeeping,
+ * exact deletion, identities and the table-checked state moves.
+ */
+#include "core/pbx_core_internal.h"
+
+uint32_t pbx_core_chunks_for(uint32_t len_bytes)
+{
+    return (len_bytes + PBX_CORE_SELECTOR_CHUNK_DATA_BYTES - 1U) /
+           PBX_CORE_SELECTOR_CHUNK_DATA_BYTES;
+}
+
+/* The link word lives in the last four bytes of each chunk. */
+static uint8_t *pbx_core_chunk_base(const pbx_core_ctx *ctx, uint32_t chunk)
+{
+    PBX_ASSERT(chunk < ctx->chunk_count);
+    return (uint8_t *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_SELECTOR_BYTES,
+                                   chunk * PBX_CORE_SELECTOR_CHUNK_BYTES);
+}
+
+uint8_t *pbx_core_chunk_data(const pbx_core_ctx *ctx, uint32_t chunk)
+{
+    return pbx_core_chunk_base(ctx, chunk);
+}
+
+uint32_t pbx_core_chunk_next(const pbx_core_ctx *ctx, uint32_t chunk)
+{
+    return pbx_le_get32(pbx_core_chunk_base(ctx, chunk) +
+                        PBX_CORE_SELECTOR_CHUNK_DATA_BYTES);
+}
+
+static void pbx_core_chunk_link(pbx_core_ctx *ctx, uint32_t chunk,
+                                uint32_t next)
+{
+    pbx_le_put32(pbx_core_chunk_base(ctx, chunk) +
+                     PBX_CORE_SELECTOR_CHUNK_DATA_BYTES,
+                 next);
+}
+
+uint32_t pbx_core_chunks_take(pbx_core_ctx *ctx, uint32_t n)
+{
+    PBX_ASSERT(n <= ctx->chunk_free_count);
+    uint32_t head = n > 0U ? ctx->chunk_free_head : PBX_CORE_NIL;
+    uint32_t last = head;
+    for (uint32_t i = 1; i < n; i++) {
+        last = pbx_core_chunk_next(ctx, last);
+    }
+    if (n > 0U) {
+        ctx->chunk_free_head = pbx_core_chunk_next(ctx, last);
+        pbx_core_chunk_link(ctx, last, PBX_CORE_NIL);
+        ctx->chunk_free_count -= n;
+    }
+    return head;
+}
+
+void pbx_core_chunks_give(pbx_core_ctx *ctx, uint32_t head, uint32_t n)
+{
+    uint32_t last = head;
+    if (n == 0U) {
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        last = pbx_core_chunk_next(ctx, last);
+    }
+    pbx_core_chunk_link(ctx, last, ctx->chunk_free_head);
+    ctx->chunk_free_head = head;
+    ctx->chunk_free_count += n;
+}
+
+void pbx_core_selector_copy(const pbx_core_ctx *ctx,
+                            const pbx_core_request *req, uint8_t *out,
+                            size_t cap)
+{
+    uint32_t left = req->ctx.selector_len;
+    uint32_t chunk = req->selector_head;
+    size_t at = 0;
+    PBX_ASSERT(cap >= left);
+    for (uint32_t i = 0; i < req->selector_chunks && left > 0U; i++) {
+        uint32_t n = left < PBX_CORE_SELECTOR_CHUNK_DATA_BYTES
+                         ? left
+                         : PBX_CORE_SELECTOR_CHUNK_DATA_BYTES;
+        pbx_mem_copy(out + at, pbx_core_chunk_data(ctx, chunk), n);
+        at += n;
+        left -= n;
+        chunk = pbx_core_chunk_next(ctx, chunk);
+    }
+}
+
+void pbx_core_tslot_hold(pbx_core_ctx *ctx, uint32_t tslot, uint32_t slot,
+                         uint32_t kind)
+{
+    pbx_core_tslot *t = pbx_core_tslot_at(ctx, tslot);
+    PBX_ASSERT(t->link.state != PBX_CORE_TSLOT_HELD);
+    t->slot = slot;
+    t->kind = kind;
+    t->link.state = PBX_CORE_TSLOT_HELD;
+    ctx->held_caps++;
+}
+
+void pbx_core_tslot_drop(pbx_core_ctx *ctx, uint32_t tslot)
+{
+    pbx_core_tslot *t = pbx_core_tslot_at(ctx, tslot);
+    PBX_ASSERT(t->link.state == PBX_CORE_TSLOT_HELD && ctx->held_caps > 0U);
+    t->link.state = PBX_CORE_TSLOT_IDLE;
+    t->slot = PBX_CORE_SLOT_NONE;
+    t->kind = 0U;
+    ctx->held_caps--;
+}
+
+bool pbx_core_tslot_held(const pbx_core_ctx *ctx, uint32_t tslot)
+{
+    return tslot != PBX_CORE_NIL &&
+           pbx_core_tslot_at(ctx, tslot)->link.state == PBX_CORE_TSLOT_HELD;
+}
+
+pbx_core_delete pbx_core_delete_slot(pbx_core_ctx *ctx, uint32_t slot)
+{
+    pbx_core_delete d = ctx->ops->slot_delete(ctx->ops_user, slot);
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        (void)pbx_core_fail(ctx, PBX_CORE_EXIT_CLEANUP,
+                            PBX_E_CORE_CLEANUP_REJECTED);
+    }
+    return d;
+}
+
+pbx_core_delete pbx_core_delete_tslot(pbx_core_ctx *ctx, uint32_t tslot)
+{
+    if (!pbx_core_tslot_held(ctx, tslot)) {
+        return PBX_CORE_DELETE_OK;
+    }
+    pbx_core_delete d =
+        pbx_core_delete_slot(ctx, pbx_core_tslot_at(ctx, tslot)->slot);
+    if (d == PBX_CORE_DELETE_OK) {
+        pbx_core_tslot_drop(ctx, tslot);
+    }
+    return d;
+}
+
+pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err)
+{
+    if (ctx->exit_status == (uint32_t)PBX_CORE_EXIT_NONE) {
+        ctx->exit_status = (uint32_t)status;
+    }
+    ctx->ready = 0U;
+    return err;
+}
+
+void pbx_core_req_move(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
+{
+    pbx_core_link *l =
+        pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
+    l->state = (uint16_t)pbx_core_fsm_next(PBX_CORE_MACHINE_REQUEST,
+                                           (pbx_core_state)l->state, event);
+}
+
+void pbx_core_grant_move(pbx_core_ctx *ctx, uint32_t index,
+                         pbx_core_event event)
+{
+    pbx_core_link *l = pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
+    l->state = (uint16_t)pbx_core_fsm_next(PBX_CORE_MACHINE_GRANT,
+                                           (pbx_core_state)l->state, event);
+}
+
+void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,
+                            pbx_core_event event, uint16_t outcome)
+{
+    pbx_core_request *req = pbx_core_req(ctx, index);
+    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
+    pbx_core_req_move(ctx, index, event);
+    req->outcome = outcome;
+    req->parked_route = PBX_CORE_NIL;
+    pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, index);
+}
+
+void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
+{
+    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
+    pbx_core_grant_move(ctx, index, event);
+    pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, index);
+}
+
+pbx_ipc_id pbx_core_id(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                       uint32_t index)
+{
+    pbx_ipc_id id = {index, pbx_core_link_of(ctx, pool, index)->generation};
+    return id;
+}
+
+pbx_err pbx_core_lookup(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                        pbx_ipc_id id, uint32_t *index)
+{
+    if (id.index >= ctx->pools[pool].capacity) {
+        return PBX_E_CORE_UNKNOWN;
+    }
+    const pbx_core_link *l = pbx_core_link_of(ctx, pool, id.index);
+    if (l->live == 0U) {
+        return PBX_E_CORE_UNKNOWN;
+    }
+    if (id.gen == 0U || l->generation != id.gen) {
+        return PBX_E_CORE_STALE;
+    }
+    *index = id.index;
+    return PBX_OK;
+}
