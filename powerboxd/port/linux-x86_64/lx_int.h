@@ -1,0 +1,61 @@
+/*
+ * lx_int.h: helpers shared by the files of the linux-x86_64 port. Private
+ * to the port; the runtime sees only pbx_port.h.
+ */
+#ifndef PBX_LX_INT_H
+#define PBX_LX_INT_H
+
+#include "powerboxd/port/linux-x86_64/lx_sys.h"
+#include "powerboxd/port/pbx_port.h"
+
+/** LX_FLAG_INIT marks a context prepared by pbx_port_init. */
+#define LX_FLAG_INIT 1U
+/** LX_FLAG_LISTEN_ARMED marks the public endpoint as watched by epoll. */
+#define LX_FLAG_LISTEN_ARMED 2U
+/** LX_FLAG_ARENA marks the arena as mapped. */
+#define LX_FLAG_ARENA 4U
+
+/** LX_TAG_* tell epoll registrations apart (upper 32 bits of data). */
+#define LX_TAG_LISTEN 1U
+/** A public connection. */
+#define LX_TAG_CLIENT 2U
+/** A peer route watched for the runtime. */
+#define LX_TAG_ROUTE 3U
+
+/** LX_SLOT_LIMIT is the highest slot number the port will ever touch. */
+#define LX_SLOT_LIMIT 65535
+
+/**
+ * lx_slot_valid reports whether slot is a number the port may pass to the
+ * kernel (0..LX_SLOT_LIMIT).
+ */
+static inline int lx_slot_valid(int32_t slot)
+{
+    return slot >= 0 && slot <= LX_SLOT_LIMIT;
+}
+
+/** lx_slot_open reports whether slot currently holds anything (F_GETFD). */
+int lx_slot_open(int32_t slot);
+
+/**
+ * lx_close_proven closes slot and proves it is empty afterwards. close()
+ * always frees the number on Linux, even when it reports an error, so the
+ * proof (F_GETFD answering EBADF) is what decides success.
+ */
+pbx_err lx_close_proven(int32_t slot);
+
+/**
+ * lx_identity stores the inode identity and mode of slot, or returns
+ * PBX_E_PORT_SYSCALL (the slot is empty or not queryable).
+ */
+pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id,
+                    uint32_t *mode);
+
+/** lx_is_placeholder reports whether slot holds the context's placeholder. */
+int lx_is_placeholder(const pbx_port_ctx *ctx, int32_t slot);
+
+/** lx_epoll_set adds (op ADD), changes (MOD) or removes (DEL) slot. */
+pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
+                     uint32_t tag, uint32_t events);
+
+#endif /* PBX_LX_INT_H */

@@ -1,0 +1,327 @@
+/*
+ * lx_msg.c: message transport for the linux-x86_64 port: receive with
+ * SCM_RIGHTS receipts staged, exact receipt moves, surplus deletion, send
+ * with an optional capability, synchronous peer calls and datagram wakes.
+ */
+#include "powerboxd/port/linux-x86_64/lx_int.h"
+
+/** LX_SYS_POLL is poll(fds, n, timeout), used only inside a peer call. */
+#define LX_SYS_POLL 7
+/** LX_POLLIN asks poll for readability. */
+#define LX_POLLIN 1
+/** LX_EPIPE: the peer closed the connection. */
+#define LX_EPIPE 32
+/** LX_ECONNRESET: the peer reset the connection. */
+#define LX_ECONNRESET 104
+/** LX_CALL_WAITS_MAX bounds the wake-ups one peer call tolerates. */
+#define LX_CALL_WAITS_MAX 64U
+
+/** LX_CTRL_BYTES holds exactly PBX_PORT_RECEIPTS_MAX descriptors (one
+ * control message header plus the descriptors, rounded to 8 bytes). */
+#define LX_CTRL_BYTES                                                          \
+    ((LX_CMSG_HDR_BYTES + 4U * PBX_PORT_RECEIPTS_MAX + 7U) & ~7U)
+
+/** lx_pollfd is struct pollfd. */
+struct lx_pollfd {
+    /** Descriptor. */
+    int32_t fd;
+    /** Requested events. */
+    int16_t events;
+    /** Returned events. */
+    int16_t revents;
+};
+
+/* Reports whether any staged receipt still awaits a move or deletion. */
+static int lx_staged_pending(const pbx_port_ctx *ctx)
+{
+    for (uint32_t i = 0; i < ctx->staged_count && i < PBX_PORT_RECEIPTS_MAX;
+         i++) {
+        if (ctx->staged[i] != PBX_PORT_SLOT_NONE) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted)
+{
+    pbx_err first = PBX_OK;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ctx->staged_count && i < PBX_PORT_RECEIPTS_MAX;
+         i++) {
+        if (ctx->staged[i] != PBX_PORT_SLOT_NONE) {
+            pbx_err err = lx_close_proven(ctx->staged[i]);
+            if (err != PBX_OK && first == PBX_OK) {
+                first = err;
+            }
+            ctx->staged[i] = PBX_PORT_SLOT_NONE;
+            n++;
+        }
+    }
+    ctx->staged_count = 0;
+    if (deleted != NULL) {
+        *deleted = n;
+    }
+    return first;
+}
+
+/* Stages the descriptors of one SCM_RIGHTS message at ctrl[off]. Returns 0
+ * when they do not fit, which cannot happen with an honest kernel because
+ * the buffer holds no more than the staging area. */
+static int lx_stage_rights(pbx_port_ctx *ctx, const uint8_t *data,
+                           uint64_t count)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        int32_t fd;
+        if (ctx->staged_count >= PBX_PORT_RECEIPTS_MAX) {
+            return 0;
+        }
+        pbx_mem_copy(&fd, data + 4U * i, sizeof(fd));
+        ctx->staged[ctx->staged_count] = fd;
+        ctx->staged_count++;
+    }
+    return 1;
+}
+
+/* Walks the received control messages and stages every descriptor. Any
+ * control message other than SCM_RIGHTS makes the whole receive malformed
+ * (its descriptors are still staged so the caller can delete them). */
+static pbx_err lx_stage_control(pbx_port_ctx *ctx, const uint8_t *ctrl,
+                                uint64_t ctrl_len)
+{
+    pbx_err err = PBX_OK;
+    uint64_t off = 0;
+    /* Every control message occupies at least a header, which bounds the
+     * walk to LX_CTRL_BYTES / LX_CMSG_HDR_BYTES steps. */
+    for (uint32_t step = 0; step < LX_CTRL_BYTES / LX_CMSG_HDR_BYTES &&
+                            off + LX_CMSG_HDR_BYTES <= ctrl_len;
+         step++) {
+        uint64_t len;
+        int32_t level;
+        int32_t type;
+        pbx_mem_copy(&len, ctrl + off, sizeof(len));
+        pbx_mem_copy(&level, ctrl + off + 8U, sizeof(level));
+        pbx_mem_copy(&type, ctrl + off + 12U, sizeof(type));
+        if (len < LX_CMSG_HDR_BYTES || len > ctrl_len - off) {
+            return PBX_E_PORT_CONTROL_MALFORMED;
+        }
+        if (level != LX_SOL_SOCKET || type != LX_SCM_RIGHTS) {
+            err = PBX_E_PORT_CONTROL_MALFORMED;
+        } else if (!lx_stage_rights(ctx, ctrl + off + LX_CMSG_HDR_BYTES,
+                                    (len - LX_CMSG_HDR_BYTES) / 4U)) {
+            err = PBX_E_PORT_CONTROL_MALFORMED;
+        }
+        off += (len + 7U) & ~(uint64_t)7U;
+    }
+    return err;
+}
+
+/* Refuses a receive whose receipts landed inside the reservable range:
+ * such a number could later be mistaken for a reservation. */
+static pbx_err lx_staged_range(const pbx_port_ctx *ctx)
+{
+    for (uint32_t i = 0; i < ctx->staged_count && i < PBX_PORT_RECEIPTS_MAX;
+         i++) {
+        if (ctx->staged[i] >= ctx->slot_min) {
+            return PBX_E_PORT_SLOT_RANGE;
+        }
+    }
+    return PBX_OK;
+}
+
+/* Judges a completed recvmsg: truncation of data or receipts, or foreign
+ * control data, fails the receive after deleting everything that arrived,
+ * with a deletion failure taking precedence over the original status. */
+static pbx_err lx_recv_judge(pbx_port_ctx *ctx, const struct lx_msghdr *mh,
+                             const uint8_t *ctrl)
+{
+    pbx_err err = lx_stage_control(ctx, ctrl, mh->controllen);
+    pbx_err del;
+    if ((mh->flags & LX_MSG_CTRUNC) != 0) {
+        err = PBX_E_PORT_CTRUNC;
+    } else if ((mh->flags & LX_MSG_TRUNC) != 0) {
+        err = PBX_E_PORT_MSG_TRUNC;
+    } else if (err == PBX_OK) {
+        err = lx_staged_range(ctx);
+    }
+    if (err == PBX_OK) {
+        return PBX_OK;
+    }
+    del = pbx_port_receipts_delete(ctx, NULL);
+    return del != PBX_OK ? del : err;
+}
+
+/* One recvmsg into buf with the staging control buffer. Returns the byte
+ * count, or a negated errno exactly as the kernel reported it. */
+static int64_t lx_recvmsg(int32_t slot, uint8_t *buf, uint32_t cap_bytes,
+                          uint64_t *ctrl, struct lx_msghdr *mh, int32_t flags)
+{
+    struct lx_iovec iov;
+    iov.base = buf;
+    iov.len = cap_bytes;
+    pbx_mem_set(mh, 0, sizeof(*mh));
+    mh->iov = &iov;
+    mh->iovlen = 1;
+    mh->control = ctrl;
+    mh->controllen = LX_CTRL_BYTES;
+    return lx_sys3(LX_SYS_RECVMSG, slot, lx_ptr(mh),
+                   LX_MSG_CMSG_CLOEXEC | flags);
+}
+
+/* Receives one message on slot and stages its receipts; shared by public
+ * receives (non-blocking) and peer-call replies. */
+static pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                       uint32_t cap_bytes, pbx_port_msg *msg, int32_t flags)
+{
+    uint64_t ctrl[LX_CTRL_BYTES / 8U];
+    struct lx_msghdr mh;
+    int64_t r;
+    pbx_err err;
+    pbx_mem_set(msg, 0, sizeof(*msg));
+    msg->from_slot = slot;
+    if (lx_staged_pending(ctx)) {
+        return PBX_E_PORT_RECEIPTS_PENDING;
+    }
+    ctx->staged_count = 0;
+    r = lx_recvmsg(slot, buf, cap_bytes, ctrl, &mh, flags);
+    if (r == -LX_EAGAIN || r == -LX_EINTR) {
+        return PBX_E_PORT_AGAIN;
+    }
+    if (r == -LX_ECONNRESET) {
+        return PBX_E_PORT_PEER_CLOSED;
+    }
+    if (r < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    err = lx_recv_judge(ctx, &mh, (const uint8_t *)ctrl);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if (r == 0 && ctx->staged_count == 0U) {
+        /* A sequenced-packet end of stream: the protocol has no empty
+         * messages, so an empty read without receipts is the hang-up. */
+        return PBX_E_PORT_PEER_CLOSED;
+    }
+    msg->len_bytes = (uint32_t)r;
+    msg->receipts = ctx->staged_count;
+    return PBX_OK;
+}
+
+pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                             uint32_t cap_bytes, pbx_port_msg *msg)
+{
+    uint32_t i;
+    int known = 0;
+    for (i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX; i++) {
+        known |= ctx->clients[i] == slot;
+    }
+    if (!known) {
+        pbx_mem_set(msg, 0, sizeof(*msg));
+        return PBX_E_PORT_NOT_CLIENT;
+    }
+    return lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
+}
+
+pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
+                              int32_t dest_slot)
+{
+    int32_t from;
+    if (index >= ctx->staged_count || index >= PBX_PORT_RECEIPTS_MAX ||
+        ctx->staged[index] == PBX_PORT_SLOT_NONE) {
+        return PBX_E_PORT_RECEIPT_INDEX;
+    }
+    if (dest_slot < ctx->slot_min || dest_slot > ctx->slot_max) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_is_placeholder(ctx, dest_slot)) {
+        return PBX_E_PORT_NOT_RESERVED;
+    }
+    from = ctx->staged[index];
+    /* dup3 swaps the placeholder for the receipt in one step; then the
+     * staging number is deleted with proof, so exactly one slot holds it. */
+    if (lx_sys3(LX_SYS_DUP3, from, dest_slot, LX_O_CLOEXEC) != dest_slot) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->staged[index] = PBX_PORT_SLOT_NONE;
+    return lx_close_proven(from);
+}
+
+/* Sends msg with an optional single descriptor; never blocks. */
+static pbx_err lx_send(int32_t slot, const uint8_t *msg, uint32_t len_bytes,
+                       int32_t cap_slot)
+{
+    uint64_t ctrl[3] = {0, 0, 0};
+    struct lx_iovec iov;
+    struct lx_msghdr mh;
+    int64_t r;
+    pbx_mem_set(&mh, 0, sizeof(mh));
+    iov.base = (void *)(uintptr_t)msg;
+    iov.len = len_bytes;
+    mh.iov = &iov;
+    mh.iovlen = 1;
+    if (cap_slot != PBX_PORT_SLOT_NONE) {
+        /* One control message: length 20 (header + one int), padded to 24. */
+        uint32_t lvl_type[2] = {LX_SOL_SOCKET, LX_SCM_RIGHTS};
+        ctrl[0] = LX_CMSG_HDR_BYTES + 4U;
+        pbx_mem_copy(&ctrl[1], lvl_type, sizeof(lvl_type));
+        pbx_mem_copy(&ctrl[2], &cap_slot, sizeof(cap_slot));
+        mh.control = ctrl;
+        mh.controllen = sizeof(ctrl);
+    }
+    r = lx_sys3(LX_SYS_SENDMSG, slot, lx_ptr(&mh),
+                LX_MSG_DONTWAIT | LX_MSG_NOSIGNAL);
+    if (r == -LX_EAGAIN) {
+        return PBX_E_PORT_BACKPRESSURE;
+    }
+    if (r == -LX_EPIPE || r == -LX_ECONNRESET) {
+        return PBX_E_PORT_PEER_CLOSED;
+    }
+    return r == (int64_t)len_bytes ? PBX_OK : PBX_E_PORT_SYSCALL;
+}
+
+pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                      uint32_t len_bytes, int32_t cap_slot)
+{
+    (void)ctx;
+    if (!lx_slot_valid(slot) ||
+        (cap_slot != PBX_PORT_SLOT_NONE && !lx_slot_valid(cap_slot))) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    return lx_send(slot, msg, len_bytes, cap_slot);
+}
+
+pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                        uint32_t len_bytes)
+{
+    (void)ctx;
+    if (!lx_slot_valid(slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    return lx_send(slot, msg, len_bytes, PBX_PORT_SLOT_NONE);
+}
+
+pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
+                      uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
+                      uint32_t cap_bytes, pbx_port_msg *msg)
+{
+    pbx_err err;
+    pbx_mem_set(msg, 0, sizeof(*msg));
+    if (lx_staged_pending(ctx)) {
+        return PBX_E_PORT_RECEIPTS_PENDING;
+    }
+    err = pbx_port_send(ctx, route, req, req_bytes, cap_slot);
+    if (err != PBX_OK) {
+        return err;
+    }
+    /* The route may be non-blocking: wait for readability with poll and
+     * receive again, a bounded number of times (signals only). */
+    for (uint32_t i = 0; i < LX_CALL_WAITS_MAX; i++) {
+        struct lx_pollfd p = {route, LX_POLLIN, 0};
+        err = lx_recv(ctx, route, resp, cap_bytes, msg, 0);
+        if (err != PBX_E_PORT_AGAIN) {
+            return err;
+        }
+        (void)lx_sys3(LX_SYS_POLL, lx_ptr(&p), 1, -1);
+    }
+    return PBX_E_PORT_AGAIN;
+}

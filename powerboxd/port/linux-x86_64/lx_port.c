@@ -1,0 +1,374 @@
+/*
+ * lx_port.c: context setup, the public endpoint, event waiting, PBX1 and
+ * the arena for the linux-x86_64 port.
+ */
+#include "powerboxd/port/linux-x86_64/lx_int.h"
+
+/** LX_LISTEN_BACKLOG bounds connections queued before accept. */
+#define LX_LISTEN_BACKLOG 16
+
+/** LX_ARENA_BYTES_MAX bounds the arena request (1 TiB) before rounding. */
+#define LX_ARENA_BYTES_MAX (1ULL << 40)
+
+/** LX_PBX1_SEALS is the seal set a PBX1 memfd must carry, all of it. */
+#define LX_PBX1_SEALS                                                          \
+    (LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW | LX_F_SEAL_WRITE)
+
+pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
+                     uint32_t tag, uint32_t events)
+{
+    struct lx_epoll_event ev;
+    ev.events = events;
+    ev.data = ((uint64_t)tag << 32) | (uint32_t)slot;
+    if (lx_sys6(LX_SYS_EPOLL_CTL, ctx->wait_slot, op, slot, lx_ptr(&ev), 0,
+                0) != 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return PBX_OK;
+}
+
+/* Creates the sealed, empty memfd that every placeholder duplicates and
+ * records its identity, so a placeholder can never be mistaken for a
+ * receipt. */
+static pbx_err lx_placeholder_create(pbx_port_ctx *ctx)
+{
+    static const char name[] = "pbx-placeholder";
+    uint32_t mode = 0;
+    int64_t fd = lx_sys3(LX_SYS_MEMFD_CREATE, lx_ptr(name),
+                         LX_MFD_CLOEXEC | LX_MFD_ALLOW_SEALING, 0);
+    if (fd < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->placeholder_slot = (int32_t)fd;
+    if (lx_sys3(LX_SYS_FCNTL, fd, LX_F_ADD_SEALS,
+                LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW |
+                    LX_F_SEAL_WRITE) != 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return lx_identity(ctx->placeholder_slot, &ctx->placeholder_space,
+                       &ctx->placeholder_id, &mode);
+}
+
+/* Releases what a failed init created, so a failure holds nothing. */
+static pbx_err lx_init_undo(pbx_port_ctx *ctx, pbx_err err)
+{
+    if (ctx->placeholder_slot >= 0) {
+        (void)lx_close_proven(ctx->placeholder_slot);
+        ctx->placeholder_slot = PBX_PORT_SLOT_NONE;
+    }
+    if (ctx->wait_slot >= 0) {
+        (void)lx_close_proven(ctx->wait_slot);
+        ctx->wait_slot = PBX_PORT_SLOT_NONE;
+    }
+    return err;
+}
+
+pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
+{
+    int64_t ep;
+    pbx_err err;
+    pbx_mem_set(ctx, 0, sizeof(*ctx));
+    ctx->public_slot = PBX_PORT_SLOT_NONE;
+    ctx->wait_slot = PBX_PORT_SLOT_NONE;
+    ctx->placeholder_slot = PBX_PORT_SLOT_NONE;
+    for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
+        ctx->staged[i] = PBX_PORT_SLOT_NONE;
+    }
+    if (slot_min < 3 || slot_max < slot_min || slot_max > LX_SLOT_LIMIT) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    ctx->slot_min = slot_min;
+    ctx->slot_max = slot_max;
+    ep = lx_sys1(LX_SYS_EPOLL_CREATE1, LX_EPOLL_CLOEXEC);
+    if (ep < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->wait_slot = (int32_t)ep;
+    err = lx_placeholder_create(ctx);
+    if (err != PBX_OK) {
+        return lx_init_undo(ctx, err);
+    }
+    if (ctx->wait_slot >= slot_min || ctx->placeholder_slot >= slot_min) {
+        return lx_init_undo(ctx, PBX_E_PORT_SLOT_RANGE);
+    }
+    ctx->flags = LX_FLAG_INIT;
+    return PBX_OK;
+}
+
+/* Fills addr from name; returns the address length, or 0 if name does not
+ * fit. A leading '@' selects the abstract namespace (no filesystem entry). */
+static uint32_t lx_addr_fill(struct lx_sockaddr_un *addr, const uint8_t *name,
+                             uint32_t name_len)
+{
+    pbx_mem_set(addr, 0, sizeof(*addr));
+    addr->family = LX_AF_UNIX;
+    if (name_len == 0U || name_len >= sizeof(addr->path)) {
+        return 0;
+    }
+    pbx_mem_copy(addr->path, name, name_len);
+    if (name[0] == (uint8_t)'@') {
+        addr->path[0] = '\0';
+        return (uint32_t)sizeof(addr->family) + name_len;
+    }
+    return (uint32_t)sizeof(addr->family) + name_len + 1U;
+}
+
+pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
+                             uint32_t name_len)
+{
+    struct lx_sockaddr_un addr;
+    uint32_t addr_len = lx_addr_fill(&addr, name, name_len);
+    int64_t fd;
+    if ((ctx->flags & LX_FLAG_INIT) == 0U || ctx->public_slot >= 0) {
+        return PBX_E_PORT_STATE;
+    }
+    if (addr_len == 0U) {
+        return PBX_E_PORT_NAME;
+    }
+    fd = lx_sys3(LX_SYS_SOCKET, LX_AF_UNIX,
+                 LX_SOCK_SEQPACKET | LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    if (fd >= ctx->slot_min ||
+        lx_sys3(LX_SYS_BIND, fd, lx_ptr(&addr), addr_len) != 0 ||
+        lx_sys3(LX_SYS_LISTEN, fd, LX_LISTEN_BACKLOG, 0) != 0 ||
+        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, (int32_t)fd, LX_TAG_LISTEN,
+                     LX_EPOLLIN) != PBX_OK) {
+        (void)lx_close_proven((int32_t)fd);
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->public_slot = (int32_t)fd;
+    ctx->flags |= LX_FLAG_LISTEN_ARMED;
+    return PBX_OK;
+}
+
+/* Reports whether slot is one of the open public connections, and where. */
+static int lx_client_find(const pbx_port_ctx *ctx, int32_t slot, uint32_t *at)
+{
+    for (uint32_t i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX;
+         i++) {
+        if (ctx->clients[i] == slot) {
+            *at = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
+{
+    uint32_t at = 0;
+    uint32_t events = 0;
+    int64_t r;
+    struct lx_epoll_event ev;
+    if (!lx_slot_valid(slot) || slot == ctx->public_slot ||
+        slot == ctx->wait_slot || lx_client_find(ctx, slot, &at) ||
+        (want & ~(PBX_PORT_WANT_READ | PBX_PORT_WANT_WRITE)) != 0U) {
+        return PBX_E_PORT_STATE;
+    }
+    if (want == 0U) {
+        r = lx_sys6(LX_SYS_EPOLL_CTL, ctx->wait_slot, LX_EPOLL_CTL_DEL, slot,
+                    lx_ptr(&ev), 0, 0);
+        return (r == 0 || r == -2 /* ENOENT: not watched */)
+                   ? PBX_OK
+                   : PBX_E_PORT_SYSCALL;
+    }
+    events |= (want & PBX_PORT_WANT_READ) != 0U ? LX_EPOLLIN : 0U;
+    events |= (want & PBX_PORT_WANT_WRITE) != 0U ? LX_EPOLLOUT : 0U;
+    if (lx_epoll_set(ctx, LX_EPOLL_CTL_MOD, slot, LX_TAG_ROUTE, events) ==
+        PBX_OK) {
+        return PBX_OK;
+    }
+    return lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, slot, LX_TAG_ROUTE, events);
+}
+
+/* Accepts one pending public connection and starts watching it. When the
+ * table becomes full the public endpoint is unwatched, so further callers
+ * wait in the kernel's backlog instead of being refused. */
+static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    int64_t fd;
+    if (ctx->client_count >= PBX_PORT_CLIENTS_MAX) {
+        return PBX_E_PORT_CLIENTS_FULL;
+    }
+    fd = lx_sys6(LX_SYS_ACCEPT4, ctx->public_slot, 0, 0,
+                 LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0, 0);
+    if (fd == -LX_EAGAIN || fd == -LX_EINTR) {
+        return PBX_E_PORT_AGAIN;
+    }
+    if (fd < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    if (fd >= ctx->slot_min ||
+        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, (int32_t)fd, LX_TAG_CLIENT,
+                     LX_EPOLLIN) != PBX_OK) {
+        (void)lx_close_proven((int32_t)fd);
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    ctx->clients[ctx->client_count] = (int32_t)fd;
+    ctx->client_count++;
+    if (ctx->client_count == PBX_PORT_CLIENTS_MAX &&
+        lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, ctx->public_slot, LX_TAG_LISTEN,
+                     0) == PBX_OK) {
+        ctx->flags &= ~LX_FLAG_LISTEN_ARMED;
+    }
+    ev->kind = PBX_PORT_EV_PUBLIC_CONNECT;
+    ev->slot = (int32_t)fd;
+    return PBX_OK;
+}
+
+pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
+{
+    uint32_t at = 0;
+    pbx_err err;
+    if (!lx_client_find(ctx, slot, &at)) {
+        return PBX_E_PORT_NOT_CLIENT;
+    }
+    (void)lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, slot, LX_TAG_CLIENT, 0);
+    err = lx_close_proven(slot);
+    ctx->client_count--;
+    ctx->clients[at] = ctx->clients[ctx->client_count];
+    ctx->clients[ctx->client_count] = PBX_PORT_SLOT_NONE;
+    if ((ctx->flags & LX_FLAG_LISTEN_ARMED) == 0U && ctx->public_slot >= 0 &&
+        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
+                     LX_EPOLLIN) == PBX_OK) {
+        ctx->flags |= LX_FLAG_LISTEN_ARMED;
+    }
+    return err;
+}
+
+/* Turns one epoll report on a route into an event. Errors and hang-ups
+ * win unless data is still readable; writability comes before
+ * readability because it is watched only while a send is held back. */
+static void lx_route_event(uint32_t bits, int32_t slot, pbx_port_event *ev)
+{
+    ev->slot = slot;
+    if ((bits & (LX_EPOLLERR | LX_EPOLLHUP)) != 0U &&
+        (bits & LX_EPOLLIN) == 0U) {
+        ev->kind = PBX_PORT_EV_ROUTE_ERROR;
+    } else if ((bits & LX_EPOLLOUT) != 0U) {
+        ev->kind = PBX_PORT_EV_ROUTE_WRITABLE;
+    } else {
+        ev->kind = PBX_PORT_EV_ROUTE_READABLE;
+    }
+}
+
+pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    struct lx_epoll_event got;
+    int64_t n;
+    uint32_t tag;
+    int32_t slot;
+    ev->kind = 0;
+    ev->slot = PBX_PORT_SLOT_NONE;
+    if ((ctx->flags & LX_FLAG_INIT) == 0U) {
+        return PBX_E_PORT_STATE;
+    }
+    n = lx_sys6(LX_SYS_EPOLL_WAIT, ctx->wait_slot, lx_ptr(&got), 1, -1, 0, 0);
+    if (n == 0 || n == -LX_EINTR) {
+        return PBX_E_PORT_AGAIN;
+    }
+    if (n < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    tag = (uint32_t)(got.data >> 32);
+    slot = (int32_t)(uint32_t)(got.data & 0xFFFFFFFFU);
+    if (tag == LX_TAG_LISTEN) {
+        return lx_accept(ctx, ev);
+    }
+    if (tag == LX_TAG_ROUTE) {
+        lx_route_event(got.events, slot, ev);
+        return PBX_OK;
+    }
+    ev->slot = slot;
+    if ((got.events & LX_EPOLLIN) != 0U) {
+        ev->kind = PBX_PORT_EV_PUBLIC_READABLE;
+        return PBX_OK;
+    }
+    ev->kind = PBX_PORT_EV_PUBLIC_CLOSED;
+    return pbx_port_client_close(ctx, slot);
+}
+
+pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base)
+{
+    uint64_t len;
+    int64_t addr;
+    *base = NULL;
+    if ((ctx->flags & LX_FLAG_ARENA) != 0U) {
+        return PBX_E_PORT_ARENA_MAPPED;
+    }
+    if (bytes == 0U || bytes > LX_ARENA_BYTES_MAX) {
+        return PBX_E_PORT_ARENA_SIZE;
+    }
+    len = (bytes + (LX_PAGE_BYTES - 1U)) & ~(uint64_t)(LX_PAGE_BYTES - 1U);
+    addr = lx_sys6(LX_SYS_MMAP, 0, (int64_t)len, LX_PROT_RW,
+                   LX_MAP_PRIVATE_ANON, -1, 0);
+    if (addr < 0 && addr >= -4095) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->flags |= LX_FLAG_ARENA;
+    ctx->arena_base = (uint64_t)addr;
+    ctx->arena_bytes = len;
+    *base = (void *)(uintptr_t)addr;
+    return PBX_OK;
+}
+
+/* Checks that slot is a fully sealed regular memory object and stores its
+ * size; any weaker object is refused before a byte is read. */
+static pbx_err lx_pbx1_check(int32_t slot, uint64_t *size)
+{
+    struct lx_stat st;
+    int64_t seals;
+    if (!lx_slot_open(slot)) {
+        return PBX_E_PORT_PBX1_MISSING;
+    }
+    if (lx_sys3(LX_SYS_FSTAT, slot, lx_ptr(&st), 0) != 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    if ((st.mode & LX_S_IFMT) != LX_S_IFREG) {
+        return PBX_E_PORT_PBX1_KIND;
+    }
+    seals = lx_sys3(LX_SYS_FCNTL, slot, LX_F_GET_SEALS, 0);
+    if (seals < 0 || (seals & LX_PBX1_SEALS) != LX_PBX1_SEALS) {
+        return PBX_E_PORT_PBX1_UNSEALED;
+    }
+    if (st.size <= 0) {
+        return PBX_E_PORT_PBX1_SIZE;
+    }
+    *size = (uint64_t)st.size;
+    return PBX_OK;
+}
+
+pbx_err pbx_port_pbx1_read(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                           uint32_t cap_bytes, uint32_t *len_bytes)
+{
+    uint64_t size = 0;
+    uint64_t done = 0;
+    pbx_err err = lx_pbx1_check(slot, &size);
+    (void)ctx;
+    *len_bytes = 0;
+    if (err != PBX_OK) {
+        return err;
+    }
+    if (size > cap_bytes) {
+        return PBX_E_PORT_PBX1_SIZE;
+    }
+    /* Each pass reads at least one byte or stops, so size passes suffice. */
+    for (uint64_t pass = 0; pass < size && done < size; pass++) {
+        int64_t r = lx_sys6(LX_SYS_PREAD64, slot, lx_ptr(buf + done),
+                            (int64_t)(size - done), (int64_t)done, 0, 0);
+        if (r == -LX_EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return PBX_E_PORT_PBX1_SIZE;
+        }
+        done += (uint64_t)r;
+    }
+    if (done != size) {
+        return PBX_E_PORT_PBX1_SIZE;
+    }
+    *len_bytes = (uint32_t)size;
+    return PBX_OK;
+}

@@ -1,0 +1,179 @@
+/*
+ * lx_slot.c: slot query, exact deletion with proof, and reservation
+ * placeholders for the linux-x86_64 port. A slot is a file descriptor
+ * number; the port is single-threaded, so nothing can claim a number
+ * between a deletion and its proof.
+ */
+#include "powerboxd/port/linux-x86_64/lx_int.h"
+
+int lx_slot_open(int32_t slot)
+{
+    return lx_slot_valid(slot) &&
+           lx_sys3(LX_SYS_FCNTL, slot, LX_F_GETFD, 0) >= 0;
+}
+
+pbx_err lx_close_proven(int32_t slot)
+{
+    if (!lx_slot_valid(slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    (void)lx_sys1(LX_SYS_CLOSE, slot);
+    if (lx_sys3(LX_SYS_FCNTL, slot, LX_F_GETFD, 0) != -LX_EBADF) {
+        return PBX_E_PORT_DELETE_UNPROVEN;
+    }
+    return PBX_OK;
+}
+
+pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id, uint32_t *mode)
+{
+    struct lx_stat st;
+    if (!lx_slot_valid(slot) ||
+        lx_sys3(LX_SYS_FSTAT, slot, lx_ptr(&st), 0) != 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    *space = st.dev;
+    *id = st.ino;
+    *mode = st.mode;
+    return PBX_OK;
+}
+
+int lx_is_placeholder(const pbx_port_ctx *ctx, int32_t slot)
+{
+    uint64_t space = 0;
+    uint64_t id = 0;
+    uint32_t mode = 0;
+    if (lx_identity(slot, &space, &id, &mode) != PBX_OK) {
+        return 0;
+    }
+    return space == ctx->placeholder_space && id == ctx->placeholder_id;
+}
+
+/* Reads one int-sized socket option; returns -1 when it cannot. */
+static int32_t lx_sockopt_int(int32_t slot, int32_t name)
+{
+    int32_t v = 0;
+    uint32_t len = sizeof(v);
+    if (lx_sys6(LX_SYS_GETSOCKOPT, slot, LX_SOL_SOCKET, name, lx_ptr(&v),
+                lx_ptr(&len), 0) != 0) {
+        return -1;
+    }
+    return v;
+}
+
+/* Fills the socket part of a query: kind by SO_TYPE, listening state, and
+ * the peer's credentials when the socket is connected. */
+static void lx_query_socket(int32_t slot, pbx_port_slot_info *info)
+{
+    struct lx_ucred cred = {0, 0, 0};
+    uint32_t len = sizeof(cred);
+    int32_t type = lx_sockopt_int(slot, LX_SO_TYPE);
+    if (type == LX_SOCK_SEQPACKET) {
+        info->kind = PBX_PORT_KIND_ENDPOINT;
+    } else if (type == LX_SOCK_DGRAM) {
+        info->kind = PBX_PORT_KIND_NOTIFY;
+    } else if (type == LX_SOCK_STREAM) {
+        info->kind = PBX_PORT_KIND_STREAM;
+    } else {
+        info->kind = PBX_PORT_KIND_OTHER;
+    }
+    if (lx_sockopt_int(slot, LX_SO_ACCEPTCONN) == 1) {
+        info->flags |= PBX_PORT_INFO_LISTENING;
+    }
+    if (lx_sys6(LX_SYS_GETSOCKOPT, slot, LX_SOL_SOCKET, LX_SO_PEERCRED,
+                lx_ptr(&cred), lx_ptr(&len), 0) == 0 &&
+        cred.pid > 0) {
+        info->flags |= PBX_PORT_INFO_PEER;
+        info->peer_pid = cred.pid;
+        info->peer_uid = cred.uid;
+        info->peer_gid = cred.gid;
+    }
+}
+
+pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
+                            pbx_port_slot_info *info)
+{
+    uint32_t mode = 0;
+    pbx_mem_set(info, 0, sizeof(*info));
+    if (!lx_slot_valid(slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_slot_open(slot)) {
+        info->kind = PBX_PORT_KIND_EMPTY;
+        return PBX_OK;
+    }
+    if (lx_identity(slot, &info->object_space, &info->object_id, &mode) !=
+        PBX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    if (info->object_space == ctx->placeholder_space &&
+        info->object_id == ctx->placeholder_id) {
+        info->kind = PBX_PORT_KIND_PLACEHOLDER;
+    } else if ((mode & LX_S_IFMT) == LX_S_IFSOCK) {
+        lx_query_socket(slot, info);
+    } else if ((mode & LX_S_IFMT) == LX_S_IFREG) {
+        info->kind = PBX_PORT_KIND_MEMORY;
+    } else {
+        info->kind = PBX_PORT_KIND_OTHER;
+    }
+    return PBX_OK;
+}
+
+pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot)
+{
+    (void)ctx;
+    if (!lx_slot_open(slot)) {
+        return lx_slot_valid(slot) ? PBX_E_PORT_DELETE_UNPROVEN
+                                   : PBX_E_PORT_SLOT_RANGE;
+    }
+    return lx_close_proven(slot);
+}
+
+/* Reports whether slot lies in the context's reservable range. */
+static int lx_in_range(const pbx_port_ctx *ctx, int32_t slot)
+{
+    return lx_slot_valid(slot) && slot >= ctx->slot_min &&
+           slot <= ctx->slot_max;
+}
+
+pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
+{
+    if (!lx_in_range(ctx, slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_slot_open(slot)) {
+        return PBX_E_PORT_NOT_RESERVED;
+    }
+    /* dup3 replaces the receipt atomically: the number is never empty, so
+     * no other allocation can take the reservation meanwhile. */
+    if (lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC) !=
+        slot) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return lx_is_placeholder(ctx, slot) ? PBX_OK : PBX_E_PORT_DELETE_UNPROVEN;
+}
+
+pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot)
+{
+    if (!lx_in_range(ctx, slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (lx_slot_open(slot)) {
+        return PBX_E_PORT_SLOT_OCCUPIED;
+    }
+    if (lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC) !=
+        slot) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return lx_is_placeholder(ctx, slot) ? PBX_OK : PBX_E_PORT_SYSCALL;
+}
+
+pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot)
+{
+    if (!lx_in_range(ctx, slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_is_placeholder(ctx, slot)) {
+        return PBX_E_PORT_NOT_RESERVED;
+    }
+    return lx_close_proven(slot);
+}

@@ -1,0 +1,315 @@
+/*
+ * pbx_port.h: the narrow syscall port under the powerboxd executable.
+ *
+ * The runtime reaches the kernel only through these functions, so the very
+ * runtime that is tested on the Linux host is the one that runs on EriX
+ * apart from this layer. Every type is fixed width; nothing here names a C
+ * library type. Slot numbers are data: the authority is the capability (on
+ * Linux: the open file description) that a slot holds. Each port keeps its
+ * mutable state in the caller-allocated pbx_port_ctx and nowhere else.
+ *
+ * Receipt discipline: a receive stages every capability that arrived in
+ * the context. Before the next receive the caller moves each wanted receipt
+ * into an exact reserved slot (pbx_port_receipt_move) and deletes the rest
+ * (pbx_port_receipts_delete). Nothing arrives without being accounted for.
+ */
+#ifndef PBX_PORT_H
+#define PBX_PORT_H
+
+#include "base/pbx_base.h"
+
+/** PBX_PORT_SLOT_NONE marks "no slot" wherever a slot is optional. */
+#define PBX_PORT_SLOT_NONE (-1)
+
+/** PBX_PORT_CLIENTS_MAX bounds the public connections held at once. */
+#define PBX_PORT_CLIENTS_MAX 32U
+
+/**
+ * PBX_PORT_RECEIPTS_MAX is how many receipts one receive can stage. The
+ * Linux control buffer is sized for exactly this many descriptors, which is
+ * the largest count any protocol message carries (one) plus a wide margin;
+ * a message carrying more is detected as truncated and fully cleaned up.
+ */
+#define PBX_PORT_RECEIPTS_MAX 16U
+
+/** PBX_PORT_WANT_READ asks pbx_port_watch to report readability. */
+#define PBX_PORT_WANT_READ 1U
+/** PBX_PORT_WANT_WRITE asks pbx_port_watch to report writability. */
+#define PBX_PORT_WANT_WRITE 2U
+
+/** pbx_port_event_kind names what pbx_port_wait observed. */
+typedef enum pbx_port_event_kind {
+    /** A new public connection was accepted; slot is the connection. */
+    PBX_PORT_EV_PUBLIC_CONNECT = 1,
+    /** A public connection has a message waiting; slot is the connection. */
+    PBX_PORT_EV_PUBLIC_READABLE = 2,
+    /** A public connection hung up and was closed; slot was its number. */
+    PBX_PORT_EV_PUBLIC_CLOSED = 3,
+    /** A watched peer route has data; slot is the route. */
+    PBX_PORT_EV_ROUTE_READABLE = 4,
+    /** A watched peer route accepts data again; slot is the route. */
+    PBX_PORT_EV_ROUTE_WRITABLE = 5,
+    /** A watched peer route hung up or failed; slot is the route. */
+    PBX_PORT_EV_ROUTE_ERROR = 6
+} pbx_port_event_kind;
+
+/** pbx_port_event is one observation returned by pbx_port_wait. */
+typedef struct pbx_port_event {
+    /** kind is a pbx_port_event_kind value. */
+    uint32_t kind;
+    /** slot is the connection or route the event concerns. */
+    int32_t slot;
+} pbx_port_event;
+
+/** pbx_port_slot_kind classifies what a slot holds (pbx_port_slot_query). */
+typedef enum pbx_port_slot_kind {
+    /** The slot is empty. */
+    PBX_PORT_KIND_EMPTY = 0,
+    /** A reservation placeholder held for a transient destination. */
+    PBX_PORT_KIND_PLACEHOLDER = 1,
+    /** A message endpoint (Linux: SOCK_SEQPACKET socket). */
+    PBX_PORT_KIND_ENDPOINT = 2,
+    /** An authority-free notification route (Linux: SOCK_DGRAM). */
+    PBX_PORT_KIND_NOTIFY = 3,
+    /** A byte-stream channel (Linux: SOCK_STREAM). */
+    PBX_PORT_KIND_STREAM = 4,
+    /** A memory object (Linux: regular file or memfd). */
+    PBX_PORT_KIND_MEMORY = 5,
+    /** Anything else; never accepted as a protocol capability. */
+    PBX_PORT_KIND_OTHER = 6
+} pbx_port_slot_kind;
+
+/** PBX_PORT_INFO_LISTENING flags an endpoint that accepts connections. */
+#define PBX_PORT_INFO_LISTENING 1U
+/** PBX_PORT_INFO_PEER flags that peer_pid/uid/gid are valid. */
+#define PBX_PORT_INFO_PEER 2U
+
+/** pbx_port_slot_info is the result of a slot query; plain data. */
+typedef struct pbx_port_slot_info {
+    /** kind is a pbx_port_slot_kind value. */
+    uint32_t kind;
+    /** flags is a set of PBX_PORT_INFO_* bits. */
+    uint32_t flags;
+    /** object_id identifies the kernel object (Linux: inode number). */
+    uint64_t object_id;
+    /** object_space qualifies object_id (Linux: device number). */
+    uint64_t object_space;
+    /** peer_pid is the connected peer's process (Linux: SO_PEERCRED). */
+    int32_t peer_pid;
+    /** peer_uid is the connected peer's user id. */
+    uint32_t peer_uid;
+    /** peer_gid is the connected peer's group id. */
+    uint32_t peer_gid;
+    /** pad keeps the layout explicit; always zero. */
+    uint32_t pad;
+} pbx_port_slot_info;
+
+/** pbx_port_msg describes one received message; plain data. */
+typedef struct pbx_port_msg {
+    /** from_slot is the connection or route that delivered it. */
+    int32_t from_slot;
+    /** len_bytes is the message length written to the buffer. */
+    uint32_t len_bytes;
+    /** receipts is how many receipts are now staged in the context. */
+    uint32_t receipts;
+    /** pad keeps the layout explicit; always zero. */
+    uint32_t pad;
+} pbx_port_msg;
+
+/**
+ * pbx_port_ctx is the whole mutable state of a port. The caller allocates
+ * it (typically in static storage) and passes it to every call; the port
+ * keeps no other state. Fields are private to the port implementation.
+ */
+typedef struct pbx_port_ctx {
+    /** public_slot is the public endpoint, or PBX_PORT_SLOT_NONE. */
+    int32_t public_slot;
+    /** wait_slot is the event multiplexer (Linux: epoll instance). */
+    int32_t wait_slot;
+    /** placeholder_slot is the source every placeholder duplicates. */
+    int32_t placeholder_slot;
+    /** flags records port state bits private to the implementation. */
+    uint32_t flags;
+    /** slot_min is the first slot of the reservable range. */
+    int32_t slot_min;
+    /** slot_max is the last slot of the reservable range. */
+    int32_t slot_max;
+    /** placeholder_id is the placeholder object's identity. */
+    uint64_t placeholder_id;
+    /** placeholder_space qualifies placeholder_id. */
+    uint64_t placeholder_space;
+    /** arena_base is the mapped arena address, or zero. */
+    uint64_t arena_base;
+    /** arena_bytes is the mapped arena length. */
+    uint64_t arena_bytes;
+    /** client_count is the number of used entries in clients. */
+    uint32_t client_count;
+    /** staged_count is the number of entries used in staged. */
+    uint32_t staged_count;
+    /** clients holds the open public connections (unordered). */
+    int32_t clients[PBX_PORT_CLIENTS_MAX];
+    /** staged holds received receipts; NONE once moved or deleted. */
+    int32_t staged[PBX_PORT_RECEIPTS_MAX];
+} pbx_port_ctx;
+
+/**
+ * pbx_port_start is what the port's entry point hands to the executable:
+ * the arguments the creator supplied, as NUL-terminated strings that live
+ * for the whole program. argv has argc entries.
+ */
+typedef struct pbx_port_start {
+    /** argc is the number of entries in argv. */
+    uint32_t argc;
+    /** pad keeps the layout explicit. */
+    uint32_t pad;
+    /** argv points at the argument strings; never written. */
+    const char *const *argv;
+} pbx_port_start;
+
+/**
+ * pbx_port_main is supplied by the executable, not the port. The port's
+ * entry point calls it once and exits with the status it returns, which is
+ * the process exit status (0 success; nonzero a service-local status).
+ */
+uint8_t pbx_port_main(const pbx_port_start *start);
+
+/**
+ * pbx_port_init prepares ctx (old contents ignored): it creates the event
+ * multiplexer and the placeholder source. Reservations may use only slots in
+ * [slot_min, slot_max]. Returns PBX_OK or an error; on error nothing is held.
+ */
+pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max);
+
+/**
+ * pbx_port_public_open creates the process-owned public endpoint named by
+ * name (name_len bytes, no NUL; on Linux a leading '@' selects the abstract
+ * namespace, otherwise it is a filesystem path) and starts listening.
+ */
+pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
+                             uint32_t name_len);
+
+/**
+ * pbx_port_watch sets which readiness of the peer route slot pbx_port_wait
+ * reports: a set of PBX_PORT_WANT_* bits, or 0 to stop watching it. The
+ * slot stays owned by the caller.
+ */
+pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want);
+
+/**
+ * pbx_port_wait blocks until one event is available and stores it in *ev.
+ * New public connections are accepted here. PBX_E_PORT_AGAIN means the wait
+ * was interrupted without an event; the caller simply waits again.
+ */
+pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev);
+
+/**
+ * pbx_port_public_recv receives one message from public connection slot
+ * into buf (cap_bytes long) without blocking, staging its receipts. On any
+ * error every receipt that arrived has already been deleted. Fails with
+ * PBX_E_PORT_RECEIPTS_PENDING while earlier receipts are still staged.
+ */
+pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                             uint32_t cap_bytes, pbx_port_msg *msg);
+
+/**
+ * pbx_port_client_close closes public connection slot (with proof that the
+ * slot is empty afterwards) and forgets it.
+ */
+pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_receipt_move moves staged receipt index into dest_slot, which
+ * must currently hold a reservation placeholder. The placeholder is replaced
+ * atomically; the staging slot is deleted with proof.
+ */
+pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
+                              int32_t dest_slot);
+
+/**
+ * pbx_port_receipts_delete deletes, with proof, every staged receipt not
+ * moved yet and stores how many it deleted in *deleted (may be NULL). The
+ * staging area is empty afterwards even when a proof fails.
+ */
+pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted);
+
+/**
+ * pbx_port_send sends len_bytes of msg on slot (a public connection for a
+ * reply, or a route) without blocking, optionally transferring a copy of
+ * the capability in cap_slot (PBX_PORT_SLOT_NONE for none). The caller still
+ * holds cap_slot afterwards. PBX_E_PORT_BACKPRESSURE means retry when the
+ * slot is writable.
+ */
+pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                      uint32_t len_bytes, int32_t cap_slot);
+
+/**
+ * pbx_port_call is a synchronous peer call on route: it sends req (and a
+ * copy of cap_slot unless PBX_PORT_SLOT_NONE), then blocks for the reply,
+ * which is stored in resp (cap_bytes long) with its receipts staged exactly
+ * as pbx_port_public_recv does.
+ */
+pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
+                      uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
+                      uint32_t cap_bytes, pbx_port_msg *msg);
+
+/**
+ * pbx_port_notify sends an authority-free wake of len_bytes on datagram
+ * route slot without blocking. PBX_E_PORT_BACKPRESSURE means the route is
+ * full: keep the wake and retry when pbx_port_wait reports it writable.
+ */
+pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                        uint32_t len_bytes);
+
+/**
+ * pbx_port_slot_query describes what slot holds in *info without changing
+ * it. An empty slot is a successful query with kind PBX_PORT_KIND_EMPTY.
+ */
+pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
+                            pbx_port_slot_info *info);
+
+/**
+ * pbx_port_slot_delete deletes the capability in slot and proves that the
+ * slot is empty afterwards (PBX_E_PORT_DELETE_UNPROVEN otherwise).
+ */
+pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_slot_restore deletes the capability in reserved slot by putting
+ * the placeholder back over it atomically, and proves the slot holds the
+ * placeholder again. The reservation itself stays.
+ */
+pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_reserve places a placeholder at the exact empty slot (inside the
+ * reservable range) so that it is held for a later receipt.
+ */
+pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_unreserve releases a reservation: slot must hold the placeholder
+ * (never a receipt); it is deleted and proven empty.
+ */
+pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_pbx1_read copies the whole PBX1 object held in slot into buf
+ * (cap_bytes long) and stores its length in *len_bytes, after verifying it
+ * is a memory object sealed against writing, growing, shrinking and further
+ * sealing. The bytes are untrusted until the bootstrap layer authenticates
+ * them.
+ */
+pbx_err pbx_port_pbx1_read(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                           uint32_t cap_bytes, uint32_t *len_bytes);
+
+/**
+ * pbx_port_arena_map maps the one zero-filled, read-write arena of exactly
+ * bytes (rounded up to whole pages) and stores its address in *base. It
+ * succeeds at most once per context; the arena lives until exit.
+ */
+pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base);
+
+/** pbx_port_exit ends the process with status; it never returns. */
+_Noreturn void pbx_port_exit(uint8_t status);
+
+#endif /* PBX_PORT_H */
