@@ -1,0 +1,333 @@
+/*
+ * pbx_capabi.h: powerboxd's endpoint routes, rights, provenance and local
+ * slot layout (seed lib-capabi).
+ *
+ * Slot numbers are data, never authority: this layer only says which slot
+ * must hold which capability, of which kind, with exactly which rights and
+ * arriving which way, and it judges live observations of a slot against
+ * that expectation. It holds no state and changes nothing.
+ *
+ * The local slot space [0, PBX_CAPABI_SLOT_LIMIT) (on the Linux host: the
+ * fd table) is laid out as follows.
+ *
+ *   slots      class      holds
+ *   0..2       HOST       nothing of powerboxd's (Linux: stdin/out/err)
+ *   3          STARTUP    PBX1 deployment record   MEMORY   READ     root
+ *   4          STARTUP    supervisor readiness     NOTIFY   SEND     root
+ *   5          STARTUP    vfsd route               ENDPOINT SEND     root
+ *   6          STARTUP    ttyd route               ENDPOINT SEND     root
+ *   7          STARTUP    procd route              ENDPOINT SEND     root
+ *   8          STARTUP    launchd wake route       NOTIFY   SEND     root
+ *   9          STARTUP    public request endpoint  ENDPOINT RECEIVE  local
+ *   10..63     PORT       the syscall port's private slots (event
+ *                         multiplexer, placeholder source, and on Linux
+ *                         the accepted public connections); never
+ *                         protocol authority
+ *   first..    TRANSIENT  per-request receipts and reserved destinations,
+ *                         [first, first + count), first >= 64
+ *   the rest   FREE       unused; must stay empty
+ *
+ * "root" means transferred into powerboxd at startup by its creator;
+ * "local" means created by powerboxd itself after startup. The public
+ * endpoint is never startup-transferred: at startup its slot must be
+ * empty. Rights are exact: a route holding more rights than listed is
+ * rejected just as one holding fewer.
+ */
+#ifndef PBX_CAPABI_H
+#define PBX_CAPABI_H
+
+#include "base/pbx_base.h"
+
+/** PBX_CAPABI_RIGHT_SEND permits sending (invoking) through an endpoint. */
+#define PBX_CAPABI_RIGHT_SEND 0x01U
+/** PBX_CAPABI_RIGHT_RECEIVE permits receiving on an endpoint. */
+#define PBX_CAPABI_RIGHT_RECEIVE 0x02U
+/** PBX_CAPABI_RIGHT_GRANT permits transferring the capability onward. */
+#define PBX_CAPABI_RIGHT_GRANT 0x04U
+/** PBX_CAPABI_RIGHT_MANAGE permits revoking or deleting derived copies. */
+#define PBX_CAPABI_RIGHT_MANAGE 0x08U
+/** PBX_CAPABI_RIGHT_READ permits reading a memory object. */
+#define PBX_CAPABI_RIGHT_READ 0x10U
+/** PBX_CAPABI_RIGHT_WRITE permits writing a memory object. */
+#define PBX_CAPABI_RIGHT_WRITE 0x20U
+/** PBX_CAPABI_RIGHTS_KNOWN is every defined right; other bits are extra. */
+#define PBX_CAPABI_RIGHTS_KNOWN 0x3FU
+
+/**
+ * pbx_capabi_kind is what a slot holds. The values equal the syscall
+ * port's pbx_port_slot_kind, so a port observation maps one to one. An
+ * observed kind is untrusted data and may be any number.
+ */
+typedef enum pbx_capabi_kind {
+    /** The slot is empty. */
+    PBX_CAPABI_KIND_EMPTY = 0,
+    /** A reservation placeholder held for a transient destination. */
+    PBX_CAPABI_KIND_PLACEHOLDER = 1,
+    /** A message endpoint (Linux: SOCK_SEQPACKET socket). */
+    PBX_CAPABI_KIND_ENDPOINT = 2,
+    /** An endpoint used only for authority-free, non-blocking wakes and
+     * readiness (Linux: SOCK_DGRAM socket). */
+    PBX_CAPABI_KIND_NOTIFY = 3,
+    /** A byte-stream channel; never a powerboxd route. */
+    PBX_CAPABI_KIND_STREAM = 4,
+    /** A memory object (Linux: sealed memfd). */
+    PBX_CAPABI_KIND_MEMORY = 5,
+    /** Anything else; never accepted. */
+    PBX_CAPABI_KIND_OTHER = 6
+} pbx_capabi_kind;
+
+/** pbx_capabi_provenance says how a capability came to be in its slot. */
+typedef enum pbx_capabi_provenance {
+    /** Not known; never accepted. */
+    PBX_CAPABI_PROV_UNKNOWN = 0,
+    /** Transferred into powerboxd at startup by its creator (root). */
+    PBX_CAPABI_PROV_ROOT_TRANSFERRED = 1,
+    /** Created or derived by powerboxd itself. */
+    PBX_CAPABI_PROV_LOCAL = 2,
+    /** Received with a message after startup (a per-request receipt). */
+    PBX_CAPABI_PROV_RECEIVED = 3
+} pbx_capabi_provenance;
+
+/**
+ * pbx_capabi_entry names one slot of the fixed startup inventory. Its slot
+ * is PBX_CAPABI_STARTUP_FIRST + the entry's value.
+ */
+typedef enum pbx_capabi_entry {
+    /** The sealed PBX1 deployment record. */
+    PBX_CAPABI_ENTRY_PBX1 = 0,
+    /** The supervisor's readiness route. */
+    PBX_CAPABI_ENTRY_SUPERVISOR = 1,
+    /** The vfsd peer route (resolve, detach, retire). */
+    PBX_CAPABI_ENTRY_VFSD = 2,
+    /** The ttyd peer route (policy, prompt, grant view). */
+    PBX_CAPABI_ENTRY_TTYD = 3,
+    /** The procd peer route (install, revoke). */
+    PBX_CAPABI_ENTRY_PROCD = 4,
+    /** The launchd wake route (authority-free decision wakes). */
+    PBX_CAPABI_ENTRY_LAUNCHD = 5,
+    /** The process-created public request endpoint. */
+    PBX_CAPABI_ENTRY_PUBLIC = 6,
+    /** The number of startup inventory entries. */
+    PBX_CAPABI_ENTRY_COUNT = 7
+} pbx_capabi_entry;
+
+/** PBX_CAPABI_SLOT_LIMIT is one past the highest local slot number. */
+#define PBX_CAPABI_SLOT_LIMIT 65536U
+/** PBX_CAPABI_HOST_END ends the host-reserved slots [0, 3). */
+#define PBX_CAPABI_HOST_END 3U
+/** PBX_CAPABI_STARTUP_FIRST is the slot of PBX_CAPABI_ENTRY_PBX1. */
+#define PBX_CAPABI_STARTUP_FIRST 3U
+/** PBX_CAPABI_STARTUP_END is one past the last startup inventory slot. */
+#define PBX_CAPABI_STARTUP_END                                                 \
+    (PBX_CAPABI_STARTUP_FIRST + (uint32_t)PBX_CAPABI_ENTRY_COUNT)
+/** PBX_CAPABI_SLOT_PBX1 holds the sealed PBX1 memory object. */
+#define PBX_CAPABI_SLOT_PBX1 3U
+/** PBX_CAPABI_SLOT_SUPERVISOR holds the readiness route. */
+#define PBX_CAPABI_SLOT_SUPERVISOR 4U
+/** PBX_CAPABI_SLOT_VFSD holds the vfsd route. */
+#define PBX_CAPABI_SLOT_VFSD 5U
+/** PBX_CAPABI_SLOT_TTYD holds the ttyd route. */
+#define PBX_CAPABI_SLOT_TTYD 6U
+/** PBX_CAPABI_SLOT_PROCD holds the procd route. */
+#define PBX_CAPABI_SLOT_PROCD 7U
+/** PBX_CAPABI_SLOT_LAUNCHD holds the launchd wake route. */
+#define PBX_CAPABI_SLOT_LAUNCHD 8U
+/** PBX_CAPABI_SLOT_PUBLIC holds the locally created public endpoint. */
+#define PBX_CAPABI_SLOT_PUBLIC 9U
+/** PBX_CAPABI_PORT_FIRST starts the syscall port's private slots. */
+#define PBX_CAPABI_PORT_FIRST 10U
+/** PBX_CAPABI_FIXED_END ends every fixed slot; transients start here. */
+#define PBX_CAPABI_FIXED_END 64U
+/** PBX_CAPABI_TRANSIENT_FIRST_DEFAULT is the usual first transient slot. */
+#define PBX_CAPABI_TRANSIENT_FIRST_DEFAULT 64U
+/**
+ * PBX_CAPABI_TRANSIENT_COUNT_DEFAULT is a transient count whose range
+ * ends at slot 1024, inside Linux's default soft RLIMIT_NOFILE. A
+ * deployment normally takes the count from its PBX1 transient-slot pool.
+ */
+#define PBX_CAPABI_TRANSIENT_COUNT_DEFAULT 960U
+
+/**
+ * pbx_capabi_slot_class is what part of the layout a slot number falls in
+ * (see the table at the top of this header).
+ */
+typedef enum pbx_capabi_slot_class {
+    /** Host-reserved slots below PBX_CAPABI_HOST_END. */
+    PBX_CAPABI_CLASS_HOST = 1,
+    /** A fixed startup inventory slot (a pbx_capabi_entry). */
+    PBX_CAPABI_CLASS_STARTUP = 2,
+    /** The syscall port's private slots. */
+    PBX_CAPABI_CLASS_PORT = 3,
+    /** Inside the layout's transient range. */
+    PBX_CAPABI_CLASS_TRANSIENT = 4,
+    /** In the slot space but assigned to nothing. */
+    PBX_CAPABI_CLASS_FREE = 5,
+    /** At or beyond PBX_CAPABI_SLOT_LIMIT. */
+    PBX_CAPABI_CLASS_OUT_OF_RANGE = 6
+} pbx_capabi_slot_class;
+
+/**
+ * pbx_capabi_layout is a validated transient range [first, first + count).
+ * Caller-allocated plain data; only pbx_capabi_layout_init writes it, so a
+ * layout passed to any other function is known to be valid.
+ */
+typedef struct pbx_capabi_layout {
+    /** First transient slot; at least PBX_CAPABI_FIXED_END. */
+    uint32_t transient_first;
+    /** Number of transient slots; nonzero, range inside the slot space. */
+    uint32_t transient_count;
+} pbx_capabi_layout;
+
+/**
+ * pbx_capabi_expect is the exact expectation for one startup inventory
+ * slot. Instances live in a static table for the whole program.
+ */
+typedef struct pbx_capabi_expect {
+    /** The slot number. */
+    uint32_t slot;
+    /** The required pbx_capabi_kind. */
+    uint32_t kind;
+    /** The exact set of PBX_CAPABI_RIGHT_* bits. */
+    uint32_t rights;
+    /** The required pbx_capabi_provenance. */
+    uint32_t provenance;
+    /** A short static name for diagnostics, e.g. "vfsd". */
+    const char *name;
+} pbx_capabi_expect;
+
+/**
+ * pbx_capabi_observed is one live observation of a slot, as the runtime
+ * learned it from a slot query. Every field is untrusted data.
+ */
+typedef struct pbx_capabi_observed {
+    /** The slot that was queried. */
+    uint32_t slot;
+    /** What it holds: a pbx_capabi_kind value, or any other number. */
+    uint32_t kind;
+    /** The rights it carries: PBX_CAPABI_RIGHT_* bits, or any others. */
+    uint32_t rights;
+    /** How it arrived: a pbx_capabi_provenance value, or any number. */
+    uint32_t provenance;
+} pbx_capabi_observed;
+
+/**
+ * pbx_capabi_phase selects which inventory pbx_capabi_check_inventory
+ * expects: before powerboxd creates its public endpoint, or after.
+ */
+typedef enum pbx_capabi_phase {
+    /** At startup: the six root-transferred slots are present and the
+     * public endpoint slot is empty. */
+    PBX_CAPABI_PHASE_STARTUP = 1,
+    /** After the public endpoint is created: all seven slots present. */
+    PBX_CAPABI_PHASE_READY = 2
+} pbx_capabi_phase;
+
+/**
+ * pbx_capabi_receipt names the per-request capability a transient slot is
+ * meant to hold, each with one exact expectation (ENDPOINT kind always):
+ * SCOPE and OBJECT are SEND-only receipts, REVOCATION is procd's
+ * MANAGE-only handle (both PROV_RECEIVED), ALIAS is a SEND-only alias
+ * powerboxd derives itself (PROV_LOCAL) for runtime-reply export.
+ */
+typedef enum pbx_capabi_receipt {
+    /** The caller's scope, received at COMMIT. */
+    PBX_CAPABI_RECEIPT_SCOPE = 1,
+    /** The object vfsd resolved, received with RESOLVE's reply. */
+    PBX_CAPABI_RECEIPT_OBJECT = 2,
+    /** procd's manage-only revocation handle, received with INSTALL's. */
+    PBX_CAPABI_RECEIPT_REVOCATION = 3,
+    /** The revocable alias derived locally in runtime-reply mode. */
+    PBX_CAPABI_RECEIPT_ALIAS = 4
+} pbx_capabi_receipt;
+
+/**
+ * pbx_capabi_expected returns the static expectation for entry, which
+ * must be below PBX_CAPABI_ENTRY_COUNT (a programmer error otherwise).
+ * The pointer stays valid for the whole program; never write through it.
+ */
+const pbx_capabi_expect *pbx_capabi_expected(pbx_capabi_entry entry);
+
+/**
+ * pbx_capabi_entry_for_slot stores in *entry the startup inventory entry
+ * whose slot is slot and returns true, or returns false (leaving *entry
+ * untouched) when slot is not a startup inventory slot.
+ */
+bool pbx_capabi_entry_for_slot(uint32_t slot, pbx_capabi_entry *entry);
+
+/**
+ * pbx_capabi_layout_init validates the transient range [first, first +
+ * count) and, only when it is valid, writes it to *layout (old contents
+ * ignored). Returns PBX_OK, PBX_E_CAPABI_TRANSIENT_EMPTY for count 0,
+ * PBX_E_CAPABI_TRANSIENT_OVERLAP when the range starts below
+ * PBX_CAPABI_FIXED_END (host, startup or port slots), or
+ * PBX_E_CAPABI_SLOT_RANGE when it ends beyond PBX_CAPABI_SLOT_LIMIT.
+ */
+pbx_err pbx_capabi_layout_init(pbx_capabi_layout *layout, uint32_t first,
+                               uint32_t count);
+
+/**
+ * pbx_capabi_slot_classify says which part of the layout slot falls in.
+ * layout must come from a successful pbx_capabi_layout_init. Total: every
+ * uint32_t has a class.
+ */
+pbx_capabi_slot_class pbx_capabi_slot_classify(const pbx_capabi_layout *layout,
+                                               uint32_t slot);
+
+/**
+ * pbx_capabi_transient_index maps a transient slot to its zero-based index
+ * in the range, stored in *index. Returns PBX_OK, PBX_E_CAPABI_SLOT_RANGE
+ * for a slot beyond the slot space, or PBX_E_CAPABI_SLOT_UNEXPECTED for
+ * any other slot outside the transient range; *index is written only on
+ * success.
+ */
+pbx_err pbx_capabi_transient_index(const pbx_capabi_layout *layout,
+                                   uint32_t slot, uint32_t *index);
+
+/**
+ * pbx_capabi_transient_slot returns the slot of transient index, which
+ * must be below layout->transient_count (an index is the caller's own
+ * bookkeeping, so a bad one is a programmer error).
+ */
+uint32_t pbx_capabi_transient_slot(const pbx_capabi_layout *layout,
+                                   uint32_t index);
+
+/**
+ * pbx_capabi_check_entry judges one observation of a startup inventory
+ * slot against its ready-phase expectation. Checks run in this order and
+ * the first failure is returned: PBX_E_CAPABI_SLOT_RANGE (slot beyond the
+ * slot space), PBX_E_CAPABI_SLOT_UNEXPECTED (not a startup slot),
+ * PBX_E_CAPABI_ENTRY_MISSING (kind EMPTY), PBX_E_CAPABI_KIND,
+ * PBX_E_CAPABI_PROVENANCE, PBX_E_CAPABI_RIGHTS_MISSING,
+ * PBX_E_CAPABI_RIGHTS_EXTRA. Returns PBX_OK when everything is exact.
+ */
+pbx_err pbx_capabi_check_entry(const pbx_capabi_observed *obs);
+
+/**
+ * pbx_capabi_check_inventory judges count observations (obs may be NULL
+ * only when count is 0) as a whole inventory for phase. Each observation
+ * must name a distinct startup slot (PBX_E_CAPABI_SLOT_RANGE,
+ * PBX_E_CAPABI_SLOT_UNEXPECTED, PBX_E_CAPABI_SLOT_DUPLICATE) and pass
+ * pbx_capabi_check_entry, except that in PBX_CAPABI_PHASE_STARTUP the
+ * public endpoint slot must be empty: anything in it was transferred at
+ * startup and fails with PBX_E_CAPABI_PROVENANCE. Afterwards every entry
+ * the phase requires must have been observed non-empty, else
+ * PBX_E_CAPABI_ENTRY_MISSING. On failure *bad_index (may be NULL) is the
+ * index of the offending observation, or count for a missing entry.
+ */
+pbx_err pbx_capabi_check_inventory(const pbx_capabi_observed *obs, size_t count,
+                                   pbx_capabi_phase phase, size_t *bad_index);
+
+/**
+ * pbx_capabi_check_receipt judges an observation of a transient slot that
+ * should hold the per-request capability receipt. Returns PBX_OK,
+ * PBX_E_CAPABI_SLOT_RANGE or PBX_E_CAPABI_SLOT_UNEXPECTED (slot outside
+ * the transient range), PBX_E_CAPABI_ENTRY_MISSING (kind EMPTY or
+ * PLACEHOLDER: nothing arrived), then as pbx_capabi_check_entry:
+ * PBX_E_CAPABI_KIND, PBX_E_CAPABI_PROVENANCE, PBX_E_CAPABI_RIGHTS_MISSING,
+ * PBX_E_CAPABI_RIGHTS_EXTRA. receipt must be a pbx_capabi_receipt value.
+ */
+pbx_err pbx_capabi_check_receipt(const pbx_capabi_layout *layout,
+                                 const pbx_capabi_observed *obs,
+                                 pbx_capabi_receipt receipt);
+
+#endif /* PBX_CAPABI_H */
