@@ -1,0 +1,419 @@
+/*
+ * pbx_geometry.c: `pbx geometry make|show|check`, the operator's view of
+ * PBX1 records (docs/PBX1.md).
+ *
+ * make writes a record from an embedded default geometry plus per-pool
+ * overrides, with the type layouts this build was compiled with and the
+ * page count those imply. show prints a record in words. check validates a
+ * record exactly as powerboxd does at startup: parse, then derive against
+ * the compiled layouts. Every failure is one line on stderr and a nonzero
+ * exit; no input can crash the command.
+ */
+#include "bootstrap/pbx_bootstrap.h"
+#include "core/pbx_core_layout.h"
+#include "tools/pbx/pbx_tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The default geometry `make` starts from: small, valid and page-sized. */
+static const uint32_t pbx_geom_default_capacity[PBX_BOOTSTRAP_POOL_COUNT] = {
+    [PBX_BOOTSTRAP_POOL_REQUESTS] = 64U,
+    [PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 16384U,
+    [PBX_BOOTSTRAP_POOL_GRANTS] = 64U,
+    [PBX_BOOTSTRAP_POOL_PROMPTS] = 16U,
+    [PBX_BOOTSTRAP_POOL_POLICIES] = 32U,
+    [PBX_BOOTSTRAP_POOL_DECISIONS] = 64U,
+    [PBX_BOOTSTRAP_POOL_RECEIPTS] = 256U,
+    [PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 256U,
+    [PBX_BOOTSTRAP_POOL_RESOLUTIONS] = 64U,
+    [PBX_BOOTSTRAP_POOL_REPLIES] = 64U,
+    [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] = 64U,
+};
+
+/* The default page size: the smallest PBX1 accepts, the x86_64 page. */
+#define PBX_GEOM_DEFAULT_PAGE_SIZE 4096U
+
+/* The one place the tool learns the layouts this build was compiled with,
+ * so that `check` judges a record exactly as powerboxd would. */
+static void pbx_geom_expected(pbx_bootstrap_type_layout *out)
+{
+    pbx_core_pool_layouts(out);
+}
+
+void pbx_tool_geometry_usage(FILE *fp)
+{
+    (void)fputs("  pbx geometry make [defaults] [--POOL N]... [--page-size N] "
+                "-o FILE\n"
+                "  pbx geometry show FILE\n"
+                "  pbx geometry check FILE\n"
+                "  POOL is one of:",
+                fp);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        (void)fprintf(fp, " %s",
+                      pbx_bootstrap_pool_name((pbx_bootstrap_pool)i));
+    }
+    (void)fputs("\n", fp);
+}
+
+/* Reports err for path in one line and returns the failure status. */
+static int pbx_geom_fail(const char *path, pbx_err err)
+{
+    (void)fprintf(stderr, "pbx: geometry: %s: %s (%s)\n", path,
+                  pbx_err_text(err), pbx_err_name(err));
+    return PBX_TOOL_EXIT_FAIL;
+}
+
+/* Parses a decimal u32 with no sign, no spaces and no trailing bytes. */
+static bool pbx_geom_parse_u32(const char *s, uint32_t *out)
+{
+    uint64_t v = 0U;
+    size_t n = strlen(s);
+    if (n == 0U || n > 10U) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10U + (uint64_t)(s[i] - '0');
+    }
+    if (v > UINT32_MAX) {
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Reads at most cap bytes of path into buf and stores the count; a file
+ * longer than cap is reported as cap + 1 bytes so the length check fails.
+ * Prints one line and returns false on any I/O failure. */
+static bool pbx_geom_read(const char *path, uint8_t *buf, size_t cap,
+                          size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        (void)fprintf(stderr, "pbx: geometry: %s: cannot open: %s\n", path,
+                      strerror(errno));
+        return false;
+    }
+    size_t got = 0U;
+    uint8_t extra = 0U;
+    /* Each read either makes progress, ends the file or fails; progress
+     * is bounded by cap + 1 bytes, so the loop is bounded too. */
+    while (got <= cap) {
+        uint8_t *dst = got < cap ? buf + got : &extra;
+        size_t want = got < cap ? cap - got : 1U;
+        ssize_t r = read(fd, dst, want);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            (void)fprintf(stderr, "pbx: geometry: %s: cannot read: %s\n", path,
+                          strerror(errno));
+            (void)close(fd);
+            return false;
+        }
+        if (r == 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    (void)close(fd);
+    *len = got;
+    return true;
+}
+
+/* Reads and parses path; prints one line and returns false on failure. */
+static bool pbx_geom_load(const char *path, pbx_bootstrap_geometry *g)
+{
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    size_t len = 0U;
+    if (!pbx_geom_read(path, buf, sizeof(buf), &len)) {
+        return false;
+    }
+    pbx_err err = pbx_bootstrap_parse(buf, len, g);
+    if (err == PBX_E_BOOTSTRAP_LENGTH) {
+        (void)fprintf(
+            stderr, "pbx: geometry: %s: %s (%s): %s%zu bytes, want %u\n", path,
+            pbx_err_text(err), pbx_err_name(err),
+            len > sizeof(buf) ? "more than " : "",
+            len > sizeof(buf) ? sizeof(buf) : len, PBX_BOOTSTRAP_RECORD_BYTES);
+        return false;
+    }
+    if (err != PBX_OK) {
+        (void)pbx_geom_fail(path, err);
+        return false;
+    }
+    return true;
+}
+
+/* Writes len bytes to fd, retrying short writes and EINTR; bounded because
+ * every iteration either fails or makes progress through len bytes. */
+static bool pbx_geom_write_all(int fd, const uint8_t *buf, size_t len)
+{
+    size_t done = 0U;
+    while (done < len) {
+        ssize_t w = write(fd, buf + done, len - done);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return false;
+        }
+        done += (size_t)w;
+    }
+    return true;
+}
+
+/* Writes the record to path through a temporary file and a rename, so a
+ * reader never sees a half-written record. Prints one line on failure. */
+static bool pbx_geom_write(const char *path, const uint8_t *buf, size_t len)
+{
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        (void)fprintf(stderr, "pbx: geometry: %s: path too long\n", path);
+        return false;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        (void)fprintf(stderr, "pbx: geometry: %s: cannot create: %s\n", tmp,
+                      strerror(errno));
+        return false;
+    }
+    bool ok = pbx_geom_write_all(fd, buf, len) && fsync(fd) == 0;
+    int saved = errno;
+    ok = close(fd) == 0 && ok;
+    if (ok && rename(tmp, path) != 0) {
+        saved = errno;
+        ok = false;
+    }
+    if (!ok) {
+        (void)fprintf(stderr, "pbx: geometry: %s: cannot write: %s\n", path,
+                      strerror(saved != 0 ? saved : EIO));
+        (void)unlink(tmp);
+    }
+    return ok;
+}
+
+/* Finds the pool whose option is "--NAME"; returns false if none is. */
+static bool pbx_geom_pool_option(const char *arg, pbx_bootstrap_pool *pool)
+{
+    if (strncmp(arg, "--", 2) != 0) {
+        return false;
+    }
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        if (strcmp(arg + 2, pbx_bootstrap_pool_name((pbx_bootstrap_pool)i)) ==
+            0) {
+            *pool = (pbx_bootstrap_pool)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Applies make's options to g and finds the output path. Prints one line
+ * and returns false on a malformed command line. */
+static bool pbx_geom_make_args(int argc, char **argv, pbx_bootstrap_geometry *g,
+                               const char **out)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "defaults") == 0 || strcmp(arg, "--defaults") == 0) {
+            continue;
+        }
+        pbx_bootstrap_pool pool = PBX_BOOTSTRAP_POOL_COUNT;
+        bool is_pool = pbx_geom_pool_option(arg, &pool);
+        bool takes_value = is_pool || strcmp(arg, "-o") == 0 ||
+                           strcmp(arg, "--page-size") == 0;
+        if (!takes_value) {
+            (void)fprintf(stderr, "pbx: geometry make: unknown argument '%s'\n",
+                          arg);
+            return false;
+        }
+        if (i + 1 >= argc) {
+            (void)fprintf(stderr, "pbx: geometry make: %s needs a value\n",
+                          arg);
+            return false;
+        }
+        const char *val = argv[++i];
+        if (strcmp(arg, "-o") == 0) {
+            *out = val;
+            continue;
+        }
+        uint32_t v = 0U;
+        if (!pbx_geom_parse_u32(val, &v)) {
+            (void)fprintf(
+                stderr,
+                "pbx: geometry make: %s: '%s' is not a decimal number "
+                "below 2^32\n",
+                arg, val);
+            return false;
+        }
+        if (is_pool) {
+            g->capacity[pool] = v;
+        } else {
+            g->page_size_bytes = v;
+        }
+    }
+    if (*out == NULL) {
+        (void)fputs("pbx: geometry make: missing -o FILE\n", stderr);
+        return false;
+    }
+    return true;
+}
+
+/* Names the first pool whose capacity is zero or over its maximum, so the
+ * operator learns which option to fix. Returns false after printing. */
+static bool pbx_geom_make_capacities_ok(const pbx_bootstrap_geometry *g)
+{
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        pbx_bootstrap_pool pool = (pbx_bootstrap_pool)i;
+        uint32_t max = pbx_bootstrap_capacity_max(pool);
+        if (g->capacity[i] == 0U) {
+            (void)fprintf(stderr, "pbx: geometry make: --%s 0: %s\n",
+                          pbx_bootstrap_pool_name(pool),
+                          pbx_err_text(PBX_E_BOOTSTRAP_CAPACITY_ZERO));
+            return false;
+        }
+        if (g->capacity[i] > max) {
+            (void)fprintf(stderr, "pbx: geometry make: --%s %u: %s (%u)\n",
+                          pbx_bootstrap_pool_name(pool), g->capacity[i],
+                          pbx_err_text(PBX_E_BOOTSTRAP_CAPACITY_MAX), max);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* `pbx geometry make`: defaults, overrides, compiled layouts, derived page
+ * count, encode, write. */
+static int pbx_geom_make(int argc, char **argv)
+{
+    pbx_bootstrap_geometry g;
+    memset(&g, 0, sizeof(g));
+    g.version = PBX_BOOTSTRAP_VERSION;
+    g.page_size_bytes = PBX_GEOM_DEFAULT_PAGE_SIZE;
+    memcpy(g.capacity, pbx_geom_default_capacity, sizeof(g.capacity));
+    pbx_geom_expected(g.layout);
+    const char *out = NULL;
+    if (!pbx_geom_make_args(argc, argv, &g, &out)) {
+        return PBX_TOOL_EXIT_USAGE;
+    }
+    if (!pbx_geom_make_capacities_ok(&g)) {
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    uint32_t pages = 0U;
+    pbx_err err = pbx_bootstrap_pages_compute(&g, &pages);
+    if (err != PBX_OK) {
+        return pbx_geom_fail(out, err);
+    }
+    g.arena_page_count = pages;
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    err = pbx_bootstrap_encode(&g, buf, sizeof(buf));
+    if (err != PBX_OK) {
+        return pbx_geom_fail(out, err);
+    }
+    if (!pbx_geom_write(out, buf, sizeof(buf))) {
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    printf("%s: wrote PBX1 record (%u pages of %u bytes)\n", out, pages,
+           g.page_size_bytes);
+    return PBX_TOOL_EXIT_OK;
+}
+
+/* Prints the pool table of g, with offsets laid out from g's own type
+ * layouts and its derived page count (so a record built for another build
+ * can still be inspected). */
+static void pbx_geom_show_pools(const pbx_bootstrap_geometry *g)
+{
+    pbx_bootstrap_geometry own = *g;
+    uint32_t pages = 0U;
+    pbx_bootstrap_layout l;
+    bool laid_out = pbx_bootstrap_pages_compute(&own, &pages) == PBX_OK;
+    own.arena_page_count = pages;
+    laid_out =
+        laid_out && pbx_bootstrap_layout_derive(&own, own.layout, &l) == PBX_OK;
+    printf("%-16s %10s %8s %6s %12s %12s\n", "pool", "capacity", "record",
+           "align", "offset", "bytes");
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        printf("%-16s %10u %8u %6u",
+               pbx_bootstrap_pool_name((pbx_bootstrap_pool)i), g->capacity[i],
+               g->layout[i].record_size_bytes, g->layout[i].record_align_bytes);
+        if (laid_out) {
+            printf(" %12zu %12zu\n", l.pools[i].offset_bytes,
+                   l.pools[i].size_bytes);
+        } else {
+            printf(" %12s %12s\n", "-", "-");
+        }
+    }
+    if (laid_out) {
+        printf("pools span       %zu bytes, %zu derived pages\n", l.used_bytes,
+               l.page_count);
+    }
+}
+
+/* `pbx geometry show FILE`: everything the record says, then the verdict
+ * against this build (a failing verdict also fails the command). */
+static int pbx_geom_show(const char *path)
+{
+    pbx_bootstrap_geometry g;
+    if (!pbx_geom_load(path, &g)) {
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    printf("PBX1 record      %s\n", path);
+    printf("version          %u\n", (unsigned)g.version);
+    printf("page size        %u bytes\n", g.page_size_bytes);
+    printf("arena pages      %u (%llu bytes)\n", g.arena_page_count,
+           (unsigned long long)g.arena_page_count * g.page_size_bytes);
+    printf("digest (SHA-256) ");
+    for (size_t i = 0; i < sizeof(g.digest); i++) {
+        printf("%02x", g.digest[i]);
+    }
+    printf("\n");
+    pbx_geom_show_pools(&g);
+    pbx_bootstrap_type_layout expected[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_geom_expected(expected);
+    pbx_bootstrap_layout l;
+    pbx_err err = pbx_bootstrap_layout_derive(&g, expected, &l);
+    printf("this build       %s\n", err == PBX_OK ? "matches" : "MISMATCH");
+    (void)fflush(stdout);
+    return err == PBX_OK ? PBX_TOOL_EXIT_OK : pbx_geom_fail(path, err);
+}
+
+/* `pbx geometry check FILE`: exactly powerboxd's startup validation. */
+static int pbx_geom_check(const char *path)
+{
+    pbx_bootstrap_geometry g;
+    if (!pbx_geom_load(path, &g)) {
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    pbx_bootstrap_type_layout expected[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_geom_expected(expected);
+    pbx_bootstrap_layout l;
+    pbx_err err = pbx_bootstrap_layout_derive(&g, expected, &l);
+    if (err != PBX_OK) {
+        return pbx_geom_fail(path, err);
+    }
+    printf("%s: ok: PBX1 version %u, %zu pages of %zu bytes\n", path,
+           (unsigned)g.version, l.page_count, l.page_size_bytes);
+    return PBX_TOOL_EXIT_OK;
+}
+
+int pbx_tool_geometry(int argc, char **argv)
+{
+    const char *sub = argc >= 2 ? argv[1] : "";
+    if (strcmp(sub, "make") == 0) {
+        return pbx_geom_make(argc - 1, argv + 1);
+    }
+    if ((strcmp(sub, "show") == 0 || strcmp(sub, "check") == 0) && argc == 3) {
+        return sub[0] == 's' ? pbx_geom_show(argv[2]) : pbx_geom_check(argv[2]);
+    }
+    (void)fprintf(stderr, "pbx: geometry: usage:\n");
+    pbx_tool_geometry_usage(stderr);
+    return PBX_TOOL_EXIT_USAGE;
+}
