@@ -105,8 +105,13 @@ static void t_child_redirect(int fd, const char *path)
  * exit status, stdout and stderr. */
 static void t_run(const char *dir, const char *const *args, t_run_result *r)
 {
-    char bin[PATH_MAX];
-    PBX_REQUIRE(t_pbx_bin(bin, sizeof(bin)));
+    char bin[PATH_MAX] = "";
+    if (!t_pbx_bin(bin, sizeof(bin))) {
+        pbx_test_failf(__FILE__, __LINE__,
+                       "pbx binary not found or not executable: build it "
+                       "(make all) or set PBX_BIN");
+    }
+    PBX_REQUIRE(access(bin, X_OK) == 0);
     char out_path[PATH_MAX];
     char err_path[PATH_MAX];
     t_join(out_path, sizeof(out_path), dir, "stdout");
