@@ -21,6 +21,14 @@
 /** PBX_PORT_SLOT_NONE marks "no slot" wherever a slot is optional. */
 #define PBX_PORT_SLOT_NONE (-1)
 
+/**
+ * PBX_PORT_STARTUP_SLOTS is the number of low slots (0 up to this value,
+ * exclusive) that belong to the startup inventory. The port never creates
+ * an object of its own there, so a missing startup capability stays
+ * visibly missing instead of being shadowed by a port object.
+ */
+#define PBX_PORT_STARTUP_SLOTS 16
+
 /** PBX_PORT_CLIENTS_MAX bounds the public connections held at once. */
 #define PBX_PORT_CLIENTS_MAX 32U
 
@@ -176,7 +184,10 @@ uint8_t pbx_port_main(const pbx_port_start *start);
 /**
  * pbx_port_init prepares ctx (old contents ignored): it creates the event
  * multiplexer and the placeholder source. Reservations may use only slots in
- * [slot_min, slot_max]. Returns PBX_OK or an error; on error nothing is held.
+ * [slot_min, slot_max]; slot_min must leave room between the startup slots
+ * and the range for the port's own objects (PBX_PORT_STARTUP_SLOTS +
+ * PBX_PORT_CLIENTS_MAX + 8 at least). Returns PBX_OK or an error; on error
+ * nothing is held.
  */
 pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max);
 

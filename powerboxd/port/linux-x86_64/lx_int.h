@@ -34,6 +34,18 @@ static inline int lx_slot_valid(int32_t slot)
     return slot >= 0 && slot <= LX_SLOT_LIMIT;
 }
 
+/** LX_PRIVATE_SLOTS is the room the port's own objects need above the
+ * startup slots: epoll, placeholder, public endpoint, connections, spare. */
+#define LX_PRIVATE_SLOTS ((int32_t)PBX_PORT_CLIENTS_MAX + 8)
+
+/**
+ * lx_to_private moves a descriptor the port just created out of the startup
+ * slots, to the lowest free number at or above PBX_PORT_STARTUP_SLOTS, and
+ * checks it stays below the reservable range. Returns the new number, or
+ * -1 with the descriptor deleted.
+ */
+int32_t lx_to_private(const pbx_port_ctx *ctx, int64_t fd);
+
 /** lx_slot_open reports whether slot currently holds anything (F_GETFD). */
 int lx_slot_open(int32_t slot);
 

@@ -27,6 +27,29 @@ pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
     return PBX_OK;
 }
 
+int32_t lx_to_private(const pbx_port_ctx *ctx, int64_t fd)
+{
+    int64_t moved;
+    if (fd < 0 || fd > LX_SLOT_LIMIT) {
+        return -1;
+    }
+    if (fd >= PBX_PORT_STARTUP_SLOTS) {
+        moved = fd;
+    } else {
+        moved = lx_sys3(LX_SYS_FCNTL, fd, LX_F_DUPFD_CLOEXEC,
+                        PBX_PORT_STARTUP_SLOTS);
+        (void)lx_close_proven((int32_t)fd);
+    }
+    if (moved < 0) {
+        return -1;
+    }
+    if (moved >= ctx->slot_min) {
+        (void)lx_close_proven((int32_t)moved);
+        return -1;
+    }
+    return (int32_t)moved;
+}
+
 /* Creates the sealed, empty memfd that every placeholder duplicates and
  * records its identity, so a placeholder can never be mistaken for a
  * receipt. */
@@ -34,12 +57,13 @@ static pbx_err lx_placeholder_create(pbx_port_ctx *ctx)
 {
     static const char name[] = "pbx-placeholder";
     uint32_t mode = 0;
-    int64_t fd = lx_sys3(LX_SYS_MEMFD_CREATE, lx_ptr(name),
-                         LX_MFD_CLOEXEC | LX_MFD_ALLOW_SEALING, 0);
+    int32_t fd =
+        lx_to_private(ctx, lx_sys3(LX_SYS_MEMFD_CREATE, lx_ptr(name),
+                                   LX_MFD_CLOEXEC | LX_MFD_ALLOW_SEALING, 0));
     if (fd < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    ctx->placeholder_slot = (int32_t)fd;
+    ctx->placeholder_slot = fd;
     if (lx_sys3(LX_SYS_FCNTL, fd, LX_F_ADD_SEALS,
                 LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW |
                     LX_F_SEAL_WRITE) != 0) {
@@ -65,7 +89,7 @@ static pbx_err lx_init_undo(pbx_port_ctx *ctx, pbx_err err)
 
 pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
 {
-    int64_t ep;
+    int32_t ep;
     pbx_err err;
     pbx_mem_set(ctx, 0, sizeof(*ctx));
     ctx->public_slot = PBX_PORT_SLOT_NONE;
@@ -74,22 +98,20 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
     for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
         ctx->staged[i] = PBX_PORT_SLOT_NONE;
     }
-    if (slot_min < 3 || slot_max < slot_min || slot_max > LX_SLOT_LIMIT) {
+    if (slot_min < PBX_PORT_STARTUP_SLOTS + LX_PRIVATE_SLOTS ||
+        slot_max < slot_min || slot_max > LX_SLOT_LIMIT) {
         return PBX_E_PORT_SLOT_RANGE;
     }
     ctx->slot_min = slot_min;
     ctx->slot_max = slot_max;
-    ep = lx_sys1(LX_SYS_EPOLL_CREATE1, LX_EPOLL_CLOEXEC);
+    ep = lx_to_private(ctx, lx_sys1(LX_SYS_EPOLL_CREATE1, LX_EPOLL_CLOEXEC));
     if (ep < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    ctx->wait_slot = (int32_t)ep;
+    ctx->wait_slot = ep;
     err = lx_placeholder_create(ctx);
     if (err != PBX_OK) {
         return lx_init_undo(ctx, err);
-    }
-    if (ctx->wait_slot >= slot_min || ctx->placeholder_slot >= slot_min) {
-        return lx_init_undo(ctx, PBX_E_PORT_SLOT_RANGE);
     }
     ctx->flags = LX_FLAG_INIT;
     return PBX_OK;
@@ -118,27 +140,28 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
 {
     struct lx_sockaddr_un addr;
     uint32_t addr_len = lx_addr_fill(&addr, name, name_len);
-    int64_t fd;
+    int32_t fd;
     if ((ctx->flags & LX_FLAG_INIT) == 0U || ctx->public_slot >= 0) {
         return PBX_E_PORT_STATE;
     }
     if (addr_len == 0U) {
         return PBX_E_PORT_NAME;
     }
-    fd = lx_sys3(LX_SYS_SOCKET, LX_AF_UNIX,
-                 LX_SOCK_SEQPACKET | LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0);
+    fd = lx_to_private(
+        ctx,
+        lx_sys3(LX_SYS_SOCKET, LX_AF_UNIX,
+                LX_SOCK_SEQPACKET | LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0));
     if (fd < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    if (fd >= ctx->slot_min ||
-        lx_sys3(LX_SYS_BIND, fd, lx_ptr(&addr), addr_len) != 0 ||
+    if (lx_sys3(LX_SYS_BIND, fd, lx_ptr(&addr), addr_len) != 0 ||
         lx_sys3(LX_SYS_LISTEN, fd, LX_LISTEN_BACKLOG, 0) != 0 ||
-        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, (int32_t)fd, LX_TAG_LISTEN,
-                     LX_EPOLLIN) != PBX_OK) {
-        (void)lx_close_proven((int32_t)fd);
+        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_LISTEN, LX_EPOLLIN) !=
+            PBX_OK) {
+        (void)lx_close_proven(fd);
         return PBX_E_PORT_SYSCALL;
     }
-    ctx->public_slot = (int32_t)fd;
+    ctx->public_slot = fd;
     ctx->flags |= LX_FLAG_LISTEN_ARMED;
     return PBX_OK;
 }
@@ -188,25 +211,26 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
  * wait in the kernel's backlog instead of being refused. */
 static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
-    int64_t fd;
+    int64_t got;
+    int32_t fd;
     if (ctx->client_count >= PBX_PORT_CLIENTS_MAX) {
         return PBX_E_PORT_CLIENTS_FULL;
     }
-    fd = lx_sys6(LX_SYS_ACCEPT4, ctx->public_slot, 0, 0,
-                 LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0, 0);
-    if (fd == -LX_EAGAIN || fd == -LX_EINTR) {
+    got = lx_sys6(LX_SYS_ACCEPT4, ctx->public_slot, 0, 0,
+                  LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0, 0);
+    if (got == -LX_EAGAIN || got == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
     }
+    fd = lx_to_private(ctx, got);
     if (fd < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    if (fd >= ctx->slot_min ||
-        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, (int32_t)fd, LX_TAG_CLIENT,
-                     LX_EPOLLIN) != PBX_OK) {
-        (void)lx_close_proven((int32_t)fd);
-        return PBX_E_PORT_SLOT_RANGE;
+    if (lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_CLIENT, LX_EPOLLIN) !=
+        PBX_OK) {
+        (void)lx_close_proven(fd);
+        return PBX_E_PORT_SYSCALL;
     }
-    ctx->clients[ctx->client_count] = (int32_t)fd;
+    ctx->clients[ctx->client_count] = fd;
     ctx->client_count++;
     if (ctx->client_count == PBX_PORT_CLIENTS_MAX &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, ctx->public_slot, LX_TAG_LISTEN,
@@ -214,7 +238,7 @@ static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
         ctx->flags &= ~LX_FLAG_LISTEN_ARMED;
     }
     ev->kind = PBX_PORT_EV_PUBLIC_CONNECT;
-    ev->slot = (int32_t)fd;
+    ev->slot = fd;
     return PBX_OK;
 }
 

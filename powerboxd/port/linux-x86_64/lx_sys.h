@@ -92,6 +92,8 @@
 #define LX_O_CLOEXEC 0x80000
 /** F_GETFD: used as the cheapest "is this slot open" probe. */
 #define LX_F_GETFD 1
+/** F_DUPFD_CLOEXEC: duplicate at the lowest free number at or above arg. */
+#define LX_F_DUPFD_CLOEXEC 1030
 /** F_ADD_SEALS. */
 #define LX_F_ADD_SEALS 1033
 /** F_GET_SEALS. */

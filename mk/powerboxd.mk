@@ -1,0 +1,120 @@
+# mk/powerboxd.mk: the freestanding powerboxd images and their syscall ports.
+#
+# Every image is built per port (linux-x86_64, erix-x86_64) and per mode
+# (debug, release) into $(BUILD)/powerboxd/<port>-<mode>/, with no C library:
+# -ffreestanding -nostdlib -static, non-PIE at the fixed base set by
+# powerboxd/linker.ld, entered at the port's own _start. Until the runtime
+# loop exists the image is the port smoke driver powerboxd/portcheck; the
+# Linux release image is also copied to $(BUILD)/bin/powerboxd-portcheck.
+#
+#   make powerboxd-images      build all four images
+#   make powerboxd-port-check  ELF layout, undefined symbols, stack depth,
+#                              sizes, and the hosted port tests (in CHECK_EXTRA)
+#
+# PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
+
+PBXD_CC          ?= gcc
+# Worst-case stack depth allowed for any image, in bytes (docs/PORTS.md).
+PBXD_STACK_LIMIT ?= 8192
+PBXD_PORTS       := linux-x86_64 erix-x86_64
+PBXD_MODES       := debug release
+
+PBXD_FREE_FLAGS := $(WARN) -I. -ffreestanding -nostdlib -fno-builtin \
+    -fno-stack-protector -fno-pie -fno-pic -fno-asynchronous-unwind-tables \
+    -fno-unwind-tables -fno-tree-loop-distribute-patterns \
+    -ffunction-sections -fdata-sections -fcallgraph-info=su
+PBXD_OPT_debug   := -O0 -g
+PBXD_OPT_release := -O2
+PBXD_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,powerboxd/linker.ld \
+    -Wl,--orphan-handling=error -Wl,--build-id=none -Wl,--gc-sections \
+    -Wl,-z,noexecstack -Wl,--fatal-warnings
+
+# The freestanding layers the image links. Only base for now; the runtime
+# adds the libraries and the core when it joins them to the port.
+PBXD_LIB_SRCS   := $(wildcard base/*.c)
+PBXD_MAIN_SRCS  := $(wildcard powerboxd/portcheck/*.c)
+PBXD_HEADERS    := $(wildcard powerboxd/port/*.h powerboxd/port/*/*.h) \
+                   base/pbx_base.h $(wildcard base/err/*.def)
+PBXD_IMAGES     :=
+PBXD_CHECKS     :=
+
+# pbxd_variant(port,mode): objects, image and checks of one variant.
+define pbxd_variant
+PBXD_DIR_$(1)_$(2)  := $$(BUILD)/powerboxd/$(1)-$(2)
+PBXD_SRCS_$(1)_$(2) := $$(wildcard powerboxd/port/$(1)/*.c) \
+                       $$(PBXD_MAIN_SRCS) $$(PBXD_LIB_SRCS)
+PBXD_OBJS_$(1)_$(2) := $$(PBXD_SRCS_$(1)_$(2):%.c=$$(PBXD_DIR_$(1)_$(2))/obj/%.o)
+PBXD_IMG_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd-portcheck
+
+$$(PBXD_DIR_$(1)_$(2))/obj/%.o: %.c $$(PBXD_HEADERS)
+	@mkdir -p $$(dir $$@)
+	$$(PBXD_CC) $$(PBXD_FREE_FLAGS) $$(PBXD_OPT_$(2)) -c $$< -o $$@
+
+$$(PBXD_IMG_$(1)_$(2)): $$(PBXD_OBJS_$(1)_$(2)) powerboxd/linker.ld
+	$$(PBXD_CC) $$(PBXD_LDFLAGS) $$(PBXD_OBJS_$(1)_$(2)) -o $$@
+
+.PHONY: powerboxd-check-$(1)-$(2)
+powerboxd-check-$(1)-$(2): $$(PBXD_IMG_$(1)_$(2))
+	@python3 tests/port/elf_check.py $(1)-$(2) $$<
+	@python3 tests/port/stack_depth.py $$(PBXD_STACK_LIMIT) $(1)-$(2) \
+	    $$(PBXD_OBJS_$(1)_$(2):%.o=%.ci)
+
+PBXD_IMAGES += $$(PBXD_IMG_$(1)_$(2))
+PBXD_CHECKS += powerboxd-check-$(1)-$(2)
+endef
+
+$(foreach p,$(PBXD_PORTS),$(foreach m,$(PBXD_MODES),\
+    $(eval $(call pbxd_variant,$(p),$(m)))))
+
+PBXD_PORTCHECK := $(BUILD)/bin/powerboxd-portcheck
+$(PBXD_PORTCHECK): $(PBXD_IMG_linux-x86_64_release)
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# The hosted port tests: the project's runner plus tests/port/*.c, run
+# against the very Linux images built above. They use only base's inline
+# helpers, so they do not wait for libpbx.a.
+PBXD_TEST_SRCS := tests/runner/pbx_test.c $(wildcard tests/port/*.c)
+PBXD_TEST_OBJS := $(PBXD_TEST_SRCS:%.c=$(BUILD)/obj/port-test/%.o)
+PBXD_TEST_BIN  := $(BUILD)/bin/pbx-port-test
+
+$(BUILD)/obj/port-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
+
+$(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(PBXD_TEST_OBJS) -o $@
+
+.PHONY: powerboxd-images powerboxd-port-test powerboxd-port-check \
+        powerboxd-cppcheck powerboxd-doccheck
+powerboxd-images: $(PBXD_IMAGES) $(PBXD_PORTCHECK)
+
+powerboxd-port-test: $(PBXD_TEST_BIN) $(PBXD_IMAGES)
+	PBX_PORTCHECK=$(PBXD_IMG_linux-x86_64_debug) $(PBXD_TEST_BIN)
+	PBX_PORTCHECK=$(PBXD_IMG_linux-x86_64_release) $(PBXD_TEST_BIN)
+
+powerboxd-port-check: $(PBXD_CHECKS) powerboxd-port-test $(PBXD_PORTCHECK)
+
+CHECK_EXTRA += powerboxd-port-check
+ALL_EXTRA   += powerboxd-images
+
+# The shared gates also cover this part: clang-tidy on every port, driver
+# and test source, cppcheck on the same files, doccheck on the headers.
+PBXD_GATE_SRCS := $(wildcard powerboxd/port/*/*.c powerboxd/portcheck/*.c \
+                  tests/port/*.c)
+PBXD_TIDY_OKS  := $(PBXD_GATE_SRCS:%.c=build/tidy/%.ok)
+TIDY_SRCS      += $(PBXD_GATE_SRCS)
+$(PBXD_TIDY_OKS): $(PBXD_HEADERS)
+tidy: $(PBXD_TIDY_OKS)
+
+powerboxd-cppcheck:
+	cppcheck --std=c11 --enable=warning,style,performance,portability \
+	    --error-exitcode=1 --inline-suppr --quiet -I. \
+	    --suppress=missingIncludeSystem $(PBXD_GATE_SRCS)
+cppcheck: powerboxd-cppcheck
+
+powerboxd-doccheck:
+	python3 scripts/doccheck.py $(wildcard powerboxd/port/*.h \
+	    powerboxd/port/*/*.h)
+doccheck: powerboxd-doccheck

@@ -1,0 +1,311 @@
+/*
+ * test_port.c: the linux-x86_64 port, tested from outside through the
+ * freestanding powerboxd-portcheck image ($PBX_PORTCHECK): refused
+ * startups with their own exit statuses, receipts moved into exact
+ * reserved slots, surplus and truncated receipts deleted (the child's
+ * descriptor count returns to its baseline after floods), exact deletion
+ * and restore, slot queries, peer calls, datagram backpressure and its
+ * writability retry, and the bounded public connection table.
+ */
+#include "../../base/pbx_base.h"
+#include "../runner/pbx_test.h"
+#include "port_child.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* The portcheck layout (powerboxd/portcheck/portcheck.c). */
+#define T_RESV             200
+#define T_KIND_PLACEHOLDER 1U
+#define T_KIND_ENDPOINT    2U
+#define T_KIND_NOTIFY      3U
+#define T_KIND_MEMORY      5U
+#define T_KIND_EMPTY       0U
+
+/* Starts a child that must come up, with one connected client. */
+static void t_up(t_child *c)
+{
+    PBX_REQUIRE(t_spawn(c, T_PBX1_GOOD));
+    PBX_REQUIRE(t_wait_ready(c));
+    c->client = t_connect(c);
+    PBX_REQUIRE(c->client >= 0);
+    /* One round trip, so the connection is accepted before any count. */
+    uint32_t w[T_REPLY_WORDS];
+    PBX_REQUIRE(t_request(c, 'F', 0, NULL, 0, w, NULL));
+}
+
+/* Asks the child to exit with status 0 and checks that it did. */
+static void t_down(t_child *c)
+{
+    uint8_t msg[2] = {'X', 0};
+    PBX_CHECK(t_send(c->client, msg, sizeof(msg), NULL, 0));
+    PBX_CHECK_EQ(t_exit_status(c), 0);
+    t_close_all(c);
+}
+
+/* Opens n fresh descriptors (memfds) into fds. */
+static void t_open_n(int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fds[i] = t_memfd("pbx-test-obj", NULL, 0);
+        PBX_REQUIRE(fds[i] >= 0);
+    }
+}
+
+/* Closes n descriptors. */
+static void t_close_n(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        (void)close(fds[i]);
+    }
+}
+
+/* Spawns with a bad PBX1 and checks the refusal's exit status. */
+static void t_refused(t_pbx1_mode mode, int status)
+{
+    t_child c;
+    PBX_REQUIRE(t_spawn(&c, mode));
+    PBX_CHECK_EQ(t_exit_status(&c), status);
+    t_close_all(&c);
+}
+
+PBX_TEST(port_refuses_missing_pbx1)
+{
+    t_refused(T_PBX1_NONE, 10);
+}
+
+PBX_TEST(port_refuses_unsealed_pbx1)
+{
+    t_refused(T_PBX1_UNSEALED, 11);
+    t_refused(T_PBX1_PARTIAL, 11);
+}
+
+PBX_TEST(port_refuses_non_memory_pbx1)
+{
+    t_refused(T_PBX1_DEVNULL, 12);
+}
+
+PBX_TEST(port_refuses_malformed_pbx1)
+{
+    t_refused(T_PBX1_BADMAGIC, 13);
+}
+
+PBX_TEST(port_ready_query_and_exit_status)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    uint8_t q[5] = {'Q', 0, 0, 0, 0};
+    struct {
+        int32_t slot;
+        uint32_t kind;
+    } want[] = {{T_RESV, T_KIND_PLACEHOLDER}, {4, T_KIND_ENDPOINT},
+                {5, T_KIND_NOTIFY},           {3, T_KIND_MEMORY},
+                {150, T_KIND_EMPTY},          {T_RESV + 3, T_KIND_PLACEHOLDER}};
+    t_up(&c);
+    for (size_t i = 0; i < PBX_ARRAY_LEN(want); i++) {
+        pbx_le_put32(q + 1, (uint32_t)want[i].slot);
+        PBX_REQUIRE(t_send(c.client, q, sizeof(q), NULL, 0));
+        PBX_REQUIRE(t_recv_reply(c.client, w, NULL, 5000));
+        PBX_CHECK_EQ(w[0], PBX_OK);
+        PBX_CHECK_EQ(w[1], want[i].kind);
+    }
+    /* Slot 4 is connected to us: SO_PEERCRED names this process. */
+    pbx_le_put32(q + 1, 4U);
+    PBX_REQUIRE(t_send(c.client, q, sizeof(q), NULL, 0));
+    PBX_REQUIRE(t_recv_reply(c.client, w, NULL, 5000));
+    PBX_CHECK_EQ(w[5], (uint32_t)getpid());
+    uint8_t x[2] = {'X', 7};
+    PBX_CHECK(t_send(c.client, x, sizeof(x), NULL, 0));
+    PBX_CHECK_EQ(t_exit_status(&c), 7);
+    t_close_all(&c);
+}
+
+PBX_TEST(port_receipt_moves_into_reserved_slot_and_back)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    int obj;
+    int echoed = -1;
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    t_open_n(&obj, 1);
+    PBX_REQUIRE(t_request(&c, 'H', 1, &obj, 1, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(w[1], 1U);
+    PBX_CHECK_EQ(w[2], 0U);
+    PBX_CHECK_EQ(w[3], T_RESV + 1);
+    PBX_CHECK(t_same_object(c.pid, T_RESV + 1, obj));
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    /* The held capability goes back out in a reply, as a copy. */
+    PBX_REQUIRE(t_request(&c, 'E', 1, NULL, 0, w, &echoed));
+    PBX_REQUIRE(echoed >= 0);
+    PBX_CHECK(t_same_object(getpid(), echoed, obj));
+    (void)close(echoed);
+    /* Restore puts the placeholder back; unreserving a receipt fails. */
+    PBX_REQUIRE(t_request(&c, 'U', 2, NULL, 0, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(w[1], PBX_OK);
+    PBX_REQUIRE(t_request(&c, 'R', 1, NULL, 0, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK(!t_same_object(c.pid, T_RESV + 1, obj));
+    PBX_REQUIRE(t_request(&c, 'H', 1, &obj, 1, w, NULL));
+    PBX_REQUIRE(t_request(&c, 'D', 1, NULL, 0, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(w[1], PBX_OK);
+    PBX_CHECK(!t_same_object(c.pid, T_RESV + 1, obj));
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    (void)close(obj);
+    t_down(&c);
+}
+
+PBX_TEST(port_surplus_flood_returns_to_baseline)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    uint64_t rng = 0x9E3779B97F4A7C15ULL;
+    int fds[16];
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    PBX_REQUIRE(base > 0);
+    t_open_n(fds, 16);
+    for (int i = 0; i < 2000; i++) {
+        int n = 1 + (int)(pbx_test_rng_next(&rng) % 16U);
+        char op = (i % 5 == 0) ? 'H' : 'F';
+        PBX_REQUIRE(t_request(&c, op, (uint8_t)i, fds, n, w, NULL));
+        PBX_CHECK_EQ(w[1], (uint32_t)n);
+        PBX_CHECK_EQ(w[2], (uint32_t)(op == 'H' ? n - 1 : n));
+        if (op == 'H') {
+            PBX_REQUIRE(t_request(&c, 'R', (uint8_t)i, NULL, 0, w, NULL));
+            PBX_CHECK_EQ(w[0], PBX_OK);
+        }
+    }
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    t_close_n(fds, 16);
+    t_down(&c);
+}
+
+PBX_TEST(port_truncated_receipts_are_deleted)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    int fds[64];
+    uint8_t big[100];
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    t_open_n(fds, 64);
+    const int counts[] = {17, 40, 64, 16};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(counts); i++) {
+        PBX_REQUIRE(t_request(&c, 'F', 0, fds, counts[i], w, NULL));
+        PBX_CHECK_EQ(w[0], counts[i] > 16 ? PBX_E_PORT_CTRUNC : PBX_OK);
+        PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    }
+    /* A message longer than the receive buffer is refused the same way. */
+    memset(big, 'F', sizeof(big));
+    PBX_REQUIRE(t_send(c.client, big, sizeof(big), fds, 3));
+    PBX_REQUIRE(t_recv_reply(c.client, w, NULL, 5000));
+    PBX_CHECK_EQ(w[0], PBX_E_PORT_MSG_TRUNC);
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    t_close_n(fds, 64);
+    t_down(&c);
+}
+
+PBX_TEST(port_peer_call_places_reply_receipt)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    uint32_t unused[T_REPLY_WORDS];
+    int fds[3];
+    char req[8] = {0};
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    t_open_n(fds, 3);
+    uint8_t msg[2] = {'P', 2};
+    PBX_REQUIRE(t_send(c.client, msg, sizeof(msg), NULL, 0));
+    PBX_REQUIRE(!t_recv_reply(c.client, unused, NULL, 100));
+    PBX_REQUIRE(recv(c.peer, req, sizeof(req), 0) == 4);
+    PBX_CHECK(memcmp(req, "CALL", 4) == 0);
+    PBX_REQUIRE(t_send(c.peer, "OK", 2, fds, 3));
+    PBX_REQUIRE(t_recv_reply(c.client, w, NULL, 5000));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(w[1], 3U);
+    PBX_CHECK_EQ(w[2], 2U);
+    PBX_CHECK_EQ(w[3], 2U);
+    PBX_CHECK(t_same_object(c.pid, T_RESV + 2, fds[0]));
+    PBX_REQUIRE(t_request(&c, 'R', 2, NULL, 0, w, NULL));
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    t_close_n(fds, 3);
+    t_down(&c);
+}
+
+/* Reads every queued datagram from fd without blocking; returns the count. */
+static int t_drain(int fd)
+{
+    char buf[16];
+    int n = 0;
+    for (int i = 0; i < 100000 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 4;
+         i++) {
+        n++;
+    }
+    return n;
+}
+
+PBX_TEST(port_notify_backpressure_retries_when_writable)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS] = {0};
+    char buf[16];
+    int sent = 0;
+    t_up(&c);
+    for (int i = 0; i < 20000 && w[3] == 0U; i++) {
+        PBX_REQUIRE(t_request(&c, 'N', 0, NULL, 0, w, NULL));
+        sent += w[3] == 0U;
+    }
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_REQUIRE(w[3] == 1U);
+    PBX_CHECK(sent > 0);
+    /* Nothing is reported before the route drains. */
+    PBX_CHECK(recv(c.supervisor, buf, sizeof(buf), MSG_DONTWAIT) < 0);
+    int got = t_drain(c.notify);
+    /* The held wake goes out once the route is writable again, and only
+     * then does the supervisor hear WOKE: the wake was kept, not dropped. */
+    PBX_REQUIRE(t_recv_reply(c.supervisor, w, NULL, 5000));
+    got += t_drain(c.notify);
+    PBX_CHECK_EQ(got, sent + 1);
+    t_down(&c);
+}
+
+PBX_TEST(port_connection_table_is_bounded_not_lossy)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    int conns[33];
+    uint8_t f[2] = {'F', 0};
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    /* The first client holds one entry; fill the other 31, then one more. */
+    for (int i = 0; i < 31; i++) {
+        conns[i] = t_connect(&c);
+        PBX_REQUIRE(conns[i] >= 0);
+        PBX_REQUIRE(t_send(conns[i], f, sizeof(f), NULL, 0));
+        PBX_REQUIRE(t_recv_reply(conns[i], w, NULL, 5000));
+    }
+    conns[31] = t_connect(&c);
+    PBX_REQUIRE(conns[31] >= 0);
+    PBX_REQUIRE(t_send(conns[31], f, sizeof(f), NULL, 0));
+    PBX_CHECK(!t_recv_reply(conns[31], w, NULL, 200));
+    (void)close(conns[0]);
+    PBX_CHECK(t_recv_reply(conns[31], w, NULL, 5000));
+    for (int i = 1; i < 32; i++) {
+        (void)close(conns[i]);
+    }
+    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
+    int now = -1;
+    for (int i = 0; i < 200 && now != base; i++) {
+        PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
+        now = t_fd_count(c.pid);
+    }
+    PBX_CHECK_EQ(now, base);
+    t_down(&c);
+}
