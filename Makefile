@@ -74,8 +74,8 @@ $(PBX_BIN): $(TOOL_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
 	$(if $(TOOL_OBJS),$(CC) $(LDFLAGS) $(TOOL_OBJS) $(LIBPBX) -o $@,@true)
 
-test: $(TEST_BIN)
-	$(TEST_BIN) $(TESTS)
+test: $(TEST_BIN) $(PBX_BIN)
+	PBX_BIN=$(PBX_BIN) $(TEST_BIN) $(TESTS)
 
 # ---- gates -----------------------------------------------------------------
 
