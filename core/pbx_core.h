@@ -84,6 +84,8 @@ typedef struct pbx_core_call {
     size_t frame_len;
     /** Capability to transfer with the frame, or PBX_CORE_SLOT_NONE. */
     uint32_t send_slot;
+    /** True: send a copy and keep send_slot; false: move it on OK. */
+    bool send_copy;
     /** Core-owned reply buffer of reply_cap bytes. */
     uint8_t *reply;
     /** Capacity of reply in bytes. */
@@ -177,12 +179,20 @@ typedef enum pbx_core_queue_id {
     PBX_CORE_Q_PARK_GRANT = PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_COUNT,
     /** Notifications parked on the launchd route. */
     PBX_CORE_Q_PARK_NOTIFY = PBX_CORE_Q_PARK_GRANT + PBX_CORE_ROUTE_COUNT,
+    /** Transient slots whose unwanted receipt awaits deletion retry. */
+    PBX_CORE_Q_ORPHAN,
     /** Number of queues; not a queue. */
     PBX_CORE_Q_COUNT
 } pbx_core_queue_id;
 
 /** PBX_CORE_LANES is the number of ready lanes served round-robin. */
-#define PBX_CORE_LANES 4U
+#define PBX_CORE_LANES 6U
+
+/**
+ * PBX_CORE_BADGE_LAUNCHD is the badge the runtime passes for frames that
+ * arrived from launchd's broker connection; only it may send EXPIRE.
+ */
+#define PBX_CORE_BADGE_LAUNCHD UINT32_C(0xFFFFFFFE)
 
 /**
  * pbx_core_ctx is the whole core state. Caller-allocated; pbx_core_init
@@ -212,6 +222,12 @@ typedef struct pbx_core_ctx {
     pbx_core_queue queues[PBX_CORE_Q_COUNT];
     /** Next ready lane to serve. */
     uint32_t lane;
+    /** The expiry being swept one grant per step, if expire_active. */
+    pbx_ipc_expire expire;
+    /** Next grant index the expiry sweep examines. */
+    uint32_t expire_cursor;
+    /** Nonzero while an expiry sweep is in progress. */
+    uint32_t expire_active;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */

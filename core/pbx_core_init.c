@@ -87,6 +87,8 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
             (q >= (size_t)PBX_CORE_Q_PARK_GRANT &&
              q < (size_t)PBX_CORE_Q_PARK_NOTIFY)) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_GRANTS;
+        } else if (q == (size_t)PBX_CORE_Q_ORPHAN) {
+            qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS;
         } else if (q == (size_t)PBX_CORE_Q_NOTIFY ||
                    q == (size_t)PBX_CORE_Q_PARK_NOTIFY) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_NOTIFICATIONS;
@@ -112,6 +114,8 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     ctx->slots = *slots;
     ctx->lane = 0U;
     ctx->held_caps = 0U;
+    ctx->expire_active = 0U;
+    ctx->expire_cursor = 0U;
     pbx_mem_set(ctx->arena, 0, arena_len);
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         pbx_core_init_pool(ctx, (pbx_bootstrap_pool)i, &layout->pools[i]);

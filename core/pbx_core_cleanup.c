@@ -1,0 +1,397 @@
+/*
+ * pbx_core_cleanup.c: release of request-owned authority, the grant
+ * cleanup chain (revoke, REMOVE, RETIRE), decision wakes, delivery-driven
+ * retirement and the round-robin scheduler.
+ */
+#include "core/pbx_core_peer.h"
+
+/* Releases the scope: delete a held one; prove a reserved one empty. */
+static pbx_core_delete pbx_core_release_scope(pbx_core_ctx *ctx,
+                                              pbx_core_request *r)
+{
+    pbx_core_tslot *t = pbx_core_tslot_at(ctx, r->scope_tslot);
+    if (t->link.state == PBX_CORE_TSLOT_HELD) {
+        return pbx_core_delete_tslot(ctx, r->scope_tslot);
+    }
+    if (t->link.state == PBX_CORE_TSLOT_RESERVED) {
+        pbx_capabi_observed obs;
+        ctx->ops->slot_query(ctx->ops_user, t->slot, &obs);
+        if (obs.kind != (uint32_t)PBX_CAPABI_KIND_EMPTY &&
+            obs.kind != (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER) {
+            /* Something sits in the destination: delete it first. */
+            pbx_core_delete d = pbx_core_delete_slot(ctx, t->slot);
+            if (d != PBX_CORE_DELETE_OK) {
+                return d;
+            }
+        }
+        ctx->ops->slot_release(ctx->ops_user, t->slot);
+        t->link.state = PBX_CORE_TSLOT_IDLE;
+        t->slot = PBX_CORE_SLOT_NONE;
+    }
+    return PBX_CORE_DELETE_OK;
+}
+
+/* Publishes request i's decision and queues its wake. */
+static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_decision *d = (pbx_core_decision *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
+    pbx_core_notification *n = (pbx_core_notification *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, r->notification);
+    d->job_id = r->ctx.ctx.job_id;
+    d->job_generation = r->ctx.ctx.job_gen;
+    d->request = i;
+    d->request_generation = r->link.generation;
+    d->status = r->outcome;
+    d->grant = PBX_CORE_NIL;
+    d->grant_generation = 0U;
+    d->installed_slot = 0U;
+    if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
+        pbx_core_grant *g = pbx_core_grant_at(ctx, r->grant);
+        d->grant = r->grant;
+        d->grant_generation = g->link.generation;
+        d->installed_slot = g->installed_slot;
+    }
+    n->decision = r->decision;
+    n->decision_generation = i;
+    pbx_core_req_move(ctx, i, PBX_CORE_EV_RELEASED);
+    pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
+}
+
+pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_delete d = PBX_CORE_DELETE_OK;
+    if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+        r->grant != PBX_CORE_NIL &&
+        pbx_core_grant_at(ctx, r->grant)->link.state !=
+            (uint16_t)PBX_CORE_ST_FREE) {
+        /* An installed grant that never became visible is cleaned up
+         * first; its retirement puts this request back in the lane. */
+        if (pbx_core_grant_at(ctx, r->grant)->link.state ==
+            (uint16_t)PBX_CORE_ST_LIVE) {
+            pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
+        }
+        return PBX_OK;
+    }
+    if (pbx_core_tslot_held(ctx, r->object_tslot)) {
+        bool done = false;
+        pbx_err err = pbx_core_detach(ctx, i, &done);
+        if (err == PBX_OK && r->link.queue == 0U) {
+            pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+        }
+        return err;
+    }
+    if (r->grant == PBX_CORE_NIL ||
+        r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED ||
+        !pbx_core_tslot_held(ctx, r->handle_tslot)) {
+        d = pbx_core_release_scope(ctx, r);
+    } else {
+        d = pbx_core_delete_tslot(ctx, r->handle_tslot);
+    }
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (d == PBX_CORE_DELETE_TRANSIENT ||
+        pbx_core_tslot_held(ctx, r->scope_tslot) ||
+        pbx_core_tslot_at(ctx, r->scope_tslot)->link.state ==
+            PBX_CORE_TSLOT_RESERVED) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+        return PBX_OK;
+    }
+    pbx_core_publish(ctx, i);
+    return PBX_OK;
+}
+
+/* Deletes the grant's revocation authority (or unexported alias). */
+static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t t = (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U
+                     ? gr->revocation_tslot
+                     : gr->alias_tslot;
+    pbx_core_delete d = pbx_core_delete_tslot(ctx, t);
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (d == PBX_CORE_DELETE_OK) {
+        pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
+    }
+    pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
+    return PBX_OK;
+}
+
+/* Sends the receipt-free full-identity retirement to vfsd. */
+static bool pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
+                                       pbx_core_io *io)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
+    pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    pbx_ipc_frame f;
+    pbx_ipc_retire ack;
+    pbx_core_call c;
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_retire_encode(gid, &q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
+    *io = ctx->ops->call(ctx->ops_user, &c);
+    if (*io != PBX_CORE_IO_OK) {
+        return false;
+    }
+    bool exact =
+        pbx_core_reply_frame(&c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
+        pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
+        ack.object.id == q.object.id && ack.object.gen == q.object.gen &&
+        ack.scope_id == q.scope_id && ack.object_class == q.object_class;
+    (void)pbx_core_drop_receipts(ctx, &c, 0);
+    return exact;
+}
+
+/* Frees grant g and wakes a request waiting on its cleanup. */
+static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    pbx_core_grant_move(ctx, g, PBX_CORE_EV_RETIRED);
+    gr->link.state = (uint16_t)PBX_CORE_ST_FREE;
+    if (i != PBX_CORE_NIL && pbx_core_req(ctx, i)->link.live != 0U &&
+        pbx_core_req(ctx, i)->link.generation == gr->request_generation &&
+        pbx_core_req(ctx, i)->grant == g) {
+        pbx_core_request *r = pbx_core_req(ctx, i);
+        r->grant = PBX_CORE_NIL;
+        if (r->link.state == (uint16_t)PBX_CORE_ST_RELEASE &&
+            r->link.queue == 0U) {
+            pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+        }
+        pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return;
+    }
+    /* The request retired earlier and left its handle slot record here. */
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS,
+                  (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U
+                      ? gr->revocation_tslot
+                      : gr->alias_tslot);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+}
+
+pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_core_io io = PBX_CORE_IO_OK;
+    bool ok = false;
+    switch ((pbx_core_state)gr->link.state) {
+    case PBX_CORE_ST_REVOKE:
+        return pbx_core_grant_revoke(ctx, g);
+    case PBX_CORE_ST_REMOVE:
+        io = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, &ok);
+        if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
+            return PBX_E_CORE_CLEANUP_REJECTED;
+        }
+        if (ok) {
+            pbx_core_grant_move(ctx, g, PBX_CORE_EV_REMOVED);
+        }
+        break;
+    case PBX_CORE_ST_RETIRE:
+        ok = pbx_core_grant_retire_call(ctx, g, &io);
+        if (ok) {
+            pbx_core_grant_retire(ctx, g);
+            return PBX_OK;
+        }
+        break;
+    default:
+        PBX_ASSERT(false);
+        return PBX_OK;
+    }
+    /* Only exact acknowledgements advance; anything else waits for the
+     * peer's route to become ready again. */
+    if (ok) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
+    } else {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g,
+                      gr->link.state == (uint16_t)PBX_CORE_ST_REMOVE
+                          ? PBX_CORE_ROUTE_TTYD
+                          : PBX_CORE_ROUTE_VFSD);
+    }
+    (void)io;
+    return PBX_OK;
+}
+
+void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_chunks_give(ctx, r->selector_head, r->selector_chunks);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, r->scope_tslot);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, r->object_tslot);
+    if (r->grant == PBX_CORE_NIL ||
+        pbx_core_grant_at(ctx, r->grant)->link.state ==
+            (uint16_t)PBX_CORE_ST_FREE) {
+        /* No grant outlives the request: the handle slot goes too. */
+        pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, r->handle_tslot);
+        if (r->grant != PBX_CORE_NIL) {
+            pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
+        }
+    } else {
+        pbx_core_grant_at(ctx, r->grant)->request = PBX_CORE_NIL;
+    }
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, r->notification);
+    r->link.state = (uint16_t)PBX_CORE_ST_FREE;
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+}
+
+pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
+{
+    const pbx_core_notification *no =
+        (const pbx_core_notification *)pbx_core_rec(
+            ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, n);
+    uint32_t i = no->decision_generation;
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_wake w = {r->ctx.ctx.job_id, r->ctx.ctx.job_gen};
+    size_t len = 0;
+    PBX_ASSERT(pbx_ipc_wake_encode(
+                   pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i), &w,
+                   ctx->frame, sizeof(ctx->frame), &len) == PBX_OK);
+    pbx_core_io io = ctx->ops->wake(ctx->ops_user, ctx->frame, len);
+    if (io == PBX_CORE_IO_BUSY) {
+        /* Retried when launchd's route is writable again, never polled. */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_PARK_NOTIFY, n);
+        return PBX_OK;
+    }
+    if (io != PBX_CORE_IO_OK) {
+        return pbx_core_fail(ctx, PBX_CORE_EXIT_NOTIFY,
+                             PBX_E_CORE_NOTIFY_FAILED);
+    }
+    pbx_core_req_move(ctx, i, PBX_CORE_EV_WOKEN);
+    if (r->link.state == (uint16_t)PBX_CORE_ST_FREE) {
+        pbx_core_req_retire(ctx, i);
+    }
+    return PBX_OK;
+}
+
+pbx_err pbx_core_on_reply_delivered(pbx_core_ctx *ctx, uint32_t token,
+                                    uint32_t generation, bool delivered)
+{
+    pbx_ipc_id id = {token, generation};
+    uint32_t i = 0;
+    if (ctx->ready == 0U) {
+        return PBX_E_CORE_NOT_READY;
+    }
+    if (pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, &i) != PBX_OK) {
+        return PBX_E_CORE_TOKEN;
+    }
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    if (r->link.state != (uint16_t)PBX_CORE_ST_NOTIFY &&
+        r->link.state != (uint16_t)PBX_CORE_ST_DECIDED) {
+        return PBX_E_CORE_TOKEN;
+    }
+    if (!delivered) {
+        return PBX_OK; /* Kept, alias included, for the next DECISION. */
+    }
+    if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+        r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
+        r->grant != PBX_CORE_NIL &&
+        pbx_core_tslot_held(ctx,
+                            pbx_core_grant_at(ctx, r->grant)->alias_tslot)) {
+        /* The alias left with the reply: exported exactly once. */
+        pbx_core_tslot_drop(ctx, pbx_core_grant_at(ctx, r->grant)->alias_tslot);
+    }
+    pbx_core_req_move(ctx, i, PBX_CORE_EV_DELIVERED);
+    if (r->link.state == (uint16_t)PBX_CORE_ST_FREE) {
+        pbx_core_req_retire(ctx, i);
+    }
+    return PBX_OK;
+}
+
+/* Retries one orphaned receipt deletion. */
+static pbx_err pbx_core_orphan_step(pbx_core_ctx *ctx, uint32_t t)
+{
+    pbx_core_delete d = pbx_core_delete_tslot(ctx, t);
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (d == PBX_CORE_DELETE_TRANSIENT) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
+        return PBX_OK;
+    }
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
+    return PBX_OK;
+}
+
+/* Examines one grant for the running expiry. */
+static void pbx_core_expire_step(pbx_core_ctx *ctx)
+{
+    uint32_t g = ctx->expire_cursor;
+    ctx->expire_cursor++;
+    if (ctx->expire_cursor >= ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
+        ctx->expire_active = 0U;
+    }
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    bool kind_ok = ctx->expire.kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
+                   gr->ctx.ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION;
+    if (gr->link.live != 0U && gr->link.state == (uint16_t)PBX_CORE_ST_LIVE &&
+        (gr->flags & PBX_CORE_GRANT_F_APPROVED) != 0U && kind_ok &&
+        gr->ctx.ctx.job_id == ctx->expire.job_id &&
+        gr->ctx.ctx.job_gen == ctx->expire.job_gen) {
+        pbx_core_grant_end(ctx, g, PBX_CORE_EV_EXPIRE);
+    }
+}
+
+/* Serves lane; returns false when it had nothing to do. */
+static bool pbx_core_lane(pbx_core_ctx *ctx, uint32_t lane, pbx_err *err)
+{
+    static const pbx_core_queue_id queues[PBX_CORE_LANES - 1U] = {
+        PBX_CORE_Q_INTAKE, PBX_CORE_Q_RELEASE, PBX_CORE_Q_GRANT,
+        PBX_CORE_Q_NOTIFY, PBX_CORE_Q_ORPHAN};
+    if (lane == PBX_CORE_LANES - 1U) {
+        if (ctx->expire_active == 0U) {
+            return false;
+        }
+        pbx_core_expire_step(ctx);
+        return true;
+    }
+    uint32_t i = pbx_core_pop(ctx, queues[lane]);
+    if (i == PBX_CORE_NIL) {
+        return false;
+    }
+    switch (queues[lane]) {
+    case PBX_CORE_Q_GRANT:
+        *err = pbx_core_grant_step(ctx, i);
+        break;
+    case PBX_CORE_Q_NOTIFY:
+        *err = pbx_core_notify_step(ctx, i);
+        break;
+    case PBX_CORE_Q_ORPHAN:
+        *err = pbx_core_orphan_step(ctx, i);
+        break;
+    default:
+        *err = pbx_core_progress_step(ctx, i);
+        break;
+    }
+    return true;
+}
+
+pbx_err pbx_core_step(pbx_core_ctx *ctx, bool *progressed)
+{
+    pbx_err err = PBX_OK;
+    *progressed = false;
+    if (ctx->ready == 0U) {
+        return PBX_E_CORE_NOT_READY;
+    }
+    for (uint32_t n = 0; n < PBX_CORE_LANES; n++) {
+        uint32_t lane = ctx->lane;
+        ctx->lane = (ctx->lane + 1U) % PBX_CORE_LANES;
+        if (pbx_core_lane(ctx, lane, &err)) {
+            *progressed = true;
+            break;
+        }
+    }
+    if (err != PBX_OK && pbx_core_exit_status(ctx) == PBX_CORE_EXIT_NONE) {
+        return pbx_core_fail(ctx, PBX_CORE_EXIT_PROGRESS, err);
+    }
+    return err;
+}

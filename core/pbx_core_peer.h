@@ -1,0 +1,53 @@
+/*
+ * pbx_core_peer.h: helpers for the typed private-peer adapters (vfsd,
+ * ttyd, procd, launchd). Internal to core/.
+ */
+#ifndef PBX_CORE_PEER_H
+#define PBX_CORE_PEER_H
+
+#include "core/pbx_core_internal.h"
+
+/**
+ * pbx_core_call_init prepares c to send frame_len bytes of ctx->frame to
+ * route, with the reply landing in ctx->reply; nothing is transferred.
+ */
+void pbx_core_call_init(pbx_core_ctx *ctx, pbx_core_call *c, uint32_t route,
+                        size_t frame_len);
+
+/**
+ * pbx_core_drop_receipts deletes every receipt of c from index keep on.
+ * A deletion that cannot finish now keeps the receipt tracked for retry;
+ * returns the worst outcome (REJECTED is already a fail-stop).
+ */
+pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
+                                       const pbx_core_call *c, size_t keep);
+
+/**
+ * pbx_core_reply_frame decodes c's reply and checks it is the status-zero
+ * reply of op for request id. *f borrows c->reply.
+ */
+pbx_err pbx_core_reply_frame(const pbx_core_call *c, uint16_t op, pbx_ipc_id id,
+                             pbx_ipc_frame *f);
+
+/** pbx_core_receipt_ok authenticates slot as a receipt of kind. */
+bool pbx_core_receipt_ok(pbx_core_ctx *ctx, uint32_t slot,
+                         pbx_capabi_receipt kind);
+
+/** pbx_core_park parks record index of pool on route until it is ready. */
+void pbx_core_park(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index,
+                   pbx_core_route route);
+
+/**
+ * pbx_core_detach gives request i's object copy back to vfsd (or deletes
+ * it when vfsd cannot take it); *done says the object is no longer held.
+ * BUSY parks the request on the vfsd route.
+ */
+pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done);
+
+/**
+ * pbx_core_view publishes or removes grant g's full row at ttyd; *acked
+ * is true only for the exact echo. Returns the call outcome.
+ */
+pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
+                          bool *acked);
+#endif /* PBX_CORE_PEER_H */

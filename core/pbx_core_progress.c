@@ -1,0 +1,495 @@
+/*
+ * pbx_core_progress.c: one transition per retained request step, through
+ * scoped resolution, session policy, the deferred trusted prompt, grant
+ * installation (or runtime alias derivation), detach and the ACTIVE view.
+ */
+#include "core/pbx_core_peer.h"
+
+/* Ends request i on a denial-class outcome. */
+static void pbx_core_deny(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_req_terminate(ctx, i, PBX_CORE_EV_DENY, PBX_IPC_OUTCOME_DENIED);
+}
+
+/* Moves request i by event and puts it back on the intake lane. */
+static void pbx_core_advance(pbx_core_ctx *ctx, uint32_t i, pbx_core_event ev)
+{
+    pbx_core_req_move(ctx, i, ev);
+    pbx_core_req(ctx, i)->parked_route = PBX_CORE_NIL;
+    pbx_core_enqueue(ctx, PBX_CORE_Q_INTAKE, i);
+}
+
+/* Performs c; BUSY parks request i on route and reports false. */
+static bool pbx_core_req_call(pbx_core_ctx *ctx, uint32_t i, pbx_core_call *c,
+                              pbx_core_route route, pbx_core_io *io)
+{
+    *io = ctx->ops->call(ctx->ops_user, c);
+    if (*io == PBX_CORE_IO_BUSY) {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, route);
+        return false;
+    }
+    return true;
+}
+
+/* Judges a RESOLVE reply and binds the evidence; returns the event. */
+static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
+                                             const pbx_core_call *c)
+{
+    pbx_ipc_frame f;
+    pbx_ipc_resolve_reply rr;
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
+        pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
+        rr.operation != r->ctx.ctx.operation ||
+        !pbx_mem_equal(rr.selector_digest, r->ctx.selector_digest,
+                       PBX_IPC_DIGEST_BYTES) ||
+        rr.object_class != r->ctx.ctx.object_class) {
+        return PBX_CORE_EV_DENY;
+    }
+    pbx_core_resolution *ev = (pbx_core_resolution *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    ev->operation = rr.operation;
+    ev->object_class = rr.object_class;
+    ev->scope_id = rr.scope_id;
+    ev->object = rr.object;
+    pbx_mem_copy(ev->selector_digest, rr.selector_digest, PBX_IPC_DIGEST_BYTES);
+    if (rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND) {
+        ev->not_found = 1U;
+        ev->missing_class = rr.object_class;
+        return PBX_CORE_EV_NOT_FOUND;
+    }
+    if (rr.result != (uint8_t)PBX_IPC_RESOLVE_FOUND ||
+        !pbx_core_receipt_ok(ctx, c->recv_slots[0],
+                             PBX_CAPABI_RECEIPT_OBJECT)) {
+        return PBX_CORE_EV_DENY;
+    }
+    return PBX_CORE_EV_RESOLVED;
+}
+
+static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+    pbx_ipc_resolve q = {r->ctx.ctx.operation,
+                         r->ctx.ctx.object_class,
+                         r->ctx.selector_len,
+                         {0},
+                         sel};
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_core_io io;
+    pbx_core_selector_copy(ctx, r, sel, sizeof(sel));
+    pbx_mem_copy(q.selector_digest, r->ctx.selector_digest,
+                 PBX_IPC_DIGEST_BYTES);
+    pbx_err err =
+        pbx_ipc_resolve_encode(pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i),
+                               &q, ctx->frame, sizeof(ctx->frame), &n);
+    PBX_ASSERT(err == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
+    /* Resolution goes only through the committed scope. */
+    c.via_slot = pbx_core_tslot_at(ctx, r->scope_tslot)->slot;
+    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_VFSD, &io)) {
+        return PBX_OK;
+    }
+    pbx_core_event ev = io == PBX_CORE_IO_OK
+                            ? pbx_core_resolve_judge(ctx, i, &c)
+                            : PBX_CORE_EV_DENY;
+    size_t keep = ev == PBX_CORE_EV_RESOLVED ? 1U : 0U;
+    if (keep == 1U) {
+        pbx_core_tslot_hold(ctx, r->object_tslot, c.recv_slots[0],
+                            PBX_CAPABI_RECEIPT_OBJECT);
+    }
+    if (pbx_core_drop_receipts(ctx, &c, keep) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (ev == PBX_CORE_EV_RESOLVED) {
+        pbx_core_advance(ctx, i, ev);
+    } else if (ev == PBX_CORE_EV_NOT_FOUND) {
+        pbx_core_req_terminate(ctx, i, ev, PBX_IPC_OUTCOME_NOT_FOUND);
+    } else {
+        pbx_core_deny(ctx, i);
+    }
+    return PBX_OK;
+}
+
+/* Fills the object identity of request i's resolution. */
+static pbx_ipc_object pbx_core_req_object(const pbx_core_ctx *ctx,
+                                          const pbx_core_request *r)
+{
+    return ((const pbx_core_resolution *)pbx_core_rec(
+                ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution))
+        ->object;
+}
+
+static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_policy q;
+    pbx_mem_copy(&q.ctx, &r->ctx.ctx, sizeof(q.ctx));
+    q.object = pbx_core_req_object(ctx, r);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_core_io io;
+    pbx_ipc_frame f;
+    pbx_ipc_policy_reply pr;
+    PBX_ASSERT(pbx_ipc_policy_encode(id, &q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_TTYD, &io)) {
+        return PBX_OK;
+    }
+    pbx_core_event ev = PBX_CORE_EV_DENY;
+    if (io == PBX_CORE_IO_OK &&
+        pbx_core_reply_frame(&c, PBX_IPC_OP_POLICY, id, &f) == PBX_OK &&
+        pbx_ipc_policy_reply_decode(&f, &pr) == PBX_OK &&
+        pr.urgency == r->ctx.ctx.urgency && pr.realm == r->ctx.ctx.realm &&
+        pr.session == r->ctx.ctx.session) {
+        /* Only a routine request may be allowed without a prompt. */
+        if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_ALLOW &&
+            pr.urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE) {
+            ev = PBX_CORE_EV_ALLOW;
+        } else if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_PROMPT) {
+            ev = PBX_CORE_EV_PROMPT;
+        }
+        pbx_core_policy *p = (pbx_core_policy *)pbx_core_rec(
+            ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
+        p->request = i;
+        p->request_generation = id.gen;
+        p->verdict = pr.verdict;
+        p->exceptional =
+            pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL ? 1U : 0U;
+    }
+    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (ev == PBX_CORE_EV_DENY) {
+        pbx_core_deny(ctx, i);
+    } else {
+        pbx_core_advance(ctx, i, ev);
+    }
+    return PBX_OK;
+}
+
+/* Checks every echo of a trusted prompt answer against request i. */
+static bool pbx_core_answer_exact(const pbx_core_ctx *ctx, uint32_t i,
+                                  const pbx_ipc_prompt_reply *a)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    pbx_ipc_object o = pbx_core_req_object(ctx, r);
+    return a->session == r->ctx.ctx.session && a->realm == r->ctx.ctx.realm &&
+           a->job_id == r->ctx.ctx.job_id && a->job_gen == r->ctx.ctx.job_gen &&
+           a->request.index == id.index && a->request.gen == id.gen &&
+           a->object.id == o.id && a->object.gen == o.gen;
+}
+
+static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+    pbx_ipc_prompt q;
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_core_io io;
+    pbx_ipc_frame f;
+    pbx_ipc_prompt_reply a;
+    pbx_mem_copy(&q.ctx, &r->ctx.ctx, sizeof(q.ctx));
+    pbx_mem_copy(&q.label, &r->ctx.label, sizeof(q.label));
+    q.object = pbx_core_req_object(ctx, r);
+    q.selector_len = r->ctx.selector_len;
+    q.selector = sel;
+    pbx_core_selector_copy(ctx, r, sel, sizeof(sel));
+    pbx_mem_copy(q.selector_digest, r->ctx.selector_digest,
+                 PBX_IPC_DIGEST_BYTES);
+    PBX_ASSERT(pbx_ipc_prompt_encode(id, &q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_TTYD, &io)) {
+        return PBX_OK;
+    }
+    pbx_core_event ev = PBX_CORE_EV_DENY;
+    if (io == PBX_CORE_IO_OK &&
+        pbx_core_reply_frame(&c, PBX_IPC_OP_PROMPT, id, &f) == PBX_OK &&
+        pbx_ipc_prompt_reply_decode(&f, &a) == PBX_OK) {
+        if (a.retry) {
+            ev = PBX_CORE_EV_RETRY;
+        } else if (pbx_core_answer_exact(ctx, i, &a) &&
+                   a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE) {
+            ev = PBX_CORE_EV_ALLOW;
+        }
+    }
+    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (ev == PBX_CORE_EV_RETRY) {
+        /* Keep the exact request; ask again once ttyd is writable. */
+        pbx_core_prompt *p = (pbx_core_prompt *)pbx_core_rec(
+            ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+        p->retries = p->retries == UINT32_MAX ? p->retries : p->retries + 1U;
+        pbx_core_req_move(ctx, i, ev);
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_TTYD);
+    } else if (ev == PBX_CORE_EV_ALLOW) {
+        pbx_core_advance(ctx, i, ev);
+    } else {
+        pbx_core_deny(ctx, i);
+    }
+    return PBX_OK;
+}
+
+/* Fills grant g from request i once its handle is held. */
+static void pbx_core_grant_fill(pbx_core_ctx *ctx, uint32_t i,
+                                uint32_t installed_slot)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_grant *g = pbx_core_grant_at(ctx, r->grant);
+    const pbx_core_resolution *ev = (const pbx_core_resolution *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    pbx_mem_copy(&g->ctx, &r->ctx, sizeof(g->ctx));
+    g->object = ev->object;
+    g->scope_id = ev->scope_id;
+    g->installed_slot = installed_slot;
+    g->request = i;
+    g->request_generation = r->link.generation;
+    g->end_reason = 0U;
+    g->revocation_tslot = PBX_CORE_NIL;
+    g->alias_tslot = PBX_CORE_NIL;
+    if (r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL) {
+        g->flags = PBX_CORE_GRANT_F_INSTALL;
+        g->revocation_tslot = r->handle_tslot;
+    } else {
+        g->flags = 0U;
+        g->alias_tslot = r->handle_tslot;
+    }
+    pbx_core_grant_move(ctx, r->grant, PBX_CORE_EV_INSTALLED);
+}
+
+/* Judges procd's INSTALL reply: a manage-only handle, never staging. */
+static bool pbx_core_install_judge(pbx_core_ctx *ctx, uint32_t i,
+                                   const pbx_core_call *c, uint32_t *slot)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
+    pbx_ipc_frame f;
+    pbx_ipc_install_reply ir;
+    if (pbx_core_reply_frame(c, PBX_IPC_OP_INSTALL, id, &f) != PBX_OK ||
+        pbx_ipc_install_reply_decode(&f, &ir) != PBX_OK ||
+        ir.handle_kind != (uint8_t)PBX_IPC_HANDLE_MANAGE_ONLY ||
+        ir.grant.index != gid.index || ir.grant.gen != gid.gen ||
+        ir.target_process_id != r->ctx.target.process_id ||
+        ir.target_process_gen != r->ctx.target.process_gen ||
+        !pbx_core_receipt_ok(ctx, c->recv_slots[0],
+                             PBX_CAPABI_RECEIPT_REVOCATION)) {
+        return false;
+    }
+    *slot = ir.installed_slot;
+    return true;
+}
+
+static pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_install q = {
+        r->ctx.target, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant),
+        r->ctx.ctx.operation, r->ctx.ctx.object_class, r->ctx.ctx.lifetime};
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_core_io io;
+    uint32_t slot = 0;
+    PBX_ASSERT(pbx_ipc_install_encode(
+                   pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i), &q,
+                   ctx->frame, sizeof(ctx->frame), &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_PROCD, n);
+    c.send_slot = pbx_core_tslot_at(ctx, r->object_tslot)->slot;
+    c.send_copy = true;
+    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_PROCD, &io)) {
+        return PBX_OK;
+    }
+    bool ok = io == PBX_CORE_IO_OK && pbx_core_install_judge(ctx, i, &c, &slot);
+    if (ok) {
+        pbx_core_tslot_hold(ctx, r->handle_tslot, c.recv_slots[0],
+                            PBX_CAPABI_RECEIPT_REVOCATION);
+    }
+    if (pbx_core_drop_receipts(ctx, &c, ok ? 1U : 0U) ==
+        PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (!ok) {
+        pbx_core_deny(ctx, i);
+        return PBX_OK;
+    }
+    pbx_core_grant_fill(ctx, i, slot);
+    pbx_core_advance(ctx, i, PBX_CORE_EV_INSTALLED);
+    return PBX_OK;
+}
+
+/* Runtime-reply mode: derive the revocable alias exported once later. */
+static pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    uint32_t alias = PBX_CORE_SLOT_NONE;
+    pbx_core_io io = ctx->ops->alias_derive(
+        ctx->ops_user, pbx_core_tslot_at(ctx, r->object_tslot)->slot, &alias);
+    if (io == PBX_CORE_IO_BUSY) {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_VFSD);
+        return PBX_OK;
+    }
+    if (io != PBX_CORE_IO_OK) {
+        pbx_core_deny(ctx, i);
+        return PBX_OK;
+    }
+    pbx_core_tslot_hold(ctx, r->handle_tslot, alias, PBX_CAPABI_RECEIPT_ALIAS);
+    if (!pbx_core_receipt_ok(ctx, alias, PBX_CAPABI_RECEIPT_ALIAS)) {
+        if (pbx_core_delete_tslot(ctx, r->handle_tslot) ==
+            PBX_CORE_DELETE_REJECTED) {
+            return PBX_E_CORE_CLEANUP_REJECTED;
+        }
+        pbx_core_deny(ctx, i);
+        return PBX_OK;
+    }
+    pbx_core_grant_fill(ctx, i, 0U);
+    pbx_core_advance(ctx, i, PBX_CORE_EV_INSTALLED);
+    return PBX_OK;
+}
+
+/* Gives powerboxd's own object copy back to vfsd. Returns true when the
+ * object is gone (detached, or deleted after vfsd refused it). */
+pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_detach q = {pbx_core_req_object(ctx, r)};
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_core_io io;
+    pbx_ipc_frame f;
+    pbx_ipc_detach ack;
+    *done = false;
+    PBX_ASSERT(pbx_ipc_detach_encode(id, &q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
+    c.send_slot = pbx_core_tslot_at(ctx, r->object_tslot)->slot;
+    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_VFSD, &io)) {
+        return PBX_OK;
+    }
+    if (io == PBX_CORE_IO_OK) {
+        /* The move happened: the slot is vfsd's now, whatever the ack. */
+        pbx_core_tslot_drop(ctx, r->object_tslot);
+        (void)(pbx_core_reply_frame(&c, PBX_IPC_OP_DETACH, id, &f) == PBX_OK &&
+               pbx_ipc_detach_reply_decode(&f, &ack) == PBX_OK);
+    } else if (pbx_core_delete_tslot(ctx, r->object_tslot) !=
+               PBX_CORE_DELETE_OK) {
+        return pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE
+                   ? PBX_E_CORE_CLEANUP_REJECTED
+                   : PBX_OK;
+    }
+    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    *done = !pbx_core_tslot_held(ctx, r->object_tslot);
+    return PBX_OK;
+}
+
+/* Publishes (ACTIVE) or removes (REMOVE) grant g's full row at ttyd.
+ * Returns the io outcome; *acked says the exact echo came back. */
+pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
+                          bool *acked)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_ipc_view v;
+    pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    size_t n = 0;
+    pbx_core_call c;
+    pbx_ipc_frame f;
+    pbx_ipc_view_ack ack;
+    v.kind = kind;
+    v.grant = gid;
+    pbx_mem_copy(&v.ctx, &gr->ctx.ctx, sizeof(v.ctx));
+    v.object = gr->object;
+    v.scope_id = gr->scope_id;
+    v.target = gr->ctx.target;
+    v.installed_slot = gr->installed_slot;
+    pbx_mem_copy(v.selector_digest, gr->ctx.selector_digest,
+                 PBX_IPC_DIGEST_BYTES);
+    pbx_mem_copy(&v.label, &gr->ctx.label, sizeof(v.label));
+    *acked = false;
+    PBX_ASSERT(pbx_ipc_view_encode(gid, &v, ctx->frame, sizeof(ctx->frame),
+                                   &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_io io = ctx->ops->call(ctx->ops_user, &c);
+    if (io == PBX_CORE_IO_OK) {
+        *acked = pbx_core_reply_frame(&c, PBX_IPC_OP_VIEW, gid, &f) == PBX_OK &&
+                 pbx_ipc_view_reply_decode(&f, &ack) == PBX_OK &&
+                 ack.kind == kind && ack.grant.index == gid.index &&
+                 ack.grant.gen == gid.gen;
+        if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+            return PBX_CORE_IO_FAILED;
+        }
+    }
+    return io;
+}
+
+static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    bool acked = false;
+    pbx_core_io io = pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, &acked);
+    if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (io == PBX_CORE_IO_BUSY) {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_TTYD);
+        return PBX_OK;
+    }
+    if (!acked) {
+        pbx_core_deny(ctx, i);
+        return PBX_OK;
+    }
+    /* Only now, with the ACTIVE row acknowledged, may approval show. */
+    pbx_core_grant_at(ctx, r->grant)->flags |= PBX_CORE_GRANT_F_APPROVED;
+    pbx_core_req_terminate(ctx, i, PBX_CORE_EV_ACTIVE_ACK,
+                           PBX_IPC_OUTCOME_APPROVED);
+    return PBX_OK;
+}
+
+static pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i)
+{
+    bool done = false;
+    pbx_err err = pbx_core_detach(ctx, i, &done);
+    if (err == PBX_OK && done) {
+        pbx_core_advance(ctx, i, PBX_CORE_EV_DETACHED);
+    } else if (err == PBX_OK && pbx_core_req(ctx, i)->link.queue == 0U) {
+        /* Deletion could not finish now: retry on the next round. */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_INTAKE, i);
+    }
+    return err;
+}
+
+pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    switch ((pbx_core_state)r->link.state) {
+    case PBX_CORE_ST_RESOLVE:
+        return pbx_core_step_resolve(ctx, i);
+    case PBX_CORE_ST_POLICY:
+        return pbx_core_step_policy(ctx, i);
+    case PBX_CORE_ST_PROMPT:
+        return pbx_core_step_prompt(ctx, i);
+    case PBX_CORE_ST_INSTALL:
+        return r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL
+                   ? pbx_core_step_install(ctx, i)
+                   : pbx_core_step_alias(ctx, i);
+    case PBX_CORE_ST_DETACH:
+        return pbx_core_step_detach(ctx, i);
+    case PBX_CORE_ST_ACTIVATE:
+        return pbx_core_step_activate(ctx, i);
+    case PBX_CORE_ST_RELEASE:
+        return pbx_core_release_step(ctx, i);
+    default:
+        PBX_ASSERT(false);
+        return PBX_OK;
+    }
+}
