@@ -73,7 +73,7 @@ static void pc_reply(int32_t to, const uint32_t *words, uint32_t n, int32_t cap)
 {
     pbx_mem_set(pc.reply, 0, sizeof(pc.reply));
     for (uint32_t i = 0; i < n && i < PC_REPLY_BYTES / 4U; i++) {
-        pbx_le_put32(pc.reply + 4U * i, words[i]);
+        pbx_le_put32(pc.reply + (size_t)4U * i, words[i]);
     }
     (void)pbx_port_send(&pc.port, to, pc.reply, PC_REPLY_BYTES, cap);
 }

@@ -219,7 +219,7 @@ bool t_send(int fd, const void *msg, size_t len, const int *fds, int nfds)
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int) * 253)];
     } ctrl;
-    struct iovec iov = {(void *)(uintptr_t)msg, len};
+    struct iovec iov = {(void *)msg, len};
     struct msghdr mh;
     memset(&mh, 0, sizeof(mh));
     memset(&ctrl, 0, sizeof(ctrl));
@@ -286,9 +286,9 @@ bool t_recv_reply(int fd, uint32_t *w, int *fd_out, int ms)
     }
     t_take_fds(&mh, fd_out);
     for (int i = 0; i < T_REPLY_WORDS; i++) {
-        w[i] = (uint32_t)buf[4 * i] | ((uint32_t)buf[4 * i + 1] << 8) |
-               ((uint32_t)buf[4 * i + 2] << 16) |
-               ((uint32_t)buf[4 * i + 3] << 24);
+        const uint8_t *p = buf + (size_t)4 * (size_t)i;
+        w[i] = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+               ((uint32_t)p[3] << 24);
     }
     return true;
 }

@@ -21,13 +21,17 @@
 #define LX_CTRL_BYTES                                                          \
     ((LX_CMSG_HDR_BYTES + 4U * PBX_PORT_RECEIPTS_MAX + 7U) & ~7U)
 
-/** lx_pollfd is struct pollfd. */
+/** lx_pollfd is struct pollfd; only the kernel reads its members, which
+ * cppcheck cannot see. */
 struct lx_pollfd {
     /** Descriptor. */
+    // cppcheck-suppress unusedStructMember
     int32_t fd;
     /** Requested events. */
+    // cppcheck-suppress unusedStructMember
     int16_t events;
     /** Returned events. */
+    // cppcheck-suppress unusedStructMember
     int16_t revents;
 };
 
@@ -105,10 +109,9 @@ static pbx_err lx_stage_control(pbx_port_ctx *ctx, const uint8_t *ctrl,
         if (len < LX_CMSG_HDR_BYTES || len > ctrl_len - off) {
             return PBX_E_PORT_CONTROL_MALFORMED;
         }
-        if (level != LX_SOL_SOCKET || type != LX_SCM_RIGHTS) {
-            err = PBX_E_PORT_CONTROL_MALFORMED;
-        } else if (!lx_stage_rights(ctx, ctrl + off + LX_CMSG_HDR_BYTES,
-                                    (len - LX_CMSG_HDR_BYTES) / 4U)) {
+        if (level != LX_SOL_SOCKET || type != LX_SCM_RIGHTS ||
+            !lx_stage_rights(ctx, ctrl + off + LX_CMSG_HDR_BYTES,
+                             (len - LX_CMSG_HDR_BYTES) / 4U)) {
             err = PBX_E_PORT_CONTROL_MALFORMED;
         }
         off += (len + 7U) & ~(uint64_t)7U;
@@ -153,14 +156,11 @@ static pbx_err lx_recv_judge(pbx_port_ctx *ctx, const struct lx_msghdr *mh,
 
 /* One recvmsg into buf with the staging control buffer. Returns the byte
  * count, or a negated errno exactly as the kernel reported it. */
-static int64_t lx_recvmsg(int32_t slot, uint8_t *buf, uint32_t cap_bytes,
-                          uint64_t *ctrl, struct lx_msghdr *mh, int32_t flags)
+static int64_t lx_recvmsg(int32_t slot, struct lx_iovec *iov, uint64_t *ctrl,
+                          struct lx_msghdr *mh, int32_t flags)
 {
-    struct lx_iovec iov;
-    iov.base = buf;
-    iov.len = cap_bytes;
     pbx_mem_set(mh, 0, sizeof(*mh));
-    mh->iov = &iov;
+    mh->iov = iov;
     mh->iovlen = 1;
     mh->control = ctrl;
     mh->controllen = LX_CTRL_BYTES;
@@ -174,6 +174,7 @@ static pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
                        uint32_t cap_bytes, pbx_port_msg *msg, int32_t flags)
 {
     uint64_t ctrl[LX_CTRL_BYTES / 8U];
+    struct lx_iovec iov;
     struct lx_msghdr mh;
     int64_t r;
     pbx_err err;
@@ -183,7 +184,9 @@ static pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
         return PBX_E_PORT_RECEIPTS_PENDING;
     }
     ctx->staged_count = 0;
-    r = lx_recvmsg(slot, buf, cap_bytes, ctrl, &mh, flags);
+    iov.base = buf;
+    iov.len = cap_bytes;
+    r = lx_recvmsg(slot, &iov, ctrl, &mh, flags);
     if (r == -LX_EAGAIN || r == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
     }
@@ -255,7 +258,7 @@ static pbx_err lx_send(int32_t slot, const uint8_t *msg, uint32_t len_bytes,
     struct lx_msghdr mh;
     int64_t r;
     pbx_mem_set(&mh, 0, sizeof(mh));
-    iov.base = (void *)(uintptr_t)msg;
+    iov.base = (void *)msg;
     iov.len = len_bytes;
     mh.iov = &iov;
     mh.iovlen = 1;

@@ -183,16 +183,15 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
 {
     uint32_t at = 0;
     uint32_t events = 0;
-    int64_t r;
-    struct lx_epoll_event ev;
     if (!lx_slot_valid(slot) || slot == ctx->public_slot ||
         slot == ctx->wait_slot || lx_client_find(ctx, slot, &at) ||
         (want & ~(PBX_PORT_WANT_READ | PBX_PORT_WANT_WRITE)) != 0U) {
         return PBX_E_PORT_STATE;
     }
     if (want == 0U) {
-        r = lx_sys6(LX_SYS_EPOLL_CTL, ctx->wait_slot, LX_EPOLL_CTL_DEL, slot,
-                    lx_ptr(&ev), 0, 0);
+        struct lx_epoll_event ev = {0, 0};
+        int64_t r = lx_sys6(LX_SYS_EPOLL_CTL, ctx->wait_slot, LX_EPOLL_CTL_DEL,
+                            slot, lx_ptr(&ev), 0, 0);
         return (r == 0 || r == -2 /* ENOENT: not watched */)
                    ? PBX_OK
                    : PBX_E_PORT_SYSCALL;
@@ -289,6 +288,7 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
     if ((ctx->flags & LX_FLAG_INIT) == 0U) {
         return PBX_E_PORT_STATE;
     }
+    pbx_mem_set(&got, 0, sizeof(got));
     n = lx_sys6(LX_SYS_EPOLL_WAIT, ctx->wait_slot, lx_ptr(&got), 1, -1, 0, 0);
     if (n == 0 || n == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
@@ -334,7 +334,8 @@ pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base)
     ctx->flags |= LX_FLAG_ARENA;
     ctx->arena_base = (uint64_t)addr;
     ctx->arena_bytes = len;
-    *base = (void *)(uintptr_t)addr;
+    /* The kernel returns the mapping as an integer; this is its address. */
+    *base = (void *)(uintptr_t)addr; // NOLINT(performance-no-int-to-ptr)
     return PBX_OK;
 }
 
@@ -344,6 +345,7 @@ static pbx_err lx_pbx1_check(int32_t slot, uint64_t *size)
 {
     struct lx_stat st;
     int64_t seals;
+    pbx_mem_set(&st, 0, sizeof(st));
     if (!lx_slot_open(slot)) {
         return PBX_E_PORT_PBX1_MISSING;
     }

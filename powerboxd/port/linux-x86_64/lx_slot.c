@@ -27,6 +27,7 @@ pbx_err lx_close_proven(int32_t slot)
 pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id, uint32_t *mode)
 {
     struct lx_stat st;
+    pbx_mem_set(&st, 0, sizeof(st));
     if (!lx_slot_valid(slot) ||
         lx_sys3(LX_SYS_FSTAT, slot, lx_ptr(&st), 0) != 0) {
         return PBX_E_PORT_SYSCALL;

@@ -34,7 +34,7 @@ _Noreturn void lx_start_c(const uint64_t *sp)
     uint64_t argc = sp[0];
     start.argc = argc > 0xFFFFU ? 0xFFFFU : (uint32_t)argc;
     start.pad = 0;
-    start.argv = (const char *const *)(uintptr_t)(sp + 1);
+    start.argv = (const char *const *)(const void *)(sp + 1);
     pbx_port_exit(pbx_port_main(&start));
 }
 

@@ -163,6 +163,7 @@ struct lx_stat {
     /** Remaining fields (block size, blocks, times, reserved). */
     int64_t rest[11];
 };
+/** The layout must match the kernel exactly. */
 _Static_assert(sizeof(struct lx_stat) == 144, "x86_64 struct stat");
 
 /** lx_iovec is struct iovec. */
@@ -194,6 +195,7 @@ struct lx_msghdr {
     /** Padding. */
     uint32_t pad1;
 };
+/** The layout must match the kernel exactly. */
 _Static_assert(sizeof(struct lx_msghdr) == 56, "x86_64 struct msghdr");
 
 /** LX_CMSG_HDR_BYTES is sizeof(struct cmsghdr): len u64, level, type. */
@@ -224,6 +226,7 @@ struct __attribute__((packed)) lx_epoll_event {
     /** Caller data: the port stores the slot and a tag. */
     uint64_t data;
 };
+/** The layout must match the kernel exactly. */
 _Static_assert(sizeof(struct lx_epoll_event) == 12, "packed epoll_event");
 
 /** lx_sys1 performs a one-argument system call. */
