@@ -1,0 +1,388 @@
+/*
+ * test_ipc_frame.c: the frame header checks, the authority partition
+ * table for every op, error replies, empty records, the admission rule and
+ * the encoders' refusal of records they cannot emit.
+ */
+#include "../ipc/pbx_ipc.h"
+#include "runner/pbx_test.h"
+
+#include <string.h>
+
+#define REPLY(op) ((uint16_t)((op) | PBX_IPC_REPLY_BIT))
+
+static const pbx_ipc_id live_id = {7U, 3U};
+static const pbx_ipc_id zero_id = {0U, 0U};
+
+/* The partition table written out independently of ipc/: op, request caps
+ * range, reply caps range (reply_max < 0: no reply). */
+struct expect {
+    uint16_t op;
+    int req_min;
+    int req_max;
+    int rep_min;
+    int rep_max;
+};
+
+static const struct expect table[] = {
+    {PBX_IPC_OP_BEGIN, 0, 0, 0, 0},  {PBX_IPC_OP_SELECTOR, 0, 0, 0, 0},
+    {PBX_IPC_OP_COMMIT, 1, 1, 0, 0}, {PBX_IPC_OP_DECISION, 0, 0, 0, 1},
+    {PBX_IPC_OP_CANCEL, 0, 0, 0, 0}, {PBX_IPC_OP_CONSUME, 0, 0, 0, 0},
+    {PBX_IPC_OP_EXPIRE, 0, 0, 0, 0}, {PBX_IPC_OP_RESOLVE, 0, 0, 0, 1},
+    {PBX_IPC_OP_DETACH, 1, 1, 0, 0}, {PBX_IPC_OP_RETIRE, 0, 0, 0, 0},
+    {PBX_IPC_OP_POLICY, 0, 0, 0, 0}, {PBX_IPC_OP_PROMPT, 0, 0, 0, 0},
+    {PBX_IPC_OP_VIEW, 0, 0, 0, 0},   {PBX_IPC_OP_INSTALL, 1, 1, 1, 1},
+    {PBX_IPC_OP_REVOKE, 0, 0, 0, 0}, {PBX_IPC_OP_WAKE, 0, 0, -1, -1},
+};
+
+PBX_TEST(ipc_partition_table_for_every_op)
+{
+    PBX_CHECK_EQ(PBX_ARRAY_LEN(table), PBX_IPC_OP_COUNT);
+    for (size_t i = 0; i < PBX_ARRAY_LEN(table); i++) {
+        const struct expect *e = &table[i];
+        pbx_ipc_op_rule row;
+        PBX_CHECK_EQ(pbx_ipc_op_rule_get(e->op, &row), PBX_OK);
+        PBX_CHECK_EQ(row.op, e->op);
+        for (uint16_t caps = 0; caps <= 3U; caps++) {
+            bool req = (int)caps >= e->req_min && (int)caps <= e->req_max;
+            bool rep = (int)caps >= e->rep_min && (int)caps <= e->rep_max;
+            PBX_CHECK_EQ(pbx_ipc_caps_allowed(e->op, 0U, caps), req);
+            PBX_CHECK_EQ(pbx_ipc_caps_allowed(REPLY(e->op), 0U, caps), rep);
+            /* A request never has a status; an error reply never
+             * carries a capability. */
+            PBX_CHECK(!pbx_ipc_caps_allowed(e->op, 1U, caps));
+            PBX_CHECK_EQ(pbx_ipc_caps_allowed(REPLY(e->op), 0x0301U, caps),
+                         e->rep_max >= 0 && caps == 0U);
+        }
+        pbx_err want = e->rep_max < 0 ? PBX_E_IPC_UNKNOWN_OP : PBX_OK;
+        PBX_CHECK_EQ(pbx_ipc_op_rule_get(REPLY(e->op), &row), want);
+    }
+    pbx_ipc_op_rule row;
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(0U, &row), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(0x0008U, &row), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(0xFFFFU, &row), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK(!pbx_ipc_caps_allowed(0x0104U, 0U, 0U));
+}
+
+/* Writes a 24-byte header with the given fields. */
+static void put_header(uint8_t *b, uint16_t op, uint16_t status, uint16_t caps,
+                       pbx_ipc_id id, uint32_t body_len)
+{
+    pbx_le_put32(b, PBX_IPC_MAGIC);
+    pbx_le_put16(b + 4, 1U);
+    pbx_le_put16(b + 6, op);
+    pbx_le_put16(b + 8, status);
+    pbx_le_put16(b + 10, caps);
+    pbx_le_put32(b + 12, id.index);
+    pbx_le_put32(b + 16, id.gen);
+    pbx_le_put32(b + 20, body_len);
+}
+
+PBX_TEST(ipc_frame_header_rejections)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX + 8U];
+    pbx_ipc_frame f;
+    memset(b, 0, sizeof(b));
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_DECISION);
+    PBX_CHECK_EQ(f.request.index, 7U);
+    PBX_CHECK_EQ(f.request.gen, 3U);
+    PBX_CHECK(f.body == NULL);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(NULL, 0, 0, &f), PBX_E_IPC_TRUNCATED);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 23, 0, &f), PBX_E_IPC_TRUNCATED);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 25, 0, &f), PBX_E_IPC_BODY_LEN);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_CAP_COUNT);
+    b[0] = 'Q';
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_MAGIC);
+    b[0] = 'P';
+    PBX_CHECK_EQ(b[3], (uint8_t)'F');
+    pbx_le_put16(b + 4, 2U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_VERSION);
+    pbx_le_put16(b + 4, 1U);
+    pbx_le_put16(b + 6, 0x0099U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_UNKNOWN_OP);
+    pbx_le_put16(b + 6, REPLY(PBX_IPC_OP_WAKE));
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_UNKNOWN_OP);
+    /* Over the frame bound, whatever body_len says. */
+    put_header(b, PBX_IPC_OP_PROMPT, 0U, 0U, live_id,
+               PBX_IPC_FRAME_BYTES_MAX + 1U - PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, PBX_IPC_FRAME_BYTES_MAX + 1U, 0, &f),
+                 PBX_E_IPC_FRAME_TOO_LARGE);
+    put_header(b, PBX_IPC_OP_PROMPT, 0U, 0U, live_id, 0xFFFFFFFFU);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_BODY_LEN);
+}
+
+PBX_TEST(ipc_frame_status_caps_and_id_rules)
+{
+    uint8_t b[64];
+    pbx_ipc_frame f;
+    memset(b, 0, sizeof(b));
+    /* A request with a status. */
+    put_header(b, PBX_IPC_OP_DECISION, 1U, 0U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_STATUS);
+    /* An error reply with a body, or with a capability. */
+    put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0x0301U, 0U, zero_id, 4U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 28, 0, &f), PBX_E_IPC_STATUS);
+    put_header(b, REPLY(PBX_IPC_OP_RESOLVE), 0x0301U, 1U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_STATUS);
+    /* An error reply echoes any identity. */
+    put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0x0301U, 0U, zero_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    /* Capability counts outside the table. */
+    put_header(b, PBX_IPC_OP_COMMIT, 0U, 0U, live_id, 8U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 32, 0, &f), PBX_E_IPC_CAP_PARTITION);
+    put_header(b, PBX_IPC_OP_COMMIT, 0U, 2U, live_id, 8U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 32, 2, &f), PBX_E_IPC_CAP_PARTITION);
+    put_header(b, PBX_IPC_OP_BEGIN, 0U, 1U, zero_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_CAP_PARTITION);
+    put_header(b, REPLY(PBX_IPC_OP_INSTALL), 0U, 0U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_CAP_PARTITION);
+    /* Request identity rules. */
+    put_header(b, PBX_IPC_OP_BEGIN, 0U, 0U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    pbx_ipc_id idx_only = {5U, 0U};
+    put_header(b, PBX_IPC_OP_BEGIN, 0U, 0U, idx_only, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, idx_only, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    put_header(b, PBX_IPC_OP_CONSUME, 0U, 0U, live_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    put_header(b, PBX_IPC_OP_CANCEL, 0U, 0U, idx_only, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    put_header(b, PBX_IPC_OP_CANCEL, 0U, 0U, zero_id, 0U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0U, 0U, zero_id, 4U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 28, 0, &f), PBX_E_IPC_REQUEST_ID);
+}
+
+PBX_TEST(ipc_status_reply_encode)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, zero_id,
+                                             PBX_E_IPC_BOUND, b, sizeof(b),
+                                             &len),
+                 PBX_OK);
+    PBX_CHECK_EQ(len, PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, len, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(f.op, REPLY(PBX_IPC_OP_BEGIN));
+    PBX_CHECK_EQ(f.status, PBX_E_IPC_BOUND);
+    /* A record decoder refuses an error reply. */
+    pbx_ipc_begin_reply br;
+    PBX_CHECK_EQ(pbx_ipc_begin_reply_decode(&f, &br), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, REPLY(PBX_IPC_OP_SELECTOR)),
+                 PBX_E_IPC_OP_MISMATCH);
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_WAKE, live_id,
+                                             PBX_E_IPC_BOUND, b, sizeof(b),
+                                             &len),
+                 PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(REPLY(PBX_IPC_OP_BEGIN), live_id,
+                                             PBX_E_IPC_BOUND, b, sizeof(b),
+                                             &len),
+                 PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, live_id, PBX_OK,
+                                             b, sizeof(b), &len),
+                 PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, live_id,
+                                             PBX_E_IPC_BOUND, b, 23, &len),
+                 PBX_E_IPC_NO_SPACE);
+}
+
+PBX_TEST(ipc_empty_records)
+{
+    static const uint16_t ok_ops[] = {
+        PBX_IPC_OP_DECISION,       REPLY(PBX_IPC_OP_SELECTOR),
+        REPLY(PBX_IPC_OP_COMMIT),  REPLY(PBX_IPC_OP_CANCEL),
+        REPLY(PBX_IPC_OP_CONSUME), REPLY(PBX_IPC_OP_EXPIRE),
+        REPLY(PBX_IPC_OP_PROMPT),
+    };
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    for (size_t i = 0; i < PBX_ARRAY_LEN(ok_ops); i++) {
+        pbx_ipc_op_rule row;
+        PBX_REQUIRE(pbx_ipc_op_rule_get(ok_ops[i], &row) == PBX_OK);
+        pbx_ipc_id id = row.id_rule == PBX_IPC_ID_ZERO ? zero_id : live_id;
+        PBX_CHECK_EQ(pbx_ipc_empty_encode(ok_ops[i], id, b, sizeof(b), &len),
+                     PBX_OK);
+        PBX_CHECK_EQ(len, PBX_IPC_HEADER_BYTES);
+        PBX_CHECK_EQ(pbx_ipc_frame_decode(b, len, 0, &f), PBX_OK);
+        PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, ok_ops[i]), PBX_OK);
+    }
+    PBX_CHECK_EQ(
+        pbx_ipc_empty_encode(PBX_IPC_OP_BEGIN, zero_id, b, sizeof(b), &len),
+        PBX_E_IPC_OP_MISMATCH);
+    PBX_CHECK_EQ(
+        pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, zero_id, b, sizeof(b), &len),
+        PBX_E_IPC_REQUEST_ID);
+    /* A DECISION request with a body is trailing; another op mismatches. */
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 1U);
+    b[24] = 0U;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, 25, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, PBX_IPC_OP_DECISION),
+                 PBX_E_IPC_TRAILING);
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, REPLY(PBX_IPC_OP_COMMIT)),
+                 PBX_E_IPC_OP_MISMATCH);
+    pbx_ipc_wake w;
+    PBX_CHECK_EQ(pbx_ipc_wake_decode(&f, &w), PBX_E_IPC_OP_MISMATCH);
+}
+
+PBX_TEST(ipc_admission_rule)
+{
+    for (uint16_t op = 1; op <= 6U; op++) {
+        for (uint16_t cls = 1; cls <= 5U; cls++) {
+            for (uint8_t life = 1; life <= 3U; life++) {
+                bool entry = op == PBX_IPC_OPERATION_ENTRY_METADATA_READ ||
+                             op == PBX_IPC_OPERATION_ENTRY_TOUCH;
+                bool ok = !entry || (cls == PBX_IPC_CLASS_DIRECTORY_ENTRY &&
+                                     life == PBX_IPC_LIFETIME_ONE_SHOT);
+                PBX_CHECK_EQ(pbx_ipc_admission_check(op, cls, life),
+                             ok ? PBX_OK : PBX_E_IPC_ADMISSION);
+            }
+        }
+    }
+    PBX_CHECK(pbx_ipc_operation_known(PBX_IPC_OPERATION_ENTRY_TOUCH));
+    PBX_CHECK(!pbx_ipc_operation_known(0U));
+    PBX_CHECK(!pbx_ipc_operation_known(7U));
+    PBX_CHECK(pbx_ipc_class_known(PBX_IPC_CLASS_ENDPOINT));
+    PBX_CHECK(!pbx_ipc_class_known(6U));
+    PBX_CHECK(pbx_ipc_lifetime_known(PBX_IPC_LIFETIME_JOB));
+    PBX_CHECK(!pbx_ipc_lifetime_known(0U));
+}
+
+/* A valid one-shot directory-entry BEGIN in runtime-reply mode. */
+static void entry_begin(pbx_ipc_begin *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->ctx.session = 1U;
+    r->ctx.job_id = 2U;
+    r->ctx.job_gen = 3U;
+    r->ctx.realm = 4U;
+    r->ctx.operation = PBX_IPC_OPERATION_ENTRY_TOUCH;
+    r->ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
+    r->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    r->ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    r->ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r->ctx.entry.len = 1U;
+    r->ctx.entry.bytes[0] = 'x';
+    r->selector_len = PBX_IPC_SELECTOR_LEN_BYTES_MAX;
+}
+
+PBX_TEST(ipc_begin_entry_request_and_encoder_refusals)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_begin r;
+    pbx_ipc_begin out;
+    entry_begin(&r);
+    PBX_REQUIRE(pbx_ipc_begin_encode(&r, b, sizeof(b), &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_begin_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.ctx.operation, PBX_IPC_OPERATION_ENTRY_TOUCH);
+    PBX_CHECK_EQ(out.label.len, 0U);
+    PBX_CHECK_EQ(out.selector_len, PBX_IPC_SELECTOR_LEN_BYTES_MAX);
+    /* Encoders refuse what decoders would refuse, and write no length. */
+    size_t keep = 999U;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
+                 PBX_E_IPC_ADMISSION);
+    r.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX + 1U;
+    PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
+                 PBX_E_IPC_BOUND);
+    r.ctx.entry.len = 1U;
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX + 1U;
+    PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
+                 PBX_E_IPC_BOUND);
+    PBX_CHECK_EQ(keep, 999U);
+    pbx_ipc_selector s = {0U, PBX_IPC_SELECTOR_CHUNK_BYTES_MAX + 1U, b};
+    PBX_CHECK_EQ(pbx_ipc_selector_encode(live_id, &s, b, sizeof(b), &keep),
+                 PBX_E_IPC_BOUND);
+    pbx_ipc_selector s0 = {0U, 0U, NULL};
+    PBX_CHECK_EQ(pbx_ipc_selector_encode(live_id, &s0, b, sizeof(b), &keep),
+                 PBX_E_IPC_BOUND);
+    pbx_ipc_decision d = {PBX_IPC_OUTCOME_DENIED, 0U, {1U, 1U}, 0U};
+    PBX_CHECK_EQ(
+        pbx_ipc_decision_reply_encode(live_id, &d, b, sizeof(b), &keep),
+        PBX_E_IPC_OUTCOME_FIELDS);
+    pbx_ipc_prompt_reply pr;
+    memset(&pr, 0, sizeof(pr));
+    pr.retry = true;
+    pr.answer = PBX_IPC_ANSWER_APPROVE;
+    PBX_CHECK_EQ(pbx_ipc_prompt_reply_encode(live_id, &pr, b, sizeof(b), &keep),
+                 PBX_E_IPC_OUTCOME_FIELDS);
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.request = live_id;
+    c.job_gen = 1U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_encode(&c, b, sizeof(b), &keep),
+                 PBX_E_IPC_OUTCOME_FIELDS);
+    PBX_CHECK_EQ(pbx_ipc_consume_encode(&(pbx_ipc_consume){{1U, 0U}}, b,
+                                        sizeof(b), &keep),
+                 PBX_E_IPC_GENERATION);
+    PBX_CHECK_EQ(keep, 999U);
+}
+
+PBX_TEST(ipc_cancel_forms_and_hand_built_frames)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_correlation = true;
+    c.job_gen = 4U;
+    c.session = 8U;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, b, sizeof(b), &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    pbx_ipc_cancel out;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_OK);
+    PBX_CHECK(out.by_correlation);
+    PBX_CHECK_EQ(out.session, 8U);
+    PBX_CHECK_EQ(out.job_gen, 4U);
+    /* A frame built by hand (not through frame_decode) is still checked. */
+    f.request.index = 9U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_REQUEST_ID);
+    f.request.index = 0U;
+    f.cap_count = 1U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_CAP_PARTITION);
+    f.cap_count = 0U;
+    f.status = 5U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_STATUS);
+}
+
+PBX_TEST(ipc_resolve_found_needs_its_capability)
+{
+    uint8_t b[128];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_resolve_reply r;
+    memset(&r, 0, sizeof(r));
+    r.result = PBX_IPC_RESOLVE_NOT_FOUND;
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.operation = PBX_IPC_OPERATION_READ;
+    PBX_REQUIRE(pbx_ipc_resolve_reply_encode(live_id, &r, b, sizeof(b), &len) ==
+                PBX_OK);
+    /* NOT_FOUND with a capability attached is a partition violation. */
+    pbx_le_put16(b + 10, 1U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1, &f) == PBX_OK);
+    pbx_ipc_resolve_reply out;
+    PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
+                 PBX_E_IPC_CAP_PARTITION);
+    /* DENIED likewise. */
+    b[24] = PBX_IPC_RESOLVE_DENIED;
+    pbx_le_put16(b + 26, 0U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
+                 PBX_E_IPC_CAP_PARTITION);
+    /* The decoder reports a STAGING handle; rejecting it is the core's. */
+    pbx_ipc_install_reply ir = {PBX_IPC_HANDLE_STAGING, 1U, {1U, 1U}, 1U, 1U};
+    PBX_REQUIRE(pbx_ipc_install_reply_encode(live_id, &ir, b, sizeof(b),
+                                             &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1, &f) == PBX_OK);
+    pbx_ipc_install_reply iout;
+    PBX_CHECK_EQ(pbx_ipc_install_reply_decode(&f, &iout), PBX_OK);
+    PBX_CHECK_EQ(iout.handle_kind, PBX_IPC_HANDLE_STAGING);
+}
