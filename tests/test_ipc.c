@@ -634,8 +634,6 @@ static pbx_err decode_exact(const struct sample *s, const uint8_t *bytes,
                             size_t len)
 {
     uint8_t *copy = malloc(len == 0U ? 1U : len);
-    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
-    size_t out_len = 0;
     pbx_ipc_frame f;
     if (copy == NULL) {
         abort();
@@ -643,6 +641,8 @@ static pbx_err decode_exact(const struct sample *s, const uint8_t *bytes,
     memcpy(copy, bytes, len);
     pbx_err e = pbx_ipc_frame_decode(copy, len, s->caps, &f);
     if (e == PBX_OK) {
+        uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+        size_t out_len = 0;
         e = s->redo(&f, out, sizeof(out), &out_len);
     }
     free(copy);
@@ -740,7 +740,7 @@ PBX_TEST(ipc_trailing_byte_rejected_by_every_record)
 struct mutation {
     const char *sample;
     size_t off; /* body offset */
-    unsigned width;
+    size_t width;
     uint64_t value;
     pbx_err want;
 };
@@ -939,7 +939,7 @@ static const struct mutation mutations[] = {
     {"wake", 8, 4, 0, PBX_E_IPC_GENERATION},
 };
 
-static void put_width(uint8_t *p, unsigned width, uint64_t v)
+static void put_width(uint8_t *p, size_t width, uint64_t v)
 {
     switch (width) {
     case 1:
@@ -962,7 +962,10 @@ PBX_TEST(ipc_every_malformed_field_gets_its_error)
     for (size_t i = 0; i < PBX_ARRAY_LEN(mutations); i++) {
         const struct mutation *m = &mutations[i];
         const struct sample *s = sample_named(m->sample);
-        PBX_REQUIRE(s != NULL);
+        PBX_CHECK(s != NULL);
+        if (s == NULL) {
+            continue;
+        }
         uint8_t a[PBX_IPC_FRAME_BYTES_MAX];
         size_t alen = 0;
         PBX_REQUIRE(s->enc(a, sizeof(a), &alen) == PBX_OK);
@@ -993,7 +996,10 @@ PBX_TEST(ipc_corpus_frames_decode)
         char path[512];
         snprintf(path, sizeof(path), "%s/%s", dir, samples[i].name);
         FILE *fp = fopen(path, "wb");
-        PBX_REQUIRE(fp != NULL);
+        PBX_CHECK(fp != NULL);
+        if (fp == NULL) {
+            continue;
+        }
         uint8_t caps = (uint8_t)samples[i].caps;
         PBX_CHECK_EQ(fwrite(&caps, 1, 1, fp), 1U);
         PBX_CHECK_EQ(fwrite(a, 1, alen, fp), alen);
