@@ -90,7 +90,10 @@ def check(path):
                 problems.append((i + 1, text))
             continue
         if depth == 0 and not in_stmt:
-            if not text.startswith("}") and not doc_before(lines, i):
+            # A static assertion declares nothing a caller uses; its
+            # message says why it holds.
+            exempt = text.startswith("}") or text.startswith("_Static_assert")
+            if not exempt and not doc_before(lines, i):
                 problems.append((i + 1, text))
             in_stmt = True
         depth += code.count("{") + code.count("(") - code.count("}") - code.count(")")
