@@ -169,7 +169,8 @@ install: all
 	install -m 0644 $(LIBPBX) $(DESTDIR)$(PREFIX)/lib/libpbx.a
 	for d in $(FREE_DIRS); do \
 	    install -d $(DESTDIR)$(PREFIX)/include/powerboxd/$$d; \
-	    for h in $$d/*.h; do [ -f "$$h" ] && install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/powerboxd/$$d/; done; \
+	    for h in $$d/*.h; do case "$$h" in *_internal.h) continue;; esac; \
+	        [ -f "$$h" ] && install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/powerboxd/$$d/; done; \
 	done; true
 	install -m 0644 base/err/*.def $(DESTDIR)$(PREFIX)/include/powerboxd/base/err/
 	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/powerboxd/
