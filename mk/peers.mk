@@ -1,0 +1,72 @@
+# mk/peers.mk: the reference peers for the Linux host (docs/HOST.md).
+#
+# peers/lib/ is pure decision logic (no I/O); peers/common/ is the shared
+# socket layer; each peers/<name>/ is one thin I/O main linked into
+# $(BUILD)/bin/pbx-<name>. They are hosted programs (libc allowed) that
+# link the project's libraries from libpbx.a.
+#
+#   make peers             build pbx-vfsd, pbx-ttyd, pbx-procd,
+#                          pbx-launchd and pbx-client (in ALL_EXTRA)
+#   make peers-test        the peers' tests: pure tables, then every peer
+#                          as a real process over real sockets
+#   make peers-lint        clang-tidy, cppcheck and doccheck on every peer
+#                          and peer-test source
+#   make peers-check       both (in CHECK_EXTRA)
+
+PEERS_NAMES      := vfsd ttyd procd launchd client
+PEERS_LIB_SRCS   := $(wildcard peers/lib/*.c peers/common/*.c)
+PEERS_LIB_OBJS   := $(PEERS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+PEERS_HEADERS    := $(wildcard peers/lib/*.h peers/common/*.h)
+PEERS_BINS       := $(PEERS_NAMES:%=$(BUILD)/bin/pbx-%)
+PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
+PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
+PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
+PEERS_GATE_SRCS   = $(PEERS_LIB_SRCS) $(wildcard peers/*/*.c) \
+                   $(wildcard tests/peers/*.c)
+
+$(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
+$(BUILD)/obj/peers/%.o: $(PEERS_HEADERS)
+
+# peers_bin(name): one peer executable from its own folder.
+define peers_bin
+PEERS_OBJS_$(1) := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(wildcard peers/$(1)/*.c))
+$$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX) -o $$@
+endef
+$(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
+
+$(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
+
+$(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(PEERS_TEST_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX) -o $@
+
+.PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
+        peers-doccheck
+peers: $(PEERS_BINS)
+
+peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS)
+	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)
+
+PEERS_TIDY_OKS = $(PEERS_GATE_SRCS:%.c=build/tidy/%.ok)
+$(PEERS_TIDY_OKS): $(PEERS_HEADERS)
+peers-tidy: $(PEERS_TIDY_OKS)
+	@echo "peers-tidy: $(words $(PEERS_TIDY_OKS)) file(s) clean"
+
+peers-cppcheck:
+	cppcheck --std=c11 --enable=warning,style,performance,portability \
+	    --error-exitcode=1 --inline-suppr --quiet -I. \
+	    --suppress=missingIncludeSystem $(HOSTED) $(PEERS_GATE_SRCS)
+
+peers-doccheck:
+	python3 scripts/doccheck.py $(PEERS_HEADERS)
+
+peers-lint: peers-tidy peers-cppcheck peers-doccheck
+
+peers-check: peers-test peers-lint
+
+CHECK_EXTRA += peers-check
+ALL_EXTRA   += peers

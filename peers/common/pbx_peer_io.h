@@ -1,0 +1,115 @@
+/*
+ * pbx_peer_io.h: the reference peers' thin socket layer (hosted; libc).
+ *
+ * Capabilities are file descriptors and endpoints are AF_UNIX
+ * SOCK_SEQPACKET sockets (docs/HOST.md). Every receive takes the frame and
+ * its SCM_RIGHTS descriptors together, with a control buffer sized for
+ * PBX_PEER_IO_FDS_MAX descriptors, and decodes the frame with the ipc
+ * codec against the descriptor count the kernel reported. A message whose
+ * descriptors or bytes were truncated, or whose frame is malformed, has
+ * every descriptor it carried closed before the caller sees it.
+ */
+#ifndef PBX_PEER_IO_H
+#define PBX_PEER_IO_H
+
+#include "ipc/pbx_ipc.h"
+
+/** PBX_PEER_IO_FDS_MAX is how many descriptors one receive can take. */
+#define PBX_PEER_IO_FDS_MAX 16U
+
+/**
+ * pbx_peer_msg is one received message: raw bytes, the descriptors that
+ * arrived, and the decoded frame. frame borrows buf. The receiver owns
+ * every descriptor in fds[0..nfds) and must close or keep each one.
+ */
+typedef struct pbx_peer_msg {
+    /** buf holds the message bytes. */
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    /** len is the number of bytes received. */
+    size_t len;
+    /** fds are the descriptors received (owned by the receiver). */
+    int fds[PBX_PEER_IO_FDS_MAX];
+    /** nfds is the number of valid entries in fds. */
+    size_t nfds;
+    /** err is the frame decode result (PBX_OK when frame is valid). */
+    pbx_err err;
+    /** frame is the decoded frame, valid only when err is PBX_OK. */
+    pbx_ipc_frame frame;
+} pbx_peer_msg;
+
+/**
+ * pbx_peer_log prints one line "<who>: <message>" to stderr. who and fmt
+ * are NUL-terminated; the line is written with one write.
+ */
+void pbx_peer_log(const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** pbx_peer_io_close_all closes fds[0..n) and sets each entry to -1. */
+void pbx_peer_io_close_all(int *fds, size_t n);
+
+/**
+ * pbx_peer_io_recv_frame blocks for one message on fd into *m and decodes
+ * it. Returns 0 with a message (m->err says whether the frame is valid; on
+ * a decode error its descriptors are already closed), 1 when the peer
+ * closed the connection, or -1 with errno set on a receive failure
+ * (EMSGSIZE for a truncated message, whose descriptors are closed).
+ */
+int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m);
+
+/**
+ * pbx_peer_io_send sends len bytes of buf on fd with one descriptor cap_fd
+ * attached (a copy: the sender keeps cap_fd), or none when cap_fd < 0.
+ * Never raises SIGPIPE. Returns 0, or -1 with errno set.
+ */
+int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd);
+
+/**
+ * pbx_peer_io_reply_status answers the request in m with an error reply of
+ * status (no body, no descriptor). When m's frame did not decode, the op
+ * and request id are read from the raw header if it names a known request
+ * op; otherwise nothing is sent. Returns 0 when sent or skipped, -1 on a
+ * send failure.
+ */
+int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status);
+
+/**
+ * pbx_peer_io_call sends req (with cap_fd unless negative) on fd, then
+ * waits at most timeout_ms for the reply into *reply. Returns 0 with a
+ * reply (check reply->err), 1 if the peer closed, or -1 with errno set
+ * (ETIMEDOUT when no reply came in time).
+ */
+int pbx_peer_io_call(int fd, const uint8_t *req, size_t req_len, int cap_fd,
+                     pbx_peer_msg *reply, int timeout_ms);
+
+/**
+ * pbx_peer_io_listen creates an AF_UNIX socket of type (SOCK_SEQPACKET:
+ * listening; SOCK_DGRAM: bound only) at the filesystem path, replacing a
+ * stale socket file there. Returns the descriptor (close-on-exec) or -1.
+ */
+int pbx_peer_io_listen(const char *path, int type);
+
+/**
+ * pbx_peer_io_connect connects an AF_UNIX socket of type to path. Returns
+ * the descriptor (close-on-exec) or -1 with errno set.
+ */
+int pbx_peer_io_connect(const char *path, int type);
+
+/**
+ * pbx_peer_io_fd_arg parses a descriptor number given on the command line
+ * and checks that it is open. Returns it, or -1.
+ */
+int pbx_peer_io_fd_arg(const char *s);
+
+/**
+ * pbx_peer_io_inode returns the inode number of what fd holds, or 0 when
+ * fstat fails. For sockets this is the connection's identity.
+ */
+uint64_t pbx_peer_io_inode(int fd);
+
+/**
+ * pbx_peer_io_ready reports readiness on ready_fd (when >= 0) by writing
+ * "ready\n" and closing it; peers call it after every startup check.
+ */
+void pbx_peer_io_ready(int ready_fd);
+
+#endif /* PBX_PEER_IO_H */

@@ -1,0 +1,262 @@
+/*
+ * pbx_peer_vfs.c: vfsd's selector confinement, RESOLVE verdicts and object
+ * table. Pure: no I/O.
+ */
+#include "peers/lib/pbx_peer_vfs.h"
+
+#include "ipc/pbx_ipc.h"
+#include "peers/lib/pbx_peer.h"
+
+/* Judges one component [start, end) of sel. */
+static pbx_peer_sel vfs_component(const uint8_t *sel, size_t start, size_t end)
+{
+    size_t n = end - start;
+    if (n == 0U) {
+        return PBX_PEER_SEL_EMPTY_COMPONENT;
+    }
+    if (n == 1U && sel[start] == '.') {
+        return PBX_PEER_SEL_DOT;
+    }
+    if (n == 2U && sel[start] == '.' && sel[start + 1U] == '.') {
+        return PBX_PEER_SEL_DOTDOT;
+    }
+    return PBX_PEER_SEL_OK;
+}
+
+pbx_peer_sel pbx_peer_vfs_selector_check(const uint8_t *sel, size_t len,
+                                         char *out, size_t out_len)
+{
+    if (len == 0U) {
+        return PBX_PEER_SEL_EMPTY;
+    }
+    if (sel[0] == '/') {
+        return PBX_PEER_SEL_ABSOLUTE;
+    }
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && sel[i] == '\0') {
+            return PBX_PEER_SEL_NUL;
+        }
+        if (i == len || sel[i] == '/') {
+            pbx_peer_sel c = vfs_component(sel, start, i);
+            if (c != PBX_PEER_SEL_OK) {
+                return c;
+            }
+            start = i + 1U;
+        }
+    }
+    if (len >= out_len) {
+        return PBX_PEER_SEL_TOO_LONG;
+    }
+    for (size_t i = 0; i < len; i++) {
+        out[i] = (char)sel[i];
+    }
+    out[len] = '\0';
+    return PBX_PEER_SEL_OK;
+}
+
+const char *pbx_peer_sel_text(pbx_peer_sel s)
+{
+    switch (s) {
+    case PBX_PEER_SEL_OK:
+        return "clean relative path";
+    case PBX_PEER_SEL_EMPTY:
+        return "empty selector";
+    case PBX_PEER_SEL_ABSOLUTE:
+        return "absolute path";
+    case PBX_PEER_SEL_DOTDOT:
+        return "'..' component";
+    case PBX_PEER_SEL_DOT:
+        return "'.' component";
+    case PBX_PEER_SEL_EMPTY_COMPONENT:
+        return "empty component";
+    case PBX_PEER_SEL_NUL:
+        return "NUL byte";
+    case PBX_PEER_SEL_TOO_LONG:
+        return "too long";
+    default:
+        return "unknown selector verdict";
+    }
+}
+
+bool pbx_peer_vfs_class_allows(uint16_t operation, uint16_t object_class)
+{
+    bool data = object_class == PBX_IPC_CLASS_FILE ||
+                object_class == PBX_IPC_CLASS_DEVICE ||
+                object_class == PBX_IPC_CLASS_ENDPOINT;
+    switch (operation) {
+    case PBX_IPC_OPERATION_READ:
+        return data || object_class == PBX_IPC_CLASS_DIRECTORY;
+    case PBX_IPC_OPERATION_WRITE:
+        return data;
+    case PBX_IPC_OPERATION_EXECUTE:
+        return object_class == PBX_IPC_CLASS_FILE;
+    case PBX_IPC_OPERATION_LIST:
+        return object_class == PBX_IPC_CLASS_DIRECTORY;
+    case PBX_IPC_OPERATION_ENTRY_METADATA_READ:
+    case PBX_IPC_OPERATION_ENTRY_TOUCH:
+        return object_class == PBX_IPC_CLASS_DIRECTORY_ENTRY;
+    default:
+        return false;
+    }
+}
+
+bool pbx_peer_vfs_follow_final(uint16_t object_class)
+{
+    return object_class != PBX_IPC_CLASS_DIRECTORY_ENTRY;
+}
+
+/* The class an object of file type ft has when asked as want_class. */
+static uint16_t vfs_class_of(uint16_t want_class, pbx_peer_ftype ft)
+{
+    if (want_class == PBX_IPC_CLASS_DIRECTORY_ENTRY) {
+        return ft == PBX_PEER_FT_OTHER ? 0U : PBX_IPC_CLASS_DIRECTORY_ENTRY;
+    }
+    switch (ft) {
+    case PBX_PEER_FT_REGULAR:
+        return PBX_IPC_CLASS_FILE;
+    case PBX_PEER_FT_DIRECTORY:
+        return PBX_IPC_CLASS_DIRECTORY;
+    case PBX_PEER_FT_DEVICE:
+        return PBX_IPC_CLASS_DEVICE;
+    case PBX_PEER_FT_SOCKET:
+        return PBX_IPC_CLASS_ENDPOINT;
+    default:
+        return 0U;
+    }
+}
+
+pbx_peer_vfs_verdict pbx_peer_vfs_judge(uint16_t operation, uint16_t want_class,
+                                        pbx_peer_sel sel,
+                                        pbx_peer_lookup lookup,
+                                        pbx_peer_ftype ftype)
+{
+    pbx_peer_vfs_verdict v = {PBX_IPC_RESOLVE_DENIED, 0U};
+    if (sel != PBX_PEER_SEL_OK ||
+        !pbx_peer_vfs_class_allows(operation, want_class)) {
+        return v;
+    }
+    if (lookup == PBX_PEER_LOOKUP_MISSING) {
+        v.result = PBX_IPC_RESOLVE_NOT_FOUND;
+        v.object_class = want_class;
+        return v;
+    }
+    if (lookup != PBX_PEER_LOOKUP_OK) {
+        return v;
+    }
+    if (vfs_class_of(want_class, ftype) != want_class) {
+        return v;
+    }
+    v.result = PBX_IPC_RESOLVE_FOUND;
+    v.object_class = want_class;
+    return v;
+}
+
+void pbx_peer_objtab_init(pbx_peer_objtab *t)
+{
+    pbx_mem_set(t, 0, sizeof(*t));
+    t->next_gen = 1U;
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        t->rows[i].provider = -1;
+    }
+}
+
+uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
+{
+    size_t retired = PBX_PEER_VFS_OBJECTS_MAX;
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        if (t->rows[i].state == PBX_PEER_OBJ_FREE) {
+            *row = i;
+            return 0U;
+        }
+        if (t->rows[i].state == PBX_PEER_OBJ_RETIRED &&
+            retired == PBX_PEER_VFS_OBJECTS_MAX) {
+            retired = i;
+        }
+    }
+    if (retired == PBX_PEER_VFS_OBJECTS_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    *row = retired;
+    return 0U;
+}
+
+uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
+                              uint64_t scope_id, uint16_t object_class,
+                              int provider)
+{
+    PBX_ASSERT(row < PBX_PEER_VFS_OBJECTS_MAX);
+    PBX_ASSERT(t->rows[row].state != PBX_PEER_OBJ_LIVE);
+    pbx_peer_obj *o = &t->rows[row];
+    o->state = PBX_PEER_OBJ_LIVE;
+    o->object_class = object_class;
+    o->gen = t->next_gen;
+    o->id = id;
+    o->scope_id = scope_id;
+    o->provider = provider;
+    o->detached = 0U;
+    /* Generations never repeat zero: wrap from UINT32_MAX to 1. */
+    t->next_gen = t->next_gen == UINT32_MAX ? 1U : t->next_gen + 1U;
+    return o->gen;
+}
+
+/* Finds the row with exactly id and gen in any non-free state. */
+static bool objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                        size_t *row)
+{
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        const pbx_peer_obj *o = &t->rows[i];
+        if (o->state != PBX_PEER_OBJ_FREE && o->id == id && o->gen == gen) {
+            *row = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
+                                      uint32_t gen, uint64_t observed_id,
+                                      size_t *row)
+{
+    size_t i = 0;
+    if (gen == 0U || !objtab_find(t, id, gen, &i) ||
+        t->rows[i].state != PBX_PEER_OBJ_LIVE) {
+        return PBX_PEER_E_UNKNOWN;
+    }
+    if (observed_id != id) {
+        return PBX_PEER_E_MISMATCH;
+    }
+    *row = i;
+    return 0U;
+}
+
+uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                                uint64_t scope_id, uint16_t object_class,
+                                int *provider)
+{
+    size_t i = 0;
+    if (gen == 0U || !objtab_find(t, id, gen, &i)) {
+        return PBX_PEER_E_UNKNOWN;
+    }
+    pbx_peer_obj *o = &t->rows[i];
+    if (o->scope_id != scope_id || o->object_class != object_class) {
+        return PBX_PEER_E_MISMATCH;
+    }
+    if (o->state == PBX_PEER_OBJ_RETIRED) {
+        *provider = -1;
+        return 0U;
+    }
+    *provider = o->provider;
+    o->provider = -1;
+    o->state = PBX_PEER_OBJ_RETIRED;
+    return 0U;
+}
+
+size_t pbx_peer_objtab_live(const pbx_peer_objtab *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        n += t->rows[i].state == PBX_PEER_OBJ_LIVE ? 1U : 0U;
+    }
+    return n;
+}

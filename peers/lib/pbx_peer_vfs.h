@@ -1,0 +1,207 @@
+/*
+ * pbx_peer_vfs.h: vfsd's pure decisions. Selector confinement (what a
+ * scope-relative selector may name at all), the operation/class rules, the
+ * RESOLVE verdict from a lookup observation, and the object table that
+ * tracks every minted object connection until RETIRE.
+ *
+ * The I/O main resolves an accepted selector with openat2 and
+ * RESOLVE_BENEATH, which confines symlinks to the scope in the kernel; this
+ * layer rejects what must never reach the kernel (absolute paths, "..",
+ * ".", empty components, NUL bytes) and turns the kernel's answer into one
+ * exact protocol result.
+ */
+#ifndef PBX_PEER_VFS_H
+#define PBX_PEER_VFS_H
+
+#include "base/pbx_base.h"
+
+/** PBX_PEER_VFS_PATH_BYTES_MAX bounds an accepted path, NUL included. */
+#define PBX_PEER_VFS_PATH_BYTES_MAX 4097U
+/** PBX_PEER_VFS_OBJECTS_MAX is the object table's fixed capacity. */
+#define PBX_PEER_VFS_OBJECTS_MAX 256U
+
+/** pbx_peer_sel is the verdict on a selector's shape. */
+typedef enum pbx_peer_sel {
+    /** The selector is a clean relative path. */
+    PBX_PEER_SEL_OK = 0,
+    /** Zero bytes long. */
+    PBX_PEER_SEL_EMPTY = 1,
+    /** Starts with '/': absolute paths never resolve inside a scope. */
+    PBX_PEER_SEL_ABSOLUTE = 2,
+    /** Has a ".." component. */
+    PBX_PEER_SEL_DOTDOT = 3,
+    /** Has a "." component (selectors are canonical). */
+    PBX_PEER_SEL_DOT = 4,
+    /** Has an empty component ("a//b" or a trailing '/'). */
+    PBX_PEER_SEL_EMPTY_COMPONENT = 5,
+    /** Holds a NUL byte. */
+    PBX_PEER_SEL_NUL = 6,
+    /** Longer than the output buffer allows. */
+    PBX_PEER_SEL_TOO_LONG = 7
+} pbx_peer_sel;
+
+/**
+ * pbx_peer_vfs_selector_check judges len selector bytes and, when they are
+ * a clean relative path, copies them NUL-terminated into out (out_len
+ * bytes). out is written only on PBX_PEER_SEL_OK. sel may be NULL only
+ * when len is 0.
+ */
+pbx_peer_sel pbx_peer_vfs_selector_check(const uint8_t *sel, size_t len,
+                                         char *out, size_t out_len);
+
+/** pbx_peer_sel_text returns a static description of a selector verdict. */
+const char *pbx_peer_sel_text(pbx_peer_sel s);
+
+/** pbx_peer_lookup is what the kernel said about a confined lookup. */
+typedef enum pbx_peer_lookup {
+    /** The object exists; its file type is reported separately. */
+    PBX_PEER_LOOKUP_OK = 0,
+    /** ENOENT: the named object does not exist. */
+    PBX_PEER_LOOKUP_MISSING = 1,
+    /** EXDEV: resolution would leave the scope (symlink or ".."). */
+    PBX_PEER_LOOKUP_ESCAPE = 2,
+    /** ELOOP: a symlink loop, or a symlink where none may be. */
+    PBX_PEER_LOOKUP_LOOP = 3,
+    /** EACCES or EPERM. */
+    PBX_PEER_LOOKUP_ACCESS = 4,
+    /** ENOTDIR: a middle component is not a directory. */
+    PBX_PEER_LOOKUP_NOTDIR = 5,
+    /** Anything else, including transport or internal failures. */
+    PBX_PEER_LOOKUP_OTHER = 6
+} pbx_peer_lookup;
+
+/** pbx_peer_ftype is the file type of a found object. */
+typedef enum pbx_peer_ftype {
+    /** Regular file. */
+    PBX_PEER_FT_REGULAR = 1,
+    /** Directory. */
+    PBX_PEER_FT_DIRECTORY = 2,
+    /** Character or block device. */
+    PBX_PEER_FT_DEVICE = 3,
+    /** Socket. */
+    PBX_PEER_FT_SOCKET = 4,
+    /** Symbolic link (seen only when the final component is not followed). */
+    PBX_PEER_FT_SYMLINK = 5,
+    /** FIFO or anything else. */
+    PBX_PEER_FT_OTHER = 6
+} pbx_peer_ftype;
+
+/** pbx_peer_vfs_verdict is one RESOLVE answer before any object exists. */
+typedef struct pbx_peer_vfs_verdict {
+    /** result is a pbx_ipc_resolve_result. */
+    uint8_t result;
+    /** object_class: FOUND class, NOT_FOUND missing class, DENIED 0. */
+    uint16_t object_class;
+} pbx_peer_vfs_verdict;
+
+/**
+ * pbx_peer_vfs_class_allows reports whether operation may be asked of an
+ * object of object_class: LIST needs a directory, EXECUTE a file, the entry
+ * operations a directory entry; READ and WRITE any file, device or
+ * endpoint (READ also a directory). Unknown values are never allowed.
+ */
+bool pbx_peer_vfs_class_allows(uint16_t operation, uint16_t object_class);
+
+/**
+ * pbx_peer_vfs_follow_final reports whether the final component is
+ * followed when it is a symlink: for a directory entry the entry itself is
+ * the object, so it is not.
+ */
+bool pbx_peer_vfs_follow_final(uint16_t object_class);
+
+/**
+ * pbx_peer_vfs_judge turns the selector verdict, the lookup observation and
+ * the found file type into the exact RESOLVE answer for (operation,
+ * want_class). DENIED for a bad selector, an operation the class does not
+ * allow, any lookup failure but MISSING, or a found object of another
+ * class; NOT_FOUND (class = want_class) only for a clean MISSING; FOUND
+ * otherwise. lookup and ftype are ignored when an earlier rule decides.
+ */
+pbx_peer_vfs_verdict pbx_peer_vfs_judge(uint16_t operation, uint16_t want_class,
+                                        pbx_peer_sel sel,
+                                        pbx_peer_lookup lookup,
+                                        pbx_peer_ftype ftype);
+
+/** pbx_peer_obj_state is the state of one object table row. */
+typedef enum pbx_peer_obj_state {
+    /** Never used, or reused. */
+    PBX_PEER_OBJ_FREE = 0,
+    /** Minted: vfsd holds the provider end, the connection is alive. */
+    PBX_PEER_OBJ_LIVE = 1,
+    /** Retired: the provider end was cut; kept to ack a repeated RETIRE. */
+    PBX_PEER_OBJ_RETIRED = 2
+} pbx_peer_obj_state;
+
+/** pbx_peer_obj is one object table row; plain data. */
+typedef struct pbx_peer_obj {
+    /** state is a pbx_peer_obj_state. */
+    uint8_t state;
+    /** object_class is the object's pbx_ipc_class. */
+    uint16_t object_class;
+    /** gen is the object's generation (nonzero once minted). */
+    uint32_t gen;
+    /** id is the object identity (on the host: the SEND end's inode). */
+    uint64_t id;
+    /** scope_id is the scope the object was resolved in. */
+    uint64_t scope_id;
+    /** provider is the I/O main's handle of the provider end (an fd). */
+    int provider;
+    /** detached counts accepted DETACH calls (diagnostics only). */
+    uint32_t detached;
+} pbx_peer_obj;
+
+/**
+ * pbx_peer_objtab is vfsd's caller-allocated object table. Rows are found
+ * by exact identity; a retired row is kept until its space is needed.
+ */
+typedef struct pbx_peer_objtab {
+    /** next_gen is the generation the next minted object gets (nonzero). */
+    uint32_t next_gen;
+    /** rows are the table entries. */
+    pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_MAX];
+} pbx_peer_objtab;
+
+/** pbx_peer_objtab_init empties t (old contents ignored). */
+void pbx_peer_objtab_init(pbx_peer_objtab *t);
+
+/**
+ * pbx_peer_objtab_reserve picks a row for a new object: a free row, else
+ * the first retired one. Stores its index in *row and returns 0, or
+ * returns PBX_PEER_E_BUSY when every row is live. Changes nothing.
+ */
+uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row);
+
+/**
+ * pbx_peer_objtab_mint fills row (from pbx_peer_objtab_reserve) with a
+ * live object of identity id, the next generation, scope_id, object_class
+ * and provider handle, and returns the generation given. Cannot fail.
+ */
+uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
+                              uint64_t scope_id, uint16_t object_class,
+                              int provider);
+
+/**
+ * pbx_peer_objtab_detach_check accepts powerboxd's alias for DETACH: a
+ * live row with exactly id and gen whose identity the received capability
+ * proves (observed_id, the inode of what arrived, equals id). Returns 0
+ * and the row in *row, PBX_PEER_E_UNKNOWN, or PBX_PEER_E_MISMATCH.
+ */
+uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
+                                      uint32_t gen, uint64_t observed_id,
+                                      size_t *row);
+
+/**
+ * pbx_peer_objtab_retire retires the row with exactly id, gen, scope_id
+ * and object_class. A live row becomes RETIRED and its provider handle is
+ * stored in *provider (the caller cuts it); an already retired exact row
+ * stores -1 (nothing left to cut; the repeat is acknowledged). Returns 0,
+ * PBX_PEER_E_UNKNOWN (no row with id and gen) or PBX_PEER_E_MISMATCH.
+ */
+uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                                uint64_t scope_id, uint16_t object_class,
+                                int *provider);
+
+/** pbx_peer_objtab_live counts live rows (for listings and tests). */
+size_t pbx_peer_objtab_live(const pbx_peer_objtab *t);
+
+#endif /* PBX_PEER_VFS_H */
