@@ -1,0 +1,521 @@
+/*
+ * vfsd.c: the reference vfsd for the Linux host. It serves a read-only
+ * namespace from a directory: every connection accepted on a scope socket
+ * (or handed over as --scope-fd) is one scope capability for a subtree,
+ * and RESOLVE through it mints a fresh object connection. The route (from
+ * powerboxd) takes DETACH and RETIRE. See docs/HOST.md.
+ *
+ *   pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... [--scope-fd N[=SUBDIR]]...
+ *            [--route PATH] [--route-fd N] [--ready-fd N]
+ */
+/* O_PATH and accept4 are Linux extensions. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ipc/pbx_ipc.h"
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_vfs.h"
+#include "sha2/pbx_sha2.h"
+
+#define VFSD_LISTEN_MAX     9U
+#define VFSD_CONNS_MAX      64U
+#define VFSD_COMPONENTS_MAX 256U
+
+/* What a listening socket or connection serves. */
+enum { VFSD_KIND_ROUTE = 1, VFSD_KIND_SCOPE = 2 };
+
+/* One listening socket or connection. */
+typedef struct vfsd_conn {
+    int fd;
+    int kind;
+    int dirfd;         /* the scope's subtree (scopes only; shared) */
+    uint64_t scope_id; /* nonzero for scope connections */
+} vfsd_conn;
+
+/* The whole daemon state (static storage). */
+typedef struct vfsd {
+    int root_fd;
+    vfsd_conn listens[VFSD_LISTEN_MAX];
+    size_t nlistens;
+    vfsd_conn conns[VFSD_CONNS_MAX];
+    size_t nconns;
+    uint64_t next_scope;
+    pbx_peer_objtab objs;
+    pbx_peer_msg msg;
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+} vfsd;
+
+static vfsd g_vfsd;
+
+/* Maps a lookup errno to the observation pbx_peer_vfs_judge takes. */
+static pbx_peer_lookup vfsd_errno_lookup(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return PBX_PEER_LOOKUP_MISSING;
+    case EXDEV:
+        return PBX_PEER_LOOKUP_ESCAPE;
+    case ELOOP:
+        return PBX_PEER_LOOKUP_LOOP;
+    case EACCES:
+    case EPERM:
+        return PBX_PEER_LOOKUP_ACCESS;
+    case ENOTDIR:
+        return PBX_PEER_LOOKUP_NOTDIR;
+    default:
+        return PBX_PEER_LOOKUP_OTHER;
+    }
+}
+
+/* Maps a file mode to a file type. */
+static pbx_peer_ftype vfsd_ftype(mode_t mode)
+{
+    if (S_ISREG(mode)) {
+        return PBX_PEER_FT_REGULAR;
+    }
+    if (S_ISDIR(mode)) {
+        return PBX_PEER_FT_DIRECTORY;
+    }
+    if (S_ISCHR(mode) || S_ISBLK(mode)) {
+        return PBX_PEER_FT_DEVICE;
+    }
+    if (S_ISSOCK(mode)) {
+        return PBX_PEER_FT_SOCKET;
+    }
+    return S_ISLNK(mode) ? PBX_PEER_FT_SYMLINK : PBX_PEER_FT_OTHER;
+}
+
+/*
+ * The careful equivalent of RESOLVE_BENEATH for kernels without openat2:
+ * one component at a time, never following any symlink (a symlink in the
+ * middle, or a followed final one, is refused with ELOOP). ".." never gets
+ * here: the selector check rejected it.
+ */
+static int vfsd_walk(int dirfd, char *path, bool follow)
+{
+    int cur = dirfd;
+    char *save = NULL;
+    char *comp = strtok_r(path, "/", &save);
+    for (size_t i = 0; comp != NULL && i < VFSD_COMPONENTS_MAX; i++) {
+        int next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        if (cur != dirfd) {
+            (void)close(cur);
+        }
+        if (next < 0) {
+            errno = e;
+            return -1;
+        }
+        cur = next;
+        comp = strtok_r(NULL, "/", &save);
+        struct stat st;
+        if (fstat(cur, &st) == 0 && S_ISLNK(st.st_mode) &&
+            (comp != NULL || follow)) {
+            (void)close(cur);
+            errno = ELOOP;
+            return -1;
+        }
+    }
+    if (cur == dirfd) {
+        errno = EINVAL;
+        return -1;
+    }
+    return cur;
+}
+
+/* Looks path up beneath dirfd; *ft is set when LOOKUP_OK is returned. */
+static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
+                                   pbx_peer_ftype *ft)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = O_PATH | O_CLOEXEC | (follow ? 0U : (uint64_t)O_NOFOLLOW);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS) {
+        fd = vfsd_walk(dirfd, path, follow);
+    }
+    if (fd < 0) {
+        return vfsd_errno_lookup(errno);
+    }
+    struct stat st;
+    int r = fstat((int)fd, &st);
+    (void)close((int)fd);
+    if (r != 0) {
+        return PBX_PEER_LOOKUP_OTHER;
+    }
+    *ft = vfsd_ftype(st.st_mode);
+    return PBX_PEER_LOOKUP_OK;
+}
+
+/* Sends an encoded frame of n bytes (with cap unless negative) on fd. */
+static void vfsd_send(int fd, size_t n, int cap)
+{
+    if (pbx_peer_io_send(fd, g_vfsd.out, n, cap) != 0) {
+        pbx_peer_log("vfsd", "reply send failed: %s", strerror(errno));
+    }
+}
+
+/* Replies to the current message with an error status. */
+static void vfsd_fail(int fd, uint32_t status, const char *what)
+{
+    pbx_peer_log("vfsd", "%s: %s", what, pbx_peer_status_text(status));
+    (void)pbx_peer_io_reply_status(fd, &g_vfsd.msg, status);
+}
+
+/*
+ * Mints the object connection for a FOUND answer and replies with its
+ * SEND end. vfsd keeps the provider end; cutting it revokes every copy.
+ */
+static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
+{
+    size_t row = 0;
+    uint32_t st = pbx_peer_objtab_reserve(&g_vfsd.objs, &row);
+    int sv[2] = {-1, -1};
+    if (st == 0U &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        st = PBX_PEER_E_INTERNAL;
+    }
+    uint64_t id = st == 0U ? pbx_peer_io_inode(sv[1]) : 0U;
+    if (st == 0U && id == 0U) {
+        st = PBX_PEER_E_INTERNAL;
+    }
+    if (st != 0U) {
+        pbx_peer_io_close_all(sv, 2);
+        vfsd_fail(c->fd, st, "RESOLVE");
+        return;
+    }
+    rep->object.id = id;
+    rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
+                                           rep->object_class, sv[0]);
+    rep->scope_id = c->scope_id;
+    size_t n = 0;
+    pbx_err e = pbx_ipc_resolve_reply_encode(
+        g_vfsd.msg.frame.request, rep, g_vfsd.out, sizeof(g_vfsd.out), &n);
+    PBX_ASSERT(e == PBX_OK);
+    if (pbx_peer_io_send(c->fd, g_vfsd.out, n, sv[1]) != 0) {
+        /* Nobody holds the object: cut it and free the row at once. */
+        int prov = -1;
+        (void)pbx_peer_objtab_retire(&g_vfsd.objs, id, rep->object.gen,
+                                     c->scope_id, rep->object_class, &prov);
+        g_vfsd.objs.rows[row].state = PBX_PEER_OBJ_FREE;
+        (void)close(sv[0]);
+        pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
+    } else {
+        pbx_peer_log("vfsd", "RESOLVE found object %llu gen %u scope %llu",
+                     (unsigned long long)id, rep->object.gen,
+                     (unsigned long long)c->scope_id);
+    }
+    (void)close(sv[1]);
+}
+
+/* RESOLVE through scope connection c. */
+static void vfsd_resolve(vfsd_conn *c)
+{
+    pbx_ipc_resolve rq;
+    pbx_err e = pbx_ipc_resolve_decode(&g_vfsd.msg.frame, &rq);
+    if (e != PBX_OK) {
+        vfsd_fail(c->fd, (uint32_t)e, "RESOLVE malformed");
+        return;
+    }
+    uint8_t d[PBX_SHA2_DIGEST_BYTES];
+    if (pbx_sha2_digest(rq.selector, rq.selector_len, d) != PBX_OK ||
+        !pbx_mem_equal(d, rq.selector_digest, sizeof(d))) {
+        vfsd_fail(c->fd, PBX_PEER_E_DIGEST, "RESOLVE");
+        return;
+    }
+    static char path[PBX_PEER_VFS_PATH_BYTES_MAX];
+    pbx_peer_sel sel = pbx_peer_vfs_selector_check(rq.selector, rq.selector_len,
+                                                   path, sizeof(path));
+    pbx_peer_lookup lk = PBX_PEER_LOOKUP_OTHER;
+    pbx_peer_ftype ft = PBX_PEER_FT_OTHER;
+    if (sel == PBX_PEER_SEL_OK &&
+        pbx_peer_vfs_class_allows(rq.operation, rq.object_class)) {
+        lk = vfsd_lookup(c->dirfd, path,
+                         pbx_peer_vfs_follow_final(rq.object_class), &ft);
+    }
+    pbx_peer_vfs_verdict v =
+        pbx_peer_vfs_judge(rq.operation, rq.object_class, sel, lk, ft);
+    pbx_ipc_resolve_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.result = v.result;
+    rep.object_class = v.object_class;
+    rep.operation = rq.operation;
+    memcpy(rep.selector_digest, rq.selector_digest, sizeof(d));
+    if (v.result == PBX_IPC_RESOLVE_FOUND) {
+        vfsd_found(c, &rep);
+        return;
+    }
+    pbx_peer_log("vfsd", "RESOLVE %s (selector: %s, lookup %d)",
+                 pbx_peer_name_of(PBX_PEER_NAMES_RESULT, v.result),
+                 pbx_peer_sel_text(sel), (int)lk);
+    size_t n = 0;
+    e = pbx_ipc_resolve_reply_encode(g_vfsd.msg.frame.request, &rep, g_vfsd.out,
+                                     sizeof(g_vfsd.out), &n);
+    PBX_ASSERT(e == PBX_OK);
+    vfsd_send(c->fd, n, -1);
+}
+
+/* DETACH on the route: authenticate the alias by inode, then drop it. */
+static void vfsd_detach(int fd)
+{
+    pbx_peer_msg *m = &g_vfsd.msg;
+    pbx_ipc_detach rq;
+    pbx_err e = pbx_ipc_detach_decode(&m->frame, &rq);
+    uint64_t seen = m->nfds == 1U ? pbx_peer_io_inode(m->fds[0]) : 0U;
+    pbx_peer_io_close_all(m->fds, m->nfds);
+    if (e != PBX_OK) {
+        vfsd_fail(fd, (uint32_t)e, "DETACH malformed");
+        return;
+    }
+    size_t row = 0;
+    uint32_t st = pbx_peer_objtab_detach_check(&g_vfsd.objs, rq.object.id,
+                                               rq.object.gen, seen, &row);
+    if (st != 0U) {
+        vfsd_fail(fd, st, "DETACH");
+        return;
+    }
+    g_vfsd.objs.rows[row].detached++;
+    size_t n = 0;
+    e = pbx_ipc_detach_reply_encode(m->frame.request, &rq, g_vfsd.out,
+                                    sizeof(g_vfsd.out), &n);
+    PBX_ASSERT(e == PBX_OK);
+    pbx_peer_log("vfsd", "DETACH object %llu gen %u",
+                 (unsigned long long)rq.object.id, rq.object.gen);
+    vfsd_send(fd, n, -1);
+}
+
+/* RETIRE on the route: cut the provider end so every copy dies. */
+static void vfsd_retire(int fd)
+{
+    pbx_ipc_retire rq;
+    pbx_err e = pbx_ipc_retire_decode(&g_vfsd.msg.frame, &rq);
+    if (e != PBX_OK) {
+        vfsd_fail(fd, (uint32_t)e, "RETIRE malformed");
+        return;
+    }
+    int prov = -1;
+    uint32_t st =
+        pbx_peer_objtab_retire(&g_vfsd.objs, rq.object.id, rq.object.gen,
+                               rq.scope_id, rq.object_class, &prov);
+    if (st != 0U) {
+        vfsd_fail(fd, st, "RETIRE");
+        return;
+    }
+    if (prov >= 0) {
+        (void)shutdown(prov, SHUT_RDWR);
+        (void)close(prov);
+    }
+    size_t n = 0;
+    e = pbx_ipc_retire_reply_encode(g_vfsd.msg.frame.request, &rq, g_vfsd.out,
+                                    sizeof(g_vfsd.out), &n);
+    PBX_ASSERT(e == PBX_OK);
+    pbx_peer_log("vfsd", "RETIRE object %llu gen %u%s",
+                 (unsigned long long)rq.object.id, rq.object.gen,
+                 prov >= 0 ? "" : " (repeat)");
+    vfsd_send(fd, n, -1);
+}
+
+/* Serves one message on connection i; false when it must be closed. */
+static bool vfsd_serve(vfsd_conn *c)
+{
+    pbx_peer_msg *m = &g_vfsd.msg;
+    int r = pbx_peer_io_recv_frame(c->fd, m);
+    if (r == 1) {
+        return false;
+    }
+    if (r < 0) {
+        pbx_peer_log("vfsd", "receive failed: %s", strerror(errno));
+        return errno == EMSGSIZE;
+    }
+    if (m->err != PBX_OK) {
+        vfsd_fail(c->fd, (uint32_t)m->err, "malformed frame");
+        return true;
+    }
+    uint16_t op = m->frame.op;
+    if (c->kind == VFSD_KIND_SCOPE && op == PBX_IPC_OP_RESOLVE) {
+        vfsd_resolve(c);
+    } else if (c->kind == VFSD_KIND_ROUTE && op == PBX_IPC_OP_DETACH) {
+        vfsd_detach(c->fd);
+    } else if (c->kind == VFSD_KIND_ROUTE && op == PBX_IPC_OP_RETIRE) {
+        vfsd_retire(c->fd);
+    } else {
+        pbx_peer_io_close_all(m->fds, m->nfds);
+        vfsd_fail(c->fd, PBX_PEER_E_ROUTE, "wrong connection for the op");
+    }
+    return true;
+}
+
+/* Adds a connection of kind; a scope gets a fresh identity. */
+static bool vfsd_add_conn(int fd, int kind, int dirfd)
+{
+    if (g_vfsd.nconns >= VFSD_CONNS_MAX) {
+        pbx_peer_log("vfsd", "connection table full; refusing a connection");
+        (void)close(fd);
+        return false;
+    }
+    vfsd_conn *c = &g_vfsd.conns[g_vfsd.nconns++];
+    c->fd = fd;
+    c->kind = kind;
+    c->dirfd = dirfd;
+    c->scope_id = kind == VFSD_KIND_SCOPE ? ++g_vfsd.next_scope : 0U;
+    return true;
+}
+
+/* Removes connection i (closing it); keeps the table dense. */
+static void vfsd_drop_conn(size_t i)
+{
+    (void)close(g_vfsd.conns[i].fd);
+    g_vfsd.conns[i] = g_vfsd.conns[g_vfsd.nconns - 1U];
+    g_vfsd.nconns--;
+}
+
+/* One poll round over listeners and connections. */
+static int vfsd_round(void)
+{
+    struct pollfd p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX];
+    size_t nl = g_vfsd.nlistens;
+    size_t nc = g_vfsd.nconns;
+    for (size_t i = 0; i < nl; i++) {
+        p[i] = (struct pollfd){g_vfsd.listens[i].fd, POLLIN, 0};
+    }
+    for (size_t i = 0; i < nc; i++) {
+        p[nl + i] = (struct pollfd){g_vfsd.conns[i].fd, POLLIN, 0};
+    }
+    if (poll(p, (nfds_t)(nl + nc), -1) < 0) {
+        return errno == EINTR ? 0 : -1;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        if ((p[i].revents & POLLIN) != 0) {
+            const vfsd_conn *l = &g_vfsd.listens[i];
+            int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                (void)vfsd_add_conn(fd, l->kind, l->dirfd);
+            }
+        }
+    }
+    /* Walk backwards so dropping a connection never skips another. */
+    for (size_t k = nc; k > 0U; k--) {
+        size_t i = k - 1U;
+        if (p[nl + i].revents != 0 && !vfsd_serve(&g_vfsd.conns[i])) {
+            vfsd_drop_conn(i);
+        }
+    }
+    return 0;
+}
+
+/* Opens the subtree "SUB" beneath the root (the root itself when NULL). */
+static int vfsd_subtree(const char *sub)
+{
+    if (sub == NULL) {
+        return g_vfsd.root_fd;
+    }
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long fd = syscall(SYS_openat2, g_vfsd.root_fd, sub, &how, sizeof(how));
+    return (int)fd;
+}
+
+/* Adds a listener or handed-over connection from "X[=SUB]". */
+static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd)
+{
+    char *eq = strchr(arg, '=');
+    if (eq != NULL) {
+        *eq = '\0';
+    }
+    int dirfd = vfsd_subtree(eq != NULL ? eq + 1 : NULL);
+    if (dirfd < 0) {
+        pbx_peer_log("vfsd", "subtree '%s' not beneath the root: %s", eq + 1,
+                     strerror(errno));
+        return false;
+    }
+    int fd = is_fd ? pbx_peer_io_fd_arg(arg)
+                   : pbx_peer_io_listen(arg, SOCK_SEQPACKET);
+    if (fd < 0) {
+        pbx_peer_log("vfsd", "cannot use '%s': %s", arg, strerror(errno));
+        return false;
+    }
+    if (is_fd) {
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return vfsd_add_conn(fd, kind, dirfd);
+    }
+    if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
+        pbx_peer_log("vfsd", "too many listening sockets");
+        return false;
+    }
+    g_vfsd.listens[g_vfsd.nlistens++] = (vfsd_conn){fd, kind, dirfd, 0U};
+    return true;
+}
+
+/* Parses the command line; returns false with a message on any error. */
+static bool vfsd_args(int argc, char **argv, int *ready_fd)
+{
+    const char *root = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--root") == 0) {
+            root = argv[i + 1];
+        }
+    }
+    if (root == NULL || (argc % 2) != 1) {
+        pbx_peer_log("vfsd", "usage: pbx-vfsd --root DIR [--scope PATH[=SUB]]"
+                             " [--scope-fd N[=SUB]] [--route PATH]"
+                             " [--route-fd N] [--ready-fd N]");
+        return false;
+    }
+    g_vfsd.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (g_vfsd.root_fd < 0) {
+        pbx_peer_log("vfsd", "root '%s': %s", root, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    for (int i = 1; ok && i + 1 < argc; i += 2) {
+        const char *k = argv[i];
+        if (strcmp(k, "--scope") == 0 || strcmp(k, "--scope-fd") == 0) {
+            ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_SCOPE,
+                                   strcmp(k, "--scope-fd") == 0);
+        } else if (strcmp(k, "--route") == 0 || strcmp(k, "--route-fd") == 0) {
+            ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_ROUTE,
+                                   strcmp(k, "--route-fd") == 0);
+        } else if (strcmp(k, "--ready-fd") == 0) {
+            *ready_fd = pbx_peer_io_fd_arg(argv[i + 1]);
+            ok = *ready_fd >= 0;
+        } else if (strcmp(k, "--root") != 0) {
+            pbx_peer_log("vfsd", "unknown option '%s'", k);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    int ready_fd = -1;
+    pbx_peer_objtab_init(&g_vfsd.objs);
+    if (!vfsd_args(argc, argv, &ready_fd)) {
+        return 2;
+    }
+    pbx_peer_log("vfsd", "ready: %zu listener(s), %zu connection(s)",
+                 g_vfsd.nlistens, g_vfsd.nconns);
+    pbx_peer_io_ready(ready_fd);
+    /* Serve until killed; every round blocks in poll. */
+    for (;;) {
+        if (vfsd_round() != 0) {
+            pbx_peer_log("vfsd", "poll failed: %s", strerror(errno));
+            return 1;
+        }
+    }
+}
