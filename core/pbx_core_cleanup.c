@@ -11,7 +11,15 @@ static pbx_core_delete pbx_core_release_scope(pbx_core_ctx *ctx,
 {
     pbx_core_tslot *t = pbx_core_tslot_at(ctx, r->scope_tslot);
     if (t->link.state == PBX_CORE_TSLOT_HELD) {
-        return pbx_core_delete_tslot(ctx, r->scope_tslot);
+        /* The scope sits in the destination reserved at BEGIN: deleting
+         * it leaves the reservation, which is released once proven empty
+         * (the exact deletion is that proof). */
+        uint32_t slot = t->slot;
+        pbx_core_delete d = pbx_core_delete_tslot(ctx, r->scope_tslot);
+        if (d == PBX_CORE_DELETE_OK) {
+            ctx->ops->slot_release(ctx->ops_user, slot);
+        }
+        return d;
     }
     if (t->link.state == PBX_CORE_TSLOT_RESERVED) {
         pbx_capabi_observed obs;

@@ -77,7 +77,10 @@ PBX_TEST(core_init_carves_and_rejects_mismatch)
     PBX_REQUIRE(pbx_capabi_layout_init(&slots, 64U, 64U) == PBX_OK);
     static const pbx_core_ops ops;
     uint8_t *arena = aligned_alloc(4096U, l.arena_bytes);
-    PBX_REQUIRE(arena != NULL);
+    if (arena == NULL) {
+        PBX_REQUIRE(arena != NULL);
+        return;
+    }
     memset(arena, 0xA5, l.arena_bytes);
     PBX_CHECK_EQ(
         pbx_core_init(&ctx, &l, arena, l.arena_bytes, &slots, &ops, NULL),

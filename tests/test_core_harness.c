@@ -1,0 +1,814 @@
+/*
+ * test_core_harness.c: the scripted ops table, fake slot table, peer
+ * answers and public client behind the core's scripted-ops tests.
+ */
+#include "test_core_harness.h"
+
+#include "runner/pbx_test.h"
+#include "sha2/pbx_sha2.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends one formatted token to the trace, space-separated. */
+__attribute__((format(printf, 2, 3))) static void th_log(th_h *h,
+                                                         const char *fmt, ...)
+{
+    size_t at = strlen(h->trace);
+    if (at + 2U >= sizeof(h->trace)) {
+        return;
+    }
+    if (at > 0U) {
+        h->trace[at++] = ' ';
+        h->trace[at] = '\0';
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(h->trace + at, sizeof(h->trace) - at, fmt, ap);
+    va_end(ap);
+}
+
+/* Whether slot holds a real capability (not empty, not a placeholder). */
+static bool th_has_cap(const th_h *h, uint32_t slot)
+{
+    return slot < TH_SLOTS &&
+           h->slots[slot].kind != (uint32_t)PBX_CAPABI_KIND_EMPTY &&
+           h->slots[slot].kind != (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER;
+}
+
+/* Empties slot after a deletion or a transfer (a reservation stays). */
+static void th_vacate(th_h *h, uint32_t slot)
+{
+    th_slot *s = &h->slots[slot];
+    s->kind = s->reserved ? (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER
+                          : (uint32_t)PBX_CAPABI_KIND_EMPTY;
+    s->rights = 0U;
+    s->prov = 0U;
+}
+
+uint32_t th_put_cap(th_h *h, uint32_t slot, uint32_t kind, uint32_t rights,
+                    uint32_t prov)
+{
+    if (slot == PBX_CORE_SLOT_NONE) {
+        for (uint32_t s = TH_T_FIRST; s < TH_T_FIRST + TH_T_COUNT; s++) {
+            if (!h->slots[s].reserved &&
+                h->slots[s].kind == (uint32_t)PBX_CAPABI_KIND_EMPTY) {
+                slot = s;
+                break;
+            }
+        }
+    }
+    PBX_ASSERT(slot < TH_SLOTS && !th_has_cap(h, slot));
+    h->slots[slot].kind = kind;
+    h->slots[slot].rights = rights;
+    h->slots[slot].prov = prov;
+    h->handed++;
+    return slot;
+}
+
+/* A received endpoint receipt with rights, in the lowest free slot. */
+static uint32_t th_receipt(th_h *h, uint32_t rights)
+{
+    return th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT, rights,
+                      PBX_CAPABI_PROV_RECEIVED);
+}
+
+/* ---- ops ------------------------------------------------------------- */
+
+static void th_op_query(void *user, uint32_t slot, pbx_capabi_observed *out)
+{
+    const th_h *h = user;
+    out->slot = slot;
+    out->kind = slot < TH_SLOTS ? h->slots[slot].kind : 0U;
+    out->rights = slot < TH_SLOTS ? h->slots[slot].rights : 0U;
+    out->provenance = slot < TH_SLOTS ? h->slots[slot].prov : 0U;
+}
+
+static pbx_core_delete th_op_delete(void *user, uint32_t slot)
+{
+    th_h *h = user;
+    pbx_core_delete d = PBX_CORE_DELETE_OK;
+    if (h->dhead != h->dtail) {
+        d = h->dels[h->dhead++ % TH_SCRIPT_MAX];
+    }
+    if (!th_has_cap(h, slot)) {
+        h->violations++;
+        th_log(h, "del?%u", slot);
+        return PBX_CORE_DELETE_OK;
+    }
+    if (d == PBX_CORE_DELETE_OK) {
+        th_vacate(h, slot);
+        h->deleted++;
+        th_log(h, "del=%u", slot);
+    } else {
+        th_log(h, d == PBX_CORE_DELETE_TRANSIENT ? "del~%u" : "del!%u", slot);
+    }
+    return d;
+}
+
+static bool th_op_reserve(void *user, uint32_t *slot_out)
+{
+    th_h *h = user;
+    for (uint32_t s = TH_T_FIRST; s < TH_T_FIRST + TH_T_COUNT; s++) {
+        if (!h->slots[s].reserved &&
+            h->slots[s].kind == (uint32_t)PBX_CAPABI_KIND_EMPTY) {
+            h->slots[s].reserved = true;
+            h->slots[s].kind = PBX_CAPABI_KIND_PLACEHOLDER;
+            *slot_out = s;
+            th_log(h, "reserve=%u", s);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void th_op_release(void *user, uint32_t slot)
+{
+    th_h *h = user;
+    if (slot >= TH_SLOTS || !h->slots[slot].reserved || th_has_cap(h, slot)) {
+        h->violations++;
+    }
+    if (slot < TH_SLOTS) {
+        h->slots[slot].reserved = false;
+        h->slots[slot].kind = PBX_CAPABI_KIND_EMPTY;
+    }
+    th_log(h, "release=%u", slot);
+}
+
+static pbx_core_io th_op_alias(void *user, uint32_t object, uint32_t *alias)
+{
+    th_h *h = user;
+    pbx_core_io io = PBX_CORE_IO_OK;
+    if (h->ahead != h->atail) {
+        io = h->aliases[h->ahead++ % TH_SCRIPT_MAX];
+    }
+    if (!th_has_cap(h, object)) {
+        h->violations++;
+    }
+    if (io != PBX_CORE_IO_OK) {
+        th_log(h, io == PBX_CORE_IO_BUSY ? "alias:busy" : "alias:fail");
+        return io;
+    }
+    *alias = th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
+                        PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_LOCAL);
+    th_log(h, "alias=%u", *alias);
+    return io;
+}
+
+static pbx_core_io th_op_wake(void *user, const uint8_t *frame, size_t len)
+{
+    th_h *h = user;
+    pbx_core_io io = PBX_CORE_IO_OK;
+    pbx_ipc_frame f;
+    pbx_ipc_wake w;
+    if (h->whead != h->wtail) {
+        io = h->wakes[h->whead++ % TH_SCRIPT_MAX];
+    }
+    if (pbx_ipc_frame_decode(frame, len, 0, &f) != PBX_OK ||
+        pbx_ipc_wake_decode(&f, &w) != PBX_OK) {
+        h->violations++;
+        return PBX_CORE_IO_FAILED;
+    }
+    if (io != PBX_CORE_IO_OK) {
+        th_log(h, io == PBX_CORE_IO_BUSY ? "wake:busy" : "wake:fail");
+        return io;
+    }
+    h->last_wake = f.request;
+    h->wake_count++;
+    th_log(h, "wake");
+    return io;
+}
+
+/* ---- peer answers ---------------------------------------------------- */
+
+/* The answer context for one call. */
+typedef struct th_call {
+    th_h *h;
+    pbx_core_call *c;
+    pbx_ipc_frame f;
+    th_script s;
+    size_t n;
+} th_call;
+
+/* Attaches a surplus receipt when the script asks for one. */
+static void th_surplus(th_call *k)
+{
+    if ((k->s.mut & (uint32_t)TH_M_SURPLUS) != 0U) {
+        k->c->recv_slots[k->c->recv_count++] =
+            th_receipt(k->h, PBX_CAPABI_RIGHT_SEND);
+    }
+}
+
+static pbx_err th_ans_resolve(th_call *k)
+{
+    pbx_ipc_resolve q;
+    pbx_ipc_resolve_reply r;
+    pbx_err err = pbx_ipc_resolve_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    memset(&r, 0, sizeof(r));
+    r.operation = q.operation;
+    memcpy(r.selector_digest, q.selector_digest, PBX_IPC_DIGEST_BYTES);
+    if (k->s.ans == TH_NOT_FOUND) {
+        r.result = PBX_IPC_RESOLVE_NOT_FOUND;
+        r.object_class =
+            k->s.arg != 0U ? (uint16_t)k->s.arg : (uint16_t)q.object_class;
+    } else if (k->s.ans == TH_DENIED) {
+        r.result = PBX_IPC_RESOLVE_DENIED;
+    } else {
+        r.result = PBX_IPC_RESOLVE_FOUND;
+        r.object_class = q.object_class;
+        r.object.id = 0x0B1EC7000U + ++k->h->object_seq;
+        r.object.gen = 3U;
+        r.scope_id = 0x5C09EU;
+        if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+            r.selector_digest[0] ^= 1U;
+        }
+        uint32_t rights = (k->s.mut & (uint32_t)TH_M_BAD_RIGHTS) != 0U
+                              ? PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_MANAGE
+                              : PBX_CAPABI_RIGHT_SEND;
+        k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
+    }
+    th_surplus(k);
+    return pbx_ipc_resolve_reply_encode(k->f.request, &r, k->c->reply,
+                                        k->c->reply_cap, &k->n);
+}
+
+static pbx_err th_ans_policy(th_call *k)
+{
+    pbx_ipc_policy q;
+    pbx_ipc_policy_reply r;
+    pbx_err err = pbx_ipc_policy_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    r.verdict = k->s.ans == TH_DENY     ? (uint8_t)PBX_IPC_VERDICT_DENY
+                : k->s.ans == TH_PROMPT ? (uint8_t)PBX_IPC_VERDICT_PROMPT
+                                        : (uint8_t)PBX_IPC_VERDICT_ALLOW;
+    r.urgency = q.ctx.urgency;
+    r.realm = q.ctx.realm;
+    r.session = q.ctx.session;
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        r.session ^= 1U;
+    }
+    if ((k->s.mut & (uint32_t)TH_M_EXC_ALLOW) != 0U) {
+        r.urgency = PBX_IPC_URGENCY_ROUTINE;
+    }
+    th_surplus(k);
+    err = pbx_ipc_policy_reply_encode(k->f.request, &r, k->c->reply,
+                                      k->c->reply_cap, &k->n);
+    if ((k->s.mut & (uint32_t)TH_M_EXC_ALLOW) != 0U && err == PBX_OK) {
+        /* No encoder emits ALLOW + EXCEPTIONAL: patch the urgency byte. */
+        k->c->reply[PBX_IPC_HEADER_BYTES + 1U] = PBX_IPC_URGENCY_EXCEPTIONAL;
+    }
+    return err;
+}
+
+static pbx_err th_ans_prompt(th_call *k)
+{
+    pbx_ipc_prompt q;
+    pbx_ipc_prompt_reply r;
+    pbx_err err = pbx_ipc_prompt_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    memset(&k->h->last_prompt_ctx, 0, sizeof(k->h->last_prompt_ctx));
+    k->h->last_prompt_ctx.ctx = q.ctx;
+    k->h->last_prompt_ctx.label = q.label;
+    k->h->last_prompt_ctx.selector_len = q.selector_len;
+    memcpy(k->h->last_prompt_ctx.selector_digest, q.selector_digest,
+           PBX_IPC_DIGEST_BYTES);
+    memset(&r, 0, sizeof(r));
+    if (k->s.ans == TH_RETRY) {
+        r.retry = true;
+    } else {
+        r.answer = k->s.ans == TH_USER_DENY ? (uint8_t)PBX_IPC_ANSWER_DENY
+                                            : (uint8_t)PBX_IPC_ANSWER_APPROVE;
+        r.realm = q.ctx.realm;
+        r.session = q.ctx.session;
+        r.job_id = q.ctx.job_id;
+        r.job_gen = q.ctx.job_gen;
+        r.request = k->f.request;
+        r.object = q.object;
+        if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+            r.object.gen++;
+        }
+    }
+    th_surplus(k);
+    return pbx_ipc_prompt_reply_encode(k->f.request, &r, k->c->reply,
+                                       k->c->reply_cap, &k->n);
+}
+
+static pbx_err th_ans_view(th_call *k)
+{
+    pbx_ipc_view_ack r;
+    pbx_err err = pbx_ipc_view_decode(&k->f, &k->h->last_view);
+    if (err != PBX_OK) {
+        return err;
+    }
+    r.kind = k->h->last_view.kind;
+    r.grant = k->h->last_view.grant;
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        r.grant.gen++;
+    }
+    th_surplus(k);
+    return pbx_ipc_view_reply_encode(k->f.request, &r, k->c->reply,
+                                     k->c->reply_cap, &k->n);
+}
+
+static pbx_err th_ans_install(th_call *k)
+{
+    pbx_ipc_install q;
+    pbx_ipc_install_reply r;
+    pbx_err err = pbx_ipc_install_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    bool staging = k->s.ans == TH_STAGING;
+    r.handle_kind = staging ? (uint8_t)PBX_IPC_HANDLE_STAGING
+                            : (uint8_t)PBX_IPC_HANDLE_MANAGE_ONLY;
+    r.installed_slot = q.target.slot;
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_SLOT) != 0U) {
+        r.installed_slot++;
+    }
+    r.grant = q.grant;
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        r.grant.gen++;
+    }
+    r.target_process_id = q.target.process_id;
+    r.target_process_gen = q.target.process_gen;
+    k->c->recv_slots[k->c->recv_count++] = th_receipt(
+        k->h, staging ? PBX_CAPABI_RIGHT_SEND : PBX_CAPABI_RIGHT_MANAGE);
+    th_surplus(k);
+    return pbx_ipc_install_reply_encode(k->f.request, &r, k->c->reply,
+                                        k->c->reply_cap, &k->n);
+}
+
+static pbx_err th_ans_detach(th_call *k)
+{
+    pbx_ipc_detach q;
+    pbx_err err = pbx_ipc_detach_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    th_surplus(k);
+    return pbx_ipc_detach_reply_encode(k->f.request, &q, k->c->reply,
+                                       k->c->reply_cap, &k->n);
+}
+
+static pbx_err th_ans_retire(th_call *k)
+{
+    pbx_ipc_retire q;
+    pbx_err err = pbx_ipc_retire_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        q.scope_id++;
+    }
+    th_surplus(k);
+    return pbx_ipc_retire_reply_encode(k->f.request, &q, k->c->reply,
+                                       k->c->reply_cap, &k->n);
+}
+
+/* The trace name of a peer op. */
+static const char *th_op_name(const th_call *k)
+{
+    switch (k->f.op) {
+    case PBX_IPC_OP_RESOLVE:
+        return "resolve";
+    case PBX_IPC_OP_DETACH:
+        return "detach";
+    case PBX_IPC_OP_RETIRE:
+        return "retire";
+    case PBX_IPC_OP_POLICY:
+        return "policy";
+    case PBX_IPC_OP_PROMPT:
+        return "prompt";
+    case PBX_IPC_OP_VIEW:
+        return k->f.body != NULL && k->f.body[0] == PBX_IPC_VIEW_ACTIVE
+                   ? "view+"
+                   : "view-";
+    case PBX_IPC_OP_INSTALL:
+        return "install";
+    default:
+        return "unknown";
+    }
+}
+
+/* Builds the scripted reply for a decoded request. */
+static pbx_err th_answer(th_call *k)
+{
+    switch (k->f.op) {
+    case PBX_IPC_OP_RESOLVE:
+        return th_ans_resolve(k);
+    case PBX_IPC_OP_POLICY:
+        return th_ans_policy(k);
+    case PBX_IPC_OP_PROMPT:
+        return th_ans_prompt(k);
+    case PBX_IPC_OP_VIEW:
+        return th_ans_view(k);
+    case PBX_IPC_OP_INSTALL:
+        return th_ans_install(k);
+    case PBX_IPC_OP_DETACH:
+        return th_ans_detach(k);
+    case PBX_IPC_OP_RETIRE:
+        return th_ans_retire(k);
+    default:
+        return PBX_E_IPC_UNKNOWN_OP;
+    }
+}
+
+/* Logs the call's slots: via, sent (moved '>' or copied '^'). */
+static void th_log_call(th_call *k, const char *suffix)
+{
+    char extra[64] = "";
+    const pbx_core_call *c = k->c;
+    if (c->via_slot != PBX_CORE_SLOT_NONE) {
+        (void)snprintf(extra, sizeof(extra), "@%u", c->via_slot);
+    } else if (c->send_slot != PBX_CORE_SLOT_NONE) {
+        (void)snprintf(extra, sizeof(extra), "%c%u", c->send_copy ? '^' : '>',
+                       c->send_slot);
+    }
+    th_log(k->h, "%s%s%s", th_op_name(k), extra, suffix);
+}
+
+static pbx_core_io th_op_call(void *user, pbx_core_call *c)
+{
+    th_call k = {user, c, {0}, {TH_OK, 0U, 0U}, 0};
+    th_h *h = k.h;
+    uint16_t sent = c->send_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
+    c->recv_count = 0;
+    c->reply_len = 0;
+    if (c->route >= PBX_CORE_ROUTE_COUNT ||
+        pbx_ipc_frame_decode(c->frame, c->frame_len, sent, &k.f) != PBX_OK ||
+        (sent != 0U && !th_has_cap(h, c->send_slot)) ||
+        (c->via_slot != PBX_CORE_SLOT_NONE && !th_has_cap(h, c->via_slot))) {
+        h->violations++;
+        th_log(h, "badcall");
+        return PBX_CORE_IO_FAILED;
+    }
+    if (h->shead[c->route] != h->stail[c->route]) {
+        k.s = h->script[c->route][h->shead[c->route]++ % TH_SCRIPT_MAX];
+    }
+    if (k.s.ans == TH_BUSY || k.s.ans == TH_FAIL) {
+        th_log_call(&k, k.s.ans == TH_BUSY ? ":busy" : ":fail");
+        return k.s.ans == TH_BUSY ? PBX_CORE_IO_BUSY : PBX_CORE_IO_FAILED;
+    }
+    if (sent != 0U && !c->send_copy) {
+        th_vacate(h, c->send_slot);
+        h->transferred++;
+    }
+    if (th_answer(&k) != PBX_OK) {
+        h->violations++;
+    }
+    c->reply_len = k.n;
+    th_log_call(&k, "");
+    for (size_t i = 0; i < c->recv_count; i++) {
+        th_log(h, "<%u", c->recv_slots[i]);
+    }
+    return PBX_CORE_IO_OK;
+}
+
+static const pbx_core_ops th_ops = {
+    th_op_call,    th_op_query, th_op_delete, th_op_reserve,
+    th_op_release, th_op_alias, th_op_wake,
+};
+
+/* ---- construction ---------------------------------------------------- */
+
+/* Derives the arena layout for pools of n records. */
+static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
+{
+    pbx_bootstrap_geometry g;
+    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
+    memset(&g, 0, sizeof(g));
+    g.version = PBX_BOOTSTRAP_VERSION;
+    g.page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g.layout);
+    pbx_core_pool_layouts(want);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g.capacity[i] = n;
+    }
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 3U * n + 2U;
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
+        4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
+    return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
+           pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK;
+}
+
+th_h *th_new(uint32_t n)
+{
+    pbx_bootstrap_layout l;
+    pbx_capabi_layout slots;
+    th_h *h = calloc(1, sizeof(*h));
+    PBX_REQUIRE(h != NULL);
+    PBX_REQUIRE(th_layout(n, &l));
+    PBX_REQUIRE(pbx_capabi_layout_init(&slots, TH_T_FIRST, TH_T_COUNT) ==
+                PBX_OK);
+    h->arena = aligned_alloc(4096U, l.arena_bytes);
+    PBX_REQUIRE(h->arena != NULL);
+    h->deliver = true;
+    PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
+                              &th_ops, h) == PBX_OK);
+    return h;
+}
+
+void th_free(th_h *h)
+{
+    free(h->arena);
+    free(h);
+}
+
+void th_push(th_h *h, pbx_core_route route, th_ans ans, uint32_t mut,
+             uint32_t arg)
+{
+    th_script s = {ans, mut, arg};
+    PBX_ASSERT(h->stail[route] - h->shead[route] < TH_SCRIPT_MAX);
+    h->script[route][h->stail[route]++ % TH_SCRIPT_MAX] = s;
+}
+
+void th_push_del(th_h *h, pbx_core_delete d)
+{
+    h->dels[h->dtail++ % TH_SCRIPT_MAX] = d;
+}
+
+void th_push_wake(th_h *h, pbx_core_io io)
+{
+    h->wakes[h->wtail++ % TH_SCRIPT_MAX] = io;
+}
+
+void th_push_alias(th_h *h, pbx_core_io io)
+{
+    h->aliases[h->atail++ % TH_SCRIPT_MAX] = io;
+}
+
+void th_clear_trace(th_h *h)
+{
+    h->trace[0] = '\0';
+}
+
+void th_default_begin(pbx_ipc_begin *b, const uint8_t *sel, uint32_t len)
+{
+    static const char entry[] = "/bin/viewer";
+    static const char label[] = "open report";
+    memset(b, 0, sizeof(*b));
+    b->ctx.session = 0x5E55U;
+    b->ctx.job_id = 0x70BU;
+    b->ctx.job_gen = 2U;
+    b->ctx.realm = 9U;
+    b->ctx.operation = PBX_IPC_OPERATION_READ;
+    b->ctx.object_class = PBX_IPC_CLASS_FILE;
+    b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    b->ctx.mode = PBX_IPC_MODE_INSTALL;
+    b->ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    b->ctx.entry.len = (uint16_t)(sizeof(entry) - 1U);
+    memcpy(b->ctx.entry.bytes, entry, sizeof(entry) - 1U);
+    b->target.process_id = 0x9C0U;
+    b->target.process_gen = 4U;
+    b->target.slot = 40U;
+    b->selector_len = len;
+    PBX_ASSERT(pbx_sha2_digest(sel, len, b->selector_digest) == PBX_OK);
+    b->label.len = (uint16_t)(sizeof(label) - 1U);
+    memcpy(b->label.bytes, label, sizeof(label) - 1U);
+}
+
+/* ---- client ---------------------------------------------------------- */
+
+uint32_t th_public(th_h *h, uint32_t badge, const uint8_t *frame, size_t len,
+                   const uint32_t *slots, size_t n, pbx_err *core,
+                   pbx_core_out *out)
+{
+    pbx_ipc_frame f;
+    *core = pbx_core_on_public(&h->core, badge, frame, len, slots, n, out);
+    if (out->len == 0U) {
+        return UINT32_MAX;
+    }
+    uint16_t caps = out->transfer_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
+    if (pbx_ipc_frame_decode(out->frame, out->len, caps, &f) != PBX_OK) {
+        h->violations++;
+        return UINT32_MAX;
+    }
+    return f.status;
+}
+
+/* Sends a capability-free frame as TH_BADGE; returns the reply status. */
+static uint32_t th_send(th_h *h, const uint8_t *frame, size_t len,
+                        pbx_core_out *out)
+{
+    pbx_err core = PBX_OK;
+    uint32_t st = th_public(h, TH_BADGE, frame, len, NULL, 0, &core, out);
+    return core != PBX_OK ? (uint32_t)core : st;
+}
+
+uint32_t th_begin(th_h *h, const pbx_ipc_begin *b, pbx_ipc_id *id,
+                  uint32_t *dest)
+{
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_frame f;
+    pbx_ipc_begin_reply r;
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_begin_encode(b, buf, sizeof(buf), &n) == PBX_OK);
+    uint32_t st = th_send(h, buf, n, &out);
+    if (st == 0U) {
+        PBX_ASSERT(pbx_ipc_frame_decode(out.frame, out.len, 0, &f) == PBX_OK);
+        PBX_ASSERT(pbx_ipc_begin_reply_decode(&f, &r) == PBX_OK);
+        *id = f.request;
+        *dest = r.dest_slot;
+    }
+    return st;
+}
+
+uint32_t th_selector(th_h *h, pbx_ipc_id id, uint32_t off, const uint8_t *p,
+                     uint32_t len)
+{
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_selector s = {off, len, p};
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_selector_encode(id, &s, buf, sizeof(buf), &n) == PBX_OK);
+    return th_send(h, buf, n, &out);
+}
+
+uint32_t th_commit(th_h *h, pbx_ipc_id id, uint32_t dest, uint32_t land)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_commit c = {dest};
+    size_t n = 0;
+    pbx_err core = PBX_OK;
+    PBX_ASSERT(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &n) == PBX_OK);
+    uint32_t slot = th_put_cap(h, land, PBX_CAPABI_KIND_ENDPOINT,
+                               PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    uint32_t st = th_public(h, TH_BADGE, buf, n, &slot, 1, &core, &out);
+    return core != PBX_OK ? (uint32_t)core : st;
+}
+
+uint32_t th_open(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                 pbx_ipc_id *id)
+{
+    uint32_t dest = 0;
+    uint32_t st = th_begin(h, b, id, &dest);
+    for (uint32_t off = 0; st == 0U && off < b->selector_len;) {
+        uint32_t len = b->selector_len - off;
+        len = len > PBX_IPC_SELECTOR_CHUNK_BYTES_MAX
+                  ? PBX_IPC_SELECTOR_CHUNK_BYTES_MAX
+                  : len;
+        st = th_selector(h, *id, off, sel + off, len);
+        off += len;
+    }
+    return st != 0U ? st : th_commit(h, *id, dest, dest);
+}
+
+uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
+                     uint32_t *xfer)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_frame f;
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
+                                    &n) == PBX_OK);
+    uint32_t st = th_send(h, buf, n, &out);
+    *xfer = out.transfer_slot;
+    memset(d, 0, sizeof(*d));
+    if (st != 0U) {
+        return st;
+    }
+    uint16_t caps = out.transfer_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
+    if (pbx_ipc_frame_decode(out.frame, out.len, caps, &f) != PBX_OK ||
+        pbx_ipc_decision_reply_decode(&f, d) != PBX_OK) {
+        h->violations++;
+        return UINT32_MAX;
+    }
+    if (out.token == PBX_CORE_NIL) {
+        return st;
+    }
+    if (h->deliver && out.transfer_slot != PBX_CORE_SLOT_NONE) {
+        /* The runtime moved the alias out with the reply. */
+        if (!th_has_cap(h, out.transfer_slot)) {
+            h->violations++;
+        } else {
+            th_vacate(h, out.transfer_slot);
+            h->transferred++;
+            th_log(h, "xfer=%u", out.transfer_slot);
+        }
+    }
+    pbx_err err = pbx_core_on_reply_delivered(&h->core, out.token,
+                                              out.token_generation, h->deliver);
+    return err != PBX_OK ? (uint32_t)err : st;
+}
+
+uint32_t th_cancel(th_h *h, pbx_ipc_id id)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_cancel c;
+    size_t n = 0;
+    memset(&c, 0, sizeof(c));
+    c.request = id;
+    PBX_ASSERT(pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) == PBX_OK);
+    return th_send(h, buf, n, &out);
+}
+
+uint32_t th_cancel_corr(th_h *h, uint64_t job, uint32_t gen, uint64_t session)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_cancel c;
+    size_t n = 0;
+    memset(&c, 0, sizeof(c));
+    c.by_correlation = true;
+    c.job_id = job;
+    c.job_gen = gen;
+    c.session = session;
+    PBX_ASSERT(pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) == PBX_OK);
+    return th_send(h, buf, n, &out);
+}
+
+uint32_t th_consume(th_h *h, pbx_ipc_id grant)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_consume c = {grant};
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_consume_encode(&c, buf, sizeof(buf), &n) == PBX_OK);
+    return th_send(h, buf, n, &out);
+}
+
+uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
+                   uint32_t gen, uint64_t inv)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_expire e = {kind, gen, job, inv};
+    size_t n = 0;
+    pbx_err core = PBX_OK;
+    PBX_ASSERT(pbx_ipc_expire_encode(&e, buf, sizeof(buf), &n) == PBX_OK);
+    uint32_t st = th_public(h, badge, buf, n, NULL, 0, &core, &out);
+    return core != PBX_OK ? (uint32_t)core : st;
+}
+
+uint32_t th_run(th_h *h)
+{
+    bool progressed = true;
+    h->step_err = PBX_OK;
+    h->steps = 0;
+    for (uint32_t i = 0; i < 10000U && progressed; i++) {
+        pbx_err err = pbx_core_step(&h->core, &progressed);
+        if (err != PBX_OK) {
+            h->step_err = err;
+            break;
+        }
+        h->steps += progressed ? 1U : 0U;
+    }
+    return h->steps;
+}
+
+/* ---- checks ---------------------------------------------------------- */
+
+bool th_conserved(const th_h *h)
+{
+    uint32_t occupied = 0;
+    for (uint32_t s = TH_T_FIRST; s < TH_T_FIRST + TH_T_COUNT; s++) {
+        occupied += th_has_cap(h, s) ? 1U : 0U;
+    }
+    uint32_t held = pbx_core_held_caps(&h->core);
+    if (h->violations != 0U || occupied != held ||
+        h->handed != h->deleted + h->transferred + held) {
+        fprintf(stderr,
+                "conservation: violations %u occupied %u held %u handed %u "
+                "deleted %u transferred %u\n",
+                h->violations, occupied, held, h->handed, h->deleted,
+                h->transferred);
+        return false;
+    }
+    return true;
+}
+
+bool th_quiescent(const th_h *h)
+{
+    for (uint32_t s = TH_T_FIRST; s < TH_T_FIRST + TH_T_COUNT; s++) {
+        if (h->slots[s].reserved ||
+            h->slots[s].kind != (uint32_t)PBX_CAPABI_KIND_EMPTY) {
+            fprintf(stderr, "baseline: slot %u still %s\n", s,
+                    h->slots[s].reserved ? "reserved" : "occupied");
+            return false;
+        }
+    }
+    return th_conserved(h) && pbx_core_held_caps(&h->core) == 0U;
+}
+
+void th_trace_is(th_h *h, const char *file, int line, const char *want)
+{
+    pbx_test_checks++;
+    if (strcmp(h->trace, want) != 0) {
+        pbx_test_failf(file, line, "trace\n  got:  %s\n  want: %s", h->trace,
+                       want);
+    }
+    th_clear_trace(h);
+}

@@ -1,0 +1,226 @@
+/*
+ * test_core_harness.h: a scripted ops table for driving the core through
+ * its public API (hosted; tests only).
+ *
+ * The harness owns a fake slot table (kind, rights, provenance and a
+ * reservation flag per slot), answers every peer call from a per-route
+ * script of answers built with the ipc encoders at call time (so echoes
+ * are exact unless a test asks for a wrong one), injects deletion
+ * outcomes, and logs every effect as one space-separated trace string so
+ * tests can assert the exact sequence. A client side builds public frames
+ * and runs the core until idle. th_conserved checks capability
+ * conservation at any point; th_quiescent checks the startup baseline.
+ */
+#ifndef TEST_CORE_HARNESS_H
+#define TEST_CORE_HARNESS_H
+
+#include "../core/pbx_core.h"
+
+/** TH_SLOTS is the size of the fake slot table. */
+#define TH_SLOTS 512U
+/** TH_T_FIRST is the first transient slot. */
+#define TH_T_FIRST 64U
+/** TH_T_COUNT is the number of transient slots. */
+#define TH_T_COUNT 256U
+/** TH_SCRIPT_MAX bounds each answer queue. */
+#define TH_SCRIPT_MAX 32U
+/** TH_TRACE_MAX bounds the effect trace. */
+#define TH_TRACE_MAX 8192U
+/** TH_BADGE is the client badge used by default. */
+#define TH_BADGE 7U
+
+/** th_ans names one scripted peer answer. */
+typedef enum th_ans {
+    /** Answer the happy path for whatever was asked. */
+    TH_OK = 0,
+    /** Backpressure: nothing sent, nothing transferred. */
+    TH_BUSY,
+    /** Transport failure. */
+    TH_FAIL,
+    /** RESOLVE: NOT_FOUND with the class in arg (0: the request's). */
+    TH_NOT_FOUND,
+    /** RESOLVE: DENIED. */
+    TH_DENIED,
+    /** POLICY: DENY. */
+    TH_DENY,
+    /** POLICY: PROMPT. */
+    TH_PROMPT,
+    /** PROMPT: empty RETRY. */
+    TH_RETRY,
+    /** PROMPT: the user answers DENY. */
+    TH_USER_DENY,
+    /** INSTALL: reply with a STAGING handle. */
+    TH_STAGING
+} th_ans;
+
+/** th_mut modifies an answer (bit set). */
+typedef enum th_mut {
+    /** Echo a wrong request/grant identity or record field. */
+    TH_M_WRONG_ECHO = 0x01,
+    /** Attach one surplus receipt beyond what the record allows. */
+    TH_M_SURPLUS = 0x02,
+    /** The receipt has the wrong rights (SEND+MANAGE). */
+    TH_M_BAD_RIGHTS = 0x04,
+    /** Answer ALLOW echoing EXCEPTIONAL urgency (hand-built bytes). */
+    TH_M_EXC_ALLOW = 0x08,
+    /** INSTALL: report an installed slot other than the target slot. */
+    TH_M_WRONG_SLOT = 0x10
+} th_mut;
+
+/** th_script is one scripted answer. */
+typedef struct th_script {
+    /** What to answer. */
+    th_ans ans;
+    /** th_mut bits. */
+    uint32_t mut;
+    /** Extra argument (NOT_FOUND class). */
+    uint32_t arg;
+} th_script;
+
+/** th_slot is one fake slot. */
+typedef struct th_slot {
+    /** pbx_capabi_kind. */
+    uint32_t kind;
+    /** Rights bits. */
+    uint32_t rights;
+    /** pbx_capabi_provenance. */
+    uint32_t prov;
+    /** True while reserved by slot_reserve and not released. */
+    bool reserved;
+} th_slot;
+
+/** th_h is the whole harness. Heap-allocated by th_new. */
+typedef struct th_h {
+    /** The core under test. */
+    pbx_core_ctx core;
+    /** Arena. */
+    uint8_t *arena;
+    /** Fake slot table. */
+    th_slot slots[TH_SLOTS];
+    /** Per-route answer FIFOs. */
+    th_script script[PBX_CORE_ROUTE_COUNT][TH_SCRIPT_MAX];
+    /** Heads and tails of the FIFOs. */
+    uint32_t shead[PBX_CORE_ROUTE_COUNT];
+    /** Tails of the FIFOs. */
+    uint32_t stail[PBX_CORE_ROUTE_COUNT];
+    /** Scripted deletion outcomes, consumed one per deletion. */
+    pbx_core_delete dels[TH_SCRIPT_MAX];
+    /** Deletion FIFO head and tail. */
+    uint32_t dhead;
+    /** Deletion FIFO tail. */
+    uint32_t dtail;
+    /** Scripted wake outcomes. */
+    pbx_core_io wakes[TH_SCRIPT_MAX];
+    /** Wake FIFO head. */
+    uint32_t whead;
+    /** Wake FIFO tail. */
+    uint32_t wtail;
+    /** Scripted alias outcomes. */
+    pbx_core_io aliases[TH_SCRIPT_MAX];
+    /** Alias FIFO head. */
+    uint32_t ahead;
+    /** Alias FIFO tail. */
+    uint32_t atail;
+    /** Capabilities handed to the core (public, receipts, aliases). */
+    uint32_t handed;
+    /** Capabilities deleted by the core. */
+    uint32_t deleted;
+    /** Capabilities moved away by the core (send or reply transfer). */
+    uint32_t transferred;
+    /** Protocol violations the fake kernel saw (must stay 0). */
+    uint32_t violations;
+    /** Wakes queued: the last request index and generation. */
+    pbx_ipc_id last_wake;
+    /** Wakes queued successfully. */
+    uint32_t wake_count;
+    /** The last PROMPT request the ttyd fake received. */
+    pbx_ipc_begin last_prompt_ctx;
+    /** The last VIEW row received. */
+    pbx_ipc_view last_view;
+    /** Installed slot procd reports (default: the target slot). */
+    uint32_t object_seq;
+    /** Error from the last pbx_core_step that failed, or PBX_OK. */
+    pbx_err step_err;
+    /** Steps taken by the last th_run. */
+    uint32_t steps;
+    /** When false, th_decision reports the reply as not delivered. */
+    bool deliver;
+    /** The effect trace. */
+    char trace[TH_TRACE_MAX];
+} th_h;
+
+/** th_new creates a harness whose pools hold n records (tslots 3n+2). */
+th_h *th_new(uint32_t n);
+/** th_free releases the harness. */
+void th_free(th_h *h);
+
+/** th_push scripts one answer on route. */
+void th_push(th_h *h, pbx_core_route route, th_ans ans, uint32_t mut,
+             uint32_t arg);
+/** th_push_del scripts the next deletion outcome. */
+void th_push_del(th_h *h, pbx_core_delete d);
+/** th_push_wake scripts the next wake outcome. */
+void th_push_wake(th_h *h, pbx_core_io io);
+/** th_push_alias scripts the next alias derivation outcome. */
+void th_push_alias(th_h *h, pbx_core_io io);
+/** th_clear_trace empties the effect trace. */
+void th_clear_trace(th_h *h);
+
+/** th_put_cap puts a received capability into free slot (or the lowest
+ * free transient one when slot is PBX_CORE_SLOT_NONE); returns it. */
+uint32_t th_put_cap(th_h *h, uint32_t slot, uint32_t kind, uint32_t rights,
+                    uint32_t prov);
+
+/** th_default_begin fills a routine install-mode, one-shot READ FILE
+ * BEGIN for selector sel of len bytes. */
+void th_default_begin(pbx_ipc_begin *b, const uint8_t *sel, uint32_t len);
+
+/**
+ * th_public sends a raw public frame with slots and returns the reply
+ * status (0, a pbx_err, or UINT32_MAX when no reply was produced); *core
+ * gets the core's return value and *out the reply.
+ */
+uint32_t th_public(th_h *h, uint32_t badge, const uint8_t *frame, size_t len,
+                   const uint32_t *slots, size_t n, pbx_err *core,
+                   pbx_core_out *out);
+
+/** th_begin sends BEGIN; returns the reply status, *id and *dest. */
+uint32_t th_begin(th_h *h, const pbx_ipc_begin *b, pbx_ipc_id *id,
+                  uint32_t *dest);
+/** th_selector sends one chunk; returns the reply status. */
+uint32_t th_selector(th_h *h, pbx_ipc_id id, uint32_t off, const uint8_t *p,
+                     uint32_t len);
+/** th_commit lands a scope in slot land and sends COMMIT echoing dest. */
+uint32_t th_commit(th_h *h, pbx_ipc_id id, uint32_t dest, uint32_t land);
+/** th_open runs BEGIN + SELECTOR + COMMIT for b and sel; returns status. */
+uint32_t th_open(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                 pbx_ipc_id *id);
+/** th_decision asks DECISION; returns status, fills *d and *xfer. */
+uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
+                     uint32_t *xfer);
+/** th_cancel sends the exact CANCEL for id. */
+uint32_t th_cancel(th_h *h, pbx_ipc_id id);
+/** th_cancel_corr sends the generation-zero CANCEL. */
+uint32_t th_cancel_corr(th_h *h, uint64_t job, uint32_t gen, uint64_t session);
+/** th_consume sends CONSUME for grant. */
+uint32_t th_consume(th_h *h, pbx_ipc_id grant);
+/** th_expire sends EXPIRE with badge. */
+uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
+                   uint32_t gen, uint64_t inv);
+/** th_run steps the core until idle (bounded); returns steps taken. */
+uint32_t th_run(th_h *h);
+
+/** th_conserved reports whether every handed capability is accounted for
+ * and the fake table agrees with the core's held count. */
+bool th_conserved(const th_h *h);
+/** th_quiescent reports conservation plus the startup baseline: no
+ * transient slot occupied or reserved and nothing held. */
+bool th_quiescent(const th_h *h);
+
+/** th_trace_is checks the trace equals want, failing the test if not. */
+void th_trace_is(th_h *h, const char *file, int line, const char *want);
+
+/** TH_TRACE asserts the exact effect trace and clears it. */
+#define TH_TRACE(h, want) th_trace_is((h), __FILE__, __LINE__, (want))
+
+#endif /* TEST_CORE_HARNESS_H */
