@@ -47,7 +47,7 @@ FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
 HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
              $(wildcard base/err/*.def)
 
-.PHONY: all test check install clean format format-check doccheck \
+.PHONY: all test check install clean format format-check doccheck docs docs-check \
         freestanding tidy cppcheck fuzz fuzz-smoke check-gcc check-clang \
         check-asan run bench
 .DEFAULT_GOAL := all
@@ -92,6 +92,14 @@ doccheck:
 
 freestanding:
 	sh scripts/freestanding.sh $(FREE_DIRS)
+
+# docs/ARCHITECTURE.md embeds the core's transition table; these keep it
+# generated from the code rather than written by hand.
+docs: $(PBX_BIN)
+	sh scripts/docs_fsm.sh $(PBX_BIN) update
+
+docs-check: $(PBX_BIN)
+	sh scripts/docs_fsm.sh $(PBX_BIN) check
 
 TIDY_SRCS = $(LIB_SRCS) $(TOOL_SRCS) $(TEST_SRCS) $(FUZZ_SRCS)
 TIDY_OKS  = $(TIDY_SRCS:%.c=build/tidy/%.ok)
@@ -157,7 +165,7 @@ bench: $(BENCH_TARGETS)
 
 # ---- everything ------------------------------------------------------------
 
-check: format-check doccheck freestanding cppcheck tidy check-gcc check-clang \
+check: format-check doccheck docs-check freestanding cppcheck tidy check-gcc check-clang \
        check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"
 

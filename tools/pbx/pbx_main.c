@@ -15,6 +15,7 @@ static void pbx_usage(FILE *fp)
 {
     (void)fputs("usage: pbx COMMAND ...\n", fp);
     pbx_tool_geometry_usage(fp);
+    pbx_tool_fsm_usage(fp);
 }
 
 int main(int argc, char **argv)
@@ -25,6 +26,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "geometry") == 0) {
         return pbx_tool_geometry(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "fsm") == 0) {
+        return pbx_tool_fsm(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         pbx_usage(stdout);

@@ -30,4 +30,14 @@ int pbx_tool_geometry(int argc, char **argv);
 /** pbx_tool_geometry_usage prints the geometry synopsis to stream fp. */
 void pbx_tool_geometry_usage(FILE *fp);
 
+/**
+ * pbx_tool_fsm runs `pbx fsm dot|table`: argv[0] is "fsm", argc counts it.
+ * It prints the core's transition table (Graphviz dot or a Markdown table)
+ * on stdout and returns a PBX_TOOL_EXIT_* status.
+ */
+int pbx_tool_fsm(int argc, char **argv);
+
+/** pbx_tool_fsm_usage prints the fsm synopsis to stream fp. */
+void pbx_tool_fsm_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */
