@@ -1,0 +1,175 @@
+/*
+ * peers_child.c: spawning and stopping peer processes for the tests.
+ */
+/* pipe2 is a Linux extension. */
+#define _GNU_SOURCE
+
+#include "peers_child.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Runs in the child: prepares descriptors and execs; never returns. */
+static void tp_exec(const char *name, const char *const *args, const int *keep,
+                    size_t nkeep, int stdin_fd, int ready_wr)
+{
+    char path[512];
+    char log[512];
+    const char *bin = getenv("PBX_PEERS_BIN");
+    const char *tmp = getenv("TMPDIR");
+    (void)snprintf(path, sizeof(path), "%s/pbx-%s", bin ? bin : "build/bin",
+                   name);
+    (void)snprintf(log, sizeof(log), "%s/pbx-peer-%s.log", tmp ? tmp : "/tmp",
+                   name);
+    int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (lfd >= 0) {
+        (void)dup2(lfd, 2);
+    }
+    if (stdin_fd >= 0) {
+        (void)dup2(stdin_fd, 0);
+    } else {
+        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (nul >= 0) {
+            (void)dup2(nul, 0);
+        }
+    }
+    for (size_t i = 0; i < nkeep; i++) {
+        (void)fcntl(keep[i], F_SETFD, 0);
+    }
+    (void)fcntl(ready_wr, F_SETFD, 0);
+    char rfd[16];
+    (void)snprintf(rfd, sizeof(rfd), "%d", ready_wr);
+    const char *argv[TP_ARGS_MAX + 4];
+    size_t n = 0;
+    argv[n++] = path;
+    for (size_t i = 0; args[i] != NULL && n < TP_ARGS_MAX; i++) {
+        argv[n++] = args[i];
+    }
+    argv[n++] = "--ready-fd";
+    argv[n++] = rfd;
+    argv[n] = NULL;
+    execv(path, (char *const *)(uintptr_t)argv);
+    _exit(127);
+}
+
+pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
+               size_t nkeep, int stdin_fd)
+{
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        (void)close(rp[0]);
+        tp_exec(name, args, keep, nkeep, stdin_fd, rp[1]);
+    }
+    (void)close(rp[1]);
+    if (pid < 0) {
+        (void)close(rp[0]);
+        return -1;
+    }
+    struct pollfd p = {rp[0], POLLIN, 0};
+    char buf[16] = {0};
+    ssize_t r = -1;
+    if (poll(&p, 1, 5000) == 1) {
+        r = read(rp[0], buf, sizeof(buf) - 1U);
+    }
+    (void)close(rp[0]);
+    if (r < 5 || strncmp(buf, "ready", 5) != 0) {
+        (void)kill(pid, SIGKILL);
+        (void)waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}
+
+int tp_wait_exit(pid_t pid, int timeout_ms)
+{
+    int st = 0;
+    for (int i = 0; i < timeout_ms / 10 + 1; i++) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        (void)nanosleep(&ts, NULL);
+    }
+    (void)kill(pid, SIGKILL);
+    (void)waitpid(pid, NULL, 0);
+    return -1;
+}
+
+int tp_stop(pid_t pid)
+{
+    int st = 0;
+    (void)kill(pid, SIGTERM);
+    (void)waitpid(pid, &st, 0);
+    return st;
+}
+
+const char *tp_tmpdir(void)
+{
+    static char bufs[8][256];
+    static unsigned next;
+    char *b = bufs[next++ % 8U];
+    const char *tmp = getenv("TMPDIR");
+    (void)snprintf(b, 256, "%s/pbx-peers-XXXXXX", tmp ? tmp : "/tmp");
+    return mkdtemp(b);
+}
+
+int tp_fd_count(pid_t pid)
+{
+    char path[64];
+    (void)snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return -1;
+    }
+    int n = 0;
+    for (struct dirent *e = readdir(d); e != NULL && n < 100000;
+         e = readdir(d)) {
+        n += e->d_name[0] != '.' ? 1 : 0;
+    }
+    (void)closedir(d);
+    return n;
+}
+
+bool tp_hung_up(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) {
+        return false;
+    }
+    return (p.revents & POLLHUP) != 0;
+}
+
+bool tp_seqpair(int sv[2])
+{
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+}
+
+long tp_read_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = read(fd, buf, cap - 1U);
+    (void)close(fd);
+    if (n < 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    return (long)n;
+}

@@ -1,0 +1,60 @@
+/*
+ * peers_child.h: helpers for the peers' process tests: start a peer binary
+ * from $PBX_PEERS_BIN with chosen descriptors inherited, wait for its
+ * readiness line, stop it, and make scratch directories.
+ */
+#ifndef PEERS_CHILD_H
+#define PEERS_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** TP_ARGS_MAX bounds the arguments of one spawned peer. */
+#define TP_ARGS_MAX 32
+
+/**
+ * tp_spawn starts peer "pbx-<name>" with the NULL-terminated args (not
+ * counting argv[0]), keeping the nkeep descriptors in keep open at their
+ * numbers, and "--ready-fd N" appended. stdin is /dev/null unless
+ * stdin_fd >= 0. stderr goes to $TMPDIR-or-/tmp/pbx-peer-<name>.log. Waits
+ * up to 5 s for readiness; returns the pid, or -1 (the child is reaped).
+ */
+pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
+               size_t nkeep, int stdin_fd);
+
+/** tp_stop sends SIGTERM to pid and reaps it; returns its wait status. */
+int tp_stop(pid_t pid);
+
+/**
+ * tp_wait_exit waits up to timeout_ms for pid to exit and returns its exit
+ * status, or -1 when it did not exit (it is then killed and reaped).
+ */
+int tp_wait_exit(pid_t pid, int timeout_ms);
+
+/**
+ * tp_tmpdir creates a fresh scratch directory and returns its path in a
+ * static buffer (one per call slot: valid until the 8th next call).
+ */
+const char *tp_tmpdir(void);
+
+/** tp_fd_count returns how many descriptors the process pid has open. */
+int tp_fd_count(pid_t pid);
+
+/**
+ * tp_hung_up waits up to timeout_ms for fd's peer to close (POLLHUP) and
+ * reports whether it did.
+ */
+bool tp_hung_up(int fd, int timeout_ms);
+
+/** tp_seqpair makes a close-on-exec SOCK_SEQPACKET socketpair in sv. */
+bool tp_seqpair(int sv[2]);
+
+/**
+ * tp_read_file reads up to cap-1 bytes of path into buf, NUL-terminated;
+ * returns the length or -1.
+ */
+long tp_read_file(const char *path, char *buf, size_t cap);
+
+#endif /* PEERS_CHILD_H */
