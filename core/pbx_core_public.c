@@ -506,6 +506,31 @@ static bool pbx_core_public_op(uint16_t op)
            op <= (uint16_t)PBX_IPC_OP_EXPIRE;
 }
 
+/* Answers a frame the decoder refused only for its capability count.
+ * The header up to the op is sound (magic, version and a public op are
+ * re-checked here because an oversized transport count skips the
+ * decoder), so the caller learns which error to act on: a COMMIT without
+ * exactly one capability, or capabilities on a message that takes none.
+ * A deletion failure (del) takes precedence. */
+static void pbx_core_reply_caps(const uint8_t *frame, size_t len, pbx_err del,
+                                pbx_core_out *out)
+{
+    if (frame == NULL || len < PBX_IPC_HEADER_BYTES ||
+        pbx_le_get32(frame) != PBX_IPC_MAGIC ||
+        pbx_le_get16(frame + 4) != PBX_IPC_VERSION) {
+        return;
+    }
+    uint16_t op = pbx_le_get16(frame + 6);
+    pbx_ipc_id id = {pbx_le_get32(frame + 12), pbx_le_get32(frame + 16)};
+    if (!pbx_core_public_op(op)) {
+        return;
+    }
+    pbx_err err = op == (uint16_t)PBX_IPC_OP_COMMIT
+                      ? PBX_E_CORE_COMMIT_COUNT
+                      : PBX_E_CORE_UNEXPECTED_CAPS;
+    pbx_core_reply_err(out, op, id, del != PBX_OK ? del : err);
+}
+
 pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
                            const uint8_t *frame, size_t len,
                            const uint32_t *slots, size_t slot_count,
@@ -532,6 +557,10 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     pbx_err del = pbx_core_delete_all(ctx, slots, slot_count);
     if (del == PBX_E_CORE_CLEANUP_REJECTED) {
         return del;
+    }
+    if (err == PBX_E_IPC_CAP_COUNT || err == PBX_E_IPC_CAP_PARTITION) {
+        pbx_core_reply_caps(frame, len, del, out);
+        return PBX_OK;
     }
     if (err != PBX_OK) {
         /* A frame that did not decode has no trustworthy op to answer;

@@ -1,0 +1,289 @@
+/*
+ * test_core_intake.c: public dispatch, BEGIN, SELECTOR and COMMIT through
+ * the scripted ops: unexpected receipts, exact offsets, digest and scope
+ * receipt checks, each with the exact deletions and replies.
+ */
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Encodes the default BEGIN into buf; returns its length. */
+static size_t intake_begin_frame(uint8_t *buf, size_t cap)
+{
+    pbx_ipc_begin b;
+    size_t n = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, cap, &n) == PBX_OK);
+    return n;
+}
+
+PBX_TEST(core_begin_is_authority_free)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    PBX_CHECK(id.gen != 0U);
+    /* The reply names the reserved destination as data: nothing moved,
+     * nothing is held, the slot holds only its placeholder. */
+    PBX_CHECK_EQ(dest, TH_T_FIRST);
+    PBX_CHECK(h->slots[dest].reserved);
+    PBX_CHECK_EQ(h->slots[dest].kind, PBX_CAPABI_KIND_PLACEHOLDER);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
+    PBX_CHECK_EQ(h->handed, 0U);
+    TH_TRACE(h, "reserve=64");
+    /* A second BEGIN gets its own request and destination. */
+    pbx_ipc_id id2 = {0, 0};
+    uint32_t dest2 = 0;
+    PBX_CHECK_EQ(th_begin(h, &b, &id2, &dest2), 0U);
+    PBX_CHECK(id2.index != id.index);
+    PBX_CHECK_EQ(dest2, TH_T_FIRST + 1U);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+PBX_TEST(core_begin_with_capability_deletes_it_and_answers)
+{
+    th_h *h = th_new(4);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    size_t n = intake_begin_frame(buf, sizeof(buf));
+    /* Transport says one capability, header says none. */
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+                 PBX_E_CORE_UNEXPECTED_CAPS);
+    PBX_CHECK_EQ(core, PBX_OK);
+    PBX_CHECK_EQ(out.transfer_slot, PBX_CORE_SLOT_NONE);
+    TH_TRACE(h, "del=70");
+    /* Header and transport agree on one: the partition refuses it. */
+    pbx_le_put16(buf + 10, 1U);
+    s = th_put_cap(h, 71U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+                   PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+                 PBX_E_CORE_UNEXPECTED_CAPS);
+    TH_TRACE(h, "del=71");
+    /* Garbage with a capability: deleted, and no op to answer. */
+    memset(buf, 0xEE, 40);
+    s = th_put_cap(h, 72U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+                   PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, 40, &s, 1, &core, &out),
+                 UINT32_MAX);
+    PBX_CHECK_EQ(core, PBX_OK);
+    TH_TRACE(h, "del=72");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_unexpected_capability_transient_deletion_is_pending)
+{
+    th_h *h = th_new(4);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    size_t n = intake_begin_frame(buf, sizeof(buf));
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    /* The deletion failure takes precedence over UNEXPECTED_CAPS. */
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+                 PBX_E_CORE_CLEANUP_PENDING);
+    TH_TRACE(h, "del~70");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    PBX_CHECK(th_conserved(h));
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "del=70");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_unexpected_capability_rejected_deletion_fail_stops)
+{
+    th_h *h = th_new(4);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    size_t n = intake_begin_frame(buf, sizeof(buf));
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    (void)th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out);
+    PBX_CHECK_EQ(core, PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    TH_TRACE(h, "del!70");
+    /* Stopped: nothing more is accepted. */
+    (void)th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out);
+    PBX_CHECK_EQ(core, PBX_E_CORE_NOT_READY);
+    TH_TRACE(h, "");
+    th_free(h);
+}
+
+PBX_TEST(core_selector_exact_offsets)
+{
+    th_h *h = th_new(4);
+    uint8_t big[100];
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    for (size_t i = 0; i < sizeof(big); i++) {
+        big[i] = (uint8_t)('a' + i % 26U);
+    }
+    th_default_begin(&b, big, sizeof(big));
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_CHECK_EQ(th_selector(h, id, 0, big, 50), 0U);
+    /* Gap, rewrite and overrun are refused without storing anything. */
+    PBX_CHECK_EQ(th_selector(h, id, 60, big + 60, 10),
+                 PBX_E_CORE_SELECTOR_OFFSET);
+    PBX_CHECK_EQ(th_selector(h, id, 0, big, 10), PBX_E_CORE_SELECTOR_OFFSET);
+    PBX_CHECK_EQ(th_selector(h, id, 49, big + 49, 10),
+                 PBX_E_CORE_SELECTOR_OFFSET);
+    PBX_CHECK_EQ(th_selector(h, id, 50, big + 50, 51),
+                 PBX_E_CORE_SELECTOR_OVERRUN);
+    /* Only the owner may stream; a stale generation is refused. */
+    pbx_ipc_id stale = {id.index, id.gen + 1U};
+    PBX_CHECK_EQ(th_selector(h, stale, 50, big + 50, 50), PBX_E_CORE_STALE);
+    /* The rest crosses a chunk boundary (60 bytes per chunk). */
+    PBX_CHECK_EQ(th_selector(h, id, 50, big + 50, 50), 0U);
+    PBX_CHECK_EQ(th_selector(h, id, 100, big, 1), PBX_E_CORE_SELECTOR_OVERRUN);
+    /* The digest over the stored bytes matches: COMMIT is accepted. */
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), 0U);
+    PBX_CHECK_EQ(th_selector(h, id, 100, big, 1), PBX_E_CORE_STATE);
+    TH_TRACE(h, "reserve=64");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* Sends COMMIT for id with the caps in slots (n of them). */
+static uint32_t intake_commit_raw(th_h *h, pbx_ipc_id id, uint32_t dest,
+                                  const uint32_t *slots, size_t n)
+{
+    uint8_t buf[64];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    pbx_ipc_commit c = {dest};
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &len) ==
+                PBX_OK);
+    uint32_t st = th_public(h, TH_BADGE, buf, len, slots, n, &core, &out);
+    PBX_CHECK_EQ(core, PBX_OK);
+    return st;
+}
+
+PBX_TEST(core_commit_rejections_are_distinct_and_delete)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_SELECTOR_INCOMPLETE);
+    TH_TRACE(h, "del=64");
+    PBX_CHECK_EQ(h->slots[dest].kind, PBX_CAPABI_KIND_PLACEHOLDER);
+    PBX_CHECK_EQ(th_selector(h, id, 0, sel, SEL_LEN), 0U);
+    /* Landed outside the reservation, or the echo names another slot. */
+    PBX_CHECK_EQ(th_commit(h, id, dest, 80U), PBX_E_CORE_COMMIT_SLOT);
+    TH_TRACE(h, "del=80");
+    PBX_CHECK_EQ(th_commit(h, id, 80U, dest), PBX_E_CORE_COMMIT_SLOT);
+    TH_TRACE(h, "del=64");
+    /* No capability, or two. */
+    PBX_CHECK_EQ(intake_commit_raw(h, id, dest, NULL, 0),
+                 PBX_E_CORE_COMMIT_COUNT);
+    TH_TRACE(h, "");
+    uint32_t two[2];
+    two[0] = th_put_cap(h, dest, PBX_CAPABI_KIND_ENDPOINT,
+                        PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    two[1] = th_put_cap(h, 81U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+                        PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(intake_commit_raw(h, id, dest, two, 2),
+                 PBX_E_CORE_COMMIT_COUNT);
+    TH_TRACE(h, "del=64 del=81");
+    /* Not an endpoint-send receipt. */
+    uint32_t k = th_put_cap(h, dest, PBX_CAPABI_KIND_NOTIFY,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(intake_commit_raw(h, id, dest, &k, 1), PBX_E_CORE_COMMIT_KIND);
+    TH_TRACE(h, "del=64");
+    k = th_put_cap(h, dest, PBX_CAPABI_KIND_ENDPOINT,
+                   PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_GRANT,
+                   PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(intake_commit_raw(h, id, dest, &k, 1), PBX_E_CORE_COMMIT_KIND);
+    TH_TRACE(h, "del=64");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
+    PBX_CHECK(th_conserved(h));
+    /* The request is still open: the exact COMMIT is accepted. */
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), 0U);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    /* A second COMMIT is refused and its capability deleted. */
+    PBX_CHECK_EQ(th_commit(h, id, dest, 82U), PBX_E_CORE_STATE);
+    TH_TRACE(h, "del=82");
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+PBX_TEST(core_commit_wrong_digest_and_deletion_precedence)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.selector_digest[5] ^= 0x40U;
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_REQUIRE(th_selector(h, id, 0, sel, SEL_LEN) == 0U);
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_DIGEST);
+    TH_TRACE(h, "del=64");
+    /* The deletion cannot finish now: CLEANUP_PENDING wins. */
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_CLEANUP_PENDING);
+    TH_TRACE(h, "del~64");
+    PBX_CHECK(th_conserved(h));
+    th_run(h);
+    TH_TRACE(h, "del=64");
+    /* A permanent rejection stops the service with the cleanup status. */
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    th_free(h);
+}
+
+PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
+{
+    th_h *h = th_new(4);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    size_t n = intake_begin_frame(buf, sizeof(buf));
+    /* ENTRY_METADATA_READ on a FILE is never admitted (hand-built: no
+     * encoder emits it). Nothing is reserved. */
+    pbx_le_put16(buf + PBX_IPC_HEADER_BYTES + 44U,
+                 PBX_IPC_OPERATION_ENTRY_METADATA_READ);
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out),
+                 PBX_E_IPC_ADMISSION);
+    /* Nor as a longer-lived directory-entry grant. */
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.operation = PBX_IPC_OPERATION_ENTRY_TOUCH;
+    b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+    buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
+    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out),
+                 PBX_E_IPC_ADMISSION);
+    TH_TRACE(h, "");
+    /* One-shot directory-entry touch is admitted. */
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    TH_TRACE(h, "reserve=64");
+    th_free(h);
+}
