@@ -145,8 +145,7 @@ PBX_TEST(core_selector_exact_offsets)
     PBX_CHECK_EQ(th_selector(h, id, 0, big, 10), PBX_E_CORE_SELECTOR_OFFSET);
     PBX_CHECK_EQ(th_selector(h, id, 49, big + 49, 10),
                  PBX_E_CORE_SELECTOR_OFFSET);
-    PBX_CHECK_EQ(th_selector(h, id, 50, big + 50, 51),
-                 PBX_E_CORE_SELECTOR_OVERRUN);
+    PBX_CHECK_EQ(th_selector(h, id, 50, big, 51), PBX_E_CORE_SELECTOR_OVERRUN);
     /* Only the owner may stream; a stale generation is refused. */
     pbx_ipc_id stale = {id.index, id.gen + 1U};
     PBX_CHECK_EQ(th_selector(h, stale, 50, big + 50, 50), PBX_E_CORE_STALE);
