@@ -85,6 +85,11 @@ pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
     if (poll(&p, 1, 5000) == 1) {
         r = read(rp[0], buf, sizeof(buf) - 1U);
     }
+    /* Wait for the peer to close its end too, so fd counts are stable. */
+    char rest[8];
+    if (r > 0 && poll(&p, 1, 1000) == 1) {
+        (void)!read(rp[0], rest, sizeof(rest));
+    }
     (void)close(rp[0]);
     if (r < 5 || strncmp(buf, "ready", 5) != 0) {
         (void)kill(pid, SIGKILL);
@@ -172,4 +177,15 @@ long tp_read_file(const char *path, char *buf, size_t cap)
     }
     buf[n] = '\0';
     return (long)n;
+}
+
+int tp_fd_settle(pid_t pid, int want, int timeout_ms)
+{
+    int n = tp_fd_count(pid);
+    for (int i = 0; i < timeout_ms / 10 && n != want; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        (void)nanosleep(&ts, NULL);
+        n = tp_fd_count(pid);
+    }
+    return n;
 }

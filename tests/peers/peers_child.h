@@ -43,6 +43,13 @@ const char *tp_tmpdir(void);
 int tp_fd_count(pid_t pid);
 
 /**
+ * tp_fd_settle waits up to timeout_ms for pid's descriptor count to equal
+ * want (a peer may close after the event the test saw) and returns the
+ * last count observed.
+ */
+int tp_fd_settle(pid_t pid, int want, int timeout_ms);
+
+/**
  * tp_hung_up waits up to timeout_ms for fd's peer to close (POLLHUP) and
  * reports whether it did.
  */

@@ -401,7 +401,7 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
     PBX_CHECK(tp_hung_up(obj, 2000));
     PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U); /* a repeat is acked */
     (void)close(obj);
-    PBX_CHECK_EQ(tp_fd_count(t.pid), base);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
     tv_down(&t);
 }
 
@@ -444,7 +444,7 @@ PBX_TEST(peers_vfsd_malformed_frames_leak_nothing)
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
     PBX_CHECK(tp_hung_up(sv[1], 2000));
-    PBX_CHECK_EQ(tp_fd_count(t.pid), base);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
     pbx_peer_io_close_all(sv, 2);
     tv_down(&t);
 }

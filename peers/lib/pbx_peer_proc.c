@@ -1,0 +1,158 @@
+/*
+ * pbx_peer_proc.c: procd's staged processes and install table. Pure.
+ */
+#include "peers/lib/pbx_peer_proc.h"
+
+#include "peers/lib/pbx_peer.h"
+
+void pbx_peer_proctab_init(pbx_peer_proctab *t)
+{
+    pbx_mem_set(t, 0, sizeof(*t));
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        t->rows[i].object = -1;
+        t->rows[i].handle = -1;
+    }
+}
+
+/* Reports whether process_id has a live install (in any generation). */
+static bool proc_busy(const pbx_peer_proctab *t, uint64_t process_id)
+{
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        if (t->rows[i].live && t->rows[i].target.process_id == process_id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t pbx_peer_proctab_stage(pbx_peer_proctab *t, uint64_t process_id,
+                                uint32_t gen)
+{
+    if (gen == 0U) {
+        return PBX_PEER_E_MISMATCH;
+    }
+    for (size_t i = 0; i < t->staged_count; i++) {
+        if (t->staged[i].process_id == process_id) {
+            if (proc_busy(t, process_id)) {
+                return PBX_PEER_E_CONFLICT;
+            }
+            t->staged[i].process_gen = gen;
+            return 0U;
+        }
+    }
+    if (t->staged_count >= PBX_PEER_PROC_STAGED_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    pbx_ipc_target s = {process_id, gen, 0U};
+    t->staged[t->staged_count++] = s;
+    return 0U;
+}
+
+/* Checks the staged generation of the target. */
+static uint32_t proc_staged(const pbx_peer_proctab *t,
+                            const pbx_ipc_target *target)
+{
+    for (size_t i = 0; i < t->staged_count; i++) {
+        if (t->staged[i].process_id == target->process_id) {
+            return t->staged[i].process_gen == target->process_gen
+                       ? 0U
+                       : PBX_PEER_E_MISMATCH;
+        }
+    }
+    return PBX_PEER_E_UNKNOWN;
+}
+
+uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
+                                        const pbx_ipc_install *rq, size_t *row)
+{
+    uint32_t st = proc_staged(t, &rq->target);
+    if (st != 0U) {
+        return st;
+    }
+    if (rq->target.slot >= PBX_PEER_PROC_SLOT_LIMIT) {
+        return PBX_PEER_E_SLOT;
+    }
+    size_t free_row = PBX_PEER_PROC_INSTALLS_MAX;
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        const pbx_peer_install_row *r = &t->rows[i];
+        if (!r->live) {
+            free_row = free_row == PBX_PEER_PROC_INSTALLS_MAX ? i : free_row;
+            continue;
+        }
+        if (r->grant.index == rq->grant.index &&
+            r->grant.gen == rq->grant.gen) {
+            return PBX_PEER_E_CONFLICT;
+        }
+        if (r->target.process_id == rq->target.process_id &&
+            r->target.slot == rq->target.slot) {
+            return PBX_PEER_E_SLOT;
+        }
+    }
+    if (free_row == PBX_PEER_PROC_INSTALLS_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    *row = free_row;
+    return 0U;
+}
+
+void pbx_peer_proctab_install_apply(pbx_peer_proctab *t, size_t row,
+                                    const pbx_ipc_install *rq, int object,
+                                    int handle)
+{
+    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX && !t->rows[row].live);
+    pbx_peer_install_row *r = &t->rows[row];
+    r->live = true;
+    r->target = rq->target;
+    r->grant = rq->grant;
+    r->operation = rq->operation;
+    r->object_class = rq->object_class;
+    r->lifetime = rq->lifetime;
+    r->object = object;
+    r->handle = handle;
+}
+
+bool pbx_peer_proctab_by_handle(const pbx_peer_proctab *t, int handle,
+                                size_t *row)
+{
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        if (t->rows[i].live && t->rows[i].handle == handle) {
+            *row = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint32_t pbx_peer_proctab_revoke_check(const pbx_peer_proctab *t, size_t row,
+                                       const pbx_ipc_revoke *rq)
+{
+    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX);
+    const pbx_peer_install_row *r = &t->rows[row];
+    bool exact = r->live && r->grant.index == rq->grant.index &&
+                 r->grant.gen == rq->grant.gen &&
+                 r->target.process_id == rq->target_process_id &&
+                 r->target.process_gen == rq->target_process_gen &&
+                 r->target.slot == rq->installed_slot;
+    return exact ? 0U : PBX_PEER_E_MISMATCH;
+}
+
+void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
+                           int *handle)
+{
+    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX);
+    pbx_peer_install_row *r = &t->rows[row];
+    *object = r->object;
+    *handle = r->handle;
+    pbx_mem_set(r, 0, sizeof(*r));
+    r->object = -1;
+    r->handle = -1;
+}
+
+size_t pbx_peer_proctab_live(const pbx_peer_proctab *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        n += t->rows[i].live ? 1U : 0U;
+    }
+    return n;
+}

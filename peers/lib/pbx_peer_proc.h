@@ -1,0 +1,105 @@
+/*
+ * pbx_peer_proc.h: procd's pure decisions. The staged processes (id and
+ * generation) that may receive grants, and the install table: which grant
+ * occupies which exact slot of which staged process generation, and which
+ * manage-only revocation handle ends it.
+ */
+#ifndef PBX_PEER_PROC_H
+#define PBX_PEER_PROC_H
+
+#include "ipc/pbx_ipc.h"
+
+/** PBX_PEER_PROC_STAGED_MAX bounds the staged processes. */
+#define PBX_PEER_PROC_STAGED_MAX 16U
+/** PBX_PEER_PROC_INSTALLS_MAX bounds the live installed grants. */
+#define PBX_PEER_PROC_INSTALLS_MAX 64U
+/** PBX_PEER_PROC_SLOT_LIMIT is one past the highest installable slot. */
+#define PBX_PEER_PROC_SLOT_LIMIT 1024U
+
+/** pbx_peer_install_row is one installed grant; plain data. */
+typedef struct pbx_peer_install_row {
+    /** live is true while the grant is installed. */
+    bool live;
+    /** target is the staged process generation and its exact slot. */
+    pbx_ipc_target target;
+    /** grant is powerboxd's grant identity. */
+    pbx_ipc_id grant;
+    /** operation, object_class, lifetime are the INSTALL discriminants. */
+    uint16_t operation;
+    /** object_class is the installed object's class. */
+    uint16_t object_class;
+    /** lifetime is the grant's lifetime. */
+    uint8_t lifetime;
+    /** object is the I/O main's handle of the installed object (an fd). */
+    int object;
+    /** handle is procd's end of the revocation handle (an fd). */
+    int handle;
+} pbx_peer_install_row;
+
+/** pbx_peer_proctab is procd's caller-allocated state. */
+typedef struct pbx_peer_proctab {
+    /** staged_count is the number of used entries in staged. */
+    size_t staged_count;
+    /** staged are the staged process generations (slot field unused). */
+    pbx_ipc_target staged[PBX_PEER_PROC_STAGED_MAX];
+    /** rows are the install table entries. */
+    pbx_peer_install_row rows[PBX_PEER_PROC_INSTALLS_MAX];
+} pbx_peer_proctab;
+
+/** pbx_peer_proctab_init empties t (old contents ignored). */
+void pbx_peer_proctab_init(pbx_peer_proctab *t);
+
+/**
+ * pbx_peer_proctab_stage adds the staged process (process_id, gen); gen
+ * must be nonzero. A process id already staged gets its generation
+ * replaced only when it has no live install. Returns 0, PBX_PEER_E_BUSY
+ * (table full), PBX_PEER_E_CONFLICT or PBX_PEER_E_MISMATCH (gen 0).
+ */
+uint32_t pbx_peer_proctab_stage(pbx_peer_proctab *t, uint64_t process_id,
+                                uint32_t gen);
+
+/**
+ * pbx_peer_proctab_install_check decides an INSTALL without changing t:
+ * the target process must be staged with exactly that generation
+ * (PBX_PEER_E_UNKNOWN / PBX_PEER_E_MISMATCH), the slot below the limit and
+ * free in that generation (PBX_PEER_E_SLOT), the grant not installed
+ * anywhere (PBX_PEER_E_CONFLICT), and a row free (PBX_PEER_E_BUSY).
+ * Returns 0 and the row to use in *row.
+ */
+uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
+                                        const pbx_ipc_install *rq, size_t *row);
+
+/**
+ * pbx_peer_proctab_install_apply records the checked install in row with
+ * the object and handle descriptors. Cannot fail.
+ */
+void pbx_peer_proctab_install_apply(pbx_peer_proctab *t, size_t row,
+                                    const pbx_ipc_install *rq, int object,
+                                    int handle);
+
+/**
+ * pbx_peer_proctab_by_handle finds the live row whose handle is handle;
+ * returns true and its index in *row.
+ */
+bool pbx_peer_proctab_by_handle(const pbx_peer_proctab *t, int handle,
+                                size_t *row);
+
+/**
+ * pbx_peer_proctab_revoke_check judges a REVOKE that arrived through row's
+ * handle: grant, process id, generation and installed slot must all match
+ * exactly. Returns 0 or PBX_PEER_E_MISMATCH.
+ */
+uint32_t pbx_peer_proctab_revoke_check(const pbx_peer_proctab *t, size_t row,
+                                       const pbx_ipc_revoke *rq);
+
+/**
+ * pbx_peer_proctab_drop ends row: stores its object and handle descriptors
+ * in *object and *handle (the caller closes both) and frees it.
+ */
+void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
+                           int *handle);
+
+/** pbx_peer_proctab_live counts the installed grants. */
+size_t pbx_peer_proctab_live(const pbx_peer_proctab *t);
+
+#endif /* PBX_PEER_PROC_H */

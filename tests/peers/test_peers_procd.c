@@ -1,0 +1,163 @@
+/*
+ * test_peers_procd.c: procd's install table on cases, and the pbx-procd
+ * process over a real socketpair: INSTALL with the object passed as
+ * SCM_RIGHTS, the MANAGE_ONLY handle in the reply, REVOKE through the
+ * handle and the handle's close each dropping the installed descriptor
+ * (observed as the object's provider end hanging up).
+ */
+#include "../../ipc/pbx_ipc.h"
+#include "../../peers/common/pbx_peer_io.h"
+#include "../../peers/lib/pbx_peer.h"
+#include "../../peers/lib/pbx_peer_proc.h"
+#include "../runner/pbx_test.h"
+#include "peers_child.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* An INSTALL record for process 7 gen g, slot s, grant (gi, gg). */
+static pbx_ipc_install tpr_install(uint32_t g, uint32_t s, uint32_t gi,
+                                   uint32_t gg)
+{
+    pbx_ipc_install rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.target.process_id = 7;
+    rq.target.process_gen = g;
+    rq.target.slot = s;
+    rq.grant.index = gi;
+    rq.grant.gen = gg;
+    rq.operation = PBX_IPC_OPERATION_READ;
+    rq.object_class = PBX_IPC_CLASS_FILE;
+    rq.lifetime = PBX_IPC_LIFETIME_JOB;
+    return rq;
+}
+
+PBX_TEST(peers_proc_table)
+{
+    static pbx_peer_proctab t;
+    pbx_peer_proctab_init(&t);
+    PBX_CHECK_EQ(pbx_peer_proctab_stage(&t, 7, 0), PBX_PEER_E_MISMATCH);
+    PBX_CHECK_EQ(pbx_peer_proctab_stage(&t, 7, 2), 0U);
+    size_t row = 0;
+    pbx_ipc_install rq = tpr_install(2, 40, 1, 1);
+    pbx_ipc_install other = tpr_install(2, 40, 1, 1);
+    other.target.process_id = 8;
+    PBX_CHECK_EQ(pbx_peer_proctab_install_check(&t, &other, &row),
+                 PBX_PEER_E_UNKNOWN);
+    other = tpr_install(1, 40, 1, 1);
+    PBX_CHECK_EQ(pbx_peer_proctab_install_check(&t, &other, &row),
+                 PBX_PEER_E_MISMATCH);
+    other = tpr_install(2, PBX_PEER_PROC_SLOT_LIMIT, 1, 1);
+    PBX_CHECK_EQ(pbx_peer_proctab_install_check(&t, &other, &row),
+                 PBX_PEER_E_SLOT);
+    PBX_REQUIRE(pbx_peer_proctab_install_check(&t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply(&t, row, &rq, 50, 51);
+    other = tpr_install(2, 40, 2, 1);
+    PBX_CHECK_EQ(pbx_peer_proctab_install_check(&t, &other, &row),
+                 PBX_PEER_E_SLOT);
+    other = tpr_install(2, 41, 1, 1);
+    PBX_CHECK_EQ(pbx_peer_proctab_install_check(&t, &other, &row),
+                 PBX_PEER_E_CONFLICT);
+    PBX_CHECK_EQ(pbx_peer_proctab_stage(&t, 7, 3), PBX_PEER_E_CONFLICT);
+    PBX_REQUIRE(pbx_peer_proctab_by_handle(&t, 51, &row));
+    pbx_ipc_revoke rv = {{1, 1}, 7, 2, 41};
+    PBX_CHECK_EQ(pbx_peer_proctab_revoke_check(&t, row, &rv),
+                 PBX_PEER_E_MISMATCH);
+    rv.installed_slot = 40;
+    PBX_CHECK_EQ(pbx_peer_proctab_revoke_check(&t, row, &rv), 0U);
+    int o = 0;
+    int h = 0;
+    pbx_peer_proctab_drop(&t, row, &o, &h);
+    PBX_CHECK(o == 50 && h == 51);
+    PBX_CHECK_EQ(pbx_peer_proctab_live(&t), 0U);
+    PBX_CHECK(!pbx_peer_proctab_by_handle(&t, 51, &row));
+}
+
+/* Sends INSTALL of a fresh object; *provider keeps its other end. */
+static uint32_t tpr_call_install(int route, const pbx_ipc_install *rq,
+                                 int *provider, int *handle, pbx_peer_msg *m)
+{
+    int o[2];
+    PBX_REQUIRE(tp_seqpair(o));
+    uint8_t buf[128];
+    size_t n = 0;
+    pbx_ipc_id id = {5, 6};
+    PBX_CHECK_EQ(pbx_ipc_install_encode(id, rq, buf, sizeof(buf), &n), PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_call(route, buf, n, o[0], m, 3000) == 0);
+    (void)close(o[0]);
+    *provider = o[1];
+    PBX_REQUIRE(m->err == PBX_OK);
+    if (m->frame.status != 0U) {
+        return m->frame.status;
+    }
+    pbx_ipc_install_reply rep;
+    PBX_CHECK_EQ(pbx_ipc_install_reply_decode(&m->frame, &rep), PBX_OK);
+    PBX_CHECK_EQ(rep.handle_kind, PBX_IPC_HANDLE_MANAGE_ONLY);
+    PBX_CHECK_EQ(rep.installed_slot, rq->target.slot);
+    PBX_CHECK(rep.grant.index == rq->grant.index &&
+              rep.grant.gen == rq->grant.gen);
+    PBX_REQUIRE(m->nfds == 1U);
+    *handle = m->fds[0];
+    return 0U;
+}
+
+PBX_TEST(peers_procd_install_revoke)
+{
+    static pbx_peer_msg m;
+    const char *d = tp_tmpdir();
+    PBX_REQUIRE(d != NULL);
+    char state[512];
+    char rarg[16];
+    (void)snprintf(state, sizeof(state), "%s/procd.state", d);
+    int rp[2];
+    PBX_REQUIRE(tp_seqpair(rp));
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[] = {"--stage",      "7:2", "--route-fd", rarg,
+                          "--state-file", state, NULL};
+    pid_t pid = tp_spawn("procd", args, &rp[1], 1, -1);
+    (void)close(rp[1]);
+    PBX_REQUIRE(pid > 0);
+    int base = tp_fd_count(pid);
+    int prov = -1;
+    int h = -1;
+    pbx_ipc_install rq = tpr_install(1, 40, 1, 1);
+    PBX_CHECK_EQ(tpr_call_install(rp[0], &rq, &prov, &h, &m),
+                 PBX_PEER_E_MISMATCH);
+    PBX_CHECK(tp_hung_up(prov, 2000)); /* refused: the object was deleted */
+    (void)close(prov);
+    rq = tpr_install(2, 40, 1, 1);
+    PBX_REQUIRE(tpr_call_install(rp[0], &rq, &prov, &h, &m) == 0U);
+    char text[512];
+    PBX_CHECK(tp_read_file(state, text, sizeof(text)) > 0);
+    PBX_CHECK(strstr(text, "process 7 gen 2 slot 40 grant 1.1") != NULL);
+    PBX_CHECK(!tp_hung_up(prov, 100));
+    /* A REVOKE that does not name the install exactly is refused. */
+    pbx_ipc_revoke rv = {{1, 1}, 7, 2, 41};
+    uint8_t buf[128];
+    size_t n = 0;
+    pbx_ipc_id id = {5, 6};
+    PBX_CHECK_EQ(pbx_ipc_revoke_encode(id, &rv, buf, sizeof(buf), &n), PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_call(h, buf, n, -1, &m, 3000) == 0);
+    PBX_CHECK_EQ(m.frame.status, PBX_PEER_E_MISMATCH);
+    PBX_CHECK(!tp_hung_up(prov, 100));
+    rv.installed_slot = 40;
+    PBX_CHECK_EQ(pbx_ipc_revoke_encode(id, &rv, buf, sizeof(buf), &n), PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_call(h, buf, n, -1, &m, 3000) == 0);
+    pbx_ipc_revoke_ack ack;
+    PBX_CHECK_EQ(pbx_ipc_revoke_reply_decode(&m.frame, &ack), PBX_OK);
+    PBX_CHECK(tp_hung_up(prov, 2000));
+    (void)close(prov);
+    (void)close(h);
+    /* Second grant: the handle's close alone revokes it. */
+    rq = tpr_install(2, 41, 2, 1);
+    PBX_REQUIRE(tpr_call_install(rp[0], &rq, &prov, &h, &m) == 0U);
+    PBX_CHECK(!tp_hung_up(prov, 100));
+    (void)close(h);
+    PBX_CHECK(tp_hung_up(prov, 2000));
+    (void)close(prov);
+    PBX_CHECK_EQ(tp_fd_settle(pid, base, 1000), base);
+    PBX_CHECK(tp_read_file(state, text, sizeof(text)) == 0);
+    (void)close(rp[0]);
+    (void)tp_stop(pid);
+}
