@@ -1,0 +1,363 @@
+/*
+ * pbx_peer_tty.c: ttyd's policy table, prompt bookkeeping and VIEW rows.
+ * Pure: formatting goes to caller buffers, nothing is read or written.
+ */
+#include "peers/lib/pbx_peer_tty.h"
+
+#include "peers/lib/pbx_peer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TTY_FIELDS 6U
+
+/* Splits line into at most TTY_FIELDS blank-separated fields in buf. */
+static size_t tty_split(const char *line, char *buf, size_t buf_len,
+                        char *fields[TTY_FIELDS + 1U])
+{
+    size_t n = strlen(line);
+    n = n < buf_len - 1U ? n : buf_len - 1U;
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    char *hash = strchr(buf, '#');
+    if (hash != NULL) {
+        *hash = '\0';
+    }
+    size_t count = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, " \t\r\n", &save);
+         t != NULL && count <= TTY_FIELDS;
+         t = strtok_r(NULL, " \t\r\n", &save)) {
+        fields[count++] = t;
+    }
+    return count;
+}
+
+/* Parses "*" or a name of kind or a number into *v (0 means any). */
+static bool tty_field(const char *s, pbx_peer_name_kind kind, uint32_t *v)
+{
+    uint64_t n = 0;
+    if (strcmp(s, "*") == 0) {
+        *v = PBX_PEER_TTY_ANY;
+        return true;
+    }
+    if (pbx_peer_name_parse(kind, s, v)) {
+        return true;
+    }
+    if (pbx_peer_parse_u64(s, 0xFFFFU, &n) && n != 0U) {
+        *v = (uint32_t)n;
+        return true;
+    }
+    return false;
+}
+
+const char *pbx_peer_tty_policy_line(pbx_peer_tty_policy *p, const char *line)
+{
+    char buf[512];
+    char *f[TTY_FIELDS + 1U];
+    size_t n = tty_split(line, buf, sizeof(buf), f);
+    if (n == 0U) {
+        return NULL;
+    }
+    if (n != TTY_FIELDS) {
+        return "need 6 fields: SESSION REALM OPERATION CLASS URGENCY VERDICT";
+    }
+    pbx_peer_tty_rule r;
+    memset(&r, 0, sizeof(r));
+    uint64_t num = 0;
+    uint32_t op = 0;
+    uint32_t cls = 0;
+    uint32_t urg = 0;
+    uint32_t verdict = 0;
+    r.any_session = strcmp(f[0], "*") == 0;
+    r.any_realm = strcmp(f[1], "*") == 0;
+    if (!r.any_session && !pbx_peer_parse_u64(f[0], UINT64_MAX, &r.session)) {
+        return "SESSION must be a number or *";
+    }
+    if (!r.any_realm && !pbx_peer_parse_u64(f[1], UINT32_MAX, &num)) {
+        return "REALM must be a number or *";
+    }
+    r.realm = (uint32_t)num;
+    if (!tty_field(f[2], PBX_PEER_NAMES_OPERATION, &op) ||
+        !tty_field(f[3], PBX_PEER_NAMES_CLASS, &cls) ||
+        !tty_field(f[4], PBX_PEER_NAMES_URGENCY, &urg)) {
+        return "unknown OPERATION, CLASS or URGENCY";
+    }
+    if (!pbx_peer_name_parse(PBX_PEER_NAMES_VERDICT, f[5], &verdict)) {
+        return "VERDICT must be allow, deny or prompt";
+    }
+    if (verdict == PBX_IPC_VERDICT_ALLOW && urg != PBX_IPC_URGENCY_ROUTINE) {
+        return "allow needs urgency routine: exceptional requests are "
+               "deny-or-prompt only";
+    }
+    if (p->count >= PBX_PEER_TTY_RULES_MAX) {
+        return "too many rules";
+    }
+    r.operation = (uint16_t)op;
+    r.object_class = (uint16_t)cls;
+    r.urgency = (uint8_t)urg;
+    r.verdict = (uint8_t)verdict;
+    p->rules[p->count++] = r;
+    return NULL;
+}
+
+/* Reports whether rule r matches ctx. */
+static bool tty_match(const pbx_peer_tty_rule *r, const pbx_ipc_context *ctx)
+{
+    return (r->any_session || r->session == ctx->session) &&
+           (r->any_realm || r->realm == ctx->realm) &&
+           (r->operation == PBX_PEER_TTY_ANY ||
+            r->operation == ctx->operation) &&
+           (r->object_class == PBX_PEER_TTY_ANY ||
+            r->object_class == ctx->object_class) &&
+           (r->urgency == PBX_PEER_TTY_ANY || r->urgency == ctx->urgency);
+}
+
+uint8_t pbx_peer_tty_decide(const pbx_peer_tty_policy *p,
+                            const pbx_ipc_context *ctx)
+{
+    uint8_t v = PBX_IPC_VERDICT_DENY;
+    for (size_t i = 0; i < p->count && i < PBX_PEER_TTY_RULES_MAX; i++) {
+        if (tty_match(&p->rules[i], ctx)) {
+            v = p->rules[i].verdict;
+            break;
+        }
+    }
+    if (v == PBX_IPC_VERDICT_ALLOW && ctx->urgency != PBX_IPC_URGENCY_ROUTINE) {
+        v = PBX_IPC_VERDICT_DENY;
+    }
+    return v;
+}
+
+bool pbx_peer_tty_prompt_admit(bool input_pending)
+{
+    return !input_pending;
+}
+
+/* A bounded text builder over a caller buffer. */
+typedef struct tty_text {
+    char *out;
+    size_t cap;
+    size_t pos;
+} tty_text;
+
+/* Appends printable bytes, escaping anything else as \xNN. */
+static void tty_bytes(tty_text *t, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n && t->pos + 5U < t->cap; i++) {
+        if (b[i] >= 0x20U && b[i] <= 0x7EU && b[i] != '\\') {
+            t->out[t->pos++] = (char)b[i];
+        } else {
+            int w = snprintf(t->out + t->pos, t->cap - t->pos, "\\x%02x",
+                             (unsigned)b[i]);
+            t->pos += w > 0 ? (size_t)w : 0U;
+        }
+    }
+    t->out[t->pos] = '\0';
+}
+
+/* Appends a trusted literal (our own text, which may hold CR LF). */
+static void tty_str(tty_text *t, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n && t->pos + 1U < t->cap; i++) {
+        t->out[t->pos++] = s[i];
+    }
+    t->out[t->pos] = '\0';
+}
+
+/* Appends an unsigned number. */
+static void tty_num(tty_text *t, unsigned long long v)
+{
+    char b[24];
+    int w = snprintf(b, sizeof(b), "%llu", v);
+    tty_bytes(t, (const uint8_t *)b, w > 0 ? (size_t)w : 0U);
+}
+
+size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
+                                char *out, size_t out_len)
+{
+    tty_text t = {out, out_len, 0U};
+    const pbx_ipc_context *c = &p->ctx;
+    out[0] = '\0';
+    tty_str(&t, "\r\n=== powerboxd trusted request ===\r\n  program : ");
+    tty_bytes(&t, c->entry.bytes, c->entry.len);
+    tty_str(&t, "\r\n  job     : ");
+    tty_num(&t, c->job_id);
+    tty_str(&t, " gen ");
+    tty_num(&t, c->job_gen);
+    tty_str(&t, "  session ");
+    tty_num(&t, c->session);
+    tty_str(&t, " realm ");
+    tty_num(&t, c->realm);
+    tty_str(&t, "\r\n  request : ");
+    tty_num(&t, request.index);
+    tty_str(&t, ".");
+    tty_num(&t, request.gen);
+    tty_str(&t, "\r\n  wants   : ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, c->operation));
+    tty_str(&t, " on ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_CLASS, c->object_class));
+    tty_str(&t, " (");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_LIFETIME, c->lifetime));
+    tty_str(&t, ", ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_MODE, c->mode));
+    tty_str(&t, ", ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_URGENCY, c->urgency));
+    tty_str(&t, ")\r\n  object  : ");
+    tty_num(&t, p->object.id);
+    tty_str(&t, " gen ");
+    tty_num(&t, p->object.gen);
+    tty_str(&t, "\r\n  selector: \"");
+    tty_bytes(&t, p->selector, p->selector_len);
+    tty_str(&t, "\"\r\n  sha256  : ");
+    for (size_t i = 0; i < PBX_IPC_DIGEST_BYTES && t.pos + 3U < t.cap; i++) {
+        (void)snprintf(t.out + t.pos, t.cap - t.pos, "%02x",
+                       (unsigned)p->selector_digest[i]);
+        t.pos += 2U;
+    }
+    tty_str(&t, "\r\n  label   : \"");
+    tty_bytes(&t, p->label.bytes, p->label.len);
+    tty_str(&t, "\" (display only)\r\nApprove? [y/n] ");
+    return t.pos;
+}
+
+uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len)
+{
+    char w[8];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = line[i];
+        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+            continue;
+        }
+        if (n >= sizeof(w) - 1U) {
+            return 0U;
+        }
+        w[n++] = (ch >= 'A' && ch <= 'Z') ? (char)(ch - 'A' + 'a') : ch;
+    }
+    w[n] = '\0';
+    if (strcmp(w, "y") == 0 || strcmp(w, "yes") == 0) {
+        return PBX_IPC_ANSWER_APPROVE;
+    }
+    if (strcmp(w, "n") == 0 || strcmp(w, "no") == 0) {
+        return PBX_IPC_ANSWER_DENY;
+    }
+    return 0U;
+}
+
+void pbx_peer_tty_answer_fill(const pbx_ipc_prompt *p, pbx_ipc_id request,
+                              uint8_t answer, pbx_ipc_prompt_reply *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->retry = false;
+    out->answer = answer;
+    out->realm = p->ctx.realm;
+    out->session = p->ctx.session;
+    out->job_id = p->ctx.job_id;
+    out->job_gen = p->ctx.job_gen;
+    out->request = request;
+    out->object = p->object;
+}
+
+void pbx_peer_tty_views_init(pbx_peer_tty_views *v)
+{
+    memset(v, 0, sizeof(*v));
+}
+
+/* Compares the request contexts of two rows field by field. */
+static bool tty_ctx_same(const pbx_ipc_context *a, const pbx_ipc_context *b)
+{
+    return a->session == b->session && a->job_id == b->job_id &&
+           a->job_gen == b->job_gen && a->realm == b->realm &&
+           a->operation == b->operation && a->object_class == b->object_class &&
+           a->lifetime == b->lifetime && a->mode == b->mode &&
+           a->urgency == b->urgency && a->entry.len == b->entry.len &&
+           memcmp(a->entry.bytes, b->entry.bytes, a->entry.len) == 0;
+}
+
+/* Compares two rows on every field except kind. */
+static bool tty_row_same(const pbx_ipc_view *a, const pbx_ipc_view *b)
+{
+    return a->grant.index == b->grant.index && a->grant.gen == b->grant.gen &&
+           tty_ctx_same(&a->ctx, &b->ctx) && a->object.id == b->object.id &&
+           a->object.gen == b->object.gen && a->scope_id == b->scope_id &&
+           a->target.process_id == b->target.process_id &&
+           a->target.process_gen == b->target.process_gen &&
+           a->target.slot == b->target.slot &&
+           a->installed_slot == b->installed_slot &&
+           memcmp(a->selector_digest, b->selector_digest,
+                  PBX_IPC_DIGEST_BYTES) == 0 &&
+           a->label.len == b->label.len &&
+           memcmp(a->label.bytes, b->label.bytes, a->label.len) == 0;
+}
+
+uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq)
+{
+    size_t free_row = PBX_PEER_TTY_VIEWS_MAX;
+    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
+        if (!v->used[i]) {
+            free_row = free_row == PBX_PEER_TTY_VIEWS_MAX ? i : free_row;
+            continue;
+        }
+        if (v->rows[i].grant.index != rq->grant.index ||
+            v->rows[i].grant.gen != rq->grant.gen) {
+            continue;
+        }
+        if (!tty_row_same(&v->rows[i], rq)) {
+            return rq->kind == PBX_IPC_VIEW_ACTIVE ? PBX_PEER_E_CONFLICT
+                                                   : PBX_PEER_E_MISMATCH;
+        }
+        if (rq->kind == PBX_IPC_VIEW_REMOVE) {
+            v->used[i] = false;
+        }
+        return 0U;
+    }
+    if (rq->kind == PBX_IPC_VIEW_REMOVE) {
+        return 0U;
+    }
+    if (free_row == PBX_PEER_TTY_VIEWS_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    v->used[free_row] = true;
+    v->rows[free_row] = *rq;
+    v->rows[free_row].kind = PBX_IPC_VIEW_ACTIVE;
+    return 0U;
+}
+
+size_t pbx_peer_tty_views_list(const pbx_peer_tty_views *v, char *out,
+                               size_t out_len)
+{
+    tty_text t = {out, out_len, 0U};
+    size_t rows = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
+        if (!v->used[i]) {
+            continue;
+        }
+        const pbx_ipc_view *r = &v->rows[i];
+        rows++;
+        tty_str(&t, "grant ");
+        tty_num(&t, r->grant.index);
+        tty_str(&t, ".");
+        tty_num(&t, r->grant.gen);
+        tty_str(&t, " ");
+        tty_str(&t,
+                pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, r->ctx.operation));
+        tty_str(&t, " ");
+        tty_str(&t,
+                pbx_peer_name_of(PBX_PEER_NAMES_CLASS, r->ctx.object_class));
+        tty_str(&t, " object ");
+        tty_num(&t, r->object.id);
+        tty_str(&t, ".");
+        tty_num(&t, r->object.gen);
+        tty_str(&t, " job ");
+        tty_num(&t, r->ctx.job_id);
+        tty_str(&t, " slot ");
+        tty_num(&t, r->installed_slot);
+        tty_str(&t, " program ");
+        tty_bytes(&t, r->ctx.entry.bytes, r->ctx.entry.len);
+        tty_str(&t, "\n");
+    }
+    return rows;
+}

@@ -1,0 +1,133 @@
+/*
+ * pbx_peer_tty.h: ttyd's pure decisions. The session policy table (parsed
+ * from a configuration file, first matching rule wins, exceptional
+ * requests never ALLOW), the trusted prompt's bookkeeping (RETRY while
+ * earlier input is pending, the exact text shown, the answer parsed and
+ * echoed), and the table of VIEW rows published by powerboxd.
+ */
+#ifndef PBX_PEER_TTY_H
+#define PBX_PEER_TTY_H
+
+#include "ipc/pbx_ipc.h"
+
+/** PBX_PEER_TTY_RULES_MAX bounds the policy table. */
+#define PBX_PEER_TTY_RULES_MAX 64U
+/** PBX_PEER_TTY_VIEWS_MAX bounds the VIEW table. */
+#define PBX_PEER_TTY_VIEWS_MAX 64U
+/** PBX_PEER_TTY_ANY is the wildcard value of a rule field ("*"). */
+#define PBX_PEER_TTY_ANY 0U
+
+/**
+ * pbx_peer_tty_rule is one policy rule. Each field is a value to match or
+ * PBX_PEER_TTY_ANY (session and realm use any_session / any_realm because
+ * zero is a real value there).
+ */
+typedef struct pbx_peer_tty_rule {
+    /** any_session is true for "*". */
+    bool any_session;
+    /** any_realm is true for "*". */
+    bool any_realm;
+    /** session to match. */
+    uint64_t session;
+    /** realm to match. */
+    uint32_t realm;
+    /** operation to match (a pbx_ipc_operation) or ANY. */
+    uint16_t operation;
+    /** object_class to match (a pbx_ipc_class) or ANY. */
+    uint16_t object_class;
+    /** urgency to match (a pbx_ipc_urgency) or ANY. */
+    uint8_t urgency;
+    /** verdict is the pbx_ipc_verdict given on a match. */
+    uint8_t verdict;
+} pbx_peer_tty_rule;
+
+/** pbx_peer_tty_policy is the caller-allocated policy table. */
+typedef struct pbx_peer_tty_policy {
+    /** count is the number of rules in use. */
+    size_t count;
+    /** rules are matched in order; the first match decides. */
+    pbx_peer_tty_rule rules[PBX_PEER_TTY_RULES_MAX];
+} pbx_peer_tty_policy;
+
+/**
+ * pbx_peer_tty_policy_line parses one configuration line (NUL-terminated)
+ * "SESSION REALM OPERATION CLASS URGENCY VERDICT" (each field a number,
+ * a name from pbx_peer.h, or "*"; '#' starts a comment; blank lines are
+ * skipped) and appends the rule to p. ALLOW is accepted only with urgency
+ * "routine", so no rule can ever allow an exceptional request. Returns
+ * NULL on success or a static message naming what is wrong.
+ */
+const char *pbx_peer_tty_policy_line(pbx_peer_tty_policy *p, const char *line);
+
+/**
+ * pbx_peer_tty_decide returns the verdict for a POLICY request: the first
+ * matching rule, DENY when none matches, and never ALLOW for an
+ * exceptional request (turned into DENY as a second line of defence).
+ */
+uint8_t pbx_peer_tty_decide(const pbx_peer_tty_policy *p,
+                            const pbx_ipc_context *ctx);
+
+/**
+ * pbx_peer_tty_prompt_admit decides whether a PROMPT may be shown now:
+ * false (answer RETRY and discard the pending input) while earlier
+ * terminal input is pending, so type-ahead can never answer a prompt the
+ * user has not seen.
+ */
+bool pbx_peer_tty_prompt_admit(bool input_pending);
+
+/**
+ * pbx_peer_tty_prompt_text writes the trusted prompt for p (request id
+ * request) NUL-terminated into out (out_len bytes): program entry, job,
+ * session, realm, request, operation, class, lifetime, mode, urgency,
+ * object identity, the exact selector (non-printable bytes escaped as
+ * \xNN), its SHA-256 and the display label marked as such. Returns the
+ * length written (truncated to fit).
+ */
+size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
+                                char *out, size_t out_len);
+
+/**
+ * pbx_peer_tty_answer_parse reads one answer line of len bytes: "y" or
+ * "yes" gives PBX_IPC_ANSWER_APPROVE, "n" or "no" PBX_IPC_ANSWER_DENY
+ * (case-insensitive, surrounding blanks and newline ignored); anything
+ * else returns 0 (ask again).
+ */
+uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len);
+
+/**
+ * pbx_peer_tty_answer_fill fills *out with the ANSWER reply that echoes
+ * the prompt's session, realm, job, request and object with answer.
+ */
+void pbx_peer_tty_answer_fill(const pbx_ipc_prompt *p, pbx_ipc_id request,
+                              uint8_t answer, pbx_ipc_prompt_reply *out);
+
+/** pbx_peer_tty_views is the caller-allocated table of ACTIVE rows. */
+typedef struct pbx_peer_tty_views {
+    /** used marks the entries of rows in use. */
+    bool used[PBX_PEER_TTY_VIEWS_MAX];
+    /** rows are the published grant rows. */
+    pbx_ipc_view rows[PBX_PEER_TTY_VIEWS_MAX];
+} pbx_peer_tty_views;
+
+/** pbx_peer_tty_views_init empties v (old contents ignored). */
+void pbx_peer_tty_views_init(pbx_peer_tty_views *v);
+
+/**
+ * pbx_peer_tty_views_apply applies one VIEW. ACTIVE adds the row (an
+ * identical repeat is acknowledged; the same grant with another row is
+ * PBX_PEER_E_CONFLICT; a full table PBX_PEER_E_BUSY). REMOVE removes the
+ * row with the same grant after checking the full row matches
+ * (PBX_PEER_E_MISMATCH otherwise); a REMOVE of an absent grant is
+ * acknowledged, so a retried REMOVE reconciles. Returns 0 or a status.
+ */
+uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v,
+                                  const pbx_ipc_view *rq);
+
+/**
+ * pbx_peer_tty_views_list writes one line per ACTIVE row NUL-terminated
+ * into out (out_len bytes, truncated to fit) and returns the row count.
+ */
+size_t pbx_peer_tty_views_list(const pbx_peer_tty_views *v, char *out,
+                               size_t out_len);
+
+#endif /* PBX_PEER_TTY_H */
