@@ -91,6 +91,30 @@ typedef enum pbx_port_slot_kind {
 #define PBX_PORT_INFO_LISTENING 1U
 /** PBX_PORT_INFO_PEER flags that peer_pid/uid/gid are valid. */
 #define PBX_PORT_INFO_PEER 2U
+/**
+ * PBX_PORT_INFO_SEALED flags a memory object whose contents and size can
+ * never change again (Linux: all four memfd seals; EriX: immutable frame).
+ */
+#define PBX_PORT_INFO_SEALED 4U
+/**
+ * PBX_PORT_INFO_RIGHTS flags that rights holds the kernel's own record of
+ * the capability's rights. Without it (Linux, where descriptors carry no
+ * rights) the runtime derives rights from kind, state and provenance.
+ */
+#define PBX_PORT_INFO_RIGHTS 8U
+
+/** PBX_PORT_RIGHT_SEND: send through an endpoint (same value as capabi). */
+#define PBX_PORT_RIGHT_SEND 0x01U
+/** PBX_PORT_RIGHT_RECEIVE: receive on an endpoint. */
+#define PBX_PORT_RIGHT_RECEIVE 0x02U
+/** PBX_PORT_RIGHT_GRANT: transfer the capability onward. */
+#define PBX_PORT_RIGHT_GRANT 0x04U
+/** PBX_PORT_RIGHT_MANAGE: revoke or delete derived copies. */
+#define PBX_PORT_RIGHT_MANAGE 0x08U
+/** PBX_PORT_RIGHT_READ: read a memory object. */
+#define PBX_PORT_RIGHT_READ 0x10U
+/** PBX_PORT_RIGHT_WRITE: write a memory object. */
+#define PBX_PORT_RIGHT_WRITE 0x20U
 
 /** pbx_port_slot_info is the result of a slot query; plain data. */
 typedef struct pbx_port_slot_info {
@@ -108,8 +132,8 @@ typedef struct pbx_port_slot_info {
     uint32_t peer_uid;
     /** peer_gid is the connected peer's group id. */
     uint32_t peer_gid;
-    /** pad keeps the layout explicit; always zero. */
-    uint32_t pad;
+    /** rights: PBX_PORT_RIGHT_* bits, valid with PBX_PORT_INFO_RIGHTS. */
+    uint32_t rights;
 } pbx_port_slot_info;
 
 /** pbx_port_msg describes one received message; plain data. */
@@ -194,10 +218,13 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max);
 /**
  * pbx_port_public_open creates the process-owned public endpoint named by
  * name (name_len bytes, no NUL; on Linux a leading '@' selects the abstract
- * namespace, otherwise it is a filesystem path) and starts listening.
+ * namespace, otherwise it is a filesystem path) and starts listening. slot
+ * is the exact empty slot it must occupy (below PBX_PORT_STARTUP_SLOTS, as
+ * the capability layout places it), or PBX_PORT_SLOT_NONE to let the port
+ * place it among its private slots.
  */
-pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
-                             uint32_t name_len);
+pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
+                             const uint8_t *name, uint32_t name_len);
 
 /**
  * pbx_port_watch sets which readiness of the peer route slot pbx_port_wait
@@ -212,6 +239,13 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want);
  * was interrupted without an event; the caller simply waits again.
  */
 pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev);
+
+/**
+ * pbx_port_poll is pbx_port_wait without blocking: PBX_E_PORT_AGAIN means
+ * no event is ready now. The runtime uses it while retained work is ready,
+ * so that intake and retained progression take turns.
+ */
+pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev);
 
 /**
  * pbx_port_public_recv receives one message from public connection slot
@@ -290,6 +324,16 @@ pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot);
  * placeholder again. The reservation itself stays.
  */
 pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_slot_copy derives a second capability to the object held in
+ * from_slot into dest_slot, which must hold a reservation placeholder (it
+ * is replaced atomically). On Linux the copy shares the open connection,
+ * so the provider's revocation of that connection ends both; on EriX it is
+ * a kernel-derived child capability.
+ */
+pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
+                           int32_t dest_slot);
 
 /**
  * pbx_port_reserve places a placeholder at the exact empty slot (inside the

@@ -144,7 +144,8 @@ static uint8_t pc_startup(const pbx_port_start *start)
         return st;
     }
     if (start->argc < 2U ||
-        pbx_port_public_open(&pc.port, (const uint8_t *)start->argv[1],
+        pbx_port_public_open(&pc.port, PBX_PORT_SLOT_NONE,
+                             (const uint8_t *)start->argv[1],
                              pc_strlen(start->argv[1])) != PBX_OK) {
         return PC_EXIT_ENDPOINT;
     }

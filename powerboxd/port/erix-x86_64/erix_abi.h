@@ -30,7 +30,8 @@
 #define ERIX_SYS_WAITSET_CREATE 0x30U
 /** ERIX_SYS_WAITSET_BIND: (waitset, slot, interest, token); 0 unbinds. */
 #define ERIX_SYS_WAITSET_BIND 0x31U
-/** ERIX_SYS_WAITSET_WAIT: (waitset, event *) blocks for one event. */
+/** ERIX_SYS_WAITSET_WAIT: (waitset, event *, flags) one event; blocks
+ * unless flags has ERIX_WAIT_NONBLOCK. */
 #define ERIX_SYS_WAITSET_WAIT 0x32U
 /** ERIX_SYS_SLOT_DELETE: (slot) delete; a reserved slot stays reserved. */
 #define ERIX_SYS_SLOT_DELETE 0x40U
@@ -42,6 +43,9 @@
 #define ERIX_SYS_SLOT_RESERVE 0x43U
 /** ERIX_SYS_SLOT_UNRESERVE: (slot) release a reserved empty slot. */
 #define ERIX_SYS_SLOT_UNRESERVE 0x44U
+/** ERIX_SYS_SLOT_DERIVE: (from, to, rights) a revocable child capability
+ * with rights masked, into a reserved empty slot only. */
+#define ERIX_SYS_SLOT_DERIVE 0x45U
 /** ERIX_SYS_FRAME_READ: (frame, offset, buf, len) -> bytes in rdx. */
 #define ERIX_SYS_FRAME_READ 0x50U
 /** ERIX_SYS_VM_ALLOC: (bytes) zeroed private RW memory -> address. */
@@ -121,6 +125,13 @@ struct erix_ipc_desc {
 #define ERIX_RIGHT_SEND 8U
 /** Receive access (endpoints). */
 #define ERIX_RIGHT_RECV 16U
+/** Manage access: revoke or delete derived copies. */
+#define ERIX_RIGHT_MANAGE 32U
+/** Grant access: transfer the capability onward. */
+#define ERIX_RIGHT_GRANT 64U
+
+/** ERIX_WAIT_NONBLOCK: WAITSET_WAIT returns WOULD_BLOCK when idle. */
+#define ERIX_WAIT_NONBLOCK 1U
 
 /** ERIX_SLOTF_IMMUTABLE: the frame's contents and size can never change
  * through any capability (the kernel's sealed frame). */

@@ -37,9 +37,10 @@ static int32_t erix_reply_free(const pbx_port_ctx *ctx)
     return PBX_PORT_SLOT_NONE;
 }
 
-pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
-                             uint32_t name_len)
+pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
+                             const uint8_t *name, uint32_t name_len)
 {
+    int32_t at = slot == PBX_PORT_SLOT_NONE ? ERIX_SLOT_PUBLIC : slot;
     /* An EriX endpoint is named by its capability alone; the name exists
      * for the Linux port, but must still be well formed here. */
     if ((ctx->flags & ERIX_FLAG_INIT) == 0U || ctx->public_slot >= 0) {
@@ -48,15 +49,22 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
     if (name == (const uint8_t *)0 || name_len == 0U || name_len > 107U) {
         return PBX_E_PORT_NAME;
     }
-    if (erix_sys(ERIX_SYS_ENDPOINT_CREATE, ERIX_SLOT_PUBLIC, 0, 0, 0,
+    if (at < 0 ||
+        (slot != PBX_PORT_SLOT_NONE && at >= PBX_PORT_STARTUP_SLOTS)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (erix_type(at) != ERIX_OBJ_EMPTY) {
+        return PBX_E_PORT_SLOT_OCCUPIED;
+    }
+    if (erix_sys(ERIX_SYS_ENDPOINT_CREATE, (uint64_t)at, 0, 0, 0,
                  (uint64_t *)0) != ERIX_OK ||
-        erix_sys(ERIX_SYS_WAITSET_BIND, ERIX_SLOT_WAITSET, ERIX_SLOT_PUBLIC,
+        erix_sys(ERIX_SYS_WAITSET_BIND, ERIX_SLOT_WAITSET, (uint64_t)at,
                  ERIX_READY_RECV,
-                 ((uint64_t)ERIX_TAG_PUBLIC << 32) | ERIX_SLOT_PUBLIC,
+                 ((uint64_t)ERIX_TAG_PUBLIC << 32) | (uint32_t)at,
                  (uint64_t *)0) != ERIX_OK) {
         return PBX_E_PORT_SYSCALL;
     }
-    ctx->public_slot = ERIX_SLOT_PUBLIC;
+    ctx->public_slot = at;
     return PBX_OK;
 }
 
@@ -80,7 +88,8 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
                : PBX_E_PORT_SYSCALL;
 }
 
-pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
+/* Takes one wait set event; flags ERIX_WAIT_NONBLOCK returns at once. */
+static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags)
 {
     struct erix_wait_event got;
     int64_t st;
@@ -90,9 +99,9 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
         return PBX_E_PORT_STATE;
     }
     pbx_mem_set(&got, 0, sizeof(got));
-    st = erix_sys(ERIX_SYS_WAITSET_WAIT, ERIX_SLOT_WAITSET, (uintptr_t)&got, 0,
-                  0, (uint64_t *)0);
-    if (st == ERIX_E_INTERRUPTED) {
+    st = erix_sys(ERIX_SYS_WAITSET_WAIT, ERIX_SLOT_WAITSET, (uintptr_t)&got,
+                  flags, 0, (uint64_t *)0);
+    if (st == ERIX_E_INTERRUPTED || st == ERIX_E_WOULD_BLOCK) {
         return PBX_E_PORT_AGAIN;
     }
     if (st != ERIX_OK) {
@@ -109,6 +118,16 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
         ev->kind = PBX_PORT_EV_ROUTE_READABLE;
     }
     return PBX_OK;
+}
+
+pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    return erix_wait(ctx, ev, 0U);
+}
+
+pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    return erix_wait(ctx, ev, ERIX_WAIT_NONBLOCK);
 }
 
 pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted)

@@ -77,6 +77,19 @@ static void erix_info_fill(const struct erix_slot_info *si,
     if ((si->rights & ERIX_RIGHT_RECV) != 0U && si->type == ERIX_OBJ_ENDPOINT) {
         info->flags |= PBX_PORT_INFO_LISTENING;
     }
+    if (si->type == ERIX_OBJ_FRAME &&
+        (si->flags & ERIX_SLOTF_IMMUTABLE) != 0U) {
+        info->flags |= PBX_PORT_INFO_SEALED;
+    }
+    /* The kernel keeps real rights: report them exactly. */
+    info->flags |= PBX_PORT_INFO_RIGHTS;
+    info->rights =
+        ((si->rights & ERIX_RIGHT_READ) != 0U ? PBX_PORT_RIGHT_READ : 0U) |
+        ((si->rights & ERIX_RIGHT_WRITE) != 0U ? PBX_PORT_RIGHT_WRITE : 0U) |
+        ((si->rights & ERIX_RIGHT_SEND) != 0U ? PBX_PORT_RIGHT_SEND : 0U) |
+        ((si->rights & ERIX_RIGHT_RECV) != 0U ? PBX_PORT_RIGHT_RECEIVE : 0U) |
+        ((si->rights & ERIX_RIGHT_MANAGE) != 0U ? PBX_PORT_RIGHT_MANAGE : 0U) |
+        ((si->rights & ERIX_RIGHT_GRANT) != 0U ? PBX_PORT_RIGHT_GRANT : 0U);
 }
 
 pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
@@ -140,6 +153,25 @@ pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
         return PBX_E_PORT_NOT_RESERVED;
     }
     return erix_delete_to(slot, ERIX_OBJ_RESERVED);
+}
+
+pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
+                           int32_t dest_slot)
+{
+    if (!erix_in_range(ctx, dest_slot) || from_slot < 0 ||
+        from_slot > ERIX_SLOT_LIMIT || from_slot == dest_slot) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (erix_type(dest_slot) != ERIX_OBJ_RESERVED) {
+        return PBX_E_PORT_NOT_RESERVED;
+    }
+    /* A derived child: revoking the parent's object ends it too. */
+    if (erix_sys(ERIX_SYS_SLOT_DERIVE, (uint64_t)from_slot, (uint64_t)dest_slot,
+                 ERIX_RIGHT_SEND, 0, (uint64_t *)0) != ERIX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return erix_type(dest_slot) == erix_type(from_slot) ? PBX_OK
+                                                        : PBX_E_PORT_SYSCALL;
 }
 
 pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot)

@@ -22,6 +22,10 @@
 /** A peer route watched for the runtime. */
 #define LX_TAG_ROUTE 3U
 
+/** LX_SEALS_ALL is the seal set that makes a memfd immutable. */
+#define LX_SEALS_ALL                                                           \
+    (LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW | LX_F_SEAL_WRITE)
+
 /** LX_SLOT_LIMIT is the highest slot number the port will ever touch. */
 #define LX_SLOT_LIMIT 65535
 

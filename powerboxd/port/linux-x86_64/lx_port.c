@@ -135,8 +135,30 @@ static uint32_t lx_addr_fill(struct lx_sockaddr_un *addr, const uint8_t *name,
     return (uint32_t)sizeof(addr->family) + name_len + 1U;
 }
 
-pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
-                             uint32_t name_len)
+/* Moves the freshly created endpoint fd to the exact requested slot, which
+ * must be empty and outside the port's own and the reservable ranges.
+ * Returns the slot now holding it, or -1 with everything closed. */
+static int32_t lx_public_place(const pbx_port_ctx *ctx, int32_t fd,
+                               int32_t slot)
+{
+    if (slot == PBX_PORT_SLOT_NONE) {
+        return fd;
+    }
+    if (slot < 0 || slot >= PBX_PORT_STARTUP_SLOTS || lx_slot_open(slot) ||
+        lx_sys3(LX_SYS_DUP3, fd, slot, LX_O_CLOEXEC) != slot) {
+        (void)lx_close_proven(fd);
+        return -1;
+    }
+    (void)ctx;
+    if (lx_close_proven(fd) != PBX_OK) {
+        (void)lx_close_proven(slot);
+        return -1;
+    }
+    return slot;
+}
+
+pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
+                             const uint8_t *name, uint32_t name_len)
 {
     struct lx_sockaddr_un addr;
     uint32_t addr_len = lx_addr_fill(&addr, name, name_len);
@@ -147,6 +169,13 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
     if (addr_len == 0U) {
         return PBX_E_PORT_NAME;
     }
+    if (slot != PBX_PORT_SLOT_NONE &&
+        (slot < 0 || slot >= PBX_PORT_STARTUP_SLOTS)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (slot != PBX_PORT_SLOT_NONE && lx_slot_open(slot)) {
+        return PBX_E_PORT_SLOT_OCCUPIED;
+    }
     fd = lx_to_private(
         ctx,
         lx_sys3(LX_SYS_SOCKET, LX_AF_UNIX,
@@ -155,9 +184,16 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, const uint8_t *name,
         return PBX_E_PORT_SYSCALL;
     }
     if (lx_sys3(LX_SYS_BIND, fd, lx_ptr(&addr), addr_len) != 0 ||
-        lx_sys3(LX_SYS_LISTEN, fd, LX_LISTEN_BACKLOG, 0) != 0 ||
-        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_LISTEN, LX_EPOLLIN) !=
-            PBX_OK) {
+        lx_sys3(LX_SYS_LISTEN, fd, LX_LISTEN_BACKLOG, 0) != 0) {
+        (void)lx_close_proven(fd);
+        return PBX_E_PORT_SYSCALL;
+    }
+    fd = lx_public_place(ctx, fd, slot);
+    if (fd < 0) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    if (lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_LISTEN, LX_EPOLLIN) !=
+        PBX_OK) {
         (void)lx_close_proven(fd);
         return PBX_E_PORT_SYSCALL;
     }
@@ -277,7 +313,10 @@ static void lx_route_event(uint32_t bits, int32_t slot, pbx_port_event *ev)
     }
 }
 
-pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
+/* Takes one epoll report, waiting up to timeout_ms (-1: forever, 0: not
+ * at all), and turns it into an event. */
+static pbx_err lx_wait(pbx_port_ctx *ctx, pbx_port_event *ev,
+                       int64_t timeout_ms)
 {
     struct lx_epoll_event got;
     int64_t n;
@@ -289,7 +328,8 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
         return PBX_E_PORT_STATE;
     }
     pbx_mem_set(&got, 0, sizeof(got));
-    n = lx_sys6(LX_SYS_EPOLL_WAIT, ctx->wait_slot, lx_ptr(&got), 1, -1, 0, 0);
+    n = lx_sys6(LX_SYS_EPOLL_WAIT, ctx->wait_slot, lx_ptr(&got), 1, timeout_ms,
+                0, 0);
     if (n == 0 || n == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
     }
@@ -312,6 +352,16 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
     }
     ev->kind = PBX_PORT_EV_PUBLIC_CLOSED;
     return pbx_port_client_close(ctx, slot);
+}
+
+pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    return lx_wait(ctx, ev, -1);
+}
+
+pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
+{
+    return lx_wait(ctx, ev, 0);
 }
 
 pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base)

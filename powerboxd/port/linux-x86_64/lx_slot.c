@@ -112,7 +112,11 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
     } else if ((mode & LX_S_IFMT) == LX_S_IFSOCK) {
         lx_query_socket(slot, info);
     } else if ((mode & LX_S_IFMT) == LX_S_IFREG) {
+        int64_t seals = lx_sys3(LX_SYS_FCNTL, slot, LX_F_GET_SEALS, 0);
         info->kind = PBX_PORT_KIND_MEMORY;
+        if (seals >= 0 && (seals & LX_SEALS_ALL) == LX_SEALS_ALL) {
+            info->flags |= PBX_PORT_INFO_SEALED;
+        }
     } else {
         info->kind = PBX_PORT_KIND_OTHER;
     }
@@ -151,6 +155,27 @@ pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
         return PBX_E_PORT_SYSCALL;
     }
     return lx_is_placeholder(ctx, slot) ? PBX_OK : PBX_E_PORT_DELETE_UNPROVEN;
+}
+
+pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
+                           int32_t dest_slot)
+{
+    if (!lx_in_range(ctx, dest_slot) || !lx_slot_valid(from_slot) ||
+        from_slot == dest_slot) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_slot_open(from_slot) || lx_is_placeholder(ctx, from_slot)) {
+        return PBX_E_PORT_STATE;
+    }
+    if (!lx_is_placeholder(ctx, dest_slot)) {
+        return PBX_E_PORT_NOT_RESERVED;
+    }
+    /* dup3 replaces the placeholder atomically; both numbers then name
+     * the same open connection. */
+    if (lx_sys3(LX_SYS_DUP3, from_slot, dest_slot, LX_O_CLOEXEC) != dest_slot) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return PBX_OK;
 }
 
 pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot)
