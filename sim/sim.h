@@ -1,0 +1,416 @@
+/*
+ * sim.h: the deterministic seeded simulator of everything around the core.
+ *
+ * One sim_world holds a simulated kernel (powerboxd's slot table with
+ * capability identities, kinds, rights, provenance and reservations), the
+ * simulated peers vfsd, ttyd, procd and launchd, the simulated clients, the
+ * fault model and the checker's shadow state. Every choice comes from one
+ * PRNG seeded by --seed; nothing reads time or addresses, so a seed replays
+ * exactly and its trace hash is the same at every optimisation level.
+ * docs/TESTING.md describes the fault model and the invariants in words.
+ */
+#ifndef PBX_SIM_H
+#define PBX_SIM_H
+
+#include "core/pbx_core.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/** SIM_TFIRST is the first transient slot of the simulated CSpace. */
+#define SIM_TFIRST 64U
+/** SIM_TCOUNT is the number of transient slots the kernel simulates. */
+#define SIM_TCOUNT 256U
+/** SIM_SLOTS is the size of the simulated CSpace. */
+#define SIM_SLOTS (SIM_TFIRST + SIM_TCOUNT)
+/** SIM_REQ_MAX bounds the request pool capacity a seed may pick. */
+#define SIM_REQ_MAX 8U
+/** SIM_GRANT_MAX bounds the grant pool capacity a seed may pick. */
+#define SIM_GRANT_MAX 8U
+/** SIM_CLIENTS is the number of simulated public callers. */
+#define SIM_CLIENTS 4U
+/** SIM_EVENTS is the depth of the event ring printed on failure. */
+#define SIM_EVENTS 24U
+/** SIM_SEL_MAX bounds a simulated selector. */
+#define SIM_SEL_MAX PBX_IPC_SELECTOR_LEN_BYTES_MAX
+/** SIM_NIL is "none" for sim indices. */
+#define SIM_NIL UINT32_MAX
+/** SIM_ROW_MAX bounds the transition rows the coverage map tracks. */
+#define SIM_ROW_MAX 64U
+
+/** sim_role says what a simulated capability is, for conservation. */
+typedef enum sim_role {
+    /** Empty slot or placeholder. */
+    SIM_ROLE_NONE = 0,
+    /** A startup inventory capability. */
+    SIM_ROLE_STARTUP,
+    /** A caller's scope (COMMIT receipt), owned by a request. */
+    SIM_ROLE_SCOPE,
+    /** vfsd's SEND-only object receipt, owned by a request. */
+    SIM_ROLE_OBJECT,
+    /** procd's revocation handle, owned by a grant. */
+    SIM_ROLE_HANDLE,
+    /** A locally derived runtime alias, owned by a request. */
+    SIM_ROLE_ALIAS,
+    /** A surplus or unexpected receipt nobody asked for. */
+    SIM_ROLE_JUNK,
+    /** Number of roles; not a role. */
+    SIM_ROLE_COUNT
+} sim_role;
+
+/** sim_fault names every fault injection site. */
+typedef enum sim_fault {
+    SIM_F_BUSY = 0,  /**< peer backpressure windows */
+    SIM_F_FAILED,    /**< transport failure (message dropped) */
+    SIM_F_STATUS,    /**< error-status reply */
+    SIM_F_FLIP,      /**< bit-flipped reply frame */
+    SIM_F_TRUNC,     /**< truncated reply frame */
+    SIM_F_ECHO,      /**< wrong identities / stale generations in echoes */
+    SIM_F_SURPLUS,   /**< surplus or unexpected receipts */
+    SIM_F_BADCAP,    /**< receipt of the wrong kind, rights or provenance */
+    SIM_F_REPLAY,    /**< duplicated (replayed older) reply */
+    SIM_F_DEL_TRANS, /**< transient deletion failure */
+    SIM_F_DEL_PERM,  /**< permanent deletion rejection (fail-stop) */
+    SIM_F_NOTIFY,    /**< long notify backpressure at launchd */
+    SIM_F_WAKE_FAIL, /**< permanent launchd wake failure (fail-stop) */
+    SIM_F_RESERVE,   /**< no transient destination available */
+    SIM_F_DELIVERY,  /**< decision reply delivery failure */
+    SIM_F_CLIENT,    /**< invalid and malformed public operations */
+    SIM_F_CANCEL,    /**< cancellations at every stage */
+    SIM_F_EXPIRE,    /**< expiries at every stage */
+    SIM_F_PBX1,      /**< corrupt PBX1 at boot */
+    SIM_F_NTH,       /**< failure of the Nth effect callback */
+    SIM_F_COUNT      /**< number of faults; not a fault */
+} sim_fault;
+
+/** sim_cap is one simulated capability; kind EMPTY means none. */
+typedef struct sim_cap {
+    /** Unique capability identity (never reused in a run). */
+    uint64_t id;
+    /** pbx_capabi_kind. */
+    uint32_t kind;
+    /** PBX_CAPABI_RIGHT_* bits. */
+    uint32_t rights;
+    /** pbx_capabi_provenance. */
+    uint32_t prov;
+    /** sim_role. */
+    uint32_t role;
+    /** Owning request or grant index, or SIM_NIL. */
+    uint32_t owner;
+    /** Generation of the owner. */
+    uint32_t owner_gen;
+    /** vfsd object the capability designates (0 for none). */
+    uint64_t object;
+} sim_cap;
+
+/** sim_slot is one slot of powerboxd's simulated CSpace. */
+typedef struct sim_slot {
+    /** Content (kind EMPTY when empty, PLACEHOLDER when reserved). */
+    sim_cap cap;
+    /** Nonzero while reserved as a transient destination. */
+    uint32_t reserved;
+    /** Request index the reservation belongs to, or SIM_NIL. */
+    uint32_t res_owner;
+} sim_slot;
+
+/** sim_req is the shadow of one core request (indexed like the core). */
+typedef struct sim_req {
+    /** Nonzero while the core request is believed live. */
+    uint32_t live;
+    /** Core generation of the request. */
+    uint32_t gen;
+    /** Client (0..SIM_CLIENTS-1) that began it. */
+    uint32_t client;
+    /** The BEGIN record sent. */
+    pbx_ipc_begin begin;
+    /** Selector bytes the client streams. */
+    uint8_t selector[SIM_SEL_MAX];
+    /** Bytes streamed so far. */
+    uint32_t sent;
+    /** Reserved destination from the BEGIN reply. */
+    uint32_t dest;
+    /** Nonzero once COMMIT was accepted. */
+    uint32_t committed;
+    /** Nonzero once a cancel of the in-flight request was accepted. */
+    uint32_t cancel_ok;
+    /** vfsd's evidence: an exact scoped NOT_FOUND was delivered. */
+    uint32_t nf_evidence;
+    /** ttyd's exact routine ALLOW was delivered. */
+    uint32_t policy_allow;
+    /** ttyd delivered the exact user APPROVE for this request. */
+    uint32_t user_approved;
+    /** Found object identity and scope identity. */
+    pbx_ipc_object object;
+    /** vfsd's scope identity for this request. */
+    uint64_t scope_ident;
+    /** Capability identity of the committed scope. */
+    uint64_t scope_cap;
+    /** Grant index seen at INSTALL/VIEW, or SIM_NIL. */
+    uint32_t grant;
+    /** Terminal outcome seen in a DECISION reply (0 before). */
+    uint32_t outcome;
+    /** Terminal replies delivered. */
+    uint32_t delivered;
+    /** Wakes queued to launchd. */
+    uint32_t wakes;
+    /** Approved grant identity handed to the client. */
+    pbx_ipc_id approved;
+} sim_req;
+
+/** sim_grant_state is the shadow lifecycle of a grant. */
+typedef enum sim_grant_state {
+    SIM_G_NONE = 0,  /**< unknown to the peers */
+    SIM_G_INSTALLED, /**< procd installed or the alias was derived */
+    SIM_G_ACTIVE,    /**< ttyd acknowledged the full ACTIVE row */
+    SIM_G_REMOVED,   /**< ttyd acknowledged REMOVE */
+    SIM_G_RETIRED    /**< vfsd acknowledged RETIRE */
+} sim_grant_state;
+
+/** sim_grant is the shadow of one core grant (indexed like the core). */
+typedef struct sim_grant {
+    /** sim_grant_state. */
+    uint32_t state;
+    /** Core generation. */
+    uint32_t gen;
+    /** Request index and generation that installed it. */
+    uint32_t req;
+    /** Request generation. */
+    uint32_t req_gen;
+    /** Nonzero while procd holds an unrevoked install. */
+    uint32_t procd_live;
+    /** Nonzero when an ACTIVE row was ever acknowledged. */
+    uint32_t was_active;
+    /** Nonzero when the client holds the approval (grant id). */
+    uint32_t client_knows;
+    /** Nonzero once the core was seen holding it live (accepted). */
+    uint32_t core_seen;
+    /** Nonzero once the client asked to end it (consume/expire). */
+    uint32_t ending;
+    /** Installed slot procd reported. */
+    uint32_t installed_slot;
+    /** Object and scope identity of the grant. */
+    pbx_ipc_object object;
+    /** Scope identity. */
+    uint64_t scope_ident;
+    /** Committed selector digest of the grant's request. */
+    uint8_t digest[PBX_IPC_DIGEST_BYTES];
+    /** Context of the grant (lifetime, job, class). */
+    pbx_ipc_context ctx;
+} sim_grant;
+
+/** sim_event is one trace record; hashed, and kept in a ring. */
+typedef struct sim_event {
+    /** Step number. */
+    uint64_t step;
+    /** Event code (SIM_EV_*). */
+    uint32_t code;
+    /** Up to four integer arguments. */
+    uint64_t a[4];
+} sim_event;
+
+/** sim_route_state is the runtime's view of one peer route. */
+typedef struct sim_route_state {
+    /** Step until which the route answers BUSY. */
+    uint64_t busy_until;
+    /** Nonzero when something may be parked on the route. */
+    uint32_t dirty;
+    /** Last reply bytes (for replay faults) and their length. */
+    uint8_t last[PBX_IPC_FRAME_BYTES_MAX];
+    /** Length of last. */
+    size_t last_len;
+} sim_route_state;
+
+/** sim_opts are the command-line options of one run. */
+typedef struct sim_opts {
+    /** Steps of the faulty phase per seed. */
+    uint64_t steps;
+    /** Bit set of faults allowed (1 << sim_fault). */
+    uint32_t faults;
+    /** Nonzero: print a line per seed. */
+    uint32_t verbose;
+} sim_opts;
+
+/** sim_world is the whole simulation of one seed. */
+typedef struct sim_world {
+    /** Options of the run. */
+    const sim_opts *opts;
+    /** PRNG state (xoshiro256**). */
+    uint64_t rng[4];
+    /** Seed. */
+    uint64_t seed;
+    /** Current step. */
+    uint64_t step;
+    /** FNV-1a hash of every event. */
+    uint64_t hash;
+    /** Event ring. */
+    sim_event ring[SIM_EVENTS];
+    /** Events recorded. */
+    uint64_t events;
+    /** Per-fault firing rate in 1/1024 units (0: off for this seed). */
+    uint32_t rate[SIM_F_COUNT];
+    /** Nonzero once faults are healed (quiescence). */
+    uint32_t healed;
+    /** Effect callbacks so far, and the one that fails (0: none). */
+    uint64_t effects;
+    /** The effect number that fails. */
+    uint64_t nth;
+    /** Nonzero once a permanent fault was injected. */
+    uint32_t permanent;
+    /** First violation message, or empty. */
+    char violation[256];
+    /** The simulated CSpace. */
+    sim_slot slots[SIM_SLOTS];
+    /** Occupied transient slots (not placeholder). */
+    uint32_t occupied;
+    /** Next capability identity. */
+    uint64_t next_cap;
+    /** Next vfsd object identity. */
+    uint64_t next_object;
+    /** Nonzero when a slot changed since the last full check. */
+    uint32_t dirty;
+    /** Deletions that failed transiently during the current public op. */
+    uint32_t public_transient;
+    /** Routes. */
+    sim_route_state routes[PBX_CORE_ROUTE_COUNT];
+    /** Shadow requests and grants. */
+    sim_req reqs[SIM_REQ_MAX];
+    /** Shadow grants. */
+    sim_grant grants[SIM_GRANT_MAX];
+    /** Core state snapshot for transition inference. */
+    uint32_t snap_req[SIM_REQ_MAX][4];
+    /** Grant snapshot (live, generation, state). */
+    uint32_t snap_grant[SIM_GRANT_MAX][3];
+    /** Grant-ending event of the current public op plus one (0: none). */
+    uint32_t cause;
+    /** Transition rows reached (shared across seeds by the caller). */
+    uint64_t *coverage;
+    /** Counters for the summary. */
+    uint64_t stat_begun, stat_approved, stat_denied, stat_cancelled,
+        stat_notfound;
+    /** The core under test and its arena. */
+    pbx_core_ctx *core;
+    /** Arena storage. */
+    uint8_t *arena;
+    /** Arena size. */
+    size_t arena_len;
+    /** Derived layout. */
+    pbx_bootstrap_layout layout;
+} sim_world;
+
+/** Event codes recorded into the trace. */
+enum {
+    SIM_EV_BOOT = 1,
+    SIM_EV_PUBLIC,
+    SIM_EV_REPLY,
+    SIM_EV_STEP,
+    SIM_EV_CALL,
+    SIM_EV_ANSWER,
+    SIM_EV_DELETE,
+    SIM_EV_RESERVE,
+    SIM_EV_RELEASE,
+    SIM_EV_ALIAS,
+    SIM_EV_WAKE,
+    SIM_EV_READY,
+    SIM_EV_DELIVER,
+    SIM_EV_FAULT,
+    SIM_EV_HEAL
+};
+
+/* ---- sim_rng.c ---------------------------------------------------------- */
+
+/** sim_rng_seed seeds w's PRNG from seed (splitmix64 expansion). */
+void sim_rng_seed(sim_world *w, uint64_t seed);
+/** sim_rand returns the next 64 random bits. */
+uint64_t sim_rand(sim_world *w);
+/** sim_below returns a uniform value in [0, n) (n > 0). */
+uint32_t sim_below(sim_world *w, uint32_t n);
+/** sim_chance returns true with probability per_1024 / 1024. */
+bool sim_chance(sim_world *w, uint32_t per_1024);
+/** sim_fault_fires rolls fault f at its seed rate (never once healed). */
+bool sim_fault_fires(sim_world *w, sim_fault f);
+/** sim_event_add records one event into the hash and the ring. */
+void sim_event_add(sim_world *w, uint32_t code, uint64_t a0, uint64_t a1,
+                   uint64_t a2, uint64_t a3);
+/** sim_fail records the first violation (printf-style message). */
+void sim_fail(sim_world *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/** sim_events_print writes the last events of w to out. */
+void sim_events_print(const sim_world *w, FILE *out);
+/** sim_fault_name returns the static name of fault f. */
+const char *sim_fault_name(sim_fault f);
+
+/* ---- sim_kernel.c ------------------------------------------------------- */
+
+/** sim_kernel_boot fills the startup inventory and empties the rest. */
+void sim_kernel_boot(sim_world *w);
+/** sim_cap_mint returns a fresh capability of role for owner. */
+sim_cap sim_cap_mint(sim_world *w, uint32_t role, uint32_t owner,
+                     uint32_t owner_gen, uint64_t object);
+/** sim_slot_put places cap into a free transient slot; SIM_NIL if full. */
+uint32_t sim_slot_put(sim_world *w, const sim_cap *cap, uint32_t want);
+/** sim_slot_take removes the capability in slot (moved out). */
+void sim_slot_take(sim_world *w, uint32_t slot);
+/** sim_count_held counts held transient caps of role owned by owner. */
+uint32_t sim_count_held(const sim_world *w, uint32_t role, uint32_t owner,
+                        uint32_t owner_gen);
+/** sim_kernel_ops returns the effect table the core is driven with. */
+const pbx_core_ops *sim_kernel_ops(void);
+
+/* ---- sim_peers.c -------------------------------------------------------- */
+
+/** sim_peer_call answers one core peer call (the ops call effect). */
+pbx_core_io sim_peer_call(sim_world *w, pbx_core_call *call);
+/** sim_launchd_wake takes one wake datagram (the ops wake effect). */
+pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len);
+
+/* ---- sim_client.c ------------------------------------------------------- */
+
+/** sim_client_act performs one random public operation. */
+void sim_client_act(sim_world *w);
+/** sim_client_quiesce drives every open request and grant to its end. */
+void sim_client_quiesce(sim_world *w);
+/**
+ * sim_public places caps in powerboxd's CSpace (the first in want when that
+ * is a reservation), hands the frame to the core and checks the cleanup
+ * precedence of the reply. Returns the reply (static storage, valid until
+ * the next call) or NULL after a fail-stop.
+ */
+const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
+                               const uint8_t *frame, size_t len,
+                               const sim_cap *caps, size_t ncaps,
+                               uint32_t want);
+
+/* ---- sim_check.c -------------------------------------------------------- */
+
+/** sim_check_step checks every per-step invariant. */
+void sim_check_step(sim_world *w);
+/** sim_check_quiescent checks the invariants of an idle, healed world. */
+void sim_check_quiescent(sim_world *w);
+/** sim_check_terminal checks request i as its decision becomes visible. */
+void sim_check_terminal(sim_world *w, uint32_t i, const char *where);
+/** sim_check_outcome checks the evidence behind request i's outcome. */
+void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d);
+/** sim_core_req returns the core's request record i (read only). */
+const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i);
+/** sim_core_grant returns the core's grant record g (read only). */
+const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
+/**
+ * sim_coverage_note infers the transitions since the last call from the
+ * core's record states; lane is the ready lane a core step just served
+ * (or PBX_CORE_LANES when the event was not a core step).
+ */
+void sim_coverage_note(sim_world *w, uint32_t lane);
+
+/**
+ * sim_after_core notes transitions and runs the per-step checks after any
+ * call into the core; lane as for sim_coverage_note.
+ */
+void sim_after_core(sim_world *w, uint32_t lane);
+
+/* ---- sim_world.c -------------------------------------------------------- */
+
+/** sim_run runs one seed; returns 0 on success, 1 on a violation. */
+int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
+            uint64_t *hash_out);
+
+#endif /* PBX_SIM_H */

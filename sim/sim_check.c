@@ -1,0 +1,204 @@
+/*
+ * sim_check.c: the checker. Per step: capability conservation between the
+ * simulated CSpace and the core's transient-slot records, the startup
+ * inventory, pool bounds, and that requests and grants retire only after
+ * their decision was delivered once and woken once, or their retirement
+ * was acknowledged. At decision time: no request-owned capability remains,
+ * replies carry only what the outcome allows, and every outcome has its
+ * evidence. At quiescence: everything is back to the startup baseline.
+ */
+#include "sim/sim.h"
+
+#include <string.h>
+
+/* The core's transient-slot record state "holds a capability". The core
+ * keeps it in pbx_core_internal.h; the value is mirrored here (see the
+ * report: the core should publish it). */
+#define SIM_CORE_TSLOT_HELD 2U
+
+const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i)
+{
+    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS];
+    return (const pbx_core_request *)(const void *)(w->core->arena +
+                                                    p->offset_bytes +
+                                                    (size_t)i *
+                                                        p->record_size_bytes);
+}
+
+const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g)
+{
+    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS];
+    return (
+        const pbx_core_grant *)(const void *)(w->core->arena + p->offset_bytes +
+                                              (size_t)g * p->record_size_bytes);
+}
+
+/* Returns transient-slot record t of the core. */
+static const pbx_core_tslot *sim_core_tslot(const sim_world *w, uint32_t t)
+{
+    const pbx_core_pool_state *p =
+        &w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS];
+    return (
+        const pbx_core_tslot *)(const void *)(w->core->arena + p->offset_bytes +
+                                              (size_t)t * p->record_size_bytes);
+}
+
+/* Every capability powerboxd holds is tracked by exactly one record. */
+static void sim_check_conservation(sim_world *w)
+{
+    static uint8_t mark[SIM_SLOTS];
+    memset(mark, 0, sizeof(mark));
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    uint32_t held = 0;
+    for (uint32_t t = 0; t < cap; t++) {
+        const pbx_core_tslot *ts = sim_core_tslot(w, t);
+        if (ts->link.live == 0U || ts->link.state != SIM_CORE_TSLOT_HELD) {
+            continue;
+        }
+        held++;
+        if (ts->slot < SIM_TFIRST || ts->slot >= SIM_SLOTS ||
+            mark[ts->slot] != 0U) {
+            sim_fail(w, "conservation: slot %u tracked twice or out of range",
+                     ts->slot);
+            return;
+        }
+        mark[ts->slot] = 1U;
+        uint32_t kind = w->slots[ts->slot].cap.kind;
+        if (kind == (uint32_t)PBX_CAPABI_KIND_EMPTY ||
+            kind == (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER) {
+            sim_fail(w, "conservation: core tracks slot %u which is empty",
+                     ts->slot);
+            return;
+        }
+    }
+    for (uint32_t s = SIM_TFIRST; s < SIM_SLOTS; s++) {
+        uint32_t kind = w->slots[s].cap.kind;
+        if (kind != (uint32_t)PBX_CAPABI_KIND_EMPTY &&
+            kind != (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER && mark[s] == 0U) {
+            sim_fail(w,
+                     "conservation: slot %u (role %u, owner %u) is held "
+                     "but no core record tracks it",
+                     s, w->slots[s].cap.role, w->slots[s].cap.owner);
+            return;
+        }
+    }
+    if (held != pbx_core_held_caps(w->core) || held != w->occupied) {
+        sim_fail(w, "conservation: core counts %u held, records %u, kernel %u",
+                 pbx_core_held_caps(w->core), held, w->occupied);
+    }
+}
+
+/* The startup inventory is never touched. */
+static void sim_check_startup(sim_world *w)
+{
+    for (uint32_t e = 0; e < (uint32_t)PBX_CAPABI_ENTRY_COUNT; e++) {
+        if (w->slots[PBX_CAPABI_STARTUP_FIRST + e].cap.role !=
+            SIM_ROLE_STARTUP) {
+            sim_fail(w, "startup slot %u lost its capability",
+                     PBX_CAPABI_STARTUP_FIRST + e);
+        }
+    }
+}
+
+/* Pools stay within their capacity. */
+static void sim_check_pools(sim_world *w)
+{
+    for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
+        const pbx_core_pool_state *ps = &w->core->pools[p];
+        if (p != (size_t)PBX_BOOTSTRAP_POOL_SELECTOR_BYTES &&
+            ps->free_count > ps->capacity) {
+            sim_fail(w, "pool %s: %u free of %u",
+                     pbx_bootstrap_pool_name((pbx_bootstrap_pool)p),
+                     ps->free_count, ps->capacity);
+        }
+    }
+    if (w->core->chunk_free_count > w->core->chunk_count) {
+        sim_fail(w, "selector chunks: %u free of %u", w->core->chunk_free_count,
+                 w->core->chunk_count);
+    }
+}
+
+/* Notices requests and grants the core retired and checks they earned
+ * it. */
+static void sim_check_retired(sim_world *w)
+{
+    uint32_t rcap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    for (uint32_t i = 0; i < rcap && i < SIM_REQ_MAX; i++) {
+        sim_req *s = &w->reqs[i];
+        const pbx_core_request *r = sim_core_req(w, i);
+        if (s->live == 0U ||
+            (r->link.live != 0U && r->link.generation == s->gen)) {
+            continue;
+        }
+        if (s->delivered != 1U || s->wakes != 1U) {
+            sim_fail(w,
+                     "invariant 10: request %u/%u retired after %u "
+                     "deliveries and %u wakes",
+                     i, s->gen, s->delivered, s->wakes);
+        }
+        s->live = 0U;
+    }
+    uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
+    for (uint32_t g = 0; g < gcap && g < SIM_GRANT_MAX; g++) {
+        const sim_grant *gr = &w->grants[g];
+        const pbx_core_grant *cg = sim_core_grant(w, g);
+        bool gone = cg->link.live == 0U || cg->link.generation != gr->gen ||
+                    cg->link.state == (uint16_t)PBX_CORE_ST_FREE;
+        if (gone && gr->core_seen == 0U &&
+            gr->state == (uint32_t)SIM_G_INSTALLED) {
+            /* The core refused procd's answer and deleted the handle;
+             * only the revocation is owed (checked at quiescence). */
+            w->grants[g].state = SIM_G_NONE;
+        } else if (gone && gr->state != (uint32_t)SIM_G_NONE &&
+                   gr->state != (uint32_t)SIM_G_RETIRED) {
+            sim_fail(w,
+                     "invariant 9: grant %u/%u freed in shadow state %u "
+                     "without an exact RETIRE acknowledgement",
+                     g, gr->gen, gr->state);
+        }
+    }
+}
+
+void sim_check_step(sim_world *w)
+{
+    if (w->dirty != 0U) {
+        w->dirty = 0U;
+        sim_check_conservation(w);
+        sim_check_startup(w);
+    }
+    sim_check_pools(w);
+    sim_check_retired(w);
+}
+
+void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
+{
+    const sim_req *s = &w->reqs[i];
+    const pbx_core_request *r = sim_core_req(w, i);
+    if (sim_count_held(w, SIM_ROLE_SCOPE, i, s->gen) != 0U ||
+        sim_count_held(w, SIM_ROLE_OBJECT, i, s->gen) != 0U) {
+        sim_fail(w,
+                 "invariant 6: decision of %u/%u visible (%s) while its "
+                 "scope or object is still held",
+                 i, s->gen, where);
+        return;
+    }
+    if (w->slots[s->dest].reserved != 0U && w->slots[s->dest].res_owner == i) {
+        sim_fail(w,
+                 "invariant 6: decision of %u/%u visible (%s) while its "
+                 "destination %u is still reserved",
+                 i, s->gen, where, s->dest);
+        return;
+    }
+    if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
+        return;
+    }
+    if (sim_count_held(w, SIM_ROLE_ALIAS, i, s->gen) != 0U ||
+        (s->grant < SIM_GRANT_MAX && w->grants[s->grant].req == i &&
+         w->grants[s->grant].req_gen == s->gen &&
+         w->grants[s->grant].procd_live != 0U)) {
+        sim_fail(w,
+                 "invariant 6: unapproved decision of %u/%u visible (%s) "
+                 "while its grant authority remains",
+                 i, s->gen, where);
+    }
+}

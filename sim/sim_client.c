@@ -1,0 +1,189 @@
+/*
+ * sim_client.c: the simulated public callers. Each client begins requests,
+ * streams selectors, commits scopes, polls decisions, cancels, consumes and
+ * (through launchd's badge) expires, valid and invalid, interleaved across
+ * requests. Every reply is checked against what the shadow state allows.
+ */
+#include "sim/sim_client.h"
+
+#include "sha2/pbx_sha2.h"
+
+#include <string.h>
+
+static pbx_core_out sim_out;
+
+const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
+                               const uint8_t *frame, size_t len,
+                               const sim_cap *caps, size_t ncaps, uint32_t want)
+{
+    uint32_t slots[4];
+    for (size_t i = 0; i < ncaps && i < 4U; i++) {
+        slots[i] = sim_slot_put(w, &caps[i], i == 0U ? want : SIM_NIL);
+        if (slots[i] == SIM_NIL) {
+            return NULL;
+        }
+    }
+    w->public_transient = 0U;
+    uint16_t op = len >= 8U ? pbx_le_get16(frame + 6) : 0U;
+    w->cause = op == (uint16_t)PBX_IPC_OP_CONSUME  ? PBX_CORE_EV_CONSUME + 1U
+               : op == (uint16_t)PBX_IPC_OP_CANCEL ? PBX_CORE_EV_CANCEL + 1U
+                                                   : 0U;
+    sim_event_add(w, SIM_EV_PUBLIC, badge, op, len, ncaps);
+    pbx_err err =
+        pbx_core_on_public(w->core, badge, frame, len, slots, ncaps, &sim_out);
+    sim_after_core(w, PBX_CORE_LANES);
+    if (err != PBX_OK) {
+        if (w->permanent == 0U) {
+            sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",
+                     pbx_err_name(err), (int)pbx_core_exit_status(w->core));
+        }
+        return NULL;
+    }
+    sim_event_add(w, SIM_EV_REPLY, sim_out.len,
+                  sim_out.len >= 10U ? pbx_le_get16(sim_out.frame + 8) : 0U,
+                  sim_out.token, sim_out.transfer_slot);
+    if (w->public_transient > 0U && sim_out.len > 0U &&
+        (sim_out.len < 10U || pbx_le_get16(sim_out.frame + 8) !=
+                                  (uint16_t)PBX_E_CORE_CLEANUP_PENDING)) {
+        sim_fail(w, "invariant 11: a deletion was pending but the reply "
+                    "status is not CLEANUP_PENDING");
+    }
+    return &sim_out;
+}
+
+uint16_t sim_reply_status(const pbx_core_out *o, pbx_ipc_id *id)
+{
+    pbx_ipc_frame f;
+    uint16_t caps = o->transfer_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
+    if (o->len == 0U) {
+        return UINT16_MAX;
+    }
+    if (pbx_ipc_frame_decode(o->frame, o->len, caps, &f) != PBX_OK ||
+        (f.op & PBX_IPC_REPLY_BIT) == 0U) {
+        return UINT16_MAX - 1U;
+    }
+    if (id != NULL) {
+        *id = f.request;
+    }
+    return f.status;
+}
+
+/* Fills a valid, admissible context for client c. */
+static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->ctx.session = 1000U + c;
+    b->ctx.job_id = (uint64_t)c * 16U + sim_below(w, 3U) + 1U;
+    b->ctx.job_gen = 1U + sim_below(w, 2U);
+    b->ctx.realm = 7U;
+    b->ctx.operation = (uint16_t)(1U + sim_below(w, 6U));
+    b->ctx.object_class = (uint16_t)(1U + sim_below(w, 5U));
+    b->ctx.lifetime = (uint8_t)(1U + sim_below(w, 3U));
+    if (b->ctx.operation >= (uint16_t)PBX_IPC_OPERATION_ENTRY_METADATA_READ) {
+        b->ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
+        b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    }
+    b->ctx.mode =
+        sim_chance(w, 700U) ? PBX_IPC_MODE_INSTALL : PBX_IPC_MODE_RUNTIME_REPLY;
+    b->ctx.urgency = sim_chance(w, 600U) ? PBX_IPC_URGENCY_ROUTINE
+                                         : PBX_IPC_URGENCY_EXCEPTIONAL;
+    b->ctx.entry.len = 8U;
+    memcpy(b->ctx.entry.bytes, "/bin/app", 8U);
+    if (b->ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL) {
+        b->target.process_id = 500U + c;
+        b->target.process_gen = 1U + sim_below(w, 3U);
+        b->target.slot = 100U + sim_below(w, 50U);
+    }
+    b->label.len = (uint16_t)sim_below(w, 12U);
+    memset(b->label.bytes, 'L', b->label.len);
+}
+
+/* Records the shadow of a request the core accepted. */
+static void sim_begin_accept(sim_world *w, uint32_t c, pbx_ipc_id id,
+                             uint32_t dest, const pbx_ipc_begin *b,
+                             const uint8_t *sel)
+{
+    if (id.index >= SIM_REQ_MAX || w->reqs[id.index].live != 0U) {
+        sim_fail(w, "BEGIN returned request %u/%u that is already live",
+                 id.index, id.gen);
+        return;
+    }
+    sim_req *s = &w->reqs[id.index];
+    if (s->gen != 0U && s->gen == id.gen) {
+        sim_fail(w,
+                 "invariant 8: request slot %u reused without a "
+                 "generation bump (gen %u)",
+                 id.index, id.gen);
+        return;
+    }
+    if (dest < SIM_TFIRST || dest >= SIM_SLOTS ||
+        w->slots[dest].reserved == 0U || w->slots[dest].res_owner != SIM_NIL) {
+        sim_fail(w, "BEGIN destination %u is not a fresh reservation", dest);
+        return;
+    }
+    memset(s, 0, sizeof(*s));
+    s->live = 1U;
+    s->gen = id.gen;
+    s->client = c;
+    s->begin = *b;
+    memcpy(s->selector, sel, b->selector_len);
+    s->dest = dest;
+    s->grant = SIM_NIL;
+    w->slots[dest].res_owner = id.index;
+    w->stat_begun++;
+}
+
+void sim_client_begin(sim_world *w, uint32_t c)
+{
+    static uint8_t sel[SIM_SEL_MAX];
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_begin b;
+    size_t n = 0;
+    sim_begin_ctx(w, c, &b);
+    b.selector_len = sim_chance(w, 40U) ? 1U + sim_below(w, SIM_SEL_MAX)
+                                        : 1U + sim_below(w, 120U);
+    for (uint32_t i = 0; i < b.selector_len; i++) {
+        sel[i] = (uint8_t)sim_rand(w);
+    }
+    (void)pbx_sha2_digest(sel, b.selector_len, b.selector_digest);
+    if (sim_fault_fires(w, SIM_F_CLIENT)) {
+        b.selector_digest[0] ^= 1U; /* COMMIT must refuse this digest */
+    }
+    if (pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) != PBX_OK) {
+        sim_fail(w, "sim: BEGIN encode failed");
+        return;
+    }
+    const pbx_core_out *o = sim_public(w, SIM_BADGE(c), buf, n, NULL, 0, 0);
+    pbx_ipc_frame f;
+    pbx_ipc_begin_reply br;
+    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+        return;
+    }
+    if (pbx_ipc_frame_decode(o->frame, o->len, 0U, &f) != PBX_OK ||
+        pbx_ipc_begin_reply_decode(&f, &br) != PBX_OK) {
+        sim_fail(w, "BEGIN reply does not decode");
+        return;
+    }
+    sim_begin_accept(w, c, f.request, br.dest_slot, &b, sel);
+}
+
+void sim_client_selector(sim_world *w, uint32_t i)
+{
+    sim_req *s = &w->reqs[i];
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    uint32_t left = s->begin.selector_len - s->sent;
+    uint32_t len = 1U + sim_below(w, PBX_IPC_SELECTOR_CHUNK_BYTES_MAX);
+    pbx_ipc_selector q = {s->sent, len < left ? len : left,
+                          s->selector + s->sent};
+    pbx_ipc_id id = {i, s->gen};
+    size_t n = 0;
+    if (left == 0U ||
+        pbx_ipc_selector_encode(id, &q, buf, sizeof(buf), &n) != PBX_OK) {
+        return;
+    }
+    const pbx_core_out *o =
+        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0, 0);
+    if (o != NULL && sim_reply_status(o, NULL) == 0U) {
+        s->sent += q.len;
+    }
+}

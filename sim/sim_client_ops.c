@@ -1,0 +1,233 @@
+/*
+ * sim_client_ops.c: COMMIT, DECISION, CANCEL, CONSUME, EXPIRE and the
+ * invalid public operations, each with the check of what the core may
+ * answer given the shadow state.
+ */
+#include "sim/sim_client.h"
+
+#include "sha2/pbx_sha2.h"
+
+#include <string.h>
+
+void sim_client_commit(sim_world *w, uint32_t i)
+{
+    sim_req *s = &w->reqs[i];
+    uint8_t buf[64];
+    size_t n = 0;
+    pbx_ipc_commit q = {s->dest};
+    pbx_ipc_id id = {i, s->gen};
+    sim_cap scope = sim_cap_mint(w, SIM_ROLE_SCOPE, i, s->gen, 0);
+    uint32_t want = s->dest;
+    bool bad = false;
+    if (sim_fault_fires(w, SIM_F_CLIENT)) {
+        bad = true;
+        if (sim_chance(w, 512U)) {
+            scope.rights |= PBX_CAPABI_RIGHT_GRANT;
+        } else {
+            want = SIM_NIL;
+        }
+    }
+    if (pbx_ipc_commit_encode(id, &q, buf, sizeof(buf), &n) != PBX_OK) {
+        return;
+    }
+    uint8_t digest[32];
+    (void)pbx_sha2_digest(s->selector, s->begin.selector_len, digest);
+    bool good_digest = memcmp(digest, s->begin.selector_digest, 32U) == 0;
+    const pbx_core_out *o =
+        sim_public(w, SIM_BADGE(s->client), buf, n, &scope, 1U, want);
+    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+        return;
+    }
+    if (bad || !good_digest || s->sent != s->begin.selector_len) {
+        sim_fail(w,
+                 "invariant 1: COMMIT of request %u/%u accepted a wrong "
+                 "receipt, destination or digest",
+                 i, s->gen);
+        return;
+    }
+    s->committed = 1U;
+    s->scope_cap = scope.id;
+}
+
+/* Checks the capability a terminal DECISION reply transfers. */
+static void sim_decision_caps(sim_world *w, uint32_t i, const pbx_core_out *o,
+                              const pbx_ipc_decision *d)
+{
+    const sim_req *s = &w->reqs[i];
+    bool alias = d->outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED &&
+                 d->mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY;
+    if (!alias) {
+        if (o->transfer_slot != PBX_CORE_SLOT_NONE) {
+            sim_fail(w, "invariant 6: outcome %u reply carries a capability",
+                     d->outcome);
+        }
+        return;
+    }
+    if (o->transfer_slot >= SIM_SLOTS) {
+        sim_fail(w, "invariant 6: runtime APPROVED reply carries no alias");
+        return;
+    }
+    const sim_cap *c = &w->slots[o->transfer_slot].cap;
+    if (c->role != SIM_ROLE_ALIAS || c->owner != i || c->owner_gen != s->gen ||
+        c->object != s->object.id) {
+        sim_fail(w,
+                 "invariant 6: runtime APPROVED reply exports slot %u "
+                 "which is not this request's alias",
+                 o->transfer_slot);
+    }
+}
+
+/* Delivers (or fails to deliver) a terminal reply and reports it. */
+static void sim_decision_deliver(sim_world *w, uint32_t i,
+                                 const pbx_core_out *o,
+                                 const pbx_ipc_decision *d)
+{
+    sim_req *s = &w->reqs[i];
+    bool ok = !sim_fault_fires(w, SIM_F_DELIVERY);
+    uint32_t token = o->token;
+    uint32_t gen = o->token_generation;
+    if (token != i || gen != s->gen) {
+        sim_fail(w, "terminal reply of %u/%u carries token %u/%u", i, s->gen,
+                 token, gen);
+        return;
+    }
+    if (ok && o->transfer_slot != PBX_CORE_SLOT_NONE) {
+        sim_slot_take(w, o->transfer_slot);
+    }
+    sim_event_add(w, SIM_EV_DELIVER, i, gen, ok ? 1U : 0U, d->outcome);
+    s->delivered += ok ? 1U : 0U;
+    pbx_err err = pbx_core_on_reply_delivered(w->core, token, gen, ok);
+    sim_after_core(w, PBX_CORE_LANES);
+    if (err != PBX_OK) {
+        if (w->permanent == 0U) {
+            sim_fail(w, "reply delivery report refused: %s", pbx_err_name(err));
+        }
+        return;
+    }
+    if (s->delivered > 1U) {
+        sim_fail(w, "invariant 10: decision of %u/%u delivered twice", i,
+                 s->gen);
+    }
+    if (ok && d->outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED &&
+        d->grant.index < SIM_GRANT_MAX) {
+        s->approved = d->grant;
+        w->grants[d->grant.index].client_knows = 1U;
+    }
+}
+
+void sim_client_decision(sim_world *w, uint32_t i)
+{
+    sim_req *s = &w->reqs[i];
+    uint8_t buf[64];
+    size_t n = 0;
+    pbx_ipc_id id = {i, s->gen};
+    if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
+        PBX_OK) {
+        return;
+    }
+    const pbx_core_out *o =
+        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0U, 0U);
+    pbx_ipc_frame f;
+    pbx_ipc_decision d;
+    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+        return;
+    }
+    uint16_t caps = o->transfer_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
+    if (pbx_ipc_frame_decode(o->frame, o->len, caps, &f) != PBX_OK ||
+        pbx_ipc_decision_reply_decode(&f, &d) != PBX_OK) {
+        sim_fail(w, "DECISION reply does not decode (caps %u)", caps);
+        return;
+    }
+    sim_decision_caps(w, i, o, &d);
+    if (d.outcome == (uint8_t)PBX_IPC_OUTCOME_PENDING) {
+        return;
+    }
+    if (s->outcome != 0U && s->outcome != d.outcome) {
+        sim_fail(w, "decision of %u/%u changed from %u to %u", i, s->gen,
+                 s->outcome, d.outcome);
+    }
+    s->outcome = d.outcome;
+    sim_check_terminal(w, i, "decision");
+    sim_check_outcome(w, i, &d);
+    sim_decision_deliver(w, i, o, &d);
+}
+
+/* Whether the core would accept a cancel of request i right now. */
+static bool sim_core_cancellable(const sim_world *w, uint32_t i)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    if (r->link.live == 0U) {
+        return false;
+    }
+    if (pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
+                          (pbx_core_state)r->link.state,
+                          PBX_CORE_EV_CANCEL) != SIZE_MAX) {
+        return true;
+    }
+    return r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+           r->grant != PBX_CORE_NIL &&
+           sim_core_grant(w, r->grant)->link.state ==
+               (uint16_t)PBX_CORE_ST_LIVE;
+}
+
+/* Finds the one cancellable request a correlation names; SIM_NIL when
+ * none or several. */
+static uint32_t sim_correlate(const sim_world *w, const sim_req *s)
+{
+    uint32_t found = SIM_NIL;
+    uint32_t count = 0;
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    for (uint32_t j = 0; j < cap && j < SIM_REQ_MAX; j++) {
+        const sim_req *t = &w->reqs[j];
+        if (t->live != 0U && t->client == s->client &&
+            t->begin.ctx.job_id == s->begin.ctx.job_id &&
+            t->begin.ctx.job_gen == s->begin.ctx.job_gen &&
+            sim_core_cancellable(w, j)) {
+            found = j;
+            count++;
+        }
+    }
+    return count == 1U ? found : SIM_NIL;
+}
+
+void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
+{
+    sim_req *s = &w->reqs[i];
+    uint8_t buf[64];
+    size_t n = 0;
+    pbx_ipc_cancel q;
+    memset(&q, 0, sizeof(q));
+    q.by_correlation = correlate;
+    if (correlate) {
+        q.job_id = s->begin.ctx.job_id;
+        q.session = s->begin.ctx.session;
+        q.job_gen = s->begin.ctx.job_gen;
+    } else {
+        q.request.index = i;
+        q.request.gen = s->gen;
+    }
+    uint32_t target = correlate ? sim_correlate(w, s) : i;
+    bool inflight =
+        target != SIM_NIL && sim_core_cancellable(w, target) &&
+        pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
+                          (pbx_core_state)sim_core_req(w, target)->link.state,
+                          PBX_CORE_EV_CANCEL) != SIZE_MAX;
+    if (pbx_ipc_cancel_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
+        return;
+    }
+    const pbx_core_out *o =
+        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0U, 0U);
+    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+        return;
+    }
+    if (target == SIM_NIL) {
+        sim_fail(w, "invariant 8: generation-zero cancel acted without one "
+                    "unambiguous live correlation");
+        return;
+    }
+    if (inflight) {
+        w->reqs[target].cancel_ok = 1U;
+    } else if (w->reqs[target].grant < SIM_GRANT_MAX) {
+        w->grants[w->reqs[target].grant].ending = 1U;
+    }
+}

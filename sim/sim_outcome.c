@@ -1,0 +1,317 @@
+/*
+ * sim_outcome.c: the evidence every outcome needs, the quiescence checks
+ * and the transition coverage inferred from the core's record states.
+ */
+#include "sim/sim.h"
+
+#include <string.h>
+
+/* APPROVED needs the ACTIVE acknowledgement and an authorisation. */
+static void sim_check_approved(sim_world *w, uint32_t i,
+                               const pbx_ipc_decision *d)
+{
+    const sim_req *s = &w->reqs[i];
+    const pbx_ipc_context *c = &s->begin.ctx;
+    const sim_grant *gr =
+        d->grant.index < SIM_GRANT_MAX ? &w->grants[d->grant.index] : NULL;
+    if (gr == NULL || gr->gen != d->grant.gen || gr->req != i ||
+        gr->was_active == 0U) {
+        sim_fail(w,
+                 "invariant 6: APPROVED for %u/%u (grant %u/%u) before "
+                 "ttyd acknowledged its ACTIVE row",
+                 i, s->gen, d->grant.index, d->grant.gen);
+        return;
+    }
+    bool routine = c->urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE;
+    if (!(routine && s->policy_allow != 0U) && s->user_approved == 0U) {
+        sim_fail(w, "invariant 4: %s request %u/%u APPROVED without %s",
+                 routine ? "routine" : "exceptional", i, s->gen,
+                 routine ? "ALLOW or user approval" : "the user's approval");
+        return;
+    }
+    if (pbx_ipc_admission_check(c->operation, c->object_class, c->lifetime) !=
+        PBX_OK) {
+        sim_fail(w, "invariant 5: inadmissible grant shape approved");
+        return;
+    }
+    if (d->mode != c->mode || (c->mode == (uint8_t)PBX_IPC_MODE_INSTALL &&
+                               d->installed_slot != gr->installed_slot)) {
+        sim_fail(w, "APPROVED reply mode or installed slot differs");
+    }
+    w->stat_approved++;
+}
+
+void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
+{
+    const sim_req *s = &w->reqs[i];
+    if (d->outcome != (uint8_t)PBX_IPC_OUTCOME_CANCELLED &&
+        s->cancel_ok != 0U) {
+        sim_fail(w, "request %u/%u was cancelled in flight but decided %u", i,
+                 s->gen, d->outcome);
+        return;
+    }
+    switch (d->outcome) {
+    case PBX_IPC_OUTCOME_APPROVED:
+        sim_check_approved(w, i, d);
+        break;
+    case PBX_IPC_OUTCOME_NOT_FOUND:
+        if (s->nf_evidence == 0U) {
+            sim_fail(w,
+                     "invariant 7: NOT_FOUND for %u/%u without an exact "
+                     "scoped vfsd NOT_FOUND",
+                     i, s->gen);
+        }
+        w->stat_notfound++;
+        break;
+    case PBX_IPC_OUTCOME_CANCELLED:
+        if (s->cancel_ok == 0U) {
+            sim_fail(w, "CANCELLED for %u/%u that nobody cancelled", i, s->gen);
+        }
+        w->stat_cancelled++;
+        break;
+    case PBX_IPC_OUTCOME_DENIED:
+        w->stat_denied++;
+        break;
+    default:
+        sim_fail(w, "unknown outcome %u", d->outcome);
+        break;
+    }
+}
+
+/* Every pool is back to all-free; every queue empty. */
+static void sim_check_pools_free(sim_world *w)
+{
+    const pbx_core_ctx *c = w->core;
+    for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
+        if (p == (size_t)PBX_BOOTSTRAP_POOL_SELECTOR_BYTES) {
+            continue;
+        }
+        if (c->pools[p].free_count != c->pools[p].capacity) {
+            sim_fail(w, "quiescence: pool %s holds %u records",
+                     pbx_bootstrap_pool_name((pbx_bootstrap_pool)p),
+                     c->pools[p].capacity - c->pools[p].free_count);
+            return;
+        }
+    }
+    if (c->chunk_free_count != c->chunk_count) {
+        sim_fail(w, "quiescence: %u selector chunks still held",
+                 c->chunk_count - c->chunk_free_count);
+    }
+    for (size_t q = 0; q < (size_t)PBX_CORE_Q_COUNT; q++) {
+        if (c->queues[q].count != 0U) {
+            sim_fail(w, "quiescence: queue %zu holds %u records", q,
+                     c->queues[q].count);
+            return;
+        }
+    }
+}
+
+void sim_check_quiescent(sim_world *w)
+{
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const sim_req *s = &w->reqs[i];
+        if (s->live != 0U) {
+            const pbx_core_request *r = sim_core_req(w, i);
+            sim_fail(w,
+                     "quiescence: request %u/%u never finished (core state "
+                     "%s, outcome %u, delivered %u, woken %u)",
+                     i, s->gen,
+                     pbx_core_state_name((pbx_core_state)r->link.state),
+                     r->outcome, s->delivered, s->wakes);
+            return;
+        }
+    }
+    for (uint32_t g = 0; g < SIM_GRANT_MAX; g++) {
+        const sim_grant *gr = &w->grants[g];
+        if ((gr->state != (uint32_t)SIM_G_NONE &&
+             gr->state != (uint32_t)SIM_G_RETIRED) ||
+            gr->procd_live != 0U) {
+            sim_fail(w,
+                     "quiescence: grant %u/%u not revoked and retired "
+                     "(shadow state %u, procd %u)",
+                     g, gr->gen, gr->state, gr->procd_live);
+            return;
+        }
+    }
+    sim_check_pools_free(w);
+    if (w->occupied != 0U || pbx_core_held_caps(w->core) != 0U) {
+        sim_fail(w, "quiescence: %u capabilities still held", w->occupied);
+    }
+    for (uint32_t s = SIM_TFIRST; s < SIM_SLOTS; s++) {
+        if (w->slots[s].reserved != 0U) {
+            sim_fail(w, "quiescence: destination %u still reserved", s);
+            return;
+        }
+    }
+}
+
+/* Marks the table row (machine, from, event) reached. */
+static void sim_cover(sim_world *w, pbx_core_machine m, uint32_t from,
+                      pbx_core_event ev, uint32_t to)
+{
+    size_t row = pbx_core_fsm_find(m, (pbx_core_state)from, ev);
+    size_t n = 0;
+    const pbx_core_transition *t = pbx_core_fsm_table(&n);
+    if (row == SIZE_MAX || t[row].to != to) {
+        sim_fail(w, "fsm: %s %s -> %s is no row of the transition table",
+                 m == PBX_CORE_MACHINE_REQUEST ? "request" : "grant",
+                 pbx_core_state_name((pbx_core_state)from),
+                 pbx_core_state_name((pbx_core_state)to));
+        return;
+    }
+    if (row < SIM_ROW_MAX) {
+        w->coverage[row]++;
+    }
+}
+
+/* Infers the event of a request move from what is now visible. */
+static pbx_core_event sim_req_event(const sim_world *w, uint32_t i,
+                                    uint32_t from, uint32_t to)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    if (to == (uint32_t)PBX_CORE_ST_RELEASE) {
+        switch (r->outcome) {
+        case PBX_IPC_OUTCOME_APPROVED:
+            return PBX_CORE_EV_ACTIVE_ACK;
+        case PBX_IPC_OUTCOME_NOT_FOUND:
+            return PBX_CORE_EV_NOT_FOUND;
+        case PBX_IPC_OUTCOME_CANCELLED:
+            return PBX_CORE_EV_CANCEL;
+        default:
+            return PBX_CORE_EV_DENY;
+        }
+    }
+    static const uint8_t ev_to[PBX_CORE_ST_COUNT] = {
+        [PBX_CORE_ST_RESOLVE] = PBX_CORE_EV_COMMIT,
+        [PBX_CORE_ST_POLICY] = PBX_CORE_EV_RESOLVED,
+        [PBX_CORE_ST_PROMPT] = PBX_CORE_EV_PROMPT,
+        [PBX_CORE_ST_INSTALL] = PBX_CORE_EV_ALLOW,
+        [PBX_CORE_ST_DETACH] = PBX_CORE_EV_INSTALLED,
+        [PBX_CORE_ST_ACTIVATE] = PBX_CORE_EV_DETACHED,
+        [PBX_CORE_ST_NOTIFY] = PBX_CORE_EV_RELEASED,
+        [PBX_CORE_ST_DECIDED] = PBX_CORE_EV_WOKEN,
+        [PBX_CORE_ST_DELIVERED] = PBX_CORE_EV_DELIVERED,
+    };
+    if (to == (uint32_t)PBX_CORE_ST_FREE) {
+        return from == (uint32_t)PBX_CORE_ST_DECIDED ? PBX_CORE_EV_DELIVERED
+                                                     : PBX_CORE_EV_WOKEN;
+    }
+    if (to == (uint32_t)PBX_CORE_ST_OPEN) {
+        return from == (uint32_t)PBX_CORE_ST_OPEN ? PBX_CORE_EV_SELECTOR
+                                                  : PBX_CORE_EV_BEGIN;
+    }
+    if (to == from && to == (uint32_t)PBX_CORE_ST_PROMPT) {
+        return PBX_CORE_EV_RETRY;
+    }
+    return (pbx_core_event)ev_to[to < (uint32_t)PBX_CORE_ST_COUNT ? to : 0U];
+}
+
+/* Infers the event of a grant move. */
+static pbx_core_event sim_grant_event(uint32_t to, uint32_t lane)
+{
+    switch (to) {
+    case PBX_CORE_ST_LIVE:
+        return PBX_CORE_EV_INSTALLED;
+    case PBX_CORE_ST_REMOVE:
+        return PBX_CORE_EV_REVOKED;
+    case PBX_CORE_ST_RETIRE:
+        return PBX_CORE_EV_REMOVED;
+    case PBX_CORE_ST_FREE:
+        return PBX_CORE_EV_RETIRED;
+    default:
+        return lane == PBX_CORE_LANES - 1U ? PBX_CORE_EV_EXPIRE
+                                           : PBX_CORE_EV_CANCEL;
+    }
+}
+
+/* Reads the request aux word: selector bytes and prompt retries. */
+static uint32_t sim_req_aux(const sim_world *w, uint32_t i)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_PROMPTS];
+    uint32_t retries = 0;
+    if (r->link.live != 0U && r->prompt < p->capacity) {
+        const pbx_core_prompt *pr =
+            (const pbx_core_prompt *)(const void *)(w->core->arena +
+                                                    p->offset_bytes +
+                                                    (size_t)r->prompt *
+                                                        p->record_size_bytes);
+        retries = pr->retries;
+    }
+    return r->selector_received_bytes ^ (retries << 16);
+}
+
+/* Notes the move of request i since the last snapshot. */
+static void sim_note_req(sim_world *w, uint32_t i)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    uint32_t *snap = w->snap_req[i];
+    uint32_t live = r->link.live;
+    uint32_t gen = r->link.generation;
+    uint32_t st = live != 0U ? r->link.state : (uint32_t)PBX_CORE_ST_FREE;
+    uint32_t aux = sim_req_aux(w, i);
+    if (snap[0] != 0U && (snap[1] != gen || live == 0U) &&
+        snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
+        uint32_t from = snap[2];
+        sim_cover(w, PBX_CORE_MACHINE_REQUEST, from,
+                  sim_req_event(w, i, from, PBX_CORE_ST_FREE),
+                  PBX_CORE_ST_FREE);
+        snap[0] = 0U;
+    }
+    if (live != 0U && (snap[0] == 0U || snap[1] != gen)) {
+        sim_cover(w, PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_FREE,
+                  PBX_CORE_EV_BEGIN, PBX_CORE_ST_OPEN);
+        snap[2] = PBX_CORE_ST_OPEN;
+        snap[3] = 0U;
+    }
+    if (live != 0U && (snap[2] != st || snap[3] != aux)) {
+        sim_cover(w, PBX_CORE_MACHINE_REQUEST, snap[2],
+                  sim_req_event(w, i, snap[2], st), st);
+    }
+    snap[0] = live;
+    snap[1] = gen;
+    snap[2] = st;
+    snap[3] = aux;
+}
+
+/* Notes the move of grant g since the last snapshot. */
+static void sim_note_grant(sim_world *w, uint32_t g, uint32_t lane)
+{
+    const pbx_core_grant *cg = sim_core_grant(w, g);
+    uint32_t *snap = w->snap_grant[g];
+    uint32_t st =
+        cg->link.live != 0U ? cg->link.state : (uint32_t)PBX_CORE_ST_FREE;
+    uint32_t gen = cg->link.generation;
+    if (st != (uint32_t)PBX_CORE_ST_FREE && w->grants[g].gen == gen) {
+        w->grants[g].core_seen = 1U;
+    }
+    if (snap[1] != gen) {
+        if (snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
+            sim_cover(w, PBX_CORE_MACHINE_GRANT, snap[2],
+                      sim_grant_event(PBX_CORE_ST_FREE, lane),
+                      PBX_CORE_ST_FREE);
+        }
+        snap[2] = PBX_CORE_ST_FREE;
+    }
+    if (snap[2] != st) {
+        pbx_core_event ev = sim_grant_event(st, lane);
+        if (st == (uint32_t)PBX_CORE_ST_REVOKE && w->cause != 0U) {
+            ev = (pbx_core_event)(w->cause - 1U);
+        }
+        sim_cover(w, PBX_CORE_MACHINE_GRANT, snap[2], ev, st);
+    }
+    snap[1] = gen;
+    snap[2] = st;
+}
+
+void sim_coverage_note(sim_world *w, uint32_t lane)
+{
+    uint32_t rcap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
+    for (uint32_t i = 0; i < rcap && i < SIM_REQ_MAX; i++) {
+        sim_note_req(w, i);
+    }
+    for (uint32_t g = 0; g < gcap && g < SIM_GRANT_MAX; g++) {
+        sim_note_grant(w, g, lane);
+    }
+}

@@ -1,0 +1,61 @@
+/*
+ * sim_peers.h: helpers shared by the simulated peers (vfsd, ttyd, procd,
+ * launchd). Internal to sim/.
+ */
+#ifndef PBX_SIM_PEERS_H
+#define PBX_SIM_PEERS_H
+
+#include "sim/sim.h"
+
+/** sim_reply is one peer reply being built: bytes and receipts. */
+typedef struct sim_reply {
+    /** Reply frame bytes. */
+    uint8_t bytes[PBX_IPC_FRAME_BYTES_MAX];
+    /** Bytes in use. */
+    size_t len;
+    /** Receipts that travel with the reply. */
+    sim_cap caps[PBX_CORE_RECV_SLOTS_MAX];
+    /** Receipts in use. */
+    size_t ncaps;
+} sim_reply;
+
+/** sim_ctx_equal compares two request contexts field by field. */
+bool sim_ctx_equal(const pbx_ipc_context *a, const pbx_ipc_context *b);
+
+/** sim_live_req returns the shadow of live request id, or NULL (a
+ * violation, reported as seen by who). */
+sim_req *sim_live_req(sim_world *w, pbx_ipc_id id, const char *who);
+
+/** sim_final decodes the delivered reply r as the exact status-zero reply
+ * of op for id; *f borrows r. */
+bool sim_final(const sim_reply *r, uint16_t op, pbx_ipc_id id,
+               pbx_ipc_frame *f);
+
+/** sim_vfsd_resolve answers RESOLVE through the request's scope. */
+bool sim_vfsd_resolve(sim_world *w, const pbx_ipc_frame *f,
+                      const pbx_core_call *c, sim_reply *r);
+/** sim_vfsd_detach takes powerboxd's own object copy back. */
+bool sim_vfsd_detach(sim_world *w, const pbx_ipc_frame *f,
+                     const pbx_core_call *c, sim_reply *r);
+/** sim_vfsd_retire answers the full-identity retirement of a grant. */
+bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/** sim_vfsd_resolve_evidence records an exact NOT_FOUND as delivered. */
+void sim_vfsd_resolve_evidence(sim_world *w, const pbx_ipc_frame *f,
+                               const sim_reply *r);
+/** sim_vfsd_retire_evidence records an exact RETIRE ack as delivered. */
+void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
+                              const sim_reply *r);
+/** sim_ttyd_policy answers a session POLICY question. */
+bool sim_ttyd_policy(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/** sim_ttyd_prompt answers a trusted PROMPT (RETRY or an answer). */
+bool sim_ttyd_prompt(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/** sim_ttyd_view acknowledges an ACTIVE or REMOVE grant row. */
+bool sim_ttyd_view(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/** sim_ttyd_evidence records exact ALLOW, APPROVE and VIEW acks. */
+void sim_ttyd_evidence(sim_world *w, const pbx_ipc_frame *f,
+                       const sim_reply *r);
+/** sim_procd_install installs the object copy and returns a handle. */
+bool sim_procd_install(sim_world *w, const pbx_ipc_frame *f,
+                       const pbx_core_call *c, sim_reply *r);
+
+#endif /* PBX_SIM_PEERS_H */

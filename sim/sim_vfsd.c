@@ -1,0 +1,216 @@
+/*
+ * sim_vfsd.c: the simulated vfsd. RESOLVE must arrive through the exact
+ * scope the request committed and bind its operation, class and selector;
+ * the answer is FOUND (with a SEND-only object receipt), an exact or
+ * inexact NOT_FOUND, or DENIED. DETACH must give back exactly the request's
+ * object copy; RETIRE must come after REMOVE and name the full identity.
+ */
+#include "sim/sim_peers.h"
+
+#include <string.h>
+
+/* Checks RESOLVE q against request s and the scope it went through. */
+static bool sim_resolve_bind(sim_world *w, const sim_req *s,
+                             const pbx_ipc_resolve *q, const pbx_core_call *c)
+{
+    const sim_cap *scope = &w->slots[c->via_slot].cap;
+    if (scope->id != s->scope_cap) {
+        sim_fail(w,
+                 "invariant 3: RESOLVE went through scope cap %llu, the "
+                 "request committed %llu",
+                 (unsigned long long)scope->id,
+                 (unsigned long long)s->scope_cap);
+        return false;
+    }
+    if (q->operation != s->begin.ctx.operation ||
+        q->object_class != s->begin.ctx.object_class ||
+        q->selector_len != s->begin.selector_len ||
+        memcmp(q->selector, s->selector, q->selector_len) != 0 ||
+        memcmp(q->selector_digest, s->begin.selector_digest, 32U) != 0) {
+        sim_fail(w, "invariant 3: RESOLVE does not bind the request's "
+                    "operation, class and selector");
+        return false;
+    }
+    return true;
+}
+
+/* An echo fault: one field of the binding is wrong. */
+static void sim_resolve_echo_fault(sim_world *w, pbx_ipc_resolve_reply *rr,
+                                   pbx_ipc_id *id)
+{
+    switch (sim_below(w, 4U)) {
+    case 0:
+        rr->object_class = (uint16_t)(rr->object_class % 5U + 1U);
+        break;
+    case 1:
+        rr->operation = (uint16_t)(rr->operation % 4U + 1U);
+        break;
+    case 2:
+        rr->selector_digest[sim_below(w, 32U)] ^= 0x40U;
+        break;
+    default:
+        id->gen++;
+        break;
+    }
+}
+
+bool sim_vfsd_resolve(sim_world *w, const pbx_ipc_frame *f,
+                      const pbx_core_call *c, sim_reply *r)
+{
+    pbx_ipc_resolve q;
+    if (pbx_ipc_resolve_decode(f, &q) != PBX_OK) {
+        sim_fail(w, "vfsd: undecodable RESOLVE");
+        return false;
+    }
+    sim_req *s = sim_live_req(w, f->request, "vfsd");
+    if (s == NULL || !sim_resolve_bind(w, s, &q, c)) {
+        return false;
+    }
+    pbx_ipc_resolve_reply rr;
+    memset(&rr, 0, sizeof(rr));
+    rr.operation = q.operation;
+    memcpy(rr.selector_digest, q.selector_digest, 32U);
+    uint32_t roll = sim_below(w, 100U);
+    if (roll < 70U) {
+        rr.result = PBX_IPC_RESOLVE_FOUND;
+        rr.object_class = q.object_class;
+        rr.object.id = ++w->next_object;
+        rr.object.gen = 1U + sim_below(w, 7U);
+        rr.scope_id = 0x5C0000000000ULL + s->scope_cap;
+        s->object = rr.object;
+        s->scope_ident = rr.scope_id;
+        r->caps[0] = sim_cap_mint(w, SIM_ROLE_OBJECT, f->request.index,
+                                  f->request.gen, rr.object.id);
+        if (sim_fault_fires(w, SIM_F_BADCAP)) {
+            r->caps[0].rights |= PBX_CAPABI_RIGHT_GRANT;
+        }
+        r->ncaps = 1U;
+    } else if (roll < 88U) {
+        rr.result = PBX_IPC_RESOLVE_NOT_FOUND;
+        rr.object_class =
+            roll < 82U ? q.object_class : (uint16_t)(q.object_class % 5U + 1U);
+    } else {
+        rr.result = PBX_IPC_RESOLVE_DENIED;
+    }
+    pbx_ipc_id id = f->request;
+    if (sim_fault_fires(w, SIM_F_ECHO)) {
+        sim_resolve_echo_fault(w, &rr, &id);
+    }
+    return pbx_ipc_resolve_reply_encode(id, &rr, r->bytes, sizeof(r->bytes),
+                                        &r->len) == PBX_OK;
+}
+
+void sim_vfsd_resolve_evidence(sim_world *w, const pbx_ipc_frame *f,
+                               const sim_reply *r)
+{
+    sim_req *s = &w->reqs[f->request.index];
+    pbx_ipc_frame d;
+    pbx_ipc_resolve_reply rr;
+    s->nf_evidence = 0U;
+    if (sim_final(r, PBX_IPC_OP_RESOLVE, f->request, &d) &&
+        pbx_ipc_resolve_reply_decode(&d, &rr) == PBX_OK &&
+        rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND &&
+        rr.object_class == s->begin.ctx.object_class &&
+        rr.operation == s->begin.ctx.operation &&
+        memcmp(rr.selector_digest, s->begin.selector_digest, 32U) == 0) {
+        s->nf_evidence = 1U;
+    }
+}
+
+bool sim_vfsd_detach(sim_world *w, const pbx_ipc_frame *f,
+                     const pbx_core_call *c, sim_reply *r)
+{
+    pbx_ipc_detach q;
+    if (pbx_ipc_detach_decode(f, &q) != PBX_OK) {
+        sim_fail(w, "vfsd: undecodable DETACH");
+        return false;
+    }
+    sim_req *s = sim_live_req(w, f->request, "vfsd detach");
+    if (s == NULL) {
+        return false;
+    }
+    const sim_cap *o = &w->slots[c->send_slot].cap;
+    if (c->send_copy || o->role != SIM_ROLE_OBJECT ||
+        o->owner != f->request.index || o->owner_gen != f->request.gen ||
+        q.object.id != s->object.id || q.object.gen != s->object.gen ||
+        o->object != s->object.id) {
+        sim_fail(w, "vfsd: DETACH does not give back exactly the request's "
+                    "object copy");
+        return false;
+    }
+    pbx_ipc_id id = f->request;
+    if (sim_fault_fires(w, SIM_F_ECHO)) {
+        q.object.gen++;
+    }
+    return pbx_ipc_detach_reply_encode(id, &q, r->bytes, sizeof(r->bytes),
+                                       &r->len) == PBX_OK;
+}
+
+/* Checks a RETIRE against grant g's shadow: order and full identity. */
+static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
+                             const pbx_ipc_retire *q)
+{
+    uint32_t g = f->request.index;
+    if (g >= SIM_GRANT_MAX || w->grants[g].gen != f->request.gen ||
+        w->grants[g].state == (uint32_t)SIM_G_NONE) {
+        sim_fail(w,
+                 "invariant 8: RETIRE names grant %u/%u that no peer "
+                 "installed",
+                 g, f->request.gen);
+        return false;
+    }
+    const sim_grant *gr = &w->grants[g];
+    if (gr->state != (uint32_t)SIM_G_REMOVED &&
+        gr->state != (uint32_t)SIM_G_RETIRED) {
+        sim_fail(w,
+                 "invariant 9: RETIRE of grant %u/%u before its REMOVE "
+                 "was acknowledged",
+                 g, f->request.gen);
+        return false;
+    }
+    if (q->object.id != gr->object.id || q->object.gen != gr->object.gen ||
+        q->scope_id != gr->scope_ident ||
+        q->object_class != gr->ctx.object_class) {
+        sim_fail(w, "invariant 9: RETIRE does not name the grant's full "
+                    "identity");
+        return false;
+    }
+    return true;
+}
+
+bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
+{
+    pbx_ipc_retire q;
+    if (pbx_ipc_retire_decode(f, &q) != PBX_OK) {
+        sim_fail(w, "vfsd: undecodable RETIRE");
+        return false;
+    }
+    if (!sim_retire_check(w, f, &q)) {
+        return false;
+    }
+    pbx_ipc_id id = f->request;
+    if (sim_fault_fires(w, SIM_F_ECHO)) {
+        if (sim_chance(w, 512U)) {
+            q.scope_id++;
+        } else {
+            id.gen++;
+        }
+    }
+    return pbx_ipc_retire_reply_encode(id, &q, r->bytes, sizeof(r->bytes),
+                                       &r->len) == PBX_OK;
+}
+
+void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
+                              const sim_reply *r)
+{
+    sim_grant *gr = &w->grants[f->request.index];
+    pbx_ipc_frame d;
+    pbx_ipc_retire ack;
+    if (sim_final(r, PBX_IPC_OP_RETIRE, f->request, &d) &&
+        pbx_ipc_retire_reply_decode(&d, &ack) == PBX_OK &&
+        ack.object.id == gr->object.id && ack.object.gen == gr->object.gen &&
+        ack.scope_id == gr->scope_ident &&
+        ack.object_class == gr->ctx.object_class) {
+        gr->state = SIM_G_RETIRED;
+    }
+}

@@ -1,0 +1,285 @@
+/*
+ * sim_world.c: one seed from boot to quiescence. The seed picks the pool
+ * capacities (small, so pools fill), its own fault mix, and whether boot
+ * first meets a corrupt PBX1; then the faulty phase interleaves core steps,
+ * client operations and route readiness; then faults heal and the world
+ * runs until idle, where the quiescence invariants are checked.
+ */
+#include "sim/sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Rounds of the healed drive to quiescence before it counts as stuck. */
+#define SIM_QUIESCE_ROUNDS 3000U
+
+void sim_after_core(sim_world *w, uint32_t lane)
+{
+    sim_coverage_note(w, lane);
+    sim_check_step(w);
+}
+
+/* Picks this seed's fault mix from the allowed set. */
+static void sim_pick_faults(sim_world *w)
+{
+    static const uint32_t rates[] = {4U, 16U, 64U, 160U};
+    for (uint32_t f = 0; f < (uint32_t)SIM_F_COUNT; f++) {
+        bool on = (w->opts->faults & (1U << f)) != 0U && sim_chance(w, 600U);
+        w->rate[f] = on ? rates[sim_below(w, 4U)] : 0U;
+    }
+    /* Permanent faults end a run early: keep them rare. */
+    w->rate[SIM_F_DEL_PERM] =
+        w->rate[SIM_F_DEL_PERM] != 0U && sim_chance(w, 200U) ? 1U : 0U;
+    w->rate[SIM_F_WAKE_FAIL] =
+        w->rate[SIM_F_WAKE_FAIL] != 0U && sim_chance(w, 200U) ? 1U : 0U;
+    w->nth = w->rate[SIM_F_NTH] != 0U
+                 ? 1U + sim_below(w, (uint32_t)(w->opts->steps * 2U + 1U))
+                 : 0U;
+}
+
+/* Fills a small geometry for this seed. */
+static void sim_geometry(sim_world *w, pbx_bootstrap_geometry *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g->layout);
+    uint32_t req = 1U + sim_below(w, SIM_REQ_MAX);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g->capacity[i] = 1U + sim_below(w, req + 1U);
+    }
+    g->capacity[PBX_BOOTSTRAP_POOL_REQUESTS] = req;
+    g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] = 1U + sim_below(w, SIM_GRANT_MAX);
+    g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        3U + sim_below(w, 3U * req + 8U);
+    g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
+        PBX_CORE_SELECTOR_CHUNK_BYTES * (2U + sim_below(w, 80U));
+    (void)pbx_bootstrap_pages_compute(g, &g->arena_page_count);
+}
+
+/* Parses, derives and initialises from rec; true when the core is ready. */
+static bool sim_boot_from(sim_world *w, const uint8_t *rec, int arena_delta)
+{
+    pbx_bootstrap_geometry g;
+    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_capabi_layout slots;
+    pbx_core_pool_layouts(want);
+    memset(w->core, 0, sizeof(*w->core));
+    if (pbx_bootstrap_parse(rec, PBX_BOOTSTRAP_RECORD_BYTES, &g) != PBX_OK ||
+        pbx_bootstrap_layout_derive(&g, want, &w->layout) != PBX_OK ||
+        pbx_capabi_layout_init(&slots, SIM_TFIRST, SIM_TCOUNT) != PBX_OK) {
+        return false;
+    }
+    free(w->arena);
+    w->arena_len = w->layout.arena_bytes;
+    w->arena = aligned_alloc(4096U, w->arena_len);
+    if (w->arena == NULL) {
+        return false;
+    }
+    size_t len = (size_t)((ptrdiff_t)w->arena_len + arena_delta);
+    return pbx_core_init(w->core, &w->layout, w->arena, len, &slots,
+                         sim_kernel_ops(), w) == PBX_OK;
+}
+
+/* Corrupts a good PBX1 record one of four ways; returns the arena delta. */
+static int sim_corrupt(sim_world *w, pbx_bootstrap_geometry *g, uint8_t *rec)
+{
+    switch (sim_below(w, 4U)) {
+    case 0: {
+        uint32_t bit = sim_below(w, PBX_BOOTSTRAP_RECORD_BYTES * 8U);
+        rec[bit / 8U] ^= (uint8_t)(1U << (bit % 8U));
+        return 0;
+    }
+    case 1:
+        g->layout[sim_below(w, PBX_BOOTSTRAP_POOL_COUNT)].record_size_bytes +=
+            8U;
+        break;
+    case 2:
+        g->arena_page_count += 1U;
+        break;
+    default:
+        return -4096;
+    }
+    (void)pbx_bootstrap_encode(g, rec, PBX_BOOTSTRAP_RECORD_BYTES);
+    return 0;
+}
+
+/* Boots the core; a corrupt PBX1 must be refused before readiness. */
+static bool sim_boot(sim_world *w)
+{
+    pbx_bootstrap_geometry g;
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
+    sim_geometry(w, &g);
+    if (pbx_bootstrap_encode(&g, rec, sizeof(rec)) != PBX_OK) {
+        sim_fail(w, "sim: PBX1 encode failed");
+        return false;
+    }
+    sim_kernel_boot(w);
+    if (sim_fault_fires(w, SIM_F_PBX1)) {
+        uint8_t bad[PBX_BOOTSTRAP_RECORD_BYTES];
+        pbx_bootstrap_geometry bg = g;
+        memcpy(bad, rec, sizeof(bad));
+        int delta = sim_corrupt(w, &bg, bad);
+        if (sim_boot_from(w, bad, delta) || w->core->ready != 0U) {
+            sim_fail(w, "a corrupt PBX1 reached readiness");
+            return false;
+        }
+        pbx_core_out out;
+        if (pbx_core_on_public(w->core, 0x100U, rec, 8U, NULL, 0U, &out) !=
+            PBX_E_CORE_NOT_READY) {
+            sim_fail(w, "a refused core answered a public frame");
+            return false;
+        }
+    }
+    if (!sim_boot_from(w, rec, 0)) {
+        sim_fail(w, "boot from a good PBX1 failed");
+        return false;
+    }
+    sim_event_add(w, SIM_EV_BOOT, g.capacity[0], g.capacity[2], g.capacity[7],
+                  g.capacity[1]);
+    return true;
+}
+
+/* The runtime learns which parked routes became writable. */
+static void sim_tick(sim_world *w, bool all)
+{
+    for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
+        sim_route_state *rt = &w->routes[r];
+        if (rt->dirty != 0U && w->step >= rt->busy_until &&
+            (all || sim_chance(w, 400U))) {
+            rt->dirty = 0U;
+            sim_event_add(w, SIM_EV_READY, r, 0, 0, 0);
+            pbx_core_on_route_ready(w->core, (pbx_core_route)r);
+        }
+    }
+}
+
+/* One core step; false after a fail-stop. */
+static bool sim_core_step(sim_world *w, bool *progressed)
+{
+    w->cause = 0U;
+    pbx_err err = pbx_core_step(w->core, progressed);
+    uint32_t lane = (w->core->lane + PBX_CORE_LANES - 1U) % PBX_CORE_LANES;
+    sim_event_add(w, SIM_EV_STEP, *progressed ? 1U : 0U, lane, err, 0);
+    sim_after_core(w, *progressed ? lane : PBX_CORE_LANES);
+    if (err != PBX_OK) {
+        if (w->permanent == 0U) {
+            sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",
+                     pbx_err_name(err), (int)pbx_core_exit_status(w->core));
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Whether the world is idle: no live request, grant or held capability. */
+static bool sim_idle(const sim_world *w)
+{
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        if (w->reqs[i].live != 0U) {
+            return false;
+        }
+    }
+    for (uint32_t g = 0; g < SIM_GRANT_MAX; g++) {
+        uint32_t st = w->grants[g].state;
+        if (st != (uint32_t)SIM_G_NONE && st != (uint32_t)SIM_G_RETIRED) {
+            return false;
+        }
+    }
+    return w->occupied == 0U && w->core->expire_active == 0U;
+}
+
+/* The faulty phase; false when the run ended (violation or fail-stop). */
+static bool sim_faulty(sim_world *w)
+{
+    for (w->step = 1; w->step <= w->opts->steps; w->step++) {
+        sim_tick(w, false);
+        uint32_t roll = sim_below(w, 100U);
+        bool progressed = false;
+        if (roll < 50U) {
+            if (!sim_core_step(w, &progressed)) {
+                return false;
+            }
+        } else {
+            sim_client_act(w);
+        }
+        if (w->violation[0] != '\0' || w->core->ready == 0U) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Heals every fault and drives the world until idle. */
+static void sim_quiesce(sim_world *w)
+{
+    w->healed = 1U;
+    sim_event_add(w, SIM_EV_HEAL, 0, 0, 0, 0);
+    for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
+        w->routes[r].busy_until = 0U;
+        w->routes[r].dirty = 1U;
+    }
+    for (uint32_t round = 0; round < SIM_QUIESCE_ROUNDS; round++) {
+        w->step++;
+        sim_tick(w, true);
+        sim_client_quiesce(w);
+        bool progressed = true;
+        for (uint32_t n = 0; n < 256U && progressed; n++) {
+            if (!sim_core_step(w, &progressed)) {
+                return;
+            }
+        }
+        if (w->violation[0] != '\0' || sim_idle(w)) {
+            break;
+        }
+    }
+    if (w->violation[0] == '\0') {
+        sim_check_quiescent(w);
+    }
+}
+
+int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
+            uint64_t *hash_out)
+{
+    static sim_world world;
+    static pbx_core_ctx core;
+    sim_world *w = &world;
+    free(w->arena);
+    memset(w, 0, sizeof(*w));
+    w->opts = opts;
+    w->seed = seed;
+    w->core = &core;
+    w->coverage = coverage;
+    w->hash = 0xCBF29CE484222325ULL;
+    sim_rng_seed(w, seed);
+    sim_pick_faults(w);
+    if (sim_boot(w) && sim_faulty(w)) {
+        sim_quiesce(w);
+    }
+    *hash_out = w->hash;
+    if (w->violation[0] == '\0') {
+        if (opts->verbose != 0U) {
+            (void)printf(
+                "seed %llu ok: %llu begun, %llu approved, %llu "
+                "denied, %llu cancelled, %llu not-found%s\n",
+                (unsigned long long)seed, (unsigned long long)w->stat_begun,
+                (unsigned long long)w->stat_approved,
+                (unsigned long long)w->stat_denied,
+                (unsigned long long)w->stat_cancelled,
+                (unsigned long long)w->stat_notfound,
+                w->permanent != 0U ? " (permanent fault: fail-stop)" : "");
+        }
+        return 0;
+    }
+    (void)printf("FAIL seed %llu step %llu: %s\n", (unsigned long long)seed,
+                 (unsigned long long)w->step, w->violation);
+    (void)printf("  faults:");
+    for (uint32_t f = 0; f < (uint32_t)SIM_F_COUNT; f++) {
+        if (w->rate[f] != 0U) {
+            (void)printf(" %s", sim_fault_name((sim_fault)f));
+        }
+    }
+    (void)printf("\n  last events:\n");
+    sim_events_print(w, stdout);
+    return 1;
+}
