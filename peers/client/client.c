@@ -1,0 +1,379 @@
+/*
+ * client.c: pbx-client, a caller of powerboxd's public endpoint. It runs
+ * BEGIN, the SELECTOR chunks and COMMIT (transferring the scope
+ * descriptor), then asks for the DECISION; it also sends CANCEL and
+ * CONSUME. Output is key=value lines. See docs/HOST.md.
+ *
+ *   pbx-client request (--public PATH | --public-fd N)
+ *       (--scope PATH | --scope-fd N) --selector S --op OP --class CLASS
+ *       --lifetime L [--mode install|runtime-reply] [--urgency U]
+ *       [--job ID:GEN] [--session N] [--realm N] [--entry TEXT]
+ *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
+ *   pbx-client cancel (--public ...) (--request I:G | --job ID:GEN
+ *       --session N)
+ *   pbx-client consume (--public ...) --grant I:G
+ *
+ * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
+ * 1 a protocol or transport failure, 2 a usage error.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "sha2/pbx_sha2.h"
+
+#define CLIENT_TIMEOUT_MS 10000
+
+/* Everything the command line said. */
+typedef struct client_opts {
+    int public_fd;
+    int scope_fd;
+    const char *selector;
+    uint64_t wait_ms;
+    uint64_t session;
+    uint64_t realm;
+    uint64_t job_id;
+    uint64_t job_gen;
+    uint64_t pid;
+    uint64_t pgen;
+    uint64_t slot;
+    uint64_t a;
+    uint64_t b;
+    uint32_t op;
+    uint32_t cls;
+    uint32_t lifetime;
+    uint32_t mode;
+    uint32_t urgency;
+    const char *entry;
+    const char *label;
+    bool have_pair;
+} client_opts;
+
+static pbx_peer_msg g_reply;
+static uint8_t g_buf[PBX_IPC_FRAME_BYTES_MAX];
+
+/* Calls powerboxd; returns the decoded reply or NULL with a message. */
+static const pbx_ipc_frame *client_call(int fd, size_t n, int cap,
+                                        const char *what)
+{
+    int r = pbx_peer_io_call(fd, g_buf, n, cap, &g_reply, CLIENT_TIMEOUT_MS);
+    if (r != 0) {
+        pbx_peer_log("pbx-client", "%s: %s", what,
+                     r == 1 ? "powerboxd closed the connection"
+                            : strerror(errno));
+        return NULL;
+    }
+    if (g_reply.err != PBX_OK) {
+        pbx_peer_log("pbx-client", "%s: malformed reply: %s", what,
+                     pbx_err_text(g_reply.err));
+        return NULL;
+    }
+    if (g_reply.frame.status != 0U) {
+        pbx_peer_log("pbx-client", "%s refused: %s (0x%04x)", what,
+                     pbx_peer_status_text(g_reply.frame.status),
+                     g_reply.frame.status);
+        pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
+        return NULL;
+    }
+    return &g_reply.frame;
+}
+
+/* Fills the BEGIN record from the options. */
+static bool client_begin_rec(const client_opts *o, pbx_ipc_begin *b)
+{
+    memset(b, 0, sizeof(*b));
+    size_t sl = strlen(o->selector);
+    size_t el = strlen(o->entry);
+    size_t ll = strlen(o->label);
+    if (sl == 0U || sl > PBX_IPC_SELECTOR_LEN_BYTES_MAX || el == 0U ||
+        el > PBX_IPC_ENTRY_LEN_BYTES_MAX || ll > PBX_IPC_LABEL_LEN_BYTES_MAX) {
+        pbx_peer_log("pbx-client", "selector, entry or label length invalid");
+        return false;
+    }
+    b->ctx.session = o->session;
+    b->ctx.job_id = o->job_id;
+    b->ctx.job_gen = (uint32_t)o->job_gen;
+    b->ctx.realm = (uint32_t)o->realm;
+    b->ctx.operation = (uint16_t)o->op;
+    b->ctx.object_class = (uint16_t)o->cls;
+    b->ctx.lifetime = (uint8_t)o->lifetime;
+    b->ctx.mode = (uint8_t)o->mode;
+    b->ctx.urgency = (uint8_t)o->urgency;
+    b->ctx.entry.len = (uint16_t)el;
+    memcpy(b->ctx.entry.bytes, o->entry, el);
+    b->label.len = (uint16_t)ll;
+    memcpy(b->label.bytes, o->label, ll);
+    if (o->mode == PBX_IPC_MODE_INSTALL) {
+        b->target.process_id = o->pid;
+        b->target.process_gen = (uint32_t)o->pgen;
+        b->target.slot = (uint32_t)o->slot;
+    }
+    b->selector_len = (uint32_t)sl;
+    return pbx_sha2_digest((const uint8_t *)o->selector, sl,
+                           b->selector_digest) == PBX_OK;
+}
+
+/* Streams the selector in chunks at exact offsets. */
+static bool client_selector(int fd, pbx_ipc_id id, const char *sel)
+{
+    size_t len = strlen(sel);
+    for (size_t off = 0; off < len; off += PBX_IPC_SELECTOR_CHUNK_BYTES_MAX) {
+        size_t n = len - off;
+        n = n < PBX_IPC_SELECTOR_CHUNK_BYTES_MAX
+                ? n
+                : PBX_IPC_SELECTOR_CHUNK_BYTES_MAX;
+        pbx_ipc_selector c = {(uint32_t)off, (uint32_t)n,
+                              (const uint8_t *)sel + off};
+        size_t fl = 0;
+        if (pbx_ipc_selector_encode(id, &c, g_buf, sizeof(g_buf), &fl) !=
+                PBX_OK ||
+            client_call(fd, fl, -1, "SELECTOR") == NULL ||
+            pbx_ipc_empty_decode(&g_reply.frame,
+                                 PBX_IPC_OP_SELECTOR | PBX_IPC_REPLY_BIT) !=
+                PBX_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Prints a DECISION and maps it to the exit status. */
+static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
+{
+    printf("request=%u.%u\noutcome=%s\n", id.index, id.gen,
+           pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d->outcome));
+    if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
+        return 3;
+    }
+    printf("mode=%s\ngrant=%u.%u\nslot=%u\n",
+           pbx_peer_name_of(PBX_PEER_NAMES_MODE, d->mode), d->grant.index,
+           d->grant.gen, d->installed_slot);
+    if (g_reply.nfds == 1U) {
+        printf("alias_inode=%llu\n",
+               (unsigned long long)pbx_peer_io_inode(g_reply.fds[0]));
+    }
+    pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
+    return 0;
+}
+
+/* Asks for the DECISION until it is no longer PENDING (bounded). */
+static int client_decision(int fd, pbx_ipc_id id, uint64_t wait_ms)
+{
+    for (uint64_t waited = 0; waited <= wait_ms; waited += 50U) {
+        size_t n = 0;
+        pbx_ipc_decision d;
+        if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, g_buf, sizeof(g_buf),
+                                 &n) != PBX_OK ||
+            client_call(fd, n, -1, "DECISION") == NULL ||
+            pbx_ipc_decision_reply_decode(&g_reply.frame, &d) != PBX_OK) {
+            pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
+            return 1;
+        }
+        if (d.outcome != PBX_IPC_OUTCOME_PENDING) {
+            return client_report(&d, id);
+        }
+        struct timespec ts = {0, 50L * 1000L * 1000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    printf("outcome=pending\n");
+    pbx_peer_log("pbx-client", "no decision within %llu ms",
+                 (unsigned long long)wait_ms);
+    return 1;
+}
+
+/* request: BEGIN, SELECTOR chunks, COMMIT with the scope, DECISION. */
+static int client_request(const client_opts *o)
+{
+    static pbx_ipc_begin b;
+    size_t n = 0;
+    pbx_ipc_begin_reply br;
+    if (o->scope_fd < 0 || o->selector == NULL || !client_begin_rec(o, &b)) {
+        pbx_peer_log("pbx-client", "request needs --scope and --selector");
+        return 2;
+    }
+    if (pbx_ipc_begin_encode(&b, g_buf, sizeof(g_buf), &n) != PBX_OK) {
+        pbx_peer_log("pbx-client", "BEGIN is not admissible (check op, "
+                                   "class, lifetime, mode and target)");
+        return 2;
+    }
+    if (client_call(o->public_fd, n, -1, "BEGIN") == NULL ||
+        pbx_ipc_begin_reply_decode(&g_reply.frame, &br) != PBX_OK) {
+        return 1;
+    }
+    pbx_ipc_id id = g_reply.frame.request;
+    printf("request=%u.%u\ndest_slot=%u\n", id.index, id.gen, br.dest_slot);
+    if (!client_selector(o->public_fd, id, o->selector)) {
+        return 1;
+    }
+    pbx_ipc_commit c = {br.dest_slot};
+    if (pbx_ipc_commit_encode(id, &c, g_buf, sizeof(g_buf), &n) != PBX_OK ||
+        client_call(o->public_fd, n, o->scope_fd, "COMMIT") == NULL ||
+        pbx_ipc_empty_decode(&g_reply.frame,
+                             PBX_IPC_OP_COMMIT | PBX_IPC_REPLY_BIT) != PBX_OK) {
+        return 1;
+    }
+    (void)fflush(stdout);
+    return client_decision(o->public_fd, id, o->wait_ms);
+}
+
+/* cancel (exact request, or job and session correlation) and consume. */
+static int client_simple(const client_opts *o, bool cancel)
+{
+    size_t n = 0;
+    pbx_err e = PBX_OK;
+    uint16_t op = cancel ? PBX_IPC_OP_CANCEL : PBX_IPC_OP_CONSUME;
+    if (cancel) {
+        pbx_ipc_cancel c;
+        memset(&c, 0, sizeof(c));
+        c.by_correlation = !o->have_pair;
+        c.request.index = (uint32_t)o->a;
+        c.request.gen = (uint32_t)o->b;
+        c.job_id = o->have_pair ? 0U : o->job_id;
+        c.job_gen = o->have_pair ? 0U : (uint32_t)o->job_gen;
+        c.session = o->have_pair ? 0U : o->session;
+        e = pbx_ipc_cancel_encode(&c, g_buf, sizeof(g_buf), &n);
+    } else {
+        pbx_ipc_consume c = {{(uint32_t)o->a, (uint32_t)o->b}};
+        e = pbx_ipc_consume_encode(&c, g_buf, sizeof(g_buf), &n);
+    }
+    if (e != PBX_OK) {
+        pbx_peer_log("pbx-client", "invalid %s: %s",
+                     cancel ? "cancel" : "consume", pbx_err_text(e));
+        return 2;
+    }
+    if (client_call(o->public_fd, n, -1, cancel ? "CANCEL" : "CONSUME") ==
+            NULL ||
+        pbx_ipc_empty_decode(&g_reply.frame, op | PBX_IPC_REPLY_BIT) !=
+            PBX_OK) {
+        return 1;
+    }
+    printf("%s=accepted\n", cancel ? "cancel" : "consume");
+    return 0;
+}
+
+/* Parses one name-valued option; returns false when it is not known. */
+static bool client_named(client_opts *o, const char *k, const char *v, bool *ok)
+{
+    static const struct {
+        const char *key;
+        pbx_peer_name_kind kind;
+        size_t off;
+    } named[] = {
+        {"--op", PBX_PEER_NAMES_OPERATION, offsetof(client_opts, op)},
+        {"--class", PBX_PEER_NAMES_CLASS, offsetof(client_opts, cls)},
+        {"--lifetime", PBX_PEER_NAMES_LIFETIME,
+         offsetof(client_opts, lifetime)},
+        {"--mode", PBX_PEER_NAMES_MODE, offsetof(client_opts, mode)},
+        {"--urgency", PBX_PEER_NAMES_URGENCY, offsetof(client_opts, urgency)},
+    };
+    for (size_t i = 0; i < PBX_ARRAY_LEN(named); i++) {
+        if (strcmp(k, named[i].key) == 0) {
+            uint32_t *dst = (uint32_t *)(void *)((char *)o + named[i].off);
+            *ok = pbx_peer_name_parse(named[i].kind, v, dst);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Parses one option pair; false with a message when it is invalid. */
+static bool client_option(client_opts *o, const char *k, const char *v)
+{
+    bool ok = true;
+    if (client_named(o, k, v, &ok)) {
+    } else if (strcmp(k, "--public") == 0 || strcmp(k, "--scope") == 0) {
+        int fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
+        *(strcmp(k, "--public") == 0 ? &o->public_fd : &o->scope_fd) = fd;
+        ok = fd >= 0;
+    } else if (strcmp(k, "--public-fd") == 0 || strcmp(k, "--scope-fd") == 0) {
+        int fd = pbx_peer_io_fd_arg(v);
+        *(strcmp(k, "--public-fd") == 0 ? &o->public_fd : &o->scope_fd) = fd;
+        ok = fd >= 0;
+    } else if (strcmp(k, "--selector") == 0) {
+        o->selector = v;
+    } else if (strcmp(k, "--entry") == 0 || strcmp(k, "--label") == 0) {
+        *(strcmp(k, "--entry") == 0 ? &o->entry : &o->label) = v;
+    } else if (strcmp(k, "--job") == 0) {
+        ok = pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &o->job_id,
+                                 &o->job_gen);
+    } else if (strcmp(k, "--target") == 0) {
+        ok = pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &o->pid, &o->pgen);
+    } else if (strcmp(k, "--request") == 0 || strcmp(k, "--grant") == 0) {
+        ok = pbx_peer_parse_pair(v, UINT32_MAX, UINT32_MAX, &o->a, &o->b);
+        o->have_pair = true;
+    } else if (strcmp(k, "--session") == 0) {
+        ok = pbx_peer_parse_u64(v, UINT64_MAX, &o->session);
+    } else if (strcmp(k, "--realm") == 0 || strcmp(k, "--slot") == 0) {
+        ok = pbx_peer_parse_u64(
+            v, UINT32_MAX, strcmp(k, "--realm") == 0 ? &o->realm : &o->slot);
+    } else if (strcmp(k, "--ready-fd") == 0) {
+        int fd = pbx_peer_io_fd_arg(v);
+        pbx_peer_io_ready(fd);
+        ok = fd >= 0;
+    } else if (strcmp(k, "--wait-ms") == 0) {
+        ok = pbx_peer_parse_u64(v, 3600000U, &o->wait_ms);
+    } else {
+        pbx_peer_log("pbx-client", "unknown option '%s'", k);
+        return false;
+    }
+    if (!ok) {
+        pbx_peer_log("pbx-client", "invalid %s '%s'%s%s", k, v,
+                     errno != 0 ? ": " : "", errno != 0 ? strerror(errno) : "");
+    }
+    return ok;
+}
+
+/* Sets the defaults: a routine one-shot install request of job 1.1. */
+static void client_defaults(client_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->public_fd = -1;
+    o->scope_fd = -1;
+    o->wait_ms = CLIENT_TIMEOUT_MS;
+    o->job_id = 1;
+    o->job_gen = 1;
+    o->session = 1;
+    o->mode = PBX_IPC_MODE_INSTALL;
+    o->urgency = PBX_IPC_URGENCY_ROUTINE;
+    o->lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    o->entry = "/bin/pbx-client";
+    o->label = "";
+}
+
+int main(int argc, char **argv)
+{
+    static client_opts o;
+    client_defaults(&o);
+    const char *cmd = argc > 1 ? argv[1] : "";
+    bool ok = argc >= 2 && (argc % 2) == 0;
+    for (int i = 2; ok && i + 1 < argc; i += 2) {
+        errno = 0;
+        ok = client_option(&o, argv[i], argv[i + 1]);
+    }
+    if (ok && o.public_fd < 0) {
+        pbx_peer_log("pbx-client", "need --public PATH or --public-fd N");
+        ok = false;
+    }
+    if (!ok) {
+        pbx_peer_log("pbx-client", "usage: pbx-client request|cancel|consume "
+                                   "--public PATH ... (see docs/HOST.md)");
+        return 2;
+    }
+    int rc = 2;
+    if (strcmp(cmd, "request") == 0) {
+        rc = client_request(&o);
+    } else if (strcmp(cmd, "cancel") == 0 || strcmp(cmd, "consume") == 0) {
+        rc = client_simple(&o, strcmp(cmd, "cancel") == 0);
+    } else {
+        pbx_peer_log("pbx-client", "unknown command '%s'", cmd);
+    }
+    (void)fflush(stdout);
+    return rc;
+}
