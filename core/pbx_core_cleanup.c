@@ -60,6 +60,9 @@ static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
         d->grant = r->grant;
         d->grant_generation = g->link.generation;
         d->installed_slot = g->installed_slot;
+        /* From here on consumption, expiry and cancellation end the grant
+         * itself; before, they end it through this request. */
+        g->flags |= PBX_CORE_GRANT_F_APPROVED;
     }
     n->decision = r->decision;
     n->decision_generation = i;
@@ -341,11 +344,12 @@ static void pbx_core_expire_step(pbx_core_ctx *ctx)
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     bool kind_ok = ctx->expire.kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
                    gr->ctx.ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION;
+    /* Every live grant of the job ends, including one whose approval is
+     * not yet published: it must never be published past its expiry. */
     if (gr->link.live != 0U && gr->link.state == (uint16_t)PBX_CORE_ST_LIVE &&
-        (gr->flags & PBX_CORE_GRANT_F_APPROVED) != 0U && kind_ok &&
-        gr->ctx.ctx.job_id == ctx->expire.job_id &&
+        kind_ok && gr->ctx.ctx.job_id == ctx->expire.job_id &&
         gr->ctx.ctx.job_gen == ctx->expire.job_gen) {
-        pbx_core_grant_end(ctx, g, PBX_CORE_EV_EXPIRE);
+        pbx_core_grant_stop(ctx, g, PBX_CORE_EV_EXPIRE);
     }
 }
 

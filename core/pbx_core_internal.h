@@ -147,6 +147,14 @@ void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,
 void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index,
                         pbx_core_event event);
 
+/**
+ * pbx_core_grant_stop ends live grant g for event (consume, expire or
+ * cancel). A published grant ends at once; one whose approval is not yet
+ * published ends through its request, whose decision becomes CANCELLED,
+ * so an ended grant is never reported approved.
+ */
+void pbx_core_grant_stop(pbx_core_ctx *ctx, uint32_t g, pbx_core_event event);
+
 /** pbx_core_id returns the ipc identity of a live record. */
 pbx_ipc_id pbx_core_id(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
                        uint32_t index);

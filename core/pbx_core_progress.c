@@ -279,6 +279,7 @@ static bool pbx_core_install_judge(pbx_core_ctx *ctx, uint32_t i,
         pbx_ipc_install_reply_decode(&f, &ir) != PBX_OK ||
         ir.handle_kind != (uint8_t)PBX_IPC_HANDLE_MANAGE_ONLY ||
         ir.grant.index != gid.index || ir.grant.gen != gid.gen ||
+        ir.installed_slot != r->ctx.target.slot ||
         ir.target_process_id != r->ctx.target.process_id ||
         ir.target_process_gen != r->ctx.target.process_gen ||
         !pbx_core_receipt_ok(ctx, c->recv_slots[0],
@@ -448,8 +449,8 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
         pbx_core_deny(ctx, i);
         return PBX_OK;
     }
-    /* Only now, with the ACTIVE row acknowledged, may approval show. */
-    pbx_core_grant_at(ctx, r->grant)->flags |= PBX_CORE_GRANT_F_APPROVED;
+    /* Only now, with the ACTIVE row acknowledged, may approval be
+     * decided; it becomes visible when release publishes it. */
     pbx_core_req_terminate(ctx, i, PBX_CORE_EV_ACTIVE_ACK,
                            PBX_IPC_OUTCOME_APPROVED);
     return PBX_OK;

@@ -356,6 +356,7 @@ static bool pbx_core_cancellable(const pbx_core_ctx *ctx, uint32_t i)
         SIZE_MAX) {
         return true;
     }
+    /* Approved (published or not) with the grant still live. */
     return r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
            r->grant != PBX_CORE_NIL &&
            pbx_core_grant_at(ctx, r->grant)->link.state ==
@@ -374,12 +375,13 @@ static void pbx_core_cancel_apply(pbx_core_ctx *ctx, uint32_t i)
                                PBX_IPC_OUTCOME_CANCELLED);
         return;
     }
-    pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
+    pbx_core_grant_stop(ctx, r->grant, PBX_CORE_EV_CANCEL);
 }
 
-/* Finds the one live, cancellable request of a job and session. The walk
- * is bounded by the request capacity and only runs for the rare
- * generation-zero recovery form. */
+/* Finds the one live, cancellable request of a job and session, counted
+ * across every caller so the correlation is globally unambiguous, and
+ * checks that it is the caller's own. The walk is bounded by the request
+ * capacity and only runs for the rare generation-zero recovery form. */
 static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
                                          const pbx_ipc_cancel *c,
                                          uint32_t badge, uint32_t *index)
@@ -388,8 +390,7 @@ static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
     for (uint32_t i = 0; i < cap; i++) {
         const pbx_core_request *r = pbx_core_req(ctx, i);
-        if (r->link.live != 0U && r->caller_badge == badge &&
-            r->ctx.ctx.job_id == c->job_id &&
+        if (r->link.live != 0U && r->ctx.ctx.job_id == c->job_id &&
             r->ctx.ctx.job_gen == c->job_gen &&
             r->ctx.ctx.session == c->session && pbx_core_cancellable(ctx, i)) {
             found++;
@@ -399,7 +400,12 @@ static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
     if (found == 0U) {
         return PBX_E_CORE_UNKNOWN;
     }
-    return found == 1U ? PBX_OK : PBX_E_CORE_AMBIGUOUS;
+    if (found != 1U) {
+        return PBX_E_CORE_AMBIGUOUS;
+    }
+    return pbx_core_req(ctx, *index)->caller_badge == badge
+               ? PBX_OK
+               : PBX_E_CORE_PARTITION;
 }
 
 static void pbx_core_on_cancel(pbx_core_ctx *ctx, const pbx_ipc_frame *f,

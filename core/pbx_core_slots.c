@@ -179,6 +179,61 @@ void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, index);
 }
 
+/* A published approval whose reply was not delivered yet would report a
+ * grant that no longer exists (and, in runtime-reply mode, an alias that
+ * cleanup deletes, so the reply could never be delivered and the request
+ * never retire): the retained decision becomes CANCELLED instead. */
+static void pbx_core_grant_unpublish(pbx_core_ctx *ctx, uint32_t g)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    if (i == PBX_CORE_NIL) {
+        return;
+    }
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    if (r->link.live == 0U || r->link.generation != gr->request_generation ||
+        (r->link.state != (uint16_t)PBX_CORE_ST_NOTIFY &&
+         r->link.state != (uint16_t)PBX_CORE_ST_DECIDED)) {
+        return;
+    }
+    pbx_core_decision *d = (pbx_core_decision *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
+    d->status = PBX_IPC_OUTCOME_CANCELLED;
+    d->grant = PBX_CORE_NIL;
+    d->grant_generation = 0U;
+    d->installed_slot = 0U;
+    r->outcome = PBX_IPC_OUTCOME_CANCELLED;
+    r->flags |= PBX_CORE_REQ_F_CANCELLED;
+}
+
+void pbx_core_grant_stop(pbx_core_ctx *ctx, uint32_t g, pbx_core_event event)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    if ((gr->flags & PBX_CORE_GRANT_F_APPROVED) != 0U) {
+        pbx_core_grant_unpublish(ctx, g);
+        pbx_core_grant_end(ctx, g, event);
+        return;
+    }
+    /* Not yet published: the grant's request is live and owns it. */
+    uint32_t i = gr->request;
+    PBX_ASSERT(i != PBX_CORE_NIL);
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    PBX_ASSERT(r->link.live != 0U &&
+               r->link.generation == gr->request_generation);
+    if (pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
+                          (pbx_core_state)r->link.state,
+                          PBX_CORE_EV_CANCEL) != SIZE_MAX) {
+        r->flags |= PBX_CORE_REQ_F_CANCELLED;
+        pbx_core_req_terminate(ctx, i, PBX_CORE_EV_CANCEL,
+                               PBX_IPC_OUTCOME_CANCELLED);
+    } else if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
+        /* Decided but unpublished: release ends the grant first and
+         * publishes CANCELLED instead. */
+        r->flags |= PBX_CORE_REQ_F_CANCELLED;
+        r->outcome = PBX_IPC_OUTCOME_CANCELLED;
+    }
+}
+
 pbx_ipc_id pbx_core_id(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
                        uint32_t index)
 {

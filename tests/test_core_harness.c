@@ -90,6 +90,9 @@ static pbx_core_delete th_op_delete(void *user, uint32_t slot)
 {
     th_h *h = user;
     pbx_core_delete d = PBX_CORE_DELETE_OK;
+    if (slot == h->hold_slot) {
+        return PBX_CORE_DELETE_TRANSIENT;
+    }
     if (h->dhead != h->dtail) {
         d = h->dels[h->dhead++ % TH_SCRIPT_MAX];
     }
@@ -340,8 +343,11 @@ static pbx_err th_ans_install(th_call *k)
     }
     r.target_process_id = q.target.process_id;
     r.target_process_gen = q.target.process_gen;
-    k->c->recv_slots[k->c->recv_count++] = th_receipt(
-        k->h, staging ? PBX_CAPABI_RIGHT_SEND : PBX_CAPABI_RIGHT_MANAGE);
+    uint32_t rights = staging ? PBX_CAPABI_RIGHT_SEND : PBX_CAPABI_RIGHT_MANAGE;
+    if ((k->s.mut & (uint32_t)TH_M_BAD_RIGHTS) != 0U) {
+        rights |= PBX_CAPABI_RIGHT_SEND;
+    }
+    k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
     th_surplus(k);
     return pbx_ipc_install_reply_encode(k->f.request, &r, k->c->reply,
                                         k->c->reply_cap, &k->n);
@@ -512,6 +518,8 @@ th_h *th_new(uint32_t n)
     h->arena = aligned_alloc(4096U, l.arena_bytes);
     PBX_REQUIRE(h->arena != NULL);
     h->deliver = true;
+    h->badge = TH_BADGE;
+    h->hold_slot = PBX_CORE_SLOT_NONE;
     PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
                               &th_ops, h) == PBX_OK);
     return h;
@@ -600,7 +608,7 @@ static uint32_t th_send(th_h *h, const uint8_t *frame, size_t len,
                         pbx_core_out *out)
 {
     pbx_err core = PBX_OK;
-    uint32_t st = th_public(h, TH_BADGE, frame, len, NULL, 0, &core, out);
+    uint32_t st = th_public(h, h->badge, frame, len, NULL, 0, &core, out);
     return core != PBX_OK ? (uint32_t)core : st;
 }
 
@@ -644,7 +652,7 @@ uint32_t th_commit(th_h *h, pbx_ipc_id id, uint32_t dest, uint32_t land)
     PBX_ASSERT(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &n) == PBX_OK);
     uint32_t slot = th_put_cap(h, land, PBX_CAPABI_KIND_ENDPOINT,
                                PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
-    uint32_t st = th_public(h, TH_BADGE, buf, n, &slot, 1, &core, &out);
+    uint32_t st = th_public(h, h->badge, buf, n, &slot, 1, &core, &out);
     return core != PBX_OK ? (uint32_t)core : st;
 }
 
@@ -751,6 +759,13 @@ uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
     PBX_ASSERT(pbx_ipc_expire_encode(&e, buf, sizeof(buf), &n) == PBX_OK);
     uint32_t st = th_public(h, badge, buf, n, NULL, 0, &core, &out);
     return core != PBX_OK ? (uint32_t)core : st;
+}
+
+bool th_step(th_h *h)
+{
+    bool progressed = false;
+    h->step_err = pbx_core_step(&h->core, &progressed);
+    return progressed;
 }
 
 uint32_t th_run(th_h *h)

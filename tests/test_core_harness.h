@@ -145,6 +145,10 @@ typedef struct th_h {
     uint32_t steps;
     /** When false, th_decision reports the reply as not delivered. */
     bool deliver;
+    /** Badge the client helpers send with (default TH_BADGE). */
+    uint32_t badge;
+    /** Deletions of this slot stay TRANSIENT, unlogged (or SLOT_NONE). */
+    uint32_t hold_slot;
     /** The effect trace. */
     char trace[TH_TRACE_MAX];
 } th_h;
@@ -207,6 +211,8 @@ uint32_t th_consume(th_h *h, pbx_ipc_id grant);
 /** th_expire sends EXPIRE with badge. */
 uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
                    uint32_t gen, uint64_t inv);
+/** th_step performs one pbx_core_step; returns whether it progressed. */
+bool th_step(th_h *h);
 /** th_run steps the core until idle (bounded); returns steps taken. */
 uint32_t th_run(th_h *h);
 

@@ -1,0 +1,308 @@
+/*
+ * test_core_lifetime.c: one-shot consumption, invocation and job expiry,
+ * exact and generation-zero cancellation, stale generations, and the
+ * terminal cleanup order (revoke, REMOVE, RETIRE) through scripted ops.
+ */
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Runs b to an approved, delivered decision; returns the grant id. */
+static pbx_ipc_id life_approve(th_h *h, const pbx_ipc_begin *b, pbx_ipc_id *req)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    if (req != NULL) {
+        *req = id;
+    }
+    th_clear_trace(h);
+    return d.grant;
+}
+
+PBX_TEST(core_consume_one_shot_revokes_removes_retires_in_order)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id req = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id g = life_approve(h, &b, &req);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    th_run(h);
+    /* procd's revocation handle first, then REMOVE, then RETIRE. */
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(h->last_view.kind, PBX_IPC_VIEW_REMOVE);
+    PBX_CHECK_EQ(h->last_view.grant.gen, g.gen);
+    PBX_CHECK(th_quiescent(h));
+    /* One-shot: a second consumption names nothing. */
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
+    /* Reuse bumps both generations: the old ids are stale. */
+    pbx_ipc_id req2 = {0, 0};
+    pbx_ipc_id g2 = life_approve(h, &b, &req2);
+    PBX_CHECK_EQ(g2.index, g.index);
+    PBX_CHECK(g2.gen != g.gen);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(req2.index, req.index);
+    PBX_CHECK_EQ(th_cancel(h, req), PBX_E_CORE_UNKNOWN);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(th_consume(h, g2), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_consume_refuses_other_lifetimes_and_waits_for_acks)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    pbx_ipc_id g = life_approve(h, &b, NULL);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_LIFETIME);
+    /* Job expiry ends it; REMOVE and RETIRE retry until exactly acked. */
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_BUSY, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_ECHO, 0);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen, 0),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view-:busy");
+    PBX_CHECK(th_conserved(h));
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    th_run(h);
+    TH_TRACE(h, "view- retire");
+    PBX_CHECK_EQ(th_run(h), 0U);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    th_run(h);
+    TH_TRACE(h, "retire");
+    PBX_CHECK(th_quiescent(h));
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen, 0),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "");
+    th_free(h);
+}
+
+PBX_TEST(core_expire_invocation_and_job_exactly)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    pbx_ipc_id gi = life_approve(h, &b, NULL);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    pbx_ipc_id gj = life_approve(h, &b, NULL);
+    PBX_CHECK(gi.index != gj.index);
+    /* Only launchd may expire. */
+    PBX_CHECK_EQ(th_expire(h, TH_BADGE, PBX_IPC_EXPIRE_JOB, b.ctx.job_id,
+                           b.ctx.job_gen, 0),
+                 PBX_E_CORE_PARTITION);
+    /* Another job generation touches nothing. */
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen + 1U, 0),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "");
+    /* Invocation expiry ends only the invocation grant. */
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 5U),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(h->last_view.grant.index, gi.index);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen, 0),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "del=67 view- retire");
+    PBX_CHECK_EQ(h->last_view.grant.index, gj.index);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_cancel_in_flight_and_before_commit)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    /* Before COMMIT: the empty reservation is proven empty, released. */
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 release=64 wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    /* Something sits in the reservation: deleted before release. */
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    (void)th_put_cap(h, dest, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+                     PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 del=64 release=64 wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    /* Waiting at the prompt: object back, scope gone, CANCELLED. */
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_STATE);
+    th_run(h);
+    TH_TRACE(h, "detach>65 del=64 release=64 wake");
+    /* Route-ready after the cancel finds nothing parked. */
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK(th_quiescent(h));
+    /* Stale generation: refused. */
+    pbx_ipc_id stale = {id.index, id.gen + 7U};
+    PBX_CHECK_EQ(th_cancel(h, stale), PBX_E_CORE_UNKNOWN);
+    th_free(h);
+}
+
+/* Opens b and leaves it parked at the trusted prompt. */
+static pbx_ipc_id life_parked(th_h *h, const pbx_ipc_begin *b)
+{
+    pbx_ipc_id id = {0, 0};
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
+    th_run(h);
+    th_clear_trace(h);
+    return id;
+}
+
+PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    uint64_t job = b.ctx.job_id;
+    uint32_t gen = b.ctx.job_gen;
+    uint64_t ses = b.ctx.session;
+    pbx_ipc_id a = life_parked(h, &b);
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses + 1U), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen + 1U, ses), PBX_E_CORE_UNKNOWN);
+    /* Two live correlations: ambiguous, and nothing changes. */
+    pbx_ipc_id c = life_parked(h, &b);
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_AMBIGUOUS);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(th_cancel(h, c), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(th_decision(h, c, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    th_clear_trace(h);
+    /* Another caller cannot use the correlation of this one. */
+    h->badge = TH_BADGE + 1U;
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_PARTITION);
+    h->badge = TH_BADGE;
+    /* Exactly one left: generation zero cancels it. */
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), 0U);
+    th_run(h);
+    TH_TRACE(h, "detach>65 del=64 release=64 wake");
+    PBX_CHECK_EQ(th_decision(h, a, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_cancel_after_lost_approval_reply)
+{
+    static const uint8_t modes[] = {PBX_IPC_MODE_INSTALL,
+                                    PBX_IPC_MODE_RUNTIME_REPLY};
+    for (size_t m = 0; m < PBX_ARRAY_LEN(modes); m++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        pbx_ipc_id id = {0, 0};
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.mode = modes[m];
+        if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
+            memset(&b.target, 0, sizeof(b.target));
+        }
+        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+        th_run(h);
+        h->deliver = false;
+        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+        th_clear_trace(h);
+        /* The approval was lost: generation zero finds the one grant. */
+        PBX_CHECK_EQ(
+            th_cancel_corr(h, b.ctx.job_id, b.ctx.job_gen, b.ctx.session), 0U);
+        th_run(h);
+        TH_TRACE(h, "del=66 view- retire");
+        /* The retained decision no longer reports a dead grant. */
+        h->deliver = true;
+        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        PBX_CHECK_EQ(d.grant.gen, 0U);
+        PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
+        PBX_CHECK(th_quiescent(h));
+        th_free(h);
+    }
+}
+
+PBX_TEST(core_expiry_or_cancel_before_publication_never_approves)
+{
+    for (int how = 0; how < 2; how++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        pbx_ipc_id id = {0, 0};
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+        /* Hold the scope deletion so the approval stays unpublished. */
+        h->hold_slot = TH_T_FIRST;
+        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+        th_run(h);
+        TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                    "detach>65 view+");
+        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+        if (how == 0) {
+            PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD,
+                                   PBX_IPC_EXPIRE_JOB, b.ctx.job_id,
+                                   b.ctx.job_gen, 0),
+                         0U);
+        } else {
+            PBX_CHECK_EQ(th_cancel(h, id), 0U);
+        }
+        h->hold_slot = PBX_CORE_SLOT_NONE;
+        th_run(h);
+        PBX_CHECK_EQ(h->step_err, PBX_OK);
+        TH_TRACE(h, "del=66 view- retire del=64 release=64 wake");
+        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        PBX_CHECK(th_quiescent(h));
+        th_free(h);
+    }
+}
