@@ -226,6 +226,9 @@ typedef struct sim_opts {
     uint64_t steps;
     /** Bit set of faults allowed (1 << sim_fault). */
     uint32_t faults;
+    /** Nonzero: receipts in the core's orphan lane still count as
+     * request-owned at decision time (--strict). */
+    uint32_t strict;
     /** Nonzero: print a line per seed. */
     uint32_t verbose;
 } sim_opts;
@@ -313,7 +316,8 @@ enum {
     SIM_EV_READY,
     SIM_EV_DELIVER,
     SIM_EV_FAULT,
-    SIM_EV_HEAL
+    SIM_EV_HEAL,
+    SIM_EV_CANCEL
 };
 
 /* ---- sim_rng.c ---------------------------------------------------------- */

@@ -142,7 +142,9 @@ void sim_client_decision(sim_world *w, uint32_t i)
     if (d.outcome == (uint8_t)PBX_IPC_OUTCOME_PENDING) {
         return;
     }
-    if (s->outcome != 0U && s->outcome != d.outcome) {
+    if (s->outcome != 0U && s->outcome != d.outcome &&
+        !(s->outcome == (uint32_t)PBX_IPC_OUTCOME_APPROVED &&
+          d.outcome == (uint8_t)PBX_IPC_OUTCOME_CANCELLED)) {
         sim_fail(w, "decision of %u/%u changed from %u to %u", i, s->gen,
                  s->outcome, d.outcome);
     }
@@ -215,6 +217,10 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
     if (pbx_ipc_cancel_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
+    sim_event_add(w, SIM_EV_CANCEL, target,
+                  target != SIM_NIL ? sim_core_req(w, target)->link.state : 0U,
+                  target != SIM_NIL ? sim_core_req(w, target)->outcome : 0U,
+                  inflight ? 1U : 0U);
     const pbx_core_out *o =
         sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0U, 0U);
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {

@@ -150,6 +150,8 @@ static bool sim_parse(int argc, char **argv, sim_cli *cli)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-v") == 0) {
             cli->opts.verbose = 1U;
+        } else if (strcmp(a, "--strict") == 0) {
+            cli->opts.strict = 1U;
         } else if (strcmp(a, "--coverage") == 0) {
             cli->coverage = true;
         } else if (v == NULL) {

@@ -42,25 +42,49 @@ bool sim_final(const sim_reply *r, uint16_t op, pbx_ipc_id id, pbx_ipc_frame *f)
            f->request.index == id.index && f->request.gen == id.gen;
 }
 
-/* Returns the rest of a reply fault roll: corrupt what the peer said. */
-static void sim_mutate(sim_world *w, sim_route_state *rt, sim_reply *r,
+/* A peer that does not act: an error-status reply, or a duplicate of an
+ * older reply. Returns true when r was filled that way. */
+static bool sim_no_act(sim_world *w, const sim_route_state *rt, sim_reply *r,
                        const pbx_ipc_frame *req)
 {
     if (sim_fault_fires(w, SIM_F_STATUS)) {
-        r->ncaps = 0U;
         if (pbx_ipc_status_reply_encode(req->op, req->request, PBX_E_CORE_BUSY,
                                         r->bytes, sizeof(r->bytes),
                                         &r->len) != PBX_OK) {
             r->len = 0U;
         }
-    } else if (rt->last_len > 0U && sim_fault_fires(w, SIM_F_REPLAY)) {
+        return true;
+    }
+    if (rt->last_len > 0U && sim_fault_fires(w, SIM_F_REPLAY)) {
         memcpy(r->bytes, rt->last, rt->last_len);
         r->len = rt->last_len;
-        r->ncaps = 0U;
+        return true;
     }
+    return false;
+}
+
+/* Whether byte at of a reply to op is an identity a peer vouches for and
+ * the core cannot cross-check (vfsd's object and scope identity, procd's
+ * installed slot): a flip there is a different answer, not a malformed
+ * one, and the echo faults cover wrong answers. */
+static bool sim_vouched(uint16_t op, size_t at)
+{
+    size_t b = at - PBX_IPC_HEADER_BYTES;
+    if (at < PBX_IPC_HEADER_BYTES) {
+        return false;
+    }
+    return (op == (uint16_t)PBX_IPC_OP_RESOLVE && b >= 8U && b < 28U) ||
+           (op == (uint16_t)PBX_IPC_OP_INSTALL && b >= 4U && b < 8U);
+}
+
+/* Corrupts what the peer said: bit flips, truncation, surplus receipts. */
+static void sim_mutate(sim_world *w, sim_reply *r, uint16_t op)
+{
     if (r->len > 0U && sim_fault_fires(w, SIM_F_FLIP)) {
         uint32_t bit = sim_below(w, (uint32_t)r->len * 8U);
-        r->bytes[bit / 8U] ^= (uint8_t)(1U << (bit % 8U));
+        if (!sim_vouched(op, bit / 8U)) {
+            r->bytes[bit / 8U] ^= (uint8_t)(1U << (bit % 8U));
+        }
     }
     if (r->len > 0U && sim_fault_fires(w, SIM_F_TRUNC)) {
         r->len = sim_below(w, (uint32_t)r->len);
@@ -204,13 +228,14 @@ pbx_core_io sim_peer_call(sim_world *w, pbx_core_call *c)
     }
     static sim_reply r;
     memset(&r, 0, sizeof(r));
-    if (!sim_answer(w, &f, c, &r)) {
+    if (!sim_no_act(w, rt, &r, &f) && !sim_answer(w, &f, c, &r)) {
         return PBX_CORE_IO_FAILED;
     }
+    /* IO_OK means the kernel moved the capability, whatever the answer. */
     if (c->send_slot != PBX_CORE_SLOT_NONE && !c->send_copy) {
         sim_slot_take(w, c->send_slot);
     }
-    sim_mutate(w, rt, &r, &f);
+    sim_mutate(w, &r, f.op);
     sim_evidence(w, &f, &r);
     sim_event_add(w, SIM_EV_ANSWER, f.op, r.len, r.ncaps,
                   r.len > 0U ? r.bytes[r.len - 1U] : 0U);

@@ -14,9 +14,9 @@ static const char *const sim_fault_names[SIM_F_COUNT] = {
 };
 
 static const char *const sim_event_names[] = {
-    "?",      "boot",    "public",  "reply",   "step",  "call",
-    "answer", "delete",  "reserve", "release", "alias", "wake",
-    "ready",  "deliver", "fault",   "heal",
+    "?",      "boot",    "public",  "reply",   "step",   "call",
+    "answer", "delete",  "reserve", "release", "alias",  "wake",
+    "ready",  "deliver", "fault",   "heal",    "cancel",
 };
 
 const char *sim_fault_name(sim_fault f)

@@ -15,6 +15,9 @@
 
 void sim_after_core(sim_world *w, uint32_t lane)
 {
+    if (w->core->ready == 0U) {
+        return; /* fail-stop: the caller judges whether it was earned */
+    }
     sim_coverage_note(w, lane);
     sim_check_step(w);
 }
