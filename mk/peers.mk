@@ -21,8 +21,7 @@ PEERS_BINS       := $(PEERS_NAMES:%=$(BUILD)/bin/pbx-%)
 PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
-PEERS_GATE_SRCS   = $(PEERS_LIB_SRCS) $(wildcard peers/*/*.c) \
-                   $(wildcard tests/peers/*.c)
+PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c))
 
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
 $(BUILD)/obj/peers/%.o: $(PEERS_HEADERS)

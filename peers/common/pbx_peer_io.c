@@ -131,7 +131,7 @@ int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m)
 int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd)
 {
     peer_cbuf cbuf;
-    struct iovec iov = {(void *)(uintptr_t)buf, len};
+    struct iovec iov = {(void *)buf, len};
     struct msghdr mh;
     memset(&mh, 0, sizeof(mh));
     memset(&cbuf, 0, sizeof(cbuf));

@@ -234,7 +234,10 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len)
         if (n >= sizeof(w) - 1U) {
             return 0U;
         }
-        w[n++] = (ch >= 'A' && ch <= 'Z') ? (char)(ch - 'A' + 'a') : ch;
+        if (ch >= 'A' && ch <= 'Z') {
+            ch = (char)(unsigned char)((unsigned char)ch | 0x20U);
+        }
+        w[n++] = ch;
     }
     w[n] = '\0';
     if (strcmp(w, "y") == 0 || strcmp(w, "yes") == 0) {

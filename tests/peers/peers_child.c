@@ -49,16 +49,16 @@ static void tp_exec(const char *name, const char *const *args, const int *keep,
     (void)fcntl(ready_wr, F_SETFD, 0);
     char rfd[16];
     (void)snprintf(rfd, sizeof(rfd), "%d", ready_wr);
-    const char *argv[TP_ARGS_MAX + 4];
+    char *argv[TP_ARGS_MAX + 4];
     size_t n = 0;
     argv[n++] = path;
     for (size_t i = 0; args[i] != NULL && n < TP_ARGS_MAX; i++) {
-        argv[n++] = args[i];
+        argv[n++] = (char *)args[i];
     }
-    argv[n++] = "--ready-fd";
+    argv[n++] = (char *)"--ready-fd";
     argv[n++] = rfd;
     argv[n] = NULL;
-    execv(path, (char *const *)(uintptr_t)argv);
+    execv(path, argv);
     _exit(127);
 }
 
@@ -86,8 +86,8 @@ pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
         r = read(rp[0], buf, sizeof(buf) - 1U);
     }
     /* Wait for the peer to close its end too, so fd counts are stable. */
-    char rest[8];
     if (r > 0 && poll(&p, 1, 1000) == 1) {
+        char rest[8];
         (void)!read(rp[0], rest, sizeof(rest));
     }
     (void)close(rp[0]);
@@ -107,7 +107,7 @@ int tp_wait_exit(pid_t pid, int timeout_ms)
         if (r == pid) {
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, 10L * 1000L * 1000L};
         (void)nanosleep(&ts, NULL);
     }
     (void)kill(pid, SIGKILL);
@@ -130,7 +130,11 @@ const char *tp_tmpdir(void)
     char *b = bufs[next++ % 8U];
     const char *tmp = getenv("TMPDIR");
     (void)snprintf(b, 256, "%s/pbx-peers-XXXXXX", tmp ? tmp : "/tmp");
-    return mkdtemp(b);
+    if (mkdtemp(b) == NULL) {
+        perror("pbx-peers-test: mkdtemp");
+        exit(2);
+    }
+    return b;
 }
 
 int tp_fd_count(pid_t pid)
@@ -183,7 +187,7 @@ int tp_fd_settle(pid_t pid, int want, int timeout_ms)
 {
     int n = tp_fd_count(pid);
     for (int i = 0; i < timeout_ms / 10 && n != want; i++) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, 10L * 1000L * 1000L};
         (void)nanosleep(&ts, NULL);
         n = tp_fd_count(pid);
     }

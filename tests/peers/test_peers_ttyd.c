@@ -161,14 +161,16 @@ static void tt_prompt_send(int route)
 static pid_t tt_up(int *master, int *route, char *views, size_t views_len)
 {
     const char *d = tp_tmpdir();
-    PBX_REQUIRE(d != NULL);
     char pol[512];
     (void)snprintf(pol, sizeof(pol), "%s/policy", d);
     (void)snprintf(views, views_len, "%s/views", d);
-    FILE *f = fopen(pol, "w");
-    PBX_REQUIRE(f != NULL);
-    (void)fputs("1 * read file routine allow\n* * * * exceptional prompt\n", f);
-    (void)fclose(f);
+    static const char rules[] =
+        "1 * read file routine allow\n* * * * exceptional prompt\n";
+    int pf = open(pol, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    PBX_REQUIRE(pf >= 0);
+    PBX_CHECK(write(pf, rules, sizeof(rules) - 1U) ==
+              (ssize_t)(sizeof(rules) - 1U));
+    (void)close(pf);
     *master = posix_openpt(O_RDWR | O_NOCTTY);
     PBX_REQUIRE(*master >= 0 && grantpt(*master) == 0 &&
                 unlockpt(*master) == 0);
