@@ -217,10 +217,18 @@ void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
     if (sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen) != 0U ||
         (s->grant < SIM_GRANT_MAX && w->grants[s->grant].req == i &&
          w->grants[s->grant].req_gen == s->gen &&
-         w->grants[s->grant].procd_live != 0U)) {
+         w->grants[s->grant].procd_live != 0U &&
+         (w->opts->strict != 0U ||
+          sim_count_owned(w, SIM_ROLE_HANDLE, s->grant,
+                          w->grants[s->grant].gen) != 0U))) {
         sim_fail(w,
                  "invariant 6: unapproved decision of %u/%u visible (%s) "
-                 "while its grant authority remains",
-                 i, s->gen, where);
+                 "while its grant authority remains (alias %u, handle %u)",
+                 i, s->gen, where,
+                 sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen),
+                 s->grant < SIM_GRANT_MAX
+                     ? sim_count_held(w, SIM_ROLE_HANDLE, s->grant,
+                                      w->grants[s->grant].gen)
+                     : 99U);
     }
 }
