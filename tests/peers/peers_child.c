@@ -33,6 +33,7 @@ static void tp_exec(const char *name, const char *const *args, const int *keep,
                    name);
     int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (lfd >= 0) {
+        (void)dup2(lfd, 1);
         (void)dup2(lfd, 2);
     }
     if (stdin_fd >= 0) {

@@ -373,7 +373,8 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
                            PBX_IPC_CLASS_FILE, &rep, &m) == PBX_OK);
     PBX_REQUIRE(m.nfds == 1U);
     int obj = m.fds[0];
-    PBX_CHECK_EQ(tp_fd_count(t.pid), base + 1); /* the provider end */
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000),
+                 base + 1); /* the provider end */
     int alias = dup(obj);
     PBX_REQUIRE(alias >= 0);
     /* A capability that is not the object is refused and deleted. */
