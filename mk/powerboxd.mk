@@ -3,19 +3,25 @@
 # Every image is built per port (linux-x86_64, erix-x86_64) and per mode
 # (debug, release) into $(BUILD)/powerboxd/<port>-<mode>/, with no C library:
 # -ffreestanding -nostdlib -static, non-PIE at the fixed base set by
-# powerboxd/linker.ld, entered at the port's own _start. Until the runtime
-# loop exists the image is the port smoke driver powerboxd/portcheck; the
-# Linux release image is also copied to $(BUILD)/bin/powerboxd-portcheck.
+# powerboxd/linker.ld, entered at the port's own _start. Two images per
+# variant: `powerboxd` (the runtime in powerboxd/runtime, the core and the
+# four libraries) and `powerboxd-portcheck` (the port smoke driver, base
+# only, kept for the port tests). The Linux release images are also copied
+# to $(BUILD)/bin/powerboxd and $(BUILD)/bin/powerboxd-portcheck.
 #
-#   make powerboxd-images      build all four images
+#   make powerboxd-images      build all eight images
 #   make powerboxd-port-check  ELF layout, undefined symbols, stack depth,
-#                              sizes, and the hosted port tests (in CHECK_EXTRA)
+#                              sizes, the hosted port tests and the
+#                              end-to-end tests of the Linux binary
+#                              (in CHECK_EXTRA)
+#   make run                   powerboxd with the reference peers, one
+#                              client request to a decision (docs/HOST.md)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
 
 PBXD_CC          ?= gcc
 # Worst-case stack depth allowed for any image, in bytes (docs/PORTS.md).
-PBXD_STACK_LIMIT ?= 8192
+PBXD_STACK_LIMIT ?= 16384
 PBXD_PORTS       := linux-x86_64 erix-x86_64
 PBXD_MODES       := debug release
 
@@ -29,22 +35,28 @@ PBXD_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,powerboxd/linker.ld \
     -Wl,--orphan-handling=error -Wl,--build-id=none -Wl,--gc-sections \
     -Wl,-z,noexecstack -Wl,--fatal-warnings
 
-# The freestanding layers the image links. Only base for now; the runtime
-# adds the libraries and the core when it joins them to the port.
-PBXD_LIB_SRCS   := $(wildcard base/*.c)
-PBXD_MAIN_SRCS  := $(wildcard powerboxd/portcheck/*.c)
-PBXD_HEADERS    := $(wildcard powerboxd/port/*.h powerboxd/port/*/*.h) \
-                   base/pbx_base.h $(wildcard base/err/*.def)
+# The freestanding layers each image links: the runtime image takes every
+# library and the core (the same sources as libpbx.a), the smoke driver
+# only base.
+PBXD_LIB_SRCS   := $(LIB_SRCS)
+PBXD_RT_SRCS    := $(wildcard powerboxd/runtime/*.c)
+PBXD_PC_SRCS    := $(wildcard powerboxd/portcheck/*.c) $(wildcard base/*.c)
+PBXD_HEADERS    := $(wildcard powerboxd/port/*.h powerboxd/port/*/*.h \
+                   powerboxd/runtime/*.h) $(HEADERS)
 PBXD_IMAGES     :=
 PBXD_CHECKS     :=
 
-# pbxd_variant(port,mode): objects, image and checks of one variant.
+# pbxd_variant(port,mode): objects, both images and checks of one variant.
 define pbxd_variant
 PBXD_DIR_$(1)_$(2)  := $$(BUILD)/powerboxd/$(1)-$(2)
-PBXD_SRCS_$(1)_$(2) := $$(wildcard powerboxd/port/$(1)/*.c) \
-                       $$(PBXD_MAIN_SRCS) $$(PBXD_LIB_SRCS)
+PBXD_PORT_$(1)_$(2) := $$(wildcard powerboxd/port/$(1)/*.c)
+PBXD_SRCS_$(1)_$(2) := $$(PBXD_PORT_$(1)_$(2)) $$(PBXD_RT_SRCS) \
+                       $$(PBXD_LIB_SRCS)
+PBXD_PCS_$(1)_$(2)  := $$(PBXD_PORT_$(1)_$(2)) $$(PBXD_PC_SRCS)
 PBXD_OBJS_$(1)_$(2) := $$(PBXD_SRCS_$(1)_$(2):%.c=$$(PBXD_DIR_$(1)_$(2))/obj/%.o)
-PBXD_IMG_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd-portcheck
+PBXD_PCO_$(1)_$(2)  := $$(PBXD_PCS_$(1)_$(2):%.c=$$(PBXD_DIR_$(1)_$(2))/obj/%.o)
+PBXD_IMG_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd
+PBXD_PCI_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd-portcheck
 
 $$(PBXD_DIR_$(1)_$(2))/obj/%.o: %.c $$(PBXD_HEADERS)
 	@mkdir -p $$(dir $$@)
@@ -53,21 +65,32 @@ $$(PBXD_DIR_$(1)_$(2))/obj/%.o: %.c $$(PBXD_HEADERS)
 $$(PBXD_IMG_$(1)_$(2)): $$(PBXD_OBJS_$(1)_$(2)) powerboxd/linker.ld
 	$$(PBXD_CC) $$(PBXD_LDFLAGS) $$(PBXD_OBJS_$(1)_$(2)) -o $$@
 
+$$(PBXD_PCI_$(1)_$(2)): $$(PBXD_PCO_$(1)_$(2)) powerboxd/linker.ld
+	$$(PBXD_CC) $$(PBXD_LDFLAGS) $$(PBXD_PCO_$(1)_$(2)) -o $$@
+
 .PHONY: powerboxd-check-$(1)-$(2)
-powerboxd-check-$(1)-$(2): $$(PBXD_IMG_$(1)_$(2))
-	@python3 tests/port/elf_check.py $(1)-$(2) $$<
+powerboxd-check-$(1)-$(2): $$(PBXD_IMG_$(1)_$(2)) $$(PBXD_PCI_$(1)_$(2))
+	@python3 tests/port/elf_check.py $(1)-$(2) $$(PBXD_IMG_$(1)_$(2))
 	@python3 tests/port/stack_depth.py $$(PBXD_STACK_LIMIT) $(1)-$(2) \
 	    $$(PBXD_OBJS_$(1)_$(2):%.o=%.ci)
+	@python3 tests/port/elf_check.py $(1)-$(2)-portcheck $$(PBXD_PCI_$(1)_$(2))
+	@python3 tests/port/stack_depth.py $$(PBXD_STACK_LIMIT) \
+	    $(1)-$(2)-portcheck $$(PBXD_PCO_$(1)_$(2):%.o=%.ci)
 
-PBXD_IMAGES += $$(PBXD_IMG_$(1)_$(2))
+PBXD_IMAGES += $$(PBXD_IMG_$(1)_$(2)) $$(PBXD_PCI_$(1)_$(2))
 PBXD_CHECKS += powerboxd-check-$(1)-$(2)
 endef
 
 $(foreach p,$(PBXD_PORTS),$(foreach m,$(PBXD_MODES),\
     $(eval $(call pbxd_variant,$(p),$(m)))))
 
+PBXD_BIN := $(BUILD)/bin/powerboxd
+$(PBXD_BIN): $(PBXD_IMG_linux-x86_64_release)
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 PBXD_PORTCHECK := $(BUILD)/bin/powerboxd-portcheck
-$(PBXD_PORTCHECK): $(PBXD_IMG_linux-x86_64_release)
+$(PBXD_PORTCHECK): $(PBXD_PCI_linux-x86_64_release)
 	@mkdir -p $(dir $@)
 	cp $< $@
 
@@ -88,13 +111,14 @@ $(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
 
 .PHONY: powerboxd-images powerboxd-port-test powerboxd-port-check \
         powerboxd-cppcheck powerboxd-doccheck
-powerboxd-images: $(PBXD_IMAGES) $(PBXD_PORTCHECK)
+powerboxd-images: $(PBXD_IMAGES) $(PBXD_PORTCHECK) $(PBXD_BIN)
 
 powerboxd-port-test: $(PBXD_TEST_BIN) $(PBXD_IMAGES)
-	PBX_PORTCHECK=$(PBXD_IMG_linux-x86_64_debug) $(PBXD_TEST_BIN)
-	PBX_PORTCHECK=$(PBXD_IMG_linux-x86_64_release) $(PBXD_TEST_BIN)
+	PBX_PORTCHECK=$(PBXD_PCI_linux-x86_64_debug) $(PBXD_TEST_BIN)
+	PBX_PORTCHECK=$(PBXD_PCI_linux-x86_64_release) $(PBXD_TEST_BIN)
 
-powerboxd-port-check: $(PBXD_CHECKS) powerboxd-port-test $(PBXD_PORTCHECK)
+powerboxd-port-check: $(PBXD_CHECKS) powerboxd-port-test $(PBXD_PORTCHECK) \
+    $(PBXD_BIN)
 
 CHECK_EXTRA += powerboxd-port-check
 ALL_EXTRA   += powerboxd-images
@@ -102,7 +126,7 @@ ALL_EXTRA   += powerboxd-images
 # The shared gates also cover this part: clang-tidy on every port, driver
 # and test source, cppcheck on the same files, doccheck on the headers.
 PBXD_GATE_SRCS := $(wildcard powerboxd/port/*/*.c powerboxd/portcheck/*.c \
-                  tests/port/*.c)
+                  powerboxd/runtime/*.c tests/port/*.c)
 PBXD_TIDY_OKS  := $(PBXD_GATE_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(PBXD_GATE_SRCS)
 $(PBXD_TIDY_OKS): $(PBXD_HEADERS)
@@ -116,5 +140,5 @@ cppcheck: powerboxd-cppcheck
 
 powerboxd-doccheck:
 	python3 scripts/doccheck.py $(wildcard powerboxd/port/*.h \
-	    powerboxd/port/*/*.h)
+	    powerboxd/port/*/*.h powerboxd/runtime/*.h)
 doccheck: powerboxd-doccheck

@@ -9,11 +9,17 @@ recursion, so the worst depth is the heaviest root-to-leaf path. Every call
 also pushes an 8-byte return address, which is added per level. A call to
 a function whose size no file gives (a symbol from outside the image) or a
 cycle fails the check. An indirect call (gcc names its target
-"__indirect_call") is charged the deepest function whose address is taken
-anywhere, conservatively: every defined function that is not on the
-current path. Prints one report line and exits 1 above LIMIT_BYTES.
+"__indirect_call") is charged the deepest function that can be its
+target: every function whose address the image takes, found from the
+relocations of the object file beside each .ci file (an absolute
+relocation anywhere, or a rip-relative one that is not the operand of a
+call or jump), except those already on the current path. Should an
+object file be missing, every defined function is a candidate instead.
+Prints one report line and exits 1 above LIMIT_BYTES.
 """
+import os
 import re
+import subprocess
 import sys
 
 NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"]*)"')
@@ -41,7 +47,76 @@ def load(paths):
     return sizes, edges, quals
 
 
-def depth_of(fn, sizes, edges, memo, path):
+RELOC = re.compile(r"R_X86_64_(PC32|PLT32|32S|32|64)\s+([^\s+-]+)")
+RELA = re.compile(r"R_X86_64_(PC32|PLT32|32S|32|64)\s+[0-9a-f]+\s+([^\s+-]+)")
+INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?:[0-9a-f]{2} )+\s*([a-z]+)")
+ADDR_TYPES = ("32", "32S", "64")
+
+
+def unit_name(ci_path):
+    """The source file a .ci describes (its graph's title)."""
+    with open(ci_path, encoding="utf-8") as f:
+        m = re.match(r'graph: \{ title: "([^"]+)"', f.readline())
+    return m.group(1) if m else ""
+
+
+def resolve(sym, unit, sizes):
+    """The .ci function name a relocation symbol refers to, or None."""
+    if sym.startswith(".text."):
+        sym = sym[len(".text."):]
+    local = unit + ":" + sym
+    if local in sizes:
+        return local
+    return sym if sym in sizes else None
+
+
+def address_taken(paths, sizes):
+    """Functions whose address any object file takes, or None."""
+    taken = set()
+    for ci in paths:
+        obj = ci[:-3] + ".o"
+        if not os.path.exists(obj):
+            return None
+        unit = unit_name(ci)
+        dis = subprocess.run(["objdump", "-dr", obj], capture_output=True,
+                             text=True, check=False).stdout
+        data = subprocess.run(["readelf", "-rW", obj], capture_output=True,
+                              text=True, check=False).stdout
+        last = ""
+        for line in dis.splitlines():
+            m = INSN.match(line)
+            if m:
+                last = m.group(1)
+                continue
+            m = RELOC.search(line)
+            if not m:
+                continue
+            fn = resolve(m.group(2), unit, sizes)
+            direct = m.group(1) in ("PC32", "PLT32") and \
+                last.startswith(("call", "jmp"))
+            if fn and not direct:
+                taken.add(fn)
+        section = ""
+        for line in data.splitlines():
+            if line.startswith("Relocation section"):
+                section = line.split("'")[1]
+                continue
+            m = RELA.search(line)
+            if m and not section.startswith((".rela.text", ".rela.debug")) and \
+                    m.group(1) in ADDR_TYPES:
+                fn = resolve(m.group(2), unit, sizes)
+                if fn:
+                    taken.add(fn)
+    return taken
+
+
+def targets_empty(paths, sizes):
+    """Whether indirect calls exist but no function can be their target."""
+    targets = address_taken(paths, sizes)
+    return targets is not None and not targets
+
+
+def depth_of(fn, sizes, edges, memo, path, targets=None):
     """Deepest stack below and including fn (the graph is acyclic)."""
     if fn in memo:
         return memo[fn]
@@ -53,11 +128,12 @@ def depth_of(fn, sizes, edges, memo, path):
     worst = 0
     for callee in edges.get(fn, []):
         if callee == "__indirect_call":
-            cands = [g for g in sizes if g not in path]
-            sub = max((depth_of(g, sizes, edges, memo, path) for g in cands),
-                      default=0)
+            pool = targets if targets is not None else sizes
+            cands = [g for g in pool if g not in path]
+            sub = max((depth_of(g, sizes, edges, memo, path, targets)
+                       for g in cands), default=0)
         else:
-            sub = depth_of(callee, sizes, edges, memo, path)
+            sub = depth_of(callee, sizes, edges, memo, path, targets)
         worst = max(worst, sub + RET_ADDR)
     path.discard(fn)
     memo[fn] = sizes[fn] + worst
@@ -69,20 +145,27 @@ def main():
     sizes, edges, quals = load(paths)
     unbounded = [f for f, q in quals.items() if "bounded" not in q
                  and "static" not in q]
+    if "__indirect_call" in {c for cs in edges.values() for c in cs} and \
+            targets_empty(paths, sizes):
+        print(f"stack {name}: indirect calls but no address-taken function")
+        return 1
     if unbounded:
         print(f"stack {name}: unbounded frames: {', '.join(unbounded)}")
         return 1
     memo = {}
+    targets = address_taken(paths, sizes)
     try:
-        worst = max((depth_of(f, sizes, edges, memo, set()), f)
+        worst = max((depth_of(f, sizes, edges, memo, set(), targets), f)
                     for f in sizes)
     except ValueError as e:
         print(f"stack {name}: {e}")
         return 1
     total = worst[0] + RET_ADDR
     verdict = "ok" if total <= limit else "OVER LIMIT"
+    nind = "all" if targets is None else str(len(targets))
     print(f"stack {name}: max depth {total} bytes from {worst[1]} "
-          f"({len(sizes)} functions; limit {limit}) {verdict}")
+          f"({len(sizes)} functions, {nind} indirect targets; "
+          f"limit {limit}) {verdict}")
     return 0 if total <= limit else 1
 
 

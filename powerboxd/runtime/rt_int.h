@@ -1,0 +1,127 @@
+/*
+ * rt_int.h: the runtime's state and the functions its files share.
+ * Private to powerboxd/runtime.
+ */
+#ifndef PBX_RT_INT_H
+#define PBX_RT_INT_H
+
+#include "core/pbx_core.h"
+#include "powerboxd/port/pbx_port.h"
+#include "powerboxd/runtime/pbx_rt.h"
+
+/** RT_CONN_SLOTS bounds the slot numbers a public connection can have:
+ * the port keeps them below the first transient slot. */
+#define RT_CONN_SLOTS PBX_CAPABI_FIXED_END
+
+/** RT_PBX1_BYTES_MAX is the PBX1 read buffer; longer objects are refused. */
+#define RT_PBX1_BYTES_MAX 256U
+
+/** rt_tstate is what the runtime knows about one transient slot. */
+typedef enum rt_tstate {
+    /** Empty and unclaimed. */
+    RT_T_FREE = 0,
+    /** A core reservation holding only its placeholder. */
+    RT_T_RESERVED = 1,
+    /** A core reservation now holding a receipt (the COMMIT scope). */
+    RT_T_HELD = 2,
+    /** A capability the core owns that has no reservation of its own. */
+    RT_T_LOOSE = 3
+} rt_tstate;
+
+/** rt_origin says where a held transient capability came from. */
+typedef enum rt_origin {
+    /** Nothing held. */
+    RT_O_NONE = 0,
+    /** Arrived with a public message. */
+    RT_O_PUBLIC = 1,
+    /** Arrived with a vfsd reply. */
+    RT_O_VFSD = 2,
+    /** Arrived with a ttyd reply. */
+    RT_O_TTYD = 3,
+    /** Arrived with a procd reply: procd's manage-only handle. */
+    RT_O_PROCD = 4,
+    /** Derived by powerboxd itself (a runtime-reply alias). */
+    RT_O_LOCAL = 5
+} rt_origin;
+
+/** rt_state is the whole runtime, in static storage (no allocation). */
+typedef struct rt_state {
+    /** The syscall port. */
+    pbx_port_ctx port;
+    /** The semantic core. */
+    pbx_core_ctx core;
+    /** The reply to the public frame being handled. */
+    pbx_core_out out;
+    /** The authenticated PBX1 geometry. */
+    pbx_bootstrap_geometry geo;
+    /** The arena layout it implies. */
+    pbx_bootstrap_layout layout;
+    /** The transient slot range. */
+    pbx_capabi_layout slots;
+    /** The one arena, layout.arena_bytes long, mapped once. */
+    uint8_t *arena;
+    /** Nonzero once powerboxd created its public endpoint. */
+    uint32_t public_created;
+    /** launchd's process, from the launchd route's credentials, or 0. */
+    int32_t launchd_pid;
+    /** The next caller badge to hand out. */
+    uint32_t next_badge;
+    /** A fail-stop status the runtime itself detected, or 0. */
+    uint32_t fail_status;
+    /** Watch bits currently set per core route. */
+    uint32_t watching[PBX_CORE_ROUTE_COUNT];
+    /** Caller badge per public connection slot (0: no connection). */
+    uint32_t badges[RT_CONN_SLOTS];
+    /** rt_tstate per transient index. */
+    uint8_t tstate[PBX_RT_TRANSIENT_MAX];
+    /** rt_origin per transient index. */
+    uint8_t torigin[PBX_RT_TRANSIENT_MAX];
+    /** Receive buffer for public frames. */
+    uint8_t msg[PBX_CORE_FRAME_BYTES_MAX];
+    /** PBX1 read buffer. */
+    uint8_t pbx1[RT_PBX1_BYTES_MAX];
+} rt_state;
+
+/** rt_ops is the core's effect table over the port; user is rt_state. */
+extern const pbx_core_ops rt_ops;
+
+/**
+ * rt_startup runs every startup check in order and sends the readiness
+ * report. Returns 0, or the pbx_rt_exit status of the first refusal.
+ */
+uint8_t rt_startup(rt_state *s, const pbx_port_start *start);
+
+/** rt_loop runs the service until a fail-stop; returns its exit status. */
+uint8_t rt_loop(rt_state *s);
+
+/**
+ * rt_observe queries slot through the port and describes it as capabi
+ * sees it: kind, rights (the kernel's, or derived on Linux) and
+ * provenance (from what the runtime knows of the slot).
+ */
+void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out);
+
+/**
+ * rt_loose_place moves staged receipt index into a fresh transient slot
+ * recorded as LOOSE with origin, storing the slot in *slot. Returns false
+ * when no transient slot is free or the move fails.
+ */
+bool rt_loose_place(rt_state *s, uint32_t index, rt_origin origin,
+                    uint32_t *slot);
+
+/**
+ * rt_commit_place moves staged receipt 0 into dest when dest is a core
+ * reservation holding only its placeholder. Returns false otherwise.
+ */
+bool rt_commit_place(rt_state *s, uint32_t dest);
+
+/**
+ * rt_drop deletes the capability in transient slot with proof (a HELD
+ * reservation gets its placeholder back, a LOOSE slot becomes free).
+ */
+pbx_core_delete rt_drop(rt_state *s, uint32_t slot);
+
+/** rt_fail records a runtime fail-stop status (first one wins). */
+void rt_fail(rt_state *s, pbx_core_exit status);
+
+#endif /* PBX_RT_INT_H */

@@ -1,0 +1,354 @@
+/*
+ * rt_ops.c: the core's effect table over the syscall port, and the
+ * runtime's record of every transient slot. A transient slot is FREE, a
+ * core RESERVED destination (placeholder), a reservation HELD with its
+ * receipt, or a LOOSE capability the core owns without a reservation
+ * (peer-reply receipts, surplus public receipts, aliases). Every receipt
+ * the core sees lives in the transient range, so capabi can judge it.
+ */
+#include "powerboxd/runtime/rt_int.h"
+
+_Static_assert(PBX_PORT_RIGHT_SEND == PBX_CAPABI_RIGHT_SEND &&
+                   PBX_PORT_RIGHT_RECEIVE == PBX_CAPABI_RIGHT_RECEIVE &&
+                   PBX_PORT_RIGHT_GRANT == PBX_CAPABI_RIGHT_GRANT &&
+                   PBX_PORT_RIGHT_MANAGE == PBX_CAPABI_RIGHT_MANAGE &&
+                   PBX_PORT_RIGHT_READ == PBX_CAPABI_RIGHT_READ &&
+                   PBX_PORT_RIGHT_WRITE == PBX_CAPABI_RIGHT_WRITE,
+               "port rights are capabi rights");
+_Static_assert((int)PBX_PORT_KIND_MEMORY == (int)PBX_CAPABI_KIND_MEMORY &&
+                   (int)PBX_PORT_KIND_PLACEHOLDER ==
+                       (int)PBX_CAPABI_KIND_PLACEHOLDER,
+               "port kinds are capabi kinds");
+
+void rt_fail(rt_state *s, pbx_core_exit status)
+{
+    if (s->fail_status == 0U) {
+        s->fail_status = (uint32_t)status;
+    }
+}
+
+/* Maps slot to its transient index; false outside the range. */
+static bool rt_tindex(const rt_state *s, uint32_t slot, uint32_t *index)
+{
+    return pbx_capabi_transient_index(&s->slots, slot, index) == PBX_OK;
+}
+
+/* Finds a FREE transient index and reserves its slot with a placeholder. */
+static bool rt_tnew(rt_state *s, uint32_t *index)
+{
+    for (uint32_t i = 0; i < s->slots.transient_count; i++) {
+        if (s->tstate[i] != (uint8_t)RT_T_FREE) {
+            continue;
+        }
+        if (pbx_port_reserve(&s->port, (int32_t)pbx_capabi_transient_slot(
+                                           &s->slots, i)) != PBX_OK) {
+            return false;
+        }
+        s->tstate[i] = (uint8_t)RT_T_RESERVED;
+        *index = i;
+        return true;
+    }
+    return false;
+}
+
+/* Gives a reservation of the runtime's own back (placeholder only). */
+static void rt_tfree(rt_state *s, uint32_t index)
+{
+    if (pbx_port_unreserve(&s->port, (int32_t)pbx_capabi_transient_slot(
+                                         &s->slots, index)) != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    s->tstate[index] = (uint8_t)RT_T_FREE;
+    s->torigin[index] = (uint8_t)RT_O_NONE;
+}
+
+bool rt_loose_place(rt_state *s, uint32_t index, rt_origin origin,
+                    uint32_t *slot)
+{
+    uint32_t t = 0;
+    if (!rt_tnew(s, &t)) {
+        return false;
+    }
+    *slot = pbx_capabi_transient_slot(&s->slots, t);
+    if (pbx_port_receipt_move(&s->port, index, (int32_t)*slot) != PBX_OK) {
+        rt_tfree(s, t);
+        return false;
+    }
+    s->tstate[t] = (uint8_t)RT_T_LOOSE;
+    s->torigin[t] = (uint8_t)origin;
+    return true;
+}
+
+bool rt_commit_place(rt_state *s, uint32_t dest)
+{
+    uint32_t t = 0;
+    if (!rt_tindex(s, dest, &t) || s->tstate[t] != (uint8_t)RT_T_RESERVED ||
+        pbx_port_receipt_move(&s->port, 0, (int32_t)dest) != PBX_OK) {
+        return false;
+    }
+    s->tstate[t] = (uint8_t)RT_T_HELD;
+    s->torigin[t] = (uint8_t)RT_O_PUBLIC;
+    return true;
+}
+
+pbx_core_delete rt_drop(rt_state *s, uint32_t slot)
+{
+    uint32_t t = 0;
+    if (!rt_tindex(s, slot, &t)) {
+        return PBX_CORE_DELETE_REJECTED;
+    }
+    if (s->tstate[t] == (uint8_t)RT_T_HELD) {
+        /* The reservation stays: the placeholder goes back over it. */
+        if (pbx_port_slot_restore(&s->port, (int32_t)slot) != PBX_OK) {
+            return PBX_CORE_DELETE_REJECTED;
+        }
+        s->tstate[t] = (uint8_t)RT_T_RESERVED;
+        s->torigin[t] = (uint8_t)RT_O_NONE;
+        return PBX_CORE_DELETE_OK;
+    }
+    if (s->tstate[t] == (uint8_t)RT_T_LOOSE) {
+        if (pbx_port_slot_delete(&s->port, (int32_t)slot) != PBX_OK) {
+            return PBX_CORE_DELETE_REJECTED;
+        }
+        s->tstate[t] = (uint8_t)RT_T_FREE;
+        s->torigin[t] = (uint8_t)RT_O_NONE;
+        return PBX_CORE_DELETE_OK;
+    }
+    /* Deleting what the runtime never handed over is a broken invariant. */
+    return PBX_CORE_DELETE_REJECTED;
+}
+
+/* Linux descriptors carry no rights: derive them from what the slot is.
+ * A listening endpoint receives; a connected one sends, except procd's
+ * handle, which the runtime knows by origin is manage-only. Memory reads,
+ * and writes unless sealed. */
+static uint32_t rt_rights_derive(const pbx_port_slot_info *info,
+                                 rt_origin origin)
+{
+    bool peer = (info->flags & PBX_PORT_INFO_PEER) != 0U;
+    switch (info->kind) {
+    case PBX_PORT_KIND_ENDPOINT:
+        if ((info->flags & PBX_PORT_INFO_LISTENING) != 0U) {
+            return PBX_CAPABI_RIGHT_RECEIVE;
+        }
+        if (!peer) {
+            return 0U;
+        }
+        return origin == RT_O_PROCD ? PBX_CAPABI_RIGHT_MANAGE
+                                    : PBX_CAPABI_RIGHT_SEND;
+    case PBX_PORT_KIND_NOTIFY:
+        return peer ? PBX_CAPABI_RIGHT_SEND : 0U;
+    case PBX_PORT_KIND_MEMORY:
+        return (info->flags & PBX_PORT_INFO_SEALED) != 0U
+                   ? PBX_CAPABI_RIGHT_READ
+                   : PBX_CAPABI_RIGHT_READ | PBX_CAPABI_RIGHT_WRITE;
+    default:
+        return 0U;
+    }
+}
+
+/* How the capability in slot came to be there, as far as the runtime
+ * knows; anything it cannot vouch for is UNKNOWN. */
+static uint32_t rt_provenance(const rt_state *s, uint32_t slot, uint32_t kind,
+                              rt_origin origin)
+{
+    if (kind == (uint32_t)PBX_CAPABI_KIND_EMPTY) {
+        return PBX_CAPABI_PROV_UNKNOWN;
+    }
+    if (slot == PBX_CAPABI_SLOT_PUBLIC) {
+        return s->public_created != 0U ? PBX_CAPABI_PROV_LOCAL
+                                       : PBX_CAPABI_PROV_ROOT_TRANSFERRED;
+    }
+    if (slot >= PBX_CAPABI_STARTUP_FIRST && slot < PBX_CAPABI_STARTUP_END) {
+        return PBX_CAPABI_PROV_ROOT_TRANSFERRED;
+    }
+    if (origin == RT_O_LOCAL) {
+        return PBX_CAPABI_PROV_LOCAL;
+    }
+    return origin == RT_O_NONE ? PBX_CAPABI_PROV_UNKNOWN
+                               : PBX_CAPABI_PROV_RECEIVED;
+}
+
+void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out)
+{
+    pbx_port_slot_info info;
+    uint32_t t = 0;
+    rt_origin origin = RT_O_NONE;
+    out->slot = slot;
+    if (slot > (uint32_t)INT32_MAX ||
+        pbx_port_slot_query(&s->port, (int32_t)slot, &info) != PBX_OK) {
+        out->kind = PBX_CAPABI_KIND_OTHER;
+        out->rights = 0U;
+        out->provenance = PBX_CAPABI_PROV_UNKNOWN;
+        return;
+    }
+    if (rt_tindex(s, slot, &t)) {
+        origin = (rt_origin)s->torigin[t];
+    }
+    out->kind = info.kind;
+    out->rights = (info.flags & PBX_PORT_INFO_RIGHTS) != 0U
+                      ? info.rights
+                      : rt_rights_derive(&info, origin);
+    out->provenance = rt_provenance(s, slot, info.kind, origin);
+}
+
+/* The startup slot of each core route. */
+static int32_t rt_route_slot(uint32_t route)
+{
+    static const int32_t slots[PBX_CORE_ROUTE_COUNT] = {
+        PBX_CAPABI_SLOT_VFSD, PBX_CAPABI_SLOT_TTYD, PBX_CAPABI_SLOT_PROCD,
+        PBX_CAPABI_SLOT_LAUNCHD};
+    return route < PBX_CORE_ROUTE_COUNT ? slots[route] : PBX_PORT_SLOT_NONE;
+}
+
+/* Places a peer reply's receipts into loose transient slots. More than
+ * the core can take, or no room, deletes them all and reports none: the
+ * core then sees a capability count the reply header contradicts. */
+static void rt_call_receipts(rt_state *s, pbx_core_call *c,
+                             const pbx_port_msg *m)
+{
+    static const uint8_t origins[PBX_CORE_ROUTE_COUNT] = {
+        RT_O_VFSD, RT_O_TTYD, RT_O_PROCD, RT_O_NONE};
+    rt_origin origin = (rt_origin)origins[c->route % PBX_CORE_ROUTE_COUNT];
+    c->recv_count = 0;
+    for (uint32_t i = 0; i < m->receipts && i < PBX_CORE_RECV_SLOTS_MAX; i++) {
+        if (!rt_loose_place(s, i, origin, &c->recv_slots[i])) {
+            break;
+        }
+        c->recv_count++;
+    }
+    if (c->recv_count == m->receipts) {
+        return;
+    }
+    for (size_t i = 0; i < c->recv_count; i++) {
+        if (rt_drop(s, c->recv_slots[i]) != PBX_CORE_DELETE_OK) {
+            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        }
+    }
+    c->recv_count = 0;
+    if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+}
+
+/* Whether slot is a capability the core holds in the transient range. */
+static bool rt_held(const rt_state *s, uint32_t slot)
+{
+    uint32_t t = 0;
+    return rt_tindex(s, slot, &t) && (s->tstate[t] == (uint8_t)RT_T_HELD ||
+                                      s->tstate[t] == (uint8_t)RT_T_LOOSE);
+}
+
+static pbx_core_io rt_op_call(void *user, pbx_core_call *c)
+{
+    rt_state *s = user;
+    pbx_port_msg m;
+    int32_t via = c->via_slot != PBX_CORE_SLOT_NONE ? (int32_t)c->via_slot
+                                                    : rt_route_slot(c->route);
+    int32_t cap = c->send_slot != PBX_CORE_SLOT_NONE ? (int32_t)c->send_slot
+                                                     : PBX_PORT_SLOT_NONE;
+    c->reply_len = 0;
+    c->recv_count = 0;
+    if (via == PBX_PORT_SLOT_NONE || c->frame_len > UINT32_MAX ||
+        c->reply_cap > UINT32_MAX ||
+        (c->via_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->via_slot)) ||
+        (c->send_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->send_slot))) {
+        return PBX_CORE_IO_FAILED;
+    }
+    pbx_err err = pbx_port_call(&s->port, via, c->frame, (uint32_t)c->frame_len,
+                                cap, c->reply, (uint32_t)c->reply_cap, &m);
+    if (err == PBX_E_PORT_BACKPRESSURE) {
+        return PBX_CORE_IO_BUSY;
+    }
+    if (err == PBX_E_PORT_DELETE_UNPROVEN) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    if (err != PBX_OK) {
+        /* powerboxd's own copy of send_slot is still held: the core
+         * deletes it, so nothing leaks whether or not the peer got one. */
+        return PBX_CORE_IO_FAILED;
+    }
+    c->reply_len = m.len_bytes;
+    rt_call_receipts(s, c, &m);
+    if (cap != PBX_PORT_SLOT_NONE && !c->send_copy &&
+        rt_drop(s, c->send_slot) != PBX_CORE_DELETE_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    return PBX_CORE_IO_OK;
+}
+
+static void rt_op_slot_query(void *user, uint32_t slot,
+                             pbx_capabi_observed *out)
+{
+    rt_observe(user, slot, out);
+}
+
+static pbx_core_delete rt_op_slot_delete(void *user, uint32_t slot)
+{
+    return rt_drop(user, slot);
+}
+
+static bool rt_op_slot_reserve(void *user, uint32_t *slot_out)
+{
+    rt_state *s = user;
+    uint32_t t = 0;
+    if (!rt_tnew(s, &t)) {
+        return false;
+    }
+    *slot_out = pbx_capabi_transient_slot(&s->slots, t);
+    return true;
+}
+
+static void rt_op_slot_release(void *user, uint32_t slot)
+{
+    rt_state *s = user;
+    uint32_t t = 0;
+    if (!rt_tindex(s, slot, &t) || s->tstate[t] != (uint8_t)RT_T_RESERVED) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        return;
+    }
+    rt_tfree(s, t);
+}
+
+static pbx_core_io rt_op_alias_derive(void *user, uint32_t object,
+                                      uint32_t *alias_out)
+{
+    rt_state *s = user;
+    uint32_t t = 0;
+    if (!rt_held(s, object)) {
+        return PBX_CORE_IO_FAILED;
+    }
+    if (!rt_tnew(s, &t)) {
+        return PBX_CORE_IO_BUSY;
+    }
+    uint32_t slot = pbx_capabi_transient_slot(&s->slots, t);
+    if (pbx_port_slot_copy(&s->port, (int32_t)object, (int32_t)slot) !=
+        PBX_OK) {
+        rt_tfree(s, t);
+        return PBX_CORE_IO_FAILED;
+    }
+    s->tstate[t] = (uint8_t)RT_T_LOOSE;
+    s->torigin[t] = (uint8_t)RT_O_LOCAL;
+    *alias_out = slot;
+    return PBX_CORE_IO_OK;
+}
+
+static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
+{
+    rt_state *s = user;
+    if (len > UINT32_MAX) {
+        return PBX_CORE_IO_FAILED;
+    }
+    pbx_err err = pbx_port_notify(&s->port, PBX_CAPABI_SLOT_LAUNCHD, frame,
+                                  (uint32_t)len);
+    if (err == PBX_E_PORT_BACKPRESSURE) {
+        return PBX_CORE_IO_BUSY;
+    }
+    return err == PBX_OK ? PBX_CORE_IO_OK : PBX_CORE_IO_FAILED;
+}
+
+const pbx_core_ops rt_ops = {
+    rt_op_call,         rt_op_slot_query,   rt_op_slot_delete,
+    rt_op_slot_reserve, rt_op_slot_release, rt_op_alias_derive,
+    rt_op_wake,
+};

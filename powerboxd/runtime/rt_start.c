@@ -1,0 +1,193 @@
+/*
+ * rt_start.c: the executable's entry (pbx_port_main) and its startup:
+ * PBX1 through the port, the arena of exactly the derived size, the live
+ * startup inventory judged by capabi before and after the public endpoint
+ * exists, the core, and only then the readiness report. Each refusal
+ * exits with its own pbx_rt_exit status and nothing is reported ready.
+ */
+#include "powerboxd/runtime/rt_int.h"
+
+/** The runtime's whole state; static so that no stack frame holds it. */
+static rt_state rt_g;
+
+/* Maps a port refusal to read PBX1 to its exit status. */
+static uint8_t rt_pbx1_status(pbx_err err)
+{
+    switch (err) {
+    case PBX_E_PORT_PBX1_MISSING:
+        return PBX_RT_EXIT_PBX1_MISSING;
+    case PBX_E_PORT_PBX1_KIND:
+        return PBX_RT_EXIT_PBX1_KIND;
+    case PBX_E_PORT_PBX1_UNSEALED:
+        return PBX_RT_EXIT_PBX1_UNSEALED;
+    default:
+        return PBX_RT_EXIT_PBX1_SIZE;
+    }
+}
+
+/* Reads, authenticates and lays out PBX1, then maps the one arena. */
+static uint8_t rt_storage(rt_state *s)
+{
+    pbx_bootstrap_type_layout compiled[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_bootstrap_pool pool = PBX_BOOTSTRAP_POOL_REQUESTS;
+    uint32_t len = 0;
+    void *arena = NULL;
+    pbx_err err = pbx_port_pbx1_read(&s->port, PBX_CAPABI_SLOT_PBX1, s->pbx1,
+                                     sizeof(s->pbx1), &len);
+    if (err != PBX_OK) {
+        return rt_pbx1_status(err);
+    }
+    if (pbx_bootstrap_parse(s->pbx1, len, &s->geo) != PBX_OK) {
+        return PBX_RT_EXIT_PBX1_RECORD;
+    }
+    pbx_core_pool_layouts(compiled);
+    err = pbx_bootstrap_layout_derive(&s->geo, compiled, &s->layout);
+    if (pbx_bootstrap_mismatch_pool(err, &pool)) {
+        return PBX_RT_EXIT_PBX1_LAYOUT;
+    }
+    if (err == PBX_E_BOOTSTRAP_PAGE_EXTENT) {
+        return PBX_RT_EXIT_PBX1_EXTENT;
+    }
+    if (err != PBX_OK) {
+        return PBX_RT_EXIT_PBX1_RECORD;
+    }
+    /* The core's tslot records plus one message's worth of receipts in
+     * flight: the runtime can always place what arrives. */
+    uint64_t count =
+        (uint64_t)s->geo.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] +
+        PBX_PORT_RECEIPTS_MAX;
+    if (count > PBX_RT_TRANSIENT_MAX ||
+        pbx_capabi_layout_init(&s->slots, PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
+                               (uint32_t)count) != PBX_OK) {
+        return PBX_RT_EXIT_TRANSIENT;
+    }
+    if (pbx_port_arena_map(&s->port, s->layout.arena_bytes, &arena) != PBX_OK) {
+        return PBX_RT_EXIT_ARENA;
+    }
+    s->arena = arena;
+    return 0;
+}
+
+/* Maps an inventory refusal to its exit status. */
+static uint8_t rt_inventory_status(pbx_err err)
+{
+    switch (err) {
+    case PBX_E_CAPABI_ENTRY_MISSING:
+        return PBX_RT_EXIT_INV_MISSING;
+    case PBX_E_CAPABI_KIND:
+        return PBX_RT_EXIT_INV_KIND;
+    case PBX_E_CAPABI_RIGHTS_MISSING:
+        return PBX_RT_EXIT_INV_RIGHTS_MISSING;
+    case PBX_E_CAPABI_RIGHTS_EXTRA:
+        return PBX_RT_EXIT_INV_RIGHTS_EXTRA;
+    case PBX_E_CAPABI_PROVENANCE:
+        return PBX_RT_EXIT_INV_PROVENANCE;
+    default:
+        return PBX_RT_EXIT_INV_OTHER;
+    }
+}
+
+/* Observes every startup inventory slot live and judges the whole set. */
+static pbx_err rt_inventory(rt_state *s, pbx_capabi_phase phase)
+{
+    pbx_capabi_observed obs[PBX_CAPABI_ENTRY_COUNT];
+    for (uint32_t i = 0; i < (uint32_t)PBX_CAPABI_ENTRY_COUNT; i++) {
+        rt_observe(s, PBX_CAPABI_STARTUP_FIRST + i, &obs[i]);
+    }
+    return pbx_capabi_check_inventory(obs, PBX_CAPABI_ENTRY_COUNT, phase, NULL);
+}
+
+/* Counts the bytes of a NUL-terminated argument, bounded by 255. */
+static uint32_t rt_strlen(const char *str)
+{
+    uint32_t n = 0;
+    while (n < 255U && str[n] != '\0') {
+        n++;
+    }
+    return n;
+}
+
+/* Sends the typed readiness report on the supervisor route. */
+static pbx_err rt_ready_send(rt_state *s)
+{
+    uint8_t rep[PBX_RT_READY_BYTES];
+    pbx_mem_set(rep, 0, sizeof(rep));
+    pbx_le_put32(rep, PBX_RT_READY_MAGIC);
+    pbx_le_put16(rep + 4, PBX_RT_READY_VERSION);
+    pbx_le_put16(rep + 6, PBX_RT_READY_KIND_READY);
+    pbx_le_put32(rep + 8, PBX_CAPABI_SLOT_PUBLIC);
+    pbx_le_put32(rep + 12, s->slots.transient_first);
+    pbx_le_put32(rep + 16, s->slots.transient_count);
+    pbx_le_put64(rep + 24, (uint64_t)s->layout.arena_bytes);
+    return pbx_port_notify(&s->port, PBX_CAPABI_SLOT_SUPERVISOR, rep,
+                           sizeof(rep));
+}
+
+/* Creates the public endpoint at its slot, re-validates, starts the core. */
+static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
+{
+    pbx_port_slot_info info;
+    const char *name = start->argv[1];
+    if (pbx_port_public_open(&s->port, PBX_CAPABI_SLOT_PUBLIC,
+                             (const uint8_t *)name,
+                             rt_strlen(name)) != PBX_OK) {
+        return PBX_RT_EXIT_PUBLIC;
+    }
+    s->public_created = 1U;
+    if (rt_inventory(s, PBX_CAPABI_PHASE_READY) != PBX_OK) {
+        return PBX_RT_EXIT_READY_INVENTORY;
+    }
+    if (pbx_core_init(&s->core, &s->layout, s->arena, s->layout.arena_bytes,
+                      &s->slots, &rt_ops, s) != PBX_OK) {
+        return PBX_RT_EXIT_CORE_INIT;
+    }
+    /* EXPIRE is accepted only from launchd's own connections, recognised
+     * by the process on the other end of the launchd route. */
+    if (pbx_port_slot_query(&s->port, PBX_CAPABI_SLOT_LAUNCHD, &info) ==
+            PBX_OK &&
+        (info.flags & PBX_PORT_INFO_PEER) != 0U) {
+        s->launchd_pid = info.peer_pid;
+    }
+    return 0;
+}
+
+uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
+{
+    uint8_t st;
+    pbx_err err;
+    if (start->argc < 2U || start->argv[1] == NULL ||
+        rt_strlen(start->argv[1]) == 0U) {
+        return PBX_RT_EXIT_ARGS;
+    }
+    if (pbx_port_init(&s->port, (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
+                      (int32_t)(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT +
+                                PBX_RT_TRANSIENT_MAX - 1U)) != PBX_OK) {
+        return PBX_RT_EXIT_PORT_INIT;
+    }
+    st = rt_storage(s);
+    if (st != 0U) {
+        return st;
+    }
+    err = rt_inventory(s, PBX_CAPABI_PHASE_STARTUP);
+    if (err != PBX_OK) {
+        return rt_inventory_status(err);
+    }
+    st = rt_go_live(s, start);
+    if (st != 0U) {
+        return st;
+    }
+    s->next_badge = 1U;
+    if (rt_ready_send(s) != PBX_OK) {
+        return PBX_RT_EXIT_READY_SEND;
+    }
+    return 0;
+}
+
+uint8_t pbx_port_main(const pbx_port_start *start)
+{
+    uint8_t st = rt_startup(&rt_g, start);
+    if (st != 0U) {
+        return st;
+    }
+    return rt_loop(&rt_g);
+}
