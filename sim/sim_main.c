@@ -150,13 +150,17 @@ static bool sim_parse(int argc, char **argv, sim_cli *cli)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "-v") == 0) {
             cli->opts.verbose = 1U;
-        } else if (strcmp(a, "--strict") == 0) {
-            cli->opts.strict = 1U;
-        } else if (strcmp(a, "--coverage") == 0) {
-            cli->coverage = true;
-        } else if (v == NULL) {
+            continue;
+        }
+        if (strcmp(a, "--strict") == 0 || strcmp(a, "--coverage") == 0) {
+            cli->opts.strict |= a[2] == 's' ? 1U : 0U;
+            cli->coverage = cli->coverage || a[2] == 'c';
+            continue;
+        }
+        if (v == NULL) {
             return false;
-        } else if (strcmp(a, "--seed") == 0 || strcmp(a, "--seeds") == 0) {
+        }
+        if (strcmp(a, "--seed") == 0 || strcmp(a, "--seeds") == 0) {
             have = sim_parse_range(v, cli);
             i++;
         } else if (strcmp(a, "--steps") == 0) {
