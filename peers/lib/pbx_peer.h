@@ -17,25 +17,26 @@
 /*
  * The peers' reply statuses live in the tools-and-peers range 0x08xx
  * (pbx_base.h), at 0x08C0 and up. They are wire values of the frame
- * header's status field; base/err/tools.def does not list them yet.
+ * header's status field. They are defined once, in base/err/tools.def;
+ * these names are the peers' short spellings of the same values.
  */
 
 /** PBX_PEER_E_BUSY: a peer table is full; retry later (backpressure). */
-#define PBX_PEER_E_BUSY 0x08C0U
+#define PBX_PEER_E_BUSY ((uint16_t)PBX_E_PEER_BUSY)
 /** PBX_PEER_E_UNKNOWN: no such object, grant, process or request. */
-#define PBX_PEER_E_UNKNOWN 0x08C1U
+#define PBX_PEER_E_UNKNOWN ((uint16_t)PBX_E_PEER_UNKNOWN)
 /** PBX_PEER_E_MISMATCH: an identity does not match the record exactly. */
-#define PBX_PEER_E_MISMATCH 0x08C2U
+#define PBX_PEER_E_MISMATCH ((uint16_t)PBX_E_PEER_MISMATCH)
 /** PBX_PEER_E_ROUTE: the operation is not served on this connection. */
-#define PBX_PEER_E_ROUTE 0x08C3U
+#define PBX_PEER_E_ROUTE ((uint16_t)PBX_E_PEER_ROUTE)
 /** PBX_PEER_E_SLOT: the target slot is occupied or out of range. */
-#define PBX_PEER_E_SLOT 0x08C4U
+#define PBX_PEER_E_SLOT ((uint16_t)PBX_E_PEER_SLOT)
 /** PBX_PEER_E_CONFLICT: the grant is already present with another row. */
-#define PBX_PEER_E_CONFLICT 0x08C5U
+#define PBX_PEER_E_CONFLICT ((uint16_t)PBX_E_PEER_CONFLICT)
 /** PBX_PEER_E_DIGEST: SHA-256 of the selector differs from its digest. */
-#define PBX_PEER_E_DIGEST 0x08C6U
+#define PBX_PEER_E_DIGEST ((uint16_t)PBX_E_PEER_DIGEST)
 /** PBX_PEER_E_INTERNAL: the peer failed locally (a system call failed). */
-#define PBX_PEER_E_INTERNAL 0x08C7U
+#define PBX_PEER_E_INTERNAL ((uint16_t)PBX_E_PEER_INTERNAL)
 
 /**
  * pbx_peer_status_text returns a static description of a peer status
