@@ -109,6 +109,27 @@ $(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(PBXD_TEST_OBJS) -o $@
 
+# The end-to-end tests of the Linux binary: the runner plus tests/e2e/*.c
+# and libpbx.a (the wire codec and PBX1 encoder the harness speaks),
+# run against the very Linux debug and release powerboxd images.
+PBXD_E2E_SRCS := tests/runner/pbx_test.c $(wildcard tests/e2e/*.c)
+PBXD_E2E_OBJS := $(PBXD_E2E_SRCS:%.c=$(BUILD)/obj/e2e-test/%.o)
+PBXD_E2E_BIN  := $(BUILD)/bin/pbx-e2e-test
+
+$(BUILD)/obj/e2e-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) \
+    $(wildcard tests/e2e/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -Itests -c $< -o $@
+
+$(PBXD_E2E_BIN): $(PBXD_E2E_OBJS) $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(PBXD_E2E_OBJS) $(LIBPBX) -o $@
+
+.PHONY: powerboxd-e2e-test
+powerboxd-e2e-test: $(PBXD_E2E_BIN) $(PBXD_IMAGES)
+	PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_debug) $(PBXD_E2E_BIN) $(TESTS)
+	PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_release) $(PBXD_E2E_BIN) $(TESTS)
+
 .PHONY: powerboxd-images powerboxd-port-test powerboxd-port-check \
         powerboxd-cppcheck powerboxd-doccheck
 powerboxd-images: $(PBXD_IMAGES) $(PBXD_PORTCHECK) $(PBXD_BIN)
@@ -118,7 +139,7 @@ powerboxd-port-test: $(PBXD_TEST_BIN) $(PBXD_IMAGES)
 	PBX_PORTCHECK=$(PBXD_PCI_linux-x86_64_release) $(PBXD_TEST_BIN)
 
 powerboxd-port-check: $(PBXD_CHECKS) powerboxd-port-test $(PBXD_PORTCHECK) \
-    $(PBXD_BIN)
+    $(PBXD_BIN) powerboxd-e2e-test
 
 CHECK_EXTRA += powerboxd-port-check
 ALL_EXTRA   += powerboxd-images
@@ -126,7 +147,7 @@ ALL_EXTRA   += powerboxd-images
 # The shared gates also cover this part: clang-tidy on every port, driver
 # and test source, cppcheck on the same files, doccheck on the headers.
 PBXD_GATE_SRCS := $(wildcard powerboxd/port/*/*.c powerboxd/portcheck/*.c \
-                  powerboxd/runtime/*.c tests/port/*.c)
+                  powerboxd/runtime/*.c tests/port/*.c tests/e2e/*.c)
 PBXD_TIDY_OKS  := $(PBXD_GATE_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(PBXD_GATE_SRCS)
 $(PBXD_TIDY_OKS): $(PBXD_HEADERS)

@@ -1,0 +1,355 @@
+/*
+ * e2e_harness.c: start powerboxd with an exact startup inventory and talk
+ * to it the way its supervisor, peers and callers do.
+ */
+#define _GNU_SOURCE
+#include "e2e_harness.h"
+
+#include "bootstrap/pbx_bootstrap.h"
+#include "core/pbx_core_layout.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The highest descriptor the child closes before exec. */
+#define E2E_FD_SWEEP 4096
+
+/* A small deployment: 8 of everything, 4096 selector bytes, 32 slots. */
+static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g->layout);
+    for (int i = 0; i < PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g->capacity[i] = 8U;
+    }
+    g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
+    g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        bad == E2E_PBX1_TRANSIENT ? 2000U : 32U;
+    if (bad == E2E_PBX1_LAYOUT) {
+        g->layout[PBX_BOOTSTRAP_POOL_GRANTS].record_size_bytes += 8U;
+    }
+    (void)pbx_bootstrap_pages_compute(g, &g->arena_page_count);
+    if (bad == E2E_PBX1_EXTENT) {
+        g->arena_page_count++;
+    }
+}
+
+/* Builds the PBX1 object for bad; -1 means "slot 3 empty". */
+static int e2e_pbx1(e2e_pbx1_bad bad)
+{
+    pbx_bootstrap_geometry g;
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
+    size_t len = sizeof(rec);
+    int all = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+    if (bad == E2E_PBX1_NONE) {
+        return -1;
+    }
+    if (bad == E2E_PBX1_DEVNULL) {
+        return open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    e2e_geometry(&g, bad);
+    if (pbx_bootstrap_encode(&g, rec, sizeof(rec)) != PBX_OK) {
+        return -1;
+    }
+    if (bad == E2E_PBX1_DIGEST) {
+        rec[20] ^= 1U;
+    }
+    len -= bad == E2E_PBX1_SHORT ? 1U : 0U;
+    int fd = memfd_create("pbx1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || write(fd, rec, len) != (ssize_t)len) {
+        return fd < 0 ? -1 : (close(fd), -1);
+    }
+    if (bad == E2E_PBX1_PARTIAL) {
+        (void)fcntl(fd, F_ADD_SEALS, all & ~F_SEAL_WRITE);
+    } else if (bad != E2E_PBX1_UNSEALED) {
+        (void)fcntl(fd, F_ADD_SEALS, all);
+    }
+    return fd;
+}
+
+bool e2e_socketpair(int type, int *sv)
+{
+    return socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) == 0;
+}
+
+/* The launchd route is created by a short-lived helper process, so its
+ * credentials name a process other than the harness (whose connections
+ * must not look like launchd's). */
+static bool e2e_launchd_pair(int *sv)
+{
+    int ch[2];
+    if (!e2e_socketpair(SOCK_SEQPACKET, ch)) {
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int pair[2];
+        (void)close(ch[0]);
+        if (!e2e_socketpair(SOCK_DGRAM, pair) ||
+            !e2e_send(ch[1], "L", 1, pair, 2)) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    (void)close(ch[1]);
+    uint8_t b[4];
+    int got[2] = {-1, -1};
+    int n = 0;
+    long r = pid > 0 ? e2e_recv(ch[0], b, sizeof(b), got, 2, &n, 5000) : -1;
+    (void)close(ch[0]);
+    if (pid > 0) {
+        (void)waitpid(pid, NULL, 0);
+    }
+    if (r != 1 || n != 2) {
+        for (int i = 0; i < n; i++) {
+            (void)close(got[i]);
+        }
+        return false;
+    }
+    sv[0] = got[0];
+    sv[1] = got[1];
+    return true;
+}
+
+bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad)
+{
+    static unsigned serial;
+    static const int types[4] = {SOCK_DGRAM, SOCK_SEQPACKET, SOCK_SEQPACKET,
+                                 SOCK_SEQPACKET};
+    int *ours[5] = {&p->supervisor, &p->vfsd, &p->ttyd, &p->procd, &p->launchd};
+    int sv[2];
+    memset(p, 0, sizeof(*p));
+    for (int i = 0; i < E2E_SLOTS; i++) {
+        p->theirs[i] = -1;
+    }
+    for (int i = 0; i < 5; i++) {
+        *ours[i] = -1;
+    }
+    for (int i = 0; i < 5; i++) {
+        if (!(i < 4 ? e2e_socketpair(types[i], sv) : e2e_launchd_pair(sv))) {
+            e2e_close(p);
+            return false;
+        }
+        *ours[i] = sv[0];
+        p->theirs[1 + i] = sv[1];
+    }
+    p->theirs[0] = e2e_pbx1(bad);
+    (void)snprintf(p->name, sizeof(p->name), "@pbx-e2e-%d-%u", (int)getpid(),
+                   serial++);
+    return true;
+}
+
+/* In the child: theirs[i] to slot 3 + i, everything else above 2 closed. */
+static _Noreturn void e2e_exec(const char *path, const e2e_proc *p)
+{
+    int high[E2E_SLOTS];
+    for (int i = 0; i < E2E_SLOTS; i++) {
+        high[i] = p->theirs[i] >= 0 ? fcntl(p->theirs[i], F_DUPFD, 100) : -1;
+    }
+    for (int i = 0; i < E2E_SLOTS; i++) {
+        if (high[i] >= 0) {
+            (void)dup2(high[i], 3 + i);
+        } else {
+            (void)close(3 + i);
+        }
+    }
+    for (int fd = 3 + E2E_SLOTS; fd < E2E_FD_SWEEP; fd++) {
+        (void)close(fd);
+    }
+    char *const argv[] = {(char *)path, (char *)p->name, NULL};
+    execv(path, argv);
+    _exit(127);
+}
+
+bool e2e_start(e2e_proc *p)
+{
+    const char *path = getenv("PBX_POWERBOXD");
+    if (path == NULL) {
+        return false;
+    }
+    p->pid = fork();
+    if (p->pid == 0) {
+        e2e_exec(path, p);
+    }
+    for (int i = 0; i < E2E_SLOTS; i++) {
+        if (p->theirs[i] >= 0) {
+            (void)close(p->theirs[i]);
+            p->theirs[i] = -1;
+        }
+    }
+    if (p->pid < 0) {
+        p->pid = 0;
+        return false;
+    }
+    return true;
+}
+
+bool e2e_wait_ready(e2e_proc *p)
+{
+    uint8_t b[64];
+    long n = e2e_recv(p->supervisor, b, sizeof(b), NULL, 0, NULL, 5000);
+    return n == 32 && memcmp(b, "PBXR", 4) == 0 && b[4] == 1U && b[6] == 1U;
+}
+
+int e2e_exit_status(e2e_proc *p)
+{
+    int st = 0;
+    for (int i = 0; i < 500 && p->pid > 0; i++) {
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            p->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+        struct timespec ts = {0, 10000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return -2;
+}
+
+void e2e_close(e2e_proc *p)
+{
+    int *fds[5] = {&p->supervisor, &p->vfsd, &p->ttyd, &p->procd, &p->launchd};
+    for (int i = 0; i < 5; i++) {
+        if (*fds[i] >= 0) {
+            (void)close(*fds[i]);
+            *fds[i] = -1;
+        }
+    }
+    for (int i = 0; i < E2E_SLOTS; i++) {
+        if (p->theirs[i] >= 0) {
+            (void)close(p->theirs[i]);
+            p->theirs[i] = -1;
+        }
+    }
+    if (p->pid > 0) {
+        (void)kill(p->pid, SIGKILL);
+        (void)waitpid(p->pid, NULL, 0);
+        p->pid = 0;
+    }
+}
+
+int e2e_connect(const e2e_proc *p)
+{
+    struct sockaddr_un a;
+    size_t n = strlen(p->name);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || n >= sizeof(a.sun_path)) {
+        return fd < 0 ? -1 : (close(fd), -1);
+    }
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path, p->name, n);
+    a.sun_path[0] = '\0';
+    if (connect(fd, (struct sockaddr *)&a,
+                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 64)];
+        struct cmsghdr align;
+    } ctrl;
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (nfds > 0 && nfds <= 64) {
+        memset(&ctrl, 0, sizeof(ctrl));
+        mh.msg_control = ctrl.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/* Stores (or closes) the descriptors of one control message. */
+static void e2e_take_fds(struct msghdr *mh, int *fds, int fds_cap, int *nfds)
+{
+    int n = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
+         c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+            if (fds != NULL && n < fds_cap) {
+                fds[n++] = fd;
+            } else {
+                (void)close(fd);
+            }
+        }
+    }
+    if (nfds != NULL) {
+        *nfds = n;
+    }
+}
+
+long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
+              int *nfds, int ms)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 16)];
+        struct cmsghdr align;
+    } ctrl;
+    struct pollfd pf = {fd, POLLIN, 0};
+    struct iovec iov = {buf, cap};
+    struct msghdr mh;
+    if (nfds != NULL) {
+        *nfds = 0;
+    }
+    if (poll(&pf, 1, ms) != 1 || (pf.revents & POLLIN) == 0) {
+        return -1;
+    }
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctrl.buf;
+    mh.msg_controllen = sizeof(ctrl.buf);
+    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0) {
+        return -1;
+    }
+    e2e_take_fds(&mh, fds, fds_cap, nfds);
+    return (long)n;
+}
+
+int e2e_fd_count(pid_t pid)
+{
+    char path[64];
+    int n = 0;
+    (void)snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return -1;
+    }
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        n += e->d_name[0] != '.';
+    }
+    (void)closedir(d);
+    return n;
+}

@@ -1,0 +1,86 @@
+/*
+ * e2e_harness.h: start the real powerboxd image (the freestanding ELF named
+ * by $PBX_POWERBOXD) with an exact startup inventory, and play its
+ * supervisor, its four peers and its callers over real sockets.
+ */
+#ifndef PBX_E2E_HARNESS_H
+#define PBX_E2E_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** E2E_SLOTS is the number of startup slots the harness fills: 3..9. */
+#define E2E_SLOTS 7
+
+/** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
+typedef enum e2e_pbx1_bad {
+    E2E_PBX1_GOOD = 0, /**< a valid, fully sealed record */
+    E2E_PBX1_NONE,     /**< slot 3 empty */
+    E2E_PBX1_DEVNULL,  /**< not a memory object */
+    E2E_PBX1_UNSEALED, /**< a memfd without seals */
+    E2E_PBX1_PARTIAL,  /**< sealed except against writing */
+    E2E_PBX1_SHORT,    /**< one byte short of a record */
+    E2E_PBX1_DIGEST,   /**< one byte flipped after sealing the digest */
+    E2E_PBX1_LAYOUT,   /**< a pool's record size differs from the build */
+    E2E_PBX1_EXTENT,   /**< one page more than the derived extent */
+    E2E_PBX1_TRANSIENT /**< more transient slots than the runtime fits */
+} e2e_pbx1_bad;
+
+/**
+ * e2e_proc is one powerboxd process and the harness's ends of its
+ * inventory. theirs[i] is what the harness put at slot 3 + i (closed in
+ * the harness after the start); ours are the peer ends.
+ */
+typedef struct e2e_proc {
+    pid_t pid;             /**< process id, 0 once reaped */
+    int supervisor;        /**< our end of slot 4 (datagram) */
+    int vfsd;              /**< our end of slot 5 */
+    int ttyd;              /**< our end of slot 6 */
+    int procd;             /**< our end of slot 7 */
+    int launchd;           /**< our end of slot 8 (datagram) */
+    char name[64];         /**< the public endpoint name ("@...") */
+    int theirs[E2E_SLOTS]; /**< descriptors for slots 3..9, -1 for empty */
+} e2e_proc;
+
+/**
+ * e2e_prepare builds a good inventory (PBX1 spoiled as bad says) without
+ * starting anything: the caller may replace theirs[] entries first.
+ */
+bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad);
+
+/** e2e_start execs $PBX_POWERBOXD with theirs[] at slots 3..9. */
+bool e2e_start(e2e_proc *p);
+
+/** e2e_wait_ready waits up to 5 s for the typed readiness report. */
+bool e2e_wait_ready(e2e_proc *p);
+
+/** e2e_exit_status reaps the process (5 s) and returns its exit status,
+ * -1 when killed by a signal, -2 on timeout (then it is killed). */
+int e2e_exit_status(e2e_proc *p);
+
+/** e2e_close closes every harness descriptor and kills a live process. */
+void e2e_close(e2e_proc *p);
+
+/** e2e_connect opens a public connection; returns the fd or -1. */
+int e2e_connect(const e2e_proc *p);
+
+/** e2e_send sends len bytes with nfds descriptors attached. */
+bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds);
+
+/**
+ * e2e_recv waits up to ms for one message on fd into buf (cap bytes),
+ * storing up to fds_cap received descriptors in fds and their count in
+ * *nfds (may be NULL: then they are closed). Returns the length or -1.
+ */
+long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
+              int *nfds, int ms);
+
+/** e2e_fd_count counts /proc/<pid>/fd entries, or -1. */
+int e2e_fd_count(pid_t pid);
+
+/** e2e_socketpair makes a pair of the given type; false on failure. */
+bool e2e_socketpair(int type, int *sv);
+
+#endif /* PBX_E2E_HARNESS_H */

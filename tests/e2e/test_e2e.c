@@ -1,0 +1,539 @@
+/*
+ * test_e2e.c: the Linux-port powerboxd binary, as built, against a harness
+ * that plays its supervisor, vfsd, ttyd, procd, launchd and callers over
+ * real sockets: every startup refusal with its own exit status, one full
+ * routine grant from BEGIN to RETIRE, and a flood of malformed frames with
+ * surplus descriptors after which powerboxd holds exactly its baseline.
+ */
+#define _GNU_SOURCE
+#include "e2e_harness.h"
+#include "runner/pbx_test.h"
+
+#include "ipc/pbx_ipc.h"
+#include "powerboxd/runtime/pbx_rt.h"
+#include "sha2/pbx_sha2.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Starts powerboxd on an inventory with slot (3..9) replaced by fd (or
+ * emptied for -1) and returns its exit status; ready means it reported
+ * readiness instead, which fails the test. */
+static int e2e_refusal(e2e_pbx1_bad bad, int slot, int fd)
+{
+    e2e_proc p;
+    if (!e2e_prepare(&p, bad)) {
+        return -100;
+    }
+    if (slot >= 3) {
+        if (p.theirs[slot - 3] >= 0) {
+            (void)close(p.theirs[slot - 3]);
+        }
+        p.theirs[slot - 3] = fd;
+    }
+    if (!e2e_start(&p)) {
+        e2e_close(&p);
+        return -101;
+    }
+    int st = e2e_exit_status(&p);
+    e2e_close(&p);
+    return st;
+}
+
+PBX_TEST(e2e_refuses_bad_pbx1_each_with_its_status)
+{
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_NONE, 0, -1), PBX_RT_EXIT_PBX1_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_DEVNULL, 0, -1), PBX_RT_EXIT_PBX1_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_UNSEALED, 0, -1),
+                 PBX_RT_EXIT_PBX1_UNSEALED);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_PARTIAL, 0, -1),
+                 PBX_RT_EXIT_PBX1_UNSEALED);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_SHORT, 0, -1), PBX_RT_EXIT_PBX1_RECORD);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_DIGEST, 0, -1), PBX_RT_EXIT_PBX1_RECORD);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_LAYOUT, 0, -1), PBX_RT_EXIT_PBX1_LAYOUT);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_EXTENT, 0, -1), PBX_RT_EXIT_PBX1_EXTENT);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_TRANSIENT, 0, -1), PBX_RT_EXIT_TRANSIENT);
+}
+
+/* A listening SEQPACKET socket (a receive capability). */
+static int e2e_listener(void)
+{
+    sa_family_t fam = AF_UNIX;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    /* Binding only the family autobinds an abstract name. */
+    if (fd >= 0 && (bind(fd, (const struct sockaddr *)(const void *)&fam,
+                         sizeof(fam)) != 0 ||
+                    listen(fd, 1) != 0)) {
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One end of a fresh pair of type; the other end is closed. */
+static int e2e_one_end(int type)
+{
+    int sv[2];
+    if (!e2e_socketpair(type, sv)) {
+        return -1;
+    }
+    (void)close(sv[0]);
+    return sv[1];
+}
+
+PBX_TEST(e2e_refuses_bad_inventory_each_with_its_status)
+{
+    int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int mem = memfd_create("x", MFD_CLOEXEC);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 4, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 5, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 6, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 7, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 8, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 4, e2e_one_end(SOCK_SEQPACKET)),
+                 PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 5, e2e_one_end(SOCK_DGRAM)),
+                 PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 6, mem), PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 8, e2e_one_end(SOCK_STREAM)),
+                 PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 7, e2e_listener()),
+                 PBX_RT_EXIT_INV_RIGHTS_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 5, sock),
+                 PBX_RT_EXIT_INV_RIGHTS_MISSING);
+    /* A public endpoint handed over at startup is a self-transfer. */
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 9, e2e_listener()),
+                 PBX_RT_EXIT_INV_PROVENANCE);
+}
+
+/* A running powerboxd with one client connection and its fd baseline. */
+typedef struct e2e_run {
+    e2e_proc p;
+    int client;
+    int baseline;
+} e2e_run;
+
+static bool e2e_run_start(e2e_run *r)
+{
+    r->client = -1;
+    if (!e2e_prepare(&r->p, E2E_PBX1_GOOD) || !e2e_start(&r->p) ||
+        !e2e_wait_ready(&r->p)) {
+        return false;
+    }
+    r->client = e2e_connect(&r->p);
+    /* A round trip proves the connection is accepted before counting. */
+    uint8_t f[64];
+    size_t n = 0;
+    pbx_ipc_consume c = {{0, 1}};
+    if (r->client < 0 || pbx_ipc_consume_encode(&c, f, sizeof(f), &n) != 0 ||
+        !e2e_send(r->client, f, n, NULL, 0) ||
+        e2e_recv(r->client, f, sizeof(f), NULL, 0, NULL, 5000) <= 0) {
+        return false;
+    }
+    r->baseline = e2e_fd_count(r->p.pid);
+    return r->baseline > 0;
+}
+
+static void e2e_run_stop(e2e_run *r)
+{
+    if (r->client >= 0) {
+        (void)close(r->client);
+    }
+    e2e_close(&r->p);
+}
+
+/* Receives one frame on fd and decodes its header; returns false on
+ * timeout or a frame that does not decode. */
+static bool e2e_frame(int fd, uint8_t *buf, size_t cap, pbx_ipc_frame *f,
+                      int *fds, int *nfds)
+{
+    long n = e2e_recv(fd, buf, cap, fds, 4, nfds, 5000);
+    return n > 0 &&
+           pbx_ipc_frame_decode(buf, (size_t)n, (uint16_t)*nfds, f) == PBX_OK;
+}
+
+/* The routine request the grant test makes. */
+static void e2e_begin_rec(pbx_ipc_begin *b, const char *sel)
+{
+    memset(b, 0, sizeof(*b));
+    b->ctx.session = 7;
+    b->ctx.job_id = 11;
+    b->ctx.job_gen = 1;
+    b->ctx.realm = 3;
+    b->ctx.operation = PBX_IPC_OPERATION_READ;
+    b->ctx.object_class = PBX_IPC_CLASS_FILE;
+    b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    b->ctx.mode = PBX_IPC_MODE_INSTALL;
+    b->ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    b->ctx.entry.len = 7;
+    memcpy(b->ctx.entry.bytes, "bin/cat", 7);
+    b->target.process_id = 42;
+    b->target.process_gen = 5;
+    b->target.slot = 20;
+    b->selector_len = (uint32_t)strlen(sel);
+    (void)pbx_sha2_digest((const uint8_t *)sel, strlen(sel),
+                          b->selector_digest);
+    b->label.len = 6;
+    memcpy(b->label.bytes, "readme", 6);
+}
+
+/* A caller round trip: send buf with fds, decode the reply into f. */
+static bool e2e_call(int fd, const uint8_t *req, size_t len, const int *fds,
+                     int nfds, uint8_t *buf, size_t cap, pbx_ipc_frame *f)
+{
+    int got = 0;
+    return e2e_send(fd, req, len, fds, nfds) &&
+           e2e_frame(fd, buf, cap, f, NULL, &got) && got == 0;
+}
+
+/* The caller side up to COMMIT; stores the request id. The scope's far
+ * end is sent and closed; *scope keeps ours. */
+static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
+                             int *scope)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_begin_reply br;
+    pbx_ipc_frame f;
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    int sv[2];
+    e2e_begin_rec(&b, sel);
+    if (pbx_ipc_begin_encode(&b, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) ||
+        pbx_ipc_begin_reply_decode(&f, &br) != PBX_OK) {
+        return false;
+    }
+    *id = f.request;
+    pbx_ipc_selector s = {0, b.selector_len, (const uint8_t *)sel};
+    pbx_ipc_commit c = {br.dest_slot};
+    if (pbx_ipc_selector_encode(*id, &s, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) ||
+        f.status != 0 || !e2e_socketpair(SOCK_SEQPACKET, sv)) {
+        return false;
+    }
+    *scope = sv[0];
+    bool ok = pbx_ipc_commit_encode(*id, &c, out, sizeof(out), &n) == PBX_OK &&
+              e2e_call(client, out, n, &sv[1], 1, in, sizeof(in), &f) &&
+              f.status == 0;
+    (void)close(sv[1]);
+    return ok;
+}
+
+/* vfsd: answers RESOLVE through the scope with an object; *obj keeps our
+ * end, *ino the object's identity. */
+static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[256];
+    pbx_ipc_frame f;
+    pbx_ipc_resolve q;
+    int nfds = 0;
+    int sv[2];
+    size_t n = 0;
+    struct stat st;
+    if (!e2e_frame(scope, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_resolve_decode(&f, &q) != PBX_OK ||
+        !e2e_socketpair(SOCK_SEQPACKET, sv) || fstat(sv[1], &st) != 0) {
+        return false;
+    }
+    pbx_ipc_resolve_reply rr;
+    memset(&rr, 0, sizeof(rr));
+    rr.result = PBX_IPC_RESOLVE_FOUND;
+    rr.object_class = q.object_class;
+    rr.operation = q.operation;
+    rr.object.id = 900;
+    rr.object.gen = 1;
+    rr.scope_id = 77;
+    memcpy(rr.selector_digest, q.selector_digest, sizeof(rr.selector_digest));
+    *obj = sv[0];
+    *ino = st.st_ino;
+    bool ok = pbx_ipc_resolve_reply_encode(f.request, &rr, out, sizeof(out),
+                                           &n) == PBX_OK &&
+              e2e_send(scope, out, n, &sv[1], 1);
+    (void)close(sv[1]);
+    return ok;
+}
+
+/* ttyd: answers POLICY with ALLOW for the request's session. */
+static bool e2e_ttyd_policy(int ttyd)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_policy q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_policy_decode(&f, &q) != PBX_OK) {
+        return false;
+    }
+    pbx_ipc_policy_reply pr = {PBX_IPC_VERDICT_ALLOW, q.ctx.urgency,
+                               q.ctx.realm, q.ctx.session};
+    return pbx_ipc_policy_reply_encode(f.request, &pr, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(ttyd, out, n, NULL, 0);
+}
+
+/* procd: takes INSTALL with the object (checked to be vfsd's object) and
+ * answers with a manage-only handle; *handle keeps our end. */
+static bool e2e_procd_install(int procd, ino_t ino, int *handle,
+                              pbx_ipc_id *grant)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_install q;
+    int fds[4];
+    int nfds = 0;
+    int sv[2];
+    size_t n = 0;
+    struct stat st;
+    if (!e2e_frame(procd, in, sizeof(in), &f, fds, &nfds) || nfds != 1 ||
+        pbx_ipc_install_decode(&f, &q) != PBX_OK || fstat(fds[0], &st) != 0 ||
+        st.st_ino != ino || !e2e_socketpair(SOCK_SEQPACKET, sv)) {
+        return false;
+    }
+    (void)close(fds[0]); /* the staged child's copy, here simply dropped */
+    *grant = q.grant;
+    *handle = sv[0];
+    pbx_ipc_install_reply ir = {PBX_IPC_HANDLE_MANAGE_ONLY, q.target.slot,
+                                q.grant, q.target.process_id,
+                                q.target.process_gen};
+    bool ok = pbx_ipc_install_reply_encode(f.request, &ir, out, sizeof(out),
+                                           &n) == PBX_OK &&
+              e2e_send(procd, out, n, &sv[1], 1);
+    (void)close(sv[1]);
+    return ok;
+}
+
+/* vfsd: takes back powerboxd's own copy of the object (DETACH). */
+static bool e2e_vfsd_detach(int vfsd, ino_t ino)
+{
+    uint8_t in[256];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_detach q;
+    int fds[4];
+    int nfds = 0;
+    size_t n = 0;
+    struct stat st;
+    if (!e2e_frame(vfsd, in, sizeof(in), &f, fds, &nfds) || nfds != 1 ||
+        pbx_ipc_detach_decode(&f, &q) != PBX_OK || fstat(fds[0], &st) != 0 ||
+        st.st_ino != ino) {
+        return false;
+    }
+    (void)close(fds[0]);
+    return pbx_ipc_detach_reply_encode(f.request, &q, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(vfsd, out, n, NULL, 0);
+}
+
+/* ttyd: acknowledges one VIEW row of kind for grant. */
+static bool e2e_ttyd_view(int ttyd, uint8_t kind, pbx_ipc_id grant)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_view q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_view_decode(&f, &q) != PBX_OK || q.kind != kind ||
+        q.grant.index != grant.index || q.grant.gen != grant.gen ||
+        q.object.id != 900U || q.installed_slot != 20U) {
+        return false;
+    }
+    pbx_ipc_view_ack a = {kind, q.grant};
+    return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(ttyd, out, n, NULL, 0);
+}
+
+/* launchd: receives the authority-free wake for request id. */
+static bool e2e_launchd_wake(int launchd, pbx_ipc_id id)
+{
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    pbx_ipc_wake w;
+    int nfds = 0;
+    return e2e_frame(launchd, in, sizeof(in), &f, NULL, &nfds) && nfds == 0 &&
+           pbx_ipc_wake_decode(&f, &w) == PBX_OK && w.job_id == 11U &&
+           f.request.index == id.index && f.request.gen == id.gen;
+}
+
+/* The caller asks for the decision and expects APPROVED for grant. */
+static bool e2e_decision(int client, pbx_ipc_id id, pbx_ipc_id grant)
+{
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    pbx_ipc_decision d;
+    size_t n = 0;
+    return pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
+                                &n) == PBX_OK &&
+           e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) &&
+           pbx_ipc_decision_reply_decode(&f, &d) == PBX_OK &&
+           d.outcome == PBX_IPC_OUTCOME_APPROVED &&
+           d.grant.index == grant.index && d.grant.gen == grant.gen &&
+           d.installed_slot == 20U;
+}
+
+/* CONSUME; powerboxd then revokes by deleting procd's manage-only handle,
+ * which procd sees as the handle's connection ending. */
+static bool e2e_consume_revoke(int client, int handle, pbx_ipc_id grant);
+
+/* vfsd: acknowledges the receipt-free full-identity RETIRE. */
+static bool e2e_vfsd_retire(int vfsd)
+{
+    uint8_t in[256];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_retire q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(vfsd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_retire_decode(&f, &q) != PBX_OK || q.object.id != 900U ||
+        q.scope_id != 77U) {
+        return false;
+    }
+    return pbx_ipc_retire_reply_encode(f.request, &q, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(vfsd, out, n, NULL, 0);
+}
+
+/* Reports whether fd's peer has closed (EOF within ms). */
+static bool e2e_peer_gone(int fd, int ms)
+{
+    uint8_t b[64];
+    return e2e_recv(fd, b, sizeof(b), NULL, 0, NULL, ms) == 0;
+}
+
+static bool e2e_consume_revoke(int client, int handle, pbx_ipc_id grant)
+{
+    uint8_t out[128];
+    uint8_t in[256];
+    pbx_ipc_frame f;
+    pbx_ipc_consume c = {grant};
+    size_t n = 0;
+    return pbx_ipc_consume_encode(&c, out, sizeof(out), &n) == PBX_OK &&
+           e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) &&
+           f.status == 0 && e2e_peer_gone(handle, 5000);
+}
+
+PBX_TEST(e2e_routine_grant_from_begin_to_retire)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    ino_t ino = 0;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
+    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
+    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_ACTIVE, grant));
+    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
+    /* Request-owned authority is gone before the decision: the scope. */
+    PBX_CHECK(e2e_peer_gone(scope, 5000));
+    PBX_CHECK(e2e_decision(r.client, id, grant));
+    PBX_CHECK(e2e_consume_revoke(r.client, handle, grant));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    /* Every copy of the object powerboxd held is gone too. */
+    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    /* One more round trip, then powerboxd holds exactly its baseline. */
+    uint8_t f[64];
+    size_t n = 0;
+    pbx_ipc_consume c = {grant};
+    PBX_CHECK(pbx_ipc_consume_encode(&c, f, sizeof(f), &n) == PBX_OK &&
+              e2e_send(r.client, f, n, NULL, 0) &&
+              e2e_recv(r.client, f, sizeof(f), NULL, 0, NULL, 5000) > 0);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    int fds[3] = {scope, obj, handle};
+    for (int i = 0; i < 3; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
+    }
+    e2e_run_stop(&r);
+}
+
+/* One malformed frame of kind k (0..5) with nfds copies of fd attached. */
+static size_t e2e_bad_frame(uint8_t *buf, size_t cap, unsigned k)
+{
+    pbx_ipc_commit c = {64U + k};
+    pbx_ipc_id id = {k, 1U + k};
+    size_t n = 0;
+    memset(buf, 0xA5, cap);
+    switch (k % 6U) {
+    case 0: /* garbage */
+        return 40;
+    case 1: /* a COMMIT naming a slot that holds no reservation */
+        (void)pbx_ipc_commit_encode(id, &c, buf, cap, &n);
+        return n;
+    case 2: /* a truncated header */
+        return 10;
+    case 3: /* a DECISION claiming capabilities */
+        (void)pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, cap, &n);
+        return n;
+    case 4: /* a peer reply op on the public endpoint */
+        (void)pbx_ipc_empty_encode(PBX_IPC_OP_RESOLVE | PBX_IPC_REPLY_BIT, id,
+                                   buf, cap, &n);
+        return n;
+    default: /* longer than any frame */
+        return cap;
+    }
+}
+
+PBX_TEST(e2e_malformed_flood_returns_to_fd_baseline)
+{
+    e2e_run r;
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX + 64];
+    int fds[24];
+    int sv[2];
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_REQUIRE(e2e_socketpair(SOCK_SEQPACKET, sv));
+    for (int i = 0; i < 24; i++) {
+        fds[i] = sv[1];
+    }
+    for (unsigned i = 0; i < 600U; i++) {
+        size_t len = e2e_bad_frame(buf, sizeof(buf), i);
+        int nfds = 1 + (int)(i % 20U); /* up to 20: past the 16 accepted */
+        PBX_CHECK(e2e_send(r.client, buf, len, fds, nfds));
+        /* Drain whatever powerboxd answers so its sends never block. */
+        while (e2e_recv(r.client, buf, sizeof(buf), NULL, 0, NULL, 0) > 0) {
+        }
+    }
+    /* A final round trip: everything before it has been handled. */
+    size_t n = 0;
+    pbx_ipc_consume c = {{0, 1}};
+    PBX_CHECK(pbx_ipc_consume_encode(&c, buf, sizeof(buf), &n) == PBX_OK &&
+              e2e_send(r.client, buf, n, NULL, 0));
+    pbx_ipc_frame f;
+    bool answered = false;
+    for (int i = 0; i < 1000 && !answered; i++) {
+        long got = e2e_recv(r.client, buf, sizeof(buf), NULL, 0, NULL, 5000);
+        answered = got > 0 &&
+                   pbx_ipc_frame_decode(buf, (size_t)got, 0, &f) == PBX_OK &&
+                   f.op == (PBX_IPC_OP_CONSUME | PBX_IPC_REPLY_BIT);
+        if (got <= 0) {
+            break;
+        }
+    }
+    PBX_CHECK(answered);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    /* Every copy powerboxd received was deleted: only ours remain. */
+    (void)close(sv[1]);
+    PBX_CHECK(e2e_peer_gone(sv[0], 5000));
+    (void)close(sv[0]);
+    e2e_run_stop(&r);
+}
