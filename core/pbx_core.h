@@ -190,7 +190,9 @@ typedef enum pbx_core_queue_id {
 
 /**
  * PBX_CORE_BADGE_LAUNCHD is the badge the runtime passes for frames that
- * arrived from launchd's broker connection; only it may send EXPIRE.
+ * arrived from launchd's broker connection; only it may send EXPIRE, and
+ * besides the badge that began a request it alone may CANCEL that request
+ * or CONSUME and CANCEL its grant (others get PBX_E_CORE_NOT_OWNER).
  */
 #define PBX_CORE_BADGE_LAUNCHD UINT32_C(0xFFFFFFFE)
 
@@ -222,9 +224,9 @@ typedef struct pbx_core_ctx {
     pbx_core_queue queues[PBX_CORE_Q_COUNT];
     /** Next ready lane to serve. */
     uint32_t lane;
-    /** The expiry being swept one grant per step, if expire_active. */
+    /** The expiry being swept one record per step, if expire_active. */
     pbx_ipc_expire expire;
-    /** Next grant index the expiry sweep examines. */
+    /** Next record the sweep examines: requests first, then grants. */
     uint32_t expire_cursor;
     /** Nonzero while an expiry sweep is in progress. */
     uint32_t expire_active;
@@ -242,10 +244,14 @@ typedef struct pbx_core_ctx {
 
 /**
  * pbx_core_out is the reply the runtime sends for one public frame.
- * Caller-allocated. When token is not PBX_CORE_NIL the runtime must report
- * the delivery outcome with pbx_core_on_reply_delivered; transfer_slot
- * (or PBX_CORE_SLOT_NONE) is a capability to move with the reply, which
- * stays the core's until delivery is reported successful.
+ * Caller-allocated; pbx_core_on_public sets every field. When token is not
+ * PBX_CORE_NIL the runtime must report the delivery outcome with
+ * pbx_core_on_reply_delivered; transfer_slot (or PBX_CORE_SLOT_NONE) is a
+ * capability to move with the reply, which stays the core's until delivery
+ * is reported successful. Every frame gets either a reply (len > 0) or,
+ * when drop is not PBX_OK, no reply and the instruction to close the
+ * caller's connection: a frame whose header names no public operation
+ * (too short, bad magic or version, unknown op) has nothing to answer.
  */
 typedef struct pbx_core_out {
     /** Reply frame bytes. */
@@ -258,6 +264,8 @@ typedef struct pbx_core_out {
     uint32_t token;
     /** Generation that goes with token. */
     uint32_t token_generation;
+    /** PBX_OK, or PBX_E_CORE_FRAME: no reply; drop the connection. */
+    pbx_err drop;
 } pbx_core_out;
 
 /**

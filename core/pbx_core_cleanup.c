@@ -212,8 +212,9 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
         }
         break;
     default:
-        PBX_ASSERT(false);
-        return PBX_OK;
+        /* A grant on the cleanup lane in any other state means the
+         * records disagree: retained progression cannot continue. */
+        return PBX_E_CORE_INCONSISTENT;
     }
     /* Only exact acknowledgements advance; anything else waits for the
      * peer's route to become ready again. */
@@ -261,6 +262,13 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
         (const pbx_core_notification *)pbx_core_rec(
             ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, n);
     uint32_t i = no->decision_generation;
+    if (i >= ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity ||
+        pbx_core_req(ctx, i)->notification != n ||
+        (pbx_core_req(ctx, i)->link.state != (uint16_t)PBX_CORE_ST_NOTIFY &&
+         pbx_core_req(ctx, i)->link.state != (uint16_t)PBX_CORE_ST_DELIVERED)) {
+        /* The wake would announce a decision no request holds. */
+        return PBX_E_CORE_INCONSISTENT;
+    }
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_wake w = {r->ctx.ctx.job_id, r->ctx.ctx.job_gen};
     size_t len = 0;
@@ -333,22 +341,66 @@ static pbx_err pbx_core_orphan_step(pbx_core_ctx *ctx, uint32_t t)
     return PBX_OK;
 }
 
-/* Examines one grant for the running expiry. */
+bool pbx_core_expire_hits(const pbx_core_ctx *ctx, const pbx_core_context *c)
+{
+    const pbx_ipc_expire *e = &ctx->expire;
+    if (c->ctx.job_id != e->job_id || c->ctx.job_gen != e->job_gen) {
+        return false;
+    }
+    return e->kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
+           (c->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION &&
+            c->invocation_id == e->invocation_id);
+}
+
+/* A request of the expired job (or invocation) still in flight ends
+ * CANCELLED through the normal release path, so it can never be approved
+ * after its scope ended. One whose grant is installed ends through that
+ * grant at once (an unpublished approval turns CANCELLED before release
+ * can publish it); any other has a decision that grants nothing. */
+static void pbx_core_expire_request(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    if (r->link.live == 0U || !pbx_core_expire_hits(ctx, &r->ctx)) {
+        return;
+    }
+    if (r->grant != PBX_CORE_NIL &&
+        pbx_core_grant_at(ctx, r->grant)->link.state ==
+            (uint16_t)PBX_CORE_ST_LIVE) {
+        pbx_core_grant_stop(ctx, r->grant, PBX_CORE_EV_EXPIRE);
+        return;
+    }
+    if (pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
+                          (pbx_core_state)r->link.state,
+                          PBX_CORE_EV_CANCEL) != SIZE_MAX) {
+        r->flags |= PBX_CORE_REQ_F_CANCELLED;
+        pbx_core_req_terminate(ctx, i, PBX_CORE_EV_CANCEL,
+                               PBX_IPC_OUTCOME_CANCELLED);
+    }
+}
+
+/* Examines one record for the running expiry: every request first, then
+ * every grant, one record per step. Requests go first so that a request
+ * which installs its grant after the grant half passed it was already
+ * cancelled, and one that installed earlier is met again as a grant. */
 static void pbx_core_expire_step(pbx_core_ctx *ctx)
 {
-    uint32_t g = ctx->expire_cursor;
+    uint32_t reqs = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    uint32_t at = ctx->expire_cursor;
     ctx->expire_cursor++;
-    if (ctx->expire_cursor >= ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
+    if (ctx->expire_cursor >=
+        reqs + ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
         ctx->expire_active = 0U;
     }
+    if (at < reqs) {
+        pbx_core_expire_request(ctx, at);
+        return;
+    }
+    uint32_t g = at - reqs;
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    bool kind_ok = ctx->expire.kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
-                   gr->ctx.ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION;
     /* Every live grant of the job ends, including one whose approval is
      * not yet published: it must never be published past its expiry. */
     if (gr->link.live != 0U && gr->link.state == (uint16_t)PBX_CORE_ST_LIVE &&
-        kind_ok && gr->ctx.ctx.job_id == ctx->expire.job_id &&
-        gr->ctx.ctx.job_gen == ctx->expire.job_gen) {
+        pbx_core_expire_hits(ctx, &gr->ctx)) {
         pbx_core_grant_stop(ctx, g, PBX_CORE_EV_EXPIRE);
     }
 }

@@ -179,6 +179,13 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t index);
 /** pbx_core_notify_step queues the wake of notification index. */
 pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t index);
 
+/**
+ * pbx_core_expire_hits reports whether the running expiry (ctx->expire)
+ * covers context c: the same job id and generation, and for an INVOCATION
+ * expiry an INVOCATION lifetime with the same invocation id. Pure, O(1).
+ */
+bool pbx_core_expire_hits(const pbx_core_ctx *ctx, const pbx_core_context *c);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

@@ -139,6 +139,8 @@ typedef struct pbx_core_grant {
     uint32_t request;
     /** Generation of that request. */
     uint32_t request_generation;
+    /** Badge (caller connection) that began the request; owns the grant. */
+    uint32_t caller_badge;
     /** Why the grant ends (pbx_core_status), 0 while live. */
     uint16_t end_reason;
     /** Grant flags (PBX_CORE_GRANT_F_*). */

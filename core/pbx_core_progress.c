@@ -253,6 +253,7 @@ static void pbx_core_grant_fill(pbx_core_ctx *ctx, uint32_t i,
     g->installed_slot = installed_slot;
     g->request = i;
     g->request_generation = r->link.generation;
+    g->caller_badge = r->caller_badge;
     g->end_reason = 0U;
     g->revocation_tslot = PBX_CORE_NIL;
     g->alias_tslot = PBX_CORE_NIL;
@@ -490,7 +491,8 @@ pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
     case PBX_CORE_ST_RELEASE:
         return pbx_core_release_step(ctx, i);
     default:
-        PBX_ASSERT(false);
-        return PBX_OK;
+        /* A request on a ready lane in a state no step serves means the
+         * records disagree: a classified progression fail-stop. */
+        return PBX_E_CORE_INCONSISTENT;
     }
 }

@@ -80,6 +80,13 @@ static pbx_err pbx_core_find_req(const pbx_core_ctx *ctx, pbx_ipc_id id,
     return err;
 }
 
+/* Whether badge may end what owner began: the owner itself, or launchd's
+ * broker acting for the job. */
+static bool pbx_core_owner_ok(uint32_t owner, uint32_t badge)
+{
+    return badge == owner || badge == PBX_CORE_BADGE_LAUNCHD;
+}
+
 /* Every record a request may need, so no later step can run short. */
 static bool pbx_core_begin_space(const pbx_core_ctx *ctx, uint32_t chunks)
 {
@@ -134,6 +141,7 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->policy = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_POLICIES);
     r->prompt = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_PROMPTS);
     r->grant = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_GRANTS);
+    pbx_core_grant_at(ctx, r->grant)->caller_badge = badge;
     r->decision = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_DECISIONS);
     r->notification = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS);
     r->parked_route = PBX_CORE_NIL;
@@ -141,6 +149,22 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->flags = 0U;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_BEGIN);
     return i;
+}
+
+/* Refuses a BEGIN no retry could serve: a selector larger than all the
+ * deployment's selector storage (BUSY would promise a retry that can
+ * never succeed), or a job or invocation whose expiry is being swept (the
+ * sweep may already have passed the record the request would take). */
+static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
+                                    const pbx_ipc_begin *b, uint32_t chunks)
+{
+    if (chunks > ctx->chunk_count) {
+        return PBX_E_CORE_SELECTOR_LENGTH;
+    }
+    if (ctx->expire_active != 0U && pbx_core_expire_hits(ctx, b)) {
+        return PBX_E_CORE_CONTEXT;
+    }
+    return PBX_OK;
 }
 
 static void pbx_core_on_begin(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
@@ -155,6 +179,11 @@ static void pbx_core_on_begin(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     }
     uint32_t chunks = pbx_core_chunks_for(b.selector_len);
     uint32_t dest = PBX_CORE_SLOT_NONE;
+    err = pbx_core_begin_check(ctx, &b, chunks);
+    if (err != PBX_OK) {
+        pbx_core_reply_err(out, PBX_IPC_OP_BEGIN, zero, err);
+        return;
+    }
     if (!pbx_core_begin_space(ctx, chunks) ||
         !ctx->ops->slot_reserve(ctx->ops_user, &dest)) {
         pbx_core_reply_err(out, PBX_IPC_OP_BEGIN, zero, PBX_E_CORE_BUSY);
@@ -380,7 +409,7 @@ static void pbx_core_cancel_apply(pbx_core_ctx *ctx, uint32_t i)
 
 /* Finds the one live, cancellable request of a job and session, counted
  * across every caller so the correlation is globally unambiguous, and
- * checks that it is the caller's own. The walk is bounded by the request
+ * checks that the caller owns it. The walk is bounded by the request
  * capacity and only runs for the rare generation-zero recovery form. */
 static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
                                          const pbx_ipc_cancel *c,
@@ -403,9 +432,42 @@ static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
     if (found != 1U) {
         return PBX_E_CORE_AMBIGUOUS;
     }
-    return pbx_core_req(ctx, *index)->caller_badge == badge
+    return pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)
                ? PBX_OK
-               : PBX_E_CORE_PARTITION;
+               : PBX_E_CORE_NOT_OWNER;
+}
+
+/* Finds the exact request of a CANCEL and checks the caller owns it. */
+static pbx_err pbx_core_cancel_exact(const pbx_core_ctx *ctx, pbx_ipc_id id,
+                                     uint32_t badge, uint32_t *index)
+{
+    pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, index);
+    if (err == PBX_OK &&
+        !pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)) {
+        return PBX_E_CORE_NOT_OWNER;
+    }
+    return err;
+}
+
+/* Finds an installed grant by its exact identity for CONSUME or CANCEL:
+ * unknown, stale and not-yet-installed ids name nothing, and only the
+ * badge that began it (or launchd) may end it. */
+static pbx_err pbx_core_find_grant(const pbx_core_ctx *ctx, pbx_ipc_id id,
+                                   uint32_t badge, uint32_t *g)
+{
+    pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_GRANTS, id, g);
+    if (err != PBX_OK) {
+        return err;
+    }
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, *g);
+    if (gr->link.state == (uint16_t)PBX_CORE_ST_FREE) {
+        return PBX_E_CORE_UNKNOWN;
+    }
+    if (!pbx_core_owner_ok(gr->caller_badge, badge)) {
+        return PBX_E_CORE_NOT_OWNER;
+    }
+    return gr->link.state == (uint16_t)PBX_CORE_ST_LIVE ? PBX_OK
+                                                        : PBX_E_CORE_STATE;
 }
 
 static void pbx_core_on_cancel(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
@@ -414,34 +476,43 @@ static void pbx_core_on_cancel(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     pbx_ipc_cancel c;
     uint32_t i = 0;
     pbx_err err = pbx_ipc_cancel_decode(f, &c);
-    if (err == PBX_OK) {
-        err = c.by_correlation ? pbx_core_cancel_correlate(ctx, &c, badge, &i)
-                               : pbx_core_find_req(ctx, f->request, badge, &i);
-    }
-    if (err == PBX_OK && !pbx_core_cancellable(ctx, i)) {
-        err = PBX_E_CORE_STATE;
+    if (err == PBX_OK && c.by_grant) {
+        err = pbx_core_find_grant(ctx, c.grant, badge, &i);
+        if (err == PBX_OK) {
+            /* Revoke, REMOVE, RETIRE; an unpublished approval becomes
+             * CANCELLED through its request. */
+            pbx_core_grant_stop(ctx, i, PBX_CORE_EV_CANCEL);
+        }
+    } else if (err == PBX_OK) {
+        err = c.by_correlation
+                  ? pbx_core_cancel_correlate(ctx, &c, badge, &i)
+                  : pbx_core_cancel_exact(ctx, f->request, badge, &i);
+        if (err == PBX_OK && !pbx_core_cancellable(ctx, i)) {
+            err = PBX_E_CORE_STATE;
+        }
+        if (err == PBX_OK) {
+            pbx_core_cancel_apply(ctx, i);
+        }
     }
     if (err != PBX_OK) {
         pbx_core_reply_err(out, PBX_IPC_OP_CANCEL, f->request, err);
         return;
     }
-    pbx_core_cancel_apply(ctx, i);
     pbx_core_reply_empty(out, PBX_IPC_OP_CANCEL, f->request);
 }
 
 static void pbx_core_on_consume(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
-                                pbx_core_out *out)
+                                uint32_t badge, pbx_core_out *out)
 {
     pbx_ipc_consume c;
     uint32_t g = 0;
     pbx_err err = pbx_ipc_consume_decode(f, &c);
     if (err == PBX_OK) {
-        err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_GRANTS, c.grant, &g);
+        err = pbx_core_find_grant(ctx, c.grant, badge, &g);
     }
     if (err == PBX_OK) {
         const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-        if (gr->link.state != (uint16_t)PBX_CORE_ST_LIVE ||
-            (gr->flags & PBX_CORE_GRANT_F_APPROVED) == 0U) {
+        if ((gr->flags & PBX_CORE_GRANT_F_APPROVED) == 0U) {
             err = PBX_E_CORE_STATE;
         } else if (gr->ctx.ctx.lifetime != (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT) {
             err = PBX_E_CORE_LIFETIME;
@@ -494,7 +565,7 @@ static void pbx_core_dispatch(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
         pbx_core_on_cancel(ctx, f, badge, out);
         break;
     case PBX_IPC_OP_CONSUME:
-        pbx_core_on_consume(ctx, f, out);
+        pbx_core_on_consume(ctx, f, badge, out);
         break;
     case PBX_IPC_OP_EXPIRE:
         pbx_core_on_expire(ctx, f, badge, out);
@@ -512,29 +583,42 @@ static bool pbx_core_public_op(uint16_t op)
            op <= (uint16_t)PBX_IPC_OP_EXPIRE;
 }
 
-/* Answers a frame the decoder refused only for its capability count.
- * The header up to the op is sound (magic, version and a public op are
- * re-checked here because an oversized transport count skips the
- * decoder), so the caller learns which error to act on: a COMMIT without
- * exactly one capability, or capabilities on a message that takes none.
- * A deletion failure (del) takes precedence. */
-static void pbx_core_reply_caps(const uint8_t *frame, size_t len, pbx_err del,
-                                pbx_core_out *out)
+/* Answers a frame the decoder refused. When the header names a public
+ * op (magic, version and op re-checked here, because the decoder stopped
+ * early) the caller gets that op's error reply echoing its request id:
+ * COMMIT_COUNT or UNEXPECTED_CAPS for a capability-count refusal, else
+ * the decoder's own error, and a deletion failure (del) takes precedence.
+ * A decoded non-public op is answered in its own form. Anything else names
+ * no operation that could be answered: no reply, and the runtime is told
+ * to drop the connection (every received message gets one or the other). */
+static void pbx_core_reply_undecoded(const uint8_t *frame, size_t len,
+                                     pbx_err err, pbx_err del,
+                                     pbx_core_out *out)
 {
     if (frame == NULL || len < PBX_IPC_HEADER_BYTES ||
         pbx_le_get32(frame) != PBX_IPC_MAGIC ||
         pbx_le_get16(frame + 4) != PBX_IPC_VERSION) {
+        out->drop = PBX_E_CORE_FRAME;
         return;
     }
     uint16_t op = pbx_le_get16(frame + 6);
     pbx_ipc_id id = {pbx_le_get32(frame + 12), pbx_le_get32(frame + 16)};
-    if (!pbx_core_public_op(op)) {
+    pbx_ipc_op_rule rule;
+    if (err == PBX_E_CORE_PARTITION &&
+        pbx_ipc_op_rule_get(op, &rule) == PBX_OK) {
+        op &= (uint16_t)~PBX_IPC_REPLY_BIT;
+    } else if (!pbx_core_public_op(op)) {
+        out->drop = PBX_E_CORE_FRAME;
         return;
     }
-    pbx_err err = op == (uint16_t)PBX_IPC_OP_COMMIT
-                      ? PBX_E_CORE_COMMIT_COUNT
-                      : PBX_E_CORE_UNEXPECTED_CAPS;
+    if (err == PBX_E_IPC_CAP_COUNT || err == PBX_E_IPC_CAP_PARTITION) {
+        err = op == (uint16_t)PBX_IPC_OP_COMMIT ? PBX_E_CORE_COMMIT_COUNT
+                                                : PBX_E_CORE_UNEXPECTED_CAPS;
+    }
     pbx_core_reply_err(out, op, id, del != PBX_OK ? del : err);
+    if (out->len == 0U) {
+        out->drop = PBX_E_CORE_FRAME; /* WAKE: an op without a reply. */
+    }
 }
 
 pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
@@ -547,6 +631,7 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     out->transfer_slot = PBX_CORE_SLOT_NONE;
     out->token = PBX_CORE_NIL;
     out->token_generation = 0U;
+    out->drop = PBX_OK;
     if (ctx->ready == 0U) {
         return PBX_E_CORE_NOT_READY;
     }
@@ -564,17 +649,8 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     if (del == PBX_E_CORE_CLEANUP_REJECTED) {
         return del;
     }
-    if (err == PBX_E_IPC_CAP_COUNT || err == PBX_E_IPC_CAP_PARTITION) {
-        pbx_core_reply_caps(frame, len, del, out);
-        return PBX_OK;
-    }
     if (err != PBX_OK) {
-        /* A frame that did not decode has no trustworthy op to answer;
-         * a decoded non-public op is answered in its own form. */
-        if (err == PBX_E_CORE_PARTITION) {
-            pbx_core_reply_err(out, f.op & (uint16_t)~PBX_IPC_REPLY_BIT,
-                               f.request, del != PBX_OK ? del : err);
-        }
+        pbx_core_reply_undecoded(frame, len, err, del, out);
         return PBX_OK;
     }
     if (del != PBX_OK) {

@@ -58,7 +58,7 @@
 /* ---- fixed body sizes (bytes before any variable tail) ------------------ */
 
 /** PBX_IPC_BEGIN_FIXED_BYTES: BEGIN body before the entry and label. */
-#define PBX_IPC_BEGIN_FIXED_BYTES 88U
+#define PBX_IPC_BEGIN_FIXED_BYTES 96U
 /** PBX_IPC_BEGIN_REPLY_BYTES: BEGIN reply body (destination slot). */
 #define PBX_IPC_BEGIN_REPLY_BYTES 4U
 /** PBX_IPC_SELECTOR_FIXED_BYTES: SELECTOR body before the chunk bytes. */
@@ -67,7 +67,7 @@
 #define PBX_IPC_COMMIT_BYTES 8U
 /** PBX_IPC_DECISION_REPLY_BYTES: DECISION reply body. */
 #define PBX_IPC_DECISION_REPLY_BYTES 16U
-/** PBX_IPC_CANCEL_BYTES: CANCEL body (correlation, or all zero). */
+/** PBX_IPC_CANCEL_BYTES: CANCEL body (correlation, grant flag, or zero). */
 #define PBX_IPC_CANCEL_BYTES 24U
 /** PBX_IPC_CONSUME_BYTES: CONSUME body (grant identity). */
 #define PBX_IPC_CONSUME_BYTES 8U
@@ -464,7 +464,9 @@ pbx_err pbx_ipc_empty_decode(const pbx_ipc_frame *f, uint16_t op);
 /**
  * pbx_ipc_begin is the contextual BEGIN request (client or launchd ->
  * powerboxd, 0 caps, header request id zero). selector_len is 1..SELECTOR
- * max; target follows the mode rule of pbx_ipc_target.
+ * max; target follows the mode rule of pbx_ipc_target. invocation_id is
+ * nonzero exactly when ctx.lifetime is INVOCATION (PBX_E_IPC_OUTCOME_FIELDS
+ * otherwise), so a zero-initialised record stays valid for ONE_SHOT and JOB.
  */
 typedef struct pbx_ipc_begin {
     /** ctx is the request context. */
@@ -477,6 +479,8 @@ typedef struct pbx_ipc_begin {
     uint8_t selector_digest[PBX_IPC_DIGEST_BYTES];
     /** label is the display label shown in prompts. */
     pbx_ipc_label label;
+    /** invocation_id is launchd's invocation (INVOCATION lifetime only). */
+    uint64_t invocation_id;
 } pbx_ipc_begin;
 
 /** pbx_ipc_begin_encode writes a BEGIN request frame. */
@@ -566,9 +570,13 @@ pbx_err pbx_ipc_decision_reply_decode(const pbx_ipc_frame *f,
 
 /**
  * pbx_ipc_cancel is a CANCEL request. Exact form: header generation
- * nonzero, by_correlation false, body all zero. Correlation form: header
- * index and generation zero, by_correlation true, job_gen nonzero; it
- * names the one unambiguous live request of that job and session.
+ * nonzero, by_correlation and by_grant false, body all zero. Correlation
+ * form: header index and generation zero, by_correlation true, job_gen
+ * nonzero; it names the one unambiguous live request of that job and
+ * session. Grant form: by_grant true, the header carries grant (nonzero
+ * generation), the body is zero except the GRANT flag; it names a known
+ * grant exactly, even after its request retired. by_grant and
+ * by_correlation are exclusive (PBX_E_IPC_REQUEST_ID).
  */
 typedef struct pbx_ipc_cancel {
     /** by_correlation is true for the generation-zero form. */
@@ -581,7 +589,14 @@ typedef struct pbx_ipc_cancel {
     uint64_t session;
     /** job_gen is the job generation (nonzero only in correlation form). */
     uint32_t job_gen;
+    /** by_grant is true for the exact grant form. */
+    bool by_grant;
+    /** grant is the exact grant (grant form only; gen nonzero). */
+    pbx_ipc_id grant;
 } pbx_ipc_cancel;
+
+/** PBX_IPC_CANCEL_F_GRANT is the CANCEL body flag of the grant form. */
+#define PBX_IPC_CANCEL_F_GRANT 0x01U
 
 /** pbx_ipc_cancel_encode writes a CANCEL request (header from rec). */
 pbx_err pbx_ipc_cancel_encode(const pbx_ipc_cancel *rec, uint8_t *buf,

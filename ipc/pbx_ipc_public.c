@@ -42,6 +42,7 @@ pbx_err pbx_ipc_begin_encode(const pbx_ipc_begin *rec, uint8_t *buf,
     pbx_ipc_entry_put(b, 52, PBX_IPC_BEGIN_FIXED_BYTES, &c->entry);
     pbx_le_put16(b + 54, rec->label.len);
     pbx_mem_copy(b + 56, rec->selector_digest, PBX_IPC_DIGEST_BYTES);
+    pbx_le_put64(b + 88, rec->invocation_id);
     pbx_mem_copy(b + PBX_IPC_BEGIN_FIXED_BYTES + c->entry.len, rec->label.bytes,
                  rec->label.len);
     pbx_ipc_frame f;
@@ -67,6 +68,12 @@ static pbx_err pbx_ipc_begin_check(const pbx_ipc_begin *r)
     err = pbx_ipc_target_check(r->ctx.mode, &r->target);
     if (err != PBX_OK) {
         return err;
+    }
+    /* An invocation grant must name its invocation so that EXPIRE
+     * INVOCATION can match it exactly; no other lifetime carries one. */
+    if ((r->invocation_id != 0U) !=
+        (r->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION)) {
+        return PBX_E_IPC_OUTCOME_FIELDS;
     }
     return pbx_ipc_text_check(r->label.bytes, r->label.len, 0U,
                               PBX_IPC_LABEL_LEN_BYTES_MAX);
@@ -115,6 +122,7 @@ pbx_err pbx_ipc_begin_decode(const pbx_ipc_frame *f, pbx_ipc_begin *out)
     pbx_mem_copy(out->label.bytes, b + PBX_IPC_BEGIN_FIXED_BYTES + entry_len,
                  label_len);
     pbx_mem_copy(out->selector_digest, b + 56, PBX_IPC_DIGEST_BYTES);
+    out->invocation_id = pbx_le_get64(b + 88);
     return pbx_ipc_begin_check(out);
 }
 
@@ -334,7 +342,12 @@ pbx_err pbx_ipc_cancel_encode(const pbx_ipc_cancel *rec, uint8_t *buf,
                               size_t buf_len, size_t *out_len)
 {
     PBX_ASSERT(rec != NULL);
-    pbx_ipc_id id = rec->by_correlation ? pbx_ipc_no_id : rec->request;
+    if (rec->by_grant && rec->by_correlation) {
+        return PBX_E_IPC_REQUEST_ID;
+    }
+    pbx_ipc_id id = rec->by_grant         ? rec->grant
+                    : rec->by_correlation ? pbx_ipc_no_id
+                                          : rec->request;
     uint8_t *b = NULL;
     pbx_err err = pbx_ipc_frame_start(buf, buf_len, PBX_IPC_OP_CANCEL, id, 0U,
                                       PBX_IPC_CANCEL_BYTES, &b);
@@ -344,16 +357,31 @@ pbx_err pbx_ipc_cancel_encode(const pbx_ipc_cancel *rec, uint8_t *buf,
     pbx_le_put64(b, rec->job_id);
     pbx_le_put64(b + 8, rec->session);
     pbx_le_put32(b + 16, rec->job_gen);
+    b[20] = rec->by_grant ? (uint8_t)PBX_IPC_CANCEL_F_GRANT : 0U;
     pbx_ipc_frame f;
     pbx_ipc_cancel chk;
     err = pbx_ipc_frame_reopen(buf, PBX_IPC_CANCEL_BYTES, 0U, &f);
     if (err == PBX_OK) {
         err = pbx_ipc_cancel_decode(&f, &chk);
     }
-    if (err == PBX_OK && chk.by_correlation != rec->by_correlation) {
+    if (err == PBX_OK && (chk.by_correlation != rec->by_correlation ||
+                          chk.by_grant != rec->by_grant)) {
         err = PBX_E_IPC_REQUEST_ID;
     }
     return pbx_ipc_frame_done(err, PBX_IPC_CANCEL_BYTES, out_len);
+}
+
+/* The grant form: the header names the grant, the body is only the flag. */
+static pbx_err pbx_ipc_cancel_grant(const pbx_ipc_frame *f, pbx_ipc_cancel *out)
+{
+    out->by_grant = true;
+    out->by_correlation = false;
+    out->grant = f->request;
+    out->request = pbx_ipc_no_id;
+    if (f->request.gen == 0U) {
+        return PBX_E_IPC_GENERATION;
+    }
+    return pbx_ipc_all_zero(f->body, 20U) ? PBX_OK : PBX_E_IPC_OUTCOME_FIELDS;
 }
 
 pbx_err pbx_ipc_cancel_decode(const pbx_ipc_frame *f, pbx_ipc_cancel *out)
@@ -365,14 +393,20 @@ pbx_err pbx_ipc_cancel_decode(const pbx_ipc_frame *f, pbx_ipc_cancel *out)
         return err;
     }
     const uint8_t *b = f->body;
-    if (pbx_le_get32(b + 20) != 0U) {
+    if ((b[20] & (uint8_t)~PBX_IPC_CANCEL_F_GRANT) != 0U ||
+        !pbx_ipc_all_zero(b + 21, 3U)) {
         return PBX_E_IPC_RESERVED;
     }
-    out->request = f->request;
-    out->by_correlation = f->request.gen == 0U;
     out->job_id = pbx_le_get64(b);
     out->session = pbx_le_get64(b + 8);
     out->job_gen = pbx_le_get32(b + 16);
+    if (b[20] != 0U) {
+        return pbx_ipc_cancel_grant(f, out);
+    }
+    out->by_grant = false;
+    out->grant = pbx_ipc_no_id;
+    out->request = f->request;
+    out->by_correlation = f->request.gen == 0U;
     if (!out->by_correlation) {
         return pbx_ipc_all_zero(b, 20U) ? PBX_OK : PBX_E_IPC_OUTCOME_FIELDS;
     }

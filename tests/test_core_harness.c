@@ -738,6 +738,19 @@ uint32_t th_cancel_corr(th_h *h, uint64_t job, uint32_t gen, uint64_t session)
     return th_send(h, buf, n, &out);
 }
 
+uint32_t th_cancel_grant(th_h *h, pbx_ipc_id grant)
+{
+    uint8_t buf[64];
+    static pbx_core_out out;
+    pbx_ipc_cancel c;
+    size_t n = 0;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = grant;
+    PBX_ASSERT(pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) == PBX_OK);
+    return th_send(h, buf, n, &out);
+}
+
 uint32_t th_consume(th_h *h, pbx_ipc_id grant)
 {
     uint8_t buf[64];

@@ -206,6 +206,8 @@ uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
 uint32_t th_cancel(th_h *h, pbx_ipc_id id);
 /** th_cancel_corr sends the generation-zero CANCEL. */
 uint32_t th_cancel_corr(th_h *h, uint64_t job, uint32_t gen, uint64_t session);
+/** th_cancel_grant sends the exact grant form of CANCEL for grant. */
+uint32_t th_cancel_grant(th_h *h, pbx_ipc_id grant);
 /** th_consume sends CONSUME for grant. */
 uint32_t th_consume(th_h *h, pbx_ipc_id grant);
 /** th_expire sends EXPIRE with badge. */

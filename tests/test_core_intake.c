@@ -70,13 +70,15 @@ PBX_TEST(core_begin_with_capability_deletes_it_and_answers)
     PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
                  PBX_E_CORE_UNEXPECTED_CAPS);
     TH_TRACE(h, "del=71");
-    /* Garbage with a capability: deleted, and no op to answer. */
+    /* Garbage with a capability: deleted, no op to answer, so no reply
+     * and the runtime is told to drop the connection. */
     memset(buf, 0xEE, 40);
     s = th_put_cap(h, 72U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
                    PBX_CAPABI_PROV_RECEIVED);
     PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, 40, &s, 1, &core, &out),
                  UINT32_MAX);
     PBX_CHECK_EQ(core, PBX_OK);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     TH_TRACE(h, "del=72");
     PBX_CHECK(th_quiescent(h));
     th_free(h);

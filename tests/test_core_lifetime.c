@@ -100,8 +100,10 @@ PBX_TEST(core_expire_invocation_and_job_exactly)
     pbx_ipc_begin b;
     th_default_begin(&b, sel, SEL_LEN);
     b.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    b.invocation_id = 5U;
     pbx_ipc_id gi = life_approve(h, &b, NULL);
     b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    b.invocation_id = 0U;
     pbx_ipc_id gj = life_approve(h, &b, NULL);
     PBX_CHECK(gi.index != gj.index);
     /* Only launchd may expire. */
@@ -219,8 +221,8 @@ PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
     th_clear_trace(h);
     /* Another caller cannot use the correlation of this one. */
     h->badge = TH_BADGE + 1U;
-    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_PARTITION);
-    PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_NOT_OWNER);
     h->badge = TH_BADGE;
     /* Exactly one left: generation zero cancels it. */
     PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), 0U);

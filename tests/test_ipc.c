@@ -77,6 +77,23 @@ static pbx_err enc_begin(uint8_t *buf, size_t n, size_t *len)
     return pbx_ipc_begin_encode(&r, buf, n, len);
 }
 
+/* An invocation-lifetime BEGIN names its invocation. */
+static pbx_err enc_begin_inv(uint8_t *buf, size_t n, size_t *len)
+{
+    pbx_ipc_begin r;
+    memset(&r, 0, sizeof(r));
+    fill_ctx(&r.ctx);
+    r.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    r.target.process_id = 0x99ULL;
+    r.target.process_gen = 2U;
+    r.target.slot = 33U;
+    r.selector_len = 4000U;
+    fill_digest(r.selector_digest);
+    fill_label(&r.label);
+    r.invocation_id = 0x0A0B0C0D0E0F1011ULL;
+    return pbx_ipc_begin_encode(&r, buf, n, len);
+}
+
 static pbx_err redo_begin(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
                           size_t *len)
 {
@@ -176,6 +193,16 @@ static pbx_err enc_cancel_corr(uint8_t *buf, size_t n, size_t *len)
     r.job_id = 0x42ULL;
     r.session = 0x43ULL;
     r.job_gen = 2U;
+    return pbx_ipc_cancel_encode(&r, buf, n, len);
+}
+
+static pbx_err enc_cancel_grant(uint8_t *buf, size_t n, size_t *len)
+{
+    pbx_ipc_cancel r;
+    memset(&r, 0, sizeof(r));
+    r.by_grant = true;
+    r.grant.index = 12U;
+    r.grant.gen = 13U;
     return pbx_ipc_cancel_encode(&r, buf, n, len);
 }
 
@@ -584,6 +611,7 @@ struct sample {
 
 static const struct sample samples[] = {
     {"begin", enc_begin, redo_begin, 0},
+    {"begin_invocation", enc_begin_inv, redo_begin, 0},
     {"begin_reply", enc_begin_r, redo_begin_r, 0},
     {"selector", enc_selector, redo_selector, 0},
     {"commit", enc_commit, redo_commit, 1},
@@ -593,6 +621,7 @@ static const struct sample samples[] = {
     {"decision_not_found", enc_decision_nf, redo_decision, 0},
     {"cancel_exact", enc_cancel_exact, redo_cancel, 0},
     {"cancel_correlation", enc_cancel_corr, redo_cancel, 0},
+    {"cancel_grant", enc_cancel_grant, redo_cancel, 0},
     {"consume", enc_consume, redo_consume, 0},
     {"expire_invocation", enc_expire_inv, redo_expire, 0},
     {"expire_job", enc_expire_job, redo_expire, 0},
@@ -774,6 +803,10 @@ static const struct mutation mutations[] = {
     {"begin", 40, 4, 0, PBX_E_IPC_BOUND},
     {"begin", 40, 4, PBX_IPC_SELECTOR_LEN_BYTES_MAX + 1U, PBX_E_IPC_BOUND},
     {"begin", 32, 4, 0, PBX_E_IPC_MODE_TARGET},
+    {"begin", 88, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
+    {"begin_invocation", 88, 8, 0, PBX_E_IPC_OUTCOME_FIELDS},
+    {"begin_invocation", 48, 1, PBX_IPC_LIFETIME_ONE_SHOT,
+     PBX_E_IPC_OUTCOME_FIELDS},
     {"begin", 49, 1, PBX_IPC_MODE_RUNTIME_REPLY, PBX_E_IPC_MODE_TARGET},
     /* SELECTOR, COMMIT */
     {"selector", 4, 4, 0, PBX_E_IPC_BOUND},
@@ -804,7 +837,15 @@ static const struct mutation mutations[] = {
     {"decision_not_found", 8, 4, 1, PBX_E_IPC_OUTCOME_FIELDS},
     {"decision_not_found", 12, 4, 1, PBX_E_IPC_OUTCOME_FIELDS},
     /* CANCEL, CONSUME, EXPIRE */
-    {"cancel_exact", 20, 4, 1, PBX_E_IPC_RESERVED},
+    {"cancel_exact", 20, 1, 2, PBX_E_IPC_RESERVED},
+    {"cancel_exact", 20, 1, 0x81, PBX_E_IPC_RESERVED},
+    {"cancel_exact", 21, 1, 1, PBX_E_IPC_RESERVED},
+    {"cancel_exact", 23, 1, 1, PBX_E_IPC_RESERVED},
+    {"cancel_correlation", 20, 1, PBX_IPC_CANCEL_F_GRANT, PBX_E_IPC_GENERATION},
+    {"cancel_grant", 0, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
+    {"cancel_grant", 8, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
+    {"cancel_grant", 16, 4, 1, PBX_E_IPC_OUTCOME_FIELDS},
+    {"cancel_grant", 22, 1, 1, PBX_E_IPC_RESERVED},
     {"cancel_exact", 0, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
     {"cancel_exact", 8, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
     {"cancel_exact", 16, 4, 1, PBX_E_IPC_OUTCOME_FIELDS},

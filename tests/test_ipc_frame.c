@@ -353,6 +353,92 @@ PBX_TEST(ipc_cancel_forms_and_hand_built_frames)
     PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_STATUS);
 }
 
+PBX_TEST(ipc_cancel_grant_form)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_cancel c;
+    pbx_ipc_cancel out;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant.index = 5U;
+    c.grant.gen = 9U;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, b, sizeof(b), &len) == PBX_OK);
+    PBX_CHECK_EQ(len, PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES);
+    /* The header carries the grant identity; the body only the flag. */
+    PBX_CHECK_EQ(pbx_le_get32(b + 12), 5U);
+    PBX_CHECK_EQ(pbx_le_get32(b + 16), 9U);
+    PBX_CHECK_EQ(b[PBX_IPC_HEADER_BYTES + 20U], PBX_IPC_CANCEL_F_GRANT);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_OK);
+    PBX_CHECK(out.by_grant);
+    PBX_CHECK(!out.by_correlation);
+    PBX_CHECK_EQ(out.grant.index, 5U);
+    PBX_CHECK_EQ(out.grant.gen, 9U);
+    PBX_CHECK_EQ(out.request.gen, 0U);
+    /* A zero grant generation is never an exact grant. */
+    f.request.gen = 0U;
+    f.request.index = 0U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_GENERATION);
+    c.grant.gen = 0U;
+    size_t keep = 999U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_encode(&c, b, sizeof(b), &keep),
+                 PBX_E_IPC_REQUEST_ID);
+    /* The grant and correlation forms exclude each other. */
+    c.grant.gen = 9U;
+    c.by_correlation = true;
+    c.job_gen = 1U;
+    PBX_CHECK_EQ(pbx_ipc_cancel_encode(&c, b, sizeof(b), &keep),
+                 PBX_E_IPC_REQUEST_ID);
+    /* A zero-initialised record is still the exact request form. */
+    memset(&c, 0, sizeof(c));
+    c.request.index = 2U;
+    c.request.gen = 3U;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, b, sizeof(b), &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_OK);
+    PBX_CHECK(!out.by_grant);
+    PBX_CHECK_EQ(out.request.gen, 3U);
+    PBX_CHECK_EQ(keep, 999U);
+}
+
+PBX_TEST(ipc_begin_invocation_id_follows_lifetime)
+{
+    static const uint8_t sel[] = "x";
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    size_t len = 0;
+    size_t keep = 999U;
+    pbx_ipc_frame f;
+    pbx_ipc_begin r;
+    pbx_ipc_begin out;
+    memset(&r, 0, sizeof(r));
+    r.ctx.job_gen = 1U;
+    r.ctx.operation = PBX_IPC_OPERATION_READ;
+    r.ctx.object_class = PBX_IPC_CLASS_FILE;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    r.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    r.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r.ctx.entry.len = 1U;
+    r.ctx.entry.bytes[0] = 'e';
+    r.selector_len = sizeof(sel) - 1U;
+    /* INVOCATION without an invocation id is refused. */
+    PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
+                 PBX_E_IPC_OUTCOME_FIELDS);
+    r.invocation_id = 77U;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&r, b, sizeof(b), &len) == PBX_OK);
+    PBX_CHECK_EQ(len, PBX_IPC_HEADER_BYTES + 96U + 1U);
+    PBX_CHECK_EQ(pbx_le_get64(b + PBX_IPC_HEADER_BYTES + 88U), 77U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_begin_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.invocation_id, 77U);
+    /* Any other lifetime carries none. */
+    r.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
+                 PBX_E_IPC_OUTCOME_FIELDS);
+    PBX_CHECK_EQ(keep, 999U);
+}
+
 PBX_TEST(ipc_resolve_found_needs_its_capability)
 {
     uint8_t b[128];
