@@ -119,7 +119,7 @@ PBXD_E2E_BIN  := $(BUILD)/bin/pbx-e2e-test
 $(BUILD)/obj/e2e-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) \
     $(wildcard tests/e2e/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -Itests -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
 $(PBXD_E2E_BIN): $(PBXD_E2E_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
@@ -163,3 +163,9 @@ powerboxd-doccheck:
 	python3 scripts/doccheck.py $(wildcard powerboxd/port/*.h \
 	    powerboxd/port/*/*.h powerboxd/runtime/*.h)
 doccheck: powerboxd-doccheck
+
+# make run: powerboxd for real with the reference peers (docs/HOST.md),
+# one client request to a decision, printing what every process says.
+.PHONY: run
+run: $(PBXD_BIN) $(PBX_BIN) peers
+	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run
