@@ -1,0 +1,366 @@
+/*
+ * test_core_owner.c: who may end what (CONSUME and CANCEL bound to the
+ * badge that began the request, or launchd), the exact grant CANCEL form,
+ * exact invocation expiry, expiry of in-flight requests, frames that name
+ * nothing to answer, and the retained-progression fail-stop, each with
+ * the exact effects through the scripted ops.
+ */
+#include "../core/pbx_core_internal.h"
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+#define OTHER   (TH_BADGE + 1U)
+
+/* Runs b to an approved decision; delivers it unless keep; returns the
+ * grant and the request through *req. */
+static pbx_ipc_id own_approve(th_h *h, const pbx_ipc_begin *b, bool keep,
+                              pbx_ipc_id *req)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
+    th_run(h);
+    h->deliver = !keep;
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    h->deliver = true;
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    if (req != NULL) {
+        *req = id;
+    }
+    th_clear_trace(h);
+    return d.grant;
+}
+
+/* Opens b and leaves it parked at the trusted prompt (in flight). */
+static pbx_ipc_id own_parked(th_h *h, const pbx_ipc_begin *b)
+{
+    pbx_ipc_id id = {0, 0};
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
+    th_run(h);
+    th_clear_trace(h);
+    return id;
+}
+
+/* Asks DECISION as the request's owner and returns the outcome. */
+static uint8_t own_outcome(th_h *h, pbx_ipc_id id)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    uint32_t st = th_decision(h, id, &d, &xfer);
+    PBX_CHECK_EQ(st, 0U);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    return st == 0U ? d.outcome : 0U;
+}
+
+PBX_TEST(core_consume_and_cancel_only_by_owner_or_launchd)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id req = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id g = own_approve(h, &b, false, &req);
+    /* Another caller that guessed the grant id changes nothing. */
+    h->badge = OTHER;
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    /* A stale generation is refused before ownership is even asked. */
+    pbx_ipc_id stale = {g.index, g.gen + 1U};
+    PBX_CHECK_EQ(th_consume(h, stale), PBX_E_CORE_STALE);
+    /* The owner consumes it. */
+    h->badge = TH_BADGE;
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK(th_quiescent(h));
+    /* launchd's broker may consume on the job's behalf. */
+    g = own_approve(h, &b, false, NULL);
+    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK(th_quiescent(h));
+    /* An in-flight request: others are refused, launchd cancels it. */
+    h->badge = TH_BADGE;
+    pbx_ipc_id id = own_parked(h, &b);
+    h->badge = OTHER;
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_run(h);
+    TH_TRACE(h, "detach>65 del=64 release=64 wake");
+    h->badge = TH_BADGE;
+    PBX_CHECK_EQ(own_outcome(h, id), PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_cancel_grant_form_after_request_retired)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    pbx_ipc_id req = {0, 0};
+    pbx_ipc_id g = own_approve(h, &b, false, &req);
+    /* The request retired with its delivery: only the grant form can
+     * still name the grant. */
+    PBX_CHECK_EQ(th_cancel(h, req), PBX_E_CORE_UNKNOWN);
+    pbx_ipc_id stale = {g.index, g.gen + 1U};
+    PBX_CHECK_EQ(th_cancel_grant(h, stale), PBX_E_CORE_STALE);
+    pbx_ipc_id wild = {1000U, g.gen};
+    PBX_CHECK_EQ(th_cancel_grant(h, wild), PBX_E_CORE_UNKNOWN);
+    TH_TRACE(h, "");
+    /* Exact: revoke, REMOVE, RETIRE, in that order. */
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_BUSY, 0, 0);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view-:busy");
+    /* Already ending: a second cancel is refused and changes nothing. */
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_STATE);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    th_run(h);
+    TH_TRACE(h, "view- retire");
+    PBX_CHECK_EQ(h->last_view.kind, PBX_IPC_VIEW_REMOVE);
+    PBX_CHECK_EQ(h->last_view.grant.gen, g.gen);
+    PBX_CHECK(th_quiescent(h));
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
+    th_free(h);
+}
+
+PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
+{
+    static const uint8_t modes[] = {PBX_IPC_MODE_INSTALL,
+                                    PBX_IPC_MODE_RUNTIME_REPLY};
+    for (size_t m = 0; m < PBX_ARRAY_LEN(modes); m++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.mode = modes[m];
+        if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
+            memset(&b.target, 0, sizeof(b.target));
+        }
+        /* Approved, reply lost: the caller knows the grant id only. */
+        pbx_ipc_id req = {0, 0};
+        pbx_ipc_id g = own_approve(h, &b, true, &req);
+        PBX_CHECK_EQ(th_cancel_grant(h, g), 0U);
+        th_run(h);
+        TH_TRACE(h, "del=66 view- retire");
+        /* The retained decision no longer names a dead grant. */
+        PBX_CHECK_EQ(th_decision(h, req, &d, &xfer), 0U);
+        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        PBX_CHECK_EQ(d.grant.gen, 0U);
+        PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+        PBX_CHECK(th_quiescent(h));
+        th_free(h);
+    }
+}
+
+PBX_TEST(core_expire_invocation_matches_the_exact_invocation)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    b.invocation_id = 5U;
+    pbx_ipc_id g5 = own_approve(h, &b, false, NULL);
+    b.invocation_id = 6U;
+    pbx_ipc_id g6 = own_approve(h, &b, false, NULL);
+    PBX_CHECK(g5.index != g6.index);
+    /* Another invocation of the same job touches neither. */
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 7U),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "");
+    /* Invocation 5 ends exactly its own grant. */
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 5U),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(h->last_view.grant.index, g5.index);
+    PBX_CHECK_EQ(h->last_view.grant.gen, g5.gen);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 6U),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "del=67 view- retire");
+    PBX_CHECK_EQ(h->last_view.grant.index, g6.index);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id open = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    b.invocation_id = 5U;
+    /* One parked at the prompt, one still before COMMIT, and one of
+     * another invocation. */
+    pbx_ipc_id parked = own_parked(h, &b);
+    PBX_REQUIRE(th_begin(h, &b, &open, &dest) == 0U);
+    b.invocation_id = 6U;
+    pbx_ipc_id other = own_parked(h, &b);
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 5U),
+                 0U);
+    /* While the sweep runs a new request of that invocation is refused. */
+    b.invocation_id = 5U;
+    pbx_ipc_id late = {0, 0};
+    PBX_CHECK_EQ(th_begin(h, &b, &late, &dest), PBX_E_CORE_CONTEXT);
+    th_run(h);
+    /* Object back and scope gone for the parked one; the empty
+     * reservation proven empty and released for the open one. */
+    TH_TRACE(h, "detach>65 del=64 release=64 wake release=66 wake");
+    PBX_CHECK_EQ(own_outcome(h, parked), PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(own_outcome(h, open), PBX_IPC_OUTCOME_CANCELLED);
+    /* The prompt answer can no longer approve anything: the other
+     * invocation's request is still pending and alone at the prompt. */
+    PBX_CHECK_EQ(own_outcome(h, other), PBX_IPC_OUTCOME_PENDING);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    th_run(h);
+    TH_TRACE(h, "prompt install^68 <64 detach>68 view+ del=67 release=67 "
+                "wake");
+    PBX_CHECK_EQ(th_begin(h, &b, &late, &dest), 0U);
+    /* A job expiry ends the rest of the job, in flight or granted. */
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen, 0U),
+                 0U);
+    th_run(h);
+    TH_TRACE(h, "release=65 wake del=64 view- retire");
+    PBX_CHECK_EQ(own_outcome(h, late), PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(own_outcome(h, other), PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_selector_beyond_all_storage_is_not_busy)
+{
+    th_h *h = th_new(1);
+    uint8_t big[300];
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    memset(big, 'a', sizeof(big));
+    /* One record pool holds 4 chunks (240 bytes): retrying can never
+     * help, so the answer is SELECTOR_LENGTH, not BUSY. */
+    th_default_begin(&b, big, sizeof(big));
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_SELECTOR_LENGTH);
+    th_default_begin(&b, big, 240U);
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    TH_TRACE(h, "reserve=64");
+    th_free(h);
+}
+
+/* Sends len raw bytes with no capability; returns the reply status. */
+static uint32_t own_raw(th_h *h, const uint8_t *buf, size_t len,
+                        pbx_core_out *out)
+{
+    pbx_err core = PBX_OK;
+    uint32_t st = th_public(h, TH_BADGE, buf, len, NULL, 0, &core, out);
+    PBX_CHECK_EQ(core, PBX_OK);
+    return st;
+}
+
+PBX_TEST(core_every_public_frame_gets_a_reply_or_a_drop)
+{
+    th_h *h = th_new(4);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_core_out out;
+    pbx_ipc_begin b;
+    size_t n = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+    /* A public op whose body is broken is answered in its own form. */
+    PBX_CHECK_EQ(own_raw(h, buf, n - 1U, &out), PBX_E_IPC_BODY_LEN);
+    PBX_CHECK_EQ(out.drop, PBX_OK);
+    PBX_CHECK_EQ(pbx_le_get16(out.frame + 6), 0x8001U);
+    /* Too short for a header, bad magic, bad version, unknown op:
+     * nothing names an operation, so no reply and drop the connection. */
+    PBX_CHECK_EQ(own_raw(h, buf, 10U, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    PBX_CHECK_EQ(own_raw(h, NULL, 0U, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    uint8_t bad[PBX_IPC_FRAME_BYTES_MAX];
+    memcpy(bad, buf, n);
+    bad[0] ^= 1U;
+    PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    memcpy(bad, buf, n);
+    pbx_le_put16(bad + 4, 2U);
+    PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    memcpy(bad, buf, n);
+    pbx_le_put16(bad + 6, 0x0077U);
+    PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    /* A peer op on the public route is refused in its own form... */
+    pbx_ipc_revoke_ack ack = {{1U, 1U}};
+    pbx_ipc_id rid = {1U, 1U};
+    PBX_REQUIRE(pbx_ipc_revoke_reply_encode(rid, &ack, buf, sizeof(buf), &n) ==
+                PBX_OK);
+    PBX_CHECK_EQ(own_raw(h, buf, n, &out), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(pbx_le_get16(out.frame + 6), 0x8302U);
+    /* ...except WAKE, which has no reply form: dropped. */
+    pbx_ipc_wake w = {1U, 1U};
+    PBX_REQUIRE(pbx_ipc_wake_encode(rid, &w, buf, sizeof(buf), &n) == PBX_OK);
+    PBX_CHECK_EQ(own_raw(h, buf, n, &out), UINT32_MAX);
+    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    TH_TRACE(h, "");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_inconsistent_retained_record_is_a_progress_fail_stop)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    /* A request on the intake lane in a state no step serves: the
+     * records disagree, so progression stops with its own status. */
+    pbx_core_req(&h->core, id.index)->link.state =
+        (uint16_t)PBX_CORE_ST_DECIDED;
+    PBX_CHECK(th_step(h));
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    bool progressed = true;
+    PBX_CHECK_EQ(pbx_core_step(&h->core, &progressed), PBX_E_CORE_NOT_READY);
+    th_free(h);
+    /* A wake whose notification no request holds is the same class. */
+    h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+    th_push_wake(h, PBX_CORE_IO_BUSY);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    pbx_core_req(&h->core, id.index)->notification = PBX_CORE_NIL;
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_LAUNCHD);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    PBX_CHECK_EQ(h->wake_count, 0U);
+    th_free(h);
+}
