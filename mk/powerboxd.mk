@@ -21,7 +21,7 @@
 
 PBXD_CC          ?= gcc
 # Worst-case stack depth allowed for any image, in bytes (docs/PORTS.md).
-PBXD_STACK_LIMIT ?= 16384
+PBXD_STACK_LIMIT ?= 8192
 PBXD_PORTS       := linux-x86_64 erix-x86_64
 PBXD_MODES       := debug release
 

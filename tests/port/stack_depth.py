@@ -13,7 +13,8 @@ cycle fails the check. An indirect call (gcc names its target
 target: every function whose address the image takes, found from the
 relocations of the object file beside each .ci file (an absolute
 relocation anywhere, or a rip-relative one that is not the operand of a
-call or jump), except those already on the current path. Should an
+call or jump, to the function's first byte; jump tables point inside a
+function and take no address), except those already on the current path. Should an
 object file be missing, every defined function is a candidate instead.
 Prints one report line and exits 1 above LIMIT_BYTES.
 """
@@ -47,8 +48,18 @@ def load(paths):
     return sizes, edges, quals
 
 
-RELOC = re.compile(r"R_X86_64_(PC32|PLT32|32S|32|64)\s+([^\s+-]+)")
-RELA = re.compile(r"R_X86_64_(PC32|PLT32|32S|32|64)\s+[0-9a-f]+\s+([^\s+-]+)")
+RELOC = re.compile(
+    r"R_X86_64_(PC32|PLT32|32S|32|64)\s+([^\s+-]+)\s*([+-])?\s*(?:0x)?([0-9a-f]*)")
+RELA = re.compile(r"R_X86_64_(PC32|PLT32|32S|32|64)\s+[0-9a-f]+\s+"
+                  r"([^\s+-]+)\s*([+-])?\s*([0-9a-f]*)")
+
+
+def entry_ref(m):
+    """Whether relocation match m points at a symbol's first byte: addend
+    0, or -4 for a rip-relative one. Jump tables point inside functions
+    (nonzero offsets from the section symbol) and take no address."""
+    addend = int(m.group(4) or "0", 16) * (-1 if m.group(3) == "-" else 1)
+    return addend == (-4 if m.group(1) in ("PC32", "PLT32") else 0)
 INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?:[0-9a-f]{2} )+\s*([a-z]+)")
 ADDR_TYPES = ("32", "32S", "64")
 
@@ -91,9 +102,9 @@ def address_taken(paths, sizes):
             m = RELOC.search(line)
             if not m:
                 continue
-            fn = resolve(m.group(2), unit, sizes)
+            fn = resolve(m.group(2), unit, sizes) if entry_ref(m) else None
             direct = m.group(1) in ("PC32", "PLT32") and \
-                last.startswith(("call", "jmp"))
+                last.startswith(("call", "j"))
             if fn and not direct:
                 taken.add(fn)
         section = ""
@@ -103,7 +114,7 @@ def address_taken(paths, sizes):
                 continue
             m = RELA.search(line)
             if m and not section.startswith((".rela.text", ".rela.debug")) and \
-                    m.group(1) in ADDR_TYPES:
+                    m.group(1) in ADDR_TYPES and entry_ref(m):
                 fn = resolve(m.group(2), unit, sizes)
                 if fn:
                     taken.add(fn)
