@@ -6,8 +6,8 @@
  * surplus descriptors after which powerboxd holds exactly its baseline.
  */
 #define _GNU_SOURCE
+#include "../runner/pbx_test.h"
 #include "e2e_harness.h"
-#include "runner/pbx_test.h"
 
 #include "ipc/pbx_ipc.h"
 #include "powerboxd/runtime/pbx_rt.h"
