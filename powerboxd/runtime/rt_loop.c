@@ -115,10 +115,15 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
         rt_fail(s, PBX_CORE_EXIT_CLEANUP);
         return err;
     }
+    if (err == PBX_E_PORT_RECEIPTS_PENDING) {
+        return err;
+    }
     if (err != PBX_OK) {
         /* Refused by the port (truncated, foreign control data): every
-         * receipt is already deleted and the bytes are not a frame. */
-        return err == PBX_E_PORT_RECEIPTS_PENDING ? err : PBX_OK;
+         * receipt is already deleted and the bytes are not a frame, so,
+         * as for a frame the core cannot answer, the connection goes. */
+        s->badges[conn] = 0U;
+        return pbx_port_client_close(&s->port, conn);
     }
     if (!rt_place(s, &m, slots, &n)) {
         return PBX_OK;
@@ -127,6 +132,11 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
                              slots, n, &s->out);
     if (err != PBX_OK) {
         return err;
+    }
+    if (s->out.drop != PBX_OK) {
+        /* No public operation to answer: drop the caller's connection. */
+        s->badges[conn] = 0U;
+        return pbx_port_client_close(&s->port, conn);
     }
     return rt_reply(s, conn);
 }
