@@ -1,0 +1,167 @@
+#!/bin/sh
+# bench/bench.sh: run every benchmark and print one table (docs/BENCH.md).
+#
+#   sh bench/bench.sh [--smoke] PBX_BENCH WORKDIR
+#
+# Instruction counts come from callgrind with --collect-atstart=no and
+# --toggle-collect on the measured loop only, so setup (arena, PBX1,
+# prefilling the pools) is never counted and every count is exact and
+# repeatable; the core-only and powerboxd-half figures are inclusive
+# costs inside that region (callgrind_annotate --inclusive=yes). Wall-clock numbers are native runs, best of several, and
+# noisy on a shared machine. --smoke runs a few iterations of everything
+# natively and only checks that each benchmark completes and reports
+# sane numbers (make check).
+#
+# Environment: BENCH_CAPS (default "64 1024 16384"), BENCH_N (measured
+# lifecycles under callgrind, default 200), BENCH_WALL_N (native, 20000).
+set -eu
+
+SMOKE=0
+if [ "${1:-}" = "--smoke" ]; then SMOKE=1; shift; fi
+BIN=${1:?usage: bench.sh [--smoke] PBX_BENCH WORKDIR}
+WORK=${2:?usage: bench.sh [--smoke] PBX_BENCH WORKDIR}
+CAPS=${BENCH_CAPS:-64 1024 16384}
+N=${BENCH_N:-200}
+WALL_N=${BENCH_WALL_N:-20000}
+mkdir -p "$WORK"
+
+# field NAME LINE: the value of NAME=value in a result line.
+field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# positive VALUE WHAT: fail unless VALUE is a number above zero.
+positive() {
+    awk -v v="$1" 'BEGIN { exit !(v + 0 > 0) }' ||
+        { echo "bench: $2 is not a positive number: '$1'" >&2; exit 1; }
+}
+
+if [ "$SMOKE" = 1 ]; then
+    for cap in 64 1024; do
+        line=$("$BIN" core --cap "$cap" --n 20)
+        positive "$(field ns_per_lifecycle "$line")" "core cap=$cap time"
+        [ "$(field events_per_lifecycle "$line")" = "16.00" ] ||
+            { echo "bench: unexpected lifecycle shape: $line" >&2; exit 1; }
+    done
+    line=$("$BIN" floor --n 20)
+    positive "$(field wire_bytes_per_lifecycle "$line")" "floor bytes"
+    line=$("$BIN" sha2 --mib 1 --reps 1 --file "$WORK/sha2.dat")
+    positive "$(field pbx_mb_s "$line")" "sha2 MB/s"
+    [ "$(field digest_match "$line")" = yes ] || exit 1
+    line=$("$BIN" seqpacket --n 200 --batches 1)
+    positive "$(field best_ns "$(printf '%s\n' "$line" | head -1)")" \
+        "seqpacket round trip"
+    rm -f "$WORK/sha2.dat"
+    echo "bench-smoke: core, floor, sha2 and seqpacket ran and look sane"
+    exit 0
+fi
+
+command -v valgrind >/dev/null 2>&1 ||
+    { echo "bench: valgrind is required for instruction counts" >&2; exit 1; }
+
+# ir NAME TOGGLES... -- ARGS...: instructions callgrind collected inside
+# the toggled functions while running pbx-bench ARGS.
+ir() {
+    name=$1; shift
+    toggles=""
+    while [ "$1" != "--" ]; do toggles="$toggles --toggle-collect=$1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind --collect-atstart=no $toggles \
+        --callgrind-out-file="$WORK/cg.$name" "$BIN" "$@" \
+        >"$WORK/cg.$name.stdout" 2>"$WORK/cg.$name.log" ||
+        { cat "$WORK/cg.$name.log" >&2; exit 1; }
+    sed -n 's/^totals: *//p' "$WORK/cg.$name" | head -1
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / b }'; }
+
+# incl NAME FUNCTION...: the summed inclusive instructions of FUNCTIONs
+# inside the collected region of run NAME (0 for a function not called).
+incl() {
+    name=$1; shift
+    callgrind_annotate --inclusive=yes --threshold=100 --auto=no \
+        "$WORK/cg.$name" >"$WORK/cg.$name.incl" 2>/dev/null
+    for fn in "$@"; do
+        grep -m1 -E ":$fn(\.[a-z0-9.]+)? \[" "$WORK/cg.$name.incl" ||
+            echo "0 x"
+    done | awk '{ gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'
+}
+CORE_ENTRIES="pbx_core_on_public pbx_core_step pbx_core_on_reply_delivered"
+BENCH_OPS="bench_op_call bench_op_query bench_op_delete bench_op_reserve \
+bench_op_release bench_op_alias bench_op_wake"
+
+# The floor: both ends of every frame, and powerboxd's half of it.
+fl_all=$(div "$(ir floor 'bench_floor_measure*' -- floor --n "$N")" "$N")
+fl_core=$(div "$(incl floor bench_floor_core_half bench_floor_core_digest)" "$N")
+fl_line=$("$BIN" floor --n "$WALL_N")
+
+echo "## core lifecycle (routine install mode, one-shot, 38-byte selector)"
+echo
+echo "| capacity | live grants | open requests | Ir/lifecycle (client+core+peers) | Ir/lifecycle (core only) | Ir/core event | core over its floor | wall ns/lifecycle |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+for cap in $CAPS; do
+    sys=$(div "$(ir "core-$cap" 'bench_measure*' -- core --cap "$cap" --n "$N")" "$N")
+    # Core only: its entry points minus the ops callbacks they made.
+    # shellcheck disable=SC2086
+    entries=$(incl "core-$cap" $CORE_ENTRIES)
+    # shellcheck disable=SC2086
+    ops=$(incl "core-$cap" $BENCH_OPS)
+    core=$(div "$((entries - ops))" "$N")
+    line=$("$BIN" core --cap "$cap" --n "$WALL_N")
+    ev=$(field events_per_lifecycle "$line")
+    printf '| %s | %s | %s | %s | %s | %s | %sx | %.0f |\n' "$cap" \
+        "$(field live "$line")" "$(field open "$line")" "$sys" "$core" \
+        "$(div "$core" "$ev")" \
+        "$(awk -v a="$core" -v b="$fl_core" 'BEGIN { printf "%.2f", a / b }')" \
+        "$(field ns_per_lifecycle "$line")"
+done
+echo
+echo "## physical floor of one lifecycle (ipc codec + SHA-256 only)"
+echo
+echo "| floor | Ir/lifecycle | wall ns/lifecycle |"
+echo "|---|---:|---:|"
+printf '| both ends: %s frames, %s wire bytes, 1 SHA-256 | %s | %.0f |\n' \
+    "$(field frames_per_lifecycle "$fl_line")" \
+    "$(field wire_bytes_per_lifecycle "$fl_line")" "$fl_all" \
+    "$(field ns_per_lifecycle "$fl_line")"
+printf '| powerboxd half: encode sent, decode received, 1 SHA-256 | %s | |\n' \
+    "$fl_core"
+
+mib=4
+sha_ir=$(ir sha2 'bench_sha2_measure*' -- sha2 --mib "$mib" --reps 1 --oracle 0)
+sha_line=$("$BIN" sha2 --mib 64 --reps 3 --file "$WORK/sha2.dat")
+rm -f "$WORK/sha2.dat"
+echo
+echo "## SHA-256 (64 MiB, best of 3)"
+echo
+echo "| implementation | MB/s | cycles/byte (TSC) | Ir/byte |"
+echo "|---|---:|---:|---:|"
+printf '| pbx sha2 (in memory) | %s | %s | %s |\n' \
+    "$(field pbx_mb_s "$sha_line")" "$(field cycles_per_byte "$sha_line")" \
+    "$(awk -v a="$sha_ir" -v b="$mib" 'BEGIN { printf "%.2f", a / (b * 1048576) }')"
+printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
+    "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
+    "$(field sha256sum_mb_s "$sha_line")"
+
+echo
+echo "## host transport floor: AF_UNIX SOCK_SEQPACKET round trip, 128 bytes"
+echo
+echo "| form | best ns/round trip | mean ns/round trip |"
+echo "|---|---:|---:|"
+"$BIN" seqpacket --n 20000 --batches 5 >"$WORK/seqpacket.out"
+while read -r _ form _ best mean; do
+    printf '| %s | %s | %s |\n' "${form#form=}" "${best#best_ns=}" \
+        "${mean#mean_ns=}"
+done <"$WORK/seqpacket.out"
+plain=$(sed -n 's/.*form=plain .*best_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+out=$(sed -n 's/.*form=fd_out .*best_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+both=$(sed -n 's/.*form=fd_both .*best_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+# One lifecycle on the host: 12 round trips (BEGIN, SELECTOR, DECISION,
+# CONSUME, POLICY, VIEW ACTIVE, VIEW REMOVE, RETIRE plain; COMMIT, DETACH
+# fd out; RESOLVE fd back, timed as fd out; INSTALL fd both ways).
+echo
+printf 'host lifecycle transport floor: 8 plain + 3 one-fd + 1 two-fd round trips = %s ns\n' \
+    "$(awk -v p="$plain" -v o="$out" -v b="$both" 'BEGIN { printf "%.0f", 8*p + 3*o + b }')"
+if [ -x "$(dirname "$BIN")/powerboxd" ]; then
+    echo "powerboxd: $(dirname "$BIN")/powerboxd exists; end-to-end latency is not wired in yet (docs/BENCH.md)"
+else
+    echo "powerboxd: not built; end-to-end latency needs the runtime (docs/BENCH.md)"
+fi

@@ -1,0 +1,59 @@
+# mk/bench.mk: pbx-bench, the benchmarks (docs/BENCH.md).
+#
+#   make bench          every benchmark in one run, printed as one table
+#                       beside its physical floor (bench/bench.sh):
+#                       instructions per lifecycle under callgrind at
+#                       three PBX1 capacities, the codec+SHA-256 floor,
+#                       SHA-256 against sha256sum, SEQPACKET round trips
+#   make bench-smoke    a few iterations of every benchmark, natively:
+#                       they complete, conserve capabilities and print
+#                       sane numbers (in CHECK_EXTRA; no timing asserted)
+#   make bench-lint     clang-tidy, cppcheck and doccheck on bench/
+#
+# pbx-bench is a hosted program linked against libpbx.a, built with the
+# tree's OPT (-O2 -g by default: callgrind needs the symbols).
+
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_HDRS := $(wildcard bench/*.h)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
+BENCH_BIN  := $(BUILD)/bin/pbx-bench
+BENCH_WORK := $(BUILD)/bench-work
+
+$(BUILD)/obj/bench/%.o: CPPFLAGS += $(HOSTED)
+$(BUILD)/obj/bench/%.o: $(BENCH_HDRS)
+
+$(BENCH_BIN): $(BENCH_OBJS) $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(BENCH_OBJS) $(LIBPBX) -o $@
+
+.PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
+        bench-doccheck
+bench-table: $(BENCH_BIN)
+	sh bench/bench.sh $(BENCH_BIN) $(BENCH_WORK)
+
+bench-smoke: $(BENCH_BIN)
+	sh bench/bench.sh --smoke $(BENCH_BIN) $(BENCH_WORK)
+
+BENCH_TARGETS += bench-table
+CHECK_EXTRA   += bench-smoke bench-lint
+
+# The shared gates cover the benchmarks too (the Makefile expands the
+# tidy prerequisites before fragments are read, so add them here).
+BENCH_TIDY_OKS := $(BENCH_SRCS:%.c=build/tidy/%.ok)
+TIDY_SRCS      += $(BENCH_SRCS)
+$(BENCH_TIDY_OKS): $(BENCH_HDRS)
+bench-tidy: $(BENCH_TIDY_OKS)
+	@echo "bench-tidy: $(words $(BENCH_TIDY_OKS)) file(s) clean"
+tidy: $(BENCH_TIDY_OKS)
+
+bench-cppcheck:
+	cppcheck --std=c11 --enable=warning,style,performance,portability \
+	    --error-exitcode=1 --inline-suppr --quiet -I. \
+	    --suppress=missingIncludeSystem $(HOSTED) $(BENCH_SRCS)
+cppcheck: bench-cppcheck
+
+bench-doccheck:
+	python3 scripts/doccheck.py $(BENCH_HDRS)
+doccheck: bench-doccheck
+
+bench-lint: bench-tidy bench-cppcheck bench-doccheck
