@@ -11,7 +11,12 @@
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
  *   pbx-client cancel (--public ...) (--request I:G | --job ID:GEN
  *       --session N)
+ *       [--then consume]
  *   pbx-client consume (--public ...) --grant I:G
+ *
+ * powerboxd accepts CONSUME and CANCEL only from the connection that
+ * began the request (or from launchd's broker), so `request --then
+ * consume` is how one caller runs a whole one-shot lifecycle.
  *
  * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
  * 1 a protocol or transport failure, 2 a usage error.
@@ -54,6 +59,9 @@ typedef struct client_opts {
     const char *entry;
     const char *label;
     bool have_pair;
+    /* --then consume: after APPROVED, consume the grant on the same
+     * connection (the caller that began a request owns it). */
+    bool then_consume;
 } client_opts;
 
 static pbx_peer_msg g_reply;
@@ -144,6 +152,9 @@ static bool client_selector(int fd, pbx_ipc_id id, const char *sel)
     return true;
 }
 
+/* The grant of the last APPROVED decision, for --then consume. */
+static pbx_ipc_id g_grant;
+
 /* Prints a DECISION and maps it to the exit status. */
 static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
 {
@@ -155,6 +166,7 @@ static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
     printf("mode=%s\ngrant=%u.%u\nslot=%u\n",
            pbx_peer_name_of(PBX_PEER_NAMES_MODE, d->mode), d->grant.index,
            d->grant.gen, d->installed_slot);
+    g_grant = d->grant;
     if (g_reply.nfds == 1U) {
         printf("alias_inode=%llu\n",
                (unsigned long long)pbx_peer_io_inode(g_reply.fds[0]));
@@ -220,7 +232,19 @@ static int client_request(const client_opts *o)
         return 1;
     }
     (void)fflush(stdout);
-    return client_decision(o->public_fd, id, o->wait_ms);
+    int rc = client_decision(o->public_fd, id, o->wait_ms);
+    if (rc != 0 || !o->then_consume) {
+        return rc;
+    }
+    pbx_ipc_consume cs = {g_grant};
+    if (pbx_ipc_consume_encode(&cs, g_buf, sizeof(g_buf), &n) != PBX_OK ||
+        client_call(o->public_fd, n, -1, "CONSUME") == NULL ||
+        pbx_ipc_empty_decode(&g_reply.frame, PBX_IPC_OP_CONSUME |
+                                                 PBX_IPC_REPLY_BIT) != PBX_OK) {
+        return 1;
+    }
+    printf("consume=accepted\n");
+    return 0;
 }
 
 /* cancel (exact request, or job and session correlation) and consume. */
@@ -317,6 +341,12 @@ static bool client_option(client_opts *o, const char *k, const char *v)
         int fd = pbx_peer_io_fd_arg(v);
         pbx_peer_io_ready(fd);
         ok = fd >= 0;
+    } else if (strcmp(k, "--then") == 0) {
+        if (strcmp(v, "consume") != 0) {
+            pbx_peer_log("pbx-client", "--then takes 'consume'");
+            return false;
+        }
+        o->then_consume = true;
     } else if (strcmp(k, "--wait-ms") == 0) {
         ok = pbx_peer_parse_u64(v, 3600000U, &o->wait_ms);
     } else {

@@ -8,11 +8,13 @@ Plays the supervisor of docs/HOST.md: writes a PBX1 record with
 pbx-procd and pbx-launchd on socketpairs and waits for each readiness
 line, execs the freestanding powerboxd with fds 3..8 exactly as
 capabi/pbx_capabi.h lays them out (9 left empty), waits for its typed
-readiness report, then runs pbx-client for one routine READ of a file
-to a decision. Everything printed is what the processes said. Exits 0
-only when the decision was APPROVED. (CONSUME is not sent: pbx-client
-consume opens a new connection, which is a new badge, and the core
-accepts CONSUME only from the badge that began the request.)
+readiness report, then runs pbx-client for one routine one-shot READ of
+a file to its decision and, on the same connection (the core accepts
+CONSUME only from the caller that began the request), consumes the grant.
+Consumption starts the cleanup chain: procd's revocation handle deleted,
+the REMOVE row reconciled with ttyd, the object retired at vfsd; run.py
+waits for those peer log lines. Everything printed is what the processes
+said. Exits 0 only when the decision was APPROVED and the chain finished.
 """
 import fcntl
 import os
@@ -91,9 +93,11 @@ def main():
         peer([b("vfsd"), "--root", os.path.join(work, "root"), "--scope",
               scope, "--route-fd", str(vfs[1].fileno())], [vfs[1].fileno()]),
         peer([b("ttyd"), "--policy", os.path.join(work, "policy"), "--tty",
-              "/dev/null", "--route-fd", str(tty[1].fileno())],
+              "/dev/null", "--view-file", os.path.join(work, "views"),
+              "--route-fd", str(tty[1].fileno())],
              [tty[1].fileno()]),
-        peer([b("procd"), "--stage", "42:5", "--route-fd",
+        peer([b("procd"), "--stage", "42:5", "--state-file",
+              os.path.join(work, "installs"), "--route-fd",
               str(proc[1].fileno())], [proc[1].fileno()]),
     ]
     peers.append(subprocess.Popen([b("launchd"), "serve", "--wake-fd",
@@ -110,7 +114,7 @@ def main():
     print(f"run: readiness: magic {magic:#x} version {ver} kind {kind} "
           f"public slot {slot} transients {first}..{first + count - 1} "
           f"arena {arena} bytes")
-    ok = client(bin_dir, public, scope)
+    ok = client(bin_dir, public, scope) and cleaned(work)
     os.kill(pid, signal.SIGTERM)
     os.waitpid(pid, 0)
     for p in peers:
@@ -127,7 +131,8 @@ def client(bin_dir, public, scope):
          "docs/readme.txt", "--op", "read", "--class", "file", "--lifetime",
          "one-shot", "--urgency", "routine", "--job", "11:1", "--session",
          "7", "--realm", "3", "--entry", "bin/cat", "--label", "readme",
-         "--target", "42:5", "--slot", "20", "--wait-ms", "5000"],
+         "--target", "42:5", "--slot", "20", "--wait-ms", "5000",
+         "--then", "consume"],
         capture_output=True, text=True, check=False)
     print(out.stdout, end="")
     print(out.stderr, end="", file=sys.stderr)
@@ -137,7 +142,40 @@ def client(bin_dir, public, scope):
         return False
     print(f"run: decision approved: grant {kv.get('grant')} "
           f"installed at slot {kv.get('slot')}")
+    if kv.get("consume") != "accepted":
+        print("run: consumption was not accepted")
+        return False
+    print("run: grant consumed; powerboxd now revokes, removes and retires it")
     return True
+
+
+def cleaned(work):
+    """Waits (bounded) until ttyd lists no active row and procd no install.
+
+    Both files are rewritten by the peers on every change, so empty files
+    after a consumed grant show that the revocation handle was deleted
+    (procd dropped the install) and the REMOVE row was reconciled.
+    """
+    views = os.path.join(work, "views")
+    installs = os.path.join(work, "installs")
+    for _ in range(60):
+        rows = [read_rows(views), read_rows(installs)]
+        if rows == [[], []]:
+            print("run: cleanup done: procd holds no install, ttyd shows no "
+                  "active grant")
+            return True
+        time.sleep(0.05)
+    print(f"run: cleanup incomplete: views {rows[0]} installs {rows[1]}")
+    return False
+
+
+def read_rows(path):
+    """Returns the non-empty lines of path ([] when it does not exist)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [l for l in f.read().splitlines() if l.strip()]
+    except FileNotFoundError:
+        return []
 
 
 if __name__ == "__main__":
