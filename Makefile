@@ -48,7 +48,7 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
              $(wildcard base/err/*.def)
 
 .PHONY: all test check install clean format format-check doccheck docs docs-check \
-        freestanding tidy cppcheck fuzz fuzz-smoke check-gcc check-clang \
+        freestanding tidy cppcheck analyzer fuzz fuzz-smoke check-gcc check-clang \
         check-asan run bench
 .DEFAULT_GOAL := all
 
@@ -121,6 +121,19 @@ cppcheck:
 	    --suppress=missingIncludeSystem \
 	    $(LIB_SRCS) $(TOOL_SRCS) $(TEST_SRCS) $(FUZZ_SRCS)
 
+# gcc's static analyzer over the freestanding layers, the operator tool
+# and the test runner, at the release optimisation level; any finding fails.
+ANALYZER_SRCS = $(LIB_SRCS) $(TOOL_SRCS) tests/runner/pbx_test.c
+ANALYZER_OKS  = $(ANALYZER_SRCS:%.c=build/analyzer/%.ok)
+build/analyzer/%.ok: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	@gcc -fanalyzer -Werror -std=c11 -O2 -I. $(HOSTED) -Wall -Wextra \
+	    -c $< -o $(@:.ok=.o)
+	@touch $@
+
+analyzer: $(ANALYZER_OKS)
+	@echo "analyzer: $(words $(ANALYZER_OKS)) file(s) clean"
+
 check-gcc:
 	$(MAKE) BUILD=build/gcc CC=gcc all test
 check-clang:
@@ -165,7 +178,7 @@ bench: $(BENCH_TARGETS)
 
 # ---- everything ------------------------------------------------------------
 
-check: format-check doccheck docs-check freestanding cppcheck tidy check-gcc check-clang \
+check: format-check doccheck docs-check freestanding cppcheck tidy analyzer check-gcc check-clang \
        check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"
 
