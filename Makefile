@@ -48,7 +48,7 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
              $(wildcard base/err/*.def)
 
 .PHONY: all test check install clean format format-check doccheck docs docs-check \
-        freestanding tidy cppcheck analyzer fuzz fuzz-smoke check-gcc check-clang \
+        freestanding tidy cppcheck analyzer fuzz fuzz-smoke fuzz-long fuzz-afl check-gcc check-clang \
         check-asan run bench
 .DEFAULT_GOAL := all
 
@@ -159,6 +159,39 @@ fuzz-smoke: $(FUZZ_BINS)
 	    echo "fuzz $$n ($(FUZZ_RUNS) runs)"; \
 	    $$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz-work/$$n fuzz/corpus/$$n \
 	        >$(BUILD)/fuzz-work/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz-work/$$n.log; exit 1; }; \
+	done
+
+# Longer campaigns, never part of `make check`:
+#   make fuzz-long   FUZZ_SECONDS per libFuzzer harness (default 300)
+#   make fuzz-afl    the same harnesses under AFL++ (apt-get install afl++),
+#                    AFL_SECONDS each (default 120); fails on any saved crash
+FUZZ_SECONDS ?= 300
+AFL_SECONDS  ?= 120
+AFL_BINS     := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/afl/%)
+
+fuzz-long: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do \
+	    n=$$(basename $$f); mkdir -p $(BUILD)/fuzz-work/$$n; \
+	    echo "fuzz $$n ($(FUZZ_SECONDS) s)"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) $(BUILD)/fuzz-work/$$n \
+	        fuzz/corpus/$$n; \
+	done
+
+$(BUILD)/afl/%: fuzz/%.c $(LIB_SRCS) $(HEADERS)
+	@mkdir -p $(dir $@)
+	AFL_QUIET=1 AFL_USE_ASAN=1 AFL_USE_UBSAN=1 afl-clang-fast \
+	    -fsanitize=fuzzer -I. -std=c11 -g -O1 $< $(LIB_SRCS) -o $@
+
+fuzz-afl: $(AFL_BINS)
+	@set -e; for f in $(AFL_BINS); do \
+	    n=$$(basename $$f); out=$(BUILD)/afl-work/$$n; rm -rf $$out; \
+	    mkdir -p $(BUILD)/afl-work; \
+	    echo "afl $$n ($(AFL_SECONDS) s)"; \
+	    AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	        afl-fuzz -i fuzz/corpus/$$n -o $$out -V $(AFL_SECONDS) -- $$f \
+	        >$$out.log 2>&1 || { tail -20 $$out.log; exit 1; }; \
+	    if ls $$out/default/crashes/id* >/dev/null 2>&1; then \
+	        echo "afl $$n: crashes saved in $$out/default/crashes"; exit 1; fi; \
 	done
 
 # ---- parts with their own rules ---------------------------------------------
