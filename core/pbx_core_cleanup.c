@@ -26,11 +26,10 @@ static pbx_core_delete pbx_core_release_scope(pbx_core_ctx *ctx,
         ctx->ops->slot_query(ctx->ops_user, t->slot, &obs);
         if (obs.kind != (uint32_t)PBX_CAPABI_KIND_EMPTY &&
             obs.kind != (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER) {
-            /* Something sits in the destination: delete it first. */
-            pbx_core_delete d = pbx_core_delete_slot(ctx, t->slot);
-            if (d != PBX_CORE_DELETE_OK) {
-                return d;
-            }
+            /* A refused COMMIT receipt sits in the destination; the orphan
+             * record that tracks it deletes it (deleting it here too would
+             * track one slot twice). The reservation waits for that. */
+            return PBX_CORE_DELETE_TRANSIENT;
         }
         ctx->ops->slot_release(ctx->ops_user, t->slot);
         t->link.state = PBX_CORE_TSLOT_IDLE;
@@ -111,8 +110,30 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
         pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
         return PBX_OK;
     }
+    if (r->orphans != 0U) {
+        /* Refused receipts that arrived for this request still await
+         * deletion: the last one's deletion puts it back on this lane. */
+        return PBX_OK;
+    }
     pbx_core_publish(ctx, i);
     return PBX_OK;
+}
+
+/* Ends the withdrawal of grant g's request once the revocation authority
+ * is gone: its CANCELLED decision becomes visible and a held wake goes. */
+static void pbx_core_grant_withdrawn(pbx_core_ctx *ctx, uint32_t g)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    if (i == PBX_CORE_NIL || pbx_core_req(ctx, i)->link.live == 0U ||
+        pbx_core_req(ctx, i)->link.generation != gr->request_generation) {
+        return;
+    }
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    if ((r->flags & PBX_CORE_REQ_F_WAKE_HELD) != 0U) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
+    }
+    r->flags &= (uint16_t)~(PBX_CORE_REQ_F_WITHDRAWN | PBX_CORE_REQ_F_WAKE_HELD);
 }
 
 /* Deletes the grant's revocation authority (or unexported alias). */
@@ -128,6 +149,7 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
     }
     if (d == PBX_CORE_DELETE_OK) {
         pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
+        pbx_core_grant_withdrawn(ctx, g);
     }
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
     return PBX_OK;
@@ -156,7 +178,7 @@ static bool pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
         pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
         ack.object.id == q.object.id && ack.object.gen == q.object.gen &&
         ack.scope_id == q.scope_id && ack.object_class == q.object_class;
-    (void)pbx_core_drop_receipts(ctx, &c, 0);
+    (void)pbx_core_drop_receipts(ctx, &c, 0, PBX_CORE_NIL);
     return exact;
 }
 
@@ -196,7 +218,7 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
     case PBX_CORE_ST_REMOVE:
-        io = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, &ok);
+        io = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok);
         if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
@@ -270,6 +292,12 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
         return PBX_E_CORE_INCONSISTENT;
     }
     pbx_core_request *r = pbx_core_req(ctx, i);
+    if ((r->flags & PBX_CORE_REQ_F_WITHDRAWN) != 0U) {
+        /* No wake for a decision being withdrawn; the grant's revocation
+         * queues it again. */
+        r->flags |= PBX_CORE_REQ_F_WAKE_HELD;
+        return PBX_OK;
+    }
     pbx_ipc_wake w = {r->ctx.ctx.job_id, r->ctx.ctx.job_gen};
     size_t len = 0;
     PBX_ASSERT(pbx_ipc_wake_encode(
@@ -337,7 +365,19 @@ static pbx_err pbx_core_orphan_step(pbx_core_ctx *ctx, uint32_t t)
         pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
         return PBX_OK;
     }
+    uint32_t owner = pbx_core_tslot_at(ctx, t)->owner;
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
+    if (owner != PBX_CORE_NIL) {
+        /* The owner cannot retire while it waits for this deletion. */
+        pbx_core_request *r = pbx_core_req(ctx, owner);
+        PBX_ASSERT(r->link.live != 0U && r->orphans > 0U);
+        r->orphans--;
+        if (r->orphans == 0U &&
+            r->link.state == (uint16_t)PBX_CORE_ST_RELEASE &&
+            r->link.queue == 0U) {
+            pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, owner);
+        }
+    }
     return PBX_OK;
 }
 

@@ -20,6 +20,28 @@
 #define PBX_CORE_REQ_F_CANCELLED 0x0001U
 /** PBX_CORE_REQ_F_EXPORTED: the runtime alias left with the reply. */
 #define PBX_CORE_REQ_F_EXPORTED 0x0002U
+/**
+ * PBX_CORE_REQ_F_WITHDRAWN: a published, undelivered approval whose grant
+ * ended; the decision turns CANCELLED only once the grant's revocation
+ * authority (handle or alias) is deleted, and reads PENDING until then.
+ */
+#define PBX_CORE_REQ_F_WITHDRAWN 0x0004U
+/** PBX_CORE_REQ_F_WAKE_HELD: the wake waits for the withdrawal to end. */
+#define PBX_CORE_REQ_F_WAKE_HELD 0x0008U
+
+/**
+ * PBX_CORE_TSLOT_SPARE is how many transient-slot records BEGIN leaves
+ * free for receipts whose deletion must be retried (one peer reply's
+ * worth), so a transient deletion failure finds a record to wait in.
+ */
+#define PBX_CORE_TSLOT_SPARE PBX_CORE_RECV_SLOTS_MAX
+
+/**
+ * PBX_CORE_DELETE_TRIES bounds the immediate deletion retries made only
+ * when no transient-slot record is left to track a receipt for a later
+ * retry (the spare was exhausted by earlier pending deletions).
+ */
+#define PBX_CORE_DELETE_TRIES 16U
 
 /** PBX_CORE_GRANT_F_INSTALL: grant delivered by procd installation. */
 #define PBX_CORE_GRANT_F_INSTALL 0x0001U
@@ -112,6 +134,18 @@ void pbx_core_tslot_drop(pbx_core_ctx *ctx, uint32_t tslot);
 
 /** pbx_core_tslot_held reports whether tslot holds a capability. */
 bool pbx_core_tslot_held(const pbx_core_ctx *ctx, uint32_t tslot);
+
+/**
+ * pbx_core_orphan keeps slot, whose deletion could not finish now, in an
+ * orphan record on the cleanup lane. owner is the request the receipt
+ * arrived for (its decision waits until the receipt is gone) or
+ * PBX_CORE_NIL. With no record free it retries the deletion at most
+ * PBX_CORE_DELETE_TRIES times. Returns TRANSIENT when the receipt is now
+ * tracked for a later retry, OK when a retry deleted it, REJECTED after a
+ * permanent rejection or when no retry succeeded (a cleanup fail-stop).
+ */
+pbx_core_delete pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot,
+                                uint32_t owner);
 
 /**
  * pbx_core_delete_slot deletes capability slot exactly. TRANSIENT leaves

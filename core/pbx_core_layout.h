@@ -109,6 +109,9 @@ typedef struct pbx_core_request {
     uint32_t decision;
     /** Route the request is parked on after peer BUSY, or PBX_CORE_NIL. */
     uint32_t parked_route;
+    /** Receipts that arrived for this request, were refused and still
+     * await deletion in the orphan lane; its decision waits for zero. */
+    uint32_t orphans;
     /** Terminal status chosen for the decision (pbx_core_status). */
     uint16_t outcome;
     /** Request flags (PBX_CORE_REQ_F_*). */

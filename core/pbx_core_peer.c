@@ -22,7 +22,8 @@ void pbx_core_call_init(pbx_core_ctx *ctx, pbx_core_call *c, uint32_t route,
 }
 
 pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
-                                       const pbx_core_call *c, size_t keep)
+                                       const pbx_core_call *c, size_t keep,
+                                       uint32_t owner)
 {
     pbx_core_delete worst = PBX_CORE_DELETE_OK;
     size_t n = c->recv_count < PBX_CORE_RECV_SLOTS_MAX
@@ -38,18 +39,11 @@ pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
         }
         if (d == PBX_CORE_DELETE_TRANSIENT) {
             /* Keep it tracked so the cleanup lane retries the deletion. */
-            if (pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) ==
-                0U) {
-                (void)pbx_core_fail(ctx, PBX_CORE_EXIT_CLEANUP,
-                                    PBX_E_CORE_CLEANUP_REJECTED);
-                return PBX_CORE_DELETE_REJECTED;
+            d = pbx_core_orphan(ctx, c->recv_slots[i], owner);
+            if (d == PBX_CORE_DELETE_REJECTED) {
+                return d;
             }
-            uint32_t t =
-                pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
-            pbx_core_tslot_at(ctx, t)->owner = PBX_CORE_NIL;
-            pbx_core_tslot_hold(ctx, t, c->recv_slots[i], 0U);
-            pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
-            worst = d;
+            worst = d == PBX_CORE_DELETE_TRANSIENT ? d : worst;
         }
     }
     return worst;

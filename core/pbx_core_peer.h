@@ -16,11 +16,13 @@ void pbx_core_call_init(pbx_core_ctx *ctx, pbx_core_call *c, uint32_t route,
 
 /**
  * pbx_core_drop_receipts deletes every receipt of c from index keep on.
- * A deletion that cannot finish now keeps the receipt tracked for retry;
- * returns the worst outcome (REJECTED is already a fail-stop).
+ * A deletion that cannot finish now keeps the receipt tracked for retry,
+ * owned by request owner (or PBX_CORE_NIL); returns the worst outcome
+ * (REJECTED is already a fail-stop).
  */
 pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
-                                       const pbx_core_call *c, size_t keep);
+                                       const pbx_core_call *c, size_t keep,
+                                       uint32_t owner);
 
 /**
  * pbx_core_reply_frame decodes c's reply and checks it is the status-zero
@@ -46,8 +48,9 @@ pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done);
 
 /**
  * pbx_core_view publishes or removes grant g's full row at ttyd; *acked
- * is true only for the exact echo. Returns the call outcome.
+ * is true only for the exact echo; unwanted receipts are owned by request
+ * owner (or PBX_CORE_NIL) until deleted. Returns the call outcome.
  */
 pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
-                          bool *acked);
+                          uint32_t owner, bool *acked);
 #endif /* PBX_CORE_PEER_H */

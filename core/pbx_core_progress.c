@@ -100,7 +100,7 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
         pbx_core_tslot_hold(ctx, r->object_tslot, c.recv_slots[0],
                             PBX_CAPABI_RECEIPT_OBJECT);
     }
-    if (pbx_core_drop_receipts(ctx, &c, keep) == PBX_CORE_DELETE_REJECTED) {
+    if (pbx_core_drop_receipts(ctx, &c, keep, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_RESOLVED) {
@@ -161,7 +161,7 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
         p->exceptional =
             pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL ? 1U : 0U;
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_DENY) {
@@ -221,7 +221,7 @@ static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
             ev = PBX_CORE_EV_ALLOW;
         }
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_RETRY) {
@@ -315,7 +315,7 @@ static pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
         pbx_core_tslot_hold(ctx, r->handle_tslot, c.recv_slots[0],
                             PBX_CAPABI_RECEIPT_REVOCATION);
     }
-    if (pbx_core_drop_receipts(ctx, &c, ok ? 1U : 0U) ==
+    if (pbx_core_drop_receipts(ctx, &c, ok ? 1U : 0U, i) ==
         PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
@@ -388,7 +388,7 @@ pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
                    ? PBX_E_CORE_CLEANUP_REJECTED
                    : PBX_OK;
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     *done = !pbx_core_tslot_held(ctx, r->object_tslot);
@@ -398,7 +398,7 @@ pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
 /* Publishes (ACTIVE) or removes (REMOVE) grant g's full row at ttyd.
  * Returns the io outcome; *acked says the exact echo came back. */
 pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
-                          bool *acked)
+                          uint32_t owner, bool *acked)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     pbx_ipc_view v;
@@ -427,7 +427,8 @@ pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
                  pbx_ipc_view_reply_decode(&f, &ack) == PBX_OK &&
                  ack.kind == kind && ack.grant.index == gid.index &&
                  ack.grant.gen == gid.gen;
-        if (pbx_core_drop_receipts(ctx, &c, 0) == PBX_CORE_DELETE_REJECTED) {
+        if (pbx_core_drop_receipts(ctx, &c, 0, owner) ==
+            PBX_CORE_DELETE_REJECTED) {
             return PBX_CORE_IO_FAILED;
         }
     }
@@ -438,7 +439,7 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool acked = false;
-    pbx_core_io io = pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, &acked);
+    pbx_core_io io = pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, i, &acked);
     if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }

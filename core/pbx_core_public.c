@@ -33,37 +33,22 @@ static void pbx_core_reply_empty(pbx_core_out *out, uint16_t op, pbx_ipc_id id)
     out->len = n;
 }
 
-/* Keeps a receipt whose deletion could not finish now in an orphan tslot
- * so the cleanup lane retries it. Returns false when no record is free. */
-static bool pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot)
-{
-    if (pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) == 0U) {
-        return false;
-    }
-    uint32_t t = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
-    pbx_core_tslot_at(ctx, t)->owner = PBX_CORE_NIL;
-    pbx_core_tslot_hold(ctx, t, slot, 0U);
-    pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
-    return true;
-}
-
-/* Deletes every slot in slots. Returns PBX_OK, CLEANUP_PENDING when some
- * deletion must be retried later, or a fail-stop error. */
+/* Deletes every slot in slots; a receipt whose deletion must be retried
+ * is owned by request owner (or PBX_CORE_NIL) until it is gone. Returns
+ * PBX_OK, CLEANUP_PENDING when some deletion failed for now, or
+ * CLEANUP_REJECTED (a fail-stop). */
 static pbx_err pbx_core_delete_all(pbx_core_ctx *ctx, const uint32_t *slots,
-                                   size_t count)
+                                   size_t count, uint32_t owner)
 {
     pbx_err result = PBX_OK;
     for (size_t i = 0; i < count; i++) {
         pbx_core_delete d = pbx_core_delete_slot(ctx, slots[i]);
+        if (d == PBX_CORE_DELETE_TRANSIENT) {
+            d = pbx_core_orphan(ctx, slots[i], owner);
+            result = PBX_E_CORE_CLEANUP_PENDING;
+        }
         if (d == PBX_CORE_DELETE_REJECTED) {
             return PBX_E_CORE_CLEANUP_REJECTED;
-        }
-        if (d == PBX_CORE_DELETE_TRANSIENT) {
-            if (!pbx_core_orphan(ctx, slots[i])) {
-                return pbx_core_fail(ctx, PBX_CORE_EXIT_CLEANUP,
-                                     PBX_E_CORE_CLEANUP_REJECTED);
-            }
-            result = PBX_E_CORE_CLEANUP_PENDING;
         }
     }
     return result;
@@ -102,7 +87,7 @@ static bool pbx_core_begin_space(const pbx_core_ctx *ctx, uint32_t chunks)
         }
     }
     return pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) >=
-               PBX_CORE_BEGIN_TSLOTS &&
+               PBX_CORE_BEGIN_TSLOTS + PBX_CORE_TSLOT_SPARE &&
            ctx->chunk_free_count >= chunks;
 }
 
@@ -145,19 +130,28 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->decision = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_DECISIONS);
     r->notification = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS);
     r->parked_route = PBX_CORE_NIL;
+    r->orphans = 0U;
     r->outcome = 0U;
     r->flags = 0U;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_BEGIN);
     return i;
 }
 
-/* Refuses a BEGIN no retry could serve: a selector larger than all the
- * deployment's selector storage (BUSY would promise a retry that can
- * never succeed), or a job or invocation whose expiry is being swept (the
- * sweep may already have passed the record the request would take). */
+/* Refuses a BEGIN no retry could serve: a runtime-reply request from
+ * anyone but launchd's exact-job broker (running programs ask through
+ * launchd, which delivers the exported alias to the blocked caller), a
+ * selector larger than all the deployment's selector storage (BUSY would
+ * promise a retry that can never succeed), or a job or invocation whose
+ * expiry is being swept (the sweep may already have passed the record the
+ * request would take). */
 static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
-                                    const pbx_ipc_begin *b, uint32_t chunks)
+                                    const pbx_ipc_begin *b, uint32_t badge,
+                                    uint32_t chunks)
 {
+    if (b->ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
+        badge != PBX_CORE_BADGE_LAUNCHD) {
+        return PBX_E_CORE_BROKER;
+    }
     if (chunks > ctx->chunk_count) {
         return PBX_E_CORE_SELECTOR_LENGTH;
     }
@@ -179,7 +173,7 @@ static void pbx_core_on_begin(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     }
     uint32_t chunks = pbx_core_chunks_for(b.selector_len);
     uint32_t dest = PBX_CORE_SLOT_NONE;
-    err = pbx_core_begin_check(ctx, &b, chunks);
+    err = pbx_core_begin_check(ctx, &b, badge, chunks);
     if (err != PBX_OK) {
         pbx_core_reply_err(out, PBX_IPC_OP_BEGIN, zero, err);
         return;
@@ -296,7 +290,12 @@ static pbx_err pbx_core_on_commit(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
         err = pbx_core_commit_check(ctx, i, &c, slots[0]);
     }
     if (err != PBX_OK) {
-        pbx_err del = pbx_core_delete_all(ctx, slots, f->cap_count);
+        /* A receipt refused for the caller's own live request stays that
+         * request's until deleted: its decision waits for it. */
+        uint32_t owner = pbx_core_find_req(ctx, f->request, badge, &i) == PBX_OK
+                             ? i
+                             : PBX_CORE_NIL;
+        pbx_err del = pbx_core_delete_all(ctx, slots, f->cap_count, owner);
         pbx_core_reply_err(out, PBX_IPC_OP_COMMIT, f->request,
                            del != PBX_OK ? del : err);
         return del == PBX_E_CORE_CLEANUP_REJECTED ? del : PBX_OK;
@@ -317,6 +316,11 @@ static pbx_err pbx_core_decision_fill(pbx_core_ctx *ctx, uint32_t i,
     const pbx_core_request *r = pbx_core_req(ctx, i);
     const pbx_core_decision *dec = (const pbx_core_decision *)pbx_core_rec(
         ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
+    if ((r->flags & PBX_CORE_REQ_F_WITHDRAWN) != 0U) {
+        /* An approval being withdrawn: CANCELLED once the grant's
+         * revocation authority is gone, PENDING until then. */
+        return PBX_OK;
+    }
     d->outcome = (uint8_t)dec->status;
     if (dec->status != (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
         return PBX_OK;
@@ -645,7 +649,7 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     if (err == PBX_OK && f.op == (uint16_t)PBX_IPC_OP_COMMIT) {
         return pbx_core_on_commit(ctx, &f, badge, slots, out);
     }
-    pbx_err del = pbx_core_delete_all(ctx, slots, slot_count);
+    pbx_err del = pbx_core_delete_all(ctx, slots, slot_count, PBX_CORE_NIL);
     if (del == PBX_E_CORE_CLEANUP_REJECTED) {
         return del;
     }

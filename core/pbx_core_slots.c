@@ -136,6 +136,39 @@ pbx_core_delete pbx_core_delete_tslot(pbx_core_ctx *ctx, uint32_t tslot)
     return d;
 }
 
+pbx_core_delete pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot,
+                                uint32_t owner)
+{
+    if (pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) == 0U) {
+        /* Every record is taken (BEGIN kept a spare, but earlier pending
+         * deletions used it): the capability is still held, so retry the
+         * exact deletion now, boundedly, rather than lose track of it. */
+        pbx_core_delete d = PBX_CORE_DELETE_TRANSIENT;
+        for (uint32_t n = 0; n < PBX_CORE_DELETE_TRIES &&
+                             d == PBX_CORE_DELETE_TRANSIENT;
+             n++) {
+            d = pbx_core_delete_slot(ctx, slot);
+        }
+        if (d == PBX_CORE_DELETE_TRANSIENT) {
+            (void)pbx_core_fail(ctx, PBX_CORE_EXIT_CLEANUP,
+                                PBX_E_CORE_CLEANUP_REJECTED);
+            return PBX_CORE_DELETE_REJECTED;
+        }
+        return d;
+    }
+    uint32_t t = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
+    pbx_core_tslot *ts = pbx_core_tslot_at(ctx, t);
+    ts->owner = owner;
+    ts->owner_kind = 0U;
+    ts->link.state = PBX_CORE_TSLOT_IDLE;
+    pbx_core_tslot_hold(ctx, t, slot, 0U);
+    if (owner != PBX_CORE_NIL) {
+        pbx_core_req(ctx, owner)->orphans++;
+    }
+    pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
+    return PBX_CORE_DELETE_TRANSIENT;
+}
+
 pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err)
 {
     if (ctx->exit_status == (uint32_t)PBX_CORE_EXIT_NONE) {
@@ -182,7 +215,10 @@ void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
 /* A published approval whose reply was not delivered yet would report a
  * grant that no longer exists (and, in runtime-reply mode, an alias that
  * cleanup deletes, so the reply could never be delivered and the request
- * never retire): the retained decision becomes CANCELLED instead. */
+ * never retire): the retained decision becomes CANCELLED instead. It is
+ * withdrawn (DECISION reads PENDING, the wake waits) until the grant's
+ * revocation authority is deleted, so CANCELLED is never visible while
+ * the handle or the alias remains. */
 static void pbx_core_grant_unpublish(pbx_core_ctx *ctx, uint32_t g)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
@@ -203,7 +239,7 @@ static void pbx_core_grant_unpublish(pbx_core_ctx *ctx, uint32_t g)
     d->grant_generation = 0U;
     d->installed_slot = 0U;
     r->outcome = PBX_IPC_OUTCOME_CANCELLED;
-    r->flags |= PBX_CORE_REQ_F_CANCELLED;
+    r->flags |= PBX_CORE_REQ_F_CANCELLED | PBX_CORE_REQ_F_WITHDRAWN;
 }
 
 void pbx_core_grant_stop(pbx_core_ctx *ctx, uint32_t g, pbx_core_event event)

@@ -119,8 +119,19 @@ typedef struct sim_req {
     uint32_t live;
     /** Core generation of the request. */
     uint32_t gen;
-    /** Client (0..SIM_CLIENTS-1) that began it. */
+    /** Client (0..SIM_CLIENTS-1) whose context it carries. */
     uint32_t client;
+    /** Badge that began it: the client's, or launchd's broker for a
+     * runtime-reply request. */
+    uint32_t badge;
+    /** Nonzero once an accepted EXPIRE covered it (it may end CANCELLED
+     * without a cancel of its own). */
+    uint32_t expire_hit;
+    /** Nonzero once the core freed this request's grant (it ended). */
+    uint32_t grant_gone;
+    /** Nonzero once CANCEL answered STATE: something else (an EXPIRE)
+     * ended it, so the client asks DECISION instead of cancelling. */
+    uint32_t ended;
     /** The BEGIN record sent. */
     pbx_ipc_begin begin;
     /** Selector bytes the client streams. */
@@ -196,6 +207,10 @@ typedef struct sim_grant {
     uint8_t digest[PBX_IPC_DIGEST_BYTES];
     /** Context of the grant (lifetime, job, class). */
     pbx_ipc_context ctx;
+    /** Invocation id of the grant's request (INVOCATION lifetime). */
+    uint64_t invocation_id;
+    /** Badge that began the grant's request (owns CONSUME and CANCEL). */
+    uint32_t badge;
 } sim_grant;
 
 /** sim_event is one trace record; hashed, and kept in a ring. */

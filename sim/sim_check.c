@@ -144,6 +144,12 @@ static void sim_check_retired(sim_world *w)
         const pbx_core_grant *cg = sim_core_grant(w, g);
         bool gone = cg->link.live == 0U || cg->link.generation != gr->gen ||
                     cg->link.state == (uint16_t)PBX_CORE_ST_FREE;
+        if (gone && gr->core_seen != 0U && gr->state != (uint32_t)SIM_G_NONE &&
+            gr->req < SIM_REQ_MAX && w->reqs[gr->req].live != 0U &&
+            w->reqs[gr->req].gen == gr->req_gen) {
+            /* Remembered past the record's reuse by another request. */
+            w->reqs[gr->req].grant_gone = 1U;
+        }
         if (gone && gr->core_seen == 0U &&
             gr->state == (uint32_t)SIM_G_INSTALLED) {
             /* The core refused procd's answer and deleted the handle;

@@ -83,6 +83,12 @@ static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
         b->ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
         b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
     }
+    /* launchd names the invocation exactly when the lifetime is one; two
+     * ids per job, so an INVOCATION expiry meets some requests of the job
+     * and passes others by. */
+    if (b->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION) {
+        b->invocation_id = SIM_INVOCATION_FIRST + sim_below(w, 2U);
+    }
     b->ctx.mode =
         sim_chance(w, 700U) ? PBX_IPC_MODE_INSTALL : PBX_IPC_MODE_RUNTIME_REPLY;
     b->ctx.urgency = sim_chance(w, 600U) ? PBX_IPC_URGENCY_ROUTINE
@@ -98,10 +104,10 @@ static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
     memset(b->label.bytes, 'L', b->label.len);
 }
 
-/* Records the shadow of a request the core accepted. */
-static void sim_begin_accept(sim_world *w, uint32_t c, pbx_ipc_id id,
-                             uint32_t dest, const pbx_ipc_begin *b,
-                             const uint8_t *sel)
+/* Records the shadow of a request the core accepted from badge. */
+static void sim_begin_accept(sim_world *w, uint32_t c, uint32_t badge,
+                             pbx_ipc_id id, uint32_t dest,
+                             const pbx_ipc_begin *b, const uint8_t *sel)
 {
     if (id.index >= SIM_REQ_MAX || w->reqs[id.index].live != 0U) {
         sim_fail(w, "BEGIN returned request %u/%u that is already live",
@@ -125,6 +131,7 @@ static void sim_begin_accept(sim_world *w, uint32_t c, pbx_ipc_id id,
     s->live = 1U;
     s->gen = id.gen;
     s->client = c;
+    s->badge = badge;
     s->begin = *b;
     memcpy(s->selector, sel, b->selector_len);
     s->dest = dest;
@@ -153,10 +160,26 @@ void sim_client_begin(sim_world *w, uint32_t c)
         sim_fail(w, "sim: BEGIN encode failed");
         return;
     }
-    const pbx_core_out *o = sim_public(w, SIM_BADGE(c), buf, n, NULL, 0, 0);
+    /* Running programs ask for runtime-reply grants through launchd's
+     * exact-job broker; a client asking directly must be refused. */
+    uint32_t badge = SIM_BADGE(c);
+    bool direct = false;
+    if (b.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
+        direct = sim_fault_fires(w, SIM_F_CLIENT);
+        badge = direct ? badge : PBX_CORE_BADGE_LAUNCHD;
+    }
+    const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0, 0);
     pbx_ipc_frame f;
     pbx_ipc_begin_reply br;
-    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+    uint16_t st = o != NULL ? sim_reply_status(o, NULL) : 0U;
+    if (o != NULL && direct && st != (uint16_t)PBX_E_CORE_BROKER) {
+        sim_fail(w,
+                 "runtime-reply BEGIN from client badge %#x answered %#x, "
+                 "not BROKER",
+                 badge, st);
+        return;
+    }
+    if (o == NULL || st != 0U) {
         return;
     }
     if (pbx_ipc_frame_decode(o->frame, o->len, 0U, &f) != PBX_OK ||
@@ -164,7 +187,7 @@ void sim_client_begin(sim_world *w, uint32_t c)
         sim_fail(w, "BEGIN reply does not decode");
         return;
     }
-    sim_begin_accept(w, c, f.request, br.dest_slot, &b, sel);
+    sim_begin_accept(w, c, badge, f.request, br.dest_slot, &b, sel);
 }
 
 void sim_client_selector(sim_world *w, uint32_t i)
@@ -181,8 +204,7 @@ void sim_client_selector(sim_world *w, uint32_t i)
         pbx_ipc_selector_encode(id, &q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
-    const pbx_core_out *o =
-        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0, 0);
+    const pbx_core_out *o = sim_public(w, s->badge, buf, n, NULL, 0, 0);
     if (o != NULL && sim_reply_status(o, NULL) == 0U) {
         s->sent += q.len;
     }

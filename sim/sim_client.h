@@ -9,6 +9,9 @@
 /** SIM_BADGE is the kernel-vouched badge of client c. */
 #define SIM_BADGE(c) (0x100U + (uint32_t)(c))
 
+/** SIM_INVOCATION_FIRST is the first of the two invocation ids per job. */
+#define SIM_INVOCATION_FIRST 9U
+
 /**
  * sim_reply_status decodes reply o and returns its status (0 for success),
  * UINT16_MAX when there is no reply and UINT16_MAX - 1 when it does not
@@ -30,6 +33,19 @@ void sim_client_decision(sim_world *w, uint32_t i);
 
 /** sim_client_cancel cancels request i exactly or by correlation. */
 void sim_client_cancel(sim_world *w, uint32_t i, bool correlate);
+
+/** sim_client_cancel_grant sends the exact grant form of CANCEL for g. */
+void sim_client_cancel_grant(sim_world *w, uint32_t g);
+
+/** sim_foreign_badge returns a client badge other than owner. */
+uint32_t sim_foreign_badge(const sim_world *w, uint32_t owner);
+
+/**
+ * sim_pick_badge picks the badge to end what owner began with: owner,
+ * sometimes launchd's broker, or (client fault, *foreign set) a foreign
+ * caller the core must refuse.
+ */
+uint32_t sim_pick_badge(sim_world *w, uint32_t owner, bool *foreign);
 
 /** sim_client_consume consumes grant g (or a stale variant of it). */
 void sim_client_consume(sim_world *w, uint32_t g, bool stale);

@@ -11,6 +11,8 @@ void sim_client_consume(sim_world *w, uint32_t g, bool stale)
     sim_grant *gr = &w->grants[g];
     uint8_t buf[64];
     size_t n = 0;
+    bool foreign = false;
+    uint32_t badge = sim_pick_badge(w, gr->badge, &foreign);
     pbx_ipc_consume q = {{g, gr->gen}};
     if (stale) {
         q.grant.gen = gr->gen + 1U + sim_below(w, 2U) * (UINT32_MAX - 2U);
@@ -19,19 +21,33 @@ void sim_client_consume(sim_world *w, uint32_t g, bool stale)
         pbx_ipc_consume_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
-    const pbx_core_out *o = sim_public(w, SIM_BADGE(0), buf, n, NULL, 0U, 0U);
+    const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }
-    if (stale || gr->state != (uint32_t)SIM_G_ACTIVE || gr->ending != 0U ||
+    if (stale || foreign || gr->state != (uint32_t)SIM_G_ACTIVE ||
+        gr->ending != 0U ||
         gr->ctx.lifetime != (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT) {
         sim_fail(w,
-                 "invariant 8: CONSUME of %u/%u acted on a stale, ended "
-                 "or non-one-shot grant",
-                 q.grant.index, q.grant.gen);
+                 "invariant 8: CONSUME of %u/%u from %#x acted on a stale, "
+                 "ended, foreign or non-one-shot grant",
+                 q.grant.index, q.grant.gen, badge);
         return;
     }
     gr->ending = 1U;
+}
+
+/* Whether expiry e covers a request or grant of context c with
+ * invocation id inv (the core's rule, restated from PROTOCOL.md). */
+static bool sim_expire_covers(const pbx_ipc_expire *e, const pbx_ipc_context *c,
+                              uint64_t inv)
+{
+    if (c->job_id != e->job_id || c->job_gen != e->job_gen) {
+        return false;
+    }
+    return e->kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
+           (c->lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION &&
+            inv == e->invocation_id);
 }
 
 void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
@@ -45,7 +61,11 @@ void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
         sim_chance(w, 512U) ? PBX_IPC_EXPIRE_JOB : PBX_IPC_EXPIRE_INVOCATION;
     q.job_id = gr->ctx.job_id;
     q.job_gen = gr->ctx.job_gen != 0U ? gr->ctx.job_gen : 1U;
-    q.invocation_id = q.kind == (uint8_t)PBX_IPC_EXPIRE_JOB ? 0U : 9U;
+    if (q.kind == (uint8_t)PBX_IPC_EXPIRE_INVOCATION) {
+        q.invocation_id = gr->invocation_id != 0U && sim_chance(w, 800U)
+                              ? gr->invocation_id
+                              : SIM_INVOCATION_FIRST + sim_below(w, 2U);
+    }
     if (pbx_ipc_expire_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
@@ -55,6 +75,15 @@ void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
     }
     if (badge != PBX_CORE_BADGE_LAUNCHD) {
         sim_fail(w, "EXPIRE accepted from badge %#x, not launchd", badge);
+        return;
+    }
+    /* The sweep may end any covered request still in flight CANCELLED. */
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        sim_req *s = &w->reqs[i];
+        if (s->live != 0U &&
+            sim_expire_covers(&q, &s->begin.ctx, s->begin.invocation_id)) {
+            s->expire_hit = 1U;
+        }
     }
 }
 
@@ -110,8 +139,8 @@ static void sim_invalid_stale(sim_world *w, uint32_t i)
         return;
     }
     sim_cap junk = sim_cap_mint(w, SIM_ROLE_JUNK, SIM_NIL, 0, 0);
-    const pbx_core_out *o = sim_public(w, SIM_BADGE(s->client), buf, n, &junk,
-                                       surplus ? 1U : 0U, SIM_NIL);
+    const pbx_core_out *o =
+        sim_public(w, s->badge, buf, n, &junk, surplus ? 1U : 0U, SIM_NIL);
     if (o != NULL && sim_reply_status(o, NULL) == 0U) {
         sim_fail(w, "a %s DECISION for %u was answered",
                  surplus ? "capability-carrying" : "stale", i);
@@ -154,9 +183,10 @@ void sim_client_invalid(sim_world *w, uint32_t c)
 static void sim_client_advance(sim_world *w, uint32_t i)
 {
     const sim_req *s = &w->reqs[i];
-    if (s->sent < s->begin.selector_len && s->cancel_ok == 0U) {
+    if (s->sent < s->begin.selector_len && s->cancel_ok == 0U &&
+        s->ended == 0U) {
         sim_client_selector(w, i);
-    } else if (s->committed == 0U && s->cancel_ok == 0U) {
+    } else if (s->committed == 0U && s->cancel_ok == 0U && s->ended == 0U) {
         sim_client_commit(w, i);
     } else {
         sim_client_decision(w, i);
@@ -193,9 +223,13 @@ void sim_client_act(sim_world *w)
         }
     } else if (roll < 90U) {
         const sim_grant *gr = &w->grants[g];
-        if (gr->client_knows != 0U &&
-            (gr->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT ||
-             sim_fault_fires(w, SIM_F_EXPIRE))) {
+        if (gr->client_knows == 0U) {
+            return;
+        }
+        if (sim_fault_fires(w, SIM_F_CANCEL) && sim_chance(w, 400U)) {
+            sim_client_cancel_grant(w, g);
+        } else if (gr->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT ||
+                   sim_fault_fires(w, SIM_F_EXPIRE)) {
             sim_client_end_grant(w, g, sim_chance(w, 128U));
         }
     } else if (sim_fault_fires(w, SIM_F_CLIENT)) {
@@ -210,7 +244,7 @@ void sim_client_quiesce(sim_world *w)
         if (s->live == 0U) {
             continue;
         }
-        if (s->committed == 0U && s->cancel_ok == 0U) {
+        if (s->committed == 0U && s->cancel_ok == 0U && s->ended == 0U) {
             sim_client_cancel(w, i, false);
         } else if (s->delivered == 0U) {
             sim_client_decision(w, i);
@@ -220,7 +254,12 @@ void sim_client_quiesce(sim_world *w)
         const sim_grant *gr = &w->grants[g];
         if (gr->client_knows != 0U && gr->state == (uint32_t)SIM_G_ACTIVE &&
             gr->ending == 0U) {
-            sim_client_end_grant(w, g, false);
+            if (gr->ctx.lifetime != (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT &&
+                sim_chance(w, 256U)) {
+                sim_client_cancel_grant(w, g);
+            } else {
+                sim_client_end_grant(w, g, false);
+            }
         }
     }
 }

@@ -33,8 +33,7 @@ void sim_client_commit(sim_world *w, uint32_t i)
     uint8_t digest[32];
     (void)pbx_sha2_digest(s->selector, s->begin.selector_len, digest);
     bool good_digest = memcmp(digest, s->begin.selector_digest, 32U) == 0;
-    const pbx_core_out *o =
-        sim_public(w, SIM_BADGE(s->client), buf, n, &scope, 1U, want);
+    const pbx_core_out *o = sim_public(w, s->badge, buf, n, &scope, 1U, want);
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }
@@ -125,8 +124,7 @@ void sim_client_decision(sim_world *w, uint32_t i)
         PBX_OK) {
         return;
     }
-    const pbx_core_out *o =
-        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0U, 0U);
+    const pbx_core_out *o = sim_public(w, s->badge, buf, n, NULL, 0U, 0U);
     pbx_ipc_frame f;
     pbx_ipc_decision d;
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
@@ -192,11 +190,54 @@ static uint32_t sim_correlate(const sim_world *w, const sim_req *s)
     return count == 1U ? found : SIM_NIL;
 }
 
+uint32_t sim_foreign_badge(const sim_world *w, uint32_t owner)
+{
+    (void)w;
+    for (uint32_t c = 0; c < SIM_CLIENTS; c++) {
+        if (SIM_BADGE(c) != owner) {
+            return SIM_BADGE(c);
+        }
+    }
+    return SIM_BADGE(0);
+}
+
+/* Picks the badge a cancel or consume is sent with: the owner, sometimes
+ * launchd's broker acting for the job, and under the client fault a
+ * foreign caller that must be refused (*foreign set). */
+uint32_t sim_pick_badge(sim_world *w, uint32_t owner, bool *foreign)
+{
+    *foreign = sim_fault_fires(w, SIM_F_CLIENT);
+    if (*foreign) {
+        return sim_foreign_badge(w, owner);
+    }
+    return sim_chance(w, 128U) ? PBX_CORE_BADGE_LAUNCHD : owner;
+}
+
+/* Records what an accepted cancel of request target did. */
+static void sim_cancel_accepted(sim_world *w, uint32_t target, bool inflight)
+{
+    if (inflight) {
+        w->reqs[target].cancel_ok = 1U;
+    } else if (w->reqs[target].grant < SIM_GRANT_MAX) {
+        w->grants[w->reqs[target].grant].ending = 1U;
+    }
+}
+
+/* Whether the core would find request target live and owned by someone
+ * other than badge (the owner check comes after the lookup). */
+static bool sim_not_owner(const sim_world *w, uint32_t target, uint32_t badge)
+{
+    return target != SIM_NIL && w->reqs[target].live != 0U &&
+           badge != PBX_CORE_BADGE_LAUNCHD && w->reqs[target].badge != badge;
+}
+
 void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
 {
     sim_req *s = &w->reqs[i];
     uint8_t buf[64];
     size_t n = 0;
+    bool foreign = false;
+    uint32_t badge = sim_pick_badge(w, s->badge, &foreign);
     pbx_ipc_cancel q;
     memset(&q, 0, sizeof(q));
     q.by_correlation = correlate;
@@ -214,16 +255,35 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
         pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
                           (pbx_core_state)sim_core_req(w, target)->link.state,
                           PBX_CORE_EV_CANCEL) != SIZE_MAX;
+    bool refuse = sim_not_owner(w, target, badge);
+    uint16_t before =
+        target != SIM_NIL ? sim_core_req(w, target)->link.state : 0U;
     if (pbx_ipc_cancel_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
-    sim_event_add(w, SIM_EV_CANCEL, target,
-                  target != SIM_NIL ? sim_core_req(w, target)->link.state : 0U,
+    sim_event_add(w, SIM_EV_CANCEL, target, before,
                   target != SIM_NIL ? sim_core_req(w, target)->outcome : 0U,
-                  inflight ? 1U : 0U);
-    const pbx_core_out *o =
-        sim_public(w, SIM_BADGE(s->client), buf, n, NULL, 0U, 0U);
-    if (o == NULL || sim_reply_status(o, NULL) != 0U) {
+                  (inflight ? 1U : 0U) | (refuse ? 2U : 0U));
+    const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
+    if (o == NULL) {
+        return;
+    }
+    uint16_t st = sim_reply_status(o, NULL);
+    if (refuse && sim_core_cancellable(w, target) &&
+        (st != (uint16_t)PBX_E_CORE_NOT_OWNER ||
+         sim_core_req(w, target)->link.state != before)) {
+        sim_fail(w,
+                 "CANCEL of %u/%u from foreign badge %#x answered %#x "
+                 "(state %u -> %u), not NOT_OWNER and no change",
+                 target, w->reqs[target].gen, badge, st, before,
+                 sim_core_req(w, target)->link.state);
+        return;
+    }
+    if (st == (uint16_t)PBX_E_CORE_STATE && !correlate && !foreign) {
+        /* Ended elsewhere (an EXPIRE): ask DECISION from now on. */
+        s->ended = 1U;
+    }
+    if (st != 0U) {
         return;
     }
     if (target == SIM_NIL) {
@@ -231,9 +291,53 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
                     "unambiguous live correlation");
         return;
     }
-    if (inflight) {
-        w->reqs[target].cancel_ok = 1U;
-    } else if (w->reqs[target].grant < SIM_GRANT_MAX) {
-        w->grants[w->reqs[target].grant].ending = 1U;
+    sim_cancel_accepted(w, target, inflight);
+}
+
+void sim_client_cancel_grant(sim_world *w, uint32_t g)
+{
+    sim_grant *gr = &w->grants[g];
+    uint8_t buf[64];
+    size_t n = 0;
+    bool foreign = false;
+    uint32_t badge = sim_pick_badge(w, gr->badge, &foreign);
+    const pbx_core_grant *cg = sim_core_grant(w, g);
+    bool known = cg->link.live != 0U && cg->link.generation == gr->gen &&
+                 cg->link.state != (uint16_t)PBX_CORE_ST_FREE;
+    bool live = known && cg->link.state == (uint16_t)PBX_CORE_ST_LIVE;
+    uint16_t before = cg->link.state;
+    pbx_ipc_cancel q;
+    memset(&q, 0, sizeof(q));
+    q.by_grant = true;
+    q.grant.index = g;
+    q.grant.gen = gr->gen;
+    if (q.grant.gen == 0U ||
+        pbx_ipc_cancel_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
+        return;
     }
+    sim_event_add(w, SIM_EV_CANCEL, g, before, 0x6A, foreign ? 1U : 0U);
+    const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
+    if (o == NULL) {
+        return;
+    }
+    uint16_t st = sim_reply_status(o, NULL);
+    if (foreign && known &&
+        (st != (uint16_t)PBX_E_CORE_NOT_OWNER || cg->link.state != before)) {
+        sim_fail(w,
+                 "grant CANCEL of %u/%u from foreign badge %#x answered "
+                 "%#x, not NOT_OWNER and no change",
+                 g, gr->gen, badge, st);
+        return;
+    }
+    if (st != 0U) {
+        return;
+    }
+    if (!live || foreign || gr->ending != 0U) {
+        sim_fail(w,
+                 "invariant 8: grant CANCEL of %u/%u acted on a grant that "
+                 "is not live (state %u) or not the caller's",
+                 g, gr->gen, before);
+        return;
+    }
+    gr->ending = 1U;
 }

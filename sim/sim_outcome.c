@@ -46,6 +46,9 @@ static void sim_check_approved(sim_world *w, uint32_t i,
 static bool sim_grant_ended(const sim_world *w, uint32_t i)
 {
     const sim_req *s = &w->reqs[i];
+    if (s->grant_gone != 0U) {
+        return true;
+    }
     if (s->grant >= SIM_GRANT_MAX || w->grants[s->grant].req != i ||
         w->grants[s->grant].req_gen != s->gen) {
         return false;
@@ -79,7 +82,8 @@ void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
         w->stat_notfound++;
         break;
     case PBX_IPC_OUTCOME_CANCELLED:
-        if (s->cancel_ok == 0U && !sim_grant_ended(w, i)) {
+        if (s->cancel_ok == 0U && s->expire_hit == 0U &&
+            !sim_grant_ended(w, i)) {
             sim_fail(w, "CANCELLED for %u/%u that nobody cancelled", i, s->gen);
         }
         w->stat_cancelled++;

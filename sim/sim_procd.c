@@ -72,6 +72,8 @@ static void sim_install_apply(sim_world *w, sim_req *s, uint32_t ri,
     gr->object = s->object;
     gr->scope_ident = s->scope_ident;
     gr->ctx = s->begin.ctx;
+    gr->invocation_id = s->begin.invocation_id;
+    gr->badge = s->badge;
     memcpy(gr->digest, s->begin.selector_digest, 32U);
     s->grant = q->grant.index;
 }

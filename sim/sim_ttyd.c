@@ -162,6 +162,8 @@ static sim_grant *sim_view_grant(sim_world *w, const pbx_ipc_view *v)
             gr->object = s->object;
             gr->scope_ident = s->scope_ident;
             gr->ctx = s->begin.ctx;
+            gr->invocation_id = s->begin.invocation_id;
+            gr->badge = s->badge;
             memcpy(gr->digest, s->begin.selector_digest, 32U);
             w->reqs[i].grant = g;
             return gr;

@@ -211,6 +211,7 @@ PBX_TEST(core_runtime_reply_alias_exported_exactly_once)
     th_default_begin(&b, sel, SEL_LEN);
     b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
     memset(&b.target, 0, sizeof(b.target));
+    h->badge = PBX_CORE_BADGE_LAUNCHD; /* runtime-reply: launchd's broker */
     pbx_ipc_id id = grant_open(h, &b);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy alias=66 detach>65 view+ "
                 "del=64 release=64 wake");

@@ -499,7 +499,10 @@ static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         g.capacity[i] = n;
     }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 3U * n + 2U;
+    /* Three per request, two spare, and the spare BEGIN leaves free for
+     * receipts whose deletion must be retried. */
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        3U * n + 2U + PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&

@@ -153,7 +153,8 @@ typedef struct th_h {
     char trace[TH_TRACE_MAX];
 } th_h;
 
-/** th_new creates a harness whose pools hold n records (tslots 3n+2). */
+/** th_new creates a harness whose pools hold n records (tslots 3n+6:
+ * three per request, two spare, four for BEGIN's deletion-retry spare). */
 th_h *th_new(uint32_t n);
 /** th_free releases the harness. */
 void th_free(th_h *h);

@@ -152,6 +152,7 @@ PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
         b.ctx.mode = modes[m];
         if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
             memset(&b.target, 0, sizeof(b.target));
+            h->badge = PBX_CORE_BADGE_LAUNCHD; /* launchd's broker asks */
         }
         /* Approved, reply lost: the caller knows the grant id only. */
         pbx_ipc_id req = {0, 0};
