@@ -236,6 +236,12 @@ typedef struct pbx_core_ctx {
     uint32_t ready;
     /** Exit status after a fail-stop (pbx_core_exit). */
     uint32_t exit_status;
+    /**
+     * Transitions taken since init, indexed by the transition-table row
+     * pbx_core_fsm_find returns (saturating): exact coverage for tests
+     * and the simulator. Read only outside the core.
+     */
+    uint32_t fsm_hits[PBX_CORE_FSM_ROWS];
     /** Scratch frame for outgoing peer calls and wakes. */
     uint8_t frame[PBX_CORE_FRAME_BYTES_MAX];
     /** Scratch buffer for peer replies. */

@@ -55,6 +55,9 @@ static const pbx_core_transition pbx_core_table[] = {
     ROW(GR, RETIRE, RETIRED, FREE),
 };
 
+_Static_assert(PBX_ARRAY_LEN(pbx_core_table) == PBX_CORE_FSM_ROWS,
+               "PBX_CORE_FSM_ROWS must count the transition table");
+
 #undef ROW
 #undef RQ
 #undef GR

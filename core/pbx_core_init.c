@@ -103,6 +103,7 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
 {
     ctx->ready = 0U;
     ctx->exit_status = (uint32_t)PBX_CORE_EXIT_NONE;
+    pbx_mem_set(ctx->fsm_hits, 0, sizeof(ctx->fsm_hits));
     pbx_err err = pbx_core_init_check(layout, arena, arena_len);
     if (err != PBX_OK) {
         return err;

@@ -32,6 +32,11 @@ pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
     /* recv_count is written by the ops layer through a function pointer,
      * which cppcheck cannot follow from pbx_core_call_init's zero. */
     // cppcheck-suppress knownConditionTrueFalse
+#ifdef PBX_PLANT_SURPLUS_KEPT
+    /* PLANTED BUG (simulator proof only): the first surplus receipt is
+     * neither kept by a record nor deleted. */
+    keep++;
+#endif
     for (size_t i = keep; i < n; i++) {
         pbx_core_delete d = pbx_core_delete_slot(ctx, c->recv_slots[i]);
         if (d == PBX_CORE_DELETE_REJECTED) {

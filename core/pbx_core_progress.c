@@ -39,6 +39,16 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     pbx_ipc_resolve_reply rr;
     const pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+#ifdef PBX_PLANT_NOT_FOUND_ANY_CLASS
+    /* PLANTED BUG (simulator proof only): a NOT_FOUND whose missing-object
+     * class differs from the request's is taken as exact. */
+    if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) == PBX_OK &&
+        pbx_ipc_resolve_reply_decode(&f, &rr) == PBX_OK &&
+        rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND &&
+        rr.operation == r->ctx.ctx.operation) {
+        return PBX_CORE_EV_NOT_FOUND;
+    }
+#endif
     if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
         rr.operation != r->ctx.ctx.operation ||
@@ -95,6 +105,11 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
     pbx_core_event ev = io == PBX_CORE_IO_OK
                             ? pbx_core_resolve_judge(ctx, i, &c)
                             : PBX_CORE_EV_DENY;
+#ifdef PBX_PLANT_NOT_FOUND_ON_TRANSPORT
+    /* PLANTED BUG (simulator proof only): transport absence reported as
+     * NOT_FOUND. */
+    ev = io != PBX_CORE_IO_OK ? PBX_CORE_EV_NOT_FOUND : ev;
+#endif
     size_t keep = ev == PBX_CORE_EV_RESOLVED ? 1U : 0U;
     if (keep == 1U) {
         pbx_core_tslot_hold(ctx, r->object_tslot, c.recv_slots[0],
@@ -153,6 +168,14 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
         } else if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_PROMPT) {
             ev = PBX_CORE_EV_PROMPT;
         }
+#ifdef PBX_PLANT_EXCEPTIONAL_AUTO_ALLOW
+        /* PLANTED BUG (simulator proof only): an exceptional request's
+         * PROMPT verdict allowed without the user. */
+        if (ev == PBX_CORE_EV_PROMPT &&
+            pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL) {
+            ev = PBX_CORE_EV_ALLOW;
+        }
+#endif
         pbx_core_policy *p = (pbx_core_policy *)pbx_core_rec(
             ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
         p->request = i;
@@ -439,7 +462,13 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool acked = false;
-    pbx_core_io io = pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, i, &acked);
+    pbx_core_io io =
+        pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, i, &acked);
+#ifdef PBX_PLANT_APPROVE_BEFORE_ACTIVE
+    /* PLANTED BUG (simulator proof only): approve without ttyd's ACTIVE
+     * acknowledgement. */
+    acked = io != PBX_CORE_IO_BUSY;
+#endif
     if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }

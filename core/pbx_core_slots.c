@@ -144,9 +144,8 @@ pbx_core_delete pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot,
          * deletions used it): the capability is still held, so retry the
          * exact deletion now, boundedly, rather than lose track of it. */
         pbx_core_delete d = PBX_CORE_DELETE_TRANSIENT;
-        for (uint32_t n = 0; n < PBX_CORE_DELETE_TRIES &&
-                             d == PBX_CORE_DELETE_TRANSIENT;
-             n++) {
+        for (uint32_t n = 0;
+             n < PBX_CORE_DELETE_TRIES && d == PBX_CORE_DELETE_TRANSIENT; n++) {
             d = pbx_core_delete_slot(ctx, slot);
         }
         if (d == PBX_CORE_DELETE_TRANSIENT) {
@@ -178,20 +177,33 @@ pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err)
     return err;
 }
 
+/* Moves a record of machine m by event through the table, counting the
+ * row taken; a missing row is a programmer error and traps. */
+static void pbx_core_move(pbx_core_ctx *ctx, pbx_core_link *l,
+                          pbx_core_machine m, pbx_core_event event)
+{
+    size_t row = pbx_core_fsm_find(m, (pbx_core_state)l->state, event);
+    PBX_ASSERT(row < (size_t)PBX_CORE_FSM_ROWS);
+    size_t n = 0;
+    const pbx_core_transition *t = pbx_core_fsm_table(&n);
+    if (ctx->fsm_hits[row] != UINT32_MAX) {
+        ctx->fsm_hits[row]++;
+    }
+    l->state = t[row].to;
+}
+
 void pbx_core_req_move(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
 {
-    pbx_core_link *l =
-        pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
-    l->state = (uint16_t)pbx_core_fsm_next(PBX_CORE_MACHINE_REQUEST,
-                                           (pbx_core_state)l->state, event);
+    pbx_core_move(ctx,
+                  pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index),
+                  PBX_CORE_MACHINE_REQUEST, event);
 }
 
 void pbx_core_grant_move(pbx_core_ctx *ctx, uint32_t index,
                          pbx_core_event event)
 {
-    pbx_core_link *l = pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
-    l->state = (uint16_t)pbx_core_fsm_next(PBX_CORE_MACHINE_GRANT,
-                                           (pbx_core_state)l->state, event);
+    pbx_core_move(ctx, pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index),
+                  PBX_CORE_MACHINE_GRANT, event);
 }
 
 void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,

@@ -260,6 +260,10 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
         sim_quiesce(w);
     }
     *hash_out = w->hash;
+    /* Exact coverage: the rows the core itself counted in this run. */
+    for (size_t r = 0; r < (size_t)PBX_CORE_FSM_ROWS && r < SIM_ROW_MAX; r++) {
+        coverage[r] += core.fsm_hits[r];
+    }
     if (w->violation[0] == '\0') {
         if (opts->verbose != 0U) {
             (void)printf(

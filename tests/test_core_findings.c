@@ -1,0 +1,227 @@
+/*
+ * test_core_findings.c: regression tests for the core bugs the simulator
+ * found (seeds in sim/regress.txt), the launchd-only runtime-reply BEGIN
+ * and the exact transition counters, each asserted as exact effects.
+ */
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Sends a DECISION for id carrying one junk receipt; returns the status
+ * and the core's return value in *core. */
+static uint32_t junk_decision(th_h *h, pbx_ipc_id id, pbx_err *core)
+{
+    uint8_t buf[64];
+    size_t n = 0;
+    pbx_core_out out;
+    PBX_ASSERT(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
+                                    &n) == PBX_OK);
+    uint32_t slot =
+        th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
+                   PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    return th_public(h, h->badge, buf, n, &slot, 1, core, &out);
+}
+
+/* Row index of a transition, which must exist. */
+static size_t row_of(pbx_core_machine m, pbx_core_state from,
+                     pbx_core_event ev)
+{
+    size_t row = pbx_core_fsm_find(m, from, ev);
+    PBX_ASSERT(row < (size_t)PBX_CORE_FSM_ROWS);
+    return row;
+}
+
+PBX_TEST(core_runtime_reply_begin_only_from_launchd_broker)
+{
+    th_h *h = th_new(2);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    /* A running program asking directly: refused, nothing reserved. */
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BROKER);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count,
+                 2U);
+    /* Install mode from the same caller is still fine. */
+    b.ctx.mode = PBX_IPC_MODE_INSTALL;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    TH_TRACE(h, "reserve=64");
+    /* launchd's exact-job broker relays the runtime-reply request. */
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    TH_TRACE(h, "reserve=65");
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* Finding 4 (seeds 506, 789, 1777): the handle of a refused INSTALL
+ * whose deletion must be retried still holds the child's install, so
+ * DENIED waits until it is gone. */
+PBX_TEST(core_refused_install_handle_delays_denial)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_STAGING, 0, 0);
+    h->hold_slot = 66U;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 detach>65 "
+                "del=64 release=64");
+    /* Object back, scope gone, but the handle remains: no decision. */
+    PBX_CHECK_EQ(h->wake_count, 0U);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    th_run(h);
+    TH_TRACE(h, "del=66 wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* Finding 3 (seeds 368, 868, 1172, 1542): an approval whose reply was
+ * lost turns CANCELLED only once the grant's alias is deleted; until
+ * then DECISION reads PENDING and exports nothing. */
+PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    h->deliver = false;
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(xfer, 66U);
+    h->deliver = true;
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    h->hold_slot = 66U;
+    th_run(h);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(h->wake_count, 1U);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* Finding 1 (seed 51 and 32 others): a junk receipt whose deletion fails
+ * transiently while every transient-slot record is taken is not a
+ * fail-stop: BEGIN left a spare, and with the spare gone the deletion is
+ * retried at once. */
+PBX_TEST(core_transient_deletion_with_full_tslot_pool_is_not_fatal)
+{
+    th_h *h = th_new(1);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    pbx_err core = PBX_OK;
+    pbx_ipc_id none = {0, 1};
+    uint32_t cap = h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    th_default_begin(&b, sel, SEL_LEN);
+    /* Every record ends up holding a junk receipt awaiting deletion. */
+    for (uint32_t n = 0; n < cap; n++) {
+        th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+        PBX_CHECK_EQ(junk_decision(h, none, &core),
+                     PBX_E_CORE_CLEANUP_PENDING);
+        PBX_CHECK_EQ(core, PBX_OK);
+    }
+    PBX_CHECK_EQ(
+        h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count, 0U);
+    /* No record left: backpressure for BEGIN, nothing reserved. */
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BUSY);
+    th_clear_trace(h);
+    /* One more: the first deletion fails, the immediate retry succeeds. */
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    PBX_CHECK_EQ(junk_decision(h, none, &core), PBX_E_CORE_CLEANUP_PENDING);
+    PBX_CHECK_EQ(core, PBX_OK);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
+    PBX_CHECK_EQ(h->deleted, 1U);
+    PBX_CHECK(th_conserved(h));
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    PBX_CHECK_EQ(h->deleted, cap + 1U);
+    PBX_CHECK(th_quiescent(h));
+    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    th_free(h);
+}
+
+PBX_TEST(core_fsm_hits_count_every_transition_taken)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
+    th_run(h);
+    PBX_CHECK(th_quiescent(h));
+    /* One routine lifecycle, consumed: exactly these rows, once each. */
+    static const uint8_t want[][3] = {
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_FREE, PBX_CORE_EV_BEGIN},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_OPEN, PBX_CORE_EV_SELECTOR},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_OPEN, PBX_CORE_EV_COMMIT},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_RESOLVE, PBX_CORE_EV_RESOLVED},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_POLICY, PBX_CORE_EV_ALLOW},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_INSTALL, PBX_CORE_EV_INSTALLED},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_DETACH, PBX_CORE_EV_DETACHED},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_ACTIVATE,
+         PBX_CORE_EV_ACTIVE_ACK},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_RELEASE, PBX_CORE_EV_RELEASED},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_NOTIFY, PBX_CORE_EV_WOKEN},
+        {PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_DECIDED, PBX_CORE_EV_DELIVERED},
+        {PBX_CORE_MACHINE_GRANT, PBX_CORE_ST_FREE, PBX_CORE_EV_INSTALLED},
+        {PBX_CORE_MACHINE_GRANT, PBX_CORE_ST_LIVE, PBX_CORE_EV_CONSUME},
+        {PBX_CORE_MACHINE_GRANT, PBX_CORE_ST_REVOKE, PBX_CORE_EV_REVOKED},
+        {PBX_CORE_MACHINE_GRANT, PBX_CORE_ST_REMOVE, PBX_CORE_EV_REMOVED},
+        {PBX_CORE_MACHINE_GRANT, PBX_CORE_ST_RETIRE, PBX_CORE_EV_RETIRED},
+    };
+    uint32_t total = 0;
+    for (size_t r = 0; r < (size_t)PBX_CORE_FSM_ROWS; r++) {
+        total += h->core.fsm_hits[r];
+    }
+    PBX_CHECK_EQ(total, (uint32_t)PBX_ARRAY_LEN(want));
+    for (size_t i = 0; i < PBX_ARRAY_LEN(want); i++) {
+        PBX_CHECK_EQ(h->core.fsm_hits[row_of((pbx_core_machine)want[i][0],
+                                             (pbx_core_state)want[i][1],
+                                             (pbx_core_event)want[i][2])],
+                     1U);
+    }
+    th_free(h);
+}
