@@ -20,15 +20,13 @@ static uint32_t junk_decision(th_h *h, pbx_ipc_id id, pbx_err *core)
     pbx_core_out out;
     PBX_ASSERT(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
                                     &n) == PBX_OK);
-    uint32_t slot =
-        th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
-                   PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    uint32_t slot = th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
+                               PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
     return th_public(h, h->badge, buf, n, &slot, 1, core, &out);
 }
 
 /* Row index of a transition, which must exist. */
-static size_t row_of(pbx_core_machine m, pbx_core_state from,
-                     pbx_core_event ev)
+static size_t row_of(pbx_core_machine m, pbx_core_state from, pbx_core_event ev)
 {
     size_t row = pbx_core_fsm_find(m, from, ev);
     PBX_ASSERT(row < (size_t)PBX_CORE_FSM_ROWS);
@@ -47,8 +45,7 @@ PBX_TEST(core_runtime_reply_begin_only_from_launchd_broker)
     /* A running program asking directly: refused, nothing reserved. */
     PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BROKER);
     TH_TRACE(h, "");
-    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count,
-                 2U);
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count, 2U);
     /* Install mode from the same caller is still fine. */
     b.ctx.mode = PBX_IPC_MODE_INSTALL;
     th_default_begin(&b, sel, SEL_LEN);
@@ -154,12 +151,11 @@ PBX_TEST(core_transient_deletion_with_full_tslot_pool_is_not_fatal)
     /* Every record ends up holding a junk receipt awaiting deletion. */
     for (uint32_t n = 0; n < cap; n++) {
         th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
-        PBX_CHECK_EQ(junk_decision(h, none, &core),
-                     PBX_E_CORE_CLEANUP_PENDING);
+        PBX_CHECK_EQ(junk_decision(h, none, &core), PBX_E_CORE_CLEANUP_PENDING);
         PBX_CHECK_EQ(core, PBX_OK);
     }
-    PBX_CHECK_EQ(
-        h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count, 0U);
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count,
+                 0U);
     /* No record left: backpressure for BEGIN, nothing reserved. */
     PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BUSY);
     th_clear_trace(h);
