@@ -24,6 +24,10 @@ static const pbx_capabi_expect pbx_capabi_table[PBX_CAPABI_ENTRY_COUNT] = {
      PBX_CAPABI_PROV_ROOT_TRANSFERRED, "launchd"},
     {PBX_CAPABI_SLOT_PUBLIC, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_RECEIVE,
      PBX_CAPABI_PROV_LOCAL, "public"},
+    /* Launchd's broker endpoint: powerboxd only receives on it (and
+     * answers each message it received), so RECEIVE is its one right. */
+    {PBX_CAPABI_SLOT_BROKER, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_RECEIVE,
+     PBX_CAPABI_PROV_ROOT_TRANSFERRED, "broker"},
 };
 
 /* The layout's fixed relationships. The entry order in the table is the
@@ -51,6 +55,13 @@ _Static_assert(PBX_CAPABI_SLOT_LAUNCHD ==
 _Static_assert(PBX_CAPABI_SLOT_PUBLIC ==
                    PBX_CAPABI_STARTUP_FIRST + PBX_CAPABI_ENTRY_PUBLIC,
                "public slot");
+_Static_assert(PBX_CAPABI_SLOT_BROKER ==
+                   PBX_CAPABI_STARTUP_FIRST + PBX_CAPABI_ENTRY_BROKER,
+               "broker slot");
+_Static_assert(PBX_CAPABI_ENTRY_COUNT == 8 && PBX_CAPABI_STARTUP_END == 11U,
+               "eight startup entries, slots 3..10");
+_Static_assert((uint32_t)PBX_CAPABI_ENTRY_COUNT < 32U,
+               "inventory bit sets fit a uint32_t");
 _Static_assert(PBX_CAPABI_STARTUP_END == PBX_CAPABI_PORT_FIRST,
                "port slots follow the startup inventory");
 _Static_assert(PBX_CAPABI_PORT_FIRST < PBX_CAPABI_FIXED_END,

@@ -19,7 +19,8 @@
  *   7          STARTUP    procd route              ENDPOINT SEND     root
  *   8          STARTUP    launchd wake route       NOTIFY   SEND     root
  *   9          STARTUP    public request endpoint  ENDPOINT RECEIVE  local
- *   10..63     PORT       the syscall port's private slots (event
+ *   10         STARTUP    launchd broker endpoint  ENDPOINT RECEIVE  root
+ *   11..63     PORT       the syscall port's private slots (event
  *                         multiplexer, placeholder source, and on Linux
  *                         the accepted public connections); never
  *                         protocol authority
@@ -32,6 +33,12 @@
  * endpoint is never startup-transferred: at startup its slot must be
  * empty. Rights are exact: a route holding more rights than listed is
  * rejected just as one holding fewer.
+ *
+ * The launchd broker endpoint is the capability that identifies launchd's
+ * exact-job broker: every message received on it, and only those, carries
+ * the core's launchd badge (EXPIRE, and CONSUME/CANCEL of any request).
+ * On the Linux host it is one end of a connected SOCK_SEQPACKET pair whose
+ * other end the supervisor gives to launchd; no credential is consulted.
  */
 #ifndef PBX_CAPABI_H
 #define PBX_CAPABI_H
@@ -107,8 +114,11 @@ typedef enum pbx_capabi_entry {
     PBX_CAPABI_ENTRY_LAUNCHD = 5,
     /** The process-created public request endpoint. */
     PBX_CAPABI_ENTRY_PUBLIC = 6,
+    /** The endpoint launchd's broker sends on (its frames carry the
+     * launchd badge). */
+    PBX_CAPABI_ENTRY_BROKER = 7,
     /** The number of startup inventory entries. */
-    PBX_CAPABI_ENTRY_COUNT = 7
+    PBX_CAPABI_ENTRY_COUNT = 8
 } pbx_capabi_entry;
 
 /** PBX_CAPABI_SLOT_LIMIT is one past the highest local slot number. */
@@ -134,8 +144,10 @@ typedef enum pbx_capabi_entry {
 #define PBX_CAPABI_SLOT_LAUNCHD 8U
 /** PBX_CAPABI_SLOT_PUBLIC holds the locally created public endpoint. */
 #define PBX_CAPABI_SLOT_PUBLIC 9U
+/** PBX_CAPABI_SLOT_BROKER holds launchd's broker endpoint (RECEIVE). */
+#define PBX_CAPABI_SLOT_BROKER 10U
 /** PBX_CAPABI_PORT_FIRST starts the syscall port's private slots. */
-#define PBX_CAPABI_PORT_FIRST 10U
+#define PBX_CAPABI_PORT_FIRST 11U
 /** PBX_CAPABI_FIXED_END ends every fixed slot; transients start here. */
 #define PBX_CAPABI_FIXED_END 64U
 /** PBX_CAPABI_TRANSIENT_FIRST_DEFAULT is the usual first transient slot. */
@@ -215,10 +227,10 @@ typedef struct pbx_capabi_observed {
  * expects: before powerboxd creates its public endpoint, or after.
  */
 typedef enum pbx_capabi_phase {
-    /** At startup: the six root-transferred slots are present and the
+    /** At startup: the seven root-transferred slots are present and the
      * public endpoint slot is empty. */
     PBX_CAPABI_PHASE_STARTUP = 1,
-    /** After the public endpoint is created: all seven slots present. */
+    /** After the public endpoint is created: all eight slots present. */
     PBX_CAPABI_PHASE_READY = 2
 } pbx_capabi_phase;
 

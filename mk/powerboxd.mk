@@ -16,6 +16,10 @@
 #                              (in CHECK_EXTRA)
 #   make run                   powerboxd with the reference peers, one
 #                              client request to a decision (docs/HOST.md)
+#   make powerboxd-peers-e2e   the same with every tests/e2e/run.py
+#                              scenario: lifecycle, EXPIRE through the
+#                              broker, runtime-reply, a tmux prompt (in
+#                              powerboxd-port-check; tmux is required)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
 
@@ -139,7 +143,7 @@ powerboxd-port-test: $(PBXD_TEST_BIN) $(PBXD_IMAGES)
 	PBX_PORTCHECK=$(PBXD_PCI_linux-x86_64_release) $(PBXD_TEST_BIN)
 
 powerboxd-port-check: $(PBXD_CHECKS) powerboxd-port-test $(PBXD_PORTCHECK) \
-    $(PBXD_BIN) powerboxd-e2e-test
+    $(PBXD_BIN) powerboxd-e2e-test powerboxd-peers-e2e
 
 CHECK_EXTRA += powerboxd-port-check
 ALL_EXTRA   += powerboxd-images
@@ -169,3 +173,8 @@ doccheck: powerboxd-doccheck
 .PHONY: run
 run: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run
+
+.PHONY: powerboxd-peers-e2e
+powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
+	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
+	    expire runtime-reply prompt

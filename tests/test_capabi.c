@@ -54,6 +54,8 @@ PBX_TEST(capabi_table_matches_the_documented_routes)
          PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_ROOT_TRANSFERRED, "launchd"},
         {PBX_CAPABI_ENTRY_PUBLIC, 9, PBX_CAPABI_KIND_ENDPOINT,
          PBX_CAPABI_RIGHT_RECEIVE, PBX_CAPABI_PROV_LOCAL, "public"},
+        {PBX_CAPABI_ENTRY_BROKER, 10, PBX_CAPABI_KIND_ENDPOINT,
+         PBX_CAPABI_RIGHT_RECEIVE, PBX_CAPABI_PROV_ROOT_TRANSFERRED, "broker"},
     };
     PBX_CHECK_EQ(sizeof(want) / sizeof(want[0]), PBX_CAPABI_ENTRY_COUNT);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -80,7 +82,72 @@ PBX_TEST(capabi_entry_for_slot_boundaries)
     PBX_CHECK(pbx_capabi_entry_for_slot(PBX_CAPABI_STARTUP_FIRST, &e));
     PBX_CHECK_EQ(e, PBX_CAPABI_ENTRY_PBX1);
     PBX_CHECK(pbx_capabi_entry_for_slot(PBX_CAPABI_STARTUP_END - 1U, &e));
-    PBX_CHECK_EQ(e, PBX_CAPABI_ENTRY_PUBLIC);
+    PBX_CHECK_EQ(e, PBX_CAPABI_ENTRY_BROKER);
+    PBX_CHECK_EQ(PBX_CAPABI_STARTUP_END, PBX_CAPABI_SLOT_BROKER + 1U);
+    PBX_CHECK(!pbx_capabi_entry_for_slot(PBX_CAPABI_PORT_FIRST, &e));
+    PBX_CHECK_EQ(e, PBX_CAPABI_ENTRY_BROKER);
+}
+
+/* The broker endpoint fails each way on its own: it must be there, be an
+ * endpoint, have been handed over at startup (never made by powerboxd),
+ * and carry exactly RECEIVE. A SEND-only connection (an ordinary
+ * caller's) is missing RECEIVE; a connection with both is over-righted. */
+PBX_TEST(capabi_broker_entry_failures)
+{
+    static const struct {
+        uint32_t kind, rights, prov;
+        pbx_err want;
+    } cases[] = {
+        {PBX_CAPABI_KIND_EMPTY, 0U, PBX_CAPABI_PROV_UNKNOWN,
+         PBX_E_CAPABI_ENTRY_MISSING},
+        {PBX_CAPABI_KIND_NOTIFY, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_KIND},
+        {PBX_CAPABI_KIND_STREAM, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_KIND},
+        {PBX_CAPABI_KIND_PLACEHOLDER, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_KIND},
+        {PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_LOCAL, PBX_E_CAPABI_PROVENANCE},
+        {PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_RECEIVED, PBX_E_CAPABI_PROVENANCE},
+        {PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_RIGHTS_MISSING},
+        {PBX_CAPABI_KIND_ENDPOINT, 0U, PBX_CAPABI_PROV_ROOT_TRANSFERRED,
+         PBX_E_CAPABI_RIGHTS_MISSING},
+        {PBX_CAPABI_KIND_ENDPOINT,
+         PBX_CAPABI_RIGHT_RECEIVE | PBX_CAPABI_RIGHT_SEND,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_RIGHTS_EXTRA},
+        {PBX_CAPABI_KIND_ENDPOINT,
+         PBX_CAPABI_RIGHT_RECEIVE | PBX_CAPABI_RIGHT_MANAGE,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_E_CAPABI_RIGHTS_EXTRA},
+        {PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_RECEIVE,
+         PBX_CAPABI_PROV_ROOT_TRANSFERRED, PBX_OK},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pbx_capabi_observed inv[PBX_CAPABI_ENTRY_COUNT];
+        size_t bad = 99;
+        pbx_capabi_observed o = {PBX_CAPABI_SLOT_BROKER, cases[i].kind,
+                                 cases[i].rights, cases[i].prov};
+        PBX_CHECK_EQ(pbx_capabi_check_entry(&o), cases[i].want);
+        /* The same verdict in both phases: unlike the public endpoint,
+         * the broker must already be present at startup. */
+        for (int ph = 0; ph < 2; ph++) {
+            ready_inventory(inv);
+            if (ph == 0) {
+                inv[PBX_CAPABI_ENTRY_PUBLIC].kind = PBX_CAPABI_KIND_EMPTY;
+            }
+            inv[PBX_CAPABI_ENTRY_BROKER] = o;
+            PBX_CHECK_EQ(
+                pbx_capabi_check_inventory(inv, PBX_CAPABI_ENTRY_COUNT,
+                                           ph == 0 ? PBX_CAPABI_PHASE_STARTUP
+                                                   : PBX_CAPABI_PHASE_READY,
+                                           &bad),
+                cases[i].want);
+            PBX_CHECK_EQ(bad, cases[i].want == PBX_OK
+                                  ? 99U
+                                  : (size_t)PBX_CAPABI_ENTRY_BROKER);
+        }
+    }
 }
 
 PBX_TEST(capabi_every_route_validates_when_exact)
@@ -115,10 +182,19 @@ PBX_TEST(capabi_startup_phase_wants_an_empty_public_slot)
     pbx_capabi_observed inv[PBX_CAPABI_ENTRY_COUNT];
     size_t bad = 99;
     ready_inventory(inv);
-    /* Without the public slot at all. */
-    PBX_CHECK_EQ(pbx_capabi_check_inventory(inv, PBX_CAPABI_ENTRY_PUBLIC,
+    /* Without the public slot at all (the broker takes its place in the
+     * array; the order of observations does not matter). */
+    inv[PBX_CAPABI_ENTRY_PUBLIC] = exact(PBX_CAPABI_ENTRY_BROKER);
+    PBX_CHECK_EQ(pbx_capabi_check_inventory(inv, PBX_CAPABI_ENTRY_COUNT - 1U,
                                             PBX_CAPABI_PHASE_STARTUP, &bad),
                  PBX_OK);
+    /* Without the broker as well, its absence is reported. */
+    PBX_CHECK_EQ(pbx_capabi_check_inventory(inv, PBX_CAPABI_ENTRY_PUBLIC,
+                                            PBX_CAPABI_PHASE_STARTUP, &bad),
+                 PBX_E_CAPABI_ENTRY_MISSING);
+    PBX_CHECK_EQ(bad, (size_t)PBX_CAPABI_ENTRY_PUBLIC);
+    bad = 99;
+    ready_inventory(inv);
     /* With the public slot observed empty. */
     inv[PBX_CAPABI_ENTRY_PUBLIC].kind = PBX_CAPABI_KIND_EMPTY;
     inv[PBX_CAPABI_ENTRY_PUBLIC].rights = 0;
@@ -396,7 +472,7 @@ static pbx_capabi_slot_class model_class(uint32_t first, uint32_t count,
     if (slot <= 2U) {
         return PBX_CAPABI_CLASS_HOST;
     }
-    if (slot <= 9U) {
+    if (slot <= 10U) {
         return PBX_CAPABI_CLASS_STARTUP;
     }
     if (slot <= 63U) {
@@ -445,7 +521,8 @@ PBX_TEST(capabi_classify_boundaries_of_the_default_layout)
         {2, PBX_CAPABI_CLASS_HOST},
         {3, PBX_CAPABI_CLASS_STARTUP},
         {9, PBX_CAPABI_CLASS_STARTUP},
-        {10, PBX_CAPABI_CLASS_PORT},
+        {10, PBX_CAPABI_CLASS_STARTUP},
+        {11, PBX_CAPABI_CLASS_PORT},
         {63, PBX_CAPABI_CLASS_PORT},
         {64, PBX_CAPABI_CLASS_TRANSIENT},
         {1023, PBX_CAPABI_CLASS_TRANSIENT},

@@ -22,6 +22,7 @@
  * 1 a protocol or transport failure, 2 a usage error.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,8 @@ static bool client_selector(int fd, pbx_ipc_id id, const char *sel)
 
 /* The grant of the last APPROVED decision, for --then consume. */
 static pbx_ipc_id g_grant;
+/* The runtime-reply alias kept for --then consume, or -1. */
+static int g_alias = -1;
 
 /* Prints a DECISION and maps it to the exit status. */
 static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
@@ -170,9 +173,27 @@ static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
     if (g_reply.nfds == 1U) {
         printf("alias_inode=%llu\n",
                (unsigned long long)pbx_peer_io_inode(g_reply.fds[0]));
+        /* Kept only to watch its revocation after --then consume. */
+        g_alias = g_reply.fds[0];
+        g_reply.fds[0] = -1;
     }
     pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
     return 0;
+}
+
+/* After consumption, waits (bounded) for the alias to be revoked: vfsd's
+ * RETIRE cuts the object's connection, so the alias reads end of file.
+ * Prints alias=revoked or alias=live; returns the exit status. */
+static int client_alias_revoked(uint64_t wait_ms)
+{
+    uint8_t b[64];
+    struct pollfd p = {g_alias, POLLIN, 0};
+    int r = poll(&p, 1, (int)(wait_ms > 60000U ? 60000U : wait_ms));
+    bool gone = r == 1 && recv(g_alias, b, sizeof(b), MSG_DONTWAIT) == 0;
+    (void)close(g_alias);
+    g_alias = -1;
+    printf("alias=%s\n", gone ? "revoked" : "live");
+    return gone ? 0 : 1;
 }
 
 /* Asks for the DECISION until it is no longer PENDING (bounded). */
@@ -244,7 +265,7 @@ static int client_request(const client_opts *o)
         return 1;
     }
     printf("consume=accepted\n");
-    return 0;
+    return g_alias >= 0 ? client_alias_revoked(o->wait_ms) : 0;
 }
 
 /* cancel (exact request, or job and session correlation) and consume. */

@@ -1,20 +1,27 @@
 /*
  * launchd.c: the reference launchd for the Linux host, in two commands.
  *
- *   pbx-launchd serve (--wake PATH | --wake-fd N) [--wake-log PATH]
- *                     [--ready-fd N]
+ *   pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]
+ *                     [--control PATH] [--wake-log PATH] [--ready-fd N]
  *       receives powerboxd's authority-free WAKE datagrams (SOCK_DGRAM;
  *       any descriptor that arrives with one is deleted and reported),
  *       and appends "wake request I.G job J.G" per valid WAKE to the log.
- *   pbx-launchd expire (--public PATH | --public-fd N) --job ID:GEN
- *                      [--invocation N]
+ *       With --broker-fd it holds launchd's end of the broker connection
+ *       (the other end is powerboxd's startup slot 10, the only place
+ *       powerboxd accepts launchd's authority) and relays, one call at a
+ *       time, every frame that arrives on a --control connection over
+ *       it: BEGIN/SELECTOR/COMMIT (with the scope), DECISION (whose
+ *       runtime-reply alias is handed to the caller and not kept),
+ *       CONSUME, CANCEL and EXPIRE. The reply goes back unchanged.
+ *   pbx-launchd expire (--control PATH | --public PATH | --public-fd N)
+ *                      --job ID:GEN [--invocation N]
  *       sends EXPIRE for an invocation (with --invocation) or a whole job
- *       and prints "expire=accepted".
- *
- * See docs/HOST.md for what is not done yet (the runtime-reply broker).
+ *       and prints "expire=accepted". Through --control it travels over
+ *       the broker; on powerboxd's public endpoint it is refused.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +30,22 @@
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 
+/* Control connections served at once. */
+#define LAUNCHD_CONTROL_MAX 16
+/* How long one relayed call may wait for powerboxd's reply. */
+#define LAUNCHD_BROKER_TIMEOUT_MS 10000
+
+/* What serve holds: its routes and its control connections. */
+typedef struct launchd_srv {
+    int wake;
+    int broker;
+    int control;
+    int conns[LAUNCHD_CONTROL_MAX];
+    int nconns;
+    FILE *log;
+} launchd_srv;
+
+static pbx_peer_msg g_reply;
 static pbx_peer_msg g_msg;
 
 /* Logs one received datagram; returns false on a fatal receive error. */
@@ -63,35 +86,137 @@ static bool launchd_wake(int fd, FILE *log)
     return true;
 }
 
-/* serve: receive WAKE datagrams until killed. */
-static int launchd_serve(int argc, char **argv)
+/* Relays one frame from control connection conn over the broker and
+ * sends powerboxd's reply back with whatever capability it carried; the
+ * relay keeps no copy of the scope or the alias. Returns false when conn
+ * is finished (hang-up or failure) and must be closed. */
+static bool launchd_relay(const launchd_srv *srv, int conn)
 {
-    int fd = -1;
-    int ready = -1;
-    FILE *log = NULL;
+    int r = pbx_peer_io_recv_frame(conn, &g_msg);
+    if (r != 0) {
+        return false;
+    }
+    if (g_msg.err != PBX_OK || g_msg.nfds > 1U || srv->broker < 0) {
+        uint32_t st = g_msg.err != PBX_OK ? (uint32_t)g_msg.err
+                                          : (uint32_t)PBX_PEER_E_ROUTE;
+        pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
+        pbx_peer_log("launchd", "relay refused: %s", pbx_peer_status_text(st));
+        return pbx_peer_io_reply_status(conn, &g_msg, st) == 0;
+    }
+    int cap = g_msg.nfds == 1U ? g_msg.fds[0] : -1;
+    r = pbx_peer_io_call(srv->broker, g_msg.buf, g_msg.len, cap, &g_reply,
+                         LAUNCHD_BROKER_TIMEOUT_MS);
+    pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
+    if (r != 0) {
+        pbx_peer_log("launchd", "broker call failed: %s",
+                     r == 1 ? "powerboxd closed the broker" : strerror(errno));
+        return pbx_peer_io_reply_status(conn, &g_msg, PBX_PEER_E_ROUTE) == 0;
+    }
+    int alias = g_reply.nfds == 1U ? g_reply.fds[0] : -1;
+    pbx_peer_log("launchd", "broker: op 0x%04x request %u.%u status 0x%04x%s",
+                 g_msg.frame.op, g_msg.frame.request.index,
+                 g_msg.frame.request.gen,
+                 g_reply.err == PBX_OK ? g_reply.frame.status : 0U,
+                 alias >= 0 ? ", alias handed to the caller" : "");
+    bool ok = pbx_peer_io_send(conn, g_reply.buf, g_reply.len, alias) == 0;
+    pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
+    return ok;
+}
+
+/* Accepts one control connection (or refuses it when all are in use). */
+static void launchd_accept(launchd_srv *srv)
+{
+    int c = accept(srv->control, NULL, NULL);
+    if (c < 0) {
+        return;
+    }
+    (void)fcntl(c, F_SETFD, FD_CLOEXEC);
+    if (srv->nconns >= LAUNCHD_CONTROL_MAX) {
+        (void)close(c);
+        return;
+    }
+    srv->conns[srv->nconns++] = c;
+}
+
+/* One poll round over the wake route, the control socket and its
+ * connections; returns false on a fatal wake receive error. */
+static bool launchd_round(launchd_srv *srv)
+{
+    struct pollfd p[2 + LAUNCHD_CONTROL_MAX];
+    int n = 0;
+    p[n++] = (struct pollfd){srv->wake, POLLIN, 0};
+    p[n++] = (struct pollfd){srv->control, POLLIN, 0};
+    for (int i = 0; i < srv->nconns; i++) {
+        p[n++] = (struct pollfd){srv->conns[i], POLLIN, 0};
+    }
+    if (poll(p, (nfds_t)n, -1) < 0) {
+        return errno == EINTR;
+    }
+    if (p[0].revents != 0 && !launchd_wake(srv->wake, srv->log)) {
+        return false;
+    }
+    if (p[1].revents != 0 && srv->control >= 0) {
+        launchd_accept(srv);
+    }
+    /* Walk backwards so that removing an entry keeps the rest in place. */
+    for (int i = n - 3; i >= 0; i--) {
+        if (p[2 + i].revents != 0 && !launchd_relay(srv, srv->conns[i])) {
+            (void)close(srv->conns[i]);
+            srv->conns[i] = srv->conns[--srv->nconns];
+        }
+    }
+    return true;
+}
+
+/* Parses serve's options into *srv; false on any error. */
+static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
+                               int *ready)
+{
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i];
         const char *v = argv[i + 1];
         if (strcmp(k, "--wake") == 0) {
-            fd = pbx_peer_io_listen(v, SOCK_DGRAM);
+            srv->wake = pbx_peer_io_listen(v, SOCK_DGRAM);
         } else if (strcmp(k, "--wake-fd") == 0) {
-            fd = pbx_peer_io_fd_arg(v);
+            srv->wake = pbx_peer_io_fd_arg(v);
+        } else if (strcmp(k, "--broker-fd") == 0) {
+            srv->broker = pbx_peer_io_fd_arg(v);
+        } else if (strcmp(k, "--control") == 0) {
+            srv->control = pbx_peer_io_listen(v, SOCK_SEQPACKET);
         } else if (strcmp(k, "--wake-log") == 0) {
-            log = fopen(v, "ae");
+            srv->log = fopen(v, "ae");
         } else if (strcmp(k, "--ready-fd") == 0) {
-            ready = pbx_peer_io_fd_arg(v);
+            *ready = pbx_peer_io_fd_arg(v);
+        } else {
+            return false;
         }
     }
-    if (fd < 0 || (argc % 2) != 0) {
+    return srv->wake >= 0 && (argc % 2) == 0;
+}
+
+/* serve: receive WAKE datagrams and relay broker calls until killed. */
+static int launchd_serve(int argc, char **argv)
+{
+    static launchd_srv srv;
+    int ready = -1;
+    srv.wake = srv.broker = srv.control = -1;
+    if (!launchd_serve_args(argc, argv, &srv, &ready)) {
         pbx_peer_log("launchd", "usage: pbx-launchd serve (--wake PATH | "
-                                "--wake-fd N) [--wake-log PATH]");
+                                "--wake-fd N) [--broker-fd N] "
+                                "[--control PATH] [--wake-log PATH]");
         return 2;
     }
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    pbx_peer_log("launchd", "ready");
+    int fds[2] = {srv.wake, srv.broker};
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] >= 0) {
+            (void)fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+        }
+    }
+    pbx_peer_log("launchd", "ready%s",
+                 srv.broker >= 0 ? " (broker connected)" : "");
     pbx_peer_io_ready(ready);
     for (;;) {
-        if (!launchd_wake(fd, log)) {
+        if (!launchd_round(&srv)) {
             pbx_peer_log("launchd", "wake receive failed: %s", strerror(errno));
             return 1;
         }
@@ -109,7 +234,7 @@ static bool launchd_expire_args(int argc, char **argv, int *fd,
         const char *k = argv[i];
         const char *v = argv[i + 1];
         bool ok = true;
-        if (strcmp(k, "--public") == 0) {
+        if (strcmp(k, "--public") == 0 || strcmp(k, "--control") == 0) {
             *fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
         } else if (strcmp(k, "--public-fd") == 0) {
             *fd = pbx_peer_io_fd_arg(v);
@@ -144,8 +269,9 @@ static int launchd_expire(int argc, char **argv)
     size_t n = 0;
     if (!launchd_expire_args(argc, argv, &fd, &rec) ||
         pbx_ipc_expire_encode(&rec, buf, sizeof(buf), &n) != PBX_OK) {
-        pbx_peer_log("launchd", "usage: pbx-launchd expire (--public PATH | "
-                                "--public-fd N) --job ID:GEN "
+        pbx_peer_log("launchd", "usage: pbx-launchd expire (--control PATH "
+                                "| --public PATH | --public-fd N) --job "
+                                "ID:GEN "
                                 "[--invocation N] (generation nonzero)");
         return 2;
     }

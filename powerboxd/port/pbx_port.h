@@ -58,7 +58,12 @@ typedef enum pbx_port_event_kind {
     /** A watched peer route accepts data again; slot is the route. */
     PBX_PORT_EV_ROUTE_WRITABLE = 5,
     /** A watched peer route hung up or failed; slot is the route. */
-    PBX_PORT_EV_ROUTE_ERROR = 6
+    PBX_PORT_EV_ROUTE_ERROR = 6,
+    /** The broker endpoint (pbx_port_broker_open) hung up: the port no
+     * longer watches it, and its slot still holds it. */
+    PBX_PORT_EV_BROKER_CLOSED = 7,
+    /** pbx_port_wait_for's time ran out without an event. */
+    PBX_PORT_EV_TIMEOUT = 8
 } pbx_port_event_kind;
 
 /** pbx_port_event is one observation returned by pbx_port_wait. */
@@ -156,6 +161,9 @@ typedef struct pbx_port_msg {
 typedef struct pbx_port_ctx {
     /** public_slot is the public endpoint, or PBX_PORT_SLOT_NONE. */
     int32_t public_slot;
+    /** broker_slot is the startup-transferred broker endpoint received
+     * on beside the public endpoint, or PBX_PORT_SLOT_NONE. */
+    int32_t broker_slot;
     /** wait_slot is the event multiplexer (Linux: epoll instance). */
     int32_t wait_slot;
     /** placeholder_slot is the source every placeholder duplicates. */
@@ -227,6 +235,20 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
                              const uint8_t *name, uint32_t name_len);
 
 /**
+ * pbx_port_broker_open starts receiving on the endpoint in startup slot
+ * (below PBX_PORT_STARTUP_SLOTS), which the creator transferred in already
+ * connected to one known sender (launchd's broker). Its messages are
+ * reported by pbx_port_wait as PBX_PORT_EV_PUBLIC_READABLE with that slot,
+ * received with pbx_port_public_recv and answered with pbx_port_send to
+ * the message's from_slot, exactly like a public caller's; the runtime
+ * tells them apart by the slot alone. The port never closes it: when the
+ * sender hangs up (a receive answers PBX_E_PORT_PEER_CLOSED, or a wait
+ * sees the hang-up) the port stops watching it, reports
+ * PBX_PORT_EV_BROKER_CLOSED once, and the slot keeps holding it.
+ */
+pbx_err pbx_port_broker_open(pbx_port_ctx *ctx, int32_t slot);
+
+/**
  * pbx_port_watch sets which readiness of the peer route slot pbx_port_wait
  * reports: a set of PBX_PORT_WANT_* bits, or 0 to stop watching it. The
  * slot stays owned by the caller.
@@ -239,6 +261,15 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want);
  * was interrupted without an event; the caller simply waits again.
  */
 pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev);
+
+/**
+ * pbx_port_wait_for is pbx_port_wait bounded by timeout_ms (1 or more):
+ * when nothing happens in that time it returns PBX_OK with an event of
+ * kind PBX_PORT_EV_TIMEOUT. The runtime uses it for the bounded wait
+ * before re-asking a request that ttyd answered RETRY.
+ */
+pbx_err pbx_port_wait_for(pbx_port_ctx *ctx, pbx_port_event *ev,
+                          uint32_t timeout_ms);
 
 /**
  * pbx_port_poll is pbx_port_wait without blocking: PBX_E_PORT_AGAIN means

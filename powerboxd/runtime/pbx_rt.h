@@ -65,7 +65,9 @@ typedef enum pbx_rt_exit {
     /** The core refused the layout or the arena. */
     PBX_RT_EXIT_CORE_INIT = 29,
     /** The readiness report could not be sent to the supervisor. */
-    PBX_RT_EXIT_READY_SEND = 30
+    PBX_RT_EXIT_READY_SEND = 30,
+    /** The launchd broker endpoint (slot 10) could not be received on. */
+    PBX_RT_EXIT_BROKER = 31
 } pbx_rt_exit;
 
 /** PBX_RT_READY_MAGIC is the u32 whose little-endian bytes are "PBXR". */
@@ -87,6 +89,16 @@ typedef enum pbx_rt_exit {
  * between two intake events, so that neither starves the other.
  */
 #define PBX_RT_STEPS_PER_WAKE 8U
+
+/**
+ * PBX_RT_RETRY_MS_FIRST is the first wait, in milliseconds, before a
+ * request that ttyd answered RETRY is asked again when nothing else
+ * happens; each wait that ends without an event doubles it.
+ */
+#define PBX_RT_RETRY_MS_FIRST 10U
+
+/** PBX_RT_RETRY_MS_MAX caps the RETRY wait (milliseconds). */
+#define PBX_RT_RETRY_MS_MAX 640U
 
 /**
  * PBX_RT_TRANSIENT_MAX bounds the transient slot range: PBX1's

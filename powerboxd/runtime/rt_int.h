@@ -62,8 +62,14 @@ typedef struct rt_state {
     uint8_t *arena;
     /** Nonzero once powerboxd created its public endpoint. */
     uint32_t public_created;
-    /** launchd's process, from the launchd route's credentials, or 0. */
-    int32_t launchd_pid;
+    /** Nonzero per core route after a call on it met backpressure, until
+     * the route is reported ready again: its parked work then waits for
+     * writability, whereas work ttyd parked with RETRY waits for time. */
+    uint32_t route_busy[PBX_CORE_ROUTE_COUNT];
+    /** Nonzero while requests parked by ttyd RETRY wait for retry_ms. */
+    uint32_t retry_armed;
+    /** The current RETRY wait in milliseconds (0: none yet). */
+    uint32_t retry_ms;
     /** The next caller badge to hand out. */
     uint32_t next_badge;
     /** A fail-stop status the runtime itself detected, or 0. */

@@ -12,30 +12,46 @@
  * core's reserved badges (PBX_CORE_BADGE_LAUNCHD). */
 #define RT_BADGE_LAST UINT32_C(0xFFFFFFF0)
 
-/* Gives a new public connection its badge: launchd's process gets the
- * launchd badge, every other connection a fresh number never reused, so a
- * recycled slot number cannot inherit an old caller's requests. */
+/* Gives a new public connection a fresh badge never reused, so a
+ * recycled slot number cannot inherit an old caller's requests. No
+ * public connection ever gets the launchd badge, whoever opened it: that
+ * badge belongs to the broker endpoint alone (rt_badge). */
 static void rt_connect(rt_state *s, int32_t conn)
 {
-    pbx_port_slot_info info;
     uint32_t badge = s->next_badge;
-    if (conn < 0 || conn >= (int32_t)RT_CONN_SLOTS) {
+    if (conn < 0 || conn >= (int32_t)RT_CONN_SLOTS ||
+        conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
         return;
     }
-    if (s->launchd_pid > 0 &&
-        pbx_port_slot_query(&s->port, conn, &info) == PBX_OK &&
-        (info.flags & PBX_PORT_INFO_PEER) != 0U &&
-        info.peer_pid == s->launchd_pid) {
-        badge = PBX_CORE_BADGE_LAUNCHD;
-    } else {
-        s->next_badge = s->next_badge >= RT_BADGE_LAST ? 1U : badge + 1U;
-    }
+    s->next_badge = s->next_badge >= RT_BADGE_LAST ? 1U : badge + 1U;
     s->badges[conn] = badge;
 }
 
-/* Sends the core's reply on conn, then reports delivery: a transferred
- * alias leaves powerboxd only once the send succeeded, and the core may
- * retire a terminal decision only after that report. */
+/* The badge of a message that arrived on conn: the launchd badge exactly
+ * when it arrived on the startup-transferred broker endpoint. */
+static uint32_t rt_badge(const rt_state *s, int32_t conn)
+{
+    return conn == (int32_t)PBX_CAPABI_SLOT_BROKER ? PBX_CORE_BADGE_LAUNCHD
+                                                   : s->badges[conn];
+}
+
+/* Ends a public connection after hang-up, a refused receive or a frame
+ * with nothing to answer. The broker endpoint is never closed: it is a
+ * startup capability (the port stops watching it once its sender is
+ * gone), and a frame from it that cannot be answered is only discarded. */
+static pbx_err rt_conn_end(rt_state *s, int32_t conn)
+{
+    if (conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
+        return PBX_OK;
+    }
+    s->badges[conn] = 0U;
+    return pbx_port_client_close(&s->port, conn);
+}
+
+/* Sends the core's reply to conn (the slot the port named as the
+ * message's reply target), then reports delivery: a transferred alias
+ * leaves powerboxd only once the send succeeded, and the core may retire
+ * a terminal decision only after that report. */
 static pbx_err rt_reply(rt_state *s, int32_t conn)
 {
     pbx_core_out *out = &s->out;
@@ -96,7 +112,8 @@ static bool rt_place(rt_state *s, const pbx_port_msg *m, uint32_t *slots,
     return false;
 }
 
-/* One canonical public receive on conn, dispatch, reply and delivery. */
+/* One canonical public receive on conn (a public connection or the
+ * broker endpoint), dispatch, reply and delivery. */
 static pbx_err rt_public(rt_state *s, int32_t conn)
 {
     pbx_port_msg m;
@@ -107,10 +124,6 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
     if (conn < 0 || conn >= (int32_t)RT_CONN_SLOTS) {
         return PBX_E_PORT_SLOT_RANGE;
     }
-    if (err == PBX_E_PORT_PEER_CLOSED || err == PBX_E_PORT_SYSCALL) {
-        s->badges[conn] = 0U;
-        return pbx_port_client_close(&s->port, conn);
-    }
     if (err == PBX_E_PORT_DELETE_UNPROVEN) {
         rt_fail(s, PBX_CORE_EXIT_CLEANUP);
         return err;
@@ -118,27 +131,29 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
     if (err == PBX_E_PORT_RECEIPTS_PENDING) {
         return err;
     }
+    if (err == PBX_E_PORT_AGAIN) {
+        return PBX_OK;
+    }
     if (err != PBX_OK) {
-        /* Refused by the port (truncated, foreign control data): every
-         * receipt is already deleted and the bytes are not a frame, so,
-         * as for a frame the core cannot answer, the connection goes. */
-        s->badges[conn] = 0U;
-        return pbx_port_client_close(&s->port, conn);
+        /* Hang-up, or refused by the port (truncated, foreign control
+         * data): every receipt is already deleted and the bytes are not
+         * a frame, so, as for a frame the core cannot answer, the
+         * connection goes. */
+        return rt_conn_end(s, conn);
     }
     if (!rt_place(s, &m, slots, &n)) {
         return PBX_OK;
     }
-    err = pbx_core_on_public(&s->core, s->badges[conn], s->msg, m.len_bytes,
+    err = pbx_core_on_public(&s->core, rt_badge(s, conn), s->msg, m.len_bytes,
                              slots, n, &s->out);
     if (err != PBX_OK) {
         return err;
     }
     if (s->out.drop != PBX_OK) {
         /* No public operation to answer: drop the caller's connection. */
-        s->badges[conn] = 0U;
-        return pbx_port_client_close(&s->port, conn);
+        return rt_conn_end(s, conn);
     }
-    return rt_reply(s, conn);
+    return rt_reply(s, m.from_slot);
 }
 
 /* The core route a startup slot serves, or PBX_CORE_ROUTE_COUNT. */
@@ -163,6 +178,7 @@ static void rt_route_ready(rt_state *s, int32_t slot)
     }
     (void)pbx_port_watch(&s->port, slot, 0U);
     s->watching[r] = 0U;
+    s->route_busy[r] = 0U;
     pbx_core_on_route_ready(&s->core, (pbx_core_route)r);
 }
 
@@ -176,7 +192,8 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
     case PBX_PORT_EV_PUBLIC_READABLE:
         return rt_public(s, ev->slot);
     case PBX_PORT_EV_PUBLIC_CLOSED:
-        if (ev->slot >= 0 && ev->slot < (int32_t)RT_CONN_SLOTS) {
+        if (ev->slot >= 0 && ev->slot < (int32_t)RT_CONN_SLOTS &&
+            ev->slot != (int32_t)PBX_CAPABI_SLOT_BROKER) {
             s->badges[ev->slot] = 0U;
         }
         return PBX_OK;
@@ -189,15 +206,47 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
     }
 }
 
-/* Watches exactly the routes that have work parked on them. */
+/* Work parked on route r: requests, grant cleanup and (launchd) wakes. */
+static uint32_t rt_parked(const rt_state *s, uint32_t r)
+{
+    uint32_t parked =
+        s->core.queues[(uint32_t)PBX_CORE_Q_PARK_REQUEST + r].count +
+        s->core.queues[(uint32_t)PBX_CORE_Q_PARK_GRANT + r].count;
+    if (r == (uint32_t)PBX_CORE_ROUTE_LAUNCHD) {
+        parked += s->core.queues[PBX_CORE_Q_PARK_NOTIFY].count;
+    }
+    return parked;
+}
+
+/* Work parked on ttyd without backpressure was parked by RETRY: ttyd took
+ * the call and asked for it again later, and its route is writable at
+ * once, so writability would re-ask at once. Such work waits for time
+ * instead (rt_next_event); the wait restarts from the first value once
+ * nothing is parked there any more. Returns whether ttyd needs that. */
+static bool rt_retry_arm(rt_state *s, uint32_t parked)
+{
+    if (parked == 0U || s->route_busy[PBX_CORE_ROUTE_TTYD] != 0U) {
+        s->retry_armed = 0U;
+        if (parked == 0U) {
+            s->retry_ms = 0U;
+        }
+        return false;
+    }
+    s->retry_armed = 1U;
+    if (s->retry_ms == 0U) {
+        s->retry_ms = PBX_RT_RETRY_MS_FIRST;
+    }
+    return true;
+}
+
+/* Watches exactly the routes that have work parked on them by
+ * backpressure for writability. */
 static void rt_watch_parked(rt_state *s)
 {
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
-        uint32_t parked =
-            s->core.queues[(uint32_t)PBX_CORE_Q_PARK_REQUEST + r].count +
-            s->core.queues[(uint32_t)PBX_CORE_Q_PARK_GRANT + r].count;
-        if (r == (uint32_t)PBX_CORE_ROUTE_LAUNCHD) {
-            parked += s->core.queues[PBX_CORE_Q_PARK_NOTIFY].count;
+        uint32_t parked = rt_parked(s, r);
+        if (r == (uint32_t)PBX_CORE_ROUTE_TTYD && rt_retry_arm(s, parked)) {
+            parked = 0U;
         }
         uint32_t want = parked > 0U ? PBX_PORT_WANT_WRITE : 0U;
         if (want != s->watching[r] &&
@@ -206,6 +255,33 @@ static void rt_watch_parked(rt_state *s)
             s->watching[r] = want;
         }
     }
+}
+
+/* Takes the next event: without blocking while work is ready; bounded
+ * by the RETRY wait while ttyd RETRY work is parked; else blocking. A
+ * RETRY-parked request is asked again after the next event of any kind
+ * or when the wait runs out, and each wait that runs out doubles the
+ * next, up to PBX_RT_RETRY_MS_MAX: never a busy retry. */
+static pbx_err rt_next_event(rt_state *s, bool busy, pbx_port_event *ev)
+{
+    if (busy) {
+        return pbx_port_poll(&s->port, ev);
+    }
+    if (s->retry_armed == 0U) {
+        return pbx_port_wait(&s->port, ev);
+    }
+    pbx_err err = pbx_port_wait_for(&s->port, ev, s->retry_ms);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if (ev->kind == (uint32_t)PBX_PORT_EV_TIMEOUT) {
+        s->retry_ms = s->retry_ms >= PBX_RT_RETRY_MS_MAX / 2U
+                          ? PBX_RT_RETRY_MS_MAX
+                          : s->retry_ms * 2U;
+    }
+    s->retry_armed = 0U;
+    pbx_core_on_route_ready(&s->core, PBX_CORE_ROUTE_TTYD);
+    return PBX_OK;
 }
 
 /* Runs up to PBX_RT_STEPS_PER_WAKE steps; *busy says work remains ready. */
@@ -245,8 +321,7 @@ uint8_t rt_loop(rt_state *s)
      * event and PBX_RT_STEPS_PER_WAKE steps. */
     for (;;) {
         pbx_port_event ev;
-        pbx_err err =
-            busy ? pbx_port_poll(&s->port, &ev) : pbx_port_wait(&s->port, &ev);
+        pbx_err err = rt_next_event(s, busy, &ev);
         if (err == PBX_OK) {
             err = rt_event(s, &ev);
             if (err != PBX_OK && pbx_core_exit_status(&s->core) == 0U) {

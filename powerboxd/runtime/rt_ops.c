@@ -120,15 +120,24 @@ pbx_core_delete rt_drop(rt_state *s, uint32_t slot)
 
 /* Linux descriptors carry no rights: derive them from what the slot is.
  * A listening endpoint receives; a connected one sends, except procd's
- * handle, which the runtime knows by origin is manage-only. Memory reads,
- * and writes unless sealed. */
+ * handle, which the runtime knows by origin is manage-only, and the
+ * broker slot's connection, whose one sender is launchd: powerboxd only
+ * receives there (and answers what it received). A listening socket in
+ * the broker slot would let anyone connect, i.e. grant sending to all,
+ * so it carries GRANT too and is refused. Memory reads, and writes
+ * unless sealed. */
 static uint32_t rt_rights_derive(const pbx_port_slot_info *info,
-                                 rt_origin origin)
+                                 rt_origin origin, uint32_t slot)
 {
     bool peer = (info->flags & PBX_PORT_INFO_PEER) != 0U;
+    bool broker = slot == PBX_CAPABI_SLOT_BROKER;
     switch (info->kind) {
     case PBX_PORT_KIND_ENDPOINT:
         if ((info->flags & PBX_PORT_INFO_LISTENING) != 0U) {
+            return broker ? PBX_CAPABI_RIGHT_RECEIVE | PBX_CAPABI_RIGHT_GRANT
+                          : PBX_CAPABI_RIGHT_RECEIVE;
+        }
+        if (peer && broker) {
             return PBX_CAPABI_RIGHT_RECEIVE;
         }
         if (!peer) {
@@ -188,7 +197,7 @@ void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out)
     out->kind = info.kind;
     out->rights = (info.flags & PBX_PORT_INFO_RIGHTS) != 0U
                       ? info.rights
-                      : rt_rights_derive(&info, origin);
+                      : rt_rights_derive(&info, origin, slot);
     out->provenance = rt_provenance(s, slot, info.kind, origin);
 }
 
@@ -258,6 +267,10 @@ static pbx_core_io rt_op_call(void *user, pbx_core_call *c)
     pbx_err err = pbx_port_call(&s->port, via, c->frame, (uint32_t)c->frame_len,
                                 cap, c->reply, (uint32_t)c->reply_cap, &m);
     if (err == PBX_E_PORT_BACKPRESSURE) {
+        if (c->via_slot == PBX_CORE_SLOT_NONE &&
+            c->route < (uint32_t)PBX_CORE_ROUTE_COUNT) {
+            s->route_busy[c->route] = 1U;
+        }
         return PBX_CORE_IO_BUSY;
     }
     if (err == PBX_E_PORT_DELETE_UNPROVEN) {
@@ -342,6 +355,7 @@ static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
     pbx_err err = pbx_port_notify(&s->port, PBX_CAPABI_SLOT_LAUNCHD, frame,
                                   (uint32_t)len);
     if (err == PBX_E_PORT_BACKPRESSURE) {
+        s->route_busy[PBX_CORE_ROUTE_LAUNCHD] = 1U;
         return PBX_CORE_IO_BUSY;
     }
     return err == PBX_OK ? PBX_CORE_IO_OK : PBX_CORE_IO_FAILED;

@@ -126,7 +126,6 @@ static pbx_err rt_ready_send(rt_state *s)
 /* Creates the public endpoint at its slot, re-validates, starts the core. */
 static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
 {
-    pbx_port_slot_info info;
     const char *name = start->argv[1];
     if (pbx_port_public_open(&s->port, PBX_CAPABI_SLOT_PUBLIC,
                              (const uint8_t *)name,
@@ -141,12 +140,11 @@ static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
                       &s->slots, &rt_ops, s) != PBX_OK) {
         return PBX_RT_EXIT_CORE_INIT;
     }
-    /* EXPIRE is accepted only from launchd's own connections, recognised
-     * by the process on the other end of the launchd route. */
-    if (pbx_port_slot_query(&s->port, PBX_CAPABI_SLOT_LAUNCHD, &info) ==
-            PBX_OK &&
-        (info.flags & PBX_PORT_INFO_PEER) != 0U) {
-        s->launchd_pid = info.peer_pid;
+    /* launchd's broker is recognised by the endpoint its frames arrive
+     * on (slot 10, judged by capabi above), never by who sent them. */
+    if (pbx_port_broker_open(&s->port, (int32_t)PBX_CAPABI_SLOT_BROKER) !=
+        PBX_OK) {
+        return PBX_RT_EXIT_BROKER;
     }
     return 0;
 }

@@ -85,66 +85,31 @@ bool e2e_socketpair(int type, int *sv)
     return socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) == 0;
 }
 
-/* The launchd route is created by a short-lived helper process, so its
- * credentials name a process other than the harness (whose connections
- * must not look like launchd's). */
-static bool e2e_launchd_pair(int *sv)
-{
-    int ch[2];
-    if (!e2e_socketpair(SOCK_SEQPACKET, ch)) {
-        return false;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int pair[2];
-        (void)close(ch[0]);
-        if (!e2e_socketpair(SOCK_DGRAM, pair) ||
-            !e2e_send(ch[1], "L", 1, pair, 2)) {
-            _exit(1);
-        }
-        _exit(0);
-    }
-    (void)close(ch[1]);
-    uint8_t b[4];
-    int got[2] = {-1, -1};
-    int n = 0;
-    long r = pid > 0 ? e2e_recv(ch[0], b, sizeof(b), got, 2, &n, 5000) : -1;
-    (void)close(ch[0]);
-    if (pid > 0) {
-        (void)waitpid(pid, NULL, 0);
-    }
-    if (r != 1 || n != 2) {
-        for (int i = 0; i < n; i++) {
-            (void)close(got[i]);
-        }
-        return false;
-    }
-    sv[0] = got[0];
-    sv[1] = got[1];
-    return true;
-}
-
 bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad)
 {
     static unsigned serial;
-    static const int types[4] = {SOCK_DGRAM, SOCK_SEQPACKET, SOCK_SEQPACKET,
-                                 SOCK_SEQPACKET};
-    int *ours[5] = {&p->supervisor, &p->vfsd, &p->ttyd, &p->procd, &p->launchd};
+    /* Slots 4..8, then slot 10 (the broker); slot 9 stays empty. */
+    static const int types[6] = {SOCK_DGRAM,     SOCK_SEQPACKET,
+                                 SOCK_SEQPACKET, SOCK_SEQPACKET,
+                                 SOCK_DGRAM,     SOCK_SEQPACKET};
+    static const int at[6] = {1, 2, 3, 4, 5, 7};
+    int *ours[6] = {&p->supervisor, &p->vfsd,    &p->ttyd,
+                    &p->procd,      &p->launchd, &p->broker};
     int sv[2];
     memset(p, 0, sizeof(*p));
     for (int i = 0; i < E2E_SLOTS; i++) {
         p->theirs[i] = -1;
     }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         *ours[i] = -1;
     }
-    for (int i = 0; i < 5; i++) {
-        if (!(i < 4 ? e2e_socketpair(types[i], sv) : e2e_launchd_pair(sv))) {
+    for (int i = 0; i < 6; i++) {
+        if (!e2e_socketpair(types[i], sv)) {
             e2e_close(p);
             return false;
         }
         *ours[i] = sv[0];
-        p->theirs[1 + i] = sv[1];
+        p->theirs[at[i]] = sv[1];
     }
     p->theirs[0] = e2e_pbx1(bad);
     (void)snprintf(p->name, sizeof(p->name), "@pbx-e2e-%d-%u", (int)getpid(),
@@ -220,8 +185,9 @@ int e2e_exit_status(e2e_proc *p)
 
 void e2e_close(e2e_proc *p)
 {
-    int *fds[5] = {&p->supervisor, &p->vfsd, &p->ttyd, &p->procd, &p->launchd};
-    for (int i = 0; i < 5; i++) {
+    int *fds[6] = {&p->supervisor, &p->vfsd,    &p->ttyd,
+                   &p->procd,      &p->launchd, &p->broker};
+    for (int i = 0; i < 6; i++) {
         if (*fds[i] >= 0) {
             (void)close(*fds[i]);
             *fds[i] = -1;

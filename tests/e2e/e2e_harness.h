@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/** E2E_SLOTS is the number of startup slots the harness fills: 3..9. */
-#define E2E_SLOTS 7
+/** E2E_SLOTS is the number of startup slots the harness fills: 3..10. */
+#define E2E_SLOTS 8
 
 /** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
 typedef enum e2e_pbx1_bad {
@@ -40,8 +40,9 @@ typedef struct e2e_proc {
     int ttyd;              /**< our end of slot 6 */
     int procd;             /**< our end of slot 7 */
     int launchd;           /**< our end of slot 8 (datagram) */
+    int broker;            /**< our end of slot 10: launchd's broker */
     char name[64];         /**< the public endpoint name ("@...") */
-    int theirs[E2E_SLOTS]; /**< descriptors for slots 3..9, -1 for empty */
+    int theirs[E2E_SLOTS]; /**< descriptors for slots 3..10, -1 for empty */
 } e2e_proc;
 
 /**
@@ -50,7 +51,7 @@ typedef struct e2e_proc {
  */
 bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad);
 
-/** e2e_start execs $PBX_POWERBOXD with theirs[] at slots 3..9. */
+/** e2e_start execs $PBX_POWERBOXD with theirs[] at slots 3..10. */
 bool e2e_start(e2e_proc *p);
 
 /** e2e_wait_ready waits up to 5 s for the typed readiness report. */

@@ -3,7 +3,10 @@
  * that plays its supervisor, vfsd, ttyd, procd, launchd and callers over
  * real sockets: every startup refusal with its own exit status, one full
  * routine grant from BEGIN to RETIRE, and a flood of malformed frames with
- * surplus descriptors after which powerboxd holds exactly its baseline.
+ * surplus descriptors after which powerboxd holds exactly its baseline;
+ * EXPIRE only through launchd's broker endpoint (slot 10), the
+ * runtime-reply alias delivered once to the broker, and ttyd RETRY
+ * answered by a doubling wait instead of an immediate re-ask.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
@@ -18,9 +21,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Starts powerboxd on an inventory with slot (3..9) replaced by fd (or
+/* Starts powerboxd on an inventory with slot (3..10) replaced by fd (or
  * emptied for -1) and returns its exit status; ready means it reported
  * readiness instead, which fails the test. */
 static int e2e_refusal(e2e_pbx1_bad bad, int slot, int fd)
@@ -110,6 +114,23 @@ PBX_TEST(e2e_refuses_bad_inventory_each_with_its_status)
                  PBX_RT_EXIT_INV_PROVENANCE);
 }
 
+PBX_TEST(e2e_refuses_bad_broker_endpoint_each_with_its_status)
+{
+    /* Slot 10 must be one end of a connected SEQPACKET pair: absent,
+     * a datagram or stream socket, an unconnected socket (nobody can
+     * send on it) and a listener (anyone could connect) are refused. */
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 10, -1), PBX_RT_EXIT_INV_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 10, e2e_one_end(SOCK_DGRAM)),
+                 PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 10, e2e_one_end(SOCK_STREAM)),
+                 PBX_RT_EXIT_INV_KIND);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 10,
+                             socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)),
+                 PBX_RT_EXIT_INV_RIGHTS_MISSING);
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_GOOD, 10, e2e_listener()),
+                 PBX_RT_EXIT_INV_RIGHTS_EXTRA);
+}
+
 /* A running powerboxd with one client connection and its fd baseline. */
 typedef struct e2e_run {
     e2e_proc p;
@@ -156,7 +177,8 @@ static bool e2e_frame(int fd, uint8_t *buf, size_t cap, pbx_ipc_frame *f,
            pbx_ipc_frame_decode(buf, (size_t)n, (uint16_t)*nfds, f) == PBX_OK;
 }
 
-/* The routine request the grant test makes. */
+/* The routine request the grant tests make: install mode, one-shot,
+ * unless the caller changes the record afterwards. */
 static void e2e_begin_rec(pbx_ipc_begin *b, const char *sel)
 {
     memset(b, 0, sizeof(*b));
@@ -190,19 +212,18 @@ static bool e2e_call(int fd, const uint8_t *req, size_t len, const int *fds,
            e2e_frame(fd, buf, cap, f, NULL, &got) && got == 0;
 }
 
-/* The caller side up to COMMIT; stores the request id. The scope's far
- * end is sent and closed; *scope keeps ours. */
-static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
-                             int *scope)
+/* The caller side of BEGIN b up to COMMIT; stores the request id. The
+ * scope's far end is sent and closed; *scope keeps ours. */
+static bool e2e_open_as(int client, const pbx_ipc_begin *bp, const char *sel,
+                        pbx_ipc_id *id, int *scope)
 {
-    pbx_ipc_begin b;
+    pbx_ipc_begin b = *bp;
     pbx_ipc_begin_reply br;
     pbx_ipc_frame f;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
     size_t n = 0;
     int sv[2];
-    e2e_begin_rec(&b, sel);
     if (pbx_ipc_begin_encode(&b, out, sizeof(out), &n) != PBX_OK ||
         !e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) ||
         pbx_ipc_begin_reply_decode(&f, &br) != PBX_OK) {
@@ -222,6 +243,15 @@ static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
               f.status == 0;
     (void)close(sv[1]);
     return ok;
+}
+
+/* The routine install-mode request of e2e_begin_rec up to COMMIT. */
+static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
+                             int *scope)
+{
+    pbx_ipc_begin b;
+    e2e_begin_rec(&b, sel);
+    return e2e_open_as(client, &b, sel, id, scope);
 }
 
 /* vfsd: answers RESOLVE through the scope with an object; *obj keeps our
@@ -333,8 +363,9 @@ static bool e2e_vfsd_detach(int vfsd, ino_t ino)
            e2e_send(vfsd, out, n, NULL, 0);
 }
 
-/* ttyd: acknowledges one VIEW row of kind for grant. */
-static bool e2e_ttyd_view(int ttyd, uint8_t kind, pbx_ipc_id grant)
+/* ttyd: acknowledges one VIEW row of kind for grant, installed at slot. */
+static bool e2e_ttyd_view_at(int ttyd, uint8_t kind, pbx_ipc_id grant,
+                             uint32_t slot)
 {
     uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t out[128];
@@ -345,13 +376,19 @@ static bool e2e_ttyd_view(int ttyd, uint8_t kind, pbx_ipc_id grant)
     if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
         pbx_ipc_view_decode(&f, &q) != PBX_OK || q.kind != kind ||
         q.grant.index != grant.index || q.grant.gen != grant.gen ||
-        q.object.id != 900U || q.installed_slot != 20U) {
+        q.object.id != 900U || q.installed_slot != slot) {
         return false;
     }
     pbx_ipc_view_ack a = {kind, q.grant};
     return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
                PBX_OK &&
            e2e_send(ttyd, out, n, NULL, 0);
+}
+
+/* ttyd: acknowledges one VIEW row of an install-mode grant (slot 20). */
+static bool e2e_ttyd_view(int ttyd, uint8_t kind, pbx_ipc_id grant)
+{
+    return e2e_ttyd_view_at(ttyd, kind, grant, 20U);
 }
 
 /* launchd: receives the authority-free wake for request id. */
@@ -539,5 +576,290 @@ PBX_TEST(e2e_malformed_flood_returns_to_fd_baseline)
     (void)close(sv[1]);
     PBX_CHECK(e2e_peer_gone(sv[0], 5000));
     (void)close(sv[0]);
+    e2e_run_stop(&r);
+}
+
+/* Sends EXPIRE of job 11.1 on conn and returns the reply's status, or -1
+ * when no decodable reply came. */
+static long e2e_expire_job(int conn)
+{
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    pbx_ipc_expire e = {PBX_IPC_EXPIRE_JOB, 1U, 11U, 0U};
+    size_t n = 0;
+    if (pbx_ipc_expire_encode(&e, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(conn, out, n, NULL, 0, in, sizeof(in), &f)) {
+        return -1;
+    }
+    return (long)f.status;
+}
+
+/* Runs a job-lifetime install-mode request from conn to its installed,
+ * approved grant; *obj, *handle and *ino as the peers keep them. */
+static bool e2e_job_grant(e2e_run *r, pbx_ipc_id *grant, int *scope, int *obj,
+                          int *handle, ino_t *ino)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    e2e_begin_rec(&b, "docs/readme.txt");
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    return e2e_open_as(r->client, &b, "docs/readme.txt", &id, scope) &&
+           e2e_vfsd_resolve(*scope, obj, ino) && e2e_ttyd_policy(r->p.ttyd) &&
+           e2e_procd_install(r->p.procd, *ino, handle, grant) &&
+           e2e_vfsd_detach(r->p.vfsd, *ino) &&
+           e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_ACTIVE, *grant) &&
+           e2e_launchd_wake(r->p.launchd, id) &&
+           e2e_decision(r->client, id, *grant);
+}
+
+/* Closes every descriptor in fds that is open. */
+static void e2e_close_all(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
+    }
+}
+
+PBX_TEST(e2e_expire_only_from_the_broker_endpoint_ends_a_live_grant)
+{
+    e2e_run r;
+    pbx_ipc_id grant = {0, 0};
+    int fds[3] = {-1, -1, -1}; /* scope, object, procd's handle */
+    ino_t ino = 0;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_REQUIRE(e2e_job_grant(&r, &grant, &fds[0], &fds[1], &fds[2], &ino));
+    /* This process holds launchd's wake route and broker end, yet its
+     * public connections are ordinary callers: EXPIRE is refused on the
+     * route it arrived on, and the grant stays live (the handle is not
+     * revoked). */
+    PBX_CHECK_EQ(e2e_expire_job(r.client), (long)PBX_E_CORE_PARTITION);
+    int other = e2e_connect(&r.p);
+    PBX_CHECK_EQ(e2e_expire_job(other), (long)PBX_E_CORE_PARTITION);
+    PBX_CHECK(!e2e_peer_gone(fds[2], 200));
+    /* On the broker endpoint the same frame ends the grant: procd's
+     * handle is deleted, ttyd's row removed, vfsd's object retired. */
+    PBX_CHECK_EQ(e2e_expire_job(r.p.broker), 0L);
+    PBX_CHECK(e2e_peer_gone(fds[2], 5000));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    PBX_CHECK(e2e_peer_gone(fds[1], 5000));
+    /* A repeated EXPIRE finds nothing more to end and changes nothing;
+     * while the first one's sweep still runs it is answered BUSY. */
+    long st = (long)PBX_E_CORE_BUSY;
+    for (int i = 0; i < 200 && st == (long)PBX_E_CORE_BUSY; i++) {
+        st = e2e_expire_job(r.p.broker);
+        if (st == (long)PBX_E_CORE_BUSY) {
+            (void)usleep(5000);
+        }
+    }
+    PBX_CHECK_EQ(st, 0L);
+    (void)close(other);
+    PBX_CHECK_EQ(e2e_expire_job(r.client), (long)PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
+/* DECISION on conn for request id; stores the reply and the descriptors
+ * that came with it (at most 4) in *d, fds and *nfds. */
+static bool e2e_decision_fds(int conn, pbx_ipc_id id, pbx_ipc_decision *d,
+                             int *fds, int *nfds)
+{
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    size_t n = 0;
+    memset(d, 0, sizeof(*d));
+    return pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
+                                &n) == PBX_OK &&
+           e2e_send(conn, out, n, NULL, 0) &&
+           e2e_frame(conn, in, sizeof(in), &f, fds, nfds) &&
+           (f.status != 0U || pbx_ipc_decision_reply_decode(&f, d) == PBX_OK);
+}
+
+/* The runtime-reply request launchd's broker relays for a running job:
+ * resolved, allowed, its ACTIVE row (installed slot 0) shown, woken. */
+static bool e2e_reply_mode_grant(e2e_run *r, pbx_ipc_id *id, int *scope,
+                                 int *obj, ino_t *ino, pbx_ipc_id *grant)
+{
+    pbx_ipc_begin b;
+    e2e_begin_rec(&b, "docs/readme.txt");
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    if (!e2e_open_as(r->p.broker, &b, "docs/readme.txt", id, scope) ||
+        !e2e_vfsd_resolve(*scope, obj, ino) || !e2e_ttyd_policy(r->p.ttyd) ||
+        !e2e_vfsd_detach(r->p.vfsd, *ino)) {
+        return false;
+    }
+    /* The ACTIVE row names the grant; read it without knowing it yet. */
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_view q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(r->p.ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_view_decode(&f, &q) != PBX_OK ||
+        q.kind != PBX_IPC_VIEW_ACTIVE || q.installed_slot != 0U) {
+        return false;
+    }
+    pbx_ipc_view_ack a = {q.kind, q.grant};
+    *grant = q.grant;
+    return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(r->p.ttyd, out, n, NULL, 0) &&
+           e2e_launchd_wake(r->p.launchd, *id);
+}
+
+PBX_TEST(e2e_runtime_reply_alias_once_to_the_broker_then_revoked)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    pbx_ipc_decision d;
+    int fds[3] = {-1, -1, -1}; /* scope, vfsd's provider end, the alias */
+    int got[4];
+    int nfds = 0;
+    ino_t ino = 0;
+    struct stat st;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_REQUIRE(e2e_reply_mode_grant(&r, &id, &fds[0], &fds[1], &ino, &grant));
+    /* An ordinary caller cannot take launchd's request's decision. */
+    PBX_CHECK(e2e_decision_fds(r.client, id, &d, got, &nfds));
+    PBX_CHECK_EQ(nfds, 0);
+    PBX_CHECK(d.outcome != PBX_IPC_OUTCOME_APPROVED);
+    /* The broker gets APPROVED with the alias: one descriptor, the very
+     * object vfsd minted (same connection inode). */
+    PBX_CHECK(e2e_decision_fds(r.p.broker, id, &d, got, &nfds));
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.mode, PBX_IPC_MODE_RUNTIME_REPLY);
+    PBX_CHECK_EQ(d.installed_slot, 0U);
+    PBX_CHECK(d.grant.index == grant.index && d.grant.gen == grant.gen);
+    PBX_REQUIRE(nfds == 1);
+    fds[2] = got[0];
+    PBX_CHECK(fstat(fds[2], &st) == 0 && st.st_ino == ino);
+    /* Exactly once: asking again brings no second alias, and powerboxd
+     * holds no copy of it (its descriptors are back at the baseline). */
+    PBX_CHECK(e2e_decision_fds(r.p.broker, id, &d, got, &nfds));
+    PBX_CHECK_EQ(nfds, 0);
+    PBX_CHECK(d.outcome != PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    /* CONSUME from the broker ends the grant: REMOVE, then RETIRE of the
+     * exact object, on which vfsd cuts the provider end and with it the
+     * alias the running caller was given. */
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    pbx_ipc_consume c = {grant};
+    size_t n = 0;
+    PBX_CHECK(pbx_ipc_consume_encode(&c, out, sizeof(out), &n) == PBX_OK &&
+              e2e_call(r.p.broker, out, n, NULL, 0, in, sizeof(in), &f) &&
+              f.status == 0U);
+    PBX_CHECK(e2e_ttyd_view_at(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant, 0U));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    PBX_CHECK(!e2e_peer_gone(fds[2], 50));
+    (void)close(fds[1]);
+    fds[1] = -1;
+    PBX_CHECK(e2e_peer_gone(fds[2], 5000));
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
+/* ttyd: answers POLICY with PROMPT (an exceptional request). */
+static bool e2e_ttyd_policy_prompt(int ttyd)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_policy q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_policy_decode(&f, &q) != PBX_OK) {
+        return false;
+    }
+    pbx_ipc_policy_reply pr = {PBX_IPC_VERDICT_PROMPT, q.ctx.urgency,
+                               q.ctx.realm, q.ctx.session};
+    return pbx_ipc_policy_reply_encode(f.request, &pr, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(ttyd, out, n, NULL, 0);
+}
+
+/* ttyd: takes one PROMPT (within ms) and answers RETRY, or, with approve,
+ * the exact approving answer. Returns false when no PROMPT came. */
+static bool e2e_ttyd_prompt(int ttyd, bool approve, int ms)
+{
+    static uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[256];
+    pbx_ipc_frame f;
+    pbx_ipc_prompt q;
+    pbx_ipc_prompt_reply a;
+    int nfds = 0;
+    size_t n = 0;
+    long got = e2e_recv(ttyd, in, sizeof(in), NULL, 0, &nfds, ms);
+    if (got <= 0 || pbx_ipc_frame_decode(in, (size_t)got, 0, &f) != PBX_OK ||
+        pbx_ipc_prompt_decode(&f, &q) != PBX_OK) {
+        return false;
+    }
+    memset(&a, 0, sizeof(a));
+    a.retry = !approve;
+    if (approve) {
+        a.answer = PBX_IPC_ANSWER_APPROVE;
+        a.realm = q.ctx.realm;
+        a.session = q.ctx.session;
+        a.job_id = q.ctx.job_id;
+        a.job_gen = q.ctx.job_gen;
+        a.request = f.request;
+        a.object = q.object;
+    }
+    return pbx_ipc_prompt_reply_encode(f.request, &a, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(ttyd, out, n, NULL, 0);
+}
+
+PBX_TEST(e2e_ttyd_retry_waits_instead_of_busy_retrying)
+{
+    e2e_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    ino_t ino = 0;
+    PBX_REQUIRE(e2e_run_start(&r));
+    e2e_begin_rec(&b, "docs/readme.txt");
+    b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    PBX_REQUIRE(e2e_open_as(r.client, &b, "docs/readme.txt", &id, &scope));
+    PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
+    /* Answer RETRY to every PROMPT for 600 ms. The waits between them
+     * double from 10 ms (10+20+40+80+160+320 > 600), so at most 7 asks
+     * fit; an immediate re-ask on writability would be thousands. */
+    unsigned asks = 0;
+    struct timespec t0;
+    struct timespec t1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 1000; i++) {
+        (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+        long ms = (t1.tv_sec - t0.tv_sec) * 1000L +
+                  (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+        if (ms >= 600L || !e2e_ttyd_prompt(r.p.ttyd, false, 2000)) {
+            break;
+        }
+        asks++;
+    }
+    PBX_CHECK(asks >= 3U);
+    PBX_CHECK(asks <= 8U);
+    /* The request was kept through every RETRY: approving it now gets
+     * the grant installed as usual. */
+    PBX_CHECK(e2e_ttyd_prompt(r.p.ttyd, true, 5000));
+    pbx_ipc_id grant = {0, 0};
+    int handle = -1;
+    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
+    int fds[3] = {scope, obj, handle};
+    e2e_close_all(fds, 3);
     e2e_run_stop(&r);
 }

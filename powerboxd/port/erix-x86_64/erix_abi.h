@@ -30,8 +30,9 @@
 #define ERIX_SYS_WAITSET_CREATE 0x30U
 /** ERIX_SYS_WAITSET_BIND: (waitset, slot, interest, token); 0 unbinds. */
 #define ERIX_SYS_WAITSET_BIND 0x31U
-/** ERIX_SYS_WAITSET_WAIT: (waitset, event *, flags) one event; blocks
- * unless flags has ERIX_WAIT_NONBLOCK. */
+/** ERIX_SYS_WAITSET_WAIT: (waitset, event *, flags, timeout_ms) one
+ * event; blocks unless flags has ERIX_WAIT_NONBLOCK; with
+ * ERIX_WAIT_TIMEOUT, answers WOULD_BLOCK after timeout_ms without one. */
 #define ERIX_SYS_WAITSET_WAIT 0x32U
 /** ERIX_SYS_SLOT_DELETE: (slot) delete; a reserved slot stays reserved. */
 #define ERIX_SYS_SLOT_DELETE 0x40U
@@ -132,6 +133,8 @@ struct erix_ipc_desc {
 
 /** ERIX_WAIT_NONBLOCK: WAITSET_WAIT returns WOULD_BLOCK when idle. */
 #define ERIX_WAIT_NONBLOCK 1U
+/** ERIX_WAIT_TIMEOUT: WAITSET_WAIT blocks at most its timeout_ms. */
+#define ERIX_WAIT_TIMEOUT 2U
 
 /** ERIX_SLOTF_IMMUTABLE: the frame's contents and size can never change
  * through any capability (the kernel's sealed frame). */

@@ -30,6 +30,8 @@
 #define ERIX_TAG_PUBLIC 1U
 /** A peer route watched for the runtime. */
 #define ERIX_TAG_ROUTE 3U
+/** The startup-transferred broker endpoint. */
+#define ERIX_TAG_BROKER 4U
 
 /** erix_type returns the ERIX_OBJ_* type of slot, or ERIX_OBJ_EMPTY when
  * the query fails (an out-of-range slot holds nothing). */

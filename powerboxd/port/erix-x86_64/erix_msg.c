@@ -68,6 +68,27 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
     return PBX_OK;
 }
 
+pbx_err pbx_port_broker_open(pbx_port_ctx *ctx, int32_t slot)
+{
+    /* An EriX endpoint cannot hang up under its receiver: once bound, the
+     * broker endpoint is watched for as long as powerboxd runs. */
+    if ((ctx->flags & ERIX_FLAG_INIT) == 0U || ctx->broker_slot >= 0 ||
+        slot == ctx->public_slot) {
+        return PBX_E_PORT_STATE;
+    }
+    if (slot < 0 || slot >= PBX_PORT_STARTUP_SLOTS) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (erix_sys(ERIX_SYS_WAITSET_BIND, ERIX_SLOT_WAITSET, (uint64_t)slot,
+                 ERIX_READY_RECV,
+                 ((uint64_t)ERIX_TAG_BROKER << 32) | (uint32_t)slot,
+                 (uint64_t *)0) != ERIX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->broker_slot = slot;
+    return PBX_OK;
+}
+
 pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
 {
     uint64_t interest = 0;
@@ -75,6 +96,7 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
      * watched by the port itself. */
     if (slot < 0 || slot > ERIX_SLOT_LIMIT ||
         (slot >= ERIX_SLOT_WAITSET && slot < ERIX_SLOT_PRIVATE_END) ||
+        slot == ctx->broker_slot ||
         (want & ~(PBX_PORT_WANT_READ | PBX_PORT_WANT_WRITE)) != 0U ||
         (ctx->flags & ERIX_FLAG_INIT) == 0U) {
         return PBX_E_PORT_STATE;
@@ -89,7 +111,8 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
 }
 
 /* Takes one wait set event; flags ERIX_WAIT_NONBLOCK returns at once. */
-static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags)
+static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags,
+                         uint64_t timeout_ms)
 {
     struct erix_wait_event got;
     int64_t st;
@@ -100,7 +123,7 @@ static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags)
     }
     pbx_mem_set(&got, 0, sizeof(got));
     st = erix_sys(ERIX_SYS_WAITSET_WAIT, ERIX_SLOT_WAITSET, (uintptr_t)&got,
-                  flags, 0, (uint64_t *)0);
+                  flags, timeout_ms, (uint64_t *)0);
     if (st == ERIX_E_INTERRUPTED || st == ERIX_E_WOULD_BLOCK) {
         return PBX_E_PORT_AGAIN;
     }
@@ -108,7 +131,8 @@ static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags)
         return PBX_E_PORT_SYSCALL;
     }
     ev->slot = (int32_t)(uint32_t)(got.token & 0xFFFFFFFFU);
-    if ((got.token >> 32) == ERIX_TAG_PUBLIC) {
+    if ((got.token >> 32) == ERIX_TAG_PUBLIC ||
+        (got.token >> 32) == ERIX_TAG_BROKER) {
         ev->kind = PBX_PORT_EV_PUBLIC_READABLE;
     } else if ((got.ready & ERIX_READY_ERROR) != 0U) {
         ev->kind = PBX_PORT_EV_ROUTE_ERROR;
@@ -122,12 +146,25 @@ static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags)
 
 pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
-    return erix_wait(ctx, ev, 0U);
+    return erix_wait(ctx, ev, 0U, 0U);
 }
 
 pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
-    return erix_wait(ctx, ev, ERIX_WAIT_NONBLOCK);
+    return erix_wait(ctx, ev, ERIX_WAIT_NONBLOCK, 0U);
+}
+
+pbx_err pbx_port_wait_for(pbx_port_ctx *ctx, pbx_port_event *ev,
+                          uint32_t timeout_ms)
+{
+    pbx_err err = erix_wait(ctx, ev, ERIX_WAIT_TIMEOUT,
+                            timeout_ms == 0U ? 1U : (uint64_t)timeout_ms);
+    if (err == PBX_E_PORT_AGAIN) {
+        ev->kind = PBX_PORT_EV_TIMEOUT;
+        ev->slot = PBX_PORT_SLOT_NONE;
+        return PBX_OK;
+    }
+    return err;
 }
 
 pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted)
@@ -210,7 +247,7 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
     int64_t st;
     pbx_err err;
     pbx_mem_set(msg, 0, sizeof(*msg));
-    if (slot != ctx->public_slot || slot < 0) {
+    if ((slot != ctx->public_slot && slot != ctx->broker_slot) || slot < 0) {
         return PBX_E_PORT_NOT_CLIENT;
     }
     if (erix_staged_pending(ctx)) {

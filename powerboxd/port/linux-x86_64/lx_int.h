@@ -14,6 +14,8 @@
 #define LX_FLAG_LISTEN_ARMED 2U
 /** LX_FLAG_ARENA marks the arena as mapped. */
 #define LX_FLAG_ARENA 4U
+/** LX_FLAG_BROKER_ARMED marks the broker endpoint as watched by epoll. */
+#define LX_FLAG_BROKER_ARMED 8U
 
 /** LX_TAG_* tell epoll registrations apart (upper 32 bits of data). */
 #define LX_TAG_LISTEN 1U
@@ -21,6 +23,8 @@
 #define LX_TAG_CLIENT 2U
 /** A peer route watched for the runtime. */
 #define LX_TAG_ROUTE 3U
+/** The startup-transferred broker endpoint. */
+#define LX_TAG_BROKER 4U
 
 /** LX_SEALS_ALL is the seal set that makes a memfd immutable. */
 #define LX_SEALS_ALL                                                           \
@@ -73,5 +77,11 @@ int lx_is_placeholder(const pbx_port_ctx *ctx, int32_t slot);
 /** lx_epoll_set adds (op ADD), changes (MOD) or removes (DEL) slot. */
 pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
                      uint32_t tag, uint32_t events);
+
+/**
+ * lx_broker_unwatch stops watching the broker endpoint after its sender
+ * hung up (the slot keeps holding it); harmless when already unwatched.
+ */
+void lx_broker_unwatch(pbx_port_ctx *ctx);
 
 #endif /* PBX_LX_INT_H */

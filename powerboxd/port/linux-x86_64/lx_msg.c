@@ -215,14 +215,22 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
 {
     uint32_t i;
     int known = 0;
+    pbx_err err;
     for (i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX; i++) {
         known |= ctx->clients[i] == slot;
     }
+    known |= slot >= 0 && slot == ctx->broker_slot;
     if (!known) {
         pbx_mem_set(msg, 0, sizeof(*msg));
         return PBX_E_PORT_NOT_CLIENT;
     }
-    return lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
+    err = lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
+    if (slot == ctx->broker_slot && err == PBX_E_PORT_PEER_CLOSED) {
+        /* The broker's sender is gone: a level-triggered hang-up would
+         * be reported for ever, so stop watching; the slot stays. */
+        lx_broker_unwatch(ctx);
+    }
+    return err;
 }
 
 pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,

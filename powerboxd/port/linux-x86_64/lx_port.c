@@ -93,6 +93,7 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
     pbx_err err;
     pbx_mem_set(ctx, 0, sizeof(*ctx));
     ctx->public_slot = PBX_PORT_SLOT_NONE;
+    ctx->broker_slot = PBX_PORT_SLOT_NONE;
     ctx->wait_slot = PBX_PORT_SLOT_NONE;
     ctx->placeholder_slot = PBX_PORT_SLOT_NONE;
     for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
@@ -202,6 +203,35 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
     return PBX_OK;
 }
 
+pbx_err pbx_port_broker_open(pbx_port_ctx *ctx, int32_t slot)
+{
+    if ((ctx->flags & LX_FLAG_INIT) == 0U || ctx->broker_slot >= 0 ||
+        slot == ctx->public_slot) {
+        return PBX_E_PORT_STATE;
+    }
+    if (slot < 0 || slot >= PBX_PORT_STARTUP_SLOTS) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_slot_open(slot) ||
+        lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, slot, LX_TAG_BROKER, LX_EPOLLIN) !=
+            PBX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    ctx->broker_slot = slot;
+    ctx->flags |= LX_FLAG_BROKER_ARMED;
+    return PBX_OK;
+}
+
+void lx_broker_unwatch(pbx_port_ctx *ctx)
+{
+    if ((ctx->flags & LX_FLAG_BROKER_ARMED) == 0U || ctx->broker_slot < 0) {
+        return;
+    }
+    (void)lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, ctx->broker_slot, LX_TAG_BROKER,
+                       0);
+    ctx->flags &= ~LX_FLAG_BROKER_ARMED;
+}
+
 /* Reports whether slot is one of the open public connections, and where. */
 static int lx_client_find(const pbx_port_ctx *ctx, int32_t slot, uint32_t *at)
 {
@@ -220,7 +250,8 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
     uint32_t at = 0;
     uint32_t events = 0;
     if (!lx_slot_valid(slot) || slot == ctx->public_slot ||
-        slot == ctx->wait_slot || lx_client_find(ctx, slot, &at) ||
+        slot == ctx->wait_slot || slot == ctx->broker_slot ||
+        lx_client_find(ctx, slot, &at) ||
         (want & ~(PBX_PORT_WANT_READ | PBX_PORT_WANT_WRITE)) != 0U) {
         return PBX_E_PORT_STATE;
     }
@@ -346,6 +377,12 @@ static pbx_err lx_wait(pbx_port_ctx *ctx, pbx_port_event *ev,
         return PBX_OK;
     }
     ev->slot = slot;
+    if (tag == LX_TAG_BROKER && (got.events & LX_EPOLLIN) == 0U) {
+        /* Hung up with nothing left to read: unwatch, never close. */
+        lx_broker_unwatch(ctx);
+        ev->kind = PBX_PORT_EV_BROKER_CLOSED;
+        return PBX_OK;
+    }
     if ((got.events & LX_EPOLLIN) != 0U) {
         ev->kind = PBX_PORT_EV_PUBLIC_READABLE;
         return PBX_OK;
@@ -362,6 +399,20 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev)
 pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
     return lx_wait(ctx, ev, 0);
+}
+
+pbx_err pbx_port_wait_for(pbx_port_ctx *ctx, pbx_port_event *ev,
+                          uint32_t timeout_ms)
+{
+    pbx_err err = lx_wait(ctx, ev, timeout_ms == 0U ? 1 : (int64_t)timeout_ms);
+    if (err == PBX_E_PORT_AGAIN) {
+        /* Time ran out (or a signal ended the wait early): either way the
+         * caller's bounded wait is over. */
+        ev->kind = PBX_PORT_EV_TIMEOUT;
+        ev->slot = PBX_PORT_SLOT_NONE;
+        return PBX_OK;
+    }
+    return err;
 }
 
 pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base)
