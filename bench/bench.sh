@@ -12,8 +12,14 @@
 # natively and only checks that each benchmark completes and reports
 # sane numbers (make check).
 #
+# The host latency row starts powerboxd (built next to PBX_BENCH) with the
+# reference peers exactly as `make run` does (bench/bench_host.py imports
+# tests/e2e/run.py) and times BENCH_HOST_N back-to-back lifecycles of one
+# pbx-client connection beside 12 raw SEQPACKET round trips.
+#
 # Environment: BENCH_CAPS (default "64 1024 16384"), BENCH_N (measured
-# lifecycles under callgrind, default 200), BENCH_WALL_N (native, 20000).
+# lifecycles under callgrind, default 200), BENCH_WALL_N (native, 20000),
+# BENCH_HOST_N (powerboxd lifecycles end to end, default 2000).
 set -eu
 
 SMOKE=0
@@ -23,6 +29,9 @@ WORK=${2:?usage: bench.sh [--smoke] PBX_BENCH WORKDIR}
 CAPS=${BENCH_CAPS:-64 1024 16384}
 N=${BENCH_N:-200}
 WALL_N=${BENCH_WALL_N:-20000}
+HOST_N=${BENCH_HOST_N:-2000}
+BIN_DIR=$(dirname "$BIN")
+HOST_PY="$(dirname "$0")/bench_host.py"
 mkdir -p "$WORK"
 
 # field NAME LINE: the value of NAME=value in a result line.
@@ -50,7 +59,11 @@ if [ "$SMOKE" = 1 ]; then
     positive "$(field best_ns "$(printf '%s\n' "$line" | head -1)")" \
         "seqpacket round trip"
     rm -f "$WORK/sha2.dat"
-    echo "bench-smoke: core, floor, sha2 and seqpacket ran and look sane"
+    line=$(python3 "$HOST_PY" "$BIN_DIR" "$WORK/host" 3 | sed -n 's/^host //p')
+    [ "$(field repeat "$line")" = 3 ] ||
+        { echo "bench: host lifecycles did not all complete: $line" >&2; exit 1; }
+    positive "$(field median_ns "$line")" "host lifecycle latency"
+    echo "bench-smoke: core, floor, sha2, seqpacket and 3 powerboxd lifecycles ran and look sane"
     exit 0
 fi
 
@@ -160,8 +173,38 @@ both=$(sed -n 's/.*form=fd_both .*best_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.ou
 echo
 printf 'host lifecycle transport floor: 8 plain + 3 one-fd + 1 two-fd round trips = %s ns\n' \
     "$(awk -v p="$plain" -v o="$out" -v b="$both" 'BEGIN { printf "%.0f", 8*p + 3*o + b }')"
-if [ -x "$(dirname "$BIN")/powerboxd" ]; then
-    echo "powerboxd: $(dirname "$BIN")/powerboxd exists; end-to-end latency is not wired in yet (docs/BENCH.md)"
-else
-    echo "powerboxd: not built; end-to-end latency needs the runtime (docs/BENCH.md)"
-fi
+pmean=$(sed -n 's/.*form=plain .*mean_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+omean=$(sed -n 's/.*form=fd_out .*mean_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+bmean=$(sed -n 's/.*form=fd_both .*mean_ns=\([0-9]*\).*/\1/p' "$WORK/seqpacket.out")
+fbest=$(awk -v p="$plain" -v o="$out" -v b="$both" 'BEGIN { printf "%.0f", 8*p + 3*o + b }')
+fmean=$(awk -v p="$pmean" -v o="$omean" -v b="$bmean" 'BEGIN { printf "%.0f", 8*p + 3*o + b }')
+
+# powerboxd end to end, right after the floor so both see the same load.
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 "$HOST_PY" "$BIN_DIR" "$WORK/host" "$HOST_N" >"$WORK/host.out"
+h=$(sed -n 's/^host //p' "$WORK/host.out")
+us() { awk -v v="$1" 'BEGIN { printf "%.0f", v / 1000 }'; }
+echo
+echo "## powerboxd end to end: $HOST_N routine one-shot install lifecycles on one connection (load $load)"
+echo
+echo "| measure | min µs | median µs | p99 µs | mean µs |"
+echo "|---|---:|---:|---:|---:|"
+printf '| powerboxd + 4 reference peers, BEGIN to CONSUME reply | %s | %s | %s | %s |\n' \
+    "$(us "$(field min_ns "$h")")" "$(us "$(field median_ns "$h")")" \
+    "$(us "$(field p99_ns "$h")")" "$(us "$(field mean_ns "$h")")"
+printf '| floor: 12 SEQPACKET round trips (best batch / mean) | %s | | | %s |\n' \
+    "$(us "$fbest")" "$(us "$fmean")"
+echo
+printf 'median over the best floor: %sx; DECISION calls per lifecycle: %s\n' \
+    "$(awk -v a="$(field median_ns "$h")" -v b="$fbest" 'BEGIN { printf "%.1f", a / b }')" \
+    "$(field decisions_per_lifecycle "$h")"
+printf 'peer calls per lifecycle: vfsd RESOLVE %s DETACH %s RETIRE %s; ttyd POLICY %s VIEW ACTIVE %s VIEW REMOVE %s; procd INSTALL %s handle closed %s; launchd WAKE %s\n' \
+    "$(field vfsd_resolve "$h")" "$(field vfsd_detach "$h")" \
+    "$(field vfsd_retire "$h")" "$(field ttyd_policy "$h")" \
+    "$(field ttyd_view_active "$h")" "$(field ttyd_view_remove "$h")" \
+    "$(field procd_install "$h")" "$(field procd_handle_closed "$h")" \
+    "$(field launchd_wake_request "$h")"
+printf 'CPU µs per lifecycle: client %s, powerboxd %s, vfsd %s, ttyd %s, procd %s, launchd %s\n' \
+    "$(us "$(field cpu_ns_client "$h")")" "$(us "$(field cpu_ns_powerboxd "$h")")" \
+    "$(us "$(field cpu_ns_vfsd "$h")")" "$(us "$(field cpu_ns_ttyd "$h")")" \
+    "$(us "$(field cpu_ns_procd "$h")")" "$(us "$(field cpu_ns_launchd "$h")")"

@@ -4,10 +4,13 @@
 #                       beside its physical floor (bench/bench.sh):
 #                       instructions per lifecycle under callgrind at
 #                       three PBX1 capacities, the codec+SHA-256 floor,
-#                       SHA-256 against sha256sum, SEQPACKET round trips
-#   make bench-smoke    a few iterations of every benchmark, natively:
-#                       they complete, conserve capabilities and print
-#                       sane numbers (in CHECK_EXTRA; no timing asserted)
+#                       SHA-256 against sha256sum, SEQPACKET round trips,
+#                       and powerboxd with the reference peers end to end
+#                       (bench/bench_host.py) beside 12 of those trips
+#   make bench-smoke    a few iterations of every benchmark, natively, and
+#                       3 powerboxd lifecycles: they complete, conserve
+#                       capabilities and print sane numbers (in
+#                       CHECK_EXTRA; no timing asserted)
 #   make bench-lint     clang-tidy, cppcheck and doccheck on bench/
 #
 # pbx-bench is a hosted program linked against libpbx.a, built with the
@@ -26,12 +29,18 @@ $(BENCH_BIN): $(BENCH_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(BENCH_OBJS) $(LIBPBX) -o $@
 
+# The end-to-end row runs the freestanding powerboxd, pbx (PBX1) and the
+# reference peers. Their rules live in mk/powerboxd.mk, the Makefile and
+# mk/peers.mk, read after this fragment, so name the files themselves.
+BENCH_HOST_BINS := $(addprefix $(BUILD)/bin/,powerboxd pbx pbx-vfsd \
+                   pbx-ttyd pbx-procd pbx-launchd pbx-client)
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
-bench-table: $(BENCH_BIN)
+bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
 	sh bench/bench.sh $(BENCH_BIN) $(BENCH_WORK)
 
-bench-smoke: $(BENCH_BIN)
+bench-smoke: $(BENCH_BIN) $(BENCH_HOST_BINS)
 	sh bench/bench.sh --smoke $(BENCH_BIN) $(BENCH_WORK)
 
 BENCH_TARGETS += bench-table

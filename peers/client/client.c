@@ -9,14 +9,16 @@
  *       --lifetime L [--mode install|runtime-reply] [--urgency U]
  *       [--job ID:GEN] [--session N] [--realm N] [--entry TEXT]
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
+ *       [--then consume [--repeat N]]
  *   pbx-client cancel (--public ...) (--request I:G | --job ID:GEN
  *       --session N)
- *       [--then consume]
  *   pbx-client consume (--public ...) --grant I:G
  *
  * powerboxd accepts CONSUME and CANCEL only from the connection that
  * began the request (or from launchd's broker), so `request --then
- * consume` is how one caller runs a whole one-shot lifecycle.
+ * consume` is how one caller runs a whole one-shot lifecycle. With
+ * `--repeat N` it runs N such lifecycles back to back on the one
+ * connection and prints only latency statistics (docs/BENCH.md).
  *
  * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
  * 1 a protocol or transport failure, 2 a usage error.
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +66,17 @@ typedef struct client_opts {
     /* --then consume: after APPROVED, consume the grant on the same
      * connection (the caller that began a request owns it). */
     bool then_consume;
+    /* --repeat N: N whole lifecycles on the one connection (0: one, as
+     * a plain request, with its key=value report). */
+    uint64_t repeat;
 } client_opts;
 
 static pbx_peer_msg g_reply;
 static uint8_t g_buf[PBX_IPC_FRAME_BYTES_MAX];
+/* In --repeat mode the per-request key=value lines are not printed. */
+static bool g_quiet;
+/* DECISION calls made so far (--repeat reports them per lifecycle). */
+static uint64_t g_decision_calls;
 
 /* Calls powerboxd; returns the decoded reply or NULL with a message. */
 static const pbx_ipc_frame *client_call(int fd, size_t n, int cap,
@@ -161,16 +171,20 @@ static int g_alias = -1;
 /* Prints a DECISION and maps it to the exit status. */
 static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
 {
-    printf("request=%u.%u\noutcome=%s\n", id.index, id.gen,
-           pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d->outcome));
+    if (!g_quiet || d->outcome != PBX_IPC_OUTCOME_APPROVED) {
+        printf("request=%u.%u\noutcome=%s\n", id.index, id.gen,
+               pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d->outcome));
+    }
     if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
         return 3;
     }
-    printf("mode=%s\ngrant=%u.%u\nslot=%u\n",
-           pbx_peer_name_of(PBX_PEER_NAMES_MODE, d->mode), d->grant.index,
-           d->grant.gen, d->installed_slot);
+    if (!g_quiet) {
+        printf("mode=%s\ngrant=%u.%u\nslot=%u\n",
+               pbx_peer_name_of(PBX_PEER_NAMES_MODE, d->mode), d->grant.index,
+               d->grant.gen, d->installed_slot);
+    }
     g_grant = d->grant;
-    if (g_reply.nfds == 1U) {
+    if (g_reply.nfds == 1U && !g_quiet) {
         printf("alias_inode=%llu\n",
                (unsigned long long)pbx_peer_io_inode(g_reply.fds[0]));
         /* Kept only to watch its revocation after --then consume. */
@@ -196,12 +210,27 @@ static int client_alias_revoked(uint64_t wait_ms)
     return gone ? 0 : 1;
 }
 
+/* The pause before the next DECISION while it is PENDING, in
+ * microseconds. A single request asks every 50 ms. --repeat asks at once
+ * after COMMIT, then waits 20 us, doubling up to 1 ms, so a decision that
+ * is ready costs no sleep and a pending one at most about 1 ms more. */
+static uint64_t client_backoff_us(uint64_t prev_us)
+{
+    if (!g_quiet) {
+        return 50000U;
+    }
+    return prev_us == 0U ? 20U : (prev_us >= 500U ? 1000U : prev_us * 2U);
+}
+
 /* Asks for the DECISION until it is no longer PENDING (bounded). */
 static int client_decision(int fd, pbx_ipc_id id, uint64_t wait_ms)
 {
-    for (uint64_t waited = 0; waited <= wait_ms; waited += 50U) {
+    uint64_t pause_us = 0;
+    for (uint64_t waited_us = 0; waited_us <= wait_ms * 1000U;
+         waited_us += pause_us) {
         size_t n = 0;
         pbx_ipc_decision d;
+        g_decision_calls++;
         if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, g_buf, sizeof(g_buf),
                                  &n) != PBX_OK ||
             client_call(fd, n, -1, "DECISION") == NULL ||
@@ -212,7 +241,9 @@ static int client_decision(int fd, pbx_ipc_id id, uint64_t wait_ms)
         if (d.outcome != PBX_IPC_OUTCOME_PENDING) {
             return client_report(&d, id);
         }
-        struct timespec ts = {0, 50L * 1000L * 1000L};
+        pause_us = client_backoff_us(pause_us);
+        struct timespec ts = {(time_t)(pause_us / 1000000U),
+                              (long)(pause_us % 1000000U) * 1000L};
         (void)nanosleep(&ts, NULL);
     }
     printf("outcome=pending\n");
@@ -241,7 +272,9 @@ static int client_request(const client_opts *o)
         return 1;
     }
     pbx_ipc_id id = g_reply.frame.request;
-    printf("request=%u.%u\ndest_slot=%u\n", id.index, id.gen, br.dest_slot);
+    if (!g_quiet) {
+        printf("request=%u.%u\ndest_slot=%u\n", id.index, id.gen, br.dest_slot);
+    }
     if (!client_selector(o->public_fd, id, o->selector)) {
         return 1;
     }
@@ -264,8 +297,80 @@ static int client_request(const client_opts *o)
                                                  PBX_IPC_REPLY_BIT) != PBX_OK) {
         return 1;
     }
-    printf("consume=accepted\n");
+    if (!g_quiet) {
+        printf("consume=accepted\n");
+    }
     return g_alias >= 0 ? client_alias_revoked(o->wait_ms) : 0;
+}
+
+/* Monotonic nanoseconds. */
+static uint64_t client_now_ns(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000U + (uint64_t)ts.tv_nsec;
+}
+
+/* Orders two latencies for qsort. */
+static int client_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a;
+    uint64_t y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prints the statistics of the n sorted latencies in ns (n > 0). */
+static void client_stats(const uint64_t *ns, uint64_t n, uint64_t total_ns)
+{
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        sum += ns[i];
+    }
+    /* The nearest-rank percentiles: the smallest sample with at least
+     * that share of the samples at or below it. */
+    uint64_t p50 = (n * 50U + 99U) / 100U;
+    uint64_t p99 = (n * 99U + 99U) / 100U;
+    printf("repeat=%llu\nmin_ns=%llu\nmedian_ns=%llu\np99_ns=%llu\n"
+           "max_ns=%llu\nmean_ns=%llu\nwall_ns_per_lifecycle=%llu\n"
+           "decisions_per_lifecycle=%.3f\n",
+           (unsigned long long)n, (unsigned long long)ns[0],
+           (unsigned long long)ns[p50 - 1U], (unsigned long long)ns[p99 - 1U],
+           (unsigned long long)ns[n - 1U], (unsigned long long)(sum / n),
+           (unsigned long long)(total_ns / n),
+           (double)g_decision_calls / (double)n);
+}
+
+/* --repeat: o->repeat whole one-shot lifecycles on the one connection,
+ * each timed from sending BEGIN to CONSUME's reply. */
+static int client_repeat(const client_opts *o)
+{
+    if (!o->then_consume || o->lifetime != PBX_IPC_LIFETIME_ONE_SHOT) {
+        pbx_peer_log("pbx-client", "--repeat needs --then consume and a "
+                                   "one-shot lifetime");
+        return 2;
+    }
+    uint64_t *ns = calloc((size_t)o->repeat, sizeof(*ns));
+    if (ns == NULL) {
+        pbx_peer_log("pbx-client", "--repeat: out of memory");
+        return 1;
+    }
+    g_quiet = true;
+    uint64_t start = client_now_ns();
+    for (uint64_t i = 0; i < o->repeat; i++) {
+        uint64_t t0 = client_now_ns();
+        int rc = client_request(o);
+        ns[i] = client_now_ns() - t0;
+        if (rc != 0) {
+            printf("failed_at=%llu\n", (unsigned long long)i);
+            free(ns);
+            return rc;
+        }
+    }
+    uint64_t total = client_now_ns() - start;
+    qsort(ns, (size_t)o->repeat, sizeof(*ns), client_cmp_u64);
+    client_stats(ns, o->repeat, total);
+    free(ns);
+    return 0;
 }
 
 /* cancel (exact request, or job and session correlation) and consume. */
@@ -368,6 +473,8 @@ static bool client_option(client_opts *o, const char *k, const char *v)
             return false;
         }
         o->then_consume = true;
+    } else if (strcmp(k, "--repeat") == 0) {
+        ok = pbx_peer_parse_u64(v, 10000000U, &o->repeat) && o->repeat > 0U;
     } else if (strcmp(k, "--wait-ms") == 0) {
         ok = pbx_peer_parse_u64(v, 3600000U, &o->wait_ms);
     } else {
@@ -419,7 +526,7 @@ int main(int argc, char **argv)
     }
     int rc = 2;
     if (strcmp(cmd, "request") == 0) {
-        rc = client_request(&o);
+        rc = o.repeat > 0U ? client_repeat(&o) : client_request(&o);
     } else if (strcmp(cmd, "cancel") == 0 || strcmp(cmd, "consume") == 0) {
         rc = client_simple(&o, strcmp(cmd, "cancel") == 0);
     } else {
