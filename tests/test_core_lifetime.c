@@ -165,10 +165,10 @@ PBX_TEST(core_cancel_in_flight_and_before_commit)
         pbx_err core = PBX_OK;
         PBX_REQUIRE(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &n) ==
                     PBX_OK);
-        uint32_t slot = th_put_cap(h, dest, PBX_CAPABI_KIND_ENDPOINT,
-                                   PBX_CAPABI_RIGHT_SEND |
-                                       PBX_CAPABI_RIGHT_MANAGE,
-                                   PBX_CAPABI_PROV_RECEIVED);
+        uint32_t slot =
+            th_put_cap(h, dest, PBX_CAPABI_KIND_ENDPOINT,
+                       PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_MANAGE,
+                       PBX_CAPABI_PROV_RECEIVED);
         th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
         PBX_CHECK_EQ(th_public(h, h->badge, buf, n, &slot, 1, &core, &out),
                      PBX_E_CORE_CLEANUP_PENDING);
