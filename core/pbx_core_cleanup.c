@@ -87,7 +87,8 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
     }
     if (pbx_core_tslot_held(ctx, r->object_tslot)) {
         bool done = false;
-        pbx_err err = pbx_core_detach(ctx, i, &done);
+        bool exact = false;
+        pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
         if (err == PBX_OK && r->link.queue == 0U) {
             pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
         }

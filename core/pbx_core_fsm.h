@@ -110,7 +110,7 @@ typedef enum pbx_core_event {
 } pbx_core_event;
 
 /** PBX_CORE_FSM_ROWS is the number of rows in the transition table. */
-#define PBX_CORE_FSM_ROWS 36U
+#define PBX_CORE_FSM_ROWS 37U
 
 /** pbx_core_transition is one row of the table: from --event--> to. */
 typedef struct pbx_core_transition {

@@ -41,10 +41,12 @@ void pbx_core_park(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index,
 
 /**
  * pbx_core_detach gives request i's object copy back to vfsd (or deletes
- * it when vfsd cannot take it); *done says the object is no longer held.
- * BUSY parks the request on the vfsd route.
+ * it when vfsd cannot take it); *done says the object is no longer held,
+ * *exact that vfsd acknowledged with the status-zero reply echoing the
+ * request and the object's full identity. BUSY parks the request on the
+ * vfsd route (both false).
  */
-pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done);
+pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done, bool *exact);
 
 /**
  * pbx_core_view publishes or removes grant g's full row at ttyd; *acked

@@ -380,9 +380,11 @@ static pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
     return PBX_OK;
 }
 
-/* Gives powerboxd's own object copy back to vfsd. Returns true when the
- * object is gone (detached, or deleted after vfsd refused it). */
-pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
+/* Gives powerboxd's own object copy back to vfsd. *done says the object
+ * is gone (moved to vfsd, or deleted after vfsd could not take it);
+ * *exact says vfsd acknowledged exactly: a status-zero DETACH reply that
+ * echoes this request and the object's full identity. */
+pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done, bool *exact)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_detach q = {pbx_core_req_object(ctx, r)};
@@ -393,6 +395,7 @@ pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
     pbx_ipc_frame f;
     pbx_ipc_detach ack;
     *done = false;
+    *exact = false;
     PBX_ASSERT(pbx_ipc_detach_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
@@ -403,8 +406,10 @@ pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done)
     if (io == PBX_CORE_IO_OK) {
         /* The move happened: the slot is vfsd's now, whatever the ack. */
         pbx_core_tslot_drop(ctx, r->object_tslot);
-        (void)(pbx_core_reply_frame(&c, PBX_IPC_OP_DETACH, id, &f) == PBX_OK &&
-               pbx_ipc_detach_reply_decode(&f, &ack) == PBX_OK);
+        *exact =
+            pbx_core_reply_frame(&c, PBX_IPC_OP_DETACH, id, &f) == PBX_OK &&
+            pbx_ipc_detach_reply_decode(&f, &ack) == PBX_OK &&
+            ack.object.id == q.object.id && ack.object.gen == q.object.gen;
     } else if (pbx_core_delete_tslot(ctx, r->object_tslot) !=
                PBX_CORE_DELETE_OK) {
         return pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE
@@ -487,17 +492,26 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
     return PBX_OK;
 }
 
+/* Approval needs vfsd's exact DETACH acknowledgement. BUSY parks (the
+ * object is still held and the call is retried); a transport failure, an
+ * error status or an inexact echo denies the request, whose release then
+ * ends the installed grant (revoke, REMOVE, RETIRE) and gives back or
+ * deletes whatever object copy is still held. */
 static pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i)
 {
+    const pbx_core_request *r = pbx_core_req(ctx, i);
     bool done = false;
-    pbx_err err = pbx_core_detach(ctx, i, &done);
-    if (err == PBX_OK && done) {
-        pbx_core_advance(ctx, i, PBX_CORE_EV_DETACHED);
-    } else if (err == PBX_OK && pbx_core_req(ctx, i)->link.queue == 0U) {
-        /* Deletion could not finish now: retry on the next round. */
-        pbx_core_enqueue(ctx, PBX_CORE_Q_INTAKE, i);
+    bool exact = false;
+    pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
+    if (err != PBX_OK || r->link.queue != 0U) {
+        return err; /* Fail-stop, or parked on BUSY. */
     }
-    return err;
+    if (done && exact) {
+        pbx_core_advance(ctx, i, PBX_CORE_EV_DETACHED);
+    } else {
+        pbx_core_deny(ctx, i);
+    }
+    return PBX_OK;
 }
 
 pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)

@@ -360,6 +360,14 @@ static pbx_err th_ans_detach(th_call *k)
     if (err != PBX_OK) {
         return err;
     }
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        q.object.gen++;
+    }
+    if ((k->s.mut & (uint32_t)TH_M_ERR_STATUS) != 0U) {
+        return pbx_ipc_status_reply_encode(PBX_IPC_OP_DETACH, k->f.request,
+                                           PBX_E_IPC_STATUS, k->c->reply,
+                                           k->c->reply_cap, &k->n);
+    }
     th_surplus(k);
     return pbx_ipc_detach_reply_encode(k->f.request, &q, k->c->reply,
                                        k->c->reply_cap, &k->n);

@@ -64,7 +64,11 @@ typedef enum th_mut {
     /** Answer ALLOW echoing EXCEPTIONAL urgency (hand-built bytes). */
     TH_M_EXC_ALLOW = 0x08,
     /** INSTALL: report an installed slot other than the target slot. */
-    TH_M_WRONG_SLOT = 0x10
+    TH_M_WRONG_SLOT = 0x10,
+    /** DETACH, RETIRE: answer with a nonzero-status error reply. */
+    TH_M_ERR_STATUS = 0x20,
+    /** RESOLVE: report a scope identity other than the slot's. */
+    TH_M_WRONG_SCOPE = 0x40
 } th_mut;
 
 /** th_script is one scripted answer. */

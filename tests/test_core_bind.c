@@ -1,0 +1,99 @@
+/*
+ * test_core_bind.c: exact peer acknowledgements the approval and the
+ * grant's retirement depend on (DETACH, RETIRE receipt cleanup), the
+ * scope identity binding of resolution evidence and the parking of a
+ * RESOLVE the scope pushed back on, each asserted as exact effects.
+ */
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Opens the default install-mode request and runs it until idle. */
+static pbx_ipc_id bind_open(th_h *h)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_CHECK_EQ(th_open(h, &b, sel, &id), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    return id;
+}
+
+/* Asks DECISION and checks a receipt-free terminal outcome. */
+static void bind_expect(th_h *h, pbx_ipc_id id, uint8_t outcome)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, outcome);
+    PBX_CHECK_EQ(d.grant.gen, 0U);
+    PBX_CHECK_EQ(d.installed_slot, 0U);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+}
+
+/* An inexact DETACH echo (wrong object generation) or an error status
+ * moved the object to vfsd but is no acknowledgement: the request is
+ * denied and the installed grant ends through revoke, REMOVE, RETIRE. */
+PBX_TEST(core_detach_inexact_or_error_denies)
+{
+    static const uint32_t muts[] = {TH_M_WRONG_ECHO, TH_M_ERR_STATUS};
+    for (size_t m = 0; m < 2U; m++) {
+        th_h *h = th_new(4);
+        th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+        th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, muts[m], 0);
+        pbx_ipc_id id = bind_open(h);
+        TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                    "detach>65 del=66 view- retire del=64 release=64 wake");
+        PBX_CHECK_EQ(h->last_view.kind, PBX_IPC_VIEW_REMOVE);
+        PBX_CHECK_EQ(h->wake_count, 1U);
+        bind_expect(h, id, PBX_IPC_OUTCOME_DENIED);
+        PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_GRANTS].free_count, 4U);
+        PBX_CHECK(th_quiescent(h));
+        th_free(h);
+    }
+}
+
+/* A DETACH transport failure transferred nothing: powerboxd's copy is
+ * deleted exactly, the request is denied and the grant ends. */
+PBX_TEST(core_detach_transport_failure_denies)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_FAIL, 0, 0);
+    pbx_ipc_id id = bind_open(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                "detach>65:fail del=65 del=66 view- retire del=64 "
+                "release=64 wake");
+    bind_expect(h, id, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* DETACH backpressure parks on vfsd and retries the same exact call. */
+PBX_TEST(core_detach_busy_parks_then_approves)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0);
+    pbx_ipc_id id = bind_open(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                "detach>65:busy");
+    PBX_CHECK_EQ(
+        h->core.queues[PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_VFSD].count,
+        1U);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "detach>65 view+ del=64 release=64 wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
