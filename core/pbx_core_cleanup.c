@@ -157,9 +157,11 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
     return PBX_OK;
 }
 
-/* Sends the receipt-free full-identity retirement to vfsd. */
-static bool pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
-                                       pbx_core_io *io)
+/* Sends the receipt-free full-identity retirement to vfsd. *exact says
+ * vfsd echoed the full identity; a permanently rejected deletion of an
+ * unwanted reply receipt is a cleanup fail-stop that must not retire. */
+static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
+                                          bool *exact)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
@@ -168,20 +170,24 @@ static bool pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
     pbx_ipc_retire ack;
     pbx_core_call c;
     size_t n = 0;
+    *exact = false;
     PBX_ASSERT(pbx_ipc_retire_encode(gid, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
-    *io = ctx->ops->call(ctx->ops_user, &c);
-    if (*io != PBX_CORE_IO_OK) {
-        return false;
+    if (ctx->ops->call(ctx->ops_user, &c) != PBX_CORE_IO_OK) {
+        return PBX_OK;
     }
-    bool exact =
+    bool echo =
         pbx_core_reply_frame(&c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
         pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
         ack.object.id == q.object.id && ack.object.gen == q.object.gen &&
         ack.scope_id == q.scope_id && ack.object_class == q.object_class;
-    (void)pbx_core_drop_receipts(ctx, &c, 0, PBX_CORE_NIL);
-    return exact;
+    if (pbx_core_drop_receipts(ctx, &c, 0, PBX_CORE_NIL) ==
+        PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    *exact = echo;
+    return PBX_OK;
 }
 
 /* Frees grant g and wakes a request waiting on its cleanup. */
@@ -214,13 +220,12 @@ static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g)
 pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    pbx_core_io io = PBX_CORE_IO_OK;
     bool ok = false;
     switch ((pbx_core_state)gr->link.state) {
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
     case PBX_CORE_ST_REMOVE:
-        io = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok);
+        (void)pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok);
         if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
@@ -229,7 +234,9 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
         }
         break;
     case PBX_CORE_ST_RETIRE:
-        ok = pbx_core_grant_retire_call(ctx, g, &io);
+        if (pbx_core_grant_retire_call(ctx, g, &ok) != PBX_OK) {
+            return PBX_E_CORE_CLEANUP_REJECTED;
+        }
         if (ok) {
             pbx_core_grant_retire(ctx, g);
             return PBX_OK;
@@ -250,7 +257,6 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
                           ? PBX_CORE_ROUTE_TTYD
                           : PBX_CORE_ROUTE_VFSD);
     }
-    (void)io;
     return PBX_OK;
 }
 

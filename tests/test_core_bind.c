@@ -36,6 +36,18 @@ static void bind_expect(th_h *h, pbx_ipc_id id, uint8_t outcome)
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
 }
 
+/* The state of grant record index, read from the arena. */
+static uint32_t bind_grant_state(const th_h *h, uint32_t index)
+{
+    const pbx_core_pool_state *p = &h->core.pools[PBX_BOOTSTRAP_POOL_GRANTS];
+    pbx_core_grant g;
+    memcpy(&g,
+           h->core.arena + p->offset_bytes +
+               (size_t)index * p->record_size_bytes,
+           sizeof(g));
+    return g.link.state;
+}
+
 /* An inexact DETACH echo (wrong object generation) or an error status
  * moved the object to vfsd but is no acknowledgement: the request is
  * denied and the installed grant ends through revoke, REMOVE, RETIRE. */
@@ -95,5 +107,35 @@ PBX_TEST(core_detach_busy_parks_then_approves)
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
     PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* A RETIRE acknowledgement that is exact but carries a surplus receipt
+ * whose deletion the kernel permanently rejects is a cleanup fail-stop:
+ * the step reports it, the exit status is CLEANUP and the grant
+ * generation does not retire. */
+PBX_TEST(core_retire_rejected_receipt_deletion_fail_stops)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = bind_open(h);
+    th_clear_trace(h);
+    PBX_REQUIRE(th_decision(h, id, &d, &xfer) == 0U);
+    PBX_REQUIRE(d.outcome == PBX_IPC_OUTCOME_APPROVED);
+    uint32_t free_grants = h->core.pools[PBX_BOOTSTRAP_POOL_GRANTS].free_count;
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_SURPLUS, 0);
+    th_push_del(h, PBX_CORE_DELETE_OK);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire <64 del!64");
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    PBX_CHECK_EQ(h->core.ready, 0U);
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_GRANTS].free_count,
+                 free_grants);
+    PBX_CHECK_EQ(bind_grant_state(h, d.grant.index),
+                 (uint32_t)PBX_CORE_ST_RETIRE);
     th_free(h);
 }
