@@ -121,6 +121,15 @@ typedef struct pbx_core_ops {
 } pbx_core_ops;
 
 /**
+ * pbx_core_identity_fn is the optional identity observation: it returns
+ * the identity of the object behind the capability in slot as the kernel
+ * vouches for it (for a request scope, the identity vfsd names that scope
+ * by in RESOLVE replies), or 0 when the ops layer cannot tell. It receives
+ * the ops_user pointer, must not change the slot, and cannot fail.
+ */
+typedef uint64_t (*pbx_core_identity_fn)(void *user, uint32_t slot);
+
+/**
  * pbx_core_exit names the distinct service-local exit statuses, one per
  * failure class, so an operator can tell which part stopped the service.
  */
@@ -210,6 +219,8 @@ typedef struct pbx_core_ctx {
     const pbx_core_ops *ops;
     /** Opaque pointer handed to every op. */
     void *ops_user;
+    /** Optional identity observation (pbx_core_set_identity), or NULL. */
+    pbx_core_identity_fn identity;
     /** Transient slot range for receipt authentication. */
     pbx_capabi_layout slots;
     /** Carved pools, indexed by pbx_bootstrap_pool. */
@@ -287,6 +298,16 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
                       uint8_t *arena, size_t arena_len,
                       const pbx_capabi_layout *slots, const pbx_core_ops *ops,
                       void *ops_user);
+
+/**
+ * pbx_core_set_identity installs the optional identity observation (NULL
+ * removes it); call it after pbx_core_init, which clears it. Without it,
+ * or while it returns 0 for the committed scope, resolution evidence is
+ * bound to operation, class, selector digest and object identity only; a
+ * nonzero scope identity must equal a FOUND RESOLVE reply's scope_id
+ * exactly or the request is denied (NOT_FOUND carries no scope_id).
+ */
+void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity);
 
 /**
  * pbx_core_on_public handles one public frame of len bytes that arrived on

@@ -103,6 +103,7 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
 {
     ctx->ready = 0U;
     ctx->exit_status = (uint32_t)PBX_CORE_EXIT_NONE;
+    ctx->identity = NULL;
     pbx_mem_set(ctx->fsm_hits, 0, sizeof(ctx->fsm_hits));
     pbx_err err = pbx_core_init_check(layout, arena, arena_len);
     if (err != PBX_OK) {
@@ -125,6 +126,11 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     pbx_core_init_queues(ctx);
     ctx->ready = 1U;
     return PBX_OK;
+}
+
+void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity)
+{
+    ctx->identity = identity;
 }
 
 pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx)

@@ -31,6 +31,18 @@ static bool pbx_core_req_call(pbx_core_ctx *ctx, uint32_t i, pbx_core_call *c,
     return true;
 }
 
+/* The committed scope's identity as the ops layer reports it (0: unknown,
+ * which keeps the binding to operation, class, digest and object). */
+static uint64_t pbx_core_scope_identity(const pbx_core_ctx *ctx,
+                                        const pbx_core_request *r)
+{
+    if (ctx->identity == NULL) {
+        return 0U;
+    }
+    return ctx->identity(ctx->ops_user,
+                         pbx_core_tslot_at(ctx, r->scope_tslot)->slot);
+}
+
 /* Judges a RESOLVE reply and binds the evidence; returns the event. */
 static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
                                              const pbx_core_call *c)
@@ -49,6 +61,7 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
         return PBX_CORE_EV_NOT_FOUND;
     }
 #endif
+    uint64_t scope = pbx_core_scope_identity(ctx, r);
     if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
         rr.operation != r->ctx.ctx.operation ||
@@ -69,7 +82,10 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
         ev->missing_class = rr.object_class;
         return PBX_CORE_EV_NOT_FOUND;
     }
+    /* A FOUND object is bound to the committed scope's identity when the
+     * ops layer knows it (a NOT_FOUND carries none on the wire). */
     if (rr.result != (uint8_t)PBX_IPC_RESOLVE_FOUND ||
+        (scope != 0U && rr.scope_id != scope) ||
         !pbx_core_receipt_ok(ctx, c->recv_slots[0],
                              PBX_CAPABI_RECEIPT_OBJECT)) {
         return PBX_CORE_EV_DENY;

@@ -139,3 +139,44 @@ PBX_TEST(core_retire_rejected_receipt_deletion_fail_stops)
                  (uint32_t)PBX_CORE_ST_RETIRE);
     th_free(h);
 }
+
+/* With the scope's identity known to the ops layer, a FOUND whose
+ * scope_id differs from it is denied; the object receipt is deleted and
+ * no policy, install or view follows. */
+PBX_TEST(core_resolve_binds_known_scope_identity)
+{
+    th_h *h = th_new(4);
+    h->scope_identity = TH_SCOPE_ID;
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_SCOPE, 0);
+    pbx_ipc_id id = bind_open(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 del=65 del=64 release=64 wake");
+    bind_expect(h, id, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(th_quiescent(h));
+    /* The exact identity resolves and is approved, scope_id carried on. */
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    id = bind_open(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                "detach>65 view+ del=64 release=64 wake");
+    PBX_CHECK_EQ(h->last_view.scope_id, TH_SCOPE_ID);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    th_free(h);
+}
+
+/* An unknown (zero) identity keeps the identity-free binding: the same
+ * mismatching scope_id is accepted as before. */
+PBX_TEST(core_resolve_unknown_scope_identity_keeps_binding)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_SCOPE, 0);
+    pbx_ipc_id id = bind_open(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                "detach>65 view+ del=64 release=64 wake");
+    PBX_CHECK_EQ(h->last_view.scope_id, TH_SCOPE_ID + 1U);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    th_free(h);
+}

@@ -86,6 +86,14 @@ static void th_op_query(void *user, uint32_t slot, pbx_capabi_observed *out)
     out->provenance = slot < TH_SLOTS ? h->slots[slot].prov : 0U;
 }
 
+/* The identity observation: the configured scope identity for a held
+ * received endpoint (0 keeps the core's identity-free binding). */
+static uint64_t th_op_identity(void *user, uint32_t slot)
+{
+    const th_h *h = user;
+    return th_has_cap(h, slot) ? h->scope_identity : 0U;
+}
+
 static pbx_core_delete th_op_delete(void *user, uint32_t slot)
 {
     th_h *h = user;
@@ -226,7 +234,10 @@ static pbx_err th_ans_resolve(th_call *k)
         r.object_class = q.object_class;
         r.object.id = 0x0B1EC7000U + ++k->h->object_seq;
         r.object.gen = 3U;
-        r.scope_id = 0x5C09EU;
+        r.scope_id = TH_SCOPE_ID;
+        if ((k->s.mut & (uint32_t)TH_M_WRONG_SCOPE) != 0U) {
+            r.scope_id++;
+        }
         if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
             r.selector_digest[0] ^= 1U;
         }
@@ -533,6 +544,7 @@ th_h *th_new(uint32_t n)
     h->hold_slot = PBX_CORE_SLOT_NONE;
     PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
                               &th_ops, h) == PBX_OK);
+    pbx_core_set_identity(&h->core, th_op_identity);
     return h;
 }
 
