@@ -54,6 +54,15 @@ static pbx_err pbx_core_delete_all(pbx_core_ctx *ctx, const uint32_t *slots,
     return result;
 }
 
+/* Whether request i's decision is already published (NOTIFY or later). */
+static bool pbx_core_req_published(const pbx_core_ctx *ctx, uint32_t i)
+{
+    uint16_t st = pbx_core_req(ctx, i)->link.state;
+    return st == (uint16_t)PBX_CORE_ST_NOTIFY ||
+           st == (uint16_t)PBX_CORE_ST_DECIDED ||
+           st == (uint16_t)PBX_CORE_ST_DELIVERED;
+}
+
 /* Looks a request up by the header id and checks it belongs to badge. */
 static pbx_err pbx_core_find_req(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                  uint32_t badge, uint32_t *index)
@@ -291,10 +300,15 @@ static pbx_err pbx_core_on_commit(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     }
     if (err != PBX_OK) {
         /* A receipt refused for the caller's own live request stays that
-         * request's until deleted: its decision waits for it. */
+         * request's until deleted: its decision waits for it. Once the
+         * decision is published nothing can wait for it any more (and the
+         * request may retire first): the receipt is plain junk then. */
         uint32_t owner = pbx_core_find_req(ctx, f->request, badge, &i) == PBX_OK
                              ? i
                              : PBX_CORE_NIL;
+        if (owner != PBX_CORE_NIL && pbx_core_req_published(ctx, owner)) {
+            owner = PBX_CORE_NIL;
+        }
         pbx_err del = pbx_core_delete_all(ctx, slots, f->cap_count, owner);
         pbx_core_reply_err(out, PBX_IPC_OP_COMMIT, f->request,
                            del != PBX_OK ? del : err);

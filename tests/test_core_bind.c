@@ -180,3 +180,43 @@ PBX_TEST(core_resolve_unknown_scope_identity_keeps_binding)
     PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
     th_free(h);
 }
+
+/* The orphan count of request record index, read from the arena. */
+static uint32_t bind_req_orphans(const th_h *h, uint32_t index)
+{
+    const pbx_core_pool_state *p = &h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS];
+    pbx_core_request r;
+    memcpy(&r,
+           h->core.arena + p->offset_bytes +
+               (size_t)index * p->record_size_bytes,
+           sizeof(r));
+    return r.orphans;
+}
+
+/* Simulator seed 1016: a late COMMIT receipt for a request whose decision
+ * is already published, whose deletion must be retried, is junk owned by
+ * no request: the published decision cannot wait for it and the request
+ * retires on delivery before the orphan lane deletes it. */
+PBX_TEST(core_late_commit_receipt_after_publication_is_unowned)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 release=64 wake");
+    h->hold_slot = dest;
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_CLEANUP_PENDING);
+    PBX_CHECK_EQ(bind_req_orphans(h, id.index), 0U);
+    bind_expect(h, id, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count, 4U);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "del=64");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
