@@ -149,8 +149,15 @@ typedef struct pbx_port_msg {
     uint32_t len_bytes;
     /** receipts is how many receipts are now staged in the context. */
     uint32_t receipts;
-    /** pad keeps the layout explicit; always zero. */
-    uint32_t pad;
+    /**
+     * badge identifies the capability the sender invoked, as the kernel
+     * reported it (EriX: the endpoint capability's badge; Linux: a fresh
+     * number the port gave the accepted connection, never reused). Zero
+     * means the sender is unidentified (an unbadged EriX capability, a
+     * badge wider than 32 bits, a peer-call reply or the broker endpoint):
+     * the runtime never treats such a public message as a caller's.
+     */
+    uint32_t badge;
 } pbx_port_msg;
 
 /**
@@ -190,6 +197,12 @@ typedef struct pbx_port_ctx {
     int32_t clients[PBX_PORT_CLIENTS_MAX];
     /** staged holds received receipts; NONE once moved or deleted. */
     int32_t staged[PBX_PORT_RECEIPTS_MAX];
+    /** client_badges[i] is the badge of clients[i] (Linux). */
+    uint32_t client_badges[PBX_PORT_CLIENTS_MAX];
+    /** next_badge is the next connection badge to hand out (Linux). */
+    uint32_t next_badge;
+    /** pad keeps the layout explicit. */
+    uint32_t pad;
 } pbx_port_ctx;
 
 /**
@@ -320,13 +333,19 @@ pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 
 /**
  * pbx_port_call is a synchronous peer call on route: it sends req (and a
- * copy of cap_slot unless PBX_PORT_SLOT_NONE), then blocks for the reply,
- * which is stored in resp (cap_bytes long) with its receipts staged exactly
- * as pbx_port_public_recv does.
+ * copy of cap_slot unless PBX_PORT_SLOT_NONE), then waits at most
+ * timeout_ms (1 or more; 0 counts as 1) for the reply, which is stored in
+ * resp (cap_bytes long) with its receipts staged exactly as
+ * pbx_port_public_recv does. When no reply arrives in time it returns
+ * PBX_E_PORT_TIMEOUT with nothing staged: the request may still be
+ * answered later, so the caller must not use route for another call
+ * unless it can tell a late reply from the next one (the runtime deletes
+ * a scope that timed out and fail-stops on a startup route that did).
  */
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
-                      uint32_t cap_bytes, pbx_port_msg *msg);
+                      uint32_t cap_bytes, pbx_port_msg *msg,
+                      uint32_t timeout_ms);
 
 /**
  * pbx_port_notify sends an authority-free wake of len_bytes on datagram
@@ -394,6 +413,14 @@ pbx_err pbx_port_pbx1_read(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
  * succeeds at most once per context; the arena lives until exit.
  */
 pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base);
+
+/**
+ * pbx_port_log writes one diagnostic line of len_bytes (no NUL needed) to
+ * the process's diagnostic output, best effort: Linux writes it to slot 2
+ * when that slot is open; the EriX ABI has no console yet, so there it
+ * does nothing. It carries no authority and never fails the caller.
+ */
+void pbx_port_log(const uint8_t *msg, uint32_t len_bytes);
 
 /** pbx_port_exit ends the process with status; it never returns. */
 _Noreturn void pbx_port_exit(uint8_t status);

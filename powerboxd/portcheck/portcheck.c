@@ -228,8 +228,9 @@ static void pc_peer_call(int32_t from, uint8_t arg)
     pbx_port_msg m;
     uint32_t deleted = 0;
     int32_t dest = PC_RESV_FIRST + (int32_t)(arg % PC_RESV_COUNT);
-    pbx_err err = pbx_port_call(&pc.port, PC_SLOT_PEER, req, sizeof(req),
-                                PBX_PORT_SLOT_NONE, resp, sizeof(resp), &m);
+    pbx_err err =
+        pbx_port_call(&pc.port, PC_SLOT_PEER, req, sizeof(req),
+                      PBX_PORT_SLOT_NONE, resp, sizeof(resp), &m, 5000U);
     pbx_err del;
     if (err == PBX_OK && m.receipts > 0U) {
         err = pbx_port_receipt_move(&pc.port, 0, dest);

@@ -9,10 +9,6 @@
 #include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
 
-/** RT_CONN_SLOTS bounds the slot numbers a public connection can have:
- * the port keeps them below the first transient slot. */
-#define RT_CONN_SLOTS PBX_CAPABI_FIXED_END
-
 /** RT_PBX1_BYTES_MAX is the PBX1 read buffer; longer objects are refused. */
 #define RT_PBX1_BYTES_MAX 256U
 
@@ -70,14 +66,10 @@ typedef struct rt_state {
     uint32_t retry_armed;
     /** The current RETRY wait in milliseconds (0: none yet). */
     uint32_t retry_ms;
-    /** The next caller badge to hand out. */
-    uint32_t next_badge;
     /** A fail-stop status the runtime itself detected, or 0. */
     uint32_t fail_status;
     /** Watch bits currently set per core route. */
     uint32_t watching[PBX_CORE_ROUTE_COUNT];
-    /** Caller badge per public connection slot (0: no connection). */
-    uint32_t badges[RT_CONN_SLOTS];
     /** rt_tstate per transient index. */
     uint8_t tstate[PBX_RT_TRANSIENT_MAX];
     /** rt_origin per transient index. */
@@ -127,7 +119,14 @@ bool rt_commit_place(rt_state *s, uint32_t dest);
  */
 pbx_core_delete rt_drop(rt_state *s, uint32_t slot);
 
-/** rt_fail records a runtime fail-stop status (first one wins). */
-void rt_fail(rt_state *s, pbx_core_exit status);
+/** rt_fail records a runtime fail-stop status, a pbx_core_exit or
+ * pbx_rt_exit value (first one wins). */
+void rt_fail(rt_state *s, uint32_t status);
+
+/**
+ * rt_peer_fail logs that the startup peer route slot stopped working
+ * (why, a NUL-terminated string) and records the fail-stop status.
+ */
+void rt_peer_fail(rt_state *s, int32_t slot, const char *why, uint32_t status);
 
 #endif /* PBX_RT_INT_H */

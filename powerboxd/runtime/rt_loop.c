@@ -12,27 +12,17 @@
  * core's reserved badges (PBX_CORE_BADGE_LAUNCHD). */
 #define RT_BADGE_LAST UINT32_C(0xFFFFFFF0)
 
-/* Gives a new public connection a fresh badge never reused, so a
- * recycled slot number cannot inherit an old caller's requests. No
- * public connection ever gets the launchd badge, whoever opened it: that
- * badge belongs to the broker endpoint alone (rt_badge). */
-static void rt_connect(rt_state *s, int32_t conn)
+/* The badge of message m that arrived on conn: the launchd badge exactly
+ * when it arrived on the startup-transferred broker endpoint, else the
+ * badge the port reported for the capability the caller invoked (Linux:
+ * a fresh number per accepted connection; EriX: the kernel's badge). 0
+ * means unidentified: such a message is nobody's request. */
+static uint32_t rt_badge(int32_t conn, const pbx_port_msg *m)
 {
-    uint32_t badge = s->next_badge;
-    if (conn < 0 || conn >= (int32_t)RT_CONN_SLOTS ||
-        conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
-        return;
+    if (conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
+        return PBX_CORE_BADGE_LAUNCHD;
     }
-    s->next_badge = s->next_badge >= RT_BADGE_LAST ? 1U : badge + 1U;
-    s->badges[conn] = badge;
-}
-
-/* The badge of a message that arrived on conn: the launchd badge exactly
- * when it arrived on the startup-transferred broker endpoint. */
-static uint32_t rt_badge(const rt_state *s, int32_t conn)
-{
-    return conn == (int32_t)PBX_CAPABI_SLOT_BROKER ? PBX_CORE_BADGE_LAUNCHD
-                                                   : s->badges[conn];
+    return m->badge <= RT_BADGE_LAST ? m->badge : 0U;
 }
 
 /* Ends a public connection after hang-up, a refused receive or a frame
@@ -44,7 +34,6 @@ static pbx_err rt_conn_end(rt_state *s, int32_t conn)
     if (conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
         return PBX_OK;
     }
-    s->badges[conn] = 0U;
     return pbx_port_client_close(&s->port, conn);
 }
 
@@ -121,9 +110,6 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
     size_t n = 0;
     pbx_err err =
         pbx_port_public_recv(&s->port, conn, s->msg, sizeof(s->msg), &m);
-    if (conn < 0 || conn >= (int32_t)RT_CONN_SLOTS) {
-        return PBX_E_PORT_SLOT_RANGE;
-    }
     if (err == PBX_E_PORT_DELETE_UNPROVEN) {
         rt_fail(s, PBX_CORE_EXIT_CLEANUP);
         return err;
@@ -141,17 +127,27 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
          * connection goes. */
         return rt_conn_end(s, conn);
     }
-    if (!rt_place(s, &m, slots, &n)) {
-        return PBX_OK;
+    if (rt_badge(conn, &m) == 0U) {
+        /* An unidentified sender owns no request: delete what it sent and
+         * end the conversation (on EriX, its reply capability). */
+        if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
+            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        }
+        return rt_conn_end(s, m.from_slot);
     }
-    err = pbx_core_on_public(&s->core, rt_badge(s, conn), s->msg, m.len_bytes,
+    if (!rt_place(s, &m, slots, &n)) {
+        /* No room for its receipts: all were deleted; the caller learns
+         * it at once because its connection ends, never by silence. */
+        return rt_conn_end(s, m.from_slot);
+    }
+    err = pbx_core_on_public(&s->core, rt_badge(conn, &m), s->msg, m.len_bytes,
                              slots, n, &s->out);
     if (err != PBX_OK) {
         return err;
     }
     if (s->out.drop != PBX_OK) {
         /* No public operation to answer: drop the caller's connection. */
-        return rt_conn_end(s, conn);
+        return rt_conn_end(s, m.from_slot);
     }
     return rt_reply(s, m.from_slot);
 }
@@ -186,20 +182,17 @@ static void rt_route_ready(rt_state *s, int32_t slot)
 static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
 {
     switch (ev->kind) {
-    case PBX_PORT_EV_PUBLIC_CONNECT:
-        rt_connect(s, ev->slot);
-        return PBX_OK;
     case PBX_PORT_EV_PUBLIC_READABLE:
         return rt_public(s, ev->slot);
-    case PBX_PORT_EV_PUBLIC_CLOSED:
-        if (ev->slot >= 0 && ev->slot < (int32_t)RT_CONN_SLOTS &&
-            ev->slot != (int32_t)PBX_CAPABI_SLOT_BROKER) {
-            s->badges[ev->slot] = 0U;
-        }
-        return PBX_OK;
     case PBX_PORT_EV_ROUTE_WRITABLE:
-    case PBX_PORT_EV_ROUTE_ERROR:
         rt_route_ready(s, ev->slot);
+        return PBX_OK;
+    case PBX_PORT_EV_ROUTE_ERROR:
+        /* A hang-up is level-triggered and permanent: giving the parked
+         * work back would fail it, park it and wake it again for ever. */
+        if (rt_slot_route(ev->slot) < (uint32_t)PBX_CORE_ROUTE_COUNT) {
+            rt_peer_fail(s, ev->slot, "hung up", PBX_RT_EXIT_PEER_GONE);
+        }
         return PBX_OK;
     default:
         return PBX_OK;
@@ -294,6 +287,9 @@ static pbx_err rt_steps(rt_state *s, bool *busy)
         if (err != PBX_OK) {
             return err;
         }
+        if (s->fail_status != 0U) {
+            return PBX_OK;
+        }
         if (!progressed) {
             rt_watch_parked(s);
             return PBX_OK;
@@ -308,6 +304,11 @@ static pbx_err rt_steps(rt_state *s, bool *busy)
 static uint8_t rt_exit_status(const rt_state *s)
 {
     uint32_t st = (uint32_t)pbx_core_exit_status(&s->core);
+    if (s->fail_status == (uint32_t)PBX_RT_EXIT_PEER_SILENT ||
+        s->fail_status == (uint32_t)PBX_RT_EXIT_PEER_GONE) {
+        /* The peer's failure is the cause of whatever the core saw. */
+        st = s->fail_status;
+    }
     if (st == 0U) {
         st = s->fail_status;
     }

@@ -20,11 +20,36 @@ _Static_assert((int)PBX_PORT_KIND_MEMORY == (int)PBX_CAPABI_KIND_MEMORY &&
                        (int)PBX_CAPABI_KIND_PLACEHOLDER,
                "port kinds are capabi kinds");
 
-void rt_fail(rt_state *s, pbx_core_exit status)
+void rt_fail(rt_state *s, uint32_t status)
 {
     if (s->fail_status == 0U) {
-        s->fail_status = (uint32_t)status;
+        s->fail_status = status;
     }
+}
+
+void rt_peer_fail(rt_state *s, int32_t slot, const char *why, uint32_t status)
+{
+    static const char head[] = "powerboxd: peer route slot ";
+    uint8_t line[96];
+    uint32_t n = 0;
+    for (uint32_t i = 0; head[i] != '\0' && n < sizeof(line); i++) {
+        line[n++] = (uint8_t)head[i];
+    }
+    if (slot >= 0 && slot < 100 && n + 2U < sizeof(line)) {
+        if (slot >= 10) {
+            line[n++] = (uint8_t)('0' + slot / 10);
+        }
+        line[n++] = (uint8_t)('0' + slot % 10);
+        line[n++] = (uint8_t)' ';
+    }
+    for (uint32_t i = 0; why[i] != '\0' && n + 1U < sizeof(line); i++) {
+        line[n++] = (uint8_t)why[i];
+    }
+    line[n++] = (uint8_t)'\n';
+    if (s->fail_status == 0U) {
+        pbx_port_log(line, n);
+    }
+    rt_fail(s, status);
 }
 
 /* Maps slot to its transient index; false outside the range. */
@@ -178,6 +203,34 @@ static uint32_t rt_provenance(const rt_state *s, uint32_t slot, uint32_t kind,
                                : PBX_CAPABI_PROV_RECEIVED;
 }
 
+/* The host cannot see where a descriptor came from, so a COMMIT scope
+ * (a HELD reservation) is accepted only as a connected endpoint whose
+ * peer process is the vfsd route's peer process: the provider of the
+ * resolver evidence. Anything else is reported as the wrong kind, which
+ * the core refuses and deletes. EriX reports rights itself and keeps its
+ * kernel provenance; this check is the Linux port's stand-in. */
+static bool rt_scope_foreign(rt_state *s, uint32_t slot,
+                             const pbx_port_slot_info *info)
+{
+    pbx_port_slot_info vfsd;
+    uint32_t t = 0;
+    if ((info->flags & PBX_PORT_INFO_RIGHTS) != 0U || !rt_tindex(s, slot, &t) ||
+        s->tstate[t] != (uint8_t)RT_T_HELD ||
+        s->torigin[t] != (uint8_t)RT_O_PUBLIC) {
+        return false;
+    }
+    if (info->kind != (uint32_t)PBX_PORT_KIND_ENDPOINT ||
+        (info->flags & PBX_PORT_INFO_PEER) == 0U ||
+        (info->flags & PBX_PORT_INFO_LISTENING) != 0U || info->peer_pid <= 0) {
+        return true;
+    }
+    return pbx_port_slot_query(&s->port, (int32_t)PBX_CAPABI_SLOT_VFSD,
+                               &vfsd) != PBX_OK ||
+           vfsd.kind != (uint32_t)PBX_PORT_KIND_ENDPOINT ||
+           (vfsd.flags & PBX_PORT_INFO_PEER) == 0U ||
+           vfsd.peer_pid != info->peer_pid;
+}
+
 void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out)
 {
     pbx_port_slot_info info;
@@ -193,6 +246,12 @@ void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out)
     }
     if (rt_tindex(s, slot, &t)) {
         origin = (rt_origin)s->torigin[t];
+    }
+    if (rt_scope_foreign(s, slot, &info)) {
+        out->kind = PBX_CAPABI_KIND_OTHER;
+        out->rights = 0U;
+        out->provenance = PBX_CAPABI_PROV_UNKNOWN;
+        return;
     }
     out->kind = info.kind;
     out->rights = (info.flags & PBX_PORT_INFO_RIGHTS) != 0U
@@ -248,6 +307,17 @@ static bool rt_held(const rt_state *s, uint32_t slot)
                                       s->tstate[t] == (uint8_t)RT_T_LOOSE);
 }
 
+/* The deadline of call c: short through a caller's scope, long enough
+ * for a person answering a prompt on ttyd, else the route deadline. */
+static uint32_t rt_call_ms(const pbx_core_call *c)
+{
+    if (c->via_slot != PBX_CORE_SLOT_NONE) {
+        return PBX_RT_CALL_MS_SCOPE;
+    }
+    return c->route == (uint32_t)PBX_CORE_ROUTE_TTYD ? PBX_RT_CALL_MS_TTYD
+                                                     : PBX_RT_CALL_MS_ROUTE;
+}
+
 static pbx_core_io rt_op_call(void *user, pbx_core_call *c)
 {
     rt_state *s = user;
@@ -258,14 +328,27 @@ static pbx_core_io rt_op_call(void *user, pbx_core_call *c)
                                                      : PBX_PORT_SLOT_NONE;
     c->reply_len = 0;
     c->recv_count = 0;
-    if (via == PBX_PORT_SLOT_NONE || c->frame_len > UINT32_MAX ||
-        c->reply_cap > UINT32_MAX ||
+    /* After a fail-stop is decided no peer is called again: the cleanup
+     * the core would start could only wait on another peer. */
+    if (s->fail_status != 0U || via == PBX_PORT_SLOT_NONE ||
+        c->frame_len > UINT32_MAX || c->reply_cap > UINT32_MAX ||
         (c->via_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->via_slot)) ||
         (c->send_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->send_slot))) {
         return PBX_CORE_IO_FAILED;
     }
-    pbx_err err = pbx_port_call(&s->port, via, c->frame, (uint32_t)c->frame_len,
-                                cap, c->reply, (uint32_t)c->reply_cap, &m);
+    bool scoped = c->via_slot != PBX_CORE_SLOT_NONE;
+    pbx_err err =
+        pbx_port_call(&s->port, via, c->frame, (uint32_t)c->frame_len, cap,
+                      c->reply, (uint32_t)c->reply_cap, &m, rt_call_ms(c));
+    if (!scoped && err == PBX_E_PORT_TIMEOUT) {
+        /* A late reply could pass for the next call's: stop. */
+        rt_peer_fail(s, via, "did not reply in time", PBX_RT_EXIT_PEER_SILENT);
+        return PBX_CORE_IO_FAILED;
+    }
+    if (!scoped && err == PBX_E_PORT_PEER_CLOSED) {
+        rt_peer_fail(s, via, "hung up", PBX_RT_EXIT_PEER_GONE);
+        return PBX_CORE_IO_FAILED;
+    }
     if (err == PBX_E_PORT_BACKPRESSURE) {
         if (c->via_slot == PBX_CORE_SLOT_NONE &&
             c->route < (uint32_t)PBX_CORE_ROUTE_COUNT) {

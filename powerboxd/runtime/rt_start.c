@@ -174,7 +174,6 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
     if (st != 0U) {
         return st;
     }
-    s->next_badge = 1U;
     if (rt_ready_send(s) != PBX_OK) {
         return PBX_RT_EXIT_READY_SEND;
     }

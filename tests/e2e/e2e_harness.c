@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -181,6 +182,31 @@ int e2e_exit_status(e2e_proc *p)
         (void)nanosleep(&ts, NULL);
     }
     return -2;
+}
+
+int e2e_exit_cpu(e2e_proc *p, int ms, long *cpu_ms)
+{
+    int st = 0;
+    struct rusage ru;
+    *cpu_ms = -1;
+    for (int i = 0; i < ms / 10 + 1 && p->pid > 0; i++) {
+        memset(&ru, 0, sizeof(ru));
+        if (wait4(p->pid, &st, WNOHANG, &ru) == p->pid) {
+            p->pid = 0;
+            *cpu_ms = (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+                      (long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+        struct timespec ts = {0, 10000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return -2;
+}
+
+bool e2e_limit_fds(const e2e_proc *p, unsigned limit)
+{
+    struct rlimit rl = {limit, limit};
+    return p->pid > 0 && prlimit(p->pid, RLIMIT_NOFILE, &rl, NULL) == 0;
 }
 
 void e2e_close(e2e_proc *p)

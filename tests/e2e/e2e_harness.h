@@ -61,6 +61,15 @@ bool e2e_wait_ready(e2e_proc *p);
  * -1 when killed by a signal, -2 on timeout (then it is killed). */
 int e2e_exit_status(e2e_proc *p);
 
+/** e2e_exit_cpu reaps the process within ms and returns its exit status
+ * (-1 killed by a signal, -2 still running), storing the CPU time it used
+ * in *cpu_ms (-1 unless reaped). */
+int e2e_exit_cpu(e2e_proc *p, int ms, long *cpu_ms);
+
+/** e2e_limit_fds lowers the running process's descriptor limit (soft and
+ * hard) to limit, so that no descriptor at or above it can be made. */
+bool e2e_limit_fds(const e2e_proc *p, unsigned limit);
+
 /** e2e_close closes every harness descriptor and kills a live process. */
 void e2e_close(e2e_proc *p);
 

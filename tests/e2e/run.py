@@ -136,14 +136,18 @@ class Stack:
         w = self.work
         b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
         sup = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        vfs, ttyp, proc, broker = [
+        ttyp, proc, broker = [
             socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            for _ in range(4)]
+            for _ in range(3)]
         wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        # vfsd's route is a connection to vfsd's own --route listener, not
+        # a socketpair made here: powerboxd accepts a scope only from the
+        # process at the other end of slot 5 (SO_PEERCRED), and a
+        # socketpair's peer would be this supervisor.
+        route = os.path.join(w, "vfsd-route.sock")
         self.procs = [
             peer([b("vfsd"), "--root", os.path.join(w, "root"), "--scope",
-                  self.scope, "--route-fd", str(vfs[1].fileno())],
-                 [vfs[1].fileno()], self.log("vfsd")),
+                  self.scope, "--route", route], [], self.log("vfsd")),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--view-file", self.views, "--route-fd",
                   str(ttyp[1].fileno())], [ttyp[1].fileno()],
@@ -156,11 +160,15 @@ class Stack:
                   self.control],
                  [wake[1].fileno(), broker[1].fileno()], self.log("launchd")),
         ]
+        vfs = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)]
+        vfs[0].connect(route)
+        vfs.append(vfs[0])
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
             pbx1(self.bin_dir, w), sup[1].fileno(), vfs[0].fileno(),
             ttyp[0].fileno(), proc[0].fileno(), wake[0].fileno(), None,
             broker[0].fileno()])
-        for s in (vfs, ttyp, proc, broker, wake):
+        vfs[0].close()
+        for s in (ttyp, proc, broker, wake):
             s[0].close()
             s[1].close()
         print(f"run: powerboxd pid {self.pid} on {self.public}")

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -861,5 +862,287 @@ PBX_TEST(e2e_ttyd_retry_waits_instead_of_busy_retrying)
     PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
     int fds[3] = {scope, obj, handle};
     e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
+/* Milliseconds on the monotonic clock. */
+static long e2e_now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* One CONSUME round trip of a grant nobody holds on conn: true when any
+ * reply arrives within ms. */
+static bool e2e_ping(int conn, int ms)
+{
+    uint8_t f[64];
+    size_t n = 0;
+    pbx_ipc_consume c = {{0, 1}};
+    return pbx_ipc_consume_encode(&c, f, sizeof(f), &n) == PBX_OK &&
+           e2e_send(conn, f, n, NULL, 0) &&
+           e2e_recv(conn, f, sizeof(f), NULL, 0, NULL, ms) > 0;
+}
+
+/* DECISION for id on conn until it is no longer PENDING (at most 5 s);
+ * returns the outcome, or 0 when none came. */
+static unsigned e2e_outcome(int conn, pbx_ipc_id id)
+{
+    for (int i = 0; i < 100; i++) {
+        pbx_ipc_decision d;
+        int nfds = 0;
+        if (!e2e_decision_fds(conn, id, &d, NULL, &nfds)) {
+            return 0U;
+        }
+        if (d.outcome != PBX_IPC_OUTCOME_PENDING) {
+            return d.outcome;
+        }
+        struct timespec ts = {0, 50000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return 0U;
+}
+
+PBX_TEST(e2e_silent_scope_is_denied_within_its_deadline_others_served)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    int scope = -1;
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    PBX_REQUIRE(e2e_run_start(&r));
+    int other = e2e_connect(&r.p);
+    PBX_REQUIRE(other >= 0 && e2e_ping(other, 5000));
+    int baseline = e2e_fd_count(r.p.pid);
+    /* The scope is committed and never answered: powerboxd's RESOLVE
+     * through it waits at most PBX_RT_CALL_MS_SCOPE. */
+    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    long t0 = e2e_now_ms();
+    PBX_CHECK(e2e_ping(other, 5000));
+    PBX_CHECK(e2e_now_ms() - t0 < (long)PBX_RT_CALL_MS_SCOPE + 1000L);
+    /* The RESOLVE did arrive; then powerboxd deleted the scope. */
+    PBX_CHECK(e2e_recv(scope, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
+    PBX_CHECK(e2e_peer_gone(scope, 5000));
+    PBX_CHECK_EQ(e2e_outcome(r.client, id), (unsigned)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(e2e_ping(other, 5000));
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), baseline);
+    (void)close(scope);
+    (void)close(other);
+    e2e_run_stop(&r);
+}
+
+/* BEGIN and SELECTOR for sel on client, then COMMIT carrying fd; stores
+ * the COMMIT reply's status in *status. */
+static bool e2e_commit_fd(int client, const char *sel, int fd, uint32_t *status)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_begin_reply br;
+    pbx_ipc_frame f;
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    e2e_begin_rec(&b, sel);
+    if (pbx_ipc_begin_encode(&b, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) ||
+        pbx_ipc_begin_reply_decode(&f, &br) != PBX_OK) {
+        return false;
+    }
+    pbx_ipc_id id = f.request;
+    pbx_ipc_selector s = {0, b.selector_len, (const uint8_t *)sel};
+    pbx_ipc_commit c = {br.dest_slot};
+    if (pbx_ipc_selector_encode(id, &s, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(client, out, n, NULL, 0, in, sizeof(in), &f) ||
+        f.status != 0 ||
+        pbx_ipc_commit_encode(id, &c, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(client, out, n, &fd, 1, in, sizeof(in), &f)) {
+        return false;
+    }
+    *status = f.status;
+    return true;
+}
+
+/* A connected SEQPACKET pair created by another process (its SO_PEERCRED
+ * names that process, not the harness that plays vfsd). */
+static bool e2e_foreign_pair(int *sv)
+{
+    int ch[2];
+    int nfds = 0;
+    uint8_t b[4];
+    if (!e2e_socketpair(SOCK_SEQPACKET, ch)) {
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int pair[2];
+        _exit(e2e_socketpair(SOCK_SEQPACKET, pair) &&
+                      e2e_send(ch[1], "x", 1, pair, 2)
+                  ? 0
+                  : 1);
+    }
+    long n = e2e_recv(ch[0], b, sizeof(b), sv, 2, &nfds, 5000);
+    (void)waitpid(pid, NULL, 0);
+    (void)close(ch[0]);
+    (void)close(ch[1]);
+    return n == 1 && nfds == 2;
+}
+
+PBX_TEST(e2e_scope_not_from_the_vfsd_process_is_refused_and_deleted)
+{
+    e2e_run r;
+    int sv[2];
+    uint32_t status = 0;
+    PBX_REQUIRE(e2e_run_start(&r));
+    /* A pair another process made: its peer is not vfsd's peer. */
+    PBX_REQUIRE(e2e_foreign_pair(sv));
+    PBX_CHECK(e2e_commit_fd(r.client, "docs/a.txt", sv[1], &status));
+    PBX_CHECK(status != 0U);
+    (void)close(sv[1]);
+    PBX_CHECK(e2e_peer_gone(sv[0], 5000));
+    (void)close(sv[0]);
+    /* An unconnected endpoint has no peer process at all. */
+    int lone = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    PBX_REQUIRE(lone >= 0);
+    status = 0;
+    PBX_CHECK(e2e_commit_fd(r.client, "docs/b.txt", lone, &status));
+    PBX_CHECK(status != 0U);
+    (void)close(lone);
+    PBX_CHECK(e2e_ping(r.client, 5000));
+    /* Only the two requests' own reserved destinations remain. */
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline + 2);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_port_badge_keeps_requests_to_their_connection)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    int scope = -1;
+    pbx_ipc_decision d;
+    int nfds = 0;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    /* Another connection (another badge) cannot read the decision. */
+    int other = e2e_connect(&r.p);
+    PBX_REQUIRE(other >= 0);
+    memset(&d, 0, sizeof(d));
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    size_t n = 0;
+    memset(&f, 0, sizeof(f));
+    bool got = pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
+                                    &n) == PBX_OK &&
+               e2e_send(other, out, n, NULL, 0) &&
+               e2e_frame(other, in, sizeof(in), &f, NULL, &nfds);
+    PBX_CHECK(got && f.status != 0U);
+    /* The owner still can (its unanswered scope may have timed out). */
+    PBX_CHECK(e2e_decision_fds(r.client, id, &d, NULL, &nfds) &&
+              (d.outcome == PBX_IPC_OUTCOME_PENDING ||
+               d.outcome == PBX_IPC_OUTCOME_DENIED));
+    (void)close(other);
+    (void)close(scope);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_no_room_for_receipts_ends_the_connection_each_time)
+{
+    e2e_run r;
+    int sv[2];
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    PBX_REQUIRE(e2e_run_start(&r));
+    /* Two transient slots (64, 65) are all the descriptor limit leaves. */
+    PBX_REQUIRE(e2e_limit_fds(&r.p, 66U));
+    /* BEGINs take them until BEGIN answers BUSY: the range is full. */
+    int begun = 0;
+    for (int i = 0; i < 8; i++) {
+        pbx_ipc_begin b;
+        pbx_ipc_frame f;
+        size_t n = 0;
+        e2e_begin_rec(&b, "docs/x.txt");
+        if (pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) != PBX_OK ||
+            !e2e_call(r.client, buf, n, NULL, 0, buf, sizeof(buf), &f) ||
+            f.status != 0U) {
+            break;
+        }
+        begun++;
+    }
+    PBX_CHECK(begun < 8);
+    int full = e2e_fd_count(r.p.pid);
+    PBX_REQUIRE(e2e_socketpair(SOCK_SEQPACKET, sv));
+    unsigned ended = 0;
+    for (unsigned i = 0; i < 40U; i++) {
+        size_t n = 0;
+        pbx_ipc_consume c = {{0, 1}};
+        int conn = e2e_connect(&r.p);
+        if (conn < 0) {
+            continue;
+        }
+        /* Deterministically: the connection ends (EOF), never silence. */
+        ended += pbx_ipc_consume_encode(&c, buf, sizeof(buf), &n) == PBX_OK &&
+                 e2e_send(conn, buf, n, &sv[1], 1) &&
+                 e2e_recv(conn, buf, sizeof(buf), NULL, 0, NULL, 2000) == 0;
+        (void)close(conn);
+    }
+    PBX_CHECK_EQ(ended, 40U);
+    PBX_CHECK(e2e_ping(r.client, 5000));
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), full);
+    (void)close(sv[1]);
+    PBX_CHECK(e2e_peer_gone(sv[0], 5000));
+    (void)close(sv[0]);
+    e2e_run_stop(&r);
+}
+
+/* A request resolved by the harness as vfsd: powerboxd then asks ttyd
+ * for policy, and the POLICY call is read off the ttyd route. */
+static bool e2e_at_policy(e2e_run *r, int *scope, int *obj)
+{
+    pbx_ipc_id id = {0, 0};
+    ino_t ino = 0;
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    return e2e_open_request(r->client, "docs/readme.txt", &id, scope) &&
+           e2e_vfsd_resolve(*scope, obj, &ino) &&
+           e2e_recv(r->p.ttyd, b, sizeof(b), NULL, 0, NULL, 5000) > 0;
+}
+
+PBX_TEST(e2e_dead_peer_fail_stops_classified_without_spinning)
+{
+    e2e_run r;
+    int scope = -1;
+    int obj = -1;
+    long cpu = -1;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_CHECK(e2e_at_policy(&r, &scope, &obj));
+    /* ttyd dies mid-call. */
+    (void)close(r.p.ttyd);
+    r.p.ttyd = -1;
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 3000, &cpu), (int)PBX_RT_EXIT_PEER_GONE);
+    PBX_CHECK(cpu >= 0 && cpu < 500);
+    int fds[2] = {scope, obj};
+    e2e_close_all(fds, 2);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_silent_startup_peer_fail_stops_after_its_deadline)
+{
+    e2e_run r;
+    int scope = -1;
+    int obj = -1;
+    long cpu = -1;
+    PBX_REQUIRE(e2e_run_start(&r));
+    pbx_ipc_id id = {0, 0};
+    ino_t ino = 0;
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
+    /* procd took INSTALL and never answers. */
+    PBX_CHECK(e2e_recv(r.p.procd, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
+    long t0 = e2e_now_ms();
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, (int)PBX_RT_CALL_MS_ROUTE + 3000, &cpu),
+                 (int)PBX_RT_EXIT_PEER_SILENT);
+    PBX_CHECK(e2e_now_ms() - t0 >= (long)PBX_RT_CALL_MS_ROUTE - 100L);
+    PBX_CHECK(cpu >= 0 && cpu < 500);
+    int fds[2] = {scope, obj};
+    e2e_close_all(fds, 2);
     e2e_run_stop(&r);
 }

@@ -22,7 +22,9 @@
 #define ERIX_SYS_IPC_SEND 0x20U
 /** ERIX_SYS_IPC_RECV: (slot, desc *) receive; caps land in desc->caps. */
 #define ERIX_SYS_IPC_RECV 0x21U
-/** ERIX_SYS_IPC_CALL: (slot, send desc *, recv desc *) send, then wait. */
+/** ERIX_SYS_IPC_CALL: (slot, send desc *, recv desc *, timeout_ms) send,
+ * then wait for the reply at most timeout_ms (0: unbounded); when it runs
+ * out the kernel cancels the pending reply and answers ERIX_E_TIMED_OUT. */
 #define ERIX_SYS_IPC_CALL 0x22U
 /** ERIX_SYS_IPC_REPLY: (reply_slot, desc *) answer; consumes the slot. */
 #define ERIX_SYS_IPC_REPLY 0x23U
@@ -68,6 +70,8 @@
 #define ERIX_E_PEER_GONE (-6)
 /** ERIX_E_RANGE: slot number or length out of range. */
 #define ERIX_E_RANGE (-7)
+/** ERIX_E_TIMED_OUT: IPC_CALL got no reply within its timeout_ms. */
+#define ERIX_E_TIMED_OUT (-8)
 
 /** ERIX_SLOT_NONE means "no slot" in descriptors. */
 #define ERIX_SLOT_NONE 0xFFFFFFFFU

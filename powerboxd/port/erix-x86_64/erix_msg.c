@@ -269,6 +269,9 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
     ctx->client_count++;
     err = erix_recv_judge(ctx, &d);
     msg->from_slot = reply;
+    /* The kernel's badge of the capability the sender invoked; one wider
+     * than the runtime's badges is unidentified (0). */
+    msg->badge = d.badge <= UINT32_MAX ? (uint32_t)d.badge : 0U;
     msg->len_bytes = err == PBX_OK ? d.len : 0U;
     msg->receipts = ctx->staged_count;
     return err;
@@ -376,7 +379,8 @@ pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
-                      uint32_t cap_bytes, pbx_port_msg *msg)
+                      uint32_t cap_bytes, pbx_port_msg *msg,
+                      uint32_t timeout_ms)
 {
     struct erix_ipc_desc out;
     struct erix_ipc_desc in;
@@ -393,7 +397,11 @@ pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
     out.flags = 0U;
     erix_recv_desc(&in, resp, cap_bytes, ERIX_SLOT_NONE, 0U);
     st = erix_sys(ERIX_SYS_IPC_CALL, (uint64_t)route, (uintptr_t)&out,
-                  (uintptr_t)&in, 0, (uint64_t *)0);
+                  (uintptr_t)&in, timeout_ms == 0U ? 1U : timeout_ms,
+                  (uint64_t *)0);
+    if (st == ERIX_E_TIMED_OUT) {
+        return PBX_E_PORT_TIMEOUT;
+    }
     if (st != ERIX_OK) {
         return erix_send_status(st);
     }

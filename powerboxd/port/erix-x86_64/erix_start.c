@@ -41,3 +41,11 @@ _Noreturn void pbx_port_exit(uint8_t status)
     /* ERIX_SYS_EXIT cannot return; should it ever, stop rather than run. */
     __builtin_trap();
 }
+
+void pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
+{
+    /* The assumed EriX ABI has no console: the exit status alone
+     * classifies the failure there. */
+    (void)msg;
+    (void)len_bytes;
+}

@@ -30,6 +30,10 @@
 #define LX_SEALS_ALL                                                           \
     (LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW | LX_F_SEAL_WRITE)
 
+/** LX_BADGE_LAST is the highest connection badge the port hands out; the
+ * values above it are left to the runtime's reserved badges. */
+#define LX_BADGE_LAST UINT32_C(0xFFFFFFF0)
+
 /** LX_SLOT_LIMIT is the highest slot number the port will ever touch. */
 #define LX_SLOT_LIMIT 65535
 

@@ -7,6 +7,10 @@
 
 /** LX_SYS_POLL is poll(fds, n, timeout), used only inside a peer call. */
 #define LX_SYS_POLL 7
+/** LX_SYS_CLOCK_GETTIME reads a clock, used only for peer-call deadlines. */
+#define LX_SYS_CLOCK_GETTIME 228
+/** LX_CLOCK_MONOTONIC never jumps with the wall clock. */
+#define LX_CLOCK_MONOTONIC 1
 /** LX_POLLIN asks poll for readability. */
 #define LX_POLLIN 1
 /** LX_EPIPE: the peer closed the connection. */
@@ -15,6 +19,14 @@
 #define LX_ECONNRESET 104
 /** LX_CALL_WAITS_MAX bounds the wake-ups one peer call tolerates. */
 #define LX_CALL_WAITS_MAX 64U
+
+/** lx_timespec is struct timespec; only the kernel writes it. */
+struct lx_timespec {
+    /** Seconds. */
+    int64_t sec;
+    /** Nanoseconds. */
+    int64_t nsec;
+};
 
 /** LX_CTRL_BYTES holds exactly PBX_PORT_RECEIPTS_MAX descriptors (one
  * control message header plus the descriptors, rounded to 8 bytes). */
@@ -214,10 +226,14 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
                              uint32_t cap_bytes, pbx_port_msg *msg)
 {
     uint32_t i;
+    uint32_t badge = 0U;
     int known = 0;
     pbx_err err;
     for (i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX; i++) {
-        known |= ctx->clients[i] == slot;
+        if (ctx->clients[i] == slot) {
+            known = 1;
+            badge = ctx->client_badges[i];
+        }
     }
     known |= slot >= 0 && slot == ctx->broker_slot;
     if (!known) {
@@ -225,6 +241,7 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
         return PBX_E_PORT_NOT_CLIENT;
     }
     err = lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
+    msg->badge = badge;
     if (slot == ctx->broker_slot && err == PBX_E_PORT_PEER_CLOSED) {
         /* The broker's sender is gone: a level-triggered hang-up would
          * be reported for ever, so stop watching; the slot stays. */
@@ -311,11 +328,27 @@ pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
     return lx_send(slot, msg, len_bytes, PBX_PORT_SLOT_NONE);
 }
 
+/* Milliseconds on the monotonic clock; 0 if the clock cannot be read,
+ * which makes every deadline already past (fail closed). */
+static uint64_t lx_now_ms(void)
+{
+    struct lx_timespec ts = {0, 0};
+    if (lx_sys3(LX_SYS_CLOCK_GETTIME, LX_CLOCK_MONOTONIC, lx_ptr(&ts), 0) !=
+            0 ||
+        ts.sec < 0 || ts.nsec < 0) {
+        return 0U;
+    }
+    return (uint64_t)ts.sec * 1000U + (uint64_t)ts.nsec / 1000000U;
+}
+
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
-                      uint32_t cap_bytes, pbx_port_msg *msg)
+                      uint32_t cap_bytes, pbx_port_msg *msg,
+                      uint32_t timeout_ms)
 {
     pbx_err err;
+    uint64_t start;
+    uint64_t limit = timeout_ms == 0U ? 1U : timeout_ms;
     pbx_mem_set(msg, 0, sizeof(*msg));
     if (lx_staged_pending(ctx)) {
         return PBX_E_PORT_RECEIPTS_PENDING;
@@ -324,15 +357,24 @@ pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
     if (err != PBX_OK) {
         return err;
     }
-    /* The route may be non-blocking: wait for readability with poll and
-     * receive again, a bounded number of times (signals only). */
+    start = lx_now_ms();
+    /* Never a blocking receive: the route may be a caller's scope, a
+     * descriptor whose blocking mode the caller chose. Wait for
+     * readability with poll until the deadline, a bounded number of times
+     * (early wake-ups come only from signals). */
     for (uint32_t i = 0; i < LX_CALL_WAITS_MAX; i++) {
         struct lx_pollfd p = {route, LX_POLLIN, 0};
-        err = lx_recv(ctx, route, resp, cap_bytes, msg, 0);
+        uint64_t now;
+        err = lx_recv(ctx, route, resp, cap_bytes, msg, LX_MSG_DONTWAIT);
         if (err != PBX_E_PORT_AGAIN) {
             return err;
         }
-        (void)lx_sys3(LX_SYS_POLL, lx_ptr(&p), 1, -1);
+        now = lx_now_ms();
+        if (now == 0U || now < start || now - start >= limit) {
+            return PBX_E_PORT_TIMEOUT;
+        }
+        (void)lx_sys3(LX_SYS_POLL, lx_ptr(&p), 1,
+                      (int64_t)(limit - (now - start)));
     }
-    return PBX_E_PORT_AGAIN;
+    return PBX_E_PORT_TIMEOUT;
 }

@@ -297,6 +297,12 @@ static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
         return PBX_E_PORT_SYSCALL;
     }
     ctx->clients[ctx->client_count] = fd;
+    /* A fresh badge per accepted connection, never reused before the
+     * counter wraps, so a recycled fd number inherits nothing. */
+    ctx->next_badge = ctx->next_badge >= LX_BADGE_LAST || ctx->next_badge == 0U
+                          ? 1U
+                          : ctx->next_badge + 1U;
+    ctx->client_badges[ctx->client_count] = ctx->next_badge;
     ctx->client_count++;
     if (ctx->client_count == PBX_PORT_CLIENTS_MAX &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, ctx->public_slot, LX_TAG_LISTEN,
@@ -319,7 +325,9 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     err = lx_close_proven(slot);
     ctx->client_count--;
     ctx->clients[at] = ctx->clients[ctx->client_count];
+    ctx->client_badges[at] = ctx->client_badges[ctx->client_count];
     ctx->clients[ctx->client_count] = PBX_PORT_SLOT_NONE;
+    ctx->client_badges[ctx->client_count] = 0U;
     if ((ctx->flags & LX_FLAG_LISTEN_ARMED) == 0U && ctx->public_slot >= 0 &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
                      LX_EPOLLIN) == PBX_OK) {

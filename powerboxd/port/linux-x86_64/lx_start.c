@@ -44,3 +44,9 @@ _Noreturn void pbx_port_exit(uint8_t status)
     /* exit_group cannot return; should it ever, stop rather than run on. */
     __builtin_trap();
 }
+
+void pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
+{
+    /* Best effort: a closed or full slot 2 only loses the line. */
+    (void)lx_sys3(LX_SYS_WRITE, 2, lx_ptr(msg), (int64_t)len_bytes);
+}

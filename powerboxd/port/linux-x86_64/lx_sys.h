@@ -13,6 +13,8 @@
 
 /** LX_SYS_* are the x86_64 system call numbers the port uses. */
 #define LX_SYS_CLOSE 3
+/** write(fd, buf, count), for diagnostics only. */
+#define LX_SYS_WRITE 1
 /** fstat(fd, struct stat *). */
 #define LX_SYS_FSTAT 5
 /** mmap(addr, len, prot, flags, fd, off). */
