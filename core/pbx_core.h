@@ -190,6 +190,13 @@ typedef enum pbx_core_queue_id {
     PBX_CORE_Q_PARK_NOTIFY = PBX_CORE_Q_PARK_GRANT + PBX_CORE_ROUTE_COUNT,
     /** Transient slots whose unwanted receipt awaits deletion retry. */
     PBX_CORE_Q_ORPHAN,
+    /**
+     * Requests whose RESOLVE the scope capability pushed back on. No
+     * route's writability says when a caller-supplied scope can take the
+     * call again, so they go back to the intake lane on the next public
+     * frame (pbx_core_on_public), never in a tight loop.
+     */
+    PBX_CORE_Q_PARK_SCOPE,
     /** Number of queues; not a queue. */
     PBX_CORE_Q_COUNT
 } pbx_core_queue_id;
@@ -313,7 +320,9 @@ void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity);
  * pbx_core_on_public handles one public frame of len bytes that arrived on
  * the public route with badge (the caller identity the kernel vouched
  * for) together with slot_count received capabilities in slots (each now
- * the core's). It writes the reply into *out. Returns PBX_OK whenever a
+ * the core's). It writes the reply into *out. Every public frame first
+ * returns the requests parked on scope backpressure (PBX_CORE_Q_PARK_SCOPE)
+ * to the intake lane, in O(1). Returns PBX_OK whenever a
  * reply (possibly an error reply) was produced; any other value is a
  * fail-stop whose exit status pbx_core_exit_status reports.
  */

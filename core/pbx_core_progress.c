@@ -115,7 +115,12 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
     /* Resolution goes only through the committed scope. */
     c.via_slot = pbx_core_tslot_at(ctx, r->scope_tslot)->slot;
-    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_VFSD, &io)) {
+    io = ctx->ops->call(ctx->ops_user, &c);
+    if (io == PBX_CORE_IO_BUSY) {
+        /* The scope, not vfsd's route, pushed back: no route readiness
+         * covers it, so the request waits for the next public frame. */
+        pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        pbx_core_enqueue(ctx, PBX_CORE_Q_PARK_SCOPE, i);
         return PBX_OK;
     }
     pbx_core_event ev = io == PBX_CORE_IO_OK

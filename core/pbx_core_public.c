@@ -653,6 +653,8 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     if (ctx->ready == 0U) {
         return PBX_E_CORE_NOT_READY;
     }
+    /* A public frame is the retry signal for scope backpressure. */
+    pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_PARK_SCOPE);
     pbx_err err =
         slot_count > UINT16_MAX
             ? PBX_E_IPC_CAP_COUNT

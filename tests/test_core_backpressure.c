@@ -56,13 +56,17 @@ PBX_TEST(core_peer_busy_parks_keeps_slots_and_resumes)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     TH_TRACE(h, "reserve=64 resolve@64:busy");
-    /* Parked: no retry until the route is ready; the scope is kept. */
+    /* Parked: no retry until the next public frame; the scope is kept.
+     * The scope pushed back, not vfsd's route, so no route's readiness
+     * (vfsd's included) wakes it. */
     PBX_CHECK_EQ(th_run(h), 0U);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
-    /* Another route becoming ready does not wake it. */
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
     PBX_CHECK_EQ(th_run(h), 0U);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
     th_run(h);
     TH_TRACE(h, "resolve@64 <65 policy:busy");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);

@@ -220,3 +220,43 @@ PBX_TEST(core_late_commit_receipt_after_publication_is_unowned)
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
+
+/* A RESOLVE the scope pushed back on never spins: vfsd's route becoming
+ * ready (it always is) retries nothing; each public frame retries it
+ * exactly once, until the scope takes the call. */
+PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 resolve@64:busy");
+    PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_PARK_SCOPE].count, 1U);
+    PBX_CHECK_EQ(
+        h->core.queues[PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_VFSD].count,
+        0U);
+    for (uint32_t n = 0; n < 8U; n++) {
+        pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+        PBX_CHECK_EQ(th_run(h), 0U);
+    }
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_run(h), 1U);
+    TH_TRACE(h, "resolve@64:busy");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "resolve@64 <65 policy install^65 <66 detach>65 view+ "
+                "del=64 release=64 wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
