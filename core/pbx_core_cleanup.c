@@ -64,7 +64,7 @@ static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
         g->flags |= PBX_CORE_GRANT_F_APPROVED;
     }
     n->decision = r->decision;
-    n->decision_generation = i;
+    n->request = i;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_RELEASED);
     pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
 }
@@ -291,9 +291,10 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
     const pbx_core_notification *no =
         (const pbx_core_notification *)pbx_core_rec(
             ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, n);
-    uint32_t i = no->decision_generation;
+    uint32_t i = no->request;
     if (i >= ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity ||
         pbx_core_req(ctx, i)->notification != n ||
+        pbx_core_req(ctx, i)->decision != no->decision ||
         (pbx_core_req(ctx, i)->link.state != (uint16_t)PBX_CORE_ST_NOTIFY &&
          pbx_core_req(ctx, i)->link.state != (uint16_t)PBX_CORE_ST_DELIVERED)) {
         /* The wake would announce a decision no request holds. */

@@ -151,8 +151,11 @@ typedef struct pbx_core_grant {
 } pbx_core_grant;
 
 /**
- * pbx_core_prompt is one trusted prompt correlation: the exact request and
- * object shown, and how often ttyd answered RETRY.
+ * pbx_core_prompt is one trusted prompt correlation, opened when policy
+ * asks for a prompt: the exact request and object shown, how often ttyd
+ * answered RETRY, and the user's exactly correlated answer. Read back
+ * right before installation (the evidence an exceptional or prompted
+ * request needs).
  */
 typedef struct pbx_core_prompt {
     /** Links, generation and state. */
@@ -165,11 +168,15 @@ typedef struct pbx_core_prompt {
     uint32_t request_generation;
     /** RETRY answers received so far (saturating). */
     uint32_t retries;
-    /** Final answer (pbx_core_verdict), 0 while pending. */
+    /** Exact answer (pbx_ipc_answer), 0 while pending. */
     uint32_t answer;
 } pbx_core_prompt;
 
-/** pbx_core_policy is one retained ttyd session-policy answer. */
+/**
+ * pbx_core_policy is one retained, exactly echoed ttyd session-policy
+ * answer. Read back right before installation: only a routine ALLOW
+ * installs without the prompt record's exact APPROVE.
+ */
 typedef struct pbx_core_policy {
     /** Links, generation and state. */
     pbx_core_link link;
@@ -177,7 +184,7 @@ typedef struct pbx_core_policy {
     uint32_t request;
     /** Owning request generation. */
     uint32_t request_generation;
-    /** Verdict (pbx_core_verdict). */
+    /** Verdict (pbx_ipc_verdict). */
     uint32_t verdict;
     /** Nonzero when the policy came from an exceptional request. */
     uint32_t exceptional;
@@ -286,15 +293,16 @@ typedef struct pbx_core_reply {
 
 /**
  * pbx_core_notification is one authority-free launchd correlation wake
- * waiting to be queued.
+ * waiting to be queued. Both fields are written when the decision is
+ * published and checked against the request before the wake goes.
  */
 typedef struct pbx_core_notification {
     /** Links, generation and state. */
     pbx_core_link link;
-    /** Decision to announce. */
+    /** Decision record to announce (the request's decision index). */
     uint32_t decision;
-    /** Generation of that decision. */
-    uint32_t decision_generation;
+    /** Request index whose decision it is. */
+    uint32_t request;
 } pbx_core_notification;
 
 /**

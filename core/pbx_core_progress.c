@@ -158,6 +158,45 @@ static pbx_ipc_object pbx_core_req_object(const pbx_core_ctx *ctx,
         ->object;
 }
 
+/* Opens request i's prompt record: the exact request and object to show,
+ * no RETRY yet, no answer yet. */
+static void pbx_core_prompt_open(pbx_core_ctx *ctx, uint32_t i)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_prompt *p = (pbx_core_prompt *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+    p->object = pbx_core_req_object(ctx, r);
+    p->request = i;
+    p->request_generation = r->link.generation;
+    p->retries = 0U;
+    p->answer = 0U;
+}
+
+/* Whether the retained policy and prompt records of request i show why it
+ * may be installed: a routine ALLOW, or the user's exact APPROVE of this
+ * request generation and object. Checked again right before authority is
+ * installed, so an exceptional request can never pass on policy alone. */
+static bool pbx_core_allow_evidence(const pbx_core_ctx *ctx, uint32_t i)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    uint32_t gen = r->link.generation;
+    const pbx_core_policy *p = (const pbx_core_policy *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
+    const pbx_core_prompt *q = (const pbx_core_prompt *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+    pbx_ipc_object o = pbx_core_req_object(ctx, r);
+    if (p->request != i || p->request_generation != gen) {
+        return false;
+    }
+    if (p->verdict == (uint32_t)PBX_IPC_VERDICT_ALLOW && p->exceptional == 0U) {
+        return true;
+    }
+    return p->verdict == (uint32_t)PBX_IPC_VERDICT_PROMPT && q->request == i &&
+           q->request_generation == gen && q->object.id == o.id &&
+           q->object.gen == o.gen &&
+           q->answer == (uint32_t)PBX_IPC_ANSWER_APPROVE;
+}
+
 static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
@@ -204,6 +243,9 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
         p->verdict = pr.verdict;
         p->exceptional =
             pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL ? 1U : 0U;
+        if (ev == PBX_CORE_EV_PROMPT) {
+            pbx_core_prompt_open(ctx, i);
+        }
     }
     if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
@@ -260,9 +302,12 @@ static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
         pbx_ipc_prompt_reply_decode(&f, &a) == PBX_OK) {
         if (a.retry) {
             ev = PBX_CORE_EV_RETRY;
-        } else if (pbx_core_answer_exact(ctx, i, &a) &&
-                   a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE) {
-            ev = PBX_CORE_EV_ALLOW;
+        } else if (pbx_core_answer_exact(ctx, i, &a)) {
+            ((pbx_core_prompt *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_PROMPTS,
+                                             r->prompt))
+                ->answer = a.answer;
+            ev = a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE ? PBX_CORE_EV_ALLOW
+                                                             : PBX_CORE_EV_DENY;
         }
     }
     if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
@@ -546,6 +591,11 @@ pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
     case PBX_CORE_ST_PROMPT:
         return pbx_core_step_prompt(ctx, i);
     case PBX_CORE_ST_INSTALL:
+        if (!pbx_core_allow_evidence(ctx, i)) {
+            /* Allowed without the evidence that allows it: the records
+             * disagree, a classified progression fail-stop. */
+            return PBX_E_CORE_INCONSISTENT;
+        }
         return r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL
                    ? pbx_core_step_install(ctx, i)
                    : pbx_core_step_alias(ctx, i);

@@ -260,3 +260,80 @@ PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
+
+/* Record index of pool, in the arena (tests only read or corrupt it). */
+static uint8_t *bind_rec(th_h *h, pbx_bootstrap_pool pool, uint32_t index)
+{
+    const pbx_core_pool_state *p = &h->core.pools[pool];
+    return h->core.arena + p->offset_bytes +
+           (size_t)index * p->record_size_bytes;
+}
+
+/* The policy and prompt records carry the exact evidence an exceptional
+ * request is installed on, and installation reads it back: an answer that
+ * no longer says APPROVE is a progression fail-stop, never an install. */
+PBX_TEST(core_prompt_and_policy_records_are_install_evidence)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    pbx_core_request r;
+    pbx_core_policy pol;
+    pbx_core_prompt pr;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_BUSY, 0, 0);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy prompt prompt "
+                "install^65:busy");
+    memcpy(&r, bind_rec(h, PBX_BOOTSTRAP_POOL_REQUESTS, id.index), sizeof(r));
+    memcpy(&pol, bind_rec(h, PBX_BOOTSTRAP_POOL_POLICIES, r.policy),
+           sizeof(pol));
+    memcpy(&pr, bind_rec(h, PBX_BOOTSTRAP_POOL_PROMPTS, r.prompt), sizeof(pr));
+    PBX_CHECK_EQ(pol.request, id.index);
+    PBX_CHECK_EQ(pol.request_generation, id.gen);
+    PBX_CHECK_EQ(pol.verdict, (uint32_t)PBX_IPC_VERDICT_PROMPT);
+    PBX_CHECK_EQ(pol.exceptional, 1U);
+    PBX_CHECK_EQ(pr.request, id.index);
+    PBX_CHECK_EQ(pr.request_generation, id.gen);
+    PBX_CHECK_EQ(pr.object.id, UINT64_C(0x0B1EC7001));
+    PBX_CHECK_EQ(pr.object.gen, 3U);
+    PBX_CHECK_EQ(pr.retries, 1U);
+    PBX_CHECK_EQ(pr.answer, (uint32_t)PBX_IPC_ANSWER_APPROVE);
+    /* The records disagree with the state: installation refuses. */
+    pr.answer = PBX_IPC_ANSWER_DENY;
+    memcpy(bind_rec(h, PBX_BOOTSTRAP_POOL_PROMPTS, r.prompt), &pr, sizeof(pr));
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_PROCD);
+    th_run(h);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    th_free(h);
+}
+
+/* The notification names the request (and its decision record) whose
+ * wake it carries. */
+PBX_TEST(core_notification_names_request_and_decision)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    pbx_core_request r;
+    pbx_core_notification n;
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+    th_push_wake(h, PBX_CORE_IO_BUSY);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    memcpy(&r, bind_rec(h, PBX_BOOTSTRAP_POOL_REQUESTS, id.index), sizeof(r));
+    memcpy(&n, bind_rec(h, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, r.notification),
+           sizeof(n));
+    PBX_CHECK_EQ(n.request, id.index);
+    PBX_CHECK_EQ(n.decision, r.decision);
+    th_free(h);
+}
