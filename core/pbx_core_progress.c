@@ -62,6 +62,11 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     }
 #endif
     uint64_t scope = pbx_core_scope_identity(ctx, r);
+#ifdef PBX_PLANT_SCOPE_UNBOUND
+    /* PLANTED BUG (simulator proof only): the committed scope's identity
+     * is ignored, so a FOUND naming another scope is accepted. */
+    scope = 0U;
+#endif
     if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
         rr.operation != r->ctx.ctx.operation ||

@@ -29,6 +29,9 @@
 #define SIM_GRANT_MAX 8U
 /** SIM_CLIENTS is the number of simulated public callers. */
 #define SIM_CLIENTS 4U
+/** SIM_SCOPE_IDENT_BASE offsets the scope identities vfsd reports. */
+#define SIM_SCOPE_IDENT_BASE 0x5C0000000000ULL
+
 /** SIM_EVENTS is the depth of the event ring printed on failure. */
 #define SIM_EVENTS 24U
 /** SIM_SEL_MAX bounds a simulated selector. */
@@ -374,6 +377,9 @@ uint32_t sim_count_held(const sim_world *w, uint32_t role, uint32_t owner,
                         uint32_t owner_gen);
 /** sim_kernel_ops returns the effect table the core is driven with. */
 const pbx_core_ops *sim_kernel_ops(void);
+/** sim_kernel_identity reports the identity vfsd names a held scope
+ * capability by (0 for anything else): the core's scope binding. */
+uint64_t sim_kernel_identity(void *user, uint32_t slot);
 
 /* ---- sim_peers.c -------------------------------------------------------- */
 

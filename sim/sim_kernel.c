@@ -300,6 +300,17 @@ static pbx_core_io sim_op_wake(void *user, const uint8_t *frame, size_t len)
     return sim_launchd_wake(w, frame, len);
 }
 
+uint64_t sim_kernel_identity(void *user, uint32_t slot)
+{
+    const sim_world *w = user;
+    if (slot >= SIM_SLOTS || w->slots[slot].cap.role != SIM_ROLE_SCOPE) {
+        return 0U;
+    }
+    /* The kernel vouches for the endpoint's identity; vfsd derives the
+     * scope identity it reports from the same endpoint (sim_vfsd.c). */
+    return SIM_SCOPE_IDENT_BASE + w->slots[slot].cap.id;
+}
+
 static const pbx_core_ops sim_ops = {
     sim_op_call,    sim_op_query, sim_op_delete, sim_op_reserve,
     sim_op_release, sim_op_alias, sim_op_wake,

@@ -38,9 +38,13 @@ static bool sim_resolve_bind(sim_world *w, const sim_req *s,
 static void sim_resolve_echo_fault(sim_world *w, pbx_ipc_resolve_reply *rr,
                                    pbx_ipc_id *id)
 {
-    switch (sim_below(w, 4U)) {
+    switch (sim_below(w, 5U)) {
     case 0:
         rr->object_class = (uint16_t)(rr->object_class % 5U + 1U);
+        break;
+    case 4:
+        /* Another scope's identity: only a FOUND carries one. */
+        rr->scope_id ^= rr->scope_id != 0U ? 0x100U : 0U;
         break;
     case 1:
         rr->operation = (uint16_t)(rr->operation % 4U + 1U);
@@ -76,7 +80,7 @@ bool sim_vfsd_resolve(sim_world *w, const pbx_ipc_frame *f,
         rr.object_class = q.object_class;
         rr.object.id = ++w->next_object;
         rr.object.gen = 1U + sim_below(w, 7U);
-        rr.scope_id = 0x5C0000000000ULL + s->scope_cap;
+        rr.scope_id = SIM_SCOPE_IDENT_BASE + s->scope_cap;
         s->object = rr.object;
         s->scope_ident = rr.scope_id;
         r->caps[0] = sim_cap_mint(w, SIM_ROLE_OBJECT, f->request.index,

@@ -80,8 +80,12 @@ static bool sim_boot_from(sim_world *w, const uint8_t *rec, int arena_delta)
         return false;
     }
     size_t len = (size_t)((ptrdiff_t)w->arena_len + arena_delta);
-    return pbx_core_init(w->core, &w->layout, w->arena, len, &slots,
-                         sim_kernel_ops(), w) == PBX_OK;
+    if (pbx_core_init(w->core, &w->layout, w->arena, len, &slots,
+                      sim_kernel_ops(), w) != PBX_OK) {
+        return false;
+    }
+    pbx_core_set_identity(w->core, sim_kernel_identity);
+    return true;
 }
 
 /* Corrupts a good PBX1 record one of four ways; returns the arena delta. */
