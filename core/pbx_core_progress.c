@@ -62,11 +62,6 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     }
 #endif
     uint64_t scope = pbx_core_scope_identity(ctx, r);
-#ifdef PBX_PLANT_SCOPE_UNBOUND
-    /* PLANTED BUG (simulator proof only): the committed scope's identity
-     * is ignored, so a FOUND naming another scope is accepted. */
-    scope = 0U;
-#endif
     if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
         rr.operation != r->ctx.ctx.operation ||
@@ -89,8 +84,16 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     }
     /* A FOUND object is bound to the committed scope's identity when the
      * ops layer knows it (a NOT_FOUND carries none on the wire). */
+#ifdef PBX_PLANT_SCOPE_UNBOUND
+    /* PLANTED BUG (simulator proof only): the committed scope's identity
+     * is ignored, so a FOUND naming another scope is accepted. */
+    (void)scope;
+#else
+    if (scope != 0U && rr.scope_id != scope) {
+        return PBX_CORE_EV_DENY;
+    }
+#endif
     if (rr.result != (uint8_t)PBX_IPC_RESOLVE_FOUND ||
-        (scope != 0U && rr.scope_id != scope) ||
         !pbx_core_receipt_ok(ctx, c->recv_slots[0],
                              PBX_CAPABI_RECEIPT_OBJECT)) {
         return PBX_CORE_EV_DENY;
