@@ -38,6 +38,9 @@ static pbx_core_delete pbx_core_release_scope(pbx_core_ctx *ctx,
     return PBX_CORE_DELETE_OK;
 }
 
+static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
+                                          bool *done);
+
 /* Publishes request i's decision and queues its wake. */
 static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
 {
@@ -116,6 +119,18 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
          * deletion: the last one's deletion puts it back on this lane. */
         return PBX_OK;
     }
+    if ((r->flags & PBX_CORE_REQ_F_RETIRE) != 0U) {
+        /* Last, after the refused handle is gone (terminal cleanup order):
+         * a retirement that is not acknowledged exactly parks. */
+        bool done = false;
+        pbx_err err = pbx_core_req_retire_object(ctx, i, &done);
+        if (err != PBX_OK || !done) {
+            return err;
+        }
+        if (r->orphans != 0U) {
+            return PBX_OK; /* A refused reply receipt is still pending. */
+        }
+    }
     pbx_core_publish(ctx, i);
     return PBX_OK;
 }
@@ -157,21 +172,20 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
     return PBX_OK;
 }
 
-/* Sends the receipt-free full-identity retirement to vfsd. *exact says
- * vfsd echoed the full identity; a permanently rejected deletion of an
- * unwanted reply receipt is a cleanup fail-stop that must not retire. */
-static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
-                                          bool *exact)
+/* Sends the receipt-free full-identity retirement q to vfsd under grant
+ * id gid. *exact says vfsd echoed the full identity; a permanently
+ * rejected deletion of an unwanted reply receipt (kept for owner, a
+ * request or PBX_CORE_NIL) is a cleanup fail-stop that must not retire. */
+static pbx_err pbx_core_retire_call(pbx_core_ctx *ctx, pbx_ipc_id gid,
+                                    const pbx_ipc_retire *q, uint32_t owner,
+                                    bool *exact)
 {
-    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
-    pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     pbx_ipc_frame f;
     pbx_ipc_retire ack;
     pbx_core_call c;
     size_t n = 0;
     *exact = false;
-    PBX_ASSERT(pbx_ipc_retire_encode(gid, &q, ctx->frame, sizeof(ctx->frame),
+    PBX_ASSERT(pbx_ipc_retire_encode(gid, q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
     if (ctx->ops->call(ctx->ops_user, &c) != PBX_CORE_IO_OK) {
@@ -180,13 +194,51 @@ static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
     bool echo =
         pbx_core_reply_frame(&c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
         pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
-        ack.object.id == q.object.id && ack.object.gen == q.object.gen &&
-        ack.scope_id == q.scope_id && ack.object_class == q.object_class;
-    if (pbx_core_drop_receipts(ctx, &c, 0, PBX_CORE_NIL) ==
-        PBX_CORE_DELETE_REJECTED) {
+        ack.object.id == q->object.id && ack.object.gen == q->object.gen &&
+        ack.scope_id == q->scope_id && ack.object_class == q->object_class;
+    if (pbx_core_drop_receipts(ctx, &c, 0, owner) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     *exact = echo;
+    return PBX_OK;
+}
+
+/* Retires grant g's object at vfsd; see pbx_core_retire_call. */
+static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
+                                          bool *exact)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
+    return pbx_core_retire_call(ctx,
+                                pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g),
+                                &q, PBX_CORE_NIL, exact);
+}
+
+/* Retires the object of request i whose INSTALL was refused or lost (procd
+ * may hold it), under the grant id the INSTALL named. Anything but vfsd's
+ * exact acknowledgement parks the request on vfsd's route: the decision
+ * is not published while the child may still hold the object. Returns a
+ * fail-stop error, or PBX_OK with *done saying the object is retired. */
+static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
+                                          bool *done)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    const pbx_core_resolution *ev = (const pbx_core_resolution *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    pbx_ipc_retire q = {ev->object, ev->scope_id, r->ctx.ctx.object_class};
+    bool exact = false;
+    *done = false;
+    if (pbx_core_retire_call(
+            ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant), &q, i,
+            &exact) != PBX_OK) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (!exact) {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_VFSD);
+        return PBX_OK;
+    }
+    r->flags &= (uint16_t)~PBX_CORE_REQ_F_RETIRE;
+    *done = true;
     return PBX_OK;
 }
 

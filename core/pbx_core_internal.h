@@ -28,6 +28,13 @@
 #define PBX_CORE_REQ_F_WITHDRAWN 0x0004U
 /** PBX_CORE_REQ_F_WAKE_HELD: the wake waits for the withdrawal to end. */
 #define PBX_CORE_REQ_F_WAKE_HELD 0x0008U
+/**
+ * PBX_CORE_REQ_F_RETIRE: the object was sent to procd but no manage-only
+ * handle was accepted, so procd may have installed it; vfsd must retire
+ * the object (full identity, exact acknowledgement) before the decision
+ * is published.
+ */
+#define PBX_CORE_REQ_F_RETIRE 0x0010U
 
 /**
  * PBX_CORE_TSLOT_SPARE is how many transient-slot records BEGIN leaves

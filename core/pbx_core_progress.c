@@ -417,6 +417,11 @@ static pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (!ok) {
+        /* The object went out: procd may have installed it whatever it
+         * answered (or if the reply was lost), and deleting the refused
+         * handle need not cut that install. Release retires the object at
+         * vfsd, cutting every copy, before DENIED is published. */
+        r->flags |= PBX_CORE_REQ_F_RETIRE;
         pbx_core_deny(ctx, i);
         return PBX_OK;
     }

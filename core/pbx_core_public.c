@@ -540,7 +540,10 @@ static void pbx_core_on_consume(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
         pbx_core_reply_err(out, PBX_IPC_OP_CONSUME, f->request, err);
         return;
     }
-    pbx_core_grant_end(ctx, g, PBX_CORE_EV_CONSUME);
+    /* The same stop path as CANCEL and EXPIRE: a published approval whose
+     * reply is not yet delivered is withdrawn (PENDING, then CANCELLED)
+     * rather than left naming a grant that no longer exists. */
+    pbx_core_grant_stop(ctx, g, PBX_CORE_EV_CONSUME);
     pbx_core_reply_empty(out, PBX_IPC_OP_CONSUME, f->request);
 }
 

@@ -150,18 +150,47 @@ bool sim_vfsd_detach(sim_world *w, const pbx_ipc_frame *f,
                                        &r->len) == PBX_OK;
 }
 
+/* Checks the RETIRE of an object whose INSTALL the core refused or lost
+ * (procd may hold it): a live request resolved exactly this full identity,
+ * and when procd did install it, the refused handle was deleted first. */
+static bool sim_retire_refused_check(sim_world *w, const pbx_ipc_frame *f,
+                                     const pbx_ipc_retire *q)
+{
+    uint32_t g = f->request.index;
+    if (g < SIM_GRANT_MAX && w->grants[g].gen == f->request.gen &&
+        w->grants[g].state == (uint32_t)SIM_G_INSTALLED &&
+        w->grants[g].procd_live != 0U) {
+        sim_fail(w,
+                 "invariant 9: RETIRE of refused install %u/%u before its "
+                 "handle was deleted",
+                 g, f->request.gen);
+        return false;
+    }
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const sim_req *s = &w->reqs[i];
+        if (s->live != 0U && s->object.id == q->object.id &&
+            s->object.gen == q->object.gen && s->scope_ident == q->scope_id &&
+            s->begin.ctx.object_class == q->object_class) {
+            return true;
+        }
+    }
+    sim_fail(w,
+             "invariant 8: RETIRE names grant %u/%u that no peer installed "
+             "and no live request resolved",
+             g, f->request.gen);
+    return false;
+}
+
 /* Checks a RETIRE against grant g's shadow: order and full identity. */
 static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
                              const pbx_ipc_retire *q)
 {
     uint32_t g = f->request.index;
     if (g >= SIM_GRANT_MAX || w->grants[g].gen != f->request.gen ||
-        w->grants[g].state == (uint32_t)SIM_G_NONE) {
-        sim_fail(w,
-                 "invariant 8: RETIRE names grant %u/%u that no peer "
-                 "installed",
-                 g, f->request.gen);
-        return false;
+        w->grants[g].state == (uint32_t)SIM_G_NONE ||
+        (w->grants[g].state == (uint32_t)SIM_G_INSTALLED &&
+         w->grants[g].core_seen == 0U)) {
+        return sim_retire_refused_check(w, f, q);
     }
     const sim_grant *gr = &w->grants[g];
     if (gr->state != (uint32_t)SIM_G_REMOVED &&
@@ -210,6 +239,12 @@ void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
     sim_grant *gr = &w->grants[f->request.index];
     pbx_ipc_frame d;
     pbx_ipc_retire ack;
+    if (gr->gen != f->request.gen || (gr->state != (uint32_t)SIM_G_REMOVED &&
+                                      gr->state != (uint32_t)SIM_G_RETIRED)) {
+        /* A refused install's retirement: the core frees that grant
+         * without RETIRED, and the checker treats it as refused. */
+        return;
+    }
     if (sim_final(r, PBX_IPC_OP_RETIRE, f->request, &d) &&
         pbx_ipc_retire_reply_decode(&d, &ack) == PBX_OK &&
         ack.object.id == gr->object.id && ack.object.gen == gr->object.gen &&

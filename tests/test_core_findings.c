@@ -86,7 +86,8 @@ PBX_TEST(core_refused_install_handle_delays_denial)
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     h->hold_slot = PBX_CORE_SLOT_NONE;
     th_run(h);
-    TH_TRACE(h, "del=66 wake");
+    /* The handle first, then the object's retirement, then DENIED. */
+    TH_TRACE(h, "del=66 retire wake");
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
     PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
@@ -219,5 +220,110 @@ PBX_TEST(core_fsm_hits_count_every_transition_taken)
                                              (pbx_core_event)want[i][2])],
                      1U);
     }
+    th_free(h);
+}
+
+/* Model finding F1b: a CONSUME naming a published runtime-reply grant
+ * before its approval reply is delivered withdraws the approval like
+ * CANCEL and EXPIRE do: PENDING while the alias remains, then CANCELLED,
+ * delivered once, and the request retires. */
+PBX_TEST(core_consume_before_delivery_withdraws_approval)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    h->deliver = false;
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(xfer, 66U);
+    h->deliver = true;
+    th_clear_trace(h);
+    PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
+    h->hold_slot = 66U;
+    th_run(h);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    /* Delivered once: the request retired, its id names nothing now. */
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(h->wake_count, 1U);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* Model finding F2: procd may have installed the object although its
+ * reply carries a STAGING handle. The object is retired at vfsd (full
+ * identity, acknowledged exactly, cutting the child's copy too) before
+ * DENIED is published; BUSY parks the retirement and DENIED waits. */
+PBX_TEST(core_refused_install_retires_object_before_denial)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_STAGING, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);   /* RESOLVE */
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);   /* DETACH */
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0); /* RETIRE */
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_ECHO, 0);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 del=66 "
+                "detach>65 del=64 release=64 retire:busy");
+    PBX_CHECK_EQ(h->wake_count, 0U);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    /* An inexact acknowledgement is no retirement: DENIED still waits. */
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    th_run(h);
+    TH_TRACE(h, "retire");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    th_run(h);
+    TH_TRACE(h, "retire wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* F2, lost reply: a transport failure after INSTALL may still have left
+ * the object installed, so it is retired before DENIED too. */
+PBX_TEST(core_failed_install_retires_object_before_denial)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_FAIL, 0, 0);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65:fail detach>65 "
+                "del=64 release=64 retire wake");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(th_quiescent(h));
     th_free(h);
 }

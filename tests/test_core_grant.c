@@ -193,9 +193,10 @@ PBX_TEST(core_install_rejects_staging_and_inexact_handles)
         th_push(h, PBX_CORE_ROUTE_PROCD, k == 0 ? TH_STAGING : TH_OK, muts[k],
                 0);
         pbx_ipc_id id = grant_open(h, &b);
-        /* The handle is deleted, never kept as revocation authority. */
+        /* The handle is deleted, never kept as revocation authority; the
+         * object procd may have installed is retired before DENIED. */
         TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 del=66 "
-                    "detach>65 del=64 release=64 wake");
+                    "detach>65 del=64 release=64 retire wake");
         grant_expect(h, id, PBX_IPC_OUTCOME_DENIED);
         PBX_CHECK(th_quiescent(h));
     }
