@@ -24,10 +24,13 @@
  *   CORE_AT_6C5AE03     the core before grant_unpublish; with FINDING_F1
  *                       cancel/expire may end a published runtime grant
  *                       before delivery (finding F1)
- *   INSTALL_MAY_LEAK    procd installed before a STAGING or lost reply
- *                       (finding F2)
- *   CONSUME_ANYTIME     CONSUME may arrive before the reply is delivered
+ *   CORE_BEFORE_F2_FIX  the core before a refused or lost INSTALL retired
+ *                       the object at vfsd (finding F2)
+ *   CORE_BEFORE_F1B_FIX the core before CONSUME went through grant_stop
  *                       (finding F1b)
+ *
+ * procd may install the object behind a STAGING or lost reply, and CONSUME
+ * may arrive before the approval reply is delivered, in every run.
  */
 
 #ifndef NREQ
@@ -99,6 +102,7 @@ bit  cdone[NREQ];     /* the caller sends nothing more */
 /* ---- capability bookkeeping: held + transferred + deleted = received --- */
 byte c_rcv, c_held, c_xfr, c_del;
 byte kid[NREQ];       /* K_*: authority outside powerboxd for request i */
+bit  rtobj[NREQ];     /* PBX_CORE_REQ_F_RETIRE: object retired before DENIED */
 
 /* ---- observations (ghosts): set at the externally visible event ------- */
 byte pub[NREQ];       /* decision currently published (DECISION answers it) */
@@ -461,15 +465,13 @@ inline step_install(i)
     if
     :: !rt_mode[i] -> /* procd INSTALL: manage-only handle */
         cap_receive(hnd[i]); kid[i] = K_LIVE; installed(i)
-    :: !rt_mode[i] -> /* STAGING handle: refused, receipt deleted */
-#ifdef INSTALL_MAY_LEAK
-        kid[i] = K_LIVE;
-#endif
+    :: !rt_mode[i] -> /* STAGING handle: refused, receipt deleted; procd
+                       * may have installed the object all the same */
+        kid[i] = K_LIVE; rtobj[i] = 1;
         unwanted(i); terminate(i, EV_DENY, O_DENIED)
-    :: !rt_mode[i] -> /* transport failure */
-#ifdef INSTALL_MAY_LEAK
+    :: !rt_mode[i] -> /* transport failure: procd may have installed */
         if :: kid[i] = K_LIVE :: skip fi;
-#endif
+        rtobj[i] = 1;
         terminate(i, EV_DENY, O_DENIED)
     :: rt_mode[i] -> /* alias derived from the held object */
         cap_receive(hnd[i]); installed(i)
@@ -571,7 +573,22 @@ inline release_step(i)
                 fi
             fi;
             if
-            :: !tr && scope[i] != C_HELD && scope[i] != C_RSV -> publish(i)
+            :: !tr && scope[i] != C_HELD && scope[i] != C_RSV ->
+#ifndef CORE_BEFORE_F2_FIX
+                /* A refused or lost INSTALL: vfsd retires the object (every
+                 * copy, the child's included) before DENIED; anything but
+                 * the exact ack parks. */
+                if
+                :: rtobj[i] ->
+                    if
+                    :: rtobj[i] = 0; kid[i] = K_DEAD
+                    :: CAN_BUSY -> busy++
+                    fi
+                :: else -> publish(i)
+                fi
+#else
+                publish(i)
+#endif
             :: else -> skip                      /* re-queued */
             fi;
             tr = 0
@@ -689,14 +706,15 @@ inline on_cancel(i)
     fi
 }
 
-/* CONSUME names the grant by id. The caller learns the id from the
- * delivered reply, so the gate lets it consume only after delivery; with
- * CONSUME_ANYTIME (finding F1b) any public caller may send it earlier,
- * since on_consume checks neither the badge nor the request's state. */
-#ifdef CONSUME_ANYTIME
+/* CONSUME names the grant by id; the owner may send it before the
+ * approval reply is delivered (a lost reply, or an id learnt otherwise).
+ * It stops the grant like CANCEL and EXPIRE; before the F1b fix it ended
+ * the grant directly, without grant_unpublish. */
 #define CONSUME_OK(i) true
+#ifdef CORE_BEFORE_F1B_FIX
+#define consume_stop(i) grant_end(i, EV_CONSUME)
 #else
-#define CONSUME_OK(i) o_dlv[i]
+#define consume_stop(i) grant_stop(i, EV_CONSUME)
 #endif
 
 inline on_consume(i)
@@ -705,7 +723,7 @@ inline on_consume(i)
     if
     :: g_st[i] == ST_LIVE && g_approved[i] && one_shot[i] && STOP_OK(i) &&
        CONSUME_OK(i) ->
-        grant_end(i, EV_CONSUME)
+        consume_stop(i)
     :: else -> skip                              /* refused */
     fi
 }
