@@ -323,6 +323,25 @@ pbx_err pbx_ipc_body_total(const pbx_ipc_frame *f, size_t want)
     return f->body_len > want ? PBX_E_IPC_TRAILING : PBX_OK;
 }
 
+pbx_err pbx_ipc_texts_total(const pbx_ipc_frame *f, size_t fixed,
+                            size_t lens_off, size_t extra, uint16_t *entry_len,
+                            uint16_t *label_len)
+{
+    PBX_ASSERT(lens_off + 4U <= fixed && f->body_len >= fixed);
+    uint16_t e = pbx_le_get16(f->body + lens_off);
+    uint16_t l = pbx_le_get16(f->body + lens_off + 2U);
+    if (e == 0U || e > PBX_IPC_ENTRY_LEN_BYTES_MAX ||
+        l > PBX_IPC_LABEL_LEN_BYTES_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    pbx_err err = pbx_ipc_body_total(f, fixed + (size_t)e + l + extra);
+    if (err == PBX_OK) {
+        *entry_len = e;
+        *label_len = l;
+    }
+    return err;
+}
+
 bool pbx_ipc_all_zero(const uint8_t *p, size_t n)
 {
     uint8_t acc = 0U;

@@ -31,6 +31,20 @@ pbx_err pbx_ipc_body_at_least(const pbx_ipc_frame *f, uint16_t op,
  */
 pbx_err pbx_ipc_body_total(const pbx_ipc_frame *f, size_t want);
 
+/**
+ * pbx_ipc_texts_total reads the program-entry and label lengths stored
+ * little-endian at body offsets lens_off and lens_off + 2 of a record whose
+ * fixed part (already proven present) is fixed bytes, bounds them (entry
+ * 1..PBX_IPC_ENTRY_LEN_BYTES_MAX, label 0..PBX_IPC_LABEL_LEN_BYTES_MAX:
+ * PBX_E_IPC_BOUND) and checks that the body is exactly fixed + entry +
+ * label + extra bytes (pbx_ipc_body_total). The lengths are written to
+ * *entry_len and *label_len only on success. BEGIN, PROMPT and VIEW share
+ * this layout rule; extra is the selector length for PROMPT, else 0.
+ */
+pbx_err pbx_ipc_texts_total(const pbx_ipc_frame *f, size_t fixed,
+                            size_t lens_off, size_t extra, uint16_t *entry_len,
+                            uint16_t *label_len);
+
 /** pbx_ipc_all_zero reports whether the n bytes at p are all zero. */
 bool pbx_ipc_all_zero(const uint8_t *p, size_t n);
 

@@ -88,14 +88,10 @@ pbx_err pbx_ipc_begin_decode(const pbx_ipc_frame *f, pbx_ipc_begin *out)
         return err;
     }
     const uint8_t *b = f->body;
-    uint16_t entry_len = pbx_le_get16(b + 52);
-    uint16_t label_len = pbx_le_get16(b + 54);
-    if (entry_len == 0U || entry_len > PBX_IPC_ENTRY_LEN_BYTES_MAX ||
-        label_len > PBX_IPC_LABEL_LEN_BYTES_MAX) {
-        return PBX_E_IPC_BOUND;
-    }
-    err = pbx_ipc_body_total(f, PBX_IPC_BEGIN_FIXED_BYTES + (size_t)entry_len +
-                                    label_len);
+    uint16_t entry_len = 0;
+    uint16_t label_len = 0;
+    err = pbx_ipc_texts_total(f, PBX_IPC_BEGIN_FIXED_BYTES, 52U, 0U, &entry_len,
+                              &label_len);
     if (err != PBX_OK) {
         return err;
     }

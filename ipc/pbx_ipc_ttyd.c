@@ -210,16 +210,13 @@ pbx_err pbx_ipc_prompt_decode(const pbx_ipc_frame *f, pbx_ipc_prompt *out)
         return err;
     }
     const uint8_t *b = f->body;
-    uint16_t e = pbx_le_get16(b + 44);
-    uint16_t l = pbx_le_get16(b + 46);
+    uint16_t e = 0;
+    uint16_t l = 0;
     uint32_t s = pbx_le_get32(b + 48);
-    if (e == 0U || e > PBX_IPC_ENTRY_LEN_BYTES_MAX ||
-        l > PBX_IPC_LABEL_LEN_BYTES_MAX || s == 0U ||
-        s > PBX_IPC_SELECTOR_LEN_BYTES_MAX) {
+    if (s == 0U || s > PBX_IPC_SELECTOR_LEN_BYTES_MAX) {
         return PBX_E_IPC_BOUND;
     }
-    err = pbx_ipc_body_total(f, PBX_IPC_PROMPT_FIXED_BYTES + (size_t)e +
-                                    (size_t)l + (size_t)s);
+    err = pbx_ipc_texts_total(f, PBX_IPC_PROMPT_FIXED_BYTES, 44U, s, &e, &l);
     if (err != PBX_OK) {
         return err;
     }

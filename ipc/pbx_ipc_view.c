@@ -124,13 +124,9 @@ pbx_err pbx_ipc_view_decode(const pbx_ipc_frame *f, pbx_ipc_view *out)
         return err;
     }
     const uint8_t *b = f->body;
-    uint16_t e = pbx_le_get16(b + 80);
-    uint16_t l = pbx_le_get16(b + 82);
-    if (e == 0U || e > PBX_IPC_ENTRY_LEN_BYTES_MAX ||
-        l > PBX_IPC_LABEL_LEN_BYTES_MAX) {
-        return PBX_E_IPC_BOUND;
-    }
-    err = pbx_ipc_body_total(f, PBX_IPC_VIEW_FIXED_BYTES + (size_t)e + l);
+    uint16_t e = 0;
+    uint16_t l = 0;
+    err = pbx_ipc_texts_total(f, PBX_IPC_VIEW_FIXED_BYTES, 80U, 0U, &e, &l);
     if (err != PBX_OK) {
         return err;
     }

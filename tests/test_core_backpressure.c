@@ -27,8 +27,7 @@ PBX_TEST(core_full_pool_answers_busy_and_drops_nothing)
     th_run(h);
     PBX_CHECK_EQ(th_begin(h, &b, &other, &dest), PBX_E_CORE_BUSY);
     /* The first request was not disturbed by the refusals. */
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     TH_TRACE(h, "resolve@64 <65 policy install^65 <66 detach>65 view+ "
                 "del=64 release=64 wake");
     /* Retired on delivery, the records are free again; the live grant
@@ -65,8 +64,7 @@ PBX_TEST(core_peer_busy_parks_keeps_slots_and_resumes)
     PBX_CHECK_EQ(th_run(h), 0U);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     PBX_CHECK_EQ(th_run(h), 0U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     th_run(h);
     TH_TRACE(h, "resolve@64 <65 policy:busy");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);
@@ -74,13 +72,11 @@ PBX_TEST(core_peer_busy_parks_keeps_slots_and_resumes)
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
     th_run(h);
     TH_TRACE(h, "policy install^65:busy");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_PROCD);
     th_run(h);
     TH_TRACE(h, "install^65 <66 detach>65 view+ del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
@@ -108,13 +104,11 @@ PBX_TEST(core_detach_and_view_busy_park_before_approval)
     th_run(h);
     TH_TRACE(h, "detach>65 view+:busy");
     /* No approval before the ACTIVE row is acknowledged. */
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
     th_run(h);
     TH_TRACE(h, "view+ del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     th_free(h);
 }
 
@@ -137,8 +131,7 @@ PBX_TEST(core_wake_busy_retains_decision_until_route_ready)
     PBX_CHECK_EQ(h->wake_count, 0U);
     /* The reply may be delivered first; the decision is still kept
      * until the wake is queued. */
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_STATE);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_LAUNCHD);
     th_run(h);
@@ -163,8 +156,7 @@ PBX_TEST(core_undelivered_reply_keeps_terminal_decision)
     th_run(h);
     h->deliver = false;
     for (int k = 0; k < 3; k++) {
-        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_NOT_FOUND);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_NOT_FOUND);
     }
     h->deliver = true;
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);

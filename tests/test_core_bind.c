@@ -104,8 +104,7 @@ PBX_TEST(core_detach_busy_parks_then_approves)
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "detach>65 view+ del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
@@ -159,8 +158,7 @@ PBX_TEST(core_resolve_binds_known_scope_identity)
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
                 "detach>65 view+ del=64 release=64 wake");
     PBX_CHECK_EQ(h->last_view.scope_id, TH_SCOPE_ID);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     th_free(h);
 }
 
@@ -176,8 +174,7 @@ PBX_TEST(core_resolve_unknown_scope_identity_keeps_binding)
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
                 "detach>65 view+ del=64 release=64 wake");
     PBX_CHECK_EQ(h->last_view.scope_id, TH_SCOPE_ID + 1U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     th_free(h);
 }
 
@@ -246,8 +243,7 @@ PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
         PBX_CHECK_EQ(th_run(h), 0U);
     }
     TH_TRACE(h, "");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(th_run(h), 1U);
     TH_TRACE(h, "resolve@64:busy");
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
@@ -255,8 +251,7 @@ PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "resolve@64 <65 policy install^65 <66 detach>65 view+ "
                 "del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }

@@ -81,15 +81,13 @@ PBX_TEST(core_refused_install_handle_delays_denial)
                 "del=64 release=64");
     /* Object back, scope gone, but the handle remains: no decision. */
     PBX_CHECK_EQ(h->wake_count, 0U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     h->hold_slot = PBX_CORE_SLOT_NONE;
     th_run(h);
     /* The handle first, then the object's retirement, then DENIED. */
     TH_TRACE(h, "del=66 retire wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
@@ -111,8 +109,7 @@ PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     h->deliver = false;
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(xfer, 66U);
     h->deliver = true;
     th_clear_trace(h);
@@ -120,15 +117,13 @@ PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
     h->hold_slot = 66U;
     th_run(h);
     TH_TRACE(h, "");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     h->hold_slot = PBX_CORE_SLOT_NONE;
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     PBX_CHECK_EQ(h->wake_count, 1U);
     PBX_CHECK(th_quiescent(h));
@@ -241,8 +236,7 @@ PBX_TEST(core_consume_before_delivery_withdraws_approval)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     h->deliver = false;
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(xfer, 66U);
     h->deliver = true;
     th_clear_trace(h);
@@ -250,14 +244,12 @@ PBX_TEST(core_consume_before_delivery_withdraws_approval)
     h->hold_slot = 66U;
     th_run(h);
     TH_TRACE(h, "");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     h->hold_slot = PBX_CORE_SLOT_NONE;
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     /* Delivered once: the request retired, its id names nothing now. */
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
@@ -289,19 +281,16 @@ PBX_TEST(core_refused_install_retires_object_before_denial)
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 del=66 "
                 "detach>65 del=64 release=64 retire:busy");
     PBX_CHECK_EQ(h->wake_count, 0U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     /* An inexact acknowledgement is no retirement: DENIED still waits. */
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     th_run(h);
     TH_TRACE(h, "retire");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     th_run(h);
     TH_TRACE(h, "retire wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
@@ -322,8 +311,7 @@ PBX_TEST(core_failed_install_retires_object_before_denial)
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65:fail detach>65 "
                 "del=64 release=64 retire wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_DENIED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }

@@ -45,8 +45,7 @@ PBX_TEST(core_routine_allow_install_end_to_end)
     /* Only the manage-only revocation handle is still held. */
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     PBX_CHECK(th_conserved(h));
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(d.mode, PBX_IPC_MODE_INSTALL);
     PBX_CHECK_EQ(d.installed_slot, 40U);
     PBX_CHECK_EQ(d.grant.index, h->last_view.grant.index);
@@ -82,8 +81,7 @@ PBX_TEST(core_policy_deny_releases_before_decision)
     th_default_begin(&b, sel, SEL_LEN);
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     /* In flight: PENDING, receipt-free, nothing to deliver. */
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
     th_run(h);
@@ -139,16 +137,14 @@ PBX_TEST(core_prompt_retry_keeps_request_then_approves)
     PBX_CHECK_MEM(h->last_prompt_ctx.selector_digest, b.selector_digest, 32U);
     /* Parked: no polling, still pending, scope and object kept. */
     PBX_CHECK_EQ(th_run(h), 0U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);
     PBX_CHECK(th_conserved(h));
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
     th_run(h);
     TH_TRACE(h, "prompt install^65 <66 detach>65 view+ del=64 release=64 "
                 "wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
@@ -219,8 +215,7 @@ PBX_TEST(core_runtime_reply_alias_exported_exactly_once)
     PBX_CHECK_EQ(h->last_view.installed_slot, 0U);
     /* An undelivered reply keeps the alias for the next DECISION. */
     h->deliver = false;
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(d.mode, PBX_IPC_MODE_RUNTIME_REPLY);
     PBX_CHECK_EQ(xfer, 66U);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);

@@ -241,4 +241,15 @@ void th_trace_is(th_h *h, const char *file, int line, const char *want);
 /** TH_TRACE asserts the exact effect trace and clears it. */
 #define TH_TRACE(h, want) th_trace_is((h), __FILE__, __LINE__, (want))
 
+/**
+ * TH_CHECK_OUTCOME asks DECISION for request id, checks that the core
+ * answered, and checks the outcome is want. *d and *xfer keep the reply
+ * (the decision record and any transferred slot) for further checks.
+ */
+#define TH_CHECK_OUTCOME(h, id, d, xfer, want)                                 \
+    do {                                                                       \
+        PBX_CHECK_EQ(th_decision((h), (id), (d), (xfer)), 0U);                 \
+        PBX_CHECK_EQ((d)->outcome, (want));                                    \
+    } while (0)
+
 #endif /* TEST_CORE_HARNESS_H */

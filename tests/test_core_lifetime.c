@@ -19,8 +19,7 @@ static pbx_ipc_id life_approve(th_h *h, const pbx_ipc_begin *b, pbx_ipc_id *req)
     pbx_ipc_id id = {0, 0};
     PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
     th_run(h);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     if (req != NULL) {
         *req = id;
     }
@@ -148,8 +147,7 @@ PBX_TEST(core_cancel_in_flight_and_before_commit)
     PBX_CHECK_EQ(th_cancel(h, id), 0U);
     th_run(h);
     TH_TRACE(h, "reserve=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     /* A refused COMMIT receipt sits in the reservation and its deletion
      * must be retried: its orphan record deletes it exactly once, and only
@@ -177,8 +175,7 @@ PBX_TEST(core_cancel_in_flight_and_before_commit)
     PBX_CHECK_EQ(th_cancel(h, id), 0U);
     th_run(h);
     TH_TRACE(h, "reserve=64 del~64 del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     /* Waiting at the prompt: object back, scope gone, CANCELLED. */
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
@@ -193,8 +190,7 @@ PBX_TEST(core_cancel_in_flight_and_before_commit)
     /* Route-ready after the cancel finds nothing parked. */
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
     PBX_CHECK_EQ(th_run(h), 0U);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     PBX_CHECK(th_quiescent(h));
     /* Stale generation: refused. */
@@ -235,8 +231,7 @@ PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
     TH_TRACE(h, "");
     PBX_CHECK_EQ(th_cancel(h, c), 0U);
     th_run(h);
-    PBX_CHECK_EQ(th_decision(h, c, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, c, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     th_clear_trace(h);
     /* Another caller cannot use the correlation of this one. */
     h->badge = TH_BADGE + 1U;
@@ -247,8 +242,7 @@ PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
     PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), 0U);
     th_run(h);
     TH_TRACE(h, "detach>65 del=64 release=64 wake");
-    PBX_CHECK_EQ(th_decision(h, a, &d, &xfer), 0U);
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, a, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
@@ -272,8 +266,7 @@ PBX_TEST(core_cancel_after_lost_approval_reply)
         PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
         th_run(h);
         h->deliver = false;
-        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
         th_clear_trace(h);
         /* The approval was lost: generation zero finds the one grant. */
         PBX_CHECK_EQ(
@@ -282,8 +275,7 @@ PBX_TEST(core_cancel_after_lost_approval_reply)
         TH_TRACE(h, "del=66 view- retire");
         /* The retained decision no longer reports a dead grant. */
         h->deliver = true;
-        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
         PBX_CHECK_EQ(d.grant.gen, 0U);
         PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
         PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
@@ -308,8 +300,7 @@ PBX_TEST(core_expiry_or_cancel_before_publication_never_approves)
         th_run(h);
         TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
                     "detach>65 view+");
-        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_PENDING);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
         if (how == 0) {
             PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD,
                                    PBX_IPC_EXPIRE_JOB, b.ctx.job_id,
@@ -322,8 +313,7 @@ PBX_TEST(core_expiry_or_cancel_before_publication_never_approves)
         th_run(h);
         PBX_CHECK_EQ(h->step_err, PBX_OK);
         TH_TRACE(h, "del=66 view- retire del=64 release=64 wake");
-        PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
         PBX_CHECK(th_quiescent(h));
         th_free(h);
     }

@@ -161,8 +161,7 @@ PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
         th_run(h);
         TH_TRACE(h, "del=66 view- retire");
         /* The retained decision no longer names a dead grant. */
-        PBX_CHECK_EQ(th_decision(h, req, &d, &xfer), 0U);
-        PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_CANCELLED);
+        TH_CHECK_OUTCOME(h, req, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
         PBX_CHECK_EQ(d.grant.gen, 0U);
         PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
         PBX_CHECK(th_quiescent(h));
