@@ -206,9 +206,11 @@ typedef enum pbx_core_queue_id {
 
 /**
  * PBX_CORE_BADGE_LAUNCHD is the badge the runtime passes for frames that
- * arrived from launchd's broker connection; only it may send EXPIRE, and
- * besides the badge that began a request it alone may CANCEL that request
- * or CONSUME and CANCEL its grant (others get PBX_E_CORE_NOT_OWNER).
+ * arrived from launchd's broker connection; only it may send BEGIN (either
+ * mode; others get PBX_E_CORE_BROKER) and EXPIRE, so it owns every request:
+ * SELECTOR, COMMIT and DECISION are accepted only from the badge that began
+ * the request, and CANCEL of that request or CONSUME and CANCEL of its
+ * grant from that badge or launchd's (others get PBX_E_CORE_NOT_OWNER).
  */
 #define PBX_CORE_BADGE_LAUNCHD UINT32_C(0xFFFFFFFE)
 

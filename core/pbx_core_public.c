@@ -146,19 +146,20 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     return i;
 }
 
-/* Refuses a BEGIN no retry could serve: a runtime-reply request from
- * anyone but launchd's exact-job broker (running programs ask through
- * launchd, which delivers the exported alias to the blocked caller), a
- * selector larger than all the deployment's selector storage (BUSY would
- * promise a retry that can never succeed), or a job or invocation whose
- * expiry is being swept (the sweep may already have passed the record the
- * request would take). */
+/* Refuses a BEGIN no retry could serve: a request, in either mode, from
+ * anyone but launchd's exact-job broker (only launchd can vouch for the
+ * contextual body, job, session, realm and program entry, that policy,
+ * the prompt and the grant row are bound to; and in runtime-reply mode it
+ * delivers the exported alias to the blocked caller), a selector larger
+ * than all the deployment's selector storage (BUSY would promise a retry
+ * that can never succeed), or a job or invocation whose expiry is being
+ * swept (the sweep may already have passed the record the request would
+ * take). */
 static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
                                     const pbx_ipc_begin *b, uint32_t badge,
                                     uint32_t chunks)
 {
-    if (b->ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
-        badge != PBX_CORE_BADGE_LAUNCHD) {
+    if (badge != PBX_CORE_BADGE_LAUNCHD) {
         return PBX_E_CORE_BROKER;
     }
     if (chunks > ctx->chunk_count) {

@@ -307,7 +307,7 @@ typedef struct sim_world {
     uint64_t *coverage;
     /** Counters for the summary. */
     uint64_t stat_begun, stat_approved, stat_denied, stat_cancelled,
-        stat_notfound;
+        stat_notfound, stat_refused_direct;
     /** The core under test and its arena. */
     pbx_core_ctx *core;
     /** Arena storage. */

@@ -1,8 +1,11 @@
 /*
- * sim_client.c: the simulated public callers. Each client begins requests,
- * streams selectors, commits scopes, polls decisions, cancels, consumes and
- * (through launchd's badge) expires, valid and invalid, interleaved across
- * requests. Every reply is checked against what the shadow state allows.
+ * sim_client.c: the simulated public callers. Each client models a program
+ * whose requests launchd relays over its broker (so every request is begun
+ * and owned by launchd's badge): it begins requests, streams selectors,
+ * commits scopes, polls decisions, cancels, consumes and expires, valid
+ * and invalid, interleaved across requests, and sometimes asks directly
+ * from its own badge, which must be refused. Every reply is checked
+ * against what the shadow state allows.
  */
 #include "sim/sim_client.h"
 
@@ -140,6 +143,31 @@ static void sim_begin_accept(sim_world *w, uint32_t c, uint32_t badge,
     w->stat_begun++;
 }
 
+/* Free records BEGIN would take (requests and selector chunks), packed
+ * so one comparison shows that a refused BEGIN took none. */
+static uint32_t sim_begin_free(const sim_world *w)
+{
+    return w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count << 16U ^
+           w->core->chunk_free_count;
+}
+
+/* Checks a BEGIN a client sent directly: always BROKER, nothing taken. */
+static void sim_begin_refused(sim_world *w, uint32_t badge, uint16_t st,
+                              uint32_t free_before)
+{
+    if (st != (uint16_t)PBX_E_CORE_BROKER) {
+        sim_fail(w, "BEGIN from client badge %#x answered %#x, not BROKER",
+                 badge, st);
+        return;
+    }
+    if (sim_begin_free(w) != free_before) {
+        sim_fail(w, "BEGIN from client badge %#x refused but took records",
+                 badge);
+        return;
+    }
+    w->stat_refused_direct++;
+}
+
 void sim_client_begin(sim_world *w, uint32_t c)
 {
     static uint8_t sel[SIM_SEL_MAX];
@@ -160,23 +188,19 @@ void sim_client_begin(sim_world *w, uint32_t c)
         sim_fail(w, "sim: BEGIN encode failed");
         return;
     }
-    /* Running programs ask for runtime-reply grants through launchd's
-     * exact-job broker; a client asking directly must be refused. */
-    uint32_t badge = SIM_BADGE(c);
-    bool direct = false;
-    if (b.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
-        direct = sim_fault_fires(w, SIM_F_CLIENT);
-        badge = direct ? badge : PBX_CORE_BADGE_LAUNCHD;
-    }
+    /* Client c models a program whose requests launchd relays: in either
+     * mode only launchd's exact-job broker can vouch for the context, so
+     * the request is begun (and owned) by its badge. Under the client
+     * fault the program asks directly and must be refused. */
+    bool direct = sim_fault_fires(w, SIM_F_CLIENT);
+    uint32_t badge = direct ? SIM_BADGE(c) : PBX_CORE_BADGE_LAUNCHD;
+    uint32_t free_before = sim_begin_free(w);
     const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0, 0);
     pbx_ipc_frame f;
     pbx_ipc_begin_reply br;
     uint16_t st = o != NULL ? sim_reply_status(o, NULL) : 0U;
-    if (o != NULL && direct && st != (uint16_t)PBX_E_CORE_BROKER) {
-        sim_fail(w,
-                 "runtime-reply BEGIN from client badge %#x answered %#x, "
-                 "not BROKER",
-                 badge, st);
+    if (o != NULL && direct) {
+        sim_begin_refused(w, badge, st, free_before);
         return;
     }
     if (o == NULL || st != 0U) {

@@ -104,14 +104,15 @@ static void sim_invalid_garbage(sim_world *w, uint32_t c)
                      sim_chance(w, 512U) ? 1U : 0U, SIM_NIL);
 }
 
-/* Polls another client's request: must be refused. */
+/* Polls request i from a client's own badge, the program that asked
+ * included: launchd's broker began it, so every client badge is refused. */
 static void sim_invalid_foreign(sim_world *w, uint32_t c, uint32_t i)
 {
     const sim_req *s = &w->reqs[i];
     uint8_t buf[64];
     size_t n = 0;
     pbx_ipc_id id = {i, s->gen};
-    uint32_t other = (s->client + 1U + c % (SIM_CLIENTS - 1U)) % SIM_CLIENTS;
+    uint32_t other = (s->client + c) % SIM_CLIENTS;
     if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
         PBX_OK) {
         return;

@@ -201,9 +201,10 @@ uint32_t sim_foreign_badge(const sim_world *w, uint32_t owner)
     return SIM_BADGE(0);
 }
 
-/* Picks the badge a cancel or consume is sent with: the owner, sometimes
- * launchd's broker acting for the job, and under the client fault a
- * foreign caller that must be refused (*foreign set). */
+/* Picks the badge a cancel or consume is sent with: the owner (launchd's
+ * broker, which begins every request; the second branch keeps the seed
+ * streams of runs from before that rule), and under the client fault a
+ * foreign client badge that must be refused (*foreign set). */
 uint32_t sim_pick_badge(sim_world *w, uint32_t owner, bool *foreign)
 {
     *foreign = sim_fault_fires(w, SIM_F_CLIENT);

@@ -272,12 +272,14 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
         if (opts->verbose != 0U) {
             (void)printf(
                 "seed %llu ok: %llu begun, %llu approved, %llu "
-                "denied, %llu cancelled, %llu not-found%s\n",
+                "denied, %llu cancelled, %llu not-found, %llu direct "
+                "BEGINs refused%s\n",
                 (unsigned long long)seed, (unsigned long long)w->stat_begun,
                 (unsigned long long)w->stat_approved,
                 (unsigned long long)w->stat_denied,
                 (unsigned long long)w->stat_cancelled,
                 (unsigned long long)w->stat_notfound,
+                (unsigned long long)w->stat_refused_direct,
                 w->permanent != 0U ? " (permanent fault: fail-stop)" : "");
         }
         return 0;

@@ -1,7 +1,8 @@
 /*
  * test_core_findings.c: regression tests for the core bugs the simulator
- * found (seeds in sim/regress.txt), the launchd-only runtime-reply BEGIN
- * and the exact transition counters, each asserted as exact effects.
+ * found (seeds in sim/regress.txt) and the exact transition counters, each
+ * asserted as exact effects (BEGIN only through launchd's broker is in
+ * test_core_intake.c).
  */
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
@@ -31,34 +32,6 @@ static size_t row_of(pbx_core_machine m, pbx_core_state from, pbx_core_event ev)
     size_t row = pbx_core_fsm_find(m, from, ev);
     PBX_ASSERT(row < (size_t)PBX_CORE_FSM_ROWS);
     return row;
-}
-
-PBX_TEST(core_runtime_reply_begin_only_from_launchd_broker)
-{
-    th_h *h = th_new(2);
-    pbx_ipc_begin b;
-    pbx_ipc_id id = {0, 0};
-    uint32_t dest = 0;
-    th_default_begin(&b, sel, SEL_LEN);
-    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
-    memset(&b.target, 0, sizeof(b.target));
-    /* A running program asking directly: refused, nothing reserved. */
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BROKER);
-    TH_TRACE(h, "");
-    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count, 2U);
-    /* Install mode from the same caller is still fine. */
-    b.ctx.mode = PBX_IPC_MODE_INSTALL;
-    th_default_begin(&b, sel, SEL_LEN);
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
-    TH_TRACE(h, "reserve=64");
-    /* launchd's exact-job broker relays the runtime-reply request. */
-    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
-    memset(&b.target, 0, sizeof(b.target));
-    h->badge = PBX_CORE_BADGE_LAUNCHD;
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
-    TH_TRACE(h, "reserve=65");
-    PBX_CHECK(th_conserved(h));
-    th_free(h);
 }
 
 /* Finding 4 (seeds 506, 789, 1777): the handle of a refused INSTALL

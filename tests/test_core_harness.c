@@ -540,7 +540,7 @@ th_h *th_new(uint32_t n)
     h->arena = aligned_alloc(4096U, l.arena_bytes);
     PBX_REQUIRE(h->arena != NULL);
     h->deliver = true;
-    h->badge = TH_BADGE;
+    h->badge = TH_BROKER;
     h->hold_slot = PBX_CORE_SLOT_NONE;
     PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
                               &th_ops, h) == PBX_OK);
@@ -626,7 +626,7 @@ uint32_t th_public(th_h *h, uint32_t badge, const uint8_t *frame, size_t len,
     return f.status;
 }
 
-/* Sends a capability-free frame as TH_BADGE; returns the reply status. */
+/* Sends a capability-free frame as h->badge; returns the reply status. */
 static uint32_t th_send(th_h *h, const uint8_t *frame, size_t len,
                         pbx_core_out *out)
 {

@@ -26,8 +26,12 @@
 #define TH_SCRIPT_MAX 32U
 /** TH_TRACE_MAX bounds the effect trace. */
 #define TH_TRACE_MAX 8192U
-/** TH_BADGE is the client badge used by default. */
+/** TH_BADGE is an ordinary public client badge: BEGIN from it is refused
+ * (PBX_E_CORE_BROKER), so it owns nothing. */
 #define TH_BADGE 7U
+/** TH_BROKER is launchd's broker badge, which every request is begun
+ * through; the client helpers send with it by default. */
+#define TH_BROKER PBX_CORE_BADGE_LAUNCHD
 
 /** th_ans names one scripted peer answer. */
 typedef enum th_ans {
@@ -149,7 +153,7 @@ typedef struct th_h {
     uint32_t steps;
     /** When false, th_decision reports the reply as not delivered. */
     bool deliver;
-    /** Badge the client helpers send with (default TH_BADGE). */
+    /** Badge the client helpers send with (default TH_BROKER). */
     uint32_t badge;
     /** Deletions of this slot stay TRANSIENT, unlogged (or SLOT_NONE). */
     uint32_t hold_slot;

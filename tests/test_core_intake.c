@@ -1,7 +1,8 @@
 /*
  * test_core_intake.c: public dispatch, BEGIN, SELECTOR and COMMIT through
- * the scripted ops: unexpected receipts, exact offsets, digest and scope
- * receipt checks, each with the exact deletions and replies.
+ * the scripted ops: BEGIN only through launchd's broker, unexpected
+ * receipts, exact offsets, digest and scope receipt checks, each with the
+ * exact deletions and replies.
  */
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
@@ -44,6 +45,93 @@ PBX_TEST(core_begin_is_authority_free)
     PBX_CHECK_EQ(th_begin(h, &b, &id2, &dest2), 0U);
     PBX_CHECK(id2.index != id.index);
     PBX_CHECK_EQ(dest2, TH_T_FIRST + 1U);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* Snapshots every pool's free count and the free selector chunks. */
+static void intake_free_counts(const th_h *h,
+                               uint32_t out[PBX_BOOTSTRAP_POOL_COUNT + 1U])
+{
+    for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
+        out[p] = h->core.pools[p].free_count;
+    }
+    out[PBX_BOOTSTRAP_POOL_COUNT] = h->core.chunk_free_count;
+}
+
+/* Checks that out is exactly the BEGIN error reply with status err: the
+ * zero request id, an empty body, nothing transferred, no token. */
+static void intake_check_begin_refusal(const pbx_core_out *out, pbx_err err)
+{
+    PBX_CHECK_EQ(out->len, (size_t)PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_le_get16(out->frame + 6), 0x8001U);
+    PBX_CHECK_EQ(pbx_le_get16(out->frame + 8), (uint32_t)err);
+    PBX_CHECK_EQ(pbx_le_get16(out->frame + 10), 0U);
+    PBX_CHECK_EQ(pbx_le_get32(out->frame + 12), 0U);
+    PBX_CHECK_EQ(pbx_le_get32(out->frame + 16), 0U);
+    PBX_CHECK_EQ(pbx_le_get32(out->frame + 20), 0U);
+    PBX_CHECK_EQ(out->transfer_slot, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(out->token, PBX_CORE_NIL);
+    PBX_CHECK_EQ(out->drop, PBX_OK);
+}
+
+PBX_TEST(core_begin_only_through_launchd_broker_in_either_mode)
+{
+    static const uint8_t modes[] = {PBX_IPC_MODE_INSTALL,
+                                    PBX_IPC_MODE_RUNTIME_REPLY};
+    static const uint32_t callers[] = {TH_BADGE, TH_BADGE + 1U, 0U};
+    th_h *h = th_new(2);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    uint32_t before[PBX_BOOTSTRAP_POOL_COUNT + 1U];
+    uint32_t after[PBX_BOOTSTRAP_POOL_COUNT + 1U];
+    pbx_core_out out;
+    pbx_err core = PBX_OK;
+    pbx_ipc_begin b;
+    size_t n = 0;
+    intake_free_counts(h, before);
+    for (size_t m = 0; m < PBX_ARRAY_LEN(modes); m++) {
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.mode = modes[m];
+        if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
+            memset(&b.target, 0, sizeof(b.target));
+        }
+        PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+        /* Any ordinary public caller, install mode included: its job,
+         * session, realm and entry would be only its own claim. */
+        for (size_t c = 0; c < PBX_ARRAY_LEN(callers); c++) {
+            PBX_CHECK_EQ(th_public(h, callers[c], buf, n, NULL, 0, &core, &out),
+                         PBX_E_CORE_BROKER);
+            PBX_CHECK_EQ(core, PBX_OK);
+            intake_check_begin_refusal(&out, PBX_E_CORE_BROKER);
+        }
+        /* A capability sent with it is deleted like any other refused
+         * frame's (the partition refuses the count before the caller). */
+        uint32_t s =
+            th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
+                       PBX_CAPABI_PROV_RECEIVED);
+        PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+                     PBX_E_CORE_UNEXPECTED_CAPS);
+        intake_check_begin_refusal(&out, PBX_E_CORE_UNEXPECTED_CAPS);
+        TH_TRACE(h, "del=70");
+    }
+    /* No slot reserved, no record or selector chunk taken, nothing held. */
+    intake_free_counts(h, after);
+    PBX_CHECK_MEM(after, before, sizeof(before));
+    PBX_CHECK(th_quiescent(h));
+    /* launchd's broker relays both modes. */
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    for (size_t m = 0; m < PBX_ARRAY_LEN(modes); m++) {
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.mode = modes[m];
+        if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
+            memset(&b.target, 0, sizeof(b.target));
+        }
+        PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+        PBX_CHECK_EQ(dest, TH_T_FIRST + (uint32_t)m);
+    }
+    TH_TRACE(h, "reserve=64 reserve=65");
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count, 0U);
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
@@ -174,7 +262,7 @@ static uint32_t intake_commit_raw(th_h *h, pbx_ipc_id id, uint32_t dest,
     size_t len = 0;
     PBX_REQUIRE(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &len) ==
                 PBX_OK);
-    uint32_t st = th_public(h, TH_BADGE, buf, len, slots, n, &core, &out);
+    uint32_t st = th_public(h, h->badge, buf, len, slots, n, &core, &out);
     PBX_CHECK_EQ(core, PBX_OK);
     return st;
 }
@@ -272,7 +360,7 @@ PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
      * encoder emits it). Nothing is reserved. */
     pbx_le_put16(buf + PBX_IPC_HEADER_BYTES + 44U,
                  PBX_IPC_OPERATION_ENTRY_METADATA_READ);
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out),
+    PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
                  PBX_E_IPC_ADMISSION);
     /* Nor as a longer-lived directory-entry grant. */
     th_default_begin(&b, sel, SEL_LEN);
@@ -280,7 +368,7 @@ PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
     b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
     PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
     buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out),
+    PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
                  PBX_E_IPC_ADMISSION);
     TH_TRACE(h, "");
     /* One-shot directory-entry touch is admitted. */

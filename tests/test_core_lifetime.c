@@ -237,7 +237,7 @@ PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
     h->badge = TH_BADGE + 1U;
     PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_NOT_OWNER);
     PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_NOT_OWNER);
-    h->badge = TH_BADGE;
+    h->badge = TH_BROKER;
     /* Exactly one left: generation zero cancels it. */
     PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), 0U);
     th_run(h);

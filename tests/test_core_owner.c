@@ -1,6 +1,7 @@
 /*
- * test_core_owner.c: who may end what (CONSUME and CANCEL bound to the
- * badge that began the request, or launchd), the exact grant CANCEL form,
+ * test_core_owner.c: who may drive and end what (every request is begun
+ * through launchd's broker, so no other badge may send its SELECTOR,
+ * COMMIT, DECISION, CANCEL or CONSUME), the exact grant CANCEL form,
  * exact invocation expiry, expiry of in-flight requests, frames that name
  * nothing to answer, and the retained-progression fail-stop, each with
  * the exact effects through the scripted ops.
@@ -59,48 +60,138 @@ static uint8_t own_outcome(th_h *h, pbx_ipc_id id)
     return st == 0U ? d.outcome : 0U;
 }
 
-PBX_TEST(core_consume_and_cancel_only_by_owner_or_launchd)
+/* Sends SELECTOR, DECISION, both request CANCEL forms and COMMIT for id
+ * from badge; each must be refused with its status, the COMMIT's scope
+ * deleted, and nothing else may change. */
+static void own_foreign_request(th_h *h, uint32_t badge, pbx_ipc_id id,
+                                uint32_t dest, const pbx_ipc_begin *b)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = PBX_CORE_SLOT_NONE;
+    uint32_t owner = h->badge;
+    uint32_t held = pbx_core_held_caps(&h->core);
+    h->badge = badge;
+    PBX_CHECK_EQ(th_selector(h, id, 0, sel, SEL_LEN), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(
+        th_cancel_corr(h, b->ctx.job_id, b->ctx.job_gen, b->ctx.session),
+        PBX_E_CORE_NOT_OWNER);
+    TH_TRACE(h, "");
+    /* A foreign COMMIT's scope is deleted at once and owned by no
+     * request (the reserved destination keeps its placeholder). */
+    PBX_CHECK_EQ(th_commit(h, id, dest, 90U), PBX_E_CORE_PARTITION);
+    TH_TRACE(h, "del=90");
+    h->badge = owner;
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
+    PBX_CHECK(th_conserved(h));
+}
+
+/* Sends CONSUME and the grant CANCEL for grant g from badge; both must be
+ * refused and nothing may change. */
+static void own_foreign_grant(th_h *h, uint32_t badge, pbx_ipc_id g)
+{
+    uint32_t owner = h->badge;
+    uint32_t held = pbx_core_held_caps(&h->core);
+    h->badge = badge;
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_NOT_OWNER);
+    h->badge = owner;
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
+}
+
+PBX_TEST(core_foreign_badges_cannot_drive_a_broker_request)
+{
+    static const uint32_t foreign[] = {TH_BADGE, OTHER, 0U};
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    /* Open, before any selector byte. */
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    th_clear_trace(h);
+    for (size_t f = 0; f < PBX_ARRAY_LEN(foreign); f++) {
+        own_foreign_request(h, foreign[f], id, dest, &b);
+    }
+    PBX_CHECK_EQ(h->slots[dest].kind, PBX_CAPABI_KIND_PLACEHOLDER);
+    /* The broker streams and commits it; parked at the prompt. */
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    PBX_CHECK_EQ(th_selector(h, id, 0, sel, SEL_LEN), 0U);
+    PBX_CHECK_EQ(th_commit(h, id, dest, dest), 0U);
+    th_run(h);
+    th_clear_trace(h);
+    for (size_t f = 0; f < PBX_ARRAY_LEN(foreign); f++) {
+        own_foreign_request(h, foreign[f], id, dest, &b);
+    }
+    PBX_CHECK_EQ(own_outcome(h, id), PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_run(h);
+    TH_TRACE(h, "detach>65 del=64 release=64 wake");
+    PBX_CHECK_EQ(own_outcome(h, id), PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(th_quiescent(h));
+    /* Approved, reply not delivered: the grant is the broker's too. */
+    pbx_ipc_id g = own_approve(h, &b, true, &id);
+    for (size_t f = 0; f < PBX_ARRAY_LEN(foreign); f++) {
+        own_foreign_request(h, foreign[f], id, dest, &b);
+        own_foreign_grant(h, foreign[f], g);
+    }
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.gen, g.gen);
+    /* The request retired with its delivery; the grant lives on. */
+    for (size_t f = 0; f < PBX_ARRAY_LEN(foreign); f++) {
+        own_foreign_grant(h, foreign[f], g);
+    }
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+PBX_TEST(core_consume_and_cancel_only_by_the_broker)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
     pbx_ipc_id req = {0, 0};
     th_default_begin(&b, sel, SEL_LEN);
     pbx_ipc_id g = own_approve(h, &b, false, &req);
-    /* Another caller that guessed the grant id changes nothing. */
+    /* Other callers that guessed the grant id change nothing. */
     h->badge = OTHER;
     PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
     PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_NOT_OWNER);
+    h->badge = TH_BADGE;
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     /* A stale generation is refused before ownership is even asked. */
     pbx_ipc_id stale = {g.index, g.gen + 1U};
     PBX_CHECK_EQ(th_consume(h, stale), PBX_E_CORE_STALE);
-    /* The owner consumes it. */
-    h->badge = TH_BADGE;
+    /* launchd's broker, which began it, consumes it. */
+    h->badge = TH_BROKER;
     PBX_CHECK_EQ(th_consume(h, g), 0U);
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
     PBX_CHECK(th_quiescent(h));
-    /* launchd's broker may consume on the job's behalf. */
-    g = own_approve(h, &b, false, NULL);
-    h->badge = PBX_CORE_BADGE_LAUNCHD;
-    PBX_CHECK_EQ(th_consume(h, g), 0U);
-    th_run(h);
-    TH_TRACE(h, "del=66 view- retire");
-    PBX_CHECK(th_quiescent(h));
-    /* An in-flight request: others are refused, launchd cancels it. */
-    h->badge = TH_BADGE;
+    /* An in-flight request: others are refused, the broker cancels it. */
     pbx_ipc_id id = own_parked(h, &b);
     h->badge = OTHER;
     PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_NOT_OWNER);
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
-    h->badge = PBX_CORE_BADGE_LAUNCHD;
+    h->badge = TH_BROKER;
     PBX_CHECK_EQ(th_cancel(h, id), 0U);
     th_run(h);
     TH_TRACE(h, "detach>65 del=64 release=64 wake");
-    h->badge = TH_BADGE;
     PBX_CHECK_EQ(own_outcome(h, id), PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
