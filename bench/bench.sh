@@ -15,7 +15,8 @@
 # The host latency row starts powerboxd (built next to PBX_BENCH) with the
 # reference peers exactly as `make run` does (bench/bench_host.py imports
 # tests/e2e/run.py) and times BENCH_HOST_N back-to-back lifecycles of one
-# pbx-client connection beside 12 raw SEQPACKET round trips.
+# pbx-client connection (relayed by pbx-launchd over the broker) beside
+# 12 raw SEQPACKET round trips.
 #
 # Environment: BENCH_CAPS (default "64 1024 16384"), BENCH_N (measured
 # lifecycles under callgrind, default 200), BENCH_WALL_N (native, 20000),

@@ -7,7 +7,9 @@ Starts powerboxd with the reference peers exactly as `make run` does (it
 imports tests/e2e/run.py and uses its Stack: the same PBX1 record, the same
 socketpairs, fds 3..10 and readiness checks), then runs one pbx-client
 that performs N routine one-shot install-mode lifecycles back to back on
-one public connection (`request ... --then consume --repeat N`) and
+one connection to launchd's control socket, which relays every frame
+over its broker connection as powerboxd requires for BEGIN
+(`request ... --then consume --repeat N`) and
 prints its statistics as one line of key=value pairs, plus, per
 lifecycle, the calls each peer logged and the CPU time each process used
 while the client ran (/proc/PID/schedstat for powerboxd and the peers,
@@ -26,7 +28,7 @@ import run  # noqa: E402  pylint: disable=wrong-import-position
 PEER_CALLS = {"vfsd": ("RESOLVE", "DETACH", "RETIRE"),
               "ttyd": ("POLICY", "VIEW ACTIVE", "VIEW REMOVE", "PROMPT"),
               "procd": ("INSTALL", "REVOKE", "handle closed"),
-              "launchd": ("wake request",)}
+              "launchd": ("wake request", "broker")}
 # Run.Stack starts its peers in this order.
 PEER_ORDER = ("vfsd", "ttyd", "procd", "launchd")
 
@@ -65,8 +67,8 @@ def main():
         int(sys.argv[3])
     st = run.Stack(bin_dir, work)
     try:
-        argv = [os.path.join(bin_dir, "pbx-client"), "request", "--public",
-                st.public, "--scope", st.scope, "--selector",
+        argv = [os.path.join(bin_dir, "pbx-client"), "request", "--control",
+                st.control, "--scope", st.scope, "--selector",
                 "docs/readme.txt", "--op", "read", "--class", "file",
                 "--job", "11:1", "--session", "7", "--realm", "3",
                 "--entry", "bin/cat", "--label", "readme", "--lifetime",

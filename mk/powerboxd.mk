@@ -177,4 +177,4 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
-	    expire runtime-reply prompt
+	    expire runtime-reply direct hangup prompt

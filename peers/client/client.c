@@ -1,24 +1,30 @@
 /*
- * client.c: pbx-client, a caller of powerboxd's public endpoint. It runs
- * BEGIN, the SELECTOR chunks and COMMIT (transferring the scope
- * descriptor), then asks for the DECISION; it also sends CANCEL and
+ * client.c: pbx-client, a program asking powerboxd for authority through
+ * launchd. It runs BEGIN, the SELECTOR chunks and COMMIT (transferring the
+ * scope descriptor), then asks for the DECISION; it also sends CANCEL and
  * CONSUME. Output is key=value lines. See docs/HOST.md.
  *
- *   pbx-client request (--public PATH | --public-fd N)
+ *   pbx-client request (--control PATH | --control-fd N)
  *       (--scope PATH | --scope-fd N) --selector S --op OP --class CLASS
  *       --lifetime L [--mode install|runtime-reply] [--urgency U]
  *       [--job ID:GEN] [--session N] [--realm N] [--entry TEXT]
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
- *       [--then consume [--repeat N]]
- *   pbx-client cancel (--public ...) (--request I:G | --job ID:GEN
+ *       [--then consume [--repeat N] | --then hang-up]
+ *   pbx-client cancel (--control ...) (--request I:G | --job ID:GEN
  *       --session N)
- *   pbx-client consume (--public ...) --grant I:G
+ *   pbx-client consume (--control ...) --grant I:G
  *
- * powerboxd accepts CONSUME and CANCEL only from the connection that
- * began the request (or from launchd's broker), so `request --then
- * consume` is how one caller runs a whole one-shot lifecycle. With
- * `--repeat N` it runs N such lifecycles back to back on the one
- * connection and prints only latency statistics (docs/BENCH.md).
+ * --control is the socket of `pbx-launchd serve --control`, which relays
+ * every frame over launchd's broker connection: powerboxd accepts BEGIN,
+ * in either mode, only there, and the broker then owns the request.
+ * --public PATH and --public-fd N are the same option under the name of
+ * the endpoint it used to be; pointed at powerboxd's own public endpoint
+ * the BEGIN is refused (PBX_E_CORE_BROKER). `request --then consume` runs
+ * a whole one-shot lifecycle on one connection; with `--repeat N` it runs
+ * N of them back to back and prints only latency statistics
+ * (docs/BENCH.md). `--then hang-up` exits right after COMMIT without
+ * asking for the decision, as a program that dies would: launchd then
+ * cancels the request it relayed.
  *
  * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
  * 1 a protocol or transport failure, 2 a usage error.
@@ -66,6 +72,8 @@ typedef struct client_opts {
     /* --then consume: after APPROVED, consume the grant on the same
      * connection (the caller that began a request owns it). */
     bool then_consume;
+    /* --then hang-up: exit after COMMIT without asking for the decision. */
+    bool then_hangup;
     /* --repeat N: N whole lifecycles on the one connection (0: one, as
      * a plain request, with its key=value report). */
     uint64_t repeat;
@@ -285,6 +293,11 @@ static int client_request(const client_opts *o)
                              PBX_IPC_OP_COMMIT | PBX_IPC_REPLY_BIT) != PBX_OK) {
         return 1;
     }
+    if (o->then_hangup) {
+        /* Exiting closes the connection with the request still open. */
+        printf("hang_up=after-commit\n");
+        return 0;
+    }
     (void)fflush(stdout);
     int rc = client_decision(o->public_fd, id, o->wait_ms);
     if (rc != 0 || !o->then_consume) {
@@ -438,13 +451,15 @@ static bool client_option(client_opts *o, const char *k, const char *v)
 {
     bool ok = true;
     if (client_named(o, k, v, &ok)) {
-    } else if (strcmp(k, "--public") == 0 || strcmp(k, "--scope") == 0) {
+    } else if (strcmp(k, "--control") == 0 || strcmp(k, "--public") == 0 ||
+               strcmp(k, "--scope") == 0) {
         int fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
-        *(strcmp(k, "--public") == 0 ? &o->public_fd : &o->scope_fd) = fd;
+        *(strcmp(k, "--scope") != 0 ? &o->public_fd : &o->scope_fd) = fd;
         ok = fd >= 0;
-    } else if (strcmp(k, "--public-fd") == 0 || strcmp(k, "--scope-fd") == 0) {
+    } else if (strcmp(k, "--control-fd") == 0 ||
+               strcmp(k, "--public-fd") == 0 || strcmp(k, "--scope-fd") == 0) {
         int fd = pbx_peer_io_fd_arg(v);
-        *(strcmp(k, "--public-fd") == 0 ? &o->public_fd : &o->scope_fd) = fd;
+        *(strcmp(k, "--scope-fd") != 0 ? &o->public_fd : &o->scope_fd) = fd;
         ok = fd >= 0;
     } else if (strcmp(k, "--selector") == 0) {
         o->selector = v;
@@ -468,11 +483,12 @@ static bool client_option(client_opts *o, const char *k, const char *v)
         pbx_peer_io_ready(fd);
         ok = fd >= 0;
     } else if (strcmp(k, "--then") == 0) {
-        if (strcmp(v, "consume") != 0) {
-            pbx_peer_log("pbx-client", "--then takes 'consume'");
+        if (strcmp(v, "consume") != 0 && strcmp(v, "hang-up") != 0) {
+            pbx_peer_log("pbx-client", "--then takes 'consume' or 'hang-up'");
             return false;
         }
-        o->then_consume = true;
+        *(strcmp(v, "consume") == 0 ? &o->then_consume : &o->then_hangup) =
+            true;
     } else if (strcmp(k, "--repeat") == 0) {
         ok = pbx_peer_parse_u64(v, 10000000U, &o->repeat) && o->repeat > 0U;
     } else if (strcmp(k, "--wait-ms") == 0) {
@@ -516,12 +532,13 @@ int main(int argc, char **argv)
         ok = client_option(&o, argv[i], argv[i + 1]);
     }
     if (ok && o.public_fd < 0) {
-        pbx_peer_log("pbx-client", "need --public PATH or --public-fd N");
+        pbx_peer_log("pbx-client", "need --control PATH (pbx-launchd serve "
+                                   "--control) or --control-fd N");
         ok = false;
     }
     if (!ok) {
         pbx_peer_log("pbx-client", "usage: pbx-client request|cancel|consume "
-                                   "--public PATH ... (see docs/HOST.md)");
+                                   "--control PATH ... (see docs/HOST.md)");
         return 2;
     }
     int rc = 2;

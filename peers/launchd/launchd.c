@@ -13,6 +13,12 @@
  *       it: BEGIN/SELECTOR/COMMIT (with the scope), DECISION (whose
  *       runtime-reply alias is handed to the caller and not kept),
  *       CONSUME, CANCEL and EXPIRE. The reply goes back unchanged.
+ *       powerboxd accepts BEGIN (either mode) only over the broker, so
+ *       this relay is how every program asks. Per control connection it
+ *       remembers the exact request ids it relayed BEGINs for until their
+ *       terminal DECISION reply went back; when the connection closes it
+ *       sends an exact CANCEL for each over the broker, then collects the
+ *       decision so powerboxd can retire the record (all bounded, logged).
  *   pbx-launchd expire (--control PATH | --public PATH | --public-fd N)
  *                      --job ID:GEN [--invocation N]
  *       sends EXPIRE for an invocation (with --invocation) or a whole job
@@ -25,22 +31,36 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_track.h"
 
 /* Control connections served at once. */
 #define LAUNCHD_CONTROL_MAX 16
 /* How long one relayed call may wait for powerboxd's reply. */
 #define LAUNCHD_BROKER_TIMEOUT_MS 10000
+/* DECISION polls per cancelled request after a hang-up, and the pause
+ * between them: the cancellation's cleanup runs through vfsd, procd and
+ * ttyd, so the decision is CANCELLED only a few peer calls later. */
+#define LAUNCHD_COLLECT_TRIES    100
+#define LAUNCHD_COLLECT_PAUSE_MS 10
+
+/* One control connection and the requests relayed for it that still wait
+ * for their terminal DECISION. */
+typedef struct launchd_conn {
+    int fd;
+    pbx_peer_track track;
+} launchd_conn;
 
 /* What serve holds: its routes and its control connections. */
 typedef struct launchd_srv {
     int wake;
     int broker;
     int control;
-    int conns[LAUNCHD_CONTROL_MAX];
+    launchd_conn conns[LAUNCHD_CONTROL_MAX];
     int nconns;
     FILE *log;
 } launchd_srv;
@@ -86,22 +106,35 @@ static bool launchd_wake(int fd, FILE *log)
     return true;
 }
 
-/* Relays one frame from control connection conn over the broker and
- * sends powerboxd's reply back with whatever capability it carried; the
- * relay keeps no copy of the scope or the alias. Returns false when conn
- * is finished (hang-up or failure) and must be closed. */
-static bool launchd_relay(const launchd_srv *srv, int conn)
+/* Answers a frame from conn without relaying it: closes whatever came
+ * with it and replies status st. Returns false when conn failed. */
+static bool launchd_refuse(int conn, uint32_t st)
 {
-    int r = pbx_peer_io_recv_frame(conn, &g_msg);
+    pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
+    pbx_peer_log("launchd", "relay refused: %s", pbx_peer_status_text(st));
+    return pbx_peer_io_reply_status(conn, &g_msg, st) == 0;
+}
+
+/* Relays one frame from control connection c over the broker and sends
+ * powerboxd's reply back with whatever capability it carried; the relay
+ * keeps no copy of the scope or the alias, and notes in c's table which
+ * requests it began and which got their terminal DECISION. Returns false
+ * when c is finished (hang-up or failure) and must be closed. */
+static bool launchd_relay(const launchd_srv *srv, launchd_conn *c)
+{
+    int r = pbx_peer_io_recv_frame(c->fd, &g_msg);
     if (r != 0) {
         return false;
     }
     if (g_msg.err != PBX_OK || g_msg.nfds > 1U || srv->broker < 0) {
-        uint32_t st = g_msg.err != PBX_OK ? (uint32_t)g_msg.err
-                                          : (uint32_t)PBX_PEER_E_ROUTE;
-        pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
-        pbx_peer_log("launchd", "relay refused: %s", pbx_peer_status_text(st));
-        return pbx_peer_io_reply_status(conn, &g_msg, st) == 0;
+        return launchd_refuse(c->fd, g_msg.err != PBX_OK
+                                         ? (uint32_t)g_msg.err
+                                         : (uint32_t)PBX_PEER_E_ROUTE);
+    }
+    if (g_msg.frame.op == (uint16_t)PBX_IPC_OP_BEGIN &&
+        pbx_peer_track_full(&c->track)) {
+        /* Every begun request must stay cancellable on hang-up. */
+        return launchd_refuse(c->fd, PBX_PEER_E_BUSY);
     }
     int cap = g_msg.nfds == 1U ? g_msg.fds[0] : -1;
     r = pbx_peer_io_call(srv->broker, g_msg.buf, g_msg.len, cap, &g_reply,
@@ -110,19 +143,93 @@ static bool launchd_relay(const launchd_srv *srv, int conn)
     if (r != 0) {
         pbx_peer_log("launchd", "broker call failed: %s",
                      r == 1 ? "powerboxd closed the broker" : strerror(errno));
-        return pbx_peer_io_reply_status(conn, &g_msg, PBX_PEER_E_ROUTE) == 0;
+        return pbx_peer_io_reply_status(c->fd, &g_msg, PBX_PEER_E_ROUTE) == 0;
     }
     int alias = g_reply.nfds == 1U ? g_reply.fds[0] : -1;
     pbx_peer_log("launchd", "broker: op 0x%04x request %u.%u status 0x%04x%s",
-                 g_msg.frame.op, g_msg.frame.request.index,
-                 g_msg.frame.request.gen,
+                 g_msg.frame.op,
+                 g_reply.err == PBX_OK ? g_reply.frame.request.index
+                                       : g_msg.frame.request.index,
+                 g_reply.err == PBX_OK ? g_reply.frame.request.gen
+                                       : g_msg.frame.request.gen,
                  g_reply.err == PBX_OK ? g_reply.frame.status : 0U,
                  alias >= 0 ? ", alias handed to the caller" : "");
-    bool ok = pbx_peer_io_send(conn, g_reply.buf, g_reply.len, alias) == 0;
+    if (g_reply.err == PBX_OK) {
+        (void)pbx_peer_track_relayed(&c->track, &g_msg.frame, &g_reply.frame);
+    }
+    bool ok = pbx_peer_io_send(c->fd, g_reply.buf, g_reply.len, alias) == 0;
     pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
     return ok;
 }
 
+/* One broker call of the len bytes in buf on behalf of launchd itself;
+ * returns the reply status, or -1 when powerboxd did not answer. Any
+ * descriptor in the reply (a runtime-reply alias nobody will use now) is
+ * deleted at once. */
+static long launchd_own_call(const launchd_srv *srv, const uint8_t *buf,
+                             size_t len)
+{
+    int r = pbx_peer_io_call(srv->broker, buf, len, -1, &g_reply,
+                             LAUNCHD_BROKER_TIMEOUT_MS);
+    if (r != 0) {
+        return -1;
+    }
+    pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
+    return g_reply.err == PBX_OK ? (long)g_reply.frame.status : -1;
+}
+
+/* Asks DECISION for id until it is no longer PENDING (bounded) so that
+ * powerboxd can retire the record; returns the outcome name. */
+static const char *launchd_collect(const launchd_srv *srv, pbx_ipc_id id)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
+        PBX_OK) {
+        return "unasked";
+    }
+    for (int i = 0; i < LAUNCHD_COLLECT_TRIES; i++) {
+        long st = launchd_own_call(srv, buf, n);
+        pbx_ipc_decision d;
+        if (st != 0 ||
+            pbx_ipc_decision_reply_decode(&g_reply.frame, &d) != PBX_OK) {
+            return st < 0 ? "no answer" : pbx_peer_status_text((uint32_t)st);
+        }
+        if (d.outcome != (uint8_t)PBX_IPC_OUTCOME_PENDING) {
+            return pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d.outcome);
+        }
+        struct timespec ts = {0, LAUNCHD_COLLECT_PAUSE_MS * 1000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return "still pending";
+}
+
+/* The program behind c hung up: cancels, by exact request id over the
+ * broker, every request it began that has no terminal DECISION yet, and
+ * collects each decision. A request that already ended answers CANCEL
+ * with an error; that is logged and the decision is collected anyway. */
+static void launchd_hangup(const launchd_srv *srv, launchd_conn *c)
+{
+    uint32_t count = c->track.count;
+    for (uint32_t i = 0; i < count && i < PBX_PEER_TRACK_MAX; i++) {
+        pbx_ipc_id id = c->track.ids[i];
+        pbx_ipc_cancel rec;
+        uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+        size_t n = 0;
+        memset(&rec, 0, sizeof(rec));
+        rec.request = id;
+        long st = pbx_ipc_cancel_encode(&rec, buf, sizeof(buf), &n) == PBX_OK
+                      ? launchd_own_call(srv, buf, n)
+                      : -1;
+        pbx_peer_log("launchd", "hang-up: CANCEL request %u.%u %s, decision %s",
+                     id.index, id.gen,
+                     st < 0    ? "not answered"
+                     : st == 0 ? "accepted"
+                               : pbx_peer_status_text((uint32_t)st),
+                     srv->broker >= 0 ? launchd_collect(srv, id) : "unasked");
+    }
+    pbx_peer_track_init(&c->track);
+}
 /* Accepts one control connection (or refuses it when all are in use). */
 static void launchd_accept(launchd_srv *srv)
 {
@@ -135,7 +242,9 @@ static void launchd_accept(launchd_srv *srv)
         (void)close(c);
         return;
     }
-    srv->conns[srv->nconns++] = c;
+    srv->conns[srv->nconns].fd = c;
+    pbx_peer_track_init(&srv->conns[srv->nconns].track);
+    srv->nconns++;
 }
 
 /* One poll round over the wake route, the control socket and its
@@ -147,7 +256,7 @@ static bool launchd_round(launchd_srv *srv)
     p[n++] = (struct pollfd){srv->wake, POLLIN, 0};
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
     for (int i = 0; i < srv->nconns; i++) {
-        p[n++] = (struct pollfd){srv->conns[i], POLLIN, 0};
+        p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
     }
     if (poll(p, (nfds_t)n, -1) < 0) {
         return errno == EINTR;
@@ -160,8 +269,9 @@ static bool launchd_round(launchd_srv *srv)
     }
     /* Walk backwards so that removing an entry keeps the rest in place. */
     for (int i = n - 3; i >= 0; i--) {
-        if (p[2 + i].revents != 0 && !launchd_relay(srv, srv->conns[i])) {
-            (void)close(srv->conns[i]);
+        if (p[2 + i].revents != 0 && !launchd_relay(srv, &srv->conns[i])) {
+            (void)close(srv->conns[i].fd);
+            launchd_hangup(srv, &srv->conns[i]);
             srv->conns[i] = srv->conns[--srv->nconns];
         }
     }

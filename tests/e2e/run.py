@@ -14,9 +14,22 @@ powerboxd. Without a scenario it runs `lifecycle` (what `make run` does).
 
 Scenarios (each exits the run with 1 on the first failure):
 
+Every request goes the way a running program's does: pbx-client talks to
+`pbx-launchd serve --control`, which relays each frame over launchd's
+broker connection (powerboxd's slot 10), the only place powerboxd accepts
+BEGIN.
+
   lifecycle      a routine one-shot READ to APPROVED and, on the same
                  connection, CONSUME; revocation (procd), REMOVE (ttyd)
                  and RETIRE (vfsd) are then observed at the peers
+  direct         a BEGIN (install mode) sent straight to powerboxd's public
+                 endpoint is refused with PBX_E_CORE_BROKER and nothing is
+                 reserved; powerboxd keeps serving
+  hangup         a client BEGINs and COMMITs a request and exits without
+                 asking for its decision: launchd cancels the request it
+                 relayed (exact id over the broker) and collects its
+                 CANCELLED decision; no grant is left at procd or ttyd and
+                 powerboxd's and launchd's descriptors return to baseline
   expire         a job-lifetime grant; EXPIRE on an ordinary public
                  connection is refused and the grant stays; EXPIRE through
                  launchd's broker ends it: revoke, REMOVE, RETIRE observed
@@ -203,9 +216,10 @@ class Stack:
             return r.read()
 
     def client(self, *args, public=None):
-        """Runs pbx-client request with args; returns (rc, key=value dict)."""
+        """Runs pbx-client request with args through launchd's control
+        socket (or public); returns (rc, key=value dict)."""
         argv = [os.path.join(self.bin_dir, "pbx-client"), "request",
-                "--public", public or self.public, "--scope", self.scope,
+                "--control", public or self.control, "--scope", self.scope,
                 "--selector", "docs/readme.txt", "--op", "read", "--class",
                 "file", "--job", "11:1", "--session", "7", "--realm", "3",
                 "--entry", "bin/cat", "--label", "readme", "--wait-ms",
@@ -309,8 +323,7 @@ def expire(st):
 def runtime_reply(st):
     """launchd's broker relays a running caller's runtime-reply request."""
     rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
-                       "--mode", "runtime-reply", "--then", "consume",
-                       public=st.control)
+                       "--mode", "runtime-reply", "--then", "consume")
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("mode") != "runtime-reply" or "alias_inode" not in kv:
         fail(f"runtime-reply: {kv}")
@@ -322,6 +335,65 @@ def runtime_reply(st):
     print(f"run: alias {kv['alias_inode']} handed over once through the "
           f"broker, revoked after CONSUME")
     cleaned(st, last_object(st))
+
+
+def fd_count(pid):
+    """Open descriptors of process pid."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def direct(st):
+    """BEGIN on powerboxd's own public endpoint: refused, nothing kept."""
+    base = fd_count(st.pid)
+    argv = [os.path.join(st.bin_dir, "pbx-client"), "request", "--public",
+            st.public, "--scope", st.scope, "--selector", "docs/readme.txt",
+            "--op", "read", "--class", "file", "--lifetime", "one-shot",
+            "--job", "11:1", "--session", "7", "--realm", "3", "--target",
+            "42:5", "--slot", "20"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False,
+                         timeout=60)
+    print(out.stderr, end="", file=sys.stderr)
+    if out.returncode != 1 or "request=" in out.stdout or \
+            "BEGIN refused" not in out.stderr or \
+            f"(0x{0x061D:04x})" not in out.stderr:
+        fail(f"a BEGIN on the public endpoint was not refused with "
+             f"PBX_E_CORE_BROKER: {out.stdout} {out.stderr}")
+    wait_for(lambda: fd_count(st.pid) == base,
+             f"powerboxd holds {fd_count(st.pid)} descriptors, not {base}")
+    rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "20", "--then",
+                       "consume")
+    if rc != 0 or kv.get("consume") != "accepted":
+        fail(f"powerboxd stopped serving after a refused BEGIN: {kv}")
+    cleaned(st, last_object(st))
+    print("run: BEGIN on the public endpoint refused (PBX_E_CORE_BROKER); "
+          "the same request through launchd approved and consumed")
+
+
+def hangup(st):
+    """A caller that dies after COMMIT: launchd cancels its request."""
+    launchd = st.procs[3].pid
+    base = (fd_count(st.pid), fd_count(launchd))
+    rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "23", "--then",
+                       "hang-up")
+    if rc != 0 or kv.get("hang_up") != "after-commit" or "request" not in kv:
+        fail(f"hangup: the request was not committed: {kv}")
+    line = f"hang-up: CANCEL request {kv['request']} "
+    wait_for(lambda: line in st.peer_log("launchd"),
+             f"launchd never cancelled request {kv['request']}", 10.0)
+    said = [l for l in st.peer_log("launchd").splitlines() if line in l][0]
+    if not said.endswith("decision cancelled"):
+        fail(f"hangup: {said}")
+    wait_for(lambda: read_rows(st.installs) == [],
+             f"procd still holds {read_rows(st.installs)}")
+    wait_for(lambda: read_rows(st.views) == [],
+             f"ttyd still shows {read_rows(st.views)}")
+    wait_for(lambda: (fd_count(st.pid), fd_count(launchd)) == base,
+             f"descriptors {(fd_count(st.pid), fd_count(launchd))}, "
+             f"not the baseline {base}")
+    print(f"run: {said.split(': ', 1)[1]}; nothing installed or shown, "
+          f"descriptors back to {base}")
 
 
 def tmux(*args):
@@ -336,8 +408,8 @@ def tmux(*args):
 
 def prompt(st, pane):
     """An exceptional request approved by typing y into the tmux pane."""
-    argv = [os.path.join(st.bin_dir, "pbx-client"), "request", "--public",
-            st.public, "--scope", st.scope, "--selector", "docs/readme.txt",
+    argv = [os.path.join(st.bin_dir, "pbx-client"), "request", "--control",
+            st.control, "--scope", st.scope, "--selector", "docs/readme.txt",
             "--op", "read", "--class", "file", "--job", "11:1", "--session",
             "7", "--realm", "3", "--entry", "bin/cat", "--label", "readme",
             "--lifetime", "one-shot", "--urgency", "exceptional", "--target",
@@ -365,7 +437,8 @@ def prompt(st, pane):
 
 
 SCENARIOS = {"lifecycle": lifecycle, "expire": expire,
-             "runtime-reply": runtime_reply}
+             "runtime-reply": runtime_reply, "direct": direct,
+             "hangup": hangup}
 
 
 def main():

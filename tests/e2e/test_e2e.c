@@ -4,9 +4,10 @@
  * real sockets: every startup refusal with its own exit status, one full
  * routine grant from BEGIN to RETIRE, and a flood of malformed frames with
  * surplus descriptors after which powerboxd holds exactly its baseline;
- * EXPIRE only through launchd's broker endpoint (slot 10), the
- * runtime-reply alias delivered once to the broker, and ttyd RETRY
- * answered by a doubling wait instead of an immediate re-ask.
+ * BEGIN (either mode) and EXPIRE only through launchd's broker endpoint
+ * (slot 10), where the harness plays launchd relaying its callers'
+ * requests, the runtime-reply alias delivered once to the broker, and
+ * ttyd RETRY answered by a doubling wait instead of an immediate re-ask.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
@@ -473,7 +474,7 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     int handle = -1;
     ino_t ino = 0;
     PBX_REQUIRE(e2e_run_start(&r));
-    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
     PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
@@ -482,8 +483,8 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
     /* Request-owned authority is gone before the decision: the scope. */
     PBX_CHECK(e2e_peer_gone(scope, 5000));
-    PBX_CHECK(e2e_decision(r.client, id, grant));
-    PBX_CHECK(e2e_consume_revoke(r.client, handle, grant));
+    PBX_CHECK(e2e_decision(r.p.broker, id, grant));
+    PBX_CHECK(e2e_consume_revoke(r.p.broker, handle, grant));
     PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
     PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
     /* Every copy of the object powerboxd held is gone too. */
@@ -493,8 +494,8 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     size_t n = 0;
     pbx_ipc_consume c = {grant};
     PBX_CHECK(pbx_ipc_consume_encode(&c, f, sizeof(f), &n) == PBX_OK &&
-              e2e_send(r.client, f, n, NULL, 0) &&
-              e2e_recv(r.client, f, sizeof(f), NULL, 0, NULL, 5000) > 0);
+              e2e_send(r.p.broker, f, n, NULL, 0) &&
+              e2e_recv(r.p.broker, f, sizeof(f), NULL, 0, NULL, 5000) > 0);
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
     int fds[3] = {scope, obj, handle};
     for (int i = 0; i < 3; i++) {
@@ -605,13 +606,13 @@ static bool e2e_job_grant(e2e_run *r, pbx_ipc_id *grant, int *scope, int *obj,
     pbx_ipc_id id = {0, 0};
     e2e_begin_rec(&b, "docs/readme.txt");
     b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
-    return e2e_open_as(r->client, &b, "docs/readme.txt", &id, scope) &&
+    return e2e_open_as(r->p.broker, &b, "docs/readme.txt", &id, scope) &&
            e2e_vfsd_resolve(*scope, obj, ino) && e2e_ttyd_policy(r->p.ttyd) &&
            e2e_procd_install(r->p.procd, *ino, handle, grant) &&
            e2e_vfsd_detach(r->p.vfsd, *ino) &&
            e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_ACTIVE, *grant) &&
            e2e_launchd_wake(r->p.launchd, id) &&
-           e2e_decision(r->client, id, *grant);
+           e2e_decision(r->p.broker, id, *grant);
 }
 
 /* Closes every descriptor in fds that is open. */
@@ -833,7 +834,7 @@ PBX_TEST(e2e_ttyd_retry_waits_instead_of_busy_retrying)
     PBX_REQUIRE(e2e_run_start(&r));
     e2e_begin_rec(&b, "docs/readme.txt");
     b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
-    PBX_REQUIRE(e2e_open_as(r.client, &b, "docs/readme.txt", &id, &scope));
+    PBX_REQUIRE(e2e_open_as(r.p.broker, &b, "docs/readme.txt", &id, &scope));
     PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
     /* Answer RETRY to every PROMPT for 600 ms. The waits between them
@@ -916,14 +917,14 @@ PBX_TEST(e2e_silent_scope_is_denied_within_its_deadline_others_served)
     int baseline = e2e_fd_count(r.p.pid);
     /* The scope is committed and never answered: powerboxd's RESOLVE
      * through it waits at most PBX_RT_CALL_MS_SCOPE. */
-    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     long t0 = e2e_now_ms();
     PBX_CHECK(e2e_ping(other, 5000));
     PBX_CHECK(e2e_now_ms() - t0 < (long)PBX_RT_CALL_MS_SCOPE + 1000L);
     /* The RESOLVE did arrive; then powerboxd deleted the scope. */
     PBX_CHECK(e2e_recv(scope, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     PBX_CHECK(e2e_peer_gone(scope, 5000));
-    PBX_CHECK_EQ(e2e_outcome(r.client, id), (unsigned)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(e2e_outcome(r.p.broker, id), (unsigned)PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(e2e_ping(other, 5000));
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), baseline);
     (void)close(scope);
@@ -994,7 +995,7 @@ PBX_TEST(e2e_scope_not_from_the_vfsd_process_is_refused_and_deleted)
     PBX_REQUIRE(e2e_run_start(&r));
     /* A pair another process made: its peer is not vfsd's peer. */
     PBX_REQUIRE(e2e_foreign_pair(sv));
-    PBX_CHECK(e2e_commit_fd(r.client, "docs/a.txt", sv[1], &status));
+    PBX_CHECK(e2e_commit_fd(r.p.broker, "docs/a.txt", sv[1], &status));
     PBX_CHECK(status != 0U);
     (void)close(sv[1]);
     PBX_CHECK(e2e_peer_gone(sv[0], 5000));
@@ -1003,13 +1004,29 @@ PBX_TEST(e2e_scope_not_from_the_vfsd_process_is_refused_and_deleted)
     int lone = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     PBX_REQUIRE(lone >= 0);
     status = 0;
-    PBX_CHECK(e2e_commit_fd(r.client, "docs/b.txt", lone, &status));
+    PBX_CHECK(e2e_commit_fd(r.p.broker, "docs/b.txt", lone, &status));
     PBX_CHECK(status != 0U);
     (void)close(lone);
     PBX_CHECK(e2e_ping(r.client, 5000));
     /* Only the two requests' own reserved destinations remain. */
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline + 2);
     e2e_run_stop(&r);
+}
+
+/* DECISION for id on conn; true when the reply is an error status. */
+static bool e2e_decision_refused(int conn, pbx_ipc_id id)
+{
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    int nfds = 0;
+    size_t n = 0;
+    memset(&f, 0, sizeof(f));
+    return pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
+                                &n) == PBX_OK &&
+           e2e_send(conn, out, n, NULL, 0) &&
+           e2e_frame(conn, in, sizeof(in), &f, NULL, &nfds) &&
+           f.status == (uint16_t)PBX_E_CORE_PARTITION && nfds == 0;
 }
 
 PBX_TEST(e2e_port_badge_keeps_requests_to_their_connection)
@@ -1020,27 +1037,64 @@ PBX_TEST(e2e_port_badge_keeps_requests_to_their_connection)
     pbx_ipc_decision d;
     int nfds = 0;
     PBX_REQUIRE(e2e_run_start(&r));
-    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
-    /* Another connection (another badge) cannot read the decision. */
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    /* Public connections (other badges) cannot read the decision of a
+     * request launchd's broker began. */
     int other = e2e_connect(&r.p);
     PBX_REQUIRE(other >= 0);
+    PBX_CHECK(e2e_decision_refused(other, id));
+    PBX_CHECK(e2e_decision_refused(r.client, id));
+    /* The broker still can (its unanswered scope may have timed out). */
     memset(&d, 0, sizeof(d));
-    uint8_t out[64];
-    uint8_t in[128];
-    pbx_ipc_frame f;
-    size_t n = 0;
-    memset(&f, 0, sizeof(f));
-    bool got = pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
-                                    &n) == PBX_OK &&
-               e2e_send(other, out, n, NULL, 0) &&
-               e2e_frame(other, in, sizeof(in), &f, NULL, &nfds);
-    PBX_CHECK(got && f.status != 0U);
-    /* The owner still can (its unanswered scope may have timed out). */
-    PBX_CHECK(e2e_decision_fds(r.client, id, &d, NULL, &nfds) &&
+    PBX_CHECK(e2e_decision_fds(r.p.broker, id, &d, NULL, &nfds) &&
               (d.outcome == PBX_IPC_OUTCOME_PENDING ||
                d.outcome == PBX_IPC_OUTCOME_DENIED));
     (void)close(other);
     (void)close(scope);
+    e2e_run_stop(&r);
+}
+
+/* Sends BEGIN b on conn; returns the reply status, or -1 when no
+ * decodable reply without descriptors came. */
+static long e2e_begin_status(int conn, const pbx_ipc_begin *b)
+{
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    size_t n = 0;
+    if (pbx_ipc_begin_encode(b, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(conn, out, n, NULL, 0, in, sizeof(in), &f)) {
+        return -1;
+    }
+    return (long)f.status;
+}
+
+PBX_TEST(e2e_begin_on_the_public_endpoint_is_refused_in_either_mode)
+{
+    e2e_run r;
+    pbx_ipc_begin b;
+    PBX_REQUIRE(e2e_run_start(&r));
+    int other = e2e_connect(&r.p);
+    PBX_REQUIRE(other >= 0 && e2e_ping(other, 5000));
+    int baseline = e2e_fd_count(r.p.pid);
+    /* Install mode sent straight to powerboxd: its job, session, realm
+     * and entry would be the caller's own claim, so it is refused and
+     * nothing is reserved (no placeholder descriptor appears). */
+    e2e_begin_rec(&b, "docs/readme.txt");
+    PBX_CHECK_EQ(e2e_begin_status(r.client, &b), (long)PBX_E_CORE_BROKER);
+    PBX_CHECK_EQ(e2e_begin_status(other, &b), (long)PBX_E_CORE_BROKER);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    PBX_CHECK_EQ(e2e_begin_status(r.client, &b), (long)PBX_E_CORE_BROKER);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), baseline);
+    /* The service keeps serving: both connections still get answers, and
+     * the broker's own BEGIN is accepted (one reserved destination). */
+    PBX_CHECK(e2e_ping(r.client, 5000));
+    PBX_CHECK(e2e_ping(other, 5000));
+    e2e_begin_rec(&b, "docs/readme.txt");
+    PBX_CHECK_EQ(e2e_begin_status(r.p.broker, &b), 0L);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), baseline + 1);
+    (void)close(other);
     e2e_run_stop(&r);
 }
 
@@ -1060,7 +1114,7 @@ PBX_TEST(e2e_no_room_for_receipts_ends_the_connection_each_time)
         size_t n = 0;
         e2e_begin_rec(&b, "docs/x.txt");
         if (pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) != PBX_OK ||
-            !e2e_call(r.client, buf, n, NULL, 0, buf, sizeof(buf), &f) ||
+            !e2e_call(r.p.broker, buf, n, NULL, 0, buf, sizeof(buf), &f) ||
             f.status != 0U) {
             break;
         }
@@ -1099,7 +1153,7 @@ static bool e2e_at_policy(e2e_run *r, int *scope, int *obj)
     pbx_ipc_id id = {0, 0};
     ino_t ino = 0;
     uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
-    return e2e_open_request(r->client, "docs/readme.txt", &id, scope) &&
+    return e2e_open_request(r->p.broker, "docs/readme.txt", &id, scope) &&
            e2e_vfsd_resolve(*scope, obj, &ino) &&
            e2e_recv(r->p.ttyd, b, sizeof(b), NULL, 0, NULL, 5000) > 0;
 }
@@ -1132,7 +1186,7 @@ PBX_TEST(e2e_silent_startup_peer_fail_stops_after_its_deadline)
     pbx_ipc_id id = {0, 0};
     ino_t ino = 0;
     uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
-    PBX_CHECK(e2e_open_request(r.client, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
     /* procd took INSTALL and never answers. */

@@ -117,9 +117,9 @@ PBX_TEST(peers_client_request_frames)
     (void)snprintf(parg, sizeof(parg), "%d", pub[1]);
     (void)snprintf(sarg, sizeof(sarg), "%d", scope[1]);
     const char *args[] = {
-        "request",  "--public-fd", parg,   "--scope-fd", sarg,   "--selector",
-        sel,        "--op",        "read", "--class",    "file", "--lifetime",
-        "one-shot", "--target",    "7:2",  "--slot",     "40",   NULL};
+        "request",  "--control-fd", parg,   "--scope-fd", sarg,   "--selector",
+        sel,        "--op",         "read", "--class",    "file", "--lifetime",
+        "one-shot", "--target",     "7:2",  "--slot",     "40",   NULL};
     int keep[2] = {pub[1], scope[1]};
     pid_t pid = tp_spawn("client", args, keep, 2, -1);
     (void)close(pub[1]);
