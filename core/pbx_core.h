@@ -11,7 +11,8 @@
  * go except by exact deletion or a transfer the ops layer confirmed.
  *
  * Freestanding: no allocation after pbx_core_init carved the arena, no
- * recursion, every loop bounded, O(1) queue work per event.
+ * recursion, every loop bounded, O(1) queue work per event; correlation
+ * by job (generation-zero CANCEL, EXPIRE) walks one hash chain only.
  */
 #ifndef PBX_CORE_H
 #define PBX_CORE_H
@@ -202,7 +203,7 @@ typedef enum pbx_core_queue_id {
 } pbx_core_queue_id;
 
 /** PBX_CORE_LANES is the number of ready lanes served round-robin. */
-#define PBX_CORE_LANES 6U
+#define PBX_CORE_LANES 5U
 
 /**
  * PBX_CORE_BADGE_LAUNCHD is the badge the runtime passes for frames that
@@ -244,12 +245,13 @@ typedef struct pbx_core_ctx {
     pbx_core_queue queues[PBX_CORE_Q_COUNT];
     /** Next ready lane to serve. */
     uint32_t lane;
-    /** The expiry being swept one record per step, if expire_active. */
-    pbx_ipc_expire expire;
-    /** Next record the sweep examines: requests first, then grants. */
-    uint32_t expire_cursor;
-    /** Nonzero while an expiry sweep is in progress. */
-    uint32_t expire_active;
+    /**
+     * Records visited by walks of the correlation index (generation-zero
+     * CANCEL, EXPIRE) since init, saturating: the observable that proves
+     * such an event visits only its job's chain, never the pool. Tests
+     * and benchmarks read it; the core never acts on it.
+     */
+    uint32_t index_visits;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */

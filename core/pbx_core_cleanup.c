@@ -447,9 +447,8 @@ static pbx_err pbx_core_orphan_step(pbx_core_ctx *ctx, uint32_t t)
     return PBX_OK;
 }
 
-bool pbx_core_expire_hits(const pbx_core_ctx *ctx, const pbx_core_context *c)
+bool pbx_core_expire_hits(const pbx_ipc_expire *e, const pbx_core_context *c)
 {
-    const pbx_ipc_expire *e = &ctx->expire;
     if (c->ctx.job_id != e->job_id || c->ctx.job_gen != e->job_gen) {
         return false;
     }
@@ -463,10 +462,11 @@ bool pbx_core_expire_hits(const pbx_core_ctx *ctx, const pbx_core_context *c)
  * after its scope ended. One whose grant is installed ends through that
  * grant at once (an unpublished approval turns CANCELLED before release
  * can publish it); any other has a decision that grants nothing. */
-static void pbx_core_expire_request(pbx_core_ctx *ctx, uint32_t i)
+static void pbx_core_expire_request(pbx_core_ctx *ctx, const pbx_ipc_expire *e,
+                                    uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
-    if (r->link.live == 0U || !pbx_core_expire_hits(ctx, &r->ctx)) {
+    if (!pbx_core_expire_hits(e, &r->ctx)) {
         return;
     }
     if (r->grant != PBX_CORE_NIL &&
@@ -484,46 +484,45 @@ static void pbx_core_expire_request(pbx_core_ctx *ctx, uint32_t i)
     }
 }
 
-/* Examines one record for the running expiry: every request first, then
- * every grant, one record per step. Requests go first so that a request
- * which installs its grant after the grant half passed it was already
- * cancelled, and one that installed earlier is met again as a grant. */
-static void pbx_core_expire_step(pbx_core_ctx *ctx)
+/* Requests go first, then grants. Ending a request never frees or
+ * unchains another request, and ending a grant unchains at most that
+ * grant (the one being visited), so saving the successor before acting
+ * keeps each walk on its chain. Every grant the request half stopped has
+ * left LIVE and so the grant chain; one whose approval is unpublished is
+ * still LIVE, and meeting it again changes nothing (its request is
+ * already terminating). Each walk is bounded by the pool capacity. */
+void pbx_core_expire(pbx_core_ctx *ctx, const pbx_ipc_expire *e)
 {
-    uint32_t reqs = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
-    uint32_t at = ctx->expire_cursor;
-    ctx->expire_cursor++;
-    if (ctx->expire_cursor >=
-        reqs + ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
-        ctx->expire_active = 0U;
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    uint32_t i = pbx_core_index_head(ctx, PBX_BOOTSTRAP_POOL_REQUESTS,
+                                     e->job_id, e->job_gen);
+    for (uint32_t n = 0; n < cap && i != PBX_CORE_NIL; n++) {
+        uint32_t next =
+            pbx_core_index_next(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        pbx_core_expire_request(ctx, e, i);
+        i = next;
     }
-    if (at < reqs) {
-        pbx_core_expire_request(ctx, at);
-        return;
-    }
-    uint32_t g = at - reqs;
-    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    /* Every live grant of the job ends, including one whose approval is
-     * not yet published: it must never be published past its expiry. */
-    if (gr->link.live != 0U && gr->link.state == (uint16_t)PBX_CORE_ST_LIVE &&
-        pbx_core_expire_hits(ctx, &gr->ctx)) {
-        pbx_core_grant_stop(ctx, g, PBX_CORE_EV_EXPIRE);
+    cap = ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
+    uint32_t g = pbx_core_index_head(ctx, PBX_BOOTSTRAP_POOL_GRANTS, e->job_id,
+                                     e->job_gen);
+    for (uint32_t n = 0; n < cap && g != PBX_CORE_NIL; n++) {
+        uint32_t next = pbx_core_index_next(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        /* Every live grant of the job ends, including one whose approval
+         * is not yet published: it must never be published past its
+         * expiry. */
+        if (pbx_core_expire_hits(e, &pbx_core_grant_at(ctx, g)->ctx)) {
+            pbx_core_grant_stop(ctx, g, PBX_CORE_EV_EXPIRE);
+        }
+        g = next;
     }
 }
 
 /* Serves lane; returns false when it had nothing to do. */
 static bool pbx_core_lane(pbx_core_ctx *ctx, uint32_t lane, pbx_err *err)
 {
-    static const pbx_core_queue_id queues[PBX_CORE_LANES - 1U] = {
+    static const pbx_core_queue_id queues[PBX_CORE_LANES] = {
         PBX_CORE_Q_INTAKE, PBX_CORE_Q_RELEASE, PBX_CORE_Q_GRANT,
         PBX_CORE_Q_NOTIFY, PBX_CORE_Q_ORPHAN};
-    if (lane == PBX_CORE_LANES - 1U) {
-        if (ctx->expire_active == 0U) {
-            return false;
-        }
-        pbx_core_expire_step(ctx);
-        return true;
-    }
     uint32_t i = pbx_core_pop(ctx, queues[lane]);
     if (i == PBX_CORE_NIL) {
         return false;

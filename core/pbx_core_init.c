@@ -116,14 +116,14 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     ctx->slots = *slots;
     ctx->lane = 0U;
     ctx->held_caps = 0U;
-    ctx->expire_active = 0U;
-    ctx->expire_cursor = 0U;
+    ctx->index_visits = 0U;
     pbx_mem_set(ctx->arena, 0, arena_len);
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         pbx_core_init_pool(ctx, (pbx_bootstrap_pool)i, &layout->pools[i]);
     }
     pbx_core_init_chunks(ctx);
     pbx_core_init_queues(ctx);
+    pbx_core_index_init(ctx);
     ctx->ready = 1U;
     return PBX_OK;
 }

@@ -221,11 +221,69 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t index);
 pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t index);
 
 /**
- * pbx_core_expire_hits reports whether the running expiry (ctx->expire)
- * covers context c: the same job id and generation, and for an INVOCATION
- * expiry an INVOCATION lifetime with the same invocation id. Pure, O(1).
+ * pbx_core_expire_hits reports whether expiry e covers context c: the same
+ * job id and generation, and for an INVOCATION expiry an INVOCATION
+ * lifetime with the same invocation id. Pure, O(1).
  */
-bool pbx_core_expire_hits(const pbx_core_ctx *ctx, const pbx_core_context *c);
+bool pbx_core_expire_hits(const pbx_ipc_expire *e, const pbx_core_context *c);
+
+/**
+ * pbx_core_expire ends everything expiry e covers, within the event: every
+ * covered request still in flight turns CANCELLED and every covered live
+ * grant starts revoke, REMOVE, RETIRE (the lanes do the rest, one step at
+ * a time). It walks only the job's request and grant chains, so its work
+ * is bounded by the records chained in those two buckets. Cannot fail.
+ */
+void pbx_core_expire(pbx_core_ctx *ctx, const pbx_ipc_expire *e);
+
+/**
+ * pbx_core_index_hash mixes a job key (id, generation) into 32 well-spread
+ * bits. Unkeyed: anyone who knows it can build colliding keys, which costs
+ * them one pool record per chained record and changes no outcome (every
+ * walk compares keys exactly and is bounded by the pool capacity). Pure.
+ */
+uint32_t pbx_core_index_hash(uint64_t job_id, uint32_t job_gen);
+
+/**
+ * pbx_core_index_bucket returns the bucket of job (id, generation) in pool
+ * (requests or grants): the hash modulo the pool capacity.
+ */
+uint32_t pbx_core_index_bucket(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                               uint64_t job_id, uint32_t job_gen);
+
+/** pbx_core_index_init empties every bucket of the requests and grants
+ * pools; part of carving the arena. */
+void pbx_core_index_init(pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_index_insert chains live, unchained record index of pool
+ * (requests or grants) at the head of its job's bucket, keyed by the job
+ * in its context. O(1).
+ */
+void pbx_core_index_insert(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                           uint32_t index);
+
+/** pbx_core_index_remove unchains record index of pool in O(1); a record
+ * that is not chained is left as it is. */
+void pbx_core_index_remove(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                           uint32_t index);
+
+/** pbx_core_index_chained reports whether record index of pool is chained. */
+bool pbx_core_index_chained(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                            uint32_t index);
+
+/** pbx_core_index_head returns the first record of the bucket job (id,
+ * generation) hashes to in pool, or PBX_CORE_NIL. */
+uint32_t pbx_core_index_head(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                             uint64_t job_id, uint32_t job_gen);
+
+/**
+ * pbx_core_index_next counts one visit of chained record index of pool
+ * (ctx->index_visits) and returns the record after it in its bucket, or
+ * PBX_CORE_NIL. Callers bound their walks by the pool capacity.
+ */
+uint32_t pbx_core_index_next(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                             uint32_t index);
 
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);

@@ -60,6 +60,25 @@ typedef struct pbx_core_link {
 } pbx_core_link;
 
 /**
+ * pbx_core_chain is a record's place in its pool's correlation index: hash
+ * chains keyed by job (id, generation), embedded in the records so the
+ * index needs no memory beyond the pools PBX1 describes. The pool has as
+ * many buckets as records, and bucket b's head lives in record b, whether
+ * or not record b itself is in use. Chains are doubly linked, so a record
+ * leaves its chain in O(1).
+ */
+typedef struct pbx_core_chain {
+    /** First record of bucket <this record's index>, or PBX_CORE_NIL. */
+    uint32_t bucket_head;
+    /** Next record in the bucket this record is chained in, or NIL. */
+    uint32_t next;
+    /** Previous record in that bucket, or PBX_CORE_NIL at its head. */
+    uint32_t prev;
+    /** Bucket the record is chained in, or PBX_CORE_NIL when unchained. */
+    uint32_t bucket;
+} pbx_core_chain;
+
+/**
  * pbx_core_context is the launchd-authenticated contextual body kept from
  * BEGIN (ipc's decoded BEGIN record, which holds no pointers): program
  * entry, job id and generation, realm, session, operation, class,
@@ -77,6 +96,8 @@ typedef pbx_ipc_begin pbx_core_context;
 typedef struct pbx_core_request {
     /** Links, generation and state. */
     pbx_core_link link;
+    /** Job chain: chained from BEGIN until the record is freed. */
+    pbx_core_chain chain;
     /** The contextual body from BEGIN. */
     pbx_core_context ctx;
     /** Caller route (badge) that began the request. */
@@ -126,6 +147,8 @@ typedef struct pbx_core_request {
 typedef struct pbx_core_grant {
     /** Links, generation (the grant generation) and state. */
     pbx_core_link link;
+    /** Job chain: chained exactly while the grant is LIVE. */
+    pbx_core_chain chain;
     /** The contextual body copied from the request. */
     pbx_core_context ctx;
     /** vfsd object identity of the granted object. */

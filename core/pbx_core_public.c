@@ -150,11 +150,9 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
  * anyone but launchd's exact-job broker (only launchd can vouch for the
  * contextual body, job, session, realm and program entry, that policy,
  * the prompt and the grant row are bound to; and in runtime-reply mode it
- * delivers the exported alias to the blocked caller), a selector larger
+ * delivers the exported alias to the blocked caller), or a selector larger
  * than all the deployment's selector storage (BUSY would promise a retry
- * that can never succeed), or a job or invocation whose expiry is being
- * swept (the sweep may already have passed the record the request would
- * take). */
+ * that can never succeed). */
 static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
                                     const pbx_ipc_begin *b, uint32_t badge,
                                     uint32_t chunks)
@@ -164,9 +162,6 @@ static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
     }
     if (chunks > ctx->chunk_count) {
         return PBX_E_CORE_SELECTOR_LENGTH;
-    }
-    if (ctx->expire_active != 0U && pbx_core_expire_hits(ctx, b)) {
-        return PBX_E_CORE_CONTEXT;
     }
     return PBX_OK;
 }
@@ -428,22 +423,27 @@ static void pbx_core_cancel_apply(pbx_core_ctx *ctx, uint32_t i)
 
 /* Finds the one live, cancellable request of a job and session, counted
  * across every caller so the correlation is globally unambiguous, and
- * checks that the caller owns it. The walk is bounded by the request
- * capacity and only runs for the rare generation-zero recovery form. */
-static pbx_err pbx_core_cancel_correlate(const pbx_core_ctx *ctx,
+ * checks that the caller owns it. Every live request is chained by its
+ * job, so only the job's bucket is walked (bounded by the request
+ * capacity), and the walk stops at the second match: ambiguity needs no
+ * more evidence. */
+static pbx_err pbx_core_cancel_correlate(pbx_core_ctx *ctx,
                                          const pbx_ipc_cancel *c,
                                          uint32_t badge, uint32_t *index)
 {
     uint32_t found = 0;
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
-    for (uint32_t i = 0; i < cap; i++) {
+    uint32_t i = pbx_core_index_head(ctx, PBX_BOOTSTRAP_POOL_REQUESTS,
+                                     c->job_id, c->job_gen);
+    for (uint32_t n = 0; n < cap && i != PBX_CORE_NIL && found < 2U; n++) {
         const pbx_core_request *r = pbx_core_req(ctx, i);
-        if (r->link.live != 0U && r->ctx.ctx.job_id == c->job_id &&
+        if (r->ctx.ctx.job_id == c->job_id &&
             r->ctx.ctx.job_gen == c->job_gen &&
             r->ctx.ctx.session == c->session && pbx_core_cancellable(ctx, i)) {
             found++;
             *index = i;
         }
+        i = pbx_core_index_next(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     }
     if (found == 0U) {
         return PBX_E_CORE_UNKNOWN;
@@ -556,16 +556,14 @@ static void pbx_core_on_expire(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     if (err == PBX_OK && badge != PBX_CORE_BADGE_LAUNCHD) {
         err = PBX_E_CORE_PARTITION;
     }
-    if (err == PBX_OK && ctx->expire_active != 0U) {
-        err = PBX_E_CORE_BUSY;
-    }
     if (err != PBX_OK) {
         pbx_core_reply_err(out, PBX_IPC_OP_EXPIRE, f->request, err);
         return;
     }
-    ctx->expire = e;
-    ctx->expire_cursor = 0U;
-    ctx->expire_active = 1U;
+    /* Everything covered ends within this event (one transition each),
+     * so no sweep outlives it: a second EXPIRE, or a BEGIN of the job,
+     * never meets an expiry half done. */
+    pbx_core_expire(ctx, &e);
     pbx_core_reply_empty(out, PBX_IPC_OP_EXPIRE, f->request);
 }
 

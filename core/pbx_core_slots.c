@@ -192,18 +192,33 @@ static void pbx_core_move(pbx_core_ctx *ctx, pbx_core_link *l,
     l->state = t[row].to;
 }
 
+/* A request is chained by its job from BEGIN until it is freed, so the
+ * chain always holds every live request a CANCEL or EXPIRE could name. */
 void pbx_core_req_move(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
 {
-    pbx_core_move(ctx,
-                  pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index),
-                  PBX_CORE_MACHINE_REQUEST, event);
+    pbx_core_link *l =
+        pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
+    pbx_core_move(ctx, l, PBX_CORE_MACHINE_REQUEST, event);
+    if (event == PBX_CORE_EV_BEGIN) {
+        pbx_core_index_insert(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
+    } else if (l->state == (uint16_t)PBX_CORE_ST_FREE) {
+        pbx_core_index_remove(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
+    }
 }
 
+/* A grant is chained by its job exactly while it is LIVE: only a live
+ * grant can be expired, and every way out of LIVE passes through here. */
 void pbx_core_grant_move(pbx_core_ctx *ctx, uint32_t index,
                          pbx_core_event event)
 {
-    pbx_core_move(ctx, pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index),
-                  PBX_CORE_MACHINE_GRANT, event);
+    pbx_core_link *l = pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
+    if (l->state == (uint16_t)PBX_CORE_ST_LIVE) {
+        pbx_core_index_remove(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
+    }
+    pbx_core_move(ctx, l, PBX_CORE_MACHINE_GRANT, event);
+    if (l->state == (uint16_t)PBX_CORE_ST_LIVE) {
+        pbx_core_index_insert(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
+    }
 }
 
 void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,

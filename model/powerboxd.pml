@@ -790,7 +790,7 @@ proctype Client(byte i)
 #define ALL_DELIVERED (o_dlv[0] && (NREQ < 2 || o_dlv[NREQ - 1]))
 #define ALL_FIN (FIN(0) && (NREQ < 2 || FIN(NREQ - 1)))
 
-/* Early invocation/job expiry reaching grant k (pbx_core_expire_step);
+/* Early invocation/job expiry reaching grant k (pbx_core_expire);
  * enabled only when it ends something, so launchd never idles in a loop. */
 #define EXPIRE_EARLY(k) \
     :: atomic { !early[k] && g_st[k] == ST_LIVE && STOP_OK(k) -> \

@@ -421,16 +421,16 @@ const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i);
 const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
 /**
  * sim_coverage_note infers the transitions since the last call from the
- * core's record states; lane is the ready lane a core step just served
- * (or PBX_CORE_LANES when the event was not a core step).
+ * core's record states (w->cause names the public event that ends a live
+ * grant).
  */
-void sim_coverage_note(sim_world *w, uint32_t lane);
+void sim_coverage_note(sim_world *w);
 
 /**
  * sim_after_core notes transitions and runs the per-step checks after any
- * call into the core; lane as for sim_coverage_note.
+ * call into the core.
  */
-void sim_after_core(sim_world *w, uint32_t lane);
+void sim_after_core(sim_world *w);
 
 /* ---- sim_world.c -------------------------------------------------------- */
 

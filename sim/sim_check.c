@@ -6,7 +6,10 @@
  * was acknowledged. At decision time: no request-owned capability remains,
  * replies carry only what the outcome allows, and every outcome has its
  * evidence. At quiescence: everything is back to the startup baseline.
+ * Per step, too: the correlation index chains exactly the live requests
+ * and the LIVE grants, each in the bucket its job hashes to.
  */
+#include "core/pbx_core_internal.h"
 #include "sim/sim.h"
 
 #include <string.h>
@@ -165,8 +168,74 @@ static void sim_check_retired(sim_world *w)
     }
 }
 
+/* Whether record i of pool should be chained: every live request, and a
+ * grant exactly while it is LIVE. */
+static bool sim_index_member(const sim_world *w, pbx_bootstrap_pool pool,
+                             uint32_t i)
+{
+    if (pool == PBX_BOOTSTRAP_POOL_REQUESTS) {
+        return sim_core_req(w, i)->link.live != 0U;
+    }
+    const pbx_core_grant *g = sim_core_grant(w, i);
+    return g->link.live != 0U && g->link.state == (uint16_t)PBX_CORE_ST_LIVE;
+}
+
+/* The chain of record i of pool (requests or grants). */
+static const pbx_core_chain *
+sim_index_chain(const sim_world *w, pbx_bootstrap_pool pool, uint32_t i)
+{
+    return pool == PBX_BOOTSTRAP_POOL_REQUESTS ? &sim_core_req(w, i)->chain
+                                               : &sim_core_grant(w, i)->chain;
+}
+
+/* The bucket the job of record i of pool hashes to. */
+static uint32_t sim_index_home(const sim_world *w, pbx_bootstrap_pool pool,
+                               uint32_t i)
+{
+    const pbx_core_context *k = pool == PBX_BOOTSTRAP_POOL_REQUESTS
+                                    ? &sim_core_req(w, i)->ctx
+                                    : &sim_core_grant(w, i)->ctx;
+    return pbx_core_index_bucket(w->core, pool, k->ctx.job_id, k->ctx.job_gen);
+}
+
+/* Walks every bucket of pool's correlation index: each chained record is
+ * a member, sits in the bucket its job hashes to, is linked both ways,
+ * and every member is reached exactly once. */
+static void sim_check_index(sim_world *w, pbx_bootstrap_pool pool)
+{
+    uint32_t cap = w->core->pools[pool].capacity;
+    uint32_t members = 0;
+    uint32_t reached = 0;
+    for (uint32_t i = 0; i < cap; i++) {
+        members += sim_index_member(w, pool, i) ? 1U : 0U;
+    }
+    for (uint32_t b = 0; b < cap && reached <= members; b++) {
+        uint32_t prev = PBX_CORE_NIL;
+        uint32_t i = sim_index_chain(w, pool, b)->bucket_head;
+        for (uint32_t n = 0; n <= cap && i != PBX_CORE_NIL; n++) {
+            if (i >= cap || !sim_index_member(w, pool, i) ||
+                sim_index_chain(w, pool, i)->bucket != b ||
+                sim_index_chain(w, pool, i)->prev != prev ||
+                sim_index_home(w, pool, i) != b) {
+                sim_fail(w, "index: %s record %u misplaced in bucket %u",
+                         pbx_bootstrap_pool_name(pool), i, b);
+                return;
+            }
+            reached++;
+            prev = i;
+            i = sim_index_chain(w, pool, i)->next;
+        }
+    }
+    if (reached != members) {
+        sim_fail(w, "index: %s chains reach %u records of %u members",
+                 pbx_bootstrap_pool_name(pool), reached, members);
+    }
+}
+
 void sim_check_step(sim_world *w)
 {
+    sim_check_index(w, PBX_BOOTSTRAP_POOL_REQUESTS);
+    sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
     if (w->dirty != 0U) {
         w->dirty = 0U;
         sim_check_conservation(w);

@@ -30,11 +30,12 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
     uint16_t op = len >= 8U ? pbx_le_get16(frame + 6) : 0U;
     w->cause = op == (uint16_t)PBX_IPC_OP_CONSUME  ? PBX_CORE_EV_CONSUME + 1U
                : op == (uint16_t)PBX_IPC_OP_CANCEL ? PBX_CORE_EV_CANCEL + 1U
+               : op == (uint16_t)PBX_IPC_OP_EXPIRE ? PBX_CORE_EV_EXPIRE + 1U
                                                    : 0U;
     sim_event_add(w, SIM_EV_PUBLIC, badge, op, len, ncaps);
     pbx_err err =
         pbx_core_on_public(w->core, badge, frame, len, slots, ncaps, &sim_out);
-    sim_after_core(w, PBX_CORE_LANES);
+    sim_after_core(w);
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
             sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",

@@ -77,7 +77,7 @@ void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
         sim_fail(w, "EXPIRE accepted from badge %#x, not launchd", badge);
         return;
     }
-    /* The sweep may end any covered request still in flight CANCELLED. */
+    /* The expiry may have ended any covered request in flight CANCELLED. */
     for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
         sim_req *s = &w->reqs[i];
         if (s->live != 0U &&

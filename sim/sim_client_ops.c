@@ -96,7 +96,7 @@ static void sim_decision_deliver(sim_world *w, uint32_t i,
     sim_event_add(w, SIM_EV_DELIVER, i, gen, ok ? 1U : 0U, d->outcome);
     s->delivered += ok ? 1U : 0U;
     pbx_err err = pbx_core_on_reply_delivered(w->core, token, gen, ok);
-    sim_after_core(w, PBX_CORE_LANES);
+    sim_after_core(w);
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
             sim_fail(w, "reply delivery report refused: %s", pbx_err_name(err));

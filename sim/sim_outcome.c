@@ -225,7 +225,7 @@ static pbx_core_event sim_req_event(const sim_world *w, uint32_t i,
 }
 
 /* Infers the event of a grant move. */
-static pbx_core_event sim_grant_event(uint32_t to, uint32_t lane)
+static pbx_core_event sim_grant_event(uint32_t to)
 {
     switch (to) {
     case PBX_CORE_ST_LIVE:
@@ -237,8 +237,9 @@ static pbx_core_event sim_grant_event(uint32_t to, uint32_t lane)
     case PBX_CORE_ST_FREE:
         return PBX_CORE_EV_RETIRED;
     default:
-        return lane == PBX_CORE_LANES - 1U ? PBX_CORE_EV_EXPIRE
-                                           : PBX_CORE_EV_CANCEL;
+        /* Out of LIVE: CONSUME, CANCEL and EXPIRE set w->cause; a core
+         * step ends a grant only for its cancelled request. */
+        return PBX_CORE_EV_CANCEL;
     }
 }
 
@@ -293,7 +294,7 @@ static void sim_note_req(sim_world *w, uint32_t i)
 }
 
 /* Notes the move of grant g since the last snapshot. */
-static void sim_note_grant(sim_world *w, uint32_t g, uint32_t lane)
+static void sim_note_grant(sim_world *w, uint32_t g)
 {
     const pbx_core_grant *cg = sim_core_grant(w, g);
     uint32_t *snap = w->snap_grant[g];
@@ -306,13 +307,12 @@ static void sim_note_grant(sim_world *w, uint32_t g, uint32_t lane)
     if (snap[1] != gen) {
         if (snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
             sim_cover(w, PBX_CORE_MACHINE_GRANT, snap[2],
-                      sim_grant_event(PBX_CORE_ST_FREE, lane),
-                      PBX_CORE_ST_FREE);
+                      sim_grant_event(PBX_CORE_ST_FREE), PBX_CORE_ST_FREE);
         }
         snap[2] = PBX_CORE_ST_FREE;
     }
     if (snap[2] != st) {
-        pbx_core_event ev = sim_grant_event(st, lane);
+        pbx_core_event ev = sim_grant_event(st);
         if (st == (uint32_t)PBX_CORE_ST_REVOKE && w->cause != 0U) {
             ev = (pbx_core_event)(w->cause - 1U);
         }
@@ -322,7 +322,7 @@ static void sim_note_grant(sim_world *w, uint32_t g, uint32_t lane)
     snap[2] = st;
 }
 
-void sim_coverage_note(sim_world *w, uint32_t lane)
+void sim_coverage_note(sim_world *w)
 {
     uint32_t rcap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
     uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
@@ -330,6 +330,6 @@ void sim_coverage_note(sim_world *w, uint32_t lane)
         sim_note_req(w, i);
     }
     for (uint32_t g = 0; g < gcap && g < SIM_GRANT_MAX; g++) {
-        sim_note_grant(w, g, lane);
+        sim_note_grant(w, g);
     }
 }

@@ -13,12 +13,12 @@
 /* Rounds of the healed drive to quiescence before it counts as stuck. */
 #define SIM_QUIESCE_ROUNDS 3000U
 
-void sim_after_core(sim_world *w, uint32_t lane)
+void sim_after_core(sim_world *w)
 {
     if (w->core->ready == 0U) {
         return; /* fail-stop: the caller judges whether it was earned */
     }
-    sim_coverage_note(w, lane);
+    sim_coverage_note(w);
     sim_check_step(w);
 }
 
@@ -168,7 +168,7 @@ static bool sim_core_step(sim_world *w, bool *progressed)
     pbx_err err = pbx_core_step(w->core, progressed);
     uint32_t lane = (w->core->lane + PBX_CORE_LANES - 1U) % PBX_CORE_LANES;
     sim_event_add(w, SIM_EV_STEP, *progressed ? 1U : 0U, lane, err, 0);
-    sim_after_core(w, *progressed ? lane : PBX_CORE_LANES);
+    sim_after_core(w);
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
             sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",
@@ -193,7 +193,7 @@ static bool sim_idle(const sim_world *w)
             return false;
         }
     }
-    return w->occupied == 0U && w->core->expire_active == 0U;
+    return w->occupied == 0U;
 }
 
 /* The faulty phase; false when the run ended (violation or fail-stop). */

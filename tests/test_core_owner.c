@@ -315,14 +315,19 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
                            b.ctx.job_id, b.ctx.job_gen, 5U),
                  0U);
-    /* While the sweep runs a new request of that invocation is refused. */
-    b.invocation_id = 5U;
-    pbx_ipc_id late = {0, 0};
-    PBX_CHECK_EQ(th_begin(h, &b, &late, &dest), PBX_E_CORE_CONTEXT);
+    /* Both covered requests ended within the event, before any step:
+     * each took its CANCEL row and waits on the release lane; the other
+     * invocation's request is untouched. */
+    PBX_CHECK_EQ(pbx_core_req(&h->core, parked.index)->link.state,
+                 PBX_CORE_ST_RELEASE);
+    PBX_CHECK_EQ(pbx_core_req(&h->core, open.index)->link.state,
+                 PBX_CORE_ST_RELEASE);
+    PBX_CHECK_EQ(pbx_core_req(&h->core, other.index)->link.state,
+                 PBX_CORE_ST_PROMPT);
     th_run(h);
     /* Object back and scope gone for the parked one; the empty
      * reservation proven empty and released for the open one. */
-    TH_TRACE(h, "detach>65 del=64 release=64 wake release=66 wake");
+    TH_TRACE(h, "release=66 wake detach>65 del=64 release=64 wake");
     PBX_CHECK_EQ(own_outcome(h, parked), PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(own_outcome(h, open), PBX_IPC_OUTCOME_CANCELLED);
     /* The prompt answer can no longer approve anything: the other
@@ -332,6 +337,8 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     th_run(h);
     TH_TRACE(h, "prompt install^68 <64 detach>68 view+ del=67 release=67 "
                 "wake");
+    b.invocation_id = 5U;
+    pbx_ipc_id late = {0, 0};
     PBX_CHECK_EQ(th_begin(h, &b, &late, &dest), 0U);
     /* A job expiry ends the rest of the job, in flight or granted. */
     th_clear_trace(h);
@@ -339,7 +346,7 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
                            b.ctx.job_id, b.ctx.job_gen, 0U),
                  0U);
     th_run(h);
-    TH_TRACE(h, "release=65 wake del=64 view- retire");
+    TH_TRACE(h, "release=65 del=64 wake view- retire");
     PBX_CHECK_EQ(own_outcome(h, late), PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(own_outcome(h, other), PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
