@@ -153,8 +153,7 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
  * delivers the exported alias to the blocked caller), or a selector larger
  * than all the deployment's selector storage (BUSY would promise a retry
  * that can never succeed). */
-static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx,
-                                    const pbx_ipc_begin *b, uint32_t badge,
+static pbx_err pbx_core_begin_check(const pbx_core_ctx *ctx, uint32_t badge,
                                     uint32_t chunks)
 {
     if (badge != PBX_CORE_BADGE_LAUNCHD) {
@@ -178,7 +177,7 @@ static void pbx_core_on_begin(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     }
     uint32_t chunks = pbx_core_chunks_for(b.selector_len);
     uint32_t dest = PBX_CORE_SLOT_NONE;
-    err = pbx_core_begin_check(ctx, &b, badge, chunks);
+    err = pbx_core_begin_check(ctx, badge, chunks);
     if (err != PBX_OK) {
         pbx_core_reply_err(out, PBX_IPC_OP_BEGIN, zero, err);
         return;
