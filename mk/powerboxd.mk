@@ -18,7 +18,8 @@
 #                              client request to a decision (docs/HOST.md)
 #   make powerboxd-peers-e2e   the same with every tests/e2e/run.py
 #                              scenario: lifecycle, EXPIRE through the
-#                              broker, runtime-reply, a tmux prompt (in
+#                              broker, runtime-reply, a scope misnamed by
+#                              vfsd (--lie-scope) denied, a tmux prompt (in
 #                              powerboxd-port-check; tmux is required)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
@@ -177,4 +178,4 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
-	    expire runtime-reply direct hangup prompt
+	    expire runtime-reply direct hangup lie-scope prompt

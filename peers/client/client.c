@@ -4,6 +4,11 @@
  * scope descriptor), then asks for the DECISION; it also sends CANCEL and
  * CONSUME. Output is key=value lines. See docs/HOST.md.
  *
+ * --scope PATH takes one scope from vfsd's scope socket at PATH: vfsd
+ * hands it over by SCM_RIGHTS, named by its socket inode, which is the
+ * identity powerboxd checks vfsd's RESOLVE replies against (printed as
+ * scope=). --scope-fd N uses a scope this process already holds.
+ *
  *   pbx-client request (--control PATH | --control-fd N)
  *       (--scope PATH | --scope-fd N) --selector S --op OP --class CLASS
  *       --lifetime L [--mode install|runtime-reply] [--urgency U]
@@ -50,6 +55,8 @@
 typedef struct client_opts {
     int public_fd;
     int scope_fd;
+    /* The identity vfsd named the scope by (--scope PATH), else 0. */
+    uint64_t scope_id;
     const char *selector;
     uint64_t wait_ms;
     uint64_t session;
@@ -282,6 +289,9 @@ static int client_request(const client_opts *o)
     pbx_ipc_id id = g_reply.frame.request;
     if (!g_quiet) {
         printf("request=%u.%u\ndest_slot=%u\n", id.index, id.gen, br.dest_slot);
+        if (o->scope_id != 0U) {
+            printf("scope=%llu\n", (unsigned long long)o->scope_id);
+        }
     }
     if (!client_selector(o->public_fd, id, o->selector)) {
         return 1;
@@ -451,11 +461,13 @@ static bool client_option(client_opts *o, const char *k, const char *v)
 {
     bool ok = true;
     if (client_named(o, k, v, &ok)) {
-    } else if (strcmp(k, "--control") == 0 || strcmp(k, "--public") == 0 ||
-               strcmp(k, "--scope") == 0) {
-        int fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
-        *(strcmp(k, "--scope") != 0 ? &o->public_fd : &o->scope_fd) = fd;
-        ok = fd >= 0;
+    } else if (strcmp(k, "--control") == 0 || strcmp(k, "--public") == 0) {
+        o->public_fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
+        ok = o->public_fd >= 0;
+    } else if (strcmp(k, "--scope") == 0) {
+        o->scope_fd =
+            pbx_peer_io_scope_acquire(v, CLIENT_TIMEOUT_MS, &o->scope_id);
+        ok = o->scope_fd >= 0;
     } else if (strcmp(k, "--control-fd") == 0 ||
                strcmp(k, "--public-fd") == 0 || strcmp(k, "--scope-fd") == 0) {
         int fd = pbx_peer_io_fd_arg(v);

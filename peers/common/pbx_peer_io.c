@@ -279,6 +279,69 @@ uint64_t pbx_peer_io_inode(int fd)
     return (uint64_t)st.st_ino;
 }
 
+/* The magic that opens a scope hand-out. */
+static const uint8_t peer_scope_magic[8] = {'P', 'B', 'X', 'S',
+                                            'C', 'O', 'P', 'E'};
+
+int pbx_peer_io_scope_give(int conn, int scope_fd, uint64_t scope_id)
+{
+    uint8_t msg[PBX_PEER_IO_SCOPE_BYTES];
+    memcpy(msg, peer_scope_magic, sizeof(peer_scope_magic));
+    pbx_le_put64(msg + sizeof(peer_scope_magic), scope_id);
+    return pbx_peer_io_send(conn, msg, sizeof(msg), scope_fd);
+}
+
+int pbx_peer_io_scope_take(int conn, int timeout_ms, uint64_t *scope_id)
+{
+    static pbx_peer_msg m;
+    struct pollfd p = {conn, POLLIN, 0};
+    int r = -1;
+    for (int tries = 0; tries < 64; tries++) {
+        r = poll(&p, 1, timeout_ms);
+        if (r >= 0 || errno != EINTR) {
+            break;
+        }
+    }
+    if (r <= 0) {
+        errno = r == 0 ? ETIMEDOUT : errno;
+        return -1;
+    }
+    r = peer_recv_raw(conn, &m);
+    if (r != 0) {
+        errno = r == 1 ? ECONNRESET : errno;
+        return -1;
+    }
+    if (m.len != PBX_PEER_IO_SCOPE_BYTES || m.nfds != 1U ||
+        memcmp(m.buf, peer_scope_magic, sizeof(peer_scope_magic)) != 0) {
+        pbx_peer_io_close_all(m.fds, m.nfds);
+        errno = EPROTO;
+        return -1;
+    }
+    *scope_id = pbx_le_get64(m.buf + sizeof(peer_scope_magic));
+    return m.fds[0];
+}
+
+int pbx_peer_io_scope_acquire(const char *path, int timeout_ms,
+                              uint64_t *scope_id)
+{
+    int conn = pbx_peer_io_connect(path, SOCK_SEQPACKET);
+    if (conn < 0) {
+        return -1;
+    }
+    int fd = pbx_peer_io_scope_take(conn, timeout_ms, scope_id);
+    int e = errno;
+    (void)close(conn);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+                    (uint64_t)st.st_ino != *scope_id)) {
+        (void)close(fd);
+        fd = -1;
+        e = EPROTO;
+    }
+    errno = e;
+    return fd;
+}
+
 void pbx_peer_io_ready(int ready_fd)
 {
     if (ready_fd >= 0) {

@@ -107,6 +107,40 @@ int pbx_peer_io_fd_arg(const char *s);
 uint64_t pbx_peer_io_inode(int fd);
 
 /**
+ * PBX_PEER_IO_SCOPE_BYTES is the length of vfsd's scope hand-out message:
+ * the 8 bytes "PBXSCOPE", then the scope identity as a little-endian u64.
+ * It travels with exactly one descriptor, the scope (docs/HOST.md).
+ */
+#define PBX_PEER_IO_SCOPE_BYTES 16U
+
+/**
+ * pbx_peer_io_scope_give sends the scope hand-out naming scope_id on conn,
+ * with a copy of scope_fd attached (the sender keeps scope_fd). Returns 0,
+ * or -1 with errno set.
+ */
+int pbx_peer_io_scope_give(int conn, int scope_fd, uint64_t scope_id);
+
+/**
+ * pbx_peer_io_scope_take waits at most timeout_ms for one scope hand-out
+ * on conn. Returns the scope descriptor (owned by the caller) and stores
+ * the identity vfsd named it by in *scope_id, or -1 with errno set:
+ * ETIMEDOUT, ECONNRESET when conn hung up, EPROTO when the message is not
+ * an exact hand-out with one descriptor (whatever arrived is closed).
+ */
+int pbx_peer_io_scope_take(int conn, int timeout_ms, uint64_t *scope_id);
+
+/**
+ * pbx_peer_io_scope_acquire connects to vfsd's scope socket at path, takes
+ * one scope (at most timeout_ms) and closes the connection. The scope must
+ * be a socket named by its own inode, which is what powerboxd's fstat of
+ * its copy reports; anything else is refused with EPROTO. Returns the
+ * scope descriptor (close-on-exec), storing the identity in *scope_id, or
+ * -1 with errno set.
+ */
+int pbx_peer_io_scope_acquire(const char *path, int timeout_ms,
+                              uint64_t *scope_id);
+
+/**
  * pbx_peer_io_ready reports readiness on ready_fd (when >= 0) by writing
  * "ready\n" and closing it; peers call it after every startup check.
  */

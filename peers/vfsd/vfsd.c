@@ -1,12 +1,16 @@
 /*
  * vfsd.c: the reference vfsd for the Linux host. It serves a read-only
- * namespace from a directory: every connection accepted on a scope socket
- * (or handed over as --scope-fd) is one scope capability for a subtree,
- * and RESOLVE through it mints a fresh object connection. The route (from
- * powerboxd) takes DETACH and RETIRE. See docs/HOST.md.
+ * namespace from a directory. Every connection accepted on a scope socket
+ * (or handed over as --scope-fd) is given one scope capability for a
+ * subtree: one end of a fresh socketpair, sent by SCM_RIGHTS, which vfsd
+ * names by that end's inode (the identity powerboxd's fstat of its copy
+ * reports), keeping the other end to serve RESOLVE on. RESOLVE mints a
+ * fresh object connection. The route (from powerboxd) takes DETACH and
+ * RETIRE. See docs/HOST.md.
  *
  *   pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... [--scope-fd N[=SUBDIR]]...
- *            [--route PATH] [--route-fd N] [--ready-fd N]
+ *            [--lie-scope PATH[=SUBDIR]]... [--route PATH] [--route-fd N]
+ *            [--ready-fd N]
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
@@ -41,7 +45,8 @@ typedef struct vfsd_conn {
     int fd;
     int kind;
     int dirfd;         /* the scope's subtree (scopes only; shared) */
-    uint64_t scope_id; /* nonzero for scope connections */
+    uint64_t scope_id; /* scope connections: inode of the end handed out */
+    bool lie;          /* fault switch (--lie-scope): misname the scope */
 } vfsd_conn;
 
 /* The whole daemon state (static storage). */
@@ -51,7 +56,6 @@ typedef struct vfsd {
     size_t nlistens;
     vfsd_conn conns[VFSD_CONNS_MAX];
     size_t nconns;
-    uint64_t next_scope;
     pbx_peer_objtab objs;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
@@ -200,7 +204,9 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
     rep->object.id = id;
     rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
                                            rep->object_class, sv[0]);
-    rep->scope_id = c->scope_id;
+    /* --lie-scope: name another scope than the one resolved through, so
+     * that powerboxd's identity check can be seen to refuse it. */
+    rep->scope_id = c->lie ? c->scope_id + 1U : c->scope_id;
     size_t n = 0;
     pbx_err e = pbx_ipc_resolve_reply_encode(
         g_vfsd.msg.frame.request, rep, g_vfsd.out, sizeof(g_vfsd.out), &n);
@@ -214,9 +220,10 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
         (void)close(sv[0]);
         pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
     } else {
-        pbx_peer_log("vfsd", "RESOLVE found object %llu gen %u scope %llu",
+        pbx_peer_log("vfsd", "RESOLVE found object %llu gen %u scope %llu%s",
                      (unsigned long long)id, rep->object.gen,
-                     (unsigned long long)c->scope_id);
+                     (unsigned long long)rep->scope_id,
+                     c->lie ? " (a lie: --lie-scope)" : "");
     }
     (void)close(sv[1]);
 }
@@ -358,20 +365,18 @@ static bool vfsd_serve(vfsd_conn *c)
     return true;
 }
 
-/* Adds a connection of kind; a scope gets a fresh identity. */
-static bool vfsd_add_conn(int fd, int kind, int dirfd)
+/* Adds a connection of kind named scope_id (0 for the route); on a full
+ * table fd is closed and NULL returned. */
+static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id)
 {
     if (g_vfsd.nconns >= VFSD_CONNS_MAX) {
         pbx_peer_log("vfsd", "connection table full; refusing a connection");
         (void)close(fd);
-        return false;
+        return NULL;
     }
     vfsd_conn *c = &g_vfsd.conns[g_vfsd.nconns++];
-    c->fd = fd;
-    c->kind = kind;
-    c->dirfd = dirfd;
-    c->scope_id = kind == VFSD_KIND_SCOPE ? ++g_vfsd.next_scope : 0U;
-    return true;
+    *c = (vfsd_conn){fd, kind, dirfd, scope_id, false};
+    return c;
 }
 
 /* Removes connection i (closing it); keeps the table dense. */
@@ -380,6 +385,48 @@ static void vfsd_drop_conn(size_t i)
     (void)close(g_vfsd.conns[i].fd);
     g_vfsd.conns[i] = g_vfsd.conns[g_vfsd.nconns - 1U];
     g_vfsd.nconns--;
+}
+
+/*
+ * Hands one fresh scope for dirfd to the client at the other end of conn,
+ * then closes conn. The scope is one end of a new socketpair, sent by
+ * SCM_RIGHTS; vfsd keeps the other end as the scope connection and names
+ * the scope by the inode of the end it sent. Every copy of a descriptor
+ * passed this way is the same open socket, so powerboxd's fstat of the
+ * copy it receives at COMMIT reports that very inode: an identity the
+ * kernel vouches for and the client cannot choose. The inode alone is the
+ * name: every socket lives on the one sockfs, so st_dev is the same for
+ * all of them and the 64-bit wire field keeps the inode whole.
+ */
+static bool vfsd_hand_scope(int conn, int dirfd, bool lie)
+{
+    int sv[2] = {-1, -1};
+    bool ok = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+    uint64_t id = ok ? pbx_peer_io_inode(sv[1]) : 0U;
+    vfsd_conn *c =
+        id != 0U ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id) : NULL;
+    if (c == NULL) {
+        pbx_peer_log("vfsd", "no scope handed out: %s",
+                     ok ? "table full" : strerror(errno));
+        pbx_peer_io_close_all(&sv[1], 1);
+        if (id == 0U) {
+            pbx_peer_io_close_all(sv, 1);
+        }
+        (void)close(conn);
+        return false;
+    }
+    c->lie = lie;
+    ok = pbx_peer_io_scope_give(conn, sv[1], id) == 0;
+    if (!ok) {
+        pbx_peer_log("vfsd", "scope hand-out failed: %s", strerror(errno));
+        vfsd_drop_conn(g_vfsd.nconns - 1U);
+    } else {
+        pbx_peer_log("vfsd", "scope %llu handed out%s", (unsigned long long)id,
+                     lie ? " (--lie-scope)" : "");
+    }
+    (void)close(sv[1]);
+    (void)close(conn);
+    return ok;
 }
 
 /* One poll round over listeners and connections. */
@@ -401,8 +448,10 @@ static int vfsd_round(void)
         if ((p[i].revents & POLLIN) != 0) {
             const vfsd_conn *l = &g_vfsd.listens[i];
             int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                (void)vfsd_add_conn(fd, l->kind, l->dirfd);
+            if (fd >= 0 && l->kind == VFSD_KIND_SCOPE) {
+                (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
+            } else if (fd >= 0) {
+                (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U);
             }
         }
     }
@@ -430,8 +479,9 @@ static int vfsd_subtree(const char *sub)
     return (int)fd;
 }
 
-/* Adds a listener or handed-over connection from "X[=SUB]". */
-static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd)
+/* Adds a listener or handed-over connection from "X[=SUB]"; a scope
+ * connection handed over is given its one scope at once. */
+static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 {
     char *eq = strchr(arg, '=');
     if (eq != NULL) {
@@ -451,13 +501,15 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd)
     }
     if (is_fd) {
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-        return vfsd_add_conn(fd, kind, dirfd);
+        return kind == VFSD_KIND_SCOPE
+                   ? vfsd_hand_scope(fd, dirfd, lie)
+                   : vfsd_add_conn(fd, kind, dirfd, 0U) != NULL;
     }
     if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
         pbx_peer_log("vfsd", "too many listening sockets");
         return false;
     }
-    g_vfsd.listens[g_vfsd.nlistens++] = (vfsd_conn){fd, kind, dirfd, 0U};
+    g_vfsd.listens[g_vfsd.nlistens++] = (vfsd_conn){fd, kind, dirfd, 0U, lie};
     return true;
 }
 
@@ -472,8 +524,8 @@ static bool vfsd_args(int argc, char **argv, int *ready_fd)
     }
     if (root == NULL || (argc % 2) != 1) {
         pbx_peer_log("vfsd", "usage: pbx-vfsd --root DIR [--scope PATH[=SUB]]"
-                             " [--scope-fd N[=SUB]] [--route PATH]"
-                             " [--route-fd N] [--ready-fd N]");
+                             " [--scope-fd N[=SUB]] [--lie-scope PATH[=SUB]]"
+                             " [--route PATH] [--route-fd N] [--ready-fd N]");
         return false;
     }
     g_vfsd.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -484,12 +536,14 @@ static bool vfsd_args(int argc, char **argv, int *ready_fd)
     bool ok = true;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
         const char *k = argv[i];
-        if (strcmp(k, "--scope") == 0 || strcmp(k, "--scope-fd") == 0) {
+        if (strcmp(k, "--scope") == 0 || strcmp(k, "--scope-fd") == 0 ||
+            strcmp(k, "--lie-scope") == 0) {
             ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_SCOPE,
-                                   strcmp(k, "--scope-fd") == 0);
+                                   strcmp(k, "--scope-fd") == 0,
+                                   strcmp(k, "--lie-scope") == 0);
         } else if (strcmp(k, "--route") == 0 || strcmp(k, "--route-fd") == 0) {
             ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_ROUTE,
-                                   strcmp(k, "--route-fd") == 0);
+                                   strcmp(k, "--route-fd") == 0, false);
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready_fd = pbx_peer_io_fd_arg(argv[i + 1]);
             ok = *ready_fd >= 0;

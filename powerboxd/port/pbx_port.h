@@ -363,6 +363,20 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
                             pbx_port_slot_info *info);
 
 /**
+ * pbx_port_slot_identity stores in *identity the identity the kernel
+ * vouches for the object behind the capability in slot, without changing
+ * the slot: the same value through every copy of that capability (a copy
+ * passed by SCM_RIGHTS on Linux, a derived child on EriX), a different
+ * one for any other live object, never zero. Linux: the inode number of a
+ * socket (fstat st_ino; every socket lives on the one sockfs, so st_dev
+ * adds nothing). EriX: ERIX_SYS_SLOT_IDENTIFY. *identity is 0 on error:
+ * PBX_E_PORT_SLOT_RANGE, PBX_E_PORT_NO_IDENTITY (empty, a placeholder,
+ * not a socket, or no identity from the kernel) or PBX_E_PORT_SYSCALL.
+ */
+pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
+                               uint64_t *identity);
+
+/**
  * pbx_port_slot_delete deletes the capability in slot and proves that the
  * slot is empty afterwards (PBX_E_PORT_DELETE_UNPROVEN otherwise).
  */

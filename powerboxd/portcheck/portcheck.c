@@ -192,6 +192,18 @@ static void pc_query(int32_t from)
     pc_reply(from, w, 8U, PBX_PORT_SLOT_NONE);
 }
 
+/* Answers an identity query for the i32 slot number in msg[1..4]:
+ * status, then the identity's low and high words. */
+static void pc_identity(int32_t from)
+{
+    uint64_t id = 0;
+    int32_t slot = (int32_t)pbx_le_get32(pc.msg + 1U);
+    pbx_err err = pbx_port_slot_identity(&pc.port, slot, &id);
+    uint32_t w[3] = {(uint32_t)err, (uint32_t)(id & 0xFFFFFFFFU),
+                     (uint32_t)(id >> 32)};
+    pc_reply(from, w, 3U, PBX_PORT_SLOT_NONE);
+}
+
 /* Sends one wake; on backpressure keeps it and watches for writability. */
 static pbx_err pc_notify(void)
 {
@@ -271,6 +283,8 @@ static uint32_t pc_dispatch(int32_t from, const pbx_port_msg *m)
     }
     if (op == (uint8_t)'Q' && m->len_bytes >= 5U) {
         pc_query(from);
+    } else if (op == (uint8_t)'I' && m->len_bytes >= 5U) {
+        pc_identity(from);
     } else if (op == (uint8_t)'P') {
         pc_peer_call(from, arg);
     } else if (op == (uint8_t)'D' || op == (uint8_t)'U') {

@@ -84,6 +84,15 @@ typedef struct rt_state {
 extern const pbx_core_ops rt_ops;
 
 /**
+ * rt_identity is the core's identity observation (pbx_core_set_identity);
+ * user is rt_state. It returns the identity the kernel vouches for the
+ * object behind slot (pbx_port_slot_identity: on Linux the socket's inode,
+ * which the reference vfsd names a scope by), or 0 when the port reports
+ * none. It changes nothing.
+ */
+uint64_t rt_identity(void *user, uint32_t slot);
+
+/**
  * rt_startup runs every startup check in order and sends the readiness
  * report. Returns 0, or the pbx_rt_exit status of the first refusal.
  */

@@ -444,6 +444,17 @@ static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
     return err == PBX_OK ? PBX_CORE_IO_OK : PBX_CORE_IO_FAILED;
 }
 
+uint64_t rt_identity(void *user, uint32_t slot)
+{
+    rt_state *s = user;
+    uint64_t id = 0;
+    if (slot > (uint32_t)INT32_MAX ||
+        pbx_port_slot_identity(&s->port, (int32_t)slot, &id) != PBX_OK) {
+        return 0U;
+    }
+    return id;
+}
+
 const pbx_core_ops rt_ops = {
     rt_op_call,         rt_op_slot_query,   rt_op_slot_delete,
     rt_op_slot_reserve, rt_op_slot_release, rt_op_alias_derive,

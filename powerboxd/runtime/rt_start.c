@@ -140,6 +140,10 @@ static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
                       &s->slots, &rt_ops, s) != PBX_OK) {
         return PBX_RT_EXIT_CORE_INIT;
     }
+    /* A vfsd FOUND must name the committed scope by the identity the
+     * kernel gives powerboxd's own copy of it, which the caller cannot
+     * choose (on Linux the inode of the socket vfsd handed out). */
+    pbx_core_set_identity(&s->core, rt_identity);
     /* launchd's broker is recognised by the endpoint its frames arrive
      * on (slot 10, judged by capabi above), never by who sent them. */
     if (pbx_port_broker_open(&s->port, (int32_t)PBX_CAPABI_SLOT_BROKER) !=

@@ -21,7 +21,8 @@ BEGIN.
 
   lifecycle      a routine one-shot READ to APPROVED and, on the same
                  connection, CONSUME; revocation (procd), REMOVE (ttyd)
-                 and RETIRE (vfsd) are then observed at the peers
+                 and RETIRE (vfsd) are then observed at the peers; vfsd
+                 named the scope by the inode the client was handed
   direct         a BEGIN (install mode) sent straight to powerboxd's public
                  endpoint is refused with PBX_E_CORE_BROKER and nothing is
                  reserved; powerboxd keeps serving
@@ -30,6 +31,9 @@ BEGIN.
                  relayed (exact id over the broker) and collects its
                  CANCELLED decision; no grant is left at procd or ttyd and
                  powerboxd's and launchd's descriptors return to baseline
+  lie-scope      the same request with a scope from vfsd's --lie-scope
+                 socket, whose FOUND names another scope identity: DENIED,
+                 nothing installed, no row shown
   expire         a job-lifetime grant; EXPIRE on an ordinary public
                  connection is refused and the grant stays; EXPIRE through
                  launchd's broker ends it: revoke, REMOVE, RETIRE observed
@@ -125,11 +129,12 @@ class Stack:
         with open(os.path.join(work, "policy"), "w", encoding="utf-8") as f:
             f.write(POLICY)
         self.scope = os.path.join(work, "scope.sock")
+        self.lie_scope = os.path.join(work, "lie-scope.sock")
         self.public = os.path.join(work, "public.sock")
         self.control = os.path.join(work, "launchd.sock")
         self.views = os.path.join(work, "views")
         self.installs = os.path.join(work, "installs")
-        for p in (self.scope, self.public, self.control, self.views,
+        for p in (self.scope, self.lie_scope, self.public, self.control, self.views,
                   self.installs):
             if os.path.exists(p):
                 os.unlink(p)
@@ -160,7 +165,8 @@ class Stack:
         route = os.path.join(w, "vfsd-route.sock")
         self.procs = [
             peer([b("vfsd"), "--root", os.path.join(w, "root"), "--scope",
-                  self.scope, "--route", route], [], self.log("vfsd")),
+                  self.scope, "--lie-scope", self.lie_scope, "--route",
+                  route], [], self.log("vfsd")),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--view-file", self.views, "--route-fd",
                   str(ttyp[1].fileno())], [ttyp[1].fileno()],
@@ -215,11 +221,12 @@ class Stack:
         with open(f.name, encoding="utf-8", errors="replace") as r:
             return r.read()
 
-    def client(self, *args, public=None):
+    def client(self, *args, public=None, scope=None):
         """Runs pbx-client request with args through launchd's control
         socket (or public); returns (rc, key=value dict)."""
         argv = [os.path.join(self.bin_dir, "pbx-client"), "request",
-                "--control", public or self.control, "--scope", self.scope,
+                "--control", public or self.control, "--scope",
+                scope or self.scope,
                 "--selector", "docs/readme.txt", "--op", "read", "--class",
                 "file", "--job", "11:1", "--session", "7", "--realm", "3",
                 "--entry", "bin/cat", "--label", "readme", "--wait-ms",
@@ -296,7 +303,30 @@ def lifecycle(st):
         fail(f"lifecycle: {kv}")
     print(f"run: decision approved: grant {kv.get('grant')} installed at "
           f"slot {kv.get('slot')}; consumed")
+    named = [l for l in st.peer_log("vfsd").splitlines()
+             if "RESOLVE found object" in l][-1].split(" scope ", 1)[1]
+    if named.split()[0] != kv.get("scope"):
+        fail(f"vfsd named scope {named}, the client was handed "
+             f"{kv.get('scope')}")
+    print(f"run: scope {kv.get('scope')} named by the inode of the end "
+          f"vfsd handed out, as powerboxd's fstat of its copy reports")
     cleaned(st, last_object(st))
+
+
+def lie_scope(st):
+    """A FOUND naming another scope than the committed one is refused."""
+    rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "23",
+                       scope=st.lie_scope)
+    if rc != 3 or kv.get("outcome") != "denied":
+        fail(f"lie-scope: a misnamed scope was not denied: {kv}")
+    if "(a lie: --lie-scope)" not in st.peer_log("vfsd"):
+        fail("vfsd never answered through the lying scope")
+    time.sleep(0.2)
+    if read_rows(st.installs) or read_rows(st.views):
+        fail("a denied misnamed scope left an install or a row")
+    print(f"run: FOUND naming another identity than scope "
+          f"{kv.get('scope')} denied; nothing installed")
 
 
 def expire(st):
@@ -438,7 +468,7 @@ def prompt(st, pane):
 
 SCENARIOS = {"lifecycle": lifecycle, "expire": expire,
              "runtime-reply": runtime_reply, "direct": direct,
-             "hangup": hangup}
+             "hangup": hangup, "lie-scope": lie_scope}
 
 
 def main():

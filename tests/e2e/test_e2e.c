@@ -6,8 +6,9 @@
  * surplus descriptors after which powerboxd holds exactly its baseline;
  * BEGIN (either mode) and EXPIRE only through launchd's broker endpoint
  * (slot 10), where the harness plays launchd relaying its callers'
- * requests, the runtime-reply alias delivered once to the broker, and
- * ttyd RETRY answered by a doubling wait instead of an immediate re-ask.
+ * requests, the runtime-reply alias delivered once to the broker, ttyd
+ * RETRY answered by a doubling wait instead of an immediate re-ask, and
+ * vfsd's FOUND bound to the committed scope's kernel-vouched identity.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
@@ -214,8 +215,24 @@ static bool e2e_call(int fd, const uint8_t *req, size_t len, const int *fds,
            e2e_frame(fd, buf, cap, f, NULL, &got) && got == 0;
 }
 
+/* E2E_SCOPE_FDS bounds the descriptor numbers whose scope identity the
+ * harness remembers (its descriptors stay far below it). */
+#define E2E_SCOPE_FDS 4096
+
+/* The identity of the scope end handed over, by the harness's own end. */
+static uint64_t e2e_scope_ids[E2E_SCOPE_FDS];
+
+/* The scope identity powerboxd sees for the scope whose far end the
+ * harness keeps as fd: the inode of the end it was handed (0: none). */
+static uint64_t e2e_scope_id(int fd)
+{
+    return fd >= 0 && fd < E2E_SCOPE_FDS ? e2e_scope_ids[fd] : 0U;
+}
+
 /* The caller side of BEGIN b up to COMMIT; stores the request id. The
- * scope's far end is sent and closed; *scope keeps ours. */
+ * scope's far end is sent and closed; *scope keeps ours, and vfsd (the
+ * harness) names the scope by the far end's inode, as the reference vfsd
+ * does: that is the identity powerboxd's fstat of its copy reports. */
 static bool e2e_open_as(int client, const pbx_ipc_begin *bp, const char *sel,
                         pbx_ipc_id *id, int *scope)
 {
@@ -239,6 +256,13 @@ static bool e2e_open_as(int client, const pbx_ipc_begin *bp, const char *sel,
         f.status != 0 || !e2e_socketpair(SOCK_SEQPACKET, sv)) {
         return false;
     }
+    struct stat st;
+    if (fstat(sv[1], &st) != 0 || sv[0] >= E2E_SCOPE_FDS) {
+        (void)close(sv[0]);
+        (void)close(sv[1]);
+        return false;
+    }
+    e2e_scope_ids[sv[0]] = (uint64_t)st.st_ino;
     *scope = sv[0];
     bool ok = pbx_ipc_commit_encode(*id, &c, out, sizeof(out), &n) == PBX_OK &&
               e2e_call(client, out, n, &sv[1], 1, in, sizeof(in), &f) &&
@@ -256,9 +280,10 @@ static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
     return e2e_open_as(client, &b, sel, id, scope);
 }
 
-/* vfsd: answers RESOLVE through the scope with an object; *obj keeps our
- * end, *ino the object's identity. */
-static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
+/* vfsd: answers RESOLVE through the scope with an object, naming the
+ * scope by scope_id; *obj keeps our end, *ino the object's identity. */
+static bool e2e_vfsd_resolve_as(int scope, uint64_t scope_id, int *obj,
+                                ino_t *ino)
 {
     uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t out[256];
@@ -280,7 +305,7 @@ static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
     rr.operation = q.operation;
     rr.object.id = 900;
     rr.object.gen = 1;
-    rr.scope_id = 77;
+    rr.scope_id = scope_id;
     memcpy(rr.selector_digest, q.selector_digest, sizeof(rr.selector_digest));
     *obj = sv[0];
     *ino = st.st_ino;
@@ -289,6 +314,13 @@ static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
               e2e_send(scope, out, n, &sv[1], 1);
     (void)close(sv[1]);
     return ok;
+}
+
+/* vfsd: answers RESOLVE through the scope with an object, naming the
+ * scope by its true identity (the inode of the end it handed out). */
+static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
+{
+    return e2e_vfsd_resolve_as(scope, e2e_scope_id(scope), obj, ino);
 }
 
 /* ttyd: answers POLICY with ALLOW for the request's session. */
@@ -426,8 +458,9 @@ static bool e2e_decision(int client, pbx_ipc_id id, pbx_ipc_id grant)
  * which procd sees as the handle's connection ending. */
 static bool e2e_consume_revoke(int client, int handle, pbx_ipc_id grant);
 
-/* vfsd: acknowledges the receipt-free full-identity RETIRE. */
-static bool e2e_vfsd_retire(int vfsd)
+/* vfsd: acknowledges the receipt-free full-identity RETIRE, which must
+ * name the scope by scope_id (the identity bound at resolution). */
+static bool e2e_vfsd_retire(int vfsd, uint64_t scope_id)
 {
     uint8_t in[256];
     uint8_t out[128];
@@ -437,7 +470,7 @@ static bool e2e_vfsd_retire(int vfsd)
     size_t n = 0;
     if (!e2e_frame(vfsd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
         pbx_ipc_retire_decode(&f, &q) != PBX_OK || q.object.id != 900U ||
-        q.scope_id != 77U) {
+        q.scope_id != scope_id || scope_id == 0U) {
         return false;
     }
     return pbx_ipc_retire_reply_encode(f.request, &q, out, sizeof(out), &n) ==
@@ -486,7 +519,7 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     PBX_CHECK(e2e_decision(r.p.broker, id, grant));
     PBX_CHECK(e2e_consume_revoke(r.p.broker, handle, grant));
     PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
-    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
     /* Every copy of the object powerboxd held is gone too. */
     PBX_CHECK(e2e_peer_gone(obj, 5000));
     /* One more round trip, then powerboxd holds exactly its baseline. */
@@ -646,7 +679,7 @@ PBX_TEST(e2e_expire_only_from_the_broker_endpoint_ends_a_live_grant)
     PBX_CHECK_EQ(e2e_expire_job(r.p.broker), 0L);
     PBX_CHECK(e2e_peer_gone(fds[2], 5000));
     PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
-    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(fds[0])));
     PBX_CHECK(e2e_peer_gone(fds[1], 5000));
     /* A repeated EXPIRE finds nothing more to end and changes nothing;
      * the first one ended everything within its own event, so there is
@@ -755,7 +788,7 @@ PBX_TEST(e2e_runtime_reply_alias_once_to_the_broker_then_revoked)
               e2e_call(r.p.broker, out, n, NULL, 0, in, sizeof(in), &f) &&
               f.status == 0U);
     PBX_CHECK(e2e_ttyd_view_at(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant, 0U));
-    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(fds[0])));
     PBX_CHECK(!e2e_peer_gone(fds[2], 50));
     (void)close(fds[1]);
     fds[1] = -1;
@@ -1192,5 +1225,63 @@ PBX_TEST(e2e_silent_startup_peer_fail_stops_after_its_deadline)
     PBX_CHECK(cpu >= 0 && cpu < 500);
     int fds[2] = {scope, obj};
     e2e_close_all(fds, 2);
+    e2e_run_stop(&r);
+}
+
+/* Reports whether nothing arrives on fd within ms (no call was made). */
+static bool e2e_silent(int fd, int ms)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    return e2e_recv(fd, b, sizeof(b), NULL, 0, NULL, ms) < 0;
+}
+
+/* vfsd naming the scope by another identity than the one powerboxd's
+ * fstat of its copy gives (here the inode of the end vfsd kept, the
+ * classic mix-up) is refused as the core refuses a mismatched identity:
+ * DENIED, the object receipt and the scope deleted, no POLICY, INSTALL
+ * or VIEW, the wake sent; then the true identity resolves and approves. */
+PBX_TEST(e2e_resolve_naming_another_scope_identity_is_denied)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    ino_t ino = 0;
+    struct stat kept;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_REQUIRE(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    PBX_REQUIRE(fstat(scope, &kept) == 0);
+    PBX_REQUIRE((uint64_t)kept.st_ino != e2e_scope_id(scope));
+    PBX_CHECK(e2e_vfsd_resolve_as(scope, (uint64_t)kept.st_ino, &obj, &ino));
+    /* powerboxd held the only other copy of the object: deleting it
+     * leaves vfsd's provider end hung up. */
+    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    PBX_CHECK(e2e_peer_gone(scope, 5000));
+    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
+    PBX_CHECK_EQ(e2e_outcome(r.p.broker, id), (unsigned)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK(e2e_silent(r.p.ttyd, 200));
+    PBX_CHECK(e2e_silent(r.p.procd, 10));
+    PBX_CHECK(e2e_silent(r.p.vfsd, 10));
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    (void)close(obj);
+    (void)close(scope);
+    /* The same service, the true identity: approved, and RETIRE names the
+     * scope by the identity that was bound. */
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
+    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
+    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_ACTIVE, grant));
+    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
+    PBX_CHECK(e2e_decision(r.p.broker, id, grant));
+    PBX_CHECK(e2e_consume_revoke(r.p.broker, handle, grant));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
+    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    int fds[3] = {scope, obj, handle};
+    e2e_close_all(fds, 3);
     e2e_run_stop(&r);
 }

@@ -3,7 +3,9 @@
  * played by the test over real socketpairs: BEGIN, SELECTOR chunks at exact
  * offsets (a selector longer than one chunk), COMMIT carrying exactly the
  * scope descriptor, DECISION PENDING then APPROVED; launchd's EXPIRE frame
- * and its WAKE receiver deleting a smuggled descriptor.
+ * and its WAKE receiver deleting a smuggled descriptor; and the client's
+ * scope acquisition refusing a hand-out that does not name the scope by
+ * its own inode.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -12,11 +14,13 @@
 #include "../runner/pbx_test.h"
 #include "peers_child.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,4 +197,57 @@ PBX_TEST(peers_launchd_wake_and_expire)
     tc_empty(pub[0], PBX_IPC_OP_EXPIRE, zero);
     PBX_CHECK_EQ(tp_wait_exit(cli, 5000), 0);
     (void)close(pub[0]);
+}
+
+/* Plays vfsd's scope socket at path for one connection: hands out one end
+ * of a fresh pair, named by the inode of that end plus skew. Returns the
+ * child's pid; the child exits 0 once the hand-out went out. */
+static pid_t tc_scope_server(const char *path, uint64_t skew)
+{
+    int l = pbx_peer_io_listen(path, SOCK_SEQPACKET);
+    PBX_REQUIRE(l >= 0);
+    pid_t pid = fork();
+    PBX_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int c = accept(l, NULL, NULL);
+        int sv[2];
+        bool ok = c >= 0 && tp_seqpair(sv) &&
+                  pbx_peer_io_scope_give(c, sv[1],
+                                         pbx_peer_io_inode(sv[1]) + skew) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    (void)close(l);
+    return pid;
+}
+
+PBX_TEST(peers_client_scope_acquire_checks_the_named_identity)
+{
+    char path[600];
+    uint64_t id = 0;
+    (void)snprintf(path, sizeof(path), "%s/scope.sock", tp_tmpdir());
+    /* The true name: the scope is the socket whose inode vfsd named. */
+    pid_t pid = tc_scope_server(path, 0U);
+    int fd = pbx_peer_io_scope_acquire(path, 3000, &id);
+    PBX_CHECK(fd >= 0);
+    PBX_CHECK(id != 0U && id == pbx_peer_io_inode(fd));
+    PBX_CHECK_EQ(tp_wait_exit(pid, 5000), 0);
+    (void)close(fd);
+    /* A name that is not the inode of the scope handed over is refused. */
+    pid = tc_scope_server(path, 1U);
+    errno = 0;
+    PBX_CHECK_EQ(pbx_peer_io_scope_acquire(path, 3000, &id), -1);
+    PBX_CHECK_EQ(errno, EPROTO);
+    PBX_CHECK_EQ(tp_wait_exit(pid, 5000), 0);
+    /* A first message that is not exactly one hand-out is refused too. */
+    int sv[2];
+    PBX_REQUIRE(tp_seqpair(sv));
+    PBX_REQUIRE(
+        pbx_peer_io_send(sv[0], (const uint8_t *)"PBXSCOPE", 8, sv[0]) == 0);
+    errno = 0;
+    PBX_CHECK_EQ(pbx_peer_io_scope_take(sv[1], 1000, &id), -1);
+    PBX_CHECK_EQ(errno, EPROTO);
+    errno = 0;
+    PBX_CHECK_EQ(pbx_peer_io_scope_take(sv[1], 50, &id), -1);
+    PBX_CHECK_EQ(errno, ETIMEDOUT);
+    pbx_peer_io_close_all(sv, 2);
 }

@@ -3,8 +3,10 @@
  * the pbx-vfsd process over real socketpairs: RESOLVE through a scope
  * (FOUND with one SCM_RIGHTS object, NOT_FOUND with its class, DENIED for
  * "..", absolute paths and escaping symlinks), DETACH authenticated by
- * inode, RETIRE cutting the connection so every copy dies, and malformed
- * or misrouted frames refused without leaking descriptors.
+ * inode, RETIRE cutting the connection so every copy dies, malformed
+ * or misrouted frames refused without leaking descriptors, and scopes
+ * handed out by SCM_RIGHTS, each named by the inode of the end handed out
+ * (misnamed on purpose only behind the --lie-scope fault switch).
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -177,8 +179,9 @@ PBX_TEST(peers_vfs_objtab)
 /* A running vfsd with one handed-over scope and one route. */
 typedef struct tv {
     pid_t pid;
-    int scope; /* our end of the scope connection (what powerboxd holds) */
-    int route; /* our end of powerboxd's vfsd route */
+    int scope;         /* the scope vfsd handed out (what powerboxd holds) */
+    uint64_t scope_id; /* the identity vfsd named it by */
+    int route;         /* our end of powerboxd's vfsd route */
     char dir[256];
 } tv;
 
@@ -225,9 +228,16 @@ static void tv_up(tv *t)
     t->pid = tp_spawn("vfsd", args, keep, 2, -1);
     (void)close(sp[1]);
     (void)close(rp[1]);
-    t->scope = sp[0];
-    t->route = rp[0];
     PBX_REQUIRE(t->pid > 0);
+    /* The handed-over connection gets one scope, then vfsd closes it:
+     * after the hang-up vfsd holds exactly its serving descriptors. */
+    t->scope = pbx_peer_io_scope_take(sp[0], 3000, &t->scope_id);
+    PBX_REQUIRE(t->scope >= 0);
+    PBX_CHECK(tp_hung_up(sp[0], 2000));
+    (void)close(sp[0]);
+    PBX_CHECK(t->scope_id != 0U);
+    PBX_CHECK_EQ(t->scope_id, pbx_peer_io_inode(t->scope));
+    t->route = rp[0];
 }
 
 static void tv_down(tv *t)
@@ -312,7 +322,8 @@ PBX_TEST(peers_vfsd_resolve_confinement)
         PBX_CHECK_EQ(rep.operation, c->op);
         if (rep.result == PBX_IPC_RESOLVE_FOUND) {
             PBX_CHECK_EQ(rep.object.id, pbx_peer_io_inode(m.fds[0]));
-            PBX_CHECK(rep.scope_id != 0U && rep.object.gen != 0U);
+            PBX_CHECK_EQ(rep.scope_id, t.scope_id);
+            PBX_CHECK(rep.object.gen != 0U);
         }
         if (rep.result == PBX_IPC_RESOLVE_NOT_FOUND) {
             PBX_CHECK_EQ(rep.object_class, c->cls);
@@ -467,8 +478,22 @@ PBX_TEST(peers_vfsd_scope_socket)
     pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
     PBX_REQUIRE(pid > 0);
     (void)snprintf(sock, sizeof(sock), "%s/scope.sock", d);
-    int fd = pbx_peer_io_connect(sock, 5 /* SOCK_SEQPACKET */);
+    uint64_t id = 0;
+    uint64_t id2 = 0;
+    int fd = -1;
+    for (int i = 0; i < 100 && fd < 0; i++) {
+        fd = pbx_peer_io_scope_acquire(sock, 3000, &id);
+        if (fd < 0) {
+            (void)usleep(20000);
+        }
+    }
     PBX_REQUIRE(fd >= 0);
+    int fd2 = pbx_peer_io_scope_acquire(sock, 3000, &id2);
+    PBX_REQUIRE(fd2 >= 0);
+    /* Each connection gets its own scope, named by its own inode. */
+    PBX_CHECK_EQ(id, pbx_peer_io_inode(fd));
+    PBX_CHECK_EQ(id2, pbx_peer_io_inode(fd2));
+    PBX_CHECK(id != id2);
     static pbx_peer_msg m;
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
@@ -476,11 +501,64 @@ PBX_TEST(peers_vfsd_scope_socket)
                             &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
+    PBX_CHECK_EQ(rep.scope_id, id);
     pbx_peer_io_close_all(m.fds, m.nfds);
+    PBX_CHECK_EQ(tv_resolve(fd2, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
+                 PBX_OK);
+    PBX_CHECK_EQ(rep.scope_id, id2);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    (void)close(fd2);
     PBX_CHECK_EQ(tv_resolve(fd, "outside", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
     (void)close(fd);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
+{
+    const char *d = tp_tmpdir();
+    char honest[600];
+    char liar[600];
+    tv_file(d, "f");
+    (void)snprintf(honest, sizeof(honest), "%s/honest.sock", d);
+    (void)snprintf(liar, sizeof(liar), "%s/liar.sock", d);
+    const char *args[] = {"--root",      d,    "--scope", honest,
+                          "--lie-scope", liar, NULL};
+    pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
+    PBX_REQUIRE(pid > 0);
+    uint64_t hid = 0;
+    uint64_t lid = 0;
+    int h = -1;
+    for (int i = 0; i < 100 && h < 0; i++) {
+        h = pbx_peer_io_scope_acquire(honest, 3000, &hid);
+        if (h < 0) {
+            (void)usleep(20000);
+        }
+    }
+    PBX_REQUIRE(h >= 0);
+    /* The hand-out itself is truthful on both sockets. */
+    int l = pbx_peer_io_scope_acquire(liar, 3000, &lid);
+    PBX_REQUIRE(l >= 0);
+    PBX_CHECK_EQ(lid, pbx_peer_io_inode(l));
+    static pbx_peer_msg m;
+    pbx_ipc_resolve_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    PBX_CHECK_EQ(tv_resolve(h, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
+                            &rep, &m),
+                 PBX_OK);
+    PBX_CHECK_EQ(rep.scope_id, hid);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    /* FOUND through a --lie-scope scope names another identity. */
+    PBX_CHECK_EQ(tv_resolve(l, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
+                            &rep, &m),
+                 PBX_OK);
+    PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
+    PBX_CHECK(rep.scope_id != lid);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    (void)close(h);
+    (void)close(l);
     (void)tp_stop(pid);
 }

@@ -5,15 +5,22 @@
  * reserved slots, surplus and truncated receipts deleted (the child's
  * descriptor count returns to its baseline after floods), exact deletion
  * and restore, slot queries, peer calls, datagram backpressure and its
- * writability retry, and the bounded public connection table.
+ * writability retry, the bounded public connection table, and the
+ * kernel-vouched identity of a socket and of its passed copies.
  */
+/* O_PATH is a Linux extension. */
+#define _GNU_SOURCE
 #include "../../base/pbx_base.h"
 #include "../runner/pbx_test.h"
 #include "port_child.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* The portcheck layout (powerboxd/portcheck/portcheck.c). */
@@ -307,5 +314,118 @@ PBX_TEST(port_connection_table_is_bounded_not_lossy)
         now = t_fd_count(c.pid);
     }
     PBX_CHECK_EQ(now, base);
+    t_down(&c);
+}
+
+/* Asks the child for the identity of slot; stores it in *id and returns
+ * the port's status. */
+static uint32_t t_identity(t_child *c, int32_t slot, uint64_t *id)
+{
+    uint32_t w[T_REPLY_WORDS];
+    uint8_t q[5] = {'I', 0, 0, 0, 0};
+    pbx_le_put32(q + 1, (uint32_t)slot);
+    PBX_REQUIRE(t_send(c->client, q, sizeof(q), NULL, 0));
+    PBX_REQUIRE(t_recv_reply(c->client, w, NULL, 5000));
+    *id = (uint64_t)w[1] | ((uint64_t)w[2] << 32);
+    return w[0];
+}
+
+/* The inode of fd as this process sees it. */
+static uint64_t t_inode(int fd)
+{
+    struct stat st;
+    PBX_REQUIRE(fstat(fd, &st) == 0);
+    return (uint64_t)st.st_ino;
+}
+
+/* An O_PATH descriptor of a socket file bound in a fresh directory: it has
+ * the socket mode but is no socket. */
+static int t_socket_file_path_fd(char *dir, size_t cap)
+{
+    struct sockaddr_un a;
+    (void)snprintf(dir, cap, "/tmp/pbx-port-XXXXXX");
+    PBX_REQUIRE(mkdtemp(dir) != NULL);
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    (void)snprintf(a.sun_path, sizeof(a.sun_path), "%s/s", dir);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    PBX_REQUIRE(s >= 0 && bind(s, (const struct sockaddr *)(const void *)&a,
+                               sizeof(a)) == 0);
+    int fd = open(a.sun_path, O_PATH | O_CLOEXEC);
+    (void)close(s);
+    PBX_REQUIRE(fd >= 0);
+    (void)unlink(a.sun_path);
+    (void)rmdir(dir);
+    return fd;
+}
+
+PBX_TEST(port_identity_is_the_socket_inode_through_passed_copies)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    uint64_t id = 0;
+    uint64_t copy = 0;
+    int sv[2];
+    int other[2];
+    t_up(&c);
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, other) ==
+                0);
+    /* Two separately passed copies of one end: the same identity, and
+     * exactly the inode this process sees for its own descriptor. */
+    PBX_REQUIRE(t_request(&c, 'H', 0, &sv[1], 1, w, NULL) && w[0] == PBX_OK);
+    PBX_REQUIRE(t_request(&c, 'H', 1, &sv[1], 1, w, NULL) && w[0] == PBX_OK);
+    PBX_REQUIRE(t_request(&c, 'H', 2, &sv[0], 1, w, NULL) && w[0] == PBX_OK);
+    PBX_REQUIRE(t_request(&c, 'H', 3, &other[1], 1, w, NULL) && w[0] == PBX_OK);
+    PBX_CHECK_EQ(t_identity(&c, T_RESV, &id), PBX_OK);
+    PBX_CHECK_EQ(t_identity(&c, T_RESV + 1, &copy), PBX_OK);
+    PBX_CHECK(id != 0U);
+    PBX_CHECK_EQ(id, copy);
+    PBX_CHECK_EQ(id, t_inode(sv[1]));
+    /* The other end of the same pair, and another pair: different. */
+    PBX_CHECK_EQ(t_identity(&c, T_RESV + 2, &copy), PBX_OK);
+    PBX_CHECK_EQ(copy, t_inode(sv[0]));
+    PBX_CHECK(copy != id);
+    PBX_CHECK_EQ(t_identity(&c, T_RESV + 3, &copy), PBX_OK);
+    PBX_CHECK_EQ(copy, t_inode(other[1]));
+    PBX_CHECK(copy != id);
+    for (int i = 0; i < 4; i++) {
+        PBX_REQUIRE(t_request(&c, 'R', (uint8_t)i, NULL, 0, w, NULL));
+    }
+    /* A copy echoed back out of the child is still the same object. */
+    PBX_REQUIRE(t_request(&c, 'H', 1, &sv[1], 1, w, NULL) && w[0] == PBX_OK);
+    int echoed = -1;
+    PBX_REQUIRE(t_request(&c, 'E', 1, NULL, 0, w, &echoed) && echoed >= 0);
+    PBX_CHECK_EQ(t_inode(echoed), id);
+    (void)close(echoed);
+    PBX_REQUIRE(t_request(&c, 'R', 1, NULL, 0, w, NULL));
+    t_close_n(sv, 2);
+    t_close_n(other, 2);
+    t_down(&c);
+}
+
+PBX_TEST(port_identity_refuses_what_is_not_a_socket)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    uint64_t id = 1;
+    char dir[64];
+    t_up(&c);
+    /* A placeholder, a memory object, an empty slot: no identity. */
+    PBX_CHECK_EQ(t_identity(&c, T_RESV, &id), PBX_E_PORT_NO_IDENTITY);
+    PBX_CHECK_EQ(id, 0U);
+    PBX_CHECK_EQ(t_identity(&c, 3, &id), PBX_E_PORT_NO_IDENTITY);
+    PBX_CHECK_EQ(t_identity(&c, 150, &id), PBX_E_PORT_NO_IDENTITY);
+    PBX_CHECK_EQ(t_identity(&c, -1, &id), PBX_E_PORT_SLOT_RANGE);
+    PBX_CHECK_EQ(t_identity(&c, 70000, &id), PBX_E_PORT_SLOT_RANGE);
+    /* An O_PATH descriptor of a socket file has the socket mode and a
+     * filesystem inode; it is not a socket and gets no identity. */
+    int pathfd = t_socket_file_path_fd(dir, sizeof(dir));
+    PBX_REQUIRE(t_request(&c, 'H', 2, &pathfd, 1, w, NULL) && w[0] == PBX_OK);
+    PBX_CHECK(t_same_object(c.pid, T_RESV + 2, pathfd));
+    PBX_CHECK_EQ(t_identity(&c, T_RESV + 2, &id), PBX_E_PORT_NO_IDENTITY);
+    PBX_CHECK_EQ(id, 0U);
+    PBX_REQUIRE(t_request(&c, 'R', 2, NULL, 0, w, NULL));
+    (void)close(pathfd);
     t_down(&c);
 }

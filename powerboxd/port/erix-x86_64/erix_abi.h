@@ -49,6 +49,12 @@
 /** ERIX_SYS_SLOT_DERIVE: (from, to, rights) a revocable child capability
  * with rights masked, into a reserved empty slot only. */
 #define ERIX_SYS_SLOT_DERIVE 0x45U
+/** ERIX_SYS_SLOT_IDENTIFY: (slot) -> identity in rdx: the kernel's nonzero
+ * identity of the object behind the capability, the same through every
+ * copy and derived child, never shared by two live objects; ERIX_E_EMPTY
+ * for an empty or only reserved slot. A server names the objects it mints
+ * (a vfsd scope) by this identity, so a holder can check the name. */
+#define ERIX_SYS_SLOT_IDENTIFY 0x46U
 /** ERIX_SYS_FRAME_READ: (frame, offset, buf, len) -> bytes in rdx. */
 #define ERIX_SYS_FRAME_READ 0x50U
 /** ERIX_SYS_VM_ALLOC: (bytes) zeroed private RW memory -> address. */

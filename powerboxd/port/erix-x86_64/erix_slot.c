@@ -113,6 +113,27 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
     return PBX_OK;
 }
 
+pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
+                               uint64_t *identity)
+{
+    uint64_t id = 0;
+    int64_t st;
+    (void)ctx;
+    *identity = 0U;
+    if (slot < 0 || slot > ERIX_SLOT_LIMIT) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    st = erix_sys(ERIX_SYS_SLOT_IDENTIFY, (uint64_t)slot, 0, 0, 0, &id);
+    if (st == ERIX_E_EMPTY || (st == ERIX_OK && id == 0U)) {
+        return PBX_E_PORT_NO_IDENTITY;
+    }
+    if (st != ERIX_OK) {
+        return st == ERIX_E_RANGE ? PBX_E_PORT_SLOT_RANGE : PBX_E_PORT_SYSCALL;
+    }
+    *identity = id;
+    return PBX_OK;
+}
+
 pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot)
 {
     struct erix_slot_info si;

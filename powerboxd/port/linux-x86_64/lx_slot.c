@@ -27,14 +27,17 @@ pbx_err lx_close_proven(int32_t slot)
 pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id, uint32_t *mode)
 {
     struct lx_stat st;
+    const uint8_t *raw = (const uint8_t *)&st;
     pbx_mem_set(&st, 0, sizeof(st));
     if (!lx_slot_valid(slot) ||
         lx_sys3(LX_SYS_FSTAT, slot, lx_ptr(&st), 0) != 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    *space = st.dev;
-    *id = st.ino;
-    *mode = st.mode;
+    /* The kernel wrote its own layout: decode the three fields at their
+     * pinned offsets (x86_64 is little-endian). */
+    *space = pbx_le_get64(raw + LX_STAT_OFF_DEV);
+    *id = pbx_le_get64(raw + LX_STAT_OFF_INO);
+    *mode = pbx_le_get32(raw + LX_STAT_OFF_MODE);
     return PBX_OK;
 }
 
@@ -120,6 +123,35 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
     } else {
         info->kind = PBX_PORT_KIND_OTHER;
     }
+    return PBX_OK;
+}
+
+pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
+                               uint64_t *identity)
+{
+    uint64_t space = 0;
+    uint64_t id = 0;
+    uint32_t mode = 0;
+    *identity = 0U;
+    if (!lx_slot_valid(slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (!lx_slot_open(slot) || lx_is_placeholder(ctx, slot)) {
+        return PBX_E_PORT_NO_IDENTITY;
+    }
+    if (lx_identity(slot, &space, &id, &mode) != PBX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    /* Only a real socket has an identity here: its inode lives on the one
+     * sockfs superblock, so st_ino alone names it among every live socket
+     * (st_dev is the same for all of them). An O_PATH descriptor of a
+     * socket file has the mode too, but it names a filesystem inode and
+     * answers no socket option, so SO_TYPE tells it apart. */
+    if ((mode & LX_S_IFMT) != LX_S_IFSOCK ||
+        lx_sockopt_int(slot, LX_SO_TYPE) < 0 || id == 0U) {
+        return PBX_E_PORT_NO_IDENTITY;
+    }
+    *identity = id;
     return PBX_OK;
 }
 

@@ -9,6 +9,7 @@
 #ifndef PBX_LX_SYS_H
 #define PBX_LX_SYS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /** LX_SYS_* are the x86_64 system call numbers the port uses. */
@@ -167,6 +168,19 @@ struct lx_stat {
 };
 /** The layout must match the kernel exactly. */
 _Static_assert(sizeof(struct lx_stat) == 144, "x86_64 struct stat");
+
+/** LX_STAT_OFF_DEV is the byte offset of st_dev in the x86_64 struct stat
+ * (the kernel's struct stat in arch/x86/include/uapi/asm/stat.h). */
+#define LX_STAT_OFF_DEV 0U
+/** LX_STAT_OFF_INO is the byte offset of st_ino. */
+#define LX_STAT_OFF_INO 8U
+/** LX_STAT_OFF_MODE is the byte offset of st_mode (after the u64 nlink). */
+#define LX_STAT_OFF_MODE 24U
+/** The fields the port decodes sit at exactly the kernel's offsets. */
+_Static_assert(offsetof(struct lx_stat, dev) == LX_STAT_OFF_DEV &&
+                   offsetof(struct lx_stat, ino) == LX_STAT_OFF_INO &&
+                   offsetof(struct lx_stat, mode) == LX_STAT_OFF_MODE,
+               "x86_64 struct stat field offsets");
 
 /** lx_iovec is struct iovec. */
 struct lx_iovec {
