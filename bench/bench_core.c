@@ -80,8 +80,10 @@ static bool bench_public(bench_env *e, bench_client *c, const uint8_t *frame,
 {
     pbx_core_out *out = &c->out;
     e->events++;
-    if (pbx_core_on_public(&e->core, 7U, frame, len, slots, nslots, out) !=
-        PBX_OK) {
+    /* The client is a program launchd relays for: powerboxd accepts BEGIN
+     * only from launchd's broker badge, which then owns the request. */
+    if (pbx_core_on_public(&e->core, PBX_CORE_BADGE_LAUNCHD, frame, len, slots,
+                           nslots, out) != PBX_OK) {
         return false;
     }
     uint16_t caps = out->transfer_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;

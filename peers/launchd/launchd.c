@@ -230,6 +230,7 @@ static void launchd_hangup(const launchd_srv *srv, launchd_conn *c)
     }
     pbx_peer_track_init(&c->track);
 }
+
 /* Accepts one control connection (or refuses it when all are in use). */
 static void launchd_accept(launchd_srv *srv)
 {
