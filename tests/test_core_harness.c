@@ -695,6 +695,17 @@ uint32_t th_open(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
     return st != 0U ? st : th_commit(h, *id, dest, dest);
 }
 
+uint32_t th_open_parked(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                        pbx_ipc_id *id)
+{
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
+    uint32_t st = th_open(h, b, sel, id);
+    th_run(h);
+    th_clear_trace(h);
+    return st;
+}
+
 uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
                      uint32_t *xfer)
 {

@@ -213,6 +213,14 @@ uint32_t th_commit(th_h *h, pbx_ipc_id id, uint32_t dest, uint32_t land);
 /** th_open runs BEGIN + SELECTOR + COMMIT for b and sel; returns status. */
 uint32_t th_open(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
                  pbx_ipc_id *id);
+/**
+ * th_open_parked opens b (th_open) with ttyd scripted to ask for a prompt
+ * and then answer RETRY, runs the core until idle and clears the trace:
+ * the request is left in flight, parked at the trusted prompt. Returns
+ * th_open's status; *id is the request.
+ */
+uint32_t th_open_parked(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                        pbx_ipc_id *id);
 /** th_decision asks DECISION; returns status, fills *d and *xfer. */
 uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
                      uint32_t *xfer);

@@ -203,11 +203,7 @@ PBX_TEST(core_cancel_in_flight_and_before_commit)
 static pbx_ipc_id life_parked(th_h *h, const pbx_ipc_begin *b)
 {
     pbx_ipc_id id = {0, 0};
-    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
-    th_push(h, PBX_CORE_ROUTE_TTYD, TH_RETRY, 0, 0);
-    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
-    th_run(h);
-    th_clear_trace(h);
+    PBX_CHECK_EQ(th_open_parked(h, b, sel, &id), 0U);
     return id;
 }
 
