@@ -497,6 +497,31 @@ static bool e2e_consume_revoke(int client, int handle, pbx_ipc_id grant)
            f.status == 0 && e2e_peer_gone(handle, 5000);
 }
 
+/* Plays the peers for request id, committed with scope, from RESOLVE to
+ * APPROVED, consumes the grant and sees it revoked, removed and retired;
+ * *obj, *handle and *grant are what the peers received (the caller
+ * closes the descriptors). */
+static void e2e_grant_to_retire(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
+                                int *handle, pbx_ipc_id *grant)
+{
+    ino_t ino = 0;
+    PBX_CHECK(e2e_vfsd_resolve(scope, obj, &ino));
+    PBX_CHECK(e2e_ttyd_policy(r->p.ttyd));
+    PBX_CHECK(e2e_procd_install(r->p.procd, ino, handle, grant));
+    PBX_CHECK(e2e_vfsd_detach(r->p.vfsd, ino));
+    PBX_CHECK(e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_ACTIVE, *grant));
+    PBX_CHECK(e2e_launchd_wake(r->p.launchd, id));
+    /* Request-owned authority is gone before the decision: the scope. */
+    PBX_CHECK(e2e_peer_gone(scope, 5000));
+    PBX_CHECK(e2e_decision(r->p.broker, id, *grant));
+    PBX_CHECK(e2e_consume_revoke(r->p.broker, *handle, *grant));
+    PBX_CHECK(e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_REMOVE, *grant));
+    /* RETIRE names the scope by the identity that was bound. */
+    PBX_CHECK(e2e_vfsd_retire(r->p.vfsd, e2e_scope_id(scope)));
+    /* Every copy of the object powerboxd held is gone too. */
+    PBX_CHECK(e2e_peer_gone(*obj, 5000));
+}
+
 PBX_TEST(e2e_routine_grant_from_begin_to_retire)
 {
     e2e_run r;
@@ -505,23 +530,9 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     int scope = -1;
     int obj = -1;
     int handle = -1;
-    ino_t ino = 0;
     PBX_REQUIRE(e2e_run_start(&r));
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
-    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
-    PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
-    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
-    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
-    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_ACTIVE, grant));
-    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
-    /* Request-owned authority is gone before the decision: the scope. */
-    PBX_CHECK(e2e_peer_gone(scope, 5000));
-    PBX_CHECK(e2e_decision(r.p.broker, id, grant));
-    PBX_CHECK(e2e_consume_revoke(r.p.broker, handle, grant));
-    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
-    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
-    /* Every copy of the object powerboxd held is gone too. */
-    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
     /* One more round trip, then powerboxd holds exactly its baseline. */
     uint8_t f[64];
     size_t n = 0;
@@ -1270,17 +1281,7 @@ PBX_TEST(e2e_resolve_naming_another_scope_identity_is_denied)
     /* The same service, the true identity: approved, and RETIRE names the
      * scope by the identity that was bound. */
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
-    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
-    PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
-    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
-    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
-    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_ACTIVE, grant));
-    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
-    PBX_CHECK(e2e_decision(r.p.broker, id, grant));
-    PBX_CHECK(e2e_consume_revoke(r.p.broker, handle, grant));
-    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
-    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
-    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
     int fds[3] = {scope, obj, handle};
     e2e_close_all(fds, 3);
     e2e_run_stop(&r);
