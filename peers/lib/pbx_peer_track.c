@@ -120,8 +120,7 @@ static uint16_t pbx_peer_track_admit_end(const pbx_peer_track *t,
     return mine ? 0U : PBX_PEER_E_NOT_YOURS;
 }
 
-uint16_t pbx_peer_track_admit(const pbx_peer_track *t,
-                              const pbx_ipc_frame *req)
+uint16_t pbx_peer_track_admit(const pbx_peer_track *t, const pbx_ipc_frame *req)
 {
     switch (req->op) {
     case PBX_IPC_OP_BEGIN: {
@@ -135,15 +134,14 @@ uint16_t pbx_peer_track_admit(const pbx_peer_track *t,
     }
     case PBX_IPC_OP_SELECTOR:
     case PBX_IPC_OP_COMMIT:
-        return pbx_peer_track_owns(t, req->request) ? 0U
-                                                    : PBX_PEER_E_NOT_YOURS;
+        return pbx_peer_track_owns(t, req->request) ? 0U : PBX_PEER_E_NOT_YOURS;
     case PBX_IPC_OP_DECISION:
         if (!pbx_peer_track_owns(t, req->request)) {
             return PBX_PEER_E_NOT_YOURS;
         }
         /* An approval must find room, or its grant could not be driven. */
         return t->grant_count >= PBX_PEER_TRACK_GRANTS_MAX ? PBX_PEER_E_BUSY
-                                                          : 0U;
+                                                           : 0U;
     case PBX_IPC_OP_CANCEL:
     case PBX_IPC_OP_CONSUME:
         return pbx_peer_track_admit_end(t, req);

@@ -465,8 +465,8 @@ static void vfsd_accept(const vfsd_conn *l)
  * and POLLERR, and data a holder writes into the object never wakes us). */
 static int vfsd_round(void)
 {
-    static struct pollfd p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX +
-                           PBX_PEER_VFS_OBJECTS_MAX];
+    static struct pollfd
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX];
     static size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
     static uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl = g_vfsd.nlistens;

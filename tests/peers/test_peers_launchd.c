@@ -204,9 +204,8 @@ static size_t tl_approved(pbx_ipc_id id, pbx_ipc_id g, uint8_t *buf)
     d.mode = PBX_IPC_MODE_INSTALL;
     d.grant = g;
     d.installed_slot = 20;
-    PBX_REQUIRE(pbx_ipc_decision_reply_encode(id, &d, buf,
-                                              PBX_IPC_FRAME_BYTES_MAX,
-                                              &n) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_decision_reply_encode(
+                    id, &d, buf, PBX_IPC_FRAME_BYTES_MAX, &n) == PBX_OK);
     return n;
 }
 
@@ -232,15 +231,13 @@ PBX_TEST(peers_track_admits_only_what_the_connection_owns)
                  PBX_PEER_E_NOT_YOURS);
     pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, 1, 11, 0};
     size_t n = 0;
-    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) ==
-                PBX_OK);
+    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) == PBX_OK);
     PBX_CHECK_EQ(tl_admit(&t, n), 0U);
     pbx_ipc_wake w;
     memset(&w, 0, sizeof(w));
     w.job_id = 11;
     w.job_gen = 1;
-    PBX_REQUIRE(pbx_ipc_wake_encode(a, &w, g_req, sizeof(g_req), &n) ==
-                PBX_OK);
+    PBX_REQUIRE(pbx_ipc_wake_encode(a, &w, g_req, sizeof(g_req), &n) == PBX_OK);
     PBX_CHECK_EQ(tl_admit(&t, n), PBX_PEER_E_ROUTE);
     /* Begun (job 11:1, session 7): its exact id and its correlation pass,
      * another generation and another job or session do not. */
@@ -251,9 +248,8 @@ PBX_TEST(peers_track_admits_only_what_the_connection_owns)
     uint16_t ops[] = {PBX_IPC_OP_SELECTOR, PBX_IPC_OP_DECISION,
                       PBX_IPC_OP_CANCEL};
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        size_t k = ops[i] == PBX_IPC_OP_SELECTOR
-                       ? 0U
-                       : tl_request(ops[i], a, g_req);
+        size_t k =
+            ops[i] == PBX_IPC_OP_SELECTOR ? 0U : tl_request(ops[i], a, g_req);
         if (ops[i] == PBX_IPC_OP_SELECTOR) {
             pbx_ipc_selector sc = {0, 1, (const uint8_t *)"x"};
             PBX_REQUIRE(pbx_ipc_selector_encode(a, &sc, g_req, sizeof(g_req),
@@ -283,8 +279,7 @@ PBX_TEST(peers_track_admits_only_what_the_connection_owns)
                  PBX_PEER_E_NOT_YOURS);
     PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), 0U);
     PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(g, 0, 0, 0, g_req)), 0U);
-    PBX_CHECK_EQ(tl_admit(&t, tl_consume(other, g_req)),
-                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(other, g_req)), PBX_PEER_E_NOT_YOURS);
     /* A refusal that leaves the grant alive keeps it; an accepted CONSUME
      * (or a grant already gone) ends it. */
     tl_decode(g_req, tl_consume(g, g_req), &fq);
@@ -295,8 +290,7 @@ PBX_TEST(peers_track_admits_only_what_the_connection_owns)
     PBX_CHECK(!pbx_peer_track_relayed(&t, &fq, &fr));
     PBX_CHECK(pbx_peer_track_holds(&t, g));
     PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_CONSUME | PBX_IPC_REPLY_BIT,
-                                     zero, g_rep, sizeof(g_rep),
-                                     &n) == PBX_OK);
+                                     zero, g_rep, sizeof(g_rep), &n) == PBX_OK);
     tl_decode(g_rep, n, &fr);
     PBX_CHECK(pbx_peer_track_relayed(&t, &fq, &fr));
     PBX_CHECK(!pbx_peer_track_holds(&t, g));
@@ -512,9 +506,9 @@ PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
     PBX_CHECK_EQ(tl_call(ca, broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     /* B cannot drive A's request: DECISION, exact CANCEL, correlation
      * CANCEL of A's job and session, COMMIT (whose scope is closed). */
-    PBX_CHECK_EQ(tl_refused(cb, broker,
-                            tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
-                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(
+        tl_refused(cb, broker, tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
+        PBX_PEER_E_NOT_YOURS);
     PBX_CHECK_EQ(
         tl_refused(cb, broker, tl_request(PBX_IPC_OP_CANCEL, a, g_req), -1),
         PBX_PEER_E_NOT_YOURS);
@@ -559,8 +553,7 @@ PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
     /* EXPIRE stays launchd's administrative operation, from anyone who
      * can reach the control socket. */
     pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, 1, 11, 0};
-    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) ==
-                PBX_OK);
+    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) == PBX_OK);
     PBX_REQUIRE(pbx_peer_io_send(cb, g_req, n, -1) == 0);
     tl_serve(broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
     PBX_REQUIRE(pbx_peer_io_recv_frame(cb, &g_m) == 0);
