@@ -265,6 +265,18 @@ PBX_TEST(peers_track_admits_only_what_the_connection_owns)
     PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(zero, 11, 1, 8, g_req)),
                  PBX_PEER_E_NOT_YOURS);
     PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), PBX_PEER_E_NOT_YOURS);
+}
+
+PBX_TEST(peers_track_grants_follow_approval)
+{
+    static pbx_peer_track t;
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id other = {3, 8};
+    const pbx_ipc_id g = {9, 4};
+    size_t n = 0;
+    pbx_peer_track_init(&t);
+    PBX_CHECK(tl_feed(&t, PBX_IPC_OP_BEGIN, zero, a, 0, 0));
     /* APPROVED ends the request and hands over its grant: the grant
      * passes, the request no longer does. */
     pbx_ipc_frame fq;
@@ -486,26 +498,13 @@ static pid_t tl_launchd(char *ctl, size_t ctl_len, int *wake, int *broker)
     return srv;
 }
 
-PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
+/* Connection cb (B) tries to drive request a, which another connection
+ * began: DECISION, exact CANCEL, correlation CANCEL of a's job and
+ * session, and COMMIT (whose scope launchd closes) are each answered by
+ * launchd and never reach the fake powerboxd on broker. */
+static void tl_foreign_request(int cb, int broker, pbx_ipc_id a)
 {
-    char ctl[512];
-    int wake = -1;
-    int broker = -1;
-    pid_t srv = tl_launchd(ctl, sizeof(ctl), &wake, &broker);
-    int base = tp_fd_count(srv);
-    /* The control socket is launchd's authority: owner-only. */
-    struct stat st;
-    PBX_REQUIRE(stat(ctl, &st) == 0);
-    PBX_CHECK_EQ(st.st_mode & 0777U, 0600U);
     const pbx_ipc_id zero = {0, 0};
-    const pbx_ipc_id a = {3, 7};
-    const pbx_ipc_id g = {9, 4};
-    int ca = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
-    int cb = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
-    PBX_REQUIRE(ca >= 0 && cb >= 0);
-    PBX_CHECK_EQ(tl_call(ca, broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
-    /* B cannot drive A's request: DECISION, exact CANCEL, correlation
-     * CANCEL of A's job and session, COMMIT (whose scope is closed). */
     PBX_CHECK_EQ(
         tl_refused(cb, broker, tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
         PBX_PEER_E_NOT_YOURS);
@@ -525,6 +524,28 @@ PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
     (void)close(scope[0]);
     PBX_CHECK(tp_hung_up(scope[1], 2000));
     (void)close(scope[1]);
+}
+
+PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
+{
+    char ctl[512];
+    int wake = -1;
+    int broker = -1;
+    pid_t srv = tl_launchd(ctl, sizeof(ctl), &wake, &broker);
+    int base = tp_fd_count(srv);
+    /* The control socket is launchd's authority: owner-only. */
+    struct stat st;
+    PBX_REQUIRE(stat(ctl, &st) == 0);
+    PBX_CHECK_EQ(st.st_mode & 0777U, 0600U);
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id g = {9, 4};
+    size_t n = 0;
+    int ca = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
+    int cb = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(ca >= 0 && cb >= 0);
+    PBX_CHECK_EQ(tl_call(ca, broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    tl_foreign_request(cb, broker, a);
     /* A still can: its DECISION is relayed and hands A the grant. */
     PBX_REQUIRE(pbx_peer_io_send(ca, g_req,
                                  tl_request(PBX_IPC_OP_DECISION, a, g_req),
