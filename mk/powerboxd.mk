@@ -19,7 +19,9 @@
 #   make powerboxd-peers-e2e   the same with every tests/e2e/run.py
 #                              scenario: lifecycle, EXPIRE through the
 #                              broker, runtime-reply, a scope misnamed by
-#                              vfsd (--lie-scope) denied, a tmux prompt (in
+#                              vfsd (--lie-scope) denied, another
+#                              control connection refused a request and
+#                              grant it did not begin, a tmux prompt (in
 #                              powerboxd-port-check; tmux is required)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
@@ -178,4 +180,4 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
-	    expire runtime-reply direct hangup lie-scope prompt
+	    expire runtime-reply direct hangup lie-scope foreign prompt

@@ -218,7 +218,10 @@ static bool peer_addr(const char *path, struct sockaddr_un *sa)
     return true;
 }
 
-int pbx_peer_io_listen(const char *path, int type)
+/* Binds an AF_UNIX socket of type at path (and listens, for SOCK_SEQPACKET);
+ * private makes the file mode 0600 before anyone can connect: a connect
+ * to a bound socket that does not listen yet is refused. */
+static int peer_listen(const char *path, int type, bool private_mode)
 {
     struct sockaddr_un sa;
     if (!peer_addr(path, &sa)) {
@@ -233,6 +236,7 @@ int pbx_peer_io_listen(const char *path, int type)
         (void)unlink(path);
     }
     if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        (private_mode && chmod(path, S_IRUSR | S_IWUSR) != 0) ||
         (type == SOCK_SEQPACKET && listen(fd, 16) != 0)) {
         int e = errno;
         (void)close(fd);
@@ -240,6 +244,16 @@ int pbx_peer_io_listen(const char *path, int type)
         return -1;
     }
     return fd;
+}
+
+int pbx_peer_io_listen(const char *path, int type)
+{
+    return peer_listen(path, type, false);
+}
+
+int pbx_peer_io_listen_private(const char *path, int type)
+{
+    return peer_listen(path, type, true);
 }
 
 int pbx_peer_io_connect(const char *path, int type)

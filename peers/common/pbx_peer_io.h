@@ -89,6 +89,15 @@ int pbx_peer_io_call(int fd, const uint8_t *req, size_t req_len, int cap_fd,
 int pbx_peer_io_listen(const char *path, int type);
 
 /**
+ * pbx_peer_io_listen_private is pbx_peer_io_listen for a socket that
+ * carries its owner's authority (launchd's control socket): the socket
+ * file is made mode 0600 after bind and before listen, so no other user
+ * can connect to it, whatever the umask. Returns the descriptor
+ * (close-on-exec) or -1.
+ */
+int pbx_peer_io_listen_private(const char *path, int type);
+
+/**
  * pbx_peer_io_connect connects an AF_UNIX socket of type to path. Returns
  * the descriptor (close-on-exec) or -1 with errno set.
  */

@@ -14,7 +14,13 @@
  *       runtime-reply alias is handed to the caller and not kept),
  *       CONSUME, CANCEL and EXPIRE. The reply goes back unchanged.
  *       powerboxd accepts BEGIN (either mode) only over the broker, so
- *       this relay is how every program asks. Per control connection it
+ *       this relay is how every program asks. powerboxd sees every
+ *       request as the broker's, so the relay itself enforces ownership:
+ *       a connection may drive only the requests it began and the grants
+ *       it received in an APPROVED DECISION (anything else is answered
+ *       PBX_PEER_E_NOT_YOURS without reaching powerboxd); EXPIRE stays
+ *       open, since the control socket (mode 0600) is launchd's own
+ *       administrative surface. Per control connection it
  *       remembers the exact request ids it relayed BEGINs for until their
  *       terminal DECISION reply went back; when the connection closes it
  *       sends an exact CANCEL for each over the broker, then collects the
@@ -107,19 +113,33 @@ static bool launchd_wake(int fd, FILE *log)
 }
 
 /* Answers a frame from conn without relaying it: closes whatever came
- * with it and replies status st. Returns false when conn failed. */
+ * with it (and says how many) and replies status st. Returns false when
+ * conn failed. */
 static bool launchd_refuse(int conn, uint32_t st)
 {
+    size_t closed = g_msg.nfds;
     pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
-    pbx_peer_log("launchd", "relay refused: %s", pbx_peer_status_text(st));
+    if (g_msg.err == PBX_OK) {
+        pbx_peer_log("launchd",
+                     "relay refused: op 0x%04x request %u.%u: %s; %zu "
+                     "descriptor(s) closed",
+                     g_msg.frame.op, g_msg.frame.request.index,
+                     g_msg.frame.request.gen, pbx_peer_status_text(st), closed);
+    } else {
+        pbx_peer_log("launchd", "relay refused: %s; %zu descriptor(s) closed",
+                     pbx_peer_status_text(st), closed);
+    }
     return pbx_peer_io_reply_status(conn, &g_msg, st) == 0;
 }
 
 /* Relays one frame from control connection c over the broker and sends
  * powerboxd's reply back with whatever capability it carried; the relay
  * keeps no copy of the scope or the alias, and notes in c's table which
- * requests it began and which got their terminal DECISION. Returns false
- * when c is finished (hang-up or failure) and must be closed. */
+ * requests it began and which got their terminal DECISION, and which
+ * grants it received. A frame naming a request or grant that c does not
+ * own is answered by launchd (PBX_PEER_E_NOT_YOURS) and never relayed.
+ * Returns false when c is finished (hang-up or failure) and must be
+ * closed. */
 static bool launchd_relay(const launchd_srv *srv, launchd_conn *c)
 {
     int r = pbx_peer_io_recv_frame(c->fd, &g_msg);
@@ -131,10 +151,12 @@ static bool launchd_relay(const launchd_srv *srv, launchd_conn *c)
                                          ? (uint32_t)g_msg.err
                                          : (uint32_t)PBX_PEER_E_ROUTE);
     }
-    if (g_msg.frame.op == (uint16_t)PBX_IPC_OP_BEGIN &&
-        pbx_peer_track_full(&c->track)) {
-        /* Every begun request must stay cancellable on hang-up. */
-        return launchd_refuse(c->fd, PBX_PEER_E_BUSY);
+    /* powerboxd sees every frame from here as the broker's, so only this
+     * table can keep one program from driving another's request or grant:
+     * anything it does not admit never reaches powerboxd. */
+    uint16_t st = pbx_peer_track_admit(&c->track, &g_msg.frame);
+    if (st != 0U) {
+        return launchd_refuse(c->fd, st);
     }
     int cap = g_msg.nfds == 1U ? g_msg.fds[0] : -1;
     r = pbx_peer_io_call(srv->broker, g_msg.buf, g_msg.len, cap, &g_reply,
@@ -212,7 +234,7 @@ static void launchd_hangup(const launchd_srv *srv, launchd_conn *c)
 {
     uint32_t count = c->track.count;
     for (uint32_t i = 0; i < count && i < PBX_PEER_TRACK_MAX; i++) {
-        pbx_ipc_id id = c->track.ids[i];
+        pbx_ipc_id id = c->track.reqs[i].id;
         pbx_ipc_cancel rec;
         uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
         size_t n = 0;
@@ -293,7 +315,7 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
         } else if (strcmp(k, "--broker-fd") == 0) {
             srv->broker = pbx_peer_io_fd_arg(v);
         } else if (strcmp(k, "--control") == 0) {
-            srv->control = pbx_peer_io_listen(v, SOCK_SEQPACKET);
+            srv->control = pbx_peer_io_listen_private(v, SOCK_SEQPACKET);
         } else if (strcmp(k, "--wake-log") == 0) {
             srv->log = fopen(v, "ae");
         } else if (strcmp(k, "--ready-fd") == 0) {

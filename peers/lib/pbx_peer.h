@@ -37,6 +37,9 @@
 #define PBX_PEER_E_DIGEST ((uint16_t)PBX_E_PEER_DIGEST)
 /** PBX_PEER_E_INTERNAL: the peer failed locally (a system call failed). */
 #define PBX_PEER_E_INTERNAL ((uint16_t)PBX_E_PEER_INTERNAL)
+/** PBX_PEER_E_NOT_YOURS: launchd's relay refused a frame naming a request
+ * or grant its control connection did not begin or receive. */
+#define PBX_PEER_E_NOT_YOURS ((uint16_t)PBX_E_PEER_NOT_YOURS)
 
 /**
  * pbx_peer_status_text returns a static description of a peer status

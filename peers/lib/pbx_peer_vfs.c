@@ -164,20 +164,27 @@ void pbx_peer_objtab_init(pbx_peer_objtab *t)
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
 {
     size_t retired = PBX_PEER_VFS_OBJECTS_MAX;
+    size_t hung = PBX_PEER_VFS_OBJECTS_MAX;
     for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
-        if (t->rows[i].state == PBX_PEER_OBJ_FREE) {
+        uint8_t st = t->rows[i].state;
+        if (st == PBX_PEER_OBJ_FREE) {
             *row = i;
             return 0U;
         }
-        if (t->rows[i].state == PBX_PEER_OBJ_RETIRED &&
-            retired == PBX_PEER_VFS_OBJECTS_MAX) {
+        if (st == PBX_PEER_OBJ_RETIRED && retired == PBX_PEER_VFS_OBJECTS_MAX) {
             retired = i;
         }
+        if (st == PBX_PEER_OBJ_HUNG && hung == PBX_PEER_VFS_OBJECTS_MAX) {
+            hung = i;
+        }
     }
-    if (retired == PBX_PEER_VFS_OBJECTS_MAX) {
+    /* A hung-up row may still be named by a RETIRE powerboxd has not sent
+     * yet; a retired one was acknowledged already, so it goes first. */
+    size_t pick = retired != PBX_PEER_VFS_OBJECTS_MAX ? retired : hung;
+    if (pick == PBX_PEER_VFS_OBJECTS_MAX) {
         return PBX_PEER_E_BUSY;
     }
-    *row = retired;
+    *row = pick;
     return 0U;
 }
 
@@ -242,13 +249,28 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
     if (o->scope_id != scope_id || o->object_class != object_class) {
         return PBX_PEER_E_MISMATCH;
     }
-    if (o->state == PBX_PEER_OBJ_RETIRED) {
+    if (o->state != PBX_PEER_OBJ_LIVE) {
+        /* Nothing is left to cut: a repeat, or every copy hung up. */
         *provider = -1;
+        o->state = PBX_PEER_OBJ_RETIRED;
         return 0U;
     }
     *provider = o->provider;
     o->provider = -1;
     o->state = PBX_PEER_OBJ_RETIRED;
+    return 0U;
+}
+
+uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider)
+{
+    if (row >= PBX_PEER_VFS_OBJECTS_MAX ||
+        t->rows[row].state != PBX_PEER_OBJ_LIVE) {
+        return PBX_PEER_E_UNKNOWN;
+    }
+    pbx_peer_obj *o = &t->rows[row];
+    *provider = o->provider;
+    o->provider = -1;
+    o->state = PBX_PEER_OBJ_HUNG;
     return 0U;
 }
 

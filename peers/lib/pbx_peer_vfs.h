@@ -129,7 +129,11 @@ typedef enum pbx_peer_obj_state {
     /** Minted: vfsd holds the provider end, the connection is alive. */
     PBX_PEER_OBJ_LIVE = 1,
     /** Retired: the provider end was cut; kept to ack a repeated RETIRE. */
-    PBX_PEER_OBJ_RETIRED = 2
+    PBX_PEER_OBJ_RETIRED = 2,
+    /** Hung up: every receiver copy was closed (the provider end saw the
+     * hang-up), so nobody holds the object and the provider end was
+     * closed; kept to acknowledge the RETIRE powerboxd may still send. */
+    PBX_PEER_OBJ_HUNG = 3
 } pbx_peer_obj_state;
 
 /** pbx_peer_obj is one object table row; plain data. */
@@ -166,8 +170,9 @@ void pbx_peer_objtab_init(pbx_peer_objtab *t);
 
 /**
  * pbx_peer_objtab_reserve picks a row for a new object: a free row, else
- * the first retired one. Stores its index in *row and returns 0, or
- * returns PBX_PEER_E_BUSY when every row is live. Changes nothing.
+ * the first retired one, else the first hung-up one (a RETIRE may still
+ * come for it, so it is reused last). Stores its index in *row and returns
+ * 0, or returns PBX_PEER_E_BUSY when every row is live. Changes nothing.
  */
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row);
 
@@ -193,13 +198,23 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
 /**
  * pbx_peer_objtab_retire retires the row with exactly id, gen, scope_id
  * and object_class. A live row becomes RETIRED and its provider handle is
- * stored in *provider (the caller cuts it); an already retired exact row
- * stores -1 (nothing left to cut; the repeat is acknowledged). Returns 0,
- * PBX_PEER_E_UNKNOWN (no row with id and gen) or PBX_PEER_E_MISMATCH.
+ * stored in *provider (the caller cuts it); an already retired or hung-up
+ * exact row becomes RETIRED and stores -1 (nothing left to cut; the call
+ * is acknowledged). Returns 0, PBX_PEER_E_UNKNOWN (no row with id and
+ * gen) or PBX_PEER_E_MISMATCH.
  */
 uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                                 uint64_t scope_id, uint16_t object_class,
                                 int *provider);
+
+/**
+ * pbx_peer_objtab_hangup records that the provider end of live row has
+ * seen the hang-up of every receiver copy: nobody holds the object any
+ * more, so the row becomes HUNG and its provider handle is stored in
+ * *provider for the caller to close. Returns 0, or PBX_PEER_E_UNKNOWN
+ * (nothing changed) when row is out of range or not live.
+ */
+uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider);
 
 /** pbx_peer_objtab_live counts live rows (for listings and tests). */
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t);

@@ -331,7 +331,7 @@ static void vfsd_retire(int fd)
     PBX_ASSERT(e == PBX_OK);
     pbx_peer_log("vfsd", "RETIRE object %llu gen %u%s",
                  (unsigned long long)rq.object.id, rq.object.gen,
-                 prov >= 0 ? "" : " (repeat)");
+                 prov >= 0 ? "" : " (no copy left to cut)");
     vfsd_send(fd, n, -1);
 }
 
@@ -429,30 +429,69 @@ static bool vfsd_hand_scope(int conn, int dirfd, bool lie)
     return ok;
 }
 
-/* One poll round over listeners and connections. */
+/* The provider end of live row hung up: every receiver copy of the
+ * object is closed (refused at FOUND, detached after a denial, revoked at
+ * procd), so nobody holds it and the end is closed at once. The row stays
+ * HUNG, holding nothing, to acknowledge a RETIRE that may still come. */
+static void vfsd_hangup(size_t row)
+{
+    const pbx_peer_obj *o = &g_vfsd.objs.rows[row];
+    uint64_t id = o->id;
+    uint32_t gen = o->gen;
+    int prov = -1;
+    if (pbx_peer_objtab_hangup(&g_vfsd.objs, row, &prov) != 0U) {
+        return;
+    }
+    if (prov >= 0) {
+        (void)close(prov);
+    }
+    pbx_peer_log("vfsd", "HANG-UP object %llu gen %u: no copy left, row freed",
+                 (unsigned long long)id, gen);
+}
+
+/* Accepts what listener l has waiting: a scope hand-out or a route. */
+static void vfsd_accept(const vfsd_conn *l)
+{
+    int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0 && l->kind == VFSD_KIND_SCOPE) {
+        (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
+    } else if (fd >= 0) {
+        (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U);
+    }
+}
+
+/* One poll round over listeners, connections and the provider ends of
+ * live objects (watched for hang-up only: events 0 still reports POLLHUP
+ * and POLLERR, and data a holder writes into the object never wakes us). */
 static int vfsd_round(void)
 {
-    struct pollfd p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX];
+    static struct pollfd
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX];
+    static size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
+    static uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl = g_vfsd.nlistens;
     size_t nc = g_vfsd.nconns;
+    size_t no = 0;
     for (size_t i = 0; i < nl; i++) {
         p[i] = (struct pollfd){g_vfsd.listens[i].fd, POLLIN, 0};
     }
     for (size_t i = 0; i < nc; i++) {
         p[nl + i] = (struct pollfd){g_vfsd.conns[i].fd, POLLIN, 0};
     }
-    if (poll(p, (nfds_t)(nl + nc), -1) < 0) {
+    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+        const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
+        if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
+            rows[no] = r;
+            gens[no] = o->gen;
+            p[nl + nc + no++] = (struct pollfd){o->provider, 0, 0};
+        }
+    }
+    if (poll(p, (nfds_t)(nl + nc + no), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t i = 0; i < nl; i++) {
         if ((p[i].revents & POLLIN) != 0) {
-            const vfsd_conn *l = &g_vfsd.listens[i];
-            int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0 && l->kind == VFSD_KIND_SCOPE) {
-                (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
-            } else if (fd >= 0) {
-                (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U);
-            }
+            vfsd_accept(&g_vfsd.listens[i]);
         }
     }
     /* Walk backwards so dropping a connection never skips another. */
@@ -460,6 +499,16 @@ static int vfsd_round(void)
         size_t i = k - 1U;
         if (p[nl + i].revents != 0 && !vfsd_serve(&g_vfsd.conns[i])) {
             vfsd_drop_conn(i);
+        }
+    }
+    /* A RETIRE served above may have closed a watched end already, and a
+     * FOUND may have minted a new object into that row: only the object
+     * polled (same row, same generation, still live) is hung up. */
+    for (size_t k = 0; k < no; k++) {
+        const pbx_peer_obj *o = &g_vfsd.objs.rows[rows[k]];
+        if ((p[nl + nc + k].revents & (POLLHUP | POLLERR)) != 0 &&
+            o->state == PBX_PEER_OBJ_LIVE && o->gen == gens[k]) {
+            vfsd_hangup(rows[k]);
         }
     }
     return 0;

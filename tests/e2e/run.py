@@ -325,8 +325,12 @@ def lie_scope(st):
     time.sleep(0.2)
     if read_rows(st.installs) or read_rows(st.views):
         fail("a denied misnamed scope left an install or a row")
+    obj = last_object(st)
+    wait_for(lambda: f"HANG-UP object {obj}" in st.peer_log("vfsd"),
+             f"vfsd kept the row of refused object {obj}")
     print(f"run: FOUND naming another identity than scope "
-          f"{kv.get('scope')} denied; nothing installed")
+          f"{kv.get('scope')} denied; nothing installed; vfsd freed the "
+          f"row of object {obj} when its last copy hung up")
 
 
 def expire(st):
@@ -426,6 +430,49 @@ def hangup(st):
           f"descriptors back to {base}")
 
 
+def simple(st, *args):
+    """Runs pbx-client with args on a new control connection; returns
+    (rc, stdout, stderr)."""
+    out = subprocess.run([os.path.join(st.bin_dir, "pbx-client")] +
+                         list(args) + ["--control", st.control],
+                         capture_output=True, text=True, check=False,
+                         timeout=60)
+    print(out.stdout, end="")
+    print(out.stderr, end="", file=sys.stderr)
+    return out.returncode, out.stdout, out.stderr
+
+
+def foreign(st):
+    """Another program cannot drive a request or grant it did not begin:
+    launchd answers PBX_E_PEER_NOT_YOURS itself; the grant outlives its
+    connection and only launchd's EXPIRE ends it."""
+    rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "24")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"foreign: no grant: {kv}")
+    obj = last_object(st)
+    relayed = st.peer_log("launchd").count("broker: op")
+    for args in (["consume", "--grant", kv["grant"]],
+                 ["cancel", "--request", kv["request"]],
+                 ["cancel", "--job", "11:1", "--session", "7"]):
+        rc, out, err = simple(st, *args)
+        if rc != 1 or "accepted" in out or f"(0x{0x08C8:04x})" not in err:
+            fail(f"foreign: {' '.join(args)} was not refused as not "
+                 f"yours: {out} {err}")
+    if st.peer_log("launchd").count("broker: op") != relayed:
+        fail("foreign: a refused frame reached powerboxd")
+    time.sleep(0.2)
+    if len(read_rows(st.installs)) != 1 or len(read_rows(st.views)) != 1:
+        fail("foreign: a refused frame changed the grant")
+    print(f"run: CONSUME of grant {kv['grant']}, CANCEL of request "
+          f"{kv['request']} and of its job and session from another "
+          f"connection refused by launchd (0x08c8); grant still live")
+    rc, out = st.launchd_expire("--control")
+    if rc != 0 or out != "expire=accepted":
+        fail(f"foreign: EXPIRE through the broker: {out}")
+    cleaned(st, obj)
+
+
 def tmux(*args):
     """Runs one tmux command on the run's own server; returns stdout."""
     out = subprocess.run(["tmux", "-L", "pbx-run"] + list(args),
@@ -468,7 +515,7 @@ def prompt(st, pane):
 
 SCENARIOS = {"lifecycle": lifecycle, "expire": expire,
              "runtime-reply": runtime_reply, "direct": direct,
-             "hangup": hangup, "lie-scope": lie_scope}
+             "hangup": hangup, "lie-scope": lie_scope, "foreign": foreign}
 
 
 def main():

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pbx_peer_msg g_m;
@@ -156,6 +157,182 @@ PBX_TEST(peers_track_keeps_exactly_the_undecided_requests)
     PBX_CHECK_EQ(t.count, PBX_PEER_TRACK_MAX - 1U);
 }
 
+/* A CANCEL of grant g (grant form), or by correlation of job:gen and
+ * session when g.gen is zero. */
+static size_t tl_cancel_end(pbx_ipc_id g, uint64_t job, uint32_t job_gen,
+                            uint64_t session, uint8_t *buf)
+{
+    pbx_ipc_cancel c;
+    size_t n = 0;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = g.gen != 0U;
+    c.grant = g;
+    c.by_correlation = g.gen == 0U;
+    c.job_id = c.by_correlation ? job : 0U;
+    c.job_gen = c.by_correlation ? job_gen : 0U;
+    c.session = c.by_correlation ? session : 0U;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, buf, PBX_IPC_FRAME_BYTES_MAX, &n) ==
+                PBX_OK);
+    return n;
+}
+
+/* A CONSUME of grant g. */
+static size_t tl_consume(pbx_ipc_id g, uint8_t *buf)
+{
+    pbx_ipc_consume c = {g};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_consume_encode(&c, buf, PBX_IPC_FRAME_BYTES_MAX, &n) ==
+                PBX_OK);
+    return n;
+}
+
+/* The admission verdict of t for the n-byte request in g_req. */
+static uint16_t tl_admit(const pbx_peer_track *t, size_t n)
+{
+    pbx_ipc_frame f;
+    tl_decode(g_req, n, &f);
+    return pbx_peer_track_admit(t, &f);
+}
+
+/* An APPROVED DECISION reply for request id naming grant g into buf. */
+static size_t tl_approved(pbx_ipc_id id, pbx_ipc_id g, uint8_t *buf)
+{
+    pbx_ipc_decision d;
+    size_t n = 0;
+    memset(&d, 0, sizeof(d));
+    d.outcome = PBX_IPC_OUTCOME_APPROVED;
+    d.mode = PBX_IPC_MODE_INSTALL;
+    d.grant = g;
+    d.installed_slot = 20;
+    PBX_REQUIRE(pbx_ipc_decision_reply_encode(
+                    id, &d, buf, PBX_IPC_FRAME_BYTES_MAX, &n) == PBX_OK);
+    return n;
+}
+
+PBX_TEST(peers_track_admits_only_what_the_connection_owns)
+{
+    static pbx_peer_track t;
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id other = {3, 8};
+    const pbx_ipc_id g = {9, 4};
+    pbx_peer_track_init(&t);
+    /* Nothing begun: every frame naming a request or grant is refused;
+     * BEGIN and EXPIRE pass; a non-public op is misrouted. */
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_BEGIN, zero, g_req)), 0U);
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_DECISION, a, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_CANCEL, a, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(g, 0, 0, 0, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(zero, 11, 1, 7, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, 1, 11, 0};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) == PBX_OK);
+    PBX_CHECK_EQ(tl_admit(&t, n), 0U);
+    pbx_ipc_wake w;
+    memset(&w, 0, sizeof(w));
+    w.job_id = 11;
+    w.job_gen = 1;
+    PBX_REQUIRE(pbx_ipc_wake_encode(a, &w, g_req, sizeof(g_req), &n) == PBX_OK);
+    PBX_CHECK_EQ(tl_admit(&t, n), PBX_PEER_E_ROUTE);
+    /* Begun (job 11:1, session 7): its exact id and its correlation pass,
+     * another generation and another job or session do not. */
+    PBX_CHECK(tl_feed(&t, PBX_IPC_OP_BEGIN, zero, a, 0, 0));
+    PBX_CHECK_EQ(t.reqs[0].job_id, 11U);
+    PBX_CHECK_EQ(t.reqs[0].session, 7U);
+    PBX_CHECK_EQ(t.reqs[0].job_gen, 1U);
+    uint16_t ops[] = {PBX_IPC_OP_SELECTOR, PBX_IPC_OP_DECISION,
+                      PBX_IPC_OP_CANCEL};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        size_t k =
+            ops[i] == PBX_IPC_OP_SELECTOR ? 0U : tl_request(ops[i], a, g_req);
+        if (ops[i] == PBX_IPC_OP_SELECTOR) {
+            pbx_ipc_selector sc = {0, 1, (const uint8_t *)"x"};
+            PBX_REQUIRE(pbx_ipc_selector_encode(a, &sc, g_req, sizeof(g_req),
+                                                &k) == PBX_OK);
+        }
+        PBX_CHECK_EQ(tl_admit(&t, k), 0U);
+    }
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_DECISION, other, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(zero, 11, 1, 7, g_req)), 0U);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(zero, 11, 2, 7, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(zero, 11, 1, 8, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), PBX_PEER_E_NOT_YOURS);
+}
+
+PBX_TEST(peers_track_grants_follow_approval)
+{
+    static pbx_peer_track t;
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id other = {3, 8};
+    const pbx_ipc_id g = {9, 4};
+    size_t n = 0;
+    pbx_peer_track_init(&t);
+    PBX_CHECK(tl_feed(&t, PBX_IPC_OP_BEGIN, zero, a, 0, 0));
+    /* APPROVED ends the request and hands over its grant: the grant
+     * passes, the request no longer does. */
+    pbx_ipc_frame fq;
+    pbx_ipc_frame fr;
+    tl_decode(g_req, tl_request(PBX_IPC_OP_DECISION, a, g_req), &fq);
+    tl_decode(g_rep, tl_approved(a, g, g_rep), &fr);
+    PBX_CHECK(pbx_peer_track_relayed(&t, &fq, &fr));
+    PBX_CHECK_EQ(t.count, 0U);
+    PBX_CHECK_EQ(t.grant_count, 1U);
+    PBX_CHECK(pbx_peer_track_holds(&t, g));
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_DECISION, a, g_req)),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), 0U);
+    PBX_CHECK_EQ(tl_admit(&t, tl_cancel_end(g, 0, 0, 0, g_req)), 0U);
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(other, g_req)), PBX_PEER_E_NOT_YOURS);
+    /* A refusal that leaves the grant alive keeps it; an accepted CONSUME
+     * (or a grant already gone) ends it. */
+    tl_decode(g_req, tl_consume(g, g_req), &fq);
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_CONSUME, zero,
+                                            PBX_E_CORE_BUSY, g_rep,
+                                            sizeof(g_rep), &n) == PBX_OK);
+    tl_decode(g_rep, n, &fr);
+    PBX_CHECK(!pbx_peer_track_relayed(&t, &fq, &fr));
+    PBX_CHECK(pbx_peer_track_holds(&t, g));
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_CONSUME | PBX_IPC_REPLY_BIT,
+                                     zero, g_rep, sizeof(g_rep), &n) == PBX_OK);
+    tl_decode(g_rep, n, &fr);
+    PBX_CHECK(pbx_peer_track_relayed(&t, &fq, &fr));
+    PBX_CHECK(!pbx_peer_track_holds(&t, g));
+    PBX_CHECK_EQ(tl_admit(&t, tl_consume(g, g_req)), PBX_PEER_E_NOT_YOURS);
+    /* The grant CANCEL ends a grant too, even when answered STALE. */
+    PBX_CHECK(tl_feed(&t, PBX_IPC_OP_BEGIN, zero, a, 0, 0));
+    tl_decode(g_req, tl_request(PBX_IPC_OP_DECISION, a, g_req), &fq);
+    tl_decode(g_rep, tl_approved(a, other, g_rep), &fr);
+    PBX_CHECK(pbx_peer_track_relayed(&t, &fq, &fr));
+    tl_decode(g_req, tl_cancel_end(other, 0, 0, 0, g_req), &fq);
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_CANCEL, other,
+                                            PBX_E_CORE_STALE, g_rep,
+                                            sizeof(g_rep), &n) == PBX_OK);
+    tl_decode(g_rep, n, &fr);
+    PBX_CHECK(pbx_peer_track_relayed(&t, &fq, &fr));
+    PBX_CHECK_EQ(t.grant_count, 0U);
+    /* Bounded: with the grant table full a DECISION waits (BUSY). */
+    PBX_CHECK(tl_feed(&t, PBX_IPC_OP_BEGIN, zero, a, 0, 0));
+    t.grant_count = PBX_PEER_TRACK_GRANTS_MAX;
+    PBX_CHECK_EQ(tl_admit(&t, tl_request(PBX_IPC_OP_DECISION, a, g_req)),
+                 PBX_PEER_E_BUSY);
+    /* A body that does not decode is answered with its decoder's error. */
+    n = tl_consume(g, g_req);
+    g_req[PBX_IPC_HEADER_BYTES + 4U] = 0U;
+    g_req[PBX_IPC_HEADER_BYTES + 5U] = 0U;
+    g_req[PBX_IPC_HEADER_BYTES + 6U] = 0U;
+    g_req[PBX_IPC_HEADER_BYTES + 7U] = 0U;
+    PBX_CHECK_EQ(tl_admit(&t, n), (uint16_t)PBX_E_IPC_GENERATION);
+}
+
 /* The fake powerboxd: receives one frame on the broker, checks op and
  * id, and answers as tl_reply. */
 static void tl_serve(int broker, uint16_t op, pbx_ipc_id id, uint16_t st,
@@ -281,4 +458,133 @@ PBX_TEST(peers_launchd_cancels_what_a_hung_up_caller_left)
     (void)tp_stop(srv);
     (void)close(w[0]);
     (void)close(b[0]);
+}
+
+/* Sends the n bytes in g_req (with cap unless negative) on conn and
+ * returns the status of launchd's own answer; fails if the frame reached
+ * the fake powerboxd on broker. */
+static uint16_t tl_refused(int conn, int broker, size_t n, int cap)
+{
+    PBX_REQUIRE(pbx_peer_io_send(conn, g_req, n, cap) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(conn, &g_m) == 0);
+    PBX_REQUIRE(g_m.err == PBX_OK);
+    PBX_CHECK_EQ(g_m.nfds, 0U);
+    PBX_CHECK(tl_quiet(broker, 50));
+    return g_m.frame.status;
+}
+
+/* Starts pbx-launchd serve with a control socket at ctl between a fake
+ * powerboxd (*broker, ours) and control clients; returns its pid. */
+static pid_t tl_launchd(char *ctl, size_t ctl_len, int *wake, int *broker)
+{
+    int w[2];
+    int b[2];
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
+    PBX_REQUIRE(tp_seqpair(b));
+    char warg[16];
+    char barg[16];
+    (void)snprintf(ctl, ctl_len, "%s/launchd-own.sock", tp_tmpdir());
+    (void)snprintf(warg, sizeof(warg), "%d", w[1]);
+    (void)snprintf(barg, sizeof(barg), "%d", b[1]);
+    const char *args[] = {"serve", "--wake-fd", warg, "--broker-fd",
+                          barg,    "--control", ctl,  NULL};
+    int keep[2] = {w[1], b[1]};
+    pid_t srv = tp_spawn("launchd", args, keep, 2, -1);
+    (void)close(w[1]);
+    (void)close(b[1]);
+    PBX_REQUIRE(srv > 0);
+    *wake = w[0];
+    *broker = b[0];
+    return srv;
+}
+
+/* Connection cb (B) tries to drive request a, which another connection
+ * began: DECISION, exact CANCEL, correlation CANCEL of a's job and
+ * session, and COMMIT (whose scope launchd closes) are each answered by
+ * launchd and never reach the fake powerboxd on broker. */
+static void tl_foreign_request(int cb, int broker, pbx_ipc_id a)
+{
+    const pbx_ipc_id zero = {0, 0};
+    PBX_CHECK_EQ(
+        tl_refused(cb, broker, tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
+        PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(
+        tl_refused(cb, broker, tl_request(PBX_IPC_OP_CANCEL, a, g_req), -1),
+        PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(
+        tl_refused(cb, broker, tl_cancel_end(zero, 11, 1, 7, g_req), -1),
+        PBX_PEER_E_NOT_YOURS);
+    int scope[2];
+    PBX_REQUIRE(tp_seqpair(scope));
+    pbx_ipc_commit cm = {70};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_commit_encode(a, &cm, g_req, sizeof(g_req), &n) ==
+                PBX_OK);
+    PBX_CHECK_EQ(tl_refused(cb, broker, n, scope[0]), PBX_PEER_E_NOT_YOURS);
+    (void)close(scope[0]);
+    PBX_CHECK(tp_hung_up(scope[1], 2000));
+    (void)close(scope[1]);
+}
+
+PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
+{
+    char ctl[512];
+    int wake = -1;
+    int broker = -1;
+    pid_t srv = tl_launchd(ctl, sizeof(ctl), &wake, &broker);
+    int base = tp_fd_count(srv);
+    /* The control socket is launchd's authority: owner-only. */
+    struct stat st;
+    PBX_REQUIRE(stat(ctl, &st) == 0);
+    PBX_CHECK_EQ(st.st_mode & 0777U, 0600U);
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id g = {9, 4};
+    size_t n = 0;
+    int ca = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
+    int cb = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(ca >= 0 && cb >= 0);
+    PBX_CHECK_EQ(tl_call(ca, broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    tl_foreign_request(cb, broker, a);
+    /* A still can: its DECISION is relayed and hands A the grant. */
+    PBX_REQUIRE(pbx_peer_io_send(ca, g_req,
+                                 tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                 -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(broker, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.op, PBX_IPC_OP_DECISION);
+    PBX_CHECK(pbx_peer_io_send(broker, g_out, tl_approved(a, g, g_out), -1) ==
+              0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(ca, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+    /* B cannot drive A's grant either. */
+    PBX_CHECK_EQ(tl_refused(cb, broker, tl_consume(g, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_refused(cb, broker, tl_cancel_end(g, 0, 0, 0, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    /* A consumes it: relayed exactly. */
+    PBX_REQUIRE(pbx_peer_io_send(ca, g_req, tl_consume(g, g_req), -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(broker, &g_m) == 0);
+    pbx_ipc_consume cs;
+    PBX_CHECK_EQ(pbx_ipc_consume_decode(&g_m.frame, &cs), PBX_OK);
+    PBX_CHECK(cs.grant.index == g.index && cs.grant.gen == g.gen);
+    n = tl_reply(PBX_IPC_OP_CONSUME, zero, 0, 0, g_out);
+    PBX_CHECK(pbx_peer_io_send(broker, g_out, n, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(ca, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+    /* EXPIRE stays launchd's administrative operation, from anyone who
+     * can reach the control socket. */
+    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, 1, 11, 0};
+    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_send(cb, g_req, n, -1) == 0);
+    tl_serve(broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(cb, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+    /* Nothing was open at either hang-up; descriptors back to base. */
+    (void)close(ca);
+    (void)close(cb);
+    PBX_CHECK(tl_quiet(broker, 300));
+    PBX_CHECK_EQ(tp_fd_settle(srv, base, 2000), base);
+    (void)tp_stop(srv);
+    (void)close(wake);
+    (void)close(broker);
 }

@@ -176,6 +176,60 @@ PBX_TEST(peers_vfs_objtab)
     PBX_CHECK_EQ(pbx_peer_objtab_live(&t), PBX_PEER_VFS_OBJECTS_MAX);
 }
 
+PBX_TEST(peers_vfs_objtab_hangup)
+{
+    static pbx_peer_objtab t;
+    pbx_peer_objtab_init(&t);
+    size_t a = 0;
+    size_t b = 0;
+    int prov = 0;
+    PBX_REQUIRE(pbx_peer_objtab_reserve(&t, &a) == 0U);
+    uint32_t ga = pbx_peer_objtab_mint(&t, a, 500, 7, PBX_IPC_CLASS_FILE, 40);
+    PBX_REQUIRE(pbx_peer_objtab_reserve(&t, &b) == 0U);
+    uint32_t gb = pbx_peer_objtab_mint(&t, b, 600, 7, PBX_IPC_CLASS_FILE, 41);
+    PBX_CHECK_EQ(pbx_peer_objtab_live(&t), 2U);
+    /* Every copy of a hung up: its provider end goes back, the row stops
+     * being live, and a second hang-up or a DETACH finds nothing. */
+    PBX_CHECK_EQ(pbx_peer_objtab_hangup(&t, a, &prov), 0U);
+    PBX_CHECK_EQ(prov, 40);
+    PBX_CHECK_EQ(t.rows[a].state, PBX_PEER_OBJ_HUNG);
+    PBX_CHECK_EQ(t.rows[a].provider, -1);
+    PBX_CHECK_EQ(pbx_peer_objtab_live(&t), 1U);
+    prov = 5;
+    PBX_CHECK_EQ(pbx_peer_objtab_hangup(&t, a, &prov), PBX_PEER_E_UNKNOWN);
+    PBX_CHECK_EQ(pbx_peer_objtab_hangup(&t, PBX_PEER_VFS_OBJECTS_MAX, &prov),
+                 PBX_PEER_E_UNKNOWN);
+    PBX_CHECK_EQ(prov, 5);
+    size_t row = 0;
+    PBX_CHECK_EQ(pbx_peer_objtab_detach_check(&t, 500, ga, 500, &row),
+                 PBX_PEER_E_UNKNOWN);
+    /* A RETIRE that still comes is checked exactly and acknowledged with
+     * nothing left to cut. */
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, ga, 8, PBX_IPC_CLASS_FILE, &prov),
+        PBX_PEER_E_MISMATCH);
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, ga, 7, PBX_IPC_CLASS_FILE, &prov), 0U);
+    PBX_CHECK_EQ(prov, -1);
+    PBX_CHECK_EQ(t.rows[a].state, PBX_PEER_OBJ_RETIRED);
+    /* Reuse order: free rows, then retired ones, hung-up ones last (a
+     * RETIRE may still name them). */
+    PBX_CHECK_EQ(pbx_peer_objtab_hangup(&t, b, &prov), 0U);
+    PBX_CHECK_EQ(prov, 41);
+    PBX_CHECK_EQ(pbx_peer_objtab_live(&t), 0U);
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        if (i != a && i != b) {
+            t.rows[i].state = PBX_PEER_OBJ_HUNG;
+        }
+    }
+    PBX_CHECK_EQ(pbx_peer_objtab_reserve(&t, &row), 0U);
+    PBX_CHECK_EQ(row, a);
+    t.rows[a].state = PBX_PEER_OBJ_HUNG;
+    PBX_CHECK_EQ(pbx_peer_objtab_reserve(&t, &row), 0U);
+    PBX_CHECK_EQ(row, 0U);
+    (void)gb;
+}
+
 /* A running vfsd with one handed-over scope and one route. */
 typedef struct tv {
     pid_t pid;
@@ -416,6 +470,63 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
     PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U); /* a repeat is acked */
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
+    tv_down(&t);
+}
+
+/* Resolves a.txt on t's scope: the object's SEND end, or -1. */
+static int tv_found(const tv *t, pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
+{
+    memset(rep, 0, sizeof(*rep));
+    PBX_REQUIRE(tv_resolve(t->scope, "a.txt", PBX_IPC_OPERATION_READ,
+                           PBX_IPC_CLASS_FILE, rep, m) == PBX_OK);
+    PBX_REQUIRE(m->nfds == 1U);
+    return m->fds[0];
+}
+
+PBX_TEST(peers_vfsd_denied_object_row_freed)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    /* A FOUND powerboxd refuses (misnamed scope, mismatched class): it
+     * deletes the receipt, the only copy; vfsd sees the hang-up and
+     * frees the row and its provider end. */
+    int obj = tv_found(&t, &rep, &m);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000), base + 1);
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    /* The RETIRE that may still come is acknowledged exactly. */
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_DIRECTORY};
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), PBX_PEER_E_MISMATCH);
+    rq.object_class = PBX_IPC_CLASS_FILE;
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    /* Policy or user denial: powerboxd DETACHes its only copy; vfsd
+     * closes it and the hang-up frees the row. */
+    obj = tv_found(&t, &rep, &m);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000), base + 1);
+    PBX_CHECK_EQ(tv_detach(t.route, rep.object, obj, &m), 0U);
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    int other[2];
+    PBX_REQUIRE(tp_seqpair(other));
+    PBX_CHECK_EQ(tv_detach(t.route, rep.object, other[0], &m),
+                 PBX_PEER_E_UNKNOWN);
+    pbx_peer_io_close_all(other, 2);
+    /* An installed copy (procd's) keeps the object: DETACH frees
+     * nothing until that copy goes too. */
+    obj = tv_found(&t, &rep, &m);
+    int installed = dup(obj);
+    PBX_REQUIRE(installed >= 0);
+    PBX_CHECK_EQ(tv_detach(t.route, rep.object, obj, &m), 0U);
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 300), base + 1);
+    PBX_CHECK(!tp_hung_up(installed, 100));
+    (void)close(installed);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    rq = (pbx_ipc_retire){rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
     tv_down(&t);
 }
 
