@@ -217,6 +217,11 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
     pbx_core_io io;
     pbx_ipc_frame f;
     pbx_ipc_policy_reply pr;
+    /* Routine or exceptional is the request's own launchd-authenticated
+     * context, never ttyd's echo of it: the echo must match, but a wrong
+     * echo alone can then never turn an exceptional request routine. */
+    bool exceptional =
+        r->ctx.ctx.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL;
     PBX_ASSERT(pbx_ipc_policy_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
@@ -230,8 +235,7 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
         pr.urgency == r->ctx.ctx.urgency && pr.realm == r->ctx.ctx.realm &&
         pr.session == r->ctx.ctx.session) {
         /* Only a routine request may be allowed without a prompt. */
-        if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_ALLOW &&
-            pr.urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE) {
+        if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_ALLOW && !exceptional) {
             ev = PBX_CORE_EV_ALLOW;
         } else if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_PROMPT) {
             ev = PBX_CORE_EV_PROMPT;
@@ -239,8 +243,7 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
 #ifdef PBX_PLANT_EXCEPTIONAL_AUTO_ALLOW
         /* PLANTED BUG (simulator proof only): an exceptional request's
          * PROMPT verdict allowed without the user. */
-        if (ev == PBX_CORE_EV_PROMPT &&
-            pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL) {
+        if (ev == PBX_CORE_EV_PROMPT && exceptional) {
             ev = PBX_CORE_EV_ALLOW;
         }
 #endif
@@ -249,8 +252,7 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
         p->request = i;
         p->request_generation = id.gen;
         p->verdict = pr.verdict;
-        p->exceptional =
-            pr.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL ? 1U : 0U;
+        p->exceptional = exceptional ? 1U : 0U;
         if (ev == PBX_CORE_EV_PROMPT) {
             pbx_core_prompt_open(ctx, i);
         }

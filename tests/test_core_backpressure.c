@@ -2,6 +2,7 @@
  * test_core_backpressure.c: full pools, peer and wake backpressure,
  * fail-stop exit statuses and round-robin progress, through scripted ops.
  */
+#include "../core/pbx_core_internal.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -168,7 +169,8 @@ PBX_TEST(core_undelivered_reply_keeps_terminal_decision)
     th_free(h);
 }
 
-PBX_TEST(core_fail_stops_have_distinct_exit_statuses)
+/* Drives a launchd wake failure: the notification fail-stop. */
+static pbx_core_exit fail_stop_notify(void)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
@@ -178,29 +180,76 @@ PBX_TEST(core_fail_stops_have_distinct_exit_statuses)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_E_CORE_NOTIFY_FAILED);
-    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NOTIFY);
+    PBX_CHECK_EQ(h->wake_count, 0U);
+    pbx_core_exit st = pbx_core_exit_status(&h->core);
     th_free(h);
-    /* A permanent rejection of the revocation-handle deletion. */
-    h = th_new(4);
-    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
-    th_run(h);
+    return st;
+}
+
+/* Drives a permanent rejection of the revocation-handle deletion after a
+ * CONSUME: the cleanup fail-stop. */
+static pbx_core_exit fail_stop_cleanup(void)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
     pbx_ipc_decision d;
     uint32_t xfer = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
     PBX_REQUIRE(th_decision(h, id, &d, &xfer) == 0U);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
     PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
     th_clear_trace(h);
     th_push_del(h, PBX_CORE_DELETE_REJECTED);
     th_run(h);
     TH_TRACE(h, "del!66");
     PBX_CHECK_EQ(h->step_err, PBX_E_CORE_CLEANUP_REJECTED);
-    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    pbx_core_exit st = pbx_core_exit_status(&h->core);
+    th_free(h);
+    return st;
+}
+
+/* Drives a retained request whose state no step serves: the progression
+ * fail-stop. */
+static pbx_core_exit fail_stop_progress(void)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    pbx_core_req(&h->core, id.index)->link.state =
+        (uint16_t)PBX_CORE_ST_DECIDED;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    TH_TRACE(h, "reserve=64");
+    pbx_core_exit st = pbx_core_exit_status(&h->core);
+    /* Stopped: no further step is taken. */
     bool progressed = true;
     PBX_CHECK_EQ(pbx_core_step(&h->core, &progressed), PBX_E_CORE_NOT_READY);
     PBX_CHECK(!progressed);
     th_free(h);
-    PBX_CHECK(PBX_CORE_EXIT_PUBLIC != PBX_CORE_EXIT_CLEANUP &&
-              PBX_CORE_EXIT_CLEANUP != PBX_CORE_EXIT_PROGRESS &&
-              PBX_CORE_EXIT_PROGRESS != PBX_CORE_EXIT_NOTIFY);
+    return st;
+}
+
+/* Each core fail-stop, driven, reports its own documented status
+ * (pbx_core.h: cleanup 65, progression 66, notification 67), distinct
+ * from each other and from the runtime's public status 64. */
+PBX_TEST(core_fail_stops_have_distinct_exit_statuses)
+{
+    pbx_core_exit got[3] = {fail_stop_cleanup(), fail_stop_progress(),
+                            fail_stop_notify()};
+    static const unsigned want[3] = {65U, 66U, 67U};
+    for (size_t k = 0; k < 3U; k++) {
+        PBX_CHECK_EQ((unsigned)got[k], want[k]);
+        PBX_CHECK((unsigned)got[k] != (unsigned)PBX_CORE_EXIT_PUBLIC);
+        for (size_t j = 0; j < k; j++) {
+            PBX_CHECK((unsigned)got[j] != (unsigned)got[k]);
+        }
+    }
+    PBX_CHECK_EQ((unsigned)PBX_CORE_EXIT_PUBLIC, 64U);
 }
 
 PBX_TEST(core_transient_cleanup_retries_and_keeps_tracking)

@@ -163,7 +163,7 @@ static pbx_core_io th_op_alias(void *user, uint32_t object, uint32_t *alias)
         return io;
     }
     *alias = th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
-                        PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_LOCAL);
+                        h->alias_rights, h->alias_prov);
     th_log(h, "alias=%u", *alias);
     return io;
 }
@@ -202,6 +202,17 @@ typedef struct th_call {
     th_script s;
     size_t n;
 } th_call;
+
+/* Applies the armed one-shot edit to rec when this call is its op. */
+static void th_edit_apply(th_call *k, void *rec)
+{
+    th_h *h = k->h;
+    if (h->edit != NULL && h->edit_op == k->f.op) {
+        th_edit e = h->edit;
+        h->edit = NULL;
+        e(h, k->f.op, rec);
+    }
+}
 
 /* Attaches a surplus receipt when the script asks for one. */
 static void th_surplus(th_call *k)
@@ -246,6 +257,7 @@ static pbx_err th_ans_resolve(th_call *k)
                               : PBX_CAPABI_RIGHT_SEND;
         k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
     }
+    th_edit_apply(k, &r);
     th_surplus(k);
     return pbx_ipc_resolve_reply_encode(k->f.request, &r, k->c->reply,
                                         k->c->reply_cap, &k->n);
@@ -271,6 +283,7 @@ static pbx_err th_ans_policy(th_call *k)
     if ((k->s.mut & (uint32_t)TH_M_EXC_ALLOW) != 0U) {
         r.urgency = PBX_IPC_URGENCY_ROUTINE;
     }
+    th_edit_apply(k, &r);
     th_surplus(k);
     err = pbx_ipc_policy_reply_encode(k->f.request, &r, k->c->reply,
                                       k->c->reply_cap, &k->n);
@@ -311,6 +324,9 @@ static pbx_err th_ans_prompt(th_call *k)
             r.object.gen++;
         }
     }
+    if (!r.retry) {
+        th_edit_apply(k, &r);
+    }
     th_surplus(k);
     return pbx_ipc_prompt_reply_encode(k->f.request, &r, k->c->reply,
                                        k->c->reply_cap, &k->n);
@@ -328,6 +344,7 @@ static pbx_err th_ans_view(th_call *k)
     if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
         r.grant.gen++;
     }
+    th_edit_apply(k, &r);
     th_surplus(k);
     return pbx_ipc_view_reply_encode(k->f.request, &r, k->c->reply,
                                      k->c->reply_cap, &k->n);
@@ -358,6 +375,7 @@ static pbx_err th_ans_install(th_call *k)
     if ((k->s.mut & (uint32_t)TH_M_BAD_RIGHTS) != 0U) {
         rights |= PBX_CAPABI_RIGHT_SEND;
     }
+    th_edit_apply(k, &r);
     k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
     th_surplus(k);
     return pbx_ipc_install_reply_encode(k->f.request, &r, k->c->reply,
@@ -379,6 +397,7 @@ static pbx_err th_ans_detach(th_call *k)
                                            PBX_E_IPC_STATUS, k->c->reply,
                                            k->c->reply_cap, &k->n);
     }
+    th_edit_apply(k, &q);
     th_surplus(k);
     return pbx_ipc_detach_reply_encode(k->f.request, &q, k->c->reply,
                                        k->c->reply_cap, &k->n);
@@ -394,6 +413,7 @@ static pbx_err th_ans_retire(th_call *k)
     if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
         q.scope_id++;
     }
+    th_edit_apply(k, &q);
     th_surplus(k);
     return pbx_ipc_retire_reply_encode(k->f.request, &q, k->c->reply,
                                        k->c->reply_cap, &k->n);
@@ -542,6 +562,8 @@ th_h *th_new(uint32_t n)
     h->deliver = true;
     h->badge = TH_BROKER;
     h->hold_slot = PBX_CORE_SLOT_NONE;
+    h->alias_rights = PBX_CAPABI_RIGHT_SEND;
+    h->alias_prov = PBX_CAPABI_PROV_LOCAL;
     PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
                               &th_ops, h) == PBX_OK);
     pbx_core_set_identity(&h->core, th_op_identity);
@@ -575,6 +597,13 @@ void th_push_wake(th_h *h, pbx_core_io io)
 void th_push_alias(th_h *h, pbx_core_io io)
 {
     h->aliases[h->atail++ % TH_SCRIPT_MAX] = io;
+}
+
+void th_set_edit(th_h *h, uint16_t op, th_edit edit, uint32_t field)
+{
+    h->edit = edit;
+    h->edit_op = op;
+    h->edit_field = field;
 }
 
 void th_clear_trace(th_h *h)

@@ -97,6 +97,17 @@ typedef struct th_slot {
     bool reserved;
 } th_slot;
 
+struct th_h;
+
+/**
+ * th_edit changes one field of the reply record a fake peer is about to
+ * encode for peer op (after the script's own mutations). rec points at
+ * the reply record of op: pbx_ipc_resolve_reply, pbx_ipc_policy_reply,
+ * pbx_ipc_prompt_reply, pbx_ipc_install_reply, pbx_ipc_view_ack,
+ * pbx_ipc_detach or pbx_ipc_retire. The change must still encode.
+ */
+typedef void (*th_edit)(struct th_h *h, uint16_t op, void *rec);
+
 /** th_h is the whole harness. Heap-allocated by th_new. */
 typedef struct th_h {
     /** The core under test. */
@@ -159,6 +170,17 @@ typedef struct th_h {
     uint32_t hold_slot;
     /** Identity the ops layer reports for a scope slot (0: unknown). */
     uint64_t scope_identity;
+    /** Rights the fake alias derivation gives (default SEND). */
+    uint32_t alias_rights;
+    /** Provenance the fake alias derivation gives (default LOCAL). */
+    uint32_t alias_prov;
+    /** One-shot reply edit: applied to the next reply of edit_op, then
+     * cleared (NULL: replies are exact). */
+    th_edit edit;
+    /** The peer op whose next reply edit changes. */
+    uint16_t edit_op;
+    /** Which field edit changes (the test's own numbering). */
+    uint32_t edit_field;
     /** The effect trace. */
     char trace[TH_TRACE_MAX];
 } th_h;
@@ -181,6 +203,8 @@ void th_push_del(th_h *h, pbx_core_delete d);
 void th_push_wake(th_h *h, pbx_core_io io);
 /** th_push_alias scripts the next alias derivation outcome. */
 void th_push_alias(th_h *h, pbx_core_io io);
+/** th_set_edit arms the one-shot edit of field in the next reply to op. */
+void th_set_edit(th_h *h, uint16_t op, th_edit edit, uint32_t field);
 /** th_clear_trace empties the effect trace. */
 void th_clear_trace(th_h *h);
 
