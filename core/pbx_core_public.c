@@ -110,6 +110,7 @@ static uint32_t pbx_core_tslot_new(pbx_core_ctx *ctx, uint32_t owner)
     pbx_core_tslot *ts = pbx_core_tslot_at(ctx, t);
     ts->link.state = PBX_CORE_TSLOT_IDLE;
     ts->owner = owner;
+    ts->owner_kind = 0U;
     ts->slot = PBX_CORE_SLOT_NONE;
     ts->kind = 0U;
     return t;
