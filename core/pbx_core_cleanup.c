@@ -562,7 +562,8 @@ static bool pbx_core_lane(pbx_core_ctx *ctx, uint32_t lane, pbx_err *err)
     static const pbx_core_queue_id queues[PBX_CORE_LANES] = {
         PBX_CORE_Q_INTAKE, PBX_CORE_Q_RELEASE, PBX_CORE_Q_GRANT,
         PBX_CORE_Q_NOTIFY, PBX_CORE_Q_ORPHAN};
-    if (queues[lane] != PBX_CORE_Q_NOTIFY && queues[lane] != PBX_CORE_Q_ORPHAN &&
+    if (queues[lane] != PBX_CORE_Q_NOTIFY &&
+        queues[lane] != PBX_CORE_Q_ORPHAN &&
         pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) <
             PBX_CORE_TSLOT_SPARE) {
         /* These steps call peers, whose replies may bring receipts that

@@ -173,8 +173,7 @@ uint32_t pbx_core_public_room(const pbx_core_ctx *ctx);
  * transient slots) to its deferred queue, from whichever queue held it:
  * it is retried on the next tick, never polled.
  */
-void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
-                    uint32_t index);
+void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index);
 
 /**
  * pbx_core_delete_slot deletes capability slot exactly. TRANSIENT leaves

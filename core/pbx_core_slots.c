@@ -171,9 +171,8 @@ uint32_t pbx_core_public_room(const pbx_core_ctx *ctx)
     uint32_t free_n =
         pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
     uint32_t cap = PBX_CORE_PUBLIC_ORPHANS_MAX - ctx->public_orphans;
-    uint32_t spare = free_n > PBX_CORE_TSLOT_SPARE
-                         ? free_n - PBX_CORE_TSLOT_SPARE
-                         : 0U;
+    uint32_t spare =
+        free_n > PBX_CORE_TSLOT_SPARE ? free_n - PBX_CORE_TSLOT_SPARE : 0U;
     PBX_ASSERT(ctx->public_orphans <= PBX_CORE_PUBLIC_ORPHANS_MAX);
     return spare < cap ? spare : cap;
 }
@@ -184,14 +183,12 @@ bool pbx_core_public_ready(const pbx_core_ctx *ctx)
            pbx_core_public_room(ctx) >= PBX_CORE_RECV_SLOTS_MAX;
 }
 
-void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
-                    uint32_t index)
+void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index)
 {
-    pbx_core_queue_id q = pool == PBX_BOOTSTRAP_POOL_GRANTS
-                              ? PBX_CORE_Q_DEFER_GRANT
-                          : pool == PBX_BOOTSTRAP_POOL_REQUESTS
-                              ? PBX_CORE_Q_DEFER_REQUEST
-                              : PBX_CORE_Q_DEFER_ORPHAN;
+    pbx_core_queue_id q =
+        pool == PBX_BOOTSTRAP_POOL_GRANTS     ? PBX_CORE_Q_DEFER_GRANT
+        : pool == PBX_BOOTSTRAP_POOL_REQUESTS ? PBX_CORE_Q_DEFER_REQUEST
+                                              : PBX_CORE_Q_DEFER_ORPHAN;
     pbx_core_dequeue(ctx, pool, index);
     pbx_core_enqueue(ctx, q, index);
 }

@@ -43,8 +43,10 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
         pbx_core_on_public(w->core, badge, frame, len, slots, ncaps, &sim_out);
     sim_after_core(w);
     if (err == PBX_E_CORE_INTAKE_HELD) {
-        sim_fail(w, "the core held intake of %zu capabilities while it "
-                    "reported public intake ready", ncaps);
+        sim_fail(w,
+                 "the core held intake of %zu capabilities while it "
+                 "reported public intake ready",
+                 ncaps);
         return NULL;
     }
     if (err != PBX_OK) {
