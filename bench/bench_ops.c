@@ -300,7 +300,8 @@ static bool bench_layout(uint32_t cap, pbx_bootstrap_layout *out)
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         g.capacity[i] = cap;
     }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 3U * cap + 2U;
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        3U * cap + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * cap * PBX_CORE_SELECTOR_CHUNK_BYTES;
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
@@ -330,7 +331,7 @@ bench_env *bench_env_new(uint32_t capacity)
 {
     pbx_bootstrap_layout l;
     pbx_capabi_layout slots;
-    uint32_t tcount = 3U * capacity + 2U;
+    uint32_t tcount = 3U * capacity + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     bench_env *e = calloc(1, sizeof(*e));
     if (e == NULL || !bench_layout(capacity, &l) ||
         pbx_capabi_layout_init(&slots, BENCH_T_FIRST, tcount) != PBX_OK ||

@@ -198,9 +198,36 @@ typedef enum pbx_core_queue_id {
      * frame (pbx_core_on_public), never in a tight loop.
      */
     PBX_CORE_Q_PARK_SCOPE,
+    /**
+     * Requests whose retained work met a transient deletion or an inexact
+     * peer answer: retried on the next tick (pbx_core_on_tick), never
+     * polled. Back to the intake lane.
+     */
+    PBX_CORE_Q_DEFER_REQUEST,
+    /** Grants deferred the same way; back to the grant cleanup lane. */
+    PBX_CORE_Q_DEFER_GRANT,
+    /** Orphan receipts whose deletion stayed transient; tick-paced. */
+    PBX_CORE_Q_DEFER_ORPHAN,
     /** Number of queues; not a queue. */
     PBX_CORE_Q_COUNT
 } pbx_core_queue_id;
+
+/**
+ * PBX_CORE_PUBLIC_ORPHANS_MAX caps the transient-slot records that
+ * receipts from public frames may hold while their deletion cannot finish
+ * (two frames' worth). Past the cap the core exerts backpressure on public
+ * intake (pbx_core_public_ready) instead of taking records that
+ * request-owned work needs.
+ */
+#define PBX_CORE_PUBLIC_ORPHANS_MAX (2U * PBX_CORE_RECV_SLOTS_MAX)
+
+/**
+ * PBX_CORE_TSLOTS_MIN is the smallest transient-slot pool pbx_core_init
+ * accepts: one request's three records, the spare one peer reply's
+ * receipts may need, and one public frame's worth of headroom, so that a
+ * deployment can serve at least one request.
+ */
+#define PBX_CORE_TSLOTS_MIN (3U + 2U * PBX_CORE_RECV_SLOTS_MAX)
 
 /** PBX_CORE_LANES is the number of ready lanes served round-robin. */
 #define PBX_CORE_LANES 5U
@@ -252,6 +279,11 @@ typedef struct pbx_core_ctx {
      * and benchmarks read it; the core never acts on it.
      */
     uint32_t index_visits;
+    /**
+     * Transient-slot records now held by receipts that arrived with public
+     * frames and await deletion (at most PBX_CORE_PUBLIC_ORPHANS_MAX).
+     */
+    uint32_t public_orphans;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */
@@ -327,8 +359,13 @@ void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity);
  * the core's). It writes the reply into *out. Every public frame first
  * returns the requests parked on scope backpressure (PBX_CORE_Q_PARK_SCOPE)
  * to the intake lane, in O(1). Returns PBX_OK whenever a
- * reply (possibly an error reply) was produced; any other value is a
- * fail-stop whose exit status pbx_core_exit_status reports.
+ * reply (possibly an error reply) was produced; PBX_E_CORE_INTAKE_HELD,
+ * not a fail-stop, when the frame carries more capabilities than the core
+ * could track should their deletion stay transient (never while
+ * pbx_core_public_ready is true and slot_count is at most
+ * PBX_CORE_RECV_SLOTS_MAX): then nothing was taken, the slots are still
+ * the caller's and there is no reply. Any other value is a fail-stop whose
+ * exit status pbx_core_exit_status reports.
  */
 pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
                            const uint8_t *frame, size_t len,
@@ -336,9 +373,40 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
                            pbx_core_out *out);
 
 /**
+ * pbx_core_public_ready reports whether the core can accept a public frame
+ * carrying up to PBX_CORE_RECV_SLOTS_MAX capabilities now: whether a
+ * record is free to track each of them should its deletion stay
+ * transient, without taking the records kept for request-owned work. While
+ * it is false the runtime must not receive public frames (they stay
+ * queued in the kernel; nothing is dropped); it turns true again once
+ * pending deletions finish (pbx_core_on_tick retries them). Pure, O(1).
+ */
+bool pbx_core_public_ready(const pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_on_tick tells the core that time passed: every record deferred
+ * after a transient deletion or an inexact peer answer goes back to its
+ * ready lane, in time linear in the records moved, each of which the
+ * lane then serves once. So a deferred retry happens at most once per
+ * tick, and the caller's tick interval bounds the retry rate; the core
+ * reads no clock. Harmless when nothing is deferred.
+ */
+void pbx_core_on_tick(pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_tick_wanted reports whether anything waits for a tick
+ * (pbx_core_on_tick), so the caller arms its timer only then. Pure, O(1).
+ */
+bool pbx_core_tick_wanted(const pbx_core_ctx *ctx);
+
+/**
  * pbx_core_step performs at most one unit of retained work, taking the
  * next non-empty ready lane in round-robin order. *progressed says whether
- * anything was done. Returns PBX_OK or a fail-stop error.
+ * anything was done. Lanes whose steps call peers (intake, release, grant
+ * cleanup) are served only while a peer reply's worth of transient-slot
+ * records is free, so a receipt whose deletion stays transient is always
+ * tracked; a held deletion (deferred until the next tick) consumes no
+ * step. Returns PBX_OK or a fail-stop error.
  */
 pbx_err pbx_core_step(pbx_core_ctx *ctx, bool *progressed);
 

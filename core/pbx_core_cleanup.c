@@ -93,7 +93,13 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
         bool exact = false;
         pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
         if (err == PBX_OK && r->link.queue == 0U) {
-            pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+            /* Moved on: go on next step. Still held (the deletion after a
+             * failed call stayed transient): wait for a tick. */
+            if (done) {
+                pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+            } else {
+                pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+            }
         }
         return err;
     }
@@ -107,8 +113,16 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
     if (d == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
-    if (d == PBX_CORE_DELETE_TRANSIENT ||
-        pbx_core_tslot_held(ctx, r->scope_tslot) ||
+    if (d == PBX_CORE_DELETE_TRANSIENT) {
+        /* A refused receipt of this request in the reservation: its
+         * orphan's deletion puts the request back on this lane. Any other
+         * deletion that could not finish is retried on the next tick. */
+        if (r->orphans == 0U) {
+            pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        }
+        return PBX_OK;
+    }
+    if (pbx_core_tslot_held(ctx, r->scope_tslot) ||
         pbx_core_tslot_at(ctx, r->scope_tslot)->link.state ==
             PBX_CORE_TSLOT_RESERVED) {
         pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
@@ -164,21 +178,25 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
     if (d == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
-    if (d == PBX_CORE_DELETE_OK) {
-        pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
-        pbx_core_grant_withdrawn(ctx, g);
+    if (d != PBX_CORE_DELETE_OK) {
+        /* Retried on the next tick, never polled. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return PBX_OK;
     }
+    pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
+    pbx_core_grant_withdrawn(ctx, g);
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
     return PBX_OK;
 }
 
 /* Sends the receipt-free full-identity retirement q to vfsd under grant
- * id gid. *exact says vfsd echoed the full identity; a permanently
+ * id gid. *exact says vfsd echoed the full identity, *busy that vfsd
+ * pushed back (nothing sent); a permanently
  * rejected deletion of an unwanted reply receipt (kept for owner, a
  * request or PBX_CORE_NIL) is a cleanup fail-stop that must not retire. */
 static pbx_err pbx_core_retire_call(pbx_core_ctx *ctx, pbx_ipc_id gid,
                                     const pbx_ipc_retire *q, uint32_t owner,
-                                    bool *exact)
+                                    bool *exact, bool *busy)
 {
     pbx_ipc_frame f;
     pbx_ipc_retire ack;
@@ -188,7 +206,9 @@ static pbx_err pbx_core_retire_call(pbx_core_ctx *ctx, pbx_ipc_id gid,
     PBX_ASSERT(pbx_ipc_retire_encode(gid, q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
-    if (ctx->ops->call(ctx->ops_user, &c) != PBX_CORE_IO_OK) {
+    pbx_core_io io = ctx->ops->call(ctx->ops_user, &c);
+    *busy = io == PBX_CORE_IO_BUSY;
+    if (io != PBX_CORE_IO_OK) {
         return PBX_OK;
     }
     bool echo =
@@ -205,19 +225,20 @@ static pbx_err pbx_core_retire_call(pbx_core_ctx *ctx, pbx_ipc_id gid,
 
 /* Retires grant g's object at vfsd; see pbx_core_retire_call. */
 static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
-                                          bool *exact)
+                                          bool *exact, bool *busy)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
     return pbx_core_retire_call(ctx,
                                 pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g),
-                                &q, PBX_CORE_NIL, exact);
+                                &q, PBX_CORE_NIL, exact, busy);
 }
 
 /* Retires the object of request i whose INSTALL was refused or lost (procd
  * may hold it), under the grant id the INSTALL named. Anything but vfsd's
- * exact acknowledgement parks the request on vfsd's route: the decision
- * is not published while the child may still hold the object. Returns a
+ * exact acknowledgement keeps the request waiting (on vfsd's route after
+ * backpressure, else until the next tick): the decision is not published
+ * while the child may still hold the object. Returns a
  * fail-stop error, or PBX_OK with *done saying the object is retired. */
 static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
                                           bool *done)
@@ -227,14 +248,21 @@ static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
         ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
     pbx_ipc_retire q = {ev->object, ev->scope_id, r->ctx.ctx.object_class};
     bool exact = false;
+    bool busy = false;
     *done = false;
     if (pbx_core_retire_call(
             ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant), &q, i,
-            &exact) != PBX_OK) {
+            &exact, &busy) != PBX_OK) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
-    if (!exact) {
+    if (busy) {
         pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_VFSD);
+        return PBX_OK;
+    }
+    if (!exact) {
+        /* vfsd's route is writable all along: re-asking on writability
+         * would be a tight loop. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
         return PBX_OK;
     }
     r->flags &= (uint16_t)~PBX_CORE_REQ_F_RETIRE;
@@ -273,11 +301,13 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     bool ok = false;
+    bool busy = false;
     switch ((pbx_core_state)gr->link.state) {
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
     case PBX_CORE_ST_REMOVE:
-        (void)pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok);
+        busy = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok) ==
+               PBX_CORE_IO_BUSY;
         if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
@@ -286,7 +316,7 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
         }
         break;
     case PBX_CORE_ST_RETIRE:
-        if (pbx_core_grant_retire_call(ctx, g, &ok) != PBX_OK) {
+        if (pbx_core_grant_retire_call(ctx, g, &ok, &busy) != PBX_OK) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
         if (ok) {
@@ -299,15 +329,19 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
          * records disagree: retained progression cannot continue. */
         return PBX_E_CORE_INCONSISTENT;
     }
-    /* Only exact acknowledgements advance; anything else waits for the
-     * peer's route to become ready again. */
+    /* Only exact acknowledgements advance. Backpressure waits for the
+     * peer's route to become ready again; any other answer waits for the
+     * next tick (the route is writable, so writability would re-ask at
+     * once, a tight loop). */
     if (ok) {
         pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
-    } else {
+    } else if (busy) {
         pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g,
                       gr->link.state == (uint16_t)PBX_CORE_ST_REMOVE
                           ? PBX_CORE_ROUTE_TTYD
                           : PBX_CORE_ROUTE_VFSD);
+    } else {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     }
     return PBX_OK;
 }
@@ -428,10 +462,15 @@ static pbx_err pbx_core_orphan_step(pbx_core_ctx *ctx, uint32_t t)
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (d == PBX_CORE_DELETE_TRANSIENT) {
-        pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
+        /* Retried on the next tick, never polled. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
         return PBX_OK;
     }
     uint32_t owner = pbx_core_tslot_at(ctx, t)->owner;
+    if (pbx_core_tslot_at(ctx, t)->owner_kind == PBX_CORE_ORPHAN_PUBLIC) {
+        PBX_ASSERT(ctx->public_orphans > 0U);
+        ctx->public_orphans--;
+    }
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
     if (owner != PBX_CORE_NIL) {
         /* The owner cannot retire while it waits for this deletion. */
@@ -523,6 +562,15 @@ static bool pbx_core_lane(pbx_core_ctx *ctx, uint32_t lane, pbx_err *err)
     static const pbx_core_queue_id queues[PBX_CORE_LANES] = {
         PBX_CORE_Q_INTAKE, PBX_CORE_Q_RELEASE, PBX_CORE_Q_GRANT,
         PBX_CORE_Q_NOTIFY, PBX_CORE_Q_ORPHAN};
+    if (queues[lane] != PBX_CORE_Q_NOTIFY &&
+        queues[lane] != PBX_CORE_Q_ORPHAN &&
+        pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) <
+            PBX_CORE_TSLOT_SPARE) {
+        /* These steps call peers, whose replies may bring receipts that
+         * need a record each should their deletion stay transient: they
+         * wait until pending deletions have freed a reply's worth. */
+        return false;
+    }
     uint32_t i = pbx_core_pop(ctx, queues[lane]);
     if (i == PBX_CORE_NIL) {
         return false;

@@ -35,6 +35,12 @@ static pbx_err pbx_core_init_check(const pbx_bootstrap_layout *layout,
         ((uintptr_t)arena % align_max) != 0U) {
         return PBX_E_CORE_ARENA;
     }
+    if (layout->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity <
+        PBX_CORE_TSLOTS_MIN) {
+        /* Too few to serve one request beside the records kept for
+         * transient deletions: the service could never make progress. */
+        return PBX_E_CORE_LAYOUT;
+    }
     return PBX_OK;
 }
 
@@ -84,10 +90,12 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
         qu->count = 0U;
         qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS;
         if (q == (size_t)PBX_CORE_Q_GRANT ||
+            q == (size_t)PBX_CORE_Q_DEFER_GRANT ||
             (q >= (size_t)PBX_CORE_Q_PARK_GRANT &&
              q < (size_t)PBX_CORE_Q_PARK_NOTIFY)) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_GRANTS;
-        } else if (q == (size_t)PBX_CORE_Q_ORPHAN) {
+        } else if (q == (size_t)PBX_CORE_Q_ORPHAN ||
+                   q == (size_t)PBX_CORE_Q_DEFER_ORPHAN) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS;
         } else if (q == (size_t)PBX_CORE_Q_NOTIFY ||
                    q == (size_t)PBX_CORE_Q_PARK_NOTIFY) {
@@ -117,6 +125,7 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     ctx->lane = 0U;
     ctx->held_caps = 0U;
     ctx->index_visits = 0U;
+    ctx->public_orphans = 0U;
     pbx_mem_set(ctx->arena, 0, arena_len);
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         pbx_core_init_pool(ctx, (pbx_bootstrap_pool)i, &layout->pools[i]);

@@ -39,16 +39,21 @@
 /**
  * PBX_CORE_TSLOT_SPARE is how many transient-slot records BEGIN leaves
  * free for receipts whose deletion must be retried (one peer reply's
- * worth), so a transient deletion failure finds a record to wait in.
+ * worth), so a transient deletion failure finds a record to wait in. The
+ * lanes that call peers run only while this many records are free.
  */
 #define PBX_CORE_TSLOT_SPARE PBX_CORE_RECV_SLOTS_MAX
 
 /**
- * PBX_CORE_DELETE_TRIES bounds the immediate deletion retries made only
- * when no transient-slot record is left to track a receipt for a later
- * retry (the spare was exhausted by earlier pending deletions).
+ * PBX_CORE_TSLOT_PUBLIC is the headroom BEGIN also leaves free for one
+ * public frame's receipts, so that public intake (DECISION polls above
+ * all) never waits for requests to retire: only pending deletions can
+ * hold it.
  */
-#define PBX_CORE_DELETE_TRIES 16U
+#define PBX_CORE_TSLOT_PUBLIC PBX_CORE_RECV_SLOTS_MAX
+
+/** PBX_CORE_ORPHAN_PUBLIC marks (owner_kind) an orphan from a public frame. */
+#define PBX_CORE_ORPHAN_PUBLIC 1U
 
 /** PBX_CORE_GRANT_F_INSTALL: grant delivered by procd installation. */
 #define PBX_CORE_GRANT_F_INSTALL 0x0001U
@@ -146,13 +151,29 @@ bool pbx_core_tslot_held(const pbx_core_ctx *ctx, uint32_t tslot);
  * pbx_core_orphan keeps slot, whose deletion could not finish now, in an
  * orphan record on the cleanup lane. owner is the request the receipt
  * arrived for (its decision waits until the receipt is gone) or
- * PBX_CORE_NIL. With no record free it retries the deletion at most
- * PBX_CORE_DELETE_TRIES times. Returns TRANSIENT when the receipt is now
- * tracked for a later retry, OK when a retry deleted it, REJECTED after a
- * permanent rejection or when no retry succeeded (a cleanup fail-stop).
+ * PBX_CORE_NIL; from_public says it came with a public frame (counted
+ * against PBX_CORE_PUBLIC_ORPHANS_MAX). The intake check and the lane gate
+ * guarantee a free record; finding none means the records disagree, a
+ * progression fail-stop (PBX_E_CORE_INCONSISTENT), never a cleanup one:
+ * the kernel rejected nothing. Returns TRANSIENT when the receipt is now
+ * tracked, REJECTED after such a fail-stop.
  */
 pbx_core_delete pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot,
-                                uint32_t owner);
+                                uint32_t owner, bool from_public);
+
+/**
+ * pbx_core_public_room returns how many capabilities a public frame may
+ * bring now: each gets a record should its deletion stay transient,
+ * within the public cap and without touching the peer spare. O(1).
+ */
+uint32_t pbx_core_public_room(const pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_defer moves record index of pool (requests, grants or
+ * transient slots) to its deferred queue, from whichever queue held it:
+ * it is retried on the next tick, never polled.
+ */
+void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index);
 
 /**
  * pbx_core_delete_slot deletes capability slot exactly. TRANSIENT leaves

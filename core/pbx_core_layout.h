@@ -265,7 +265,7 @@ typedef struct pbx_core_tslot {
     pbx_core_link link;
     /** Receiver-local slot number (data). */
     uint32_t slot;
-    /** Owning record kind (pbx_core_owner). */
+    /** 0, or PBX_CORE_ORPHAN_PUBLIC for an orphan from a public frame. */
     uint32_t owner_kind;
     /** Owning record index. */
     uint32_t owner;

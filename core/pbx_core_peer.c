@@ -44,7 +44,7 @@ pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
         }
         if (d == PBX_CORE_DELETE_TRANSIENT) {
             /* Keep it tracked so the cleanup lane retries the deletion. */
-            d = pbx_core_orphan(ctx, c->recv_slots[i], owner);
+            d = pbx_core_orphan(ctx, c->recv_slots[i], owner, false);
             if (d == PBX_CORE_DELETE_REJECTED) {
                 return d;
             }

@@ -44,7 +44,7 @@ static pbx_err pbx_core_delete_all(pbx_core_ctx *ctx, const uint32_t *slots,
     for (size_t i = 0; i < count; i++) {
         pbx_core_delete d = pbx_core_delete_slot(ctx, slots[i]);
         if (d == PBX_CORE_DELETE_TRANSIENT) {
-            d = pbx_core_orphan(ctx, slots[i], owner);
+            d = pbx_core_orphan(ctx, slots[i], owner, true);
             result = PBX_E_CORE_CLEANUP_PENDING;
         }
         if (d == PBX_CORE_DELETE_REJECTED) {
@@ -95,8 +95,11 @@ static bool pbx_core_begin_space(const pbx_core_ctx *ctx, uint32_t chunks)
             return false;
         }
     }
+    /* Besides its own records, BEGIN leaves the peer spare and one public
+     * frame's headroom free: requests alone never hold public intake. */
     return pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) >=
-               PBX_CORE_BEGIN_TSLOTS + PBX_CORE_TSLOT_SPARE &&
+               PBX_CORE_BEGIN_TSLOTS + PBX_CORE_TSLOT_SPARE +
+                   PBX_CORE_TSLOT_PUBLIC &&
            ctx->chunk_free_count >= chunks;
 }
 
@@ -107,6 +110,7 @@ static uint32_t pbx_core_tslot_new(pbx_core_ctx *ctx, uint32_t owner)
     pbx_core_tslot *ts = pbx_core_tslot_at(ctx, t);
     ts->link.state = PBX_CORE_TSLOT_IDLE;
     ts->owner = owner;
+    ts->owner_kind = 0U;
     ts->slot = PBX_CORE_SLOT_NONE;
     ts->kind = 0U;
     return t;
@@ -653,6 +657,12 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     out->drop = PBX_OK;
     if (ctx->ready == 0U) {
         return PBX_E_CORE_NOT_READY;
+    }
+    if (slot_count > (size_t)pbx_core_public_room(ctx)) {
+        /* Some of these might need a record to wait in that public junk
+         * may not take now: take nothing (the caller keeps the slots and
+         * should have waited for pbx_core_public_ready). */
+        return PBX_E_CORE_INTAKE_HELD;
     }
     /* A public frame is the retry signal for scope backpressure. */
     pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_PARK_SCOPE);

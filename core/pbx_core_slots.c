@@ -137,35 +137,75 @@ pbx_core_delete pbx_core_delete_tslot(pbx_core_ctx *ctx, uint32_t tslot)
 }
 
 pbx_core_delete pbx_core_orphan(pbx_core_ctx *ctx, uint32_t slot,
-                                uint32_t owner)
+                                uint32_t owner, bool from_public)
 {
     if (pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS) == 0U) {
-        /* Every record is taken (BEGIN kept a spare, but earlier pending
-         * deletions used it): the capability is still held, so retry the
-         * exact deletion now, boundedly, rather than lose track of it. */
-        pbx_core_delete d = PBX_CORE_DELETE_TRANSIENT;
-        for (uint32_t n = 0;
-             n < PBX_CORE_DELETE_TRIES && d == PBX_CORE_DELETE_TRANSIENT; n++) {
-            d = pbx_core_delete_slot(ctx, slot);
-        }
-        if (d == PBX_CORE_DELETE_TRANSIENT) {
-            (void)pbx_core_fail(ctx, PBX_CORE_EXIT_CLEANUP,
-                                PBX_E_CORE_CLEANUP_REJECTED);
-            return PBX_CORE_DELETE_REJECTED;
-        }
-        return d;
+        /* Public intake is checked against the room it may use and the
+         * peer lanes run only with a reply's worth free, so this cannot
+         * happen unless the records disagree. The capability is still
+         * held and the kernel rejected nothing: not a cleanup fail-stop. */
+        (void)pbx_core_fail(ctx, PBX_CORE_EXIT_PROGRESS,
+                            PBX_E_CORE_INCONSISTENT);
+        return PBX_CORE_DELETE_REJECTED;
     }
     uint32_t t = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
     pbx_core_tslot *ts = pbx_core_tslot_at(ctx, t);
     ts->owner = owner;
-    ts->owner_kind = 0U;
+    ts->owner_kind = from_public ? PBX_CORE_ORPHAN_PUBLIC : 0U;
     ts->link.state = PBX_CORE_TSLOT_IDLE;
     pbx_core_tslot_hold(ctx, t, slot, 0U);
     if (owner != PBX_CORE_NIL) {
         pbx_core_req(ctx, owner)->orphans++;
     }
+    if (from_public) {
+        ctx->public_orphans++;
+    }
+    /* One prompt retry on the orphan lane; should that fail too, the
+     * orphan lane defers it to the next tick (never a spin). */
     pbx_core_enqueue(ctx, PBX_CORE_Q_ORPHAN, t);
     return PBX_CORE_DELETE_TRANSIENT;
+}
+
+uint32_t pbx_core_public_room(const pbx_core_ctx *ctx)
+{
+    uint32_t free_n =
+        pbx_core_free_count(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS);
+    uint32_t cap = PBX_CORE_PUBLIC_ORPHANS_MAX - ctx->public_orphans;
+    uint32_t spare =
+        free_n > PBX_CORE_TSLOT_SPARE ? free_n - PBX_CORE_TSLOT_SPARE : 0U;
+    PBX_ASSERT(ctx->public_orphans <= PBX_CORE_PUBLIC_ORPHANS_MAX);
+    return spare < cap ? spare : cap;
+}
+
+bool pbx_core_public_ready(const pbx_core_ctx *ctx)
+{
+    return ctx->ready != 0U &&
+           pbx_core_public_room(ctx) >= PBX_CORE_RECV_SLOTS_MAX;
+}
+
+void pbx_core_defer(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index)
+{
+    pbx_core_queue_id q =
+        pool == PBX_BOOTSTRAP_POOL_GRANTS     ? PBX_CORE_Q_DEFER_GRANT
+        : pool == PBX_BOOTSTRAP_POOL_REQUESTS ? PBX_CORE_Q_DEFER_REQUEST
+                                              : PBX_CORE_Q_DEFER_ORPHAN;
+    pbx_core_dequeue(ctx, pool, index);
+    pbx_core_enqueue(ctx, q, index);
+}
+
+void pbx_core_on_tick(pbx_core_ctx *ctx)
+{
+    pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_DEFER_REQUEST);
+    pbx_core_splice(ctx, PBX_CORE_Q_GRANT, PBX_CORE_Q_DEFER_GRANT);
+    pbx_core_splice(ctx, PBX_CORE_Q_ORPHAN, PBX_CORE_Q_DEFER_ORPHAN);
+}
+
+bool pbx_core_tick_wanted(const pbx_core_ctx *ctx)
+{
+    return ctx->queues[PBX_CORE_Q_DEFER_REQUEST].count +
+               ctx->queues[PBX_CORE_Q_DEFER_GRANT].count +
+               ctx->queues[PBX_CORE_Q_DEFER_ORPHAN].count !=
+           0U;
 }
 
 pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err)

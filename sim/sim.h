@@ -307,7 +307,7 @@ typedef struct sim_world {
     uint64_t *coverage;
     /** Counters for the summary. */
     uint64_t stat_begun, stat_approved, stat_denied, stat_cancelled,
-        stat_notfound, stat_refused_direct;
+        stat_notfound, stat_refused_direct, stat_held;
     /** The core under test and its arena. */
     pbx_core_ctx *core;
     /** Arena storage. */
@@ -335,7 +335,8 @@ enum {
     SIM_EV_DELIVER,
     SIM_EV_FAULT,
     SIM_EV_HEAL,
-    SIM_EV_CANCEL
+    SIM_EV_CANCEL,
+    SIM_EV_TICK
 };
 
 /* ---- sim_rng.c ---------------------------------------------------------- */

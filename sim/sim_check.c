@@ -232,8 +232,40 @@ static void sim_check_index(sim_world *w, pbx_bootstrap_pool pool)
     }
 }
 
+/* Public-frame orphans stay under their cap, are exactly the records
+ * counted, and never take the peer spare. Whatever the kernel did, a
+ * fail-stop never follows from transient deletions alone (sim_public and
+ * sim_core_step fail a run that stops without a permanent fault). */
+static void sim_check_intake(sim_world *w)
+{
+    const pbx_core_ctx *c = w->core;
+    uint32_t cap = c->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < cap; t++) {
+        const pbx_core_tslot *ts = sim_core_tslot(w, t);
+        /* An orphan record is on one of the two orphan queues. */
+        uint32_t q = ts->link.queue;
+        n += ts->link.live != 0U && ts->owner_kind == 1U &&
+                     (q == (uint32_t)PBX_CORE_Q_ORPHAN + 1U ||
+                      q == (uint32_t)PBX_CORE_Q_DEFER_ORPHAN + 1U)
+                 ? 1U
+                 : 0U;
+    }
+    if (n != c->public_orphans || n > PBX_CORE_PUBLIC_ORPHANS_MAX) {
+        sim_fail(w, "intake: %u public orphans held, %u counted (cap %u)", n,
+                 c->public_orphans, PBX_CORE_PUBLIC_ORPHANS_MAX);
+    }
+    if (pbx_core_public_ready(c) &&
+        c->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count <
+            2U * PBX_CORE_RECV_SLOTS_MAX) {
+        sim_fail(w, "intake: ready with only %u transient-slot records free",
+                 c->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count);
+    }
+}
+
 void sim_check_step(sim_world *w)
 {
+    sim_check_intake(w);
     sim_check_index(w, PBX_BOOTSTRAP_POOL_REQUESTS);
     sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
     if (w->dirty != 0U) {

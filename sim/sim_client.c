@@ -20,6 +20,12 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
                                const sim_cap *caps, size_t ncaps, uint32_t want)
 {
     uint32_t slots[4];
+    if (!pbx_core_public_ready(w->core)) {
+        /* The runtime receives nothing while the core holds public
+         * intake: the send waits in the kernel (here: is not made). */
+        w->stat_held++;
+        return NULL;
+    }
     for (size_t i = 0; i < ncaps && i < 4U; i++) {
         slots[i] = sim_slot_put(w, &caps[i], i == 0U ? want : SIM_NIL);
         if (slots[i] == SIM_NIL) {
@@ -36,6 +42,13 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
     pbx_err err =
         pbx_core_on_public(w->core, badge, frame, len, slots, ncaps, &sim_out);
     sim_after_core(w);
+    if (err == PBX_E_CORE_INTAKE_HELD) {
+        sim_fail(w,
+                 "the core held intake of %zu capabilities while it "
+                 "reported public intake ready",
+                 ncaps);
+        return NULL;
+    }
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
             sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",

@@ -16,7 +16,7 @@ static const char *const sim_fault_names[SIM_F_COUNT] = {
 static const char *const sim_event_names[] = {
     "?",      "boot",    "public",  "reply",   "step",   "call",
     "answer", "delete",  "reserve", "release", "alias",  "wake",
-    "ready",  "deliver", "fault",   "heal",    "cancel",
+    "ready",  "deliver", "fault",   "heal",    "cancel", "tick",
 };
 
 const char *sim_fault_name(sim_fault f)

@@ -54,7 +54,7 @@ static void sim_geometry(sim_world *w, pbx_bootstrap_geometry *g)
     g->capacity[PBX_BOOTSTRAP_POOL_REQUESTS] = req;
     g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] = 1U + sim_below(w, SIM_GRANT_MAX);
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U + sim_below(w, 3U * req + 8U);
+        PBX_CORE_TSLOTS_MIN + sim_below(w, 3U * req + 8U);
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         PBX_CORE_SELECTOR_CHUNK_BYTES * (2U + sim_below(w, 80U));
     (void)pbx_bootstrap_pages_compute(g, &g->arena_page_count);
@@ -147,9 +147,15 @@ static bool sim_boot(sim_world *w)
     return true;
 }
 
-/* The runtime learns which parked routes became writable. */
+/* The runtime learns which parked routes became writable, and now and
+ * then (every round while quiescing) that time passed: the core's
+ * deferred retries go back to their lanes, once per tick. */
 static void sim_tick(sim_world *w, bool all)
 {
+    if (all || sim_chance(w, 64U)) {
+        sim_event_add(w, SIM_EV_TICK, 0, 0, 0, 0);
+        pbx_core_on_tick(w->core);
+    }
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
         sim_route_state *rt = &w->routes[r];
         if (rt->dirty != 0U && w->step >= rt->busy_until &&
@@ -273,13 +279,14 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
             (void)printf(
                 "seed %llu ok: %llu begun, %llu approved, %llu "
                 "denied, %llu cancelled, %llu not-found, %llu direct "
-                "BEGINs refused%s\n",
+                "BEGINs refused, %llu sends held%s\n",
                 (unsigned long long)seed, (unsigned long long)w->stat_begun,
                 (unsigned long long)w->stat_approved,
                 (unsigned long long)w->stat_denied,
                 (unsigned long long)w->stat_cancelled,
                 (unsigned long long)w->stat_notfound,
                 (unsigned long long)w->stat_refused_direct,
+                (unsigned long long)w->stat_held,
                 w->permanent != 0U ? " (permanent fault: fail-stop)" : "");
         }
         return 0;

@@ -12,20 +12,6 @@
 static const uint8_t sel[] = "docs/report.txt";
 #define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
 
-/* Sends a DECISION for id carrying one junk receipt; returns the status
- * and the core's return value in *core. */
-static uint32_t junk_decision(th_h *h, pbx_ipc_id id, pbx_err *core)
-{
-    uint8_t buf[64];
-    size_t n = 0;
-    pbx_core_out out;
-    PBX_ASSERT(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
-                                    &n) == PBX_OK);
-    uint32_t slot = th_put_cap(h, PBX_CORE_SLOT_NONE, PBX_CAPABI_KIND_ENDPOINT,
-                               PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
-    return th_public(h, h->badge, buf, n, &slot, 1, core, &out);
-}
-
 /* Row index of a transition, which must exist. */
 static size_t row_of(pbx_core_machine m, pbx_core_state from, pbx_core_event ev)
 {
@@ -57,6 +43,7 @@ PBX_TEST(core_refused_install_handle_delays_denial)
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     h->hold_slot = PBX_CORE_SLOT_NONE;
+    pbx_core_on_tick(&h->core);
     th_run(h);
     /* The handle first, then the object's retirement, then DENIED. */
     TH_TRACE(h, "del=66 retire wake");
@@ -94,52 +81,13 @@ PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     h->hold_slot = PBX_CORE_SLOT_NONE;
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     PBX_CHECK_EQ(h->wake_count, 1U);
     PBX_CHECK(th_quiescent(h));
-    th_free(h);
-}
-
-/* Finding 1 (seed 51 and 32 others): a junk receipt whose deletion fails
- * transiently while every transient-slot record is taken is not a
- * fail-stop: BEGIN left a spare, and with the spare gone the deletion is
- * retried at once. */
-PBX_TEST(core_transient_deletion_with_full_tslot_pool_is_not_fatal)
-{
-    th_h *h = th_new(1);
-    pbx_ipc_begin b;
-    pbx_ipc_id id = {0, 0};
-    uint32_t dest = 0;
-    pbx_err core = PBX_OK;
-    pbx_ipc_id none = {0, 1};
-    uint32_t cap = h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
-    th_default_begin(&b, sel, SEL_LEN);
-    /* Every record ends up holding a junk receipt awaiting deletion. */
-    for (uint32_t n = 0; n < cap; n++) {
-        th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
-        PBX_CHECK_EQ(junk_decision(h, none, &core), PBX_E_CORE_CLEANUP_PENDING);
-        PBX_CHECK_EQ(core, PBX_OK);
-    }
-    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count,
-                 0U);
-    /* No record left: backpressure for BEGIN, nothing reserved. */
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), PBX_E_CORE_BUSY);
-    th_clear_trace(h);
-    /* One more: the first deletion fails, the immediate retry succeeds. */
-    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
-    PBX_CHECK_EQ(junk_decision(h, none, &core), PBX_E_CORE_CLEANUP_PENDING);
-    PBX_CHECK_EQ(core, PBX_OK);
-    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
-    PBX_CHECK_EQ(h->deleted, 1U);
-    PBX_CHECK(th_conserved(h));
-    th_run(h);
-    PBX_CHECK_EQ(h->step_err, PBX_OK);
-    PBX_CHECK_EQ(h->deleted, cap + 1U);
-    PBX_CHECK(th_quiescent(h));
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
     th_free(h);
 }
 
@@ -220,6 +168,7 @@ PBX_TEST(core_consume_before_delivery_withdraws_approval)
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     h->hold_slot = PBX_CORE_SLOT_NONE;
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
@@ -255,12 +204,15 @@ PBX_TEST(core_refused_install_retires_object_before_denial)
                 "detach>65 del=64 release=64 retire:busy");
     PBX_CHECK_EQ(h->wake_count, 0U);
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
-    /* An inexact acknowledgement is no retirement: DENIED still waits. */
+    /* An inexact acknowledgement is no retirement: DENIED still waits,
+     * and vfsd's always-writable route does not re-ask: a tick does. */
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     th_run(h);
     TH_TRACE(h, "retire");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "retire wake");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);

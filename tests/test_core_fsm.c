@@ -62,6 +62,7 @@ static void core_test_layout(pbx_bootstrap_layout *out)
         g.capacity[i] = 4U;
     }
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 1024U;
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = PBX_CORE_TSLOTS_MIN;
     PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
     pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
     pbx_core_pool_layouts(want);
@@ -97,6 +98,15 @@ PBX_TEST(core_init_carves_and_rejects_mismatch)
     PBX_CHECK_EQ(
         pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots, &ops, NULL),
         PBX_E_CORE_LAYOUT);
+    /* A transient-slot pool too small to serve one request beside the
+     * records kept for transient deletions is refused before readiness. */
+    bad = l;
+    bad.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity =
+        PBX_CORE_TSLOTS_MIN - 1U;
+    PBX_CHECK_EQ(
+        pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots, &ops, NULL),
+        PBX_E_CORE_LAYOUT);
+    PBX_CHECK_EQ(ctx.ready, 0U);
     bad = l;
     bad.page_count += 1U;
     PBX_CHECK_EQ(

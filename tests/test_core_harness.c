@@ -101,6 +101,10 @@ static pbx_core_delete th_op_delete(void *user, uint32_t slot)
     if (slot == h->hold_slot) {
         return PBX_CORE_DELETE_TRANSIENT;
     }
+    if (h->hold_all && th_has_cap(h, slot)) {
+        th_log(h, "del~%u", slot);
+        return PBX_CORE_DELETE_TRANSIENT;
+    }
     if (h->dhead != h->dtail) {
         d = h->dels[h->dhead++ % TH_SCRIPT_MAX];
     }
@@ -538,10 +542,11 @@ static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         g.capacity[i] = n;
     }
-    /* Three per request, two spare, and the spare BEGIN leaves free for
-     * receipts whose deletion must be retried. */
+    /* Three per request, two spare, and what BEGIN leaves free: one peer
+     * reply's receipts whose deletion must be retried and one public
+     * frame's headroom. */
     g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U * n + 2U + PBX_CORE_RECV_SLOTS_MAX;
+        3U * n + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&

@@ -168,6 +168,8 @@ typedef struct th_h {
     uint32_t badge;
     /** Deletions of this slot stay TRANSIENT, unlogged (or SLOT_NONE). */
     uint32_t hold_slot;
+    /** While true every deletion of a held slot stays TRANSIENT (del~). */
+    bool hold_all;
     /** Identity the ops layer reports for a scope slot (0: unknown). */
     uint64_t scope_identity;
     /** Rights the fake alias derivation gives (default SEND). */
@@ -185,8 +187,9 @@ typedef struct th_h {
     char trace[TH_TRACE_MAX];
 } th_h;
 
-/** th_new creates a harness whose pools hold n records (tslots 3n+6:
- * three per request, two spare, four for BEGIN's deletion-retry spare). */
+/** th_new creates a harness whose pools hold n records (tslots 3n+10:
+ * three per request, two spare, four for BEGIN's deletion-retry spare and
+ * four of public headroom). */
 th_h *th_new(uint32_t n);
 /** TH_SCOPE_ID is the scope identity the fake vfsd reports. */
 #define TH_SCOPE_ID UINT64_C(0x5C09E)

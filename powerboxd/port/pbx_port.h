@@ -269,6 +269,16 @@ pbx_err pbx_port_broker_open(pbx_port_ctx *ctx, int32_t slot);
 pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want);
 
 /**
+ * pbx_port_public_hold stops (hold nonzero) or resumes (hold 0) public
+ * intake: while held, pbx_port_wait reports nothing from public
+ * connections, the public endpoint or the broker (no accept, no message,
+ * no hang-up), and their messages stay queued in the kernel, so nothing is
+ * received and nothing is dropped. Route events and timeouts are reported
+ * as before. Idempotent. Returns PBX_OK or the first failing syscall.
+ */
+pbx_err pbx_port_public_hold(pbx_port_ctx *ctx, uint32_t hold);
+
+/**
  * pbx_port_wait blocks until one event is available and stores it in *ev.
  * New public connections are accepted here. PBX_E_PORT_AGAIN means the wait
  * was interrupted without an event; the caller simply waits again.

@@ -131,6 +131,16 @@ typedef enum pbx_rt_exit {
 #define PBX_RT_RETRY_MS_MAX 640U
 
 /**
+ * PBX_RT_TICK_TURNS is how many loop turns (one event and at most
+ * PBX_RT_STEPS_PER_WAKE steps each) may pass without a timed-out wait
+ * before the loop ticks the core anyway, so steady traffic cannot starve
+ * deferred retries. The core's deferred work is retried once per tick: at
+ * most once per idle wait (PBX_RT_RETRY_MS_FIRST doubling up to
+ * PBX_RT_RETRY_MS_MAX) or per PBX_RT_TICK_TURNS turns.
+ */
+#define PBX_RT_TICK_TURNS 64U
+
+/**
  * PBX_RT_TRANSIENT_MAX bounds the transient slot range: PBX1's
  * transient-slot capacity plus PBX_PORT_RECEIPTS_MAX intake slots must
  * fit, and the range ends inside Linux's default descriptor limit.

@@ -66,6 +66,13 @@ typedef struct rt_state {
     uint32_t retry_armed;
     /** The current RETRY wait in milliseconds (0: none yet). */
     uint32_t retry_ms;
+    /** The current wait before the next core tick in milliseconds (0:
+     * nothing deferred). */
+    uint32_t tick_ms;
+    /** Loop turns since the last core tick (PBX_RT_TICK_TURNS). */
+    uint32_t tick_turns;
+    /** Nonzero while public intake is held (pbx_core_public_ready). */
+    uint32_t intake_held;
     /** A fail-stop status the runtime itself detected, or 0. */
     uint32_t fail_status;
     /** Watch bits currently set per core route. */

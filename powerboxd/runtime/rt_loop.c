@@ -4,7 +4,10 @@
  * at most PBX_RT_STEPS_PER_WAKE steps of retained work, which the core
  * itself serves round-robin across intake, release, grant cleanup and
  * notification. Work parked on a busy route comes back when the port
- * reports that route writable: nothing is polled.
+ * reports that route writable, and work the core deferred (a deletion
+ * that could not finish, an inexact answer) when the loop ticks it after
+ * a bounded wait: nothing is polled. While the core cannot take a public
+ * frame's receipts, public intake is held in the kernel.
  */
 #include "powerboxd/runtime/rt_int.h"
 
@@ -71,7 +74,8 @@ static bool rt_place(rt_state *s, const pbx_port_msg *m, uint32_t *slots,
                      size_t *count)
 {
     const uint8_t *f = s->msg;
-    bool ok = true;
+    /* More receipts than the core tracks per frame: none is placed. */
+    bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
     *count = 0;
     if (m->receipts == 1U && m->len_bytes >= PBX_IPC_HEADER_BYTES + 4U &&
         pbx_le_get32(f) == PBX_IPC_MAGIC &&
@@ -250,27 +254,76 @@ static void rt_watch_parked(rt_state *s)
     }
 }
 
+/* The next wait after ms ran out: doubled, up to PBX_RT_RETRY_MS_MAX. */
+static uint32_t rt_backoff(uint32_t ms)
+{
+    return ms >= PBX_RT_RETRY_MS_MAX / 2U ? PBX_RT_RETRY_MS_MAX : ms * 2U;
+}
+
+/* Holds public intake in the kernel exactly while the core could not
+ * track a public frame's receipts (pbx_core_public_ready): nothing is
+ * received, so nothing is dropped, and pending deletions free room. */
+static void rt_intake(rt_state *s)
+{
+    uint32_t hold = pbx_core_public_ready(&s->core) ? 0U : 1U;
+    if (hold != s->intake_held) {
+        if (pbx_port_public_hold(&s->port, hold) != PBX_OK) {
+            rt_fail(s, PBX_CORE_EXIT_PUBLIC);
+            return;
+        }
+        s->intake_held = hold;
+    }
+}
+
+/* Ticks the core when a wait ran out (timed_out) or after
+ * PBX_RT_TICK_TURNS turns without one, while it has deferred work: each
+ * deferred retry then happens once. The wait before the next tick doubles
+ * each time it runs out and starts again from PBX_RT_RETRY_MS_FIRST once
+ * nothing is deferred. */
+static void rt_tick(rt_state *s, bool timed_out)
+{
+    if (!pbx_core_tick_wanted(&s->core)) {
+        s->tick_ms = 0U;
+        s->tick_turns = 0U;
+        return;
+    }
+    s->tick_turns++;
+    if (!timed_out && s->tick_turns < PBX_RT_TICK_TURNS) {
+        return;
+    }
+    if (timed_out) {
+        s->tick_ms = rt_backoff(s->tick_ms);
+    }
+    s->tick_turns = 0U;
+    pbx_core_on_tick(&s->core);
+}
+
 /* Takes the next event: without blocking while work is ready; bounded
- * by the RETRY wait while ttyd RETRY work is parked; else blocking. A
- * RETRY-parked request is asked again after the next event of any kind
- * or when the wait runs out, and each wait that runs out doubles the
- * next, up to PBX_RT_RETRY_MS_MAX: never a busy retry. */
+ * by the RETRY wait while ttyd RETRY work is parked and by the tick wait
+ * while the core has deferred work; else blocking. A RETRY-parked request
+ * is asked again after the next event of any kind or when the wait runs
+ * out, and each wait that runs out doubles the next, up to
+ * PBX_RT_RETRY_MS_MAX: never a busy retry. */
 static pbx_err rt_next_event(rt_state *s, bool busy, pbx_port_event *ev)
 {
     if (busy) {
         return pbx_port_poll(&s->port, ev);
     }
-    if (s->retry_armed == 0U) {
+    bool tick = pbx_core_tick_wanted(&s->core);
+    if (s->retry_armed == 0U && !tick) {
         return pbx_port_wait(&s->port, ev);
     }
-    pbx_err err = pbx_port_wait_for(&s->port, ev, s->retry_ms);
-    if (err != PBX_OK) {
+    if (tick && s->tick_ms == 0U) {
+        s->tick_ms = PBX_RT_RETRY_MS_FIRST;
+    }
+    uint32_t ms = s->retry_armed == 0U ? s->tick_ms : s->retry_ms;
+    ms = tick && s->tick_ms < ms ? s->tick_ms : ms;
+    pbx_err err = pbx_port_wait_for(&s->port, ev, ms);
+    if (err != PBX_OK || s->retry_armed == 0U) {
         return err;
     }
     if (ev->kind == (uint32_t)PBX_PORT_EV_TIMEOUT) {
-        s->retry_ms = s->retry_ms >= PBX_RT_RETRY_MS_MAX / 2U
-                          ? PBX_RT_RETRY_MS_MAX
-                          : s->retry_ms * 2U;
+        s->retry_ms = rt_backoff(s->retry_ms);
     }
     s->retry_armed = 0U;
     pbx_core_on_route_ready(&s->core, PBX_CORE_ROUTE_TTYD);
@@ -322,7 +375,9 @@ uint8_t rt_loop(rt_state *s)
      * event and PBX_RT_STEPS_PER_WAKE steps. */
     for (;;) {
         pbx_port_event ev;
+        rt_intake(s);
         pbx_err err = rt_next_event(s, busy, &ev);
+        rt_tick(s, err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT);
         if (err == PBX_OK) {
             err = rt_event(s, &ev);
             if (err != PBX_OK && pbx_core_exit_status(&s->core) == 0U) {

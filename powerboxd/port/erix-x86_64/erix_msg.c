@@ -110,6 +110,32 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
                : PBX_E_PORT_SYSCALL;
 }
 
+/* Binds slot in the wait set with interest (0: not watched) under tag. */
+static pbx_err erix_public_bind(int32_t slot, uint64_t interest, uint32_t tag)
+{
+    if (slot < 0) {
+        return PBX_OK;
+    }
+    return erix_sys(ERIX_SYS_WAITSET_BIND, ERIX_SLOT_WAITSET, (uint64_t)slot,
+                    interest, ((uint64_t)tag << 32) | (uint32_t)slot,
+                    (uint64_t *)0) == ERIX_OK
+               ? PBX_OK
+               : PBX_E_PORT_SYSCALL;
+}
+
+pbx_err pbx_port_public_hold(pbx_port_ctx *ctx, uint32_t hold)
+{
+    /* Held messages stay queued on the endpoints: the kernel keeps them
+     * until the wait set watches the endpoints again. */
+    uint64_t interest = hold != 0U ? 0U : ERIX_READY_RECV;
+    if ((ctx->flags & ERIX_FLAG_INIT) == 0U) {
+        return PBX_E_PORT_STATE;
+    }
+    pbx_err err = erix_public_bind(ctx->public_slot, interest, ERIX_TAG_PUBLIC);
+    pbx_err b = erix_public_bind(ctx->broker_slot, interest, ERIX_TAG_BROKER);
+    return err != PBX_OK ? err : b;
+}
+
 /* Takes one wait set event; flags ERIX_WAIT_NONBLOCK returns at once. */
 static pbx_err erix_wait(pbx_port_ctx *ctx, pbx_port_event *ev, uint64_t flags,
                          uint64_t timeout_ms)

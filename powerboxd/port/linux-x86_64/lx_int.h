@@ -16,6 +16,10 @@
 #define LX_FLAG_ARENA 4U
 /** LX_FLAG_BROKER_ARMED marks the broker endpoint as watched by epoll. */
 #define LX_FLAG_BROKER_ARMED 8U
+/** LX_FLAG_HELD marks public intake as held (pbx_port_public_hold). */
+#define LX_FLAG_HELD 16U
+/** LX_FLAG_BROKER_HELD marks a broker watch suspended by the hold. */
+#define LX_FLAG_BROKER_HELD 32U
 
 /** LX_TAG_* tell epoll registrations apart (upper 32 bits of data). */
 #define LX_TAG_LISTEN 1U

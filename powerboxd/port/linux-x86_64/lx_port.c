@@ -328,12 +328,60 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     ctx->client_badges[at] = ctx->client_badges[ctx->client_count];
     ctx->clients[ctx->client_count] = PBX_PORT_SLOT_NONE;
     ctx->client_badges[ctx->client_count] = 0U;
-    if ((ctx->flags & LX_FLAG_LISTEN_ARMED) == 0U && ctx->public_slot >= 0 &&
+    if ((ctx->flags & (LX_FLAG_LISTEN_ARMED | LX_FLAG_HELD)) == 0U &&
+        ctx->public_slot >= 0 &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
                      LX_EPOLLIN) == PBX_OK) {
         ctx->flags |= LX_FLAG_LISTEN_ARMED;
     }
     return err;
+}
+
+/* Stops (op DEL) or resumes (op ADD) epoll reports for every public
+ * connection, the listener and the broker; returns the first error. */
+static pbx_err lx_public_watch(pbx_port_ctx *ctx, int32_t op)
+{
+    pbx_err first = PBX_OK;
+    for (uint32_t i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX;
+         i++) {
+        pbx_err err =
+            lx_epoll_set(ctx, op, ctx->clients[i], LX_TAG_CLIENT, LX_EPOLLIN);
+        first = first == PBX_OK ? err : first;
+    }
+    bool add = op == LX_EPOLL_CTL_ADD;
+    if (ctx->public_slot >= 0 &&
+        (add ? ctx->client_count < PBX_PORT_CLIENTS_MAX
+             : (ctx->flags & LX_FLAG_LISTEN_ARMED) != 0U)) {
+        pbx_err err =
+            lx_epoll_set(ctx, op, ctx->public_slot, LX_TAG_LISTEN, LX_EPOLLIN);
+        first = first == PBX_OK ? err : first;
+        ctx->flags = add ? ctx->flags | LX_FLAG_LISTEN_ARMED
+                         : ctx->flags & ~LX_FLAG_LISTEN_ARMED;
+    }
+    uint32_t had = add ? LX_FLAG_BROKER_HELD : LX_FLAG_BROKER_ARMED;
+    if ((ctx->flags & had) != 0U && ctx->broker_slot >= 0) {
+        pbx_err err =
+            lx_epoll_set(ctx, op, ctx->broker_slot, LX_TAG_BROKER, LX_EPOLLIN);
+        first = first == PBX_OK ? err : first;
+        ctx->flags = (ctx->flags & ~had) |
+                     (add ? LX_FLAG_BROKER_ARMED : LX_FLAG_BROKER_HELD);
+    }
+    return first;
+}
+
+pbx_err pbx_port_public_hold(pbx_port_ctx *ctx, uint32_t hold)
+{
+    bool held = (ctx->flags & LX_FLAG_HELD) != 0U;
+    if ((ctx->flags & LX_FLAG_INIT) == 0U) {
+        return PBX_E_PORT_STATE;
+    }
+    if (held == (hold != 0U)) {
+        return PBX_OK;
+    }
+    ctx->flags =
+        hold != 0U ? ctx->flags | LX_FLAG_HELD : ctx->flags & ~LX_FLAG_HELD;
+    return lx_public_watch(ctx,
+                           hold != 0U ? LX_EPOLL_CTL_DEL : LX_EPOLL_CTL_ADD);
 }
 
 /* Turns one epoll report on a route into an event. Errors and hang-ups
