@@ -374,9 +374,13 @@ PBX_TEST(core_echo_retire_ack_checks_full_identity)
         uint32_t xfer = 0;
         TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
         TH_TRACE(h, "");
-        /* The inexact acknowledgement parked it on vfsd's route. */
+        /* The inexact acknowledgement waits for a tick: vfsd's route is
+         * writable all along, so its readiness does not re-ask. */
         PBX_CHECK_EQ(th_run(h), 0U);
         pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+        PBX_CHECK_EQ(th_run(h), 0U);
+        TH_TRACE(h, "");
+        pbx_core_on_tick(&h->core);
         th_run(h);
         TH_TRACE(h, "retire wake");
         PBX_CHECK_EQ(h->wake_count, wakes + 1U);
@@ -495,6 +499,10 @@ PBX_TEST(core_echo_release_waits_for_pending_receipt_in_reservation)
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK(th_conserved(h));
     h->hold_slot = PBX_CORE_SLOT_NONE;
+    /* The held deletion is retried on the next tick, not by polling. */
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    pbx_core_on_tick(&h->core);
     th_run(h);
     /* The receipt is deleted, only then is the destination released. */
     TH_TRACE(h, "del=64 release=64 wake");
