@@ -22,13 +22,13 @@ static uint16_t cl_grant_state(const th_h *h, pbx_ipc_id id)
     return pbx_core_grant_at(&h->core, id.index)->link.state;
 }
 
-/* Returns how often the grant row (from, event) was taken. */
+/* Returns how often the grant row (from, event) was taken; UINT32_MAX
+ * when the table has no such row, which no expected count equals. */
 static uint32_t cl_hits(const th_h *h, pbx_core_state from,
                         pbx_core_event event)
 {
     size_t row = pbx_core_fsm_find(PBX_CORE_MACHINE_GRANT, from, event);
-    PBX_REQUIRE(row < (size_t)PBX_CORE_FSM_ROWS);
-    return h->core.fsm_hits[row];
+    return row < (size_t)PBX_CORE_FSM_ROWS ? h->core.fsm_hits[row] : UINT32_MAX;
 }
 
 /* Runs b to an approved, delivered decision; returns the grant id and
