@@ -1,7 +1,7 @@
 /*
  * pbx_core_cleanup.c: release of request-owned authority, the grant
- * cleanup chain (revoke, REMOVE, RETIRE), decision wakes, delivery-driven
- * retirement and the round-robin scheduler.
+ * cleanup chain (revoke, then REMOVE and RETIRE independently), decision
+ * wakes, delivery-driven retirement and the round-robin scheduler.
  */
 #include "core/pbx_core_peer.h"
 
@@ -76,19 +76,10 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_delete d = PBX_CORE_DELETE_OK;
-    if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
-        r->grant != PBX_CORE_NIL &&
-        pbx_core_grant_at(ctx, r->grant)->link.state !=
-            (uint16_t)PBX_CORE_ST_FREE) {
-        /* An installed grant that never became visible is cleaned up
-         * first; its retirement puts this request back in the lane. */
-        if (pbx_core_grant_at(ctx, r->grant)->link.state ==
-            (uint16_t)PBX_CORE_ST_LIVE) {
-            pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
-        }
-        return PBX_OK;
-    }
     if (pbx_core_tslot_held(ctx, r->object_tslot)) {
+        /* powerboxd's own copy goes back to vfsd before an unpublished
+         * grant's cleanup starts, so vfsd always sees DETACH before the
+         * RETIRE of the same object. */
         bool done = false;
         bool exact = false;
         pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
@@ -102,6 +93,18 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
             }
         }
         return err;
+    }
+    if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+        r->grant != PBX_CORE_NIL &&
+        pbx_core_grant_at(ctx, r->grant)->link.state !=
+            (uint16_t)PBX_CORE_ST_FREE) {
+        /* An installed grant that never became visible is cleaned up
+         * next; its retirement puts this request back in the lane. */
+        if (pbx_core_grant_at(ctx, r->grant)->link.state ==
+            (uint16_t)PBX_CORE_ST_LIVE) {
+            pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
+        }
+        return PBX_OK;
     }
     if (r->grant == PBX_CORE_NIL ||
         r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED ||
@@ -270,12 +273,14 @@ static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
     return PBX_OK;
 }
 
-/* Frees grant g and wakes a request waiting on its cleanup. */
-static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g)
+/* Frees grant g once the last of its two exact acknowledgements (event:
+ * REMOVED or RETIRED) arrived, and wakes a request waiting on its cleanup. */
+static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g,
+                                  pbx_core_event event)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     uint32_t i = gr->request;
-    pbx_core_grant_move(ctx, g, PBX_CORE_EV_RETIRED);
+    pbx_core_grant_move(ctx, g, event);
     gr->link.state = (uint16_t)PBX_CORE_ST_FREE;
     if (i != PBX_CORE_NIL && pbx_core_req(ctx, i)->link.live != 0U &&
         pbx_core_req(ctx, i)->link.generation == gr->request_generation &&
@@ -297,22 +302,86 @@ static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g)
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
 }
 
+/* Sends grant g's REMOVE row to ttyd; *ok says ttyd echoed it exactly,
+ * *busy that ttyd pushed back (nothing sent). A permanently rejected
+ * deletion of a reply receipt is a fail-stop. */
+static pbx_err pbx_core_grant_remove_call(pbx_core_ctx *ctx, uint32_t g,
+                                          bool *ok, bool *busy)
+{
+    *busy = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, ok) ==
+            PBX_CORE_IO_BUSY;
+    if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    return PBX_OK;
+}
+
+/* Waits for the next chance to call a peer again: backpressure (busy)
+ * waits for route to become ready; any other inexact answer waits for the
+ * next tick, because the route is writable all along and re-asking on
+ * writability would be a tight loop. */
+static void pbx_core_grant_wait(pbx_core_ctx *ctx, uint32_t g, bool busy,
+                                pbx_core_route route)
+{
+    if (busy) {
+        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g, route);
+    } else {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    }
+}
+
+/* Both REMOVE and RETIRE are owed. REMOVE goes first, but only its exact
+ * acknowledgement matters to it: anything else sends RETIRE in the same
+ * step, because once a runtime alias is exported vfsd's retirement is the
+ * only revocation there is, and ttyd's backpressure must not keep it
+ * alive. Each step takes at most one transition. When both peers fail the
+ * grant waits on vfsd (the revocation is what must not wait) and retries
+ * both from there. */
+static pbx_err pbx_core_grant_settle(pbx_core_ctx *ctx, uint32_t g)
+{
+    bool removed = false;
+    bool remove_busy = false;
+    bool retired = false;
+    bool retire_busy = false;
+    if (pbx_core_grant_remove_call(ctx, g, &removed, &remove_busy) != PBX_OK) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (removed) {
+        pbx_core_grant_move(ctx, g, PBX_CORE_EV_REMOVED);
+        pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
+        return PBX_OK;
+    }
+    if (pbx_core_grant_retire_call(ctx, g, &retired, &retire_busy) != PBX_OK) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (retired) {
+        /* Revoked everywhere; REMOVE is retried on its own from now on. */
+        pbx_core_grant_move(ctx, g, PBX_CORE_EV_RETIRED);
+        pbx_core_grant_wait(ctx, g, remove_busy, PBX_CORE_ROUTE_TTYD);
+        return PBX_OK;
+    }
+    pbx_core_grant_wait(ctx, g, retire_busy, PBX_CORE_ROUTE_VFSD);
+    return PBX_OK;
+}
+
 pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     bool ok = false;
     bool busy = false;
+    pbx_core_route route = PBX_CORE_ROUTE_TTYD;
     switch ((pbx_core_state)gr->link.state) {
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
+    case PBX_CORE_ST_SETTLE:
+        return pbx_core_grant_settle(ctx, g);
     case PBX_CORE_ST_REMOVE:
-        busy = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, &ok) ==
-               PBX_CORE_IO_BUSY;
-        if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
+        if (pbx_core_grant_remove_call(ctx, g, &ok, &busy) != PBX_OK) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
         if (ok) {
-            pbx_core_grant_move(ctx, g, PBX_CORE_EV_REMOVED);
+            pbx_core_grant_retire(ctx, g, PBX_CORE_EV_REMOVED);
+            return PBX_OK;
         }
         break;
     case PBX_CORE_ST_RETIRE:
@@ -320,29 +389,18 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
         if (ok) {
-            pbx_core_grant_retire(ctx, g);
+            pbx_core_grant_retire(ctx, g, PBX_CORE_EV_RETIRED);
             return PBX_OK;
         }
+        route = PBX_CORE_ROUTE_VFSD;
         break;
     default:
         /* A grant on the cleanup lane in any other state means the
          * records disagree: retained progression cannot continue. */
         return PBX_E_CORE_INCONSISTENT;
     }
-    /* Only exact acknowledgements advance. Backpressure waits for the
-     * peer's route to become ready again; any other answer waits for the
-     * next tick (the route is writable, so writability would re-ask at
-     * once, a tight loop). */
-    if (ok) {
-        pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
-    } else if (busy) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g,
-                      gr->link.state == (uint16_t)PBX_CORE_ST_REMOVE
-                          ? PBX_CORE_ROUTE_TTYD
-                          : PBX_CORE_ROUTE_VFSD);
-    } else {
-        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
-    }
+    /* Only exact acknowledgements advance. */
+    pbx_core_grant_wait(ctx, g, busy, route);
     return PBX_OK;
 }
 

@@ -51,8 +51,10 @@ static const pbx_core_transition pbx_core_table[] = {
     ROW(GR, LIVE, CONSUME, REVOKE),
     ROW(GR, LIVE, EXPIRE, REVOKE),
     ROW(GR, LIVE, CANCEL, REVOKE),
-    ROW(GR, REVOKE, REVOKED, REMOVE),
-    ROW(GR, REMOVE, REMOVED, RETIRE),
+    ROW(GR, REVOKE, REVOKED, SETTLE),
+    ROW(GR, SETTLE, REMOVED, RETIRE),
+    ROW(GR, SETTLE, RETIRED, REMOVE),
+    ROW(GR, REMOVE, REMOVED, FREE),
     ROW(GR, RETIRE, RETIRED, FREE),
 };
 
@@ -66,7 +68,7 @@ _Static_assert(PBX_ARRAY_LEN(pbx_core_table) == PBX_CORE_FSM_ROWS,
 static const char *const pbx_core_state_names[PBX_CORE_ST_COUNT] = {
     "free",   "open",     "resolve", "policy", "prompt",  "install",
     "detach", "activate", "release", "notify", "decided", "delivered",
-    "live",   "revoke",   "remove",  "retire",
+    "live",   "revoke",   "settle",  "remove", "retire",
 };
 
 static const char *const pbx_core_event_names[PBX_CORE_EV_COUNT] = {

@@ -53,9 +53,14 @@ typedef enum pbx_core_state {
     PBX_CORE_ST_LIVE,
     /** Grant: ending; its revocation authority is deleted next. */
     PBX_CORE_ST_REVOKE,
-    /** Grant: revoked; the REMOVE row is reconciled with ttyd next. */
+    /**
+     * Grant: revoked; the REMOVE row at ttyd and the full-identity
+     * retirement at vfsd are both owed, and neither waits for the other.
+     */
+    PBX_CORE_ST_SETTLE,
+    /** Grant: retired at vfsd; only ttyd's REMOVE acknowledgement is owed. */
     PBX_CORE_ST_REMOVE,
-    /** Grant: removed; full-identity retirement at vfsd next. */
+    /** Grant: removed at ttyd; only vfsd's RETIRE acknowledgement is owed. */
     PBX_CORE_ST_RETIRE,
     /** Number of states; not a state. */
     PBX_CORE_ST_COUNT
@@ -101,16 +106,16 @@ typedef enum pbx_core_event {
     PBX_CORE_EV_EXPIRE,
     /** Grant: the revocation authority was deleted. */
     PBX_CORE_EV_REVOKED,
-    /** Grant: ttyd acknowledged the REMOVE row. */
+    /** Grant: ttyd acknowledged the REMOVE row exactly. */
     PBX_CORE_EV_REMOVED,
-    /** Grant: vfsd acknowledged the retirement; the generation retires. */
+    /** Grant: vfsd acknowledged the full-identity retirement exactly. */
     PBX_CORE_EV_RETIRED,
     /** Number of events; not an event. */
     PBX_CORE_EV_COUNT
 } pbx_core_event;
 
 /** PBX_CORE_FSM_ROWS is the number of rows in the transition table. */
-#define PBX_CORE_FSM_ROWS 37U
+#define PBX_CORE_FSM_ROWS 39U
 
 /** pbx_core_transition is one row of the table: from --event--> to. */
 typedef struct pbx_core_transition {

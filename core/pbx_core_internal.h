@@ -251,9 +251,10 @@ bool pbx_core_expire_hits(const pbx_ipc_expire *e, const pbx_core_context *c);
 /**
  * pbx_core_expire ends everything expiry e covers, within the event: every
  * covered request still in flight turns CANCELLED and every covered live
- * grant starts revoke, REMOVE, RETIRE (the lanes do the rest, one step at
- * a time). It walks only the job's request and grant chains, so its work
- * is bounded by the records chained in those two buckets. Cannot fail.
+ * grant starts its cleanup: revoke, then REMOVE and RETIRE independently
+ * (the lanes do the rest, one step at a time). It walks only the job's request
+ * and grant chains, so its work is bounded by the records chained in those two
+ * buckets. Cannot fail.
  */
 void pbx_core_expire(pbx_core_ctx *ctx, const pbx_ipc_expire *e);
 

@@ -89,7 +89,8 @@ gate)
     # runtime-reply/exceptional/job) sharing launchd's job expiry.
     run safety-2 pass powerboxd.pml "-DNOLTL -DNREQ=2 -DPAIR -DBUSY_MAX=0 -DEXTRA_MAX=0" \
         "$CC_BIG" "-m400000 -w24"
-    for m in early_approve wake_drop remove_skip nf_on_failure; do
+    for m in early_approve wake_drop remove_skip remove_gates detach_late \
+             nf_on_failure; do
         run "mutant-$m" fail "mutants/$m.pml" "-DNOLTL -DNREQ=1" "$CC_SAFE" "-m400000"
     done ;;
 findings)

@@ -20,6 +20,10 @@
  *   MUT_EARLY_APPROVE   mutant: ttyd BUSY on ACTIVE is taken as the ack
  *   MUT_WAKE_DROP       mutant: a BUSY wake is forgotten instead of retried
  *   MUT_REMOVE_SKIP     mutant: a failed REMOVE is taken as acknowledged
+ *   MUT_REMOVE_GATES    mutant: RETIRE waits for the REMOVE ack (the core
+ *                       before review D1)
+ *   MUT_DETACH_LATE     mutant: release ends an unpublished grant before
+ *                       DETACH, so RETIRE precedes it (before review D4)
  *   MUT_NF_ON_FAILURE   mutant: a vfsd transport failure reports NOT_FOUND
  *   CORE_AT_6C5AE03     the core before grant_unpublish; with FINDING_F1
  *                       cancel/expire may end a published runtime grant
@@ -58,8 +62,9 @@
 #define ST_DELIVERED  11
 #define ST_LIVE       12
 #define ST_REVOKE     13
-#define ST_REMOVE     14
-#define ST_RETIRE     15
+#define ST_SETTLE     14   /* revoked: REMOVE and RETIRE both owed */
+#define ST_REMOVE     15   /* RETIRE acked: only REMOVE owed */
+#define ST_RETIRE     16   /* REMOVE acked: only RETIRE owed */
 
 /* Events are tokens, not numbers: rq_move(i, EV_X) pastes them into the
  * name of the row group for X. The core's events: begin selector commit resolved not_found deny allow prompt retry installed detached active_ack cancel released woken delivered consume expire revoked removed retired. */
@@ -114,6 +119,7 @@ bit  o_ack[NREQ];     /* ttyd acknowledged the full ACTIVE row */
 bit  o_nf[NREQ];      /* vfsd answered an exact scoped NOT_FOUND */
 bit  o_revoked[NREQ]; /* the grant's revocation authority is gone */
 bit  o_rm_sent[NREQ], o_rm_ack[NREQ];
+bit  o_rm_fail[NREQ]; /* a REMOVE attempt was refused (BUSY, failure, nack) */
 bit  o_rt_sent[NREQ], o_rt_ack[NREQ];
 bit  o_gen[NREQ];     /* the grant generation retired */
 bit  o_woke[NREQ];    /* the launchd wake was queued */
@@ -129,7 +135,7 @@ byte extra;           /* unexpected receipts */
 /* ---- the transition table, row for row (core/pbx_core_fsm.c) ----------
  * rq_move(i, EV_X) and gr_move(i, EV_X) expand to the rows of event X
  * only (grouped by event so pan stays small); a state with no row for the
- * event traps, as pbx_core_fsm_next does. The 29 request rows and 7 grant
+ * event traps, as pbx_core_fsm_next does. The 29 request rows and 9 grant
  * rows below are exactly the core's table. */
 #define rq_move(i, ev) rq_##ev(i)
 #define gr_move(i, ev) gr_##ev(i)
@@ -312,7 +318,7 @@ inline gr_EV_REVOKED(i)
 {
     true;
     if
-    :: g_st[i] == ST_REVOKE -> g_st[i] = ST_REMOVE
+    :: g_st[i] == ST_REVOKE -> g_st[i] = ST_SETTLE
     :: else -> assert(false)
     fi
 }
@@ -320,7 +326,8 @@ inline gr_EV_REMOVED(i)
 {
     true;
     if
-    :: g_st[i] == ST_REMOVE -> g_st[i] = ST_RETIRE
+    :: g_st[i] == ST_SETTLE -> g_st[i] = ST_RETIRE
+    :: g_st[i] == ST_REMOVE -> g_st[i] = ST_FREE
     :: else -> assert(false)
     fi
 }
@@ -328,6 +335,7 @@ inline gr_EV_RETIRED(i)
 {
     true;
     if
+    :: g_st[i] == ST_SETTLE -> g_st[i] = ST_REMOVE
     :: g_st[i] == ST_RETIRE -> g_st[i] = ST_FREE
     :: else -> assert(false)
     fi
@@ -546,8 +554,14 @@ inline release_step(i)
 {
     true;
     if
+#ifndef MUT_DETACH_LATE
+    :: obj[i] == C_HELD -> detach(i)             /* re-queued after */
+    :: obj[i] != C_HELD && outcome[i] != O_APPROVED && g_st[i] == ST_LIVE ->
+        grant_end(i, EV_CANCEL)   /* unpublished grant: after the DETACH */
+#else
     :: outcome[i] != O_APPROVED && g_st[i] == ST_LIVE ->
-        grant_end(i, EV_CANCEL)   /* unpublished grant: cleaned up first */
+        grant_end(i, EV_CANCEL)   /* the core before review D4: first */
+#endif
     :: else ->
         true;
         if
@@ -612,27 +626,64 @@ inline grant_revoke(i)
     fi
 }
 
-inline grant_remove(i)
+/* One REMOVE at ttyd; ok says it was acknowledged exactly. */
+inline remove_call(i, ok)
 {
     o_rm_sent[i] = 1;
     if
-    :: o_rm_ack[i] = 1; gr_move(i, EV_REMOVED)
-    :: CAN_BUSY -> busy++;                       /* BUSY, failure or nack */
+    :: o_rm_ack[i] = 1; ok = 1
+    :: CAN_BUSY -> busy++; o_rm_fail[i] = 1;     /* BUSY, failure or nack */
 #ifdef MUT_REMOVE_SKIP
-        gr_move(i, EV_REMOVED)
+        ok = 1
 #else
         skip
 #endif
     fi
 }
 
-inline grant_retire(i)
+/* One full-identity RETIRE at vfsd: the child's install and an exported
+ * alias die with the exact acknowledgement. */
+inline retire_call(i, ok)
 {
     o_rt_sent[i] = 1;
     if
-    :: o_rt_ack[i] = 1; kid[i] = K_DEAD; gr_move(i, EV_RETIRED); o_gen[i] = 1
+    :: o_rt_ack[i] = 1; kid[i] = K_DEAD; ok = 1
     :: CAN_BUSY -> busy++
     fi
+}
+
+/* pbx_core_grant_settle: REMOVE, and unless ttyd echoed it exactly also
+ * RETIRE in the same step; at most one transition. */
+inline grant_settle(i)
+{
+    remove_call(i, ok);
+    if
+    :: ok -> gr_move(i, EV_REMOVED)
+    :: else ->
+#ifndef MUT_REMOVE_GATES
+        retire_call(i, ok);
+        if :: ok -> gr_move(i, EV_RETIRED) :: else -> skip fi
+#else
+        skip                                     /* RETIRE waits for REMOVE */
+#endif
+    fi;
+    ok = 0
+}
+
+/* Only REMOVE owed; its exact ack retires the generation. */
+inline grant_remove(i)
+{
+    remove_call(i, ok);
+    if :: ok -> gr_move(i, EV_REMOVED); o_gen[i] = 1 :: else -> skip fi;
+    ok = 0
+}
+
+/* Only RETIRE owed; its exact ack retires the generation. */
+inline grant_retire(i)
+{
+    retire_call(i, ok);
+    if :: ok -> gr_move(i, EV_RETIRED); o_gen[i] = 1 :: else -> skip fi;
+    ok = 0
 }
 
 /* pbx_core_notify_step */
@@ -655,6 +706,7 @@ inline notify_step(i)
 proctype Core(byte i)
 {
     bit tr;                                      /* a deletion was transient */
+    bit ok;                                      /* a peer acked exactly */
     do
     :: atomic { r_st[i] == ST_RESOLVE  -> step_resolve(i) }
     :: atomic { r_st[i] == ST_POLICY   -> step_policy(i) }
@@ -665,6 +717,7 @@ proctype Core(byte i)
     :: atomic { RELEASE_READY(i)       -> release_step(i) }
     :: atomic { notif[i]               -> notify_step(i) }
     :: atomic { g_st[i] == ST_REVOKE   -> grant_revoke(i) }
+    :: atomic { g_st[i] == ST_SETTLE   -> grant_settle(i) }
     :: atomic { g_st[i] == ST_REMOVE   -> grant_remove(i) }
     :: atomic { g_st[i] == ST_RETIRE   -> grant_retire(i) }
     :: atomic { orphans[i] > 0 ->                /* orphan lane */
@@ -848,8 +901,9 @@ proctype Launchd()
                 (rep[i] == O_NONE || rep[i] == O_APPROVED || !rep_cap[i]))
 #define P_D(i) (pub[i] != O_NOT_FOUND || o_nf[i])
 #define P_E(i) ((!o_rm_sent[i] || o_revoked[i]) && \
-                (!o_rt_sent[i] || o_rm_ack[i]) && \
-                (!o_gen[i] || (o_revoked[i] && o_rm_ack[i] && o_rt_ack[i])))
+                (!o_rt_sent[i] || (o_revoked[i] && obj[i] != C_HELD)) && \
+                (!o_gen[i] || (o_revoked[i] && o_rm_ack[i] && o_rt_ack[i])) && \
+                (!o_rm_fail[i] || o_rt_sent[i]))
 #define P_F(i) ((!retired[i] || (o_woke[i] && o_dlv[i])) && \
                 (!o_dlv[i] || o_woke[i] || notif[i]) && \
                 ndec[i] <= 1 && (rep[i] == O_NONE || rep[i] == pub[i]))

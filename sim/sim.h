@@ -176,8 +176,9 @@ typedef enum sim_grant_state {
     SIM_G_NONE = 0,  /**< unknown to the peers */
     SIM_G_INSTALLED, /**< procd installed or the alias was derived */
     SIM_G_ACTIVE,    /**< ttyd acknowledged the full ACTIVE row */
-    SIM_G_REMOVED,   /**< ttyd acknowledged REMOVE */
-    SIM_G_RETIRED    /**< vfsd acknowledged RETIRE */
+    SIM_G_REMOVED,   /**< ttyd acknowledged REMOVE; RETIRE still owed */
+    SIM_G_UNVIEWED,  /**< vfsd acknowledged RETIRE; REMOVE still owed */
+    SIM_G_RETIRED    /**< both REMOVE and RETIRE acknowledged exactly */
 } sim_grant_state;
 
 /** sim_grant is the shadow of one core grant (indexed like the core). */

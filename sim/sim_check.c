@@ -162,7 +162,7 @@ static void sim_check_retired(sim_world *w)
                    gr->state != (uint32_t)SIM_G_RETIRED) {
             sim_fail(w,
                      "invariant 9: grant %u/%u freed in shadow state %u "
-                     "without an exact RETIRE acknowledgement",
+                     "without exact REMOVE and RETIRE acknowledgements",
                      g, gr->gen, gr->state);
         }
     }

@@ -224,18 +224,22 @@ static pbx_core_event sim_req_event(const sim_world *w, uint32_t i,
     return (pbx_core_event)ev_to[to < (uint32_t)PBX_CORE_ST_COUNT ? to : 0U];
 }
 
-/* Infers the event of a grant move. */
-static pbx_core_event sim_grant_event(uint32_t to)
+/* Infers the event of a grant move from from to to. */
+static pbx_core_event sim_grant_event(uint32_t from, uint32_t to)
 {
     switch (to) {
     case PBX_CORE_ST_LIVE:
         return PBX_CORE_EV_INSTALLED;
-    case PBX_CORE_ST_REMOVE:
+    case PBX_CORE_ST_SETTLE:
         return PBX_CORE_EV_REVOKED;
+    case PBX_CORE_ST_REMOVE:
+        return PBX_CORE_EV_RETIRED;
     case PBX_CORE_ST_RETIRE:
         return PBX_CORE_EV_REMOVED;
     case PBX_CORE_ST_FREE:
-        return PBX_CORE_EV_RETIRED;
+        /* The last of the two acknowledgements frees the record. */
+        return from == (uint32_t)PBX_CORE_ST_REMOVE ? PBX_CORE_EV_REMOVED
+                                                    : PBX_CORE_EV_RETIRED;
     default:
         /* Out of LIVE: CONSUME, CANCEL and EXPIRE set w->cause; a core
          * step ends a grant only for its cancelled request. */
@@ -307,12 +311,13 @@ static void sim_note_grant(sim_world *w, uint32_t g)
     if (snap[1] != gen) {
         if (snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
             sim_cover(w, PBX_CORE_MACHINE_GRANT, snap[2],
-                      sim_grant_event(PBX_CORE_ST_FREE), PBX_CORE_ST_FREE);
+                      sim_grant_event(snap[2], PBX_CORE_ST_FREE),
+                      PBX_CORE_ST_FREE);
         }
         snap[2] = PBX_CORE_ST_FREE;
     }
     if (snap[2] != st) {
-        pbx_core_event ev = sim_grant_event(st);
+        pbx_core_event ev = sim_grant_event(snap[2], st);
         if (st == (uint32_t)PBX_CORE_ST_REVOKE && w->cause != 0U) {
             ev = (pbx_core_event)(w->cause - 1U);
         }

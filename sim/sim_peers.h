@@ -51,6 +51,15 @@ bool sim_ttyd_policy(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
 bool sim_ttyd_prompt(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
 /** sim_ttyd_view acknowledges an ACTIVE or REMOVE grant row. */
 bool sim_ttyd_view(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/**
+ * sim_runtime_grant creates the shadow of runtime-reply grant (index below
+ * SIM_GRANT_MAX) from the live runtime-reply request that resolved
+ * object_id, the first time a VIEW or RETIRE names it. Returns NULL when
+ * no such request is live, or after failing the run when the index is
+ * reused before its retirement.
+ */
+sim_grant *sim_runtime_grant(sim_world *w, pbx_ipc_id grant,
+                             uint64_t object_id);
 /** sim_ttyd_evidence records exact ALLOW, APPROVE and VIEW acks. */
 void sim_ttyd_evidence(sim_world *w, const pbx_ipc_frame *f,
                        const sim_reply *r);

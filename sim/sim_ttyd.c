@@ -129,6 +129,42 @@ bool sim_ttyd_prompt(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
                                        sizeof(r->bytes), &r->len) == PBX_OK;
 }
 
+sim_grant *sim_runtime_grant(sim_world *w, pbx_ipc_id grant, uint64_t object_id)
+{
+    sim_grant *gr = &w->grants[grant.index];
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const sim_req *s = &w->reqs[i];
+        if (s->live == 0U || s->object.id != object_id ||
+            s->begin.ctx.mode != (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
+            continue;
+        }
+        if (gr->state != (uint32_t)SIM_G_NONE &&
+            gr->state != (uint32_t)SIM_G_RETIRED) {
+            sim_fail(w,
+                     "invariant 8: grant %u reused (gen %u -> %u) "
+                     "before retirement",
+                     grant.index, gr->gen, grant.gen);
+            return NULL;
+        }
+        memset(gr, 0, sizeof(*gr));
+        gr->state = SIM_G_INSTALLED;
+        /* A VIEW or RETIRE naming it shows the core accepted the alias. */
+        gr->core_seen = 1U;
+        gr->gen = grant.gen;
+        gr->req = i;
+        gr->req_gen = s->gen;
+        gr->object = s->object;
+        gr->scope_ident = s->scope_ident;
+        gr->ctx = s->begin.ctx;
+        gr->invocation_id = s->begin.invocation_id;
+        gr->badge = s->badge;
+        memcpy(gr->digest, s->begin.selector_digest, 32U);
+        w->reqs[i].grant = grant.index;
+        return gr;
+    }
+    return NULL;
+}
+
 /* Finds (or, for a runtime-reply grant, creates) grant v's shadow. */
 static sim_grant *sim_view_grant(sim_world *w, const pbx_ipc_view *v)
 {
@@ -141,31 +177,9 @@ static sim_grant *sim_view_grant(sim_world *w, const pbx_ipc_view *v)
     if (gr->gen == v->grant.gen && gr->state != (uint32_t)SIM_G_NONE) {
         return gr;
     }
-    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
-        const sim_req *s = &w->reqs[i];
-        if (s->live != 0U && s->object.id == v->object.id &&
-            v->ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
-            s->begin.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
-            if (gr->state != (uint32_t)SIM_G_NONE &&
-                gr->state != (uint32_t)SIM_G_RETIRED) {
-                sim_fail(w,
-                         "invariant 8: grant %u reused (gen %u -> %u) "
-                         "before retirement",
-                         g, gr->gen, v->grant.gen);
-                return NULL;
-            }
-            memset(gr, 0, sizeof(*gr));
-            gr->state = SIM_G_INSTALLED;
-            gr->gen = v->grant.gen;
-            gr->req = i;
-            gr->req_gen = s->gen;
-            gr->object = s->object;
-            gr->scope_ident = s->scope_ident;
-            gr->ctx = s->begin.ctx;
-            gr->invocation_id = s->begin.invocation_id;
-            gr->badge = s->badge;
-            memcpy(gr->digest, s->begin.selector_digest, 32U);
-            w->reqs[i].grant = g;
+    if (v->ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
+        gr = sim_runtime_grant(w, v->grant, v->object.id);
+        if (gr != NULL || w->violation[0] != '\0') {
             return gr;
         }
     }
@@ -289,6 +303,10 @@ void sim_ttyd_evidence(sim_world *w, const pbx_ipc_frame *f, const sim_reply *r)
         gr->state = SIM_G_ACTIVE;
         gr->was_active = 1U;
     } else {
-        gr->state = SIM_G_REMOVED;
+        /* The generation may retire once vfsd's RETIRE is acked too. */
+        gr->state = gr->state == (uint32_t)SIM_G_UNVIEWED ||
+                            gr->state == (uint32_t)SIM_G_RETIRED
+                        ? SIM_G_RETIRED
+                        : SIM_G_REMOVED;
     }
 }

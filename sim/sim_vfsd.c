@@ -3,7 +3,9 @@
  * scope the request committed and bind its operation, class and selector;
  * the answer is FOUND (with a SEND-only object receipt), an exact or
  * inexact NOT_FOUND, or DENIED. DETACH must give back exactly the request's
- * object copy; RETIRE must come after REMOVE and name the full identity.
+ * object copy; RETIRE must come after the revocation authority and
+ * powerboxd's own object copy are gone (never waiting for ttyd's REMOVE)
+ * and name the full identity.
  */
 #include "sim/sim_peers.h"
 
@@ -150,6 +152,21 @@ bool sim_vfsd_detach(sim_world *w, const pbx_ipc_frame *f,
                                        &r->len) == PBX_OK;
 }
 
+/* Checks that powerboxd gave its own copy of request i's object back (or
+ * deleted it) before the object's RETIRE: vfsd sees DETACH first. */
+static bool sim_retire_detached(sim_world *w, uint32_t i, uint32_t gen,
+                                const pbx_ipc_frame *f)
+{
+    if (sim_count_held(w, SIM_ROLE_OBJECT, i, gen) != 0U) {
+        sim_fail(w,
+                 "invariant 9: RETIRE under grant %u/%u while powerboxd "
+                 "still holds the object copy of request %u/%u",
+                 f->request.index, f->request.gen, i, gen);
+        return false;
+    }
+    return true;
+}
+
 /* Checks the RETIRE of an object whose INSTALL the core refused or lost
  * (procd may hold it): a live request resolved exactly this full identity,
  * and when procd did install it, the refused handle was deleted first. */
@@ -171,7 +188,7 @@ static bool sim_retire_refused_check(sim_world *w, const pbx_ipc_frame *f,
         if (s->live != 0U && s->object.id == q->object.id &&
             s->object.gen == q->object.gen && s->scope_ident == q->scope_id &&
             s->begin.ctx.object_class == q->object_class) {
-            return true;
+            return sim_retire_detached(w, i, s->gen, f);
         }
     }
     sim_fail(w,
@@ -181,11 +198,23 @@ static bool sim_retire_refused_check(sim_world *w, const pbx_ipc_frame *f,
     return false;
 }
 
-/* Checks a RETIRE against grant g's shadow: order and full identity. */
+/* Checks a RETIRE against grant g's shadow: order and full identity. It
+ * needs the revocation authority gone (procd's install revoked, no alias
+ * left in powerboxd), never ttyd's REMOVE acknowledgement: the two are
+ * reconciled independently. */
 static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
                              const pbx_ipc_retire *q)
 {
     uint32_t g = f->request.index;
+    if (g < SIM_GRANT_MAX && (w->grants[g].gen != f->request.gen ||
+                              w->grants[g].state == (uint32_t)SIM_G_NONE)) {
+        /* A runtime-reply grant cancelled before its ACTIVE row may reach
+         * vfsd before ttyd has seen it at all. */
+        (void)sim_runtime_grant(w, f->request, q->object.id);
+        if (w->violation[0] != '\0') {
+            return false;
+        }
+    }
     if (g >= SIM_GRANT_MAX || w->grants[g].gen != f->request.gen ||
         w->grants[g].state == (uint32_t)SIM_G_NONE ||
         (w->grants[g].state == (uint32_t)SIM_G_INSTALLED &&
@@ -193,12 +222,15 @@ static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
         return sim_retire_refused_check(w, f, q);
     }
     const sim_grant *gr = &w->grants[g];
-    if (gr->state != (uint32_t)SIM_G_REMOVED &&
-        gr->state != (uint32_t)SIM_G_RETIRED) {
+    if (gr->procd_live != 0U ||
+        sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U) {
         sim_fail(w,
-                 "invariant 9: RETIRE of grant %u/%u before its REMOVE "
-                 "was acknowledged",
+                 "invariant 9: RETIRE of grant %u/%u before its "
+                 "revocation authority was deleted",
                  g, f->request.gen);
+        return false;
+    }
+    if (!sim_retire_detached(w, gr->req, gr->req_gen, f)) {
         return false;
     }
     if (q->object.id != gr->object.id || q->object.gen != gr->object.gen ||
@@ -239,8 +271,8 @@ void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
     sim_grant *gr = &w->grants[f->request.index];
     pbx_ipc_frame d;
     pbx_ipc_retire ack;
-    if (gr->gen != f->request.gen || (gr->state != (uint32_t)SIM_G_REMOVED &&
-                                      gr->state != (uint32_t)SIM_G_RETIRED)) {
+    if (gr->gen != f->request.gen || gr->state == (uint32_t)SIM_G_NONE ||
+        (gr->state == (uint32_t)SIM_G_INSTALLED && gr->core_seen == 0U)) {
         /* A refused install's retirement: the core frees that grant
          * without RETIRED, and the checker treats it as refused. */
         return;
@@ -250,6 +282,10 @@ void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
         ack.object.id == gr->object.id && ack.object.gen == gr->object.gen &&
         ack.scope_id == gr->scope_ident &&
         ack.object_class == gr->ctx.object_class) {
-        gr->state = SIM_G_RETIRED;
+        /* The generation may retire once ttyd's REMOVE is acked too. */
+        gr->state = gr->state == (uint32_t)SIM_G_REMOVED ||
+                            gr->state == (uint32_t)SIM_G_RETIRED
+                        ? SIM_G_RETIRED
+                        : SIM_G_UNVIEWED;
     }
 }

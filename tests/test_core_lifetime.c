@@ -68,26 +68,28 @@ PBX_TEST(core_consume_refuses_other_lifetimes_and_waits_for_acks)
     b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
     pbx_ipc_id g = life_approve(h, &b, NULL);
     PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_LIFETIME);
-    /* Job expiry ends it; REMOVE and RETIRE retry until exactly acked. */
+    /* Job expiry ends it; REMOVE and RETIRE retry until exactly acked,
+     * each on its own: ttyd's push-back does not hold RETIRE back. Both
+     * failing with an inexact RETIRE waits for a tick, which retries
+     * both. */
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_BUSY, 0, 0);
     th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_ECHO, 0);
     PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
                            b.ctx.job_id, b.ctx.job_gen, 0),
                  0U);
     th_run(h);
-    TH_TRACE(h, "del=66 view-:busy");
+    TH_TRACE(h, "del=66 view-:busy retire");
     PBX_CHECK(th_conserved(h));
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
-    th_run(h);
-    TH_TRACE(h, "view- retire");
     PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
     /* The inexact RETIRE waits for a tick, not for vfsd's route, which is
      * writable all along. */
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     PBX_CHECK_EQ(th_run(h), 0U);
     pbx_core_on_tick(&h->core);
     th_run(h);
-    TH_TRACE(h, "retire");
+    TH_TRACE(h, "view- retire");
     PBX_CHECK(th_quiescent(h));
     PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
                            b.ctx.job_id, b.ctx.job_gen, 0),

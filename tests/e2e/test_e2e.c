@@ -497,12 +497,34 @@ static bool e2e_consume_revoke(int client, int handle, pbx_ipc_id grant)
            f.status == 0 && e2e_peer_gone(handle, 5000);
 }
 
+/* ttyd: answers one REMOVE row of grant with an inexact acknowledgement
+ * (the wrong view kind), which powerboxd must not take as the ack. */
+static bool e2e_ttyd_remove_nack(int ttyd, pbx_ipc_id grant)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t out[128];
+    pbx_ipc_frame f;
+    pbx_ipc_view q;
+    int nfds = 0;
+    size_t n = 0;
+    if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
+        pbx_ipc_view_decode(&f, &q) != PBX_OK ||
+        q.kind != PBX_IPC_VIEW_REMOVE || q.grant.index != grant.index ||
+        q.grant.gen != grant.gen) {
+        return false;
+    }
+    pbx_ipc_view_ack a = {PBX_IPC_VIEW_ACTIVE, q.grant};
+    return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
+               PBX_OK &&
+           e2e_send(ttyd, out, n, NULL, 0);
+}
+
 /* Plays the peers for request id, committed with scope, from RESOLVE to
- * APPROVED, consumes the grant and sees it revoked, removed and retired;
- * *obj, *handle and *grant are what the peers received (the caller
- * closes the descriptors). */
-static void e2e_grant_to_retire(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
-                                int *handle, pbx_ipc_id *grant)
+ * APPROVED and consumes the grant, which revokes procd's handle; *obj,
+ * *handle and *grant are what the peers received (the caller closes the
+ * descriptors). */
+static void e2e_grant_to_consume(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
+                                 int *handle, pbx_ipc_id *grant)
 {
     ino_t ino = 0;
     PBX_CHECK(e2e_vfsd_resolve(scope, obj, &ino));
@@ -515,6 +537,13 @@ static void e2e_grant_to_retire(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
     PBX_CHECK(e2e_peer_gone(scope, 5000));
     PBX_CHECK(e2e_decision(r->p.broker, id, *grant));
     PBX_CHECK(e2e_consume_revoke(r->p.broker, *handle, *grant));
+}
+
+/* e2e_grant_to_consume, then sees the grant removed and retired. */
+static void e2e_grant_to_retire(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
+                                int *handle, pbx_ipc_id *grant)
+{
+    e2e_grant_to_consume(r, id, scope, obj, handle, grant);
     PBX_CHECK(e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_REMOVE, *grant));
     /* RETIRE names the scope by the identity that was bound. */
     PBX_CHECK(e2e_vfsd_retire(r->p.vfsd, e2e_scope_id(scope)));
@@ -540,6 +569,44 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     PBX_CHECK(pbx_ipc_consume_encode(&c, f, sizeof(f), &n) == PBX_OK &&
               e2e_send(r.p.broker, f, n, NULL, 0) &&
               e2e_recv(r.p.broker, f, sizeof(f), NULL, 0, NULL, 5000) > 0);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
+    int fds[3] = {scope, obj, handle};
+    for (int i = 0; i < 3; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
+    }
+    e2e_run_stop(&r);
+}
+
+/* Review D1: ttyd refusing the REMOVE row does not hold the RETIRE back.
+ * vfsd retires the object right after the refused REMOVE, and REMOVE is
+ * asked again on its own until ttyd acknowledges it exactly. */
+PBX_TEST(e2e_refused_remove_does_not_delay_retire)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    e2e_grant_to_consume(&r, id, scope, &obj, &handle, &grant);
+    PBX_CHECK(e2e_ttyd_remove_nack(r.p.ttyd, grant));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
+    PBX_CHECK(e2e_peer_gone(obj, 5000));
+    /* The row is still owed: asked again, acknowledged exactly. */
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_REMOVE, grant));
+    /* Retired: the grant id names nothing now, and nothing leaked. */
+    uint8_t f[64];
+    uint8_t in[128];
+    pbx_ipc_frame rf;
+    size_t n = 0;
+    pbx_ipc_consume c = {grant};
+    PBX_CHECK(pbx_ipc_consume_encode(&c, f, sizeof(f), &n) == PBX_OK &&
+              e2e_call(r.p.broker, f, n, NULL, 0, in, sizeof(in), &rf) &&
+              rf.status == (uint32_t)PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
     int fds[3] = {scope, obj, handle};
     for (int i = 0; i < 3; i++) {
