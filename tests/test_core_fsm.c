@@ -114,3 +114,103 @@ PBX_TEST(core_init_carves_and_rejects_mismatch)
         PBX_E_CORE_ARENA);
     free(arena);
 }
+
+/* The link at record r of pool p of a carved ctx (read by copy). */
+static pbx_core_link core_test_link(const pbx_core_ctx *ctx, size_t p,
+                                    uint32_t r)
+{
+    pbx_core_link l;
+    const pbx_core_pool_state *s = &ctx->pools[p];
+    memcpy(&l, ctx->arena + s->offset_bytes + (size_t)r * s->record_size_bytes,
+           sizeof(l));
+    return l;
+}
+
+/* Whether init refuses layout bad with want and leaves ctx not ready. */
+static bool core_test_refused(pbx_core_ctx *ctx,
+                              const pbx_bootstrap_layout *bad, uint8_t *arena,
+                              pbx_err want)
+{
+    static const pbx_core_ops ops;
+    pbx_capabi_layout slots;
+    PBX_REQUIRE(pbx_capabi_layout_init(&slots, 64U, 64U) == PBX_OK);
+    pbx_err err =
+        pbx_core_init(ctx, bad, arena, bad->arena_bytes, &slots, &ops, NULL);
+    return err == want && ctx->ready == 0U;
+}
+
+/* Every pool PBX1 describes is carved, the receipts and replies pools no
+ * path uses yet included: each at its derived offset, inside the used
+ * extent, disjoint from every other, its free list threaded over every
+ * record and the arena's old bytes ignored. Each kind of mismatch in any
+ * one pool is refused before readiness. */
+PBX_TEST(core_init_carves_every_pool_and_refuses_each_mismatch)
+{
+    pbx_bootstrap_layout l;
+    core_test_layout(&l);
+    static pbx_core_ctx ctx;
+    uint8_t *arena = aligned_alloc(4096U, l.arena_bytes);
+    PBX_REQUIRE(arena != NULL);
+    memset(arena, 0xA5, l.arena_bytes);
+    static const pbx_core_ops ops;
+    pbx_capabi_layout slots;
+    PBX_REQUIRE(pbx_capabi_layout_init(&slots, 64U, 64U) == PBX_OK);
+    PBX_CHECK_EQ(
+        pbx_core_init(&ctx, &l, arena, l.arena_bytes, &slots, &ops, NULL),
+        PBX_OK);
+    PBX_CHECK_EQ(ctx.ready, 1U);
+    for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
+        const pbx_bootstrap_pool_extent *e = &l.pools[p];
+        PBX_CHECK_EQ(ctx.pools[p].offset_bytes, e->offset_bytes);
+        PBX_CHECK_EQ(ctx.pools[p].capacity, e->capacity);
+        PBX_CHECK(e->offset_bytes + e->size_bytes <= l.used_bytes);
+        for (size_t q = p + 1U; q < (size_t)PBX_BOOTSTRAP_POOL_COUNT; q++) {
+            const pbx_bootstrap_pool_extent *f = &l.pools[q];
+            PBX_CHECK(e->offset_bytes + e->size_bytes <= f->offset_bytes ||
+                      f->offset_bytes + f->size_bytes <= e->offset_bytes);
+        }
+        if (p == (size_t)PBX_BOOTSTRAP_POOL_SELECTOR_BYTES) {
+            continue;
+        }
+        PBX_CHECK_EQ(ctx.pools[p].free_count, e->capacity);
+        PBX_CHECK_EQ(ctx.pools[p].free_head, 0U);
+        for (uint32_t r = 0; r < e->capacity; r++) {
+            pbx_core_link k = core_test_link(&ctx, p, r);
+            PBX_CHECK_EQ(k.next, r + 1U < e->capacity ? r + 1U : PBX_CORE_NIL);
+            PBX_CHECK(k.live == 0U && k.queue == 0U && k.state == 0U);
+        }
+    }
+    PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_RECEIPTS].capacity > 0U);
+    PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_REPLIES].capacity > 0U);
+    for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
+        pbx_bootstrap_layout bad = l;
+        bad.pools[p].record_size_bytes += 8U;
+        PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_LAYOUT));
+        bad = l;
+        bad.pools[p].record_align_bytes *= 2U;
+        PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_LAYOUT));
+        bad = l;
+        bad.pools[p].size_bytes += 1U;
+        PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_LAYOUT));
+        bad = l;
+        bad.pools[p].capacity = 0U;
+        bad.pools[p].size_bytes = 0U;
+        PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_LAYOUT));
+        /* Aligned, but past the used extent. */
+        size_t align = l.pools[p].record_align_bytes;
+        bad = l;
+        bad.pools[p].offset_bytes = (l.used_bytes / align + 1U) * align;
+        PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_ARENA));
+        if (l.pools[p].record_align_bytes > 1U) {
+            bad = l;
+            bad.pools[p].offset_bytes += 1U;
+            PBX_CHECK(core_test_refused(&ctx, &bad, arena, PBX_E_CORE_LAYOUT));
+        }
+    }
+    /* An arena that is not aligned for the records is refused too. */
+    PBX_CHECK_EQ(
+        pbx_core_init(&ctx, &l, arena + 1, l.arena_bytes, &slots, &ops, NULL),
+        PBX_E_CORE_ARENA);
+    PBX_CHECK_EQ(ctx.ready, 0U);
+    free(arena);
+}
