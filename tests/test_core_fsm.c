@@ -149,12 +149,15 @@ PBX_TEST(core_init_carves_every_pool_and_refuses_each_mismatch)
     pbx_bootstrap_layout l;
     core_test_layout(&l);
     static pbx_core_ctx ctx;
-    uint8_t *arena = aligned_alloc(4096U, l.arena_bytes);
-    PBX_REQUIRE(arena != NULL);
-    memset(arena, 0xA5, l.arena_bytes);
     static const pbx_core_ops ops;
     pbx_capabi_layout slots;
     PBX_REQUIRE(pbx_capabi_layout_init(&slots, 64U, 64U) == PBX_OK);
+    uint8_t *arena = aligned_alloc(4096U, l.arena_bytes);
+    if (arena == NULL) {
+        PBX_REQUIRE(arena != NULL);
+        return;
+    }
+    memset(arena, 0xA5, l.arena_bytes);
     PBX_CHECK_EQ(
         pbx_core_init(&ctx, &l, arena, l.arena_bytes, &slots, &ops, NULL),
         PBX_OK);
