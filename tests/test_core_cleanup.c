@@ -35,13 +35,7 @@ static uint32_t cl_hits(const th_h *h, pbx_core_state from,
  * leaves the trace empty. */
 static pbx_ipc_id cl_approve(th_h *h, const pbx_ipc_begin *b, uint32_t *xfer)
 {
-    pbx_ipc_decision d;
-    pbx_ipc_id id = {0, 0};
-    PBX_REQUIRE(th_open(h, b, sel, &id) == 0U);
-    th_run(h);
-    TH_CHECK_OUTCOME(h, id, &d, xfer, PBX_IPC_OUTCOME_APPROVED);
-    th_clear_trace(h);
-    return d.grant;
+    return th_approve(h, b, sel, false, NULL, xfer);
 }
 
 /* Review D1: once the runtime alias is exported, vfsd's RETIRE is the only

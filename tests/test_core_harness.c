@@ -740,6 +740,27 @@ uint32_t th_open_parked(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
     return st;
 }
 
+pbx_ipc_id th_approve(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                      bool keep, pbx_ipc_id *req, uint32_t *xfer)
+{
+    pbx_ipc_decision d;
+    uint32_t moved = 0;
+    pbx_ipc_id id = {0, 0};
+    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
+    th_run(h);
+    h->deliver = !keep;
+    TH_CHECK_OUTCOME(h, id, &d, &moved, PBX_IPC_OUTCOME_APPROVED);
+    h->deliver = true;
+    if (req != NULL) {
+        *req = id;
+    }
+    if (xfer != NULL) {
+        *xfer = moved;
+    }
+    th_clear_trace(h);
+    return d.grant;
+}
+
 uint32_t th_decision(th_h *h, pbx_ipc_id id, pbx_ipc_decision *d,
                      uint32_t *xfer)
 {

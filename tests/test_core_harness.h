@@ -291,4 +291,14 @@ void th_trace_is(th_h *h, const char *file, int line, const char *want);
         PBX_CHECK_EQ((d)->outcome, (want));                                    \
     } while (0)
 
+/**
+ * th_approve opens b with sel (th_open), runs the core until idle and
+ * checks that the decision is APPROVED; the reply is kept undelivered
+ * when keep is true. Returns the grant; *req (when not NULL) is the
+ * request and *xfer (when not NULL) the slot the reply transferred. The
+ * trace is cleared.
+ */
+pbx_ipc_id th_approve(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
+                      bool keep, pbx_ipc_id *req, uint32_t *xfer);
+
 #endif /* TEST_CORE_HARNESS_H */

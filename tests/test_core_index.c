@@ -52,19 +52,7 @@ static pbx_ipc_id ix_parked(th_h *h, const pbx_ipc_begin *b)
 static pbx_ipc_id ix_approve(th_h *h, const pbx_ipc_begin *b, bool keep,
                              pbx_ipc_id *req)
 {
-    pbx_ipc_decision d;
-    uint32_t xfer = 0;
-    pbx_ipc_id id = {0, 0};
-    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
-    th_run(h);
-    h->deliver = !keep;
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
-    h->deliver = true;
-    if (req != NULL) {
-        *req = id;
-    }
-    th_clear_trace(h);
-    return d.grant;
+    return th_approve(h, b, sel, keep, req, NULL);
 }
 
 /* The state of request id's record. */

@@ -14,17 +14,7 @@ static const uint8_t sel[] = "docs/report.txt";
 /* Runs b to an approved, delivered decision; returns the grant id. */
 static pbx_ipc_id life_approve(th_h *h, const pbx_ipc_begin *b, pbx_ipc_id *req)
 {
-    pbx_ipc_decision d;
-    uint32_t xfer = 0;
-    pbx_ipc_id id = {0, 0};
-    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
-    th_run(h);
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
-    if (req != NULL) {
-        *req = id;
-    }
-    th_clear_trace(h);
-    return d.grant;
+    return th_approve(h, b, sel, false, req, NULL);
 }
 
 PBX_TEST(core_consume_one_shot_revokes_removes_retires_in_order)

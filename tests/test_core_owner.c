@@ -21,20 +21,7 @@ static const uint8_t sel[] = "docs/report.txt";
 static pbx_ipc_id own_approve(th_h *h, const pbx_ipc_begin *b, bool keep,
                               pbx_ipc_id *req)
 {
-    pbx_ipc_decision d;
-    uint32_t xfer = 0;
-    pbx_ipc_id id = {0, 0};
-    PBX_CHECK_EQ(th_open(h, b, sel, &id), 0U);
-    th_run(h);
-    h->deliver = !keep;
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
-    h->deliver = true;
-    PBX_CHECK_EQ(d.outcome, PBX_IPC_OUTCOME_APPROVED);
-    if (req != NULL) {
-        *req = id;
-    }
-    th_clear_trace(h);
-    return d.grant;
+    return th_approve(h, b, sel, keep, req, NULL);
 }
 
 /* Opens b and leaves it parked at the trusted prompt (in flight). */
