@@ -282,6 +282,8 @@ pbx_err pbx_port_public_hold(pbx_port_ctx *ctx, uint32_t hold);
  * pbx_port_wait blocks until one event is available and stores it in *ev.
  * New public connections are accepted here. PBX_E_PORT_AGAIN means the wait
  * was interrupted without an event; the caller simply waits again.
+ * PBX_E_PORT_PUBLIC_DOWN means the public endpoint itself failed (Linux:
+ * its receive side was shut down): it takes no more callers, for good.
  */
 pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev);
 

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -328,6 +329,20 @@ long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
     }
     e2e_take_fds(&mh, fds, fds_cap, nfds);
     return (long)n;
+}
+
+int e2e_take_fd(const e2e_proc *p, int slot)
+{
+    if (p->pid <= 0) {
+        return -1;
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    if (pidfd < 0) {
+        return -1;
+    }
+    int fd = (int)syscall(SYS_pidfd_getfd, pidfd, slot, 0);
+    (void)close(pidfd);
+    return fd;
 }
 
 int e2e_fd_count(pid_t pid)

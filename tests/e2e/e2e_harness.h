@@ -87,6 +87,14 @@ bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds);
 long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
               int *nfds, int ms);
 
+/**
+ * e2e_take_fd copies the descriptor powerboxd holds at slot into the
+ * harness (pidfd_getfd: the same open object, as ptrace rights allow any
+ * process of the same user to take it); returns the copy or -1. The
+ * caller closes it.
+ */
+int e2e_take_fd(const e2e_proc *p, int slot);
+
 /** e2e_fd_count counts /proc/<pid>/fd entries, or -1. */
 int e2e_fd_count(pid_t pid);
 

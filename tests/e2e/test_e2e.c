@@ -7,13 +7,16 @@
  * BEGIN (either mode) and EXPIRE only through launchd's broker endpoint
  * (slot 10), where the harness plays launchd relaying its callers'
  * requests, the runtime-reply alias delivered once to the broker, ttyd
- * RETRY answered by a doubling wait instead of an immediate re-ask, and
- * vfsd's FOUND bound to the committed scope's kernel-vouched identity.
+ * RETRY answered by a doubling wait instead of an immediate re-ask,
+ * vfsd's FOUND bound to the committed scope's kernel-vouched identity, the
+ * public endpoint's own failure ending powerboxd with status 64, and
+ * callers hanging up early, which never stop it.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
 #include "e2e_harness.h"
 
+#include "core/pbx_core.h"
 #include "ipc/pbx_ipc.h"
 #include "powerboxd/runtime/pbx_rt.h"
 #include "sha2/pbx_sha2.h"
@@ -1351,5 +1354,151 @@ PBX_TEST(e2e_resolve_naming_another_scope_identity_is_denied)
     e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
     int fds[3] = {scope, obj, handle};
     e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
+/* Reports whether fd reaches end of file within ms, reading past at most
+ * 8 messages still queued on it (a call powerboxd made before it ended). */
+static bool e2e_drained_gone(int fd, int ms)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    for (int i = 0; i < 8; i++) {
+        long n = e2e_recv(fd, b, sizeof(b), NULL, 0, NULL, ms);
+        if (n <= 0) {
+            return n == 0;
+        }
+    }
+    return false;
+}
+
+PBX_TEST(e2e_public_endpoint_shut_down_fail_stops_with_status_64)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    int scope = -1;
+    long cpu = -1;
+    PBX_REQUIRE(e2e_run_start(&r));
+    /* powerboxd holds a committed scope: a capability that must not
+     * outlive it. */
+    PBX_REQUIRE(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    /* The harness takes a copy of powerboxd's own public endpoint and
+     * shuts its receive side: from then on the kernel refuses every new
+     * caller, and no accept will ever succeed. That is a failure of the
+     * public endpoint itself, never of a caller. */
+    int copy = e2e_take_fd(&r.p, 9);
+    PBX_REQUIRE(copy >= 0);
+    PBX_CHECK_EQ(shutdown(copy, SHUT_RD), 0);
+    PBX_CHECK_EQ(e2e_connect(&r.p), -1);
+    /* It fail-stops at once with the public status, without spinning. */
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 3000, &cpu), (int)PBX_CORE_EXIT_PUBLIC);
+    PBX_CHECK(cpu >= 0 && cpu < 500);
+    /* Every peer and caller sees its connection end, and the scope
+     * powerboxd held is gone with it: nothing is left behind. */
+    int ends[6] = {r.client, r.p.vfsd, r.p.ttyd, r.p.procd, r.p.broker, scope};
+    unsigned gone = 0;
+    for (int i = 0; i < 6; i++) {
+        gone += e2e_drained_gone(ends[i], 2000) ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(gone, 6U);
+    /* launchd's wake route is a datagram pair, which carries no end of
+     * file: its far end being gone shows as a refused send. */
+    PBX_CHECK(send(r.p.launchd, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0);
+    (void)close(copy);
+    (void)close(scope);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_public_endpoint_write_shutdown_changes_nothing)
+{
+    e2e_run r;
+    PBX_REQUIRE(e2e_run_start(&r));
+    /* Shutting the listener's send side refuses no caller: powerboxd has
+     * no reason to stop, and it goes on accepting. */
+    int copy = e2e_take_fd(&r.p, 9);
+    PBX_REQUIRE(copy >= 0);
+    PBX_CHECK_EQ(shutdown(copy, SHUT_WR), 0);
+    int conn = e2e_connect(&r.p);
+    PBX_CHECK(conn >= 0 && e2e_ping(conn, 5000));
+    PBX_CHECK(e2e_ping(r.client, 5000));
+    long cpu = -1;
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 0, &cpu), -2);
+    if (conn >= 0) {
+        (void)close(conn);
+    }
+    (void)close(copy);
+    e2e_run_stop(&r);
+}
+
+/* One caller of kind k (0..3) that stops listening early: 0 sends a
+ * request and hangs up before the reply, 1 sends one with a descriptor
+ * attached and hangs up, 2 sends one and half-closes (it still reads the
+ * reply, then the end of the connection), 3 shuts its receive side and
+ * then sends, so the reply cannot be delivered. Returns whether the
+ * caller saw what it should. */
+static bool e2e_early_caller(const e2e_proc *p, unsigned k, int fd)
+{
+    uint8_t b[64];
+    size_t n = 0;
+    pbx_ipc_consume c = {{0, 1}};
+    int conn = e2e_connect(p);
+    bool ok = conn >= 0 &&
+              pbx_ipc_consume_encode(&c, b, sizeof(b), &n) == PBX_OK &&
+              (k != 3U || shutdown(conn, SHUT_RD) == 0) &&
+              e2e_send(conn, b, n, &fd, k == 1U ? 1 : 0);
+    if (ok && k == 2U) {
+        ok = shutdown(conn, SHUT_WR) == 0 &&
+             e2e_recv(conn, b, sizeof(b), NULL, 0, NULL, 5000) > 0 &&
+             e2e_recv(conn, b, sizeof(b), NULL, 0, NULL, 5000) == 0;
+    }
+    if (conn >= 0) {
+        (void)close(conn);
+    }
+    return ok;
+}
+
+/* Waits up to ms for powerboxd's descriptor count to equal want. */
+static bool e2e_fds_settle(pid_t pid, int want, int ms)
+{
+    for (int i = 0; i < ms / 10 + 1; i++) {
+        if (e2e_fd_count(pid) == want) {
+            return true;
+        }
+        struct timespec ts = {0, 10000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+PBX_TEST(e2e_callers_hanging_up_early_never_stop_the_service)
+{
+    e2e_run r;
+    pbx_ipc_begin b;
+    int sv[2];
+    PBX_REQUIRE(e2e_run_start(&r));
+    PBX_REQUIRE(e2e_socketpair(SOCK_SEQPACKET, sv));
+    unsigned fine = 0;
+    for (unsigned i = 0; i < 120U; i++) {
+        fine += e2e_early_caller(&r.p, i % 4U, sv[1]) ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(fine, 120U);
+    /* A caller's own hang-up is never a public failure: powerboxd still
+     * runs, serves the first connection and a new one, holds exactly its
+     * baseline again, and deleted every descriptor it was sent. */
+    long cpu = -1;
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 0, &cpu), -2);
+    PBX_CHECK(e2e_ping(r.client, 5000));
+    int other = e2e_connect(&r.p);
+    PBX_CHECK(other >= 0 && e2e_ping(other, 5000));
+    if (other >= 0) {
+        (void)close(other);
+    }
+    PBX_CHECK(e2e_fds_settle(r.p.pid, r.baseline, 5000));
+    (void)close(sv[1]);
+    PBX_CHECK(e2e_peer_gone(sv[0], 5000));
+    (void)close(sv[0]);
+    /* A later BEGIN through the broker is served: one reservation. */
+    e2e_begin_rec(&b, "docs/readme.txt");
+    PBX_CHECK_EQ(e2e_begin_status(r.p.broker, &b), 0L);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline + 1);
     e2e_run_stop(&r);
 }

@@ -30,6 +30,11 @@
 /** The startup-transferred broker endpoint. */
 #define LX_TAG_BROKER 4U
 
+/** LX_LISTEN_EVENTS is what the public endpoint is watched for: a pending
+ * connection, and its receive side shut down, which a level-triggered wait
+ * would otherwise report as readable for ever while accept finds nothing. */
+#define LX_LISTEN_EVENTS (LX_EPOLLIN | LX_EPOLLRDHUP)
+
 /** LX_SEALS_ALL is the seal set that makes a memfd immutable. */
 #define LX_SEALS_ALL                                                           \
     (LX_F_SEAL_SEAL | LX_F_SEAL_SHRINK | LX_F_SEAL_GROW | LX_F_SEAL_WRITE)

@@ -193,8 +193,8 @@ pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
     if (fd < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    if (lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_LISTEN, LX_EPOLLIN) !=
-        PBX_OK) {
+    if (lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, fd, LX_TAG_LISTEN,
+                     LX_LISTEN_EVENTS) != PBX_OK) {
         (void)lx_close_proven(fd);
         return PBX_E_PORT_SYSCALL;
     }
@@ -331,7 +331,7 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     if ((ctx->flags & (LX_FLAG_LISTEN_ARMED | LX_FLAG_HELD)) == 0U &&
         ctx->public_slot >= 0 &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
-                     LX_EPOLLIN) == PBX_OK) {
+                     LX_LISTEN_EVENTS) == PBX_OK) {
         ctx->flags |= LX_FLAG_LISTEN_ARMED;
     }
     return err;
@@ -352,8 +352,8 @@ static pbx_err lx_public_watch(pbx_port_ctx *ctx, int32_t op)
     if (ctx->public_slot >= 0 &&
         (add ? ctx->client_count < PBX_PORT_CLIENTS_MAX
              : (ctx->flags & LX_FLAG_LISTEN_ARMED) != 0U)) {
-        pbx_err err =
-            lx_epoll_set(ctx, op, ctx->public_slot, LX_TAG_LISTEN, LX_EPOLLIN);
+        pbx_err err = lx_epoll_set(ctx, op, ctx->public_slot, LX_TAG_LISTEN,
+                                   LX_LISTEN_EVENTS);
         first = first == PBX_OK ? err : first;
         ctx->flags = add ? ctx->flags | LX_FLAG_LISTEN_ARMED
                          : ctx->flags & ~LX_FLAG_LISTEN_ARMED;
@@ -426,6 +426,13 @@ static pbx_err lx_wait(pbx_port_ctx *ctx, pbx_port_event *ev,
     tag = (uint32_t)(got.data >> 32);
     slot = (int32_t)(uint32_t)(got.data & 0xFFFFFFFFU);
     if (tag == LX_TAG_LISTEN) {
+        /* A listener whose receive side was shut down (through a copy of
+         * it someone else holds) refuses every new caller and stays
+         * readable while accept finds nothing: it is a failed public
+         * endpoint, reported as such instead of being waited on for ever. */
+        if ((got.events & (LX_EPOLLERR | LX_EPOLLHUP | LX_EPOLLRDHUP)) != 0U) {
+            return PBX_E_PORT_PUBLIC_DOWN;
+        }
         return lx_accept(ctx, ev);
     }
     if (tag == LX_TAG_ROUTE) {
