@@ -368,6 +368,40 @@ static uint8_t rt_exit_status(const rt_state *s)
     return st != 0U ? (uint8_t)st : (uint8_t)PBX_CORE_EXIT_PUBLIC;
 }
 
+/* Logs one line naming the fail-stop's exit status and its class, so an
+ * operator reading the log (not only the exit status) can tell which part
+ * stopped the service. */
+static void rt_log_stop(uint8_t status)
+{
+    static const char head[] = "powerboxd: fail-stop, exit status ";
+    _Static_assert(sizeof(head) + 3U + 40U <= 96U, "the line fits");
+    const char *why = status == (uint8_t)PBX_CORE_EXIT_PUBLIC
+                          ? ": public receive, dispatch or reply\n"
+                      : status == (uint8_t)PBX_CORE_EXIT_CLEANUP ? ": cleanup\n"
+                      : status == (uint8_t)PBX_CORE_EXIT_PROGRESS
+                          ? ": retained request progression\n"
+                      : status == (uint8_t)PBX_CORE_EXIT_NOTIFY
+                          ? ": notification\n"
+                          : ": peer route\n";
+    uint8_t line[96];
+    uint32_t n = 0;
+    for (uint32_t i = 0; head[i] != '\0' && n < sizeof(line); i++) {
+        line[n++] = (uint8_t)head[i];
+    }
+    /* The head leaves room for three digits and the class. */
+    if (status >= 100U) {
+        line[n++] = (uint8_t)('0' + status / 100U);
+    }
+    if (status >= 10U) {
+        line[n++] = (uint8_t)('0' + status / 10U % 10U);
+    }
+    line[n++] = (uint8_t)('0' + status % 10U);
+    for (uint32_t i = 0; why[i] != '\0' && n < sizeof(line); i++) {
+        line[n++] = (uint8_t)why[i];
+    }
+    pbx_port_log(line, n);
+}
+
 uint8_t rt_loop(rt_state *s)
 {
     bool busy = true;
@@ -392,7 +426,9 @@ uint8_t rt_loop(rt_state *s)
             rt_fail(s, PBX_CORE_EXIT_PROGRESS);
         }
         if (s->fail_status != 0U || pbx_core_exit_status(&s->core) != 0U) {
-            return rt_exit_status(s);
+            uint8_t status = rt_exit_status(s);
+            rt_log_stop(status);
+            return status;
         }
     }
 }
