@@ -104,11 +104,12 @@ $(PBXD_PORTCHECK): $(PBXD_PCI_linux-x86_64_release)
 # The hosted port tests: the project's runner plus tests/port/*.c, run
 # against the very Linux images built above. They use only base's inline
 # helpers, so they do not wait for libpbx.a.
-PBXD_TEST_SRCS := tests/runner/pbx_test.c $(wildcard tests/port/*.c)
+PBXD_TEST_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
+    $(wildcard tests/port/*.c)
 PBXD_TEST_OBJS := $(PBXD_TEST_SRCS:%.c=$(BUILD)/obj/port-test/%.o)
 PBXD_TEST_BIN  := $(BUILD)/bin/pbx-port-test
 
-$(BUILD)/obj/port-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS)
+$(BUILD)/obj/port-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) tests/sock/pbx_test_sock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
@@ -119,12 +120,13 @@ $(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
 # The end-to-end tests of the Linux binary: the runner plus tests/e2e/*.c
 # and libpbx.a (the wire codec and PBX1 encoder the harness speaks),
 # run against the very Linux debug and release powerboxd images.
-PBXD_E2E_SRCS := tests/runner/pbx_test.c $(wildcard tests/e2e/*.c)
+PBXD_E2E_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
+    $(wildcard tests/e2e/*.c)
 PBXD_E2E_OBJS := $(PBXD_E2E_SRCS:%.c=$(BUILD)/obj/e2e-test/%.o)
 PBXD_E2E_BIN  := $(BUILD)/bin/pbx-e2e-test
 
 $(BUILD)/obj/e2e-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) \
-    $(wildcard tests/e2e/*.h)
+    $(wildcard tests/e2e/*.h) tests/sock/pbx_test_sock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
@@ -154,7 +156,8 @@ ALL_EXTRA   += powerboxd-images
 # The shared gates also cover this part: clang-tidy on every port, driver
 # and test source, cppcheck on the same files, doccheck on the headers.
 PBXD_GATE_SRCS := $(wildcard powerboxd/port/*/*.c powerboxd/portcheck/*.c \
-                  powerboxd/runtime/*.c tests/port/*.c tests/e2e/*.c)
+                  powerboxd/runtime/*.c tests/port/*.c tests/e2e/*.c \
+                  tests/sock/*.c)
 PBXD_TIDY_OKS  := $(PBXD_GATE_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(PBXD_GATE_SRCS)
 $(PBXD_TIDY_OKS): $(PBXD_HEADERS)

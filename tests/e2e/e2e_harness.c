@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "e2e_harness.h"
+#include "../sock/pbx_test_sock.h"
 
 #include "bootstrap/pbx_bootstrap.h"
 #include "core/pbx_core_layout.h"
@@ -235,46 +236,12 @@ void e2e_close(e2e_proc *p)
 
 int e2e_connect(const e2e_proc *p)
 {
-    struct sockaddr_un a;
-    size_t n = strlen(p->name);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || n >= sizeof(a.sun_path)) {
-        return fd < 0 ? -1 : (close(fd), -1);
-    }
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    memcpy(a.sun_path, p->name, n);
-    a.sun_path[0] = '\0';
-    if (connect(fd, (struct sockaddr *)&a,
-                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
-        (void)close(fd);
-        return -1;
-    }
-    return fd;
+    return pbx_test_sock_connect(p->name);
 }
 
 bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 64)];
-        struct cmsghdr align;
-    } ctrl;
-    struct iovec iov = {(void *)buf, len};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (nfds > 0 && nfds <= 64) {
-        memset(&ctrl, 0, sizeof(ctrl));
-        mh.msg_control = ctrl.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-    }
-    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
+    return pbx_test_sock_send(fd, buf, len, fds, nfds);
 }
 
 /* Stores (or closes) the descriptors of one control message. */

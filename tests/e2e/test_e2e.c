@@ -326,8 +326,9 @@ static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
     return e2e_vfsd_resolve_as(scope, e2e_scope_id(scope), obj, ino);
 }
 
-/* ttyd: answers POLICY with ALLOW for the request's session. */
-static bool e2e_ttyd_policy(int ttyd)
+/* ttyd: answers one POLICY with verdict, echoing the request's urgency,
+ * realm and session. */
+static bool e2e_ttyd_verdict(int ttyd, uint8_t verdict)
 {
     uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t out[128];
@@ -339,11 +340,17 @@ static bool e2e_ttyd_policy(int ttyd)
         pbx_ipc_policy_decode(&f, &q) != PBX_OK) {
         return false;
     }
-    pbx_ipc_policy_reply pr = {PBX_IPC_VERDICT_ALLOW, q.ctx.urgency,
-                               q.ctx.realm, q.ctx.session};
+    pbx_ipc_policy_reply pr = {verdict, q.ctx.urgency, q.ctx.realm,
+                               q.ctx.session};
     return pbx_ipc_policy_reply_encode(f.request, &pr, out, sizeof(out), &n) ==
                PBX_OK &&
            e2e_send(ttyd, out, n, NULL, 0);
+}
+
+/* ttyd: answers POLICY with ALLOW for the request's session. */
+static bool e2e_ttyd_policy(int ttyd)
+{
+    return e2e_ttyd_verdict(ttyd, (uint8_t)PBX_IPC_VERDICT_ALLOW);
 }
 
 /* procd: takes INSTALL with the object (checked to be vfsd's object) and
@@ -882,21 +889,7 @@ PBX_TEST(e2e_runtime_reply_alias_once_to_the_broker_then_revoked)
 /* ttyd: answers POLICY with PROMPT (an exceptional request). */
 static bool e2e_ttyd_policy_prompt(int ttyd)
 {
-    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
-    uint8_t out[128];
-    pbx_ipc_frame f;
-    pbx_ipc_policy q;
-    int nfds = 0;
-    size_t n = 0;
-    if (!e2e_frame(ttyd, in, sizeof(in), &f, NULL, &nfds) || nfds != 0 ||
-        pbx_ipc_policy_decode(&f, &q) != PBX_OK) {
-        return false;
-    }
-    pbx_ipc_policy_reply pr = {PBX_IPC_VERDICT_PROMPT, q.ctx.urgency,
-                               q.ctx.realm, q.ctx.session};
-    return pbx_ipc_policy_reply_encode(f.request, &pr, out, sizeof(out), &n) ==
-               PBX_OK &&
-           e2e_send(ttyd, out, n, NULL, 0);
+    return e2e_ttyd_verdict(ttyd, (uint8_t)PBX_IPC_VERDICT_PROMPT);
 }
 
 /* ttyd: takes one PROMPT (within ms) and answers RETRY, or, with approve,

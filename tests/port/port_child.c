@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "port_child.h"
+#include "../sock/pbx_test_sock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -195,46 +196,12 @@ void t_close_all(t_child *c)
 
 int t_connect(const t_child *c)
 {
-    struct sockaddr_un a;
-    size_t n = strlen(c->name);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || n >= sizeof(a.sun_path)) {
-        return -1;
-    }
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    memcpy(a.sun_path, c->name, n);
-    a.sun_path[0] = '\0';
-    if (connect(fd, (struct sockaddr *)&a,
-                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
-        (void)close(fd);
-        return -1;
-    }
-    return fd;
+    return pbx_test_sock_connect(c->name);
 }
 
 bool t_send(int fd, const void *msg, size_t len, const int *fds, int nfds)
 {
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int) * 253)];
-    } ctrl;
-    struct iovec iov = {(void *)msg, len};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&ctrl, 0, sizeof(ctrl));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (nfds > 0 && nfds <= 253) {
-        struct cmsghdr *h = &ctrl.h;
-        mh.msg_control = ctrl.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-        memcpy(CMSG_DATA(h), fds, sizeof(int) * (size_t)nfds);
-    }
-    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
+    return pbx_test_sock_send(fd, msg, len, fds, nfds);
 }
 
 /* Takes the first descriptor out of a received control buffer, closing
