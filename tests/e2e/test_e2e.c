@@ -529,6 +529,16 @@ static bool e2e_ttyd_remove_nack(int ttyd, pbx_ipc_id grant)
            e2e_send(ttyd, out, n, NULL, 0);
 }
 
+/* Closes every descriptor in fds that is open. */
+static void e2e_close_all(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
+    }
+}
+
 /* Plays the peers for request id, committed with scope, from RESOLVE to
  * APPROVED and consumes the grant, which revokes procd's handle; *obj,
  * *handle and *grant are what the peers received (the caller closes the
@@ -581,11 +591,7 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
               e2e_recv(r.p.broker, f, sizeof(f), NULL, 0, NULL, 5000) > 0);
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
     int fds[3] = {scope, obj, handle};
-    for (int i = 0; i < 3; i++) {
-        if (fds[i] >= 0) {
-            (void)close(fds[i]);
-        }
-    }
+    e2e_close_all(fds, 3);
     e2e_run_stop(&r);
 }
 
@@ -619,11 +625,7 @@ PBX_TEST(e2e_refused_remove_does_not_delay_retire)
               rf.status == (uint32_t)PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline);
     int fds[3] = {scope, obj, handle};
-    for (int i = 0; i < 3; i++) {
-        if (fds[i] >= 0) {
-            (void)close(fds[i]);
-        }
-    }
+    e2e_close_all(fds, 3);
     e2e_run_stop(&r);
 }
 
@@ -734,16 +736,6 @@ static bool e2e_job_grant(e2e_run *r, pbx_ipc_id *grant, int *scope, int *obj,
            e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_ACTIVE, *grant) &&
            e2e_launchd_wake(r->p.launchd, id) &&
            e2e_decision(r->p.broker, id, *grant);
-}
-
-/* Closes every descriptor in fds that is open. */
-static void e2e_close_all(const int *fds, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (fds[i] >= 0) {
-            (void)close(fds[i]);
-        }
-    }
 }
 
 PBX_TEST(e2e_expire_only_from_the_broker_endpoint_ends_a_live_grant)
