@@ -68,18 +68,25 @@ typedef enum pbx_core_delete {
 } pbx_core_delete;
 
 /**
- * pbx_core_call is one peer call. The core fills the request half and
- * owns every buffer; the ops layer fills the reply half. On PBX_CORE_IO_OK
- * with send_slot set, the capability was transferred (the slot is empty);
- * on BUSY or FAILED nothing was transferred and no receipt arrived. Every
- * slot in recv_slots is a capability the core owns from that moment.
+ * PBX_CORE_ROUTE_SCOPE names a call through a request's committed scope
+ * (vfsd answers behind it). It is a call route, never a startup route:
+ * it has no park queue and is not counted in PBX_CORE_ROUTE_COUNT.
+ */
+#define PBX_CORE_ROUTE_SCOPE 4U
+
+/**
+ * pbx_core_call is one split-phase peer call. The core fills the request
+ * half and hands it to ops.send, which queues the frame without waiting;
+ * the reply half describes a reply event (pbx_core_on_peer_reply) once
+ * the core matched it to this call. Every buffer is borrowed for the
+ * duration of the one function call that sees it.
  */
 typedef struct pbx_core_call {
-    /** Peer route to call, used when via_slot is PBX_CORE_SLOT_NONE. */
+    /** Route to send on (pbx_core_route, or PBX_CORE_ROUTE_SCOPE). */
     uint32_t route;
     /** Held slot to invoke instead of a route (the request scope). */
     uint32_t via_slot;
-    /** Frame to send: frame_len bytes, valid during the call only. */
+    /** Frame to send: frame_len bytes, valid during ops.send only. */
     const uint8_t *frame;
     /** Bytes in frame. */
     size_t frame_len;
@@ -87,15 +94,13 @@ typedef struct pbx_core_call {
     uint32_t send_slot;
     /** True: send a copy and keep send_slot; false: move it on OK. */
     bool send_copy;
-    /** Core-owned reply buffer of reply_cap bytes. */
-    uint8_t *reply;
-    /** Capacity of reply in bytes. */
-    size_t reply_cap;
-    /** Out: reply bytes written (at most reply_cap). */
+    /** Reply bytes of a matched reply event (core-internal). */
+    const uint8_t *reply;
+    /** Bytes in reply. */
     size_t reply_len;
-    /** Out: slots now holding receipts that arrived with the reply. */
+    /** Slots now holding receipts that arrived with the reply. */
     uint32_t recv_slots[PBX_CORE_RECV_SLOTS_MAX];
-    /** Out: number of valid entries in recv_slots. */
+    /** Number of valid entries in recv_slots. */
     size_t recv_count;
 } pbx_core_call;
 
@@ -104,8 +109,14 @@ typedef struct pbx_core_call {
  * pointer given to pbx_core_init. The table and user must outlive ctx.
  */
 typedef struct pbx_core_ops {
-    /** Performs one peer call (see pbx_core_call). */
-    pbx_core_io (*call)(void *user, pbx_core_call *call);
+    /**
+     * Queues the request half of call without waiting for anything. OK:
+     * the frame (and the capability: moved, or copied when send_copy) is
+     * on its way and the reply will come as an event; BUSY: backpressure,
+     * nothing was sent or transferred; FAILED: the route or scope cannot
+     * carry it (gone, or refused), nothing was transferred.
+     */
+    pbx_core_io (*send)(void *user, const pbx_core_call *call);
     /** Queries slot into *out (kind, rights, provenance); cannot fail. */
     void (*slot_query)(void *user, uint32_t slot, pbx_capabi_observed *out);
     /** Deletes exactly the capability in slot. */
@@ -192,13 +203,6 @@ typedef enum pbx_core_queue_id {
     /** Transient slots whose unwanted receipt awaits deletion retry. */
     PBX_CORE_Q_ORPHAN,
     /**
-     * Requests whose RESOLVE the scope capability pushed back on. No
-     * route's writability says when a caller-supplied scope can take the
-     * call again, so they go back to the intake lane on the next public
-     * frame (pbx_core_on_public), never in a tight loop.
-     */
-    PBX_CORE_Q_PARK_SCOPE,
-    /**
      * Requests whose retained work met a transient deletion or an inexact
      * peer answer: retried on the next tick (pbx_core_on_tick), never
      * polled. Back to the intake lane.
@@ -208,9 +212,33 @@ typedef enum pbx_core_queue_id {
     PBX_CORE_Q_DEFER_GRANT,
     /** Orphan receipts whose deletion stayed transient; tick-paced. */
     PBX_CORE_Q_DEFER_ORPHAN,
+    /**
+     * Requests waiting for a call record: their class's window was full
+     * (or the calls pool was). Back to the intake lane whenever any call
+     * ends, never on route writability (which would spin).
+     */
+    PBX_CORE_Q_WAIT_CALL_REQUEST,
+    /** Grants waiting for a call record the same way; back to the grant
+     * cleanup lane whenever any call ends. */
+    PBX_CORE_Q_WAIT_CALL_GRANT,
+    /**
+     * Outstanding calls, one FIFO per deadline class (PBX_BOOTSTRAP_TIME_*
+     * below PBX_CORE_CALL_CLASSES): every call of a class has the same
+     * timeout and the runtime's clock never goes back, so each FIFO is
+     * sorted by deadline and its head is the next to expire.
+     */
+    PBX_CORE_Q_CALLS,
     /** Number of queues; not a queue. */
-    PBX_CORE_Q_COUNT
+    PBX_CORE_Q_COUNT = PBX_CORE_Q_CALLS + 5
 } pbx_core_queue_id;
+
+/**
+ * PBX_CORE_CALL_CLASSES is the number of deadline classes of outstanding
+ * calls: vfsd, ttyd, procd, a caller's scope and a trusted prompt, in
+ * PBX_BOOTSTRAP_TIME_* order. Each class has its own window of
+ * call_window outstanding calls.
+ */
+#define PBX_CORE_CALL_CLASSES 5U
 
 /**
  * PBX_CORE_PUBLIC_ORPHANS_MAX caps the transient-slot records that
@@ -284,6 +312,23 @@ typedef struct pbx_core_ctx {
      * frames and await deletion (at most PBX_CORE_PUBLIC_ORPHANS_MAX).
      */
     uint32_t public_orphans;
+    /** Outstanding calls allowed per deadline class (PBX1 call_window). */
+    uint32_t call_window;
+    /** Timeout per deadline class in milliseconds (PBX1 time_ms). */
+    uint32_t call_ms[PBX_CORE_CALL_CLASSES];
+    /** Outstanding calls per deadline class. */
+    uint32_t calls_out[PBX_CORE_CALL_CLASSES];
+    /**
+     * The latest time the runtime reported (pbx_core_on_time), in its
+     * milliseconds; never goes back. The core reads no clock.
+     */
+    uint64_t now_ms;
+    /** Peer replies refused since init because they matched no live
+     * call (saturating); an observable for tests and the simulator. */
+    uint32_t replies_refused;
+    /** Calls ended by their deadline or a lost route since init
+     * (saturating). */
+    uint32_t calls_expired;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */
@@ -298,8 +343,6 @@ typedef struct pbx_core_ctx {
     uint32_t fsm_hits[PBX_CORE_FSM_ROWS];
     /** Scratch frame for outgoing peer calls and wakes. */
     uint8_t frame[PBX_CORE_FRAME_BYTES_MAX];
-    /** Scratch buffer for peer replies. */
-    uint8_t reply[PBX_CORE_FRAME_BYTES_MAX];
 } pbx_core_ctx;
 
 /**
@@ -356,9 +399,7 @@ void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity);
  * pbx_core_on_public handles one public frame of len bytes that arrived on
  * the public route with badge (the caller identity the kernel vouched
  * for) together with slot_count received capabilities in slots (each now
- * the core's). It writes the reply into *out. Every public frame first
- * returns the requests parked on scope backpressure (PBX_CORE_Q_PARK_SCOPE)
- * to the intake lane, in O(1). Returns PBX_OK whenever a
+ * the core's). It writes the reply into *out. Returns PBX_OK whenever a
  * reply (possibly an error reply) was produced; PBX_E_CORE_INTAKE_HELD,
  * not a fail-stop, when the frame carries more capabilities than the core
  * could track should their deletion stay transient (never while
@@ -425,6 +466,67 @@ void pbx_core_on_route_ready(pbx_core_ctx *ctx, pbx_core_route route);
  */
 pbx_err pbx_core_on_reply_delivered(pbx_core_ctx *ctx, uint32_t token,
                                     uint32_t generation, bool delivered);
+
+/**
+ * pbx_core_on_peer_reply handles one reply of len bytes that arrived on
+ * route (pbx_core_route, or PBX_CORE_ROUTE_SCOPE with via_slot naming the
+ * scope it came through; otherwise via_slot is PBX_CORE_SLOT_NONE) with
+ * slot_count received capabilities in slots (each now the core's). The
+ * reply is matched to its outstanding call by what it echoes: the call's
+ * sequence (header seq), route (and scope), operation (with the reply
+ * bit) and header identity (request or grant, with generation). A match
+ * ends that call exactly once and its step judges the reply strictly;
+ * anything else (no such call, a call that already ended by its
+ * deadline, cancellation or a lost route, a frame too short to echo
+ * anything) is refused: every receipt it carried is deleted and nothing
+ * else changes. Returns PBX_OK, PBX_E_CORE_INTAKE_HELD (nothing taken, the
+ * slots are still the caller's) when slot_count exceeds what the core can
+ * track now (see pbx_core_peer_ready), or a fail-stop error.
+ */
+pbx_err pbx_core_on_peer_reply(pbx_core_ctx *ctx, uint32_t route,
+                               uint32_t via_slot, const uint8_t *frame,
+                               size_t len, const uint32_t *slots,
+                               size_t slot_count);
+
+/**
+ * pbx_core_peer_ready reports whether the core can take a peer reply with
+ * up to PBX_CORE_RECV_SLOTS_MAX capabilities now (a record is free to
+ * track each should its deletion stay transient). While it is false the
+ * runtime leaves replies queued in the kernel. Pure, O(1).
+ */
+bool pbx_core_peer_ready(const pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_on_time tells the core the runtime's monotonic time now_ms (a
+ * value that never goes back; an earlier one is ignored). Every
+ * outstanding call whose deadline is at or before it ends: an unanswered
+ * prompt ends its request DENIED (reason PROMPT_TIMEOUT), a resolution,
+ * policy, install, detach or ACTIVE call ends its request without
+ * authority (reason PEER_TIMEOUT), and a cleanup call (DETACH in
+ * release, REMOVE, RETIRE, WITHDRAW) is retried on a later tick, never
+ * abandoned. Work per call ended is O(1); cannot fail except by a
+ * fail-stop the ended steps raise, returned as its error.
+ */
+pbx_err pbx_core_on_time(pbx_core_ctx *ctx, uint64_t now_ms);
+
+/**
+ * pbx_core_next_deadline stores in *at_ms the earliest deadline of any
+ * outstanding call and returns true, or returns false when no call is
+ * outstanding. O(PBX_CORE_CALL_CLASSES).
+ */
+bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms);
+
+/**
+ * pbx_core_on_route_down tells the core that route (below
+ * PBX_CORE_ROUTE_COUNT) stopped carrying replies (the peer hung up): every
+ * call outstanding on it ends as if its deadline had passed. Later sends
+ * on it are the ops layer's to refuse (FAILED). Returns PBX_OK or a
+ * fail-stop error the ended steps raised.
+ */
+pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route);
+
+/** pbx_core_calls_outstanding returns how many calls are outstanding. */
+uint32_t pbx_core_calls_outstanding(const pbx_core_ctx *ctx);
 
 /** pbx_core_exit_status returns the pbx_core_exit of a fail-stop, or 0. */
 pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx);

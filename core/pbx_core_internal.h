@@ -37,6 +37,13 @@
 #define PBX_CORE_REQ_F_RETIRE 0x0010U
 
 /**
+ * PBX_CORE_REQ_F_PROMPT: a PROMPT went to ttyd and no exact answer came
+ * back, so the prompt may be showing or queued there: release withdraws
+ * it (WITHDRAW) before the decision is published.
+ */
+#define PBX_CORE_REQ_F_PROMPT 0x0020U
+
+/**
  * PBX_CORE_TSLOT_SPARE is how many transient-slot records BEGIN leaves
  * free for receipts whose deletion must be retried (one peer reply's
  * worth), so a transient deletion failure finds a record to wait in. The
@@ -59,6 +66,61 @@
 #define PBX_CORE_GRANT_F_INSTALL 0x0001U
 /** PBX_CORE_GRANT_F_APPROVED: the approval is visible (decision made). */
 #define PBX_CORE_GRANT_F_APPROVED 0x0002U
+/**
+ * PBX_CORE_GRANT_F_ROW: the ACTIVE row went to ttyd, so ttyd may show it:
+ * cleanup owes a REMOVE. A grant whose row never left needs none.
+ */
+#define PBX_CORE_GRANT_F_ROW 0x0004U
+/** PBX_CORE_GRANT_F_REMOVED: ttyd acknowledged the REMOVE row exactly. */
+#define PBX_CORE_GRANT_F_REMOVED 0x0008U
+/** PBX_CORE_GRANT_F_RETIRED: vfsd acknowledged the RETIRE exactly. */
+#define PBX_CORE_GRANT_F_RETIRED 0x0010U
+
+/**
+ * pbx_core_call_kind names the step that sent an outstanding call, which
+ * is the step that judges its reply (or its absence).
+ */
+typedef enum pbx_core_call_kind {
+    /** RESOLVE through the request's scope. */
+    PBX_CORE_CALL_RESOLVE = 1,
+    /** Session POLICY at ttyd. */
+    PBX_CORE_CALL_POLICY,
+    /** Trusted PROMPT at ttyd. */
+    PBX_CORE_CALL_PROMPT,
+    /** INSTALL at procd. */
+    PBX_CORE_CALL_INSTALL,
+    /** DETACH of an installed object before approval. */
+    PBX_CORE_CALL_DETACH,
+    /** VIEW ACTIVE at ttyd before approval. */
+    PBX_CORE_CALL_ACTIVE,
+    /** DETACH of a terminal request's object copy (release). */
+    PBX_CORE_CALL_RELEASE_DETACH,
+    /** RETIRE of an object a refused or lost INSTALL may have placed. */
+    PBX_CORE_CALL_REQ_RETIRE,
+    /** WITHDRAW of a prompt that may be showing (release). */
+    PBX_CORE_CALL_WITHDRAW,
+    /** VIEW REMOVE of a grant's row (grant cleanup). */
+    PBX_CORE_CALL_REMOVE,
+    /** RETIRE of a grant's object (grant cleanup). */
+    PBX_CORE_CALL_RETIRE
+} pbx_core_call_kind;
+
+/** pbx_core_call_spec says who sends a call, for what, and how long it
+ * may stay outstanding. */
+typedef struct pbx_core_call_spec {
+    /** Which step sends it (pbx_core_call_kind). */
+    uint32_t kind;
+    /** Deadline class (PBX_BOOTSTRAP_TIME_*, below PBX_CORE_CALL_CLASSES). */
+    uint32_t clazz;
+    /** Owner pool: requests or grants. */
+    pbx_bootstrap_pool owner_pool;
+    /** Owner index. */
+    uint32_t owner;
+    /** Operation sent (pbx_ipc_op, without the reply bit). */
+    uint16_t op;
+    /** Header identity sent, which the reply must echo. */
+    pbx_ipc_id id;
+} pbx_core_call_spec;
 
 /** pbx_core_rec returns record index of pool (index below capacity). */
 void *pbx_core_rec(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
@@ -306,6 +368,45 @@ uint32_t pbx_core_index_head(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
  */
 uint32_t pbx_core_index_next(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
                              uint32_t index);
+
+/**
+ * pbx_core_call_send stamps c's frame (ctx->frame) with a fresh call
+ * sequence and sends it for spec's owner. OK: sent, the call is
+ * outstanding and recorded in the owner; BUSY: the owner is queued
+ * (parked on the route after backpressure, deferred to a tick for a
+ * scope, or waiting for a call record while the class window is full),
+ * nothing was sent; FAILED: nothing was sent or transferred.
+ */
+pbx_core_io pbx_core_call_send(pbx_core_ctx *ctx, pbx_core_call *c,
+                               const pbx_core_call_spec *spec);
+
+/**
+ * pbx_core_call_cancel ends outstanding call o of an owner that no longer
+ * waits for it (cancellation): its reply, should it come, matches nothing.
+ */
+void pbx_core_call_cancel(pbx_core_ctx *ctx, uint32_t o);
+
+/**
+ * pbx_core_judge hands a call's reply (c, or NULL when none will come:
+ * deadline or lost route) to the step of kind that sent it, for owner.
+ * Returns PBX_OK or a fail-stop error.
+ */
+pbx_err pbx_core_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
+                       const pbx_core_call *c);
+
+/**
+ * pbx_core_progress_judge judges a reply (or its absence, c NULL) to a
+ * call request i sent in progression or release.
+ */
+pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
+                                const pbx_core_call *c);
+
+/**
+ * pbx_core_cleanup_judge judges a reply (or its absence, c NULL) to a
+ * release or grant cleanup call of kind for owner.
+ */
+pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind,
+                               uint32_t owner, const pbx_core_call *c);
 
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);

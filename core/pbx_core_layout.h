@@ -133,10 +133,16 @@ typedef struct pbx_core_request {
     /** Receipts that arrived for this request, were refused and still
      * await deletion in the orphan lane; its decision waits for zero. */
     uint32_t orphans;
+    /** The one outstanding call of this request, or PBX_CORE_NIL. */
+    uint32_t call;
     /** Terminal status chosen for the decision (pbx_core_status). */
     uint16_t outcome;
     /** Request flags (PBX_CORE_REQ_F_*). */
     uint16_t flags;
+    /** Why a DENIED decision was denied (pbx_ipc_reason), else 0. */
+    uint16_t reason;
+    /** Reserved, zero. */
+    uint16_t reserved;
 } pbx_core_request;
 
 /**
@@ -167,6 +173,10 @@ typedef struct pbx_core_grant {
     uint32_t request_generation;
     /** Badge (caller connection) that began the request; owns the grant. */
     uint32_t caller_badge;
+    /** Outstanding REMOVE call at ttyd, or PBX_CORE_NIL. */
+    uint32_t call_remove;
+    /** Outstanding RETIRE call at vfsd, or PBX_CORE_NIL. */
+    uint32_t call_retire;
     /** Why the grant ends (pbx_core_status), 0 while live. */
     uint16_t end_reason;
     /** Grant flags (PBX_CORE_GRANT_F_*). */

@@ -1,8 +1,9 @@
 /*
- * pbx_core_peer.c: typed private-peer calls. Each call encodes a canonical
- * frame, performs one ops call, decodes the reply strictly, checks that
- * it answers exactly this request, and keeps at most the one receipt the
- * reply may carry; every other receipt is deleted.
+ * pbx_core_peer.c: helpers of the typed private-peer calls. Each step
+ * encodes a canonical frame and sends it (pbx_core_calls.c); its judge
+ * later decodes the matched reply strictly, checks that it answers
+ * exactly this request, and keeps at most the one receipt the reply may
+ * carry; every other receipt is deleted.
  */
 #include "core/pbx_core_peer.h"
 
@@ -15,8 +16,7 @@ void pbx_core_call_init(pbx_core_ctx *ctx, pbx_core_call *c, uint32_t route,
     c->frame_len = frame_len;
     c->send_slot = PBX_CORE_SLOT_NONE;
     c->send_copy = false;
-    c->reply = ctx->reply;
-    c->reply_cap = sizeof(ctx->reply);
+    c->reply = NULL;
     c->reply_len = 0;
     c->recv_count = 0;
 }
@@ -58,7 +58,7 @@ pbx_err pbx_core_reply_frame(const pbx_core_call *c, uint16_t op, pbx_ipc_id id,
                              pbx_ipc_frame *f)
 {
     size_t caps = c->recv_count;
-    if (caps > PBX_CORE_RECV_SLOTS_MAX || c->reply_len > c->reply_cap) {
+    if (caps > PBX_CORE_RECV_SLOTS_MAX || c->reply == NULL) {
         return PBX_E_CORE_PEER_REPLY;
     }
     pbx_err err =

@@ -9,7 +9,7 @@
 
 /**
  * pbx_core_call_init prepares c to send frame_len bytes of ctx->frame to
- * route, with the reply landing in ctx->reply; nothing is transferred.
+ * route; nothing is transferred and no reply is attached.
  */
 void pbx_core_call_init(pbx_core_ctx *ctx, pbx_core_call *c, uint32_t route,
                         size_t frame_len);
@@ -39,20 +39,4 @@ bool pbx_core_receipt_ok(pbx_core_ctx *ctx, uint32_t slot,
 void pbx_core_park(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index,
                    pbx_core_route route);
 
-/**
- * pbx_core_detach gives request i's object copy back to vfsd (or deletes
- * it when vfsd cannot take it); *done says the object is no longer held,
- * *exact that vfsd acknowledged with the status-zero reply echoing the
- * request and the object's full identity. BUSY parks the request on the
- * vfsd route (both false).
- */
-pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done, bool *exact);
-
-/**
- * pbx_core_view publishes or removes grant g's full row at ttyd; *acked
- * is true only for the exact echo; unwanted receipts are owned by request
- * owner (or PBX_CORE_NIL) until deleted. Returns the call outcome.
- */
-pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
-                          uint32_t owner, bool *acked);
 #endif /* PBX_CORE_PEER_H */

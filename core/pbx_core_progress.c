@@ -2,13 +2,25 @@
  * pbx_core_progress.c: one transition per retained request step, through
  * scoped resolution, session policy, the deferred trusted prompt, grant
  * installation (or runtime alias derivation), detach and the ACTIVE view.
+ * Each step that calls a peer sends its call and returns; the matched
+ * reply, or its absence at the deadline, comes back to the step's judge
+ * (pbx_core_progress_judge), so no request ever waits on another's call.
  */
 #include "core/pbx_core_peer.h"
 
-/* Ends request i on a denial-class outcome. */
-static void pbx_core_deny(pbx_core_ctx *ctx, uint32_t i)
+/* Ends request i on a denial-class outcome, saying why (pbx_ipc_reason). */
+static void pbx_core_deny(pbx_core_ctx *ctx, uint32_t i, uint16_t reason)
 {
+    pbx_core_req(ctx, i)->reason = reason;
     pbx_core_req_terminate(ctx, i, PBX_CORE_EV_DENY, PBX_IPC_OUTCOME_DENIED);
+}
+
+/* The denial reason when a call's answer is missing (c NULL: deadline or
+ * lost route) or unusable. */
+static uint16_t pbx_core_no_answer(const pbx_core_call *c)
+{
+    return c == NULL ? (uint16_t)PBX_IPC_REASON_PEER_TIMEOUT
+                     : (uint16_t)PBX_IPC_REASON_PEER_FAILED;
 }
 
 /* Moves request i by event and puts it back on the intake lane. */
@@ -19,16 +31,21 @@ static void pbx_core_advance(pbx_core_ctx *ctx, uint32_t i, pbx_core_event ev)
     pbx_core_enqueue(ctx, PBX_CORE_Q_INTAKE, i);
 }
 
-/* Performs c; BUSY parks request i on route and reports false. */
-static bool pbx_core_req_call(pbx_core_ctx *ctx, uint32_t i, pbx_core_call *c,
-                              pbx_core_route route, pbx_core_io *io)
+/* Sends c for request i as kind, with the request's identity, in
+ * deadline class clazz. OK: outstanding; BUSY: request i is queued to
+ * try again; FAILED: nothing left powerboxd and the request is denied. */
+static pbx_core_io pbx_core_req_send(pbx_core_ctx *ctx, uint32_t i,
+                                     pbx_core_call *c, uint32_t kind,
+                                     uint32_t clazz, uint16_t op)
 {
-    *io = ctx->ops->call(ctx->ops_user, c);
-    if (*io == PBX_CORE_IO_BUSY) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, route);
-        return false;
+    pbx_core_call_spec spec = {
+        kind, clazz, PBX_BOOTSTRAP_POOL_REQUESTS, i, op,
+        pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i)};
+    pbx_core_io io = pbx_core_call_send(ctx, c, &spec);
+    if (io == PBX_CORE_IO_FAILED) {
+        pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
     }
-    return true;
+    return io;
 }
 
 /* The committed scope's identity as the ops layer reports it (0: unknown,
@@ -112,7 +129,6 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
                          sel};
     size_t n = 0;
     pbx_core_call c;
-    pbx_core_io io;
     pbx_core_selector_copy(ctx, r, sel, sizeof(sel));
     pbx_mem_copy(q.selector_digest, r->ctx.selector_digest,
                  PBX_IPC_DIGEST_BYTES);
@@ -120,31 +136,33 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
         pbx_ipc_resolve_encode(pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i),
                                &q, ctx->frame, sizeof(ctx->frame), &n);
     PBX_ASSERT(err == PBX_OK);
-    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_SCOPE, n);
     /* Resolution goes only through the committed scope. */
     c.via_slot = pbx_core_tslot_at(ctx, r->scope_tslot)->slot;
-    io = ctx->ops->call(ctx->ops_user, &c);
-    if (io == PBX_CORE_IO_BUSY) {
-        /* The scope, not vfsd's route, pushed back: no route readiness
-         * covers it, so the request waits for the next public frame. */
-        pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
-        pbx_core_enqueue(ctx, PBX_CORE_Q_PARK_SCOPE, i);
-        return PBX_OK;
-    }
-    pbx_core_event ev = io == PBX_CORE_IO_OK
-                            ? pbx_core_resolve_judge(ctx, i, &c)
-                            : PBX_CORE_EV_DENY;
+    (void)pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_RESOLVE,
+                            PBX_BOOTSTRAP_TIME_SCOPE, PBX_IPC_OP_RESOLVE);
+    return PBX_OK;
+}
+
+/* Judges RESOLVE's reply (c NULL: none came) for request i. */
+static pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
+                                      const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_event ev =
+        c != NULL ? pbx_core_resolve_judge(ctx, i, c) : PBX_CORE_EV_DENY;
 #ifdef PBX_PLANT_NOT_FOUND_ON_TRANSPORT
     /* PLANTED BUG (simulator proof only): transport absence reported as
      * NOT_FOUND. */
-    ev = io != PBX_CORE_IO_OK ? PBX_CORE_EV_NOT_FOUND : ev;
+    ev = c == NULL ? PBX_CORE_EV_NOT_FOUND : ev;
 #endif
     size_t keep = ev == PBX_CORE_EV_RESOLVED ? 1U : 0U;
     if (keep == 1U) {
-        pbx_core_tslot_hold(ctx, r->object_tslot, c.recv_slots[0],
+        pbx_core_tslot_hold(ctx, r->object_tslot, c->recv_slots[0],
                             PBX_CAPABI_RECEIPT_OBJECT);
     }
-    if (pbx_core_drop_receipts(ctx, &c, keep, i) == PBX_CORE_DELETE_REJECTED) {
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, keep, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_RESOLVED) {
@@ -152,7 +170,9 @@ static pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
     } else if (ev == PBX_CORE_EV_NOT_FOUND) {
         pbx_core_req_terminate(ctx, i, ev, PBX_IPC_OUTCOME_NOT_FOUND);
     } else {
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i,
+                      c == NULL ? (uint16_t)PBX_IPC_REASON_PEER_TIMEOUT
+                                : (uint16_t)PBX_IPC_REASON_RESOLVE);
     }
     return PBX_OK;
 }
@@ -214,26 +234,35 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     size_t n = 0;
     pbx_core_call c;
-    pbx_core_io io;
+    PBX_ASSERT(pbx_ipc_policy_encode(id, &q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    (void)pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_POLICY,
+                            PBX_BOOTSTRAP_TIME_TTYD, PBX_IPC_OP_POLICY);
+    return PBX_OK;
+}
+
+/* Judges POLICY's reply (c NULL: none came) for request i. */
+static pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
+                                     const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     pbx_ipc_frame f;
     pbx_ipc_policy_reply pr;
+    uint16_t reason = pbx_core_no_answer(c);
     /* Routine or exceptional is the request's own launchd-authenticated
      * context, never ttyd's echo of it: the echo must match, but a wrong
      * echo alone can then never turn an exceptional request routine. */
     bool exceptional =
         r->ctx.ctx.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL;
-    PBX_ASSERT(pbx_ipc_policy_encode(id, &q, ctx->frame, sizeof(ctx->frame),
-                                     &n) == PBX_OK);
-    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_TTYD, &io)) {
-        return PBX_OK;
-    }
     pbx_core_event ev = PBX_CORE_EV_DENY;
-    if (io == PBX_CORE_IO_OK &&
-        pbx_core_reply_frame(&c, PBX_IPC_OP_POLICY, id, &f) == PBX_OK &&
+    if (c != NULL &&
+        pbx_core_reply_frame(c, PBX_IPC_OP_POLICY, id, &f) == PBX_OK &&
         pbx_ipc_policy_reply_decode(&f, &pr) == PBX_OK &&
         pr.urgency == r->ctx.ctx.urgency && pr.realm == r->ctx.ctx.realm &&
         pr.session == r->ctx.ctx.session) {
+        reason = PBX_IPC_REASON_POLICY;
         /* Only a routine request may be allowed without a prompt. */
         if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_ALLOW && !exceptional) {
             ev = PBX_CORE_EV_ALLOW;
@@ -257,11 +286,12 @@ static pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
             pbx_core_prompt_open(ctx, i);
         }
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_DENY) {
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, reason);
     } else {
         pbx_core_advance(ctx, i, ev);
     }
@@ -289,9 +319,6 @@ static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     size_t n = 0;
     pbx_core_call c;
-    pbx_core_io io;
-    pbx_ipc_frame f;
-    pbx_ipc_prompt_reply a;
     pbx_mem_copy(&q.ctx, &r->ctx.ctx, sizeof(q.ctx));
     pbx_mem_copy(&q.label, &r->ctx.label, sizeof(q.label));
     q.object = pbx_core_req_object(ctx, r);
@@ -303,12 +330,30 @@ static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
     PBX_ASSERT(pbx_ipc_prompt_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_TTYD, &io)) {
-        return PBX_OK;
+    if (pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_PROMPT,
+                          PBX_BOOTSTRAP_TIME_PROMPT,
+                          PBX_IPC_OP_PROMPT) == PBX_CORE_IO_OK) {
+        /* ttyd may show it from now on until an exact answer: a request
+         * that ends otherwise withdraws it. */
+        r->flags |= PBX_CORE_REQ_F_PROMPT;
     }
+    return PBX_OK;
+}
+
+/* Judges PROMPT's reply (c NULL: none came before the deadline: the
+ * request ends DENIED, saying the prompt timed out) for request i. */
+static pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t i,
+                                     const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    pbx_ipc_frame f;
+    pbx_ipc_prompt_reply a;
+    uint16_t reason = c == NULL ? (uint16_t)PBX_IPC_REASON_PROMPT_TIMEOUT
+                                : (uint16_t)PBX_IPC_REASON_PEER_FAILED;
     pbx_core_event ev = PBX_CORE_EV_DENY;
-    if (io == PBX_CORE_IO_OK &&
-        pbx_core_reply_frame(&c, PBX_IPC_OP_PROMPT, id, &f) == PBX_OK &&
+    if (c != NULL &&
+        pbx_core_reply_frame(c, PBX_IPC_OP_PROMPT, id, &f) == PBX_OK &&
         pbx_ipc_prompt_reply_decode(&f, &a) == PBX_OK) {
         if (a.retry) {
             ev = PBX_CORE_EV_RETRY;
@@ -316,24 +361,31 @@ static pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
             ((pbx_core_prompt *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_PROMPTS,
                                              r->prompt))
                 ->answer = a.answer;
+            /* An exact answer: the prompt is no longer showing. */
+            r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
+            reason = PBX_IPC_REASON_USER;
             ev = a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE ? PBX_CORE_EV_ALLOW
                                                              : PBX_CORE_EV_DENY;
         }
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (ev == PBX_CORE_EV_RETRY) {
-        /* Keep the exact request; ask again once ttyd is writable. */
+        /* Keep the exact request; ask again on a later tick (ttyd took
+         * the call, so its route is writable and writability would ask
+         * again at once). */
         pbx_core_prompt *p = (pbx_core_prompt *)pbx_core_rec(
             ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
         p->retries = p->retries == UINT32_MAX ? p->retries : p->retries + 1U;
+        r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
         pbx_core_req_move(ctx, i, ev);
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_TTYD);
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     } else if (ev == PBX_CORE_EV_ALLOW) {
         pbx_core_advance(ctx, i, ev);
     } else {
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, reason);
     }
     return PBX_OK;
 }
@@ -398,35 +450,47 @@ static pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
         r->ctx.ctx.operation, r->ctx.ctx.object_class, r->ctx.ctx.lifetime};
     size_t n = 0;
     pbx_core_call c;
-    pbx_core_io io;
-    uint32_t slot = 0;
     PBX_ASSERT(pbx_ipc_install_encode(
                    pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i), &q,
                    ctx->frame, sizeof(ctx->frame), &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_PROCD, n);
     c.send_slot = pbx_core_tslot_at(ctx, r->object_tslot)->slot;
     c.send_copy = true;
-    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_PROCD, &io)) {
-        return PBX_OK;
+    if (pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_INSTALL,
+                          PBX_BOOTSTRAP_TIME_PROCD,
+                          PBX_IPC_OP_INSTALL) == PBX_CORE_IO_OK) {
+        /* The object went out: procd may install it whatever it answers,
+         * or if no answer comes, and deleting a refused handle need not
+         * cut that install. Until an exact handle is accepted, release
+         * retires the object at vfsd, cutting every copy, before any
+         * decision is published. */
+        r->flags |= PBX_CORE_REQ_F_RETIRE;
     }
-    bool ok = io == PBX_CORE_IO_OK && pbx_core_install_judge(ctx, i, &c, &slot);
+    return PBX_OK;
+}
+
+/* Judges INSTALL's reply (c NULL: none came) for request i. */
+static pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t i,
+                                      const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    uint32_t slot = 0;
+    bool ok = c != NULL && pbx_core_install_judge(ctx, i, c, &slot);
     if (ok) {
-        pbx_core_tslot_hold(ctx, r->handle_tslot, c.recv_slots[0],
+        pbx_core_tslot_hold(ctx, r->handle_tslot, c->recv_slots[0],
                             PBX_CAPABI_RECEIPT_REVOCATION);
     }
-    if (pbx_core_drop_receipts(ctx, &c, ok ? 1U : 0U, i) ==
-        PBX_CORE_DELETE_REJECTED) {
+    if (c != NULL && pbx_core_drop_receipts(ctx, c, ok ? 1U : 0U, i) ==
+                         PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
     if (!ok) {
-        /* The object went out: procd may have installed it whatever it
-         * answered (or if the reply was lost), and deleting the refused
-         * handle need not cut that install. Release retires the object at
-         * vfsd, cutting every copy, before DENIED is published. */
-        r->flags |= PBX_CORE_REQ_F_RETIRE;
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, pbx_core_no_answer(c));
         return PBX_OK;
     }
+    /* The grant's own cleanup (revoke, REMOVE, RETIRE) covers the object
+     * from here on. */
+    r->flags &= (uint16_t)~PBX_CORE_REQ_F_RETIRE;
     pbx_core_grant_fill(ctx, i, slot);
     pbx_core_advance(ctx, i, PBX_CORE_EV_INSTALLED);
     return PBX_OK;
@@ -444,7 +508,7 @@ static pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
         return PBX_OK;
     }
     if (io != PBX_CORE_IO_OK) {
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
         return PBX_OK;
     }
     pbx_core_tslot_hold(ctx, r->handle_tslot, alias, PBX_CAPABI_RECEIPT_ALIAS);
@@ -453,7 +517,7 @@ static pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
             PBX_CORE_DELETE_REJECTED) {
             return PBX_E_CORE_CLEANUP_REJECTED;
         }
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
         return PBX_OK;
     }
     pbx_core_grant_fill(ctx, i, 0U);
@@ -461,61 +525,54 @@ static pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
     return PBX_OK;
 }
 
-/* Gives powerboxd's own object copy back to vfsd. *done says the object
- * is gone (moved to vfsd, or deleted after vfsd could not take it);
- * *exact says vfsd acknowledged exactly: a status-zero DETACH reply that
- * echoes this request and the object's full identity. */
-pbx_err pbx_core_detach(pbx_core_ctx *ctx, uint32_t i, bool *done, bool *exact)
+/* Sends DETACH: powerboxd's own object copy goes back to vfsd (moved,
+ * so once sent it is no longer held, whatever vfsd answers). kind says
+ * whether progression (approval waits for the exact acknowledgement) or
+ * release (only the move matters) sent it. */
+pbx_core_io pbx_core_detach_send(pbx_core_ctx *ctx, uint32_t i, uint32_t kind)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_detach q = {pbx_core_req_object(ctx, r)};
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     size_t n = 0;
     pbx_core_call c;
-    pbx_core_io io;
-    pbx_ipc_frame f;
-    pbx_ipc_detach ack;
-    *done = false;
-    *exact = false;
     PBX_ASSERT(pbx_ipc_detach_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
     c.send_slot = pbx_core_tslot_at(ctx, r->object_tslot)->slot;
-    if (!pbx_core_req_call(ctx, i, &c, PBX_CORE_ROUTE_VFSD, &io)) {
-        return PBX_OK;
-    }
+    pbx_core_call_spec spec = {kind, PBX_BOOTSTRAP_TIME_VFSD,
+                               PBX_BOOTSTRAP_POOL_REQUESTS, i,
+                               PBX_IPC_OP_DETACH, id};
+    pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
     if (io == PBX_CORE_IO_OK) {
-        /* The move happened: the slot is vfsd's now, whatever the ack. */
+        /* The move happened: the slot is vfsd's now. */
         pbx_core_tslot_drop(ctx, r->object_tslot);
-        *exact =
-            pbx_core_reply_frame(&c, PBX_IPC_OP_DETACH, id, &f) == PBX_OK &&
-            pbx_ipc_detach_reply_decode(&f, &ack) == PBX_OK &&
-            ack.object.id == q.object.id && ack.object.gen == q.object.gen;
-    } else if (pbx_core_delete_tslot(ctx, r->object_tslot) !=
-               PBX_CORE_DELETE_OK) {
-        return pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE
-                   ? PBX_E_CORE_CLEANUP_REJECTED
-                   : PBX_OK;
     }
-    if (pbx_core_drop_receipts(ctx, &c, 0, i) == PBX_CORE_DELETE_REJECTED) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
-    }
-    *done = !pbx_core_tslot_held(ctx, r->object_tslot);
-    return PBX_OK;
+    return io;
 }
 
-/* Publishes (ACTIVE) or removes (REMOVE) grant g's full row at ttyd.
- * Returns the io outcome; *acked says the exact echo came back. */
-pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
-                          uint32_t owner, bool *acked)
+bool pbx_core_detach_exact(const pbx_core_ctx *ctx, uint32_t i,
+                           const pbx_core_call *c)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_object o = pbx_core_req_object(ctx, r);
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    pbx_ipc_frame f;
+    pbx_ipc_detach ack;
+    return c != NULL &&
+           pbx_core_reply_frame(c, PBX_IPC_OP_DETACH, id, &f) == PBX_OK &&
+           pbx_ipc_detach_reply_decode(&f, &ack) == PBX_OK &&
+           ack.object.id == o.id && ack.object.gen == o.gen;
+}
+
+/* Publishes (ACTIVE) or removes (REMOVE) grant g's full row at ttyd: the
+ * frame goes to ctx->frame and its length is returned. */
+size_t pbx_core_view_encode(pbx_core_ctx *ctx, uint32_t g, uint8_t kind)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     pbx_ipc_view v;
     pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     size_t n = 0;
-    pbx_core_call c;
-    pbx_ipc_frame f;
-    pbx_ipc_view_ack ack;
     v.kind = kind;
     v.grant = gid;
     pbx_mem_copy(&v.ctx, &gr->ctx.ctx, sizeof(v.ctx));
@@ -526,44 +583,61 @@ pbx_core_io pbx_core_view(pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
     pbx_mem_copy(v.selector_digest, gr->ctx.selector_digest,
                  PBX_IPC_DIGEST_BYTES);
     pbx_mem_copy(&v.label, &gr->ctx.label, sizeof(v.label));
-    *acked = false;
     PBX_ASSERT(pbx_ipc_view_encode(gid, &v, ctx->frame, sizeof(ctx->frame),
                                    &n) == PBX_OK);
-    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    pbx_core_io io = ctx->ops->call(ctx->ops_user, &c);
-    if (io == PBX_CORE_IO_OK) {
-        *acked = pbx_core_reply_frame(&c, PBX_IPC_OP_VIEW, gid, &f) == PBX_OK &&
-                 pbx_ipc_view_reply_decode(&f, &ack) == PBX_OK &&
-                 ack.kind == kind && ack.grant.index == gid.index &&
-                 ack.grant.gen == gid.gen;
-        if (pbx_core_drop_receipts(ctx, &c, 0, owner) ==
-            PBX_CORE_DELETE_REJECTED) {
-            return PBX_CORE_IO_FAILED;
-        }
-    }
-    return io;
+    return n;
 }
 
+bool pbx_core_view_exact(const pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
+                         const pbx_core_call *c)
+{
+    pbx_ipc_id gid = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    pbx_ipc_frame f;
+    pbx_ipc_view_ack ack;
+    return c != NULL &&
+           pbx_core_reply_frame(c, PBX_IPC_OP_VIEW, gid, &f) == PBX_OK &&
+           pbx_ipc_view_reply_decode(&f, &ack) == PBX_OK && ack.kind == kind &&
+           ack.grant.index == gid.index && ack.grant.gen == gid.gen;
+}
+
+/* Sends the ACTIVE row of request i's grant, under the grant identity. */
 static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
-    bool acked = false;
-    pbx_core_io io =
-        pbx_core_view(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, i, &acked);
+    pbx_core_call c;
+    size_t n = pbx_core_view_encode(ctx, r->grant, PBX_IPC_VIEW_ACTIVE);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_call_spec spec = {
+        PBX_CORE_CALL_ACTIVE, PBX_BOOTSTRAP_TIME_TTYD,
+        PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_IPC_OP_VIEW,
+        pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant)};
+    pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
+    if (io == PBX_CORE_IO_OK) {
+        /* ttyd may show the row from now on: cleanup owes a REMOVE. */
+        pbx_core_grant_at(ctx, r->grant)->flags |= PBX_CORE_GRANT_F_ROW;
+    } else if (io == PBX_CORE_IO_FAILED) {
+        pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
+    }
+    return PBX_OK;
+}
+
+/* Judges the ACTIVE acknowledgement (c NULL: none came) for request i. */
+static pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t i,
+                                       const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    bool acked = pbx_core_view_exact(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, c);
 #ifdef PBX_PLANT_APPROVE_BEFORE_ACTIVE
     /* PLANTED BUG (simulator proof only): approve without ttyd's ACTIVE
      * acknowledgement. */
-    acked = io != PBX_CORE_IO_BUSY;
+    acked = c != NULL;
 #endif
-    if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
-    if (io == PBX_CORE_IO_BUSY) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_TTYD);
-        return PBX_OK;
-    }
     if (!acked) {
-        pbx_core_deny(ctx, i);
+        pbx_core_deny(ctx, i, pbx_core_no_answer(c));
         return PBX_OK;
     }
     /* Only now, with the ACTIVE row acknowledged, may approval be
@@ -573,26 +647,55 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
     return PBX_OK;
 }
 
-/* Approval needs vfsd's exact DETACH acknowledgement. BUSY parks (the
- * object is still held and the call is retried); a transport failure, an
- * error status or an inexact echo denies the request, whose release then
- * ends the installed grant (revoke, REMOVE, RETIRE) and gives back or
- * deletes whatever object copy is still held. */
+/* Approval needs vfsd's exact DETACH acknowledgement. FAILED (nothing
+ * moved) denies; release then gives back or deletes the object copy and
+ * ends the installed grant (revoke, REMOVE, RETIRE). */
 static pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i)
 {
-    const pbx_core_request *r = pbx_core_req(ctx, i);
-    bool done = false;
-    bool exact = false;
-    pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
-    if (err != PBX_OK || r->link.queue != 0U) {
-        return err; /* Fail-stop, or parked on BUSY. */
-    }
-    if (done && exact) {
-        pbx_core_advance(ctx, i, PBX_CORE_EV_DETACHED);
-    } else {
-        pbx_core_deny(ctx, i);
+    if (pbx_core_detach_send(ctx, i, PBX_CORE_CALL_DETACH) ==
+        PBX_CORE_IO_FAILED) {
+        pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
     }
     return PBX_OK;
+}
+
+/* Judges the DETACH acknowledgement (c NULL: none came) for request i:
+ * the object already left powerboxd with the call. */
+static pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t i,
+                                     const pbx_core_call *c)
+{
+    bool exact = pbx_core_detach_exact(ctx, i, c);
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (exact) {
+        pbx_core_advance(ctx, i, PBX_CORE_EV_DETACHED);
+    } else {
+        pbx_core_deny(ctx, i, pbx_core_no_answer(c));
+    }
+    return PBX_OK;
+}
+
+pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
+                                const pbx_core_call *c)
+{
+    switch ((pbx_core_call_kind)kind) {
+    case PBX_CORE_CALL_RESOLVE:
+        return pbx_core_judge_resolve(ctx, i, c);
+    case PBX_CORE_CALL_POLICY:
+        return pbx_core_judge_policy(ctx, i, c);
+    case PBX_CORE_CALL_PROMPT:
+        return pbx_core_judge_prompt(ctx, i, c);
+    case PBX_CORE_CALL_INSTALL:
+        return pbx_core_judge_install(ctx, i, c);
+    case PBX_CORE_CALL_DETACH:
+        return pbx_core_judge_detach(ctx, i, c);
+    case PBX_CORE_CALL_ACTIVE:
+        return pbx_core_judge_activate(ctx, i, c);
+    default:
+        return PBX_E_CORE_INCONSISTENT;
+    }
 }
 
 pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
@@ -620,6 +723,9 @@ pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
         return pbx_core_step_activate(ctx, i);
     case PBX_CORE_ST_RELEASE:
         return pbx_core_release_step(ctx, i);
+    case PBX_CORE_ST_OPEN:
+        /* A request that waited for a call record in OPEN cannot exist:
+         * OPEN sends nothing. */
     default:
         /* A request on a ready lane in a state no step serves means the
          * records disagree: a classified progression fail-stop. */
