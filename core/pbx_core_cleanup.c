@@ -38,9 +38,6 @@ static pbx_core_delete pbx_core_release_scope(pbx_core_ctx *ctx,
     return PBX_CORE_DELETE_OK;
 }
 
-static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
-                                          bool *done);
-
 /* Publishes request i's decision and queues its wake. */
 static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
 {
@@ -72,27 +69,74 @@ static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
     pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
 }
 
+/* Sends WITHDRAW for request i's prompt, which may be showing or queued
+ * at ttyd: display hygiene, not authority, so a failure to send ends the
+ * need for it. Returns true while the request waits for the answer. */
+static bool pbx_core_withdraw_send(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_ipc_withdraw q = {((const pbx_core_prompt *)pbx_core_rec(
+                               ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt))
+                              ->object};
+    pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    size_t n = 0;
+    pbx_core_call c;
+    PBX_ASSERT(pbx_ipc_withdraw_encode(id, &q, ctx->frame, sizeof(ctx->frame),
+                                       &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_call_spec spec = {PBX_CORE_CALL_WITHDRAW, PBX_BOOTSTRAP_TIME_TTYD,
+                               PBX_BOOTSTRAP_POOL_REQUESTS, i,
+                               PBX_IPC_OP_WITHDRAW, id};
+    pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
+    if (io == PBX_CORE_IO_FAILED) {
+        r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
+        return false;
+    }
+    return true;
+}
+
+/* Gives back (DETACH, moved) request i's object copy during release. A
+ * send that failed moved nothing: the copy is deleted instead. Returns
+ * PBX_OK with *wait true while the request waits (for the reply, a call
+ * record, the route or a tick), or a fail-stop error. */
+static pbx_err pbx_core_release_object(pbx_core_ctx *ctx, uint32_t i,
+                                       bool *wait)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    *wait = true;
+    pbx_core_io io = pbx_core_detach_send(ctx, i, PBX_CORE_CALL_RELEASE_DETACH);
+    if (io != PBX_CORE_IO_FAILED) {
+        return PBX_OK;
+    }
+    pbx_core_delete d = pbx_core_delete_tslot(ctx, r->object_tslot);
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (d == PBX_CORE_DELETE_TRANSIENT) {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        return PBX_OK;
+    }
+    *wait = false;
+    return PBX_OK;
+}
+
 pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_delete d = PBX_CORE_DELETE_OK;
+    if ((r->flags & PBX_CORE_REQ_F_PROMPT) != 0U &&
+        pbx_core_withdraw_send(ctx, i)) {
+        return PBX_OK;
+    }
     if (pbx_core_tslot_held(ctx, r->object_tslot)) {
         /* powerboxd's own copy goes back to vfsd before an unpublished
          * grant's cleanup starts, so vfsd always sees DETACH before the
-         * RETIRE of the same object. */
-        bool done = false;
-        bool exact = false;
-        pbx_err err = pbx_core_detach(ctx, i, &done, &exact);
-        if (err == PBX_OK && r->link.queue == 0U) {
-            /* Moved on: go on next step. Still held (the deletion after a
-             * failed call stayed transient): wait for a tick. */
-            if (done) {
-                pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
-            } else {
-                pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
-            }
+         * RETIRE of the same object (one route, delivered in order). */
+        bool wait = true;
+        pbx_err err = pbx_core_release_object(ctx, i, &wait);
+        if (err != PBX_OK || wait) {
+            return err;
         }
-        return err;
     }
     if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
         r->grant != PBX_CORE_NIL &&
@@ -138,15 +182,10 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
     }
     if ((r->flags & PBX_CORE_REQ_F_RETIRE) != 0U) {
         /* Last, after the refused handle is gone (terminal cleanup order):
-         * a retirement that is not acknowledged exactly parks. */
-        bool done = false;
-        pbx_err err = pbx_core_req_retire_object(ctx, i, &done);
-        if (err != PBX_OK || !done) {
-            return err;
-        }
-        if (r->orphans != 0U) {
-            return PBX_OK; /* A refused reply receipt is still pending. */
-        }
+         * the object a refused or lost INSTALL may have placed is retired
+         * at vfsd; the exact acknowledgement brings the request back. */
+        pbx_core_req_retire_send(ctx, i);
+        return PBX_OK;
     }
     pbx_core_publish(ctx, i);
     return PBX_OK;
@@ -193,84 +232,64 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
 }
 
 /* Sends the receipt-free full-identity retirement q to vfsd under grant
- * id gid. *exact says vfsd echoed the full identity, *busy that vfsd
- * pushed back (nothing sent); a permanently
- * rejected deletion of an unwanted reply receipt (kept for owner, a
- * request or PBX_CORE_NIL) is a cleanup fail-stop that must not retire. */
-static pbx_err pbx_core_retire_call(pbx_core_ctx *ctx, pbx_ipc_id gid,
-                                    const pbx_ipc_retire *q, uint32_t owner,
-                                    bool *exact, bool *busy)
+ * identity gid, as call kind for owner (a request or a grant). */
+static void pbx_core_retire_send(pbx_core_ctx *ctx, pbx_ipc_id gid,
+                                 const pbx_ipc_retire *q, uint32_t kind,
+                                 pbx_bootstrap_pool pool, uint32_t owner)
 {
-    pbx_ipc_frame f;
-    pbx_ipc_retire ack;
     pbx_core_call c;
     size_t n = 0;
-    *exact = false;
     PBX_ASSERT(pbx_ipc_retire_encode(gid, q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
-    pbx_core_io io = ctx->ops->call(ctx->ops_user, &c);
-    *busy = io == PBX_CORE_IO_BUSY;
-    if (io != PBX_CORE_IO_OK) {
-        return PBX_OK;
+    pbx_core_call_spec spec = {kind,  PBX_BOOTSTRAP_TIME_VFSD, pool,
+                               owner, PBX_IPC_OP_RETIRE,       gid};
+    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
+        /* Never abandoned: asked again on a later tick. */
+        pbx_core_defer(ctx, pool, owner);
     }
-    bool echo =
-        pbx_core_reply_frame(&c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
-        pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
-        ack.object.id == q->object.id && ack.object.gen == q->object.gen &&
-        ack.scope_id == q->scope_id && ack.object_class == q->object_class;
-    if (pbx_core_drop_receipts(ctx, &c, 0, owner) == PBX_CORE_DELETE_REJECTED) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
-    }
-    *exact = echo;
-    return PBX_OK;
 }
 
-/* Retires grant g's object at vfsd; see pbx_core_retire_call. */
-static pbx_err pbx_core_grant_retire_call(pbx_core_ctx *ctx, uint32_t g,
-                                          bool *exact, bool *busy)
+/* Whether c is vfsd's exact acknowledgement of retirement q under gid. */
+static bool pbx_core_retire_exact(const pbx_core_call *c, pbx_ipc_id gid,
+                                  const pbx_ipc_retire *q)
+{
+    pbx_ipc_frame f;
+    pbx_ipc_retire ack;
+    return c != NULL &&
+           pbx_core_reply_frame(c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
+           pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
+           ack.object.id == q->object.id && ack.object.gen == q->object.gen &&
+           ack.scope_id == q->scope_id && ack.object_class == q->object_class;
+}
+
+/* The retirement of grant g's object. */
+static pbx_ipc_retire pbx_core_grant_retirement(const pbx_core_ctx *ctx,
+                                                uint32_t g)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
-    return pbx_core_retire_call(ctx,
-                                pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g),
-                                &q, PBX_CORE_NIL, exact, busy);
+    return q;
 }
 
-/* Retires the object of request i whose INSTALL was refused or lost (procd
- * may hold it), under the grant id the INSTALL named. Anything but vfsd's
- * exact acknowledgement keeps the request waiting (on vfsd's route after
- * backpressure, else until the next tick): the decision is not published
- * while the child may still hold the object. Returns a
- * fail-stop error, or PBX_OK with *done saying the object is retired. */
-static pbx_err pbx_core_req_retire_object(pbx_core_ctx *ctx, uint32_t i,
-                                          bool *done)
+/* The retirement of the object of request i whose INSTALL was refused or
+ * lost (procd may hold it), under the grant id the INSTALL named. */
+static pbx_ipc_retire pbx_core_req_retirement(const pbx_core_ctx *ctx,
+                                              uint32_t i)
 {
-    pbx_core_request *r = pbx_core_req(ctx, i);
+    const pbx_core_request *r = pbx_core_req(ctx, i);
     const pbx_core_resolution *ev = (const pbx_core_resolution *)pbx_core_rec(
         ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
     pbx_ipc_retire q = {ev->object, ev->scope_id, r->ctx.ctx.object_class};
-    bool exact = false;
-    bool busy = false;
-    *done = false;
-    if (pbx_core_retire_call(
-            ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant), &q, i,
-            &exact, &busy) != PBX_OK) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
-    }
-    if (busy) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_VFSD);
-        return PBX_OK;
-    }
-    if (!exact) {
-        /* vfsd's route is writable all along: re-asking on writability
-         * would be a tight loop. */
-        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
-        return PBX_OK;
-    }
-    r->flags &= (uint16_t)~PBX_CORE_REQ_F_RETIRE;
-    *done = true;
-    return PBX_OK;
+    return q;
+}
+
+void pbx_core_req_retire_send(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_ipc_retire q = pbx_core_req_retirement(ctx, i);
+    pbx_core_retire_send(
+        ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, pbx_core_req(ctx, i)->grant),
+        &q, PBX_CORE_CALL_REQ_RETIRE, PBX_BOOTSTRAP_POOL_REQUESTS, i);
 }
 
 /* Frees grant g once the last of its two exact acknowledgements (event:
@@ -280,6 +299,10 @@ static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g,
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     uint32_t i = gr->request;
+    /* Both acknowledgements came: no call of the grant is outstanding. */
+    PBX_ASSERT(gr->call_remove == PBX_CORE_NIL &&
+               gr->call_retire == PBX_CORE_NIL);
+    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     pbx_core_grant_move(ctx, g, event);
     gr->link.state = (uint16_t)PBX_CORE_ST_FREE;
     if (i != PBX_CORE_NIL && pbx_core_req(ctx, i)->link.live != 0U &&
@@ -302,111 +325,164 @@ static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g,
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
 }
 
-/* Sends grant g's REMOVE row to ttyd; *ok says ttyd echoed it exactly,
- * *busy that ttyd pushed back (nothing sent). A permanently rejected
- * deletion of a reply receipt is a fail-stop. */
-static pbx_err pbx_core_grant_remove_call(pbx_core_ctx *ctx, uint32_t g,
-                                          bool *ok, bool *busy)
+/* Sends grant g's REMOVE row to ttyd. */
+static void pbx_core_remove_send(pbx_core_ctx *ctx, uint32_t g)
 {
-    *busy = pbx_core_view(ctx, g, PBX_IPC_VIEW_REMOVE, PBX_CORE_NIL, ok) ==
-            PBX_CORE_IO_BUSY;
-    if (pbx_core_exit_status(ctx) != PBX_CORE_EXIT_NONE) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
-    }
-    return PBX_OK;
-}
-
-/* Waits for the next chance to call a peer again: backpressure (busy)
- * waits for route to become ready; any other inexact answer waits for the
- * next tick, because the route is writable all along and re-asking on
- * writability would be a tight loop. */
-static void pbx_core_grant_wait(pbx_core_ctx *ctx, uint32_t g, bool busy,
-                                pbx_core_route route)
-{
-    if (busy) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g, route);
-    } else {
+    pbx_core_call c;
+    size_t n = pbx_core_view_encode(ctx, g, PBX_IPC_VIEW_REMOVE);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_call_spec spec = {
+        PBX_CORE_CALL_REMOVE, PBX_BOOTSTRAP_TIME_TTYD, PBX_BOOTSTRAP_POOL_GRANTS,
+        g,                    PBX_IPC_OP_VIEW,
+        pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
+    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
         pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     }
 }
 
-/* Both REMOVE and RETIRE are owed. REMOVE goes first, but only its exact
- * acknowledgement matters to it: anything else sends RETIRE in the same
- * step, because once a runtime alias is exported vfsd's retirement is the
- * only revocation there is, and ttyd's backpressure must not keep it
- * alive. Each step takes at most one transition. When both peers fail the
- * grant waits on vfsd (the revocation is what must not wait) and retries
- * both from there. */
+/* Records one exact acknowledgement (REMOVED or RETIRED) of grant g in
+ * SETTLE, REMOVE or RETIRE: the last of the two frees the grant. */
+static void pbx_core_grant_acked(pbx_core_ctx *ctx, uint32_t g,
+                                 pbx_core_event event)
+{
+    if (pbx_core_grant_at(ctx, g)->link.state == (uint16_t)PBX_CORE_ST_SETTLE) {
+        pbx_core_grant_move(ctx, g, event);
+        return;
+    }
+    pbx_core_grant_retire(ctx, g, event);
+}
+
+/* Both REMOVE and RETIRE may be owed; they go out together and neither
+ * waits for the other, because once a runtime alias is exported vfsd's
+ * retirement is the only revocation there is, and a silent ttyd must not
+ * keep it alive. A row that never went to ttyd is known absent there: no
+ * REMOVE is owed. RETIRE is sent last, so that when both meet
+ * backpressure the grant waits on vfsd, the revocation. */
 static pbx_err pbx_core_grant_settle(pbx_core_ctx *ctx, uint32_t g)
 {
-    bool removed = false;
-    bool remove_busy = false;
-    bool retired = false;
-    bool retire_busy = false;
-    if (pbx_core_grant_remove_call(ctx, g, &removed, &remove_busy) != PBX_OK) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_core_state st = (pbx_core_state)gr->link.state;
+    bool owe_remove = st != PBX_CORE_ST_RETIRE;
+    bool owe_retire = st != PBX_CORE_ST_REMOVE;
+    if (owe_remove && (gr->flags & PBX_CORE_GRANT_F_ROW) == 0U) {
+        pbx_core_grant_acked(ctx, g, PBX_CORE_EV_REMOVED);
+        if (!owe_retire) {
+            return PBX_OK; /* Freed. */
+        }
+        owe_remove = false;
     }
-    if (removed) {
-        pbx_core_grant_move(ctx, g, PBX_CORE_EV_REMOVED);
-        pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
-        return PBX_OK;
+    if (owe_remove && gr->call_remove == PBX_CORE_NIL) {
+        pbx_core_remove_send(ctx, g);
     }
-    if (pbx_core_grant_retire_call(ctx, g, &retired, &retire_busy) != PBX_OK) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
+    if (owe_retire && gr->call_retire == PBX_CORE_NIL) {
+        pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
+        pbx_core_retire_send(ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g),
+                             &q, PBX_CORE_CALL_RETIRE, PBX_BOOTSTRAP_POOL_GRANTS,
+                             g);
     }
-    if (retired) {
-        /* Revoked everywhere; REMOVE is retried on its own from now on. */
-        pbx_core_grant_move(ctx, g, PBX_CORE_EV_RETIRED);
-        pbx_core_grant_wait(ctx, g, remove_busy, PBX_CORE_ROUTE_TTYD);
-        return PBX_OK;
-    }
-    pbx_core_grant_wait(ctx, g, retire_busy, PBX_CORE_ROUTE_VFSD);
     return PBX_OK;
 }
 
 pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    bool ok = false;
-    bool busy = false;
-    pbx_core_route route = PBX_CORE_ROUTE_TTYD;
     switch ((pbx_core_state)gr->link.state) {
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
     case PBX_CORE_ST_SETTLE:
-        return pbx_core_grant_settle(ctx, g);
     case PBX_CORE_ST_REMOVE:
-        if (pbx_core_grant_remove_call(ctx, g, &ok, &busy) != PBX_OK) {
-            return PBX_E_CORE_CLEANUP_REJECTED;
-        }
-        if (ok) {
-            pbx_core_grant_retire(ctx, g, PBX_CORE_EV_REMOVED);
-            return PBX_OK;
-        }
-        break;
     case PBX_CORE_ST_RETIRE:
-        if (pbx_core_grant_retire_call(ctx, g, &ok, &busy) != PBX_OK) {
-            return PBX_E_CORE_CLEANUP_REJECTED;
-        }
-        if (ok) {
-            pbx_core_grant_retire(ctx, g, PBX_CORE_EV_RETIRED);
-            return PBX_OK;
-        }
-        route = PBX_CORE_ROUTE_VFSD;
-        break;
+        return pbx_core_grant_settle(ctx, g);
     default:
         /* A grant on the cleanup lane in any other state means the
          * records disagree: retained progression cannot continue. */
         return PBX_E_CORE_INCONSISTENT;
     }
-    /* Only exact acknowledgements advance. */
-    pbx_core_grant_wait(ctx, g, busy, route);
+}
+
+/* Judges a REMOVE or RETIRE acknowledgement (c NULL: none came) of grant
+ * g: only the exact one counts; anything else asks again on a later tick,
+ * never abandoning the cleanup. */
+static pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind,
+                                    uint32_t g, const pbx_core_call *c)
+{
+    bool remove = kind == (uint32_t)PBX_CORE_CALL_REMOVE;
+    bool exact = false;
+    if (remove) {
+        exact = pbx_core_view_exact(ctx, g, PBX_IPC_VIEW_REMOVE, c);
+    } else {
+        pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
+        exact = pbx_core_retire_exact(
+            c, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g), &q);
+    }
+    if (c != NULL && pbx_core_drop_receipts(ctx, c, 0, PBX_CORE_NIL) ==
+                         PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (!exact) {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return PBX_OK;
+    }
+    pbx_core_grant_acked(ctx, g,
+                         remove ? PBX_CORE_EV_REMOVED : PBX_CORE_EV_RETIRED);
     return PBX_OK;
+}
+
+/* Judges a release call of request i (c NULL: none came). */
+static pbx_err pbx_core_judge_release(pbx_core_ctx *ctx, uint32_t kind,
+                                      uint32_t i, const pbx_core_call *c)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    bool again = true;
+    if (kind == (uint32_t)PBX_CORE_CALL_WITHDRAW) {
+        /* Whatever ttyd answered, the prompt is no longer ours to show;
+         * a late answer to it matches nothing. */
+        r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
+    } else if (kind == (uint32_t)PBX_CORE_CALL_REQ_RETIRE) {
+        pbx_ipc_retire q = pbx_core_req_retirement(ctx, i);
+        again = pbx_core_retire_exact(
+            c, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant), &q);
+        if (again) {
+            r->flags &= (uint16_t)~PBX_CORE_REQ_F_RETIRE;
+        }
+    }
+    if (c != NULL &&
+        pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (again) {
+        pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+    } else {
+        /* The decision is not published while the child may still hold
+         * the object: asked again on a later tick. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    }
+    return PBX_OK;
+}
+
+pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind,
+                               uint32_t owner, const pbx_core_call *c)
+{
+    switch ((pbx_core_call_kind)kind) {
+    case PBX_CORE_CALL_REMOVE:
+    case PBX_CORE_CALL_RETIRE:
+        return pbx_core_judge_grant(ctx, kind, owner, c);
+    case PBX_CORE_CALL_RELEASE_DETACH:
+    case PBX_CORE_CALL_REQ_RETIRE:
+    case PBX_CORE_CALL_WITHDRAW:
+        return pbx_core_judge_release(ctx, kind, owner, c);
+    default:
+        return PBX_E_CORE_INCONSISTENT;
+    }
 }
 
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
+    /* A request retires only after its decision was delivered, long
+     * after its last call ended. */
+    PBX_ASSERT(r->call == PBX_CORE_NIL);
     pbx_core_chunks_give(ctx, r->selector_head, r->selector_chunks);
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, r->scope_tslot);
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, r->object_tslot);

@@ -41,6 +41,14 @@ static pbx_err pbx_core_init_check(const pbx_bootstrap_layout *layout,
          * transient deletions: the service could never make progress. */
         return PBX_E_CORE_LAYOUT;
     }
+    if (layout->call_window == 0U) {
+        return PBX_E_CORE_LAYOUT; /* No call could ever be sent. */
+    }
+    for (size_t k = 0; k < (size_t)PBX_CORE_CALL_CLASSES; k++) {
+        if (layout->time_ms[k] == 0U) {
+            return PBX_E_CORE_LAYOUT; /* Every call would expire unsent. */
+        }
+    }
     return PBX_OK;
 }
 
@@ -100,6 +108,10 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
         } else if (q == (size_t)PBX_CORE_Q_NOTIFY ||
                    q == (size_t)PBX_CORE_Q_PARK_NOTIFY) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_NOTIFICATIONS;
+        } else if (q == (size_t)PBX_CORE_Q_WAIT_CALL_GRANT) {
+            qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_GRANTS;
+        } else if (q >= (size_t)PBX_CORE_Q_CALLS) {
+            qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_CALLS;
         }
     }
 }
@@ -126,6 +138,14 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     ctx->held_caps = 0U;
     ctx->index_visits = 0U;
     ctx->public_orphans = 0U;
+    ctx->call_window = layout->call_window;
+    for (size_t k = 0; k < (size_t)PBX_CORE_CALL_CLASSES; k++) {
+        ctx->call_ms[k] = layout->time_ms[k];
+        ctx->calls_out[k] = 0U;
+    }
+    ctx->now_ms = 0U;
+    ctx->replies_refused = 0U;
+    ctx->calls_expired = 0U;
     pbx_mem_set(ctx->arena, 0, arena_len);
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         pbx_core_init_pool(ctx, (pbx_bootstrap_pool)i, &layout->pools[i]);

@@ -408,6 +408,14 @@ pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
 pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind,
                                uint32_t owner, const pbx_core_call *c);
 
+/**
+ * pbx_core_req_retire_send sends the full-identity RETIRE of the object a
+ * refused or lost INSTALL of request i may have placed, under the grant
+ * id the INSTALL named; the exact acknowledgement clears
+ * PBX_CORE_REQ_F_RETIRE and brings the request back to release.
+ */
+void pbx_core_req_retire_send(pbx_core_ctx *ctx, uint32_t i);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

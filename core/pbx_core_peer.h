@@ -39,4 +39,31 @@ bool pbx_core_receipt_ok(pbx_core_ctx *ctx, uint32_t slot,
 void pbx_core_park(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index,
                    pbx_core_route route);
 
+/**
+ * pbx_core_detach_send sends request i's own object copy back to vfsd
+ * (DETACH, moved: once sent it is no longer held) as call kind. Returns
+ * the pbx_core_call_send outcome.
+ */
+pbx_core_io pbx_core_detach_send(pbx_core_ctx *ctx, uint32_t i, uint32_t kind);
+
+/**
+ * pbx_core_detach_exact reports whether c is vfsd's status-zero DETACH
+ * acknowledgement echoing request i and its object's full identity.
+ */
+bool pbx_core_detach_exact(const pbx_core_ctx *ctx, uint32_t i,
+                           const pbx_core_call *c);
+
+/**
+ * pbx_core_view_encode encodes grant g's full row of kind (ACTIVE or
+ * REMOVE) into ctx->frame under the grant identity; returns its length.
+ */
+size_t pbx_core_view_encode(pbx_core_ctx *ctx, uint32_t g, uint8_t kind);
+
+/**
+ * pbx_core_view_exact reports whether c is ttyd's exact acknowledgement
+ * of grant g's row of kind.
+ */
+bool pbx_core_view_exact(const pbx_core_ctx *ctx, uint32_t g, uint8_t kind,
+                         const pbx_core_call *c);
+
 #endif /* PBX_CORE_PEER_H */

@@ -701,6 +701,11 @@ pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
 pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
+    if (r->call != PBX_CORE_NIL) {
+        /* Woken while its own call is outstanding (an orphan deletion
+         * finished, say): the call's judge brings it back. */
+        return PBX_OK;
+    }
     switch ((pbx_core_state)r->link.state) {
     case PBX_CORE_ST_RESOLVE:
         return pbx_core_step_resolve(ctx, i);

@@ -140,12 +140,17 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->prompt = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_PROMPTS);
     r->grant = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_GRANTS);
     pbx_core_grant_at(ctx, r->grant)->caller_badge = badge;
+    pbx_core_grant_at(ctx, r->grant)->call_remove = PBX_CORE_NIL;
+    pbx_core_grant_at(ctx, r->grant)->call_retire = PBX_CORE_NIL;
     r->decision = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_DECISIONS);
     r->notification = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS);
     r->parked_route = PBX_CORE_NIL;
     r->orphans = 0U;
+    r->call = PBX_CORE_NIL;
     r->outcome = 0U;
     r->flags = 0U;
+    r->reason = 0U;
+    r->reserved = 0U;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_BEGIN);
     return i;
 }
@@ -664,8 +669,6 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
          * should have waited for pbx_core_public_ready). */
         return PBX_E_CORE_INTAKE_HELD;
     }
-    /* A public frame is the retry signal for scope backpressure. */
-    pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_PARK_SCOPE);
     pbx_err err =
         slot_count > UINT16_MAX
             ? PBX_E_IPC_CAP_COUNT

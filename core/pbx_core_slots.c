@@ -265,6 +265,11 @@ void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,
                             pbx_core_event event, uint16_t outcome)
 {
     pbx_core_request *req = pbx_core_req(ctx, index);
+    if (req->call != PBX_CORE_NIL) {
+        /* The request no longer waits for its call: a reply that comes
+         * later matches nothing and is refused. */
+        pbx_core_call_cancel(ctx, req->call);
+    }
     pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, index);
     pbx_core_req_move(ctx, index, event);
     req->outcome = outcome;
