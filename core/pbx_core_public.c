@@ -366,7 +366,7 @@ static void pbx_core_on_decision(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
                                  uint32_t badge, pbx_core_out *out)
 {
     uint32_t i = 0;
-    pbx_ipc_decision d = {PBX_IPC_OUTCOME_PENDING, 0, {0, 0}, 0};
+    pbx_ipc_decision d = {PBX_IPC_OUTCOME_PENDING, 0, {0, 0}, 0, 0};
     uint32_t xfer = PBX_CORE_SLOT_NONE;
     pbx_err err = pbx_ipc_empty_decode(f, PBX_IPC_OP_DECISION);
     if (err == PBX_OK) {
@@ -649,10 +649,10 @@ static void pbx_core_reply_undecoded(const uint8_t *frame, size_t len,
     }
 }
 
-pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
-                           const uint8_t *frame, size_t len,
-                           const uint32_t *slots, size_t slot_count,
-                           pbx_core_out *out)
+static pbx_err pbx_core_on_public_frame(pbx_core_ctx *ctx, uint32_t badge,
+                                        const uint8_t *frame, size_t len,
+                                        const uint32_t *slots,
+                                        size_t slot_count, pbx_core_out *out)
 {
     pbx_ipc_frame f;
     out->len = 0;
@@ -693,4 +693,19 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
     }
     pbx_core_dispatch(ctx, &f, badge, out);
     return PBX_OK;
+}
+
+/* Every reply echoes the seq of the frame it answers, error replies too. */
+pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
+                           const uint8_t *frame, size_t len,
+                           const uint32_t *slots, size_t slot_count,
+                           pbx_core_out *out)
+{
+    pbx_err err = pbx_core_on_public_frame(ctx, badge, frame, len, slots,
+                                           slot_count, out);
+    uint32_t seq = 0U;
+    if (out->len != 0U && pbx_ipc_frame_peek_seq(frame, len, &seq) == PBX_OK) {
+        (void)pbx_ipc_frame_set_seq(out->frame, out->len, seq);
+    }
+    return err;
 }

@@ -2,11 +2,14 @@
  * pbx_ipc.h: every powerboxd operation number, discriminant and wire record
  * (seed lib-ipc), and the one canonical frame codec.
  *
- * A frame is a 24-byte little-endian header followed by an op-specific body.
+ * A frame is a 32-byte little-endian header followed by an op-specific body.
  * pbx_ipc_frame_decode checks everything the header alone can prove
- * (magic, version, known op, exact body length, capability count against
- * the transport and the authority partition table, status and request
- * identity rules). Each record decoder then checks its body strictly: exact
+ * (magic, version, known op, exact body length, reserved word zero,
+ * capability count against the transport and the authority partition
+ * table, status and request identity rules). The header's per-call
+ * sequence number (seq) is data: any value in a request, echoed by its
+ * reply (error replies included) so that many calls may be outstanding at
+ * once; encoders write 0 and pbx_ipc_frame_set_seq patches it. Each record decoder then checks its body strictly: exact
  * length, known discriminants, reserved fields zero, bounded lengths,
  * outcome-dependent capability counts. Decoded records are plain host-side
  * structs; nothing is ever cast over wire bytes.
@@ -26,9 +29,13 @@
 /** PBX_IPC_MAGIC is the u32 whose little-endian bytes are 'P','B','X','F'. */
 #define PBX_IPC_MAGIC 0x46584250U
 /** PBX_IPC_VERSION is the only frame version this codec accepts. */
-#define PBX_IPC_VERSION 1U
+#define PBX_IPC_VERSION 2U
 /** PBX_IPC_HEADER_BYTES is the fixed size of the frame header. */
-#define PBX_IPC_HEADER_BYTES 24U
+#define PBX_IPC_HEADER_BYTES 32U
+/** PBX_IPC_SEQ_OFFSET is the header offset of the u32 per-call seq. */
+#define PBX_IPC_SEQ_OFFSET 24U
+/** PBX_IPC_RESERVED_OFFSET is the header offset of the reserved u32. */
+#define PBX_IPC_RESERVED_OFFSET 28U
 /**
  * PBX_IPC_FRAME_BYTES_MAX bounds a whole frame (header plus body). It is
  * sized for the largest record, a PROMPT with a full selector, entry and
@@ -103,6 +110,13 @@
 #define PBX_IPC_REVOKE_REPLY_BYTES 8U
 /** PBX_IPC_WAKE_BYTES: WAKE datagram body. */
 #define PBX_IPC_WAKE_BYTES 16U
+/** PBX_IPC_WITHDRAW_BYTES: WITHDRAW body, and its acknowledgement. */
+#define PBX_IPC_WITHDRAW_BYTES 16U
+
+/** The seq and reserved words close the header exactly. */
+_Static_assert(PBX_IPC_SEQ_OFFSET + 4U == PBX_IPC_RESERVED_OFFSET &&
+                   PBX_IPC_RESERVED_OFFSET + 4U == PBX_IPC_HEADER_BYTES,
+               "seq and reserved are the header's last two words");
 
 /** A selector chunk never exceeds the whole selector. */
 _Static_assert(PBX_IPC_SELECTOR_CHUNK_BYTES_MAX <=
@@ -150,13 +164,14 @@ typedef enum pbx_ipc_op {
     PBX_IPC_OP_POLICY = 0x0201,
     PBX_IPC_OP_PROMPT = 0x0202,
     PBX_IPC_OP_VIEW = 0x0203,
+    PBX_IPC_OP_WITHDRAW = 0x0204,
     PBX_IPC_OP_INSTALL = 0x0301,
     PBX_IPC_OP_REVOKE = 0x0302,
     PBX_IPC_OP_WAKE = 0x0401
 } pbx_ipc_op;
 
 /** PBX_IPC_OP_COUNT is the number of request operations in pbx_ipc_op. */
-#define PBX_IPC_OP_COUNT 16U
+#define PBX_IPC_OP_COUNT 17U
 
 /**
  * pbx_ipc_id_rule says what the header's request identity must hold on a
@@ -257,6 +272,27 @@ typedef enum pbx_ipc_outcome {
     PBX_IPC_OUTCOME_NOT_FOUND = 5
 } pbx_ipc_outcome;
 
+/**
+ * pbx_ipc_reason says why a DECISION reply is DENIED (u16 on the wire).
+ * Only DENIED may carry a nonzero reason; NONE is valid for every outcome.
+ */
+typedef enum pbx_ipc_reason {
+    /** No reason given (the only value outside DENIED). */
+    PBX_IPC_REASON_NONE = 0,
+    /** The session policy denied the request. */
+    PBX_IPC_REASON_POLICY = 1,
+    /** The user answered no at the trusted prompt. */
+    PBX_IPC_REASON_USER = 2,
+    /** The trusted prompt was not answered before its deadline. */
+    PBX_IPC_REASON_PROMPT_TIMEOUT = 3,
+    /** A resolution, policy or install call got no answer in time. */
+    PBX_IPC_REASON_PEER_TIMEOUT = 4,
+    /** A peer refused, failed or answered inexactly. */
+    PBX_IPC_REASON_PEER_FAILED = 5,
+    /** The resolution evidence did not bind to the request. */
+    PBX_IPC_REASON_RESOLVE = 6
+} pbx_ipc_reason;
+
 /** pbx_ipc_expire_kind says which launchd scope ended (u8 on the wire). */
 typedef enum pbx_ipc_expire_kind {
     PBX_IPC_EXPIRE_INVOCATION = 1,
@@ -306,10 +342,14 @@ bool pbx_ipc_class_known(uint32_t v);
 bool pbx_ipc_lifetime_known(uint32_t v);
 
 /**
- * pbx_ipc_admission_check applies the seed's entry rule to validated
- * discriminants: ENTRY_METADATA_READ and ENTRY_TOUCH are admitted only for
- * class DIRECTORY_ENTRY with lifetime ONE_SHOT. Returns PBX_OK, or
- * PBX_E_IPC_ADMISSION. Pure; every decoder carrying the triple calls it.
+ * pbx_ipc_admission_check applies the seed's entry rules to validated
+ * discriminants. The class DIRECTORY_ENTRY is admitted only for the exact
+ * entry operations ENTRY_METADATA_READ and ENTRY_TOUCH with lifetime
+ * ONE_SHOT, never widened: any other operation or lifetime with that class
+ * is PBX_E_IPC_DIR_ENTRY_WIDENED. The entry operations are admitted only
+ * for that class (PBX_E_IPC_ADMISSION otherwise). Returns PBX_OK or one of
+ * those errors. Pure; every decoder carrying the triple (BEGIN, POLICY,
+ * PROMPT, VIEW, INSTALL) calls it.
  */
 pbx_err pbx_ipc_admission_check(uint16_t operation, uint16_t object_class,
                                 uint8_t lifetime);
@@ -413,6 +453,8 @@ typedef struct pbx_ipc_frame {
     uint16_t cap_count;
     /** request is the header's request identity. */
     pbx_ipc_id request;
+    /** seq is the per-call sequence number (a reply echoes its request's). */
+    uint32_t seq;
     /** body is the first body byte (borrowed; NULL when body_len is 0). */
     const uint8_t *body;
     /** body_len is the exact body length in bytes. */
@@ -423,7 +465,8 @@ typedef struct pbx_ipc_frame {
  * pbx_ipc_frame_decode checks a received frame of len bytes in buf, which
  * the transport says carried transport_caps capabilities, and fills *out.
  * Checks, in order: length >= header, magic, version, known op, length <=
- * FRAME_MAX, body_len == len - header, cap_count == transport_caps, status
+ * FRAME_MAX, body_len == len - header, reserved header word zero
+ * (PBX_E_IPC_RESERVED), cap_count == transport_caps, status
  * rule (zero in requests; a nonzero reply status has an empty body and no
  * capability), capability count against the partition table, request
  * identity rule. On error *out is unspecified. buf may be NULL only when
@@ -433,10 +476,32 @@ pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
                              uint16_t transport_caps, pbx_ipc_frame *out);
 
 /**
+ * pbx_ipc_frame_set_seq writes seq into the header of the already-encoded
+ * frame at frame[0..len) (nothing else is checked or changed). Every
+ * encoder writes seq 0; a reply must echo its request's seq, so a replier
+ * calls this after encoding (pbx_ipc_frame_peek_seq or pbx_ipc_frame.seq
+ * gives the request's). Returns PBX_E_IPC_TRUNCATED when len is shorter
+ * than the header. frame may be NULL only when len is 0.
+ */
+pbx_err pbx_ipc_frame_set_seq(uint8_t *frame, size_t len, uint32_t seq);
+
+/**
+ * pbx_ipc_frame_peek_seq reads the header's seq from frame[0..len) into
+ * *seq without any other check (the frame need not decode), so even a
+ * malformed request's error reply can echo it. Returns PBX_E_IPC_TRUNCATED
+ * (leaving *seq untouched) when len is shorter than the header. frame may
+ * be NULL only when len is 0; seq must not be NULL.
+ */
+pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len,
+                               uint32_t *seq);
+
+/**
  * pbx_ipc_status_reply_encode writes an error reply: the reply form of
  * request op req_op, echoing request, with nonzero status, no body and no
- * capability. Returns PBX_E_IPC_UNKNOWN_OP for an op without a reply and
- * PBX_E_IPC_STATUS when status is zero or above 0xFFFF.
+ * capability. It writes seq 0: the caller echoes the request's seq with
+ * pbx_ipc_frame_set_seq on the output afterwards. Returns
+ * PBX_E_IPC_UNKNOWN_OP for an op without a reply and PBX_E_IPC_STATUS when
+ * status is zero or above 0xFFFF.
  */
 pbx_err pbx_ipc_status_reply_encode(uint16_t req_op, pbx_ipc_id request,
                                     pbx_err status, uint8_t *buf,
@@ -545,9 +610,10 @@ pbx_err pbx_ipc_commit_decode(const pbx_ipc_frame *f, pbx_ipc_commit *out);
 /**
  * pbx_ipc_decision is the DECISION reply. Only APPROVED carries mode,
  * grant (nonzero gen) and installed_slot; every other outcome has them
- * zero. The frame carries one capability (the alias) exactly when the
- * outcome is APPROVED and mode RUNTIME_REPLY, and then installed_slot is
- * zero; otherwise it carries none.
+ * zero. Only DENIED may carry a nonzero reason (a pbx_ipc_reason). The
+ * frame carries one capability (the alias) exactly when the outcome is
+ * APPROVED and mode RUNTIME_REPLY, and then installed_slot is zero;
+ * otherwise it carries none.
  */
 typedef struct pbx_ipc_decision {
     /** outcome is a pbx_ipc_outcome. */
@@ -558,7 +624,12 @@ typedef struct pbx_ipc_decision {
     pbx_ipc_id grant;
     /** installed_slot is the target slot in INSTALL mode (data). */
     uint32_t installed_slot;
+    /** reason is a pbx_ipc_reason; nonzero only when DENIED. */
+    uint16_t reason;
 } pbx_ipc_decision;
+
+/** pbx_ipc_decision_reply names the DECISION reply record (same type). */
+typedef pbx_ipc_decision pbx_ipc_decision_reply;
 
 /** pbx_ipc_decision_reply_encode writes a DECISION reply for request. */
 pbx_err pbx_ipc_decision_reply_encode(pbx_ipc_id request,
@@ -894,6 +965,30 @@ pbx_err pbx_ipc_view_reply_encode(pbx_ipc_id request,
 /** pbx_ipc_view_reply_decode decodes a VIEW acknowledgement into *out. */
 pbx_err pbx_ipc_view_reply_decode(const pbx_ipc_frame *f,
                                   pbx_ipc_view_ack *out);
+
+/**
+ * pbx_ipc_withdraw withdraws a trusted prompt that ttyd is showing or has
+ * queued (0 caps both ways). The header request id is the exact live
+ * request (gen nonzero); object is the identity the prompt shows (gen
+ * nonzero). The acknowledgement echoes the same object identity.
+ */
+typedef struct pbx_ipc_withdraw {
+    /** object is the object identity the prompt shows. */
+    pbx_ipc_object object;
+} pbx_ipc_withdraw;
+
+/** pbx_ipc_withdraw_encode writes a WITHDRAW request for request. */
+pbx_err pbx_ipc_withdraw_encode(pbx_ipc_id request, const pbx_ipc_withdraw *rec,
+                                uint8_t *buf, size_t buf_len, size_t *out_len);
+/** pbx_ipc_withdraw_decode decodes a WITHDRAW request frame into *out. */
+pbx_err pbx_ipc_withdraw_decode(const pbx_ipc_frame *f, pbx_ipc_withdraw *out);
+/** pbx_ipc_withdraw_reply_encode writes the WITHDRAW acknowledgement. */
+pbx_err pbx_ipc_withdraw_reply_encode(pbx_ipc_id request,
+                                      const pbx_ipc_withdraw *rec, uint8_t *buf,
+                                      size_t buf_len, size_t *out_len);
+/** pbx_ipc_withdraw_reply_decode decodes a WITHDRAW acknowledgement. */
+pbx_err pbx_ipc_withdraw_reply_decode(const pbx_ipc_frame *f,
+                                      pbx_ipc_withdraw *out);
 
 /* ---- procd ------------------------------------------------------------- */
 

@@ -34,6 +34,8 @@ static const pbx_ipc_op_rule pbx_ipc_rules[] = {
     {PBX_IPC_REPLY_OF(PBX_IPC_OP_PROMPT), 0, 0, PBX_IPC_ID_LIVE},
     {PBX_IPC_OP_VIEW, 0, 0, PBX_IPC_ID_LIVE},
     {PBX_IPC_REPLY_OF(PBX_IPC_OP_VIEW), 0, 0, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_WITHDRAW, 0, 0, PBX_IPC_ID_LIVE},
+    {PBX_IPC_REPLY_OF(PBX_IPC_OP_WITHDRAW), 0, 0, PBX_IPC_ID_LIVE},
     {PBX_IPC_OP_INSTALL, 1, 1, PBX_IPC_ID_LIVE},
     {PBX_IPC_REPLY_OF(PBX_IPC_OP_INSTALL), 1, 1, PBX_IPC_ID_LIVE},
     {PBX_IPC_OP_REVOKE, 0, 0, PBX_IPC_ID_LIVE},
@@ -109,11 +111,14 @@ pbx_err pbx_ipc_admission_check(uint16_t operation, uint16_t object_class,
 {
     bool entry_op = operation == PBX_IPC_OPERATION_ENTRY_METADATA_READ ||
                     operation == PBX_IPC_OPERATION_ENTRY_TOUCH;
-    if (entry_op && (object_class != PBX_IPC_CLASS_DIRECTORY_ENTRY ||
-                     lifetime != PBX_IPC_LIFETIME_ONE_SHOT)) {
-        return PBX_E_IPC_ADMISSION;
+    /* The seed admits a directory entry only for an exact entry-metadata
+     * read or touch, one-shot: never a widened operation or lifetime. */
+    if (object_class == PBX_IPC_CLASS_DIRECTORY_ENTRY) {
+        return (entry_op && lifetime == PBX_IPC_LIFETIME_ONE_SHOT)
+                   ? PBX_OK
+                   : PBX_E_IPC_DIR_ENTRY_WIDENED;
     }
-    return PBX_OK;
+    return entry_op ? PBX_E_IPC_ADMISSION : PBX_OK;
 }
 
 /* Applies the header request-identity rule of a status-zero frame. */
@@ -172,10 +177,14 @@ pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
     if ((size_t)pbx_le_get32(buf + 20) != len - PBX_IPC_HEADER_BYTES) {
         return PBX_E_IPC_BODY_LEN;
     }
+    if (pbx_le_get32(buf + PBX_IPC_RESERVED_OFFSET) != 0U) {
+        return PBX_E_IPC_RESERVED;
+    }
     out->status = pbx_le_get16(buf + 8);
     out->cap_count = pbx_le_get16(buf + 10);
     out->request.index = pbx_le_get32(buf + 12);
     out->request.gen = pbx_le_get32(buf + 16);
+    out->seq = pbx_le_get32(buf + PBX_IPC_SEQ_OFFSET);
     out->body_len = len - PBX_IPC_HEADER_BYTES;
     out->body = out->body_len != 0U ? buf + PBX_IPC_HEADER_BYTES : NULL;
     if (out->cap_count != transport_caps) {
@@ -184,7 +193,8 @@ pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
     return pbx_ipc_header_rules(row, out);
 }
 
-/* Writes a header; the caller proved PBX_IPC_HEADER_BYTES of room. */
+/* Writes a header with seq 0; the caller proved PBX_IPC_HEADER_BYTES of
+ * room. */
 static void pbx_ipc_header_put(uint8_t *buf, uint16_t op, uint16_t status,
                                uint16_t caps, pbx_ipc_id request,
                                size_t body_len)
@@ -197,6 +207,30 @@ static void pbx_ipc_header_put(uint8_t *buf, uint16_t op, uint16_t status,
     pbx_le_put32(buf + 12, request.index);
     pbx_le_put32(buf + 16, request.gen);
     pbx_le_put32(buf + 20, (uint32_t)body_len);
+    pbx_le_put32(buf + PBX_IPC_SEQ_OFFSET, 0U);
+    pbx_le_put32(buf + PBX_IPC_RESERVED_OFFSET, 0U);
+}
+
+pbx_err pbx_ipc_frame_set_seq(uint8_t *frame, size_t len, uint32_t seq)
+{
+    PBX_ASSERT(frame != NULL || len == 0U);
+    if (len < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    pbx_le_put32(frame + PBX_IPC_SEQ_OFFSET, seq);
+    return PBX_OK;
+}
+
+pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len,
+                               uint32_t *seq)
+{
+    PBX_ASSERT(seq != NULL);
+    PBX_ASSERT(frame != NULL || len == 0U);
+    if (len < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    *seq = pbx_le_get32(frame + PBX_IPC_SEQ_OFFSET);
+    return PBX_OK;
 }
 
 pbx_err pbx_ipc_frame_start(uint8_t *buf, size_t buf_len, uint16_t op,

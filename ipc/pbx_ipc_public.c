@@ -268,6 +268,7 @@ pbx_err pbx_ipc_decision_reply_encode(pbx_ipc_id request,
     }
     b[0] = rec->outcome;
     b[1] = rec->mode;
+    pbx_le_put16(b + 2, rec->reason);
     pbx_le_put32(b + 4, rec->grant.index);
     pbx_le_put32(b + 8, rec->grant.gen);
     pbx_le_put32(b + 12, rec->installed_slot);
@@ -286,6 +287,13 @@ static pbx_err pbx_ipc_decision_check(const pbx_ipc_decision *d, uint16_t caps)
     if (d->outcome < PBX_IPC_OUTCOME_PENDING ||
         d->outcome > PBX_IPC_OUTCOME_NOT_FOUND) {
         return PBX_E_IPC_DISCRIMINANT;
+    }
+    if (d->reason > PBX_IPC_REASON_RESOLVE) {
+        return PBX_E_IPC_DISCRIMINANT;
+    }
+    if (d->reason != PBX_IPC_REASON_NONE &&
+        d->outcome != PBX_IPC_OUTCOME_DENIED) {
+        return PBX_E_IPC_OUTCOME_FIELDS;
     }
     if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
         if (d->mode != 0U || d->grant.index != 0U || d->grant.gen != 0U ||
@@ -320,11 +328,9 @@ pbx_err pbx_ipc_decision_reply_decode(const pbx_ipc_frame *f,
         return err;
     }
     const uint8_t *b = f->body;
-    if (pbx_le_get16(b + 2) != 0U) {
-        return PBX_E_IPC_RESERVED;
-    }
     out->outcome = b[0];
     out->mode = b[1];
+    out->reason = pbx_le_get16(b + 2);
     out->grant.index = pbx_le_get32(b + 4);
     out->grant.gen = pbx_le_get32(b + 8);
     out->installed_slot = pbx_le_get32(b + 12);

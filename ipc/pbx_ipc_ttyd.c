@@ -1,6 +1,7 @@
 /*
  * pbx_ipc_ttyd.c: the ttyd peer exchanges: session POLICY, trusted PROMPT
- * (RETRY or a fully echoed ANSWER) and the receipt-free grant VIEW.
+ * (RETRY or a fully echoed ANSWER), the receipt-free grant VIEW (in
+ * pbx_ipc_view.c) and WITHDRAW of a prompt shown or queued.
  */
 #include "ipc/pbx_ipc_internal.h"
 
@@ -319,4 +320,84 @@ pbx_err pbx_ipc_prompt_reply_decode(const pbx_ipc_frame *f,
         return PBX_E_IPC_GENERATION;
     }
     return PBX_OK;
+}
+
+/* ---- WITHDRAW ------------------------------------------------------------
+ */
+
+/* Encodes WITHDRAW (request or acknowledgement): the shown object. */
+static pbx_err pbx_ipc_withdraw_put(uint16_t op, pbx_ipc_id request,
+                                    const pbx_ipc_withdraw *rec, uint8_t *buf,
+                                    size_t buf_len)
+{
+    PBX_ASSERT(rec != NULL);
+    uint8_t *b = NULL;
+    pbx_err err = pbx_ipc_frame_start(buf, buf_len, op, request, 0U,
+                                      PBX_IPC_WITHDRAW_BYTES, &b);
+    if (err != PBX_OK) {
+        return err;
+    }
+    pbx_le_put64(b, rec->object.id);
+    pbx_le_put32(b + 8, rec->object.gen);
+    return PBX_OK;
+}
+
+/* Decodes either WITHDRAW direction. */
+static pbx_err pbx_ipc_withdraw_get(const pbx_ipc_frame *f, uint16_t op,
+                                    pbx_ipc_withdraw *out)
+{
+    PBX_ASSERT(out != NULL);
+    pbx_err err = pbx_ipc_body_exact(f, op, PBX_IPC_WITHDRAW_BYTES);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if (pbx_le_get32(f->body + 12) != 0U) {
+        return PBX_E_IPC_RESERVED;
+    }
+    out->object.id = pbx_le_get64(f->body);
+    out->object.gen = pbx_le_get32(f->body + 8);
+    return out->object.gen != 0U ? PBX_OK : PBX_E_IPC_GENERATION;
+}
+
+/* Encodes a WITHDRAW of op and proves it with its own decoder. */
+static pbx_err pbx_ipc_withdraw_write(uint16_t op, pbx_ipc_id request,
+                                      const pbx_ipc_withdraw *rec, uint8_t *buf,
+                                      size_t buf_len, size_t *out_len)
+{
+    pbx_err err = pbx_ipc_withdraw_put(op, request, rec, buf, buf_len);
+    pbx_ipc_frame f;
+    pbx_ipc_withdraw chk;
+    if (err == PBX_OK) {
+        err = pbx_ipc_frame_reopen(buf, PBX_IPC_WITHDRAW_BYTES, 0U, &f);
+    }
+    if (err == PBX_OK) {
+        err = pbx_ipc_withdraw_get(&f, op, &chk);
+    }
+    return pbx_ipc_frame_done(err, PBX_IPC_WITHDRAW_BYTES, out_len);
+}
+
+pbx_err pbx_ipc_withdraw_encode(pbx_ipc_id request, const pbx_ipc_withdraw *rec,
+                                uint8_t *buf, size_t buf_len, size_t *out_len)
+{
+    return pbx_ipc_withdraw_write(PBX_IPC_OP_WITHDRAW, request, rec, buf,
+                                  buf_len, out_len);
+}
+
+pbx_err pbx_ipc_withdraw_decode(const pbx_ipc_frame *f, pbx_ipc_withdraw *out)
+{
+    return pbx_ipc_withdraw_get(f, PBX_IPC_OP_WITHDRAW, out);
+}
+
+pbx_err pbx_ipc_withdraw_reply_encode(pbx_ipc_id request,
+                                      const pbx_ipc_withdraw *rec, uint8_t *buf,
+                                      size_t buf_len, size_t *out_len)
+{
+    return pbx_ipc_withdraw_write(PBX_IPC_REPLY_OF(PBX_IPC_OP_WITHDRAW),
+                                  request, rec, buf, buf_len, out_len);
+}
+
+pbx_err pbx_ipc_withdraw_reply_decode(const pbx_ipc_frame *f,
+                                      pbx_ipc_withdraw *out)
+{
+    return pbx_ipc_withdraw_get(f, PBX_IPC_REPLY_OF(PBX_IPC_OP_WITHDRAW), out);
 }

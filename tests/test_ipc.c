@@ -150,20 +150,20 @@ static pbx_err redo_commit(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
 static pbx_err enc_decision_inst(uint8_t *buf, size_t n, size_t *len)
 {
     pbx_ipc_decision r = {
-        PBX_IPC_OUTCOME_APPROVED, PBX_IPC_MODE_INSTALL, {4U, 6U}, 77U};
+        PBX_IPC_OUTCOME_APPROVED, PBX_IPC_MODE_INSTALL, {4U, 6U}, 77U, 0U};
     return pbx_ipc_decision_reply_encode(sample_id, &r, buf, n, len);
 }
 
 static pbx_err enc_decision_rt(uint8_t *buf, size_t n, size_t *len)
 {
     pbx_ipc_decision r = {
-        PBX_IPC_OUTCOME_APPROVED, PBX_IPC_MODE_RUNTIME_REPLY, {4U, 6U}, 0U};
+        PBX_IPC_OUTCOME_APPROVED, PBX_IPC_MODE_RUNTIME_REPLY, {4U, 6U}, 0U, 0U};
     return pbx_ipc_decision_reply_encode(sample_id, &r, buf, n, len);
 }
 
 static pbx_err enc_decision_nf(uint8_t *buf, size_t n, size_t *len)
 {
-    pbx_ipc_decision r = {PBX_IPC_OUTCOME_NOT_FOUND, 0U, {0U, 0U}, 0U};
+    pbx_ipc_decision r = {PBX_IPC_OUTCOME_NOT_FOUND, 0U, {0U, 0U}, 0U, 0U};
     return pbx_ipc_decision_reply_encode(sample_id, &r, buf, n, len);
 }
 

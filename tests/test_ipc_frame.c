@@ -303,7 +303,7 @@ PBX_TEST(ipc_begin_entry_request_and_encoder_refusals)
     pbx_ipc_selector s0 = {0U, 0U, NULL};
     PBX_CHECK_EQ(pbx_ipc_selector_encode(live_id, &s0, b, sizeof(b), &keep),
                  PBX_E_IPC_BOUND);
-    pbx_ipc_decision d = {PBX_IPC_OUTCOME_DENIED, 0U, {1U, 1U}, 0U};
+    pbx_ipc_decision d = {PBX_IPC_OUTCOME_DENIED, 0U, {1U, 1U}, 0U, 0U};
     PBX_CHECK_EQ(
         pbx_ipc_decision_reply_encode(live_id, &d, b, sizeof(b), &keep),
         PBX_E_IPC_OUTCOME_FIELDS);
