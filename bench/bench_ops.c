@@ -304,6 +304,15 @@ static bool bench_layout(uint32_t cap, pbx_bootstrap_layout *out)
         3U * cap + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * cap * PBX_CORE_SELECTOR_CHUNK_BYTES;
+    /* A window of cap calls on every peer route. */
+    g.call_window = cap < PBX_BOOTSTRAP_CALL_WINDOW_MAX
+                        ? cap
+                        : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
+        PBX_BOOTSTRAP_CALL_ROUTES * g.call_window;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g.time_ms[t] = 5000U;
+    }
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
            pbx_bootstrap_encode(&g, rec, sizeof(rec)) == PBX_OK &&
            pbx_bootstrap_parse(rec, sizeof(rec), &parsed) == PBX_OK &&

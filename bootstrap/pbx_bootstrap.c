@@ -13,8 +13,16 @@
 
 _Static_assert(PBX_BOOTSTRAP_DIGEST_BYTES == PBX_SHA2_DIGEST_BYTES,
                "PBX1 carries exactly one SHA-256 digest");
-_Static_assert(PBX_BOOTSTRAP_DIGEST_OFFSET == 192U,
-               "PBX1 digest starts at byte 192 (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_CALLS_OFFSET == 208U,
+               "PBX1 calls section starts at byte 208 (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_DIGEST_OFFSET == 240U,
+               "PBX1 digest starts at byte 240 (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_PREFIX_BYTES <= PBX_BOOTSTRAP_RECORD_BYTES,
+               "the magic and version prefix lies inside the record");
+_Static_assert(
+    (uint64_t)PBX_BOOTSTRAP_CALL_WINDOW_MAX *PBX_BOOTSTRAP_CALL_ROUTES <=
+        PBX_BOOTSTRAP_RECORDS_MAX,
+    "a maximal window on every route fits a maximal calls pool");
 _Static_assert(PBX_BOOTSTRAP_PAGE_SIZE_MIN <= PBX_BOOTSTRAP_PAGE_SIZE_MAX,
                "page size range is not empty");
 _Static_assert(PBX_BOOTSTRAP_ARENA_BYTES_MAX <= (SIZE_MAX >> 1),
@@ -34,10 +42,22 @@ _Static_assert(PBX_BOOTSTRAP_ARENA_BYTES_MAX <= (SIZE_MAX >> 1),
 #define PBX1_POOL_OFF_ALIGN    8U
 #define PBX1_POOL_OFF_RESERVED 12U
 
+/* Byte offsets inside the calls section. */
+#define PBX1_CALLS_OFF_WINDOW 0U
+#define PBX1_CALLS_OFF_TIME   4U
+#define PBX1_CALLS_OFF_RESERVED                                                \
+    (PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT)
+_Static_assert(PBX1_CALLS_OFF_RESERVED + 4U == PBX_BOOTSTRAP_CALLS_BYTES,
+               "the calls section ends with its reserved u32");
+
 static const char *const pbx_bootstrap_pool_names[PBX_BOOTSTRAP_POOL_COUNT] = {
     "requests",    "selector-bytes", "grants",        "prompts",
     "policies",    "decisions",      "receipts",      "transient-slots",
-    "resolutions", "replies",        "notifications",
+    "resolutions", "replies",        "notifications", "calls",
+};
+
+static const char *const pbx_bootstrap_time_names[PBX_BOOTSTRAP_TIME_COUNT] = {
+    "vfsd", "ttyd", "procd", "scope", "prompt", "open",
 };
 
 /* The per-pool mismatch errors, indexed by pool. A table rather than
@@ -54,6 +74,7 @@ static const pbx_err pbx_bootstrap_mismatch_errs[PBX_BOOTSTRAP_POOL_COUNT] = {
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_RESOLUTIONS,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_REPLIES,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_NOTIFICATIONS,
+    PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_CALLS,
 };
 
 const char *pbx_bootstrap_pool_name(pbx_bootstrap_pool pool)
@@ -62,6 +83,14 @@ const char *pbx_bootstrap_pool_name(pbx_bootstrap_pool pool)
         return "unknown";
     }
     return pbx_bootstrap_pool_names[pool];
+}
+
+const char *pbx_bootstrap_time_name(pbx_bootstrap_time time)
+{
+    if ((unsigned)time >= (unsigned)PBX_BOOTSTRAP_TIME_COUNT) {
+        return "unknown";
+    }
+    return pbx_bootstrap_time_names[time];
 }
 
 uint32_t pbx_bootstrap_capacity_max(pbx_bootstrap_pool pool)
@@ -127,6 +156,27 @@ static pbx_err pbx_bootstrap_pools_check(const pbx_bootstrap_geometry *g)
     return PBX_OK;
 }
 
+/* Checks the call window, that the calls pool holds a full window on
+ * every call route, and every deadline, in that order. */
+static pbx_err pbx_bootstrap_calls_check(const pbx_bootstrap_geometry *g)
+{
+    if (g->call_window == 0U ||
+        g->call_window > PBX_BOOTSTRAP_CALL_WINDOW_MAX) {
+        return PBX_E_BOOTSTRAP_WINDOW;
+    }
+    /* The window is at most 4096, so the product cannot wrap a u64. */
+    if ((uint64_t)g->call_window * PBX_BOOTSTRAP_CALL_ROUTES >
+        g->capacity[PBX_BOOTSTRAP_POOL_CALLS]) {
+        return PBX_E_BOOTSTRAP_WINDOW_CALLS;
+    }
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        if (g->time_ms[i] == 0U || g->time_ms[i] > PBX_BOOTSTRAP_TIME_MS_MAX) {
+            return PBX_E_BOOTSTRAP_TIME;
+        }
+    }
+    return PBX_OK;
+}
+
 pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g)
 {
     PBX_ASSERT(g != NULL);
@@ -143,7 +193,7 @@ pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g)
         return err;
     }
     /* Capacities are at most 2^24 and record sizes at most 2^16, so each
-     * product is below 2^40 and the sum of eleven cannot wrap a u64. */
+     * product is below 2^40 and the sum of twelve cannot wrap a u64. */
     uint64_t total = 0U;
     for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         total += (uint64_t)g->capacity[i] * g->layout[i].record_size_bytes;
@@ -153,13 +203,16 @@ pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g)
         patched > PBX_BOOTSTRAP_ARENA_BYTES_MAX) {
         return PBX_E_BOOTSTRAP_TOTAL;
     }
-    return PBX_OK;
+    return pbx_bootstrap_calls_check(g);
 }
 
-/* Every reserved byte must be zero: the header's u16 and each entry's u32. */
+/* Every reserved byte must be zero: the header's u16, each entry's u32 and
+ * the calls section's u32. */
 static bool pbx_bootstrap_reserved_zero(const uint8_t *buf)
 {
     uint32_t acc = pbx_le_get16(buf + PBX1_OFF_RESERVED);
+    acc |= pbx_le_get32(buf + PBX_BOOTSTRAP_CALLS_OFFSET +
+                        PBX1_CALLS_OFF_RESERVED);
     for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         const uint8_t *e =
             buf + PBX1_OFF_POOLS + (size_t)i * PBX_BOOTSTRAP_POOL_ENTRY_BYTES;
@@ -181,6 +234,11 @@ static void pbx_bootstrap_decode(const uint8_t *buf, pbx_bootstrap_geometry *g)
         g->layout[i].record_size_bytes = pbx_le_get32(e + PBX1_POOL_OFF_SIZE);
         g->layout[i].record_align_bytes = pbx_le_get32(e + PBX1_POOL_OFF_ALIGN);
     }
+    const uint8_t *c = buf + PBX_BOOTSTRAP_CALLS_OFFSET;
+    g->call_window = pbx_le_get32(c + PBX1_CALLS_OFF_WINDOW);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        g->time_ms[i] = pbx_le_get32(c + PBX1_CALLS_OFF_TIME + (size_t)i * 4U);
+    }
     pbx_mem_copy(g->digest, buf + PBX_BOOTSTRAP_DIGEST_OFFSET,
                  PBX_BOOTSTRAP_DIGEST_BYTES);
 }
@@ -190,7 +248,10 @@ pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
 {
     PBX_ASSERT(out != NULL);
     PBX_ASSERT(buf != NULL || len == 0U);
-    if (len != PBX_BOOTSTRAP_RECORD_BYTES) {
+    /* Magic and version are read before the exact length is known, so a
+     * record of another version is refused as such; the prefix is proven
+     * present first. */
+    if (len < PBX_BOOTSTRAP_PREFIX_BYTES) {
         return PBX_E_BOOTSTRAP_LENGTH;
     }
     if (buf[PBX1_OFF_MAGIC] != PBX_BOOTSTRAP_MAGIC_0 ||
@@ -202,9 +263,12 @@ pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
     if (pbx_le_get16(buf + PBX1_OFF_VERSION) != PBX_BOOTSTRAP_VERSION) {
         return PBX_E_BOOTSTRAP_VERSION;
     }
+    if (len != PBX_BOOTSTRAP_RECORD_BYTES) {
+        return PBX_E_BOOTSTRAP_LENGTH;
+    }
     uint8_t digest[PBX_SHA2_DIGEST_BYTES];
     pbx_err err = pbx_sha2_digest(buf, PBX_BOOTSTRAP_DIGEST_OFFSET, digest);
-    PBX_ASSERT(err == PBX_OK); /* 192 bytes is far below the SHA-256 limit. */
+    PBX_ASSERT(err == PBX_OK); /* 240 bytes is far below the SHA-256 limit. */
     if (!pbx_sha2_digest_equal(digest, buf + PBX_BOOTSTRAP_DIGEST_OFFSET)) {
         return PBX_E_BOOTSTRAP_DIGEST;
     }
@@ -248,9 +312,14 @@ pbx_err pbx_bootstrap_encode(const pbx_bootstrap_geometry *g, uint8_t *out,
         pbx_le_put32(e + PBX1_POOL_OFF_SIZE, g->layout[i].record_size_bytes);
         pbx_le_put32(e + PBX1_POOL_OFF_ALIGN, g->layout[i].record_align_bytes);
     }
+    uint8_t *c = out + PBX_BOOTSTRAP_CALLS_OFFSET;
+    pbx_le_put32(c + PBX1_CALLS_OFF_WINDOW, g->call_window);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        pbx_le_put32(c + PBX1_CALLS_OFF_TIME + (size_t)i * 4U, g->time_ms[i]);
+    }
     err = pbx_sha2_digest(out, PBX_BOOTSTRAP_DIGEST_OFFSET,
                           out + PBX_BOOTSTRAP_DIGEST_OFFSET);
-    PBX_ASSERT(err == PBX_OK); /* 192 bytes is far below the SHA-256 limit. */
+    PBX_ASSERT(err == PBX_OK); /* 240 bytes is far below the SHA-256 limit. */
     return PBX_OK;
 }
 

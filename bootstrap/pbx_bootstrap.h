@@ -11,7 +11,7 @@
  * normative byte layout; this header is its C face.
  *
  * Freestanding: no allocation, no libc, every loop bounded by
- * PBX_BOOTSTRAP_POOL_COUNT.
+ * PBX_BOOTSTRAP_POOL_COUNT or PBX_BOOTSTRAP_TIME_COUNT.
  */
 #ifndef PBX_BOOTSTRAP_H
 #define PBX_BOOTSTRAP_H
@@ -46,9 +46,35 @@ typedef enum pbx_bootstrap_pool {
     PBX_BOOTSTRAP_POOL_REPLIES = 9,
     /** Authority-free launchd correlation wakes awaiting queueing. */
     PBX_BOOTSTRAP_POOL_NOTIFICATIONS = 10,
+    /** Outstanding split-phase peer calls, each with its deadline. */
+    PBX_BOOTSTRAP_POOL_CALLS = 11,
     /** Number of pools; not a pool. */
-    PBX_BOOTSTRAP_POOL_COUNT = 11
+    PBX_BOOTSTRAP_POOL_COUNT = 12
 } pbx_bootstrap_pool;
+
+/**
+ * pbx_bootstrap_time names every deadline a PBX1 record carries, by its
+ * index in pbx_bootstrap_geometry.time_ms. A deadline is a duration in
+ * milliseconds; the core keeps no clock, the runtime turns each deadline
+ * into a timer event. The values are wire positions: never reorder, only
+ * append with a new PBX1 version.
+ */
+typedef enum pbx_bootstrap_time {
+    /** Deadline of one vfsd call. */
+    PBX_BOOTSTRAP_TIME_VFSD = 0,
+    /** Deadline of one ttyd policy, view or withdraw call. */
+    PBX_BOOTSTRAP_TIME_TTYD = 1,
+    /** Deadline of one procd call. */
+    PBX_BOOTSTRAP_TIME_PROCD = 2,
+    /** Deadline of one resolution through a caller's scope. */
+    PBX_BOOTSTRAP_TIME_SCOPE = 3,
+    /** Deadline of one trusted prompt waiting for a person. */
+    PBX_BOOTSTRAP_TIME_PROMPT = 4,
+    /** Deadline of a request begun but not committed. */
+    PBX_BOOTSTRAP_TIME_OPEN = 5,
+    /** Number of deadlines; not a deadline. */
+    PBX_BOOTSTRAP_TIME_COUNT = 6
+} pbx_bootstrap_time;
 
 /**
  * pbx_bootstrap_type_layout is the size and alignment of one pool's record
@@ -73,7 +99,14 @@ typedef struct pbx_bootstrap_type_layout {
 #define PBX_BOOTSTRAP_MAGIC_3 0x31U
 
 /** PBX_BOOTSTRAP_VERSION is the only PBX1 version this code accepts. */
-#define PBX_BOOTSTRAP_VERSION 1U
+#define PBX_BOOTSTRAP_VERSION 2U
+
+/**
+ * PBX_BOOTSTRAP_PREFIX_BYTES is the magic plus the version: the bytes a
+ * parser reads before the exact length, so that a record of another
+ * version is refused as that version rather than for its length.
+ */
+#define PBX_BOOTSTRAP_PREFIX_BYTES 6U
 
 /** PBX_BOOTSTRAP_HEADER_BYTES is the size of the fixed header fields. */
 #define PBX_BOOTSTRAP_HEADER_BYTES 16U
@@ -84,18 +117,29 @@ typedef struct pbx_bootstrap_type_layout {
 /** PBX_BOOTSTRAP_DIGEST_BYTES is the SHA-256 digest length at the end. */
 #define PBX_BOOTSTRAP_DIGEST_BYTES 32U
 
-/** PBX_BOOTSTRAP_DIGEST_OFFSET is where the digest starts (= bytes hashed). */
-#define PBX_BOOTSTRAP_DIGEST_OFFSET                                            \
+/** PBX_BOOTSTRAP_CALLS_OFFSET is where the calls section follows the pools. */
+#define PBX_BOOTSTRAP_CALLS_OFFSET                                             \
     (PBX_BOOTSTRAP_HEADER_BYTES +                                              \
      PBX_BOOTSTRAP_POOL_ENTRY_BYTES * (unsigned)PBX_BOOTSTRAP_POOL_COUNT)
+
+/**
+ * PBX_BOOTSTRAP_CALLS_BYTES is the size of the calls section: the call
+ * window (u32), one u32 per deadline and a reserved u32.
+ */
+#define PBX_BOOTSTRAP_CALLS_BYTES                                              \
+    (4U + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT + 4U)
+
+/** PBX_BOOTSTRAP_DIGEST_OFFSET is where the digest starts (= bytes hashed). */
+#define PBX_BOOTSTRAP_DIGEST_OFFSET                                            \
+    (PBX_BOOTSTRAP_CALLS_OFFSET + PBX_BOOTSTRAP_CALLS_BYTES)
 
 /** PBX_BOOTSTRAP_RECORD_BYTES is the exact length of a PBX1 record. */
 #define PBX_BOOTSTRAP_RECORD_BYTES                                             \
     (PBX_BOOTSTRAP_DIGEST_OFFSET + PBX_BOOTSTRAP_DIGEST_BYTES)
 
 /** The record size is part of the wire format: pin it. */
-_Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 224U,
-               "PBX1 record is 224 bytes (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 272U,
+               "PBX1 version 2 record is 272 bytes (docs/PBX1.md)");
 
 /** PBX_BOOTSTRAP_RECORDS_MAX caps the capacity of every record pool. */
 #define PBX_BOOTSTRAP_RECORDS_MAX 65536U
@@ -111,6 +155,19 @@ _Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 224U,
 
 /** PBX_BOOTSTRAP_PAGE_SIZE_MAX is the largest accepted page size (1 GiB). */
 #define PBX_BOOTSTRAP_PAGE_SIZE_MAX 1073741824U
+
+/**
+ * PBX_BOOTSTRAP_CALL_ROUTES is the number of peer routes that carry
+ * split-phase calls (vfsd, ttyd, procd): each may hold call_window calls
+ * outstanding, so the calls pool must hold call_window times this many.
+ */
+#define PBX_BOOTSTRAP_CALL_ROUTES 3U
+
+/** PBX_BOOTSTRAP_CALL_WINDOW_MAX caps the outstanding calls per route. */
+#define PBX_BOOTSTRAP_CALL_WINDOW_MAX 4096U
+
+/** PBX_BOOTSTRAP_TIME_MS_MAX caps every deadline: one day in ms. */
+#define PBX_BOOTSTRAP_TIME_MS_MAX 86400000U
 
 /**
  * PBX_BOOTSTRAP_ARENA_BYTES_MAX caps both the derived arena extent and the
@@ -134,6 +191,11 @@ typedef struct pbx_bootstrap_geometry {
     uint32_t capacity[PBX_BOOTSTRAP_POOL_COUNT];
     /** The type layout each pool was built for, by pbx_bootstrap_pool. */
     pbx_bootstrap_type_layout layout[PBX_BOOTSTRAP_POOL_COUNT];
+    /** Outstanding calls allowed per peer route; 1..CALL_WINDOW_MAX, and
+     * call_window * PBX_BOOTSTRAP_CALL_ROUTES <= capacity[POOL_CALLS]. */
+    uint32_t call_window;
+    /** Deadlines in ms, indexed by pbx_bootstrap_time; 1..TIME_MS_MAX. */
+    uint32_t time_ms[PBX_BOOTSTRAP_TIME_COUNT];
     /** SHA-256 over the record's first PBX_BOOTSTRAP_DIGEST_OFFSET bytes. */
     uint8_t digest[PBX_BOOTSTRAP_DIGEST_BYTES];
 } pbx_bootstrap_geometry;
@@ -193,9 +255,10 @@ uint32_t pbx_bootstrap_capacity_max(pbx_bootstrap_pool pool);
  * len bytes of untrusted input and is only read during the call; len must
  * be exactly PBX_BOOTSTRAP_RECORD_BYTES. On success *out holds the
  * geometry and PBX_OK is returned; on any failure a distinct PBX_E_BOOTSTRAP
- * error is returned and *out is left untouched. The check order is:
- * length, magic, version, digest, reserved fields, then the semantic
- * checks of pbx_bootstrap_geometry_check.
+ * error is returned and *out is left untouched. The check order is: a
+ * length that covers magic and version, magic, version, exact length,
+ * digest, reserved fields, then the semantic checks of
+ * pbx_bootstrap_geometry_check.
  */
 pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
                             pbx_bootstrap_geometry *out);
@@ -204,11 +267,21 @@ pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
  * pbx_bootstrap_geometry_check validates the values of g except its digest:
  * version, page size, every capacity against zero and its maximum, every
  * type layout's shape, that the raw pool totals stay within
- * PBX_BOOTSTRAP_ARENA_BYTES_MAX, and that the patched extent
- * (arena_page_count pages) does too. Whether the page count equals the
+ * PBX_BOOTSTRAP_ARENA_BYTES_MAX, that the patched extent
+ * (arena_page_count pages) does too, the call window's range, that the
+ * calls pool holds a full window on every call route, and every
+ * deadline's range, in that order. Whether the page count equals the
  * derived one is pbx_bootstrap_layout_derive's check. Reads g only.
  */
 pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g);
+
+/**
+ * pbx_bootstrap_time_name returns a static, NUL-terminated, lower-case
+ * name for a deadline ("vfsd", "ttyd", "procd", "scope", "prompt",
+ * "open"), or "unknown" for a value outside the enum. The string lives for
+ * the whole program.
+ */
+const char *pbx_bootstrap_time_name(pbx_bootstrap_time time);
 
 /**
  * pbx_bootstrap_encode writes g as a PBX1 record into out, which must have

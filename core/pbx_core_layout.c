@@ -29,6 +29,7 @@ void pbx_core_pool_layouts(
         [PBX_BOOTSTRAP_POOL_REPLIES] = PBX_CORE_LAYOUT_OF(pbx_core_reply),
         [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] =
             PBX_CORE_LAYOUT_OF(pbx_core_notification),
+        [PBX_BOOTSTRAP_POOL_CALLS] = PBX_CORE_LAYOUT_OF(pbx_core_outcall),
     };
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         out[i] = layouts[i];

@@ -339,6 +339,38 @@ typedef struct pbx_core_notification {
 } pbx_core_notification;
 
 /**
+ * pbx_core_outcall is one outstanding split-phase peer call, from the send
+ * until its answer, its deadline or its owner's end. The calls pool holds
+ * every such call; a route whose window is full answers backpressure.
+ */
+typedef struct pbx_core_outcall {
+    /** Links (deadline FIFO), generation and state. */
+    pbx_core_link link;
+    /** Absolute deadline on the runtime's clock, in ms. */
+    uint64_t deadline_ms;
+    /** Header identity the call was sent with. */
+    pbx_ipc_id id;
+    /** Owning request or grant index. */
+    uint32_t owner;
+    /** Generation of the owner. */
+    uint32_t owner_generation;
+    /** The scope slot for a scoped call, else PBX_CORE_SLOT_NONE. */
+    uint32_t via_slot;
+    /** The pbx_ipc_op sent. */
+    uint16_t op;
+    /** The pbx_core_route the call went on. */
+    uint8_t route;
+    /** The pbx_bootstrap_pool of the owner. */
+    uint8_t owner_pool;
+    /** Which step sent it (a core-private enum). */
+    uint8_t kind;
+    /** Deadline class (PBX_BOOTSTRAP_TIME_*). */
+    uint8_t clazz;
+    /** Zero. */
+    uint16_t reserved;
+} pbx_core_outcall;
+
+/**
  * pbx_core_pool_layouts writes the compiled record size and alignment of
  * every pool into out (PBX_BOOTSTRAP_POOL_COUNT entries, caller-owned):
  * the layouts a PBX1 record must carry for this build. Selector bytes are

@@ -5,8 +5,10 @@
  * almost never carries a valid digest, the harness also reseals a
  * record-sized input (recomputes its digest) so the semantic checks and
  * derivation are explored too. Every accepted geometry must re-encode to
- * the same bytes, and every derived layout must be aligned, in order,
- * disjoint and covered by its page extent; a violation traps.
+ * the same bytes and hold a call window and deadlines within their
+ * ranges, with the window fitting the calls pool on every call route, and
+ * every derived layout must be aligned, in order, disjoint and covered by
+ * its page extent; a violation traps.
  */
 #include "bootstrap/pbx_bootstrap.h"
 #include "sha2/pbx_sha2.h"
@@ -37,6 +39,20 @@ static void fuzz_pbx1_check_layout(const pbx_bootstrap_geometry *g,
     PBX_ASSERT(l->page_count == g->arena_page_count);
 }
 
+/* Checks the call window and deadline rules docs/PBX1.md promises. */
+static void fuzz_pbx1_check_calls(const pbx_bootstrap_geometry *g)
+{
+    PBX_ASSERT(g->version == PBX_BOOTSTRAP_VERSION);
+    PBX_ASSERT(g->call_window >= 1U &&
+               g->call_window <= PBX_BOOTSTRAP_CALL_WINDOW_MAX);
+    PBX_ASSERT((uint64_t)g->call_window * PBX_BOOTSTRAP_CALL_ROUTES <=
+               g->capacity[PBX_BOOTSTRAP_POOL_CALLS]);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        PBX_ASSERT(g->time_ms[i] >= 1U &&
+                   g->time_ms[i] <= PBX_BOOTSTRAP_TIME_MS_MAX);
+    }
+}
+
 /* Parses buf; on success re-encodes, and derives against its own layouts
  * (so a derivation is reached whenever the page count is consistent). */
 static void fuzz_pbx1_one(const uint8_t *buf, size_t len)
@@ -45,6 +61,7 @@ static void fuzz_pbx1_one(const uint8_t *buf, size_t len)
     if (pbx_bootstrap_parse(buf, len, &g) != PBX_OK) {
         return;
     }
+    fuzz_pbx1_check_calls(&g);
     uint8_t again[PBX_BOOTSTRAP_RECORD_BYTES];
     PBX_ASSERT(pbx_bootstrap_encode(&g, again, sizeof(again)) == PBX_OK);
     PBX_ASSERT(memcmp(again, buf, sizeof(again)) == 0);

@@ -13,19 +13,26 @@ pools="requests selector-bytes grants prompts policies decisions receipts
 transient-slots resolutions replies notifications"
 ones=""
 for p in $pools; do ones="$ones --$p 1"; done
+# The smallest calls pool that holds a window of one on every call route.
+ones="$ones --calls 3 --window 1"
 "$pbx" geometry make -o "$dir/default.pbx1" >/dev/null
 # shellcheck disable=SC2086
 "$pbx" geometry make $ones -o "$dir/minimal.pbx1" >/dev/null
 "$pbx" geometry make --page-size 2097152 --selector-bytes 16777216 \
     -o "$dir/large.pbx1" >/dev/null
-# One flipped bit in the digest (byte 200), and a record cut at 100 bytes.
+# The call fields at the ends of their ranges.
+"$pbx" geometry make --calls 65536 --window 4096 --deadline-vfsd-ms 1 \
+    --deadline-ttyd-ms 86400000 --deadline-procd-ms 1 \
+    --deadline-scope-ms 86400000 --deadline-prompt-ms 1 \
+    --deadline-open-ms 86400000 -o "$dir/edges.pbx1" >/dev/null
+# One flipped bit in the digest (byte 250), and a record cut at 100 bytes.
 python3 - "$dir" <<'PY'
 import sys
 d = sys.argv[1]
 rec = bytearray(open(d + "/default.pbx1", "rb").read())
 bad = bytearray(rec)
-bad[200] ^= 1
+bad[250] ^= 1
 open(d + "/bad_digest.bin", "wb").write(bytes(bad))
 open(d + "/truncated.bin", "wb").write(bytes(rec[:100]))
 PY
-for f in default minimal large; do "$pbx" geometry check "$dir/$f.pbx1"; done
+for f in default minimal large edges; do "$pbx" geometry check "$dir/$f.pbx1"; done

@@ -48,8 +48,15 @@ static void sim_geometry(sim_world *w, pbx_bootstrap_geometry *g)
     g->page_size_bytes = 4096U;
     pbx_core_pool_layouts(g->layout);
     uint32_t req = 1U + sim_below(w, SIM_REQ_MAX);
-    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+    /* The calls pool and the PBX1 v2 call fields take no draws, so a seed
+     * picks the same pools it picked before they existed. */
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_CALLS; i++) {
         g->capacity[i] = 1U + sim_below(w, req + 1U);
+    }
+    g->call_window = req;
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * req;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = 5000U;
     }
     g->capacity[PBX_BOOTSTRAP_POOL_REQUESTS] = req;
     g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] = 1U + sim_below(w, SIM_GRANT_MAX);

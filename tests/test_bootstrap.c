@@ -18,14 +18,25 @@
 #define T_OFF_PAGE_SIZE  8U
 #define T_OFF_PAGE_COUNT 12U
 #define T_OFF_POOLS      16U
+#define T_OFF_WINDOW     208U
+#define T_OFF_TIME       212U
+#define T_OFF_CALLS_RSV  236U
+#define T_OFF_DIGEST     240U
 
 static const pbx_bootstrap_type_layout t_layouts[PBX_BOOTSTRAP_POOL_COUNT] = {
     {96, 8}, {1, 1},  {64, 8}, {48, 8}, {16, 4}, {32, 8},
-    {24, 8}, {16, 8}, {80, 8}, {40, 8}, {16, 8},
+    {24, 8}, {16, 8}, {80, 8}, {40, 8}, {16, 8}, {56, 8},
 };
 
 static const uint32_t t_capacities[PBX_BOOTSTRAP_POOL_COUNT] = {
-    64, 4096, 64, 16, 16, 64, 128, 128, 64, 64, 64,
+    64, 4096, 64, 16, 16, 64, 128, 128, 64, 64, 64, 48,
+};
+
+/* The call window of the valid geometry: exactly fills the calls pool. */
+#define T_WINDOW 16U
+
+static const uint32_t t_times[PBX_BOOTSTRAP_TIME_COUNT] = {
+    5000, 5001, 5002, 2000, 300000, 30000,
 };
 
 /* Fills g with a valid geometry whose page count is the derived one. */
@@ -36,6 +47,8 @@ static void t_geometry(pbx_bootstrap_geometry *g)
     g->page_size_bytes = 4096U;
     memcpy(g->capacity, t_capacities, sizeof(t_capacities));
     memcpy(g->layout, t_layouts, sizeof(t_layouts));
+    g->call_window = T_WINDOW;
+    memcpy(g->time_ms, t_times, sizeof(t_times));
     uint32_t pages = 0;
     PBX_REQUIRE(pbx_bootstrap_pages_compute(g, &pages) == PBX_OK);
     g->arena_page_count = pages;
@@ -93,8 +106,20 @@ PBX_TEST(bootstrap_roundtrip)
     uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
     PBX_REQUIRE(pbx_bootstrap_encode(&g, buf, sizeof(buf)) == PBX_OK);
     PBX_CHECK_MEM(buf, "PBX1", 4);
-    PBX_CHECK_EQ(pbx_le_get16(buf + T_OFF_VERSION), 1U);
+    PBX_CHECK_EQ(pbx_le_get16(buf + T_OFF_VERSION), 2U);
     PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_PAGE_SIZE), 4096U);
+    /* The byte layout of docs/PBX1.md, pinned field by field. */
+    PBX_CHECK_EQ(PBX_BOOTSTRAP_RECORD_BYTES, 272U);
+    PBX_CHECK_EQ(PBX_BOOTSTRAP_DIGEST_OFFSET, T_OFF_DIGEST);
+    PBX_CHECK_EQ(pbx_le_get32(buf + t_pool_off(PBX_BOOTSTRAP_POOL_CALLS, 0)),
+                 48U);
+    PBX_CHECK_EQ(pbx_le_get32(buf + t_pool_off(PBX_BOOTSTRAP_POOL_CALLS, 4)),
+                 56U);
+    PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_WINDOW), T_WINDOW);
+    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_TIME + 4U * t), t_times[t]);
+    }
+    PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_CALLS_RSV), 0U);
     pbx_bootstrap_geometry p;
     PBX_REQUIRE(pbx_bootstrap_parse(buf, sizeof(buf), &p) == PBX_OK);
     PBX_CHECK_EQ(p.version, g.version);
@@ -102,6 +127,8 @@ PBX_TEST(bootstrap_roundtrip)
     PBX_CHECK_EQ(p.arena_page_count, g.arena_page_count);
     PBX_CHECK_MEM(p.capacity, g.capacity, sizeof(g.capacity));
     PBX_CHECK_MEM(p.layout, g.layout, sizeof(g.layout));
+    PBX_CHECK_EQ(p.call_window, T_WINDOW);
+    PBX_CHECK_MEM(p.time_ms, t_times, sizeof(t_times));
     uint8_t digest[PBX_SHA2_DIGEST_BYTES];
     PBX_REQUIRE(pbx_sha2_digest(buf, PBX_BOOTSTRAP_DIGEST_OFFSET, digest) ==
                 PBX_OK);
@@ -152,7 +179,7 @@ PBX_TEST(bootstrap_reject_bad_magic)
 
 PBX_TEST(bootstrap_reject_bad_version)
 {
-    static const uint16_t bad[] = {0U, 2U, 0x0100U, 0xFFFFU};
+    static const uint16_t bad[] = {0U, 1U, 3U, 0x0200U, 0xFFFFU};
     uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
     for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
         t_record(buf);
@@ -162,8 +189,38 @@ PBX_TEST(bootstrap_reject_bad_version)
     }
     pbx_bootstrap_geometry g;
     t_geometry(&g);
-    g.version = 2U;
+    g.version = 1U;
     PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_VERSION);
+    g.version = 3U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_VERSION);
+}
+
+/* A whole, correctly sealed version 1 record (224 bytes: eleven pools, no
+ * calls section, digest at 192) is refused as a version, not a length. */
+PBX_TEST(bootstrap_reject_version_1_record)
+{
+    uint8_t v1[224];
+    memset(v1, 0, sizeof(v1));
+    memcpy(v1, "PBX1", 4);
+    pbx_le_put16(v1 + T_OFF_VERSION, 1U);
+    pbx_le_put32(v1 + T_OFF_PAGE_SIZE, 4096U);
+    pbx_le_put32(v1 + T_OFF_PAGE_COUNT, 8U);
+    for (unsigned p = 0; p < 11U; p++) {
+        pbx_le_put32(v1 + t_pool_off(p, 0), t_capacities[p]);
+        pbx_le_put32(v1 + t_pool_off(p, 4), t_layouts[p].record_size_bytes);
+        pbx_le_put32(v1 + t_pool_off(p, 8), t_layouts[p].record_align_bytes);
+    }
+    PBX_REQUIRE(pbx_sha2_digest(v1, 192U, v1 + 192U) == PBX_OK);
+    PBX_CHECK_EQ(t_parse(v1, sizeof(v1)), PBX_E_BOOTSTRAP_VERSION);
+    /* So is a version 1 prefix at the version 2 length. */
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    t_record(buf);
+    pbx_le_put16(buf + T_OFF_VERSION, 1U);
+    PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_VERSION);
+    /* Magic and version are read only once their six bytes are there. */
+    for (size_t len = 0; len < PBX_BOOTSTRAP_PREFIX_BYTES; len++) {
+        PBX_CHECK_EQ(t_parse(v1, len), PBX_E_BOOTSTRAP_LENGTH);
+    }
 }
 
 PBX_TEST(bootstrap_reject_bad_digest)
@@ -195,6 +252,12 @@ PBX_TEST(bootstrap_reject_nonzero_reserved)
             t_reseal(buf);
             PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_RESERVED);
         }
+    }
+    for (size_t b = 0; b < 4U; b++) {
+        t_record(buf);
+        buf[T_OFF_CALLS_RSV + b] = 0x01U;
+        t_reseal(buf);
+        PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_RESERVED);
     }
 }
 
@@ -271,6 +334,8 @@ PBX_TEST(bootstrap_reject_overflow_from_padding)
     g.capacity[2] = 15U;
     g.layout[2].record_size_bytes = 4096U;
     g.layout[2].record_align_bytes = 4096U;
+    g.call_window = 1U;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
     g.arena_page_count = 1U;
     PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
     uint32_t pages = 99U;
@@ -312,6 +377,123 @@ PBX_TEST(bootstrap_reject_malformed_type_layout)
     }
 }
 
+PBX_TEST(bootstrap_reject_bad_call_window)
+{
+    static const uint32_t bad[] = {0U, PBX_BOOTSTRAP_CALL_WINDOW_MAX + 1U,
+                                   0x80000000U, 0xFFFFFFFFU};
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
+        t_record(buf);
+        pbx_le_put32(buf + T_OFF_WINDOW, bad[i]);
+        t_reseal(buf);
+        PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_WINDOW);
+        pbx_bootstrap_geometry g;
+        t_geometry(&g);
+        g.call_window = bad[i];
+        PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_WINDOW);
+    }
+    /* The largest window is valid with a calls pool that holds it. */
+    pbx_bootstrap_geometry g;
+    t_geometry(&g);
+    g.call_window = PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
+        PBX_BOOTSTRAP_CALL_ROUTES * PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+    g.call_window = 1U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+}
+
+PBX_TEST(bootstrap_reject_window_over_calls_pool)
+{
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    /* 16 per route on 3 routes is 48: one call short in the pool, or one
+     * more in the window, fails. */
+    t_record(buf);
+    pbx_le_put32(buf + t_pool_off(PBX_BOOTSTRAP_POOL_CALLS, 0), 47U);
+    t_reseal(buf);
+    PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_WINDOW_CALLS);
+    t_record(buf);
+    pbx_le_put32(buf + T_OFF_WINDOW, T_WINDOW + 1U);
+    t_reseal(buf);
+    PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_WINDOW_CALLS);
+    pbx_bootstrap_geometry g;
+    t_geometry(&g);
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 16U - 1U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g),
+                 PBX_E_BOOTSTRAP_WINDOW_CALLS);
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_RECORDS_MAX;
+    g.call_window = PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+    /* The window is checked before it is compared with the pool. */
+    g.call_window = 0U;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = 1U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_WINDOW);
+}
+
+PBX_TEST(bootstrap_reject_bad_deadline)
+{
+    static const uint32_t bad[] = {0U, PBX_BOOTSTRAP_TIME_MS_MAX + 1U,
+                                   0xFFFFFFFFU};
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
+            t_record(buf);
+            pbx_le_put32(buf + T_OFF_TIME + 4U * t, bad[i]);
+            t_reseal(buf);
+            PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_TIME);
+            pbx_bootstrap_geometry g;
+            t_geometry(&g);
+            g.time_ms[t] = bad[i];
+            PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g),
+                         PBX_E_BOOTSTRAP_TIME);
+            /* The window and its pool are checked before any deadline. */
+            g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = 1U;
+            PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g),
+                         PBX_E_BOOTSTRAP_WINDOW_CALLS);
+        }
+        /* Both ends of the range are valid. */
+        pbx_bootstrap_geometry g;
+        t_geometry(&g);
+        g.time_ms[t] = 1U;
+        PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+        g.time_ms[t] = PBX_BOOTSTRAP_TIME_MS_MAX;
+        PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+    }
+    PBX_CHECK(
+        strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_VFSD), "vfsd") == 0);
+    PBX_CHECK(
+        strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_OPEN), "open") == 0);
+    PBX_CHECK(strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_COUNT),
+                     "unknown") == 0);
+}
+
+/* The calls section is checked after the pools and their totals. */
+PBX_TEST(bootstrap_calls_checked_after_pools)
+{
+    pbx_bootstrap_geometry g;
+    t_geometry(&g);
+    g.call_window = 0U;
+    g.time_ms[0] = 0U;
+    g.capacity[3] = 0U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g),
+                 PBX_E_BOOTSTRAP_CAPACITY_ZERO);
+    g.capacity[3] = 16U;
+    g.arena_page_count = 0xFFFFFFFFU;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_TOTAL);
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    memset(buf, 0x3C, sizeof(buf));
+    t_geometry(&g);
+    g.time_ms[PBX_BOOTSTRAP_TIME_PROMPT] = 0U;
+    PBX_CHECK_EQ(pbx_bootstrap_encode(&g, buf, sizeof(buf)),
+                 PBX_E_BOOTSTRAP_TIME);
+    PBX_CHECK_EQ(buf[0], 0x3CU);
+    pbx_bootstrap_layout l;
+    PBX_CHECK_EQ(pbx_bootstrap_layout_derive(&g, t_layouts, &l),
+                 PBX_E_BOOTSTRAP_TIME);
+    uint32_t pages = 0U;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages), PBX_E_BOOTSTRAP_TIME);
+}
+
 PBX_TEST(bootstrap_encode_rejects_and_writes_nothing)
 {
     pbx_bootstrap_geometry g;
@@ -343,11 +525,13 @@ PBX_TEST(bootstrap_derive_default_layout)
     PBX_CHECK_EQ(l.pools[2].offset_bytes, 10240U);
     PBX_CHECK_EQ(l.pools[4].offset_bytes, 15104U);
     PBX_CHECK_EQ(l.pools[10].offset_bytes, 30208U);
-    PBX_CHECK_EQ(l.used_bytes, 31232U);
+    PBX_CHECK_EQ(l.pools[11].offset_bytes, 31232U);
+    PBX_CHECK_EQ(l.pools[11].size_bytes, 2688U);
+    PBX_CHECK_EQ(l.used_bytes, 33920U);
     PBX_CHECK_EQ(l.page_size_bytes, 4096U);
-    PBX_CHECK_EQ(l.page_count, 8U);
-    PBX_CHECK_EQ(l.arena_bytes, 32768U);
-    PBX_CHECK_EQ(g.arena_page_count, 8U);
+    PBX_CHECK_EQ(l.page_count, 9U);
+    PBX_CHECK_EQ(l.arena_bytes, 36864U);
+    PBX_CHECK_EQ(g.arena_page_count, 9U);
 }
 
 PBX_TEST(bootstrap_derive_rejects_layout_mismatch_per_pool)
@@ -411,6 +595,17 @@ static void t_random_geometry(uint64_t *rng, pbx_bootstrap_geometry *g)
         g->layout[p].record_size_bytes = align * units;
         g->capacity[p] = 1U + (uint32_t)(pbx_test_rng_next(rng) % 3000U);
     }
+    uint32_t calls = g->capacity[PBX_BOOTSTRAP_POOL_CALLS];
+    if (calls < PBX_BOOTSTRAP_CALL_ROUTES) {
+        calls = PBX_BOOTSTRAP_CALL_ROUTES;
+        g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = calls;
+    }
+    g->call_window = 1U + (uint32_t)(pbx_test_rng_next(rng) %
+                                     (calls / PBX_BOOTSTRAP_CALL_ROUTES));
+    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] =
+            1U + (uint32_t)(pbx_test_rng_next(rng) % PBX_BOOTSTRAP_TIME_MS_MAX);
+    }
 }
 
 /* Checks that every pool is aligned, sized exactly, in order and disjoint,
@@ -449,6 +644,8 @@ PBX_TEST(bootstrap_random_layouts_aligned_and_disjoint)
         PBX_REQUIRE(pbx_bootstrap_encode(&g, buf, sizeof(buf)) == PBX_OK);
         pbx_bootstrap_geometry p;
         PBX_REQUIRE(pbx_bootstrap_parse(buf, sizeof(buf), &p) == PBX_OK);
+        PBX_CHECK_EQ(p.call_window, g.call_window);
+        PBX_CHECK_MEM(p.time_ms, g.time_ms, sizeof(g.time_ms));
         pbx_bootstrap_layout l;
         PBX_REQUIRE(pbx_bootstrap_layout_derive(&p, g.layout, &l) == PBX_OK);
         t_check_layout(&p, &l);

@@ -63,6 +63,10 @@ static void core_test_layout(pbx_bootstrap_layout *out)
     }
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 1024U;
     g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = PBX_CORE_TSLOTS_MIN;
+    g.call_window = 1U;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g.time_ms[t] = 5000U;
+    }
     PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
     pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
     pbx_core_pool_layouts(want);
@@ -185,6 +189,9 @@ PBX_TEST(core_init_carves_every_pool_and_refuses_each_mismatch)
     }
     PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_RECEIPTS].capacity > 0U);
     PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_REPLIES].capacity > 0U);
+    PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_CALLS].capacity > 0U);
+    PBX_CHECK_EQ(ctx.pools[PBX_BOOTSTRAP_POOL_CALLS].free_count,
+                 l.pools[PBX_BOOTSTRAP_POOL_CALLS].capacity);
     for (size_t p = 0; p < (size_t)PBX_BOOTSTRAP_POOL_COUNT; p++) {
         pbx_bootstrap_layout bad = l;
         bad.pools[p].record_size_bytes += 8U;

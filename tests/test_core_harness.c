@@ -549,6 +549,14 @@ static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
         3U * n + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
+    /* A window of n calls on every peer route. */
+    g.call_window =
+        n < PBX_BOOTSTRAP_CALL_WINDOW_MAX ? n : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
+        PBX_BOOTSTRAP_CALL_ROUTES * g.call_window;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g.time_ms[t] = 5000U;
+    }
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
            pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK;
 }

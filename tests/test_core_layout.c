@@ -6,6 +6,7 @@
 #include "runner/pbx_test.h"
 
 #include <stdalign.h>
+#include <stddef.h>
 
 PBX_TEST(core_layout_matches_record_types)
 {
@@ -23,6 +24,13 @@ PBX_TEST(core_layout_matches_record_types)
                  sizeof(pbx_core_tslot));
     PBX_CHECK_EQ(l[PBX_BOOTSTRAP_POOL_NOTIFICATIONS].record_size_bytes,
                  sizeof(pbx_core_notification));
+    PBX_CHECK_EQ(l[PBX_BOOTSTRAP_POOL_CALLS].record_size_bytes,
+                 sizeof(pbx_core_outcall));
+    PBX_CHECK_EQ(l[PBX_BOOTSTRAP_POOL_CALLS].record_align_bytes,
+                 alignof(pbx_core_outcall));
+    /* Every record begins with its link: the carving code threads the
+     * free list through it. */
+    PBX_CHECK_EQ(offsetof(pbx_core_outcall, link), 0U);
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         uint32_t a = l[i].record_align_bytes;
         PBX_CHECK(l[i].record_size_bytes >= 1U);

@@ -226,6 +226,74 @@ PBX_TEST(pbx_tool_make_check_show_default)
                                     (pbx_bootstrap_pool)p)) != NULL);
     }
     PBX_CHECK(strstr(r.out, "matches") != NULL);
+    PBX_CHECK(strstr(r.out, "call window      16 per route") != NULL);
+    PBX_CHECK(strstr(r.out, "deadline prompt  300000 ms") != NULL);
+    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        PBX_CHECK(strstr(r.out, pbx_bootstrap_time_name(
+                                    (pbx_bootstrap_time)t)) != NULL);
+    }
+    t_cleanup(dir);
+}
+
+PBX_TEST(pbx_tool_make_default_calls)
+{
+    static const uint32_t want_ms[PBX_BOOTSTRAP_TIME_COUNT] = {
+        5000U, 5000U, 5000U, 2000U, 300000U, 30000U,
+    };
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
+    char made[PATH_MAX];
+    t_make_default(dir, rec, made, sizeof(made));
+    pbx_bootstrap_geometry g;
+    PBX_REQUIRE(pbx_bootstrap_parse(rec, sizeof(rec), &g) == PBX_OK);
+    PBX_CHECK_EQ(g.version, 2U);
+    PBX_CHECK_EQ(g.call_window, 16U);
+    PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_CALLS], 48U);
+    PBX_CHECK_MEM(g.time_ms, want_ms, sizeof(want_ms));
+    t_cleanup(dir);
+}
+
+PBX_TEST(pbx_tool_make_call_overrides)
+{
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    char made[PATH_MAX];
+    t_join(made, sizeof(made), dir, "made");
+    const char *args[] = {"geometry",
+                          "make",
+                          "--calls",
+                          "30",
+                          "--window",
+                          "10",
+                          "--deadline-vfsd-ms",
+                          "1",
+                          "--deadline-scope-ms",
+                          "86400000",
+                          "--deadline-open-ms",
+                          "777",
+                          "-o",
+                          made,
+                          NULL};
+    t_run_result r;
+    t_run(dir, args, &r);
+    PBX_REQUIRE(r.status == 0);
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES + 1];
+    size_t n = 0;
+    PBX_REQUIRE(t_read_file(made, rec, sizeof(rec), &n));
+    pbx_bootstrap_geometry g;
+    PBX_REQUIRE(pbx_bootstrap_parse(rec, n, &g) == PBX_OK);
+    PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_CALLS], 30U);
+    PBX_CHECK_EQ(g.call_window, 10U);
+    PBX_CHECK_EQ(g.time_ms[PBX_BOOTSTRAP_TIME_VFSD], 1U);
+    PBX_CHECK_EQ(g.time_ms[PBX_BOOTSTRAP_TIME_TTYD], 5000U);
+    PBX_CHECK_EQ(g.time_ms[PBX_BOOTSTRAP_TIME_SCOPE], 86400000U);
+    PBX_CHECK_EQ(g.time_ms[PBX_BOOTSTRAP_TIME_OPEN], 777U);
+    const char *show[] = {"geometry", "show", made, NULL};
+    t_run(dir, show, &r);
+    PBX_CHECK_EQ(r.status, 0);
+    PBX_CHECK(strstr(r.out, "call window      10 per route") != NULL);
+    PBX_CHECK(strstr(r.out, "deadline open    777 ms") != NULL);
     t_cleanup(dir);
 }
 
@@ -298,6 +366,11 @@ PBX_TEST(pbx_tool_rejects_bad_files)
     rec[0] = 'Q';
     t_write_file(dir, "bad", rec, PBX_BOOTSTRAP_RECORD_BYTES, bad, sizeof(bad));
     t_expect_bad(dir, bad, "PBX_E_BOOTSTRAP_MAGIC");
+    /* A version 1 record (224 bytes) is refused for its version. */
+    rec[0] = 'P';
+    pbx_le_put16(rec + 4, 1U);
+    t_write_file(dir, "bad", rec, 224U, bad, sizeof(bad));
+    t_expect_bad(dir, bad, "PBX_E_BOOTSTRAP_VERSION");
     t_cleanup(dir);
 }
 
@@ -380,6 +453,17 @@ PBX_TEST(pbx_tool_make_rejects_bad_arguments)
         {"--grants", "-1", 2},
         {"--bogus", "1", 2},
         {"--requests", "99999999999", 2},
+        {"--calls", "0", 1},
+        {"--window", "0", 1},
+        {"--window", "17", 1},
+        {"--window", "4097", 1},
+        {"--window", "x", 2},
+        {"--deadline-vfsd-ms", "0", 1},
+        {"--deadline-open-ms", "86400001", 1},
+        {"--deadline-prompt-ms", "-5", 2},
+        {"--deadline-bogus-ms", "5", 2},
+        {"--deadline-ms", "5", 2},
+        {"--deadline-vfsd", "5", 2},
     };
     for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
         const char *args[] = {"geometry", "make", cases[i].opt, cases[i].val,

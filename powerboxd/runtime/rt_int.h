@@ -9,8 +9,14 @@
 #include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
 
-/** RT_PBX1_BYTES_MAX is the PBX1 read buffer; longer objects are refused. */
-#define RT_PBX1_BYTES_MAX 256U
+/** RT_PBX1_BYTES_MAX is the PBX1 read buffer; longer objects are refused.
+ * It has room for a record one byte too long, so that is refused by the
+ * parser's length check rather than by the port. */
+#define RT_PBX1_BYTES_MAX 512U
+
+/** The buffer must hold a whole PBX1 record and one byte more. */
+_Static_assert(RT_PBX1_BYTES_MAX > PBX_BOOTSTRAP_RECORD_BYTES,
+               "the PBX1 read buffer holds a whole record");
 
 /** rt_tstate is what the runtime knows about one transient slot. */
 typedef enum rt_tstate {

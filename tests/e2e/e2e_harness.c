@@ -41,6 +41,12 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
         bad == E2E_PBX1_TRANSIENT ? 2000U : 32U;
+    /* A window of 8 calls on every peer route; deadlines of 5 s. */
+    g->call_window = 8U;
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 8U;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = 5000U;
+    }
     if (bad == E2E_PBX1_LAYOUT) {
         g->layout[PBX_BOOTSTRAP_POOL_GRANTS].record_size_bytes += 8U;
     }

@@ -2,12 +2,12 @@
  * pbx_geometry.c: `pbx geometry make|show|check`, the operator's view of
  * PBX1 records (docs/PBX1.md).
  *
- * make writes a record from an embedded default geometry plus per-pool
- * overrides, with the type layouts this build was compiled with and the
- * page count those imply. show prints a record in words. check validates a
- * record exactly as powerboxd does at startup: parse, then derive against
- * the compiled layouts. Every failure is one line on stderr and a nonzero
- * exit; no input can crash the command.
+ * make writes a record from an embedded default geometry plus per-pool,
+ * call-window and deadline overrides, with the type layouts this build was
+ * compiled with and the page count those imply. show prints a record in words.
+ * check validates a record exactly as powerboxd does at startup: parse, then
+ * derive against the compiled layouts. Every failure is one line on stderr and
+ * a nonzero exit; no input can crash the command.
  */
 #include "bootstrap/pbx_bootstrap.h"
 #include "core/pbx_core_layout.h"
@@ -32,6 +32,20 @@ static const uint32_t pbx_geom_default_capacity[PBX_BOOTSTRAP_POOL_COUNT] = {
     [PBX_BOOTSTRAP_POOL_RESOLUTIONS] = 64U,
     [PBX_BOOTSTRAP_POOL_REPLIES] = 64U,
     [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] = 64U,
+    [PBX_BOOTSTRAP_POOL_CALLS] = 48U,
+};
+
+/* The default call window: 16 outstanding calls on each of the three call
+ * routes, which the default calls pool (48) holds exactly. */
+#define PBX_GEOM_DEFAULT_CALL_WINDOW 16U
+
+/* The default deadlines in ms: 5 s for a peer call, 2 s for a resolution
+ * through a caller's scope, 5 min for a person to answer a prompt and 30 s
+ * for a request to be committed. */
+static const uint32_t pbx_geom_default_time_ms[PBX_BOOTSTRAP_TIME_COUNT] = {
+    [PBX_BOOTSTRAP_TIME_VFSD] = 5000U,     [PBX_BOOTSTRAP_TIME_TTYD] = 5000U,
+    [PBX_BOOTSTRAP_TIME_PROCD] = 5000U,    [PBX_BOOTSTRAP_TIME_SCOPE] = 2000U,
+    [PBX_BOOTSTRAP_TIME_PROMPT] = 300000U, [PBX_BOOTSTRAP_TIME_OPEN] = 30000U,
 };
 
 /* The default page size: the smallest PBX1 accepts, the x86_64 page. */
@@ -47,7 +61,8 @@ static void pbx_geom_expected(pbx_bootstrap_type_layout *out)
 void pbx_tool_geometry_usage(FILE *fp)
 {
     (void)fputs("  pbx geometry make [defaults] [--POOL N]... [--page-size N] "
-                "-o FILE\n"
+                "[--window N]\n"
+                "                    [--deadline-KIND-ms N]... -o FILE\n"
                 "  pbx geometry show FILE\n"
                 "  pbx geometry check FILE\n"
                 "  POOL is one of:",
@@ -55,6 +70,11 @@ void pbx_tool_geometry_usage(FILE *fp)
     for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         (void)fprintf(fp, " %s",
                       pbx_bootstrap_pool_name((pbx_bootstrap_pool)i));
+    }
+    (void)fputs("\n  KIND is one of:", fp);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        (void)fprintf(fp, " %s",
+                      pbx_bootstrap_time_name((pbx_bootstrap_time)i));
     }
     (void)fputs("\n", fp);
 }
@@ -200,20 +220,56 @@ static bool pbx_geom_write(const char *path, const uint8_t *buf, size_t len)
     return ok;
 }
 
-/* Finds the pool whose option is "--NAME"; returns false if none is. */
-static bool pbx_geom_pool_option(const char *arg, pbx_bootstrap_pool *pool)
+/* Finds the deadline whose option is "--deadline-KIND-ms"; returns false
+ * if none is. */
+static bool pbx_geom_time_option(const char *arg, pbx_bootstrap_time *time)
 {
-    if (strncmp(arg, "--", 2) != 0) {
+    static const char prefix[] = "--deadline-";
+    static const char suffix[] = "-ms";
+    size_t n = strlen(arg);
+    if (strncmp(arg, prefix, sizeof(prefix) - 1U) != 0 ||
+        n < sizeof(prefix) - 1U + sizeof(suffix) - 1U ||
+        strcmp(arg + n - (sizeof(suffix) - 1U), suffix) != 0) {
         return false;
     }
-    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        if (strcmp(arg + 2, pbx_bootstrap_pool_name((pbx_bootstrap_pool)i)) ==
-            0) {
-            *pool = (pbx_bootstrap_pool)i;
+    const char *kind = arg + sizeof(prefix) - 1U;
+    size_t kind_len = n - (sizeof(prefix) - 1U) - (sizeof(suffix) - 1U);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        const char *name = pbx_bootstrap_time_name((pbx_bootstrap_time)i);
+        if (strlen(name) == kind_len && strncmp(kind, name, kind_len) == 0) {
+            *time = (pbx_bootstrap_time)i;
             return true;
         }
     }
     return false;
+}
+
+/* Finds the geometry field an option that takes a number sets: a pool's
+ * capacity ("--NAME"), the page size, the call window or a deadline.
+ * Returns NULL for any other argument. */
+static uint32_t *pbx_geom_value_option(const char *arg,
+                                       pbx_bootstrap_geometry *g)
+{
+    if (strcmp(arg, "--page-size") == 0) {
+        return &g->page_size_bytes;
+    }
+    if (strcmp(arg, "--window") == 0) {
+        return &g->call_window;
+    }
+    pbx_bootstrap_time time = PBX_BOOTSTRAP_TIME_COUNT;
+    if (pbx_geom_time_option(arg, &time)) {
+        return &g->time_ms[time];
+    }
+    if (strncmp(arg, "--", 2) != 0) {
+        return NULL;
+    }
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        if (strcmp(arg + 2, pbx_bootstrap_pool_name((pbx_bootstrap_pool)i)) ==
+            0) {
+            return &g->capacity[i];
+        }
+    }
+    return NULL;
 }
 
 /* Applies make's options to g and finds the output path. Prints one line
@@ -226,11 +282,8 @@ static bool pbx_geom_make_args(int argc, char **argv, pbx_bootstrap_geometry *g,
         if (strcmp(arg, "defaults") == 0 || strcmp(arg, "--defaults") == 0) {
             continue;
         }
-        pbx_bootstrap_pool pool = PBX_BOOTSTRAP_POOL_COUNT;
-        bool is_pool = pbx_geom_pool_option(arg, &pool);
-        bool takes_value = is_pool || strcmp(arg, "-o") == 0 ||
-                           strcmp(arg, "--page-size") == 0;
-        if (!takes_value) {
+        uint32_t *field = pbx_geom_value_option(arg, g);
+        if (field == NULL && strcmp(arg, "-o") != 0) {
             (void)fprintf(stderr, "pbx: geometry make: unknown argument '%s'\n",
                           arg);
             return false;
@@ -254,11 +307,7 @@ static bool pbx_geom_make_args(int argc, char **argv, pbx_bootstrap_geometry *g,
                 arg, val);
             return false;
         }
-        if (is_pool) {
-            g->capacity[pool] = v;
-        } else {
-            g->page_size_bytes = v;
-        }
+        *field = v;
     }
     if (*out == NULL) {
         (void)fputs("pbx: geometry make: missing -o FILE\n", stderr);
@@ -290,6 +339,42 @@ static bool pbx_geom_make_capacities_ok(const pbx_bootstrap_geometry *g)
     return true;
 }
 
+/* Names the option to fix when the call window is out of range or does not
+ * fit the calls pool, or a deadline is out of range. Returns false after
+ * printing one line. */
+static bool pbx_geom_make_calls_ok(const pbx_bootstrap_geometry *g)
+{
+    uint32_t calls = g->capacity[PBX_BOOTSTRAP_POOL_CALLS];
+    if (g->call_window == 0U ||
+        g->call_window > PBX_BOOTSTRAP_CALL_WINDOW_MAX) {
+        (void)fprintf(stderr, "pbx: geometry make: --window %u: %s (1..%u)\n",
+                      g->call_window, pbx_err_text(PBX_E_BOOTSTRAP_WINDOW),
+                      PBX_BOOTSTRAP_CALL_WINDOW_MAX);
+        return false;
+    }
+    if ((uint64_t)g->call_window * PBX_BOOTSTRAP_CALL_ROUTES > calls) {
+        (void)fprintf(stderr,
+                      "pbx: geometry make: --window %u: %s (--calls %u < "
+                      "%u routes x %u)\n",
+                      g->call_window,
+                      pbx_err_text(PBX_E_BOOTSTRAP_WINDOW_CALLS), calls,
+                      PBX_BOOTSTRAP_CALL_ROUTES, g->call_window);
+        return false;
+    }
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        if (g->time_ms[i] == 0U || g->time_ms[i] > PBX_BOOTSTRAP_TIME_MS_MAX) {
+            (void)fprintf(stderr,
+                          "pbx: geometry make: --deadline-%s-ms %u: %s "
+                          "(1..%u)\n",
+                          pbx_bootstrap_time_name((pbx_bootstrap_time)i),
+                          g->time_ms[i], pbx_err_text(PBX_E_BOOTSTRAP_TIME),
+                          PBX_BOOTSTRAP_TIME_MS_MAX);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* `pbx geometry make`: defaults, overrides, compiled layouts, derived page
  * count, encode, write. */
 static int pbx_geom_make(int argc, char **argv)
@@ -299,12 +384,14 @@ static int pbx_geom_make(int argc, char **argv)
     g.version = PBX_BOOTSTRAP_VERSION;
     g.page_size_bytes = PBX_GEOM_DEFAULT_PAGE_SIZE;
     memcpy(g.capacity, pbx_geom_default_capacity, sizeof(g.capacity));
+    g.call_window = PBX_GEOM_DEFAULT_CALL_WINDOW;
+    memcpy(g.time_ms, pbx_geom_default_time_ms, sizeof(g.time_ms));
     pbx_geom_expected(g.layout);
     const char *out = NULL;
     if (!pbx_geom_make_args(argc, argv, &g, &out)) {
         return PBX_TOOL_EXIT_USAGE;
     }
-    if (!pbx_geom_make_capacities_ok(&g)) {
+    if (!pbx_geom_make_capacities_ok(&g) || !pbx_geom_make_calls_ok(&g)) {
         return PBX_TOOL_EXIT_FAIL;
     }
     uint32_t pages = 0U;
@@ -376,6 +463,13 @@ static int pbx_geom_show(const char *path)
     }
     printf("\n");
     pbx_geom_show_pools(&g);
+    printf("call window      %u per route, %u routes, %u calls pooled\n",
+           g.call_window, PBX_BOOTSTRAP_CALL_ROUTES,
+           g.capacity[PBX_BOOTSTRAP_POOL_CALLS]);
+    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
+        printf("deadline %-7s %u ms\n",
+               pbx_bootstrap_time_name((pbx_bootstrap_time)i), g.time_ms[i]);
+    }
     pbx_bootstrap_type_layout expected[PBX_BOOTSTRAP_POOL_COUNT];
     pbx_geom_expected(expected);
     pbx_bootstrap_layout l;
