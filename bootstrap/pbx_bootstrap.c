@@ -411,6 +411,8 @@ pbx_err pbx_bootstrap_layout_derive(
     if (l.page_count != g->arena_page_count) {
         return PBX_E_BOOTSTRAP_PAGE_EXTENT;
     }
+    l.call_window = g->call_window;
+    pbx_mem_copy(l.time_ms, g->time_ms, sizeof(l.time_ms));
     pbx_mem_copy(out, &l, sizeof(l));
     return PBX_OK;
 }

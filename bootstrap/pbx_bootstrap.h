@@ -234,6 +234,10 @@ typedef struct pbx_bootstrap_layout {
     size_t page_count;
     /** page_count * page_size_bytes: the arena's exact mapping size. */
     size_t arena_bytes;
+    /** Outstanding calls allowed per route kind (the geometry's). */
+    uint32_t call_window;
+    /** Deadlines in milliseconds by PBX_BOOTSTRAP_TIME_* (the geometry's). */
+    uint32_t time_ms[PBX_BOOTSTRAP_TIME_COUNT];
 } pbx_bootstrap_layout;
 
 /**

@@ -15,8 +15,7 @@
 _Static_assert(PBX_CORE_CALL_CLASSES == 5U &&
                    PBX_BOOTSTRAP_TIME_PROMPT + 1 == PBX_CORE_CALL_CLASSES,
                "one deadline class per PBX1 call time, in order");
-_Static_assert(PBX_BOOTSTRAP_RECORDS_MAX <=
-                   (1UL << PBX_CORE_SEQ_INDEX_BITS),
+_Static_assert(PBX_BOOTSTRAP_RECORDS_MAX <= (1UL << PBX_CORE_SEQ_INDEX_BITS),
                "every call index fits the sequence's index bits");
 
 /* Call record o. */
@@ -177,8 +176,7 @@ pbx_err pbx_core_on_time(pbx_core_ctx *ctx, uint64_t now_ms)
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         const pbx_core_queue *q = &ctx->queues[PBX_CORE_Q_CALLS + k];
         for (uint32_t n = 0; n < cap && q->head != PBX_CORE_NIL; n++) {
-            if (pbx_core_outcall_at(ctx, q->head)->deadline_ms >
-                ctx->now_ms) {
+            if (pbx_core_outcall_at(ctx, q->head)->deadline_ms > ctx->now_ms) {
                 break;
             }
             pbx_err err = pbx_core_call_expire(ctx, q->head);
@@ -253,8 +251,8 @@ static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
     if (oc->link.live == 0U || pbx_core_call_seq(ctx, o) != seq ||
         oc->route != route ||
         (route == PBX_CORE_ROUTE_SCOPE && oc->via_slot != via_slot) ||
-        op != (uint16_t)(oc->op | PBX_IPC_REPLY_BIT) ||
-        index != oc->id.index || gen != oc->id.gen) {
+        op != (uint16_t)(oc->op | PBX_IPC_REPLY_BIT) || index != oc->id.index ||
+        gen != oc->id.gen) {
         return PBX_CORE_NIL;
     }
     return o;

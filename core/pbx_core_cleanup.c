@@ -84,9 +84,10 @@ static bool pbx_core_withdraw_send(pbx_core_ctx *ctx, uint32_t i)
     PBX_ASSERT(pbx_ipc_withdraw_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                        &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    pbx_core_call_spec spec = {PBX_CORE_CALL_WITHDRAW, PBX_BOOTSTRAP_TIME_TTYD,
-                               PBX_BOOTSTRAP_POOL_REQUESTS, i,
-                               PBX_IPC_OP_WITHDRAW, id};
+    pbx_core_call_spec spec = {
+        PBX_CORE_CALL_WITHDRAW,      PBX_BOOTSTRAP_TIME_TTYD,
+        PBX_BOOTSTRAP_POOL_REQUESTS, i,
+        PBX_IPC_OP_WITHDRAW,         id};
     pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
     if (io == PBX_CORE_IO_FAILED) {
         r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
@@ -287,9 +288,11 @@ static pbx_ipc_retire pbx_core_req_retirement(const pbx_core_ctx *ctx,
 void pbx_core_req_retire_send(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_ipc_retire q = pbx_core_req_retirement(ctx, i);
-    pbx_core_retire_send(
-        ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, pbx_core_req(ctx, i)->grant),
-        &q, PBX_CORE_CALL_REQ_RETIRE, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+    pbx_core_retire_send(ctx,
+                         pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS,
+                                     pbx_core_req(ctx, i)->grant),
+                         &q, PBX_CORE_CALL_REQ_RETIRE,
+                         PBX_BOOTSTRAP_POOL_REQUESTS, i);
 }
 
 /* Frees grant g once the last of its two exact acknowledgements (event:
@@ -331,10 +334,12 @@ static void pbx_core_remove_send(pbx_core_ctx *ctx, uint32_t g)
     pbx_core_call c;
     size_t n = pbx_core_view_encode(ctx, g, PBX_IPC_VIEW_REMOVE);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    pbx_core_call_spec spec = {
-        PBX_CORE_CALL_REMOVE, PBX_BOOTSTRAP_TIME_TTYD, PBX_BOOTSTRAP_POOL_GRANTS,
-        g,                    PBX_IPC_OP_VIEW,
-        pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
+    pbx_core_call_spec spec = {PBX_CORE_CALL_REMOVE,
+                               PBX_BOOTSTRAP_TIME_TTYD,
+                               PBX_BOOTSTRAP_POOL_GRANTS,
+                               g,
+                               PBX_IPC_OP_VIEW,
+                               pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
     if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
         pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     }
@@ -376,9 +381,9 @@ static pbx_err pbx_core_grant_settle(pbx_core_ctx *ctx, uint32_t g)
     }
     if (owe_retire && gr->call_retire == PBX_CORE_NIL) {
         pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
-        pbx_core_retire_send(ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g),
-                             &q, PBX_CORE_CALL_RETIRE, PBX_BOOTSTRAP_POOL_GRANTS,
-                             g);
+        pbx_core_retire_send(
+            ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g), &q,
+            PBX_CORE_CALL_RETIRE, PBX_BOOTSTRAP_POOL_GRANTS, g);
     }
     return PBX_OK;
 }
@@ -461,8 +466,8 @@ static pbx_err pbx_core_judge_release(pbx_core_ctx *ctx, uint32_t kind,
     return PBX_OK;
 }
 
-pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind,
-                               uint32_t owner, const pbx_core_call *c)
+pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
+                               const pbx_core_call *c)
 {
     switch ((pbx_core_call_kind)kind) {
     case PBX_CORE_CALL_REMOVE:

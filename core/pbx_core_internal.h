@@ -405,8 +405,8 @@ pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
  * pbx_core_cleanup_judge judges a reply (or its absence, c NULL) to a
  * release or grant cleanup call of kind for owner.
  */
-pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind,
-                               uint32_t owner, const pbx_core_call *c);
+pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
+                               const pbx_core_call *c);
 
 /**
  * pbx_core_req_retire_send sends the full-identity RETIRE of the object a

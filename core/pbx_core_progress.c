@@ -39,8 +39,8 @@ static pbx_core_io pbx_core_req_send(pbx_core_ctx *ctx, uint32_t i,
                                      uint32_t clazz, uint16_t op)
 {
     pbx_core_call_spec spec = {
-        kind, clazz, PBX_BOOTSTRAP_POOL_REQUESTS, i, op,
-        pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i)};
+        kind, clazz, PBX_BOOTSTRAP_POOL_REQUESTS,
+        i,    op,    pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i)};
     pbx_core_io io = pbx_core_call_send(ctx, c, &spec);
     if (io == PBX_CORE_IO_FAILED) {
         pbx_core_deny(ctx, i, PBX_IPC_REASON_PEER_FAILED);
@@ -540,9 +540,9 @@ pbx_core_io pbx_core_detach_send(pbx_core_ctx *ctx, uint32_t i, uint32_t kind)
                                      &n) == PBX_OK);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
     c.send_slot = pbx_core_tslot_at(ctx, r->object_tslot)->slot;
-    pbx_core_call_spec spec = {kind, PBX_BOOTSTRAP_TIME_VFSD,
-                               PBX_BOOTSTRAP_POOL_REQUESTS, i,
-                               PBX_IPC_OP_DETACH, id};
+    pbx_core_call_spec spec = {
+        kind, PBX_BOOTSTRAP_TIME_VFSD, PBX_BOOTSTRAP_POOL_REQUESTS,
+        i,    PBX_IPC_OP_DETACH,       id};
     pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
     if (io == PBX_CORE_IO_OK) {
         /* The move happened: the slot is vfsd's now. */
@@ -608,8 +608,11 @@ static pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
     size_t n = pbx_core_view_encode(ctx, r->grant, PBX_IPC_VIEW_ACTIVE);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
     pbx_core_call_spec spec = {
-        PBX_CORE_CALL_ACTIVE, PBX_BOOTSTRAP_TIME_TTYD,
-        PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_IPC_OP_VIEW,
+        PBX_CORE_CALL_ACTIVE,
+        PBX_BOOTSTRAP_TIME_TTYD,
+        PBX_BOOTSTRAP_POOL_REQUESTS,
+        i,
+        PBX_IPC_OP_VIEW,
         pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant)};
     pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
     if (io == PBX_CORE_IO_OK) {

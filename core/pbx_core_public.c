@@ -340,6 +340,9 @@ static pbx_err pbx_core_decision_fill(pbx_core_ctx *ctx, uint32_t i,
         return PBX_OK;
     }
     d->outcome = (uint8_t)dec->status;
+    if (dec->status == (uint16_t)PBX_IPC_OUTCOME_DENIED) {
+        d->reason = r->reason;
+    }
     if (dec->status != (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
         return PBX_OK;
     }
