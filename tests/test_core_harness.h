@@ -4,12 +4,23 @@
  *
  * The harness owns a fake slot table (kind, rights, provenance and a
  * reservation flag per slot), answers every peer call from a per-route
- * script of answers built with the ipc encoders at call time (so echoes
- * are exact unless a test asks for a wrong one), injects deletion
- * outcomes, and logs every effect as one space-separated trace string so
- * tests can assert the exact sequence. A client side builds public frames
- * and runs the core until idle. th_conserved checks capability
- * conservation at any point; th_quiescent checks the startup baseline.
+ * script of answers built with the ipc encoders (so echoes are exact
+ * unless a test asks for a wrong one), injects deletion outcomes, and
+ * logs every effect as one space-separated trace string so tests can
+ * assert the exact sequence. A client side builds public frames and runs
+ * the core until idle. th_conserved checks capability conservation at any
+ * point; th_quiescent checks the startup baseline.
+ *
+ * Peer calls are split-phase: ops.send takes the scripted answer off its
+ * route's FIFO (BUSY and FAIL are answered at once), copies the sent
+ * frame and queues a pending reply. The reply itself, with its receipts,
+ * is built only when it is delivered through pbx_core_on_peer_reply,
+ * echoing the sent frame's seq, op and header identity exactly as a
+ * correct peer would. Unless h->hold is set, th_step and th_run deliver
+ * every pending reply (oldest first) right after each step, so a step's
+ * call is answered before the next step, as the synchronous calls were.
+ * With h->hold set replies stay queued until a test delivers, drops or
+ * tampers with them (th_deliver, th_drop, th_reply_build).
  */
 #ifndef TEST_CORE_HARNESS_H
 #define TEST_CORE_HARNESS_H
@@ -26,6 +37,10 @@
 #define TH_SCRIPT_MAX 32U
 /** TH_TRACE_MAX bounds the effect trace. */
 #define TH_TRACE_MAX 8192U
+/** TH_PEND_MAX bounds the replies pending at once. */
+#define TH_PEND_MAX 48U
+/** TH_NONE is what th_find returns when no pending reply matches. */
+#define TH_NONE UINT32_MAX
 /** TH_BADGE is an ordinary public client badge: BEGIN from it is refused
  * (PBX_E_CORE_BROKER), so it owns nothing. */
 #define TH_BADGE 7U
@@ -84,6 +99,52 @@ typedef struct th_script {
     /** Extra argument (NOT_FOUND class). */
     uint32_t arg;
 } th_script;
+
+/**
+ * th_pend is one call the core sent whose reply is still pending: the
+ * copied frame, where it went and the scripted answer it will get.
+ */
+typedef struct th_pend {
+    /** Route the call went on (pbx_core_route or PBX_CORE_ROUTE_SCOPE). */
+    uint32_t route;
+    /** The scope slot of a scoped call, else PBX_CORE_SLOT_NONE. */
+    uint32_t via_slot;
+    /** Header seq of the sent frame (the reply echoes it). */
+    uint32_t seq;
+    /** Operation sent. */
+    uint16_t op;
+    /** Capabilities the sent frame carried (0 or 1). */
+    uint16_t caps;
+    /** Header identity of the sent frame. */
+    pbx_ipc_id id;
+    /** The scripted answer taken at send time. */
+    th_script s;
+    /** Trace name of the call ("resolve", "view-", "withdraw", ...). */
+    char name[12];
+    /** Bytes in frame. */
+    size_t len;
+    /** Copy of the sent frame. */
+    uint8_t frame[PBX_IPC_FRAME_BYTES_MAX];
+} th_pend;
+
+/**
+ * th_reply is one built peer reply, ready for pbx_core_on_peer_reply:
+ * tests may change any field before sending it (th_reply_send).
+ */
+typedef struct th_reply {
+    /** Route it arrives on. */
+    uint32_t route;
+    /** Scope slot it came through (SCOPE route), else SLOT_NONE. */
+    uint32_t via_slot;
+    /** Bytes in frame. */
+    size_t len;
+    /** Receipts that arrive with it (each handed to the core). */
+    uint32_t slots[PBX_CORE_RECV_SLOTS_MAX + 1U];
+    /** Number of receipts. */
+    size_t n;
+    /** The reply frame. */
+    uint8_t frame[PBX_IPC_FRAME_BYTES_MAX];
+} th_reply;
 
 /** th_slot is one fake slot. */
 typedef struct th_slot {
@@ -183,6 +244,20 @@ typedef struct th_h {
     uint16_t edit_op;
     /** Which field edit changes (the test's own numbering). */
     uint32_t edit_field;
+    /** While true, replies stay pending until a test delivers them. */
+    bool hold;
+    /** While true, each delivery logs "re:NAME" before its receipts. */
+    bool log_replies;
+    /** Calls the core sent (ops.send answered OK). */
+    uint32_t sends;
+    /** Replies delivered through pbx_core_on_peer_reply. */
+    uint32_t delivered;
+    /** Error of the last delivery that failed, or PBX_OK. */
+    pbx_err deliver_err;
+    /** Replies pending, oldest first. */
+    uint32_t npend;
+    /** The pending replies. */
+    th_pend pend[TH_PEND_MAX];
     /** The effect trace. */
     char trace[TH_TRACE_MAX];
 } th_h;
@@ -243,8 +318,9 @@ uint32_t th_open(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
 /**
  * th_open_parked opens b (th_open) with ttyd scripted to ask for a prompt
  * and then answer RETRY, runs the core until idle and clears the trace:
- * the request is left in flight, parked at the trusted prompt. Returns
- * th_open's status; *id is the request.
+ * the request is left in flight at the trusted prompt, with no call
+ * outstanding, deferred until the next tick (pbx_core_on_tick) asks
+ * again. Returns th_open's status; *id is the request.
  */
 uint32_t th_open_parked(th_h *h, const pbx_ipc_begin *b, const uint8_t *sel,
                         pbx_ipc_id *id);
@@ -262,10 +338,44 @@ uint32_t th_consume(th_h *h, pbx_ipc_id grant);
 /** th_expire sends EXPIRE with badge. */
 uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
                    uint32_t gen, uint64_t inv);
-/** th_step performs one pbx_core_step; returns whether it progressed. */
+/**
+ * th_step performs one pbx_core_step and then, unless h->hold, delivers
+ * every pending reply; returns whether the step progressed. A failed step
+ * or delivery leaves its error in h->step_err.
+ */
 bool th_step(th_h *h);
-/** th_run steps the core until idle (bounded); returns steps taken. */
+/**
+ * th_run delivers what is pending (unless h->hold), then steps the core
+ * until idle (bounded), delivering after each step unless h->hold;
+ * returns the steps that progressed. Stops at the first error, which
+ * h->step_err keeps.
+ */
 uint32_t th_run(th_h *h);
+
+/** th_find returns the index of the oldest pending reply to the call
+ * named name (th_pend.name), or TH_NONE. */
+uint32_t th_find(const th_h *h, const char *name);
+/**
+ * th_reply_build builds the scripted reply to pending call k into *r
+ * (receipts are put in free transient slots and counted as handed), with
+ * the exact echo of seq, op and identity. The call stays pending.
+ */
+void th_reply_build(th_h *h, uint32_t k, th_reply *r);
+/** th_reply_send hands *r to pbx_core_on_peer_reply; returns its error. */
+pbx_err th_reply_send(th_h *h, const th_reply *r);
+/** th_drop forgets pending call k: its peer never answers. */
+void th_drop(th_h *h, uint32_t k);
+/**
+ * th_deliver builds the reply to pending call k, removes it from the
+ * pending list and delivers it. Returns pbx_core_on_peer_reply's error.
+ */
+pbx_err th_deliver(th_h *h, uint32_t k);
+/** th_deliver_all delivers every pending reply, oldest first, including
+ * those sent meanwhile; stops at an error (in h->deliver_err). Returns
+ * how many were delivered. */
+uint32_t th_deliver_all(th_h *h);
+/** th_time reports now_ms to the core (pbx_core_on_time). */
+pbx_err th_time(th_h *h, uint64_t now_ms);
 
 /** th_conserved reports whether every handed capability is accounted for
  * and the fake table agrees with the core's held count. */

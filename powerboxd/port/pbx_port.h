@@ -344,7 +344,10 @@ pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                       uint32_t len_bytes, int32_t cap_slot);
 
 /**
- * pbx_port_call is a synchronous peer call on route: it sends req (and a
+ * pbx_port_call is a synchronous peer call on route, used only by the
+ * port smoke driver (powerboxd/portcheck), never by powerboxd's runtime,
+ * whose calls are split-phase (pbx_port_send, then pbx_port_route_recv
+ * when the route is readable). It sends req (and a
  * copy of cap_slot unless PBX_PORT_SLOT_NONE), then waits at most
  * timeout_ms (1 or more; 0 counts as 1) for the reply, which is stored in
  * resp (cap_bytes long) with its receipts staged exactly as
@@ -358,6 +361,26 @@ pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
                       uint32_t cap_bytes, pbx_port_msg *msg,
                       uint32_t timeout_ms);
+
+/**
+ * pbx_port_route_recv receives one reply waiting on slot (a startup peer
+ * route, or a scope the runtime sent a call through) without blocking,
+ * into buf (cap_bytes long), staging its receipts exactly as
+ * pbx_port_public_recv does. PBX_E_PORT_AGAIN: nothing is waiting;
+ * PBX_E_PORT_PEER_CLOSED: the peer hung up. This is the receive half of a
+ * split-phase call: the runtime calls it when pbx_port_wait reported the
+ * slot readable, never to wait for a reply.
+ */
+pbx_err pbx_port_route_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                            uint32_t cap_bytes, pbx_port_msg *msg);
+
+/**
+ * pbx_port_now_ms stores the port's monotonic clock in milliseconds in
+ * *now_ms (a value that never goes back). The runtime turns it into the
+ * core's time events; the core reads no clock. Returns PBX_OK or
+ * PBX_E_PORT_SYSCALL.
+ */
+pbx_err pbx_port_now_ms(pbx_port_ctx *ctx, uint64_t *now_ms);
 
 /**
  * pbx_port_notify sends an authority-free wake of len_bytes on datagram

@@ -67,38 +67,10 @@ typedef enum pbx_rt_exit {
     /** The readiness report could not be sent to the supervisor. */
     PBX_RT_EXIT_READY_SEND = 30,
     /** The launchd broker endpoint (slot 10) could not be received on. */
-    PBX_RT_EXIT_BROKER = 31,
-    /** Running: a startup peer route (vfsd, ttyd, procd) took a call but
-     * did not reply within PBX_RT_CALL_MS_ROUTE (ttyd: _TTYD). A late reply
-     * could be mistaken for the next call's, so the service stops. */
-    PBX_RT_EXIT_PEER_SILENT = 68,
-    /** Running: a startup peer route (slots 5..8) hung up or failed.
-     * Every later call on it would fail at once, so retained work would
-     * only spin: the service stops instead. */
-    PBX_RT_EXIT_PEER_GONE = 69
+    PBX_RT_EXIT_BROKER = 31
+    /* 68 and 69 (a silent or hung-up peer) are retired: no peer's timing
+     * or death ends the service any more. */
 } pbx_rt_exit;
-
-/**
- * PBX_RT_CALL_MS_SCOPE bounds, in milliseconds, a peer call made through
- * a held capability (the request scope a caller committed): when it runs
- * out the call is a transport failure, which the core answers with a
- * denial and the deletion of the scope (never NOT_FOUND).
- */
-#define PBX_RT_CALL_MS_SCOPE 1000U
-
-/**
- * PBX_RT_CALL_MS_ROUTE bounds, in milliseconds, a call on the vfsd or
- * procd startup route; when it runs out powerboxd fail-stops with
- * PBX_RT_EXIT_PEER_SILENT.
- */
-#define PBX_RT_CALL_MS_ROUTE 5000U
-
-/**
- * PBX_RT_CALL_MS_TTYD bounds a call on the ttyd route the same way. It is
- * long because an admitted trusted prompt answers only when the person at
- * the terminal does (five minutes).
- */
-#define PBX_RT_CALL_MS_TTYD 300000U
 
 /** PBX_RT_READY_MAGIC is the u32 whose little-endian bytes are "PBXR". */
 #define PBX_RT_READY_MAGIC 0x52584250U

@@ -64,14 +64,12 @@ typedef struct rt_state {
     uint8_t *arena;
     /** Nonzero once powerboxd created its public endpoint. */
     uint32_t public_created;
-    /** Nonzero per core route after a call on it met backpressure, until
-     * the route is reported ready again: its parked work then waits for
-     * writability, whereas work ttyd parked with RETRY waits for time. */
-    uint32_t route_busy[PBX_CORE_ROUTE_COUNT];
-    /** Nonzero while requests parked by ttyd RETRY wait for retry_ms. */
-    uint32_t retry_armed;
-    /** The current RETRY wait in milliseconds (0: none yet). */
-    uint32_t retry_ms;
+    /** Nonzero per core route once its peer hung up: nothing is sent on
+     * it any more and it is no longer watched. */
+    uint32_t route_down[PBX_CORE_ROUTE_COUNT];
+    /** Nonzero per core route when a send found its peer gone and the
+     * loop has not told the core yet (never from inside a core call). */
+    uint32_t route_lost[PBX_CORE_ROUTE_COUNT];
     /** The current wait before the next core tick in milliseconds (0:
      * nothing deferred). */
     uint32_t tick_ms;
@@ -89,6 +87,8 @@ typedef struct rt_state {
     uint8_t torigin[PBX_RT_TRANSIENT_MAX];
     /** Receive buffer for public frames. */
     uint8_t msg[PBX_CORE_FRAME_BYTES_MAX];
+    /** Receive buffer for peer replies. */
+    uint8_t reply[PBX_CORE_FRAME_BYTES_MAX];
     /** PBX1 read buffer. */
     uint8_t pbx1[RT_PBX1_BYTES_MAX];
 } rt_state;
@@ -121,6 +121,10 @@ uint8_t rt_loop(rt_state *s);
  */
 void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out);
 
+/** rt_route_slot_of returns the startup slot of core route, or
+ * PBX_PORT_SLOT_NONE. */
+int32_t rt_route_slot_of(uint32_t route);
+
 /**
  * rt_loose_place moves staged receipt index into a fresh transient slot
  * recorded as LOOSE with origin, storing the slot in *slot. Returns false
@@ -144,11 +148,5 @@ pbx_core_delete rt_drop(rt_state *s, uint32_t slot);
 /** rt_fail records a runtime fail-stop status, a pbx_core_exit or
  * pbx_rt_exit value (first one wins). */
 void rt_fail(rt_state *s, uint32_t status);
-
-/**
- * rt_peer_fail logs that the startup peer route slot stopped working
- * (why, a NUL-terminated string) and records the fail-stop status.
- */
-void rt_peer_fail(rt_state *s, int32_t slot, const char *why, uint32_t status);
 
 #endif /* PBX_RT_INT_H */

@@ -1,13 +1,15 @@
 /*
- * rt_loop.c: the service loop. Each turn takes at most one port event
- * (blocking only when no retained work is ready), handles it, then runs
- * at most PBX_RT_STEPS_PER_WAKE steps of retained work, which the core
- * itself serves round-robin across intake, release, grant cleanup and
- * notification. Work parked on a busy route comes back when the port
- * reports that route writable, and work the core deferred (a deletion
- * that could not finish, an inexact answer) when the loop ticks it after
- * a bounded wait: nothing is polled. While the core cannot take a public
- * frame's receipts, public intake is held in the kernel.
+ * rt_loop.c: the service loop, the one place powerboxd waits. Each turn
+ * reads the clock and tells the core the time (ending calls whose
+ * deadline passed), takes at most one port event (blocking only when no
+ * retained work is ready, and never past the nearest call deadline or
+ * deferred-work tick), handles it, then runs at most
+ * PBX_RT_STEPS_PER_WAKE steps of retained work, which the core serves
+ * round-robin. Peer calls are split-phase: a step sends and goes on, and
+ * the reply is a readable event on the route (or the scope) it went on,
+ * handed to the core, which matches it to its call. No peer's timing,
+ * silence or death ends the service: a route whose peer hung up is
+ * reported to the core and no longer watched.
  */
 #include "powerboxd/runtime/rt_int.h"
 
@@ -160,26 +162,137 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
 static uint32_t rt_slot_route(int32_t slot)
 {
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
-        if (slot == (int32_t)PBX_CAPABI_SLOT_VFSD + (int32_t)r) {
+        if (slot == rt_route_slot_of(r)) {
             return r;
         }
     }
     return PBX_CORE_ROUTE_COUNT;
 }
 
-/* A watched route became writable or failed: stop watching it and give
- * the work parked on it back to the ready lanes (a failed route then
- * fails that work instead of parking it for ever). */
+/* A watched route became writable: the work parked on it goes back to
+ * the ready lanes (rt_watch_routes stops the write watch once nothing is
+ * parked). */
 static void rt_route_ready(rt_state *s, int32_t slot)
 {
     uint32_t r = rt_slot_route(slot);
-    if (r >= (uint32_t)PBX_CORE_ROUTE_COUNT) {
-        return;
+    if (r < (uint32_t)PBX_CORE_ROUTE_COUNT) {
+        pbx_core_on_route_ready(&s->core, (pbx_core_route)r);
     }
-    (void)pbx_port_watch(&s->port, slot, 0U);
+}
+
+/* Logs that startup route slot's peer hung up, once. */
+static void rt_log_route_down(int32_t slot)
+{
+    static const char head[] = "powerboxd: peer route slot ";
+    static const char tail[] = " hung up: its calls end; the service "
+                               "goes on\n";
+    uint8_t line[96];
+    uint32_t n = 0;
+    for (uint32_t i = 0; head[i] != '\0' && n < sizeof(line); i++) {
+        line[n++] = (uint8_t)head[i];
+    }
+    if (slot >= 0 && slot < 100) {
+        if (slot >= 10) {
+            line[n++] = (uint8_t)('0' + slot / 10);
+        }
+        line[n++] = (uint8_t)('0' + slot % 10);
+    }
+    for (uint32_t i = 0; tail[i] != '\0' && n < sizeof(line); i++) {
+        line[n++] = (uint8_t)tail[i];
+    }
+    pbx_port_log(line, n);
+}
+
+/* Route r's peer is gone: stop watching it, stop sending on it, and end
+ * every call outstanding on it (the core denies what needed it and keeps
+ * cleanup waiting). The service goes on. */
+static pbx_err rt_route_down(rt_state *s, uint32_t r)
+{
+    s->route_lost[r] = 0U;
+    if (s->route_down[r] != 0U) {
+        return PBX_OK;
+    }
+    s->route_down[r] = 1U;
+    (void)pbx_port_watch(&s->port, rt_route_slot_of(r), 0U);
     s->watching[r] = 0U;
-    s->route_busy[r] = 0U;
-    pbx_core_on_route_ready(&s->core, (pbx_core_route)r);
+    rt_log_route_down(rt_route_slot_of(r));
+    return pbx_core_on_route_down(&s->core, (pbx_core_route)r);
+}
+
+/* Places a reply's receipts into loose transient slots; false (with all
+ * of them deleted) when there is no room. */
+static bool rt_reply_place(rt_state *s, uint32_t origin,
+                           const pbx_port_msg *m, uint32_t *slots,
+                           size_t *count)
+{
+    *count = 0;
+    bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
+    for (uint32_t i = 0; i < m->receipts && ok; i++) {
+        ok = rt_loose_place(s, i, (rt_origin)origin, &slots[i]);
+        *count += ok ? 1U : 0U;
+    }
+    if (ok) {
+        return true;
+    }
+    for (size_t i = 0; i < *count; i++) {
+        if (rt_drop(s, slots[i]) != PBX_CORE_DELETE_OK) {
+            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        }
+    }
+    if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    *count = 0;
+    return false;
+}
+
+/* One reply readable on slot (a startup route, or a scope a call went
+ * through) goes to the core, which matches it to its call or refuses it
+ * and deletes its receipts. A reply the runtime cannot place, or the core
+ * cannot track now, loses its receipts (deleted) and its call ends by
+ * deadline: never a wait and never a stop. */
+static pbx_err rt_reply_event(rt_state *s, int32_t slot)
+{
+    static const uint8_t origins[PBX_CORE_ROUTE_COUNT + 1U] = {
+        RT_O_VFSD, RT_O_TTYD, RT_O_PROCD, RT_O_NONE, RT_O_VFSD};
+    pbx_port_msg m;
+    uint32_t slots[PBX_CORE_RECV_SLOTS_MAX];
+    size_t n = 0;
+    uint32_t r = rt_slot_route(slot);
+    uint32_t route = r < (uint32_t)PBX_CORE_ROUTE_COUNT ? r : PBX_CORE_ROUTE_SCOPE;
+    pbx_err err =
+        pbx_port_route_recv(&s->port, slot, s->reply, sizeof(s->reply), &m);
+    if (err == PBX_E_PORT_AGAIN) {
+        return PBX_OK;
+    }
+    if (err == PBX_E_PORT_PEER_CLOSED || err != PBX_OK) {
+        if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
+            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        }
+        if (route != PBX_CORE_ROUTE_SCOPE) {
+            return err == PBX_E_PORT_PEER_CLOSED ? rt_route_down(s, route)
+                                                 : PBX_OK;
+        }
+        /* A scope that hung up: its call ends by deadline. */
+        (void)pbx_port_watch(&s->port, slot, 0U);
+        return PBX_OK;
+    }
+    if (!rt_reply_place(s, origins[route], &m, slots, &n)) {
+        return PBX_OK;
+    }
+    err = pbx_core_on_peer_reply(
+        &s->core, route,
+        route == PBX_CORE_ROUTE_SCOPE ? (uint32_t)slot : PBX_CORE_SLOT_NONE,
+        s->reply, m.len_bytes, slots, n);
+    if (err == PBX_E_CORE_INTAKE_HELD) {
+        for (size_t i = 0; i < n; i++) {
+            if (rt_drop(s, slots[i]) != PBX_CORE_DELETE_OK) {
+                rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+            }
+        }
+        return PBX_OK;
+    }
+    return err;
 }
 
 /* Handles one event; returns a fail-stop error or PBX_OK. */
@@ -188,15 +301,17 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
     switch (ev->kind) {
     case PBX_PORT_EV_PUBLIC_READABLE:
         return rt_public(s, ev->slot);
+    case PBX_PORT_EV_ROUTE_READABLE:
+        return rt_reply_event(s, ev->slot);
     case PBX_PORT_EV_ROUTE_WRITABLE:
         rt_route_ready(s, ev->slot);
         return PBX_OK;
     case PBX_PORT_EV_ROUTE_ERROR:
-        /* A hang-up is level-triggered and permanent: giving the parked
-         * work back would fail it, park it and wake it again for ever. */
         if (rt_slot_route(ev->slot) < (uint32_t)PBX_CORE_ROUTE_COUNT) {
-            rt_peer_fail(s, ev->slot, "hung up", PBX_RT_EXIT_PEER_GONE);
+            return rt_route_down(s, rt_slot_route(ev->slot));
         }
+        /* A scope whose provider end closed: its call ends by deadline. */
+        (void)pbx_port_watch(&s->port, ev->slot, 0U);
         return PBX_OK;
     default:
         return PBX_OK;
@@ -215,40 +330,21 @@ static uint32_t rt_parked(const rt_state *s, uint32_t r)
     return parked;
 }
 
-/* Work parked on ttyd without backpressure was parked by RETRY: ttyd took
- * the call and asked for it again later, and its route is writable at
- * once, so writability would re-ask at once. Such work waits for time
- * instead (rt_next_event); the wait restarts from the first value once
- * nothing is parked there any more. Returns whether ttyd needs that. */
-static bool rt_retry_arm(rt_state *s, uint32_t parked)
-{
-    if (parked == 0U || s->route_busy[PBX_CORE_ROUTE_TTYD] != 0U) {
-        s->retry_armed = 0U;
-        if (parked == 0U) {
-            s->retry_ms = 0U;
-        }
-        return false;
-    }
-    s->retry_armed = 1U;
-    if (s->retry_ms == 0U) {
-        s->retry_ms = PBX_RT_RETRY_MS_FIRST;
-    }
-    return true;
-}
-
-/* Watches exactly the routes that have work parked on them by
- * backpressure for writability. */
-static void rt_watch_parked(rt_state *s)
+/* Watches every live route for exactly what it needs: replies (vfsd,
+ * ttyd, procd, always) and writability while work is parked on it after
+ * backpressure. A route whose peer is gone is watched no more. */
+static void rt_watch_routes(rt_state *s)
 {
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
-        uint32_t parked = rt_parked(s, r);
-        if (r == (uint32_t)PBX_CORE_ROUTE_TTYD && rt_retry_arm(s, parked)) {
-            parked = 0U;
+        if (s->route_down[r] != 0U) {
+            continue;
         }
-        uint32_t want = parked > 0U ? PBX_PORT_WANT_WRITE : 0U;
+        uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD
+                            ? PBX_PORT_WANT_READ
+                            : 0U;
+        want |= rt_parked(s, r) > 0U ? PBX_PORT_WANT_WRITE : 0U;
         if (want != s->watching[r] &&
-            pbx_port_watch(&s->port, (int32_t)PBX_CAPABI_SLOT_VFSD + (int32_t)r,
-                           want) == PBX_OK) {
+            pbx_port_watch(&s->port, rt_route_slot_of(r), want) == PBX_OK) {
             s->watching[r] = want;
         }
     }
@@ -298,36 +394,32 @@ static void rt_tick(rt_state *s, bool timed_out)
     pbx_core_on_tick(&s->core);
 }
 
-/* Takes the next event: without blocking while work is ready; bounded
- * by the RETRY wait while ttyd RETRY work is parked and by the tick wait
- * while the core has deferred work; else blocking. A RETRY-parked request
- * is asked again after the next event of any kind or when the wait runs
- * out, and each wait that runs out doubles the next, up to
- * PBX_RT_RETRY_MS_MAX: never a busy retry. */
-static pbx_err rt_next_event(rt_state *s, bool busy, pbx_port_event *ev)
+/* Takes the next event: without blocking while work is ready; else
+ * waiting at most until the nearest call deadline and, while the core has
+ * deferred work, the tick wait; else blocking. This is the only wait. */
+static pbx_err rt_next_event(rt_state *s, bool busy, uint64_t now,
+                             pbx_port_event *ev)
 {
     if (busy) {
         return pbx_port_poll(&s->port, ev);
     }
     bool tick = pbx_core_tick_wanted(&s->core);
-    if (s->retry_armed == 0U && !tick) {
+    uint64_t at = 0;
+    bool deadline = pbx_core_next_deadline(&s->core, &at);
+    if (!tick && !deadline) {
         return pbx_port_wait(&s->port, ev);
     }
     if (tick && s->tick_ms == 0U) {
         s->tick_ms = PBX_RT_RETRY_MS_FIRST;
     }
-    uint32_t ms = s->retry_armed == 0U ? s->tick_ms : s->retry_ms;
-    ms = tick && s->tick_ms < ms ? s->tick_ms : ms;
-    pbx_err err = pbx_port_wait_for(&s->port, ev, ms);
-    if (err != PBX_OK || s->retry_armed == 0U) {
-        return err;
+    uint64_t ms = tick ? s->tick_ms : UINT32_MAX;
+    if (deadline) {
+        uint64_t left = at > now ? at - now : 0U;
+        ms = left < ms ? left : ms;
     }
-    if (ev->kind == (uint32_t)PBX_PORT_EV_TIMEOUT) {
-        s->retry_ms = rt_backoff(s->retry_ms);
-    }
-    s->retry_armed = 0U;
-    pbx_core_on_route_ready(&s->core, PBX_CORE_ROUTE_TTYD);
-    return PBX_OK;
+    /* A deadline that is due now still waits one millisecond at least,
+     * so the clock moves past it: the next turn's time event ends it. */
+    return pbx_port_wait_for(&s->port, ev, ms == 0U ? 1U : (uint32_t)ms);
 }
 
 /* Runs up to PBX_RT_STEPS_PER_WAKE steps; *busy says work remains ready. */
@@ -344,12 +436,10 @@ static pbx_err rt_steps(rt_state *s, bool *busy)
             return PBX_OK;
         }
         if (!progressed) {
-            rt_watch_parked(s);
             return PBX_OK;
         }
     }
     *busy = true;
-    rt_watch_parked(s);
     return PBX_OK;
 }
 
@@ -357,11 +447,6 @@ static pbx_err rt_steps(rt_state *s, bool *busy)
 static uint8_t rt_exit_status(const rt_state *s)
 {
     uint32_t st = (uint32_t)pbx_core_exit_status(&s->core);
-    if (s->fail_status == (uint32_t)PBX_RT_EXIT_PEER_SILENT ||
-        s->fail_status == (uint32_t)PBX_RT_EXIT_PEER_GONE) {
-        /* The peer's failure is the cause of whatever the core saw. */
-        st = s->fail_status;
-    }
     if (st == 0U) {
         st = s->fail_status;
     }
@@ -402,6 +487,21 @@ static void rt_log_stop(uint8_t status)
     pbx_port_log(line, n);
 }
 
+/* Tells the core the time and what the last turn's sends learned about
+ * lost routes; ends every call whose deadline passed. */
+static void rt_time(rt_state *s, uint64_t *now)
+{
+    if (pbx_port_now_ms(&s->port, now) != PBX_OK) {
+        *now = s->core.now_ms; /* No clock reading: time stands still. */
+    }
+    for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
+        if (s->route_lost[r] != 0U && rt_route_down(s, r) != PBX_OK) {
+            return;
+        }
+    }
+    (void)pbx_core_on_time(&s->core, *now);
+}
+
 uint8_t rt_loop(rt_state *s)
 {
     bool busy = true;
@@ -409,15 +509,23 @@ uint8_t rt_loop(rt_state *s)
      * event and PBX_RT_STEPS_PER_WAKE steps. */
     for (;;) {
         pbx_port_event ev;
+        uint64_t now = 0;
         rt_intake(s);
-        pbx_err err = rt_next_event(s, busy, &ev);
-        rt_tick(s, err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT);
-        if (err == PBX_OK) {
+        rt_time(s, &now);
+        rt_watch_routes(s);
+        pbx_err err = PBX_OK;
+        if (pbx_core_exit_status(&s->core) == 0U) {
+            err = rt_next_event(s, busy, now, &ev);
+            rt_tick(s, err == PBX_OK &&
+                           ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT);
+        }
+        if (err == PBX_OK && pbx_core_exit_status(&s->core) == 0U) {
             err = rt_event(s, &ev);
             if (err != PBX_OK && pbx_core_exit_status(&s->core) == 0U) {
                 rt_fail(s, PBX_CORE_EXIT_PUBLIC);
             }
-        } else if (err != PBX_E_PORT_AGAIN && err != PBX_E_PORT_CLIENTS_FULL) {
+        } else if (err != PBX_OK && err != PBX_E_PORT_AGAIN &&
+                   err != PBX_E_PORT_CLIENTS_FULL) {
             rt_fail(s, PBX_CORE_EXIT_PUBLIC);
         }
         if (s->fail_status == 0U && pbx_core_exit_status(&s->core) == 0U &&

@@ -27,31 +27,6 @@ void rt_fail(rt_state *s, uint32_t status)
     }
 }
 
-void rt_peer_fail(rt_state *s, int32_t slot, const char *why, uint32_t status)
-{
-    static const char head[] = "powerboxd: peer route slot ";
-    uint8_t line[96];
-    uint32_t n = 0;
-    for (uint32_t i = 0; head[i] != '\0' && n < sizeof(line); i++) {
-        line[n++] = (uint8_t)head[i];
-    }
-    if (slot >= 0 && slot < 100 && n + 2U < sizeof(line)) {
-        if (slot >= 10) {
-            line[n++] = (uint8_t)('0' + slot / 10);
-        }
-        line[n++] = (uint8_t)('0' + slot % 10);
-        line[n++] = (uint8_t)' ';
-    }
-    for (uint32_t i = 0; why[i] != '\0' && n + 1U < sizeof(line); i++) {
-        line[n++] = (uint8_t)why[i];
-    }
-    line[n++] = (uint8_t)'\n';
-    if (s->fail_status == 0U) {
-        pbx_port_log(line, n);
-    }
-    rt_fail(s, status);
-}
-
 /* Maps slot to its transient index; false outside the range. */
 static bool rt_tindex(const rt_state *s, uint32_t slot, uint32_t *index)
 {
@@ -269,36 +244,6 @@ static int32_t rt_route_slot(uint32_t route)
     return route < PBX_CORE_ROUTE_COUNT ? slots[route] : PBX_PORT_SLOT_NONE;
 }
 
-/* Places a peer reply's receipts into loose transient slots. More than
- * the core can take, or no room, deletes them all and reports none: the
- * core then sees a capability count the reply header contradicts. */
-static void rt_call_receipts(rt_state *s, pbx_core_call *c,
-                             const pbx_port_msg *m)
-{
-    static const uint8_t origins[PBX_CORE_ROUTE_COUNT] = {
-        RT_O_VFSD, RT_O_TTYD, RT_O_PROCD, RT_O_NONE};
-    rt_origin origin = (rt_origin)origins[c->route % PBX_CORE_ROUTE_COUNT];
-    c->recv_count = 0;
-    for (uint32_t i = 0; i < m->receipts && i < PBX_CORE_RECV_SLOTS_MAX; i++) {
-        if (!rt_loose_place(s, i, origin, &c->recv_slots[i])) {
-            break;
-        }
-        c->recv_count++;
-    }
-    if (c->recv_count == m->receipts) {
-        return;
-    }
-    for (size_t i = 0; i < c->recv_count; i++) {
-        if (rt_drop(s, c->recv_slots[i]) != PBX_CORE_DELETE_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-        }
-    }
-    c->recv_count = 0;
-    if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-    }
-}
-
 /* Whether slot is a capability the core holds in the transient range. */
 static bool rt_held(const rt_state *s, uint32_t slot)
 {
@@ -307,68 +252,51 @@ static bool rt_held(const rt_state *s, uint32_t slot)
                                       s->tstate[t] == (uint8_t)RT_T_LOOSE);
 }
 
-/* The deadline of call c: short through a caller's scope, long enough
- * for a person answering a prompt on ttyd, else the route deadline. */
-static uint32_t rt_call_ms(const pbx_core_call *c)
+int32_t rt_route_slot_of(uint32_t route)
 {
-    if (c->via_slot != PBX_CORE_SLOT_NONE) {
-        return PBX_RT_CALL_MS_SCOPE;
-    }
-    return c->route == (uint32_t)PBX_CORE_ROUTE_TTYD ? PBX_RT_CALL_MS_TTYD
-                                                     : PBX_RT_CALL_MS_ROUTE;
+    return rt_route_slot(route);
 }
 
-static pbx_core_io rt_op_call(void *user, pbx_core_call *c)
+/* Queues one call without waiting for its reply: the reply is a later
+ * event on the route (or, for a call through a scope, on that scope,
+ * which is watched from now on). */
+static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
 {
     rt_state *s = user;
-    pbx_port_msg m;
-    int32_t via = c->via_slot != PBX_CORE_SLOT_NONE ? (int32_t)c->via_slot
-                                                    : rt_route_slot(c->route);
+    bool scoped = c->route == PBX_CORE_ROUTE_SCOPE;
+    int32_t via = scoped ? (int32_t)c->via_slot : rt_route_slot(c->route);
     int32_t cap = c->send_slot != PBX_CORE_SLOT_NONE ? (int32_t)c->send_slot
                                                      : PBX_PORT_SLOT_NONE;
-    c->reply_len = 0;
-    c->recv_count = 0;
-    /* After a fail-stop is decided no peer is called again: the cleanup
-     * the core would start could only wait on another peer. */
     if (s->fail_status != 0U || via == PBX_PORT_SLOT_NONE ||
-        c->frame_len > UINT32_MAX || c->reply_cap > UINT32_MAX ||
-        (c->via_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->via_slot)) ||
-        (c->send_slot != PBX_CORE_SLOT_NONE && !rt_held(s, c->send_slot))) {
+        c->frame_len > UINT32_MAX ||
+        (!scoped && s->route_down[c->route % PBX_CORE_ROUTE_COUNT] != 0U) ||
+        (scoped && !rt_held(s, c->via_slot)) ||
+        (cap != PBX_PORT_SLOT_NONE && !rt_held(s, c->send_slot))) {
         return PBX_CORE_IO_FAILED;
     }
-    bool scoped = c->via_slot != PBX_CORE_SLOT_NONE;
-    pbx_err err =
-        pbx_port_call(&s->port, via, c->frame, (uint32_t)c->frame_len, cap,
-                      c->reply, (uint32_t)c->reply_cap, &m, rt_call_ms(c));
-    if (!scoped && err == PBX_E_PORT_TIMEOUT) {
-        /* A late reply could pass for the next call's: stop. */
-        rt_peer_fail(s, via, "did not reply in time", PBX_RT_EXIT_PEER_SILENT);
-        return PBX_CORE_IO_FAILED;
-    }
-    if (!scoped && err == PBX_E_PORT_PEER_CLOSED) {
-        rt_peer_fail(s, via, "hung up", PBX_RT_EXIT_PEER_GONE);
-        return PBX_CORE_IO_FAILED;
-    }
+    pbx_err err = pbx_port_send(&s->port, via, c->frame,
+                                (uint32_t)c->frame_len, cap);
     if (err == PBX_E_PORT_BACKPRESSURE) {
-        if (c->via_slot == PBX_CORE_SLOT_NONE &&
-            c->route < (uint32_t)PBX_CORE_ROUTE_COUNT) {
-            s->route_busy[c->route] = 1U;
-        }
         return PBX_CORE_IO_BUSY;
     }
-    if (err == PBX_E_PORT_DELETE_UNPROVEN) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    if (err == PBX_E_PORT_PEER_CLOSED && !scoped) {
+        /* The loop tells the core at its next turn (never from inside a
+         * core call): the route's outstanding calls end then. */
+        s->route_lost[c->route % PBX_CORE_ROUTE_COUNT] = 1U;
     }
     if (err != PBX_OK) {
-        /* powerboxd's own copy of send_slot is still held: the core
-         * deletes it, so nothing leaks whether or not the peer got one. */
+        /* Nothing was transferred: powerboxd still holds send_slot. */
         return PBX_CORE_IO_FAILED;
     }
-    c->reply_len = m.len_bytes;
-    rt_call_receipts(s, c, &m);
     if (cap != PBX_PORT_SLOT_NONE && !c->send_copy &&
         rt_drop(s, c->send_slot) != PBX_CORE_DELETE_OK) {
         rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    if (scoped) {
+        /* Should the watch fail, the reply goes unseen and the call ends
+         * by its deadline, which denies the request: nothing waits for
+         * ever. */
+        (void)pbx_port_watch(&s->port, via, PBX_PORT_WANT_READ);
     }
     return PBX_CORE_IO_OK;
 }
@@ -438,7 +366,6 @@ static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
     pbx_err err = pbx_port_notify(&s->port, PBX_CAPABI_SLOT_LAUNCHD, frame,
                                   (uint32_t)len);
     if (err == PBX_E_PORT_BACKPRESSURE) {
-        s->route_busy[PBX_CORE_ROUTE_LAUNCHD] = 1U;
         return PBX_CORE_IO_BUSY;
     }
     return err == PBX_OK ? PBX_CORE_IO_OK : PBX_CORE_IO_FAILED;
@@ -456,7 +383,7 @@ uint64_t rt_identity(void *user, uint32_t slot)
 }
 
 const pbx_core_ops rt_ops = {
-    rt_op_call,         rt_op_slot_query,   rt_op_slot_delete,
+    rt_op_send,         rt_op_slot_query,   rt_op_slot_delete,
     rt_op_slot_reserve, rt_op_slot_release, rt_op_alias_derive,
     rt_op_wake,
 };

@@ -59,6 +59,9 @@
 #define ERIX_SYS_FRAME_READ 0x50U
 /** ERIX_SYS_VM_ALLOC: (bytes) zeroed private RW memory -> address. */
 #define ERIX_SYS_VM_ALLOC 0x51U
+/** ERIX_SYS_CLOCK_MS: () -> the kernel's monotonic clock in milliseconds
+ * in rdx; never goes back. */
+#define ERIX_SYS_CLOCK_MS 0x52U
 
 /** ERIX_OK is success. */
 #define ERIX_OK 0
@@ -93,6 +96,12 @@
 #define ERIX_IPC_TRUNC 2U
 /** ERIX_IPC_CAPS_DROPPED (desc flags, out): more caps than slots named. */
 #define ERIX_IPC_CAPS_DROPPED 4U
+/** ERIX_IPC_REPLY_TO (send desc flags, in): the kernel mints a one-shot
+ * reply capability to the endpoint in reply_slot and delivers it with the
+ * message; the receiver's IPC_REPLY then arrives there as an ordinary
+ * message. This is how a split-phase call is sent: the sender goes on and
+ * receives the reply later from its own endpoint. */
+#define ERIX_IPC_REPLY_TO 8U
 
 /** erix_ipc_desc describes one message in either direction. */
 struct erix_ipc_desc {

@@ -403,6 +403,51 @@ pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                                      (uintptr_t)&d, 0, 0, (uint64_t *)0));
 }
 
+pbx_err pbx_port_route_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                            uint32_t cap_bytes, pbx_port_msg *msg)
+{
+    struct erix_ipc_desc d;
+    int64_t st;
+    pbx_err err;
+    pbx_mem_set(msg, 0, sizeof(*msg));
+    if (slot < 0 || slot > ERIX_SLOT_LIMIT) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    if (erix_staged_pending(ctx)) {
+        return PBX_E_PORT_RECEIPTS_PENDING;
+    }
+    /* A reply to a split-phase call (sent with ERIX_IPC_REPLY_TO) arrives
+     * as an ordinary message on the route's reply endpoint. */
+    erix_recv_desc(&d, buf, cap_bytes, ERIX_SLOT_NONE, ERIX_IPC_NONBLOCK);
+    st = erix_sys(ERIX_SYS_IPC_RECV, (uint64_t)slot, (uintptr_t)&d, 0, 0,
+                  (uint64_t *)0);
+    if (st == ERIX_E_WOULD_BLOCK || st == ERIX_E_INTERRUPTED) {
+        return PBX_E_PORT_AGAIN;
+    }
+    if (st == ERIX_E_PEER_GONE) {
+        return PBX_E_PORT_PEER_CLOSED;
+    }
+    if (st != ERIX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    err = erix_recv_judge(ctx, &d);
+    msg->from_slot = slot;
+    msg->len_bytes = err == PBX_OK ? d.len : 0U;
+    msg->receipts = ctx->staged_count;
+    return err;
+}
+
+pbx_err pbx_port_now_ms(pbx_port_ctx *ctx, uint64_t *now_ms)
+{
+    uint64_t ms = 0;
+    (void)ctx;
+    if (erix_sys(ERIX_SYS_CLOCK_MS, 0, 0, 0, 0, &ms) != ERIX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    *now_ms = ms;
+    return PBX_OK;
+}
+
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
                       uint32_t cap_bytes, pbx_port_msg *msg,

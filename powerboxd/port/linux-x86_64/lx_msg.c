@@ -341,6 +341,23 @@ static uint64_t lx_now_ms(void)
     return (uint64_t)ts.sec * 1000U + (uint64_t)ts.nsec / 1000000U;
 }
 
+pbx_err pbx_port_route_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                            uint32_t cap_bytes, pbx_port_msg *msg)
+{
+    if (!lx_slot_valid(slot)) {
+        pbx_mem_set(msg, 0, sizeof(*msg));
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    return lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
+}
+
+pbx_err pbx_port_now_ms(pbx_port_ctx *ctx, uint64_t *now_ms)
+{
+    (void)ctx;
+    *now_ms = lx_now_ms();
+    return *now_ms == 0U ? PBX_E_PORT_SYSCALL : PBX_OK;
+}
+
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,
                       uint32_t cap_bytes, pbx_port_msg *msg,

@@ -384,19 +384,20 @@ pbx_err pbx_port_public_hold(pbx_port_ctx *ctx, uint32_t hold)
                            hold != 0U ? LX_EPOLL_CTL_DEL : LX_EPOLL_CTL_ADD);
 }
 
-/* Turns one epoll report on a route into an event. Errors and hang-ups
- * win unless data is still readable; writability comes before
- * readability because it is watched only while a send is held back. */
+/* Turns one epoll report on a route or scope into an event: readable,
+ * else hang-up or error, else writable. */
 static void lx_route_event(uint32_t bits, int32_t slot, pbx_port_event *ev)
 {
     ev->slot = slot;
-    if ((bits & (LX_EPOLLERR | LX_EPOLLHUP)) != 0U &&
-        (bits & LX_EPOLLIN) == 0U) {
-        ev->kind = PBX_PORT_EV_ROUTE_ERROR;
-    } else if ((bits & LX_EPOLLOUT) != 0U) {
-        ev->kind = PBX_PORT_EV_ROUTE_WRITABLE;
-    } else {
+    /* A reply waiting is reported first: epoll is level-triggered, so a
+     * writability or hang-up seen at the same time is reported by the
+     * next wait, after the replies queued before it were taken. */
+    if ((bits & LX_EPOLLIN) != 0U) {
         ev->kind = PBX_PORT_EV_ROUTE_READABLE;
+    } else if ((bits & (LX_EPOLLERR | LX_EPOLLHUP)) != 0U) {
+        ev->kind = PBX_PORT_EV_ROUTE_ERROR;
+    } else {
+        ev->kind = PBX_PORT_EV_ROUTE_WRITABLE;
     }
 }
 
