@@ -46,6 +46,28 @@ typedef struct bench_slot {
     bool reserved;
 } bench_slot;
 
+/** BENCH_PEND_MAX bounds the replies the fake peers hold at once. */
+#define BENCH_PEND_MAX 8U
+
+/**
+ * bench_pend is one reply a fake peer built when the core sent its call,
+ * waiting to be delivered as an event (bench_deliver_all).
+ */
+typedef struct bench_pend {
+    /** Route the reply arrives on (the call's route). */
+    uint32_t route;
+    /** Scope slot it comes through, or PBX_CORE_SLOT_NONE. */
+    uint32_t via_slot;
+    /** Bytes in frame. */
+    size_t len;
+    /** Receipts that arrive with it. */
+    uint32_t slots[PBX_CORE_RECV_SLOTS_MAX];
+    /** Number of receipts. */
+    size_t n;
+    /** The reply frame (echoing the call's seq, op and identity). */
+    uint8_t frame[PBX_CORE_FRAME_BYTES_MAX];
+} bench_pend;
+
 /**
  * bench_env is one core plus the lean ops table that plays the kernel and
  * the four peers on the happy path. Every op is O(1): free transient
@@ -73,8 +95,15 @@ typedef struct bench_env {
     uint32_t wakes;
     /** Protocol violations seen by the fake kernel and peers (stay 0). */
     uint32_t violations;
-    /** Core events driven: public frames, progressing steps, deliveries. */
+    /** Core events driven: public frames, progressing steps, delivery
+     * reports and peer replies. */
     uint64_t events;
+    /** Ring of replies waiting for delivery: first entry. */
+    uint32_t pend_head;
+    /** Replies waiting for delivery. */
+    uint32_t pend_count;
+    /** The ring itself. */
+    bench_pend pend[BENCH_PEND_MAX];
 } bench_env;
 
 /**
@@ -108,8 +137,19 @@ bool bench_default_begin(pbx_ipc_begin *b);
  */
 const uint8_t *bench_selector(uint32_t *len);
 
-/** bench_ops is the lean effect table; its user pointer is a bench_env. */
+/**
+ * bench_ops is the lean effect table; its user pointer is a bench_env.
+ * Its send builds the fake peer's reply at once and queues it; the reply
+ * reaches the core only through bench_deliver_all.
+ */
 extern const pbx_core_ops bench_ops;
+
+/**
+ * bench_deliver_all hands every queued peer reply to the core
+ * (pbx_core_on_peer_reply), oldest first, counting each as one event.
+ * Returns false on a core error or a reply the core refused.
+ */
+bool bench_deliver_all(bench_env *env);
 
 /**
  * bench_core_main runs `pbx-bench core`: argv holds --cap, --live and

@@ -48,7 +48,7 @@ if [ "$SMOKE" = 1 ]; then
     for cap in 64 1024; do
         line=$("$BIN" core --cap "$cap" --n 20)
         positive "$(field ns_per_lifecycle "$line")" "core cap=$cap time"
-        [ "$(field events_per_lifecycle "$line")" = "16.00" ] ||
+        [ "$(field events_per_lifecycle "$line")" = "22.00" ] ||
             { echo "bench: unexpected lifecycle shape: $line" >&2; exit 1; }
     done
     line=$("$BIN" floor --n 20)
@@ -98,8 +98,9 @@ incl() {
             echo "0 x"
     done | awk '{ gsub(",", "", $1); s += $1 } END { printf "%.0f", s }'
 }
-CORE_ENTRIES="pbx_core_on_public pbx_core_step pbx_core_on_reply_delivered"
-BENCH_OPS="bench_op_call bench_op_query bench_op_delete bench_op_reserve \
+CORE_ENTRIES="pbx_core_on_public pbx_core_step pbx_core_on_reply_delivered \
+pbx_core_on_peer_reply"
+BENCH_OPS="bench_op_send bench_op_query bench_op_delete bench_op_reserve \
 bench_op_release bench_op_alias bench_op_wake"
 
 # The floor: both ends of every frame, and powerboxd's half of it.

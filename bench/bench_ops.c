@@ -1,7 +1,9 @@
 /*
  * bench_ops.c: the lean ops table for the lifecycle benchmark: a fake
  * kernel slot table with O(1) reservation, and the four peers answering
- * the happy path with the ipc encoders. The PBX1 geometry of each run is
+ * the happy path with the ipc encoders. A call is split-phase: send
+ * builds the reply at once into a small ring, and bench_deliver_all
+ * hands it to the core as a reply event. The PBX1 geometry of each run is
  * built with the bootstrap encoder and authenticated back before use.
  */
 #include "bench/bench.h"
@@ -128,18 +130,18 @@ static pbx_core_io bench_op_wake(void *user, const uint8_t *frame, size_t len)
 
 /* ---- peers ------------------------------------------------------------- */
 
-/* Adds one received receipt with rights to the call's reply. */
-static void bench_receipt(bench_env *e, pbx_core_call *c, uint32_t rights)
+/* Adds one received receipt with rights to the reply. */
+static void bench_receipt(bench_env *e, bench_pend *c, uint32_t rights)
 {
     uint32_t slot = bench_put_cap(e, PBX_CORE_SLOT_NONE, rights);
-    if (slot != PBX_CORE_SLOT_NONE) {
-        c->recv_slots[c->recv_count++] = slot;
+    if (slot != PBX_CORE_SLOT_NONE && c->n < PBX_CORE_RECV_SLOTS_MAX) {
+        c->slots[c->n++] = slot;
     }
 }
 
 /* vfsd RESOLVE: FOUND, with a SEND-only object receipt. */
 static pbx_err bench_ans_resolve(bench_env *e, const pbx_ipc_frame *f,
-                                 pbx_core_call *c, size_t *n)
+                                 bench_pend *c, size_t *n)
 {
     pbx_ipc_resolve q;
     pbx_ipc_resolve_reply r;
@@ -156,12 +158,12 @@ static pbx_err bench_ans_resolve(bench_env *e, const pbx_ipc_frame *f,
     r.scope_id = 0x5C09EU;
     memcpy(r.selector_digest, q.selector_digest, PBX_IPC_DIGEST_BYTES);
     bench_receipt(e, c, PBX_CAPABI_RIGHT_SEND);
-    return pbx_ipc_resolve_reply_encode(f->request, &r, c->reply, c->reply_cap,
-                                        n);
+    return pbx_ipc_resolve_reply_encode(f->request, &r, c->frame,
+                                        sizeof(c->frame), n);
 }
 
 /* ttyd POLICY: routine ALLOW echoing urgency, realm and session. */
-static pbx_err bench_ans_policy(const pbx_ipc_frame *f, pbx_core_call *c,
+static pbx_err bench_ans_policy(const pbx_ipc_frame *f, bench_pend *c,
                                 size_t *n)
 {
     pbx_ipc_policy q;
@@ -174,13 +176,12 @@ static pbx_err bench_ans_policy(const pbx_ipc_frame *f, pbx_core_call *c,
     r.urgency = q.ctx.urgency;
     r.realm = q.ctx.realm;
     r.session = q.ctx.session;
-    return pbx_ipc_policy_reply_encode(f->request, &r, c->reply, c->reply_cap,
-                                       n);
+    return pbx_ipc_policy_reply_encode(f->request, &r, c->frame,
+                                       sizeof(c->frame), n);
 }
 
 /* ttyd VIEW: acknowledge the row kind and grant. */
-static pbx_err bench_ans_view(const pbx_ipc_frame *f, pbx_core_call *c,
-                              size_t *n)
+static pbx_err bench_ans_view(const pbx_ipc_frame *f, bench_pend *c, size_t *n)
 {
     pbx_ipc_view q;
     pbx_ipc_view_ack r;
@@ -190,12 +191,13 @@ static pbx_err bench_ans_view(const pbx_ipc_frame *f, pbx_core_call *c,
     }
     r.kind = q.kind;
     r.grant = q.grant;
-    return pbx_ipc_view_reply_encode(f->request, &r, c->reply, c->reply_cap, n);
+    return pbx_ipc_view_reply_encode(f->request, &r, c->frame, sizeof(c->frame),
+                                     n);
 }
 
 /* procd INSTALL: installed at the target slot, manage-only handle. */
 static pbx_err bench_ans_install(bench_env *e, const pbx_ipc_frame *f,
-                                 pbx_core_call *c, size_t *n)
+                                 bench_pend *c, size_t *n)
 {
     pbx_ipc_install q;
     pbx_ipc_install_reply r;
@@ -209,31 +211,31 @@ static pbx_err bench_ans_install(bench_env *e, const pbx_ipc_frame *f,
     r.target_process_id = q.target.process_id;
     r.target_process_gen = q.target.process_gen;
     bench_receipt(e, c, PBX_CAPABI_RIGHT_MANAGE);
-    return pbx_ipc_install_reply_encode(f->request, &r, c->reply, c->reply_cap,
-                                        n);
+    return pbx_ipc_install_reply_encode(f->request, &r, c->frame,
+                                        sizeof(c->frame), n);
 }
 
 /* vfsd DETACH and RETIRE: echo the record. */
-static pbx_err bench_ans_echo(const pbx_ipc_frame *f, pbx_core_call *c,
-                              size_t *n)
+static pbx_err bench_ans_echo(const pbx_ipc_frame *f, bench_pend *c, size_t *n)
 {
     if (f->op == PBX_IPC_OP_DETACH) {
         pbx_ipc_detach q;
         pbx_err err = pbx_ipc_detach_decode(f, &q);
-        return err != PBX_OK ? err
-                             : pbx_ipc_detach_reply_encode(
-                                   f->request, &q, c->reply, c->reply_cap, n);
+        return err != PBX_OK
+                   ? err
+                   : pbx_ipc_detach_reply_encode(f->request, &q, c->frame,
+                                                 sizeof(c->frame), n);
     }
     pbx_ipc_retire q;
     pbx_err err = pbx_ipc_retire_decode(f, &q);
     return err != PBX_OK ? err
-                         : pbx_ipc_retire_reply_encode(f->request, &q, c->reply,
-                                                       c->reply_cap, n);
+                         : pbx_ipc_retire_reply_encode(f->request, &q, c->frame,
+                                                       sizeof(c->frame), n);
 }
 
 /* Builds the happy-path reply for a decoded peer request. */
-static pbx_err bench_answer(bench_env *e, const pbx_ipc_frame *f,
-                            pbx_core_call *c, size_t *n)
+static pbx_err bench_answer(bench_env *e, const pbx_ipc_frame *f, bench_pend *c,
+                            size_t *n)
 {
     switch (f->op) {
     case PBX_IPC_OP_RESOLVE:
@@ -252,33 +254,58 @@ static pbx_err bench_answer(bench_env *e, const pbx_ipc_frame *f,
     }
 }
 
-static pbx_core_io bench_op_call(void *user, pbx_core_call *c)
+/* Queues the reply to a call a fake peer accepted: built now, with its
+ * receipts, echoing the call's seq; delivered by bench_deliver_all. */
+static pbx_core_io bench_op_send(void *user, const pbx_core_call *c)
 {
     bench_env *e = user;
     pbx_ipc_frame f;
-    size_t n = 0;
     uint16_t sent = c->send_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
-    c->recv_count = 0;
-    c->reply_len = 0;
-    if (c->route >= PBX_CORE_ROUTE_COUNT ||
+    bool scoped = c->route == PBX_CORE_ROUTE_SCOPE;
+    if ((c->route >= PBX_CORE_ROUTE_COUNT && !scoped) ||
+        e->pend_count == BENCH_PEND_MAX ||
         pbx_ipc_frame_decode(c->frame, c->frame_len, sent, &f) != PBX_OK ||
         (sent != 0U && !bench_has_cap(e, c->send_slot)) ||
-        (c->via_slot != PBX_CORE_SLOT_NONE && !bench_has_cap(e, c->via_slot))) {
+        (scoped && !bench_has_cap(e, c->via_slot))) {
         e->violations++;
         return PBX_CORE_IO_FAILED;
     }
     if (sent != 0U && !c->send_copy) {
         bench_vacate(e, c->send_slot);
     }
-    if (bench_answer(e, &f, c, &n) != PBX_OK) {
+    bench_pend *p = &e->pend[(e->pend_head + e->pend_count) % BENCH_PEND_MAX];
+    e->pend_count++;
+    p->route = c->route;
+    p->via_slot = c->via_slot;
+    p->n = 0;
+    p->len = 0;
+    if (bench_answer(e, &f, p, &p->len) != PBX_OK ||
+        pbx_ipc_frame_set_seq(p->frame, p->len, f.seq) != PBX_OK) {
         e->violations++;
     }
-    c->reply_len = n;
     return PBX_CORE_IO_OK;
 }
 
+bool bench_deliver_all(bench_env *e)
+{
+    for (uint32_t guard = 0; guard < BENCH_PEND_MAX && e->pend_count > 0U;
+         guard++) {
+        const bench_pend *p = &e->pend[e->pend_head];
+        uint32_t refused = e->core.replies_refused;
+        e->pend_head = (e->pend_head + 1U) % BENCH_PEND_MAX;
+        e->pend_count--;
+        e->events++;
+        if (pbx_core_on_peer_reply(&e->core, p->route, p->via_slot, p->frame,
+                                   p->len, p->slots, p->n) != PBX_OK ||
+            e->core.replies_refused != refused) {
+            return false;
+        }
+    }
+    return true;
+}
+
 const pbx_core_ops bench_ops = {
-    bench_op_call,    bench_op_query, bench_op_delete, bench_op_reserve,
+    bench_op_send,    bench_op_query, bench_op_delete, bench_op_reserve,
     bench_op_release, bench_op_alias, bench_op_wake,
 };
 

@@ -3,11 +3,13 @@
  *
  * One sim_world holds a simulated kernel (powerboxd's slot table with
  * capability identities, kinds, rights, provenance and reservations), the
- * simulated peers vfsd, ttyd, procd and launchd, the simulated clients, the
- * fault model and the checker's shadow state. Every choice comes from one
- * PRNG seeded by --seed; nothing reads time or addresses, so a seed replays
- * exactly and its trace hash is the same at every optimisation level.
- * docs/TESTING.md describes the fault model and the invariants in words.
+ * simulated peers vfsd, ttyd, procd and launchd, the replies in flight
+ * between them and powerboxd, a seeded clock, the simulated clients, the
+ * fault model and the checker's shadow state (of requests, grants and
+ * outstanding calls). Every choice comes from one PRNG seeded by --seed;
+ * nothing reads time or addresses, so a seed replays exactly and its trace
+ * hash is the same at every optimisation level. docs/TESTING.md describes
+ * the fault model and the invariants in words.
  */
 #ifndef PBX_SIM_H
 #define PBX_SIM_H
@@ -33,13 +35,22 @@
 #define SIM_SCOPE_IDENT_BASE 0x5C0000000000ULL
 
 /** SIM_EVENTS is the depth of the event ring printed on failure. */
-#define SIM_EVENTS 24U
+#define SIM_EVENTS 400U
 /** SIM_SEL_MAX bounds a simulated selector. */
 #define SIM_SEL_MAX PBX_IPC_SELECTOR_LEN_BYTES_MAX
 /** SIM_NIL is "none" for sim indices. */
 #define SIM_NIL UINT32_MAX
 /** SIM_ROW_MAX bounds the transition rows the coverage map tracks. */
 #define SIM_ROW_MAX 64U
+/** SIM_CALL_MAX bounds the calls pool a seed may pick (its shadow size). */
+#define SIM_CALL_MAX (PBX_BOOTSTRAP_CALL_ROUTES * SIM_REQ_MAX)
+/** SIM_FLIGHTS bounds the replies in flight (the kernel's queues); a send
+ * that finds them full meets backpressure. */
+#define SIM_FLIGHTS 256U
+/** SIM_REPLY_MAX bounds one peer reply frame (every reply is small). */
+#define SIM_REPLY_MAX 512U
+/** SIM_PEERS is the number of peer routes that carry calls. */
+#define SIM_PEERS 3U
 
 /** sim_role says what a simulated capability is, for conservation. */
 typedef enum sim_role {
@@ -83,6 +94,11 @@ typedef enum sim_fault {
     SIM_F_EXPIRE,    /**< expiries at every stage */
     SIM_F_PBX1,      /**< corrupt PBX1 at boot */
     SIM_F_NTH,       /**< failure of the Nth effect callback */
+    SIM_F_LATE,      /**< a reply delayed far beyond its call's deadline */
+    SIM_F_DUP,       /**< a reply delivered twice (the copy without caps) */
+    SIM_F_DROP,      /**< a reply lost (its receipts destroyed) */
+    SIM_F_SILENT,    /**< a peer silent for a long stretch (replies held) */
+    SIM_F_HANGUP,    /**< a peer hangs up (route down) and comes back */
     SIM_F_COUNT      /**< number of faults; not a fault */
 } sim_fault;
 
@@ -104,6 +120,9 @@ typedef struct sim_cap {
     uint32_t owner_gen;
     /** vfsd object the capability designates (0 for none). */
     uint64_t object;
+    /** Nonzero once it arrived with a reply the core refused as matching
+     * no open call: owned by nobody, whatever its role says. */
+    uint32_t late;
 } sim_cap;
 
 /** sim_slot is one slot of powerboxd's simulated CSpace. */
@@ -169,6 +188,17 @@ typedef struct sim_req {
     uint32_t wakes;
     /** Approved grant identity handed to the client. */
     pbx_ipc_id approved;
+    /** Op of a progression call of this request that ended by its
+     * deadline or a lost route (0: none): the only cause of a timeout. */
+    uint32_t expired_op;
+    /** PROMPTs the kernel took toward ttyd for this request. */
+    uint32_t prompts;
+    /** Nonzero while a PROMPT ttyd received may still be showing: no
+     * exact answer or RETRY reached the core, no WITHDRAW reached ttyd. */
+    uint32_t prompt_showing;
+    /** Nonzero once vfsd retired this request's object (full identity):
+     * whatever procd installed from it is cut. */
+    uint32_t obj_retired;
 } sim_req;
 
 /** sim_grant_state is the shadow lifecycle of a grant. */
@@ -217,6 +247,104 @@ typedef struct sim_grant {
     uint32_t badge;
 } sim_grant;
 
+/** sim_cleanup follows one core grant through its cleanup states. */
+typedef struct sim_cleanup {
+    /** Core generation the entry belongs to (0: none). */
+    uint32_t gen;
+    /** Step its revocation began (the grant left LIVE). */
+    uint64_t from;
+} sim_cleanup;
+
+/** sim_call_kind names the core step behind an outstanding call. */
+typedef enum sim_call_kind {
+    SIM_CALL_NONE = 0,     /**< unknown */
+    SIM_CALL_RESOLVE,      /**< RESOLVE through the scope (progression) */
+    SIM_CALL_POLICY,       /**< POLICY (progression) */
+    SIM_CALL_PROMPT,       /**< PROMPT (progression) */
+    SIM_CALL_INSTALL,      /**< INSTALL (progression) */
+    SIM_CALL_DETACH,       /**< DETACH before approval (progression) */
+    SIM_CALL_ACTIVE,       /**< VIEW ACTIVE (progression) */
+    SIM_CALL_REL_DETACH,   /**< DETACH in release */
+    SIM_CALL_REQ_RETIRE,   /**< RETIRE of a refused install (release) */
+    SIM_CALL_WITHDRAW,     /**< WITHDRAW of a prompt (release) */
+    SIM_CALL_REMOVE,       /**< VIEW REMOVE of a grant (cleanup) */
+    SIM_CALL_RETIRE,       /**< RETIRE of a grant (cleanup) */
+    SIM_CALL_KINDS         /**< number of kinds; not a kind */
+} sim_call_kind;
+
+/** sim_call_view is what the core records about one outstanding call. */
+typedef struct sim_call_view {
+    /** Nonzero while the record is an outstanding call. */
+    uint32_t live;
+    /** The header seq the call went out with. */
+    uint32_t seq;
+    /** pbx_core_route, or PBX_CORE_ROUTE_SCOPE. */
+    uint32_t route;
+    /** Scope slot of a scoped call, else PBX_CORE_SLOT_NONE. */
+    uint32_t via_slot;
+    /** Operation sent. */
+    uint32_t op;
+    /** Header identity sent. */
+    pbx_ipc_id id;
+    /** Owner pool (requests or grants), index and generation. */
+    uint32_t owner_pool;
+    /** Owner index. */
+    uint32_t owner;
+    /** Owner generation. */
+    uint32_t owner_gen;
+    /** sim_call_kind. */
+    uint32_t kind;
+    /** Deadline class. */
+    uint32_t clazz;
+    /** Absolute deadline in ms. */
+    uint64_t deadline_ms;
+} sim_call_view;
+
+/** sim_call is the simulator's own record of a call it carried. */
+typedef struct sim_call {
+    /** Nonzero while the call is open by the rules: sent, and not yet
+     * ended by an accepted reply, its deadline, its route going down or
+     * (for a progression call) its owner leaving the state it was sent
+     * from. */
+    uint32_t open;
+    /** Nonzero once the owner fields were filled from the core's record. */
+    uint32_t known;
+    /** What the core recorded, checked against what went on the wire. */
+    sim_call_view v;
+    /** Request state the call was sent from (progression calls). */
+    uint32_t sent_state;
+} sim_call;
+
+/** sim_flight is one reply on its way to powerboxd. */
+typedef struct sim_flight {
+    /** Route it arrives on (PBX_CORE_ROUTE_SCOPE for a scope). */
+    uint32_t route;
+    /** Peer whose silence holds it and whose hangup loses it. */
+    uint32_t peer;
+    /** Scope slot a scope reply arrives through. */
+    uint32_t via_slot;
+    /** Seq of the call it answers (as sent). */
+    uint32_t seq;
+    /** Step from which it may be delivered. */
+    uint64_t due;
+    /** Nonzero for a duplicated copy. */
+    uint32_t dup;
+    /** What was asked: op, header identity and (VIEW) row kind. */
+    uint32_t ask_op;
+    /** Header identity of the call. */
+    pbx_ipc_id ask_id;
+    /** VIEW row kind of the call (0 otherwise). */
+    uint32_t ask_kind;
+    /** Reply bytes and their length. */
+    uint8_t bytes[SIM_REPLY_MAX];
+    /** Bytes in use. */
+    size_t len;
+    /** Receipts held by the sim (the kernel) until delivery or loss. */
+    sim_cap caps[PBX_CORE_RECV_SLOTS_MAX];
+    /** Receipts in use. */
+    size_t ncaps;
+} sim_flight;
+
 /** sim_event is one trace record; hashed, and kept in a ring. */
 typedef struct sim_event {
     /** Step number. */
@@ -231,10 +359,17 @@ typedef struct sim_event {
 typedef struct sim_route_state {
     /** Step until which the route answers BUSY. */
     uint64_t busy_until;
+    /** Step until which the peer is silent (its replies held). */
+    uint64_t silent_until;
+    /** Step until which the peer is gone (hung up); 0 while up. */
+    uint64_t down_until;
+    /** Step until which faults on this route may still delay answers:
+     * the bounded-retirement clock of a grant starts after it. */
+    uint64_t disturbed_until;
     /** Nonzero when something may be parked on the route. */
     uint32_t dirty;
     /** Last reply bytes (for replay faults) and their length. */
-    uint8_t last[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t last[SIM_REPLY_MAX];
     /** Length of last. */
     size_t last_len;
 } sim_route_state;
@@ -245,8 +380,8 @@ typedef struct sim_opts {
     uint64_t steps;
     /** Bit set of faults allowed (1 << sim_fault). */
     uint32_t faults;
-    /** Nonzero: receipts in the core's orphan lane still count as
-     * request-owned at decision time (--strict). */
+    /** Kept for the command line (--strict): the strict decision-time
+     * checks now always run. */
     uint32_t strict;
     /** Nonzero: print a line per seed. */
     uint32_t verbose;
@@ -278,6 +413,8 @@ typedef struct sim_world {
     uint64_t nth;
     /** Nonzero once a permanent fault was injected. */
     uint32_t permanent;
+    /** Faults fired so far (any site). */
+    uint64_t faults_fired;
     /** First violation message, or empty. */
     char violation[256];
     /** The simulated CSpace. */
@@ -294,6 +431,41 @@ typedef struct sim_world {
     uint32_t public_transient;
     /** Routes. */
     sim_route_state routes[PBX_CORE_ROUTE_COUNT];
+    /** The seeded clock (ms) the core last heard, and its mean step. */
+    uint64_t now_ms;
+    /** Mean milliseconds per step. */
+    uint32_t ms_step;
+    /** Deadline per class in ms (the geometry's time_ms). */
+    uint32_t time_ms[PBX_BOOTSTRAP_TIME_COUNT];
+    /** The longest deadline, in steps. */
+    uint32_t deadline_steps;
+    /** Largest ordinary delivery delay in steps (per seed). */
+    uint32_t max_delay;
+    /** Step of the last tick. */
+    uint64_t last_tick;
+    /** Step of the last transient deletion failure. */
+    uint64_t del_disturbed;
+    /** The retirement bound in steps (see sim_check_cleanup). */
+    uint64_t retire_bound;
+    /** Replies in flight, densely packed. */
+    sim_flight flights[SIM_FLIGHTS];
+    /** Flights in use. */
+    uint32_t nflights;
+    /** The simulator's record of every call, by the core's call index. */
+    sim_call calls[SIM_CALL_MAX];
+    /** Grants in cleanup, by core index. */
+    sim_cleanup cleanup[SIM_GRANT_MAX];
+    /** Per grant index, the generation whose ACTIVE row the kernel took
+     * toward ttyd (ttyd may show it: REMOVE is owed), else 0. */
+    uint32_t row_sent[SIM_GRANT_MAX];
+    /** Capability ledger: every capability that entered powerboxd's
+     * world (public receipts, derived aliases, peer receipts put in
+     * flight) is in its CSpace, in flight, deleted by the core, moved out
+     * (DETACH, an exported alias) or destroyed with a lost reply. */
+    uint64_t led_in, led_deleted, led_moved, led_dropped, led_flight;
+    /** procd installs not yet revoked (their handle not yet deleted or
+     * destroyed), over every grant generation. */
+    uint64_t procd_installs;
     /** Shadow requests and grants. */
     sim_req reqs[SIM_REQ_MAX];
     /** Shadow grants. */
@@ -309,6 +481,9 @@ typedef struct sim_world {
     /** Counters for the summary. */
     uint64_t stat_begun, stat_approved, stat_denied, stat_cancelled,
         stat_notfound, stat_refused_direct, stat_held;
+    /** Replies delivered, refused as late, timeouts, and the longest
+     * cleanup seen after the routes answered (steps). */
+    uint64_t stat_replies, stat_late, stat_timeouts, stat_retire_max;
     /** The core under test and its arena. */
     pbx_core_ctx *core;
     /** Arena storage. */
@@ -337,7 +512,11 @@ enum {
     SIM_EV_FAULT,
     SIM_EV_HEAL,
     SIM_EV_CANCEL,
-    SIM_EV_TICK
+    SIM_EV_TICK,
+    SIM_EV_SEND,
+    SIM_EV_LOST,
+    SIM_EV_ROUTE,
+    SIM_EV_TIME
 };
 
 /* ---- sim_rng.c ---------------------------------------------------------- */
@@ -377,6 +556,15 @@ void sim_slot_take(sim_world *w, uint32_t slot);
 /** sim_count_held counts held transient caps of role owned by owner. */
 uint32_t sim_count_held(const sim_world *w, uint32_t role, uint32_t owner,
                         uint32_t owner_gen);
+/** sim_count_owned counts held transient caps of role still owned by
+ * owner: those that arrived with a refused late reply (or a COMMIT
+ * refused after the decision was published) belong to nobody. */
+uint32_t sim_count_owned(const sim_world *w, uint32_t role, uint32_t owner,
+                         uint32_t owner_gen);
+/** sim_cap_destroy destroys a capability that never reached powerboxd's
+ * CSpace (a lost reply's receipt), as the kernel would: a revocation
+ * handle's install is revoked. */
+void sim_cap_destroy(sim_world *w, const sim_cap *c);
 /** sim_kernel_ops returns the effect table the core is driven with. */
 const pbx_core_ops *sim_kernel_ops(void);
 /** sim_kernel_identity reports the identity vfsd names a held scope
@@ -385,8 +573,10 @@ uint64_t sim_kernel_identity(void *user, uint32_t slot);
 
 /* ---- sim_peers.c -------------------------------------------------------- */
 
-/** sim_peer_call answers one core peer call (the ops call effect). */
-pbx_core_io sim_peer_call(sim_world *w, pbx_core_call *call);
+/** sim_peer_send carries one core peer call to its peer, which acts and
+ * puts its reply in flight (the ops send effect; nth: the Nth-effect
+ * fault fails it). */
+pbx_core_io sim_peer_send(sim_world *w, const pbx_core_call *call, bool nth);
 /** sim_launchd_wake takes one wake datagram (the ops wake effect). */
 pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len);
 
@@ -417,10 +607,11 @@ void sim_check_quiescent(sim_world *w);
 void sim_check_terminal(sim_world *w, uint32_t i, const char *where);
 /** sim_check_outcome checks the evidence behind request i's outcome. */
 void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d);
-/** sim_core_req returns the core's request record i (read only). */
-const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i);
-/** sim_core_grant returns the core's grant record g (read only). */
-const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
+/** sim_check_cleanup checks that every grant in cleanup retires within
+ * the bound once its routes answer (once per step). */
+void sim_check_cleanup(sim_world *w);
+/** sim_check_ledger checks the capability ledger. */
+void sim_check_ledger(sim_world *w);
 /**
  * sim_coverage_note infers the transitions since the last call from the
  * core's record states (w->cause names the public event that ends a live
@@ -433,6 +624,80 @@ void sim_coverage_note(sim_world *w);
  * call into the core.
  */
 void sim_after_core(sim_world *w);
+
+/* ---- sim_flight.c ------------------------------------------------------- */
+
+/** sim_flight_add puts a reply in flight on route (and scope via_slot);
+ * false when the kernel's queues are full (nothing was queued). */
+bool sim_flight_add(sim_world *w, const sim_flight *f);
+/** sim_flights_deliver delivers due replies in seeded random order (all
+ * due ones when all is set); false after a fail-stop. */
+bool sim_flights_deliver(sim_world *w, bool all);
+/** sim_routes_fault starts and ends silent and hung-up stretches; false
+ * after a fail-stop. */
+bool sim_routes_fault(sim_world *w);
+/** sim_clock advances the seeded clock and tells the core; false after a
+ * fail-stop. */
+bool sim_clock(sim_world *w);
+/** sim_heal ends every route fault and brings late replies near. */
+void sim_heal(sim_world *w);
+/** sim_route_gone reports whether peer route r is hung up now. */
+bool sim_route_gone(const sim_world *w, uint32_t r);
+/** sim_disturb marks route r as possibly slow to answer until step. */
+void sim_disturb(sim_world *w, uint32_t r, uint64_t until);
+
+/* ---- sim_calls.c -------------------------------------------------------- */
+
+/** sim_call_class returns the deadline class of op sent on route. */
+uint32_t sim_call_class(uint32_t route, uint32_t op);
+/** sim_call_sent records a call the peer received (seq from the frame). */
+void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t route,
+                   const pbx_ipc_frame *f);
+/** sim_call_match returns the open call a reply would answer (judged
+ * from the bytes as delivered), or SIM_NIL. */
+uint32_t sim_call_match(const sim_world *w, const sim_flight *f);
+/** sim_call_answered ends call k after the core accepted its reply. */
+void sim_call_answered(sim_world *w, uint32_t k);
+/** sim_calls_expire ends every open call whose deadline is at or before
+ * the clock (after the core heard it); returns how many. */
+uint32_t sim_calls_expire(sim_world *w);
+/** sim_calls_route_down ends every open call of a class on route r. */
+void sim_calls_route_down(sim_world *w, uint32_t r);
+/** sim_calls_check fills, follows and checks every call against the
+ * core's outstanding-call records and their owners. */
+void sim_calls_check(sim_world *w);
+/** sim_calls_open counts open calls. */
+uint32_t sim_calls_open(const sim_world *w);
+
+/* ---- sim_inspect.c ------------------------------------------------------ */
+
+/** sim_core_req returns the core's request record i (read only). */
+const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i);
+/** sim_core_grant returns the core's grant record g (read only). */
+const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
+/** sim_core_tslot_held reports whether core transient-slot record t holds
+ * a capability, and (owner non-NULL) the request it is owned by. */
+bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,
+                         uint32_t *owner);
+/** sim_core_tslot_public reports whether record t is a public orphan. */
+bool sim_core_tslot_public(const sim_world *w, uint32_t t);
+/** sim_core_bucket returns the correlation bucket of a job in pool. */
+uint32_t sim_core_bucket(const sim_world *w, pbx_bootstrap_pool pool,
+                         uint64_t job_id, uint32_t job_gen);
+/** sim_core_call reads the core's call record o into *out. */
+void sim_core_call(const sim_world *w, uint32_t o, sim_call_view *out);
+/** sim_core_call_index returns the call record a seq names, or SIM_NIL. */
+uint32_t sim_core_call_index(const sim_world *w, uint32_t seq);
+/** sim_core_req_call returns request i's outstanding call or SIM_NIL. */
+uint32_t sim_core_req_call(const sim_world *w, uint32_t i);
+/** sim_core_grant_calls returns grant g's REMOVE and RETIRE calls. */
+void sim_core_grant_calls(const sim_world *w, uint32_t g, uint32_t *remove,
+                          uint32_t *retire);
+/** sim_core_records_hash hashes every record a peer reply could change
+ * except the transient slots a refused reply's receipts may take. */
+uint64_t sim_core_records_hash(const sim_world *w);
+/** sim_core_prompt_retries returns the RETRY count of request i. */
+uint32_t sim_core_prompt_retries(const sim_world *w, uint32_t i);
 
 /* ---- sim_world.c -------------------------------------------------------- */
 

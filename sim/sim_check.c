@@ -1,50 +1,21 @@
 /*
  * sim_check.c: the checker. Per step: capability conservation between the
- * simulated CSpace and the core's transient-slot records, the startup
- * inventory, pool bounds, and that requests and grants retire only after
- * their decision was delivered once and woken once, or their retirement
- * was acknowledged. At decision time: no request-owned capability remains,
+ * simulated CSpace and the core's transient-slot records, the capability
+ * ledger (receipts in flight included), the startup inventory, pool
+ * bounds, every outstanding call against its owner (sim_calls.c), and
+ * that requests and grants retire only after their decision was delivered
+ * once and woken once, or their retirement was acknowledged; a grant in
+ * cleanup must retire within a bound once its routes answer. At decision
+ * time: no request-owned capability remains, no prompt is left showing,
  * replies carry only what the outcome allows, and every outcome has its
  * evidence. At quiescence: everything is back to the startup baseline.
  * Per step, too: the correlation index chains exactly the live requests
- * and the LIVE grants, each in the bucket its job hashes to.
+ * and the LIVE grants, each in the bucket its job hashes to. The core's
+ * private records are read through sim_inspect.c only.
  */
-#include "core/pbx_core_internal.h"
 #include "sim/sim.h"
 
 #include <string.h>
-
-/* The core's transient-slot record state "holds a capability". The core
- * keeps it in pbx_core_internal.h; the value is mirrored here (see the
- * report: the core should publish it). */
-#define SIM_CORE_TSLOT_HELD 2U
-
-const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i)
-{
-    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS];
-    return (const pbx_core_request *)(const void *)(w->core->arena +
-                                                    p->offset_bytes +
-                                                    (size_t)i *
-                                                        p->record_size_bytes);
-}
-
-const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g)
-{
-    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS];
-    return (
-        const pbx_core_grant *)(const void *)(w->core->arena + p->offset_bytes +
-                                              (size_t)g * p->record_size_bytes);
-}
-
-/* Returns transient-slot record t of the core. */
-static const pbx_core_tslot *sim_core_tslot(const sim_world *w, uint32_t t)
-{
-    const pbx_core_pool_state *p =
-        &w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS];
-    return (
-        const pbx_core_tslot *)(const void *)(w->core->arena + p->offset_bytes +
-                                              (size_t)t * p->record_size_bytes);
-}
 
 /* Every capability powerboxd holds is tracked by exactly one record. */
 static void sim_check_conservation(sim_world *w)
@@ -54,23 +25,22 @@ static void sim_check_conservation(sim_world *w)
     uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
     uint32_t held = 0;
     for (uint32_t t = 0; t < cap; t++) {
-        const pbx_core_tslot *ts = sim_core_tslot(w, t);
-        if (ts->link.live == 0U || ts->link.state != SIM_CORE_TSLOT_HELD) {
+        uint32_t slot = 0;
+        if (!sim_core_tslot_held(w, t, &slot, NULL)) {
             continue;
         }
         held++;
-        if (ts->slot < SIM_TFIRST || ts->slot >= SIM_SLOTS ||
-            mark[ts->slot] != 0U) {
+        if (slot < SIM_TFIRST || slot >= SIM_SLOTS || mark[slot] != 0U) {
             sim_fail(w, "conservation: slot %u tracked twice or out of range",
-                     ts->slot);
+                     slot);
             return;
         }
-        mark[ts->slot] = 1U;
-        uint32_t kind = w->slots[ts->slot].cap.kind;
+        mark[slot] = 1U;
+        uint32_t kind = w->slots[slot].cap.kind;
         if (kind == (uint32_t)PBX_CAPABI_KIND_EMPTY ||
             kind == (uint32_t)PBX_CAPABI_KIND_PLACEHOLDER) {
             sim_fail(w, "conservation: core tracks slot %u which is empty",
-                     ts->slot);
+                     slot);
             return;
         }
     }
@@ -121,6 +91,40 @@ static void sim_check_pools(sim_world *w)
     }
 }
 
+/* Notices whether grant g's core record ended and checks it earned it:
+ * both exact acknowledgements, or only RETIRE's when ttyd never received
+ * the ACTIVE row (no REMOVE is owed then). An install the core never
+ * accepted stays pending until its record goes with its request. */
+static void sim_check_grant_gone(sim_world *w, uint32_t g)
+{
+    sim_grant *gr = &w->grants[g];
+    const pbx_core_grant *cg = sim_core_grant(w, g);
+    bool record_gone = cg->link.live == 0U || cg->link.generation != gr->gen;
+    bool gone = record_gone || cg->link.state == (uint16_t)PBX_CORE_ST_FREE;
+    if (gone && gr->core_seen != 0U && gr->state != (uint32_t)SIM_G_NONE &&
+        gr->req < SIM_REQ_MAX && w->reqs[gr->req].live != 0U &&
+        w->reqs[gr->req].gen == gr->req_gen) {
+        /* Remembered past the record's reuse by another request. */
+        w->reqs[gr->req].grant_gone = 1U;
+    }
+    if (gr->core_seen == 0U && gr->state == (uint32_t)SIM_G_INSTALLED) {
+        if (record_gone) {
+            /* The core refused or lost procd's answer; the object was
+             * retired at vfsd (checked at decision time). */
+            gr->state = SIM_G_NONE;
+        }
+    } else if (gone && gr->state == (uint32_t)SIM_G_UNVIEWED &&
+               w->row_sent[g] != gr->gen) {
+        gr->state = SIM_G_RETIRED;
+    } else if (gone && gr->state != (uint32_t)SIM_G_NONE &&
+               gr->state != (uint32_t)SIM_G_RETIRED) {
+        sim_fail(w,
+                 "invariant 8: grant %u/%u freed in shadow state %u "
+                 "without exact REMOVE and RETIRE acknowledgements",
+                 g, gr->gen, gr->state);
+    }
+}
+
 /* Notices requests and grants the core retired and checks they earned
  * it. */
 static void sim_check_retired(sim_world *w)
@@ -143,28 +147,7 @@ static void sim_check_retired(sim_world *w)
     }
     uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
     for (uint32_t g = 0; g < gcap && g < SIM_GRANT_MAX; g++) {
-        const sim_grant *gr = &w->grants[g];
-        const pbx_core_grant *cg = sim_core_grant(w, g);
-        bool gone = cg->link.live == 0U || cg->link.generation != gr->gen ||
-                    cg->link.state == (uint16_t)PBX_CORE_ST_FREE;
-        if (gone && gr->core_seen != 0U && gr->state != (uint32_t)SIM_G_NONE &&
-            gr->req < SIM_REQ_MAX && w->reqs[gr->req].live != 0U &&
-            w->reqs[gr->req].gen == gr->req_gen) {
-            /* Remembered past the record's reuse by another request. */
-            w->reqs[gr->req].grant_gone = 1U;
-        }
-        if (gone && gr->core_seen == 0U &&
-            gr->state == (uint32_t)SIM_G_INSTALLED) {
-            /* The core refused procd's answer and deleted the handle;
-             * only the revocation is owed (checked at quiescence). */
-            w->grants[g].state = SIM_G_NONE;
-        } else if (gone && gr->state != (uint32_t)SIM_G_NONE &&
-                   gr->state != (uint32_t)SIM_G_RETIRED) {
-            sim_fail(w,
-                     "invariant 9: grant %u/%u freed in shadow state %u "
-                     "without exact REMOVE and RETIRE acknowledgements",
-                     g, gr->gen, gr->state);
-        }
+        sim_check_grant_gone(w, g);
     }
 }
 
@@ -195,7 +178,7 @@ static uint32_t sim_index_home(const sim_world *w, pbx_bootstrap_pool pool,
     const pbx_core_context *k = pool == PBX_BOOTSTRAP_POOL_REQUESTS
                                     ? &sim_core_req(w, i)->ctx
                                     : &sim_core_grant(w, i)->ctx;
-    return pbx_core_index_bucket(w->core, pool, k->ctx.job_id, k->ctx.job_gen);
+    return sim_core_bucket(w, pool, k->ctx.job_id, k->ctx.job_gen);
 }
 
 /* Walks every bucket of pool's correlation index: each chained record is
@@ -242,14 +225,7 @@ static void sim_check_intake(sim_world *w)
     uint32_t cap = c->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
     uint32_t n = 0;
     for (uint32_t t = 0; t < cap; t++) {
-        const pbx_core_tslot *ts = sim_core_tslot(w, t);
-        /* An orphan record is on one of the two orphan queues. */
-        uint32_t q = ts->link.queue;
-        n += ts->link.live != 0U && ts->owner_kind == 1U &&
-                     (q == (uint32_t)PBX_CORE_Q_ORPHAN + 1U ||
-                      q == (uint32_t)PBX_CORE_Q_DEFER_ORPHAN + 1U)
-                 ? 1U
-                 : 0U;
+        n += sim_core_tslot_public(w, t) ? 1U : 0U;
     }
     if (n != c->public_orphans || n > PBX_CORE_PUBLIC_ORPHANS_MAX) {
         sim_fail(w, "intake: %u public orphans held, %u counted (cap %u)", n,
@@ -263,6 +239,23 @@ static void sim_check_intake(sim_world *w)
     }
 }
 
+void sim_check_ledger(sim_world *w)
+{
+    uint64_t out = w->occupied + w->led_flight + w->led_deleted +
+                   w->led_moved + w->led_dropped;
+    if (w->led_in != out) {
+        sim_fail(w,
+                 "conservation: %llu capabilities entered, %llu accounted "
+                 "for (%u held, %llu in flight, %llu deleted, %llu moved "
+                 "out, %llu lost with replies)",
+                 (unsigned long long)w->led_in, (unsigned long long)out,
+                 w->occupied, (unsigned long long)w->led_flight,
+                 (unsigned long long)w->led_deleted,
+                 (unsigned long long)w->led_moved,
+                 (unsigned long long)w->led_dropped);
+    }
+}
+
 void sim_check_step(sim_world *w)
 {
     sim_check_intake(w);
@@ -273,30 +266,63 @@ void sim_check_step(sim_world *w)
         sim_check_conservation(w);
         sim_check_startup(w);
     }
+    sim_check_ledger(w);
     sim_check_pools(w);
+    sim_calls_check(w);
     sim_check_retired(w);
 }
 
-/* Counts held caps of role owned by request i that a request record (not
- * the core's orphan lane) tracks. A receipt of a rejected reply waiting in
- * the orphan lane is junk the core no longer attributes to the request
- * (see docs/TESTING.md, "orphaned receipts"). */
-static uint32_t sim_count_owned(const sim_world *w, uint32_t role, uint32_t i,
-                                uint32_t gen)
+void sim_check_cleanup(sim_world *w)
 {
-    uint32_t n = 0;
-    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
-    for (uint32_t t = 0; t < cap; t++) {
-        const pbx_core_tslot *ts = sim_core_tslot(w, t);
-        if (ts->link.live == 0U || ts->link.state != SIM_CORE_TSLOT_HELD ||
-            ts->slot >= SIM_SLOTS ||
-            (ts->owner == PBX_CORE_NIL && w->opts->strict == 0U)) {
+    uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
+    for (uint32_t g = 0; g < gcap && g < SIM_GRANT_MAX; g++) {
+        const sim_cleanup *c = &w->cleanup[g];
+        if (c->gen == 0U) {
             continue;
         }
-        const sim_cap *c = &w->slots[ts->slot].cap;
-        n += c->role == role && c->owner == i && c->owner_gen == gen ? 1U : 0U;
+        uint64_t start = c->from;
+        start = w->routes[PBX_CORE_ROUTE_VFSD].disturbed_until > start
+                    ? w->routes[PBX_CORE_ROUTE_VFSD].disturbed_until
+                    : start;
+        start = w->routes[PBX_CORE_ROUTE_TTYD].disturbed_until > start
+                    ? w->routes[PBX_CORE_ROUTE_TTYD].disturbed_until
+                    : start;
+        start = w->del_disturbed > start ? w->del_disturbed : start;
+        if (w->step <= start) {
+            continue;
+        }
+        uint64_t age = w->step - start;
+        w->stat_retire_max = age > w->stat_retire_max ? age : w->stat_retire_max;
+        if (age > w->retire_bound) {
+            sim_fail(w,
+                     "cleanup: grant %u/%u in state %s not retired %llu "
+                     "steps after its revocation began (step %llu) and its "
+                     "routes answered (bound %llu)",
+                     g, c->gen,
+                     pbx_core_state_name(
+                         (pbx_core_state)sim_core_grant(w, g)->link.state),
+                     (unsigned long long)age, (unsigned long long)c->from,
+                     (unsigned long long)w->retire_bound);
+            return;
+        }
     }
-    return n;
+}
+
+/* Whether an unapproved decision of request i (generation gen) would
+ * leave authority behind: an alias, or an install procd still holds whose
+ * object vfsd never retired. */
+static bool sim_authority_left(const sim_world *w, uint32_t i, uint32_t gen)
+{
+    const sim_req *s = &w->reqs[i];
+    if (sim_count_owned(w, SIM_ROLE_ALIAS, i, gen) != 0U) {
+        return true;
+    }
+    if (s->grant >= SIM_GRANT_MAX) {
+        return false;
+    }
+    const sim_grant *gr = &w->grants[s->grant];
+    return gr->req == i && gr->req_gen == gen && gr->procd_live != 0U &&
+           s->obj_retired == 0U;
 }
 
 void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
@@ -306,36 +332,36 @@ void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
     if (sim_count_owned(w, SIM_ROLE_SCOPE, i, s->gen) != 0U ||
         sim_count_owned(w, SIM_ROLE_OBJECT, i, s->gen) != 0U) {
         sim_fail(w,
-                 "invariant 6: decision of %u/%u visible (%s) while its "
+                 "invariant 5: decision of %u/%u visible (%s) while its "
                  "scope or object is still held",
                  i, s->gen, where);
         return;
     }
     if (w->slots[s->dest].reserved != 0U && w->slots[s->dest].res_owner == i) {
         sim_fail(w,
-                 "invariant 6: decision of %u/%u visible (%s) while its "
+                 "invariant 5: decision of %u/%u visible (%s) while its "
                  "destination %u is still reserved",
                  i, s->gen, where, s->dest);
+        return;
+    }
+    if (s->prompt_showing != 0U) {
+        sim_fail(w,
+                 "invariant 5: decision of %u/%u visible (%s) while its "
+                 "prompt may still be showing at ttyd (no WITHDRAW)",
+                 i, s->gen, where);
         return;
     }
     if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
         return;
     }
-    if (sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen) != 0U ||
-        (s->grant < SIM_GRANT_MAX && w->grants[s->grant].req == i &&
-         w->grants[s->grant].req_gen == s->gen &&
-         w->grants[s->grant].procd_live != 0U &&
-         (w->opts->strict != 0U ||
-          sim_count_owned(w, SIM_ROLE_HANDLE, s->grant,
-                          w->grants[s->grant].gen) != 0U))) {
+    if (sim_authority_left(w, i, s->gen)) {
         sim_fail(w,
-                 "invariant 6: unapproved decision of %u/%u visible (%s) "
-                 "while its grant authority remains (alias %u, handle %u)",
-                 i, s->gen, where,
-                 sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen),
-                 s->grant < SIM_GRANT_MAX
-                     ? sim_count_held(w, SIM_ROLE_HANDLE, s->grant,
-                                      w->grants[s->grant].gen)
-                     : 99U);
+                 "invariant 5: unapproved decision of %u/%u visible (%s) "
+                 "while its grant authority remains (alias %u, procd "
+                 "install %u, object retired %u)",
+                 i, s->gen, where, sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen),
+                 s->grant < SIM_GRANT_MAX ? w->grants[s->grant].procd_live
+                                          : 0U,
+                 s->obj_retired);
     }
 }

@@ -31,6 +31,7 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
         if (slots[i] == SIM_NIL) {
             return NULL;
         }
+        w->led_in++;
     }
     w->public_transient = 0U;
     uint16_t op = len >= 8U ? pbx_le_get16(frame + 6) : 0U;
@@ -94,7 +95,11 @@ static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
     b->ctx.job_gen = 1U + sim_below(w, 2U);
     b->ctx.realm = 7U;
     b->ctx.operation = (uint16_t)(1U + sim_below(w, 6U));
-    b->ctx.object_class = (uint16_t)(1U + sim_below(w, 5U));
+    /* A directory entry is admitted only for the entry operations. */
+    static const uint16_t classes[] = {
+        PBX_IPC_CLASS_FILE, PBX_IPC_CLASS_DIRECTORY, PBX_IPC_CLASS_DEVICE,
+        PBX_IPC_CLASS_ENDPOINT};
+    b->ctx.object_class = classes[sim_below(w, 4U)];
     b->ctx.lifetime = (uint8_t)(1U + sim_below(w, 3U));
     if (b->ctx.operation >= (uint16_t)PBX_IPC_OPERATION_ENTRY_METADATA_READ) {
         b->ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;

@@ -9,6 +9,25 @@
 
 #include <string.h>
 
+/* A COMMIT receipt refused after request i's decision was published is
+ * owned by no request (the core deletes it as junk): mark it so. */
+static void sim_commit_refused(sim_world *w, uint32_t i, uint64_t cap_id)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    uint16_t st = r->link.state;
+    if (r->link.live == 0U || r->link.generation != w->reqs[i].gen ||
+        (st != (uint16_t)PBX_CORE_ST_NOTIFY &&
+         st != (uint16_t)PBX_CORE_ST_DECIDED &&
+         st != (uint16_t)PBX_CORE_ST_DELIVERED)) {
+        return;
+    }
+    for (uint32_t slot = SIM_TFIRST; slot < SIM_SLOTS; slot++) {
+        if (w->slots[slot].cap.id == cap_id) {
+            w->slots[slot].cap.late = 1U;
+        }
+    }
+}
+
 void sim_client_commit(sim_world *w, uint32_t i)
 {
     sim_req *s = &w->reqs[i];
@@ -34,6 +53,9 @@ void sim_client_commit(sim_world *w, uint32_t i)
     (void)pbx_sha2_digest(s->selector, s->begin.selector_len, digest);
     bool good_digest = memcmp(digest, s->begin.selector_digest, 32U) == 0;
     const pbx_core_out *o = sim_public(w, s->badge, buf, n, &scope, 1U, want);
+    if (o != NULL && sim_reply_status(o, NULL) != 0U) {
+        sim_commit_refused(w, i, scope.id);
+    }
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }

@@ -121,6 +121,7 @@ void sim_slot_take(sim_world *w, uint32_t slot)
         return;
     }
     sim_slot_clear(w, slot);
+    w->led_moved++;
 }
 
 uint32_t sim_count_held(const sim_world *w, uint32_t role, uint32_t owner,
@@ -131,6 +132,20 @@ uint32_t sim_count_held(const sim_world *w, uint32_t role, uint32_t owner,
         const sim_cap *c = &w->slots[s].cap;
         if (sim_slot_full(&w->slots[s]) && c->role == role &&
             c->owner == owner && c->owner_gen == owner_gen) {
+            n++;
+        }
+    }
+    return n;
+}
+
+uint32_t sim_count_owned(const sim_world *w, uint32_t role, uint32_t owner,
+                         uint32_t owner_gen)
+{
+    uint32_t n = 0;
+    for (uint32_t s = SIM_TFIRST; s < SIM_SLOTS; s++) {
+        const sim_cap *c = &w->slots[s].cap;
+        if (sim_slot_full(&w->slots[s]) && c->role == role &&
+            c->owner == owner && c->owner_gen == owner_gen && c->late == 0U) {
             n++;
         }
     }
@@ -165,10 +180,22 @@ static void sim_op_query(void *user, uint32_t slot, pbx_capabi_observed *out)
 /* A deleted revocation handle revokes procd's install of its grant. */
 static void sim_on_deleted(sim_world *w, const sim_cap *c)
 {
-    if (c->role == SIM_ROLE_HANDLE && c->owner < SIM_GRANT_MAX &&
-        w->grants[c->owner].gen == c->owner_gen) {
+    if (c->role != SIM_ROLE_HANDLE) {
+        return;
+    }
+    if (w->procd_installs == 0U) {
+        sim_fail(w, "kernel: a revocation handle outlived its install");
+        return;
+    }
+    w->procd_installs--;
+    if (c->owner < SIM_GRANT_MAX && w->grants[c->owner].gen == c->owner_gen) {
         w->grants[c->owner].procd_live = 0U;
     }
+}
+
+void sim_cap_destroy(sim_world *w, const sim_cap *c)
+{
+    sim_on_deleted(w, c);
 }
 
 static pbx_core_delete sim_op_delete(void *user, uint32_t slot)
@@ -190,12 +217,14 @@ static pbx_core_delete sim_op_delete(void *user, uint32_t slot)
     }
     if (nth || sim_fault_fires(w, SIM_F_DEL_TRANS)) {
         w->public_transient++;
+        w->del_disturbed = w->step;
         sim_event_add(w, SIM_EV_DELETE, slot, 1, 0, 0);
         return PBX_CORE_DELETE_TRANSIENT;
     }
     sim_cap c = w->slots[slot].cap;
     sim_event_add(w, SIM_EV_DELETE, slot, 0, c.role, c.owner);
     sim_slot_clear(w, slot);
+    w->led_deleted++;
     sim_on_deleted(w, &c);
     return PBX_CORE_DELETE_OK;
 }
@@ -275,20 +304,22 @@ static pbx_core_io sim_op_alias(void *user, uint32_t object,
     if (s == SIM_NIL) {
         return PBX_CORE_IO_FAILED;
     }
+    w->led_in++;
     *alias_out = s;
     sim_event_add(w, SIM_EV_ALIAS, object, s, a.owner, a.rights);
     return PBX_CORE_IO_OK;
 }
 
-static pbx_core_io sim_op_call(void *user, pbx_core_call *call)
+static pbx_core_io sim_op_send(void *user, const pbx_core_call *call)
 {
     sim_world *w = user;
-    if (sim_effect_fails(w)) {
-        call->reply_len = 0U;
-        call->recv_count = 0U;
-        return PBX_CORE_IO_FAILED;
+    bool nth = sim_effect_fails(w);
+    if (nth) {
+        for (uint32_t r = 0; r < SIM_PEERS; r++) {
+            sim_disturb(w, r, w->step + 1U);
+        }
     }
-    return sim_peer_call(w, call);
+    return sim_peer_send(w, call, nth);
 }
 
 static pbx_core_io sim_op_wake(void *user, const uint8_t *frame, size_t len)
@@ -312,7 +343,7 @@ uint64_t sim_kernel_identity(void *user, uint32_t slot)
 }
 
 static const pbx_core_ops sim_ops = {
-    sim_op_call,    sim_op_query, sim_op_delete, sim_op_reserve,
+    sim_op_send,    sim_op_query, sim_op_delete, sim_op_reserve,
     sim_op_release, sim_op_alias, sim_op_wake,
 };
 

@@ -4,6 +4,7 @@
  */
 #include "sim/sim.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* APPROVED needs the ACTIVE acknowledgement and an authorisation. */
@@ -59,6 +60,35 @@ static bool sim_grant_ended(const sim_world *w, uint32_t i)
            cg->link.state != (uint16_t)PBX_CORE_ST_LIVE;
 }
 
+/* A DENIED decision says why, and says timeout exactly when a call of
+ * the request ended unanswered (its deadline or its route's loss): a
+ * PROMPT's as PROMPT_TIMEOUT, any other progression call's as
+ * PEER_TIMEOUT. Such a decision never carries authority (checked for
+ * every unapproved decision in sim_check_terminal). */
+static void sim_check_denied(sim_world *w, uint32_t i,
+                             const pbx_ipc_decision *d)
+{
+    const sim_req *s = &w->reqs[i];
+    uint32_t want = s->expired_op == 0U ? 0U
+                    : s->expired_op == (uint32_t)PBX_IPC_OP_PROMPT
+                        ? (uint32_t)PBX_IPC_REASON_PROMPT_TIMEOUT
+                        : (uint32_t)PBX_IPC_REASON_PEER_TIMEOUT;
+    bool timeout = d->reason == (uint16_t)PBX_IPC_REASON_PROMPT_TIMEOUT ||
+                   d->reason == (uint16_t)PBX_IPC_REASON_PEER_TIMEOUT;
+    if (d->reason == (uint16_t)PBX_IPC_REASON_NONE ||
+        (want != 0U && d->reason != want) || (want == 0U && timeout)) {
+        sim_fail(w,
+                 "timeout: request %u/%u DENIED with reason %u, but its "
+                 "unanswered call was op %#x",
+                 i, s->gen, d->reason, s->expired_op);
+        return;
+    }
+    if (d->grant.gen != 0U || d->mode != 0U) {
+        sim_fail(w, "timeout: DENIED decision of %u/%u names a grant", i,
+                 s->gen);
+    }
+}
+
 void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
 {
     const sim_req *s = &w->reqs[i];
@@ -89,6 +119,7 @@ void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
         w->stat_cancelled++;
         break;
     case PBX_IPC_OUTCOME_DENIED:
+        sim_check_denied(w, i, d);
         w->stat_denied++;
         break;
     default:
@@ -156,6 +187,19 @@ void sim_check_quiescent(sim_world *w)
     if (w->occupied != 0U || pbx_core_held_caps(w->core) != 0U) {
         sim_fail(w, "quiescence: %u capabilities still held", w->occupied);
     }
+    if (w->nflights != 0U || w->led_flight != 0U || sim_calls_open(w) != 0U ||
+        pbx_core_calls_outstanding(w->core) != 0U) {
+        sim_fail(w,
+                 "quiescence: %u replies (%llu receipts) in flight, %u calls "
+                 "open, %u outstanding in the core",
+                 w->nflights, (unsigned long long)w->led_flight,
+                 sim_calls_open(w), pbx_core_calls_outstanding(w->core));
+    }
+    if (w->procd_installs != 0U) {
+        sim_fail(w, "quiescence: %llu procd installs never revoked",
+                 (unsigned long long)w->procd_installs);
+    }
+    sim_check_ledger(w);
     for (uint32_t s = SIM_TFIRST; s < SIM_SLOTS; s++) {
         if (w->slots[s].reserved != 0U) {
             sim_fail(w, "quiescence: destination %u still reserved", s);
@@ -251,17 +295,7 @@ static pbx_core_event sim_grant_event(uint32_t from, uint32_t to)
 static uint32_t sim_req_aux(const sim_world *w, uint32_t i)
 {
     const pbx_core_request *r = sim_core_req(w, i);
-    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_PROMPTS];
-    uint32_t retries = 0;
-    if (r->link.live != 0U && r->prompt < p->capacity) {
-        const pbx_core_prompt *pr =
-            (const pbx_core_prompt *)(const void *)(w->core->arena +
-                                                    p->offset_bytes +
-                                                    (size_t)r->prompt *
-                                                        p->record_size_bytes);
-        retries = pr->retries;
-    }
-    return r->selector_received_bytes ^ (retries << 16);
+    return r->selector_received_bytes ^ (sim_core_prompt_retries(w, i) << 16);
 }
 
 /* Notes the move of request i since the last snapshot. */
@@ -273,6 +307,7 @@ static void sim_note_req(sim_world *w, uint32_t i)
     uint32_t gen = r->link.generation;
     uint32_t st = live != 0U ? r->link.state : (uint32_t)PBX_CORE_ST_FREE;
     uint32_t aux = sim_req_aux(w, i);
+    if (getenv("SIM_DEBUG") && (snap[2] != st || snap[1] != gen)) fprintf(stderr, "DBG step %llu req %u gen %u %s -> %s call %u flags %#x\n", (unsigned long long)w->step, i, gen, pbx_core_state_name((pbx_core_state)snap[2]), pbx_core_state_name((pbx_core_state)st), r->call, r->flags);
     if (snap[0] != 0U && (snap[1] != gen || live == 0U) &&
         snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
         uint32_t from = snap[2];
@@ -307,6 +342,17 @@ static void sim_note_grant(sim_world *w, uint32_t g)
     uint32_t gen = cg->link.generation;
     if (st != (uint32_t)PBX_CORE_ST_FREE && w->grants[g].gen == gen) {
         w->grants[g].core_seen = 1U;
+    }
+    /* Revocation began when the grant left LIVE: its cleanup clock. */
+    bool cleanup = st == (uint32_t)PBX_CORE_ST_REVOKE ||
+                   st == (uint32_t)PBX_CORE_ST_SETTLE ||
+                   st == (uint32_t)PBX_CORE_ST_REMOVE ||
+                   st == (uint32_t)PBX_CORE_ST_RETIRE;
+    if (!cleanup) {
+        w->cleanup[g].gen = 0U;
+    } else if (w->cleanup[g].gen != gen) {
+        w->cleanup[g].gen = gen;
+        w->cleanup[g].from = w->step;
     }
     if (snap[1] != gen) {
         if (snap[2] != (uint32_t)PBX_CORE_ST_FREE) {

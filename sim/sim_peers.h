@@ -10,7 +10,7 @@
 /** sim_reply is one peer reply being built: bytes and receipts. */
 typedef struct sim_reply {
     /** Reply frame bytes. */
-    uint8_t bytes[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t bytes[SIM_REPLY_MAX];
     /** Bytes in use. */
     size_t len;
     /** Receipts that travel with the reply. */
@@ -26,10 +26,9 @@ bool sim_ctx_equal(const pbx_ipc_context *a, const pbx_ipc_context *b);
  * violation, reported as seen by who). */
 sim_req *sim_live_req(sim_world *w, pbx_ipc_id id, const char *who);
 
-/** sim_final decodes the delivered reply r as the exact status-zero reply
- * of op for id; *f borrows r. */
-bool sim_final(const sim_reply *r, uint16_t op, pbx_ipc_id id,
-               pbx_ipc_frame *f);
+/** sim_final decodes the delivered reply fl as the exact status-zero
+ * reply of its call; *f borrows fl. */
+bool sim_final(const sim_flight *fl, pbx_ipc_frame *f);
 
 /** sim_vfsd_resolve answers RESOLVE through the request's scope. */
 bool sim_vfsd_resolve(sim_world *w, const pbx_ipc_frame *f,
@@ -39,18 +38,18 @@ bool sim_vfsd_detach(sim_world *w, const pbx_ipc_frame *f,
                      const pbx_core_call *c, sim_reply *r);
 /** sim_vfsd_retire answers the full-identity retirement of a grant. */
 bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
-/** sim_vfsd_resolve_evidence records an exact NOT_FOUND as delivered. */
-void sim_vfsd_resolve_evidence(sim_world *w, const pbx_ipc_frame *f,
-                               const sim_reply *r);
-/** sim_vfsd_retire_evidence records an exact RETIRE ack as delivered. */
-void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
-                              const sim_reply *r);
+/** sim_vfsd_resolve_evidence records an exact NOT_FOUND the core took. */
+void sim_vfsd_resolve_evidence(sim_world *w, const sim_flight *fl);
+/** sim_vfsd_retire_evidence records an exact RETIRE ack the core took. */
+void sim_vfsd_retire_evidence(sim_world *w, const sim_flight *fl);
 /** sim_ttyd_policy answers a session POLICY question. */
 bool sim_ttyd_policy(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
 /** sim_ttyd_prompt answers a trusted PROMPT (RETRY or an answer). */
 bool sim_ttyd_prompt(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
 /** sim_ttyd_view acknowledges an ACTIVE or REMOVE grant row. */
 bool sim_ttyd_view(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
+/** sim_ttyd_withdraw takes a prompt down and acknowledges (echo). */
+bool sim_ttyd_withdraw(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
 /**
  * sim_runtime_grant creates the shadow of runtime-reply grant (index below
  * SIM_GRANT_MAX) from the live runtime-reply request that resolved
@@ -60,9 +59,9 @@ bool sim_ttyd_view(sim_world *w, const pbx_ipc_frame *f, sim_reply *r);
  */
 sim_grant *sim_runtime_grant(sim_world *w, pbx_ipc_id grant,
                              uint64_t object_id);
-/** sim_ttyd_evidence records exact ALLOW, APPROVE and VIEW acks. */
-void sim_ttyd_evidence(sim_world *w, const pbx_ipc_frame *f,
-                       const sim_reply *r);
+/** sim_ttyd_evidence records exact ALLOW, APPROVE and VIEW acks and
+ * PROMPT answers the core took. */
+void sim_ttyd_evidence(sim_world *w, const sim_flight *fl);
 /** sim_procd_install installs the object copy and returns a handle. */
 bool sim_procd_install(sim_world *w, const pbx_ipc_frame *f,
                        const pbx_core_call *c, sim_reply *r);

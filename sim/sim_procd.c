@@ -76,6 +76,7 @@ static void sim_install_apply(sim_world *w, sim_req *s, uint32_t ri,
     gr->badge = s->badge;
     memcpy(gr->digest, s->begin.selector_digest, 32U);
     s->grant = q->grant.index;
+    w->procd_installs++;
 }
 
 bool sim_procd_install(sim_world *w, const pbx_ipc_frame *f,

@@ -11,12 +11,14 @@ static const char *const sim_fault_names[SIM_F_COUNT] = {
     "echo",     "surplus", "badcap",    "replay",  "del-trans",
     "del-perm", "notify",  "wake-fail", "reserve", "delivery",
     "client",   "cancel",  "expire",    "pbx1",    "nth",
+    "late",     "dup",     "drop",      "silent",  "hangup",
 };
 
 static const char *const sim_event_names[] = {
     "?",      "boot",    "public",  "reply",   "step",   "call",
     "answer", "delete",  "reserve", "release", "alias",  "wake",
     "ready",  "deliver", "fault",   "heal",    "cancel", "tick",
+    "send",   "lost",    "route",   "time",
 };
 
 const char *sim_fault_name(sim_fault f)
@@ -78,6 +80,7 @@ bool sim_fault_fires(sim_world *w, sim_fault f)
     if (!sim_chance(w, w->rate[f])) {
         return false;
     }
+    w->faults_fired++;
     sim_event_add(w, SIM_EV_FAULT, (uint64_t)f, 0, 0, 0);
     return true;
 }

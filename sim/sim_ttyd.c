@@ -106,9 +106,12 @@ bool sim_ttyd_prompt(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
     if (q.selector_len != s->begin.selector_len ||
         memcmp(q.selector, s->selector, q.selector_len) != 0 ||
         q.label.len != s->begin.label.len) {
-        sim_fail(w, "invariant 4: PROMPT shows another selector or label");
+        sim_fail(w, "invariant 2: PROMPT shows another selector or label");
         return false;
     }
+    /* Showing from now on, until an exact answer or a RETRY reaches the
+     * core or a WITHDRAW reaches ttyd. */
+    s->prompt_showing = 1U;
     pbx_ipc_prompt_reply a;
     memset(&a, 0, sizeof(a));
     uint32_t roll = sim_below(w, 100U);
@@ -215,6 +218,13 @@ static bool sim_view_check(sim_world *w, const pbx_ipc_view *v,
         return false;
     }
     if (v->kind == (uint8_t)PBX_IPC_VIEW_REMOVE &&
+        w->row_sent[v->grant.index] != v->grant.gen) {
+        sim_fail(w, "ttyd: REMOVE row for grant %u/%u whose ACTIVE row "
+                    "never reached ttyd",
+                 v->grant.index, v->grant.gen);
+        return false;
+    }
+    if (v->kind == (uint8_t)PBX_IPC_VIEW_REMOVE &&
         (gr->procd_live != 0U ||
          sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U)) {
         sim_fail(w,
@@ -253,15 +263,45 @@ bool sim_ttyd_view(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
                                      sizeof(r->bytes), &r->len) == PBX_OK;
 }
 
-/* Records the policy and prompt evidence of the delivered bytes. */
-static void sim_ttyd_req_evidence(sim_world *w, const pbx_ipc_frame *f,
+bool sim_ttyd_withdraw(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
+{
+    pbx_ipc_withdraw q;
+    if (pbx_ipc_withdraw_decode(f, &q) != PBX_OK) {
+        sim_fail(w, "ttyd: undecodable WITHDRAW");
+        return false;
+    }
+    sim_req *s = sim_live_req(w, f->request, "ttyd withdraw");
+    if (s == NULL) {
+        return false;
+    }
+    if (s->prompts == 0U || q.object.id != s->object.id ||
+        q.object.gen != s->object.gen) {
+        sim_fail(w,
+                 "ttyd: WITHDRAW of request %u/%u which %s",
+                 f->request.index, f->request.gen,
+                 s->prompts == 0U ? "never prompted"
+                                  : "prompted for another object");
+        return false;
+    }
+    s->prompt_showing = 0U;
+    if (sim_fault_fires(w, SIM_F_ECHO)) {
+        q.object.gen++;
+    }
+    return pbx_ipc_withdraw_reply_encode(f->request, &q, r->bytes,
+                                         sizeof(r->bytes), &r->len) == PBX_OK;
+}
+
+/* Records the policy and prompt evidence of the delivered bytes: a
+ * routine ALLOW, the user's exact APPROVE, and (an exact answer or a
+ * RETRY) that the prompt is no longer showing. */
+static void sim_ttyd_req_evidence(sim_world *w, const sim_flight *fl,
                                   const pbx_ipc_frame *d)
 {
-    sim_req *s = &w->reqs[f->request.index];
+    sim_req *s = &w->reqs[fl->ask_id.index];
     const pbx_ipc_context *c = &s->begin.ctx;
     pbx_ipc_policy_reply pr;
     pbx_ipc_prompt_reply a;
-    if (f->op == (uint16_t)PBX_IPC_OP_POLICY) {
+    if (fl->ask_op == (uint16_t)PBX_IPC_OP_POLICY) {
         s->policy_allow = pbx_ipc_policy_reply_decode(d, &pr) == PBX_OK &&
                           pr.verdict == (uint8_t)PBX_IPC_VERDICT_ALLOW &&
                           pr.urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE &&
@@ -269,37 +309,41 @@ static void sim_ttyd_req_evidence(sim_world *w, const pbx_ipc_frame *f,
                           pr.realm == c->realm && pr.session == c->session;
         return;
     }
-    if (pbx_ipc_prompt_reply_decode(d, &a) == PBX_OK && !a.retry &&
-        a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE &&
-        a.session == c->session && a.realm == c->realm &&
-        a.job_id == c->job_id && a.job_gen == c->job_gen &&
-        a.request.index == f->request.index &&
-        a.request.gen == f->request.gen && a.object.id == s->object.id &&
-        a.object.gen == s->object.gen) {
+    if (pbx_ipc_prompt_reply_decode(d, &a) != PBX_OK) {
+        return;
+    }
+    bool exact = a.session == c->session && a.realm == c->realm &&
+                 a.job_id == c->job_id && a.job_gen == c->job_gen &&
+                 a.request.index == fl->ask_id.index &&
+                 a.request.gen == fl->ask_id.gen &&
+                 a.object.id == s->object.id && a.object.gen == s->object.gen;
+    if (a.retry || exact) {
+        s->prompt_showing = 0U;
+    }
+    if (!a.retry && exact && a.answer == (uint8_t)PBX_IPC_ANSWER_APPROVE) {
         s->user_approved = 1U;
     }
 }
 
-void sim_ttyd_evidence(sim_world *w, const pbx_ipc_frame *f, const sim_reply *r)
+void sim_ttyd_evidence(sim_world *w, const sim_flight *fl)
 {
     pbx_ipc_frame d;
     pbx_ipc_view_ack ack;
-    bool exact = sim_final(r, f->op, f->request, &d);
-    if (f->op != (uint16_t)PBX_IPC_OP_VIEW) {
+    bool exact = sim_final(fl, &d);
+    if (fl->ask_op != (uint16_t)PBX_IPC_OP_VIEW) {
         if (exact) {
-            sim_ttyd_req_evidence(w, f, &d);
+            sim_ttyd_req_evidence(w, fl, &d);
         }
         return;
     }
-    pbx_ipc_view v;
-    (void)pbx_ipc_view_decode(f, &v);
-    sim_grant *gr = &w->grants[f->request.index];
-    if (!exact || pbx_ipc_view_reply_decode(&d, &ack) != PBX_OK ||
-        ack.kind != v.kind || ack.grant.index != v.grant.index ||
-        ack.grant.gen != v.grant.gen) {
+    if (fl->ask_id.index >= SIM_GRANT_MAX || !exact ||
+        pbx_ipc_view_reply_decode(&d, &ack) != PBX_OK ||
+        ack.kind != fl->ask_kind || ack.grant.index != fl->ask_id.index ||
+        ack.grant.gen != fl->ask_id.gen) {
         return;
     }
-    if (v.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE) {
+    sim_grant *gr = &w->grants[fl->ask_id.index];
+    if (fl->ask_kind == (uint32_t)PBX_IPC_VIEW_ACTIVE) {
         gr->state = SIM_G_ACTIVE;
         gr->was_active = 1U;
     } else {

@@ -106,14 +106,13 @@ bool sim_vfsd_resolve(sim_world *w, const pbx_ipc_frame *f,
                                         &r->len) == PBX_OK;
 }
 
-void sim_vfsd_resolve_evidence(sim_world *w, const pbx_ipc_frame *f,
-                               const sim_reply *r)
+void sim_vfsd_resolve_evidence(sim_world *w, const sim_flight *fl)
 {
-    sim_req *s = &w->reqs[f->request.index];
+    sim_req *s = &w->reqs[fl->ask_id.index];
     pbx_ipc_frame d;
     pbx_ipc_resolve_reply rr;
     s->nf_evidence = 0U;
-    if (sim_final(r, PBX_IPC_OP_RESOLVE, f->request, &d) &&
+    if (sim_final(fl, &d) &&
         pbx_ipc_resolve_reply_decode(&d, &rr) == PBX_OK &&
         rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND &&
         rr.object_class == s->begin.ctx.object_class &&
@@ -174,11 +173,13 @@ static bool sim_retire_refused_check(sim_world *w, const pbx_ipc_frame *f,
                                      const pbx_ipc_retire *q)
 {
     uint32_t g = f->request.index;
-    if (g < SIM_GRANT_MAX && w->grants[g].gen == f->request.gen &&
-        w->grants[g].state == (uint32_t)SIM_G_INSTALLED &&
-        w->grants[g].procd_live != 0U) {
+    /* A handle that reached the core with its INSTALL reply must be gone
+     * first; one still in flight, or refused as late (owned by nobody),
+     * is cut by this very retirement. */
+    if (g < SIM_GRANT_MAX &&
+        sim_count_owned(w, SIM_ROLE_HANDLE, g, f->request.gen) != 0U) {
         sim_fail(w,
-                 "invariant 9: RETIRE of refused install %u/%u before its "
+                 "invariant 8: RETIRE of refused install %u/%u before its "
                  "handle was deleted",
                  g, f->request.gen);
         return false;
@@ -243,6 +244,20 @@ static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
     return true;
 }
 
+/* vfsd retires the object: every copy of it, procd's included, is cut
+ * from now on. */
+static void sim_retire_apply(sim_world *w, const pbx_ipc_retire *q)
+{
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        sim_req *s = &w->reqs[i];
+        if (s->live != 0U && s->object.id == q->object.id &&
+            s->object.gen == q->object.gen && s->scope_ident == q->scope_id &&
+            s->begin.ctx.object_class == q->object_class) {
+            s->obj_retired = 1U;
+        }
+    }
+}
+
 bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
 {
     pbx_ipc_retire q;
@@ -253,6 +268,7 @@ bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
     if (!sim_retire_check(w, f, &q)) {
         return false;
     }
+    sim_retire_apply(w, &q);
     pbx_ipc_id id = f->request;
     if (sim_fault_fires(w, SIM_F_ECHO)) {
         if (sim_chance(w, 512U)) {
@@ -265,20 +281,22 @@ bool sim_vfsd_retire(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
                                        &r->len) == PBX_OK;
 }
 
-void sim_vfsd_retire_evidence(sim_world *w, const pbx_ipc_frame *f,
-                              const sim_reply *r)
+void sim_vfsd_retire_evidence(sim_world *w, const sim_flight *fl)
 {
-    sim_grant *gr = &w->grants[f->request.index];
     pbx_ipc_frame d;
     pbx_ipc_retire ack;
-    if (gr->gen != f->request.gen || gr->state == (uint32_t)SIM_G_NONE ||
+    if (fl->ask_id.index >= SIM_GRANT_MAX) {
+        return;
+    }
+    sim_grant *gr = &w->grants[fl->ask_id.index];
+    if (gr->gen != fl->ask_id.gen ||
+        gr->state == (uint32_t)SIM_G_NONE ||
         (gr->state == (uint32_t)SIM_G_INSTALLED && gr->core_seen == 0U)) {
         /* A refused install's retirement: the core frees that grant
          * without RETIRED, and the checker treats it as refused. */
         return;
     }
-    if (sim_final(r, PBX_IPC_OP_RETIRE, f->request, &d) &&
-        pbx_ipc_retire_reply_decode(&d, &ack) == PBX_OK &&
+    if (sim_final(fl, &d) && pbx_ipc_retire_reply_decode(&d, &ack) == PBX_OK &&
         ack.object.id == gr->object.id && ack.object.gen == gr->object.gen &&
         ack.scope_id == gr->scope_ident &&
         ack.object_class == gr->ctx.object_class) {

@@ -1,9 +1,12 @@
 /*
  * sim_world.c: one seed from boot to quiescence. The seed picks the pool
- * capacities (small, so pools fill), its own fault mix, and whether boot
- * first meets a corrupt PBX1; then the faulty phase interleaves core steps,
- * client operations and route readiness; then faults heal and the world
- * runs until idle, where the quiescence invariants are checked.
+ * capacities (small, so pools fill), the call window and deadlines, its
+ * own fault mix, and whether boot first meets a corrupt PBX1; then the
+ * faulty phase interleaves, step by step, the clock (calls past their
+ * deadline end), route faults, ticks and route readiness, deliveries of
+ * due replies in seeded random order, core steps and client operations;
+ * then faults heal and the world runs until idle, where the quiescence
+ * invariants are checked.
  */
 #include "sim/sim.h"
 
@@ -12,6 +15,10 @@
 
 /* Rounds of the healed drive to quiescence before it counts as stuck. */
 #define SIM_QUIESCE_ROUNDS 3000U
+/* The runtime ticks at least this often (steps). */
+#define SIM_TICK_STEPS 32U
+/* Mean milliseconds of simulated time per step. */
+#define SIM_MS_STEP 10U
 
 void sim_after_core(sim_world *w)
 {
@@ -40,6 +47,41 @@ static void sim_pick_faults(sim_world *w)
                  : 0U;
 }
 
+/* Picks the call window, the calls pool (one window per call route, so
+ * the requests' own calls never starve the grants' REMOVE and RETIRE of
+ * records), each class's deadline (short, medium or long against the
+ * delivery delays) and the ordinary delivery delay. */
+static void sim_geometry_calls(sim_world *w, pbx_bootstrap_geometry *g,
+                               uint32_t req)
+{
+    static const uint32_t bases[] = {40U, 120U, 400U};
+    static const uint32_t delays[] = {0U, 3U, 10U, 30U};
+    g->call_window = 1U + sim_below(w, req);
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * req;
+    w->ms_step = SIM_MS_STEP;
+    w->max_delay = delays[sim_below(w, 4U)];
+    uint32_t base = bases[sim_below(w, 3U)];
+    w->deadline_steps = 0U;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        uint32_t steps = base + sim_below(w, base);
+        g->time_ms[t] = steps * w->ms_step;
+        w->time_ms[t] = g->time_ms[t];
+        w->deadline_steps = steps > w->deadline_steps ? steps : w->deadline_steps;
+    }
+    /* The retirement bound (sim_check_cleanup): with both routes
+     * answering and no deletion failing, a grant needs two lane services
+     * (revoke, then REMOVE and RETIRE), two replies (at most max_delay
+     * each), a tick or a readiness notice between retries (at most
+     * SIM_TICK_STEPS), and may wait for its class window behind every
+     * other request and grant call, each ending within one delivery
+     * delay plus a lane service. A lane service takes at most one round
+     * of the five lanes per record queued ahead, and a core step happens
+     * on half the steps. */
+    uint32_t records = req + g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] + 2U;
+    w->retire_bound = (uint64_t)records * (w->max_delay + 2U * 5U * records) +
+                      4U * SIM_TICK_STEPS + 200U;
+}
+
 /* Fills a small geometry for this seed. */
 static void sim_geometry(sim_world *w, pbx_bootstrap_geometry *g)
 {
@@ -53,17 +95,13 @@ static void sim_geometry(sim_world *w, pbx_bootstrap_geometry *g)
     for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_CALLS; i++) {
         g->capacity[i] = 1U + sim_below(w, req + 1U);
     }
-    g->call_window = req;
-    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * req;
-    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g->time_ms[t] = 5000U;
-    }
     g->capacity[PBX_BOOTSTRAP_POOL_REQUESTS] = req;
     g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] = 1U + sim_below(w, SIM_GRANT_MAX);
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
         PBX_CORE_TSLOTS_MIN + sim_below(w, 3U * req + 8U);
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         PBX_CORE_SELECTOR_CHUNK_BYTES * (2U + sim_below(w, 80U));
+    sim_geometry_calls(w, g, req);
     (void)pbx_bootstrap_pages_compute(g, &g->arena_page_count);
 }
 
@@ -155,18 +193,21 @@ static bool sim_boot(sim_world *w)
 }
 
 /* The runtime learns which parked routes became writable, and now and
- * then (every round while quiescing) that time passed: the core's
- * deferred retries go back to their lanes, once per tick. */
+ * then (at least every SIM_TICK_STEPS, every round while quiescing) that
+ * time passed: the core's deferred retries go back to their lanes, once
+ * per tick. A hung-up route is never reported writable. */
 static void sim_tick(sim_world *w, bool all)
 {
-    if (all || sim_chance(w, 64U)) {
+    if (all || w->step - w->last_tick >= SIM_TICK_STEPS ||
+        sim_chance(w, 64U)) {
+        w->last_tick = w->step;
         sim_event_add(w, SIM_EV_TICK, 0, 0, 0, 0);
         pbx_core_on_tick(w->core);
     }
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
         sim_route_state *rt = &w->routes[r];
         if (rt->dirty != 0U && w->step >= rt->busy_until &&
-            (all || sim_chance(w, 400U))) {
+            !sim_route_gone(w, r) && (all || sim_chance(w, 400U))) {
             rt->dirty = 0U;
             sim_event_add(w, SIM_EV_READY, r, 0, 0, 0);
             pbx_core_on_route_ready(w->core, (pbx_core_route)r);
@@ -206,14 +247,33 @@ static bool sim_idle(const sim_world *w)
             return false;
         }
     }
-    return w->occupied == 0U;
+    return w->occupied == 0U && w->nflights == 0U &&
+           pbx_core_calls_outstanding(w->core) == 0U;
+}
+
+/* The world's part of one step before the core or a client acts: time,
+ * route faults, ticks and readiness, deliveries. False when the run
+ * ended. */
+static bool sim_world_turn(sim_world *w, bool all)
+{
+    if (!sim_clock(w) || !sim_routes_fault(w)) {
+        return false;
+    }
+    sim_tick(w, all);
+    if (!sim_flights_deliver(w, all)) {
+        return false;
+    }
+    sim_check_cleanup(w);
+    return w->violation[0] == '\0' && w->core->ready != 0U;
 }
 
 /* The faulty phase; false when the run ended (violation or fail-stop). */
 static bool sim_faulty(sim_world *w)
 {
     for (w->step = 1; w->step <= w->opts->steps; w->step++) {
-        sim_tick(w, false);
+        if (!sim_world_turn(w, false)) {
+            return false;
+        }
         uint32_t roll = sim_below(w, 100U);
         bool progressed = false;
         if (roll < 50U) {
@@ -235,13 +295,16 @@ static void sim_quiesce(sim_world *w)
 {
     w->healed = 1U;
     sim_event_add(w, SIM_EV_HEAL, 0, 0, 0, 0);
+    sim_heal(w);
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
         w->routes[r].busy_until = 0U;
         w->routes[r].dirty = 1U;
     }
     for (uint32_t round = 0; round < SIM_QUIESCE_ROUNDS; round++) {
         w->step++;
-        sim_tick(w, true);
+        if (!sim_world_turn(w, true)) {
+            return;
+        }
         sim_client_quiesce(w);
         bool progressed = true;
         for (uint32_t n = 0; n < 256U && progressed; n++) {
@@ -286,7 +349,8 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
             (void)printf(
                 "seed %llu ok: %llu begun, %llu approved, %llu "
                 "denied, %llu cancelled, %llu not-found, %llu direct "
-                "BEGINs refused, %llu sends held%s\n",
+                "BEGINs refused, %llu sends held, %llu replies (%llu "
+                "refused), %llu timeouts, cleanup %llu/%llu steps%s\n",
                 (unsigned long long)seed, (unsigned long long)w->stat_begun,
                 (unsigned long long)w->stat_approved,
                 (unsigned long long)w->stat_denied,
@@ -294,6 +358,11 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
                 (unsigned long long)w->stat_notfound,
                 (unsigned long long)w->stat_refused_direct,
                 (unsigned long long)w->stat_held,
+                (unsigned long long)w->stat_replies,
+                (unsigned long long)w->stat_late,
+                (unsigned long long)w->stat_timeouts,
+                (unsigned long long)w->stat_retire_max,
+                (unsigned long long)w->retire_bound,
                 w->permanent != 0U ? " (permanent fault: fail-stop)" : "");
         }
         return 0;

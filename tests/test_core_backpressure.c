@@ -56,9 +56,11 @@ PBX_TEST(core_peer_busy_parks_keeps_slots_and_resumes)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     TH_TRACE(h, "reserve=64 resolve@64:busy");
-    /* Parked: no retry until the next public frame; the scope is kept.
-     * The scope pushed back, not vfsd's route, so no route's readiness
-     * (vfsd's included) wakes it. */
+    /* Deferred: no retry until the next tick; the scope is kept. The
+     * scope pushed back, not vfsd's route, so no route's readiness
+     * (vfsd's included) wakes it. (Split-phase change: scope backpressure
+     * used to wait for the next public frame; now it waits for a tick,
+     * and a public frame retries nothing.) */
     PBX_CHECK_EQ(th_run(h), 0U);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
@@ -66,6 +68,8 @@ PBX_TEST(core_peer_busy_parks_keeps_slots_and_resumes)
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "resolve@64 <65 policy:busy");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);

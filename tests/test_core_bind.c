@@ -50,7 +50,9 @@ static uint32_t bind_grant_state(const th_h *h, uint32_t index)
 
 /* An inexact DETACH echo (wrong object generation) or an error status
  * moved the object to vfsd but is no acknowledgement: the request is
- * denied and the installed grant ends through revoke, REMOVE, RETIRE. */
+ * denied and the installed grant ends through revoke and RETIRE. (Split-
+ * phase change: REMOVE is owed only for a row that went to ttyd; this
+ * grant's ACTIVE row was never sent, so no VIEW at all reaches ttyd.) */
 PBX_TEST(core_detach_inexact_or_error_denies)
 {
     static const uint32_t muts[] = {TH_M_WRONG_ECHO, TH_M_ERR_STATUS};
@@ -60,8 +62,8 @@ PBX_TEST(core_detach_inexact_or_error_denies)
         th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, muts[m], 0);
         pbx_ipc_id id = bind_open(h);
         TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
-                    "detach>65 del=66 view- retire del=64 release=64 wake");
-        PBX_CHECK_EQ(h->last_view.kind, PBX_IPC_VIEW_REMOVE);
+                    "detach>65 del=66 retire del=64 release=64 wake");
+        PBX_CHECK_EQ(h->last_view.kind, 0U); /* no row, no REMOVE */
         PBX_CHECK_EQ(h->wake_count, 1U);
         bind_expect(h, id, PBX_IPC_OUTCOME_DENIED);
         PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_GRANTS].free_count, 4U);
@@ -70,16 +72,21 @@ PBX_TEST(core_detach_inexact_or_error_denies)
     }
 }
 
-/* A DETACH transport failure transferred nothing: powerboxd's copy is
- * deleted exactly, the request is denied and the grant ends. */
+/* A DETACH transport failure transferred nothing: the request is
+ * denied, release tries once more to give the copy back and, that send
+ * failing too, deletes powerboxd's copy exactly; the grant ends. (Split-
+ * phase change: release now gives the copy back with its own DETACH
+ * before deleting it, so vfsd fails twice here; and no REMOVE is owed,
+ * the ACTIVE row never having been sent.) */
 PBX_TEST(core_detach_transport_failure_denies)
 {
     th_h *h = th_new(4);
     th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
     th_push(h, PBX_CORE_ROUTE_VFSD, TH_FAIL, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_FAIL, 0, 0);
     pbx_ipc_id id = bind_open(h);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
-                "detach>65:fail del=65 del=66 view- retire del=64 "
+                "detach>65:fail detach>65:fail del=65 del=66 retire del=64 "
                 "release=64 wake");
     bind_expect(h, id, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
@@ -218,10 +225,13 @@ PBX_TEST(core_late_commit_receipt_after_publication_is_unowned)
     th_free(h);
 }
 
-/* A RESOLVE the scope pushed back on never spins: vfsd's route becoming
- * ready (it always is) retries nothing; each public frame retries it
- * exactly once, until the scope takes the call. */
-PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
+/* A RESOLVE the scope pushed back on never spins: no route's readiness
+ * (vfsd's included) retries it, since no route's writability covers a
+ * caller's scope. Changed with split-phase calls: the scope park queue
+ * (retried by each public frame) is gone; scope backpressure now defers
+ * the request to a tick, so a public frame retries nothing and each tick
+ * retries it exactly once, until the scope takes the call. */
+PBX_TEST(core_resolve_scope_busy_waits_for_a_tick)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
@@ -234,19 +244,25 @@ PBX_TEST(core_resolve_scope_busy_waits_for_public_frame)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     TH_TRACE(h, "reserve=64 resolve@64:busy");
-    PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_PARK_SCOPE].count, 1U);
+    PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_DEFER_REQUEST].count, 1U);
     PBX_CHECK_EQ(
         h->core.queues[PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_VFSD].count,
         0U);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
     for (uint32_t n = 0; n < 8U; n++) {
         pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
         PBX_CHECK_EQ(th_run(h), 0U);
     }
     TH_TRACE(h, "");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    PBX_CHECK(pbx_core_tick_wanted(&h->core));
+    pbx_core_on_tick(&h->core);
     PBX_CHECK_EQ(th_run(h), 1U);
     TH_TRACE(h, "resolve@64:busy");
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), 0U);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    pbx_core_on_tick(&h->core);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "resolve@64 <65 policy install^65 <66 detach>65 view+ "
@@ -282,7 +298,9 @@ PBX_TEST(core_prompt_and_policy_records_are_install_evidence)
     th_push(h, PBX_CORE_ROUTE_PROCD, TH_BUSY, 0, 0);
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
-    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    /* RETRY waits for a tick (split-phase change: it used to park on
+     * ttyd's route). */
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy prompt prompt "
                 "install^65:busy");

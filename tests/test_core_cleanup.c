@@ -173,7 +173,9 @@ PBX_TEST(core_settle_with_both_peers_refusing_waits_on_vfsd)
 
 /* Review D4: a cancel while DETACH is parked gives powerboxd's own object
  * copy back to vfsd first, then revokes the unpublished grant, so vfsd
- * sees DETACH before RETIRE for the object, in both modes. */
+ * sees DETACH before RETIRE for the object, in both modes. (Split-phase
+ * change: the grant's ACTIVE row never went to ttyd, so no REMOVE is
+ * owed and none is sent.) */
 PBX_TEST(core_cancel_in_detach_detaches_before_retire)
 {
     for (int mode = 0; mode < 2; mode++) {
@@ -194,7 +196,7 @@ PBX_TEST(core_cancel_in_detach_detaches_before_retire)
         th_clear_trace(h);
         PBX_CHECK_EQ(th_cancel(h, id), 0U);
         th_run(h);
-        TH_TRACE(h, "detach>65 del=66 view- retire del=64 release=64 wake");
+        TH_TRACE(h, "detach>65 del=66 retire del=64 release=64 wake");
         TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
         PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE); /* carries nothing */
         PBX_CHECK(th_quiescent(h));
@@ -224,7 +226,8 @@ PBX_TEST(core_cancel_in_detach_waits_for_detach_before_revoking)
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 3U);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     th_run(h);
-    TH_TRACE(h, "detach>65 del=66 view- retire del=64 release=64 wake");
+    /* No row went to ttyd: RETIRE only (no REMOVE owed). */
+    TH_TRACE(h, "detach>65 del=66 retire del=64 release=64 wake");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);

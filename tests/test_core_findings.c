@@ -220,8 +220,11 @@ PBX_TEST(core_refused_install_retires_object_before_denial)
     th_free(h);
 }
 
-/* F2, lost reply: a transport failure after INSTALL may still have left
- * the object installed, so it is retired before DENIED too. */
+/* F2, lost reply: procd got the object, but no answer came before the
+ * INSTALL deadline, so the object may still have been installed: it is
+ * retired before DENIED (reason PEER_TIMEOUT) is published. (Split-phase
+ * change: a lost reply is now a deadline passing; a send the transport
+ * refused outright (FAILED) moved nothing, so then nothing is retired.) */
 PBX_TEST(core_failed_install_retires_object_before_denial)
 {
     th_h *h = th_new(4);
@@ -230,13 +233,36 @@ PBX_TEST(core_failed_install_retires_object_before_denial)
     uint32_t xfer = 0;
     pbx_ipc_id id = {0, 0};
     th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    uint32_t k = th_run_to(h, "install");
+    PBX_REQUIRE(k != TH_NONE);
+    h->hold = true; /* procd's answer is late */
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65");
+    PBX_CHECK_EQ(th_time(h, 4999U), PBX_OK);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_time(h, 5000U), PBX_OK);
+    /* The answer after the deadline is refused, its handle deleted. */
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
+    TH_TRACE(h, "<66 del=66");
+    PBX_CHECK_EQ(h->core.replies_refused, 1U);
+    h->hold = false;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    TH_TRACE(h, "detach>65 del=64 release=64 retire wake");
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK(th_quiescent(h));
+    /* A send procd's route refused moved nothing: no retirement owed. */
     th_push(h, PBX_CORE_ROUTE_PROCD, TH_FAIL, 0, 0);
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65:fail detach>65 "
-                "del=64 release=64 retire wake");
+                "del=64 release=64 wake");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_PEER_FAILED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }

@@ -135,12 +135,20 @@ PBX_TEST(core_prompt_retry_keeps_request_then_approves)
                   b.ctx.entry.len);
     PBX_CHECK_MEM(h->last_prompt_ctx.label.bytes, b.label.bytes, b.label.len);
     PBX_CHECK_MEM(h->last_prompt_ctx.selector_digest, b.selector_digest, 32U);
-    /* Parked: no polling, still pending, scope and object kept. */
+    /* Waiting: no polling, still pending, scope and object kept, no call
+     * outstanding. Split-phase change: RETRY used to park on ttyd's route
+     * (its readiness asked again); now the request waits for a tick, and
+     * ttyd's readiness asks nothing. */
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
     PBX_CHECK(th_conserved(h));
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    PBX_CHECK_EQ(th_run(h), 0U);
+    TH_TRACE(h, "");
+    PBX_CHECK(pbx_core_tick_wanted(&h->core));
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "prompt install^65 <66 detach>65 view+ del=64 release=64 "
                 "wake");
@@ -158,8 +166,10 @@ PBX_TEST(core_prompt_wrong_echo_or_user_deny_is_denied)
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_WRONG_ECHO, 0);
     pbx_ipc_id id = grant_open(h, &b);
-    TH_TRACE(h, "reserve=64 resolve@64 <65 policy prompt detach>65 del=64 "
-                "release=64 wake");
+    /* The inexact answer is no answer: the prompt may still be showing,
+     * so release withdraws it (split-phase change: WITHDRAW is new). */
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy prompt withdraw detach>65 "
+                "del=64 release=64 wake");
     grant_expect(h, id, PBX_IPC_OUTCOME_DENIED);
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_USER_DENY, 0, 0);
@@ -172,7 +182,7 @@ PBX_TEST(core_prompt_wrong_echo_or_user_deny_is_denied)
     th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_SURPLUS, 0);
     id = grant_open(h, &b);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy prompt <66 del=66 "
-                "detach>65 del=64 release=64 wake");
+                "withdraw detach>65 del=64 release=64 wake");
     grant_expect(h, id, PBX_IPC_OUTCOME_DENIED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);

@@ -198,13 +198,12 @@ static pbx_core_io th_op_wake(void *user, const uint8_t *frame, size_t len)
 
 /* ---- peer answers ---------------------------------------------------- */
 
-/* The answer context for one call. */
+/* The answer context for one reply being built from a pending call. */
 typedef struct th_call {
     th_h *h;
-    pbx_core_call *c;
+    th_reply *r;
     pbx_ipc_frame f;
     th_script s;
-    size_t n;
 } th_call;
 
 /* Applies the armed one-shot edit to rec when this call is its op. */
@@ -218,12 +217,18 @@ static void th_edit_apply(th_call *k, void *rec)
     }
 }
 
+/* Attaches one received receipt with rights to the reply. */
+static void th_recv(th_call *k, uint32_t rights)
+{
+    PBX_ASSERT(k->r->n < PBX_ARRAY_LEN(k->r->slots));
+    k->r->slots[k->r->n++] = th_receipt(k->h, rights);
+}
+
 /* Attaches a surplus receipt when the script asks for one. */
 static void th_surplus(th_call *k)
 {
     if ((k->s.mut & (uint32_t)TH_M_SURPLUS) != 0U) {
-        k->c->recv_slots[k->c->recv_count++] =
-            th_receipt(k->h, PBX_CAPABI_RIGHT_SEND);
+        th_recv(k, PBX_CAPABI_RIGHT_SEND);
     }
 }
 
@@ -259,12 +264,12 @@ static pbx_err th_ans_resolve(th_call *k)
         uint32_t rights = (k->s.mut & (uint32_t)TH_M_BAD_RIGHTS) != 0U
                               ? PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_MANAGE
                               : PBX_CAPABI_RIGHT_SEND;
-        k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
+        th_recv(k, rights);
     }
     th_edit_apply(k, &r);
     th_surplus(k);
-    return pbx_ipc_resolve_reply_encode(k->f.request, &r, k->c->reply,
-                                        k->c->reply_cap, &k->n);
+    return pbx_ipc_resolve_reply_encode(k->f.request, &r, k->r->frame,
+                                        sizeof(k->r->frame), &k->r->len);
 }
 
 static pbx_err th_ans_policy(th_call *k)
@@ -275,9 +280,17 @@ static pbx_err th_ans_policy(th_call *k)
     if (err != PBX_OK) {
         return err;
     }
-    r.verdict = k->s.ans == TH_DENY     ? (uint8_t)PBX_IPC_VERDICT_DENY
-                : k->s.ans == TH_PROMPT ? (uint8_t)PBX_IPC_VERDICT_PROMPT
-                                        : (uint8_t)PBX_IPC_VERDICT_ALLOW;
+    /* The happy path for an exceptional request is the prompt: ALLOW
+     * with an EXCEPTIONAL echo does not even encode (unless a test edits
+     * the echo or patches the bytes on purpose). */
+    bool prompt = k->s.ans == TH_PROMPT ||
+                  (q.ctx.urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL &&
+                   k->s.ans != TH_DENY &&
+                   (k->h->edit == NULL || k->h->edit_op != k->f.op) &&
+                   (k->s.mut & (uint32_t)TH_M_EXC_ALLOW) == 0U);
+    r.verdict = k->s.ans == TH_DENY ? (uint8_t)PBX_IPC_VERDICT_DENY
+                : prompt            ? (uint8_t)PBX_IPC_VERDICT_PROMPT
+                                    : (uint8_t)PBX_IPC_VERDICT_ALLOW;
     r.urgency = q.ctx.urgency;
     r.realm = q.ctx.realm;
     r.session = q.ctx.session;
@@ -289,11 +302,11 @@ static pbx_err th_ans_policy(th_call *k)
     }
     th_edit_apply(k, &r);
     th_surplus(k);
-    err = pbx_ipc_policy_reply_encode(k->f.request, &r, k->c->reply,
-                                      k->c->reply_cap, &k->n);
+    err = pbx_ipc_policy_reply_encode(k->f.request, &r, k->r->frame,
+                                      sizeof(k->r->frame), &k->r->len);
     if ((k->s.mut & (uint32_t)TH_M_EXC_ALLOW) != 0U && err == PBX_OK) {
         /* No encoder emits ALLOW + EXCEPTIONAL: patch the urgency byte. */
-        k->c->reply[PBX_IPC_HEADER_BYTES + 1U] = PBX_IPC_URGENCY_EXCEPTIONAL;
+        k->r->frame[PBX_IPC_HEADER_BYTES + 1U] = PBX_IPC_URGENCY_EXCEPTIONAL;
     }
     return err;
 }
@@ -332,8 +345,8 @@ static pbx_err th_ans_prompt(th_call *k)
         th_edit_apply(k, &r);
     }
     th_surplus(k);
-    return pbx_ipc_prompt_reply_encode(k->f.request, &r, k->c->reply,
-                                       k->c->reply_cap, &k->n);
+    return pbx_ipc_prompt_reply_encode(k->f.request, &r, k->r->frame,
+                                       sizeof(k->r->frame), &k->r->len);
 }
 
 static pbx_err th_ans_view(th_call *k)
@@ -350,8 +363,8 @@ static pbx_err th_ans_view(th_call *k)
     }
     th_edit_apply(k, &r);
     th_surplus(k);
-    return pbx_ipc_view_reply_encode(k->f.request, &r, k->c->reply,
-                                     k->c->reply_cap, &k->n);
+    return pbx_ipc_view_reply_encode(k->f.request, &r, k->r->frame,
+                                     sizeof(k->r->frame), &k->r->len);
 }
 
 static pbx_err th_ans_install(th_call *k)
@@ -380,10 +393,10 @@ static pbx_err th_ans_install(th_call *k)
         rights |= PBX_CAPABI_RIGHT_SEND;
     }
     th_edit_apply(k, &r);
-    k->c->recv_slots[k->c->recv_count++] = th_receipt(k->h, rights);
+    th_recv(k, rights);
     th_surplus(k);
-    return pbx_ipc_install_reply_encode(k->f.request, &r, k->c->reply,
-                                        k->c->reply_cap, &k->n);
+    return pbx_ipc_install_reply_encode(k->f.request, &r, k->r->frame,
+                                        sizeof(k->r->frame), &k->r->len);
 }
 
 static pbx_err th_ans_detach(th_call *k)
@@ -398,13 +411,13 @@ static pbx_err th_ans_detach(th_call *k)
     }
     if ((k->s.mut & (uint32_t)TH_M_ERR_STATUS) != 0U) {
         return pbx_ipc_status_reply_encode(PBX_IPC_OP_DETACH, k->f.request,
-                                           PBX_E_IPC_STATUS, k->c->reply,
-                                           k->c->reply_cap, &k->n);
+                                           PBX_E_IPC_STATUS, k->r->frame,
+                                           sizeof(k->r->frame), &k->r->len);
     }
     th_edit_apply(k, &q);
     th_surplus(k);
-    return pbx_ipc_detach_reply_encode(k->f.request, &q, k->c->reply,
-                                       k->c->reply_cap, &k->n);
+    return pbx_ipc_detach_reply_encode(k->f.request, &q, k->r->frame,
+                                       sizeof(k->r->frame), &k->r->len);
 }
 
 static pbx_err th_ans_retire(th_call *k)
@@ -419,14 +432,31 @@ static pbx_err th_ans_retire(th_call *k)
     }
     th_edit_apply(k, &q);
     th_surplus(k);
-    return pbx_ipc_retire_reply_encode(k->f.request, &q, k->c->reply,
-                                       k->c->reply_cap, &k->n);
+    return pbx_ipc_retire_reply_encode(k->f.request, &q, k->r->frame,
+                                       sizeof(k->r->frame), &k->r->len);
 }
 
-/* The trace name of a peer op. */
-static const char *th_op_name(const th_call *k)
+/* WITHDRAW: ttyd acknowledges by echoing the object (a wrong echo
+ * changes its generation; any answer ends the need for it). */
+static pbx_err th_ans_withdraw(th_call *k)
 {
-    switch (k->f.op) {
+    pbx_ipc_withdraw q;
+    pbx_err err = pbx_ipc_withdraw_decode(&k->f, &q);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if ((k->s.mut & (uint32_t)TH_M_WRONG_ECHO) != 0U) {
+        q.object.gen++;
+    }
+    th_surplus(k);
+    return pbx_ipc_withdraw_reply_encode(k->f.request, &q, k->r->frame,
+                                         sizeof(k->r->frame), &k->r->len);
+}
+
+/* The trace name of a decoded peer request. */
+static const char *th_op_name(const pbx_ipc_frame *f)
+{
+    switch (f->op) {
     case PBX_IPC_OP_RESOLVE:
         return "resolve";
     case PBX_IPC_OP_DETACH:
@@ -437,10 +467,11 @@ static const char *th_op_name(const th_call *k)
         return "policy";
     case PBX_IPC_OP_PROMPT:
         return "prompt";
+    case PBX_IPC_OP_WITHDRAW:
+        return "withdraw";
     case PBX_IPC_OP_VIEW:
-        return k->f.body != NULL && k->f.body[0] == PBX_IPC_VIEW_ACTIVE
-                   ? "view+"
-                   : "view-";
+        return f->body != NULL && f->body[0] == PBX_IPC_VIEW_ACTIVE ? "view+"
+                                                                    : "view-";
     case PBX_IPC_OP_INSTALL:
         return "install";
     default:
@@ -458,6 +489,8 @@ static pbx_err th_answer(th_call *k)
         return th_ans_policy(k);
     case PBX_IPC_OP_PROMPT:
         return th_ans_prompt(k);
+    case PBX_IPC_OP_WITHDRAW:
+        return th_ans_withdraw(k);
     case PBX_IPC_OP_VIEW:
         return th_ans_view(k);
     case PBX_IPC_OP_INSTALL:
@@ -471,66 +504,203 @@ static pbx_err th_answer(th_call *k)
     }
 }
 
-/* Logs the call's slots: via, sent (moved '>' or copied '^'). */
-static void th_log_call(th_call *k, const char *suffix)
+/* Logs a sent call with its slots: via, sent (moved '>' or copied '^'). */
+static void th_log_call(th_h *h, const pbx_core_call *c, const char *name,
+                        const char *suffix)
 {
     char extra[64] = "";
-    const pbx_core_call *c = k->c;
     if (c->via_slot != PBX_CORE_SLOT_NONE) {
         (void)snprintf(extra, sizeof(extra), "@%u", c->via_slot);
     } else if (c->send_slot != PBX_CORE_SLOT_NONE) {
         (void)snprintf(extra, sizeof(extra), "%c%u", c->send_copy ? '^' : '>',
                        c->send_slot);
     }
-    th_log(k->h, "%s%s%s", th_op_name(k), extra, suffix);
+    th_log(h, "%s%s%s", name, extra, suffix);
 }
 
-static pbx_core_io th_op_call(void *user, pbx_core_call *c)
+/* The script FIFO a call's route answers from: a scoped call is answered
+ * by vfsd, behind the scope. */
+static uint32_t th_script_route(uint32_t route)
 {
-    th_call k = {user, c, {0}, {TH_OK, 0U, 0U}, 0};
-    th_h *h = k.h;
+    return route == PBX_CORE_ROUTE_SCOPE ? (uint32_t)PBX_CORE_ROUTE_VFSD
+                                         : route;
+}
+
+/* Queues the pending reply to a call the fake peer accepted. */
+static void th_pend_push(th_h *h, const pbx_core_call *c,
+                         const pbx_ipc_frame *f, const th_script *s,
+                         uint16_t caps)
+{
+    PBX_ASSERT(h->npend < TH_PEND_MAX &&
+               c->frame_len <= PBX_IPC_FRAME_BYTES_MAX);
+    th_pend *p = &h->pend[h->npend++];
+    p->route = c->route;
+    p->via_slot = c->via_slot;
+    p->seq = f->seq;
+    p->op = f->op;
+    p->caps = caps;
+    p->id = f->request;
+    p->s = *s;
+    (void)snprintf(p->name, sizeof(p->name), "%s", th_op_name(f));
+    p->len = c->frame_len;
+    memcpy(p->frame, c->frame, c->frame_len);
+}
+
+static pbx_core_io th_op_send(void *user, const pbx_core_call *c)
+{
+    th_h *h = user;
+    th_script s = {TH_OK, 0U, 0U};
+    pbx_ipc_frame f;
     uint16_t sent = c->send_slot != PBX_CORE_SLOT_NONE ? 1U : 0U;
-    c->recv_count = 0;
-    c->reply_len = 0;
-    if (c->route >= PBX_CORE_ROUTE_COUNT ||
-        pbx_ipc_frame_decode(c->frame, c->frame_len, sent, &k.f) != PBX_OK ||
+    bool scoped = c->route == PBX_CORE_ROUTE_SCOPE;
+    if ((c->route >= PBX_CORE_ROUTE_COUNT && !scoped) ||
+        c->route == PBX_CORE_ROUTE_LAUNCHD ||
+        pbx_ipc_frame_decode(c->frame, c->frame_len, sent, &f) != PBX_OK ||
         (sent != 0U && !th_has_cap(h, c->send_slot)) ||
-        (c->via_slot != PBX_CORE_SLOT_NONE && !th_has_cap(h, c->via_slot))) {
+        scoped != (c->via_slot != PBX_CORE_SLOT_NONE) ||
+        (scoped && !th_has_cap(h, c->via_slot))) {
         h->violations++;
         th_log(h, "badcall");
         return PBX_CORE_IO_FAILED;
     }
-    if (h->shead[c->route] != h->stail[c->route]) {
-        k.s = h->script[c->route][h->shead[c->route]++ % TH_SCRIPT_MAX];
+    uint32_t q = th_script_route(c->route);
+    if (h->shead[q] != h->stail[q]) {
+        s = h->script[q][h->shead[q]++ % TH_SCRIPT_MAX];
     }
-    if (k.s.ans == TH_BUSY || k.s.ans == TH_FAIL) {
-        th_log_call(&k, k.s.ans == TH_BUSY ? ":busy" : ":fail");
-        return k.s.ans == TH_BUSY ? PBX_CORE_IO_BUSY : PBX_CORE_IO_FAILED;
+    if (s.ans == TH_BUSY || s.ans == TH_FAIL) {
+        th_log_call(h, c, th_op_name(&f), s.ans == TH_BUSY ? ":busy" : ":fail");
+        return s.ans == TH_BUSY ? PBX_CORE_IO_BUSY : PBX_CORE_IO_FAILED;
     }
     if (sent != 0U && !c->send_copy) {
         th_vacate(h, c->send_slot);
         h->transferred++;
     }
-    if (th_answer(&k) != PBX_OK) {
-        h->violations++;
-    }
-    c->reply_len = k.n;
-    th_log_call(&k, "");
-    for (size_t i = 0; i < c->recv_count; i++) {
-        th_log(h, "<%u", c->recv_slots[i]);
-    }
+    th_pend_push(h, c, &f, &s, sent);
+    h->sends++;
+    h->route_sends[c->route]++;
+    th_log_call(h, c, th_op_name(&f), "");
     return PBX_CORE_IO_OK;
 }
 
+uint32_t th_find(const th_h *h, const char *name)
+{
+    for (uint32_t k = 0; k < h->npend; k++) {
+        if (strcmp(h->pend[k].name, name) == 0) {
+            return k;
+        }
+    }
+    return TH_NONE;
+}
+
+void th_reply_build(th_h *h, uint32_t k, th_reply *r)
+{
+    PBX_ASSERT(k < h->npend);
+    const th_pend *p = &h->pend[k];
+    memset(r, 0, sizeof(*r));
+    th_call c = {h, r, {0}, p->s};
+    r->route = p->route;
+    r->via_slot = p->via_slot;
+    if (pbx_ipc_frame_decode(p->frame, p->len, p->caps, &c.f) != PBX_OK ||
+        th_answer(&c) != PBX_OK ||
+        pbx_ipc_frame_set_seq(r->frame, r->len, p->seq) != PBX_OK) {
+        h->violations++;
+    }
+    if (h->log_replies) {
+        th_log(h, "re:%s", p->name);
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        th_log(h, "<%u", r->slots[i]);
+    }
+}
+
+pbx_err th_reply_send(th_h *h, const th_reply *r)
+{
+    h->delivered++;
+    return pbx_core_on_peer_reply(&h->core, r->route, r->via_slot, r->frame,
+                                  r->len, r->slots, r->n);
+}
+
+void th_drop(th_h *h, uint32_t k)
+{
+    PBX_ASSERT(k < h->npend);
+    memmove(&h->pend[k], &h->pend[k + 1U],
+            (size_t)(h->npend - k - 1U) * sizeof(h->pend[0]));
+    h->npend--;
+}
+
+pbx_err th_deliver(th_h *h, uint32_t k)
+{
+    static th_reply r;
+    th_reply_build(h, k, &r);
+    th_drop(h, k);
+    pbx_err err = th_reply_send(h, &r);
+    if (err != PBX_OK) {
+        h->deliver_err = err;
+    }
+    return err;
+}
+
+uint32_t th_deliver_all(th_h *h)
+{
+    uint32_t n = 0;
+    for (uint32_t guard = 0; guard < 10000U && h->npend > 0U; guard++) {
+        n++;
+        if (th_deliver(h, 0) != PBX_OK) {
+            break;
+        }
+    }
+    return n;
+}
+
+/* Delivers every pending reply except those to calls named name. */
+static bool th_deliver_others(th_h *h, const char *name)
+{
+    uint32_t j = 0;
+    for (uint32_t guard = 0; guard < 10000U && j < h->npend; guard++) {
+        if (strcmp(h->pend[j].name, name) == 0) {
+            j++;
+        } else if (th_deliver(h, j) != PBX_OK) {
+            h->step_err = h->deliver_err;
+            return false;
+        }
+    }
+    return true;
+}
+
+uint32_t th_run_to(th_h *h, const char *name)
+{
+    uint32_t k = TH_NONE;
+    h->step_err = PBX_OK;
+    for (uint32_t i = 0; i < 10000U && th_deliver_others(h, name); i++) {
+        bool progressed = false;
+        k = th_find(h, name);
+        if (k != TH_NONE) {
+            break;
+        }
+        h->step_err = pbx_core_step(&h->core, &progressed);
+        if (h->step_err != PBX_OK || (!progressed && h->npend == 0U)) {
+            break;
+        }
+    }
+    return k;
+}
+
+pbx_err th_time(th_h *h, uint64_t now_ms)
+{
+    return pbx_core_on_time(&h->core, now_ms);
+}
+
 static const pbx_core_ops th_ops = {
-    th_op_call,    th_op_query, th_op_delete, th_op_reserve,
+    th_op_send,    th_op_query, th_op_delete, th_op_reserve,
     th_op_release, th_op_alias, th_op_wake,
 };
 
 /* ---- construction ---------------------------------------------------- */
 
-/* Derives the arena layout for pools of n records. */
-static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
+/* Derives the arena layout for pools of n records and window calls
+ * outstanding per deadline class. */
+static bool th_layout(uint32_t n, uint32_t window, const uint32_t *time_ms,
+                      pbx_bootstrap_layout *out)
 {
     pbx_bootstrap_geometry g;
     pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
@@ -549,13 +719,13 @@ static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
         3U * n + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
-    /* A window of n calls on every peer route. */
-    g.call_window =
-        n < PBX_BOOTSTRAP_CALL_WINDOW_MAX ? n : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
+    g.call_window = window < PBX_BOOTSTRAP_CALL_WINDOW_MAX
+                        ? window
+                        : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
         PBX_BOOTSTRAP_CALL_ROUTES * g.call_window;
     for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
+        g.time_ms[t] = time_ms != NULL ? time_ms[t] : 5000U;
     }
     return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
            pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK;
@@ -563,11 +733,22 @@ static bool th_layout(uint32_t n, pbx_bootstrap_layout *out)
 
 th_h *th_new(uint32_t n)
 {
+    /* A window of n calls on every peer route. */
+    return th_new_window(n, n);
+}
+
+th_h *th_new_window(uint32_t n, uint32_t window)
+{
+    return th_new_times(n, window, NULL);
+}
+
+th_h *th_new_times(uint32_t n, uint32_t window, const uint32_t *time_ms)
+{
     pbx_bootstrap_layout l;
     pbx_capabi_layout slots;
     th_h *h = calloc(1, sizeof(*h));
     PBX_REQUIRE(h != NULL);
-    PBX_REQUIRE(th_layout(n, &l));
+    PBX_REQUIRE(th_layout(n, window, time_ms, &l));
     PBX_REQUIRE(pbx_capabi_layout_init(&slots, TH_T_FIRST, TH_T_COUNT) ==
                 PBX_OK);
     h->arena = aligned_alloc(4096U, l.arena_bytes);
@@ -871,10 +1052,29 @@ uint32_t th_expire(th_h *h, uint32_t badge, uint8_t kind, uint64_t job,
     return core != PBX_OK ? (uint32_t)core : st;
 }
 
+/* Delivers every pending reply unless h->hold; a failed delivery's
+ * error becomes the step error. Returns false after such a failure. */
+static bool th_pump(th_h *h)
+{
+    if (h->hold || h->npend == 0U) {
+        return true;
+    }
+    h->deliver_err = PBX_OK;
+    (void)th_deliver_all(h);
+    if (h->deliver_err != PBX_OK) {
+        h->step_err = h->deliver_err;
+        return false;
+    }
+    return true;
+}
+
 bool th_step(th_h *h)
 {
     bool progressed = false;
     h->step_err = pbx_core_step(&h->core, &progressed);
+    if (h->step_err == PBX_OK) {
+        (void)th_pump(h);
+    }
     return progressed;
 }
 
@@ -883,6 +1083,9 @@ uint32_t th_run(th_h *h)
     bool progressed = true;
     h->step_err = PBX_OK;
     h->steps = 0;
+    if (!th_pump(h)) {
+        return 0;
+    }
     for (uint32_t i = 0; i < 10000U && progressed; i++) {
         pbx_err err = pbx_core_step(&h->core, &progressed);
         if (err != PBX_OK) {
@@ -890,6 +1093,9 @@ uint32_t th_run(th_h *h)
             break;
         }
         h->steps += progressed ? 1U : 0U;
+        if (!th_pump(h)) {
+            break;
+        }
     }
     return h->steps;
 }

@@ -250,6 +250,8 @@ typedef struct th_h {
     bool log_replies;
     /** Calls the core sent (ops.send answered OK). */
     uint32_t sends;
+    /** Calls sent per route (index PBX_CORE_ROUTE_SCOPE: scoped calls). */
+    uint32_t route_sends[PBX_CORE_ROUTE_SCOPE + 1U];
     /** Replies delivered through pbx_core_on_peer_reply. */
     uint32_t delivered;
     /** Error of the last delivery that failed, or PBX_OK. */
@@ -264,8 +266,17 @@ typedef struct th_h {
 
 /** th_new creates a harness whose pools hold n records (tslots 3n+10:
  * three per request, two spare, four for BEGIN's deletion-retry spare and
- * four of public headroom). */
+ * four of public headroom), with a window of n calls per deadline class
+ * and 5000 ms deadlines; the clock starts at 0. */
 th_h *th_new(uint32_t n);
+/** th_new_window is th_new with window calls outstanding per deadline
+ * class (PBX1 call_window; th_new uses n), and a calls pool of three
+ * windows. Every deadline is 5000 ms. */
+th_h *th_new_window(uint32_t n, uint32_t window);
+/** th_new_times is th_new_window with the PBX1 deadlines time_ms
+ * (PBX_BOOTSTRAP_TIME_COUNT entries, indexed by PBX_BOOTSTRAP_TIME_*;
+ * NULL: 5000 ms each). */
+th_h *th_new_times(uint32_t n, uint32_t window, const uint32_t *time_ms);
 /** TH_SCOPE_ID is the scope identity the fake vfsd reports. */
 #define TH_SCOPE_ID UINT64_C(0x5C09E)
 
@@ -374,6 +385,13 @@ pbx_err th_deliver(th_h *h, uint32_t k);
  * those sent meanwhile; stops at an error (in h->deliver_err). Returns
  * how many were delivered. */
 uint32_t th_deliver_all(th_h *h);
+/**
+ * th_run_to runs the core, delivering every other reply as it comes,
+ * until a call named name is pending; that call's reply is left pending
+ * (whatever h->hold says). Returns its index, or TH_NONE when the core
+ * went idle (or failed: h->step_err) without sending one.
+ */
+uint32_t th_run_to(th_h *h, const char *name);
 /** th_time reports now_ms to the core (pbx_core_on_time). */
 pbx_err th_time(th_h *h, uint64_t now_ms);
 

@@ -281,10 +281,11 @@ PBX_TEST(core_index_expire_job_in_every_state)
     TH_TRACE(h, "");
     /* Then the lanes, round-robin: the begun request's empty reservation
      * released, the parked one's object handed back and scope deleted,
-     * and both grants revoked, removed and retired. */
+     * and both grants revoked, removed and retired. (Split-phase change:
+     * each grant's REMOVE and RETIRE now go out together in one step.) */
     th_run(h);
     TH_TRACE(h, "release=68 del=67 wake detach>65 del=66 del=64 release=64 "
-                "view- wake view- retire retire");
+                "view- retire wake view- retire");
     pbx_ipc_decision d;
     uint32_t xfer = 0;
     TH_CHECK_OUTCOME(h, r_kept, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
@@ -321,7 +322,8 @@ PBX_TEST(core_index_expire_one_invocation)
     PBX_CHECK_EQ(ix_grant_state(h, g6), PBX_CORE_ST_LIVE);
     PBX_CHECK_EQ(ix_req_state(h, r6), PBX_CORE_ST_PROMPT);
     th_run(h);
-    TH_TRACE(h, "detach>65 del=66 del=64 release=64 view- wake retire");
+    /* REMOVE and RETIRE go out in one step (split-phase change). */
+    TH_TRACE(h, "detach>65 del=66 del=64 release=64 view- retire wake");
     pbx_ipc_decision d;
     uint32_t xfer = 0;
     TH_CHECK_OUTCOME(h, r5, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);

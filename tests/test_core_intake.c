@@ -362,14 +362,15 @@ PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
                  PBX_IPC_OPERATION_ENTRY_METADATA_READ);
     PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
                  PBX_E_IPC_ADMISSION);
-    /* Nor as a longer-lived directory-entry grant. */
+    /* Nor as a longer-lived directory-entry grant: ipc v2 names this
+     * refusal on its own (a directory entry is never widened). */
     th_default_begin(&b, sel, SEL_LEN);
     b.ctx.operation = PBX_IPC_OPERATION_ENTRY_TOUCH;
     b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
     PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
     buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
     PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
-                 PBX_E_IPC_ADMISSION);
+                 PBX_E_IPC_DIR_ENTRY_WIDENED);
     TH_TRACE(h, "");
     /* One-shot directory-entry touch is admitted. */
     PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);

@@ -317,7 +317,9 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     /* The prompt answer can no longer approve anything: the other
      * invocation's request is still pending and alone at the prompt. */
     PBX_CHECK_EQ(own_outcome(h, other), PBX_IPC_OUTCOME_PENDING);
-    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_TTYD);
+    /* After RETRY the prompt is asked again on a tick (split-phase
+     * change: it used to wait for ttyd's route). */
+    pbx_core_on_tick(&h->core);
     th_run(h);
     TH_TRACE(h, "prompt install^68 <64 detach>68 view+ del=67 release=67 "
                 "wake");
@@ -390,7 +392,7 @@ PBX_TEST(core_every_public_frame_gets_a_reply_or_a_drop)
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);
-    pbx_le_put16(bad + 4, 2U);
+    pbx_le_put16(bad + 4, (uint16_t)(PBX_IPC_VERSION + 1U));
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);

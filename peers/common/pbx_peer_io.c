@@ -158,6 +158,29 @@ int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd)
     return -1;
 }
 
+uint32_t pbx_peer_io_msg_seq(const pbx_peer_msg *m)
+{
+    uint32_t seq = 0;
+    (void)pbx_ipc_frame_peek_seq(m->buf, m->len, &seq);
+    return seq;
+}
+
+int pbx_peer_io_send_seq(int fd, uint8_t *buf, size_t len, uint32_t seq,
+                         int cap_fd)
+{
+    if (pbx_ipc_frame_set_seq(buf, len, seq) != PBX_OK) {
+        errno = EINVAL;
+        return -1;
+    }
+    return pbx_peer_io_send(fd, buf, len, cap_fd);
+}
+
+int pbx_peer_io_reply(int fd, const pbx_peer_msg *req, uint8_t *buf, size_t len,
+                      int cap_fd)
+{
+    return pbx_peer_io_send_seq(fd, buf, len, pbx_peer_io_msg_seq(req), cap_fd);
+}
+
 int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status)
 {
     uint16_t op = 0;
@@ -177,7 +200,7 @@ int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status)
                                     &n) != PBX_OK) {
         return 0;
     }
-    return pbx_peer_io_send(fd, out, n, -1);
+    return pbx_peer_io_reply(fd, m, out, n, -1);
 }
 
 int pbx_peer_io_call(int fd, const uint8_t *req, size_t req_len, int cap_fd,

@@ -64,11 +64,37 @@ int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m);
 int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd);
 
 /**
+ * pbx_peer_io_msg_seq returns the per-call seq of the request in m, read
+ * from its raw header whether or not the frame decoded (0 when the message
+ * is shorter than a header). Every reply a peer sends echoes it, error
+ * replies included, so powerboxd can match a reply among many calls
+ * outstanding on one route.
+ */
+uint32_t pbx_peer_io_msg_seq(const pbx_peer_msg *m);
+
+/**
+ * pbx_peer_io_send_seq stamps seq into the header of the encoded frame
+ * buf[0..len) (pbx_ipc_frame_set_seq), then sends it on fd like
+ * pbx_peer_io_send (with cap_fd unless negative). Returns 0, or -1 with
+ * errno set (EINVAL when len is shorter than a header).
+ */
+int pbx_peer_io_send_seq(int fd, uint8_t *buf, size_t len, uint32_t seq,
+                         int cap_fd);
+
+/**
+ * pbx_peer_io_reply sends the encoded reply buf[0..len) to the request in
+ * req on fd, echoing req's seq (pbx_peer_io_msg_seq); cap_fd as in
+ * pbx_peer_io_send. Returns 0, or -1 with errno set.
+ */
+int pbx_peer_io_reply(int fd, const pbx_peer_msg *req, uint8_t *buf, size_t len,
+                      int cap_fd);
+
+/**
  * pbx_peer_io_reply_status answers the request in m with an error reply of
- * status (no body, no descriptor). When m's frame did not decode, the op
- * and request id are read from the raw header if it names a known request
- * op; otherwise nothing is sent. Returns 0 when sent or skipped, -1 on a
- * send failure.
+ * status (no body, no descriptor) that echoes its request id and seq. When
+ * m's frame did not decode, the op, request id and seq are read from the
+ * raw header if it names a known request op; otherwise nothing is sent.
+ * Returns 0 when sent or skipped, -1 on a send failure.
  */
 int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status);
 

@@ -12,7 +12,10 @@
  *       time, every frame that arrives on a --control connection over
  *       it: BEGIN/SELECTOR/COMMIT (with the scope), DECISION (whose
  *       runtime-reply alias is handed to the caller and not kept),
- *       CONSUME, CANCEL and EXPIRE. The reply goes back unchanged.
+ *       CONSUME, CANCEL and EXPIRE. The frame goes over and the reply
+ *       comes back unchanged, byte for byte (the per-call seq included:
+ *       launchd neither sets nor checks it; its own refusals echo the
+ *       caller's seq and its own calls carry seq 0).
  *       powerboxd accepts BEGIN (either mode) only over the broker, so
  *       this relay is how every program asks. powerboxd sees every
  *       request as the broker's, so the relay itself enforces ownership:

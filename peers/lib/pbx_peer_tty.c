@@ -263,6 +263,130 @@ void pbx_peer_tty_answer_fill(const pbx_ipc_prompt *p, pbx_ipc_id request,
     out->object = p->object;
 }
 
+void pbx_peer_tty_queue_init(pbx_peer_tty_queue *q)
+{
+    memset(q, 0, sizeof(*q));
+}
+
+/* Finds the position in q->order of the prompt of request from route. */
+static bool tty_queue_find(const pbx_peer_tty_queue *q, int route,
+                           pbx_ipc_id request, size_t *pos)
+{
+    for (size_t k = 0; k < q->count && k < PBX_PEER_TTY_QUEUE_MAX; k++) {
+        const pbx_peer_tty_queued *e = &q->entries[q->order[k]];
+        if (e->route == route && e->request.index == request.index &&
+            e->request.gen == request.gen) {
+            *pos = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Removes the entry at position pos of q->order, keeping the order; the
+ * head leaving clears showing. */
+static void tty_queue_remove(pbx_peer_tty_queue *q, size_t pos)
+{
+    PBX_ASSERT(pos < q->count);
+    q->used[q->order[pos]] = false;
+    for (size_t k = pos; k + 1U < q->count; k++) {
+        q->order[k] = q->order[k + 1U];
+    }
+    q->count--;
+    if (pos == 0U) {
+        q->showing = false;
+    }
+}
+
+uint32_t pbx_peer_tty_queue_push(pbx_peer_tty_queue *q, int route, uint32_t seq,
+                                 pbx_ipc_id request, const pbx_ipc_prompt *p)
+{
+    size_t pos = 0;
+    if (tty_queue_find(q, route, request, &pos)) {
+        return PBX_PEER_E_CONFLICT;
+    }
+    if (q->count >= PBX_PEER_TTY_QUEUE_MAX ||
+        p->selector_len > PBX_IPC_SELECTOR_LEN_BYTES_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    size_t slot = 0;
+    while (slot < PBX_PEER_TTY_QUEUE_MAX && q->used[slot]) {
+        slot++;
+    }
+    PBX_ASSERT(slot < PBX_PEER_TTY_QUEUE_MAX);
+    pbx_peer_tty_queued *e = &q->entries[slot];
+    e->route = route;
+    e->seq = seq;
+    e->request = request;
+    e->prompt = *p;
+    if (p->selector_len != 0U) {
+        memcpy(e->selector, p->selector, p->selector_len);
+    }
+    e->prompt.selector = e->selector;
+    q->used[slot] = true;
+    q->order[q->count++] = (uint8_t)slot;
+    return 0U;
+}
+
+const pbx_peer_tty_queued *pbx_peer_tty_queue_head(const pbx_peer_tty_queue *q)
+{
+    return q->count != 0U ? &q->entries[q->order[0]] : NULL;
+}
+
+bool pbx_peer_tty_queue_show(pbx_peer_tty_queue *q)
+{
+    if (q->count == 0U || q->showing) {
+        return false;
+    }
+    q->showing = true;
+    return true;
+}
+
+bool pbx_peer_tty_queue_pop(pbx_peer_tty_queue *q)
+{
+    if (q->count == 0U) {
+        return false;
+    }
+    tty_queue_remove(q, 0U);
+    return true;
+}
+
+pbx_peer_tty_withdrawn pbx_peer_tty_queue_withdraw(pbx_peer_tty_queue *q,
+                                                   int route,
+                                                   pbx_ipc_id request,
+                                                   pbx_ipc_object object)
+{
+    size_t pos = 0;
+    if (!tty_queue_find(q, route, request, &pos)) {
+        return PBX_PEER_TTY_WD_UNKNOWN;
+    }
+    const pbx_ipc_object *shown = &q->entries[q->order[pos]].prompt.object;
+    if (shown->id != object.id || shown->gen != object.gen) {
+        return PBX_PEER_TTY_WD_MISMATCH;
+    }
+    bool was_showing = pos == 0U && q->showing;
+    tty_queue_remove(q, pos);
+    return was_showing ? PBX_PEER_TTY_WD_SHOWING : PBX_PEER_TTY_WD_QUEUED;
+}
+
+size_t pbx_peer_tty_queue_drop_route(pbx_peer_tty_queue *q, int route,
+                                     bool *was_showing)
+{
+    size_t dropped = 0;
+    *was_showing = false;
+    size_t k = 0;
+    while (k < q->count) {
+        if (q->entries[q->order[k]].route != route) {
+            k++;
+            continue;
+        }
+        *was_showing = *was_showing || (k == 0U && q->showing);
+        tty_queue_remove(q, k);
+        dropped++;
+    }
+    return dropped;
+}
+
 void pbx_peer_tty_views_init(pbx_peer_tty_views *v)
 {
     memset(v, 0, sizeof(*v));

@@ -3,7 +3,9 @@
  * from a configuration file, first matching rule wins, exceptional
  * requests never ALLOW), the trusted prompt's bookkeeping (RETRY while
  * earlier input is pending, the exact text shown, the answer parsed and
- * echoed), and the table of VIEW rows published by powerboxd.
+ * echoed), the bounded queue of prompts waiting for the one terminal (one
+ * showing at a time; WITHDRAW removes one), and the table of VIEW rows
+ * published by powerboxd.
  */
 #ifndef PBX_PEER_TTY_H
 #define PBX_PEER_TTY_H
@@ -100,6 +102,113 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len);
  */
 void pbx_peer_tty_answer_fill(const pbx_ipc_prompt *p, pbx_ipc_id request,
                               uint8_t answer, pbx_ipc_prompt_reply *out);
+
+/** PBX_PEER_TTY_QUEUE_MAX bounds the prompts ttyd holds at once (the one
+ * showing included); a PROMPT beyond it is answered RETRY. */
+#define PBX_PEER_TTY_QUEUE_MAX 16U
+
+/**
+ * pbx_peer_tty_queued is one PROMPT ttyd holds: the call to answer (route,
+ * seq, request id) and a copy of the prompt, whose selector points into
+ * the entry's own selector bytes (entries never move while in use).
+ */
+typedef struct pbx_peer_tty_queued {
+    /** route is the I/O main's handle of the connection the PROMPT came on. */
+    int route;
+    /** seq is the PROMPT's per-call seq, echoed by its reply. */
+    uint32_t seq;
+    /** request is the PROMPT's header request id (gen nonzero). */
+    pbx_ipc_id request;
+    /** prompt is the decoded PROMPT; prompt.selector points at selector. */
+    pbx_ipc_prompt prompt;
+    /** selector holds the prompt's selector bytes. */
+    uint8_t selector[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+} pbx_peer_tty_queued;
+
+/**
+ * pbx_peer_tty_queue holds the prompts ttyd has taken and not yet answered,
+ * oldest first. At most one is showing on the terminal: the oldest, and
+ * only once the I/O main says so (pbx_peer_tty_queue_show). Plain data.
+ */
+typedef struct pbx_peer_tty_queue {
+    /** order lists the entries in use, oldest first (count of them). */
+    uint8_t order[PBX_PEER_TTY_QUEUE_MAX];
+    /** count is how many entries are in use. */
+    size_t count;
+    /** showing is true while order[0] is on the terminal. */
+    bool showing;
+    /** used marks the entries in use. */
+    bool used[PBX_PEER_TTY_QUEUE_MAX];
+    /** entries are the prompts, in no order (see order). */
+    pbx_peer_tty_queued entries[PBX_PEER_TTY_QUEUE_MAX];
+} pbx_peer_tty_queue;
+
+/** pbx_peer_tty_queue_init empties q (old contents ignored). */
+void pbx_peer_tty_queue_init(pbx_peer_tty_queue *q);
+
+/**
+ * pbx_peer_tty_queue_push takes the PROMPT p (request id request, per-call
+ * seq, arrived on route) at the tail of q, copying p and its selector.
+ * Returns 0; PBX_PEER_E_BUSY when q is full (the caller answers RETRY:
+ * nothing is dropped and nothing is shown); PBX_PEER_E_CONFLICT when q
+ * already holds a prompt of the same request from the same route (that
+ * call is the one that will be answered). q is unchanged on an error.
+ */
+uint32_t pbx_peer_tty_queue_push(pbx_peer_tty_queue *q, int route, uint32_t seq,
+                                 pbx_ipc_id request, const pbx_ipc_prompt *p);
+
+/**
+ * pbx_peer_tty_queue_head returns the oldest prompt in q (the one showing,
+ * or the next to show), or NULL when q is empty. The pointer is valid
+ * until the entry leaves q.
+ */
+const pbx_peer_tty_queued *pbx_peer_tty_queue_head(const pbx_peer_tty_queue *q);
+
+/**
+ * pbx_peer_tty_queue_show marks the head as showing on the terminal.
+ * Returns false (nothing changes) when q is empty or the head is already
+ * showing.
+ */
+bool pbx_peer_tty_queue_show(pbx_peer_tty_queue *q);
+
+/**
+ * pbx_peer_tty_queue_pop removes the head (answered, or refused RETRY as
+ * it was about to show) and clears showing. Returns false when q is empty.
+ */
+bool pbx_peer_tty_queue_pop(pbx_peer_tty_queue *q);
+
+/** pbx_peer_tty_withdrawn is what a WITHDRAW found. */
+typedef enum pbx_peer_tty_withdrawn {
+    /** No prompt of that request from that route: acknowledged, nothing
+     * changes (a repeat, or one already answered). */
+    PBX_PEER_TTY_WD_UNKNOWN = 0,
+    /** The prompt was showing: removed; the terminal must say so. */
+    PBX_PEER_TTY_WD_SHOWING = 1,
+    /** The prompt was queued, not shown: removed silently. */
+    PBX_PEER_TTY_WD_QUEUED = 2,
+    /** The request's prompt shows another object: refused
+     * (PBX_PEER_E_MISMATCH), nothing changes. */
+    PBX_PEER_TTY_WD_MISMATCH = 3
+} pbx_peer_tty_withdrawn;
+
+/**
+ * pbx_peer_tty_queue_withdraw withdraws the prompt of request (exact index
+ * and generation) that came on route and shows object (exact id and
+ * generation). A withdrawn prompt is removed without an answer: its PROMPT
+ * call is never answered, since powerboxd has already ended it.
+ */
+pbx_peer_tty_withdrawn pbx_peer_tty_queue_withdraw(pbx_peer_tty_queue *q,
+                                                   int route,
+                                                   pbx_ipc_id request,
+                                                   pbx_ipc_object object);
+
+/**
+ * pbx_peer_tty_queue_drop_route removes every prompt that came on route
+ * (its connection closed: nobody is left to answer). Returns how many were
+ * removed and stores in *was_showing whether one of them was showing.
+ */
+size_t pbx_peer_tty_queue_drop_route(pbx_peer_tty_queue *q, int route,
+                                     bool *was_showing);
 
 /** pbx_peer_tty_views is the caller-allocated table of ACTIVE rows. */
 typedef struct pbx_peer_tty_views {

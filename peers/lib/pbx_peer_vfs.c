@@ -203,7 +203,12 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
     o->provider = provider;
     o->detached = 0U;
     /* Generations never repeat zero: wrap from UINT32_MAX to 1. */
-    t->next_gen = t->next_gen == UINT32_MAX ? 1U : t->next_gen + 1U;
+    if (t->next_gen == UINT32_MAX) {
+        t->next_gen = 1U;
+        t->wrapped = true;
+    } else {
+        t->next_gen++;
+    }
     return o->gen;
 }
 
@@ -237,13 +242,38 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
     return 0U;
 }
 
+/* Reports whether any non-free row holds generation gen. */
+static bool objtab_gen_held(const pbx_peer_objtab *t, uint32_t gen)
+{
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        if (t->rows[i].state != PBX_PEER_OBJ_FREE && t->rows[i].gen == gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
 uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                                 uint64_t scope_id, uint16_t object_class,
                                 int *provider)
 {
     size_t i = 0;
-    if (gen == 0U || !objtab_find(t, id, gen, &i)) {
+    if (gen == 0U) {
         return PBX_PEER_E_UNKNOWN;
+    }
+    if (!objtab_find(t, id, gen, &i)) {
+        if (objtab_gen_held(t, gen)) {
+            return PBX_PEER_E_MISMATCH;
+        }
+        if (!t->wrapped && gen >= t->next_gen) {
+            return PBX_PEER_E_UNKNOWN;
+        }
+        /* Minted once, no longer in the table: its row was reused, which
+         * only happens to a retired or hung-up row (or one whose FOUND was
+         * never delivered), so the object is dead and a repeated RETIRE is
+         * acknowledged with nothing to cut. */
+        *provider = -1;
+        return 0U;
     }
     pbx_peer_obj *o = &t->rows[i];
     if (o->scope_id != scope_id || o->object_class != object_class) {

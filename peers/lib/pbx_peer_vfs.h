@@ -157,10 +157,17 @@ typedef struct pbx_peer_obj {
 /**
  * pbx_peer_objtab is vfsd's caller-allocated object table. Rows are found
  * by exact identity; a retired row is kept until its space is needed.
+ * Generations are minted in strictly increasing order, one per object, so
+ * a generation below next_gen that no row holds any more names an object
+ * that was minted, is no longer live (live rows are never reused) and whose
+ * row was reused: such an object is provably dead.
  */
 typedef struct pbx_peer_objtab {
     /** next_gen is the generation the next minted object gets (nonzero). */
     uint32_t next_gen;
+    /** wrapped is true once next_gen has wrapped past UINT32_MAX (every
+     * generation has then been minted at least once). */
+    bool wrapped;
     /** rows are the table entries. */
     pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_MAX];
 } pbx_peer_objtab;
@@ -200,8 +207,14 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
  * and object_class. A live row becomes RETIRED and its provider handle is
  * stored in *provider (the caller cuts it); an already retired or hung-up
  * exact row becomes RETIRED and stores -1 (nothing left to cut; the call
- * is acknowledged). Returns 0, PBX_PEER_E_UNKNOWN (no row with id and
- * gen) or PBX_PEER_E_MISMATCH.
+ * is acknowledged). RETIRE is idempotent: a repeat (a retry after a lost
+ * or late acknowledgement) is acknowledged the same way, even after the
+ * row was reused for another object: a generation that was minted (below
+ * next_gen, or any once wrapped) and that no row holds any more is dead,
+ * so it is acknowledged with -1 too. Returns 0; PBX_PEER_E_MISMATCH when
+ * the row with id and gen names another scope or class, or another row
+ * holds gen under another id; PBX_PEER_E_UNKNOWN for generation 0 or one
+ * never minted. Nothing changes on an error.
  */
 uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                                 uint64_t scope_id, uint16_t object_class,

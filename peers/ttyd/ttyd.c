@@ -1,8 +1,10 @@
 /*
  * ttyd.c: the reference ttyd for the Linux host. POLICY answers from a
- * policy file; PROMPT shows the trusted prompt on a real terminal and
- * reads y/n from it (RETRY while earlier input is pending); VIEW keeps the
- * ACTIVE rows in a table, listed in --view-file. See docs/HOST.md.
+ * policy file; PROMPTs are queued (RETRY when the queue is full) and shown
+ * one at a time on a real terminal, which is read without ever blocking
+ * (RETRY while earlier input is pending); WITHDRAW takes a showing or
+ * queued prompt away; VIEW keeps the ACTIVE rows in a table, listed in
+ * --view-file. Every reply echoes its call's seq. See docs/HOST.md.
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
  *            [--view-file PATH] [--ready-fd N]
@@ -25,16 +27,30 @@
 
 #define TTYD_ROUTES_MAX 8U
 #define TTYD_ASK_MAX    3
+/* How long a terminal that takes no output (flow control) may hold a
+ * write in all, and the step of that wait. */
+#define TTYD_WRITE_WAIT_MS 1000
+#define TTYD_WRITE_STEP_MS 50
+
+/* What a write to the terminal came to. */
+enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
 
 /* The whole daemon state (static storage). */
 typedef struct ttyd {
     int listen_fd;
-    int tty;
+    int tty; /* non-blocking: ttyd never waits on the terminal */
     int routes[TTYD_ROUTES_MAX];
     size_t nroutes;
     const char *view_file;
     pbx_peer_tty_policy policy;
     pbx_peer_tty_views views;
+    pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
+    uint64_t shown;           /* prompts shown so far (a showing's name) */
+    char line[64];            /* the answer being typed */
+    size_t line_len;
+    bool line_long;   /* the line outgrew line: not an answer */
+    int tries;        /* lines that were neither yes nor no */
+    bool typed_ahead; /* input came after the last answer, in its read */
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     char text[8192];
@@ -42,10 +58,11 @@ typedef struct ttyd {
 
 static ttyd g_ttyd;
 
-/* Sends the n encoded bytes in g_ttyd.out on fd. */
+/* Sends the n encoded reply bytes in g_ttyd.out on fd, echoing the
+ * current request's seq. */
 static void ttyd_send(int fd, size_t n)
 {
-    if (pbx_peer_io_send(fd, g_ttyd.out, n, -1) != 0) {
+    if (pbx_peer_io_reply(fd, &g_ttyd.msg, g_ttyd.out, n, -1) != 0) {
         pbx_peer_log("ttyd", "reply send failed: %s", strerror(errno));
     }
 }
@@ -112,42 +129,195 @@ static bool ttyd_input_pending(void)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
-/* Writes s to the terminal in full (bounded retries). */
-static void ttyd_write(const char *s, size_t n)
+/* Writes s to the terminal in full. The terminal is non-blocking: while it
+ * takes nothing (flow control) ttyd waits at most TTYD_WRITE_WAIT_MS in
+ * all, then gives up. Returns TTYD_OUT_OK, TTYD_OUT_SLOW (gave up
+ * waiting) or TTYD_OUT_FAILED (the terminal is gone). */
+static int ttyd_write(const char *s, size_t n)
 {
     size_t done = 0;
-    for (int i = 0; i < 64 && done < n; i++) {
+    int waited = 0;
+    for (int i = 0; i < 256 && done < n; i++) {
         ssize_t w = write(g_ttyd.tty, s + done, n - done);
+        if (w > 0) {
+            done += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EINTR && errno != EAGAIN &&
+            errno != EWOULDBLOCK) {
+            return TTYD_OUT_FAILED;
+        }
         if (w < 0 && errno != EINTR) {
+            if (waited >= TTYD_WRITE_WAIT_MS) {
+                return TTYD_OUT_SLOW;
+            }
+            struct pollfd p = {g_ttyd.tty, POLLOUT, 0};
+            (void)poll(&p, 1, TTYD_WRITE_STEP_MS);
+            waited += TTYD_WRITE_STEP_MS;
+        }
+    }
+    return done == n ? TTYD_OUT_OK : TTYD_OUT_SLOW;
+}
+
+/* Writes a literal line to the terminal; its outcome does not matter. */
+static void ttyd_say(const char *s)
+{
+    (void)ttyd_write(s, strlen(s));
+}
+
+/* Forgets whatever was typed toward the prompt that showed. */
+static void ttyd_line_reset(void)
+{
+    g_ttyd.line_len = 0;
+    g_ttyd.line_long = false;
+    g_ttyd.tries = 0;
+}
+
+/* Answers the PROMPT call of queued prompt e: RETRY, or answer a with
+ * every identity echoed; the reply echoes the call's seq. */
+static void ttyd_reply_prompt(const pbx_peer_tty_queued *e, bool retry,
+                              uint8_t a)
+{
+    pbx_ipc_prompt_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    if (retry) {
+        rep.retry = true;
+    } else {
+        pbx_peer_tty_answer_fill(&e->prompt, e->request, a, &rep);
+    }
+    size_t n = 0;
+    pbx_err err = pbx_ipc_prompt_reply_encode(e->request, &rep, g_ttyd.out,
+                                              sizeof(g_ttyd.out), &n);
+    PBX_ASSERT(err == PBX_OK);
+    if (pbx_peer_io_send_seq(e->route, g_ttyd.out, n, e->seq, -1) != 0) {
+        pbx_peer_log("ttyd", "reply send failed: %s", strerror(errno));
+    }
+}
+
+/* Shows the oldest waiting prompt when none is showing. A prompt about to
+ * show while terminal input is pending is answered RETRY and the input
+ * discarded (type-ahead must never answer a prompt nobody has seen); one
+ * the terminal would not take in time is answered RETRY, one it failed
+ * to show DENY; then the next is tried. */
+static void ttyd_next(void)
+{
+    for (size_t i = 0; i < PBX_PEER_TTY_QUEUE_MAX + 1U; i++) {
+        const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
+        if (e == NULL || g_ttyd.queue.showing) {
             return;
         }
-        done += w > 0 ? (size_t)w : 0U;
+        ttyd_line_reset();
+        bool pending = g_ttyd.typed_ahead || ttyd_input_pending();
+        g_ttyd.typed_ahead = false;
+        int out = TTYD_OUT_SLOW;
+        if (pbx_peer_tty_prompt_admit(pending)) {
+            size_t n = pbx_peer_tty_prompt_text(
+                &e->prompt, e->request, g_ttyd.text, sizeof(g_ttyd.text));
+            out = ttyd_write(g_ttyd.text, n);
+        } else {
+            (void)tcflush(g_ttyd.tty, TCIFLUSH);
+        }
+        if (out == TTYD_OUT_OK) {
+            (void)pbx_peer_tty_queue_show(&g_ttyd.queue);
+            g_ttyd.shown++;
+            pbx_peer_log("ttyd", "PROMPT %u.%u: showing (%zu waiting)",
+                         e->request.index, e->request.gen,
+                         g_ttyd.queue.count - 1U);
+            return;
+        }
+        bool retry = out == TTYD_OUT_SLOW;
+        pbx_peer_log(
+            "ttyd", "PROMPT %u.%u: %s", e->request.index, e->request.gen,
+            !pending
+                ? (retry ? "RETRY (terminal busy)" : "deny (terminal failed)")
+                : "RETRY (input pending)");
+        ttyd_reply_prompt(e, retry, PBX_IPC_ANSWER_DENY);
+        (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
     }
 }
 
-/* Shows the prompt and reads the user's answer from the terminal. */
-static uint8_t ttyd_ask(const pbx_ipc_prompt *rq, pbx_ipc_id request)
+/* The user answered the showing prompt with a: reply, then show the next. */
+static void ttyd_finish(uint8_t a)
 {
-    size_t n =
-        pbx_peer_tty_prompt_text(rq, request, g_ttyd.text, sizeof(g_ttyd.text));
-    ttyd_write(g_ttyd.text, n);
-    for (int attempt = 0; attempt < TTYD_ASK_MAX; attempt++) {
-        char line[64];
-        ssize_t r = read(g_ttyd.tty, line, sizeof(line));
-        if (r <= 0) {
-            return PBX_IPC_ANSWER_DENY; /* no trusted answer: deny */
-        }
-        uint8_t a = pbx_peer_tty_answer_parse(line, (size_t)r);
-        if (a != 0U) {
-            return a;
-        }
-        static const char again[] = "please answer y or n: ";
-        ttyd_write(again, sizeof(again) - 1U);
-    }
-    return PBX_IPC_ANSWER_DENY;
+    const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
+    PBX_ASSERT(e != NULL && g_ttyd.queue.showing);
+    ttyd_say(a == PBX_IPC_ANSWER_APPROVE ? "\r\n[approved]\r\n"
+                                         : "\r\n[denied]\r\n");
+    pbx_peer_log("ttyd", "PROMPT %u.%u: %s", e->request.index, e->request.gen,
+                 a == PBX_IPC_ANSWER_APPROVE ? "approve" : "deny");
+    ttyd_reply_prompt(e, false, a);
+    (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
+    ttyd_line_reset();
+    ttyd_next();
 }
 
-/* PROMPT: RETRY while input is pending, else ask and echo the answer. */
+/* One complete line typed toward the showing prompt: an answer, a blank
+ * line (ignored) or anything else (asked again, at most TTYD_ASK_MAX
+ * times, then DENY). Returns true when the prompt was answered. */
+static bool ttyd_line(void)
+{
+    const char *l = g_ttyd.line;
+    size_t n = g_ttyd.line_len;
+    bool blank = !g_ttyd.line_long && strspn(l, " \t") == n;
+    uint8_t a = g_ttyd.line_long ? 0U : pbx_peer_tty_answer_parse(l, n);
+    g_ttyd.line_len = 0;
+    g_ttyd.line_long = false;
+    if (a != 0U) {
+        ttyd_finish(a);
+        return true;
+    }
+    if (blank) {
+        return false;
+    }
+    if (++g_ttyd.tries >= TTYD_ASK_MAX) {
+        ttyd_finish(PBX_IPC_ANSWER_DENY);
+        return true;
+    }
+    ttyd_say("please answer y or n: ");
+    return false;
+}
+
+/* Reads what the terminal has (it is non-blocking, and polled only while
+ * a prompt shows) toward the showing prompt. End of input or a terminal
+ * failure is DENY: no trusted answer. Bytes left after the answer were
+ * typed before the next prompt showed: they count as type-ahead. */
+static void ttyd_tty_input(void)
+{
+    char buf[256];
+    ssize_t r = read(g_ttyd.tty, buf, sizeof(buf) - 1U);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return;
+    }
+    if (r <= 0) {
+        ttyd_finish(PBX_IPC_ANSWER_DENY);
+        return;
+    }
+    buf[r] = '\0';
+    for (ssize_t i = 0; i < r; i++) {
+        char ch = buf[i];
+        if (ch != '\n' && ch != '\r') {
+            if (g_ttyd.line_len + 1U < sizeof(g_ttyd.line)) {
+                g_ttyd.line[g_ttyd.line_len++] = ch;
+                g_ttyd.line[g_ttyd.line_len] = '\0';
+            } else {
+                g_ttyd.line_long = true;
+            }
+            continue;
+        }
+        g_ttyd.line[g_ttyd.line_len] = '\0';
+        /* Set before the line is judged: an answer shows the next prompt
+         * at once, and what follows it was typed before that prompt. */
+        const char *rest = buf + i + 1;
+        g_ttyd.typed_ahead = strspn(rest, " \t\r\n") != strlen(rest);
+        if (ttyd_line()) {
+            return;
+        }
+        g_ttyd.typed_ahead = false;
+    }
+}
+
+/* PROMPT: taken into the queue (RETRY when it is full) and shown when its
+ * turn comes; the call is answered when the user answers. */
 static void ttyd_prompt(int fd)
 {
     pbx_ipc_prompt rq;
@@ -157,30 +327,68 @@ static void ttyd_prompt(int fd)
         return;
     }
     pbx_ipc_id request = g_ttyd.msg.frame.request;
-    pbx_ipc_prompt_reply rep;
-    memset(&rep, 0, sizeof(rep));
-    if (!pbx_peer_tty_prompt_admit(ttyd_input_pending())) {
-        /* Type-ahead must never answer a prompt nobody has seen. */
-        (void)tcflush(g_ttyd.tty, TCIFLUSH);
+    uint32_t st = pbx_peer_tty_queue_push(&g_ttyd.queue, fd,
+                                          g_ttyd.msg.frame.seq, request, &rq);
+    if (st == PBX_PEER_E_BUSY) {
+        pbx_ipc_prompt_reply rep;
+        memset(&rep, 0, sizeof(rep));
         rep.retry = true;
-        pbx_peer_log("ttyd", "PROMPT %u.%u: RETRY (input pending)",
-                     request.index, request.gen);
-    } else {
-        uint8_t a = ttyd_ask(&rq, request);
-        pbx_peer_tty_answer_fill(&rq, request, a, &rep);
-        static const char ok[] = "\r\n[approved]\r\n";
-        static const char no[] = "\r\n[denied]\r\n";
-        ttyd_write(a == PBX_IPC_ANSWER_APPROVE ? ok : no,
-                   a == PBX_IPC_ANSWER_APPROVE ? sizeof(ok) - 1U
-                                               : sizeof(no) - 1U);
-        pbx_peer_log("ttyd", "PROMPT %u.%u: %s", request.index, request.gen,
-                     a == PBX_IPC_ANSWER_APPROVE ? "approve" : "deny");
+        size_t n = 0;
+        e = pbx_ipc_prompt_reply_encode(request, &rep, g_ttyd.out,
+                                        sizeof(g_ttyd.out), &n);
+        PBX_ASSERT(e == PBX_OK);
+        pbx_peer_log("ttyd", "PROMPT %u.%u: RETRY (%u prompts waiting)",
+                     request.index, request.gen, PBX_PEER_TTY_QUEUE_MAX);
+        ttyd_send(fd, n);
+        return;
+    }
+    if (st != 0U) {
+        ttyd_fail(fd, st, "PROMPT already held for that request");
+        return;
+    }
+    pbx_peer_log("ttyd", "PROMPT %u.%u: queued (%zu held)", request.index,
+                 request.gen, g_ttyd.queue.count);
+    ttyd_next();
+}
+
+/* WITHDRAW: powerboxd ended the request whose prompt may be showing or
+ * queued. It is removed (the terminal says so when it was showing) and
+ * its PROMPT call is never answered; an unknown one is acknowledged all
+ * the same, so a repeat reconciles. */
+static void ttyd_withdraw(int fd)
+{
+    pbx_ipc_withdraw rq;
+    pbx_err e = pbx_ipc_withdraw_decode(&g_ttyd.msg.frame, &rq);
+    if (e != PBX_OK) {
+        ttyd_fail(fd, (uint32_t)e, "WITHDRAW malformed");
+        return;
+    }
+    pbx_ipc_id request = g_ttyd.msg.frame.request;
+    pbx_peer_tty_withdrawn w =
+        pbx_peer_tty_queue_withdraw(&g_ttyd.queue, fd, request, rq.object);
+    if (w == PBX_PEER_TTY_WD_MISMATCH) {
+        ttyd_fail(fd, PBX_PEER_E_MISMATCH, "WITHDRAW names another object");
+        return;
+    }
+    static const char *const what[] = {"not held (acknowledged)",
+                                       "withdrawn from the terminal",
+                                       "withdrawn from the queue"};
+    pbx_peer_log("ttyd", "WITHDRAW %u.%u object %llu gen %u: %s", request.index,
+                 request.gen, (unsigned long long)rq.object.id, rq.object.gen,
+                 what[w]);
+    if (w == PBX_PEER_TTY_WD_SHOWING) {
+        char line[96];
+        (void)snprintf(line, sizeof(line),
+                       "\r\n[prompt for request %u.%u withdrawn]\r\n",
+                       request.index, request.gen);
+        ttyd_say(line);
     }
     size_t n = 0;
-    e = pbx_ipc_prompt_reply_encode(request, &rep, g_ttyd.out,
-                                    sizeof(g_ttyd.out), &n);
+    e = pbx_ipc_withdraw_reply_encode(request, &rq, g_ttyd.out,
+                                      sizeof(g_ttyd.out), &n);
     PBX_ASSERT(e == PBX_OK);
     ttyd_send(fd, n);
+    ttyd_next();
 }
 
 /* Rewrites the view file with the current ACTIVE rows, atomically. */
@@ -246,6 +454,8 @@ static bool ttyd_route(int fd)
         ttyd_prompt(fd);
     } else if (m->frame.op == PBX_IPC_OP_VIEW) {
         ttyd_view(fd);
+    } else if (m->frame.op == PBX_IPC_OP_WITHDRAW) {
+        ttyd_withdraw(fd);
     } else {
         pbx_peer_io_close_all(m->fds, m->nfds);
         ttyd_fail(fd, PBX_PEER_E_ROUTE, "wrong connection for the op");
@@ -253,23 +463,59 @@ static bool ttyd_route(int fd)
     return true;
 }
 
-/* One poll round over the listener and the routes. */
+/* Route fd closed: the prompts that came on it have nobody left to
+ * answer; the one showing leaves the terminal, and the next shows. */
+static void ttyd_route_gone(int fd)
+{
+    const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
+    pbx_ipc_id showing = {0, 0};
+    if (e != NULL && g_ttyd.queue.showing) {
+        showing = e->request;
+    }
+    bool was_showing = false;
+    size_t n = pbx_peer_tty_queue_drop_route(&g_ttyd.queue, fd, &was_showing);
+    if (n != 0U) {
+        pbx_peer_log("ttyd", "route closed: %zu prompt(s) dropped", n);
+    }
+    if (was_showing) {
+        char line[96];
+        (void)snprintf(line, sizeof(line),
+                       "\r\n[prompt for request %u.%u withdrawn]\r\n",
+                       showing.index, showing.gen);
+        ttyd_say(line);
+        ttyd_next();
+    }
+}
+
+/* One poll round over the listener, the routes and, while a prompt shows,
+ * the terminal. Routes are served first, one frame each, so POLICY, VIEW
+ * and WITHDRAW are answered while a prompt waits for the user; terminal
+ * input is read only for the prompt that was showing when poll began. */
 static int ttyd_round(void)
 {
-    struct pollfd p[1U + TTYD_ROUTES_MAX];
+    struct pollfd p[2U + TTYD_ROUTES_MAX];
     p[0] = (struct pollfd){g_ttyd.listen_fd, POLLIN, 0};
     size_t nr = g_ttyd.nroutes;
     for (size_t i = 0; i < nr; i++) {
         p[1U + i] = (struct pollfd){g_ttyd.routes[i], POLLIN, 0};
     }
-    if (poll(p, (nfds_t)(1U + nr), -1) < 0) {
+    bool showing = g_ttyd.queue.showing;
+    uint64_t shown = g_ttyd.shown;
+    p[1U + nr] = (struct pollfd){showing ? g_ttyd.tty : -1, POLLIN, 0};
+    if (poll(p, (nfds_t)(2U + nr), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t k = nr; k > 0U; k--) {
         if (p[k].revents != 0 && !ttyd_route(g_ttyd.routes[k - 1U])) {
-            (void)close(g_ttyd.routes[k - 1U]);
+            int fd = g_ttyd.routes[k - 1U];
             g_ttyd.routes[k - 1U] = g_ttyd.routes[--g_ttyd.nroutes];
+            ttyd_route_gone(fd);
+            (void)close(fd);
         }
+    }
+    if (showing && p[1U + nr].revents != 0 && g_ttyd.queue.showing &&
+        g_ttyd.shown == shown) {
+        ttyd_tty_input();
     }
     if ((p[0].revents & POLLIN) != 0) {
         int fd = accept4(g_ttyd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -323,6 +569,7 @@ int main(int argc, char **argv)
     const char *tty = "/dev/tty";
     g_ttyd.listen_fd = -1;
     pbx_peer_tty_views_init(&g_ttyd.views);
+    pbx_peer_tty_queue_init(&g_ttyd.queue);
     bool ok = (argc % 2) == 1;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
         ok = ttyd_option(argv[i], argv[i + 1], &ready_fd, &tty);
@@ -333,7 +580,7 @@ int main(int argc, char **argv)
                              "[--view-file PATH] [--ready-fd N]");
         return 2;
     }
-    g_ttyd.tty = open(tty, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    g_ttyd.tty = open(tty, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (g_ttyd.tty < 0) {
         pbx_peer_log("ttyd", "terminal '%s': %s", tty, strerror(errno));
         return 2;

@@ -120,8 +120,53 @@ int tp_stop(pid_t pid)
 {
     int st = 0;
     (void)kill(pid, SIGTERM);
+    (void)kill(pid, SIGCONT);
     (void)waitpid(pid, &st, 0);
     return st;
+}
+
+/* The state letter of pid in /proc (R, S, T, ...), or '?'. */
+static char tp_state(pid_t pid)
+{
+    char path[64];
+    char buf[512];
+    (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (tp_read_file(path, buf, sizeof(buf)) <= 0) {
+        return '?';
+    }
+    const char *close_paren = strrchr(buf, ')');
+    if (close_paren == NULL || close_paren[1] != ' ') {
+        return '?';
+    }
+    return close_paren[2];
+}
+
+bool tp_stall(pid_t pid, bool stop)
+{
+    if (kill(pid, stop ? SIGSTOP : SIGCONT) != 0) {
+        return false;
+    }
+    /* Signals are delivered asynchronously: wait until the state shows. */
+    for (int i = 0; i < 200; i++) {
+        char st = tp_state(pid);
+        if ((st == 'T') == stop) {
+            return true;
+        }
+        tp_sleep_ms(5);
+    }
+    return false;
+}
+
+void tp_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000L * 1000L};
+    (void)nanosleep(&ts, NULL);
+}
+
+bool tp_readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1;
 }
 
 const char *tp_tmpdir(void)

@@ -24,7 +24,8 @@
 pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
                size_t nkeep, int stdin_fd);
 
-/** tp_stop sends SIGTERM to pid and reaps it; returns its wait status. */
+/** tp_stop sends SIGTERM to pid (then SIGCONT, in case it was stopped)
+ * and reaps it; returns its wait status. */
 int tp_stop(pid_t pid);
 
 /**
@@ -58,6 +59,22 @@ bool tp_hung_up(int fd, int timeout_ms);
 
 /** tp_seqpair makes a close-on-exec SOCK_SEQPACKET socketpair in sv. */
 bool tp_seqpair(int sv[2]);
+
+/**
+ * tp_stall stops (SIGSTOP, stop true) or continues (SIGCONT) the process
+ * pid, as an operator or a debugger would; returns whether the signal was
+ * sent.
+ */
+bool tp_stall(pid_t pid, bool stop);
+
+/** tp_sleep_ms sleeps for ms milliseconds. */
+void tp_sleep_ms(int ms);
+
+/**
+ * tp_readable waits up to timeout_ms for fd to have something to read (or
+ * a hang-up) and reports whether it does.
+ */
+bool tp_readable(int fd, int timeout_ms);
 
 /**
  * tp_read_file reads up to cap-1 bytes of path into buf, NUL-terminated;

@@ -588,3 +588,69 @@ PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
     (void)close(wake);
     (void)close(broker);
 }
+
+/* The client sends the n bytes of g_req with seq; the fake powerboxd
+ * must see them byte for byte (seq included) and answers with the n_rep
+ * bytes of g_out stamped with rep_seq; the client must get those back
+ * byte for byte. */
+static void tl_relay_exact(int conn, int broker, size_t n, uint32_t seq,
+                           size_t n_rep, uint32_t rep_seq)
+{
+    PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req, n, seq, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(broker, &g_m) == 0);
+    PBX_REQUIRE(g_m.err == PBX_OK);
+    PBX_CHECK_EQ(g_m.len, n);
+    PBX_CHECK(memcmp(g_m.buf, g_req, n) == 0);
+    PBX_CHECK_EQ(g_m.frame.seq, seq);
+    PBX_REQUIRE(pbx_peer_io_send_seq(broker, g_out, n_rep, rep_seq, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(conn, &g_m) == 0);
+    PBX_REQUIRE(g_m.err == PBX_OK);
+    PBX_CHECK_EQ(g_m.len, n_rep);
+    PBX_CHECK(memcmp(g_m.buf, g_out, n_rep) == 0);
+    PBX_CHECK_EQ(g_m.frame.seq, rep_seq);
+}
+
+PBX_TEST(peers_launchd_passes_seq_through_and_echoes_it_in_refusals)
+{
+    char ctl[512];
+    int wake = -1;
+    int broker = -1;
+    pid_t srv = tl_launchd(ctl, sizeof(ctl), &wake, &broker);
+    const pbx_ipc_id a = {3, 7};
+    int c = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    /* Relayed: BEGIN, DECISION, an error answer; the seq goes through
+     * unchanged both ways (the reply is powerboxd's, whatever it says). */
+    tl_relay_exact(c, broker, tl_request(PBX_IPC_OP_BEGIN, a, g_req), 0x51U,
+                   tl_reply(PBX_IPC_OP_BEGIN, a, 0, 0, g_out), 0x51U);
+    tl_relay_exact(
+        c, broker, tl_request(PBX_IPC_OP_DECISION, a, g_req), 0xFFFFFFFFU,
+        tl_reply(PBX_IPC_OP_DECISION, a, 0, PBX_IPC_OUTCOME_PENDING, g_out),
+        0xFFFFFFFFU);
+    tl_relay_exact(
+        c, broker, tl_request(PBX_IPC_OP_CANCEL, a, g_req), 0U,
+        tl_reply(PBX_IPC_OP_CANCEL, a, (uint16_t)PBX_E_CORE_STATE, 0, g_out),
+        0U);
+    /* Refused by launchd itself: the refusal echoes the caller's seq. */
+    const pbx_ipc_id other = {8, 8};
+    size_t n = tl_request(PBX_IPC_OP_DECISION, other, g_req);
+    PBX_REQUIRE(pbx_peer_io_send_seq(c, g_req, n, 0x52U, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(c, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(g_m.frame.seq, 0x52U);
+    n = tl_request(PBX_IPC_OP_DECISION, a, g_req);
+    g_req[PBX_IPC_RESERVED_OFFSET] = 1U;
+    PBX_REQUIRE(pbx_peer_io_send_seq(c, g_req, n, 0x53U, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_recv_frame(c, &g_m) == 0);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_E_IPC_RESERVED);
+    PBX_CHECK_EQ(g_m.frame.seq, 0x53U);
+    PBX_CHECK(tl_quiet(broker, 50));
+    /* The hang-up cancels a, which never got its terminal DECISION. */
+    (void)close(c);
+    tl_serve(broker, PBX_IPC_OP_CANCEL, a, 0, 0);
+    tl_serve(broker, PBX_IPC_OP_DECISION, a, 0, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(tl_quiet(broker, 100));
+    (void)tp_stop(srv);
+    (void)close(wake);
+    (void)close(broker);
+}

@@ -160,3 +160,137 @@ PBX_TEST(peers_procd_install_revoke)
     (void)close(rp[0]);
     (void)tp_stop(pid);
 }
+
+/* Starts procd with process 7 gen 2 staged; *route is ours. */
+static pid_t tpr_up(int *route)
+{
+    int rp[2];
+    char rarg[16];
+    PBX_REQUIRE(tp_seqpair(rp));
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[] = {"--stage", "7:2", "--route-fd", rarg, NULL};
+    pid_t pid = tp_spawn("procd", args, &rp[1], 1, -1);
+    (void)close(rp[1]);
+    PBX_REQUIRE(pid > 0);
+    *route = rp[0];
+    return pid;
+}
+
+/* Sends INSTALL of rq with a fresh object and seq, without waiting;
+ * returns the object's other end. */
+static int tpr_send_install(int route, const pbx_ipc_install *rq, uint32_t seq)
+{
+    int o[2];
+    PBX_REQUIRE(tp_seqpair(o));
+    uint8_t buf[128];
+    size_t n = 0;
+    pbx_ipc_id id = {5, 6};
+    PBX_CHECK_EQ(pbx_ipc_install_encode(id, rq, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, seq, o[0]) == 0);
+    (void)close(o[0]);
+    return o[1];
+}
+
+/* Receives the next reply on fd within 3 s, checking op and seq; returns
+ * its status. */
+static uint16_t tpr_reply_seq(int fd, uint16_t op, uint32_t seq,
+                              pbx_peer_msg *m)
+{
+    PBX_REQUIRE(tp_readable(fd, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(fd, m) == 0);
+    PBX_REQUIRE(m->err == PBX_OK);
+    PBX_CHECK_EQ(m->frame.op, op | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(m->frame.seq, seq);
+    return m->frame.status;
+}
+
+PBX_TEST(peers_procd_replies_echo_seq_in_order)
+{
+    static pbx_peer_msg m;
+    int route = -1;
+    pid_t pid = tpr_up(&route);
+    int base = tp_fd_count(pid);
+    /* Three INSTALLs outstanding at once: answered in order, each with
+     * its seq; the second names the first's slot and is refused. */
+    pbx_ipc_install a = tpr_install(2, 40, 1, 1);
+    pbx_ipc_install b = tpr_install(2, 40, 2, 1);
+    pbx_ipc_install c = tpr_install(2, 41, 3, 1);
+    int pa = tpr_send_install(route, &a, 0x10U);
+    int pb = tpr_send_install(route, &b, 0x11U);
+    int pc = tpr_send_install(route, &c, 0x12U);
+    PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_INSTALL, 0x10U, &m), 0U);
+    PBX_REQUIRE(m.nfds == 1U);
+    int ha = m.fds[0];
+    PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_INSTALL, 0x11U, &m),
+                 PBX_PEER_E_SLOT);
+    PBX_CHECK(tp_hung_up(pb, 2000));
+    PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_INSTALL, 0x12U, &m), 0U);
+    PBX_REQUIRE(m.nfds == 1U);
+    int hc = m.fds[0];
+    /* On a handle: a wrong REVOKE, then the exact one, each echoed. */
+    pbx_ipc_revoke rv = {{1, 1}, 7, 2, 41};
+    uint8_t buf[128];
+    size_t n = 0;
+    pbx_ipc_id id = {5, 6};
+    PBX_CHECK_EQ(pbx_ipc_revoke_encode(id, &rv, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(ha, buf, n, 0x20U, -1) == 0);
+    PBX_CHECK_EQ(tpr_reply_seq(ha, PBX_IPC_OP_REVOKE, 0x20U, &m),
+                 PBX_PEER_E_MISMATCH);
+    rv.installed_slot = 40;
+    PBX_CHECK_EQ(pbx_ipc_revoke_encode(id, &rv, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(ha, buf, n, 0x21U, -1) == 0);
+    PBX_CHECK_EQ(tpr_reply_seq(ha, PBX_IPC_OP_REVOKE, 0x21U, &m), 0U);
+    PBX_CHECK(tp_hung_up(pa, 2000));
+    /* Misrouted and malformed frames on the route: error replies with
+     * the seq. */
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 0x30U, -1) == 0);
+    PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_REVOKE, 0x30U, &m),
+                 PBX_PEER_E_ROUTE);
+    buf[PBX_IPC_RESERVED_OFFSET] = 1U;
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 0x31U, -1) == 0);
+    PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_REVOKE, 0x31U, &m),
+                 PBX_E_IPC_RESERVED);
+    (void)close(hc);
+    PBX_CHECK(tp_hung_up(pc, 2000));
+    pbx_peer_io_close_all(&ha, 1);
+    int left[3] = {pa, pb, pc};
+    pbx_peer_io_close_all(left, 3);
+    PBX_CHECK_EQ(tp_fd_settle(pid, base, 2000), base);
+    (void)close(route);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_procd_stalled_serves_its_backlog_in_order)
+{
+    static pbx_peer_msg m;
+    int route = -1;
+    pid_t pid = tpr_up(&route);
+    int base = tp_fd_count(pid);
+    PBX_REQUIRE(tp_stall(pid, true));
+    int prov[4];
+    for (uint32_t i = 0; i < 4U; i++) {
+        pbx_ipc_install rq = tpr_install(2, 40U + i, 1U + i, 1);
+        prov[i] = tpr_send_install(route, &rq, 100U + i);
+    }
+    PBX_CHECK(!tp_readable(route, 200));
+    PBX_REQUIRE(tp_stall(pid, false));
+    int handles[4];
+    for (uint32_t i = 0; i < 4U; i++) {
+        PBX_CHECK_EQ(tpr_reply_seq(route, PBX_IPC_OP_INSTALL, 100U + i, &m),
+                     0U);
+        PBX_REQUIRE(m.nfds == 1U);
+        handles[i] = m.fds[0];
+        pbx_ipc_install_reply rep;
+        PBX_CHECK_EQ(pbx_ipc_install_reply_decode(&m.frame, &rep), PBX_OK);
+        PBX_CHECK_EQ(rep.installed_slot, 40U + i);
+    }
+    /* Closing the handles revokes every install. */
+    pbx_peer_io_close_all(handles, 4);
+    for (uint32_t i = 0; i < 4U; i++) {
+        PBX_CHECK(tp_hung_up(prov[i], 2000));
+    }
+    pbx_peer_io_close_all(prov, 4);
+    PBX_CHECK_EQ(tp_fd_settle(pid, base, 2000), base);
+    (void)close(route);
+    (void)tp_stop(pid);
+}

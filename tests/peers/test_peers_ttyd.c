@@ -3,7 +3,12 @@
  * VIEW table on cases, and the pbx-ttyd process over a real socketpair
  * with a real pseudo-terminal: POLICY verdicts, PROMPT answered with "y"
  * typed on the terminal, RETRY while type-ahead is pending, and VIEW rows
- * listed in the view file.
+ * listed in the view file. The prompt queue on cases, and the process
+ * with prompts pending: POLICY and VIEW served meanwhile, prompts shown
+ * one at a time and answered in order, WITHDRAW of the showing, a queued
+ * and an unknown prompt, RETRY when the queue is full, every reply (error
+ * replies included) echoing its call's seq, and a backlog served in order
+ * after SIGSTOP/SIGCONT.
  */
 #define _XOPEN_SOURCE 700
 
@@ -130,12 +135,13 @@ PBX_TEST(peers_tty_prompt_text_and_views)
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 0U);
 }
 
-/* Reads the terminal's output until it holds want (or 3 s pass). */
-static bool tt_read_until(int master, char *buf, size_t cap, const char *want)
+/* Reads the terminal's output until it holds want (or ms pass). */
+static bool tt_read_for(int master, char *buf, size_t cap, const char *want,
+                        int ms)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < 60 && strstr(buf, want) == NULL; i++) {
+    for (int i = 0; i < ms / 50 && strstr(buf, want) == NULL; i++) {
         struct pollfd p = {master, POLLIN, 0};
         if (poll(&p, 1, 50) == 1 && len + 1U < cap) {
             ssize_t r = read(master, buf + len, cap - 1U - len);
@@ -144,6 +150,12 @@ static bool tt_read_until(int master, char *buf, size_t cap, const char *want)
         }
     }
     return strstr(buf, want) != NULL;
+}
+
+/* Reads the terminal's output until it holds want (or 3 s pass). */
+static bool tt_read_until(int master, char *buf, size_t cap, const char *want)
+{
+    return tt_read_for(master, buf, cap, want, 3000);
 }
 
 /* Sends a PROMPT on route and returns after the reply is in *m. */
@@ -258,6 +270,412 @@ PBX_TEST(peers_ttyd_policy_prompt_view)
         PBX_CHECK_EQ(tp_read_file(views, out, sizeof(out)) > 0, k == 1);
         PBX_CHECK_EQ(strstr(out, "grant 4.2 read file") != NULL, k == 1);
     }
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+/* A PROMPT of request id showing object obj (id, gen 1) of selector sel. */
+static pbx_ipc_prompt tt_prompt_of(const char *sel, uint64_t obj)
+{
+    pbx_ipc_prompt p = tt_prompt(sel);
+    p.object.id = obj;
+    p.object.gen = 1;
+    return p;
+}
+
+PBX_TEST(peers_tty_queue_table)
+{
+    static pbx_peer_tty_queue q;
+    pbx_peer_tty_queue_init(&q);
+    PBX_CHECK(pbx_peer_tty_queue_head(&q) == NULL);
+    PBX_CHECK(!pbx_peer_tty_queue_show(&q));
+    PBX_CHECK(!pbx_peer_tty_queue_pop(&q));
+    pbx_ipc_prompt a = tt_prompt_of("docs/a", 100);
+    pbx_ipc_prompt b = tt_prompt_of("docs/b", 200);
+    const pbx_ipc_id ia = {1, 1};
+    const pbx_ipc_id ib = {2, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_queue_push(&q, 5, 11, ia, &a), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_push(&q, 5, 12, ib, &b), 0U);
+    /* The same request from the same route is held once; from another
+     * route it is another call. */
+    PBX_CHECK_EQ(pbx_peer_tty_queue_push(&q, 5, 13, ia, &a),
+                 PBX_PEER_E_CONFLICT);
+    const pbx_peer_tty_queued *h = pbx_peer_tty_queue_head(&q);
+    if (h == NULL) {
+        pbx_test_fail(__FILE__, __LINE__, "the queue lost its head");
+        return;
+    }
+    PBX_CHECK(h->seq == 11U && h->request.index == 1U && h->route == 5);
+    PBX_CHECK(h->prompt.selector == h->selector); /* its own copy */
+    PBX_CHECK(memcmp(h->selector, "docs/a", 6) == 0);
+    PBX_CHECK(pbx_peer_tty_queue_show(&q));
+    PBX_CHECK(!pbx_peer_tty_queue_show(&q));
+    /* WITHDRAW: another object is refused; another route finds nothing;
+     * the queued one goes silently, the showing one as showing. */
+    pbx_ipc_object wrong = {100, 2};
+    PBX_CHECK_EQ(pbx_peer_tty_queue_withdraw(&q, 5, ia, wrong),
+                 PBX_PEER_TTY_WD_MISMATCH);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_withdraw(&q, 6, ia, a.object),
+                 PBX_PEER_TTY_WD_UNKNOWN);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_withdraw(&q, 5, ib, b.object),
+                 PBX_PEER_TTY_WD_QUEUED);
+    PBX_CHECK(q.showing && q.count == 1U);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_withdraw(&q, 5, ia, a.object),
+                 PBX_PEER_TTY_WD_SHOWING);
+    PBX_CHECK(!q.showing && q.count == 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_withdraw(&q, 5, ia, a.object),
+                 PBX_PEER_TTY_WD_UNKNOWN); /* a repeat */
+    /* Bounded: past the limit BUSY (the caller answers RETRY); answered
+     * prompts leave in arrival order. */
+    for (uint32_t i = 0; i < PBX_PEER_TTY_QUEUE_MAX; i++) {
+        pbx_ipc_id id = {10U + i, 1U};
+        PBX_CHECK_EQ(
+            pbx_peer_tty_queue_push(&q, i % 2U == 0U ? 5 : 6, i, id, &a), 0U);
+    }
+    pbx_ipc_id more = {99, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_queue_push(&q, 5, 0, more, &a), PBX_PEER_E_BUSY);
+    PBX_CHECK(pbx_peer_tty_queue_show(&q));
+    PBX_CHECK(pbx_peer_tty_queue_pop(&q));
+    PBX_CHECK_EQ(pbx_peer_tty_queue_head(&q)->request.index, 11U);
+    PBX_CHECK(!q.showing);
+    /* A route that closes takes its prompts with it, the showing one too. */
+    PBX_CHECK(pbx_peer_tty_queue_show(&q));
+    bool was = false;
+    PBX_CHECK_EQ(pbx_peer_tty_queue_drop_route(&q, 6, &was),
+                 PBX_PEER_TTY_QUEUE_MAX / 2U);
+    PBX_CHECK(was && !q.showing);
+    PBX_CHECK_EQ(q.count, PBX_PEER_TTY_QUEUE_MAX / 2U - 1U);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_head(&q)->request.index, 12U);
+    PBX_CHECK_EQ(pbx_peer_tty_queue_drop_route(&q, 6, &was), 0U);
+    PBX_CHECK(!was);
+}
+
+/* Sends PROMPT of request id (object obj, selector sel) with seq. */
+static void tt_prompt_seq(int route, pbx_ipc_id id, uint64_t obj,
+                          const char *sel, uint32_t seq)
+{
+    pbx_ipc_prompt p = tt_prompt_of(sel, obj);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_ipc_prompt_encode(id, &p, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, seq, -1) == 0);
+}
+
+/* Receives one reply on route within 3 s into *m, checking its seq. */
+static void tt_reply_seq(int route, pbx_peer_msg *m, uint32_t seq)
+{
+    PBX_REQUIRE(tp_readable(route, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(route, m) == 0);
+    PBX_REQUIRE(m->err == PBX_OK);
+    PBX_CHECK_EQ(m->frame.seq, seq);
+}
+
+/* Expects the PROMPT reply in m: an answer (RETRY when answer is 0) for
+ * request id and object obj. */
+static void tt_answer_is(const pbx_peer_msg *m, pbx_ipc_id id, uint64_t obj,
+                         uint8_t answer)
+{
+    pbx_ipc_prompt_reply r;
+    PBX_REQUIRE(pbx_ipc_prompt_reply_decode(&m->frame, &r) == PBX_OK);
+    PBX_CHECK_EQ(r.retry, answer == 0U);
+    PBX_CHECK_EQ(m->frame.request.index, id.index);
+    PBX_CHECK_EQ(m->frame.request.gen, id.gen);
+    if (answer != 0U) {
+        PBX_CHECK_EQ(r.answer, answer);
+        PBX_CHECK(r.request.index == id.index && r.request.gen == id.gen);
+        PBX_CHECK(r.object.id == obj && r.object.gen == 1U);
+        PBX_CHECK(r.session == 1U && r.realm == 3U && r.job_id == 11U &&
+                  r.job_gen == 2U);
+    }
+}
+
+/* Sends WITHDRAW of request id, object obj (gen 1), with seq, and checks
+ * the exact echo. */
+static void tt_withdraw(int route, pbx_ipc_id id, uint64_t obj, uint32_t seq,
+                        pbx_peer_msg *m)
+{
+    pbx_ipc_withdraw w = {{obj, 1}};
+    uint8_t buf[128];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(id, &w, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, seq, -1) == 0);
+    tt_reply_seq(route, m, seq);
+    pbx_ipc_withdraw ack;
+    PBX_CHECK_EQ(m->frame.status, 0U);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_reply_decode(&m->frame, &ack), PBX_OK);
+    PBX_CHECK(ack.object.id == obj && ack.object.gen == 1U);
+    PBX_CHECK(m->frame.request.index == id.index &&
+              m->frame.request.gen == id.gen);
+}
+
+/* A VIEW row of grant {4, 2} for object obj. */
+static void tt_view_row(pbx_ipc_view *v, uint8_t kind, uint64_t obj)
+{
+    memset(v, 0, sizeof(*v));
+    v->kind = kind;
+    v->grant.index = 4;
+    v->grant.gen = 2;
+    v->ctx = tt_ctx(PBX_IPC_URGENCY_ROUTINE);
+    v->object.id = obj;
+    v->object.gen = 1;
+    v->target.process_id = 7;
+    v->target.process_gen = 1;
+    v->target.slot = 40;
+    v->installed_slot = 40;
+}
+
+/* Sends VIEW (kind) with seq; returns the reply status (0: exact ack). */
+static uint16_t tt_view_seq(int route, uint8_t kind, uint64_t obj, uint32_t seq,
+                            pbx_peer_msg *m)
+{
+    static pbx_ipc_view v;
+    tt_view_row(&v, kind, obj);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {4, 9};
+    PBX_CHECK_EQ(pbx_ipc_view_encode(id, &v, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, seq, -1) == 0);
+    tt_reply_seq(route, m, seq);
+    if (m->frame.status != 0U) {
+        return m->frame.status;
+    }
+    pbx_ipc_view_ack ack;
+    PBX_CHECK_EQ(pbx_ipc_view_reply_decode(&m->frame, &ack), PBX_OK);
+    PBX_CHECK(ack.kind == kind && ack.grant.index == 4U && ack.grant.gen == 2U);
+    return 0U;
+}
+
+/* Sends POLICY (routine: ALLOW by the test policy) with seq; checks it. */
+static void tt_policy_seq(int route, uint32_t seq, pbx_peer_msg *m)
+{
+    pbx_ipc_policy pr;
+    memset(&pr, 0, sizeof(pr));
+    pr.ctx = tt_ctx(PBX_IPC_URGENCY_ROUTINE);
+    pr.object.id = 777;
+    pr.object.gen = 5;
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {4, 9};
+    PBX_CHECK_EQ(pbx_ipc_policy_encode(id, &pr, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, seq, -1) == 0);
+    tt_reply_seq(route, m, seq);
+    pbx_ipc_policy_reply rep;
+    PBX_CHECK_EQ(pbx_ipc_policy_reply_decode(&m->frame, &rep), PBX_OK);
+    PBX_CHECK_EQ(rep.verdict, PBX_IPC_VERDICT_ALLOW);
+}
+
+PBX_TEST(peers_ttyd_serves_policy_and_view_while_a_prompt_waits)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    char out[8192];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    const pbx_ipc_id a = {6, 3};
+    tt_prompt_seq(route, a, 600, "docs/waiting.txt", 0xA0000001U);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "Approve? [y/n]"));
+    PBX_CHECK(strstr(out, "request : 6.3") != NULL);
+    /* Nobody answers: powerboxd's other calls are served meanwhile. */
+    tt_policy_seq(route, 0xA0000002U, &m);
+    PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_ACTIVE, 600, 0xA0000003U, &m),
+                 0U);
+    PBX_CHECK(tp_read_file(views, out, sizeof(out)) > 0 &&
+              strstr(out, "grant 4.2 read file object 600.1") != NULL);
+    PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_REMOVE, 600, 0xA0000004U, &m),
+                 0U);
+    PBX_CHECK(tp_read_file(views, out, sizeof(out)) == 0);
+    PBX_CHECK(!tp_readable(route, 100)); /* the PROMPT is still unanswered */
+    /* Now the user answers: the reply echoes the PROMPT's seq. */
+    PBX_CHECK(write(master, "y\n", 2) == 2);
+    tt_reply_seq(route, &m, 0xA0000001U);
+    tt_answer_is(&m, a, 600, PBX_IPC_ANSWER_APPROVE);
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_ttyd_two_prompts_shown_one_at_a_time_answered_in_order)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    char out[8192];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    const pbx_ipc_id a = {6, 3};
+    const pbx_ipc_id b = {7, 1};
+    tt_prompt_seq(route, a, 600, "docs/first.txt", 21);
+    tt_prompt_seq(route, b, 700, "docs/second.txt", 22);
+    /* Only the first shows, naming its program and exact object. */
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "Approve? [y/n]"));
+    PBX_CHECK(strstr(out, "program : /bin/cat") != NULL);
+    PBX_CHECK(strstr(out, "object  : 600 gen 1") != NULL);
+    PBX_CHECK(strstr(out, "selector: \"docs/first.txt\"") != NULL);
+    PBX_CHECK(!tt_read_for(master, out, sizeof(out), "docs/second.txt", 300));
+    PBX_CHECK(!tp_readable(route, 50));
+    PBX_CHECK(write(master, "y\n", 2) == 2);
+    tt_reply_seq(route, &m, 21);
+    tt_answer_is(&m, a, 600, PBX_IPC_ANSWER_APPROVE);
+    /* Then the second shows, and its own answer goes to its own call. */
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "docs/second.txt"));
+    PBX_CHECK(strstr(out, "object  : 700 gen 1") != NULL);
+    PBX_CHECK(!tp_readable(route, 50));
+    PBX_CHECK(write(master, "maybe\n", 6) == 6);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "please answer y or n"));
+    PBX_CHECK(write(master, "n\n", 2) == 2);
+    tt_reply_seq(route, &m, 22);
+    tt_answer_is(&m, b, 700, PBX_IPC_ANSWER_DENY);
+    PBX_CHECK(!tp_readable(route, 100));
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_ttyd_withdraw_showing_queued_and_unknown_prompts)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    char out[8192];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    const pbx_ipc_id a = {6, 3};
+    const pbx_ipc_id b = {7, 1};
+    const pbx_ipc_id c = {8, 4};
+    tt_prompt_seq(route, a, 600, "docs/first.txt", 31);
+    tt_prompt_seq(route, b, 700, "docs/second.txt", 32);
+    tt_prompt_seq(route, c, 800, "docs/third.txt", 33);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "docs/first.txt"));
+    /* The queued one goes silently; the first still shows. */
+    tt_withdraw(route, b, 700, 34, &m);
+    PBX_CHECK(!tt_read_for(master, out, sizeof(out), "withdrawn", 300));
+    /* Another object under a's id is not a's prompt: refused, seq echoed. */
+    pbx_ipc_withdraw w = {{601, 1}};
+    uint8_t buf[128];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(a, &w, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 35, -1) == 0);
+    tt_reply_seq(route, &m, 35);
+    PBX_CHECK_EQ(m.frame.status, PBX_PEER_E_MISMATCH);
+    /* The showing one leaves the terminal, which says so; the next (c,
+     * not the withdrawn b) shows. */
+    tt_withdraw(route, a, 600, 36, &m);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "docs/third.txt"));
+    PBX_CHECK(strstr(out, "[prompt for request 6.3 withdrawn]") != NULL);
+    PBX_CHECK(strstr(out, "docs/second.txt") == NULL);
+    /* Unknown and repeated withdrawals are acknowledged with the echo. */
+    const pbx_ipc_id never = {40, 9};
+    tt_withdraw(route, never, 4000, 37, &m);
+    tt_withdraw(route, a, 600, 38, &m);
+    /* The answer goes to c; a and b are never answered. */
+    PBX_CHECK(write(master, "y\n", 2) == 2);
+    tt_reply_seq(route, &m, 33);
+    tt_answer_is(&m, c, 800, PBX_IPC_ANSWER_APPROVE);
+    PBX_CHECK(!tp_readable(route, 200));
+    /* A late answer, typed after the withdrawal of the only prompt,
+     * answers nothing, and never a later prompt: that one is RETRY. */
+    tt_prompt_seq(route, a, 600, "docs/first.txt", 39);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "docs/first.txt"));
+    tt_withdraw(route, a, 600, 40, &m);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "withdrawn"));
+    PBX_CHECK(write(master, "y\n", 2) == 2);
+    PBX_CHECK(!tp_readable(route, 200));
+    tt_prompt_seq(route, b, 700, "docs/second.txt", 41);
+    tt_reply_seq(route, &m, 41);
+    tt_answer_is(&m, b, 700, 0U);
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_ttyd_full_queue_retry_and_error_replies_echo_seq)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    char out[8192];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    for (uint32_t i = 0; i < PBX_PEER_TTY_QUEUE_MAX; i++) {
+        pbx_ipc_id id = {100U + i, 1U};
+        tt_prompt_seq(route, id, 1000U + i, "docs/many.txt", 500U + i);
+    }
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "request : 100.1"));
+    /* Full: the next PROMPT is answered RETRY (authority-free) at once. */
+    const pbx_ipc_id extra = {200, 1};
+    tt_prompt_seq(route, extra, 2000, "docs/many.txt", 0xFFFFFFFFU);
+    tt_reply_seq(route, &m, 0xFFFFFFFFU);
+    tt_answer_is(&m, extra, 2000, 0U);
+    /* A second PROMPT of a held request is refused; the first call stays
+     * the one that will be answered. */
+    const pbx_ipc_id held = {101, 1};
+    tt_prompt_seq(route, held, 1001, "docs/many.txt", 77);
+    tt_reply_seq(route, &m, 77);
+    PBX_CHECK_EQ(m.frame.status, PBX_PEER_E_CONFLICT);
+    /* Error replies echo seq: a VIEW REMOVE of another row, an op ttyd
+     * does not serve, a body that does not decode. */
+    PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_ACTIVE, 600, 78, &m), 0U);
+    PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_REMOVE, 601, 79, &m),
+                 PBX_PEER_E_MISMATCH);
+    pbx_ipc_retire rt = {{5, 1}, 9, PBX_IPC_CLASS_FILE};
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {4, 9};
+    PBX_CHECK_EQ(pbx_ipc_retire_encode(id, &rt, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 80, -1) == 0);
+    tt_reply_seq(route, &m, 80);
+    PBX_CHECK_EQ(m.frame.status, PBX_PEER_E_ROUTE);
+    PBX_CHECK_EQ(m.frame.op, PBX_IPC_OP_RETIRE | PBX_IPC_REPLY_BIT);
+    pbx_ipc_withdraw w = {{5, 1}};
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(id, &w, buf, sizeof(buf), &n), PBX_OK);
+    buf[PBX_IPC_HEADER_BYTES + 12U] = 1U; /* a reserved byte */
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 81, -1) == 0);
+    tt_reply_seq(route, &m, 81);
+    PBX_CHECK_EQ(m.frame.status, PBX_E_IPC_RESERVED);
+    PBX_CHECK_EQ(m.frame.op, PBX_IPC_OP_WITHDRAW | PBX_IPC_REPLY_BIT);
+    /* The first prompt still shows and is still answered. */
+    PBX_CHECK(write(master, "y\n", 2) == 2);
+    const pbx_ipc_id first = {100, 1};
+    tt_reply_seq(route, &m, 500);
+    tt_answer_is(&m, first, 1000, PBX_IPC_ANSWER_APPROVE);
+    /* powerboxd hangs up: its prompts leave the terminal. */
+    (void)close(route);
+    PBX_CHECK(
+        tt_read_until(master, out, sizeof(out), "request 101.1 withdrawn"));
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_ttyd_stalled_serves_its_backlog_in_order)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_ACTIVE, 600, 1, &m), 0U);
+    /* Stopped while the grant is revoked: REMOVE (and powerboxd's
+     * retry of it) wait in the route until ttyd runs again. */
+    PBX_REQUIRE(tp_stall(pid, true));
+    static pbx_ipc_view v;
+    tt_view_row(&v, PBX_IPC_VIEW_REMOVE, 600);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {4, 9};
+    PBX_CHECK_EQ(pbx_ipc_view_encode(id, &v, buf, sizeof(buf), &n), PBX_OK);
+    for (uint32_t s = 2; s <= 4; s++) {
+        PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, s, -1) == 0);
+    }
+    PBX_CHECK(!tp_readable(route, 200));
+    PBX_REQUIRE(tp_stall(pid, false));
+    for (uint32_t s = 2; s <= 4; s++) {
+        tt_reply_seq(route, &m, s);
+        PBX_CHECK_EQ(m.frame.status, 0U);
+    }
+    char out[512];
+    PBX_CHECK(tp_read_file(views, out, sizeof(out)) == 0);
     (void)close(route);
     (void)close(master);
     (void)tp_stop(pid);

@@ -6,7 +6,10 @@
  * inode, RETIRE cutting the connection so every copy dies, malformed
  * or misrouted frames refused without leaking descriptors, and scopes
  * handed out by SCM_RIGHTS, each named by the inode of the end handed out
- * (misnamed on purpose only behind the --lie-scope fault switch).
+ * (misnamed on purpose only behind the --lie-scope fault switch). RETIRE
+ * is idempotent (a repeat is acknowledged exactly, even after its row was
+ * reused); pipelined calls are answered in order, each reply (error
+ * replies included) echoing its call's seq, also after SIGSTOP/SIGCONT.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -672,4 +675,239 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     (void)close(h);
     (void)close(l);
     (void)tp_stop(pid);
+}
+
+PBX_TEST(peers_vfs_objtab_retire_is_idempotent)
+{
+    static pbx_peer_objtab t;
+    pbx_peer_objtab_init(&t);
+    size_t row = 0;
+    int prov = 0;
+    PBX_REQUIRE(pbx_peer_objtab_reserve(&t, &row) == 0U);
+    uint32_t g = pbx_peer_objtab_mint(&t, row, 500, 7, PBX_IPC_CLASS_FILE, 40);
+    /* Never minted, or generation 0: unknown. */
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, g + 1U, 7, PBX_IPC_CLASS_FILE, &prov),
+        PBX_PEER_E_UNKNOWN);
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, 0, 7, PBX_IPC_CLASS_FILE, &prov),
+        PBX_PEER_E_UNKNOWN);
+    /* The generation is live under another id: not this object. */
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 501, g, 7, PBX_IPC_CLASS_FILE, &prov),
+        PBX_PEER_E_MISMATCH);
+    PBX_CHECK_EQ(t.rows[row].state, PBX_PEER_OBJ_LIVE);
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, g, 7, PBX_IPC_CLASS_FILE, &prov), 0U);
+    PBX_CHECK_EQ(prov, 40);
+    /* Every row taken by later objects: the retired row is reused first,
+     * and a retried RETIRE of the object it held is still acknowledged,
+     * exactly, with nothing to cut. */
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        size_t r = 0;
+        PBX_REQUIRE(pbx_peer_objtab_reserve(&t, &r) == 0U);
+        (void)pbx_peer_objtab_mint(&t, r, 1000U + i, 7, PBX_IPC_CLASS_FILE, -1);
+    }
+    PBX_CHECK(t.rows[row].gen != g);
+    prov = 5;
+    PBX_CHECK_EQ(
+        pbx_peer_objtab_retire(&t, 500, g, 7, PBX_IPC_CLASS_FILE, &prov), 0U);
+    PBX_CHECK_EQ(prov, -1);
+    PBX_CHECK_EQ(pbx_peer_objtab_live(&t), PBX_PEER_VFS_OBJECTS_MAX);
+    /* Generations wrap past UINT32_MAX to 1, never 0. */
+    t.next_gen = UINT32_MAX;
+    t.rows[0].state = PBX_PEER_OBJ_RETIRED;
+    PBX_CHECK_EQ(pbx_peer_objtab_mint(&t, 0, 9, 7, PBX_IPC_CLASS_FILE, -1),
+                 UINT32_MAX);
+    PBX_CHECK(t.next_gen == 1U && t.wrapped);
+}
+
+/* Sends the encoded frame buf[0..n) on fd with seq (and cap unless
+ * negative), without waiting for the reply. */
+static void tv_send_seq(int fd, uint8_t *buf, size_t n, uint32_t seq, int cap)
+{
+    PBX_CHECK(pbx_peer_io_send_seq(fd, buf, n, seq, cap) == 0);
+}
+
+/* Receives the next reply on fd within 3 s; checks its op and seq;
+ * returns its status. */
+static uint16_t tv_reply_seq(int fd, uint16_t op, uint32_t seq, pbx_peer_msg *m)
+{
+    PBX_REQUIRE(tp_readable(fd, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(fd, m) == 0);
+    PBX_REQUIRE(m->err == PBX_OK);
+    PBX_CHECK_EQ(m->frame.op, op | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(m->frame.seq, seq);
+    return m->frame.status;
+}
+
+/* Encodes a RETIRE of rq into buf; returns its length. */
+static size_t tv_retire_frame(const pbx_ipc_retire *rq, uint8_t *buf,
+                              size_t cap)
+{
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    PBX_CHECK_EQ(pbx_ipc_retire_encode(id, rq, buf, cap, &n), PBX_OK);
+    return n;
+}
+
+PBX_TEST(peers_vfsd_retire_idempotent_and_pipelined_in_order)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    pbx_ipc_retire bad = rq;
+    bad.scope_id++;
+    /* powerboxd does not wait: DETACH, RETIRE and its retries, a wrong
+     * RETIRE, and RESOLVEs go out back to back; each is answered, in
+     * order, echoing its own seq. */
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_detach dq = {rep.object};
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    PBX_CHECK_EQ(pbx_ipc_detach_encode(id, &dq, buf, sizeof(buf), &n), PBX_OK);
+    int alias = dup(obj);
+    PBX_REQUIRE(alias >= 0);
+    tv_send_seq(t.route, buf, n, 100, alias);
+    (void)close(alias);
+    n = tv_retire_frame(&rq, buf, sizeof(buf));
+    for (uint32_t s = 101; s <= 103; s++) {
+        tv_send_seq(t.route, buf, n, s, -1);
+    }
+    n = tv_retire_frame(&bad, buf, sizeof(buf));
+    tv_send_seq(t.route, buf, n, 104, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_DETACH, 100, &m), 0U);
+    for (uint32_t s = 101; s <= 103; s++) {
+        /* The first cuts; every repeat gets the same exact echo. */
+        PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, s, &m), 0U);
+        pbx_ipc_retire ack;
+        PBX_CHECK_EQ(pbx_ipc_retire_reply_decode(&m.frame, &ack), PBX_OK);
+        PBX_CHECK(
+            ack.object.id == rq.object.id && ack.object.gen == rq.object.gen &&
+            ack.scope_id == rq.scope_id && ack.object_class == rq.object_class);
+        PBX_CHECK(m.frame.request.index == 3U && m.frame.request.gen == 9U);
+    }
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, 104, &m),
+                 PBX_PEER_E_MISMATCH);
+    PBX_CHECK(tp_hung_up(obj, 2000));
+    (void)close(obj);
+    /* The retired row is reused once every other row was used; a late
+     * retry of the RETIRE is still acknowledged exactly. */
+    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+        pbx_ipc_resolve_reply r2;
+        int o = tv_found(&t, &r2, &m);
+        (void)close(o);
+    }
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 3000), base);
+    tv_down(&t);
+}
+
+PBX_TEST(peers_vfsd_error_replies_echo_seq)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    /* RESOLVE with a wrong digest; RESOLVE on the route (misrouted). */
+    pbx_ipc_resolve rs;
+    memset(&rs, 0, sizeof(rs));
+    rs.operation = PBX_IPC_OPERATION_READ;
+    rs.object_class = PBX_IPC_CLASS_FILE;
+    rs.selector = (const uint8_t *)"a.txt";
+    rs.selector_len = 5;
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
+    tv_send_seq(t.scope, buf, n, 7, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 7, &m),
+                 PBX_PEER_E_DIGEST);
+    tv_send_seq(t.route, buf, n, 8, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 8, &m),
+                 PBX_PEER_E_ROUTE);
+    /* A RESOLVE that decodes, and one whose body does not. */
+    PBX_CHECK_EQ(
+        pbx_sha2_digest(rs.selector, rs.selector_len, rs.selector_digest),
+        PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
+    tv_send_seq(t.scope, buf, n, 9, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 9, &m), 0U);
+    PBX_CHECK_EQ(m.nfds, 1U);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    buf[PBX_IPC_HEADER_BYTES + 1U] = 0xFFU; /* operation out of range */
+    tv_send_seq(t.scope, buf, n, 10, -1);
+    PBX_CHECK(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 10, &m) != 0U);
+    /* A frame that fails the header check still names its op and seq. */
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
+    buf[PBX_IPC_RESERVED_OFFSET] = 1U;
+    tv_send_seq(t.scope, buf, n, 11, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 11, &m),
+                 PBX_E_IPC_RESERVED);
+    /* DETACH and RETIRE of an object vfsd never minted. */
+    pbx_ipc_detach dq = {{12345, 77}};
+    PBX_CHECK_EQ(pbx_ipc_detach_encode(id, &dq, buf, sizeof(buf), &n), PBX_OK);
+    int other[2];
+    PBX_REQUIRE(tp_seqpair(other));
+    tv_send_seq(t.route, buf, n, 12, other[0]);
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_DETACH, 12, &m),
+                 PBX_PEER_E_UNKNOWN);
+    pbx_peer_io_close_all(other, 2);
+    pbx_ipc_retire rq = {{12345, 77}, t.scope_id, PBX_IPC_CLASS_FILE};
+    n = tv_retire_frame(&rq, buf, sizeof(buf));
+    tv_send_seq(t.route, buf, n, 0xFFFFFFFFU, -1);
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, 0xFFFFFFFFU, &m),
+                 PBX_PEER_E_UNKNOWN);
+    tv_down(&t);
+}
+
+PBX_TEST(peers_vfsd_stalled_serves_its_backlog_in_order)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    /* vfsd stops; RESOLVEs and the RETIRE (with retries) queue up. */
+    PBX_REQUIRE(tp_stall(t.pid, true));
+    pbx_ipc_resolve rs;
+    memset(&rs, 0, sizeof(rs));
+    rs.operation = PBX_IPC_OPERATION_READ;
+    rs.object_class = PBX_IPC_CLASS_FILE;
+    rs.selector = (const uint8_t *)"missing";
+    rs.selector_len = 7;
+    PBX_CHECK_EQ(
+        pbx_sha2_digest(rs.selector, rs.selector_len, rs.selector_digest),
+        PBX_OK);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
+    for (uint32_t s = 1; s <= 8; s++) {
+        tv_send_seq(t.scope, buf, n, s, -1);
+    }
+    n = tv_retire_frame(&rq, buf, sizeof(buf));
+    for (uint32_t s = 20; s <= 22; s++) {
+        tv_send_seq(t.route, buf, n, s, -1);
+    }
+    PBX_CHECK(!tp_readable(t.scope, 200) && !tp_readable(t.route, 0));
+    PBX_CHECK(!tp_hung_up(obj, 0));
+    PBX_REQUIRE(tp_stall(t.pid, false));
+    /* After SIGCONT everything is answered, in order, and the object is
+     * dead. */
+    for (uint32_t s = 1; s <= 8; s++) {
+        PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, s, &m), 0U);
+    }
+    for (uint32_t s = 20; s <= 22; s++) {
+        PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, s, &m), 0U);
+    }
+    PBX_CHECK(tp_hung_up(obj, 2000));
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    tv_down(&t);
 }
