@@ -9,10 +9,11 @@
  * table, status and request identity rules). The header's per-call
  * sequence number (seq) is data: any value in a request, echoed by its
  * reply (error replies included) so that many calls may be outstanding at
- * once; encoders write 0 and pbx_ipc_frame_set_seq patches it. Each record decoder then checks its body strictly: exact
- * length, known discriminants, reserved fields zero, bounded lengths,
- * outcome-dependent capability counts. Decoded records are plain host-side
- * structs; nothing is ever cast over wire bytes.
+ * once; encoders write 0 and pbx_ipc_frame_set_seq patches it. Each record
+ * decoder then checks its body strictly: exact length, known discriminants,
+ * reserved fields zero, bounded lengths, outcome-dependent capability counts.
+ * Decoded records are plain host-side structs; nothing is ever cast over wire
+ * bytes.
  *
  * Every encoder writes a whole frame (header and body) into caller storage,
  * then decodes its own output, so it can only emit frames that the decoder
@@ -492,8 +493,7 @@ pbx_err pbx_ipc_frame_set_seq(uint8_t *frame, size_t len, uint32_t seq);
  * (leaving *seq untouched) when len is shorter than the header. frame may
  * be NULL only when len is 0; seq must not be NULL.
  */
-pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len,
-                               uint32_t *seq);
+pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len, uint32_t *seq);
 
 /**
  * pbx_ipc_status_reply_encode writes an error reply: the reply form of

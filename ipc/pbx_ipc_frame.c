@@ -221,8 +221,7 @@ pbx_err pbx_ipc_frame_set_seq(uint8_t *frame, size_t len, uint32_t seq)
     return PBX_OK;
 }
 
-pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len,
-                               uint32_t *seq)
+pbx_err pbx_ipc_frame_peek_seq(const uint8_t *frame, size_t len, uint32_t *seq)
 {
     PBX_ASSERT(seq != NULL);
     PBX_ASSERT(frame != NULL || len == 0U);

@@ -369,7 +369,7 @@ PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
     PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
     buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
     PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
-                 PBX_E_IPC_ADMISSION);
+                 PBX_E_IPC_DIR_ENTRY_WIDENED);
     TH_TRACE(h, "");
     /* One-shot directory-entry touch is admitted. */
     PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);

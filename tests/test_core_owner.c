@@ -390,7 +390,7 @@ PBX_TEST(core_every_public_frame_gets_a_reply_or_a_drop)
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);
-    pbx_le_put16(bad + 4, 2U);
+    pbx_le_put16(bad + 4, 1U);
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);
