@@ -53,6 +53,7 @@ static bool sim_no_act(sim_world *w, const sim_route_state *rt, sim_reply *r,
                                         &r->len) != PBX_OK) {
             r->len = 0U;
         }
+        (void)pbx_ipc_frame_set_seq(r->bytes, r->len, req->seq);
         return true;
     }
     if (rt->last_len > 0U && sim_fault_fires(w, SIM_F_REPLAY)) {
@@ -228,8 +229,13 @@ pbx_core_io sim_peer_call(sim_world *w, pbx_core_call *c)
     }
     static sim_reply r;
     memset(&r, 0, sizeof(r));
-    if (!sim_no_act(w, rt, &r, &f) && !sim_answer(w, &f, c, &r)) {
-        return PBX_CORE_IO_FAILED;
+    if (!sim_no_act(w, rt, &r, &f)) {
+        if (!sim_answer(w, &f, c, &r)) {
+            return PBX_CORE_IO_FAILED;
+        }
+        /* Every fresh answer echoes the call's seq (one place for every
+         * simulated peer); a replayed older reply keeps its own. */
+        (void)pbx_ipc_frame_set_seq(r.bytes, r.len, f.seq);
     }
     /* IO_OK means the kernel moved the capability, whatever the answer. */
     if (c->send_slot != PBX_CORE_SLOT_NONE && !c->send_copy) {

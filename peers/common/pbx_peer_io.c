@@ -177,7 +177,20 @@ int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status)
                                     &n) != PBX_OK) {
         return 0;
     }
-    return pbx_peer_io_send(fd, out, n, -1);
+    return pbx_peer_io_reply(fd, m, out, n, -1);
+}
+
+int pbx_peer_io_reply(int fd, const pbx_peer_msg *req, uint8_t *buf, size_t len,
+                      int cap_fd)
+{
+    uint32_t seq = 0U;
+    /* The request's raw header, so even an undecodable one is echoed. */
+    (void)pbx_ipc_frame_peek_seq(req->buf, req->len, &seq);
+    if (pbx_ipc_frame_set_seq(buf, len, seq) != PBX_OK) {
+        errno = EINVAL;
+        return -1;
+    }
+    return pbx_peer_io_send(fd, buf, len, cap_fd);
 }
 
 int pbx_peer_io_call(int fd, const uint8_t *req, size_t req_len, int cap_fd,

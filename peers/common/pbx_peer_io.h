@@ -64,11 +64,21 @@ int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m);
 int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd);
 
 /**
+ * pbx_peer_io_reply sends the len-byte reply encoded in buf on fd (with a
+ * copy of cap_fd unless negative) after writing into it the seq of the
+ * request in req, so the caller matches the reply to its call. Every reply
+ * a peer sends goes through here (or pbx_peer_io_reply_status). Returns 0,
+ * or -1 with errno set (EINVAL when buf is shorter than a header).
+ */
+int pbx_peer_io_reply(int fd, const pbx_peer_msg *req, uint8_t *buf, size_t len,
+                      int cap_fd);
+
+/**
  * pbx_peer_io_reply_status answers the request in m with an error reply of
- * status (no body, no descriptor). When m's frame did not decode, the op
- * and request id are read from the raw header if it names a known request
- * op; otherwise nothing is sent. Returns 0 when sent or skipped, -1 on a
- * send failure.
+ * status (no body, no descriptor) echoing its seq. When m's frame did not
+ * decode, the op, request id and seq are read from the raw header if it
+ * names a known request op; otherwise nothing is sent. Returns 0 when sent
+ * or skipped, -1 on a send failure.
  */
 int pbx_peer_io_reply_status(int fd, const pbx_peer_msg *m, uint32_t status);
 

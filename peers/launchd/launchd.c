@@ -179,7 +179,9 @@ static bool launchd_relay(const launchd_srv *srv, launchd_conn *c)
     if (g_reply.err == PBX_OK) {
         (void)pbx_peer_track_relayed(&c->track, &g_msg.frame, &g_reply.frame);
     }
-    bool ok = pbx_peer_io_send(c->fd, g_reply.buf, g_reply.len, alias) == 0;
+    /* The caller gets its own seq back, whatever the broker echoed. */
+    bool ok =
+        pbx_peer_io_reply(c->fd, &g_msg, g_reply.buf, g_reply.len, alias) == 0;
     pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
     return ok;
 }

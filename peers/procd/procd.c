@@ -103,7 +103,7 @@ static bool procd_install_reply(int fd, const pbx_ipc_install *rq, int cap)
     pbx_err e = pbx_ipc_install_reply_encode(
         g_procd.msg.frame.request, &rep, g_procd.out, sizeof(g_procd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    return pbx_peer_io_send(fd, g_procd.out, n, cap) == 0;
+    return pbx_peer_io_reply(fd, &g_procd.msg, g_procd.out, n, cap) == 0;
 }
 
 /* INSTALL on the route: the object goes into the exact staged slot. */
@@ -185,7 +185,7 @@ static void procd_handle(size_t row)
     pbx_peer_proctab_drop(&g_procd.tab, row, &object, &handle);
     (void)close(object);
     procd_publish();
-    if (pbx_peer_io_send(handle, g_procd.out, n, -1) != 0) {
+    if (pbx_peer_io_reply(handle, m, g_procd.out, n, -1) != 0) {
         pbx_peer_log("procd", "REVOKE ack failed: %s", strerror(errno));
     }
     (void)close(handle);

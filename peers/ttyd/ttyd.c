@@ -45,7 +45,7 @@ static ttyd g_ttyd;
 /* Sends the n encoded bytes in g_ttyd.out on fd. */
 static void ttyd_send(int fd, size_t n)
 {
-    if (pbx_peer_io_send(fd, g_ttyd.out, n, -1) != 0) {
+    if (pbx_peer_io_reply(fd, &g_ttyd.msg, g_ttyd.out, n, -1) != 0) {
         pbx_peer_log("ttyd", "reply send failed: %s", strerror(errno));
     }
 }

@@ -167,7 +167,7 @@ static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
 /* Sends an encoded frame of n bytes (with cap unless negative) on fd. */
 static void vfsd_send(int fd, size_t n, int cap)
 {
-    if (pbx_peer_io_send(fd, g_vfsd.out, n, cap) != 0) {
+    if (pbx_peer_io_reply(fd, &g_vfsd.msg, g_vfsd.out, n, cap) != 0) {
         pbx_peer_log("vfsd", "reply send failed: %s", strerror(errno));
     }
 }
@@ -211,7 +211,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
     pbx_err e = pbx_ipc_resolve_reply_encode(
         g_vfsd.msg.frame.request, rep, g_vfsd.out, sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    if (pbx_peer_io_send(c->fd, g_vfsd.out, n, sv[1]) != 0) {
+    if (pbx_peer_io_reply(c->fd, &g_vfsd.msg, g_vfsd.out, n, sv[1]) != 0) {
         /* Nobody holds the object: cut it and free the row at once. */
         int prov = -1;
         (void)pbx_peer_objtab_retire(&g_vfsd.objs, id, rep->object.gen,
