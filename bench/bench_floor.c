@@ -378,7 +378,7 @@ static void fl_setup_grant(fl_state *s)
     s->wake = (pbx_ipc_wake){s->begin.ctx.job_id, s->begin.ctx.job_gen};
     s->decision =
         (pbx_ipc_decision){PBX_IPC_OUTCOME_APPROVED, PBX_IPC_MODE_INSTALL,
-                           grant, s->begin.target.slot};
+                           grant, s->begin.target.slot, 0U};
     s->retire = (pbx_ipc_retire){obj, s->resolve_reply.scope_id,
                                  s->begin.ctx.object_class};
 }
