@@ -6,8 +6,9 @@
  * the partition checks are fuzzed too), the rest is the frame. A frame the
  * frame decoder accepts is dispatched by op to its record decoder; a
  * record that decodes is re-encoded and must reproduce the input bytes
- * exactly (the codec is canonical), and every decoded length must stay
- * within its bound.
+ * exactly (the codec is canonical; encoders write seq 0, so the decoded
+ * seq is patched back with pbx_ipc_frame_set_seq first), and every
+ * decoded length must stay within its bound.
  */
 #include "ipc/pbx_ipc.h"
 
@@ -20,10 +21,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
 
-/* Checks that a successful decode re-encodes to the same frame. */
+/* Checks that a successful decode re-encodes to the same frame, once the
+ * input's seq is echoed into the output the way a replier does it. */
 static void same(pbx_err e, size_t len, const uint8_t *frame, size_t flen)
 {
-    if (e != PBX_OK || len != flen || memcmp(out, frame, flen) != 0) {
+    uint32_t seq = 0U;
+    if (e != PBX_OK || pbx_ipc_frame_peek_seq(frame, flen, &seq) != PBX_OK ||
+        pbx_ipc_frame_set_seq(out, len, seq) != PBX_OK || len != flen ||
+        memcmp(out, frame, flen) != 0) {
         abort();
     }
 }
@@ -173,6 +178,7 @@ static void ttyd_ops(const pbx_ipc_frame *f, const uint8_t *p, size_t n)
         pbx_ipc_prompt_reply pr_r;
         pbx_ipc_view view;
         pbx_ipc_view_ack ack;
+        pbx_ipc_withdraw wd;
     } u;
     switch (f->op) {
     case PBX_IPC_OP_POLICY:
@@ -207,6 +213,20 @@ static void ttyd_ops(const pbx_ipc_frame *f, const uint8_t *p, size_t n)
         if (pbx_ipc_view_decode(f, &u.view) == PBX_OK) {
             same(pbx_ipc_view_encode(f->request, &u.view, out, sizeof(out),
                                      &len),
+                 len, p, n);
+        }
+        break;
+    case PBX_IPC_OP_WITHDRAW:
+        if (pbx_ipc_withdraw_decode(f, &u.wd) == PBX_OK) {
+            same(pbx_ipc_withdraw_encode(f->request, &u.wd, out, sizeof(out),
+                                         &len),
+                 len, p, n);
+        }
+        break;
+    case REPLY(PBX_IPC_OP_WITHDRAW):
+        if (pbx_ipc_withdraw_reply_decode(f, &u.wd) == PBX_OK) {
+            same(pbx_ipc_withdraw_reply_encode(f->request, &u.wd, out,
+                                               sizeof(out), &len),
                  len, p, n);
         }
         break;

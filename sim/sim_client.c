@@ -104,6 +104,12 @@ static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
     if (b->ctx.operation >= (uint16_t)PBX_IPC_OPERATION_ENTRY_METADATA_READ) {
         b->ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
         b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    } else if (b->ctx.object_class == (uint16_t)PBX_IPC_CLASS_DIRECTORY_ENTRY) {
+        /* A directory entry is admitted only for an exact one-shot entry
+         * operation, never widened (PBX_E_IPC_DIR_ENTRY_WIDENED). */
+        b->ctx.operation = (uint16_t)(PBX_IPC_OPERATION_ENTRY_METADATA_READ +
+                                      (b->ctx.operation & 1U));
+        b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
     }
     /* launchd names the invocation exactly when the lifetime is one; two
      * ids per job, so an INVOCATION expiry meets some requests of the job

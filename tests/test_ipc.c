@@ -167,6 +167,16 @@ static pbx_err enc_decision_nf(uint8_t *buf, size_t n, size_t *len)
     return pbx_ipc_decision_reply_encode(sample_id, &r, buf, n, len);
 }
 
+static pbx_err enc_decision_denied(uint8_t *buf, size_t n, size_t *len)
+{
+    pbx_ipc_decision r = {PBX_IPC_OUTCOME_DENIED,
+                          0U,
+                          {0U, 0U},
+                          0U,
+                          PBX_IPC_REASON_PROMPT_TIMEOUT};
+    return pbx_ipc_decision_reply_encode(sample_id, &r, buf, n, len);
+}
+
 static pbx_err redo_decision(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
                              size_t *len)
 {
@@ -330,6 +340,37 @@ static pbx_err enc_detach_r(uint8_t *buf, size_t n, size_t *len)
 {
     pbx_ipc_detach r = {sample_object};
     return pbx_ipc_detach_reply_encode(sample_id, &r, buf, n, len);
+}
+
+static pbx_err enc_withdraw(uint8_t *buf, size_t n, size_t *len)
+{
+    pbx_ipc_withdraw r = {sample_object};
+    return pbx_ipc_withdraw_encode(sample_id, &r, buf, n, len);
+}
+
+static pbx_err redo_withdraw(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
+                             size_t *len)
+{
+    pbx_ipc_withdraw r;
+    pbx_err e = pbx_ipc_withdraw_decode(f, &r);
+    return e != PBX_OK ? e
+                       : pbx_ipc_withdraw_encode(f->request, &r, buf, n, len);
+}
+
+static pbx_err enc_withdraw_r(uint8_t *buf, size_t n, size_t *len)
+{
+    pbx_ipc_withdraw r = {sample_object};
+    return pbx_ipc_withdraw_reply_encode(sample_id, &r, buf, n, len);
+}
+
+static pbx_err redo_withdraw_r(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
+                               size_t *len)
+{
+    pbx_ipc_withdraw r;
+    pbx_err e = pbx_ipc_withdraw_reply_decode(f, &r);
+    return e != PBX_OK
+               ? e
+               : pbx_ipc_withdraw_reply_encode(f->request, &r, buf, n, len);
 }
 
 static pbx_err redo_detach_r(const pbx_ipc_frame *f, uint8_t *buf, size_t n,
@@ -619,6 +660,7 @@ static const struct sample samples[] = {
     {"decision_install", enc_decision_inst, redo_decision, 0},
     {"decision_runtime", enc_decision_rt, redo_decision, 1},
     {"decision_not_found", enc_decision_nf, redo_decision, 0},
+    {"decision_denied", enc_decision_denied, redo_decision, 0},
     {"cancel_exact", enc_cancel_exact, redo_cancel, 0},
     {"cancel_correlation", enc_cancel_corr, redo_cancel, 0},
     {"cancel_grant", enc_cancel_grant, redo_cancel, 0},
@@ -640,6 +682,8 @@ static const struct sample samples[] = {
     {"prompt_retry", enc_prompt_retry, redo_prompt_r, 0},
     {"view", enc_view, redo_view, 0},
     {"view_reply", enc_view_r, redo_view_r, 0},
+    {"withdraw", enc_withdraw, redo_withdraw, 0},
+    {"withdraw_reply", enc_withdraw_r, redo_withdraw_r, 0},
     {"install", enc_install, redo_install, 1},
     {"install_reply", enc_install_r, redo_install_r, 1},
     {"revoke", enc_revoke, redo_revoke, 0},
@@ -797,6 +841,8 @@ static const struct mutation mutations[] = {
     {"begin", 44, 2, PBX_IPC_OPERATION_ENTRY_TOUCH, PBX_E_IPC_ADMISSION},
     {"begin", 44, 2, PBX_IPC_OPERATION_ENTRY_METADATA_READ,
      PBX_E_IPC_ADMISSION},
+    {"begin", 46, 2, PBX_IPC_CLASS_DIRECTORY_ENTRY,
+     PBX_E_IPC_DIR_ENTRY_WIDENED},
     {"begin", B, 1, 0x07, PBX_E_IPC_TEXT},
     {"begin", B + ENTRY_LEN, 1, 0x1B, PBX_E_IPC_TEXT},
     {"begin", B + ENTRY_LEN + 1U, 1, 0x7F, PBX_E_IPC_TEXT},
@@ -818,7 +864,20 @@ static const struct mutation mutations[] = {
     {"selector", 0, 4, 0xFFFFFFFFU, PBX_E_IPC_SELECTOR_RANGE},
     {"commit", 4, 4, 1, PBX_E_IPC_RESERVED},
     /* DECISION */
-    {"decision_install", 2, 2, 1, PBX_E_IPC_RESERVED},
+    /* reason: only DENIED may carry one, and only a known one. */
+    {"decision_install", 2, 2, PBX_IPC_REASON_POLICY, PBX_E_IPC_OUTCOME_FIELDS},
+    {"decision_runtime", 2, 2, PBX_IPC_REASON_RESOLVE,
+     PBX_E_IPC_OUTCOME_FIELDS},
+    {"decision_not_found", 2, 2, PBX_IPC_REASON_USER, PBX_E_IPC_OUTCOME_FIELDS},
+    {"decision_denied", 2, 2, PBX_IPC_REASON_RESOLVE + 1U,
+     PBX_E_IPC_DISCRIMINANT},
+    {"decision_denied", 2, 2, 0xFFFFU, PBX_E_IPC_DISCRIMINANT},
+    {"decision_denied", 0, 1, PBX_IPC_OUTCOME_CANCELLED,
+     PBX_E_IPC_OUTCOME_FIELDS},
+    {"decision_denied", 0, 1, PBX_IPC_OUTCOME_PENDING,
+     PBX_E_IPC_OUTCOME_FIELDS},
+    {"decision_denied", 0, 1, 0, PBX_E_IPC_DISCRIMINANT},
+    {"decision_denied", 1, 1, PBX_IPC_MODE_INSTALL, PBX_E_IPC_OUTCOME_FIELDS},
     {"decision_install", 0, 1, 0, PBX_E_IPC_DISCRIMINANT},
     {"decision_install", 0, 1, 6, PBX_E_IPC_DISCRIMINANT},
     {"decision_install", 1, 1, 3, PBX_E_IPC_DISCRIMINANT},
@@ -887,6 +946,13 @@ static const struct mutation mutations[] = {
     {"detach", 8, 4, 0, PBX_E_IPC_GENERATION},
     {"detach_reply", 12, 4, 1, PBX_E_IPC_RESERVED},
     {"detach_reply", 8, 4, 0, PBX_E_IPC_GENERATION},
+    /* WITHDRAW, both directions */
+    {"withdraw", 12, 4, 1, PBX_E_IPC_RESERVED},
+    {"withdraw", 15, 1, 0x80, PBX_E_IPC_RESERVED},
+    {"withdraw", 8, 4, 0, PBX_E_IPC_GENERATION},
+    {"withdraw_reply", 12, 4, 1, PBX_E_IPC_RESERVED},
+    {"withdraw_reply", 15, 1, 0x80, PBX_E_IPC_RESERVED},
+    {"withdraw_reply", 8, 4, 0, PBX_E_IPC_GENERATION},
     {"retire", 22, 2, 1, PBX_E_IPC_RESERVED},
     {"retire", 20, 2, 0, PBX_E_IPC_DISCRIMINANT},
     {"retire", 16, 4, 0, PBX_E_IPC_GENERATION},
@@ -908,6 +974,8 @@ static const struct mutation mutations[] = {
     {"policy", 24, 4, 0, PBX_E_IPC_GENERATION},
     {"policy", 32, 4, 0, PBX_E_IPC_GENERATION},
     {"policy", 36, 2, PBX_IPC_OPERATION_ENTRY_TOUCH, PBX_E_IPC_ADMISSION},
+    {"policy", 38, 2, PBX_IPC_CLASS_DIRECTORY_ENTRY,
+     PBX_E_IPC_DIR_ENTRY_WIDENED},
     {"policy", PBX_IPC_POLICY_FIXED_BYTES, 1, 0x0A, PBX_E_IPC_TEXT},
     {"policy_reply", 2, 2, 1, PBX_E_IPC_RESERVED},
     {"policy_reply", 0, 1, 0, PBX_E_IPC_DISCRIMINANT},
@@ -929,6 +997,8 @@ static const struct mutation mutations[] = {
     {"prompt", 32, 4, 0, PBX_E_IPC_GENERATION},
     {"prompt", 36, 2, PBX_IPC_OPERATION_ENTRY_METADATA_READ,
      PBX_E_IPC_ADMISSION},
+    {"prompt", 38, 2, PBX_IPC_CLASS_DIRECTORY_ENTRY,
+     PBX_E_IPC_DIR_ENTRY_WIDENED},
     {"prompt", PR + ENTRY_LEN, 1, 0x00, PBX_E_IPC_TEXT},
     {"prompt", PR, 1, 0x80, PBX_E_IPC_TEXT},
     {"prompt_answer", 1, 1, 1, PBX_E_IPC_RESERVED},
@@ -951,6 +1021,7 @@ static const struct mutation mutations[] = {
     {"view", 12, 4, 0, PBX_E_IPC_GENERATION},
     {"view", 64, 4, 0, PBX_E_IPC_GENERATION},
     {"view", 4, 2, PBX_IPC_OPERATION_ENTRY_TOUCH, PBX_E_IPC_ADMISSION},
+    {"view", 6, 2, PBX_IPC_CLASS_DIRECTORY_ENTRY, PBX_E_IPC_DIR_ENTRY_WIDENED},
     {"view", 68, 4, 0, PBX_E_IPC_MODE_TARGET},
     {"view", 2, 1, PBX_IPC_MODE_RUNTIME_REPLY, PBX_E_IPC_MODE_TARGET},
     {"view", VW, 1, 0x09, PBX_E_IPC_TEXT},
@@ -967,6 +1038,8 @@ static const struct mutation mutations[] = {
     {"install", 8, 4, 0, PBX_E_IPC_GENERATION},
     {"install", 20, 4, 0, PBX_E_IPC_GENERATION},
     {"install", 24, 2, PBX_IPC_OPERATION_ENTRY_TOUCH, PBX_E_IPC_ADMISSION},
+    {"install", 26, 2, PBX_IPC_CLASS_DIRECTORY_ENTRY,
+     PBX_E_IPC_DIR_ENTRY_WIDENED},
     {"install_reply", 1, 1, 1, PBX_E_IPC_RESERVED},
     {"install_reply", 28, 4, 1, PBX_E_IPC_RESERVED},
     {"install_reply", 0, 1, 0, PBX_E_IPC_DISCRIMINANT},
@@ -1041,6 +1114,9 @@ PBX_TEST(ipc_corpus_frames_decode)
         if (fp == NULL) {
             continue;
         }
+        /* Seeds carry a nonzero seq: the fuzzer re-encodes with it. */
+        PBX_CHECK_EQ(pbx_ipc_frame_set_seq(a, alen, 0x5E000000U + (uint32_t)i),
+                     PBX_OK);
         uint8_t caps = (uint8_t)samples[i].caps;
         PBX_CHECK_EQ(fwrite(&caps, 1, 1, fp), 1U);
         PBX_CHECK_EQ(fwrite(a, 1, alen, fp), alen);

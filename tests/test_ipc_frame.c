@@ -24,14 +24,15 @@ struct expect {
 };
 
 static const struct expect table[] = {
-    {PBX_IPC_OP_BEGIN, 0, 0, 0, 0},  {PBX_IPC_OP_SELECTOR, 0, 0, 0, 0},
-    {PBX_IPC_OP_COMMIT, 1, 1, 0, 0}, {PBX_IPC_OP_DECISION, 0, 0, 0, 1},
-    {PBX_IPC_OP_CANCEL, 0, 0, 0, 0}, {PBX_IPC_OP_CONSUME, 0, 0, 0, 0},
-    {PBX_IPC_OP_EXPIRE, 0, 0, 0, 0}, {PBX_IPC_OP_RESOLVE, 0, 0, 0, 1},
-    {PBX_IPC_OP_DETACH, 1, 1, 0, 0}, {PBX_IPC_OP_RETIRE, 0, 0, 0, 0},
-    {PBX_IPC_OP_POLICY, 0, 0, 0, 0}, {PBX_IPC_OP_PROMPT, 0, 0, 0, 0},
-    {PBX_IPC_OP_VIEW, 0, 0, 0, 0},   {PBX_IPC_OP_INSTALL, 1, 1, 1, 1},
-    {PBX_IPC_OP_REVOKE, 0, 0, 0, 0}, {PBX_IPC_OP_WAKE, 0, 0, -1, -1},
+    {PBX_IPC_OP_BEGIN, 0, 0, 0, 0},   {PBX_IPC_OP_SELECTOR, 0, 0, 0, 0},
+    {PBX_IPC_OP_COMMIT, 1, 1, 0, 0},  {PBX_IPC_OP_DECISION, 0, 0, 0, 1},
+    {PBX_IPC_OP_CANCEL, 0, 0, 0, 0},  {PBX_IPC_OP_CONSUME, 0, 0, 0, 0},
+    {PBX_IPC_OP_EXPIRE, 0, 0, 0, 0},  {PBX_IPC_OP_RESOLVE, 0, 0, 0, 1},
+    {PBX_IPC_OP_DETACH, 1, 1, 0, 0},  {PBX_IPC_OP_RETIRE, 0, 0, 0, 0},
+    {PBX_IPC_OP_POLICY, 0, 0, 0, 0},  {PBX_IPC_OP_PROMPT, 0, 0, 0, 0},
+    {PBX_IPC_OP_VIEW, 0, 0, 0, 0},    {PBX_IPC_OP_WITHDRAW, 0, 0, 0, 0},
+    {PBX_IPC_OP_INSTALL, 1, 1, 1, 1}, {PBX_IPC_OP_REVOKE, 0, 0, 0, 0},
+    {PBX_IPC_OP_WAKE, 0, 0, -1, -1},
 };
 
 PBX_TEST(ipc_partition_table_for_every_op)
@@ -61,20 +62,29 @@ PBX_TEST(ipc_partition_table_for_every_op)
     PBX_CHECK_EQ(pbx_ipc_op_rule_get(0x0008U, &row), PBX_E_IPC_UNKNOWN_OP);
     PBX_CHECK_EQ(pbx_ipc_op_rule_get(0xFFFFU, &row), PBX_E_IPC_UNKNOWN_OP);
     PBX_CHECK(!pbx_ipc_caps_allowed(0x0104U, 0U, 0U));
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(0x0205U, &row), PBX_E_IPC_UNKNOWN_OP);
+    /* WITHDRAW names an exact live request both ways. */
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(PBX_IPC_OP_WITHDRAW, &row), PBX_OK);
+    PBX_CHECK_EQ(row.id_rule, PBX_IPC_ID_LIVE);
+    PBX_CHECK_EQ(pbx_ipc_op_rule_get(REPLY(PBX_IPC_OP_WITHDRAW), &row), PBX_OK);
+    PBX_CHECK_EQ(row.id_rule, PBX_IPC_ID_LIVE);
 }
 
-/* Writes a 24-byte header with the given fields. */
+/* Writes a header (seq 0, reserved 0) with the given fields. */
+#define H PBX_IPC_HEADER_BYTES
 static void put_header(uint8_t *b, uint16_t op, uint16_t status, uint16_t caps,
                        pbx_ipc_id id, uint32_t body_len)
 {
     pbx_le_put32(b, PBX_IPC_MAGIC);
-    pbx_le_put16(b + 4, 1U);
+    pbx_le_put16(b + 4, (uint16_t)PBX_IPC_VERSION);
     pbx_le_put16(b + 6, op);
     pbx_le_put16(b + 8, status);
     pbx_le_put16(b + 10, caps);
     pbx_le_put32(b + 12, id.index);
     pbx_le_put32(b + 16, id.gen);
     pbx_le_put32(b + 20, body_len);
+    pbx_le_put32(b + 24, 0U);
+    pbx_le_put32(b + 28, 0U);
 }
 
 PBX_TEST(ipc_frame_header_rejections)
@@ -83,33 +93,33 @@ PBX_TEST(ipc_frame_header_rejections)
     pbx_ipc_frame f;
     memset(b, 0, sizeof(b));
     put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_OK);
     PBX_CHECK_EQ(f.op, PBX_IPC_OP_DECISION);
     PBX_CHECK_EQ(f.request.index, 7U);
     PBX_CHECK_EQ(f.request.gen, 3U);
     PBX_CHECK(f.body == NULL);
     PBX_CHECK_EQ(pbx_ipc_frame_decode(NULL, 0, 0, &f), PBX_E_IPC_TRUNCATED);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 23, 0, &f), PBX_E_IPC_TRUNCATED);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 25, 0, &f), PBX_E_IPC_BODY_LEN);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_CAP_COUNT);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H - 1U, 0, &f), PBX_E_IPC_TRUNCATED);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H + 1U, 0, &f), PBX_E_IPC_BODY_LEN);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 1, &f), PBX_E_IPC_CAP_COUNT);
     b[0] = 'Q';
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_MAGIC);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_MAGIC);
     b[0] = 'P';
     PBX_CHECK_EQ(b[3], (uint8_t)'F');
-    pbx_le_put16(b + 4, 2U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_VERSION);
-    pbx_le_put16(b + 4, 1U);
+    pbx_le_put16(b + 4, 1U); /* version 1 is gone */
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_VERSION);
+    pbx_le_put16(b + 4, (uint16_t)PBX_IPC_VERSION);
     pbx_le_put16(b + 6, 0x0099U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_UNKNOWN_OP);
     pbx_le_put16(b + 6, REPLY(PBX_IPC_OP_WAKE));
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_UNKNOWN_OP);
     /* Over the frame bound, whatever body_len says. */
     put_header(b, PBX_IPC_OP_PROMPT, 0U, 0U, live_id,
                PBX_IPC_FRAME_BYTES_MAX + 1U - PBX_IPC_HEADER_BYTES);
     PBX_CHECK_EQ(pbx_ipc_frame_decode(b, PBX_IPC_FRAME_BYTES_MAX + 1U, 0, &f),
                  PBX_E_IPC_FRAME_TOO_LARGE);
     put_header(b, PBX_IPC_OP_PROMPT, 0U, 0U, live_id, 0xFFFFFFFFU);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_BODY_LEN);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_BODY_LEN);
 }
 
 PBX_TEST(ipc_frame_status_caps_and_id_rules)
@@ -119,40 +129,42 @@ PBX_TEST(ipc_frame_status_caps_and_id_rules)
     memset(b, 0, sizeof(b));
     /* A request with a status. */
     put_header(b, PBX_IPC_OP_DECISION, 1U, 0U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_STATUS);
     /* An error reply with a body, or with a capability. */
     put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0x0301U, 0U, zero_id, 4U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 28, 0, &f), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H + 4U, 0, &f), PBX_E_IPC_STATUS);
     put_header(b, REPLY(PBX_IPC_OP_RESOLVE), 0x0301U, 1U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 1, &f), PBX_E_IPC_STATUS);
     /* An error reply echoes any identity. */
     put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0x0301U, 0U, zero_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_OK);
     /* Capability counts outside the table. */
     put_header(b, PBX_IPC_OP_COMMIT, 0U, 0U, live_id, 8U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 32, 0, &f), PBX_E_IPC_CAP_PARTITION);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H + 8U, 0, &f),
+                 PBX_E_IPC_CAP_PARTITION);
     put_header(b, PBX_IPC_OP_COMMIT, 0U, 2U, live_id, 8U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 32, 2, &f), PBX_E_IPC_CAP_PARTITION);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H + 8U, 2, &f),
+                 PBX_E_IPC_CAP_PARTITION);
     put_header(b, PBX_IPC_OP_BEGIN, 0U, 1U, zero_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 1, &f), PBX_E_IPC_CAP_PARTITION);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 1, &f), PBX_E_IPC_CAP_PARTITION);
     put_header(b, REPLY(PBX_IPC_OP_INSTALL), 0U, 0U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_CAP_PARTITION);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_CAP_PARTITION);
     /* Request identity rules. */
     put_header(b, PBX_IPC_OP_BEGIN, 0U, 0U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_REQUEST_ID);
     pbx_ipc_id idx_only = {5U, 0U};
     put_header(b, PBX_IPC_OP_BEGIN, 0U, 0U, idx_only, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_REQUEST_ID);
     put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, idx_only, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_REQUEST_ID);
     put_header(b, PBX_IPC_OP_CONSUME, 0U, 0U, live_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_REQUEST_ID);
     put_header(b, PBX_IPC_OP_CANCEL, 0U, 0U, idx_only, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_REQUEST_ID);
     put_header(b, PBX_IPC_OP_CANCEL, 0U, 0U, zero_id, 0U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 24, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_OK);
     put_header(b, REPLY(PBX_IPC_OP_BEGIN), 0U, 0U, zero_id, 4U);
-    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, 28, 0, &f), PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H + 4U, 0, &f), PBX_E_IPC_REQUEST_ID);
 }
 
 PBX_TEST(ipc_status_reply_encode)
@@ -185,7 +197,7 @@ PBX_TEST(ipc_status_reply_encode)
                                              b, sizeof(b), &len),
                  PBX_E_IPC_STATUS);
     PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, live_id,
-                                             PBX_E_IPC_BOUND, b, 23, &len),
+                                             PBX_E_IPC_BOUND, b, H - 1U, &len),
                  PBX_E_IPC_NO_SPACE);
 }
 
@@ -218,8 +230,8 @@ PBX_TEST(ipc_empty_records)
         PBX_E_IPC_REQUEST_ID);
     /* A DECISION request with a body is trailing; another op mismatches. */
     put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 1U);
-    b[24] = 0U;
-    PBX_REQUIRE(pbx_ipc_frame_decode(b, 25, 0, &f) == PBX_OK);
+    b[H] = 0U;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, H + 1U, 0, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, PBX_IPC_OP_DECISION),
                  PBX_E_IPC_TRAILING);
     PBX_CHECK_EQ(pbx_ipc_empty_decode(&f, REPLY(PBX_IPC_OP_COMMIT)),
@@ -235,10 +247,13 @@ PBX_TEST(ipc_admission_rule)
             for (uint8_t life = 1; life <= 3U; life++) {
                 bool entry = op == PBX_IPC_OPERATION_ENTRY_METADATA_READ ||
                              op == PBX_IPC_OPERATION_ENTRY_TOUCH;
-                bool ok = !entry || (cls == PBX_IPC_CLASS_DIRECTORY_ENTRY &&
-                                     life == PBX_IPC_LIFETIME_ONE_SHOT);
-                PBX_CHECK_EQ(pbx_ipc_admission_check(op, cls, life),
-                             ok ? PBX_OK : PBX_E_IPC_ADMISSION);
+                bool dir_entry = cls == PBX_IPC_CLASS_DIRECTORY_ENTRY;
+                bool exact = entry && life == PBX_IPC_LIFETIME_ONE_SHOT;
+                pbx_err want =
+                    dir_entry ? (exact ? PBX_OK : PBX_E_IPC_DIR_ENTRY_WIDENED)
+                    : entry   ? PBX_E_IPC_ADMISSION
+                              : PBX_OK;
+                PBX_CHECK_EQ(pbx_ipc_admission_check(op, cls, life), want);
             }
         }
     }
@@ -287,7 +302,7 @@ PBX_TEST(ipc_begin_entry_request_and_encoder_refusals)
     size_t keep = 999U;
     r.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
     PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
-                 PBX_E_IPC_ADMISSION);
+                 PBX_E_IPC_DIR_ENTRY_WIDENED);
     r.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
     r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX + 1U;
     PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &keep),
@@ -458,8 +473,8 @@ PBX_TEST(ipc_resolve_found_needs_its_capability)
     PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
                  PBX_E_IPC_CAP_PARTITION);
     /* DENIED likewise. */
-    b[24] = PBX_IPC_RESOLVE_DENIED;
-    pbx_le_put16(b + 26, 0U);
+    b[H] = PBX_IPC_RESOLVE_DENIED;
+    pbx_le_put16(b + H + 2U, 0U);
     PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
                  PBX_E_IPC_CAP_PARTITION);
@@ -471,4 +486,284 @@ PBX_TEST(ipc_resolve_found_needs_its_capability)
     pbx_ipc_install_reply iout;
     PBX_CHECK_EQ(pbx_ipc_install_reply_decode(&f, &iout), PBX_OK);
     PBX_CHECK_EQ(iout.handle_kind, PBX_IPC_HANDLE_STAGING);
+}
+
+/* ---- version 2 header: seq and the reserved word ------------------------ */
+
+PBX_TEST(ipc_seq_round_trips_and_is_patched_in_place)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_detach d = {{0x1122334455667788ULL, 9U}};
+    PBX_REQUIRE(pbx_ipc_detach_reply_encode(live_id, &d, b, sizeof(b), &len) ==
+                PBX_OK);
+    /* Every encoder writes seq 0. */
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.seq, 0U);
+    uint32_t seq = 1U;
+    PBX_CHECK_EQ(pbx_ipc_frame_peek_seq(b, len, &seq), PBX_OK);
+    PBX_CHECK_EQ(seq, 0U);
+    static const uint32_t seqs[] = {1U, 0x80000000U, 0xDEADBEEFU, UINT32_MAX};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(seqs); i++) {
+        uint8_t before[PBX_IPC_FRAME_BYTES_MAX];
+        memcpy(before, b, len);
+        PBX_CHECK_EQ(pbx_ipc_frame_set_seq(b, len, seqs[i]), PBX_OK);
+        /* Little-endian at offset 24; nothing else changes. */
+        PBX_CHECK_EQ(pbx_le_get32(b + 24), seqs[i]);
+        PBX_CHECK_MEM(b, before, 24U);
+        PBX_CHECK_MEM(b + 28, before + 28, len - 28U);
+        PBX_CHECK_EQ(pbx_ipc_frame_peek_seq(b, len, &seq), PBX_OK);
+        PBX_CHECK_EQ(seq, seqs[i]);
+        PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+        PBX_CHECK_EQ(f.seq, seqs[i]);
+        pbx_ipc_detach out;
+        PBX_CHECK_EQ(pbx_ipc_detach_reply_decode(&f, &out), PBX_OK);
+        PBX_CHECK_EQ(out.object.id, d.object.id);
+    }
+    /* An error reply echoes the seq through set_seq after encoding. */
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_DETACH, live_id,
+                                            PBX_E_IPC_BOUND, b, sizeof(b),
+                                            &len) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_frame_set_seq(b, len, 77U), PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.seq, 77U);
+    PBX_CHECK_EQ(f.status, PBX_E_IPC_BOUND);
+    /* Any seq in a request: the decoder never judges it. */
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+    pbx_le_put32(b + 24, UINT32_MAX);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(f.seq, UINT32_MAX);
+}
+
+PBX_TEST(ipc_set_and_peek_seq_need_a_whole_header)
+{
+    uint8_t b[H];
+    uint32_t seq = 42U;
+    memset(b, 0xAB, sizeof(b));
+    for (size_t len = 0; len < H; len++) {
+        const uint8_t *p = len == 0U ? NULL : b;
+        PBX_CHECK_EQ(pbx_ipc_frame_peek_seq(p, len, &seq), PBX_E_IPC_TRUNCATED);
+        PBX_CHECK_EQ(seq, 42U);
+        PBX_CHECK_EQ(pbx_ipc_frame_set_seq(len == 0U ? NULL : b, len, 1U),
+                     PBX_E_IPC_TRUNCATED);
+    }
+    /* Nothing was written by the refused calls. */
+    for (size_t i = 0; i < H; i++) {
+        PBX_CHECK_EQ(b[i], 0xABU);
+    }
+    /* peek_seq reads garbage headers too: it checks nothing else. */
+    PBX_CHECK_EQ(pbx_ipc_frame_peek_seq(b, H, &seq), PBX_OK);
+    PBX_CHECK_EQ(seq, 0xABABABABU);
+    PBX_CHECK_EQ(pbx_ipc_frame_set_seq(b, H, 5U), PBX_OK);
+    PBX_CHECK_EQ(pbx_le_get32(b + 24), 5U);
+    PBX_CHECK_EQ(b[23], 0xABU);
+    PBX_CHECK_EQ(b[28], 0xABU);
+}
+
+PBX_TEST(ipc_header_v2_layout_reserved_and_every_truncation)
+{
+    uint8_t b[64];
+    pbx_ipc_frame f;
+    PBX_CHECK_EQ(PBX_IPC_HEADER_BYTES, 32U);
+    PBX_CHECK_EQ(PBX_IPC_VERSION, 2U);
+    PBX_CHECK_EQ(PBX_IPC_SEQ_OFFSET, 24U);
+    PBX_CHECK_EQ(PBX_IPC_RESERVED_OFFSET, 28U);
+    PBX_CHECK_EQ(PBX_IPC_FRAME_BYTES_MAX, 4608U);
+    memset(b, 0, sizeof(b));
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+    pbx_le_put32(b + 24, 0x01020304U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, H, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.seq, 0x01020304U);
+    /* Every shorter length is TRUNCATED, whatever the header says. */
+    for (size_t len = 0; len < H; len++) {
+        PBX_CHECK_EQ(pbx_ipc_frame_decode(len == 0U ? NULL : b, len, 0, &f),
+                     PBX_E_IPC_TRUNCATED);
+    }
+    /* Each byte of the reserved word, alone, is refused. */
+    for (size_t i = 0; i < 4U; i++) {
+        put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+        b[28U + i] = 1U;
+        PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_RESERVED);
+    }
+    /* In an error reply too, and before the capability count. */
+    put_header(b, REPLY(PBX_IPC_OP_DETACH), 0x0301U, 0U, live_id, 0U);
+    pbx_le_put32(b + 28, 0x80000000U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 1, &f), PBX_E_IPC_RESERVED);
+    /* A version 1 frame (24-byte header) is refused by its version. */
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+    pbx_le_put16(b + 4, 1U);
+    pbx_le_put32(b + 20, 8U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_VERSION);
+}
+
+/* ---- WITHDRAW ----------------------------------------------------------- */
+
+PBX_TEST(ipc_withdraw_round_trips_and_every_malformed_form)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_withdraw w = {{0x0A0B0C0D01020304ULL, 6U}};
+    pbx_ipc_withdraw out;
+    PBX_CHECK_EQ(PBX_IPC_OP_WITHDRAW, 0x0204);
+    PBX_REQUIRE(pbx_ipc_withdraw_encode(live_id, &w, b, sizeof(b), &len) ==
+                PBX_OK);
+    PBX_CHECK_EQ(len, H + PBX_IPC_WITHDRAW_BYTES);
+    PBX_CHECK_EQ(pbx_le_get16(b + 6), 0x0204U);
+    PBX_CHECK_EQ(pbx_le_get16(b + 10), 0U);
+    PBX_CHECK_EQ(pbx_le_get64(b + H), w.object.id);
+    PBX_CHECK_EQ(pbx_le_get32(b + H + 8U), 6U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.object.id, w.object.id);
+    PBX_CHECK_EQ(out.object.gen, w.object.gen);
+    /* The request decoder refuses the reply and the reverse. */
+    PBX_CHECK_EQ(pbx_ipc_withdraw_reply_decode(&f, &out),
+                 PBX_E_IPC_OP_MISMATCH);
+    pbx_ipc_detach dd;
+    PBX_CHECK_EQ(pbx_ipc_detach_decode(&f, &dd), PBX_E_IPC_OP_MISMATCH);
+    /* Header rules: a live request id, no capability, no status. */
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(zero_id, &w, b, sizeof(b), &len),
+                 PBX_E_IPC_REQUEST_ID);
+    pbx_ipc_id idx_only = {4U, 0U};
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(idx_only, &w, b, sizeof(b), &len),
+                 PBX_E_IPC_REQUEST_ID);
+    PBX_REQUIRE(pbx_ipc_withdraw_encode(live_id, &w, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_le_put16(b + 10, 1U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, len, 1, &f), PBX_E_IPC_CAP_PARTITION);
+    pbx_le_put16(b + 10, 0U);
+    pbx_le_put16(b + 8, 1U);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, len, 0, &f), PBX_E_IPC_STATUS);
+    pbx_le_put16(b + 8, 0U);
+    /* Body: zero object generation, nonzero reserved, short, long. */
+    pbx_ipc_withdraw w0 = {{1U, 0U}};
+    size_t keep = 999U;
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(live_id, &w0, b, sizeof(b), &keep),
+                 PBX_E_IPC_GENERATION);
+    PBX_CHECK_EQ(
+        pbx_ipc_withdraw_reply_encode(live_id, &w0, b, sizeof(b), &keep),
+        PBX_E_IPC_GENERATION);
+    PBX_CHECK_EQ(keep, 999U);
+    PBX_REQUIRE(pbx_ipc_withdraw_encode(live_id, &w, b, sizeof(b), &len) ==
+                PBX_OK);
+    b[H + 13U] = 1U;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_decode(&f, &out), PBX_E_IPC_RESERVED);
+    b[H + 13U] = 0U;
+    for (uint32_t body = 0; body < PBX_IPC_WITHDRAW_BYTES + 2U; body++) {
+        if (body == PBX_IPC_WITHDRAW_BYTES) {
+            continue;
+        }
+        pbx_le_put32(b + 20, body);
+        b[H + PBX_IPC_WITHDRAW_BYTES] = 0U;
+        b[H + PBX_IPC_WITHDRAW_BYTES + 1U] = 0U;
+        PBX_REQUIRE(pbx_ipc_frame_decode(b, H + body, 0, &f) == PBX_OK);
+        PBX_CHECK_EQ(pbx_ipc_withdraw_decode(&f, &out),
+                     body < PBX_IPC_WITHDRAW_BYTES ? PBX_E_IPC_TRUNCATED
+                                                   : PBX_E_IPC_TRAILING);
+    }
+    /* The acknowledgement echoes the same 16 bytes. */
+    uint8_t r[64];
+    PBX_REQUIRE(pbx_ipc_withdraw_reply_encode(live_id, &w, r, sizeof(r),
+                                              &len) == PBX_OK);
+    PBX_CHECK_EQ(pbx_le_get16(r + 6), 0x8204U);
+    PBX_CHECK_MEM(r + H, b + H, PBX_IPC_WITHDRAW_BYTES);
+    PBX_REQUIRE(pbx_ipc_frame_decode(r, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_reply_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.object.gen, 6U);
+    /* An error reply to WITHDRAW is a frame, never a record. */
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_WITHDRAW, live_id,
+                                            PBX_E_IPC_BOUND, r, sizeof(r),
+                                            &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(r, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_reply_decode(&f, &out), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(pbx_ipc_withdraw_encode(live_id, &w, r, H + 15U, &keep),
+                 PBX_E_IPC_NO_SPACE);
+}
+
+/* ---- DECISION reason ---------------------------------------------------- */
+
+PBX_TEST(ipc_decision_reason_only_when_denied)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_decision_reply out;
+    for (uint8_t outcome = 1; outcome <= 5U; outcome++) {
+        for (uint16_t reason = 0; reason <= 8U; reason++) {
+            pbx_ipc_decision d;
+            memset(&d, 0, sizeof(d));
+            d.outcome = outcome;
+            d.reason = reason;
+            if (outcome == PBX_IPC_OUTCOME_APPROVED) {
+                d.mode = PBX_IPC_MODE_INSTALL;
+                d.grant = live_id;
+            }
+            pbx_err want = PBX_OK;
+            if (reason > PBX_IPC_REASON_RESOLVE) {
+                want = PBX_E_IPC_DISCRIMINANT;
+            } else if (reason != 0U && outcome != PBX_IPC_OUTCOME_DENIED) {
+                want = PBX_E_IPC_OUTCOME_FIELDS;
+            }
+            PBX_CHECK_EQ(
+                pbx_ipc_decision_reply_encode(live_id, &d, b, sizeof(b), &len),
+                want);
+            if (want != PBX_OK) {
+                continue;
+            }
+            PBX_CHECK_EQ(pbx_le_get16(b + H + 2U), reason);
+            PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+            PBX_CHECK_EQ(pbx_ipc_decision_reply_decode(&f, &out), PBX_OK);
+            PBX_CHECK_EQ(out.reason, reason);
+            PBX_CHECK_EQ(out.outcome, outcome);
+        }
+    }
+    PBX_CHECK_EQ(PBX_IPC_REASON_NONE, 0);
+    PBX_CHECK_EQ(PBX_IPC_REASON_POLICY, 1);
+    PBX_CHECK_EQ(PBX_IPC_REASON_USER, 2);
+    PBX_CHECK_EQ(PBX_IPC_REASON_PROMPT_TIMEOUT, 3);
+    PBX_CHECK_EQ(PBX_IPC_REASON_PEER_TIMEOUT, 4);
+    PBX_CHECK_EQ(PBX_IPC_REASON_PEER_FAILED, 5);
+    PBX_CHECK_EQ(PBX_IPC_REASON_RESOLVE, 6);
+}
+
+/* ---- the directory-entry class is never widened ------------------------- */
+
+PBX_TEST(ipc_dir_entry_class_only_exact_one_shot_entry_operations)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    pbx_ipc_begin r;
+    pbx_ipc_begin out;
+    size_t accepted = 0;
+    /* Hand-built BEGIN frames: a valid one-shot entry request with the
+     * operation and lifetime rewritten (the encoder would refuse them). */
+    for (uint16_t op = 1; op <= 6U; op++) {
+        for (uint8_t life = 1; life <= 3U; life++) {
+            entry_begin(&r);
+            PBX_REQUIRE(pbx_ipc_begin_encode(&r, b, sizeof(b), &len) == PBX_OK);
+            pbx_le_put16(b + H + 44U, op);
+            b[H + 48U] = life;
+            /* An INVOCATION names its invocation, so only the triple can
+             * be what is refused. */
+            pbx_le_put64(b + H + 88U,
+                         life == PBX_IPC_LIFETIME_INVOCATION ? 9U : 0U);
+            PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+            bool exact = (op == PBX_IPC_OPERATION_ENTRY_METADATA_READ ||
+                          op == PBX_IPC_OPERATION_ENTRY_TOUCH) &&
+                         life == PBX_IPC_LIFETIME_ONE_SHOT;
+            pbx_err got = pbx_ipc_begin_decode(&f, &out);
+            PBX_CHECK_EQ(got, exact ? PBX_OK : PBX_E_IPC_DIR_ENTRY_WIDENED);
+            accepted += got == PBX_OK ? 1U : 0U;
+            /* The encoder agrees with the decoder. */
+            r.ctx.operation = op;
+            r.ctx.lifetime = life;
+            r.invocation_id = life == PBX_IPC_LIFETIME_INVOCATION ? 9U : 0U;
+            PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, b, sizeof(b), &len), got);
+        }
+    }
+    PBX_CHECK_EQ(accepted, 2U);
 }

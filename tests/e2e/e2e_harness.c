@@ -245,6 +245,13 @@ int e2e_connect(const e2e_proc *p)
     return pbx_test_sock_connect(p->name);
 }
 
+bool e2e_reply(int fd, const pbx_ipc_frame *req, uint8_t *buf, size_t len,
+               const int *fds, int nfds)
+{
+    return pbx_ipc_frame_set_seq(buf, len, req->seq) == PBX_OK &&
+           e2e_send(fd, buf, len, fds, nfds);
+}
+
 bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds)
 {
     return pbx_test_sock_send(fd, buf, len, fds, nfds);

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ipc/pbx_ipc.h"
+
 /** E2E_SLOTS is the number of startup slots the harness fills: 3..10. */
 #define E2E_SLOTS 8
 
@@ -78,6 +80,12 @@ int e2e_connect(const e2e_proc *p);
 
 /** e2e_send sends len bytes with nfds descriptors attached. */
 bool e2e_send(int fd, const void *buf, size_t len, const int *fds, int nfds);
+
+/** e2e_reply is e2e_send for a fake peer's reply: it first writes into
+ * buf (a whole encoded frame of len bytes) the seq of the request req it
+ * answers, so every fake peer echoes seq the way a real peer must. */
+bool e2e_reply(int fd, const pbx_ipc_frame *req, uint8_t *buf, size_t len,
+               const int *fds, int nfds);
 
 /**
  * e2e_recv waits up to ms for one message on fd into buf (cap bytes),

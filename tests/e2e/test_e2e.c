@@ -314,7 +314,7 @@ static bool e2e_vfsd_resolve_as(int scope, uint64_t scope_id, int *obj,
     *ino = st.st_ino;
     bool ok = pbx_ipc_resolve_reply_encode(f.request, &rr, out, sizeof(out),
                                            &n) == PBX_OK &&
-              e2e_send(scope, out, n, &sv[1], 1);
+              e2e_reply(scope, &f, out, n, &sv[1], 1);
     (void)close(sv[1]);
     return ok;
 }
@@ -344,7 +344,7 @@ static bool e2e_ttyd_verdict(int ttyd, uint8_t verdict)
                                q.ctx.session};
     return pbx_ipc_policy_reply_encode(f.request, &pr, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(ttyd, out, n, NULL, 0);
+           e2e_reply(ttyd, &f, out, n, NULL, 0);
 }
 
 /* ttyd: answers POLICY with ALLOW for the request's session. */
@@ -380,7 +380,7 @@ static bool e2e_procd_install(int procd, ino_t ino, int *handle,
                                 q.target.process_gen};
     bool ok = pbx_ipc_install_reply_encode(f.request, &ir, out, sizeof(out),
                                            &n) == PBX_OK &&
-              e2e_send(procd, out, n, &sv[1], 1);
+              e2e_reply(procd, &f, out, n, &sv[1], 1);
     (void)close(sv[1]);
     return ok;
 }
@@ -404,7 +404,7 @@ static bool e2e_vfsd_detach(int vfsd, ino_t ino)
     (void)close(fds[0]);
     return pbx_ipc_detach_reply_encode(f.request, &q, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(vfsd, out, n, NULL, 0);
+           e2e_reply(vfsd, &f, out, n, NULL, 0);
 }
 
 /* ttyd: acknowledges one VIEW row of kind for grant, installed at slot. */
@@ -426,7 +426,7 @@ static bool e2e_ttyd_view_at(int ttyd, uint8_t kind, pbx_ipc_id grant,
     pbx_ipc_view_ack a = {kind, q.grant};
     return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(ttyd, out, n, NULL, 0);
+           e2e_reply(ttyd, &f, out, n, NULL, 0);
 }
 
 /* ttyd: acknowledges one VIEW row of an install-mode grant (slot 20). */
@@ -485,7 +485,7 @@ static bool e2e_vfsd_retire(int vfsd, uint64_t scope_id)
     }
     return pbx_ipc_retire_reply_encode(f.request, &q, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(vfsd, out, n, NULL, 0);
+           e2e_reply(vfsd, &f, out, n, NULL, 0);
 }
 
 /* Reports whether fd's peer has closed (EOF within ms). */
@@ -526,7 +526,7 @@ static bool e2e_ttyd_remove_nack(int ttyd, pbx_ipc_id grant)
     pbx_ipc_view_ack a = {PBX_IPC_VIEW_ACTIVE, q.grant};
     return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(ttyd, out, n, NULL, 0);
+           e2e_reply(ttyd, &f, out, n, NULL, 0);
 }
 
 /* Closes every descriptor in fds that is open. */
@@ -819,7 +819,7 @@ static bool e2e_reply_mode_grant(e2e_run *r, pbx_ipc_id *id, int *scope,
     *grant = q.grant;
     return pbx_ipc_view_reply_encode(f.request, &a, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(r->p.ttyd, out, n, NULL, 0) &&
+           e2e_reply(r->p.ttyd, &f, out, n, NULL, 0) &&
            e2e_launchd_wake(r->p.launchd, *id);
 }
 
@@ -913,7 +913,7 @@ static bool e2e_ttyd_prompt(int ttyd, bool approve, int ms)
     }
     return pbx_ipc_prompt_reply_encode(f.request, &a, out, sizeof(out), &n) ==
                PBX_OK &&
-           e2e_send(ttyd, out, n, NULL, 0);
+           e2e_reply(ttyd, &f, out, n, NULL, 0);
 }
 
 PBX_TEST(e2e_ttyd_retry_waits_instead_of_busy_retrying)

@@ -222,7 +222,11 @@ PBX_TEST(peers_ttyd_policy_prompt_view)
         pr.ctx.urgency = (uint8_t)u;
         PBX_CHECK_EQ(pbx_ipc_policy_encode(id, &pr, buf, sizeof(buf), &n),
                      PBX_OK);
+        /* Every reply echoes the call's seq. */
+        PBX_CHECK_EQ(pbx_ipc_frame_set_seq(buf, n, 0xC0DE0000U + (uint32_t)u),
+                     PBX_OK);
         PBX_REQUIRE(pbx_peer_io_call(route, buf, n, -1, &m, 3000) == 0);
+        PBX_CHECK_EQ(m.frame.seq, 0xC0DE0000U + (uint32_t)u);
         PBX_CHECK_EQ(pbx_ipc_policy_reply_decode(&m.frame, &rep), PBX_OK);
         PBX_CHECK_EQ(rep.verdict,
                      u == 1 ? PBX_IPC_VERDICT_ALLOW : PBX_IPC_VERDICT_PROMPT);
@@ -263,7 +267,10 @@ PBX_TEST(peers_ttyd_policy_prompt_view)
     for (int k = 1; k <= 2; k++) {
         v.kind = (uint8_t)k;
         PBX_CHECK_EQ(pbx_ipc_view_encode(id, &v, buf, sizeof(buf), &n), PBX_OK);
+        PBX_CHECK_EQ(pbx_ipc_frame_set_seq(buf, n, UINT32_MAX - (uint32_t)k),
+                     PBX_OK);
         PBX_REQUIRE(pbx_peer_io_call(route, buf, n, -1, &m, 3000) == 0);
+        PBX_CHECK_EQ(m.frame.seq, UINT32_MAX - (uint32_t)k);
         pbx_ipc_view_ack ack;
         PBX_CHECK_EQ(pbx_ipc_view_reply_decode(&m.frame, &ack), PBX_OK);
         PBX_CHECK(ack.kind == k && ack.grant.gen == 2U);
