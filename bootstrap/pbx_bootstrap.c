@@ -43,12 +43,14 @@ _Static_assert(PBX_BOOTSTRAP_ARENA_BYTES_MAX <= (SIZE_MAX >> 1),
 #define PBX1_POOL_OFF_RESERVED 12U
 
 /* Byte offsets inside the calls section. */
-#define PBX1_CALLS_OFF_WINDOW 0U
-#define PBX1_CALLS_OFF_TIME   4U
-#define PBX1_CALLS_OFF_RESERVED                                                \
-    (PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT)
-_Static_assert(PBX1_CALLS_OFF_RESERVED + 4U == PBX_BOOTSTRAP_CALLS_BYTES,
-               "the calls section ends with its reserved u32");
+#define PBX1_CALLS_OFF_WINDOW   0U
+#define PBX1_CALLS_OFF_TIME     4U
+#define PBX1_CALLS_OFF_RESERVED 28U
+_Static_assert(PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT ==
+                   PBX1_CALLS_OFF_RESERVED,
+               "the deadlines end where the calls section's reserved u32 is");
+_Static_assert(PBX_BOOTSTRAP_CALLS_BYTES == 32U,
+               "the calls section is 32 bytes (docs/PBX1.md)");
 
 static const char *const pbx_bootstrap_pool_names[PBX_BOOTSTRAP_POOL_COUNT] = {
     "requests",    "selector-bytes", "grants",        "prompts",

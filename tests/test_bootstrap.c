@@ -117,7 +117,8 @@ PBX_TEST(bootstrap_roundtrip)
                  56U);
     PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_WINDOW), T_WINDOW);
     for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_TIME + 4U * t), t_times[t]);
+        PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_TIME + (size_t)4U * t),
+                     t_times[t]);
     }
     PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_CALLS_RSV), 0U);
     pbx_bootstrap_geometry p;
@@ -201,7 +202,10 @@ PBX_TEST(bootstrap_reject_version_1_record)
 {
     uint8_t v1[224];
     memset(v1, 0, sizeof(v1));
-    memcpy(v1, "PBX1", 4);
+    v1[0] = PBX_BOOTSTRAP_MAGIC_0;
+    v1[1] = PBX_BOOTSTRAP_MAGIC_1;
+    v1[2] = PBX_BOOTSTRAP_MAGIC_2;
+    v1[3] = PBX_BOOTSTRAP_MAGIC_3;
     pbx_le_put16(v1 + T_OFF_VERSION, 1U);
     pbx_le_put32(v1 + T_OFF_PAGE_SIZE, 4096U);
     pbx_le_put32(v1 + T_OFF_PAGE_COUNT, 8U);
@@ -438,7 +442,7 @@ PBX_TEST(bootstrap_reject_bad_deadline)
     for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
         for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
             t_record(buf);
-            pbx_le_put32(buf + T_OFF_TIME + 4U * t, bad[i]);
+            pbx_le_put32(buf + T_OFF_TIME + (size_t)4U * t, bad[i]);
             t_reseal(buf);
             PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_TIME);
             pbx_bootstrap_geometry g;

@@ -294,8 +294,8 @@ static bool pbx_geom_make_args(int argc, char **argv, pbx_bootstrap_geometry *g,
             return false;
         }
         const char *val = argv[++i];
-        if (strcmp(arg, "-o") == 0) {
-            *out = val;
+        if (field == NULL) {
+            *out = val; /* the only value option without a field: -o */
             continue;
         }
         uint32_t v = 0U;
