@@ -392,7 +392,8 @@ PBX_TEST(core_every_public_frame_gets_a_reply_or_a_drop)
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);
-    pbx_le_put16(bad + 4, (uint16_t)(PBX_IPC_VERSION + 1U));
+    const uint16_t next_version = PBX_IPC_VERSION + 1U;
+    pbx_le_put16(bad + 4, next_version);
     PBX_CHECK_EQ(own_raw(h, bad, n, &out), UINT32_MAX);
     PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
     memcpy(bad, buf, n);
