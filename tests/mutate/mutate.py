@@ -155,6 +155,8 @@ def is_statement_line(toks, prev_end):
             return False  # "type *name = ...": a declaration
     elif first[1] not in ("*", "(", "++", "--"):
         return False
+    if [t for _, t, _ in toks[:3]] == ["(", "void", ")"] and len(toks) == 5:
+        return False  # "(void)name;" only marks a parameter used
     depth = 0
     for _, t, _ in toks:
         depth += t == "("
@@ -516,9 +518,9 @@ def write_report(s, out):
         json.dump(s, f, indent=1)
     kb = ", ".join(f"{k} {v}" for k, v in sorted(s["killed_by"].items()))
     md = ["# Mutation testing report", "",
-          f"- mutants run: {s['mutants']}"
-          + (f" (sample of {s['sample']}, seed {s['seed']})"
-             if s["sample"] else " (all)"),
+          f"- mutants run: {s['mutants']} of {s['chosen']} chosen"
+          + (f" (a sample, seed {s['seed']})"
+             if s["sample"] else " (every mutant)"),
           f"- killed: {s['killed']} ({kb})",
           f"- survived: {s['survived']}",
           f"- equivalent (excluded from the rate): {s['equivalent']}",
