@@ -48,7 +48,7 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
              $(wildcard base/err/*.def)
 
 .PHONY: all test check install clean format format-check doccheck docs docs-check \
-        freestanding tidy cppcheck analyzer fuzz fuzz-smoke fuzz-long fuzz-afl check-gcc check-clang \
+        layers freestanding tidy cppcheck analyzer fuzz fuzz-smoke fuzz-long fuzz-afl check-gcc check-clang \
         check-asan run bench
 .DEFAULT_GOAL := all
 
@@ -93,10 +93,16 @@ doccheck:
 freestanding:
 	sh scripts/freestanding.sh $(FREE_DIRS)
 
+# Include layering (which folder may use which, private headers, cycles);
+# the folder table of docs/HACKING.md is generated from the same rules.
+layers:
+	@python3 scripts/layers.py check
+
 # docs/ARCHITECTURE.md embeds the core's transition table; these keep it
 # generated from the code rather than written by hand.
 docs: $(PBX_BIN)
 	sh scripts/docs_fsm.sh $(PBX_BIN) update
+	python3 scripts/layers.py update-doc
 
 docs-check: $(PBX_BIN)
 	sh scripts/docs_fsm.sh $(PBX_BIN) check
@@ -211,7 +217,7 @@ bench: $(BENCH_TARGETS)
 
 # ---- everything ------------------------------------------------------------
 
-check: format-check doccheck docs-check freestanding cppcheck tidy analyzer check-gcc check-clang \
+check: format-check doccheck docs-check layers freestanding cppcheck tidy analyzer check-gcc check-clang \
        check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"
 

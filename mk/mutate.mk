@@ -1,0 +1,43 @@
+# mk/mutate.mk: mutation testing of core/, ipc/ and bootstrap/
+# (tests/mutate/mutate.py, docs/TESTING.md "Mutation testing"). A test
+# tool: nothing here is built by `make all` or installed.
+#
+#   make mutate          every mutant, MUTATE_JOBS workers (the -j of make,
+#                        else 2); report in build/mutate/report.md and
+#                        report.json
+#   make mutate-sample   a fixed sample of MUTATE_SAMPLE mutants (seed
+#                        MUTATE_SEED); fails when more than
+#                        MUTATE_THRESHOLD percent survive (in CHECK_EXTRA);
+#                        report in build/mutate/sample/
+#
+# Each worker mutates its own copy of the tree under build/mutate/ and
+# links one mutated object against baseline objects, so the sources in the
+# worktree are never touched. The flags are the tree's, without -Werror
+# (a mutant that only warns must still run) and at -O1.
+
+MUTATE_DIRS      ?= core ipc bootstrap
+MUTATE_SAMPLE    ?= 40
+MUTATE_SEED      ?= 1
+MUTATE_THRESHOLD ?= 25
+MUTATE_FULL_THRESHOLD ?= 100
+MUTATE_SIM_SEEDS ?= 1..200
+MUTATE_SIM_STEPS ?= 5000
+MUTATE_ARGS = --dirs "$(MUTATE_DIRS)" --cc "$(CC)" \
+    --cflags "$(filter-out -Werror,$(WARN)) -O1" \
+    --lib-srcs "$(LIB_SRCS)" --test-srcs "$(TEST_SRCS)" \
+    --tool-srcs "$(TOOL_SRCS)" --sim-srcs "$(SIM_SRCS)" \
+    --sim-seeds $(MUTATE_SIM_SEEDS) --sim-steps $(MUTATE_SIM_STEPS) \
+    --equivalent tests/mutate/equivalent.txt \
+    $(if $(MUTATE_JOBS),--jobs $(MUTATE_JOBS))
+
+.PHONY: mutate mutate-sample
+mutate:
+	@python3 tests/mutate/mutate.py $(MUTATE_ARGS) --out build/mutate \
+	    --threshold $(MUTATE_FULL_THRESHOLD)
+
+mutate-sample:
+	@python3 tests/mutate/mutate.py $(MUTATE_ARGS) --out build/mutate/sample \
+	    --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) \
+	    --threshold $(MUTATE_THRESHOLD)
+
+CHECK_EXTRA += mutate-sample

@@ -1,0 +1,682 @@
+#!/usr/bin/env python3
+"""Mutation testing of the core, the wire codec and PBX1 (docs/TESTING.md).
+
+A test tool: never installed, never shipped. It generates one-line mutants
+of the C sources of the given folders, builds each against the unit tests,
+the operator tool and the simulator, and counts the mutants the tests and
+a bounded simulator run fail to notice.
+
+    mutate.py [--sample N] [--jobs N] [--threshold PCT] [--out DIR] ...
+    mutate.py --list              print every mutant and exit
+    mutate.py --only ID           run one mutant, keep its worker tree
+
+Operators (each mutant is one change on one line; comments, preprocessor
+lines, compiled-out PBX_PLANT_* branches, _Static_assert and PBX_ASSERT
+statements are never mutated):
+
+    ror    comparison flips: < <-> <=, > <-> >=, < -> >=, > -> <=, == <-> !=
+    bound  integer constant +1 and -1
+    swap   an enumerator (or error code) for the next one of its enum;
+           true <-> false
+    del    an expression statement on one line replaced by (void)0;
+    neg    the condition of an if or while wrapped in !( )
+
+A mutant is killed when it fails to build, pbx-test fails, the simulator
+fails, or any of them runs past its time limit; otherwise it survived.
+Mutants listed in the equivalence file are excluded from the rate.
+"""
+import argparse
+import concurrent.futures
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+DEFAULT_DIRS = ["core", "ipc", "bootstrap"]
+FREE_DIRS = ["base", "sha2", "ipc", "bootstrap", "capabi", "core"]
+HOSTED = ["-D_POSIX_C_SOURCE=200809L", "-D_DEFAULT_SOURCE"]
+WARN = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Wconversion",
+        "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes", "-Wvla"]
+
+TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<comment>//.*)
+  | (?P<open>/\*)
+  | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+[uUlL]*(?![.\w]))
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<punct><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^!~<>=?:;,.(){}\[\]#\\])
+  | (?P<other>.)
+""", re.VERBOSE)
+
+ROR = {"<": ["<=", ">="], "<=": ["<", ">"], ">": [">=", "<="],
+       ">=": [">", "<"], "==": ["!="], "!=": ["=="]}
+DECL_START = {"const", "static", "struct", "union", "enum", "unsigned",
+              "signed", "volatile", "register", "typedef", "extern", "return",
+              "break", "continue", "goto", "case", "default", "else", "do",
+              "if", "while", "for", "switch", "void", "char", "int", "long",
+              "short", "_Bool", "bool", "float", "double", "_Alignas"}
+SKIP_STATEMENT = {"PBX_ASSERT", "_Static_assert", "static_assert"}
+ALIAS_SUFFIX = re.compile(r"_(COUNT|MAX|MIN|FIRST|LAST|NONE_)$")
+
+
+# ---- mutant generation ------------------------------------------------------
+
+def tokenize(line, in_comment):
+    """Code tokens of one line as (kind, text, start), and the comment state."""
+    toks = []
+    i = 0
+    while i < len(line):
+        if in_comment:
+            end = line.find("*/", i)
+            if end < 0:
+                return toks, True
+            i = end + 2
+            in_comment = False
+            continue
+        m = TOKEN.match(line, i)
+        kind = m.lastgroup
+        if kind == "open":
+            in_comment = True
+        elif kind not in ("ws", "comment"):
+            toks.append((kind, m.group(), i))
+        i = m.end()
+    return toks, in_comment
+
+
+def enum_families(root):
+    """Each enum of the freestanding headers, and each error .def file."""
+    fams = [["false", "true"]]
+    for h in sorted(glob.glob(os.path.join(root, "*", "*.h"))):
+        text = open(h, encoding="utf-8").read()
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+        text = re.sub(r"(?m)^\s*#.*$", "", text)
+        for body in re.findall(r"\benum\s*\w*\s*\{([^}]*)\}", text):
+            names = [e.split("=")[0].strip() for e in body.split(",")]
+            names = [n for n in names if re.fullmatch(r"[A-Za-z_]\w*", n)
+                     and not ALIAS_SUFFIX.search(n)]
+            if len(names) > 1:
+                fams.append(names)
+    for d in sorted(glob.glob(os.path.join(root, "base", "err", "*.def"))):
+        names = re.findall(r"PBX_ERR_DEF\(\s*(\w+)", open(d).read())
+        if len(names) > 1:
+            fams.append(names)
+    swap = {}
+    for fam in fams:
+        for i, n in enumerate(fam):
+            swap.setdefault(n, fam[(i + 1) % len(fam)])
+    return swap
+
+
+def bump(text, delta):
+    m = re.match(r"(0[xX])?([0-9a-fA-F]+)([uUlL]*)$", text)
+    hexa, digits, suffix = m.groups()
+    value = int(digits, 16 if hexa else 10) + delta
+    if value < 0:
+        return None
+    body = (hexa + format(value, "X")) if hexa else str(value)
+    return body + suffix
+
+
+def matching_paren(toks, k):
+    """Index of the token closing the parenthesis toks[k] opens, or None."""
+    depth = 0
+    for j in range(k, len(toks)):
+        if toks[j][1] == "(":
+            depth += 1
+        elif toks[j][1] == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def is_statement_line(toks, prev_end):
+    """A whole expression statement or assignment on this line alone."""
+    if not toks or toks[-1][1] != ";" or prev_end not in (";", "{", "}", ")",
+                                                          ":", "else"):
+        return False
+    first = toks[0]
+    if first[0] == "ident":
+        if first[1] in DECL_START or first[1] in SKIP_STATEMENT:
+            return False
+        nxt = toks[1][1] if len(toks) > 1 else ""
+        if len(toks) > 1 and toks[1][0] == "ident":
+            return False  # "type name": a declaration
+        if nxt == "*" and len(toks) > 2 and toks[2][0] == "ident" and \
+                len(toks) > 3 and toks[3][1] in ("=", ";", "[", ","):
+            return False  # "type *name = ...": a declaration
+    elif first[1] not in ("*", "(", "++", "--"):
+        return False
+    if [t for _, t, _ in toks[:3]] == ["(", "void", ")"] and len(toks) == 5:
+        return False  # "(void)name;" only marks a parameter used
+    depth = 0
+    for _, t, _ in toks:
+        depth += t == "("
+        depth -= t == ")"
+        if depth < 0:
+            return False
+    return depth == 0 and sum(1 for _, t, _ in toks if t == ";") == 1
+
+
+def line_mutants(line, toks, swap, prev_end):
+    """(op, description, mutated line) for every mutant of one code line."""
+    out = []
+
+    def at(tok, new):
+        return line[:tok[2]] + new + line[tok[2] + len(tok[1]):]
+
+    for k, tok in enumerate(toks):
+        kind, text, _ = tok
+        if kind == "punct" and text in ROR:
+            for new in ROR[text]:
+                out.append(("ror", f"{text} -> {new}", at(tok, new)))
+        elif kind == "num":
+            for delta in (1, -1):
+                new = bump(text, delta)
+                if new is not None:
+                    out.append(("bound", f"{text} -> {new}", at(tok, new)))
+        elif kind == "ident" and text in swap and swap[text] != text:
+            nxt = toks[k + 1][1] if k + 1 < len(toks) else ""
+            if nxt != "(" and toks[0][1] != "case":
+                out.append(("swap", f"{text} -> {swap[text]}",
+                            at(tok, swap[text])))
+        elif kind == "ident" and text in ("if", "while") and \
+                k + 1 < len(toks) and toks[k + 1][1] == "(":
+            close = matching_paren(toks, k + 1)
+            if close is not None and close > k + 2:
+                a = toks[k + 1][2] + 1
+                b = toks[close][2]
+                cond = line[a:b]
+                out.append(("neg", f"{text} (...) -> {text} (!(...))",
+                            line[:a] + "!(" + cond + ")" + line[b:]))
+    if is_statement_line(toks, prev_end):
+        indent = line[:len(line) - len(line.lstrip())]
+        out.append(("del", "statement -> (void)0;", indent + "(void)0;"))
+    return out
+
+
+def file_mutants(path, text, swap):
+    """Every mutant of one source file, as dicts without ids."""
+    result = []
+    in_comment = False
+    cond = []          # per #if level: is this branch compiled out?
+    continued = False  # inside a multi-line preprocessor directive
+    skip_parens = 0    # inside an unfinished PBX_ASSERT/_Static_assert
+    prev_end = "{"
+    for n, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if continued or (not in_comment and stripped.startswith("#")):
+            continued = stripped.endswith("\\")
+            d = re.match(r"#\s*(\w+)\s*(.*)", stripped)
+            if d and not continued:
+                word, arg = d.group(1), d.group(2)
+                dead = arg.startswith("PBX_PLANT_") or arg == "0" or \
+                    "defined(PBX_PLANT_" in arg.replace(" ", "")
+                if word in ("if", "ifdef"):
+                    cond.append(dead)
+                elif word == "ifndef":
+                    cond.append(False)
+                elif word in ("else", "elif") and cond:
+                    parent = cond[-1]
+                    cond[-1] = not parent if word == "else" else False
+                elif word == "endif" and cond:
+                    cond.pop()
+            continue
+        toks, in_comment = tokenize(line, in_comment)
+        if not toks:
+            continue
+        end = toks[-1][1]
+        this_prev, prev_end = prev_end, end
+        if any(cond):
+            continue
+        if skip_parens > 0 or any(t[1] in SKIP_STATEMENT for t in toks):
+            depth = skip_parens
+            for _, t, _ in toks:
+                depth += (t == "(") - (t == ")")
+            skip_parens = depth if depth > 0 else 0
+            continue
+        for op, desc, mutated in line_mutants(line, toks, swap, this_prev):
+            result.append({"file": path, "line": n, "op": op, "desc": desc,
+                           "orig": line, "mutated": mutated})
+    return result
+
+
+def all_mutants(root, dirs):
+    swap = enum_families(root)
+    mutants = []
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(root, d, "*.c"))):
+            rel = os.path.relpath(path, root)
+            with open(path, encoding="utf-8") as f:
+                mutants += file_mutants(rel, f.read(), swap)
+    seen = {}
+    for m in mutants:
+        key = f"{m['file']}\0{m['orig'].strip()}\0{m['mutated'].strip()}"
+        seen[key] = seen.get(key, 0) + 1
+        m["id"] = hashlib.sha1(f"{key}\0{seen[key]}".encode()).hexdigest()[:12]
+    return mutants
+
+
+def sample(mutants, count, seed):
+    """A fixed pseudo-random sample: the count lowest hashes of seed+id, so
+    a mutant stays chosen while the code around it changes."""
+    def rank(m):
+        return hashlib.sha1(f"{seed}:{m['id']}".encode()).hexdigest()
+    return sorted(sorted(mutants, key=rank)[:count],
+                  key=lambda m: (m["file"], m["line"], m["id"]))
+
+
+def load_equivalent(path):
+    """Entries 'FILE | ID-or-mutated-line | reason' of the equivalence file."""
+    entries = []
+    if not path or not os.path.isfile(path):
+        return entries
+    for n, raw in enumerate(open(path, encoding="utf-8"), 1):
+        raw = raw.rstrip("\n")
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in raw.split("|", 2)]
+        if len(parts) != 3 or not parts[2]:
+            sys.exit(f"{path}:{n}: expected 'FILE | ID or mutated line | "
+                     "reason'")
+        entries.append({"file": parts[0], "key": parts[1],
+                        "reason": parts[2], "where": f"{path}:{n}"})
+    return entries
+
+
+def equivalent_of(m, entries):
+    for e in entries:
+        if e["file"] == m["file"] and e["key"] in (m["id"],
+                                                   m["mutated"].strip()):
+            return e
+    return None
+
+
+# ---- building and running ---------------------------------------------------
+
+class Build:
+    """Baseline objects shared by every worker, and per-worker trees."""
+
+    def __init__(self, args, root):
+        self.args = args
+        self.root = root
+        self.out = os.path.abspath(args.out)
+        self.flags = args.cflags.split() if args.cflags else WARN + ["-O1"]
+        self.srcs = {
+            "lib": split_or_glob(args.lib_srcs, [f"{d}/*.c" for d in FREE_DIRS]),
+            "test": split_or_glob(args.test_srcs,
+                                  ["tests/runner/pbx_test.c", "tests/*.c"]),
+            "tool": split_or_glob(args.tool_srcs, ["tools/pbx/*.c"]),
+            "sim": split_or_glob(args.sim_srcs, ["sim/*.c"]),
+        }
+
+    def obj(self, src):
+        return os.path.join(self.out, "obj", src[:-2] + ".o")
+
+    def compile_cmd(self, src, obj, cwd):
+        hosted = [] if src in self.srcs["lib"] else HOSTED
+        return ([self.args.cc, "-I.", *hosted, *self.flags, "-c",
+                 os.path.join(cwd, src), "-o", obj], cwd)
+
+    def baseline(self, jobs):
+        """Compile every source once; the workers link against these."""
+        stamp = os.path.join(self.out, "obj", "flags")
+        flags = " ".join([self.args.cc] + self.flags)
+        same = os.path.isfile(stamp) and open(stamp).read() == flags
+        headers = [h for d in FREE_DIRS + ["sim", "tests", "tools/pbx"]
+                   for h in glob.glob(os.path.join(self.root, d, "*.h"))]
+        headers += glob.glob(os.path.join(self.root, "base", "err", "*.def"))
+        newest = max((os.path.getmtime(h) for h in headers), default=0)
+        tasks = []
+        for group in self.srcs.values():
+            for src in group:
+                obj = self.obj(src)
+                os.makedirs(os.path.dirname(obj), exist_ok=True)
+                if same and os.path.isfile(obj) and os.path.getmtime(obj) > \
+                        max(newest, os.path.getmtime(src)):
+                    continue  # up to date, as make would judge it
+                tasks.append(self.compile_cmd(src, obj, self.root))
+        with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+            for (cmd, _), res in zip(tasks, ex.map(
+                    lambda t: run(t[0], t[1], 300), tasks)):
+                if res[0] != 0:
+                    sys.exit("mutate: baseline build failed:\n" + res[1])
+        with open(stamp, "w") as f:
+            f.write(flags)
+
+    def link(self, wdir, mutated_src, mutant_obj):
+        """Link pbx-test, pbx and pbx-sim with one object replaced."""
+        lib = [mutant_obj if s == mutated_src else self.obj(s)
+               for s in self.srcs["lib"]]
+        bins = {}
+        for name, group in (("pbx-test", "test"), ("pbx", "tool"),
+                            ("pbx-sim", "sim")):
+            out = os.path.join(wdir, "bin", name)
+            objs = [self.obj(s) for s in self.srcs[group]]
+            rc, log = run([self.args.cc, *objs, *lib, "-o", out], wdir, 120)
+            if rc != 0:
+                return None, log
+            bins[name] = out
+        return bins, ""
+
+
+def split_or_glob(value, patterns):
+    if value:
+        return value.split()
+    return sorted(p for pat in patterns for p in glob.glob(pat))
+
+
+def run(cmd, cwd, timeout, env=None):
+    """(exit status or 'timeout', output) of a command in its own group."""
+    try:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             errors="replace", start_new_session=True)
+    except OSError as e:
+        return 127, str(e)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return "timeout", ""
+
+
+def copy_tree(root, dst):
+    """The sources a worker builds from (its copy is mutated, never ours)."""
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    for d in FREE_DIRS + ["sim", "tests", "tools"]:
+        src = os.path.join(root, d)
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(dst, d),
+                            ignore=shutil.ignore_patterns("*.o", "mutate"))
+    os.makedirs(os.path.join(dst, "bin"), exist_ok=True)
+
+
+class Runner:
+    def __init__(self, build, args):
+        self.build = build
+        self.args = args
+        self.limits = {}
+
+    def checks(self, bins, wdir):
+        """The test commands of a mutant: unit tests, then the simulator."""
+        env = dict(os.environ, PBX_BIN=bins["pbx"],
+                   TMPDIR=os.path.join(wdir, "tmp"))
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+        sim = bins["pbx-sim"]
+        return [
+            ("tests", [bins["pbx-test"]], env),
+            ("sim", [sim, "--regress", "sim/regress.txt", "--steps",
+                     str(self.args.sim_steps)], env),
+            ("sim", [sim, "--seeds", self.args.sim_seeds, "--steps",
+                     str(self.args.sim_steps)], env),
+        ]
+
+    def calibrate(self, wdir):
+        """Run the unmutated build; every limit is a multiple of its time."""
+        bins, log = self.build.link(wdir, None, None)
+        if bins is None:
+            sys.exit("mutate: baseline link failed:\n" + log)
+        for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
+            t0 = time.monotonic()
+            rc, out = run(cmd, wdir, 600, env)
+            took = time.monotonic() - t0
+            if rc != 0:
+                sys.exit(f"mutate: the unmutated tree fails its {what} run "
+                         f"({' '.join(cmd)}):\n{out[-2000:]}")
+            self.limits[i] = max(self.args.min_timeout,
+                                 took * self.args.timeout_factor)
+
+    def mutant(self, m, wdir):
+        """Build and test one mutant in worker tree wdir; restore the file."""
+        t0 = time.monotonic()
+        src = os.path.join(wdir, m["file"])
+        pristine = open(src, encoding="utf-8").read()
+        lines = pristine.split("\n")
+        assert lines[m["line"] - 1] == m["orig"], "stale mutant"
+        lines[m["line"] - 1] = m["mutated"]
+        obj = os.path.join(wdir, "mutant.o")
+        try:
+            with open(src, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines))
+            cmd, cwd = self.build.compile_cmd(m["file"], obj, wdir)
+            rc, log = run(cmd, cwd, self.args.build_timeout)
+        finally:
+            with open(src, "w", encoding="utf-8") as f:
+                f.write(pristine)
+        if rc != 0:
+            return verdict("killed", "timeout" if rc == "timeout" else
+                           "build", t0)
+        bins, _ = self.build.link(wdir, m["file"], obj)
+        if bins is None:
+            return verdict("killed", "build", t0)
+        for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
+            rc, _ = run(cmd, wdir, self.limits[i], env)
+            if rc == "timeout":
+                return verdict("killed", "timeout", t0)
+            if rc != 0:
+                return verdict("killed", what, t0)
+        return verdict("survived", "", t0)
+
+
+def verdict(status, by, t0):
+    return {"status": status, "by": by,
+            "seconds": round(time.monotonic() - t0, 2)}
+
+
+def jobs_from_env(default):
+    """-j of the calling make (MAKEFLAGS), else MUTATE_JOBS, else default."""
+    m = re.search(r"(?:^|\s)-\w*j\s*(\d+)", " " + os.environ.get("MAKEFLAGS", ""))
+    if m:
+        return max(1, int(m.group(1)))
+    return int(os.environ.get("MUTATE_JOBS", default))
+
+
+# ---- report -----------------------------------------------------------------
+
+def summarise(results, entries, all_ids, args, seconds):
+    total = len(results)
+    equivalent = [r for r in results if r.get("equivalent")]
+    counted = [r for r in results if not r.get("equivalent")]
+    survived = [r for r in counted if r["status"] == "survived"]
+    by = {}
+    for r in counted:
+        if r["status"] == "killed":
+            by[r["by"]] = by.get(r["by"], 0) + 1
+    rate = 100.0 * len(survived) / len(counted) if counted else 0.0
+    stale = [r for r in equivalent if r["status"] == "killed"]
+    unmatched = [e for e in entries if not any(
+        e["file"] == m["file"] and e["key"] in (m["id"], m["mutated"].strip())
+        for m in all_ids)]
+    return {"mutants": total, "counted": len(counted),
+            "killed": len(counted) - len(survived), "killed_by": by,
+            "survived": len(survived), "equivalent": len(equivalent),
+            "survival_rate_percent": round(rate, 2),
+            "threshold_percent": args.threshold,
+            "sample": args.sample, "seed": args.seed,
+            "sim": f"--seeds {args.sim_seeds} --steps {args.sim_steps}",
+            "seconds": round(seconds, 1),
+            "survivors": survived, "equivalents": equivalent,
+            "stale_equivalents": stale,
+            "unmatched_equivalent_entries": unmatched}
+
+
+def write_report(s, out):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(s, f, indent=1)
+    kb = ", ".join(f"{k} {v}" for k, v in sorted(s["killed_by"].items()))
+    md = ["# Mutation testing report", "",
+          f"- mutants run: {s['mutants']} of {s['chosen']} chosen"
+          + (f" (a sample, seed {s['seed']})"
+             if s["sample"] else " (every mutant)"),
+          f"- killed: {s['killed']} ({kb})",
+          f"- survived: {s['survived']}",
+          f"- equivalent (excluded from the rate): {s['equivalent']}",
+          f"- survival rate: {s['survival_rate_percent']}% "
+          f"(threshold {s['threshold_percent']}%)",
+          f"- simulator: {s['sim']}; wall time {s['seconds']} s",
+          (f"- PARTIAL: stopped at --max-seconds after {s['mutants']} of "
+           f"{s['chosen']} mutants" if s["partial"] else
+           f"- complete: every chosen mutant ran"), "",
+          "## Survivors", "",
+          "Each survivor is a change no test and no simulator seed noticed: "
+          "add a test that fails on it, or argue it equivalent in "
+          "`tests/mutate/equivalent.txt`.", ""]
+    if not s["survivors"]:
+        md.append("None.")
+    for r in s["survivors"]:
+        md += [f"- `{r['file']}:{r['line']}` {r['op']} `{r['desc']}` "
+               f"(id `{r['id']}`)", "", "      -" + r["orig"].strip(),
+               "      +" + r["mutated"].strip(), ""]
+    md += ["", "## Equivalent mutants", ""]
+    if not s["equivalents"]:
+        md.append("None.")
+    for r in s["equivalents"]:
+        md.append(f"- `{r['file']}:{r['line']}` {r['op']} `{r['desc']}` "
+                  f"({r['status']}): {r['reason']}")
+    if s["stale_equivalents"] or s["unmatched_equivalent_entries"]:
+        md += ["", "## Stale equivalence entries", ""]
+        for r in s["stale_equivalents"]:
+            md.append(f"- `{r['file']}:{r['line']}` id `{r['id']}` is killed "
+                      f"({r['by']}): not equivalent, delete the entry")
+        for e in s["unmatched_equivalent_entries"]:
+            md.append(f"- {e['where']}: matches no mutant any more")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+# ---- main -------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dirs", default=" ".join(DEFAULT_DIRS))
+    p.add_argument("--out", default="build/mutate")
+    p.add_argument("--jobs", type=int, default=0)
+    p.add_argument("--sample", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threshold", type=float, default=100.0)
+    p.add_argument("--equivalent", default="tests/mutate/equivalent.txt")
+    p.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    p.add_argument("--cflags", default="")
+    p.add_argument("--lib-srcs", default="")
+    p.add_argument("--test-srcs", default="")
+    p.add_argument("--tool-srcs", default="")
+    p.add_argument("--sim-srcs", default="")
+    p.add_argument("--sim-seeds", default="1..200")
+    p.add_argument("--sim-steps", type=int, default=5000)
+    p.add_argument("--build-timeout", type=float, default=120)
+    p.add_argument("--timeout-factor", type=float, default=10)
+    p.add_argument("--min-timeout", type=float, default=20)
+    p.add_argument("--max-seconds", type=float, default=0,
+                   help="stop starting mutants after this long; the report "
+                   "covers those that ran")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--only", default="")
+    return p.parse_args(argv)
+
+
+def main(argv):
+    args = parse_args(argv)
+    root = os.getcwd()
+    mutants = all_mutants(root, args.dirs.split())
+    if args.list:
+        for m in mutants:
+            print(f"{m['id']} {m['file']}:{m['line']} {m['op']} {m['desc']}")
+        print(f"{len(mutants)} mutants")
+        return 0
+    chosen = mutants
+    if args.only:
+        chosen = [m for m in mutants if m["id"] == args.only]
+        if not chosen:
+            sys.exit(f"mutate: no mutant {args.only} (see --list)")
+    elif args.sample:
+        chosen = sample(mutants, args.sample, args.seed)
+    entries = load_equivalent(args.equivalent)
+    jobs = args.jobs or jobs_from_env(2)
+    jobs = max(1, min(jobs, len(chosen)))
+    t0 = time.monotonic()
+    print(f"mutate: {len(mutants)} mutants in {args.dirs}; running "
+          f"{len(chosen)} on {jobs} worker(s)", flush=True)
+    build = Build(args, root)
+    build.baseline(jobs)
+    runner = Runner(build, args)
+    wdirs = [os.path.join(build.out, f"w{i}") for i in range(jobs)]
+    for w in wdirs:
+        copy_tree(root, w)
+    runner.calibrate(wdirs[0])
+    free = list(wdirs)
+    lock = threading.Lock()
+    results = []
+    log = open(os.path.join(build.out, "results.jsonl"), "w")
+
+    deadline = t0 + args.max_seconds if args.max_seconds else None
+
+    def one(m):
+        if deadline and time.monotonic() > deadline:
+            return None
+        with lock:
+            w = free.pop()
+        try:
+            r = dict(m, **runner.mutant(m, w))
+        finally:
+            with lock:
+                free.append(w)
+        e = equivalent_of(m, entries)
+        if e:
+            r["equivalent"] = True
+            r["reason"] = e["reason"]
+        with lock:
+            results.append(r)
+            log.write(json.dumps(r) + "\n")
+            log.flush()
+            tag = r["status"] + (f" ({r['by']})" if r["by"] else "")
+            print(f"mutate: [{len(results)}/{len(chosen)}] {r['file']}:"
+                  f"{r['line']} {r['op']} {r['desc']}: {tag}", flush=True)
+        return r
+
+    # Run in hash order, so a run stopped by --max-seconds is a fair sample.
+    order = sorted(chosen, key=lambda m: hashlib.sha1(
+        f"{args.seed}:{m['id']}".encode()).hexdigest())
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        list(ex.map(one, order))
+    log.close()
+    results.sort(key=lambda r: (r["file"], r["line"], r["id"]))
+    s = summarise(results, entries, mutants, args, time.monotonic() - t0)
+    s["chosen"] = len(chosen)
+    s["partial"] = len(results) < len(chosen)
+    write_report(s, build.out)
+    if not args.only:
+        for w in wdirs:
+            shutil.rmtree(w, ignore_errors=True)
+    kb = ", ".join(f"{k} {v}" for k, v in sorted(s["killed_by"].items()))
+    kb = kb or "none"
+    print(f"mutate: {s['mutants']} run, {s['killed']} killed ({kb}), "
+          f"{s['survived']} survived, {s['equivalent']} equivalent; "
+          f"survival rate {s['survival_rate_percent']}% (threshold "
+          f"{args.threshold}%) in {s['seconds']} s; report "
+          f"{os.path.relpath(build.out)}/report.md")
+    for r in s["stale_equivalents"]:
+        print(f"mutate: warning: equivalent mutant {r['id']} is killed")
+    for e in s["unmatched_equivalent_entries"]:
+        print(f"mutate: warning: {e['where']} matches no mutant")
+    if s["survival_rate_percent"] > args.threshold:
+        print(f"mutate: survival rate above the threshold; see "
+              f"{os.path.relpath(build.out)}/report.md")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
