@@ -453,6 +453,11 @@ typedef struct sim_world {
     uint32_t nflights;
     /** The simulator's record of every call, by the core's call index. */
     sim_call calls[SIM_CALL_MAX];
+    /** Calls open by the simulator's account. */
+    uint32_t calls_open;
+    /** Nonzero when a call, request or grant changed since the last full
+     * comparison of calls with the core's records. */
+    uint32_t calls_dirty;
     /** Grants in cleanup, by core index. */
     sim_cleanup cleanup[SIM_GRANT_MAX];
     /** Per grant index, the generation whose ACTIVE row the kernel took
@@ -679,13 +684,16 @@ const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
  * a capability, and (owner non-NULL) the request it is owned by. */
 bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,
                          uint32_t *owner);
-/** sim_core_tslot_public reports whether record t is a public orphan. */
-bool sim_core_tslot_public(const sim_world *w, uint32_t t);
 /** sim_core_bucket returns the correlation bucket of a job in pool. */
 uint32_t sim_core_bucket(const sim_world *w, pbx_bootstrap_pool pool,
                          uint64_t job_id, uint32_t job_gen);
 /** sim_core_call reads the core's call record o into *out. */
 void sim_core_call(const sim_world *w, uint32_t o, sim_call_view *out);
+/** sim_core_calls_view reads every call record into out (SIM_CALL_MAX
+ * entries; only live ones in full) and returns the pool capacity. */
+uint32_t sim_core_calls_view(const sim_world *w, sim_call_view *out);
+/** sim_core_public_orphans counts the public orphan records. */
+uint32_t sim_core_public_orphans(const sim_world *w);
 /** sim_core_call_index returns the call record a seq names, or SIM_NIL. */
 uint32_t sim_core_call_index(const sim_world *w, uint32_t seq);
 /** sim_core_req_call returns request i's outstanding call or SIM_NIL. */

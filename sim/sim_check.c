@@ -222,11 +222,7 @@ static void sim_check_index(sim_world *w, pbx_bootstrap_pool pool)
 static void sim_check_intake(sim_world *w)
 {
     const pbx_core_ctx *c = w->core;
-    uint32_t cap = c->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
-    uint32_t n = 0;
-    for (uint32_t t = 0; t < cap; t++) {
-        n += sim_core_tslot_public(w, t) ? 1U : 0U;
-    }
+    uint32_t n = sim_core_public_orphans(w);
     if (n != c->public_orphans || n > PBX_CORE_PUBLIC_ORPHANS_MAX) {
         sim_fail(w, "intake: %u public orphans held, %u counted (cap %u)", n,
                  c->public_orphans, PBX_CORE_PUBLIC_ORPHANS_MAX);

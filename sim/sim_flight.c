@@ -10,7 +10,6 @@
  */
 #include "sim/sim_peers.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* A silent stretch lasts up to this many deadlines. */
@@ -152,7 +151,6 @@ static bool sim_deliver(sim_world *w, uint32_t k)
     pbx_err err = pbx_core_on_peer_reply(w->core, f.route, f.via_slot, f.bytes,
                                          f.len, slots, f.ncaps);
     bool took = w->core->replies_refused == refused;
-    if (getenv("SIM_DEBUG")) fprintf(stderr, "DBG step %llu deliver seq %#x route %u call %u took %d refused %u len %zu\n", (unsigned long long)w->step, f.seq, f.route, call, took, w->core->replies_refused, f.len);
     w->stat_replies++;
     if (took && call != SIM_NIL) {
         /* The bytes answer the call they echo, which need not be the

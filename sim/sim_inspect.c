@@ -46,15 +46,22 @@ bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,
     return true;
 }
 
-bool sim_core_tslot_public(const sim_world *w, uint32_t t)
+uint32_t sim_core_public_orphans(const sim_world *w)
 {
-    const pbx_core_tslot *ts = (const pbx_core_tslot *)sim_rec(
-        w, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
-    /* An orphan record is on one of the two orphan queues. */
-    uint32_t q = ts->link.queue;
-    return ts->link.live != 0U && ts->owner_kind == PBX_CORE_ORPHAN_PUBLIC &&
-           (q == (uint32_t)PBX_CORE_Q_ORPHAN + 1U ||
-            q == (uint32_t)PBX_CORE_Q_DEFER_ORPHAN + 1U);
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < cap; t++) {
+        const pbx_core_tslot *ts = (const pbx_core_tslot *)sim_rec(
+            w, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
+        /* An orphan record is on one of the two orphan queues. */
+        uint32_t q = ts->link.queue;
+        n += ts->link.live != 0U && ts->owner_kind == PBX_CORE_ORPHAN_PUBLIC &&
+                     (q == (uint32_t)PBX_CORE_Q_ORPHAN + 1U ||
+                      q == (uint32_t)PBX_CORE_Q_DEFER_ORPHAN + 1U)
+                 ? 1U
+                 : 0U;
+    }
+    return n;
 }
 
 uint32_t sim_core_bucket(const sim_world *w, pbx_bootstrap_pool pool,
@@ -110,6 +117,20 @@ void sim_core_call(const sim_world *w, uint32_t o, sim_call_view *out)
     out->kind = sim_kind_of(oc->kind);
     out->clazz = oc->clazz;
     out->deadline_ms = oc->deadline_ms;
+}
+
+uint32_t sim_core_calls_view(const sim_world *w, sim_call_view *out)
+{
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    for (uint32_t o = 0; o < cap && o < SIM_CALL_MAX; o++) {
+        const pbx_core_outcall *oc =
+            (const pbx_core_outcall *)sim_rec(w, PBX_BOOTSTRAP_POOL_CALLS, o);
+        out[o].live = oc->link.live;
+        if (oc->link.live != 0U) {
+            sim_core_call(w, o, &out[o]);
+        }
+    }
+    return cap < SIM_CALL_MAX ? cap : SIM_CALL_MAX;
 }
 
 uint32_t sim_core_call_index(const sim_world *w, uint32_t seq)

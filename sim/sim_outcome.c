@@ -4,7 +4,6 @@
  */
 #include "sim/sim.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* APPROVED needs the ACTIVE acknowledgement and an authorisation. */
@@ -307,7 +306,6 @@ static void sim_note_req(sim_world *w, uint32_t i)
     uint32_t gen = r->link.generation;
     uint32_t st = live != 0U ? r->link.state : (uint32_t)PBX_CORE_ST_FREE;
     uint32_t aux = sim_req_aux(w, i);
-    if (getenv("SIM_DEBUG") && (snap[2] != st || snap[1] != gen)) fprintf(stderr, "DBG step %llu req %u gen %u %s -> %s call %u flags %#x\n", (unsigned long long)w->step, i, gen, pbx_core_state_name((pbx_core_state)snap[2]), pbx_core_state_name((pbx_core_state)st), r->call, r->flags);
     if (snap[0] != 0U && (snap[1] != gen || live == 0U) &&
         snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
         uint32_t from = snap[2];
