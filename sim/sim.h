@@ -35,7 +35,7 @@
 #define SIM_SCOPE_IDENT_BASE 0x5C0000000000ULL
 
 /** SIM_EVENTS is the depth of the event ring printed on failure. */
-#define SIM_EVENTS 400U
+#define SIM_EVENTS 24U
 /** SIM_SEL_MAX bounds a simulated selector. */
 #define SIM_SEL_MAX PBX_IPC_SELECTOR_LEN_BYTES_MAX
 /** SIM_NIL is "none" for sim indices. */
@@ -257,19 +257,19 @@ typedef struct sim_cleanup {
 
 /** sim_call_kind names the core step behind an outstanding call. */
 typedef enum sim_call_kind {
-    SIM_CALL_NONE = 0,     /**< unknown */
-    SIM_CALL_RESOLVE,      /**< RESOLVE through the scope (progression) */
-    SIM_CALL_POLICY,       /**< POLICY (progression) */
-    SIM_CALL_PROMPT,       /**< PROMPT (progression) */
-    SIM_CALL_INSTALL,      /**< INSTALL (progression) */
-    SIM_CALL_DETACH,       /**< DETACH before approval (progression) */
-    SIM_CALL_ACTIVE,       /**< VIEW ACTIVE (progression) */
-    SIM_CALL_REL_DETACH,   /**< DETACH in release */
-    SIM_CALL_REQ_RETIRE,   /**< RETIRE of a refused install (release) */
-    SIM_CALL_WITHDRAW,     /**< WITHDRAW of a prompt (release) */
-    SIM_CALL_REMOVE,       /**< VIEW REMOVE of a grant (cleanup) */
-    SIM_CALL_RETIRE,       /**< RETIRE of a grant (cleanup) */
-    SIM_CALL_KINDS         /**< number of kinds; not a kind */
+    SIM_CALL_NONE = 0,   /**< unknown */
+    SIM_CALL_RESOLVE,    /**< RESOLVE through the scope (progression) */
+    SIM_CALL_POLICY,     /**< POLICY (progression) */
+    SIM_CALL_PROMPT,     /**< PROMPT (progression) */
+    SIM_CALL_INSTALL,    /**< INSTALL (progression) */
+    SIM_CALL_DETACH,     /**< DETACH before approval (progression) */
+    SIM_CALL_ACTIVE,     /**< VIEW ACTIVE (progression) */
+    SIM_CALL_REL_DETACH, /**< DETACH in release */
+    SIM_CALL_REQ_RETIRE, /**< RETIRE of a refused install (release) */
+    SIM_CALL_WITHDRAW,   /**< WITHDRAW of a prompt (release) */
+    SIM_CALL_REMOVE,     /**< VIEW REMOVE of a grant (cleanup) */
+    SIM_CALL_RETIRE,     /**< RETIRE of a grant (cleanup) */
+    SIM_CALL_KINDS       /**< number of kinds; not a kind */
 } sim_call_kind;
 
 /** sim_call_view is what the core records about one outstanding call. */
@@ -455,6 +455,8 @@ typedef struct sim_world {
     sim_call calls[SIM_CALL_MAX];
     /** Calls open by the simulator's account. */
     uint32_t calls_open;
+    /** No open call's deadline is before this (ms). */
+    uint64_t calls_next_ms;
     /** Nonzero when a call, request or grant changed since the last full
      * comparison of calls with the core's records. */
     uint32_t calls_dirty;

@@ -113,6 +113,8 @@ void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t peer,
     }
     memset(sc, 0, sizeof(*sc));
     sc->open = 1U;
+    w->calls_open++;
+    w->calls_dirty = 1U;
     sc->v.live = 1U;
     sc->v.seq = f->seq;
     sc->v.route = c->route;
@@ -121,6 +123,9 @@ void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t peer,
     sc->v.id = f->request;
     sc->v.clazz = sim_call_class(c->route, f->op);
     sc->v.deadline_ms = w->now_ms + w->time_ms[sc->v.clazz];
+    if (sc->v.deadline_ms < w->calls_next_ms) {
+        w->calls_next_ms = sc->v.deadline_ms;
+    }
 }
 
 uint32_t sim_call_match(const sim_world *w, const sim_flight *f)
@@ -149,16 +154,24 @@ uint32_t sim_call_match(const sim_world *w, const sim_flight *f)
     return SIM_NIL;
 }
 
+/* Closes open call sc. */
+static void sim_call_close(sim_world *w, sim_call *sc)
+{
+    sc->open = 0U;
+    w->calls_open--;
+    w->calls_dirty = 1U;
+}
+
 void sim_call_answered(sim_world *w, uint32_t k)
 {
-    w->calls[k].open = 0U;
+    sim_call_close(w, &w->calls[k]);
 }
 
 /* Ends call sc without an accepted reply (deadline or lost route): a
  * progression call's owner may now end only on a timeout. */
 static void sim_call_unanswered(sim_world *w, sim_call *sc)
 {
-    sc->open = 0U;
+    sim_call_close(w, sc);
     uint32_t i = sc->v.owner;
     if (sc->known != 0U &&
         sc->v.owner_pool == (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS &&
@@ -171,11 +184,17 @@ static void sim_call_unanswered(sim_world *w, sim_call *sc)
 uint32_t sim_calls_expire(sim_world *w)
 {
     uint32_t n = 0;
+    if (w->now_ms < w->calls_next_ms) {
+        return 0U; /* No open call's deadline has come. */
+    }
+    w->calls_next_ms = UINT64_MAX;
     for (uint32_t k = 0; k < SIM_CALL_MAX; k++) {
         sim_call *sc = &w->calls[k];
         if (sc->open != 0U && sc->v.deadline_ms <= w->now_ms) {
             sim_call_unanswered(w, sc);
             n++;
+        } else if (sc->open != 0U && sc->v.deadline_ms < w->calls_next_ms) {
+            w->calls_next_ms = sc->v.deadline_ms;
         }
     }
     return n;
@@ -193,17 +212,13 @@ void sim_calls_route_down(sim_world *w, uint32_t r)
 
 uint32_t sim_calls_open(const sim_world *w)
 {
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < SIM_CALL_MAX; k++) {
-        n += w->calls[k].open;
-    }
-    return n;
+    return w->calls_open;
 }
 
 /* The identity a call of kind owned by a request (i, gen) carries: its
  * own, or its grant's for the ACTIVE row and a refused install's RETIRE. */
-static pbx_ipc_id sim_req_call_id(const sim_world *w, uint32_t kind,
-                                  uint32_t i, uint32_t gen)
+static pbx_ipc_id sim_req_call_id(const sim_world *w, uint32_t kind, uint32_t i,
+                                  uint32_t gen)
 {
     pbx_ipc_id id = {i, gen};
     const pbx_core_request *r = sim_core_req(w, i);
@@ -225,7 +240,8 @@ static void sim_call_fits(sim_world *w, const sim_call *sc)
     pbx_ipc_id want = {v->owner, v->owner_gen};
     uint32_t state = 0;
     bool ok = sim_kind_op(v->kind) == v->op;
-    if (req && v->owner < w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity) {
+    if (req &&
+        v->owner < w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity) {
         state = sim_core_req(w, v->owner)->link.state;
         want = sim_req_call_id(w, v->kind, v->owner, v->owner_gen);
         ok = ok && v->kind <= (uint32_t)SIM_CALL_WITHDRAW &&
@@ -269,9 +285,9 @@ static void sim_call_fill(sim_world *w, sim_call *sc, const sim_call_view *cv)
                  "call: the core's record of %#x (route %u op %#x id %u/%u "
                  "class %u deadline %llu) is not what went out (route %u "
                  "op %#x id %u/%u class %u deadline %llu)",
-                 v->seq, cv->route, cv->op, cv->id.index, cv->id.gen,
-                 cv->clazz, (unsigned long long)cv->deadline_ms, v->route,
-                 v->op, v->id.index, v->id.gen, v->clazz,
+                 v->seq, cv->route, cv->op, cv->id.index, cv->id.gen, cv->clazz,
+                 (unsigned long long)cv->deadline_ms, v->route, v->op,
+                 v->id.index, v->id.gen, v->clazz,
                  (unsigned long long)v->deadline_ms);
         return;
     }
@@ -299,7 +315,7 @@ static void sim_call_follow(sim_world *w, sim_call *sc)
     const pbx_core_request *r = sim_core_req(w, v->owner);
     if (r->link.live == 0U || r->link.generation != v->owner_gen ||
         r->link.state != sc->sent_state) {
-        sc->open = 0U;
+        sim_call_close(w, sc);
     }
 }
 
@@ -350,10 +366,11 @@ static void sim_call_mine(sim_world *w, uint32_t c, uint32_t pool, uint32_t i,
              cv.owner_gen == gen && (kind == SIM_NIL || cv.kind == kind);
     }
     if (!ok) {
-        sim_fail(w, "call: %s %u/%u waits on call record %u, which is not "
-                    "its own outstanding call",
+        sim_fail(w,
+                 "call: %s %u/%u waits on call record %u, which is not "
+                 "its own outstanding call",
                  pool == (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS ? "request"
-                                                              : "grant",
+                                                               : "grant",
                  i, gen, c);
     }
 }
@@ -412,30 +429,39 @@ static void sim_call_compare(sim_world *w, uint32_t k, const sim_call *sc,
 
 void sim_calls_check(sim_world *w)
 {
-    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    static sim_call_view views[SIM_CALL_MAX];
+    const pbx_core_ctx *c = w->core;
+    uint32_t used = c->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity -
+                    c->pools[PBX_BOOTSTRAP_POOL_CALLS].free_count;
+    /* Nothing the calls depend on changed, and the core's counts agree:
+     * the full comparison would find what it found last time. */
+    if (w->calls_dirty == 0U && used == w->calls_open &&
+        pbx_core_calls_outstanding(c) == w->calls_open) {
+        return;
+    }
+    w->calls_dirty = 0U;
     uint32_t per[PBX_CORE_CALL_CLASSES] = {0};
-    for (uint32_t k = 0; k < cap && k < SIM_CALL_MAX; k++) {
+    uint32_t cap = sim_core_calls_view(w, views);
+    for (uint32_t k = 0; k < cap; k++) {
         sim_call *sc = &w->calls[k];
-        sim_call_view cv;
-        sim_core_call(w, k, &cv);
         if (sc->open != 0U && sc->known == 0U) {
-            sim_call_fill(w, sc, &cv);
+            sim_call_fill(w, sc, &views[k]);
         }
         sim_call_follow(w, sc);
-        sim_call_compare(w, k, sc, &cv);
-        if (cv.live != 0U && cv.clazz < PBX_CORE_CALL_CLASSES) {
-            per[cv.clazz]++;
+        sim_call_compare(w, k, sc, &views[k]);
+        if (views[k].live != 0U && views[k].clazz < PBX_CORE_CALL_CLASSES) {
+            per[views[k].clazz]++;
         }
         if (w->violation[0] != '\0') {
             return;
         }
     }
-    for (uint32_t c = 0; c < PBX_CORE_CALL_CLASSES; c++) {
-        if (per[c] != w->core->calls_out[c] || per[c] > w->core->call_window) {
+    for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
+        if (per[k] != c->calls_out[k] || per[k] > c->call_window) {
             sim_fail(w,
                      "call: class %u has %u outstanding records, the core "
                      "counts %u (window %u)",
-                     c, per[c], w->core->calls_out[c], w->core->call_window);
+                     k, per[k], c->calls_out[k], c->call_window);
             return;
         }
     }

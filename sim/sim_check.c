@@ -237,8 +237,8 @@ static void sim_check_intake(sim_world *w)
 
 void sim_check_ledger(sim_world *w)
 {
-    uint64_t out = w->occupied + w->led_flight + w->led_deleted +
-                   w->led_moved + w->led_dropped;
+    uint64_t out = w->occupied + w->led_flight + w->led_deleted + w->led_moved +
+                   w->led_dropped;
     if (w->led_in != out) {
         sim_fail(w,
                  "conservation: %llu capabilities entered, %llu accounted "
@@ -288,7 +288,8 @@ void sim_check_cleanup(sim_world *w)
             continue;
         }
         uint64_t age = w->step - start;
-        w->stat_retire_max = age > w->stat_retire_max ? age : w->stat_retire_max;
+        w->stat_retire_max =
+            age > w->stat_retire_max ? age : w->stat_retire_max;
         if (age > w->retire_bound) {
             sim_fail(w,
                      "cleanup: grant %u/%u in state %s not retired %llu "
@@ -355,9 +356,9 @@ void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
                  "invariant 5: unapproved decision of %u/%u visible (%s) "
                  "while its grant authority remains (alias %u, procd "
                  "install %u, object retired %u)",
-                 i, s->gen, where, sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen),
-                 s->grant < SIM_GRANT_MAX ? w->grants[s->grant].procd_live
-                                          : 0U,
+                 i, s->gen, where,
+                 sim_count_owned(w, SIM_ROLE_ALIAS, i, s->gen),
+                 s->grant < SIM_GRANT_MAX ? w->grants[s->grant].procd_live : 0U,
                  s->obj_retired);
     }
 }

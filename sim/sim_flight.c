@@ -88,8 +88,7 @@ static void sim_evidence(sim_world *w, const sim_flight *f)
 }
 
 /* Places flight f's receipts in powerboxd's CSpace; false when full. */
-static bool sim_flight_land(sim_world *w, const sim_flight *f,
-                            uint32_t *slots)
+static bool sim_flight_land(sim_world *w, const sim_flight *f, uint32_t *slots)
 {
     for (size_t i = 0; i < f->ncaps; i++) {
         slots[i] = sim_slot_put(w, &f->caps[i], SIM_NIL);
@@ -158,9 +157,10 @@ static bool sim_deliver(sim_world *w, uint32_t k)
         const sim_call_view *v = &w->calls[call].v;
         f.ask_op = v->op;
         f.ask_id = v->id;
-        f.ask_kind = v->kind == (uint32_t)SIM_CALL_ACTIVE   ? PBX_IPC_VIEW_ACTIVE
-                     : v->kind == (uint32_t)SIM_CALL_REMOVE ? PBX_IPC_VIEW_REMOVE
-                                                            : 0U;
+        f.ask_kind = v->kind == (uint32_t)SIM_CALL_ACTIVE ? PBX_IPC_VIEW_ACTIVE
+                     : v->kind == (uint32_t)SIM_CALL_REMOVE
+                         ? PBX_IPC_VIEW_REMOVE
+                         : 0U;
         sim_call_answered(w, call);
         sim_evidence(w, &f);
     } else if (!took) {
@@ -244,8 +244,9 @@ static bool sim_hangup(sim_world *w, uint32_t r)
     sim_after_core(w);
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
-            sim_fail(w, "core fail-stop %s at a route loss without a "
-                        "permanent fault",
+            sim_fail(w,
+                     "core fail-stop %s at a route loss without a "
+                     "permanent fault",
                      pbx_err_name(err));
         }
         return false;
@@ -264,6 +265,7 @@ static void sim_route_back(sim_world *w, uint32_t r)
 
 bool sim_routes_fault(sim_world *w)
 {
+    uint64_t bits = sim_rand(w);
     for (uint32_t r = 0; r < SIM_PEERS; r++) {
         sim_route_state *rt = &w->routes[r];
         if (rt->down_until != 0U && w->step >= rt->down_until) {
@@ -273,12 +275,13 @@ bool sim_routes_fault(sim_world *w)
             w->step < rt->silent_until) {
             continue;
         }
-        /* One draw per route and step; onsets are rare (rate / 2^18). */
-        uint32_t x = sim_below(w, 1U << 18);
+        /* Onsets are rare (rate / 2^18 per route and step): one draw
+         * serves all three routes, 18 bits each. */
+        uint32_t x = (uint32_t)(bits >> (18U * r)) & ((1U << 18) - 1U);
         if (x < w->rate[SIM_F_SILENT]) {
-            rt->silent_until = w->step + 20U +
-                               sim_below(w, SIM_SILENT_DEADLINES *
-                                                w->deadline_steps);
+            rt->silent_until =
+                w->step + 20U +
+                sim_below(w, SIM_SILENT_DEADLINES * w->deadline_steps);
             sim_disturb(w, r, rt->silent_until + w->max_delay + 1U);
             w->faults_fired++;
             sim_event_add(w, SIM_EV_FAULT, SIM_F_SILENT, r, rt->silent_until,
@@ -309,8 +312,9 @@ bool sim_clock(sim_world *w)
     sim_after_core(w);
     if (err != PBX_OK) {
         if (w->permanent == 0U) {
-            sim_fail(w, "core fail-stop %s at a deadline without a "
-                        "permanent fault",
+            sim_fail(w,
+                     "core fail-stop %s at a deadline without a "
+                     "permanent fault",
                      pbx_err_name(err));
         }
         return false;

@@ -200,7 +200,8 @@ static pbx_core_io sim_send_failed(sim_world *w, const pbx_ipc_frame *f)
 static void sim_sent(sim_world *w, const pbx_ipc_frame *f)
 {
     pbx_ipc_view v;
-    if (f->op == (uint16_t)PBX_IPC_OP_PROMPT && f->request.index < SIM_REQ_MAX) {
+    if (f->op == (uint16_t)PBX_IPC_OP_PROMPT &&
+        f->request.index < SIM_REQ_MAX) {
         w->reqs[f->request.index].prompts++;
     } else if (f->op == (uint16_t)PBX_IPC_OP_VIEW &&
                pbx_ipc_view_decode(f, &v) == PBX_OK &&

@@ -64,7 +64,8 @@ uint64_t sim_rand(sim_world *w)
 
 uint32_t sim_below(sim_world *w, uint32_t n)
 {
-    return n == 0U ? 0U : (uint32_t)(sim_rand(w) % n);
+    /* The high 32 bits scaled into [0, n): no division. */
+    return (uint32_t)(((sim_rand(w) >> 32) * (uint64_t)n) >> 32);
 }
 
 bool sim_chance(sim_world *w, uint32_t per_1024)
@@ -85,13 +86,12 @@ bool sim_fault_fires(sim_world *w, sim_fault f)
     return true;
 }
 
-/* Folds 8 bytes of v into the FNV-1a hash. */
+/* Folds the 64-bit word v into the FNV-1a trace hash (one round per
+ * word: the events are integers, not bytes). */
 static void sim_hash_u64(sim_world *w, uint64_t v)
 {
-    for (unsigned i = 0; i < 8U; i++) {
-        w->hash ^= (v >> (8U * i)) & 0xFFU;
-        w->hash *= 0x100000001B3ULL;
-    }
+    w->hash ^= v;
+    w->hash *= 0x100000001B3ULL;
 }
 
 void sim_event_add(sim_world *w, uint32_t code, uint64_t a0, uint64_t a1,

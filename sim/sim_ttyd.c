@@ -219,8 +219,9 @@ static bool sim_view_check(sim_world *w, const pbx_ipc_view *v,
     }
     if (v->kind == (uint8_t)PBX_IPC_VIEW_REMOVE &&
         w->row_sent[v->grant.index] != v->grant.gen) {
-        sim_fail(w, "ttyd: REMOVE row for grant %u/%u whose ACTIVE row "
-                    "never reached ttyd",
+        sim_fail(w,
+                 "ttyd: REMOVE row for grant %u/%u whose ACTIVE row "
+                 "never reached ttyd",
                  v->grant.index, v->grant.gen);
         return false;
     }
@@ -276,8 +277,7 @@ bool sim_ttyd_withdraw(sim_world *w, const pbx_ipc_frame *f, sim_reply *r)
     }
     if (s->prompts == 0U || q.object.id != s->object.id ||
         q.object.gen != s->object.gen) {
-        sim_fail(w,
-                 "ttyd: WITHDRAW of request %u/%u which %s",
+        sim_fail(w, "ttyd: WITHDRAW of request %u/%u which %s",
                  f->request.index, f->request.gen,
                  s->prompts == 0U ? "never prompted"
                                   : "prompted for another object");

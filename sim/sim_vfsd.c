@@ -112,8 +112,7 @@ void sim_vfsd_resolve_evidence(sim_world *w, const sim_flight *fl)
     pbx_ipc_frame d;
     pbx_ipc_resolve_reply rr;
     s->nf_evidence = 0U;
-    if (sim_final(fl, &d) &&
-        pbx_ipc_resolve_reply_decode(&d, &rr) == PBX_OK &&
+    if (sim_final(fl, &d) && pbx_ipc_resolve_reply_decode(&d, &rr) == PBX_OK &&
         rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND &&
         rr.object_class == s->begin.ctx.object_class &&
         rr.operation == s->begin.ctx.operation &&
@@ -289,8 +288,7 @@ void sim_vfsd_retire_evidence(sim_world *w, const sim_flight *fl)
         return;
     }
     sim_grant *gr = &w->grants[fl->ask_id.index];
-    if (gr->gen != fl->ask_id.gen ||
-        gr->state == (uint32_t)SIM_G_NONE ||
+    if (gr->gen != fl->ask_id.gen || gr->state == (uint32_t)SIM_G_NONE ||
         (gr->state == (uint32_t)SIM_G_INSTALLED && gr->core_seen == 0U)) {
         /* A refused install's retirement: the core frees that grant
          * without RETIRED, and the checker treats it as refused. */

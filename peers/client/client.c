@@ -14,7 +14,8 @@
  *       --lifetime L [--mode install|runtime-reply] [--urgency U]
  *       [--job ID:GEN] [--session N] [--realm N] [--entry TEXT]
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
- *       [--then consume [--repeat N] | --then hang-up]
+ *       [--then consume [--repeat N] | --then hang-up | --then hold |
+ *        --then cancel]
  *   pbx-client cancel (--control ...) (--request I:G | --job ID:GEN
  *       --session N)
  *   pbx-client consume (--control ...) --grant I:G
@@ -29,7 +30,12 @@
  * N of them back to back and prints only latency statistics
  * (docs/BENCH.md). `--then hang-up` exits right after COMMIT without
  * asking for the decision, as a program that dies would: launchd then
- * cancels the request it relayed.
+ * cancels the request it relayed. `--then hold` waits after COMMIT for a
+ * line on standard input (or its end) before asking for the decision;
+ * `--then cancel` waits for one such line, sends the exact CANCEL of the
+ * request on the same connection (cancel=accepted or cancel=refused),
+ * waits for another, then asks for the decision. A DENIED decision
+ * prints its reason (reason=).
  *
  * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
  * 1 a protocol or transport failure, 2 a usage error.
@@ -81,6 +87,11 @@ typedef struct client_opts {
     bool then_consume;
     /* --then hang-up: exit after COMMIT without asking for the decision. */
     bool then_hangup;
+    /* --then hold: after COMMIT, wait for a line on stdin, then DECISION. */
+    bool then_hold;
+    /* --then cancel: after COMMIT, wait for a line on stdin, CANCEL the
+     * request, wait for another line, then DECISION. */
+    bool then_cancel;
     /* --repeat N: N whole lifecycles on the one connection (0: one, as
      * a plain request, with its key=value report). */
     uint64_t repeat;
@@ -183,12 +194,24 @@ static pbx_ipc_id g_grant;
 /* The runtime-reply alias kept for --then consume, or -1. */
 static int g_alias = -1;
 
+/* The name of a DENIED decision's reason (pbx_ipc_reason). */
+static const char *client_reason_name(uint16_t reason)
+{
+    static const char *const names[] = {
+        "none",         "policy",      "user",   "prompt-timeout",
+        "peer-timeout", "peer-failed", "resolve"};
+    return reason < PBX_ARRAY_LEN(names) ? names[reason] : "?";
+}
+
 /* Prints a DECISION and maps it to the exit status. */
 static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id)
 {
     if (!g_quiet || d->outcome != PBX_IPC_OUTCOME_APPROVED) {
         printf("request=%u.%u\noutcome=%s\n", id.index, id.gen,
                pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d->outcome));
+    }
+    if (d->outcome == PBX_IPC_OUTCOME_DENIED) {
+        printf("reason=%s\n", client_reason_name(d->reason));
     }
     if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
         return 3;
@@ -267,6 +290,34 @@ static int client_decision(int fd, pbx_ipc_id id, uint64_t wait_ms)
     return 1;
 }
 
+/* Waits for one line on standard input, or its end (--then hold and
+ * --then cancel: the caller says when to go on). */
+static void client_wait_line(void)
+{
+    (void)fflush(stdout);
+    char ch = 0;
+    for (;;) {
+        if (read(STDIN_FILENO, &ch, 1U) != 1 || ch == '\n') {
+            return;
+        }
+    }
+}
+
+/* --then cancel: the exact CANCEL of request id on this connection. */
+static void client_cancel_exact(int fd, pbx_ipc_id id)
+{
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.request = id;
+    size_t n = 0;
+    bool ok =
+        pbx_ipc_cancel_encode(&c, g_buf, sizeof(g_buf), &n) == PBX_OK &&
+        client_call(fd, n, -1, "CANCEL") != NULL &&
+        pbx_ipc_empty_decode(&g_reply.frame,
+                             PBX_IPC_OP_CANCEL | PBX_IPC_REPLY_BIT) == PBX_OK;
+    printf("cancel=%s\n", ok ? "accepted" : "refused");
+}
+
 /* request: BEGIN, SELECTOR chunks, COMMIT with the scope, DECISION. */
 static int client_request(const client_opts *o)
 {
@@ -307,6 +358,13 @@ static int client_request(const client_opts *o)
         /* Exiting closes the connection with the request still open. */
         printf("hang_up=after-commit\n");
         return 0;
+    }
+    if (o->then_hold || o->then_cancel) {
+        client_wait_line();
+    }
+    if (o->then_cancel) {
+        client_cancel_exact(o->public_fd, id);
+        client_wait_line();
     }
     (void)fflush(stdout);
     int rc = client_decision(o->public_fd, id, o->wait_ms);
@@ -495,12 +553,17 @@ static bool client_option(client_opts *o, const char *k, const char *v)
         pbx_peer_io_ready(fd);
         ok = fd >= 0;
     } else if (strcmp(k, "--then") == 0) {
-        if (strcmp(v, "consume") != 0 && strcmp(v, "hang-up") != 0) {
-            pbx_peer_log("pbx-client", "--then takes 'consume' or 'hang-up'");
+        bool *then = strcmp(v, "consume") == 0   ? &o->then_consume
+                     : strcmp(v, "hang-up") == 0 ? &o->then_hangup
+                     : strcmp(v, "hold") == 0    ? &o->then_hold
+                     : strcmp(v, "cancel") == 0  ? &o->then_cancel
+                                                 : NULL;
+        if (then == NULL) {
+            pbx_peer_log("pbx-client", "--then takes 'consume', 'hang-up', "
+                                       "'hold' or 'cancel'");
             return false;
         }
-        *(strcmp(v, "consume") == 0 ? &o->then_consume : &o->then_hangup) =
-            true;
+        *then = true;
     } else if (strcmp(k, "--repeat") == 0) {
         ok = pbx_peer_parse_u64(v, 10000000U, &o->repeat) && o->repeat > 0U;
     } else if (strcmp(k, "--wait-ms") == 0) {

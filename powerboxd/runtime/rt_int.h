@@ -73,6 +73,9 @@ typedef struct rt_state {
     /** The current wait before the next core tick in milliseconds (0:
      * nothing deferred). */
     uint32_t tick_ms;
+    /** When the core last stopped wanting ticks (port clock, ms), or 0
+     * while it wants them. */
+    uint64_t tick_idle_ms;
     /** Loop turns since the last core tick (PBX_RT_TICK_TURNS). */
     uint32_t tick_turns;
     /** Nonzero while public intake is held (pbx_core_public_ready). */

@@ -221,9 +221,8 @@ static pbx_err rt_route_down(rt_state *s, uint32_t r)
 
 /* Places a reply's receipts into loose transient slots; false (with all
  * of them deleted) when there is no room. */
-static bool rt_reply_place(rt_state *s, uint32_t origin,
-                           const pbx_port_msg *m, uint32_t *slots,
-                           size_t *count)
+static bool rt_reply_place(rt_state *s, uint32_t origin, const pbx_port_msg *m,
+                           uint32_t *slots, size_t *count)
 {
     *count = 0;
     bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
@@ -259,7 +258,8 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
     uint32_t slots[PBX_CORE_RECV_SLOTS_MAX];
     size_t n = 0;
     uint32_t r = rt_slot_route(slot);
-    uint32_t route = r < (uint32_t)PBX_CORE_ROUTE_COUNT ? r : PBX_CORE_ROUTE_SCOPE;
+    uint32_t route =
+        r < (uint32_t)PBX_CORE_ROUTE_COUNT ? r : PBX_CORE_ROUTE_SCOPE;
     pbx_err err =
         pbx_port_route_recv(&s->port, slot, s->reply, sizeof(s->reply), &m);
     if (err == PBX_E_PORT_AGAIN) {
@@ -339,9 +339,8 @@ static void rt_watch_routes(rt_state *s)
         if (s->route_down[r] != 0U) {
             continue;
         }
-        uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD
-                            ? PBX_PORT_WANT_READ
-                            : 0U;
+        uint32_t want =
+            r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD ? PBX_PORT_WANT_READ : 0U;
         want |= rt_parked(s, r) > 0U ? PBX_PORT_WANT_WRITE : 0U;
         if (want != s->watching[r] &&
             pbx_port_watch(&s->port, rt_route_slot_of(r), want) == PBX_OK) {
@@ -374,15 +373,23 @@ static void rt_intake(rt_state *s)
 /* Ticks the core when a wait ran out (timed_out) or after
  * PBX_RT_TICK_TURNS turns without one, while it has deferred work: each
  * deferred retry then happens once. The wait before the next tick doubles
- * each time it runs out and starts again from PBX_RT_RETRY_MS_FIRST once
- * nothing is deferred. */
-static void rt_tick(rt_state *s, bool timed_out)
+ * each time it runs out, up to PBX_RT_RETRY_MS_MAX, and starts again from
+ * PBX_RT_RETRY_MS_FIRST only once nothing was deferred for that long, so
+ * that work deferred again and again (a ttyd answering RETRY to every
+ * PROMPT, a peer that keeps answering inexactly) backs off instead of
+ * being asked again every PBX_RT_RETRY_MS_FIRST. */
+static void rt_tick(rt_state *s, bool timed_out, uint64_t now)
 {
     if (!pbx_core_tick_wanted(&s->core)) {
-        s->tick_ms = 0U;
+        if (s->tick_idle_ms == 0U) {
+            s->tick_idle_ms = now == 0U ? 1U : now;
+        } else if (now - s->tick_idle_ms >= PBX_RT_RETRY_MS_MAX) {
+            s->tick_ms = 0U;
+        }
         s->tick_turns = 0U;
         return;
     }
+    s->tick_idle_ms = 0U;
     s->tick_turns++;
     if (!timed_out && s->tick_turns < PBX_RT_TICK_TURNS) {
         return;
@@ -488,18 +495,21 @@ static void rt_log_stop(uint8_t status)
 }
 
 /* Tells the core the time and what the last turn's sends learned about
- * lost routes; ends every call whose deadline passed. */
-static void rt_time(rt_state *s, uint64_t *now)
+ * lost routes; ends every call whose deadline passed. Returns whether
+ * any call ended, so that the work it readied runs before the next wait. */
+static bool rt_time(rt_state *s, uint64_t *now)
 {
+    uint32_t ended = s->core.calls_expired;
     if (pbx_port_now_ms(&s->port, now) != PBX_OK) {
         *now = s->core.now_ms; /* No clock reading: time stands still. */
     }
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
         if (s->route_lost[r] != 0U && rt_route_down(s, r) != PBX_OK) {
-            return;
+            return true;
         }
     }
     (void)pbx_core_on_time(&s->core, *now);
+    return s->core.calls_expired != ended;
 }
 
 uint8_t rt_loop(rt_state *s)
@@ -511,13 +521,14 @@ uint8_t rt_loop(rt_state *s)
         pbx_port_event ev;
         uint64_t now = 0;
         rt_intake(s);
-        rt_time(s, &now);
+        busy = rt_time(s, &now) || busy;
         rt_watch_routes(s);
         pbx_err err = PBX_OK;
         if (pbx_core_exit_status(&s->core) == 0U) {
             err = rt_next_event(s, busy, now, &ev);
-            rt_tick(s, err == PBX_OK &&
-                           ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT);
+            rt_tick(s,
+                    err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT,
+                    now);
         }
         if (err == PBX_OK && pbx_core_exit_status(&s->core) == 0U) {
             err = rt_event(s, &ev);

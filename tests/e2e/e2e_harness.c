@@ -41,12 +41,15 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
         bad == E2E_PBX1_TRANSIENT ? 2000U : 32U;
-    /* A window of 8 calls on every peer route; deadlines of 5 s. */
+    /* A window of 8 calls on every peer route; deadlines of 5 s, 2 s to
+     * procd and 1 s through a caller's scope. */
     g->call_window = 8U;
     g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 8U;
     for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g->time_ms[t] = 5000U;
+        g->time_ms[t] = (uint32_t)E2E_DEADLINE_MS;
     }
+    g->time_ms[PBX_BOOTSTRAP_TIME_SCOPE] = (uint32_t)E2E_DEADLINE_SCOPE_MS;
+    g->time_ms[PBX_BOOTSTRAP_TIME_PROCD] = (uint32_t)E2E_DEADLINE_PROCD_MS;
     if (bad == E2E_PBX1_LAYOUT) {
         g->layout[PBX_BOOTSTRAP_POOL_GRANTS].record_size_bytes += 8U;
     }

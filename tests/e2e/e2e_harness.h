@@ -16,6 +16,17 @@
 /** E2E_SLOTS is the number of startup slots the harness fills: 3..10. */
 #define E2E_SLOTS 8
 
+/** E2E_DEADLINE_MS is the deadline of every call in the harness's PBX1
+ * geometry but those through a caller's scope. */
+#define E2E_DEADLINE_MS 5000
+
+/** E2E_DEADLINE_PROCD_MS is the deadline of a call to procd: short, so
+ * that a test can watch one pass. */
+#define E2E_DEADLINE_PROCD_MS 2000
+
+/** E2E_DEADLINE_SCOPE_MS is the deadline of a call through a scope. */
+#define E2E_DEADLINE_SCOPE_MS 1000
+
 /** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
 typedef enum e2e_pbx1_bad {
     E2E_PBX1_GOOD = 0, /**< a valid, fully sealed record */

@@ -1009,11 +1009,12 @@ PBX_TEST(e2e_silent_scope_is_denied_within_its_deadline_others_served)
     PBX_REQUIRE(other >= 0 && e2e_ping(other, 5000));
     int baseline = e2e_fd_count(r.p.pid);
     /* The scope is committed and never answered: powerboxd's RESOLVE
-     * through it waits at most PBX_RT_CALL_MS_SCOPE. */
+     * through it is outstanding at most E2E_DEADLINE_SCOPE_MS, and
+     * nobody else waits for it. */
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     long t0 = e2e_now_ms();
     PBX_CHECK(e2e_ping(other, 5000));
-    PBX_CHECK(e2e_now_ms() - t0 < (long)PBX_RT_CALL_MS_SCOPE + 1000L);
+    PBX_CHECK(e2e_now_ms() - t0 < (long)E2E_DEADLINE_SCOPE_MS);
     /* The RESOLVE did arrive; then powerboxd deleted the scope. */
     PBX_CHECK(e2e_recv(scope, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     PBX_CHECK(e2e_peer_gone(scope, 5000));
@@ -1239,37 +1240,25 @@ PBX_TEST(e2e_no_room_for_receipts_ends_the_connection_each_time)
     e2e_run_stop(&r);
 }
 
-/* A request resolved by the harness as vfsd: powerboxd then asks ttyd
- * for policy, and the POLICY call is read off the ttyd route. */
-static bool e2e_at_policy(e2e_run *r, int *scope, int *obj)
+/* DECISION for id on conn until it is no longer PENDING (at most ms);
+ * stores the decision in *d and returns true, or false when none came. */
+static bool e2e_final(int conn, pbx_ipc_id id, pbx_ipc_decision *d, int ms)
 {
-    pbx_ipc_id id = {0, 0};
-    ino_t ino = 0;
-    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
-    return e2e_open_request(r->p.broker, "docs/readme.txt", &id, scope) &&
-           e2e_vfsd_resolve(*scope, obj, &ino) &&
-           e2e_recv(r->p.ttyd, b, sizeof(b), NULL, 0, NULL, 5000) > 0;
+    for (int i = 0; i < ms / 50 + 1; i++) {
+        int nfds = 0;
+        if (!e2e_decision_fds(conn, id, d, NULL, &nfds)) {
+            return false;
+        }
+        if (d->outcome != PBX_IPC_OUTCOME_PENDING) {
+            return true;
+        }
+        struct timespec ts = {0, 50000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return false;
 }
 
-PBX_TEST(e2e_dead_peer_fail_stops_classified_without_spinning)
-{
-    e2e_run r;
-    int scope = -1;
-    int obj = -1;
-    long cpu = -1;
-    PBX_REQUIRE(e2e_run_start(&r));
-    PBX_CHECK(e2e_at_policy(&r, &scope, &obj));
-    /* ttyd dies mid-call. */
-    (void)close(r.p.ttyd);
-    r.p.ttyd = -1;
-    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 3000, &cpu), (int)PBX_RT_EXIT_PEER_GONE);
-    PBX_CHECK(cpu >= 0 && cpu < 500);
-    int fds[2] = {scope, obj};
-    e2e_close_all(fds, 2);
-    e2e_run_stop(&r);
-}
-
-PBX_TEST(e2e_silent_startup_peer_fail_stops_after_its_deadline)
+PBX_TEST(e2e_dead_peer_never_stops_the_service)
 {
     e2e_run r;
     int scope = -1;
@@ -1281,14 +1270,56 @@ PBX_TEST(e2e_silent_startup_peer_fail_stops_after_its_deadline)
     uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_recv(r.p.ttyd, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
+    /* ttyd dies with the POLICY call outstanding. */
+    (void)close(r.p.ttyd);
+    r.p.ttyd = -1;
+    long t0 = e2e_now_ms();
+    /* Ended at once by the route's loss, not its deadline: the object
+     * copy goes back to vfsd, then the decision carries no authority,
+     * and the service goes on without spinning. */
+    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
+    pbx_ipc_decision d;
+    PBX_CHECK(e2e_final(r.p.broker, id, &d, 3000));
+    PBX_CHECK(e2e_now_ms() - t0 < (long)E2E_DEADLINE_MS);
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, (uint16_t)PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK(e2e_ping(r.p.broker, 5000));
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 1000, &cpu), -2);
+    int fds[2] = {scope, obj};
+    e2e_close_all(fds, 2);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_silent_startup_peer_ends_only_its_own_request)
+{
+    e2e_run r;
+    int scope = -1;
+    int obj = -1;
+    PBX_REQUIRE(e2e_run_start(&r));
+    pbx_ipc_id id = {0, 0};
+    ino_t ino = 0;
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
     /* procd took INSTALL and never answers. */
     PBX_CHECK(e2e_recv(r.p.procd, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     long t0 = e2e_now_ms();
-    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, (int)PBX_RT_CALL_MS_ROUTE + 3000, &cpu),
-                 (int)PBX_RT_EXIT_PEER_SILENT);
-    PBX_CHECK(e2e_now_ms() - t0 >= (long)PBX_RT_CALL_MS_ROUTE - 100L);
-    PBX_CHECK(cpu >= 0 && cpu < 500);
+    /* Meanwhile the service answers at once. */
+    PBX_CHECK(e2e_ping(r.p.broker, 1000));
+    PBX_CHECK(e2e_now_ms() - t0 < 1000L);
+    /* At the deadline the request ends without authority: the object
+     * procd may hold is retired at vfsd before DENIED is published. */
+    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
+    PBX_CHECK(e2e_vfsd_retire(r.p.vfsd, e2e_scope_id(scope)));
+    PBX_CHECK(e2e_now_ms() - t0 >= (long)E2E_DEADLINE_PROCD_MS - 100L);
+    pbx_ipc_decision d;
+    PBX_CHECK(e2e_final(r.p.broker, id, &d, 3000));
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, (uint16_t)PBX_IPC_REASON_PEER_TIMEOUT);
+    long cpu = -1;
+    PBX_CHECK_EQ(e2e_exit_cpu(&r.p, 500, &cpu), -2);
     int fds[2] = {scope, obj};
     e2e_close_all(fds, 2);
     e2e_run_stop(&r);
