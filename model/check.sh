@@ -92,6 +92,20 @@ gate)
     for m in early_approve wake_drop remove_skip remove_gates detach_late \
              nf_on_failure; do
         run "mutant-$m" fail "mutants/$m.pml" "-DNOLTL -DNREQ=1" "$CC_SAFE" "-m400000"
+    done
+    # The split-phase engine (split.pml): one request with every answer,
+    # BUSY, a late reply, a silent peer and an unexpected receipt; its
+    # liveness; two requests on the same routes, replies in any order and
+    # one late reply.
+    run split-safety-1 pass split.pml "-DNOLTL -DNREQ=1" "$CC_SAFE" "-m400000"
+    run split-liveness-1 pass split.pml "-DNREQ=1" "$CC_LIVE" "-a -m400000"
+    run split-safety-2 pass split.pml \
+        "-DNOLTL -DNREQ=2 -DPAIR -DBUSY_MAX=0 -DSIL_MAX=0 -DEXTRA_MAX=0 -DDL_MAX=1" \
+        "-O0 -DVECTORSZ=512 -DSAFETY -DCOLLAPSE" "-m400000 -w24"
+    for m in seq_ignored withdraw_keep no_withdraw retire_waits fifo_match \
+             install_abandon; do
+        run "mutant-split_$m" fail "mutants/split_$m.pml" "-DNOLTL -DNREQ=2 -DPAIR" \
+            "$CC_SAFE" "-m400000"
     done ;;
 findings)
     run f1-6c5ae03 finding findings/f1_stop_before_delivery_6c5ae03.pml "-DNREQ=1" \
