@@ -25,8 +25,7 @@ static pbx_core_outcall *pbx_core_outcall_at(const pbx_core_ctx *ctx,
     return (pbx_core_outcall *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_CALLS, o);
 }
 
-/* The sequence that names live call o on the wire. */
-static uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o)
+uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o)
 {
     uint32_t gen = pbx_core_outcall_at(ctx, o)->link.generation;
     return (gen << PBX_CORE_SEQ_INDEX_BITS) | o;

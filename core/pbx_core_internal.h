@@ -8,40 +8,7 @@
 #define PBX_CORE_INTERNAL_H
 
 #include "core/pbx_core.h"
-
-/** PBX_CORE_TSLOT_RESERVED marks a reserved transient slot still empty. */
-#define PBX_CORE_TSLOT_RESERVED 1U
-/** PBX_CORE_TSLOT_HELD marks a transient slot holding a capability. */
-#define PBX_CORE_TSLOT_HELD 2U
-/** PBX_CORE_TSLOT_IDLE marks a tslot record with no slot attached yet. */
-#define PBX_CORE_TSLOT_IDLE 3U
-
-/** PBX_CORE_REQ_F_CANCELLED: the request was cancelled. */
-#define PBX_CORE_REQ_F_CANCELLED 0x0001U
-/** PBX_CORE_REQ_F_EXPORTED: the runtime alias left with the reply. */
-#define PBX_CORE_REQ_F_EXPORTED 0x0002U
-/**
- * PBX_CORE_REQ_F_WITHDRAWN: a published, undelivered approval whose grant
- * ended; the decision turns CANCELLED only once the grant's revocation
- * authority (handle or alias) is deleted, and reads PENDING until then.
- */
-#define PBX_CORE_REQ_F_WITHDRAWN 0x0004U
-/** PBX_CORE_REQ_F_WAKE_HELD: the wake waits for the withdrawal to end. */
-#define PBX_CORE_REQ_F_WAKE_HELD 0x0008U
-/**
- * PBX_CORE_REQ_F_RETIRE: the object was sent to procd but no manage-only
- * handle was accepted, so procd may have installed it; vfsd must retire
- * the object (full identity, exact acknowledgement) before the decision
- * is published.
- */
-#define PBX_CORE_REQ_F_RETIRE 0x0010U
-
-/**
- * PBX_CORE_REQ_F_PROMPT: a PROMPT went to ttyd and no exact answer came
- * back, so the prompt may be showing or queued there: release withdraws
- * it (WITHDRAW) before the decision is published.
- */
-#define PBX_CORE_REQ_F_PROMPT 0x0020U
+#include "core/pbx_core_inspect.h"
 
 /**
  * PBX_CORE_TSLOT_SPARE is how many transient-slot records BEGIN leaves
@@ -58,52 +25,6 @@
  * hold it.
  */
 #define PBX_CORE_TSLOT_PUBLIC PBX_CORE_RECV_SLOTS_MAX
-
-/** PBX_CORE_ORPHAN_PUBLIC marks (owner_kind) an orphan from a public frame. */
-#define PBX_CORE_ORPHAN_PUBLIC 1U
-
-/** PBX_CORE_GRANT_F_INSTALL: grant delivered by procd installation. */
-#define PBX_CORE_GRANT_F_INSTALL 0x0001U
-/** PBX_CORE_GRANT_F_APPROVED: the approval is visible (decision made). */
-#define PBX_CORE_GRANT_F_APPROVED 0x0002U
-/**
- * PBX_CORE_GRANT_F_ROW: the ACTIVE row went to ttyd, so ttyd may show it:
- * cleanup owes a REMOVE. A grant whose row never left needs none.
- */
-#define PBX_CORE_GRANT_F_ROW 0x0004U
-/** PBX_CORE_GRANT_F_REMOVED: ttyd acknowledged the REMOVE row exactly. */
-#define PBX_CORE_GRANT_F_REMOVED 0x0008U
-/** PBX_CORE_GRANT_F_RETIRED: vfsd acknowledged the RETIRE exactly. */
-#define PBX_CORE_GRANT_F_RETIRED 0x0010U
-
-/**
- * pbx_core_call_kind names the step that sent an outstanding call, which
- * is the step that judges its reply (or its absence).
- */
-typedef enum pbx_core_call_kind {
-    /** RESOLVE through the request's scope. */
-    PBX_CORE_CALL_RESOLVE = 1,
-    /** Session POLICY at ttyd. */
-    PBX_CORE_CALL_POLICY,
-    /** Trusted PROMPT at ttyd. */
-    PBX_CORE_CALL_PROMPT,
-    /** INSTALL at procd. */
-    PBX_CORE_CALL_INSTALL,
-    /** DETACH of an installed object before approval. */
-    PBX_CORE_CALL_DETACH,
-    /** VIEW ACTIVE at ttyd before approval. */
-    PBX_CORE_CALL_ACTIVE,
-    /** DETACH of a terminal request's object copy (release). */
-    PBX_CORE_CALL_RELEASE_DETACH,
-    /** RETIRE of an object a refused or lost INSTALL may have placed. */
-    PBX_CORE_CALL_REQ_RETIRE,
-    /** WITHDRAW of a prompt that may be showing (release). */
-    PBX_CORE_CALL_WITHDRAW,
-    /** VIEW REMOVE of a grant's row (grant cleanup). */
-    PBX_CORE_CALL_REMOVE,
-    /** RETIRE of a grant's object (grant cleanup). */
-    PBX_CORE_CALL_RETIRE
-} pbx_core_call_kind;
 
 /** pbx_core_call_spec says who sends a call, for what, and how long it
  * may stay outstanding. */
@@ -379,6 +300,10 @@ uint32_t pbx_core_index_next(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
  */
 pbx_core_io pbx_core_call_send(pbx_core_ctx *ctx, pbx_core_call *c,
                                const pbx_core_call_spec *spec);
+
+/** pbx_core_call_seq returns the sequence that names live call o on the
+ * wire: its generation's low 16 bits above its index. */
+uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o);
 
 /**
  * pbx_core_call_cancel ends outstanding call o of an owner that no longer

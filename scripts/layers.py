@@ -100,14 +100,7 @@ PRIVATE = {
 # TEMPORARY: includes of private headers that still exist and are being
 # replaced by an inspection API. Each is printed as a warning; delete an
 # entry together with its include (an entry that matches nothing fails).
-PRIVATE_ALLOW = [
-    ("sim/sim_check.c", "core/pbx_core_internal.h"),
-    ("tests/test_core_backpressure.c", "core/pbx_core_internal.h"),
-    ("tests/test_core_cleanup.c", "core/pbx_core_internal.h"),
-    ("tests/test_core_echo.c", "core/pbx_core_internal.h"),
-    ("tests/test_core_index.c", "core/pbx_core_internal.h"),
-    ("tests/test_core_owner.c", "core/pbx_core_internal.h"),
-]
+PRIVATE_ALLOW = []
 
 # Folders whose file-level include graph must be acyclic ("" is every file).
 FILE_CYCLE_SCOPES = [""]

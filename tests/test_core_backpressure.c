@@ -2,7 +2,7 @@
  * test_core_backpressure.c: full pools, peer and wake backpressure,
  * fail-stop exit statuses and round-robin progress, through scripted ops.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -224,8 +224,9 @@ static pbx_core_exit fail_stop_progress(void)
     pbx_ipc_id id = {0, 0};
     th_default_begin(&b, sel, SEL_LEN);
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
-    pbx_core_req(&h->core, id.index)->link.state =
-        (uint16_t)PBX_CORE_ST_DECIDED;
+    ((pbx_core_request *)pbx_core_inspect_fault(
+         &h->core, PBX_BOOTSTRAP_POOL_REQUESTS, id.index))
+        ->link.state = (uint16_t)PBX_CORE_ST_DECIDED;
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
     TH_TRACE(h, "reserve=64");

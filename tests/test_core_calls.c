@@ -11,7 +11,7 @@
  * asserts effects (outcomes, reasons, held capabilities, calls
  * outstanding, the exact effect trace), not only acceptance.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -23,13 +23,13 @@ static const uint8_t sel[] = "docs/report.txt";
 /* The state of request id's record. */
 static uint16_t calls_req_state(const th_h *h, pbx_ipc_id id)
 {
-    return pbx_core_req(&h->core, id.index)->link.state;
+    return pbx_core_inspect_request(&h->core, id.index)->link.state;
 }
 
 /* The state of grant id's record. */
 static uint16_t calls_grant_state(const th_h *h, pbx_ipc_id id)
 {
-    return pbx_core_grant_at(&h->core, id.index)->link.state;
+    return pbx_core_inspect_grant(&h->core, id.index)->link.state;
 }
 
 /* How often the grant row (from, event) was taken. */
@@ -698,8 +698,9 @@ PBX_TEST(core_calls_denied_before_active_row_sends_no_remove)
     PBX_REQUIRE(k != TH_NONE);
     th_drop(h, k);
     TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 detach>65");
-    pbx_ipc_id g = pbx_core_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS,
-                               pbx_core_req(&h->core, id.index)->grant);
+    pbx_ipc_id g = pbx_core_inspect_id(
+        &h->core, PBX_BOOTSTRAP_POOL_GRANTS,
+        pbx_core_inspect_request(&h->core, id.index)->grant);
     PBX_CHECK_EQ(calls_grant_state(h, g), PBX_CORE_ST_LIVE);
     uint32_t ttyd_calls = h->route_sends[PBX_CORE_ROUTE_TTYD];
     PBX_CHECK_EQ(ttyd_calls, 1U); /* the POLICY */
@@ -901,7 +902,8 @@ static void calls_next_gen(th_h *h, pbx_bootstrap_pool pool, uint32_t gen)
 {
     uint32_t head = h->core.pools[pool].free_head;
     PBX_REQUIRE(head != PBX_CORE_NIL);
-    pbx_core_link_of(&h->core, pool, head)->generation = gen - 1U;
+    ((pbx_core_link *)pbx_core_inspect_fault(&h->core, pool, head))
+        ->generation = gen - 1U;
 }
 
 /* Checks that none of the refused frames changed anything. */

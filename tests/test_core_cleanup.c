@@ -7,7 +7,7 @@
  * while its DETACH is parked gives its object copy back to vfsd before the
  * unpublished grant is retired there.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -19,7 +19,7 @@ static const uint8_t sel[] = "docs/report.txt";
 /* Returns the machine state of grant id's record. */
 static uint16_t cl_grant_state(const th_h *h, pbx_ipc_id id)
 {
-    return pbx_core_grant_at(&h->core, id.index)->link.state;
+    return pbx_core_inspect_grant(&h->core, id.index)->link.state;
 }
 
 /* Returns how often the grant row (from, event) was taken; UINT32_MAX

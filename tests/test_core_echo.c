@@ -7,7 +7,7 @@
  * proves the path is otherwise the approving one, so the corruption is
  * the only reason for the refusal.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -449,8 +449,9 @@ PBX_TEST(core_echo_consume_before_approval_is_published_is_refused)
                        "reserve=64 resolve@64 <65 policy install^65 <66 %s",
                        rows[k].parked);
         TH_TRACE(h, want);
-        pbx_ipc_id grant = pbx_core_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS,
-                                       pbx_core_req(&h->core, id.index)->grant);
+        pbx_ipc_id grant = pbx_core_inspect_id(
+            &h->core, PBX_BOOTSTRAP_POOL_GRANTS,
+            pbx_core_inspect_request(&h->core, id.index)->grant);
         PBX_CHECK_EQ(th_consume(h, grant), PBX_E_CORE_STATE);
         th_run(h);
         /* Refused without effect: the grant stays, nothing is revoked. */

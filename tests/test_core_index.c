@@ -7,7 +7,7 @@
  * and the bound itself: index_visits shows that a CANCEL or EXPIRE visits
  * only its job's chain, however many unrelated records are live.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -22,8 +22,8 @@ static uint64_t ix_job(th_h *h, uint64_t from, uint32_t gen, uint32_t bucket,
                        bool want_same)
 {
     for (uint64_t j = from; j < from + 100000U; j++) {
-        uint32_t b = pbx_core_index_bucket(&h->core,
-                                           PBX_BOOTSTRAP_POOL_REQUESTS, j, gen);
+        uint32_t b = pbx_core_inspect_bucket(
+            &h->core, PBX_BOOTSTRAP_POOL_REQUESTS, j, gen);
         if ((b == bucket) == want_same) {
             return j;
         }
@@ -35,8 +35,8 @@ static uint64_t ix_job(th_h *h, uint64_t from, uint32_t gen, uint32_t bucket,
 /* The bucket of job (id, gen) in the request pool. */
 static uint32_t ix_bucket(th_h *h, uint64_t job, uint32_t gen)
 {
-    return pbx_core_index_bucket(&h->core, PBX_BOOTSTRAP_POOL_REQUESTS, job,
-                                 gen);
+    return pbx_core_inspect_bucket(&h->core, PBX_BOOTSTRAP_POOL_REQUESTS, job,
+                                   gen);
 }
 
 /* Opens b and leaves it parked at the trusted prompt (in flight). */
@@ -58,13 +58,13 @@ static pbx_ipc_id ix_approve(th_h *h, const pbx_ipc_begin *b, bool keep,
 /* The state of request id's record. */
 static uint16_t ix_req_state(th_h *h, pbx_ipc_id id)
 {
-    return pbx_core_req(&h->core, id.index)->link.state;
+    return pbx_core_inspect_request(&h->core, id.index)->link.state;
 }
 
 /* The state of grant id's record. */
 static uint16_t ix_grant_state(th_h *h, pbx_ipc_id id)
 {
-    return pbx_core_grant_at(&h->core, id.index)->link.state;
+    return pbx_core_inspect_grant(&h->core, id.index)->link.state;
 }
 
 PBX_TEST(core_index_hash_spreads_and_buckets_fit_the_pool)
@@ -77,16 +77,17 @@ PBX_TEST(core_index_hash_spreads_and_buckets_fit_the_pool)
         uint32_t b = ix_bucket(h, j, 1U);
         PBX_CHECK(b < 8U);
         seen[b < 8U ? b : 0U]++;
-        PBX_CHECK_EQ(pbx_core_index_hash(j, 1U), pbx_core_index_hash(j, 1U));
+        PBX_CHECK_EQ(pbx_core_inspect_hash(j, 1U),
+                     pbx_core_inspect_hash(j, 1U));
     }
     for (size_t b = 0; b < 8U; b++) {
         PBX_CHECK(seen[b] > 0U);
     }
     /* Neighbouring generations of one job are unrelated. */
-    PBX_CHECK(pbx_core_index_hash(0x70BU, 2U) !=
-              pbx_core_index_hash(0x70BU, 3U));
-    PBX_CHECK(pbx_core_index_hash(0x70BU, 2U) !=
-              pbx_core_index_hash(0x70CU, 2U));
+    PBX_CHECK(pbx_core_inspect_hash(0x70BU, 2U) !=
+              pbx_core_inspect_hash(0x70BU, 3U));
+    PBX_CHECK(pbx_core_inspect_hash(0x70BU, 2U) !=
+              pbx_core_inspect_hash(0x70CU, 2U));
     th_free(h);
 }
 

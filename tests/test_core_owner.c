@@ -6,7 +6,7 @@
  * nothing to answer, and the retained-progression fail-stop, each with
  * the exact effects through the scripted ops.
  */
-#include "../core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -302,11 +302,11 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     /* Both covered requests ended within the event, before any step:
      * each took its CANCEL row and waits on the release lane; the other
      * invocation's request is untouched. */
-    PBX_CHECK_EQ(pbx_core_req(&h->core, parked.index)->link.state,
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, parked.index)->link.state,
                  PBX_CORE_ST_RELEASE);
-    PBX_CHECK_EQ(pbx_core_req(&h->core, open.index)->link.state,
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, open.index)->link.state,
                  PBX_CORE_ST_RELEASE);
-    PBX_CHECK_EQ(pbx_core_req(&h->core, other.index)->link.state,
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, other.index)->link.state,
                  PBX_CORE_ST_PROMPT);
     th_run(h);
     /* Object back and scope gone for the parked one; the empty
@@ -426,8 +426,9 @@ PBX_TEST(core_inconsistent_retained_record_is_a_progress_fail_stop)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     /* A request on the intake lane in a state no step serves: the
      * records disagree, so progression stops with its own status. */
-    pbx_core_req(&h->core, id.index)->link.state =
-        (uint16_t)PBX_CORE_ST_DECIDED;
+    ((pbx_core_request *)pbx_core_inspect_fault(
+         &h->core, PBX_BOOTSTRAP_POOL_REQUESTS, id.index))
+        ->link.state = (uint16_t)PBX_CORE_ST_DECIDED;
     PBX_CHECK(th_step(h));
     PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
     PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
@@ -441,7 +442,9 @@ PBX_TEST(core_inconsistent_retained_record_is_a_progress_fail_stop)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
-    pbx_core_req(&h->core, id.index)->notification = PBX_CORE_NIL;
+    ((pbx_core_request *)pbx_core_inspect_fault(
+         &h->core, PBX_BOOTSTRAP_POOL_REQUESTS, id.index))
+        ->notification = PBX_CORE_NIL;
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_LAUNCHD);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
