@@ -630,8 +630,10 @@ bool pbx_core_expire_hits(const pbx_ipc_expire *e, const pbx_core_context *c)
     if (c->ctx.job_id != e->job_id || c->ctx.job_gen != e->job_gen) {
         return false;
     }
+    /* An invocation's end ends everything bound to it: its invocation
+     * grants and the one-shot grants made within it, whatever the mode. */
     return e->kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
-           (c->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION &&
+           (c->ctx.lifetime != (uint8_t)PBX_IPC_LIFETIME_JOB &&
             c->invocation_id == e->invocation_id);
 }
 

@@ -30,8 +30,8 @@ const pbx_core_tslot *pbx_core_inspect_tslot(const pbx_core_ctx *ctx,
 const pbx_core_outcall *pbx_core_inspect_call(const pbx_core_ctx *ctx,
                                               uint32_t index)
 {
-    return (const pbx_core_outcall *)pbx_core_rec(
-        ctx, PBX_BOOTSTRAP_POOL_CALLS, index);
+    return (const pbx_core_outcall *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_CALLS,
+                                                  index);
 }
 
 uint32_t pbx_core_inspect_seq(const pbx_core_ctx *ctx, uint32_t index)

@@ -70,9 +70,13 @@ static pbx_err pbx_ipc_begin_check(const pbx_ipc_begin *r)
         return err;
     }
     /* An invocation grant must name its invocation so that EXPIRE
-     * INVOCATION can match it exactly; no other lifetime carries one. */
-    if ((r->invocation_id != 0U) !=
-        (r->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION)) {
+     * INVOCATION can match it exactly; a one-shot grant made within an
+     * invocation names it too (0: made outside any), so that the
+     * invocation's end ends it; a job grant outlives invocations and
+     * names none. */
+    bool inv = r->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION;
+    bool job = r->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_JOB;
+    if ((inv && r->invocation_id == 0U) || (job && r->invocation_id != 0U)) {
         return PBX_E_IPC_OUTCOME_FIELDS;
     }
     return pbx_ipc_text_check(r->label.bytes, r->label.len, 0U,

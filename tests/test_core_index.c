@@ -334,6 +334,41 @@ PBX_TEST(core_index_expire_one_invocation)
     th_free(h);
 }
 
+/* Seed: every grant bound to the expired invocation ends, whatever its
+ * lifetime's form: its invocation grants and the one-shot grants made
+ * within it; another invocation's and the job's grants stay. */
+PBX_TEST(core_expire_invocation_ends_its_one_shot_grants)
+{
+    th_h *h = th_new(8);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    b.invocation_id = 5U;
+    pbx_ipc_id once5 = ix_approve(h, &b, false, NULL);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    pbx_ipc_id inv5 = ix_approve(h, &b, false, NULL);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    b.invocation_id = 6U;
+    pbx_ipc_id once6 = ix_approve(h, &b, false, NULL);
+    b.invocation_id = 0U;
+    pbx_ipc_id once0 = ix_approve(h, &b, false, NULL);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    pbx_ipc_id job = ix_approve(h, &b, false, NULL);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_INVOCATION,
+                           b.ctx.job_id, b.ctx.job_gen, 5U),
+                 0U);
+    PBX_CHECK_EQ(ix_grant_state(h, once5), PBX_CORE_ST_REVOKE);
+    PBX_CHECK_EQ(ix_grant_state(h, inv5), PBX_CORE_ST_REVOKE);
+    PBX_CHECK_EQ(ix_grant_state(h, once6), PBX_CORE_ST_LIVE);
+    PBX_CHECK_EQ(ix_grant_state(h, once0), PBX_CORE_ST_LIVE);
+    PBX_CHECK_EQ(ix_grant_state(h, job), PBX_CORE_ST_LIVE);
+    th_run(h);
+    PBX_CHECK_EQ(ix_grant_state(h, once5), PBX_CORE_ST_FREE);
+    PBX_CHECK_EQ(ix_grant_state(h, inv5), PBX_CORE_ST_FREE);
+    PBX_CHECK_EQ(ix_grant_state(h, once6), PBX_CORE_ST_LIVE);
+    th_free(h);
+}
+
 PBX_TEST(core_index_expire_while_another_is_in_progress)
 {
     th_h *h = th_new(4);

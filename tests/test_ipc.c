@@ -77,6 +77,41 @@ static pbx_err enc_begin(uint8_t *buf, size_t n, size_t *len)
     return pbx_ipc_begin_encode(&r, buf, n, len);
 }
 
+/* A one-shot BEGIN may name the invocation it is made within (0: none);
+ * a job BEGIN may not; an invocation BEGIN must. */
+PBX_TEST(ipc_begin_invocation_id_per_lifetime)
+{
+    static const struct {
+        uint8_t lifetime;
+        uint64_t invocation;
+        pbx_err want;
+    } rows[] = {
+        {PBX_IPC_LIFETIME_ONE_SHOT, 0U, PBX_OK},
+        {PBX_IPC_LIFETIME_ONE_SHOT, 7U, PBX_OK},
+        {PBX_IPC_LIFETIME_INVOCATION, 7U, PBX_OK},
+        {PBX_IPC_LIFETIME_INVOCATION, 0U, PBX_E_IPC_OUTCOME_FIELDS},
+        {PBX_IPC_LIFETIME_JOB, 0U, PBX_OK},
+        {PBX_IPC_LIFETIME_JOB, 7U, PBX_E_IPC_OUTCOME_FIELDS},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        pbx_ipc_begin r;
+        uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+        size_t len = 0;
+        memset(&r, 0, sizeof(r));
+        fill_ctx(&r.ctx);
+        r.ctx.lifetime = rows[i].lifetime;
+        r.invocation_id = rows[i].invocation;
+        r.target.process_id = 0x99ULL;
+        r.target.process_gen = 2U;
+        r.target.slot = 33U;
+        r.selector_len = 4000U;
+        fill_digest(r.selector_digest);
+        fill_label(&r.label);
+        PBX_CHECK_EQ(pbx_ipc_begin_encode(&r, buf, sizeof(buf), &len),
+                     rows[i].want);
+    }
+}
+
 /* An invocation-lifetime BEGIN names its invocation. */
 static pbx_err enc_begin_inv(uint8_t *buf, size_t n, size_t *len)
 {
@@ -851,8 +886,7 @@ static const struct mutation mutations[] = {
     {"begin", 32, 4, 0, PBX_E_IPC_MODE_TARGET},
     {"begin", 88, 8, 1, PBX_E_IPC_OUTCOME_FIELDS},
     {"begin_invocation", 88, 8, 0, PBX_E_IPC_OUTCOME_FIELDS},
-    {"begin_invocation", 48, 1, PBX_IPC_LIFETIME_ONE_SHOT,
-     PBX_E_IPC_OUTCOME_FIELDS},
+    {"begin_invocation", 48, 1, PBX_IPC_LIFETIME_JOB, PBX_E_IPC_OUTCOME_FIELDS},
     {"begin", 49, 1, PBX_IPC_MODE_RUNTIME_REPLY, PBX_E_IPC_MODE_TARGET},
     /* SELECTOR, COMMIT */
     {"selector", 4, 4, 0, PBX_E_IPC_BOUND},
