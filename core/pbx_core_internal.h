@@ -341,6 +341,27 @@ pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
  */
 void pbx_core_req_retire_send(pbx_core_ctx *ctx, uint32_t i);
 
+/**
+ * pbx_core_retire_send sends the receipt-free full-identity retirement q
+ * to vfsd under grant identity gid, as call kind for owner (a request or
+ * a grant); a send that failed is asked again on a later tick.
+ */
+void pbx_core_retire_send(pbx_core_ctx *ctx, pbx_ipc_id gid,
+                          const pbx_ipc_retire *q, uint32_t kind,
+                          pbx_bootstrap_pool pool, uint32_t owner);
+
+/** pbx_core_retire_exact reports whether c is vfsd's exact
+ * acknowledgement of retirement q under gid (false for c NULL). */
+bool pbx_core_retire_exact(const pbx_core_call *c, pbx_ipc_id gid,
+                           const pbx_ipc_retire *q);
+
+/**
+ * pbx_core_release_judge judges a release call (DETACH, request RETIRE,
+ * WITHDRAW) of request i (c NULL: none came) and brings the request back.
+ */
+pbx_err pbx_core_release_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
+                               const pbx_core_call *c);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

@@ -94,6 +94,7 @@ SUBLAYERS = [
 PRIVATE = {
     "core/pbx_core_internal.h": "core",
     "core/pbx_core_peer.h": "core",
+    "core/pbx_core_progress.h": "core",
     "ipc/pbx_ipc_internal.h": "ipc",
 }
 

@@ -678,10 +678,27 @@ uint32_t sim_calls_open(const sim_world *w);
 
 /* ---- sim_inspect.c ------------------------------------------------------ */
 
-/** sim_core_req returns the core's request record i (read only). */
-const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i);
+/** sim_core_req returns the core's request record i (read only; the
+ * record types and the carved pools are the core's public layout). */
+static inline const pbx_core_request *sim_core_req(const sim_world *w,
+                                                   uint32_t i)
+{
+    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS];
+    return (const pbx_core_request *)(const void *)(w->core->arena +
+                                                    p->offset_bytes +
+                                                    (size_t)i *
+                                                        p->record_size_bytes);
+}
+
 /** sim_core_grant returns the core's grant record g (read only). */
-const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g);
+static inline const pbx_core_grant *sim_core_grant(const sim_world *w,
+                                                   uint32_t g)
+{
+    const pbx_core_pool_state *p = &w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS];
+    return (
+        const pbx_core_grant *)(const void *)(w->core->arena + p->offset_bytes +
+                                              (size_t)g * p->record_size_bytes);
+}
 /** sim_core_tslot_held reports whether core transient-slot record t holds
  * a capability, and (owner non-NULL) the request it is owned by. */
 bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,

@@ -202,8 +202,11 @@ void sim_client_begin(sim_world *w, uint32_t c)
     sim_begin_ctx(w, c, &b);
     b.selector_len = sim_chance(w, 40U) ? 1U + sim_below(w, SIM_SEL_MAX)
                                         : 1U + sim_below(w, 120U);
+    uint64_t bits = 0;
     for (uint32_t i = 0; i < b.selector_len; i++) {
-        sel[i] = (uint8_t)sim_rand(w);
+        /* Eight selector bytes per draw. */
+        bits = i % 8U == 0U ? sim_rand(w) : bits >> 8;
+        sel[i] = (uint8_t)bits;
     }
     (void)pbx_sha2_digest(sel, b.selector_len, b.selector_digest);
     if (sim_fault_fires(w, SIM_F_CLIENT)) {

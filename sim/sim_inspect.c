@@ -1,36 +1,26 @@
 /*
- * sim_inspect.c: the simulator's one window into the core's private
- * records. Everything here reads (never writes) what pbx_core_internal.h
- * describes: record addresses, transient-slot states and owners, call
- * records and the seq that names them, the correlation bucket of a job,
- * and a hash of the records a peer reply could change. It stands in for
- * the read-only inspection API the core will publish; no other sim file
- * includes the core's internal header.
+ * sim_inspect.c: the simulator's one window into the core's records,
+ * through the core's read-only inspection API (pbx_core_inspect.h):
+ * transient-slot states and owners, call records and the seq that names
+ * them, the correlation bucket of a job, and a hash of the records a peer
+ * reply could change. No other sim file includes the inspection header;
+ * record access by index uses the carved pools of pbx_core_ctx (public).
  */
-#include "core/pbx_core_internal.h"
+#include "core/pbx_core_inspect.h"
 #include "sim/sim.h"
 
 #include <string.h>
 
-/* Bits of a call seq that hold its record index (pbx_core_calls.c). */
+/* Bits of a call seq that hold its record index (pbx_core_inspect_seq:
+ * the generation's low 16 bits above the index). */
 #define SIM_SEQ_INDEX_BITS 16U
 
 /* Record i of pool (i below the pool's capacity). */
-static const void *sim_rec(const sim_world *w, pbx_bootstrap_pool pool,
-                           uint32_t i)
+static inline const void *sim_rec(const sim_world *w, pbx_bootstrap_pool pool,
+                                  uint32_t i)
 {
     const pbx_core_pool_state *p = &w->core->pools[pool];
     return w->core->arena + p->offset_bytes + (size_t)i * p->record_size_bytes;
-}
-
-const pbx_core_request *sim_core_req(const sim_world *w, uint32_t i)
-{
-    return (const pbx_core_request *)sim_rec(w, PBX_BOOTSTRAP_POOL_REQUESTS, i);
-}
-
-const pbx_core_grant *sim_core_grant(const sim_world *w, uint32_t g)
-{
-    return (const pbx_core_grant *)sim_rec(w, PBX_BOOTSTRAP_POOL_GRANTS, g);
 }
 
 bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,
@@ -50,11 +40,15 @@ bool sim_core_tslot_held(const sim_world *w, uint32_t t, uint32_t *slot,
 
 uint32_t sim_core_public_orphans(const sim_world *w)
 {
-    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    const pbx_core_pool_state *p =
+        &w->core->pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS];
+    const uint8_t *base = w->core->arena + p->offset_bytes;
     uint32_t n = 0;
-    for (uint32_t t = 0; t < cap; t++) {
-        const pbx_core_tslot *ts = (const pbx_core_tslot *)sim_rec(
-            w, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS, t);
+    for (uint32_t t = 0; t < p->capacity; t++) {
+        const pbx_core_tslot *ts =
+            (const pbx_core_tslot *)(const void *)(base +
+                                                   (size_t)t *
+                                                       p->record_size_bytes);
         /* An orphan record is on one of the two orphan queues. */
         uint32_t q = ts->link.queue;
         n += ts->link.live != 0U && ts->owner_kind == PBX_CORE_ORPHAN_PUBLIC &&
@@ -69,7 +63,7 @@ uint32_t sim_core_public_orphans(const sim_world *w)
 uint32_t sim_core_bucket(const sim_world *w, pbx_bootstrap_pool pool,
                          uint64_t job_id, uint32_t job_gen)
 {
-    return pbx_core_index_bucket(w->core, pool, job_id, job_gen);
+    return pbx_core_inspect_bucket(w->core, pool, job_id, job_gen);
 }
 
 /* The simulator's name for a core call kind. */
@@ -105,10 +99,9 @@ static uint32_t sim_kind_of(uint32_t kind)
 
 void sim_core_call(const sim_world *w, uint32_t o, sim_call_view *out)
 {
-    const pbx_core_outcall *oc =
-        (const pbx_core_outcall *)sim_rec(w, PBX_BOOTSTRAP_POOL_CALLS, o);
+    const pbx_core_outcall *oc = pbx_core_inspect_call(w->core, o);
     out->live = oc->link.live;
-    out->seq = (oc->link.generation << SIM_SEQ_INDEX_BITS) | o;
+    out->seq = pbx_core_inspect_seq(w->core, o);
     out->route = oc->route;
     out->via_slot = oc->via_slot;
     out->op = oc->op;

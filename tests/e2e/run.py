@@ -46,8 +46,49 @@ BEGIN.
                  the exact program entry, object and selector before `y`
                  is typed into it. tmux must be installed: without it the
                  scenario fails, it is never skipped
+  prompt-pending one exceptional request's prompt stays unanswered on the
+                 pane while 1,000 routine lifecycles of eight other
+                 programs (8 concurrent pbx-client --repeat 125) are each
+                 approved and consumed, counted at the client and at every
+                 peer (INSTALL, ACTIVE, REMOVE, RETIRE, wake, CONSUME);
+                 the prompt still shows, then `y` approves it and its
+                 grant is consumed and cleaned; prints the wall time
+  prompt-timeout (own powerboxd, prompt deadline 3000 ms) an unanswered
+                 prompt: still showing shortly before the deadline, then
+                 DENIED reason prompt-timeout no sooner than the deadline;
+                 ttyd withdrew it from the pane; nothing installed or
+                 shown, vfsd freed the object; powerboxd serves on
+  prompt-cancel  a showing prompt ended by the client's exact CANCEL, and
+                 another by launchd's EXPIRE of its job: each ends
+                 CANCELLED and the pane says it was withdrawn; a `y` typed
+                 afterwards answers nothing (ttyd discards it as type-ahead,
+                 nothing installed or shown, the decision read after it is
+                 still CANCELLED)
+  ttyd-stalled   (own powerboxd, ttyd deadline 1000 ms) a live grant; ttyd
+                 stopped (SIGSTOP); EXPIRE revokes it: procd's install row
+                 goes and vfsd RETIREs the object at once (no process
+                 holds the object any more, vfsd closed its provider end)
+                 while ttyd still lists the row; after SIGCONT the REMOVE
+                 (retried while ttyd was stopped) empties the view file;
+                 powerboxd alive throughout and serving after
+  vfsd-stalled   (own powerboxd, vfsd and scope deadlines 1000 ms) vfsd
+                 stopped for 30 s: a request needing vfsd ends DENIED
+                 reason peer-timeout, while a decided request's DECISION,
+                 a BEGIN refused on the public endpoint and the CANCEL of
+                 a request waiting on vfsd are served at once; EXPIRE of a
+                 live grant revokes it and REMOVEs its row, its RETIRE is
+                 retried; after SIGCONT the RETIRE is acknowledged (the
+                 retries stop), nothing is left installed or shown, a new
+                 lifecycle succeeds and powerboxd holds no more
+                 descriptors than before
 
-Peer logs go to WORK_DIR/logs/<peer>.log and are printed at the end.
+The scenarios marked "own powerboxd" run on a stack of their own, started
+with their own `pbx geometry make` arguments in WORK_DIR/<scenario>; the
+others share one stack in WORK_DIR. Scenarios that prompt get a tmux pane
+(a window of the run's own tmux server) per stack.
+
+Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
+the end (a long log only its head and tail).
 """
 import fcntl
 import os
@@ -57,9 +98,12 @@ import socket
 import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
+LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
 F_ADD_SEALS = 1033
 POLICY = ("* * read file routine allow\n"
           "* * read file exceptional prompt\n")
@@ -84,11 +128,13 @@ def peer(argv, keep, log):
     return proc
 
 
-def pbx1(bin_dir, work):
-    """A sealed memfd holding a fresh PBX1 record."""
+def pbx1(bin_dir, work, geometry=()):
+    """A sealed memfd holding a fresh PBX1 record (geometry: extra
+    `pbx geometry make` arguments)."""
     path = os.path.join(work, "pbx1.bin")
     subprocess.run([os.path.join(bin_dir, "pbx"), "geometry", "make",
-                    "--transient-slots", "64", "-o", path], check=True)
+                    "--transient-slots", "64"] + list(geometry) +
+                   ["-o", path], check=True)
     with open(path, "rb") as f:
         data = f.read()
     fd = os.memfd_create("pbx1", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
@@ -116,11 +162,14 @@ class Stack:
     """powerboxd and the four reference peers, started as docs/HOST.md says.
 
     tty is the terminal ttyd prompts on (a tmux pane's tty, or /dev/null
-    when no scenario prompts).
+    when no scenario prompts), pane that tmux pane (or None); geometry
+    holds extra `pbx geometry make` arguments.
     """
 
-    def __init__(self, bin_dir, work, tty="/dev/null"):
+    def __init__(self, bin_dir, work, tty="/dev/null", pane=None,
+                 geometry=()):
         self.bin_dir, self.work = bin_dir, work
+        self.tty, self.pane, self.geometry = tty, pane, list(geometry)
         os.makedirs(os.path.join(work, "root", "docs"), exist_ok=True)
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
         with open(os.path.join(work, "root", "docs", "readme.txt"), "w",
@@ -183,7 +232,7 @@ class Stack:
         vfs[0].connect(route)
         vfs.append(vfs[0])
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
-            pbx1(self.bin_dir, w), sup[1].fileno(), vfs[0].fileno(),
+            pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(), vfs[0].fileno(),
             ttyp[0].fileno(), proc[0].fileno(), wake[0].fileno(), None,
             broker[0].fileno()])
         vfs[0].close()
@@ -199,18 +248,38 @@ class Stack:
               f"public slot {slot} transients {first}..{first + count - 1} "
               f"arena {arena} bytes")
 
+    def deadline_ms(self, kind, default):
+        """The --deadline-KIND-ms this stack's PBX1 was made with."""
+        opt = f"--deadline-{kind}-ms"
+        g = self.geometry
+        return int(g[g.index(opt) + 1]) if opt in g else default
+
+    def alive(self):
+        """True while powerboxd has not exited."""
+        return self.pid != 0 and os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+
     def stop(self):
-        """Ends powerboxd and the peers; prints every peer's log."""
+        """Ends powerboxd and the peers (a stopped peer is continued
+        first); prints every peer's log, a long one only its head and
+        tail (the whole log stays in WORK_DIR)."""
         if self.pid:
             os.kill(self.pid, signal.SIGTERM)
             os.waitpid(self.pid, 0)
             self.pid = 0
         for p in self.procs:
-            p.terminate()
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.terminate()
             p.wait()
         for name, f in sorted(self.logs.items()):
             f.seek(0)
-            sys.stderr.write(f.read().decode(errors="replace"))
+            lines = f.read().decode(errors="replace").splitlines(True)
+            if len(lines) > LOG_LINES_MAX:
+                head, tail = LOG_LINES_MAX // 4, LOG_LINES_MAX * 3 // 4
+                lines = lines[:head] + [
+                    f"run: ... {len(lines) - head - tail} lines of {name} "
+                    f"left out (all in {f.name}) ...\n"] + lines[-tail:]
+            sys.stderr.write("".join(lines))
             f.close()
         self.logs = {}
 
@@ -221,29 +290,39 @@ class Stack:
         with open(f.name, encoding="utf-8", errors="replace") as r:
             return r.read()
 
-    def client(self, *args, public=None, scope=None):
+    def request_argv(self, *args, public=None, scope=None, scope_fd=None):
+        """The pbx-client request command line: job 11:1 session 7 realm
+        3 reading docs/readme.txt through launchd's control socket (or
+        public), with a scope from vfsd's scope socket (or scope_fd, a
+        scope this process holds), then args (a later option wins)."""
+        where = ["--scope-fd", str(scope_fd)] if scope_fd is not None else \
+            ["--scope", scope or self.scope]
+        return [os.path.join(self.bin_dir, "pbx-client"), "request",
+                "--control", public or self.control] + where + [
+                    "--selector", "docs/readme.txt", "--op", "read",
+                    "--class", "file", "--job", "11:1", "--session", "7",
+                    "--realm", "3", "--entry", "bin/cat", "--label",
+                    "readme", "--wait-ms", "20000"] + list(args)
+
+    def client(self, *args, public=None, scope=None, scope_fd=None):
         """Runs pbx-client request with args through launchd's control
         socket (or public); returns (rc, key=value dict)."""
-        argv = [os.path.join(self.bin_dir, "pbx-client"), "request",
-                "--control", public or self.control, "--scope",
-                scope or self.scope,
-                "--selector", "docs/readme.txt", "--op", "read", "--class",
-                "file", "--job", "11:1", "--session", "7", "--realm", "3",
-                "--entry", "bin/cat", "--label", "readme", "--wait-ms",
-                "20000"] + list(args)
+        argv = self.request_argv(*args, public=public, scope=scope,
+                                 scope_fd=scope_fd)
         out = subprocess.run(argv, capture_output=True, text=True,
-                             check=False, timeout=60)
+                             check=False, timeout=60,
+                             pass_fds=() if scope_fd is None else (scope_fd,))
         print(out.stdout, end="")
         print(out.stderr, end="", file=sys.stderr)
         kv = dict(l.split("=", 1) for l in out.stdout.splitlines()
                   if "=" in l)
         return out.returncode, kv
 
-    def launchd_expire(self, via):
-        """pbx-launchd expire of job 11:1 via --control or --public."""
+    def launchd_expire(self, via, job="11:1"):
+        """pbx-launchd expire of job via --control or --public."""
         path = self.control if via == "--control" else self.public
         out = subprocess.run([os.path.join(self.bin_dir, "pbx-launchd"),
-                              "expire", via, path, "--job", "11:1"],
+                              "expire", via, path, "--job", job],
                              capture_output=True, text=True, check=False,
                              timeout=30)
         print(out.stdout, end="")
@@ -483,72 +562,639 @@ def tmux(*args):
     return out.stdout
 
 
-def prompt(st, pane):
+def pane_text(st):
+    """What st's tmux pane shows now."""
+    return tmux("capture-pane", "-p", "-t", st.pane)
+
+
+def clear_pane(st):
+    """Blanks st's pane (screen and history), so that what a scenario
+    then finds on it was written since."""
+    fd = os.open(st.tty, os.O_WRONLY | os.O_NOCTTY)
+    os.write(fd, b"\033[H\033[2J")
+    os.close(fd)
+    tmux("clear-history", "-t", st.pane)
+    wait_for(lambda: pane_text(st).strip() == "", "the pane did not clear")
+
+
+def flush_typed(st):
+    """Discards input typed into st's pane that nobody read."""
+    fd = os.open(st.tty, os.O_RDWR | os.O_NOCTTY)
+    termios.tcflush(fd, termios.TCIFLUSH)
+    os.close(fd)
+
+
+def wait_prompt(st, request, seconds=10.0):
+    """Waits until the pane shows the prompt of request; returns the
+    'ID gen G' of the object it shows."""
+    def shown():
+        screen = pane_text(st)
+        return f"request : {request}\n" in screen and "Approve?" in screen
+    wait_for(shown, f"the prompt of request {request} never appeared",
+             seconds)
+    screen = pane_text(st)
+    obj = screen.split("object  : ", 1)[1].splitlines()[0].strip()
+    return obj
+
+
+def withdrawn_on_pane(st, request):
+    """True when the pane says request's prompt was withdrawn."""
+    return f"[prompt for request {request} withdrawn]" in pane_text(st)
+
+
+class Client:
+    """A pbx-client request running in the background: its stdout lines
+    are collected as they come; go() writes the line on its stdin that
+    `--then hold` and `--then cancel` wait for."""
+
+    def __init__(self, st, *args, public=None, scope_fd=None):
+        argv = st.request_argv(*args, public=public, scope_fd=scope_fd)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            pass_fds=() if scope_fd is None else (scope_fd,))
+        self.lines = []
+        self.cv = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            print(line, end="")
+            with self.cv:
+                self.lines.append(line.rstrip("\n"))
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)
+            self.cv.notify_all()
+
+    def kv(self):
+        """The key=value lines printed so far (the last of a key wins)."""
+        with self.cv:
+            return dict(l.split("=", 1) for l in self.lines
+                        if l is not None and "=" in l)
+
+    def wait_key(self, key, seconds=10.0):
+        """Waits until key= was printed; returns its value."""
+        deadline = time.monotonic() + seconds
+        with self.cv:
+            while True:
+                for l in self.lines:
+                    if l is not None and l.startswith(key + "="):
+                        return l.split("=", 1)[1]
+                left = deadline - time.monotonic()
+                if None in self.lines or left <= 0:
+                    fail(f"pbx-client never printed {key}= "
+                         f"({self.lines})")
+                self.cv.wait(left)
+
+    def go(self):
+        """Lets a held client go on."""
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+    def running(self):
+        """True while the client has not exited."""
+        return self.proc.poll() is None
+
+    def finish(self, seconds=30.0):
+        """Waits for the client's exit; returns (rc, key=value dict)."""
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = self.proc.wait(timeout=seconds)
+        self.reader.join(timeout=5)
+        return rc, self.kv()
+
+
+def exceptional(st, *args, scope_fd=None):
+    """An exceptional one-shot request of job 11:1 in the background."""
+    return Client(st, "--lifetime", "one-shot", "--urgency", "exceptional",
+                  "--target", "42:5", "--slot", "22", *args,
+                  scope_fd=scope_fd)
+
+
+def prompt(st):
     """An exceptional request approved by typing y into the tmux pane."""
-    argv = [os.path.join(st.bin_dir, "pbx-client"), "request", "--control",
-            st.control, "--scope", st.scope, "--selector", "docs/readme.txt",
-            "--op", "read", "--class", "file", "--job", "11:1", "--session",
-            "7", "--realm", "3", "--entry", "bin/cat", "--label", "readme",
-            "--lifetime", "one-shot", "--urgency", "exceptional", "--target",
-            "42:5", "--slot", "22", "--wait-ms", "20000", "--then", "consume"]
-    cli = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    want = ["program : bin/cat", 'selector: "docs/readme.txt"']
-    wait_for(lambda: all(w in tmux("capture-pane", "-p", "-t", pane)
-                         for w in want) and
-             "RESOLVE found object" in st.peer_log("vfsd"),
-             "the prompt never appeared on the terminal", 10.0)
-    obj = last_object(st)
-    screen = tmux("capture-pane", "-p", "-t", pane)
-    if f"object  : {obj}" not in screen:
-        fail(f"the prompt does not show object {obj}:\n{screen}")
+    clear_pane(st)
+    cli = exceptional(st, "--then", "consume")
+    req = cli.wait_key("scope") and cli.kv()["request"]
+    obj = wait_prompt(st, req)
+    screen = pane_text(st)
+    for want in ("program : bin/cat", 'selector: "docs/readme.txt"',
+                 f"object  : {obj}"):
+        if want not in screen:
+            fail(f"the prompt does not show {want}:\n{screen}")
+    if obj != last_object(st):
+        fail(f"the prompt shows object {obj}, vfsd resolved "
+             f"{last_object(st)}")
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
-    tmux("send-keys", "-t", pane, "y", "Enter")
-    out, _ = cli.communicate(timeout=30)
-    print(out, end="")
-    kv = dict(l.split("=", 1) for l in out.splitlines() if "=" in l)
-    if cli.returncode != 0 or kv.get("outcome") != "approved":
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    rc, kv = cli.finish()
+    if rc != 0 or kv.get("outcome") != "approved" or \
+            kv.get("consume") != "accepted":
         fail(f"prompt: {kv}")
     print("run: approved on the terminal; consumed")
     cleaned(st, obj)
 
 
-SCENARIOS = {"lifecycle": lifecycle, "expire": expire,
-             "runtime-reply": runtime_reply, "direct": direct,
-             "hangup": hangup, "lie-scope": lie_scope, "foreign": foreign}
+def count(text, *words):
+    """Lines of text holding every one of words."""
+    return sum(1 for l in text.splitlines() if all(w in l for w in words))
+
+
+def prompt_pending(st):
+    """1,000 routine lifecycles while one prompt waits for its user."""
+    clients, each = 8, 125
+    total = clients * each
+    clear_pane(st)
+    cli = exceptional(st, "--then", "consume", "--wait-ms", "300000")
+    req = cli.wait_key("scope") and cli.kv()["request"]
+    obj = wait_prompt(st, req)
+    print(f"run: prompt of request {req} (object {obj}) shows; "
+          f"{total} routine lifecycles start ({clients} clients x {each})")
+    logs = {n: st.peer_log(n) for n in ("procd", "ttyd", "vfsd", "launchd")}
+    slots = [str(100 + k) for k in range(clients)]
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(st.request_argv(
+        "--lifetime", "one-shot", "--urgency", "routine", "--target", "42:5",
+        "--slot", slots[k], "--job", f"{200 + k}:1", "--entry",
+        f"bin/worker{k}", "--label", f"worker {k}", "--then", "consume",
+        "--repeat", str(each)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for k in range(clients)]
+    outs = [p.communicate(timeout=150) for p in procs]
+    wall = time.monotonic() - t0
+    done, medians, p99s = 0, [], []
+    for k, (p, (out, err)) in enumerate(zip(procs, outs)):
+        kv = dict(l.split("=", 1) for l in out.splitlines() if "=" in l)
+        if p.returncode != 0 or kv.get("repeat") != str(each):
+            fail(f"prompt-pending: worker {k} (rc {p.returncode}) did not "
+                 f"approve and consume all {each}: {out} {err}")
+        done += int(kv["repeat"])
+        medians.append(int(kv["median_ns"]))
+        p99s.append(int(kv["p99_ns"]))
+    print(f"run: {done} routine lifecycles approved and consumed in "
+          f"{wall:.2f} s wall ({done / wall:.0f}/s; per-client median "
+          f"{min(medians) / 1e3:.0f}..{max(medians) / 1e3:.0f} us, p99 up "
+          f"to {max(p99s) / 1e3:.0f} us) while the prompt waited")
+    # Every one of them, counted at the peers: installed into its
+    # worker's slot, shown, decided (wake), consumed, revoked, removed,
+    # retired.
+    def news(name):
+        return st.peer_log(name)[len(logs[name]):]
+    want = [("procd INSTALL", lambda: sum(count(
+                news("procd"), "INSTALL grant", f"slot {s}") for s in slots)),
+            ("procd revocation", lambda: sum(count(
+                news("procd"), "leaves process 42 slot " + s)
+                for s in slots)),
+            ("ttyd ACTIVE", lambda: count(news("ttyd"), "VIEW ACTIVE")),
+            ("ttyd REMOVE", lambda: count(news("ttyd"), "VIEW REMOVE")),
+            ("vfsd RETIRE", lambda: count(news("vfsd"), "RETIRE object")),
+            ("launchd wake", lambda: sum(count(
+                news("launchd"), "wake request", f"job {200 + k}.1")
+                for k in range(clients))),
+            ("accepted CONSUME", lambda: count(
+                news("launchd"), "broker: op 0x0006", "status 0x0000"))]
+    for what, n in want:
+        wait_for(lambda n=n: n() == total,
+                 f"prompt-pending: {what} counted {n()}, not {total}", 20.0)
+    print(f"run: counted at the peers: {total} of each of "
+          f"{', '.join(w for w, _ in want)}")
+    screen = pane_text(st)
+    if not cli.running() or f"request : {req}\n" not in screen or \
+            "[approved]" in screen or "[denied]" in screen or \
+            withdrawn_on_pane(st, req) or \
+            f"PROMPT {req}: showing" not in st.peer_log("ttyd") or \
+            count(st.peer_log("ttyd"), f"PROMPT {req}: ") != 2:
+        fail(f"prompt-pending: the prompt of {req} did not stay pending "
+             f"and showing:\n{screen}")
+    if read_rows(st.installs) or read_rows(st.views):
+        fail("prompt-pending: rows left after the lifecycles")
+    print(f"run: the prompt of request {req} still shows, unanswered")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    rc, kv = cli.finish()
+    if rc != 0 or kv.get("outcome") != "approved" or \
+            kv.get("consume") != "accepted":
+        fail(f"prompt-pending: the prompt's request: {kv}")
+    print(f"run: request {req} approved on the terminal; grant "
+          f"{kv['grant']} consumed")
+    cleaned(st, obj)
+
+
+def prompt_timeout(st):
+    """An unanswered prompt ends at its deadline, withdrawn."""
+    limit = st.deadline_ms("prompt", 300000) / 1000.0
+    clear_pane(st)
+    t0 = time.monotonic()
+    cli = exceptional(st)
+    req = cli.wait_key("scope") and cli.kv()["request"]
+    obj = wait_prompt(st, req)
+    shown = time.monotonic()
+    time.sleep(max(0.0, shown + limit - 0.5 - time.monotonic()))
+    if not cli.running() or withdrawn_on_pane(st, req) or \
+            "WITHDRAW" in st.peer_log("ttyd"):
+        fail(f"prompt-timeout: the prompt ended before its deadline "
+             f"({time.monotonic() - shown:.2f} s after it showed)")
+    print(f"run: {limit - 0.5:.1f} s after it showed, the prompt of "
+          f"request {req} still shows and its request waits")
+    rc, kv = cli.finish(limit + 10)
+    end = time.monotonic()
+    if rc != 3 or kv.get("outcome") != "denied" or \
+            kv.get("reason") != "prompt-timeout":
+        fail(f"prompt-timeout: {kv}")
+    if end - t0 < limit or end - shown < limit - 0.25 or \
+            end - shown > limit + 2.0:
+        fail(f"prompt-timeout: decided {end - shown:.2f} s after the "
+             f"prompt showed ({end - t0:.2f} s after the client started); "
+             f"the deadline is {limit:.1f} s")
+    print(f"run: DENIED reason prompt-timeout {end - shown:.2f} s after the "
+          f"prompt showed ({end - t0:.2f} s after BEGIN; deadline "
+          f"{limit:.1f} s)")
+    wait_for(lambda: withdrawn_on_pane(st, req),
+             f"the pane never said the prompt of {req} was withdrawn")
+    if f"WITHDRAW {req} object {obj}: withdrawn from the terminal" not in \
+            st.peer_log("ttyd"):
+        fail("prompt-timeout: ttyd logged no WITHDRAW from the terminal")
+    wait_for(lambda: f"HANG-UP object {obj}" in st.peer_log("vfsd"),
+             f"vfsd kept object {obj} of the timed-out prompt")
+    if read_rows(st.installs) or read_rows(st.views) or \
+            "INSTALL" in st.peer_log("procd"):
+        fail("prompt-timeout: something was installed or shown")
+    print(f"run: the pane says the prompt of {req} was withdrawn; nothing "
+          f"installed or shown; vfsd freed object {obj}")
+    lifecycle(st)
+    if not st.alive():
+        fail("prompt-timeout: powerboxd exited")
+    print(f"run: powerboxd (pid {st.pid}) alive and serving")
+
+
+def untouched(st, req, installs):
+    """Nothing followed request req's end: no install, no row, no answer
+    at ttyd."""
+    time.sleep(0.5)
+    if read_rows(st.installs) or read_rows(st.views) or \
+            count(st.peer_log("procd"), "INSTALL") != installs or \
+            count(st.peer_log("ttyd"), f"PROMPT {req}: approve") or \
+            count(st.peer_log("ttyd"), f"PROMPT {req}: deny"):
+        fail(f"the y typed after request {req} ended changed something")
+
+
+def prompt_cancel(st):
+    """A showing prompt ended by CANCEL, another by EXPIRE: withdrawn."""
+    installs = count(st.peer_log("procd"), "INSTALL")
+    # The client's own exact CANCEL.
+    clear_pane(st)
+    cli = exceptional(st, "--then", "cancel")
+    req = cli.wait_key("scope") and cli.kv()["request"]
+    obj = wait_prompt(st, req)
+    cli.go()
+    if cli.wait_key("cancel") != "accepted":
+        fail(f"prompt-cancel: CANCEL of {req} refused")
+    wait_for(lambda: withdrawn_on_pane(st, req),
+             f"the pane never said the prompt of {req} was withdrawn")
+    if f"WITHDRAW {req} object {obj}: withdrawn from the terminal" not in \
+            st.peer_log("ttyd"):
+        fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    untouched(st, req, installs)
+    rc, kv = cli.finish()
+    if rc != 3 or kv.get("outcome") != "cancelled":
+        fail(f"prompt-cancel: CANCEL: {kv}")
+    print(f"run: CANCEL of request {req} withdrew its prompt from the pane; "
+          f"a y typed after it answered nothing; the decision read after "
+          f"it: cancelled")
+    # launchd's EXPIRE of the job; the y typed above is still unread.
+    clear_pane(st)
+    cli = exceptional(st, "--job", "13:1", "--then", "hold")
+    req2 = cli.wait_key("scope") and cli.kv()["request"]
+    obj = wait_prompt(st, req2)
+    if f"PROMPT {req2}: RETRY (input pending)" not in st.peer_log("ttyd"):
+        fail("prompt-cancel: the y typed after the first prompt was not "
+             "discarded as type-ahead")
+    rc, out = st.launchd_expire("--control", job="13:1")
+    if rc != 0 or out != "expire=accepted":
+        fail(f"prompt-cancel: EXPIRE of job 13:1: {out}")
+    wait_for(lambda: withdrawn_on_pane(st, req2),
+             f"the pane never said the prompt of {req2} was withdrawn")
+    if f"WITHDRAW {req2} object {obj}: withdrawn from the terminal" not in \
+            st.peer_log("ttyd"):
+        fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    untouched(st, req2, installs)
+    cli.go()
+    rc, kv = cli.finish()
+    if rc != 3 or kv.get("outcome") != "cancelled":
+        fail(f"prompt-cancel: EXPIRE: {kv}")
+    flush_typed(st)
+    print(f"run: EXPIRE of job 13:1 withdrew the prompt of request {req2} "
+          f"from the pane (the earlier y was discarded as type-ahead "
+          f"before it showed); a y typed after it answered nothing; the "
+          f"decision asked for after it: cancelled")
+
+
+def stack_pids(st):
+    """powerboxd's and every peer's pid."""
+    return [st.pid] + [p.pid for p in st.procs]
+
+
+def holders(st, inode):
+    """The stack's processes holding a descriptor of socket inode."""
+    want, found = f"socket:[{inode}]", []
+    for pid in stack_pids(st):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == want:
+                    found.append(pid)
+            except FileNotFoundError:
+                pass
+    return found
+
+
+def stop_peer(p):
+    """SIGSTOPs peer process p and waits until it is stopped."""
+    os.kill(p.pid, signal.SIGSTOP)
+
+    def stopped():
+        with open(f"/proc/{p.pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    wait_for(stopped, f"peer {p.pid} did not stop")
+
+
+def ttyd_stalled(st):
+    """Revocation goes on while ttyd is stopped; REMOVE completes after."""
+    vfsd, ttyd, procd = st.procs[0], st.procs[1], st.procs[2]
+    rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "25", "--job", "14:1")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"ttyd-stalled: no grant: {kv}")
+    obj = last_object(st)
+    oid = obj.split()[0]
+    if holders(st, oid) != [procd.pid] or len(read_rows(st.views)) != 1:
+        fail(f"ttyd-stalled: object {oid} held by {holders(st, oid)}")
+    vfsd_fds = fd_count(vfsd.pid)
+    stop_peer(ttyd)
+    t0 = time.monotonic()
+    print(f"run: grant {kv['grant']} live (object {obj} installed at "
+          f"procd); ttyd (pid {ttyd.pid}) stopped")
+    rc, out = st.launchd_expire("--control", job="14:1")
+    if rc != 0 or out != "expire=accepted":
+        fail(f"ttyd-stalled: EXPIRE: {out}")
+    wait_for(lambda: read_rows(st.installs) == [],
+             f"procd still holds {read_rows(st.installs)}")
+    wait_for(lambda: f"RETIRE object {obj}" in st.peer_log("vfsd"),
+             f"vfsd never retired object {obj} while ttyd was stopped")
+    retired = time.monotonic() - t0
+    wait_for(lambda: holders(st, oid) == [] and
+             fd_count(vfsd.pid) == vfsd_fds - 1,
+             f"object {oid} still held by {holders(st, oid)}; vfsd holds "
+             f"{fd_count(vfsd.pid)} descriptors, was {vfsd_fds}")
+    if len(read_rows(st.views)) != 1:
+        fail("ttyd-stalled: the stopped ttyd's view changed")
+    print(f"run: EXPIRE revoked at procd and vfsd retired object {obj} "
+          f"{retired:.2f} s after it, with ttyd stopped: no process holds "
+          f"the object, vfsd closed its provider end; ttyd still lists "
+          f"the row")
+    limit = st.deadline_ms("ttyd", 5000) / 1000.0
+    while time.monotonic() < t0 + 3 * limit:
+        if not st.alive():
+            fail("ttyd-stalled: powerboxd exited while ttyd was stopped")
+        time.sleep(0.1)
+    os.kill(ttyd.pid, signal.SIGCONT)
+    wait_for(lambda: read_rows(st.views) == [],
+             f"ttyd still shows {read_rows(st.views)} after SIGCONT")
+    removes = count(st.peer_log("ttyd"), f"VIEW REMOVE grant {kv['grant']}")
+    if removes < 2:
+        fail(f"ttyd-stalled: REMOVE sent {removes} time(s) in "
+             f"{3 * limit:.0f} s against a {limit:.0f} s deadline")
+    print(f"run: ttyd continued after {time.monotonic() - t0:.1f} s and "
+          f"served REMOVE of grant {kv['grant']} {removes} times (retried "
+          f"while it was stopped); the view file is empty")
+    if not st.alive():
+        fail("ttyd-stalled: powerboxd exited")
+    lifecycle(st)
+    print(f"run: powerboxd (pid {st.pid}) alive throughout and serving")
+
+
+def take_scope(st):
+    """One scope from vfsd's scope socket, held by this process."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(st.scope)
+    msg, fds, _, _ = socket.recv_fds(s, 64, 1)
+    s.close()
+    if len(fds) != 1 or msg[:8] != b"PBXSCOPE" or \
+            struct.unpack("<Q", msg[8:16])[0] != os.fstat(fds[0]).st_ino:
+        fail(f"vfsd handed out no valid scope: {msg!r} {fds}")
+    return fds[0]
+
+
+def vfsd_stalled(st):
+    """vfsd stopped for 30 s: what needs it times out, the rest goes on;
+    a RETIRE owed to it is retried and acknowledged after SIGCONT."""
+    vfsd = st.procs[0]
+    base = fd_count(st.pid)
+    rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
+                       "--target", "42:5", "--slot", "26", "--job", "15:1")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"vfsd-stalled: no grant: {kv}")
+    grant, obj = kv["grant"], last_object(st)
+    held = Client(st, "--op", "write", "--job", "16:1", "--slot", "27",
+                  "--then", "hold")
+    decided = held.wait_key("scope") and held.kv()["request"]
+    wait_for(lambda: f"wake request {decided} job 16.1" in
+             st.peer_log("launchd"),
+             f"request {decided} was never decided")
+    scopes = [take_scope(st) for _ in range(3)]
+    stop_peer(vfsd)
+    t0 = time.monotonic()
+    print(f"run: grant {grant} live (object {obj}); request {decided} "
+          f"decided, its DECISION not asked yet; vfsd (pid {vfsd.pid}) "
+          f"stopped")
+    # Needs vfsd: the resolution through its scope gets no answer.
+    limit = st.deadline_ms("scope", 2000) / 1000.0
+    t = time.monotonic()
+    rc, kv = st.client("--job", "17:1", "--target", "42:5", "--slot", "28",
+                       scope_fd=scopes[0])
+    took = time.monotonic() - t
+    if rc != 3 or kv.get("outcome") != "denied" or \
+            kv.get("reason") != "peer-timeout" or took < limit:
+        fail(f"vfsd-stalled: a request needing vfsd: {kv} after "
+             f"{took:.2f} s")
+    print(f"run: request {kv['request']} needing vfsd DENIED reason "
+          f"peer-timeout after {took:.2f} s (scope deadline {limit:.1f} s)")
+    # Needs nothing from vfsd: served at once.
+    t = time.monotonic()
+    held.go()
+    rc, kv = held.finish()
+    if rc != 3 or kv.get("outcome") != "denied" or \
+            kv.get("reason") != "policy" or time.monotonic() - t > 1.0:
+        fail(f"vfsd-stalled: DECISION of decided request {decided}: {kv}")
+    print(f"run: DECISION of decided request {decided}: denied (policy) in "
+          f"{time.monotonic() - t:.2f} s")
+    t = time.monotonic()
+    out = subprocess.run(st.request_argv(
+        "--target", "42:5", "--slot", "20", public=st.public,
+        scope_fd=scopes[1]), capture_output=True, text=True, check=False,
+        timeout=10, pass_fds=(scopes[1],))
+    if out.returncode != 1 or "BEGIN refused" not in out.stderr or \
+            f"(0x{0x061D:04x})" not in out.stderr:
+        fail(f"vfsd-stalled: direct BEGIN: {out.stdout} {out.stderr}")
+    print(f"run: BEGIN on the public endpoint refused (PBX_E_CORE_BROKER) "
+          f"in {time.monotonic() - t:.2f} s")
+    t = time.monotonic()
+    cli = Client(st, "--job", "18:1", "--slot", "29", "--then", "cancel",
+                 scope_fd=scopes[2])
+    req = cli.wait_key("scope") and cli.kv()["request"]
+    cli.go()
+    if cli.wait_key("cancel") != "accepted":
+        fail(f"vfsd-stalled: CANCEL of {req} refused")
+    cancel_took = time.monotonic() - t
+    cli.go()
+    rc, kv = cli.finish()
+    if rc != 3 or kv.get("outcome") != "cancelled":
+        fail(f"vfsd-stalled: CANCEL of request {req} waiting on vfsd: {kv}")
+    print(f"run: request {req}, waiting on vfsd, cancelled: CANCEL "
+          f"accepted {cancel_took:.2f} s after BEGIN, decision cancelled "
+          f"{time.monotonic() - t:.2f} s after BEGIN")
+    for fd in scopes:
+        os.close(fd)
+    # A grant revoked while vfsd is stopped.
+    rc, out = st.launchd_expire("--control", job="15:1")
+    if rc != 0 or out != "expire=accepted":
+        fail(f"vfsd-stalled: EXPIRE: {out}")
+    wait_for(lambda: read_rows(st.installs) == [] and
+             read_rows(st.views) == [],
+             f"vfsd-stalled: revocation or REMOVE waited on vfsd: "
+             f"{read_rows(st.installs)} {read_rows(st.views)}")
+    print(f"run: EXPIRE of grant {grant}: revoked at procd and REMOVEd at "
+          f"ttyd while vfsd is stopped")
+    while time.monotonic() < t0 + 30.0:
+        if not st.alive():
+            fail("vfsd-stalled: powerboxd exited while vfsd was stopped")
+        time.sleep(0.1)
+    os.kill(vfsd.pid, signal.SIGCONT)
+    t = time.monotonic()
+    print("run: vfsd continued after 30 s")
+    retire = f"RETIRE object {obj}"
+    wait_for(lambda: retire in st.peer_log("vfsd"),
+             f"vfsd never retired object {obj}")
+    # powerboxd stops sending RETIRE once one is acknowledged: the count
+    # holds still for longer than a deadline and the longest backoff.
+    quiet = st.deadline_ms("vfsd", 5000) / 1000.0 + 1.0
+    seen, since = count(st.peer_log("vfsd"), retire), time.monotonic()
+    while time.monotonic() - since < quiet:
+        time.sleep(0.1)
+        now = count(st.peer_log("vfsd"), retire)
+        if now != seen:
+            seen, since = now, time.monotonic()
+        if time.monotonic() - t > 30.0:
+            fail(f"vfsd-stalled: powerboxd still RETIREs object {obj} "
+                 f"({seen} so far): no acknowledgement taken")
+    if seen < 2:
+        fail(f"vfsd-stalled: RETIRE of object {obj} sent {seen} time(s) "
+             f"in 30 s")
+    print(f"run: vfsd served RETIRE of object {obj} {seen} times (retried "
+          f"while it was stopped); acknowledged: no more come")
+    if read_rows(st.installs) or read_rows(st.views):
+        fail("vfsd-stalled: rows left")
+    lifecycle(st)
+    wait_for(lambda: fd_count(st.pid) == base,
+             f"powerboxd holds {fd_count(st.pid)} descriptors, not {base}")
+    if not st.alive():
+        fail("vfsd-stalled: powerboxd exited")
+    print(f"run: powerboxd (pid {st.pid}) alive throughout, serving, "
+          f"descriptors back to {base}")
+
+
+# Each scenario: its function, whether it prompts on a tmux pane, and the
+# `pbx geometry make` arguments of a stack of its own (None: the shared
+# stack).
+SCENARIOS = {
+    "lifecycle": (lifecycle, False, None),
+    "expire": (expire, False, None),
+    "runtime-reply": (runtime_reply, False, None),
+    "direct": (direct, False, None),
+    "hangup": (hangup, False, None),
+    "lie-scope": (lie_scope, False, None),
+    "foreign": (foreign, False, None),
+    "prompt": (prompt, True, None),
+    "prompt-pending": (prompt_pending, True, None),
+    "prompt-cancel": (prompt_cancel, True, None),
+    "prompt-timeout": (prompt_timeout, True,
+                       ["--deadline-prompt-ms", "3000"]),
+    "ttyd-stalled": (ttyd_stalled, False, ["--deadline-ttyd-ms", "1000"]),
+    "vfsd-stalled": (vfsd_stalled, False,
+                     ["--deadline-vfsd-ms", "1000",
+                      "--deadline-scope-ms", "1000"]),
+}
+
+
+class Panes:
+    """The run's own tmux server: one window (pane) per stack that
+    prompts."""
+
+    def __init__(self):
+        self.started = False
+
+    def new(self):
+        """A fresh pane; returns (pane id, its tty)."""
+        if shutil.which("tmux") is None:
+            fail("the prompt scenarios need tmux, which is not installed")
+        if not self.started:
+            subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
+                           capture_output=True, check=False)
+            pane = tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s",
+                        "pbx", "-x", "120", "-y", "40", "sleep 900").strip()
+            self.started = True
+        else:
+            pane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t",
+                        "pbx", "sleep 900").strip()
+        tty = tmux("display", "-p", "-t", pane, "#{pane_tty}").strip()
+        print(f"run: ttyd prompts on tmux pane {pane} ({tty})")
+        return pane, tty
+
+    def stop(self):
+        """Ends the tmux server."""
+        if self.started:
+            subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
+                           capture_output=True, check=False)
 
 
 def main():
     bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["lifecycle"]
     for n in names:
-        if n not in SCENARIOS and n != "prompt":
+        if n not in SCENARIOS:
             fail(f"unknown scenario {n}")
-    tty, pane = "/dev/null", None
-    if "prompt" in names:
-        if shutil.which("tmux") is None:
-            fail("prompt needs tmux, which is not installed")
-        subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
-                       capture_output=True, check=False)
-        tmux("new-session", "-d", "-s", "pbx", "-x", "120", "-y", "40",
-             "sleep 600")
-        pane = "pbx:0.0"
-        tty = tmux("display", "-p", "-t", pane, "#{pane_tty}").strip()
-        print(f"run: ttyd prompts on tmux pane {pane} ({tty})")
-    st = Stack(bin_dir, work, tty)
+    panes, shared = Panes(), None
+    shared_prompts = any(SCENARIOS[n][1] and SCENARIOS[n][2] is None
+                         for n in names)
     try:
         for n in names:
+            func, prompts, geometry = SCENARIOS[n]
             print(f"run: --- {n} ---")
-            if n == "prompt":
-                prompt(st, pane)
+            t0 = time.monotonic()
+            if geometry is None:
+                if shared is None:
+                    pane, tty = panes.new() if shared_prompts else \
+                        (None, "/dev/null")
+                    shared = Stack(bin_dir, work, tty, pane)
+                func(shared)
             else:
-                SCENARIOS[n](st)
+                pane, tty = panes.new() if prompts else (None, "/dev/null")
+                own = Stack(bin_dir, os.path.join(work, n), tty, pane,
+                            geometry)
+                try:
+                    func(own)
+                finally:
+                    own.stop()
+            print(f"run: {n} passed in {time.monotonic() - t0:.1f} s")
         print(f"run: ok: {' '.join(names)}")
     finally:
-        st.stop()
-        if pane is not None:
-            subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
-                           capture_output=True, check=False)
+        if shared is not None:
+            shared.stop()
+        panes.stop()
     return 0
 
 

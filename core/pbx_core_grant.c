@@ -1,0 +1,242 @@
+/*
+ * pbx_core_grant.c: the grant cleanup chain. Revocation (procd's
+ * manage-only handle, or the unexported alias) comes first; then the ttyd
+ * REMOVE and the vfsd RETIRE go out together and neither waits for the
+ * other; only both exact acknowledgements retire the generation.
+ */
+#include "core/pbx_core_peer.h"
+
+/* Ends the withdrawal of grant g's request once the revocation authority
+ * is gone: its CANCELLED decision becomes visible and a held wake goes. */
+static void pbx_core_grant_withdrawn(pbx_core_ctx *ctx, uint32_t g)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    if (i == PBX_CORE_NIL || pbx_core_req(ctx, i)->link.live == 0U ||
+        pbx_core_req(ctx, i)->link.generation != gr->request_generation) {
+        return;
+    }
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    if ((r->flags & PBX_CORE_REQ_F_WAKE_HELD) != 0U) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
+    }
+    r->flags &=
+        (uint16_t) ~(PBX_CORE_REQ_F_WITHDRAWN | PBX_CORE_REQ_F_WAKE_HELD);
+}
+
+/* Deletes the grant's revocation authority (or unexported alias). */
+static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t t = (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U
+                     ? gr->revocation_tslot
+                     : gr->alias_tslot;
+    pbx_core_delete d = pbx_core_delete_tslot(ctx, t);
+    if (d == PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (d != PBX_CORE_DELETE_OK) {
+        /* Retried on the next tick, never polled. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return PBX_OK;
+    }
+    pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
+    pbx_core_grant_withdrawn(ctx, g);
+    pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
+    return PBX_OK;
+}
+
+/* Sends the receipt-free full-identity retirement q to vfsd under grant
+ * identity gid, as call kind for owner (a request or a grant). */
+void pbx_core_retire_send(pbx_core_ctx *ctx, pbx_ipc_id gid,
+                                 const pbx_ipc_retire *q, uint32_t kind,
+                                 pbx_bootstrap_pool pool, uint32_t owner)
+{
+    pbx_core_call c;
+    size_t n = 0;
+    PBX_ASSERT(pbx_ipc_retire_encode(gid, q, ctx->frame, sizeof(ctx->frame),
+                                     &n) == PBX_OK);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_VFSD, n);
+    pbx_core_call_spec spec = {kind,  PBX_BOOTSTRAP_TIME_VFSD, pool,
+                               owner, PBX_IPC_OP_RETIRE,       gid};
+    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
+        /* Never abandoned: asked again on a later tick. */
+        pbx_core_defer(ctx, pool, owner);
+    }
+}
+
+/* Whether c is vfsd's exact acknowledgement of retirement q under gid. */
+bool pbx_core_retire_exact(const pbx_core_call *c, pbx_ipc_id gid,
+                                  const pbx_ipc_retire *q)
+{
+    pbx_ipc_frame f;
+    pbx_ipc_retire ack;
+    return c != NULL &&
+           pbx_core_reply_frame(c, PBX_IPC_OP_RETIRE, gid, &f) == PBX_OK &&
+           pbx_ipc_retire_reply_decode(&f, &ack) == PBX_OK &&
+           ack.object.id == q->object.id && ack.object.gen == q->object.gen &&
+           ack.scope_id == q->scope_id && ack.object_class == q->object_class;
+}
+
+/* The retirement of grant g's object. */
+static pbx_ipc_retire pbx_core_grant_retirement(const pbx_core_ctx *ctx,
+                                                uint32_t g)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_ipc_retire q = {gr->object, gr->scope_id, gr->ctx.ctx.object_class};
+    return q;
+}
+
+/* Frees grant g once the last of its two exact acknowledgements (event:
+ * REMOVED or RETIRED) arrived, and wakes a request waiting on its cleanup. */
+static void pbx_core_grant_retire(pbx_core_ctx *ctx, uint32_t g,
+                                  pbx_core_event event)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    /* Both acknowledgements came: no call of the grant is outstanding. */
+    PBX_ASSERT(gr->call_remove == PBX_CORE_NIL &&
+               gr->call_retire == PBX_CORE_NIL);
+    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    pbx_core_grant_move(ctx, g, event);
+    gr->link.state = (uint16_t)PBX_CORE_ST_FREE;
+    if (i != PBX_CORE_NIL && pbx_core_req(ctx, i)->link.live != 0U &&
+        pbx_core_req(ctx, i)->link.generation == gr->request_generation &&
+        pbx_core_req(ctx, i)->grant == g) {
+        pbx_core_request *r = pbx_core_req(ctx, i);
+        r->grant = PBX_CORE_NIL;
+        if (r->link.state == (uint16_t)PBX_CORE_ST_RELEASE &&
+            r->link.queue == 0U) {
+            pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+        }
+        pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return;
+    }
+    /* The request retired earlier and left its handle slot record here. */
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS,
+                  (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U
+                      ? gr->revocation_tslot
+                      : gr->alias_tslot);
+    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+}
+
+/* Sends grant g's REMOVE row to ttyd. */
+static void pbx_core_remove_send(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_call c;
+    size_t n = pbx_core_view_encode(ctx, g, PBX_IPC_VIEW_REMOVE);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_call_spec spec = {PBX_CORE_CALL_REMOVE,
+                               PBX_BOOTSTRAP_TIME_TTYD,
+                               PBX_BOOTSTRAP_POOL_GRANTS,
+                               g,
+                               PBX_IPC_OP_VIEW,
+                               pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
+    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    }
+}
+
+/* Records one exact acknowledgement (REMOVED or RETIRED) of grant g in
+ * SETTLE, REMOVE or RETIRE: the last of the two frees the grant. */
+static void pbx_core_grant_acked(pbx_core_ctx *ctx, uint32_t g,
+                                 pbx_core_event event)
+{
+    if (pbx_core_grant_at(ctx, g)->link.state == (uint16_t)PBX_CORE_ST_SETTLE) {
+        pbx_core_grant_move(ctx, g, event);
+        return;
+    }
+    pbx_core_grant_retire(ctx, g, event);
+}
+
+/* Both REMOVE and RETIRE may be owed; they go out together and neither
+ * waits for the other, because once a runtime alias is exported vfsd's
+ * retirement is the only revocation there is, and a silent ttyd must not
+ * keep it alive. A row that never went to ttyd is known absent there: no
+ * REMOVE is owed. RETIRE is sent last, so that when both meet
+ * backpressure the grant waits on vfsd, the revocation. */
+static pbx_err pbx_core_grant_settle(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    pbx_core_state st = (pbx_core_state)gr->link.state;
+    bool owe_remove = st != PBX_CORE_ST_RETIRE;
+    bool owe_retire = st != PBX_CORE_ST_REMOVE;
+    if (owe_remove && (gr->flags & PBX_CORE_GRANT_F_ROW) == 0U) {
+        pbx_core_grant_acked(ctx, g, PBX_CORE_EV_REMOVED);
+        if (!owe_retire) {
+            return PBX_OK; /* Freed. */
+        }
+        owe_remove = false;
+    }
+    if (owe_remove && gr->call_remove == PBX_CORE_NIL) {
+        pbx_core_remove_send(ctx, g);
+    }
+    if (owe_retire && gr->call_retire == PBX_CORE_NIL) {
+        pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
+        pbx_core_retire_send(
+            ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g), &q,
+            PBX_CORE_CALL_RETIRE, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    }
+    return PBX_OK;
+}
+
+pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
+{
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    switch ((pbx_core_state)gr->link.state) {
+    case PBX_CORE_ST_REVOKE:
+        return pbx_core_grant_revoke(ctx, g);
+    case PBX_CORE_ST_SETTLE:
+    case PBX_CORE_ST_REMOVE:
+    case PBX_CORE_ST_RETIRE:
+        return pbx_core_grant_settle(ctx, g);
+    default:
+        /* A grant on the cleanup lane in any other state means the
+         * records disagree: retained progression cannot continue. */
+        return PBX_E_CORE_INCONSISTENT;
+    }
+}
+
+/* Judges a REMOVE or RETIRE acknowledgement (c NULL: none came) of grant
+ * g: only the exact one counts; anything else asks again on a later tick,
+ * never abandoning the cleanup. */
+static pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind,
+                                    uint32_t g, const pbx_core_call *c)
+{
+    bool remove = kind == (uint32_t)PBX_CORE_CALL_REMOVE;
+    bool exact = false;
+    if (remove) {
+        exact = pbx_core_view_exact(ctx, g, PBX_IPC_VIEW_REMOVE, c);
+    } else {
+        pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
+        exact = pbx_core_retire_exact(
+            c, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g), &q);
+    }
+    if (c != NULL && pbx_core_drop_receipts(ctx, c, 0, PBX_CORE_NIL) ==
+                         PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (!exact) {
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+        return PBX_OK;
+    }
+    pbx_core_grant_acked(ctx, g,
+                         remove ? PBX_CORE_EV_REMOVED : PBX_CORE_EV_RETIRED);
+    return PBX_OK;
+}
+
+pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
+                               const pbx_core_call *c)
+{
+    switch ((pbx_core_call_kind)kind) {
+    case PBX_CORE_CALL_REMOVE:
+    case PBX_CORE_CALL_RETIRE:
+        return pbx_core_judge_grant(ctx, kind, owner, c);
+    case PBX_CORE_CALL_RELEASE_DETACH:
+    case PBX_CORE_CALL_REQ_RETIRE:
+    case PBX_CORE_CALL_WITHDRAW:
+        return pbx_core_release_judge(ctx, kind, owner, c);
+    default:
+        return PBX_E_CORE_INCONSISTENT;
+    }
+}
