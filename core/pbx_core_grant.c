@@ -6,32 +6,36 @@
  */
 #include "core/pbx_core_peer.h"
 
-/* Ends the withdrawal of grant g's request once the revocation authority
- * is gone: its CANCELLED decision becomes visible and a held wake goes. */
-static void pbx_core_grant_withdrawn(pbx_core_ctx *ctx, uint32_t g)
+/* Whether grant g's approval is published and its reply not delivered
+ * yet: the decision is final until delivered, so the runtime-reply alias
+ * it carries stays with it (dead once vfsd retires the object). */
+static bool pbx_core_grant_reply_owed(const pbx_core_ctx *ctx, uint32_t g)
 {
     const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     uint32_t i = gr->request;
-    if (i == PBX_CORE_NIL || pbx_core_req(ctx, i)->link.live == 0U ||
-        pbx_core_req(ctx, i)->link.generation != gr->request_generation) {
-        return;
+    if (i == PBX_CORE_NIL) {
+        return false;
     }
-    pbx_core_request *r = pbx_core_req(ctx, i);
-    if ((r->flags & PBX_CORE_REQ_F_WAKE_HELD) != 0U) {
-        pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
-    }
-    r->flags &=
-        (uint16_t) ~(PBX_CORE_REQ_F_WITHDRAWN | PBX_CORE_REQ_F_WAKE_HELD);
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    return r->link.live != 0U && r->link.generation == gr->request_generation &&
+           r->grant == g &&
+           (r->link.state == (uint16_t)PBX_CORE_ST_NOTIFY ||
+            r->link.state == (uint16_t)PBX_CORE_ST_DECIDED);
 }
 
 /* Deletes the grant's revocation authority (or unexported alias). */
 static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    uint32_t t = (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U
-                     ? gr->revocation_tslot
-                     : gr->alias_tslot;
-    pbx_core_delete d = pbx_core_delete_tslot(ctx, t);
+    bool install = (gr->flags & PBX_CORE_GRANT_F_INSTALL) != 0U;
+    uint32_t t = install ? gr->revocation_tslot : gr->alias_tslot;
+    pbx_core_delete d = PBX_CORE_DELETE_OK;
+    /* An unexported alias behind a published, undelivered approval stays:
+     * the decision is final until delivered, and vfsd's RETIRE, which
+     * follows, revokes every copy of the object, that one included. */
+    if (install || !pbx_core_grant_reply_owed(ctx, g)) {
+        d = pbx_core_delete_tslot(ctx, t);
+    }
     if (d == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;
     }
@@ -41,7 +45,6 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
         return PBX_OK;
     }
     pbx_core_grant_move(ctx, g, PBX_CORE_EV_REVOKED);
-    pbx_core_grant_withdrawn(ctx, g);
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
     return PBX_OK;
 }

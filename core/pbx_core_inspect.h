@@ -22,14 +22,8 @@
 #define PBX_CORE_REQ_F_CANCELLED 0x0001U
 /** PBX_CORE_REQ_F_EXPORTED: the runtime alias left with the reply. */
 #define PBX_CORE_REQ_F_EXPORTED 0x0002U
-/**
- * PBX_CORE_REQ_F_WITHDRAWN: a published, undelivered approval whose grant
- * ended; the decision turns CANCELLED only once the grant's revocation
- * authority (handle or alias) is deleted, and reads PENDING until then.
- */
-#define PBX_CORE_REQ_F_WITHDRAWN 0x0004U
-/** PBX_CORE_REQ_F_WAKE_HELD: the wake waits for the withdrawal to end. */
-#define PBX_CORE_REQ_F_WAKE_HELD 0x0008U
+/* 0x0004 and 0x0008 (a withdrawn approval and its held wake) are
+ * retired: a published decision is final until delivered. */
 /**
  * PBX_CORE_REQ_F_RETIRE: the object was sent to procd but no manage-only
  * handle was accepted, so procd may have installed it; vfsd must retire

@@ -334,11 +334,6 @@ static pbx_err pbx_core_decision_fill(pbx_core_ctx *ctx, uint32_t i,
     const pbx_core_request *r = pbx_core_req(ctx, i);
     const pbx_core_decision *dec = (const pbx_core_decision *)pbx_core_rec(
         ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
-    if ((r->flags & PBX_CORE_REQ_F_WITHDRAWN) != 0U) {
-        /* An approval being withdrawn: CANCELLED once the grant's
-         * revocation authority is gone, PENDING until then. */
-        return PBX_OK;
-    }
     d->outcome = (uint8_t)dec->status;
     if (dec->status == (uint16_t)PBX_IPC_OUTCOME_DENIED) {
         d->reason = r->reason;
@@ -351,16 +346,14 @@ static pbx_err pbx_core_decision_fill(pbx_core_ctx *ctx, uint32_t i,
     d->grant.gen = dec->grant_generation;
     d->installed_slot = dec->installed_slot;
     if (r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY) {
-        /* The alias leaves exactly once: only while the grant still
-         * holds it and no earlier reply was delivered. */
-        if (r->grant == PBX_CORE_NIL ||
-            !pbx_core_tslot_held(
-                ctx, pbx_core_grant_at(ctx, r->grant)->alias_tslot)) {
+        /* The alias (the request's handle slot, the grant's alias) leaves
+         * exactly once: only while it is held, so no earlier reply was
+         * delivered. It stays with the decision even after the grant
+         * ended: then vfsd retired its object and it is dead. */
+        if (!pbx_core_tslot_held(ctx, r->handle_tslot)) {
             return PBX_E_CORE_STATE;
         }
-        *xfer = pbx_core_tslot_at(ctx,
-                                  pbx_core_grant_at(ctx, r->grant)->alias_tslot)
-                    ->slot;
+        *xfer = pbx_core_tslot_at(ctx, r->handle_tslot)->slot;
     }
     return PBX_OK;
 }
@@ -510,7 +503,7 @@ static void pbx_core_on_cancel(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
         err = pbx_core_find_grant(ctx, c.grant, badge, &i);
         if (err == PBX_OK) {
             /* Revoke, REMOVE, RETIRE; an unpublished approval becomes
-             * CANCELLED through its request. */
+             * CANCELLED through its request, a published one stays. */
             pbx_core_grant_stop(ctx, i, PBX_CORE_EV_CANCEL);
         }
     } else if (err == PBX_OK) {
@@ -552,9 +545,9 @@ static void pbx_core_on_consume(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
         pbx_core_reply_err(out, PBX_IPC_OP_CONSUME, f->request, err);
         return;
     }
-    /* The same stop path as CANCEL and EXPIRE: a published approval whose
-     * reply is not yet delivered is withdrawn (PENDING, then CANCELLED)
-     * rather than left naming a grant that no longer exists. */
+    /* The same stop path as CANCEL and EXPIRE: a published approval
+     * stays as it was published until delivered; the grant it names
+     * ends. */
     pbx_core_grant_stop(ctx, g, PBX_CORE_EV_CONSUME);
     pbx_core_reply_empty(out, PBX_IPC_OP_CONSUME, f->request);
 }

@@ -20,12 +20,6 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
         return PBX_E_CORE_INCONSISTENT;
     }
     pbx_core_request *r = pbx_core_req(ctx, i);
-    if ((r->flags & PBX_CORE_REQ_F_WITHDRAWN) != 0U) {
-        /* No wake for a decision being withdrawn; the grant's revocation
-         * queues it again. */
-        r->flags |= PBX_CORE_REQ_F_WAKE_HELD;
-        return PBX_OK;
-    }
     pbx_ipc_wake w = {r->ctx.ctx.job_id, r->ctx.ctx.job_gen};
     size_t len = 0;
     PBX_ASSERT(pbx_ipc_wake_encode(
@@ -74,11 +68,9 @@ pbx_err pbx_core_on_reply_delivered(pbx_core_ctx *ctx, uint32_t token,
     }
     if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
         r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
-        r->grant != PBX_CORE_NIL &&
-        pbx_core_tslot_held(ctx,
-                            pbx_core_grant_at(ctx, r->grant)->alias_tslot)) {
+        pbx_core_tslot_held(ctx, r->handle_tslot)) {
         /* The alias left with the reply: exported exactly once. */
-        pbx_core_tslot_drop(ctx, pbx_core_grant_at(ctx, r->grant)->alias_tslot);
+        pbx_core_tslot_drop(ctx, r->handle_tslot);
     }
     pbx_core_req_move(ctx, i, PBX_CORE_EV_DELIVERED);
     if (r->link.state == (uint16_t)PBX_CORE_ST_FREE) {

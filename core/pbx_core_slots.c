@@ -284,41 +284,12 @@ void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, index);
 }
 
-/* A published approval whose reply was not delivered yet would report a
- * grant that no longer exists (and, in runtime-reply mode, an alias that
- * cleanup deletes, so the reply could never be delivered and the request
- * never retire): the retained decision becomes CANCELLED instead. It is
- * withdrawn (DECISION reads PENDING, the wake waits) until the grant's
- * revocation authority is deleted, so CANCELLED is never visible while
- * the handle or the alias remains. */
-static void pbx_core_grant_unpublish(pbx_core_ctx *ctx, uint32_t g)
-{
-    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    uint32_t i = gr->request;
-    if (i == PBX_CORE_NIL) {
-        return;
-    }
-    pbx_core_request *r = pbx_core_req(ctx, i);
-    if (r->link.live == 0U || r->link.generation != gr->request_generation ||
-        (r->link.state != (uint16_t)PBX_CORE_ST_NOTIFY &&
-         r->link.state != (uint16_t)PBX_CORE_ST_DECIDED)) {
-        return;
-    }
-    pbx_core_decision *d = (pbx_core_decision *)pbx_core_rec(
-        ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
-    d->status = PBX_IPC_OUTCOME_CANCELLED;
-    d->grant = PBX_CORE_NIL;
-    d->grant_generation = 0U;
-    d->installed_slot = 0U;
-    r->outcome = PBX_IPC_OUTCOME_CANCELLED;
-    r->flags |= PBX_CORE_REQ_F_CANCELLED | PBX_CORE_REQ_F_WITHDRAWN;
-}
-
 void pbx_core_grant_stop(pbx_core_ctx *ctx, uint32_t g, pbx_core_event event)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     if ((gr->flags & PBX_CORE_GRANT_F_APPROVED) != 0U) {
-        pbx_core_grant_unpublish(ctx, g);
+        /* A published decision is final until delivered: what arrives
+         * later ends the grant it describes, never the decision. */
         pbx_core_grant_end(ctx, g, event);
         return;
     }

@@ -81,8 +81,8 @@ static void sim_geometry_calls(sim_world *w, pbx_bootstrap_geometry *g,
      * and a margin, is the bound; the campaign's worst case stays far
      * below it (the verbose summary prints both). */
     uint32_t records = req + g->capacity[PBX_BOOTSTRAP_POOL_GRANTS] + 2U;
-    w->retire_bound =
-        (uint64_t)records * (w->max_delay + 20U) + 4U * SIM_TICK_STEPS + 200U;
+    w->retire_bound = (uint64_t)records * (w->max_delay + 20U) +
+                      (uint64_t)(4U * SIM_TICK_STEPS) + 200U;
 }
 
 /* Fills a small geometry for this seed. */

@@ -255,8 +255,16 @@ class Stack:
         return int(g[g.index(opt) + 1]) if opt in g else default
 
     def alive(self):
-        """True while powerboxd has not exited."""
-        return self.pid != 0 and os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        """True while powerboxd has not exited (reaped and reported when
+        it has)."""
+        if self.pid == 0:
+            return False
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        print(f"run: powerboxd (pid {self.pid}) exited: status {status:#x}")
+        self.pid = 0
+        return False
 
     def stop(self):
         """Ends powerboxd and the peers (a stopped peer is continued
@@ -647,6 +655,12 @@ class Client:
                          f"({self.lines})")
                 self.cv.wait(left)
 
+    def committed(self):
+        """The request id, once printed: the client prints nothing before
+        COMMIT was answered (its first flush; --then hold and --then
+        cancel wait for their stdin line only after it)."""
+        return self.wait_key("request")
+
     def go(self):
         """Lets a held client go on."""
         self.proc.stdin.write("\n")
@@ -678,7 +692,7 @@ def prompt(st):
     """An exceptional request approved by typing y into the tmux pane."""
     clear_pane(st)
     cli = exceptional(st, "--then", "consume")
-    req = cli.wait_key("scope") and cli.kv()["request"]
+    req = cli.committed()
     obj = wait_prompt(st, req)
     screen = pane_text(st)
     for want in ("program : bin/cat", 'selector: "docs/readme.txt"',
@@ -710,7 +724,7 @@ def prompt_pending(st):
     total = clients * each
     clear_pane(st)
     cli = exceptional(st, "--then", "consume", "--wait-ms", "300000")
-    req = cli.wait_key("scope") and cli.kv()["request"]
+    req = cli.committed()
     obj = wait_prompt(st, req)
     print(f"run: prompt of request {req} (object {obj}) shows; "
           f"{total} routine lifecycles start ({clients} clients x {each})")
@@ -762,11 +776,14 @@ def prompt_pending(st):
     print(f"run: counted at the peers: {total} of each of "
           f"{', '.join(w for w, _ in want)}")
     screen = pane_text(st)
+    said = st.peer_log("ttyd")
     if not cli.running() or f"request : {req}\n" not in screen or \
             "[approved]" in screen or "[denied]" in screen or \
             withdrawn_on_pane(st, req) or \
-            f"PROMPT {req}: showing" not in st.peer_log("ttyd") or \
-            count(st.peer_log("ttyd"), f"PROMPT {req}: ") != 2:
+            count(said, f"PROMPT {req}: showing") != 1 or \
+            count(said, f"PROMPT {req}: approve") or \
+            count(said, f"PROMPT {req}: deny") or \
+            count(said, f"WITHDRAW {req} "):
         fail(f"prompt-pending: the prompt of {req} did not stay pending "
              f"and showing:\n{screen}")
     if read_rows(st.installs) or read_rows(st.views):
@@ -788,7 +805,7 @@ def prompt_timeout(st):
     clear_pane(st)
     t0 = time.monotonic()
     cli = exceptional(st)
-    req = cli.wait_key("scope") and cli.kv()["request"]
+    req = cli.committed()
     obj = wait_prompt(st, req)
     shown = time.monotonic()
     time.sleep(max(0.0, shown + limit - 0.5 - time.monotonic()))
@@ -846,7 +863,7 @@ def prompt_cancel(st):
     # The client's own exact CANCEL.
     clear_pane(st)
     cli = exceptional(st, "--then", "cancel")
-    req = cli.wait_key("scope") and cli.kv()["request"]
+    req = cli.committed()
     obj = wait_prompt(st, req)
     cli.go()
     if cli.wait_key("cancel") != "accepted":
@@ -867,7 +884,7 @@ def prompt_cancel(st):
     # launchd's EXPIRE of the job; the y typed above is still unread.
     clear_pane(st)
     cli = exceptional(st, "--job", "13:1", "--then", "hold")
-    req2 = cli.wait_key("scope") and cli.kv()["request"]
+    req2 = cli.committed()
     obj = wait_prompt(st, req2)
     if f"PROMPT {req2}: RETRY (input pending)" not in st.peer_log("ttyd"):
         fail("prompt-cancel: the y typed after the first prompt was not "
@@ -911,6 +928,17 @@ def holders(st, inode):
     return found
 
 
+def settled_fds(pid):
+    """pid's descriptor count once it held still for half a second (the
+    hang-ups of a finished client's scope are noticed)."""
+    seen, since = fd_count(pid), time.monotonic()
+    while time.monotonic() - since < 0.5:
+        time.sleep(0.05)
+        if fd_count(pid) != seen:
+            seen, since = fd_count(pid), time.monotonic()
+    return seen
+
+
 def stop_peer(p):
     """SIGSTOPs peer process p and waits until it is stopped."""
     os.kill(p.pid, signal.SIGSTOP)
@@ -932,7 +960,7 @@ def ttyd_stalled(st):
     oid = obj.split()[0]
     if holders(st, oid) != [procd.pid] or len(read_rows(st.views)) != 1:
         fail(f"ttyd-stalled: object {oid} held by {holders(st, oid)}")
-    vfsd_fds = fd_count(vfsd.pid)
+    vfsd_fds = settled_fds(vfsd.pid)
     stop_peer(ttyd)
     t0 = time.monotonic()
     print(f"run: grant {kv['grant']} live (object {obj} installed at "
@@ -999,9 +1027,9 @@ def vfsd_stalled(st):
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"vfsd-stalled: no grant: {kv}")
     grant, obj = kv["grant"], last_object(st)
-    held = Client(st, "--op", "write", "--job", "16:1", "--slot", "27",
-                  "--then", "hold")
-    decided = held.wait_key("scope") and held.kv()["request"]
+    held = Client(st, "--op", "write", "--job", "16:1", "--target", "42:5",
+                  "--slot", "27", "--then", "hold")
+    decided = held.committed()
     wait_for(lambda: f"wake request {decided} job 16.1" in
              st.peer_log("launchd"),
              f"request {decided} was never decided")
@@ -1043,9 +1071,9 @@ def vfsd_stalled(st):
     print(f"run: BEGIN on the public endpoint refused (PBX_E_CORE_BROKER) "
           f"in {time.monotonic() - t:.2f} s")
     t = time.monotonic()
-    cli = Client(st, "--job", "18:1", "--slot", "29", "--then", "cancel",
-                 scope_fd=scopes[2])
-    req = cli.wait_key("scope") and cli.kv()["request"]
+    cli = Client(st, "--job", "18:1", "--target", "42:5", "--slot", "29",
+                 "--then", "cancel", scope_fd=scopes[2])
+    req = cli.committed()
     cli.go()
     if cli.wait_key("cancel") != "accepted":
         fail(f"vfsd-stalled: CANCEL of {req} refused")
