@@ -52,8 +52,8 @@ static pbx_err pbx_core_grant_revoke(pbx_core_ctx *ctx, uint32_t g)
 /* Sends the receipt-free full-identity retirement q to vfsd under grant
  * identity gid, as call kind for owner (a request or a grant). */
 void pbx_core_retire_send(pbx_core_ctx *ctx, pbx_ipc_id gid,
-                                 const pbx_ipc_retire *q, uint32_t kind,
-                                 pbx_bootstrap_pool pool, uint32_t owner)
+                          const pbx_ipc_retire *q, uint32_t kind,
+                          pbx_bootstrap_pool pool, uint32_t owner)
 {
     pbx_core_call c;
     size_t n = 0;
@@ -70,7 +70,7 @@ void pbx_core_retire_send(pbx_core_ctx *ctx, pbx_ipc_id gid,
 
 /* Whether c is vfsd's exact acknowledgement of retirement q under gid. */
 bool pbx_core_retire_exact(const pbx_core_call *c, pbx_ipc_id gid,
-                                  const pbx_ipc_retire *q)
+                           const pbx_ipc_retire *q)
 {
     pbx_ipc_frame f;
     pbx_ipc_retire ack;

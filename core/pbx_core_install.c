@@ -112,7 +112,7 @@ pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges INSTALL's reply (c NULL: none came) for request i. */
 pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t i,
-                                      const pbx_core_call *c)
+                               const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     uint32_t slot = 0;
@@ -267,7 +267,7 @@ pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges the ACTIVE acknowledgement (c NULL: none came) for request i. */
 pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t i,
-                                       const pbx_core_call *c)
+                                const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool acked = pbx_core_view_exact(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, c);
@@ -306,7 +306,7 @@ pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i)
 /* Judges the DETACH acknowledgement (c NULL: none came) for request i:
  * the object already left powerboxd with the call. */
 pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t i,
-                                     const pbx_core_call *c)
+                              const pbx_core_call *c)
 {
     bool exact = pbx_core_detach_exact(ctx, i, c);
     if (c != NULL &&

@@ -218,8 +218,8 @@ void pbx_core_req_retire_send(pbx_core_ctx *ctx, uint32_t i)
 }
 
 /* Judges a release call of request i (c NULL: none came). */
-pbx_err pbx_core_release_judge(pbx_core_ctx *ctx, uint32_t kind,
-                                      uint32_t i, const pbx_core_call *c)
+pbx_err pbx_core_release_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
+                               const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool again = true;

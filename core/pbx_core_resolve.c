@@ -104,7 +104,7 @@ pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges RESOLVE's reply (c NULL: none came) for request i. */
 pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
-                                      const pbx_core_call *c)
+                               const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_event ev =
@@ -168,7 +168,7 @@ pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges POLICY's reply (c NULL: none came) for request i. */
 pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
-                                     const pbx_core_call *c)
+                              const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
@@ -267,7 +267,7 @@ pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
 /* Judges PROMPT's reply (c NULL: none came before the deadline: the
  * request ends DENIED, saying the prompt timed out) for request i. */
 pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t i,
-                                     const pbx_core_call *c)
+                              const pbx_core_call *c)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);

@@ -35,7 +35,7 @@
 #define SIM_SCOPE_IDENT_BASE 0x5C0000000000ULL
 
 /** SIM_EVENTS is the depth of the event ring printed on failure. */
-#define SIM_EVENTS 24U
+#define SIM_EVENTS 300U
 /** SIM_SEL_MAX bounds a simulated selector. */
 #define SIM_SEL_MAX PBX_IPC_SELECTOR_LEN_BYTES_MAX
 /** SIM_NIL is "none" for sim indices. */
@@ -728,8 +728,21 @@ uint32_t sim_core_prompt_retries(const sim_world *w, uint32_t i);
 
 /* ---- sim_world.c -------------------------------------------------------- */
 
-/** sim_run runs one seed; returns 0 on success, 1 on a violation. */
+/** sim_totals sums what a campaign's seeds saw of the split-phase calls. */
+typedef struct sim_totals {
+    /** Replies delivered, and those the core refused as matching no
+     * open call (late, duplicated, misdirected). */
+    uint64_t replies, refused;
+    /** Calls ended by their deadline or a lost route. */
+    uint64_t timeouts;
+    /** The seed whose grant cleanup came nearest its bound: the steps it
+     * took after its routes answered, and that seed's bound. */
+    uint64_t cleanup_age, cleanup_bound;
+} sim_totals;
+
+/** sim_run runs one seed, adding to *totals; returns 0 on success, 1 on
+ * a violation. */
 int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
-            uint64_t *hash_out);
+            uint64_t *hash_out, sim_totals *totals);
 
 #endif /* PBX_SIM_H */

@@ -323,8 +323,21 @@ static void sim_quiesce(sim_world *w)
     }
 }
 
+/* Adds w's counters to the campaign totals. */
+static void sim_add_totals(const sim_world *w, sim_totals *t)
+{
+    t->replies += w->stat_replies;
+    t->refused += w->stat_late;
+    t->timeouts += w->stat_timeouts;
+    if (w->retire_bound != 0U && w->stat_retire_max * t->cleanup_bound >=
+                                     t->cleanup_age * w->retire_bound) {
+        t->cleanup_age = w->stat_retire_max;
+        t->cleanup_bound = w->retire_bound;
+    }
+}
+
 int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
-            uint64_t *hash_out)
+            uint64_t *hash_out, sim_totals *totals)
 {
     static sim_world world;
     static pbx_core_ctx core;
@@ -342,6 +355,7 @@ int sim_run(uint64_t seed, const sim_opts *opts, uint64_t *coverage,
         sim_quiesce(w);
     }
     *hash_out = w->hash;
+    sim_add_totals(w, totals);
     /* Exact coverage: the rows the core itself counted in this run. */
     for (size_t r = 0; r < (size_t)PBX_CORE_FSM_ROWS && r < SIM_ROW_MAX; r++) {
         coverage[r] += core.fsm_hits[r];

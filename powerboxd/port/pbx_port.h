@@ -363,6 +363,18 @@ pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t timeout_ms);
 
 /**
+ * pbx_port_call_send sends the request half of a split-phase call on slot
+ * (a startup peer route or a held scope) without blocking, optionally
+ * transferring a copy of cap_slot, exactly as pbx_port_send does, and
+ * arranges for the reply to come back as a message pbx_port_route_recv
+ * takes from slot (Linux: the same connection; EriX: a one-shot reply
+ * capability to slot's endpoint minted by the kernel, ERIX_IPC_REPLY_TO).
+ * PBX_E_PORT_BACKPRESSURE: retry when slot is writable.
+ */
+pbx_err pbx_port_call_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                           uint32_t len_bytes, int32_t cap_slot);
+
+/**
  * pbx_port_route_recv receives one reply waiting on slot (a startup peer
  * route, or a scope the runtime sent a call through) without blocking,
  * into buf (cap_bytes long), staging its receipts exactly as

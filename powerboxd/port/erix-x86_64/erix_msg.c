@@ -390,6 +390,27 @@ pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
     return erix_send_status(st);
 }
 
+pbx_err pbx_port_call_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                           uint32_t len_bytes, int32_t cap_slot)
+{
+    struct erix_ipc_desc d;
+    (void)ctx;
+    if (slot < 0 || slot > ERIX_SLOT_LIMIT ||
+        (cap_slot != PBX_PORT_SLOT_NONE &&
+         (cap_slot < 0 || cap_slot > ERIX_SLOT_LIMIT))) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    erix_send_desc(&d, msg, len_bytes, cap_slot);
+    /* The kernel mints a one-shot reply capability to this same route
+     * endpoint and hands it to the peer with the call; the peer's reply
+     * then arrives on the route as an ordinary message, which
+     * pbx_port_route_recv takes when the wait set reports it. */
+    d.flags |= ERIX_IPC_REPLY_TO;
+    d.reply_slot = (uint32_t)slot;
+    return erix_send_status(erix_sys(ERIX_SYS_IPC_SEND, (uint64_t)slot,
+                                     (uintptr_t)&d, 0, 0, (uint64_t *)0));
+}
+
 pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                         uint32_t len_bytes)
 {

@@ -318,6 +318,14 @@ pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
     return lx_send(slot, msg, len_bytes, cap_slot);
 }
 
+pbx_err pbx_port_call_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
+                           uint32_t len_bytes, int32_t cap_slot)
+{
+    /* A connected sequenced-packet socket carries the reply back on the
+     * same connection: a call is an ordinary send. */
+    return pbx_port_send(ctx, slot, msg, len_bytes, cap_slot);
+}
+
 pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                         uint32_t len_bytes)
 {
