@@ -20,8 +20,7 @@
 
 /** PBX_CORE_REQ_F_CANCELLED: the request was cancelled. */
 #define PBX_CORE_REQ_F_CANCELLED 0x0001U
-/** PBX_CORE_REQ_F_EXPORTED: the runtime alias left with the reply. */
-#define PBX_CORE_REQ_F_EXPORTED 0x0002U
+/* 0x0002 (an exported alias) was never set and is retired. */
 /* 0x0004 and 0x0008 (a withdrawn approval and its held wake) are
  * retired: a published decision is final until delivered. */
 /**

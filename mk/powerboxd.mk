@@ -21,8 +21,12 @@
 #                              broker, runtime-reply, a scope misnamed by
 #                              vfsd (--lie-scope) denied, another
 #                              control connection refused a request and
-#                              grant it did not begin, a tmux prompt (in
-#                              powerboxd-port-check; tmux is required)
+#                              grant it did not begin, a tmux prompt,
+#                              1,000 lifecycles beside a pending prompt,
+#                              a prompt cancelled and expired, a prompt
+#                              timed out, ttyd and vfsd stopped (SIGSTOP)
+#                              (in powerboxd-port-check; tmux is
+#                              required; about 45 s)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
 
@@ -183,4 +187,6 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
-	    expire runtime-reply direct hangup lie-scope foreign prompt
+	    expire runtime-reply direct hangup lie-scope foreign prompt \
+	    prompt-pending prompt-cancel prompt-timeout ttyd-stalled \
+	    vfsd-stalled

@@ -9,15 +9,20 @@
 #                      must be caught within the CI budget (in sim-check)
 #
 # The simulator links the library sources directly so each variant (and
-# each planted bug) gets its own objects.
+# each planted bug) gets its own objects. Its peer calls are split-phase:
+# replies in flight, reordered, delayed past their deadlines, duplicated
+# and lost, and peers that go silent or hang up (the late, dup, drop,
+# silent and hangup faults, part of "all"); every strict check runs in
+# every seed.
 
 SIM_SRCS     := $(wildcard sim/*.c)
 SIM_HDRS     := $(wildcard sim/*.h)
 SIM_BIN      := $(BUILD)/bin/pbx-sim
 SIM_SEEDS    ?= 1..2000
 SIM_STEPS    ?= 20000
-# The CI fault set: every fault, transient deletion failures included
-# (the core tracks a refused receipt in exactly one record).
+# The CI fault set: every fault, transient deletion failures and the
+# split-phase faults included (the core tracks a refused receipt in
+# exactly one record; a late reply is refused without a trace).
 SIM_GATE_FAULTS ?= all
 SIM_LONG_SEEDS ?= 1..100000
 SIM_LONG_STEPS ?= 20000

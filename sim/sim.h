@@ -35,7 +35,7 @@
 #define SIM_SCOPE_IDENT_BASE 0x5C0000000000ULL
 
 /** SIM_EVENTS is the depth of the event ring printed on failure. */
-#define SIM_EVENTS 300U
+#define SIM_EVENTS 24U
 /** SIM_SEL_MAX bounds a simulated selector. */
 #define SIM_SEL_MAX PBX_IPC_SELECTOR_LEN_BYTES_MAX
 /** SIM_NIL is "none" for sim indices. */
@@ -99,6 +99,7 @@ typedef enum sim_fault {
     SIM_F_DROP,      /**< a reply lost (its receipts destroyed) */
     SIM_F_SILENT,    /**< a peer silent for a long stretch (replies held) */
     SIM_F_HANGUP,    /**< a peer hangs up (route down) and comes back */
+    SIM_F_STALL,     /**< the runtime stalls: the clock jumps deadlines */
     SIM_F_COUNT      /**< number of faults; not a fault */
 } sim_fault;
 
@@ -199,6 +200,11 @@ typedef struct sim_req {
     /** Nonzero once vfsd retired this request's object (full identity):
      * whatever procd installed from it is cut. */
     uint32_t obj_retired;
+    /** The grant whose exact ACTIVE acknowledgement the core took for
+     * this request (gen 0: none); kept past the grant record's reuse. */
+    pbx_ipc_id active_acked;
+    /** Slot procd installed the object in. */
+    uint32_t installed_slot;
 } sim_req;
 
 /** sim_grant_state is the shadow lifecycle of a grant. */
@@ -614,6 +620,10 @@ void sim_check_quiescent(sim_world *w);
 void sim_check_terminal(sim_world *w, uint32_t i, const char *where);
 /** sim_check_outcome checks the evidence behind request i's outcome. */
 void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d);
+/** sim_alias_owed reports whether request i (generation gen) holds a
+ * published, undelivered runtime-reply approval: its alias stays until
+ * delivered (vfsd's RETIRE revokes it) even when its grant ends. */
+bool sim_alias_owed(const sim_world *w, uint32_t i, uint32_t gen);
 /** sim_check_cleanup checks that every grant in cleanup retires within
  * the bound once its routes answer (once per step). */
 void sim_check_cleanup(sim_world *w);

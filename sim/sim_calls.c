@@ -99,16 +99,18 @@ void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t peer,
     (void)peer;
     uint32_t k = sim_core_call_index(w, f->seq);
     if (k == SIM_NIL || k >= SIM_CALL_MAX) {
-        sim_fail(w, "call: the core sent seq %#x that names no call record",
-                 f->seq);
+        sim_fail(
+            w, "invariant 10: the core sent seq %#x that names no call record",
+            f->seq);
         return;
     }
     sim_call *sc = &w->calls[k];
     if (sc->open != 0U) {
-        sim_fail(w,
-                 "call: the core sent seq %#x on record %u while its call "
-                 "%#x is still open",
-                 f->seq, k, sc->v.seq);
+        sim_fail(
+            w,
+            "invariant 10: the core sent seq %#x on record %u while its call "
+            "%#x is still open",
+            f->seq, k, sc->v.seq);
         return;
     }
     memset(sc, 0, sizeof(*sc));
@@ -258,12 +260,13 @@ static void sim_call_fits(sim_world *w, const sim_call *sc)
         ok = false;
     }
     if (!ok || want.index != v->id.index || want.gen != v->id.gen) {
-        sim_fail(w,
-                 "call: %#x (kind %u, op %#x, id %u/%u) sent for %s %u/%u "
-                 "in state %s",
-                 v->seq, v->kind, v->op, v->id.index, v->id.gen,
-                 req ? "request" : "grant", v->owner, v->owner_gen,
-                 pbx_core_state_name((pbx_core_state)state));
+        sim_fail(
+            w,
+            "invariant 10: %#x (kind %u, op %#x, id %u/%u) sent for %s %u/%u "
+            "in state %s",
+            v->seq, v->kind, v->op, v->id.index, v->id.gen,
+            req ? "request" : "grant", v->owner, v->owner_gen,
+            pbx_core_state_name((pbx_core_state)state));
     }
 }
 
@@ -273,7 +276,8 @@ static void sim_call_fill(sim_world *w, sim_call *sc, const sim_call_view *cv)
 {
     const sim_call_view *v = &sc->v;
     if (cv->live == 0U || cv->seq != v->seq) {
-        sim_fail(w, "call: the core keeps no record of call %#x (op %#x)",
+        sim_fail(w,
+                 "invariant 10: the core keeps no record of call %#x (op %#x)",
                  v->seq, v->op);
         return;
     }
@@ -281,14 +285,14 @@ static void sim_call_fill(sim_world *w, sim_call *sc, const sim_call_view *cv)
         (v->route == PBX_CORE_ROUTE_SCOPE && cv->via_slot != v->via_slot) ||
         cv->id.index != v->id.index || cv->id.gen != v->id.gen ||
         cv->clazz != v->clazz || cv->deadline_ms != v->deadline_ms) {
-        sim_fail(w,
-                 "call: the core's record of %#x (route %u op %#x id %u/%u "
-                 "class %u deadline %llu) is not what went out (route %u "
-                 "op %#x id %u/%u class %u deadline %llu)",
-                 v->seq, cv->route, cv->op, cv->id.index, cv->id.gen, cv->clazz,
-                 (unsigned long long)cv->deadline_ms, v->route, v->op,
-                 v->id.index, v->id.gen, v->clazz,
-                 (unsigned long long)v->deadline_ms);
+        sim_fail(
+            w,
+            "invariant 10: the core's record of %#x (route %u op %#x id %u/%u "
+            "class %u deadline %llu) is not what went out (route %u "
+            "op %#x id %u/%u class %u deadline %llu)",
+            v->seq, cv->route, cv->op, cv->id.index, cv->id.gen, cv->clazz,
+            (unsigned long long)cv->deadline_ms, v->route, v->op, v->id.index,
+            v->id.gen, v->clazz, (unsigned long long)v->deadline_ms);
         return;
     }
     sc->v.owner_pool = cv->owner_pool;
@@ -339,14 +343,14 @@ static void sim_call_owner(sim_world *w, uint32_t k, const sim_call_view *cv)
              (cv->kind == (uint32_t)SIM_CALL_REMOVE ? rm : rt) == k;
     }
     if (!ok) {
-        sim_fail(w,
-                 "call: outstanding call %#x (op %#x) belongs to %s %u/%u, "
-                 "which is gone or does not record it",
-                 cv->seq, cv->op,
-                 cv->owner_pool == (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS
-                     ? "request"
-                     : "grant",
-                 cv->owner, cv->owner_gen);
+        sim_fail(
+            w,
+            "invariant 10: outstanding call %#x (op %#x) belongs to %s %u/%u, "
+            "which is gone or does not record it",
+            cv->seq, cv->op,
+            cv->owner_pool == (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS ? "request"
+                                                                    : "grant",
+            cv->owner, cv->owner_gen);
     }
 }
 
@@ -367,7 +371,7 @@ static void sim_call_mine(sim_world *w, uint32_t c, uint32_t pool, uint32_t i,
     }
     if (!ok) {
         sim_fail(w,
-                 "call: %s %u/%u waits on call record %u, which is not "
+                 "invariant 10: %s %u/%u waits on call record %u, which is not "
                  "its own outstanding call",
                  pool == (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS ? "request"
                                                                : "grant",
@@ -409,14 +413,15 @@ static void sim_call_compare(sim_world *w, uint32_t k, const sim_call *sc,
 {
     bool core_open = cv->live != 0U;
     if (sc->open != 0U && (!core_open || cv->seq != sc->v.seq)) {
-        sim_fail(w,
-                 "call: %#x (op %#x, owner %u/%u) ended in the core without "
-                 "an accepted reply, its deadline, its route's loss or its "
-                 "owner's end",
-                 sc->v.seq, sc->v.op, sc->v.owner, sc->v.owner_gen);
+        sim_fail(
+            w,
+            "invariant 10: %#x (op %#x, owner %u/%u) ended in the core without "
+            "an accepted reply, its deadline, its route's loss or its "
+            "owner's end",
+            sc->v.seq, sc->v.op, sc->v.owner, sc->v.owner_gen);
     } else if (core_open && (sc->open == 0U || cv->seq != sc->v.seq)) {
         sim_fail(w,
-                 "call: the core keeps call %#x (op %#x, owner %u/%u, "
+                 "invariant 10: the core keeps call %#x (op %#x, owner %u/%u, "
                  "deadline %llu, now %llu) open after its reply, deadline, "
                  "route loss or owner's end",
                  cv->seq, cv->op, cv->owner, cv->owner_gen,
@@ -458,10 +463,11 @@ void sim_calls_check(sim_world *w)
     }
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         if (per[k] != c->calls_out[k] || per[k] > c->call_window) {
-            sim_fail(w,
-                     "call: class %u has %u outstanding records, the core "
-                     "counts %u (window %u)",
-                     k, per[k], c->calls_out[k], c->call_window);
+            sim_fail(
+                w,
+                "invariant 10: class %u has %u outstanding records, the core "
+                "counts %u (window %u)",
+                k, per[k], c->calls_out[k], c->call_window);
             return;
         }
     }

@@ -139,7 +139,7 @@ static void sim_check_retired(sim_world *w)
         }
         if (s->delivered != 1U || s->wakes != 1U) {
             sim_fail(w,
-                     "invariant 10: request %u/%u retired after %u "
+                     "invariant 9: request %u/%u retired after %u "
                      "deliveries and %u wakes",
                      i, s->gen, s->delivered, s->wakes);
         }
@@ -268,6 +268,19 @@ void sim_check_step(sim_world *w)
     sim_check_retired(w);
 }
 
+bool sim_alias_owed(const sim_world *w, uint32_t i, uint32_t gen)
+{
+    if (i >= w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity) {
+        return false;
+    }
+    const pbx_core_request *r = sim_core_req(w, i);
+    return r->link.live != 0U && r->link.generation == gen &&
+           r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+           r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY &&
+           (r->link.state == (uint16_t)PBX_CORE_ST_NOTIFY ||
+            r->link.state == (uint16_t)PBX_CORE_ST_DECIDED);
+}
+
 void sim_check_cleanup(sim_world *w)
 {
     uint32_t gcap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
@@ -292,7 +305,7 @@ void sim_check_cleanup(sim_world *w)
             age > w->stat_retire_max ? age : w->stat_retire_max;
         if (age > w->retire_bound) {
             sim_fail(w,
-                     "cleanup: grant %u/%u in state %s not retired %llu "
+                     "invariant 13: grant %u/%u in state %s not retired %llu "
                      "steps after its revocation began (step %llu) and its "
                      "routes answered (bound %llu)",
                      g, c->gen,

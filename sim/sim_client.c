@@ -63,7 +63,7 @@ const pbx_core_out *sim_public(sim_world *w, uint32_t badge,
     if (w->public_transient > 0U && sim_out.len > 0U &&
         (sim_out.len < 10U || pbx_le_get16(sim_out.frame + 8) !=
                                   (uint16_t)PBX_E_CORE_CLEANUP_PENDING)) {
-        sim_fail(w, "invariant 11: a deletion was pending but the reply "
+        sim_fail(w, "invariant 9: a deletion was pending but the reply "
                     "status is not CLEANUP_PENDING");
     }
     return &sim_out;
@@ -145,7 +145,7 @@ static void sim_begin_accept(sim_world *w, uint32_t c, uint32_t badge,
     sim_req *s = &w->reqs[id.index];
     if (s->gen != 0U && s->gen == id.gen) {
         sim_fail(w,
-                 "invariant 8: request slot %u reused without a "
+                 "invariant 7: request slot %u reused without a "
                  "generation bump (gen %u)",
                  id.index, id.gen);
         return;

@@ -29,7 +29,7 @@ void sim_client_consume(sim_world *w, uint32_t g, bool stale)
         gr->ending != 0U ||
         gr->ctx.lifetime != (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT) {
         sim_fail(w,
-                 "invariant 8: CONSUME of %u/%u from %#x acted on a stale, "
+                 "invariant 7: CONSUME of %u/%u from %#x acted on a stale, "
                  "ended, foreign or non-one-shot grant",
                  q.grant.index, q.grant.gen, badge);
         return;

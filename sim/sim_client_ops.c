@@ -79,20 +79,20 @@ static void sim_decision_caps(sim_world *w, uint32_t i, const pbx_core_out *o,
                  d->mode == (uint8_t)PBX_IPC_MODE_RUNTIME_REPLY;
     if (!alias) {
         if (o->transfer_slot != PBX_CORE_SLOT_NONE) {
-            sim_fail(w, "invariant 6: outcome %u reply carries a capability",
+            sim_fail(w, "invariant 5: outcome %u reply carries a capability",
                      d->outcome);
         }
         return;
     }
     if (o->transfer_slot >= SIM_SLOTS) {
-        sim_fail(w, "invariant 6: runtime APPROVED reply carries no alias");
+        sim_fail(w, "invariant 5: runtime APPROVED reply carries no alias");
         return;
     }
     const sim_cap *c = &w->slots[o->transfer_slot].cap;
     if (c->role != SIM_ROLE_ALIAS || c->owner != i || c->owner_gen != s->gen ||
         c->object != s->object.id) {
         sim_fail(w,
-                 "invariant 6: runtime APPROVED reply exports slot %u "
+                 "invariant 5: runtime APPROVED reply exports slot %u "
                  "which is not this request's alias",
                  o->transfer_slot);
     }
@@ -126,11 +126,12 @@ static void sim_decision_deliver(sim_world *w, uint32_t i,
         return;
     }
     if (s->delivered > 1U) {
-        sim_fail(w, "invariant 10: decision of %u/%u delivered twice", i,
+        sim_fail(w, "invariant 9: decision of %u/%u delivered twice", i,
                  s->gen);
     }
     if (ok && d->outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED &&
-        d->grant.index < SIM_GRANT_MAX) {
+        d->grant.index < SIM_GRANT_MAX &&
+        w->grants[d->grant.index].gen == d->grant.gen) {
         s->approved = d->grant;
         w->grants[d->grant.index].client_knows = 1U;
     }
@@ -162,11 +163,11 @@ void sim_client_decision(sim_world *w, uint32_t i)
     if (d.outcome == (uint8_t)PBX_IPC_OUTCOME_PENDING) {
         return;
     }
-    if (s->outcome != 0U && s->outcome != d.outcome &&
-        !(s->outcome == (uint32_t)PBX_IPC_OUTCOME_APPROVED &&
-          d.outcome == (uint8_t)PBX_IPC_OUTCOME_CANCELLED)) {
-        sim_fail(w, "decision of %u/%u changed from %u to %u", i, s->gen,
-                 s->outcome, d.outcome);
+    /* A published decision is final until delivered: a later CANCEL,
+     * CONSUME or EXPIRE ends the grant it names, never the decision. */
+    if (s->outcome != 0U && s->outcome != d.outcome) {
+        sim_fail(w, "invariant 9: decision of %u/%u changed from %u to %u", i,
+                 s->gen, s->outcome, d.outcome);
     }
     s->outcome = d.outcome;
     sim_check_terminal(w, i, "decision");
@@ -310,7 +311,7 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
         return;
     }
     if (target == SIM_NIL) {
-        sim_fail(w, "invariant 8: generation-zero cancel acted without one "
+        sim_fail(w, "invariant 7: generation-zero cancel acted without one "
                     "unambiguous live correlation");
         return;
     }
@@ -357,7 +358,7 @@ void sim_client_cancel_grant(sim_world *w, uint32_t g)
     }
     if (!live || foreign || gr->ending != 0U) {
         sim_fail(w,
-                 "invariant 8: grant CANCEL of %u/%u acted on a grant that "
+                 "invariant 7: grant CANCEL of %u/%u acted on a grant that "
                  "is not live (state %u) or not the caller's",
                  g, gr->gen, before);
         return;

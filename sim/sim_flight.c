@@ -118,15 +118,16 @@ static void sim_flight_judge(sim_world *w, const sim_flight *f, uint32_t call,
 {
     if (call == SIM_NIL && took) {
         sim_fail(w,
-                 "call: the core took a reply (op %#x seq %#x%s) that "
+                 "invariant 11: the core took a reply (op %#x seq %#x%s) that "
                  "answers no open call",
                  f->ask_op, f->seq, f->dup != 0U ? ", duplicate" : "");
     } else if (call != SIM_NIL && !took) {
-        sim_fail(w, "call: the core refused the reply to its open call %#x",
-                 f->seq);
+        sim_fail(
+            w, "invariant 11: the core refused the reply to its open call %#x",
+            f->seq);
     } else if (!took && sim_core_records_hash(w) != before) {
         sim_fail(w,
-                 "call: a refused reply (op %#x seq %#x) changed the "
+                 "invariant 11: a refused reply (op %#x seq %#x) changed the "
                  "core's records",
                  f->ask_op, f->seq);
     }
@@ -297,9 +298,27 @@ bool sim_routes_fault(sim_world *w)
     return true;
 }
 
+/* The runtime stalled (rate / 2^16 per step): the clock jumps by up to
+ * three deadlines, so many calls end at once. */
+static void sim_stall(sim_world *w)
+{
+    if (w->healed != 0U || w->rate[SIM_F_STALL] == 0U ||
+        sim_below(w, 1U << 16) >= w->rate[SIM_F_STALL]) {
+        return;
+    }
+    uint32_t steps = 1U + sim_below(w, 3U * w->deadline_steps);
+    w->now_ms += (uint64_t)steps * w->ms_step;
+    w->faults_fired++;
+    sim_event_add(w, SIM_EV_FAULT, SIM_F_STALL, steps, 0, 0);
+    for (uint32_t r = 0; r < SIM_PEERS; r++) {
+        sim_disturb(w, r, w->step + w->max_delay + 1U);
+    }
+}
+
 bool sim_clock(sim_world *w)
 {
     w->now_ms += 1U + sim_below(w, 2U * w->ms_step - 1U);
+    sim_stall(w);
     uint32_t expired = w->core->calls_expired;
     pbx_err err = pbx_core_on_time(w->core, w->now_ms);
     uint32_t ended = sim_calls_expire(w);

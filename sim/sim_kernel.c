@@ -265,7 +265,7 @@ static void sim_op_release(void *user, uint32_t slot)
     }
     if (sim_slot_full(&w->slots[slot])) {
         sim_fail(w,
-                 "invariant 11: destination %u released while it still "
+                 "invariant 1: destination %u released while it still "
                  "holds a receipt",
                  slot);
         return;

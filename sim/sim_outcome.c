@@ -12,30 +12,28 @@ static void sim_check_approved(sim_world *w, uint32_t i,
 {
     const sim_req *s = &w->reqs[i];
     const pbx_ipc_context *c = &s->begin.ctx;
-    const sim_grant *gr =
-        d->grant.index < SIM_GRANT_MAX ? &w->grants[d->grant.index] : NULL;
-    if (gr == NULL || gr->gen != d->grant.gen || gr->req != i ||
-        gr->was_active == 0U) {
+    if (s->active_acked.gen == 0U || s->active_acked.index != d->grant.index ||
+        s->active_acked.gen != d->grant.gen) {
         sim_fail(w,
-                 "invariant 6: APPROVED for %u/%u (grant %u/%u) before "
+                 "invariant 4: APPROVED for %u/%u (grant %u/%u) before "
                  "ttyd acknowledged its ACTIVE row",
                  i, s->gen, d->grant.index, d->grant.gen);
         return;
     }
     bool routine = c->urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE;
     if (!(routine && s->policy_allow != 0U) && s->user_approved == 0U) {
-        sim_fail(w, "invariant 4: %s request %u/%u APPROVED without %s",
+        sim_fail(w, "invariant 3: %s request %u/%u APPROVED without %s",
                  routine ? "routine" : "exceptional", i, s->gen,
                  routine ? "ALLOW or user approval" : "the user's approval");
         return;
     }
     if (pbx_ipc_admission_check(c->operation, c->object_class, c->lifetime) !=
         PBX_OK) {
-        sim_fail(w, "invariant 5: inadmissible grant shape approved");
+        sim_fail(w, "invariant 3: inadmissible grant shape approved");
         return;
     }
     if (d->mode != c->mode || (c->mode == (uint8_t)PBX_IPC_MODE_INSTALL &&
-                               d->installed_slot != gr->installed_slot)) {
+                               d->installed_slot != s->installed_slot)) {
         sim_fail(w, "APPROVED reply mode or installed slot differs");
     }
     w->stat_approved++;
@@ -77,13 +75,13 @@ static void sim_check_denied(sim_world *w, uint32_t i,
     if (d->reason == (uint16_t)PBX_IPC_REASON_NONE ||
         (want != 0U && d->reason != want) || (want == 0U && timeout)) {
         sim_fail(w,
-                 "timeout: request %u/%u DENIED with reason %u, but its "
+                 "invariant 12: request %u/%u DENIED with reason %u, but its "
                  "unanswered call was op %#x",
                  i, s->gen, d->reason, s->expired_op);
         return;
     }
     if (d->grant.gen != 0U || d->mode != 0U) {
-        sim_fail(w, "timeout: DENIED decision of %u/%u names a grant", i,
+        sim_fail(w, "invariant 12: DENIED decision of %u/%u names a grant", i,
                  s->gen);
     }
 }
@@ -104,7 +102,7 @@ void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
     case PBX_IPC_OUTCOME_NOT_FOUND:
         if (s->nf_evidence == 0U) {
             sim_fail(w,
-                     "invariant 7: NOT_FOUND for %u/%u without an exact "
+                     "invariant 6: NOT_FOUND for %u/%u without an exact "
                      "scoped vfsd NOT_FOUND",
                      i, s->gen);
         }

@@ -388,7 +388,7 @@ pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len)
     }
     q->wakes++;
     if (q->wakes > 1U) {
-        sim_fail(w, "invariant 10: request %u/%u woken twice", f.request.index,
+        sim_fail(w, "invariant 9: request %u/%u woken twice", f.request.index,
                  f.request.gen);
     }
     sim_check_terminal(w, f.request.index, "wake");

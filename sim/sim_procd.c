@@ -32,7 +32,7 @@ static bool sim_install_check(sim_world *w, const sim_req *s,
     bool routine = b->ctx.urgency == (uint8_t)PBX_IPC_URGENCY_ROUTINE;
     if (!(routine && s->policy_allow != 0U) && s->user_approved == 0U) {
         sim_fail(w,
-                 "invariant 4: grant installed for request %u/%u without "
+                 "invariant 3: grant installed for request %u/%u without "
                  "a routine ALLOW or the exact user approval",
                  rid.index, rid.gen);
         return false;
@@ -42,14 +42,14 @@ static bool sim_install_check(sim_world *w, const sim_req *s,
     if (gr == NULL || (gr->state != (uint32_t)SIM_G_NONE &&
                        gr->state != (uint32_t)SIM_G_RETIRED)) {
         sim_fail(w,
-                 "invariant 8: INSTALL reuses grant %u (gen %u -> %u) "
+                 "invariant 7: INSTALL reuses grant %u (gen %u -> %u) "
                  "before it retired",
                  g, gr != NULL ? gr->gen : 0U, q->grant.gen);
         return false;
     }
     if (gr->gen != 0U && gr->gen == q->grant.gen) {
         sim_fail(w,
-                 "invariant 8: grant %u reused without a generation bump "
+                 "invariant 7: grant %u reused without a generation bump "
                  "(gen %u)",
                  g, q->grant.gen);
         return false;
@@ -76,6 +76,7 @@ static void sim_install_apply(sim_world *w, sim_req *s, uint32_t ri,
     gr->badge = s->badge;
     memcpy(gr->digest, s->begin.selector_digest, 32U);
     s->grant = q->grant.index;
+    s->installed_slot = q->target.slot;
     w->procd_installs++;
 }
 

@@ -12,6 +12,7 @@ static const char *const sim_fault_names[SIM_F_COUNT] = {
     "del-perm", "notify",  "wake-fail", "reserve", "delivery",
     "client",   "cancel",  "expire",    "pbx1",    "nth",
     "late",     "dup",     "drop",      "silent",  "hangup",
+    "stall",
 };
 
 static const char *const sim_event_names[] = {

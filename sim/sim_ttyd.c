@@ -17,7 +17,7 @@ static bool sim_ttyd_bind(sim_world *w, const sim_req *s,
     if (!sim_ctx_equal(ctx, &s->begin.ctx) || object.id != s->object.id ||
         object.gen != s->object.gen) {
         sim_fail(w,
-                 "invariant 4: %s does not bind the request's context "
+                 "invariant 2: %s does not bind the request's context "
                  "and resolved object",
                  who);
         return false;
@@ -144,7 +144,7 @@ sim_grant *sim_runtime_grant(sim_world *w, pbx_ipc_id grant, uint64_t object_id)
         if (gr->state != (uint32_t)SIM_G_NONE &&
             gr->state != (uint32_t)SIM_G_RETIRED) {
             sim_fail(w,
-                     "invariant 8: grant %u reused (gen %u -> %u) "
+                     "invariant 7: grant %u reused (gen %u -> %u) "
                      "before retirement",
                      grant.index, gr->gen, grant.gen);
             return NULL;
@@ -187,7 +187,7 @@ static sim_grant *sim_view_grant(sim_world *w, const pbx_ipc_view *v)
         }
     }
     sim_fail(w,
-             "invariant 8: VIEW names grant %u/%u that was never "
+             "invariant 7: VIEW names grant %u/%u that was never "
              "installed",
              g, v->grant.gen);
     return NULL;
@@ -227,9 +227,10 @@ static bool sim_view_check(sim_world *w, const pbx_ipc_view *v,
     }
     if (v->kind == (uint8_t)PBX_IPC_VIEW_REMOVE &&
         (gr->procd_live != 0U ||
-         sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U)) {
+         (sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U &&
+          !sim_alias_owed(w, gr->req, gr->req_gen)))) {
         sim_fail(w,
-                 "invariant 9: REMOVE row for grant %u/%u before its "
+                 "invariant 8: REMOVE row for grant %u/%u before its "
                  "revocation authority was deleted",
                  v->grant.index, v->grant.gen);
         return false;
@@ -346,6 +347,10 @@ void sim_ttyd_evidence(sim_world *w, const sim_flight *fl)
     if (fl->ask_kind == (uint32_t)PBX_IPC_VIEW_ACTIVE) {
         gr->state = SIM_G_ACTIVE;
         gr->was_active = 1U;
+        if (gr->req < SIM_REQ_MAX && w->reqs[gr->req].live != 0U &&
+            w->reqs[gr->req].gen == gr->req_gen) {
+            w->reqs[gr->req].active_acked = fl->ask_id;
+        }
     } else {
         /* The generation may retire once vfsd's RETIRE is acked too. */
         gr->state = gr->state == (uint32_t)SIM_G_UNVIEWED ||

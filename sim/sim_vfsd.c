@@ -18,7 +18,7 @@ static bool sim_resolve_bind(sim_world *w, const sim_req *s,
     const sim_cap *scope = &w->slots[c->via_slot].cap;
     if (scope->id != s->scope_cap) {
         sim_fail(w,
-                 "invariant 3: RESOLVE went through scope cap %llu, the "
+                 "invariant 2: RESOLVE went through scope cap %llu, the "
                  "request committed %llu",
                  (unsigned long long)scope->id,
                  (unsigned long long)s->scope_cap);
@@ -29,7 +29,7 @@ static bool sim_resolve_bind(sim_world *w, const sim_req *s,
         q->selector_len != s->begin.selector_len ||
         memcmp(q->selector, s->selector, q->selector_len) != 0 ||
         memcmp(q->selector_digest, s->begin.selector_digest, 32U) != 0) {
-        sim_fail(w, "invariant 3: RESOLVE does not bind the request's "
+        sim_fail(w, "invariant 2: RESOLVE does not bind the request's "
                     "operation, class and selector");
         return false;
     }
@@ -157,7 +157,7 @@ static bool sim_retire_detached(sim_world *w, uint32_t i, uint32_t gen,
 {
     if (sim_count_held(w, SIM_ROLE_OBJECT, i, gen) != 0U) {
         sim_fail(w,
-                 "invariant 9: RETIRE under grant %u/%u while powerboxd "
+                 "invariant 8: RETIRE under grant %u/%u while powerboxd "
                  "still holds the object copy of request %u/%u",
                  f->request.index, f->request.gen, i, gen);
         return false;
@@ -192,7 +192,7 @@ static bool sim_retire_refused_check(sim_world *w, const pbx_ipc_frame *f,
         }
     }
     sim_fail(w,
-             "invariant 8: RETIRE names grant %u/%u that no peer installed "
+             "invariant 7: RETIRE names grant %u/%u that no peer installed "
              "and no live request resolved",
              g, f->request.gen);
     return false;
@@ -223,9 +223,10 @@ static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
     }
     const sim_grant *gr = &w->grants[g];
     if (gr->procd_live != 0U ||
-        sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U) {
+        (sim_count_held(w, SIM_ROLE_ALIAS, gr->req, gr->req_gen) != 0U &&
+         !sim_alias_owed(w, gr->req, gr->req_gen))) {
         sim_fail(w,
-                 "invariant 9: RETIRE of grant %u/%u before its "
+                 "invariant 8: RETIRE of grant %u/%u before its "
                  "revocation authority was deleted",
                  g, f->request.gen);
         return false;
@@ -236,7 +237,7 @@ static bool sim_retire_check(sim_world *w, const pbx_ipc_frame *f,
     if (q->object.id != gr->object.id || q->object.gen != gr->object.gen ||
         q->scope_id != gr->scope_ident ||
         q->object_class != gr->ctx.object_class) {
-        sim_fail(w, "invariant 9: RETIRE does not name the grant's full "
+        sim_fail(w, "invariant 8: RETIRE does not name the grant's full "
                     "identity");
         return false;
     }

@@ -991,9 +991,18 @@ PBX_TEST(core_calls_public_identifier_edges)
     PBX_CHECK_EQ(calls_consume_raw(h, g), PBX_E_CORE_STALE);
     calls_unchanged(h, r2, PBX_CORE_ST_DECIDED, 1U);
     PBX_CHECK_EQ(calls_cancel_raw(h, r2), 0U);
+    PBX_CHECK_EQ(calls_grant_state(h, g2), PBX_CORE_ST_REVOKE);
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
-    TH_CHECK_OUTCOME(h, r2, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(calls_grant_state(h, g2), PBX_CORE_ST_FREE);
+    /* The approval was published before the CANCEL: it stays as it was
+     * published, naming the wrapped grant, until delivered. */
+    TH_CHECK_OUTCOME(h, r2, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g2.index);
+    PBX_CHECK_EQ(d.grant.gen, 1U);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(calls_decision_raw(h, r2), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_consume_raw(h, g2), PBX_E_CORE_UNKNOWN);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }

@@ -4,6 +4,7 @@
  * asserted as exact effects (BEGIN only through launchd's broker is in
  * test_core_intake.c).
  */
+#include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
 #include "test_core_harness.h"
 
@@ -52,10 +53,14 @@ PBX_TEST(core_refused_install_handle_delays_denial)
     th_free(h);
 }
 
-/* Finding 3 (seeds 368, 868, 1172, 1542): an approval whose reply was
- * lost turns CANCELLED only once the grant's alias is deleted; until
- * then DECISION reads PENDING and exports nothing. */
-PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
+/* Finding 3 (seeds 368, 868, 1172, 1542), revised by the seed-fidelity
+ * fix: a published decision is final until delivered. A CANCEL of an
+ * approval whose runtime-reply reply was lost ends the grant it
+ * describes (REMOVE and RETIRE; vfsd's retirement revokes every copy of
+ * the object) but deletes nothing: the unexported alias stays with the
+ * decision, dead, and DECISION keeps reading APPROVED with the same grant
+ * id and that alias until the reply is delivered, once. */
+PBX_TEST(core_published_runtime_approval_keeps_its_dead_alias_until_delivered)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
@@ -71,21 +76,45 @@ PBX_TEST(core_withdrawn_approval_pending_until_alias_deleted)
     h->deliver = false;
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(xfer, 66U);
+    pbx_ipc_id g = d.grant;
     h->deliver = true;
+    PBX_CHECK_EQ(h->wake_count, 1U);
     th_clear_trace(h);
     PBX_CHECK_EQ(th_cancel(h, id), 0U);
-    h->hold_slot = 66U;
+    /* Ending: a second CANCEL of the request or its grant is refused. */
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_STATE);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_STATE);
+    uint32_t deleted = h->deleted;
     th_run(h);
-    TH_TRACE(h, "");
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
-    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    /* No deletion is even attempted: REMOVE and RETIRE only. */
+    TH_TRACE(h, "view- retire");
+    PBX_CHECK_EQ(h->deleted, deleted);
+    PBX_CHECK_EQ(h->last_view.kind, PBX_IPC_VIEW_REMOVE);
+    PBX_CHECK_EQ(h->last_view.grant.gen, g.gen);
+    /* The grant's generation retired; the alias is still held. */
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
-    h->hold_slot = PBX_CORE_SLOT_NONE;
-    pbx_core_on_tick(&h->core);
-    th_run(h);
-    TH_TRACE(h, "del=66 view- retire");
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
+    /* Undelivered again: the same decision, the same alias, nothing
+     * moves. */
+    h->deliver = false;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g.index);
+    PBX_CHECK_EQ(d.grant.gen, g.gen);
+    PBX_CHECK_EQ(d.mode, PBX_IPC_MODE_RUNTIME_REPLY);
+    PBX_CHECK_EQ(xfer, 66U);
+    TH_TRACE(h, "");
+    h->deliver = true;
+    /* Delivered: the dead alias leaves with it, once. */
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g.index);
+    PBX_CHECK_EQ(d.grant.gen, g.gen);
+    PBX_CHECK_EQ(xfer, 66U);
+    TH_TRACE(h, "xfer=66");
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    /* The approval's one wake; none for the cancellation. */
     PBX_CHECK_EQ(h->wake_count, 1U);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
@@ -139,11 +168,14 @@ PBX_TEST(core_fsm_hits_count_every_transition_taken)
     th_free(h);
 }
 
-/* Model finding F1b: a CONSUME naming a published runtime-reply grant
- * before its approval reply is delivered withdraws the approval like
- * CANCEL and EXPIRE do: PENDING while the alias remains, then CANCELLED,
- * delivered once, and the request retires. */
-PBX_TEST(core_consume_before_delivery_withdraws_approval)
+/* Model finding F1b, revised by the seed-fidelity fix: a CONSUME naming
+ * a published runtime-reply grant before its approval reply is delivered
+ * ends the grant like CANCEL and EXPIRE do, and keeps the approval as it
+ * was published. Here the reply is delivered while REMOVE and RETIRE are
+ * still unanswered: the request retires first, leaving the (exported)
+ * alias's record to the grant, whose exact acknowledgements then retire
+ * its generation. */
+PBX_TEST(core_consume_before_delivery_keeps_the_approval)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
@@ -159,22 +191,45 @@ PBX_TEST(core_consume_before_delivery_withdraws_approval)
     h->deliver = false;
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(xfer, 66U);
+    pbx_ipc_id g = d.grant;
     h->deliver = true;
     th_clear_trace(h);
-    PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
-    h->hold_slot = 66U;
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, g.index)->link.state,
+                 PBX_CORE_ST_REVOKE);
+    /* One-shot: consumed once. */
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_STATE);
+    h->hold = true;
     th_run(h);
-    TH_TRACE(h, "");
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
-    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
-    h->hold_slot = PBX_CORE_SLOT_NONE;
-    pbx_core_on_tick(&h->core);
-    th_run(h);
-    TH_TRACE(h, "del=66 view- retire");
-    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
-    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    /* The alias is not deleted; REMOVE and RETIRE go out together. */
+    TH_TRACE(h, "view- retire");
+    PBX_CHECK_EQ(h->npend, 2U);
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, g.index)->link.state,
+                 PBX_CORE_ST_SETTLE);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    /* The decision reads as published, and is delivered with the alias
+     * while the grant's cleanup is still outstanding. */
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g.index);
+    PBX_CHECK_EQ(d.grant.gen, g.gen);
+    PBX_CHECK_EQ(xfer, 66U);
+    TH_TRACE(h, "xfer=66");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
     /* Delivered once: the request retired, its id names nothing now. */
     PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
+    /* The grant still waits for both exact acknowledgements. */
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, g.index)->link.state,
+                 PBX_CORE_ST_SETTLE);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_STATE);
+    h->hold = false;
+    PBX_CHECK_EQ(th_deliver_all(h), 2U);
+    PBX_CHECK_EQ(h->deliver_err, PBX_OK);
+    th_run(h);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, g.index)->link.state,
+                 PBX_CORE_ST_FREE);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(h->wake_count, 1U);
     PBX_CHECK(th_quiescent(h));
     th_free(h);

@@ -213,18 +213,28 @@ PBX_TEST(core_index_stale_generation_after_slot_reuse)
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
     PBX_CHECK_EQ(ix_grant_state(h, gk), PBX_CORE_ST_LIVE);
-    /* K's own expiry ends K's grant and withdraws its undelivered
-     * approval. */
+    /* K's own expiry ends K's grant; its published, undelivered
+     * approval stays as published. */
+    uint32_t wakes = h->wake_count;
     PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
                            bk.ctx.job_id, bk.ctx.job_gen, 0U),
                  0U);
     PBX_CHECK_EQ(ix_grant_state(h, gk), PBX_CORE_ST_REVOKE);
+    PBX_CHECK_EQ(ix_req_state(h, rk), PBX_CORE_ST_DECIDED);
     th_run(h);
     /* The wake went out with the approval; none is repeated. */
     TH_TRACE(h, "del=66 view- retire");
+    PBX_CHECK_EQ(h->wake_count, wakes);
+    PBX_CHECK_EQ(ix_grant_state(h, gk), PBX_CORE_ST_FREE);
     pbx_ipc_decision d;
     uint32_t xfer = 0;
-    TH_CHECK_OUTCOME(h, rk, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    TH_CHECK_OUTCOME(h, rk, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, gk.index);
+    PBX_CHECK_EQ(d.grant.gen, gk.gen);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    /* K's retired generation is as stale as J's for what comes later. */
+    PBX_CHECK_EQ(th_cancel_grant(h, gk), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_decision(h, rk, &d, &xfer), PBX_E_CORE_UNKNOWN);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
@@ -287,9 +297,16 @@ PBX_TEST(core_index_expire_job_in_every_state)
     th_run(h);
     TH_TRACE(h, "release=68 del=67 wake detach>65 del=66 del=64 release=64 "
                 "view- retire wake view- retire");
+    PBX_CHECK_EQ(ix_grant_state(h, g_done), PBX_CORE_ST_FREE);
+    PBX_CHECK_EQ(ix_grant_state(h, g_kept), PBX_CORE_ST_FREE);
     pbx_ipc_decision d;
     uint32_t xfer = 0;
-    TH_CHECK_OUTCOME(h, r_kept, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    /* The published, undelivered approval stays as published, naming
+     * the grant whose generation just retired. */
+    TH_CHECK_OUTCOME(h, r_kept, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g_kept.index);
+    PBX_CHECK_EQ(d.grant.gen, g_kept.gen);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
     TH_CHECK_OUTCOME(h, r_denied, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
     TH_CHECK_OUTCOME(h, r_parked, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     TH_CHECK_OUTCOME(h, r_begun, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);

@@ -214,7 +214,11 @@ PBX_TEST(core_cancel_grant_form_after_request_retired)
     th_free(h);
 }
 
-PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
+/* The grant form of CANCEL after the approval was published but its
+ * reply lost: the grant ends (procd's handle revoked, or, runtime-reply,
+ * the unexported alias left to vfsd's RETIRE), and the decision stays as
+ * published, naming that grant, until delivered. */
+PBX_TEST(core_cancel_grant_form_keeps_a_published_approval)
 {
     static const uint8_t modes[] = {PBX_IPC_MODE_INSTALL,
                                     PBX_IPC_MODE_RUNTIME_REPLY};
@@ -223,9 +227,10 @@ PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
         pbx_ipc_begin b;
         pbx_ipc_decision d;
         uint32_t xfer = 0;
+        bool runtime = modes[m] == PBX_IPC_MODE_RUNTIME_REPLY;
         th_default_begin(&b, sel, SEL_LEN);
         b.ctx.mode = modes[m];
-        if (modes[m] == PBX_IPC_MODE_RUNTIME_REPLY) {
+        if (runtime) {
             memset(&b.target, 0, sizeof(b.target));
             h->badge = PBX_CORE_BADGE_LAUNCHD; /* launchd's broker asks */
         }
@@ -233,15 +238,69 @@ PBX_TEST(core_cancel_grant_form_turns_unpublished_approval_cancelled)
         pbx_ipc_id req = {0, 0};
         pbx_ipc_id g = own_approve(h, &b, true, &req);
         PBX_CHECK_EQ(th_cancel_grant(h, g), 0U);
+        PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, req.index)->link.state,
+                     PBX_CORE_ST_DECIDED);
+        PBX_CHECK_EQ(th_cancel(h, req), PBX_E_CORE_STATE);
         th_run(h);
-        TH_TRACE(h, "del=66 view- retire");
-        /* The retained decision no longer names a dead grant. */
-        TH_CHECK_OUTCOME(h, req, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
-        PBX_CHECK_EQ(d.grant.gen, 0U);
-        PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+        TH_TRACE(h, runtime ? "view- retire" : "del=66 view- retire");
+        PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, g.index)->link.state,
+                     PBX_CORE_ST_FREE);
+        PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
+        /* The retained decision still names the grant it published. */
+        TH_CHECK_OUTCOME(h, req, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+        PBX_CHECK_EQ(d.grant.index, g.index);
+        PBX_CHECK_EQ(d.grant.gen, g.gen);
+        PBX_CHECK_EQ(xfer, runtime ? 66U : PBX_CORE_SLOT_NONE);
+        TH_TRACE(h, runtime ? "xfer=66" : "");
+        PBX_CHECK_EQ(th_decision(h, req, &d, &xfer), PBX_E_CORE_UNKNOWN);
         PBX_CHECK(th_quiescent(h));
         th_free(h);
     }
+}
+
+/* The grant form of CANCEL naming a grant whose approval is decided but
+ * not yet published (release is still deleting the scope): the request
+ * turns CANCELLED before release can publish it, and the grant ends
+ * first. */
+PBX_TEST(core_cancel_grant_form_of_unpublished_approval_cancels_it)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    /* Hold the scope deletion so the approval stays unpublished. */
+    h->hold_slot = TH_T_FIRST;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 "
+                "detach>65 view+");
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, id.index)->link.state,
+                 PBX_CORE_ST_RELEASE);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    /* The grant id, unpublished (only a guess could name it). */
+    uint32_t gi = pbx_core_inspect_request(&h->core, id.index)->grant;
+    PBX_REQUIRE(gi != PBX_CORE_NIL);
+    pbx_ipc_id g = pbx_core_inspect_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS, gi);
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, gi)->flags &
+                     PBX_CORE_GRANT_F_APPROVED,
+                 0U);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), 0U);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    /* The grant's cleanup first, then the scope, then the wake. */
+    TH_TRACE(h, "del=66 view- retire del=64 release=64 wake");
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, gi)->link.state,
+                 PBX_CORE_ST_FREE);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(d.grant.gen, 0U);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
 }
 
 PBX_TEST(core_expire_invocation_matches_the_exact_invocation)
@@ -326,6 +385,15 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     b.invocation_id = 5U;
     pbx_ipc_id late = {0, 0};
     PBX_CHECK_EQ(th_begin(h, &b, &late, &dest), 0U);
+    /* The other request is approved and published, its reply not yet
+     * asked for; its grant is live. */
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, other.index)->link.state,
+                 PBX_CORE_ST_DECIDED);
+    uint32_t gi = pbx_core_inspect_request(&h->core, other.index)->grant;
+    PBX_REQUIRE(gi != PBX_CORE_NIL);
+    pbx_ipc_id g = pbx_core_inspect_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS, gi);
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, gi)->link.state,
+                 PBX_CORE_ST_LIVE);
     /* A job expiry ends the rest of the job, in flight or granted. */
     th_clear_trace(h);
     PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
@@ -334,7 +402,22 @@ PBX_TEST(core_expire_ends_in_flight_requests_cancelled)
     th_run(h);
     TH_TRACE(h, "release=65 del=64 wake view- retire");
     PBX_CHECK_EQ(own_outcome(h, late), PBX_IPC_OUTCOME_CANCELLED);
-    PBX_CHECK_EQ(own_outcome(h, other), PBX_IPC_OUTCOME_CANCELLED);
+    /* The other request's grant ended (procd's handle revoked, REMOVE,
+     * RETIRE, its generation retired), but the decision published before
+     * the expiry stays as published, naming that grant. */
+    PBX_CHECK_EQ(h->last_view.grant.index, g.index);
+    PBX_CHECK_EQ(h->last_view.grant.gen, g.gen);
+    PBX_CHECK_EQ(pbx_core_inspect_grant(&h->core, gi)->link.state,
+                 PBX_CORE_ST_FREE);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, other, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.grant.index, g.index);
+    PBX_CHECK_EQ(d.grant.gen, g.gen);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_decision(h, other, &d, &xfer), PBX_E_CORE_UNKNOWN);
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }

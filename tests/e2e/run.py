@@ -104,6 +104,8 @@ import time
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
+# The run's own tmux server, apart from any other run's.
+TMUX_SERVER = f"pbx-run-{os.getpid()}"
 F_ADD_SEALS = 1033
 POLICY = ("* * read file routine allow\n"
           "* * read file exceptional prompt\n")
@@ -494,7 +496,9 @@ def direct(st):
 def hangup(st):
     """A caller that dies after COMMIT: launchd cancels its request."""
     launchd = st.procs[3].pid
-    base = (fd_count(st.pid), fd_count(launchd))
+    # Settled: launchd may not yet have closed the control connection of
+    # the previous scenario's client.
+    base = (settled_fds(st.pid), settled_fds(launchd))
     rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
                        "--target", "42:5", "--slot", "23", "--then",
                        "hang-up")
@@ -562,7 +566,7 @@ def foreign(st):
 
 def tmux(*args):
     """Runs one tmux command on the run's own server; returns stdout."""
-    out = subprocess.run(["tmux", "-L", "pbx-run"] + list(args),
+    out = subprocess.run(["tmux", "-L", TMUX_SERVER] + list(args),
                          capture_output=True, text=True, check=False,
                          timeout=10)
     if out.returncode != 0:
@@ -656,9 +660,10 @@ class Client:
                 self.cv.wait(left)
 
     def committed(self):
-        """The request id, once printed: the client prints nothing before
-        COMMIT was answered (its first flush; --then hold and --then
-        cancel wait for their stdin line only after it)."""
+        """The request id, once printed. pbx-client's stdout is a pipe,
+        flushed first after COMMIT was answered, so the request is then
+        committed; --then hold and --then cancel read their stdin line
+        only after COMMIT in any case."""
         return self.wait_key("request")
 
     def go(self):
@@ -1021,7 +1026,7 @@ def vfsd_stalled(st):
     """vfsd stopped for 30 s: what needs it times out, the rest goes on;
     a RETIRE owed to it is retried and acknowledged after SIGCONT."""
     vfsd = st.procs[0]
-    base = fd_count(st.pid)
+    base, vbase = fd_count(st.pid), settled_fds(vfsd.pid)
     rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
                        "--target", "42:5", "--slot", "26", "--job", "15:1")
     if rc != 0 or kv.get("outcome") != "approved":
@@ -1129,10 +1134,12 @@ def vfsd_stalled(st):
     lifecycle(st)
     wait_for(lambda: fd_count(st.pid) == base,
              f"powerboxd holds {fd_count(st.pid)} descriptors, not {base}")
+    wait_for(lambda: fd_count(vfsd.pid) == vbase,
+             f"vfsd holds {fd_count(vfsd.pid)} descriptors, not {vbase}")
     if not st.alive():
         fail("vfsd-stalled: powerboxd exited")
     print(f"run: powerboxd (pid {st.pid}) alive throughout, serving, "
-          f"descriptors back to {base}")
+          f"descriptors back to {base} (vfsd's to {vbase})")
 
 
 # Each scenario: its function, whether it prompts on a tmux pane, and the
@@ -1170,8 +1177,6 @@ class Panes:
         if shutil.which("tmux") is None:
             fail("the prompt scenarios need tmux, which is not installed")
         if not self.started:
-            subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
-                           capture_output=True, check=False)
             pane = tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s",
                         "pbx", "-x", "120", "-y", "40", "sleep 900").strip()
             self.started = True
@@ -1185,7 +1190,7 @@ class Panes:
     def stop(self):
         """Ends the tmux server."""
         if self.started:
-            subprocess.run(["tmux", "-L", "pbx-run", "kill-server"],
+            subprocess.run(["tmux", "-L", TMUX_SERVER, "kill-server"],
                            capture_output=True, check=False)
 
 
