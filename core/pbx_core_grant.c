@@ -145,11 +145,24 @@ static void pbx_core_remove_send(pbx_core_ctx *ctx, uint32_t g)
 static void pbx_core_grant_acked(pbx_core_ctx *ctx, uint32_t g,
                                  pbx_core_event event)
 {
-    if (pbx_core_grant_at(ctx, g)->link.state == (uint16_t)PBX_CORE_ST_SETTLE) {
-        pbx_core_grant_move(ctx, g, event);
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    if (gr->link.state != (uint16_t)PBX_CORE_ST_SETTLE) {
+        pbx_core_grant_retire(ctx, g, event);
         return;
     }
-    pbx_core_grant_retire(ctx, g, event);
+    pbx_core_grant_move(ctx, g, event);
+    uint32_t i = gr->request;
+    if (event == PBX_CORE_EV_RETIRED && i != PBX_CORE_NIL &&
+        pbx_core_req(ctx, i)->link.live != 0U &&
+        pbx_core_req(ctx, i)->link.generation == gr->request_generation &&
+        pbx_core_req(ctx, i)->grant == g &&
+        pbx_core_req(ctx, i)->link.state == (uint16_t)PBX_CORE_ST_RELEASE &&
+        pbx_core_req(ctx, i)->link.queue == 0U &&
+        pbx_core_req(ctx, i)->call == PBX_CORE_NIL) {
+        /* Revoked and retired: a request waiting to release may publish
+         * its decision; only the REMOVE row is still owed. */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_RELEASE, i);
+    }
 }
 
 /* Both REMOVE and RETIRE may be owed; they go out together and neither

@@ -145,9 +145,13 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
     if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
         r->grant != PBX_CORE_NIL &&
         pbx_core_grant_at(ctx, r->grant)->link.state !=
-            (uint16_t)PBX_CORE_ST_FREE) {
+            (uint16_t)PBX_CORE_ST_FREE &&
+        pbx_core_grant_at(ctx, r->grant)->link.state !=
+            (uint16_t)PBX_CORE_ST_REMOVE) {
         /* An installed grant that never became visible is cleaned up
-         * next; its retirement puts this request back in the lane. */
+         * next: revoked and retired at vfsd, which puts this request back
+         * in the lane. Only ttyd's REMOVE may still be owed then: it
+         * holds no capability, so the decision does not wait for it. */
         if (pbx_core_grant_at(ctx, r->grant)->link.state ==
             (uint16_t)PBX_CORE_ST_LIVE) {
             pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);

@@ -7,12 +7,11 @@
 #include <stdarg.h>
 
 static const char *const sim_fault_names[SIM_F_COUNT] = {
-    "busy",     "failed",  "status",    "flip",    "trunc",
-    "echo",     "surplus", "badcap",    "replay",  "del-trans",
-    "del-perm", "notify",  "wake-fail", "reserve", "delivery",
-    "client",   "cancel",  "expire",    "pbx1",    "nth",
-    "late",     "dup",     "drop",      "silent",  "hangup",
-    "stall",
+    "busy",      "failed",  "status",   "flip",      "trunc",    "echo",
+    "surplus",   "badcap",  "replay",   "del-trans", "del-perm", "notify",
+    "wake-fail", "reserve", "delivery", "client",    "cancel",   "expire",
+    "pbx1",      "nth",     "late",     "dup",       "drop",     "silent",
+    "hangup",    "stall",
 };
 
 static const char *const sim_event_names[] = {

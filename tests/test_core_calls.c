@@ -745,6 +745,34 @@ PBX_TEST(core_calls_unacknowledged_active_row_still_owes_remove)
     th_free(h);
 }
 
+/* A denied request whose ACTIVE row went out publishes its decision as
+ * soon as its grant is revoked and retired at vfsd: the REMOVE row, which
+ * holds no capability, is still owed to a silent ttyd and never delays the
+ * decision (before, the decision waited for both acknowledgements). */
+PBX_TEST(core_calls_decision_never_waits_for_remove)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id id = calls_open(h, &b);
+    uint32_t k = th_run_to(h, "view+");
+    PBX_REQUIRE(k != TH_NONE);
+    PBX_CHECK_EQ(th_time(h, 5000U), PBX_OK); /* ACTIVE unanswered */
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);  /* too late: refused */
+    /* ttyd goes silent: REMOVE is sent but never answered. */
+    uint32_t rm = th_run_to(h, "view-");
+    PBX_REQUIRE(rm != TH_NONE);
+    th_drop(h, rm);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    /* Revoked and retired: DENIED is published with the REMOVE still
+     * outstanding. */
+    calls_expect(h, id, PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
+    PBX_CHECK(pbx_core_calls_outstanding(&h->core) >= 1U);
+    th_free(h);
+}
+
 /* Request-owned cleanup calls in release. The release DETACH (the copy
  * already moved with the send) is waited for: nothing more happens until
  * vfsd answers or the deadline passes. The RETIRE of an object a refused

@@ -272,7 +272,7 @@ class Stack:
         """Ends powerboxd and the peers (a stopped peer is continued
         first); prints every peer's log, a long one only its head and
         tail (the whole log stays in WORK_DIR)."""
-        if self.pid:
+        if self.alive():
             os.kill(self.pid, signal.SIGTERM)
             os.waitpid(self.pid, 0)
             self.pid = 0
@@ -996,10 +996,15 @@ def ttyd_stalled(st):
     os.kill(ttyd.pid, signal.SIGCONT)
     wait_for(lambda: read_rows(st.views) == [],
              f"ttyd still shows {read_rows(st.views)} after SIGCONT")
-    removes = count(st.peer_log("ttyd"), f"VIEW REMOVE grant {kv['grant']}")
-    if removes < 2:
-        fail(f"ttyd-stalled: REMOVE sent {removes} time(s) in "
+    remove = f"VIEW REMOVE grant {kv['grant']}"
+    wait_for(lambda: count(st.peer_log("ttyd"), remove) >= 2,
+             f"ttyd-stalled: REMOVE sent "
+             f"{count(st.peer_log('ttyd'), remove)} time(s) in "
              f"{3 * limit:.0f} s against a {limit:.0f} s deadline")
+    time.sleep(0.5)
+    removes = count(st.peer_log("ttyd"), remove)
+    if "reply send failed" in st.peer_log("ttyd") or not st.alive():
+        fail("ttyd-stalled: powerboxd did not take ttyd's late replies")
     print(f"run: ttyd continued after {time.monotonic() - t0:.1f} s and "
           f"served REMOVE of grant {kv['grant']} {removes} times (retried "
           f"while it was stopped); the view file is empty")
