@@ -452,8 +452,8 @@ bool pbx_core_tick_wanted(const pbx_core_ctx *ctx);
 pbx_err pbx_core_step(pbx_core_ctx *ctx, bool *progressed);
 
 /**
- * pbx_core_on_route_ready moves everything parked on route (after peer
- * BUSY or ttyd RETRY) back to its ready lane in O(1). route must be below
+ * pbx_core_on_route_ready moves everything parked on route (after its
+ * backpressure) back to its ready lane in O(1). route must be below
  * PBX_CORE_ROUTE_COUNT.
  */
 void pbx_core_on_route_ready(pbx_core_ctx *ctx, pbx_core_route route);
@@ -492,7 +492,8 @@ pbx_err pbx_core_on_peer_reply(pbx_core_ctx *ctx, uint32_t route,
  * pbx_core_peer_ready reports whether the core can take a peer reply with
  * up to PBX_CORE_RECV_SLOTS_MAX capabilities now (a record is free to
  * track each should its deletion stay transient). While it is false the
- * runtime leaves replies queued in the kernel. Pure, O(1).
+ * runtime stops watching the startup routes for replies, which stay
+ * queued in the kernel. Pure, O(1).
  */
 bool pbx_core_peer_ready(const pbx_core_ctx *ctx);
 

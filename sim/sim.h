@@ -459,6 +459,9 @@ typedef struct sim_world {
     uint32_t nflights;
     /** The simulator's record of every call, by the core's call index. */
     sim_call calls[SIM_CALL_MAX];
+    /** Nonzero when a request or grant record moved since the last walk
+     * of the correlation index. */
+    uint32_t rec_dirty;
     /** Calls open by the simulator's account. */
     uint32_t calls_open;
     /** No open call's deadline is before this (ms). */

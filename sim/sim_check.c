@@ -254,11 +254,16 @@ void sim_check_ledger(sim_world *w)
 
 void sim_check_step(sim_world *w)
 {
-    sim_check_intake(w);
-    sim_check_index(w, PBX_BOOTSTRAP_POOL_REQUESTS);
-    sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
+    /* The index changes only when a request or grant record moves, and
+     * orphan records only when a slot changes: walk them then. */
+    if (w->rec_dirty != 0U) {
+        w->rec_dirty = 0U;
+        sim_check_index(w, PBX_BOOTSTRAP_POOL_REQUESTS);
+        sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
+    }
     if (w->dirty != 0U) {
         w->dirty = 0U;
+        sim_check_intake(w);
         sim_check_conservation(w);
         sim_check_startup(w);
     }

@@ -218,6 +218,7 @@ static pbx_core_delete sim_op_delete(void *user, uint32_t slot)
     if (nth || sim_fault_fires(w, SIM_F_DEL_TRANS)) {
         w->public_transient++;
         w->del_disturbed = w->step;
+        w->dirty = 1U; /* the core may take an orphan record now */
         sim_event_add(w, SIM_EV_DELETE, slot, 1, 0, 0);
         return PBX_CORE_DELETE_TRANSIENT;
     }

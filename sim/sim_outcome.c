@@ -306,6 +306,7 @@ static void sim_note_req(sim_world *w, uint32_t i)
     uint32_t aux = sim_req_aux(w, i);
     if (snap[2] != st || snap[1] != gen || snap[0] != live) {
         w->calls_dirty = 1U;
+        w->rec_dirty = 1U;
     }
     if (snap[0] != 0U && (snap[1] != gen || live == 0U) &&
         snap[2] != (uint32_t)PBX_CORE_ST_FREE) {
@@ -355,6 +356,7 @@ static void sim_note_grant(sim_world *w, uint32_t g)
     }
     if (snap[1] != gen || snap[2] != st) {
         w->calls_dirty = 1U;
+        w->rec_dirty = 1U;
     }
     if (snap[1] != gen) {
         if (snap[2] != (uint32_t)PBX_CORE_ST_FREE) {

@@ -290,8 +290,8 @@ pbx_err pbx_port_wait(pbx_port_ctx *ctx, pbx_port_event *ev);
 /**
  * pbx_port_wait_for is pbx_port_wait bounded by timeout_ms (1 or more):
  * when nothing happens in that time it returns PBX_OK with an event of
- * kind PBX_PORT_EV_TIMEOUT. The runtime uses it for the bounded wait
- * before re-asking a request that ttyd answered RETRY.
+ * kind PBX_PORT_EV_TIMEOUT. The runtime uses it to wait no longer than
+ * the nearest call deadline or deferred-work tick.
  */
 pbx_err pbx_port_wait_for(pbx_port_ctx *ctx, pbx_port_event *ev,
                           uint32_t timeout_ms);
@@ -354,8 +354,8 @@ pbx_err pbx_port_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
  * pbx_port_public_recv does. When no reply arrives in time it returns
  * PBX_E_PORT_TIMEOUT with nothing staged: the request may still be
  * answered later, so the caller must not use route for another call
- * unless it can tell a late reply from the next one (the runtime deletes
- * a scope that timed out and fail-stops on a startup route that did).
+ * unless it can tell a late reply from the next one (the portcheck driver
+ * makes one call per route and process).
  */
 pbx_err pbx_port_call(pbx_port_ctx *ctx, int32_t route, const uint8_t *req,
                       uint32_t req_bytes, int32_t cap_slot, uint8_t *resp,

@@ -93,13 +93,16 @@ typedef enum pbx_rt_exit {
 #define PBX_RT_STEPS_PER_WAKE 8U
 
 /**
- * PBX_RT_RETRY_MS_FIRST is the first wait, in milliseconds, before a
- * request that ttyd answered RETRY is asked again when nothing else
- * happens; each wait that ends without an event doubles it.
+ * PBX_RT_RETRY_MS_FIRST is the first wait, in milliseconds, before the
+ * core's deferred work (ttyd's RETRY, a scope's backpressure, a transient
+ * deletion, an inexact or missing cleanup answer) is retried by a tick;
+ * each wait that ends without an event doubles it.
  */
 #define PBX_RT_RETRY_MS_FIRST 10U
 
-/** PBX_RT_RETRY_MS_MAX caps the RETRY wait (milliseconds). */
+/** PBX_RT_RETRY_MS_MAX caps the tick wait (milliseconds); the wait
+ * starts again from PBX_RT_RETRY_MS_FIRST only after nothing was deferred
+ * for this long. */
 #define PBX_RT_RETRY_MS_MAX 640U
 
 /**

@@ -339,8 +339,12 @@ static void rt_watch_routes(rt_state *s)
         if (s->route_down[r] != 0U) {
             continue;
         }
-        uint32_t want =
-            r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD ? PBX_PORT_WANT_READ : 0U;
+        /* Replies are taken only while the core can track their
+         * receipts; meanwhile they wait in the kernel. */
+        uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD &&
+                                pbx_core_peer_ready(&s->core)
+                            ? PBX_PORT_WANT_READ
+                            : 0U;
         want |= rt_parked(s, r) > 0U ? PBX_PORT_WANT_WRITE : 0U;
         if (want != s->watching[r] &&
             pbx_port_watch(&s->port, rt_route_slot_of(r), want) == PBX_OK) {

@@ -274,8 +274,8 @@ static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
         (cap != PBX_PORT_SLOT_NONE && !rt_held(s, c->send_slot))) {
         return PBX_CORE_IO_FAILED;
     }
-    pbx_err err =
-        pbx_port_send(&s->port, via, c->frame, (uint32_t)c->frame_len, cap);
+    pbx_err err = pbx_port_call_send(&s->port, via, c->frame,
+                                     (uint32_t)c->frame_len, cap);
     if (err == PBX_E_PORT_BACKPRESSURE) {
         return PBX_CORE_IO_BUSY;
     }
