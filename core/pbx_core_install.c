@@ -271,11 +271,6 @@ pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t i,
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool acked = pbx_core_view_exact(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, c);
-#ifdef PBX_PLANT_APPROVE_BEFORE_ACTIVE
-    /* PLANTED BUG (simulator proof only): approve without ttyd's ACTIVE
-     * acknowledgement. */
-    acked = c != NULL;
-#endif
     if (c != NULL &&
         pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
         return PBX_E_CORE_CLEANUP_REJECTED;

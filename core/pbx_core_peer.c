@@ -29,11 +29,6 @@ pbx_core_delete pbx_core_drop_receipts(pbx_core_ctx *ctx,
     size_t n = c->recv_count < PBX_CORE_RECV_SLOTS_MAX
                    ? c->recv_count
                    : PBX_CORE_RECV_SLOTS_MAX;
-#ifdef PBX_PLANT_SURPLUS_KEPT
-    /* PLANTED BUG (simulator proof only): the first surplus receipt is
-     * neither kept by a record nor deleted. */
-    keep++;
-#endif
     /* recv_count is written by the ops layer through a function pointer,
      * which cppcheck cannot follow from pbx_core_call_init's zero. */
     // cppcheck-suppress knownConditionTrueFalse

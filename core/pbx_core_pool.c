@@ -52,11 +52,6 @@ uint32_t pbx_core_alloc(pbx_core_ctx *ctx, pbx_bootstrap_pool pool)
     l->prev = PBX_CORE_NIL;
     /* Generations stay nonzero: zero never names a live record. */
     l->generation = l->generation == UINT32_MAX ? 1U : l->generation + 1U;
-#ifdef PBX_PLANT_NO_GEN_BUMP
-    /* PLANTED BUG (simulator proof only): a reused record keeps its
-     * generation (still nonzero). */
-    l->generation = l->generation > 1U ? l->generation - 1U : l->generation;
-#endif
     l->live = 1U;
     l->queue = 0U;
     l->state = (uint16_t)PBX_CORE_ST_FREE;

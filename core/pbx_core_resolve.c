@@ -26,16 +26,6 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     pbx_ipc_resolve_reply rr;
     const pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
-#ifdef PBX_PLANT_NOT_FOUND_ANY_CLASS
-    /* PLANTED BUG (simulator proof only): a NOT_FOUND whose missing-object
-     * class differs from the request's is taken as exact. */
-    if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) == PBX_OK &&
-        pbx_ipc_resolve_reply_decode(&f, &rr) == PBX_OK &&
-        rr.result == (uint8_t)PBX_IPC_RESOLVE_NOT_FOUND &&
-        rr.operation == r->ctx.ctx.operation) {
-        return PBX_CORE_EV_NOT_FOUND;
-    }
-#endif
     uint64_t scope = pbx_core_scope_identity(ctx, r);
     if (pbx_core_reply_frame(c, PBX_IPC_OP_RESOLVE, id, &f) != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&f, &rr) != PBX_OK ||
@@ -59,15 +49,9 @@ static pbx_core_event pbx_core_resolve_judge(pbx_core_ctx *ctx, uint32_t i,
     }
     /* A FOUND object is bound to the committed scope's identity when the
      * ops layer knows it (a NOT_FOUND carries none on the wire). */
-#ifdef PBX_PLANT_SCOPE_UNBOUND
-    /* PLANTED BUG (simulator proof only): the committed scope's identity
-     * is ignored, so a FOUND naming another scope is accepted. */
-    (void)scope;
-#else
     if (scope != 0U && rr.scope_id != scope) {
         return PBX_CORE_EV_DENY;
     }
-#endif
     if (rr.result != (uint8_t)PBX_IPC_RESOLVE_FOUND ||
         !pbx_core_receipt_ok(ctx, c->recv_slots[0],
                              PBX_CAPABI_RECEIPT_OBJECT)) {
@@ -109,11 +93,6 @@ pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_event ev =
         c != NULL ? pbx_core_resolve_judge(ctx, i, c) : PBX_CORE_EV_DENY;
-#ifdef PBX_PLANT_NOT_FOUND_ON_TRANSPORT
-    /* PLANTED BUG (simulator proof only): transport absence reported as
-     * NOT_FOUND. */
-    ev = c == NULL ? PBX_CORE_EV_NOT_FOUND : ev;
-#endif
     size_t keep = ev == PBX_CORE_EV_RESOLVED ? 1U : 0U;
     if (keep == 1U) {
         pbx_core_tslot_hold(ctx, r->object_tslot, c->recv_slots[0],
@@ -193,13 +172,6 @@ pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
         } else if (pr.verdict == (uint8_t)PBX_IPC_VERDICT_PROMPT) {
             ev = PBX_CORE_EV_PROMPT;
         }
-#ifdef PBX_PLANT_EXCEPTIONAL_AUTO_ALLOW
-        /* PLANTED BUG (simulator proof only): an exceptional request's
-         * PROMPT verdict allowed without the user. */
-        if (ev == PBX_CORE_EV_PROMPT && exceptional) {
-            ev = PBX_CORE_EV_ALLOW;
-        }
-#endif
         pbx_core_policy *p = (pbx_core_policy *)pbx_core_rec(
             ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
         p->request = i;

@@ -27,11 +27,6 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
                    ctx->frame, sizeof(ctx->frame), &len) == PBX_OK);
     pbx_core_io io = ctx->ops->wake(ctx->ops_user, ctx->frame, len);
     if (io == PBX_CORE_IO_BUSY) {
-#ifdef PBX_PLANT_DROP_ON_NOTIFY_BUSY
-        /* PLANTED BUG (simulator proof only): the wake is dropped under
-         * backpressure instead of parked. */
-        return PBX_OK;
-#endif
         /* Retried when launchd's route is writable again, never polled. */
         pbx_core_enqueue(ctx, PBX_CORE_Q_PARK_NOTIFY, n);
         return PBX_OK;

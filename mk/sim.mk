@@ -5,8 +5,10 @@
 #                      budget with transition coverage, determinism across
 #                      -O0/-O2/sanitizers (in CHECK_EXTRA)
 #   make sim-long      a long campaign (SIM_LONG_SEEDS seeds, optimised)
-#   make sim-plants    one binary per PBX_PLANT_* hook found in core/; each
-#                      must be caught within the CI budget (in sim-check)
+#   make sim-plants    one binary per planted bug in sim/plants/*.patch,
+#                      each a patch applied to a copy of core/ (the shipped
+#                      source carries no planted code); each must be caught
+#                      within the CI budget (in sim-check)
 #
 # The simulator links the library sources directly so each variant (and
 # each planted bug) gets its own objects. Its peer calls are split-phase:
@@ -43,12 +45,19 @@ $(BUILD)/sim/pbx-sim-asan: $(SIM_DEPS)
 	@mkdir -p $(dir $@)
 	clang $(SIM_FLAGS) -O1 -g $(SIM_SAN) $(SIM_SRCS) $(LIB_SRCS) -o $@
 
-# Planted bugs: every PBX_PLANT_<NAME> the core knows gets its own binary.
-SIM_PLANTS := $(sort $(shell grep -ho 'PBX_PLANT_[A-Z0-9_]*' core/*.c core/*.h 2>/dev/null))
-SIM_PLANT_BINS := $(SIM_PLANTS:%=$(BUILD)/sim/pbx-sim-%)
-$(BUILD)/sim/pbx-sim-PBX_PLANT_%: $(SIM_DEPS)
-	@mkdir -p $(dir $@)
-	$(CC) $(SIM_FLAGS) -O2 -DPBX_PLANT_$* $(SIM_SRCS) $(LIB_SRCS) -o $@
+# Planted bugs: every sim/plants/<name>.patch is applied to a copy of
+# core/ under $(BUILD)/sim/plant-<name>/, and the simulator is built
+# against that copy (its include path comes first), never against the
+# shipped core, which holds no planted code.
+SIM_PLANTS := $(sort $(basename $(notdir $(wildcard sim/plants/*.patch))))
+SIM_PLANT_BINS := $(SIM_PLANTS:%=$(BUILD)/sim/pbx-sim-plant-%)
+$(BUILD)/sim/pbx-sim-plant-%: sim/plants/%.patch $(SIM_DEPS)
+	@rm -rf $(BUILD)/sim/plant-$* && mkdir -p $(BUILD)/sim/plant-$*
+	cp -r core $(BUILD)/sim/plant-$*/core
+	patch -s -p1 -d $(BUILD)/sim/plant-$* < sim/plants/$*.patch
+	$(CC) -I$(BUILD)/sim/plant-$* $(SIM_FLAGS) -O2 $(SIM_SRCS) \
+	    $(filter-out core/%,$(LIB_SRCS)) \
+	    $(patsubst core/%,$(BUILD)/sim/plant-$*/core/%,$(wildcard core/*.c)) -o $@
 
 .PHONY: sim sim-check sim-long sim-plants sim-determinism sim-cppcheck
 sim: $(SIM_BIN)
@@ -62,9 +71,11 @@ sim-determinism: $(SIM_BIN) $(BUILD)/sim/pbx-sim-O0 $(BUILD)/sim/pbx-sim-asan
 	     echo "sim: trace hash differs across builds"; echo "$$b"; echo "$$c"; exit 1; fi
 
 sim-plants: $(SIM_PLANT_BINS)
-	@if [ -z "$(SIM_PLANTS)" ]; then echo "sim-plants: core has no PBX_PLANT_* hooks yet"; fi
+	@if [ -z "$(SIM_PLANTS)" ]; then echo "sim-plants: no planted bugs in sim/plants"; exit 1; fi
+	@if grep -rln 'PBX_PLANT\|PLANTED BUG' base sha2 ipc bootstrap capabi core powerboxd; then \
+	    echo "sim-plants: planted code in shipped source (above)"; exit 1; fi
 	@set -e; for p in $(SIM_PLANTS); do \
-	    if $(BUILD)/sim/pbx-sim-$$p --seeds $(SIM_SEEDS) --steps 2000 >$(BUILD)/sim/$$p.log 2>&1; then \
+	    if $(BUILD)/sim/pbx-sim-plant-$$p --seeds $(SIM_SEEDS) --steps 2000 >$(BUILD)/sim/$$p.log 2>&1; then \
 	        echo "sim-plants: $$p was NOT caught"; exit 1; \
 	    else echo "sim-plants: $$p caught: $$(grep -m1 FAIL $(BUILD)/sim/$$p.log)"; fi; \
 	done

@@ -19,12 +19,28 @@ PANCC=${PANCC:-gcc}
 mkdir -p "$out"
 fail=0
 
-# run NAME EXPECT PML "SPIN_DEFINES" "PAN_CFLAGS" "PAN_RUNFLAGS"
+# The text by which pan names a violated invariant of powerboxd.pml: a
+# ghost that only that property's macro reads (pan prints the expanded
+# assertion).
+prop_text() {
+    case $1 in
+    a) echo 'o_ack[' ;;
+    d) echo 'o_nf[' ;;
+    e) echo 'o_rm_sent[' ;;
+    f) echo 'o_woke[' ;;
+    F) echo 'pubg[' ;;
+    "G'") echo 'o_rt_done[' ;;
+    *) echo "model: unknown property $1" >&2; echo '@@none@@' ;;
+    esac
+}
+
+# run NAME EXPECT PML "SPIN_DEFINES" "PAN_CFLAGS" "PAN_RUNFLAGS" [PROP]
 # PAN_CFLAGS carries the optimisation level: -O0 compiles pan in about a
 # second, -O2 takes ten but runs the large searches twice as fast.
-# EXPECT is pass (no error, complete search) or fail (an error found).
+# EXPECT is pass (no error, complete search) or fail (an error found);
+# with PROP, fail also requires the error to be that property's assertion.
 run() {
-    name=$1 expect=$2 pml=$3 defs=$4 cflags=$5 rflags=$6
+    name=$1 expect=$2 pml=$3 defs=$4 cflags=$5 rflags=$6 prop=${7:-}
     dir=$out/$name
     rm -rf "$dir"
     mkdir -p "$dir"
@@ -56,7 +72,15 @@ run() {
             fail=1
         fi ;;
     fail)
-        if [ "$errs" != 0 ]; then
+        if [ "$errs" != 0 ] && [ -n "$prop" ]; then
+            if grep -m1 'assertion violated' "$dir/pan.log" |
+                    grep -qF "$(prop_text "$prop")"; then
+                echo "model: $name: rejected by ($prop) as it must be, ${secs}s"
+            else
+                echo "model: $name: rejected, but not by ($prop): $what; trail in $dir"
+                fail=1
+            fi
+        elif [ "$errs" != 0 ]; then
             echo "model: $name: rejected as it must be ($what), ${secs}s"
         else
             echo "model: $name: NOT REJECTED, $states states: the check does not bite"
@@ -89,10 +113,17 @@ gate)
     # runtime-reply/exceptional/job) sharing launchd's job expiry.
     run safety-2 pass powerboxd.pml "-DNOLTL -DNREQ=2 -DPAIR -DBUSY_MAX=0 -DEXTRA_MAX=0" \
         "$CC_BIG" "-m400000 -w24"
-    for m in early_approve wake_drop remove_skip remove_gates detach_late \
-             nf_on_failure; do
-        run "mutant-$m" fail "mutants/$m.pml" "-DNOLTL -DNREQ=1" "$CC_SAFE" "-m400000"
+    # Each mutant with the property that must reject it. unpublish is the
+    # core before 9592232 (a published approval withdrawn as CANCELLED).
+    # retire_skip is caught by (e) first; without (e), (G') must catch it.
+    for mp in early_approve:a wake_drop:f remove_skip:e remove_gates:e \
+              detach_late:e nf_on_failure:d unpublish:F; do
+        m=${mp%%:*}
+        run "mutant-$m" fail "mutants/$m.pml" "-DNOLTL -DNREQ=1" "$CC_SAFE" \
+            "-m400000" "${mp#*:}"
     done
+    run mutant-retire_skip fail mutants/retire_skip.pml "-DNOLTL -DNREQ=1 -DNO_P_E" \
+        "$CC_SAFE" "-m400000" "G'"
     # The split-phase engine (split.pml): one request with every answer,
     # BUSY, a late reply, a silent peer and an unexpected receipt; its
     # liveness; two requests on the same routes, replies in any order and
@@ -108,10 +139,11 @@ gate)
             "$CC_SAFE" "-m400000"
     done ;;
 findings)
-    run f1-6c5ae03 finding findings/f1_stop_before_delivery_6c5ae03.pml "-DNREQ=1" \
-        "$CC_LIVE" "-a -m400000"
-    run f1b-consume finding findings/f1b_consume_before_delivery.pml "-DNREQ=1" \
-        "$CC_LIVE" "-a -m400000"
+    # F1: invariant (F) (DECISION answers STATE), and liveness (h).
+    run f1-6c5ae03 finding findings/f1_stop_before_delivery_6c5ae03.pml \
+        "-DNOLTL -DNREQ=1" "$CC_SAFE" "-m400000"
+    run f1-6c5ae03-live finding findings/f1_stop_before_delivery_6c5ae03.pml \
+        "-DNREQ=1" "$CC_LIVE" "-a -m400000"
     run f2-install-leak finding findings/f2_install_leak.pml "-DNOLTL -DNREQ=1" \
         "$CC_SAFE" "-m400000" ;;
 *)

@@ -25,16 +25,23 @@
  *   MUT_DETACH_LATE     mutant: release ends an unpublished grant before
  *                       DETACH, so RETIRE precedes it (before review D4)
  *   MUT_NF_ON_FAILURE   mutant: a vfsd transport failure reports NOT_FOUND
- *   CORE_AT_6C5AE03     the core before grant_unpublish; with FINDING_F1
- *                       cancel/expire may end a published runtime grant
- *                       before delivery (finding F1)
+ *   MUT_UNPUBLISH       mutant: the core before 9592232: a published,
+ *                       undelivered approval whose grant ends turns
+ *                       CANCELLED (grant_unpublish) and revocation deletes
+ *                       the unexported alias
+ *   MUT_RETIRE_SKIP     mutant: a BUSY or failed RETIRE is taken as
+ *                       acknowledged
+ *   CORE_AT_6C5AE03     the core at 6c5ae03: revocation deletes the
+ *                       unexported alias although the published reply
+ *                       still owes it (finding F1)
  *   CORE_BEFORE_F2_FIX  the core before a refused or lost INSTALL retired
  *                       the object at vfsd (finding F2)
- *   CORE_BEFORE_F1B_FIX the core before CONSUME went through grant_stop
- *                       (finding F1b)
+ *   NO_P_E              property (e) is not checked, so that a mutant it
+ *                       would catch first must be caught by another one
  *
- * procd may install the object behind a STAGING or lost reply, and CONSUME
- * may arrive before the approval reply is delivered, in every run.
+ * procd may install the object behind a STAGING or lost reply, and CANCEL,
+ * CONSUME and EXPIRE may end a grant before its approval reply is
+ * delivered, in every run.
  */
 
 #ifndef NREQ
@@ -88,6 +95,9 @@
 #define K_LIVE 1    /* the child's copy or the exported alias works */
 #define K_DEAD 2    /* revoked at procd or retired at vfsd */
 
+/* ---- a DECISION that could not be answered (STATE) -------------------- */
+#define A_STATE 5
+
 /* ---- request and grant records (pool index i owns grant i) ------------ */
 byte r_st[NREQ];      /* request machine state */
 byte g_st[NREQ];      /* grant machine state */
@@ -107,11 +117,16 @@ bit  cdone[NREQ];     /* the caller sends nothing more */
 /* ---- capability bookkeeping: held + transferred + deleted = received --- */
 byte c_rcv, c_held, c_xfr, c_del;
 byte kid[NREQ];       /* K_*: authority outside powerboxd for request i */
+byte ali[NREQ];       /* K_*: the runtime alias while powerboxd holds it */
 bit  rtobj[NREQ];     /* PBX_CORE_REQ_F_RETIRE: object retired before DENIED */
 
 /* ---- observations (ghosts): set at the externally visible event ------- */
 byte pub[NREQ];       /* decision currently published (DECISION answers it) */
 byte pub0[NREQ];      /* decision as first published */
+bit  pubg[NREQ];      /* the published decision names the grant */
+byte ans[NREQ];       /* last DECISION answer before delivery (A_STATE:
+                       * refused), O_NONE before the first */
+bit  ans_g[NREQ];     /* that answer named the grant */
 byte ndec[NREQ];      /* number of publications */
 byte rep[NREQ];       /* outcome of the delivered reply */
 bit  rep_cap[NREQ];   /* the delivered reply transferred a capability */
@@ -121,6 +136,7 @@ bit  o_revoked[NREQ]; /* the grant's revocation authority is gone */
 bit  o_rm_sent[NREQ], o_rm_ack[NREQ];
 bit  o_rm_fail[NREQ]; /* a REMOVE attempt was refused (BUSY, failure, nack) */
 bit  o_rt_sent[NREQ], o_rt_ack[NREQ];
+bit  o_rt_done[NREQ]; /* the core took the grant's RETIRE as acknowledged */
 bit  o_gen[NREQ];     /* the grant generation retired */
 bit  o_woke[NREQ];    /* the launchd wake was queued */
 bit  o_dlv[NREQ];     /* the decision reply was delivered */
@@ -375,15 +391,22 @@ inline maybe_unwanted(i)
 #define terminate(i, ev, o) rq_move(i, ev); outcome[i] = o
 #define grant_end(i, ev) gr_move(i, ev)
 
-/* pbx_core_grant_unpublish: a published, undelivered approval becomes
- * CANCELLED when its grant ends first. */
+/* Whether the request's published approval is not delivered yet
+ * (pbx_core_grant_reply_owed: the request is live, still names the grant,
+ * and is in NOTIFY or DECIDED). */
+#define REPLY_OWED(i) (!retired[i] && \
+    (r_st[i] == ST_NOTIFY || r_st[i] == ST_DECIDED))
+
+/* The withdrawal of the core before 9592232 (mutant only): a published,
+ * undelivered approval whose grant ends becomes CANCELLED, naming no
+ * grant. Today a published decision is final until delivered. */
 inline grant_unpublish(i)
 {
-#ifndef CORE_AT_6C5AE03
+#ifdef MUT_UNPUBLISH
     true;
     if
-    :: !retired[i] && (r_st[i] == ST_NOTIFY || r_st[i] == ST_DECIDED) ->
-        pub[i] = O_CANCELLED;
+    :: REPLY_OWED(i) ->
+        pub[i] = O_CANCELLED; pubg[i] = 0;
         outcome[i] = O_CANCELLED
     :: else -> skip
     fi
@@ -392,7 +415,10 @@ inline grant_unpublish(i)
 #endif
 }
 
-/* pbx_core_grant_stop: expire or cancel of a live grant. */
+/* pbx_core_grant_stop: cancel, consume or expire of a live grant. A
+ * published grant ends at once and its decision stays as published; an
+ * approval decided but not yet published ends through its request and
+ * turns CANCELLED. */
 #define grant_stop(i, ev) \
     true; \
     if \
@@ -482,7 +508,7 @@ inline step_install(i)
         rtobj[i] = 1;
         terminate(i, EV_DENY, O_DENIED)
     :: rt_mode[i] -> /* alias derived from the held object */
-        cap_receive(hnd[i]); installed(i)
+        cap_receive(hnd[i]); ali[i] = K_LIVE; installed(i)
     :: rt_mode[i] -> terminate(i, EV_DENY, O_DENIED)
     :: CAN_BUSY -> busy++
     fi
@@ -538,7 +564,7 @@ inline publish(i)
     pub0[i] = outcome[i];
     ndec[i]++;
     if
-    :: outcome[i] == O_APPROVED -> g_approved[i] = 1
+    :: outcome[i] == O_APPROVED -> g_approved[i] = 1; pubg[i] = 1
     :: else -> skip
     fi;
     rq_move(i, EV_RELEASED);
@@ -571,7 +597,8 @@ inline release_step(i)
             if
             :: outcome[i] != O_APPROVED && hnd[i] == C_HELD ->
                 if
-                :: cap_deleted(hnd[i])
+                :: cap_deleted(hnd[i]);
+                   if :: rt_mode[i] -> ali[i] = K_NONE :: else -> skip fi
                 :: CAN_BUSY -> busy++; tr = 1
                 fi
             :: else ->
@@ -611,18 +638,29 @@ inline release_step(i)
 }
 
 /* ---- grant cleanup chain ----------------------------------------------- */
+
+/* pbx_core_grant_revoke keeps an unexported alias behind a published,
+ * undelivered approval (the reply still owes it; vfsd's RETIRE kills it);
+ * the core at 6c5ae03 and before 9592232 deleted it all the same. */
+#if defined(CORE_AT_6C5AE03) || defined(MUT_UNPUBLISH)
+#define KEEP_ALIAS(i) false
+#else
+#define KEEP_ALIAS(i) (rt_mode[i] && REPLY_OWED(i))
+#endif
+
 inline grant_revoke(i)
 {
     true;
     if
-    :: hnd[i] == C_HELD ->
+    :: hnd[i] == C_HELD && !KEEP_ALIAS(i) ->
         if
         :: cap_deleted(hnd[i]);
-           if :: !rt_mode[i] -> kid[i] = K_DEAD :: else -> skip fi;
+           if :: !rt_mode[i] -> kid[i] = K_DEAD :: else -> ali[i] = K_NONE fi;
            o_revoked[i] = 1; gr_move(i, EV_REVOKED)
         :: CAN_BUSY -> busy++                    /* transient: retried */
         fi
-    :: else -> o_revoked[i] = 1; gr_move(i, EV_REVOKED) /* alias exported */
+    :: else ->   /* alias exported, or kept for the owed reply */
+        o_revoked[i] = 1; gr_move(i, EV_REVOKED)
     fi
 }
 
@@ -641,14 +679,23 @@ inline remove_call(i, ok)
     fi
 }
 
-/* One full-identity RETIRE at vfsd: the child's install and an exported
- * alias die with the exact acknowledgement. */
+/* A copy of the object dies at vfsd's retirement. */
+#define kill_copy(k) if :: k == K_LIVE -> k = K_DEAD :: else -> skip fi
+
+/* One full-identity RETIRE at vfsd: every copy of the object (the child's
+ * install, an exported alias, an alias still held for the reply) dies with
+ * the exact acknowledgement. */
 inline retire_call(i, ok)
 {
     o_rt_sent[i] = 1;
     if
-    :: o_rt_ack[i] = 1; kid[i] = K_DEAD; ok = 1
-    :: CAN_BUSY -> busy++
+    :: o_rt_ack[i] = 1; kill_copy(kid[i]); kill_copy(ali[i]); ok = 1
+    :: CAN_BUSY -> busy++;
+#ifdef MUT_RETIRE_SKIP
+        ok = 1
+#else
+        skip
+#endif
     fi
 }
 
@@ -662,7 +709,7 @@ inline grant_settle(i)
     :: else ->
 #ifndef MUT_REMOVE_GATES
         retire_call(i, ok);
-        if :: ok -> gr_move(i, EV_RETIRED) :: else -> skip fi
+        if :: ok -> gr_move(i, EV_RETIRED); o_rt_done[i] = 1 :: else -> skip fi
 #else
         skip                                     /* RETIRE waits for REMOVE */
 #endif
@@ -682,7 +729,10 @@ inline grant_remove(i)
 inline grant_retire(i)
 {
     retire_call(i, ok);
-    if :: ok -> gr_move(i, EV_RETIRED); o_gen[i] = 1 :: else -> skip fi;
+    if
+    :: ok -> gr_move(i, EV_RETIRED); o_rt_done[i] = 1; o_gen[i] = 1
+    :: else -> skip
+    fi;
     ok = 0
 }
 
@@ -733,24 +783,11 @@ proctype Core(byte i)
 #define CANCELLABLE(i) (!retired[i] && (HAS_CANCEL(i) || \
     (outcome[i] == O_APPROVED && g_st[i] == ST_LIVE)))
 
-/* Stopping a published runtime-reply grant before its reply is delivered
- * made the reply undeliverable before grant_unpublish; at 6c5ae03 the
- * environment is kept from doing it except in the finding run. */
-#ifdef CORE_AT_6C5AE03
-#ifdef FINDING_F1
-#define STOP_OK(i) true
-#else
-#define STOP_OK(i) (!rt_mode[i] || !g_approved[i] || o_dlv[i])
-#endif
-#else
-#define STOP_OK(i) true
-#endif
-
 inline on_cancel(i)
 {
     true;
     if
-    :: CANCELLABLE(i) && STOP_OK(i) ->
+    :: CANCELLABLE(i) ->
         if
         :: HAS_CANCEL(i) -> terminate(i, EV_CANCEL, O_CANCELLED)
         :: else -> grant_stop(i, EV_CANCEL)
@@ -761,41 +798,36 @@ inline on_cancel(i)
 
 /* CONSUME names the grant by id; the owner may send it before the
  * approval reply is delivered (a lost reply, or an id learnt otherwise).
- * It stops the grant like CANCEL and EXPIRE; before the F1b fix it ended
- * the grant directly, without grant_unpublish. */
-#define CONSUME_OK(i) true
-#ifdef CORE_BEFORE_F1B_FIX
-#define consume_stop(i) grant_end(i, EV_CONSUME)
-#else
-#define consume_stop(i) grant_stop(i, EV_CONSUME)
-#endif
-
+ * It stops the grant like CANCEL and EXPIRE. */
 inline on_consume(i)
 {
     true;
     if
-    :: g_st[i] == ST_LIVE && g_approved[i] && one_shot[i] && STOP_OK(i) &&
-       CONSUME_OK(i) ->
-        consume_stop(i)
+    :: g_st[i] == ST_LIVE && g_approved[i] && one_shot[i] ->
+        grant_stop(i, EV_CONSUME)
     :: else -> skip                              /* refused */
     fi
 }
 
-/* DECISION and its delivery. A failed delivery keeps everything. */
+/* DECISION and its delivery (pbx_core_decision_fill,
+ * pbx_core_on_reply_delivered). A failed delivery keeps everything. The
+ * alias leaves with the reply as it is: dead if vfsd retired the object. */
 inline on_decision(i)
 {
     true;
     if
     :: pub[i] == O_APPROVED && rt_mode[i] && hnd[i] != C_HELD ->
-        skip                                     /* STATE: cannot answer */
+        ans[i] = A_STATE; ans_g[i] = 0           /* STATE: cannot answer */
     :: else ->
+        ans[i] = pub[i]; ans_g[i] = pubg[i];
         true;
         if
         :: /* delivered */
             rep[i] = pub[i];
             if
             :: pub[i] == O_APPROVED && rt_mode[i] ->
-                cap_moved(hnd[i]); kid[i] = K_LIVE; rep_cap[i] = 1
+                cap_moved(hnd[i]); kid[i] = ali[i]; ali[i] = K_NONE;
+                rep_cap[i] = 1
             :: else -> skip
             fi;
             o_dlv[i] = 1;
@@ -846,7 +878,7 @@ proctype Client(byte i)
 /* Early invocation/job expiry reaching grant k (pbx_core_expire);
  * enabled only when it ends something, so launchd never idles in a loop. */
 #define EXPIRE_EARLY(k) \
-    :: atomic { !early[k] && g_st[k] == ST_LIVE && STOP_OK(k) -> \
+    :: atomic { !early[k] && g_st[k] == ST_LIVE -> \
         early[k] = 1; grant_stop(k, EV_EXPIRE) }
 
 proctype Launchd()
@@ -878,7 +910,7 @@ proctype Launchd()
     :: k < NREQ ->
         assert(scope[k] != C_HELD && scope[k] != C_RSV);
         assert(obj[k] != C_HELD && hnd[k] != C_HELD && orphans[k] == 0);
-        assert(kid[k] != K_LIVE);
+        assert(kid[k] != K_LIVE && ali[k] != K_LIVE);
         assert(ndec[k] == 1 && o_dlv[k] && rep[k] != O_NONE);
         k++
     :: else -> break
@@ -900,15 +932,32 @@ proctype Launchd()
                   kid[i] != K_LIVE) && \
                 (rep[i] == O_NONE || rep[i] == O_APPROVED || !rep_cap[i]))
 #define P_D(i) (pub[i] != O_NOT_FOUND || o_nf[i])
+#ifdef NO_P_E
+#define P_E(i) true
+#else
 #define P_E(i) ((!o_rm_sent[i] || o_revoked[i]) && \
                 (!o_rt_sent[i] || (o_revoked[i] && obj[i] != C_HELD)) && \
                 (!o_gen[i] || (o_revoked[i] && o_rm_ack[i] && o_rt_ack[i])) && \
                 (!o_rm_fail[i] || o_rt_sent[i]))
+#endif
 #define P_F(i) ((!retired[i] || (o_woke[i] && o_dlv[i])) && \
                 (!o_dlv[i] || o_woke[i] || notif[i]) && \
                 ndec[i] <= 1 && (rep[i] == O_NONE || rep[i] == pub[i]))
 #define P_G (c_rcv == c_held + c_xfr + c_del)
-#define INV(i) (P_A(i) && P_B(i) && P_C(i) && P_D(i) && P_E(i) && P_F(i))
+/* (F) a published decision is final until delivered: once APPROVED is
+ * published, the retained decision stays APPROVED naming its grant, and
+ * every DECISION answered before delivery reads exactly that (never STATE
+ * or CANCELLED), whatever CANCEL, CONSUME or EXPIRE did to the grant. */
+#define P_FINAL(i) (pub0[i] != O_APPROVED || \
+                (pub[i] == O_APPROVED && pubg[i] && \
+                 (ans[i] == O_NONE || (ans[i] == O_APPROVED && ans_g[i]))))
+/* (G') no live authority survives the grant's end: once the core took the
+ * grant's RETIRE as acknowledged, no copy of the object is usable: not the
+ * child's install, not an exported alias, not the alias powerboxd still
+ * holds for the owed reply. */
+#define P_GONE(i) (!o_rt_done[i] || (kid[i] != K_LIVE && ali[i] != K_LIVE))
+#define INV(i) (P_A(i) && P_B(i) && P_C(i) && P_D(i) && P_E(i) && P_F(i) && \
+                P_FINAL(i) && P_GONE(i))
 #define J (NREQ - 1)
 
 active proctype Monitor()
@@ -922,7 +971,9 @@ end:
         assert(P_C(0)); assert(P_C(J));
         assert(P_D(0)); assert(P_D(J));
         assert(P_E(0)); assert(P_E(J));
-        assert(P_F(0)); assert(P_F(J))
+        assert(P_F(0)); assert(P_F(J));
+        assert(P_FINAL(0)); assert(P_FINAL(J));
+        assert(P_GONE(0)); assert(P_GONE(J))
     }
 }
 

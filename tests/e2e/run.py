@@ -104,8 +104,8 @@ import time
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
-# The run's own tmux server, apart from any other run's.
-TMUX_SERVER = f"pbx-run-{os.getpid()}"
+# The run's own tmux server: its socket, in WORK_DIR (set by main).
+TMUX_SOCKET = []
 F_ADD_SEALS = 1033
 POLICY = ("* * read file routine allow\n"
           "* * read file exceptional prompt\n")
@@ -566,7 +566,7 @@ def foreign(st):
 
 def tmux(*args):
     """Runs one tmux command on the run's own server; returns stdout."""
-    out = subprocess.run(["tmux", "-L", TMUX_SERVER] + list(args),
+    out = subprocess.run(["tmux", "-S", TMUX_SOCKET[0]] + list(args),
                          capture_output=True, text=True, check=False,
                          timeout=10)
     if out.returncode != 0:
@@ -1171,11 +1171,13 @@ SCENARIOS = {
 
 
 class Panes:
-    """The run's own tmux server: one window (pane) per stack that
-    prompts."""
+    """The run's own tmux server (its socket in WORK_DIR, apart from any
+    other run's): one window (pane) per stack that prompts."""
 
-    def __init__(self):
+    def __init__(self, work):
         self.started = False
+        self.socket = os.path.join(work, "tmux.sock")
+        TMUX_SOCKET[:] = [self.socket]
 
     def new(self):
         """A fresh pane; returns (pane id, its tty)."""
@@ -1195,8 +1197,10 @@ class Panes:
     def stop(self):
         """Ends the tmux server."""
         if self.started:
-            subprocess.run(["tmux", "-L", TMUX_SERVER, "kill-server"],
+            subprocess.run(["tmux", "-S", self.socket, "kill-server"],
                            capture_output=True, check=False)
+            if os.path.exists(self.socket):
+                os.unlink(self.socket)
 
 
 def main():
@@ -1205,7 +1209,8 @@ def main():
     for n in names:
         if n not in SCENARIOS:
             fail(f"unknown scenario {n}")
-    panes, shared = Panes(), None
+    os.makedirs(work, exist_ok=True)
+    panes, shared = Panes(work), None
     shared_prompts = any(SCENARIOS[n][1] and SCENARIOS[n][2] is None
                          for n in names)
     try:
