@@ -265,7 +265,7 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
     if (err == PBX_E_PORT_AGAIN) {
         return PBX_OK;
     }
-    if (err == PBX_E_PORT_PEER_CLOSED || err != PBX_OK) {
+    if (err != PBX_OK) {
         if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
             rt_fail(s, PBX_CORE_EXIT_CLEANUP);
         }
