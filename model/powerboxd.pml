@@ -682,6 +682,18 @@ inline remove_call(i, ok)
 /* A copy of the object dies at vfsd's retirement. */
 #define kill_copy(k) if :: k == K_LIVE -> k = K_DEAD :: else -> skip fi
 
+/* (G') no copy of grant i's object is usable: not the child's install,
+ * not an exported alias, not the alias held for the owed reply. */
+#define COPIES_DEAD(i) (kid[i] != K_LIVE && ali[i] != K_LIVE)
+
+/* The core takes the grant's RETIRE as acknowledged: (G') checked at the
+ * event, and by the Monitor at every later step. */
+inline rt_done(i)
+{
+    o_rt_done[i] = 1;
+    assert(!o_rt_done[i] || COPIES_DEAD(i))   /* P_GONE(i) */
+}
+
 /* One full-identity RETIRE at vfsd: every copy of the object (the child's
  * install, an exported alias, an alias still held for the reply) dies with
  * the exact acknowledgement. */
@@ -709,7 +721,7 @@ inline grant_settle(i)
     :: else ->
 #ifndef MUT_REMOVE_GATES
         retire_call(i, ok);
-        if :: ok -> gr_move(i, EV_RETIRED); o_rt_done[i] = 1 :: else -> skip fi
+        if :: ok -> gr_move(i, EV_RETIRED); rt_done(i) :: else -> skip fi
 #else
         skip                                     /* RETIRE waits for REMOVE */
 #endif
@@ -730,7 +742,7 @@ inline grant_retire(i)
 {
     retire_call(i, ok);
     if
-    :: ok -> gr_move(i, EV_RETIRED); o_rt_done[i] = 1; o_gen[i] = 1
+    :: ok -> gr_move(i, EV_RETIRED); rt_done(i); o_gen[i] = 1
     :: else -> skip
     fi;
     ok = 0
@@ -955,7 +967,7 @@ proctype Launchd()
  * grant's RETIRE as acknowledged, no copy of the object is usable: not the
  * child's install, not an exported alias, not the alias powerboxd still
  * holds for the owed reply. */
-#define P_GONE(i) (!o_rt_done[i] || (kid[i] != K_LIVE && ali[i] != K_LIVE))
+#define P_GONE(i) (!o_rt_done[i] || COPIES_DEAD(i))
 #define INV(i) (P_A(i) && P_B(i) && P_C(i) && P_D(i) && P_E(i) && P_F(i) && \
                 P_FINAL(i) && P_GONE(i))
 #define J (NREQ - 1)
