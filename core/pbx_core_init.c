@@ -99,6 +99,7 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
         qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS;
         if (q == (size_t)PBX_CORE_Q_GRANT ||
             q == (size_t)PBX_CORE_Q_DEFER_GRANT ||
+            q == (size_t)PBX_CORE_Q_WAIT_CALL_GRANT ||
             (q >= (size_t)PBX_CORE_Q_PARK_GRANT &&
              q < (size_t)PBX_CORE_Q_PARK_NOTIFY)) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_GRANTS;
@@ -108,8 +109,6 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
         } else if (q == (size_t)PBX_CORE_Q_NOTIFY ||
                    q == (size_t)PBX_CORE_Q_PARK_NOTIFY) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_NOTIFICATIONS;
-        } else if (q == (size_t)PBX_CORE_Q_WAIT_CALL_GRANT) {
-            qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_GRANTS;
         } else if (q >= (size_t)PBX_CORE_Q_CALLS) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_CALLS;
         }

@@ -82,16 +82,16 @@ static pbx_err enc_begin(uint8_t *buf, size_t n, size_t *len)
 PBX_TEST(ipc_begin_invocation_id_per_lifetime)
 {
     static const struct {
-        uint8_t lifetime;
         uint64_t invocation;
         pbx_err want;
+        uint8_t lifetime;
     } rows[] = {
-        {PBX_IPC_LIFETIME_ONE_SHOT, 0U, PBX_OK},
-        {PBX_IPC_LIFETIME_ONE_SHOT, 7U, PBX_OK},
-        {PBX_IPC_LIFETIME_INVOCATION, 7U, PBX_OK},
-        {PBX_IPC_LIFETIME_INVOCATION, 0U, PBX_E_IPC_OUTCOME_FIELDS},
-        {PBX_IPC_LIFETIME_JOB, 0U, PBX_OK},
-        {PBX_IPC_LIFETIME_JOB, 7U, PBX_E_IPC_OUTCOME_FIELDS},
+        {0U, PBX_OK, PBX_IPC_LIFETIME_ONE_SHOT},
+        {7U, PBX_OK, PBX_IPC_LIFETIME_ONE_SHOT},
+        {7U, PBX_OK, PBX_IPC_LIFETIME_INVOCATION},
+        {0U, PBX_E_IPC_OUTCOME_FIELDS, PBX_IPC_LIFETIME_INVOCATION},
+        {0U, PBX_OK, PBX_IPC_LIFETIME_JOB},
+        {7U, PBX_E_IPC_OUTCOME_FIELDS, PBX_IPC_LIFETIME_JOB},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         pbx_ipc_begin r;
