@@ -5,7 +5,9 @@
  * NREQ concurrent requests (default 2), each driven by one Client process
  * (public BEGIN, SELECTOR, COMMIT, CANCEL, CONSUME, DECISION and the reply
  * delivery) and served by one Core process (the retained steps of
- * core/pbx_core_progress.c and core/pbx_core_cleanup.c). One Launchd
+ * core/pbx_core_resolve.c, pbx_core_install.c, pbx_core_release.c,
+ * pbx_core_grant.c and pbx_core_sched.c, one peer answer per step: the
+ * split-phase calls are model/split.pml's subject). One Launchd
  * process issues invocation/job expiry and, once both callers have their
  * replies, the job end that expires every remaining live grant. Every peer
  * answer is a nondeterministic choice inside the atomic step that makes
@@ -132,7 +134,9 @@ byte rep[NREQ];       /* outcome of the delivered reply */
 bit  rep_cap[NREQ];   /* the delivered reply transferred a capability */
 bit  o_ack[NREQ];     /* ttyd acknowledged the full ACTIVE row */
 bit  o_nf[NREQ];      /* vfsd answered an exact scoped NOT_FOUND */
-bit  o_revoked[NREQ]; /* the grant's revocation authority is gone */
+bit  o_revoked[NREQ]; /* the grant's revocation step is done: procd's handle
+                       * deleted, or the unexported alias deleted unless
+                       * the owed reply keeps it (vfsd's RETIRE kills it) */
 bit  o_rm_sent[NREQ], o_rm_ack[NREQ];
 bit  o_rm_fail[NREQ]; /* a REMOVE attempt was refused (BUSY, failure, nack) */
 bit  o_rt_sent[NREQ], o_rt_ack[NREQ];
