@@ -154,7 +154,8 @@ typedef enum pbx_core_exit {
     PBX_CORE_EXIT_CLEANUP = 65,
     /** Retained request progression failure. */
     PBX_CORE_EXIT_PROGRESS = 66,
-    /** Notification (launchd wake) failure. */
+    /** Notification failure: retired (a refused wake is retried on a
+     * tick, keeping its decision); kept so the number is never reused. */
     PBX_CORE_EXIT_NOTIFY = 67
 } pbx_core_exit;
 
@@ -212,6 +213,12 @@ typedef enum pbx_core_queue_id {
     PBX_CORE_Q_DEFER_GRANT,
     /** Orphan receipts whose deletion stayed transient; tick-paced. */
     PBX_CORE_Q_DEFER_ORPHAN,
+    /**
+     * Notifications whose wake launchd's route refused (not backpressure:
+     * the route failed, or its peer is gone): the decision is kept and the
+     * wake is retried on the next tick, never a fail-stop.
+     */
+    PBX_CORE_Q_DEFER_NOTIFY,
     /**
      * Requests waiting for a call record: their class's window was full
      * (or the calls pool was). Back to the intake lane whenever any call

@@ -210,6 +210,10 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
     if (ctx->ready == 0U) {
         return PBX_E_CORE_NOT_READY;
     }
+    /* Work parked on the route's backpressure would wait for a
+     * writability that never comes: it goes back to its lanes, where its
+     * next send fails and takes its failure path. */
+    pbx_core_on_route_ready(ctx, route);
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         if (pbx_core_class_route(k) != (uint32_t)route) {

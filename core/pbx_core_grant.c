@@ -165,6 +165,36 @@ static void pbx_core_grant_acked(pbx_core_ctx *ctx, uint32_t g,
     }
 }
 
+/* Whether grant g's request still holds its own copy of the object, not
+ * yet sent back to vfsd: the grant's RETIRE must not overtake that DETACH
+ * (one route, delivered in order). */
+static bool pbx_core_grant_copy_held(const pbx_core_ctx *ctx, uint32_t g)
+{
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    uint32_t i = gr->request;
+    if (i == PBX_CORE_NIL) {
+        return false;
+    }
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    return r->link.live != 0U && r->link.generation == gr->request_generation &&
+           r->grant == g && pbx_core_tslot_held(ctx, r->object_tslot);
+}
+
+void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i)
+{
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    uint32_t g = r->grant;
+    if (g == PBX_CORE_NIL || pbx_core_tslot_held(ctx, r->object_tslot)) {
+        return;
+    }
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    if ((gr->link.state == (uint16_t)PBX_CORE_ST_SETTLE ||
+         gr->link.state == (uint16_t)PBX_CORE_ST_RETIRE) &&
+        gr->call_retire == PBX_CORE_NIL && gr->link.queue == 0U) {
+        pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, g);
+    }
+}
+
 /* Both REMOVE and RETIRE may be owed; they go out together and neither
  * waits for the other, because once a runtime alias is exported vfsd's
  * retirement is the only revocation there is, and a silent ttyd must not
@@ -187,7 +217,8 @@ static pbx_err pbx_core_grant_settle(pbx_core_ctx *ctx, uint32_t g)
     if (owe_remove && gr->call_remove == PBX_CORE_NIL) {
         pbx_core_remove_send(ctx, g);
     }
-    if (owe_retire && gr->call_retire == PBX_CORE_NIL) {
+    if (owe_retire && gr->call_retire == PBX_CORE_NIL &&
+        !pbx_core_grant_copy_held(ctx, g)) {
         pbx_ipc_retire q = pbx_core_grant_retirement(ctx, g);
         pbx_core_retire_send(
             ctx, pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g), &q,

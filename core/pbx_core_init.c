@@ -107,7 +107,8 @@ static void pbx_core_init_queues(pbx_core_ctx *ctx)
                    q == (size_t)PBX_CORE_Q_DEFER_ORPHAN) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS;
         } else if (q == (size_t)PBX_CORE_Q_NOTIFY ||
-                   q == (size_t)PBX_CORE_Q_PARK_NOTIFY) {
+                   q == (size_t)PBX_CORE_Q_PARK_NOTIFY ||
+                   q == (size_t)PBX_CORE_Q_DEFER_NOTIFY) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_NOTIFICATIONS;
         } else if (q >= (size_t)PBX_CORE_Q_CALLS) {
             qu->pool = (uint32_t)PBX_BOOTSTRAP_POOL_CALLS;

@@ -145,7 +145,9 @@ pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i)
     pbx_core_io io = ctx->ops->alias_derive(
         ctx->ops_user, pbx_core_tslot_at(ctx, r->object_tslot)->slot, &alias);
     if (io == PBX_CORE_IO_BUSY) {
-        pbx_core_park(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i, PBX_CORE_ROUTE_VFSD);
+        /* No slot for the alias now: a local shortage, which no route's
+         * writability ends, so it waits for a tick. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
         return PBX_OK;
     }
     if (io != PBX_CORE_IO_OK) {

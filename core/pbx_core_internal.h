@@ -362,6 +362,13 @@ bool pbx_core_retire_exact(const pbx_core_call *c, pbx_ipc_id gid,
 pbx_err pbx_core_release_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                const pbx_core_call *c);
 
+/**
+ * pbx_core_grant_copy_gone wakes the grant of request i whose RETIRE
+ * waited for the request's own object copy to go back to vfsd, once the
+ * copy is no longer held.
+ */
+void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

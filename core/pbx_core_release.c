@@ -93,6 +93,10 @@ static bool pbx_core_withdraw_send(pbx_core_ctx *ctx, uint32_t i)
         PBX_IPC_OP_WITHDRAW,         id};
     pbx_core_io io = pbx_core_call_send(ctx, &c, &spec);
     if (io == PBX_CORE_IO_FAILED) {
+        /* ttyd's route refused it (or is gone): nothing can show the
+         * prompt any more through it; the release goes on. Backpressure
+         * waits for the route instead: the installed grant, if any, was
+         * revoked before this step, so only the decision waits. */
         r->flags &= (uint16_t)~PBX_CORE_REQ_F_PROMPT;
         return false;
     }
@@ -128,16 +132,27 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_delete d = PBX_CORE_DELETE_OK;
+    if (r->outcome != (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
+        r->grant != PBX_CORE_NIL &&
+        pbx_core_grant_at(ctx, r->grant)->link.state ==
+            (uint16_t)PBX_CORE_ST_LIVE) {
+        /* An installed grant that never became visible is revoked first,
+         * at once: nothing below (a prompt to withdraw, a copy to give
+         * back) may delay the revocation. Its RETIRE waits only until this
+         * request's own copy has gone back to vfsd. */
+        pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
+    }
     if ((r->flags & PBX_CORE_REQ_F_PROMPT) != 0U &&
         pbx_core_withdraw_send(ctx, i)) {
         return PBX_OK;
     }
     if (pbx_core_tslot_held(ctx, r->object_tslot)) {
-        /* powerboxd's own copy goes back to vfsd before an unpublished
-         * grant's cleanup starts, so vfsd always sees DETACH before the
+        /* powerboxd's own copy goes back to vfsd before the unpublished
+         * grant's RETIRE is sent, so vfsd always sees DETACH before the
          * RETIRE of the same object (one route, delivered in order). */
         bool wait = true;
         pbx_err err = pbx_core_release_object(ctx, i, &wait);
+        pbx_core_grant_copy_gone(ctx, i);
         if (err != PBX_OK || wait) {
             return err;
         }
@@ -148,14 +163,10 @@ pbx_err pbx_core_release_step(pbx_core_ctx *ctx, uint32_t i)
             (uint16_t)PBX_CORE_ST_FREE &&
         pbx_core_grant_at(ctx, r->grant)->link.state !=
             (uint16_t)PBX_CORE_ST_REMOVE) {
-        /* An installed grant that never became visible is cleaned up
-         * next: revoked and retired at vfsd, which puts this request back
-         * in the lane. Only ttyd's REMOVE may still be owed then: it
-         * holds no capability, so the decision does not wait for it. */
-        if (pbx_core_grant_at(ctx, r->grant)->link.state ==
-            (uint16_t)PBX_CORE_ST_LIVE) {
-            pbx_core_grant_end(ctx, r->grant, PBX_CORE_EV_CANCEL);
-        }
+        /* The unpublished grant's revocation and retirement at vfsd put
+         * this request back in the lane. Only ttyd's REMOVE may still be
+         * owed then: it holds no capability, so the decision does not
+         * wait for it. */
         return PBX_OK;
     }
     if (r->grant == PBX_CORE_NIL ||

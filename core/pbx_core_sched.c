@@ -32,8 +32,11 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
         return PBX_OK;
     }
     if (io != PBX_CORE_IO_OK) {
-        return pbx_core_fail(ctx, PBX_CORE_EXIT_NOTIFY,
-                             PBX_E_CORE_NOTIFY_FAILED);
+        /* launchd's route refused it (failed, or its peer is gone): no
+         * peer's death ends the service. The decision is kept and the
+         * wake retried on a later tick; DECISION still delivers it. */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_DEFER_NOTIFY, n);
+        return PBX_OK;
     }
     pbx_core_req_move(ctx, i, PBX_CORE_EV_WOKEN);
     if (r->link.state == (uint16_t)PBX_CORE_ST_FREE) {

@@ -198,13 +198,15 @@ void pbx_core_on_tick(pbx_core_ctx *ctx)
     pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_DEFER_REQUEST);
     pbx_core_splice(ctx, PBX_CORE_Q_GRANT, PBX_CORE_Q_DEFER_GRANT);
     pbx_core_splice(ctx, PBX_CORE_Q_ORPHAN, PBX_CORE_Q_DEFER_ORPHAN);
+    pbx_core_splice(ctx, PBX_CORE_Q_NOTIFY, PBX_CORE_Q_DEFER_NOTIFY);
 }
 
 bool pbx_core_tick_wanted(const pbx_core_ctx *ctx)
 {
     return ctx->queues[PBX_CORE_Q_DEFER_REQUEST].count +
                ctx->queues[PBX_CORE_Q_DEFER_GRANT].count +
-               ctx->queues[PBX_CORE_Q_DEFER_ORPHAN].count !=
+               ctx->queues[PBX_CORE_Q_DEFER_ORPHAN].count +
+               ctx->queues[PBX_CORE_Q_DEFER_NOTIFY].count !=
            0U;
 }
 

@@ -86,7 +86,7 @@ typedef enum sim_fault {
     SIM_F_DEL_TRANS, /**< transient deletion failure */
     SIM_F_DEL_PERM,  /**< permanent deletion rejection (fail-stop) */
     SIM_F_NOTIFY,    /**< long notify backpressure at launchd */
-    SIM_F_WAKE_FAIL, /**< permanent launchd wake failure (fail-stop) */
+    SIM_F_WAKE_FAIL, /**< launchd refuses a wake (retried on a tick) */
     SIM_F_RESERVE,   /**< no transient destination available */
     SIM_F_DELIVERY,  /**< decision reply delivery failure */
     SIM_F_CLIENT,    /**< invalid and malformed public operations */

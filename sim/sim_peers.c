@@ -383,7 +383,8 @@ pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len)
         return PBX_CORE_IO_BUSY;
     }
     if (sim_fault_fires(w, SIM_F_WAKE_FAIL)) {
-        w->permanent = 1U;
+        /* launchd's wake route refuses this wake: the core keeps the
+         * decision and retries on a later tick, never a fail-stop. */
         return PBX_CORE_IO_FAILED;
     }
     q->wakes++;

@@ -745,6 +745,27 @@ PBX_TEST(core_calls_unacknowledged_active_row_still_owes_remove)
     th_free(h);
 }
 
+/* Work parked on a route's backpressure when that route goes down is not
+ * stranded: it goes back to its lane, its next send fails, and it takes
+ * its failure path (here: DENIED, PEER_FAILED). */
+PBX_TEST(core_calls_route_down_frees_work_parked_on_it)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_BUSY, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_FAIL, 0, 0);
+    pbx_ipc_id id = calls_open(h, &b);
+    th_run(h);
+    PBX_CHECK_EQ(calls_req_state(h, id), PBX_CORE_ST_POLICY);
+    PBX_CHECK_EQ(th_run(h), 0U); /* parked: nothing to do */
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    calls_expect(h, id, PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
 /* A denied request whose ACTIVE row went out publishes its decision as
  * soon as its grant is revoked and retired at vfsd: the REMOVE row, which
  * holds no capability, is still owed to a silent ttyd and never delays the

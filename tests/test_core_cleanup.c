@@ -204,9 +204,11 @@ PBX_TEST(core_cancel_in_detach_detaches_before_retire)
     }
 }
 
-/* D4 with vfsd still pushing back: the retried DETACH parks again, and
- * nothing of the grant's cleanup starts until the object copy is gone. */
-PBX_TEST(core_cancel_in_detach_waits_for_detach_before_revoking)
+/* A cancel while the DETACH meets backpressure: the installed grant is
+ * revoked at once (procd's handle deleted), never after a vfsd round
+ * trip; its RETIRE waits only until the request's own copy went back to
+ * vfsd, so vfsd sees DETACH before RETIRE. */
+PBX_TEST(core_cancel_in_detach_revokes_at_once_and_retires_after_detach)
 {
     th_h *h = th_new(4);
     pbx_ipc_begin b;
@@ -222,12 +224,12 @@ PBX_TEST(core_cancel_in_detach_waits_for_detach_before_revoking)
     th_clear_trace(h);
     PBX_CHECK_EQ(th_cancel(h, id), 0U);
     th_run(h);
-    TH_TRACE(h, "detach>65:busy");
-    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 3U);
+    TH_TRACE(h, "detach>65:busy del=66");
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 2U);
     pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
     th_run(h);
     /* No row went to ttyd: RETIRE only (no REMOVE owed). */
-    TH_TRACE(h, "detach>65 del=66 retire del=64 release=64 wake");
+    TH_TRACE(h, "detach>65 retire del=64 release=64 wake");
     TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK(th_quiescent(h));
     th_free(h);

@@ -525,15 +525,22 @@ uint8_t rt_loop(rt_state *s)
         pbx_port_event ev;
         uint64_t now = 0;
         rt_intake(s);
-        busy = rt_time(s, &now) || busy;
         rt_watch_routes(s);
-        pbx_err err = PBX_OK;
-        if (pbx_core_exit_status(&s->core) == 0U) {
-            err = rt_next_event(s, busy, now, &ev);
-            rt_tick(s,
-                    err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT,
-                    now);
+        if (pbx_port_now_ms(&s->port, &now) != PBX_OK) {
+            now = s->core.now_ms;
         }
+        for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
+            /* A send found its peer gone: tell the core without waiting. */
+            busy = busy || s->route_lost[r] != 0U;
+        }
+        pbx_err err = rt_next_event(s, busy, now, &ev);
+        /* The time after the wait, told to the core before anything else
+         * happens in this turn: calls sent by this turn's steps are
+         * stamped with it, and whatever expired during the wait is ended
+         * (and its work readied) first. */
+        busy = rt_time(s, &now) || busy;
+        rt_tick(s, err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT,
+                now);
         if (err == PBX_OK && pbx_core_exit_status(&s->core) == 0U) {
             err = rt_event(s, &ev);
             if (err != PBX_OK && pbx_core_exit_status(&s->core) == 0U) {

@@ -1258,6 +1258,43 @@ static bool e2e_final(int conn, pbx_ipc_id id, pbx_ipc_decision *d, int ms)
     return false;
 }
 
+/* A person who takes longer than every other deadline to answer a prompt
+ * still gets the grant: the calls that follow the answer (INSTALL, DETACH,
+ * ACTIVE) are stamped with the time after the wait, not before it, so
+ * none of them is born expired. */
+PBX_TEST(e2e_slow_prompt_answer_does_not_expire_the_calls_after_it)
+{
+    e2e_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    ino_t ino = 0;
+    pbx_ipc_id grant = {0, 0};
+    PBX_REQUIRE(e2e_run_start(&r));
+    e2e_begin_rec(&b, "docs/readme.txt");
+    b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    PBX_REQUIRE(e2e_open_as(r.p.broker, &b, "docs/readme.txt", &id, &scope));
+    PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
+    /* Longer than the procd deadline (and the scope's): only the prompt's
+     * own deadline bounds this wait. */
+    struct timespec ts = {(E2E_DEADLINE_PROCD_MS + 1000) / 1000, 0};
+    (void)nanosleep(&ts, NULL);
+    PBX_CHECK(e2e_ttyd_prompt(r.p.ttyd, true, 5000));
+    PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
+    PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
+    PBX_CHECK(e2e_ttyd_view(r.p.ttyd, PBX_IPC_VIEW_ACTIVE, grant));
+    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
+    pbx_ipc_decision d;
+    PBX_CHECK(e2e_final(r.p.broker, id, &d, 3000));
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_APPROVED);
+    int fds[3] = {scope, obj, handle};
+    e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
 PBX_TEST(e2e_dead_peer_never_stops_the_service)
 {
     e2e_run r;
