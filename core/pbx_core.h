@@ -421,6 +421,20 @@ pbx_err pbx_core_on_public(pbx_core_ctx *ctx, uint32_t badge,
                            pbx_core_out *out);
 
 /**
+ * pbx_core_commit_dest tells a runtime whose kernel hands over received
+ * capabilities before anyone parsed the frame (the Linux port) where the
+ * one capability of a public frame of len bytes from badge may go: it
+ * runs the canonical frame parser and, only for a well-formed COMMIT of
+ * that badge's own request, still open, naming exactly its reserved and
+ * still empty destination, stores that destination in *dest and returns
+ * true. Anything else returns false and the capability must be placed
+ * where the core will delete it. Pure; changes nothing; O(1).
+ */
+bool pbx_core_commit_dest(const pbx_core_ctx *ctx, uint32_t badge,
+                          const uint8_t *frame, size_t len, size_t slot_count,
+                          uint32_t *dest);
+
+/**
  * pbx_core_public_ready reports whether the core can accept a public frame
  * carrying up to PBX_CORE_RECV_SLOTS_MAX capabilities now: whether a
  * record is free to track each of them should its deletion stay

@@ -256,6 +256,31 @@ static void pbx_core_on_selector(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     pbx_core_reply_empty(out, PBX_IPC_OP_SELECTOR, f->request);
 }
 
+bool pbx_core_commit_dest(const pbx_core_ctx *ctx, uint32_t badge,
+                          const uint8_t *frame, size_t len, size_t slot_count,
+                          uint32_t *dest)
+{
+    pbx_ipc_frame f;
+    pbx_ipc_commit c;
+    uint32_t i = 0;
+    if (ctx->ready == 0U || frame == NULL || slot_count != 1U ||
+        pbx_ipc_frame_decode(frame, len, 1U, &f) != PBX_OK ||
+        f.op != (uint16_t)PBX_IPC_OP_COMMIT ||
+        pbx_ipc_commit_decode(&f, &c) != PBX_OK ||
+        pbx_core_find_req(ctx, f.request, badge, &i) != PBX_OK) {
+        return false;
+    }
+    const pbx_core_request *r = pbx_core_req(ctx, i);
+    const pbx_core_tslot *scope = pbx_core_tslot_at(ctx, r->scope_tslot);
+    if (r->link.state != (uint16_t)PBX_CORE_ST_OPEN ||
+        scope->link.state != PBX_CORE_TSLOT_RESERVED ||
+        c.dest_slot != scope->slot) {
+        return false;
+    }
+    *dest = scope->slot;
+    return true;
+}
+
 /* Checks a COMMIT against request i without changing anything. */
 static pbx_err pbx_core_commit_check(pbx_core_ctx *ctx, uint32_t i,
                                      const pbx_ipc_commit *c, uint32_t slot)

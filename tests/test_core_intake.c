@@ -377,3 +377,60 @@ PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
     TH_TRACE(h, "reserve=64");
     th_free(h);
 }
+
+/* The runtime may place a COMMIT's capability into a reserved destination
+ * only after the canonical parser accepted the frame and the reservation
+ * is proven to belong to that caller's own open request
+ * (pbx_core_commit_dest). Every other frame, caller, state, destination or
+ * capability count is refused, and nothing changes. */
+PBX_TEST(core_commit_dest_only_for_the_callers_own_open_reservation)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    uint32_t got = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    uint8_t buf[64];
+    size_t n = 0;
+    pbx_ipc_commit c = {dest};
+    PBX_REQUIRE(pbx_ipc_commit_encode(id, &c, buf, sizeof(buf), &n) == PBX_OK);
+    uint32_t held = pbx_core_held_caps(&h->core);
+    PBX_CHECK(pbx_core_commit_dest(&h->core, h->badge, buf, n, 1U, &got));
+    PBX_CHECK_EQ(got, dest);
+    /* Another caller, a capability count other than one, a cut frame. */
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge + 1U, buf, n, 1U, &got));
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf, n, 0U, &got));
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf, n, 2U, &got));
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf, n - 1U, 1U, &got));
+    /* Another destination than the reserved one. */
+    pbx_ipc_commit other = {dest + 1U};
+    uint8_t buf2[64];
+    size_t n2 = 0;
+    PBX_REQUIRE(pbx_ipc_commit_encode(id, &other, buf2, sizeof(buf2), &n2) ==
+                PBX_OK);
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf2, n2, 1U, &got));
+    /* A stale request generation. */
+    pbx_ipc_id stale = {id.index, id.gen + 1U};
+    PBX_REQUIRE(pbx_ipc_commit_encode(stale, &c, buf2, sizeof(buf2), &n2) ==
+                PBX_OK);
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf2, n2, 1U, &got));
+    /* Not a COMMIT. */
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf2,
+                                     sizeof(buf2), &n2) == PBX_OK);
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf2, n2, 1U, &got));
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
+    /* Once committed, the reservation is no longer open to anyone. */
+    for (uint32_t off = 0; off < b.selector_len;) {
+        uint32_t len = b.selector_len - off;
+        len = len > PBX_IPC_SELECTOR_CHUNK_BYTES_MAX
+                  ? PBX_IPC_SELECTOR_CHUNK_BYTES_MAX
+                  : len;
+        PBX_REQUIRE(th_selector(h, id, off, sel + off, len) == 0U);
+        off += len;
+    }
+    PBX_REQUIRE(th_commit(h, id, dest, dest) == 0U);
+    PBX_CHECK(!pbx_core_commit_dest(&h->core, h->badge, buf, n, 1U, &got));
+    th_free(h);
+}

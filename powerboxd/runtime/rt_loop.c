@@ -68,22 +68,23 @@ static pbx_err rt_reply(rt_state *s, int32_t conn)
                                        out->token_generation, delivered);
 }
 
-/* Moves every staged receipt into the transient range: a COMMIT's one
- * receipt into the exact reserved destination it names, everything else
- * into loose slots the core will delete. Returns false (with everything
- * deleted) when there is no room. */
-static bool rt_place(rt_state *s, const pbx_port_msg *m, uint32_t *slots,
-                     size_t *count)
+/* Moves every staged receipt into the transient range. The one receipt
+ * of a COMMIT goes into its reserved destination only once the core's
+ * canonical parser accepted the frame and proved the reservation belongs
+ * to this caller's own open request (pbx_core_commit_dest); everything
+ * else goes into loose slots the core will delete. Returns false (with
+ * everything deleted) when there is no room. */
+static bool rt_place(rt_state *s, uint32_t badge, const pbx_port_msg *m,
+                     uint32_t *slots, size_t *count)
 {
-    const uint8_t *f = s->msg;
     /* More receipts than the core tracks per frame: none is placed. */
     bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
+    uint32_t dest = 0;
     *count = 0;
-    if (m->receipts == 1U && m->len_bytes >= PBX_IPC_HEADER_BYTES + 4U &&
-        pbx_le_get32(f) == PBX_IPC_MAGIC &&
-        pbx_le_get16(f + 6) == (uint16_t)PBX_IPC_OP_COMMIT &&
-        rt_commit_place(s, pbx_le_get32(f + PBX_IPC_HEADER_BYTES))) {
-        slots[0] = pbx_le_get32(f + PBX_IPC_HEADER_BYTES);
+    if (pbx_core_commit_dest(&s->core, badge, s->msg, m->len_bytes, m->receipts,
+                             &dest) &&
+        rt_commit_place(s, dest)) {
+        slots[0] = dest;
         *count = 1;
         return true;
     }
@@ -141,11 +142,11 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
         }
         return rt_conn_end(s, m.from_slot);
     }
-    if (!rt_place(s, &m, slots, &n)) {
-        /* No room for its receipts: all were deleted; the caller learns
-         * it at once because its connection ends, never by silence. */
-        return rt_conn_end(s, m.from_slot);
-    }
+    /* No room for its receipts: all were deleted, and the frame goes to
+     * the core as if none had come, whose count check refuses it with an
+     * error reply (UNEXPECTED_CAPS, or COMMIT_COUNT): the caller, the
+     * broker included, always gets an answer, never silence. */
+    (void)rt_place(s, rt_badge(conn, &m), &m, slots, &n);
     err = pbx_core_on_public(&s->core, rt_badge(conn, &m), s->msg, m.len_bytes,
                              slots, n, &s->out);
     if (err != PBX_OK) {

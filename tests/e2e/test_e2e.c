@@ -1555,3 +1555,35 @@ PBX_TEST(e2e_callers_hanging_up_early_never_stop_the_service)
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), r.baseline + 1);
     e2e_run_stop(&r);
 }
+
+/* A broker frame carrying more capabilities than powerboxd can place
+ * (more than a frame may bring) gets an error reply on the broker, with
+ * every capability deleted: never silence (before, the broker, which is
+ * never closed, got no answer at all). */
+PBX_TEST(e2e_broker_frame_with_unplaceable_receipts_gets_an_error_reply)
+{
+    e2e_run r;
+    PBX_REQUIRE(e2e_run_start(&r));
+    int base = e2e_fd_count(r.p.pid);
+    uint8_t f[64];
+    size_t n = 0;
+    pbx_ipc_id id = {0, 1};
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, f, sizeof(f),
+                                     &n) == PBX_OK);
+    int sv[2];
+    PBX_REQUIRE(e2e_socketpair(SOCK_SEQPACKET, sv));
+    int fds[6] = {sv[0], sv[0], sv[0], sv[0], sv[0], sv[0]};
+    PBX_CHECK(e2e_send(r.p.broker, f, n, fds, 6));
+    uint8_t in[128];
+    pbx_ipc_frame g;
+    long got = e2e_recv(r.p.broker, in, sizeof(in), NULL, 0, NULL, 3000);
+    PBX_CHECK(got > 0);
+    PBX_CHECK(got > 0 &&
+              pbx_ipc_frame_decode(in, (size_t)got, 0U, &g) == PBX_OK &&
+              g.op == (uint16_t)(PBX_IPC_OP_DECISION | PBX_IPC_REPLY_BIT) &&
+              g.status != 0U);
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base, 3000));
+    PBX_CHECK(e2e_ping(r.p.broker, 3000));
+    e2e_close_all(sv, 2);
+    e2e_run_stop(&r);
+}
