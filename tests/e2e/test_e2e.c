@@ -1192,7 +1192,7 @@ PBX_TEST(e2e_begin_on_the_public_endpoint_is_refused_in_either_mode)
     e2e_run_stop(&r);
 }
 
-PBX_TEST(e2e_no_room_for_receipts_ends_the_connection_each_time)
+PBX_TEST(e2e_no_room_for_receipts_gets_an_error_reply_each_time)
 {
     e2e_run r;
     int sv[2];
@@ -1225,10 +1225,16 @@ PBX_TEST(e2e_no_room_for_receipts_ends_the_connection_each_time)
         if (conn < 0) {
             continue;
         }
-        /* Deterministically: the connection ends (EOF), never silence. */
-        ended += pbx_ipc_consume_encode(&c, buf, sizeof(buf), &n) == PBX_OK &&
-                 e2e_send(conn, buf, n, &sv[1], 1) &&
-                 e2e_recv(conn, buf, sizeof(buf), NULL, 0, NULL, 2000) == 0;
+        /* Deterministically: an error reply (the receipt was deleted and
+         * the frame refused as carrying one it may not), never silence. */
+        pbx_ipc_frame g;
+        long got = 0;
+        ended +=
+            pbx_ipc_consume_encode(&c, buf, sizeof(buf), &n) == PBX_OK &&
+            e2e_send(conn, buf, n, &sv[1], 1) &&
+            (got = e2e_recv(conn, buf, sizeof(buf), NULL, 0, NULL, 2000)) > 0 &&
+            pbx_ipc_frame_decode(buf, (size_t)got, 0U, &g) == PBX_OK &&
+            g.status != 0U;
         (void)close(conn);
     }
     PBX_CHECK_EQ(ended, 40U);
