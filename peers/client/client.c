@@ -14,6 +14,7 @@
  *       --lifetime L [--mode install|runtime-reply] [--urgency U]
  *       [--job ID:GEN] [--session N] [--realm N] [--entry TEXT]
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
+ *       [--invocation N]
  *       [--then consume [--repeat N] | --then hang-up | --then hold |
  *        --then cancel]
  *   pbx-client cancel (--control ...) (--request I:G | --job ID:GEN
@@ -34,7 +35,9 @@
  * line on standard input (or its end) before asking for the decision;
  * `--then cancel` waits for one such line, sends the exact CANCEL of the
  * request on the same connection (cancel=accepted or cancel=refused),
- * waits for another, then asks for the decision. A DENIED decision
+ * waits for another, then asks for the decision. --invocation N names
+ * the launchd invocation the BEGIN is made within (required with
+ * --lifetime invocation; optional for one-shot). A DENIED decision
  * prints its reason (reason=).
  *
  * Exit status: 0 approved or accepted, 3 denied, cancelled or not found,
@@ -72,6 +75,8 @@ typedef struct client_opts {
     uint64_t pid;
     uint64_t pgen;
     uint64_t slot;
+    /* --invocation N: the BEGIN's invocation id (0: none). */
+    uint64_t invocation;
     uint64_t a;
     uint64_t b;
     uint32_t op;
@@ -161,6 +166,7 @@ static bool client_begin_rec(const client_opts *o, pbx_ipc_begin *b)
         b->target.slot = (uint32_t)o->slot;
     }
     b->selector_len = (uint32_t)sl;
+    b->invocation_id = o->invocation;
     return pbx_sha2_digest((const uint8_t *)o->selector, sl,
                            b->selector_digest) == PBX_OK;
 }
@@ -545,6 +551,8 @@ static bool client_option(client_opts *o, const char *k, const char *v)
         o->have_pair = true;
     } else if (strcmp(k, "--session") == 0) {
         ok = pbx_peer_parse_u64(v, UINT64_MAX, &o->session);
+    } else if (strcmp(k, "--invocation") == 0) {
+        ok = pbx_peer_parse_u64(v, UINT64_MAX, &o->invocation);
     } else if (strcmp(k, "--realm") == 0 || strcmp(k, "--slot") == 0) {
         ok = pbx_peer_parse_u64(
             v, UINT32_MAX, strcmp(k, "--realm") == 0 ? &o->realm : &o->slot);

@@ -68,29 +68,16 @@ static pbx_err rt_reply(rt_state *s, int32_t conn)
                                        out->token_generation, delivered);
 }
 
-/* Moves every staged receipt into the transient range. The one receipt
- * of a COMMIT goes into its reserved destination only once the core's
- * canonical parser accepted the frame and proved the reservation belongs
- * to this caller's own open request (pbx_core_commit_dest); everything
- * else goes into loose slots the core will delete. Returns false (with
- * everything deleted) when there is no room. */
-static bool rt_place(rt_state *s, uint32_t badge, const pbx_port_msg *m,
-                     uint32_t *slots, size_t *count)
+/* Places every staged receipt of m into loose transient slots recorded
+ * with origin; false (with all of them deleted) when there is no room or
+ * there are more than the core tracks per message. */
+static bool rt_loose_all(rt_state *s, uint32_t origin, const pbx_port_msg *m,
+                         uint32_t *slots, size_t *count)
 {
-    /* More receipts than the core tracks per frame: none is placed. */
-    bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
-    uint32_t dest = 0;
     *count = 0;
-    if (pbx_core_commit_dest(&s->core, badge, s->msg, m->len_bytes, m->receipts,
-                             &dest) &&
-        rt_commit_place(s, dest)) {
-        slots[0] = dest;
-        *count = 1;
-        return true;
-    }
-    for (uint32_t i = 0; i < m->receipts && i < PBX_PORT_RECEIPTS_MAX && ok;
-         i++) {
-        ok = rt_loose_place(s, i, RT_O_PUBLIC, &slots[i]);
+    bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
+    for (uint32_t i = 0; i < m->receipts && ok; i++) {
+        ok = rt_loose_place(s, i, (rt_origin)origin, &slots[i]);
         *count += ok ? 1U : 0U;
     }
     if (ok) {
@@ -106,6 +93,27 @@ static bool rt_place(rt_state *s, uint32_t badge, const pbx_port_msg *m,
     }
     *count = 0;
     return false;
+}
+
+/* Moves every staged receipt into the transient range. The one receipt
+ * of a COMMIT goes into its reserved destination only once the core's
+ * canonical parser accepted the frame and proved the reservation belongs
+ * to this caller's own open request (pbx_core_commit_dest); everything
+ * else goes into loose slots the core will delete. Returns false (with
+ * everything deleted) when there is no room. */
+static bool rt_place(rt_state *s, uint32_t badge, const pbx_port_msg *m,
+                     uint32_t *slots, size_t *count)
+{
+    uint32_t dest = 0;
+    *count = 0;
+    if (pbx_core_commit_dest(&s->core, badge, s->msg, m->len_bytes, m->receipts,
+                             &dest) &&
+        rt_commit_place(s, dest)) {
+        slots[0] = dest;
+        *count = 1;
+        return true;
+    }
+    return rt_loose_all(s, RT_O_PUBLIC, m, slots, count);
 }
 
 /* One canonical public receive on conn (a public connection or the
@@ -220,32 +228,6 @@ static pbx_err rt_route_down(rt_state *s, uint32_t r)
     return pbx_core_on_route_down(&s->core, (pbx_core_route)r);
 }
 
-/* Places a reply's receipts into loose transient slots; false (with all
- * of them deleted) when there is no room. */
-static bool rt_reply_place(rt_state *s, uint32_t origin, const pbx_port_msg *m,
-                           uint32_t *slots, size_t *count)
-{
-    *count = 0;
-    bool ok = m->receipts <= PBX_CORE_RECV_SLOTS_MAX;
-    for (uint32_t i = 0; i < m->receipts && ok; i++) {
-        ok = rt_loose_place(s, i, (rt_origin)origin, &slots[i]);
-        *count += ok ? 1U : 0U;
-    }
-    if (ok) {
-        return true;
-    }
-    for (size_t i = 0; i < *count; i++) {
-        if (rt_drop(s, slots[i]) != PBX_CORE_DELETE_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-        }
-    }
-    if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-    }
-    *count = 0;
-    return false;
-}
-
 /* One reply readable on slot (a startup route, or a scope a call went
  * through) goes to the core, which matches it to its call or refuses it
  * and deletes its receipts. A reply the runtime cannot place, or the core
@@ -278,7 +260,7 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
         (void)pbx_port_watch(&s->port, slot, 0U);
         return PBX_OK;
     }
-    if (!rt_reply_place(s, origins[route], &m, slots, &n)) {
+    if (!rt_loose_all(s, origins[route], &m, slots, &n)) {
         return PBX_OK;
     }
     err = pbx_core_on_peer_reply(
