@@ -189,4 +189,5 @@ powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
 	    expire runtime-reply direct hangup lie-scope foreign prompt \
 	    prompt-pending prompt-cancel prompt-timeout ttyd-stalled \
-	    vfsd-stalled
+	    vfsd-stalled not-found user-deny cancel-lost-reply \
+	    invocation-expiry unwanted-receipts

@@ -16,7 +16,7 @@
  *       [--label TEXT] [--target PID:GEN] [--slot N] [--wait-ms N]
  *       [--invocation N]
  *       [--then consume [--repeat N] | --then hang-up | --then hold |
- *        --then cancel]
+ *        --then cancel | --then cancel-session]
  *   pbx-client cancel (--control ...) (--request I:G | --job ID:GEN
  *       --session N)
  *   pbx-client consume (--control ...) --grant I:G
@@ -35,7 +35,9 @@
  * line on standard input (or its end) before asking for the decision;
  * `--then cancel` waits for one such line, sends the exact CANCEL of the
  * request on the same connection (cancel=accepted or cancel=refused),
- * waits for another, then asks for the decision. --invocation N names
+ * waits for another, then asks for the decision; `--then cancel-session`
+ * does the same with a generation-zero CANCEL naming the request's job
+ * and session instead of the request. --invocation N names
  * the launchd invocation the BEGIN is made within (required with
  * --lifetime invocation; optional for one-shot). A DENIED decision
  * prints its reason (reason=).
@@ -97,6 +99,9 @@ typedef struct client_opts {
     /* --then cancel: after COMMIT, wait for a line on stdin, CANCEL the
      * request, wait for another line, then DECISION. */
     bool then_cancel;
+    /* --then cancel-session: as --then cancel, but the CANCEL names the
+     * request's job and session (generation zero), not the request. */
+    bool then_cancel_session;
     /* --repeat N: N whole lifecycles on the one connection (0: one, as
      * a plain request, with its key=value report). */
     uint64_t repeat;
@@ -310,11 +315,18 @@ static void client_wait_line(void)
 }
 
 /* --then cancel: the exact CANCEL of request id on this connection. */
-static void client_cancel_exact(int fd, pbx_ipc_id id)
+static void client_cancel_exact(int fd, pbx_ipc_id id, const client_opts *o)
 {
     pbx_ipc_cancel c;
     memset(&c, 0, sizeof(c));
     c.request = id;
+    if (o->then_cancel_session) {
+        c.by_correlation = true;
+        memset(&c.request, 0, sizeof(c.request));
+        c.job_id = o->job_id;
+        c.job_gen = (uint32_t)o->job_gen;
+        c.session = o->session;
+    }
     size_t n = 0;
     bool ok =
         pbx_ipc_cancel_encode(&c, g_buf, sizeof(g_buf), &n) == PBX_OK &&
@@ -365,11 +377,11 @@ static int client_request(const client_opts *o)
         printf("hang_up=after-commit\n");
         return 0;
     }
-    if (o->then_hold || o->then_cancel) {
+    if (o->then_hold || o->then_cancel || o->then_cancel_session) {
         client_wait_line();
     }
-    if (o->then_cancel) {
-        client_cancel_exact(o->public_fd, id);
+    if (o->then_cancel || o->then_cancel_session) {
+        client_cancel_exact(o->public_fd, id, o);
         client_wait_line();
     }
     (void)fflush(stdout);
@@ -565,10 +577,12 @@ static bool client_option(client_opts *o, const char *k, const char *v)
                      : strcmp(v, "hang-up") == 0 ? &o->then_hangup
                      : strcmp(v, "hold") == 0    ? &o->then_hold
                      : strcmp(v, "cancel") == 0  ? &o->then_cancel
+                     : strcmp(v, "cancel-session") == 0
+                         ? &o->then_cancel_session
                                                  : NULL;
         if (then == NULL) {
             pbx_peer_log("pbx-client", "--then takes 'consume', 'hang-up', "
-                                       "'hold' or 'cancel'");
+                                       "'hold', 'cancel' or 'cancel-session'");
             return false;
         }
         *then = true;

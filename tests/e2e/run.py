@@ -64,6 +64,39 @@ BEGIN.
                  afterwards answers nothing (ttyd discards it as type-ahead,
                  nothing installed or shown, the decision read after it is
                  still CANCELLED)
+  not-found      a selector for a missing file inside the scope ends
+                 NOT_FOUND (vfsd answered not-found): nothing installed at
+                 procd, no row at ttyd, nothing created in vfsd's root;
+                 escapes ('../', 'docs/../../', absolute selectors, and
+                 symlinks in the root to files outside it, existing or
+                 missing, absolute or relative) all end DENIED, never
+                 NOT_FOUND or an object, and leave the same nothing
+  user-deny      an exceptional request's prompt answered `n` on the tmux
+                 pane: DENIED reason user, nothing installed or shown; when
+                 the decision is read powerboxd's descriptor count is back
+                 to its baseline and vfsd has freed the object's row
+                 (HANG-UP)
+  cancel-lost-reply
+                 a request approved and installed whose DECISION its client
+                 never reads (a lost reply) is cancelled by job and session
+                 (generation zero) on the client's connection
+                 (`--then cancel-session`): revoked at procd, REMOVEd at
+                 ttyd, RETIREd at vfsd; with two live approved requests of
+                 one job and session the same CANCEL is refused
+                 PBX_E_CORE_AMBIGUOUS (0x0614) and both stay
+  invocation-expiry
+                 six grants of one job: invocation 5's invocation grant and
+                 a one-shot made within it, invocation 6's two, a one-shot
+                 made outside any invocation and a job-lifetime one;
+                 `pbx-launchd expire --invocation 5` ends exactly the first
+                 two (revoke, REMOVE, RETIRE), the other four stay live
+  unwanted-receipts
+                 BEGIN, SELECTOR, DECISION, CANCEL and CONSUME frames
+                 carrying a descriptor, straight to powerboxd's public
+                 endpoint: each answered PBX_E_CORE_UNEXPECTED_CAPS, the
+                 descriptor closed; powerboxd's descriptors back to
+                 baseline, a lifecycle succeeds (peer replies with surplus
+                 receipts are covered by the unit tests)
   ttyd-stalled   (own powerboxd, ttyd deadline 1000 ms) a live grant; ttyd
                  stopped (SIGSTOP); EXPIRE revokes it: procd's install row
                  goes and vfsd RETIREs the object at once (no process
@@ -624,10 +657,11 @@ class Client:
     are collected as they come; go() writes the line on its stdin that
     `--then hold` and `--then cancel` wait for."""
 
-    def __init__(self, st, *args, public=None, scope_fd=None):
+    def __init__(self, st, *args, public=None, scope_fd=None, stderr=None):
         argv = st.request_argv(*args, public=public, scope_fd=scope_fd)
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stderr=stderr,
             pass_fds=() if scope_fd is None else (scope_fd,))
         self.lines = []
         self.cv = threading.Condition()
@@ -1152,6 +1186,322 @@ def vfsd_stalled(st):
           f"descriptors back to {base} (vfsd's to {vbase})")
 
 
+def root_tree(root):
+    """Every path beneath root with its inode, mode and size (symlinks
+    not followed)."""
+    seen = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            s = os.lstat(p)
+            seen[p] = (s.st_ino, s.st_mode, s.st_size)
+    return seen
+
+
+def no_authority(st, what, installs, tree):
+    """Nothing installed at procd (no row, no INSTALL since), no view row
+    at ttyd, nothing created or changed in vfsd's root."""
+    root = os.path.join(st.work, "root")
+    if read_rows(st.installs) or read_rows(st.views) or \
+            count(st.peer_log("procd"), "INSTALL") != installs:
+        fail(f"{what}: something was installed or shown: "
+             f"{read_rows(st.installs)} {read_rows(st.views)}")
+    if root_tree(root) != tree:
+        fail(f"{what}: vfsd's root changed")
+
+
+def not_found(st):
+    """A missing file inside the scope ends NOT_FOUND, which grants
+    nothing; escapes (../, an absolute selector, symlinks inside the root
+    pointing outside it, to an existing or a missing file) end DENIED or
+    are refused, never NOT_FOUND and never the object."""
+    root = os.path.join(st.work, "root")
+    outside = os.path.join(st.work, "outside.txt")
+    with open(outside, "w", encoding="utf-8") as f:
+        f.write("outside the scope\n")
+    links = {"escape-abs": outside,
+             "escape-rel": "../../outside.txt",
+             "escape-missing": os.path.join(st.work, "nowhere.txt"),
+             "escape-missing-rel": "../../nowhere.txt"}
+    for name, to in links.items():
+        p = os.path.join(root, "docs", name)
+        if os.path.lexists(p):
+            os.unlink(p)
+        os.symlink(to, p)
+    tree = root_tree(root)
+    installs = count(st.peer_log("procd"), "INSTALL")
+    vlog = len(st.peer_log("vfsd"))
+    rc, kv = st.client("--selector", "docs/missing.txt", "--target", "42:5",
+                       "--slot", "30", "--job", "19:1")
+    if rc != 3 or kv.get("outcome") != "not-found" or "grant" in kv:
+        fail(f"not-found: a missing file in the scope: rc {rc} {kv}")
+    if "RESOLVE not-found" not in st.peer_log("vfsd")[vlog:]:
+        fail("not-found: vfsd did not answer NOT_FOUND")
+    time.sleep(0.2)
+    no_authority(st, "not-found", installs, tree)
+    print(f"run: docs/missing.txt: request {kv['request']} NOT_FOUND (vfsd "
+          f"answered not-found); nothing installed, shown or created")
+    escapes = ["../outside.txt", "../nowhere.txt", "docs/../../outside.txt",
+               "docs/../../nowhere.txt", outside,
+               os.path.join(st.work, "nowhere.txt"), "/etc/passwd"] + \
+        [f"docs/{n}" for n in links]
+    for sel in escapes:
+        rc, kv = st.client("--selector", sel, "--target", "42:5", "--slot",
+                           "30", "--job", "19:1")
+        out = kv.get("outcome")
+        if rc == 0 or out in ("not-found", "approved") or "grant" in kv or \
+                (rc == 3 and out != "denied") or rc not in (1, 2, 3):
+            fail(f"not-found: escape {sel!r}: rc {rc} {kv}")
+        no_authority(st, f"not-found: escape {sel!r}", installs, tree)
+        print(f"run: escape {sel!r}: "
+              f"{'DENIED reason ' + kv.get('reason', '?') if rc == 3 else f'refused (rc {rc})'}"
+              f"; nothing installed, shown or created")
+    time.sleep(0.2)
+    no_authority(st, "not-found", installs, tree)
+    if "RESOLVE found" in st.peer_log("vfsd")[vlog:]:
+        fail("not-found: vfsd found an object for a missing or escaping "
+             "selector")
+
+
+def user_deny(st):
+    """A prompt answered n: DENIED reason user; every capability the
+    request held (its scope and object copies) is gone by the time the
+    decision is read: powerboxd's descriptors are back to the baseline and
+    vfsd freed the object's row."""
+    base = settled_fds(st.pid)
+    installs = count(st.peer_log("procd"), "INSTALL")
+    clear_pane(st)
+    cli = exceptional(st, "--job", "20:1", "--then", "hold")
+    req = cli.committed()
+    obj = wait_prompt(st, req)
+    if fd_count(st.pid) <= base:
+        fail(f"user-deny: powerboxd holds {fd_count(st.pid)} descriptors "
+             f"with the prompt showing, baseline {base}")
+    held = fd_count(st.pid)
+    tmux("send-keys", "-t", st.pane, "n", "Enter")
+    wait_for(lambda: f"PROMPT {req}: deny" in st.peer_log("ttyd"),
+             f"ttyd never took the n for request {req}")
+    cli.go()
+    rc, kv = cli.finish()
+    fds, hung = fd_count(st.pid), f"HANG-UP object {obj}" in \
+        st.peer_log("vfsd")
+    if rc != 3 or kv.get("outcome") != "denied" or \
+            kv.get("reason") != "user" or "grant" in kv:
+        fail(f"user-deny: {kv}")
+    if fds != base:
+        fail(f"user-deny: powerboxd holds {fds} descriptors when the "
+             f"decision is read, baseline {base}")
+    if not hung:
+        fail(f"user-deny: vfsd still holds the row of object {obj} when "
+             f"the decision is read")
+    time.sleep(0.2)
+    if read_rows(st.installs) or read_rows(st.views) or \
+            count(st.peer_log("procd"), "INSTALL") != installs:
+        fail("user-deny: something was installed or shown")
+    print(f"run: prompt of request {req} answered n: DENIED reason user; "
+          f"when the decision was read powerboxd held {fds} descriptors "
+          f"({held} while the prompt showed, baseline {base}) and vfsd had "
+          f"freed object {obj}; nothing installed or shown")
+
+
+def slot_rows(st, slot):
+    """procd's install rows of process 42 slot slot."""
+    return [r for r in read_rows(st.installs) if f" slot {slot} " in r]
+
+
+def cancel_lost_reply(st):
+    """A client whose approval reply is lost cancels by job and session
+    (generation zero): the one grant it names ends. With two live
+    requests of that job and session the same CANCEL is ambiguous: refused
+    (PBX_E_CORE_AMBIGUOUS), both stay."""
+    cli = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
+                 "--slot", "31", "--then", "cancel-session")
+    req = cli.committed()
+    wait_for(lambda: len(slot_rows(st, 31)) == 1,
+             f"request {req} was never approved and installed")
+    obj = last_object(st)
+    wait_for(lambda: len(read_rows(st.views)) == 1,
+             f"cancel-lost-reply: views {read_rows(st.views)}")
+    print(f"run: request {req} approved and installed at slot 31; its "
+          f"DECISION never read (the reply lost)")
+    cli.go()
+    if cli.wait_key("cancel") != "accepted":
+        fail(f"cancel-lost-reply: the generation-zero CANCEL was refused")
+    cleaned(st, obj)
+    cli.go()
+    rc, kv = cli.finish()
+    if rc == 1 or kv.get("outcome") not in ("approved", "cancelled"):
+        fail(f"cancel-lost-reply: decision after the CANCEL: {kv}")
+    print(f"run: generation-zero CANCEL of job 21:1 session 9 accepted; "
+          f"the grant ended at every peer; decision then read: "
+          f"{kv.get('outcome')}")
+    err = open(os.path.join(st.work, "logs", "ambiguous.err"), "w+")
+    a = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
+               "--slot", "32", "--then", "cancel-session", stderr=err)
+    b = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
+               "--slot", "33", "--then", "hold")
+    ra, rb = a.committed(), b.committed()
+    wait_for(lambda: len(slot_rows(st, 32)) == 1 and
+             len(slot_rows(st, 33)) == 1 and len(read_rows(st.views)) == 2,
+             f"requests {ra} and {rb} were not both approved")
+    a.go()
+    if a.wait_key("cancel") != "refused":
+        fail("cancel-lost-reply: an ambiguous generation-zero CANCEL was "
+             "accepted")
+    err.flush()
+    err.seek(0)
+    said = err.read()
+    if f"(0x{0x0614:04x})" not in said:
+        fail(f"cancel-lost-reply: not refused as ambiguous: {said}")
+    time.sleep(0.2)
+    if len(slot_rows(st, 32)) != 1 or len(slot_rows(st, 33)) != 1 or \
+            len(read_rows(st.views)) != 2:
+        fail(f"cancel-lost-reply: a refused CANCEL changed a grant: "
+             f"{read_rows(st.installs)} {read_rows(st.views)}")
+    print(f"run: with requests {ra} and {rb} of job 21:1 session 9 live, "
+          f"the generation-zero CANCEL refused: "
+          f"{said.strip().splitlines()[-1]}; both still installed and shown")
+    a.go()
+    b.go()
+    for c in (a, b):
+        rc, kv = c.finish()
+        if rc != 0 or kv.get("outcome") != "approved":
+            fail(f"cancel-lost-reply: {kv}")
+    err.close()
+    rc, out = st.launchd_expire("--control", job="21:1")
+    if rc != 0 or out != "expire=accepted":
+        fail(f"cancel-lost-reply: EXPIRE: {out}")
+    wait_for(lambda: read_rows(st.installs) == [] and
+             read_rows(st.views) == [], "cancel-lost-reply: rows left")
+
+
+def invocation_expiry(st):
+    """launchd's EXPIRE of one invocation ends exactly its grants, the
+    one-shot ones made within it included; another invocation's grants,
+    a one-shot one made outside any invocation and a job-lifetime grant
+    of the same job stay live."""
+    made = {}
+    for slot, args in ((34, ["--lifetime", "invocation", "--invocation",
+                             "5"]),
+                       (35, ["--lifetime", "one-shot", "--invocation", "5"]),
+                       (36, ["--lifetime", "invocation", "--invocation",
+                             "6"]),
+                       (37, ["--lifetime", "one-shot", "--invocation", "6"]),
+                       (38, ["--lifetime", "one-shot"]),
+                       (39, ["--lifetime", "job"])):
+        rc, kv = st.client(*args, "--job", "22:1", "--target", "42:5",
+                           "--slot", str(slot))
+        if rc != 0 or kv.get("outcome") != "approved":
+            fail(f"invocation-expiry: slot {slot}: {kv}")
+        made[slot] = (kv["grant"], last_object(st))
+    if len(read_rows(st.installs)) != 6 or len(read_rows(st.views)) != 6:
+        fail("invocation-expiry: not six grants live")
+    vlog = len(st.peer_log("vfsd"))
+    out = subprocess.run([os.path.join(st.bin_dir, "pbx-launchd"), "expire",
+                          "--control", st.control, "--job", "22:1",
+                          "--invocation", "5"], capture_output=True,
+                         text=True, check=False, timeout=30)
+    print(out.stdout, end="")
+    print(out.stderr, end="", file=sys.stderr)
+    if out.returncode != 0 or out.stdout.strip() != "expire=accepted":
+        fail(f"invocation-expiry: EXPIRE of invocation 5: {out.stdout}")
+    gone, kept = (34, 35), (36, 37, 38, 39)
+    wait_for(lambda: all(not slot_rows(st, s) for s in gone),
+             f"invocation-expiry: procd still holds {read_rows(st.installs)}")
+    wait_for(lambda: len(read_rows(st.views)) == 4,
+             f"invocation-expiry: ttyd shows {read_rows(st.views)}")
+    for s in gone:
+        wait_for(lambda s=s: f"RETIRE object {made[s][1]}" in
+                 st.peer_log("vfsd"),
+                 f"invocation-expiry: object {made[s][1]} never retired")
+    time.sleep(0.3)
+    views = "\n".join(read_rows(st.views))
+    for s in kept:
+        if len(slot_rows(st, s)) != 1 or \
+                f"RETIRE object {made[s][1]}" in st.peer_log("vfsd")[vlog:]:
+            fail(f"invocation-expiry: grant {made[s][0]} (slot {s}) ended")
+    shown = {r.split()[1] for r in read_rows(st.views)
+             if r.startswith("grant ")}
+    if shown != {made[s][0] for s in kept}:
+        fail(f"invocation-expiry: ttyd shows grants {sorted(shown)}:\n"
+             f"{views}")
+    print(f"run: EXPIRE of job 22:1 invocation 5 ended grants "
+          f"{made[34][0]} (invocation) and {made[35][0]} (one-shot made "
+          f"within it): revoked, removed, retired; grants "
+          f"{', '.join(made[s][0] for s in kept)} (invocation 6, one-shot "
+          f"within 6, one-shot outside any, job) stay live")
+    rc, out2 = st.launchd_expire("--control", job="22:1")
+    if rc != 0 or out2 != "expire=accepted":
+        fail(f"invocation-expiry: EXPIRE of the job: {out2}")
+    wait_for(lambda: read_rows(st.installs) == [] and
+             read_rows(st.views) == [], "invocation-expiry: rows left")
+
+
+def frame(op, body=b"", caps=0, req=(0, 0), seq=1):
+    """A v2 frame: the 32-byte header, then body."""
+    return struct.pack("<IHHHHIIIII", 0x46584250, 2, op, 0, caps, req[0],
+                       req[1], len(body), seq, 0) + body
+
+
+def unwanted_receipts(st):
+    """A descriptor sent where none belongs, on every public operation
+    (BEGIN, SELECTOR, DECISION, CANCEL, CONSUME), declared in cap_count or
+    not, with an empty and a 96-byte body, straight to powerboxd's public
+    endpoint: each is answered with the error reply
+    PBX_E_CORE_UNEXPECTED_CAPS (0x0611) carrying no descriptor, the received descriptor is closed
+    (the other end of the socketpair sent sees end of file), and
+    powerboxd's descriptor count returns to its baseline. (Peer replies
+    with surplus receipts are covered by the unit tests.)"""
+    base = settled_fds(st.pid)
+    ops = {"BEGIN": 0x0001, "SELECTOR": 0x0002, "DECISION": 0x0004,
+           "CANCEL": 0x0005, "CONSUME": 0x0006}
+    n = 0
+    for name, op in ops.items():
+        for caps in (0, 1):
+            for body in (b"", bytes(96)):
+                conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                conn.settimeout(5)
+                conn.connect(st.public)
+                mine, sent = socket.socketpair(socket.AF_UNIX,
+                                               socket.SOCK_SEQPACKET)
+                mine.settimeout(5)
+                req = (0, 0) if op == 0x0001 else (1, 1)
+                socket.send_fds(conn, [frame(op, body, caps, req, 7 + n)],
+                                [sent.fileno()])
+                sent.close()
+                msg, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+                for fd in fds:
+                    os.close(fd)
+                if len(msg) < 32:
+                    fail(f"unwanted-receipts: {name}: reply {msg!r}")
+                magic, _, rop, status, rcaps = struct.unpack("<IHHHH",
+                                                             msg[:12])
+                if magic != 0x46584250 or rop != op | 0x8000 or \
+                        status != 0x0611 or rcaps != 0 or fds:
+                    fail(f"unwanted-receipts: {name} (cap_count {caps}, "
+                         f"body {len(body)}): reply op {rop:#x} status "
+                         f"{status:#x} caps {rcaps} fds {fds}")
+                if mine.recv(16) != b"":
+                    fail(f"unwanted-receipts: {name}: the descriptor "
+                         f"was kept")
+                mine.close()
+                conn.close()
+                n += 1
+                print(f"run: {name} (cap_count {caps}, body {len(body)} "
+                      f"bytes) with a descriptor: error {status:#06x} "
+                      f"(PBX_E_CORE_UNEXPECTED_CAPS), "
+                      f"descriptor closed")
+    wait_for(lambda: fd_count(st.pid) == base,
+             f"unwanted-receipts: powerboxd holds {fd_count(st.pid)} "
+             f"descriptors, baseline {base}")
+    if not st.alive():
+        fail("unwanted-receipts: powerboxd exited")
+    lifecycle(st)
+    print(f"run: {n} frames with unwanted descriptors refused, each "
+          f"descriptor closed; powerboxd back to {base} descriptors and "
+          f"serving")
+
+
 # Each scenario: its function, whether it prompts on a tmux pane, and the
 # `pbx geometry make` arguments of a stack of its own (None: the shared
 # stack).
@@ -1169,6 +1519,11 @@ SCENARIOS = {
     "prompt-timeout": (prompt_timeout, True,
                        ["--deadline-prompt-ms", "3000"]),
     "ttyd-stalled": (ttyd_stalled, False, ["--deadline-ttyd-ms", "1000"]),
+    "not-found": (not_found, False, None),
+    "user-deny": (user_deny, True, None),
+    "cancel-lost-reply": (cancel_lost_reply, False, None),
+    "invocation-expiry": (invocation_expiry, False, None),
+    "unwanted-receipts": (unwanted_receipts, False, None),
     "vfsd-stalled": (vfsd_stalled, False,
                      ["--deadline-vfsd-ms", "1000",
                       "--deadline-scope-ms", "1000"]),
