@@ -579,7 +579,7 @@ static bool client_option(client_opts *o, const char *k, const char *v)
                      : strcmp(v, "cancel") == 0  ? &o->then_cancel
                      : strcmp(v, "cancel-session") == 0
                          ? &o->then_cancel_session
-                                                 : NULL;
+                         : NULL;
         if (then == NULL) {
             pbx_peer_log("pbx-client", "--then takes 'consume', 'hang-up', "
                                        "'hold', 'cancel' or 'cancel-session'");
