@@ -190,4 +190,5 @@ powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	    expire runtime-reply direct hangup lie-scope foreign prompt \
 	    prompt-pending prompt-cancel prompt-timeout ttyd-stalled \
 	    vfsd-stalled not-found user-deny cancel-lost-reply \
-	    invocation-expiry unwanted-receipts
+	    invocation-expiry unwanted-receipts backpressure \
+	    wake-backpressure

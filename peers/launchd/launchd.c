@@ -3,9 +3,14 @@
  *
  *   pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]
  *                     [--control PATH] [--wake-log PATH] [--ready-fd N]
+ *                     [--wake-hold-file PATH]
  *       receives powerboxd's authority-free WAKE datagrams (SOCK_DGRAM;
  *       any descriptor that arrives with one is deleted and reported),
  *       and appends "wake request I.G job J.G" per valid WAKE to the log.
+ *       With --wake-hold-file (a test aid, off by default) it does not
+ *       read the wake route while PATH exists (checked every
+ *       LAUNCHD_HOLD_CHECK_MS), so the route fills as a stalled launchd's
+ *       would; control connections are served meanwhile.
  *       With --broker-fd it holds launchd's end of the broker connection
  *       (the other end is powerboxd's startup slot 10, the only place
  *       powerboxd accepts launchd's authority) and relays, one call at a
@@ -56,6 +61,8 @@
  * ttyd, so the decision is CANCELLED only a few peer calls later. */
 #define LAUNCHD_COLLECT_TRIES    100
 #define LAUNCHD_COLLECT_PAUSE_MS 10
+/* How often serve looks for its --wake-hold-file while it exists. */
+#define LAUNCHD_HOLD_CHECK_MS 50
 
 /* One control connection and the requests relayed for it that still wait
  * for their terminal DECISION. */
@@ -72,6 +79,7 @@ typedef struct launchd_srv {
     launchd_conn conns[LAUNCHD_CONTROL_MAX];
     int nconns;
     FILE *log;
+    const char *hold;
 } launchd_srv;
 
 static pbx_peer_msg g_reply;
@@ -279,12 +287,14 @@ static bool launchd_round(launchd_srv *srv)
 {
     struct pollfd p[2 + LAUNCHD_CONTROL_MAX];
     int n = 0;
-    p[n++] = (struct pollfd){srv->wake, POLLIN, 0};
+    bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
+    /* A negative fd is skipped by poll: the wake route is left unread. */
+    p[n++] = (struct pollfd){held ? -1 : srv->wake, POLLIN, 0};
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
     for (int i = 0; i < srv->nconns; i++) {
         p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
     }
-    if (poll(p, (nfds_t)n, -1) < 0) {
+    if (poll(p, (nfds_t)n, held ? LAUNCHD_HOLD_CHECK_MS : -1) < 0) {
         return errno == EINTR;
     }
     if (p[0].revents != 0 && !launchd_wake(srv->wake, srv->log)) {
@@ -321,6 +331,8 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             srv->control = pbx_peer_io_listen_private(v, SOCK_SEQPACKET);
         } else if (strcmp(k, "--wake-log") == 0) {
             srv->log = fopen(v, "ae");
+        } else if (strcmp(k, "--wake-hold-file") == 0) {
+            srv->hold = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready = pbx_peer_io_fd_arg(v);
         } else {
@@ -339,7 +351,8 @@ static int launchd_serve(int argc, char **argv)
     if (!launchd_serve_args(argc, argv, &srv, &ready)) {
         pbx_peer_log("launchd", "usage: pbx-launchd serve (--wake PATH | "
                                 "--wake-fd N) [--broker-fd N] "
-                                "[--control PATH] [--wake-log PATH]");
+                                "[--control PATH] [--wake-log PATH] "
+                                "[--wake-hold-file PATH]");
         return 2;
     }
     int fds[2] = {srv.wake, srv.broker};

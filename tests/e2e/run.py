@@ -114,6 +114,21 @@ BEGIN.
                  retries stop), nothing is left installed or shown, a new
                  lifecycle succeeds and powerboxd holds no more
                  descriptors than before
+  backpressure   (own powerboxd, 2 requests, 2 grants) two job-lifetime
+                 requests approved and held with their decisions unread
+                 fill the request and grant pools: a third request is
+                 refused at BEGIN with the retryable PBX_E_CORE_BUSY
+                 (0x0604); both held grants stay installed and shown and
+                 their decisions then read APPROVED; once the job is
+                 expired the same request is approved and consumed
+  wake-backpressure
+                 launchd leaves its wake route unread (serve
+                 --wake-hold-file) while more requests than the route
+                 holds (net.unix.max_dgram_qlen + 6) are approved and
+                 consumed: each client gets its decision, powerboxd keeps
+                 the refused wakes without spinning (under 0.2 s CPU over
+                 2 s); when launchd reads again every wake arrives exactly
+                 once
 
 The scenarios marked "own powerboxd" run on a stack of their own, started
 with their own `pbx geometry make` arguments in WORK_DIR/<scenario>; the
@@ -218,7 +233,9 @@ class Stack:
         self.control = os.path.join(work, "launchd.sock")
         self.views = os.path.join(work, "views")
         self.installs = os.path.join(work, "installs")
-        for p in (self.scope, self.lie_scope, self.public, self.control, self.views,
+        # While this file exists launchd leaves its wake route unread.
+        self.wake_hold = os.path.join(work, "wake.hold")
+        for p in (self.wake_hold, self.scope, self.lie_scope, self.public, self.control, self.views,
                   self.installs):
             if os.path.exists(p):
                 os.unlink(p)
@@ -260,7 +277,7 @@ class Stack:
                  [proc[1].fileno()], self.log("procd")),
             peer([b("launchd"), "serve", "--wake-fd", str(wake[1].fileno()),
                   "--broker-fd", str(broker[1].fileno()), "--control",
-                  self.control],
+                  self.control, "--wake-hold-file", self.wake_hold],
                  [wake[1].fileno(), broker[1].fileno()], self.log("launchd")),
         ]
         vfs = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)]
@@ -1502,6 +1519,131 @@ def unwanted_receipts(st):
           f"serving")
 
 
+def backpressure(st):
+    """(own powerboxd, 2 requests, 2 grants) two job-lifetime requests
+    approved and held undelivered fill both pools; a third request is
+    refused at BEGIN with the retryable PBX_E_CORE_BUSY (0x0604) and
+    nothing held is dropped; once the held decisions are read (approved)
+    and the job expired, the same request succeeds."""
+    held = []
+    for slot in (40, 41):
+        c = Client(st, "--job", "31:1", "--lifetime", "job", "--urgency",
+                   "routine", "--target", "42:5", "--slot", str(slot),
+                   "--then", "hold")
+        held.append((c, c.committed()))
+    wait_for(lambda: len(slot_rows(st, 40)) == 1 and
+             len(slot_rows(st, 41)) == 1 and len(read_rows(st.views)) == 2,
+             f"backpressure: not both held requests approved: "
+             f"{read_rows(st.installs)} {read_rows(st.views)}")
+    rows = (read_rows(st.installs), read_rows(st.views))
+    print(f"run: requests {held[0][1]} and {held[1][1]} approved and held "
+          f"(decisions unread): the request and grant pools are full")
+    argv = st.request_argv("--job", "32:1", "--lifetime", "one-shot",
+                           "--urgency", "routine", "--target", "42:5",
+                           "--slot", "42", "--then", "consume")
+    out = subprocess.run(argv, capture_output=True, text=True, check=False,
+                         timeout=60)
+    print(out.stdout, end="")
+    print(out.stderr, end="", file=sys.stderr)
+    if out.returncode == 0 or "request=" in out.stdout or \
+            "BEGIN refused" not in out.stderr or \
+            f"(0x{0x0604:04x})" not in out.stderr:
+        fail(f"backpressure: a request over full pools was not refused "
+             f"BUSY at BEGIN: {out.stdout} {out.stderr}")
+    said = [l for l in out.stderr.splitlines() if "BEGIN refused" in l][-1]
+    time.sleep(0.2)
+    if (read_rows(st.installs), read_rows(st.views)) != rows or \
+            slot_rows(st, 42):
+        fail(f"backpressure: a refused BEGIN changed what is held: "
+             f"{read_rows(st.installs)} {read_rows(st.views)}")
+    print(f"run: the third request refused: {said.strip()}; both held "
+          f"grants still installed and shown")
+    for c, req in held:
+        c.go()
+        rc, kv = c.finish()
+        if rc != 0 or kv.get("outcome") != "approved":
+            fail(f"backpressure: held request {req}: {kv}")
+    print("run: both held decisions read: approved")
+    rc, out2 = st.launchd_expire("--control", job="31:1")
+    if rc != 0 or out2 != "expire=accepted":
+        fail(f"backpressure: EXPIRE: {out2}")
+    wait_for(lambda: read_rows(st.installs) == [] and
+             read_rows(st.views) == [], "backpressure: rows left")
+    rc, kv = st.client("--job", "32:1", "--lifetime", "one-shot",
+                       "--urgency", "routine", "--target", "42:5", "--slot",
+                       "42", "--then", "consume")
+    if rc != 0 or kv.get("outcome") != "approved" or \
+            kv.get("consume") != "accepted":
+        fail(f"backpressure: the same request after the pools drained: "
+             f"{kv}")
+    cleaned(st, last_object(st))
+    print("run: pools drained (job 31:1 expired): the same request "
+          "approved and consumed")
+
+
+def cpu_seconds(pid):
+    """utime + stime of process pid, in seconds."""
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wake_backpressure(st):
+    """launchd stops reading its wake route (--wake-hold-file) and more
+    decisions are made than the route holds: every client still gets its
+    APPROVED decision, powerboxd keeps the refused wakes without spinning
+    (CPU time over 2 s below 0.2 s), and once launchd reads again every
+    wake arrives exactly once."""
+    with open("/proc/sys/net/unix/max_dgram_qlen", encoding="utf-8") as f:
+        qlen = int(f.read())
+    n = qlen + 6
+    with open(st.wake_hold, "w", encoding="utf-8"):
+        pass
+    time.sleep(0.2)  # launchd's poll round with the wake route still in it
+    reqs = []
+    try:
+        for i in range(n):
+            rc, kv = st.client("--job", "33:1", "--lifetime", "one-shot",
+                               "--urgency", "routine", "--target", "42:5",
+                               "--slot", "43", "--then", "consume")
+            if rc != 0 or kv.get("outcome") != "approved" or \
+                    kv.get("consume") != "accepted":
+                fail(f"wake-backpressure: decision {i} while the wake "
+                     f"route was full: {kv}")
+            reqs.append(kv["request"])
+        wait_for(lambda: read_rows(st.installs) == [] and
+                 read_rows(st.views) == [], "wake-backpressure: rows left")
+        woken = lambda: [l for l in st.peer_log("launchd").splitlines()
+                         if "wake request" in l and "job 33.1" in l]
+        if woken():
+            fail(f"wake-backpressure: launchd read wakes while held: "
+                 f"{woken()}")
+        print(f"run: {n} requests approved and consumed while launchd left "
+              f"its wake route (queue {qlen}) unread")
+        t0 = cpu_seconds(st.pid)
+        time.sleep(2.0)
+        spent = cpu_seconds(st.pid) - t0
+        if spent >= 0.2:
+            fail(f"wake-backpressure: powerboxd spent {spent:.2f} s CPU in "
+                 f"2 s while the wake route was full")
+        print(f"run: powerboxd spent {spent:.2f} s CPU over 2 s with the "
+              f"wake route full")
+        if not st.alive():
+            fail("wake-backpressure: powerboxd exited")
+    finally:
+        if os.path.exists(st.wake_hold):
+            os.unlink(st.wake_hold)
+    wait_for(lambda: len(woken()) >= n,
+             f"wake-backpressure: launchd got {len(woken())} of {n} wakes",
+             10.0)
+    time.sleep(0.5)
+    got = [l.split("wake request ", 1)[1].split()[0] for l in woken()]
+    if sorted(got) != sorted(reqs):
+        fail(f"wake-backpressure: wakes {got}, decisions {reqs}")
+    print(f"run: launchd reading again: all {n} wakes arrived, each "
+          f"exactly once")
+
+
 # Each scenario: its function, whether it prompts on a tmux pane, and the
 # `pbx geometry make` arguments of a stack of its own (None: the shared
 # stack).
@@ -1524,6 +1666,9 @@ SCENARIOS = {
     "cancel-lost-reply": (cancel_lost_reply, False, None),
     "invocation-expiry": (invocation_expiry, False, None),
     "unwanted-receipts": (unwanted_receipts, False, None),
+    "backpressure": (backpressure, False,
+                     ["--requests", "2", "--grants", "2"]),
+    "wake-backpressure": (wake_backpressure, False, None),
     "vfsd-stalled": (vfsd_stalled, False,
                      ["--deadline-vfsd-ms", "1000",
                       "--deadline-scope-ms", "1000"]),
