@@ -445,3 +445,41 @@ void pbx_ipc_bytes_copy(uint8_t *dst, const uint8_t *src, size_t len)
         pbx_mem_copy(dst, src, len);
     }
 }
+
+_Static_assert(PBX_IPC_DETACH_BYTES == PBX_IPC_OBJECT_BODY_BYTES &&
+                   PBX_IPC_WITHDRAW_BYTES == PBX_IPC_OBJECT_BODY_BYTES,
+               "DETACH and WITHDRAW bodies are one object identity");
+
+pbx_err pbx_ipc_object_body_put(uint16_t op, uint16_t caps, pbx_ipc_id request,
+                                const pbx_ipc_object *o, uint8_t *buf,
+                                size_t buf_len)
+{
+    uint8_t *b = NULL;
+    pbx_err err = pbx_ipc_frame_start(buf, buf_len, op, request, caps,
+                                      PBX_IPC_OBJECT_BODY_BYTES, &b);
+    if (err != PBX_OK) {
+        return err;
+    }
+    pbx_le_put64(b, o->id);
+    pbx_le_put32(b + 8, o->gen);
+    return PBX_OK;
+}
+
+pbx_err pbx_ipc_object_body_get(const pbx_ipc_frame *f, uint16_t op,
+                                pbx_ipc_object *o)
+{
+    pbx_err err = pbx_ipc_body_exact(f, op, PBX_IPC_OBJECT_BODY_BYTES);
+    if (err != PBX_OK) {
+        return err;
+    }
+    if (pbx_le_get32(f->body + 12) != 0U) {
+        return PBX_E_IPC_RESERVED;
+    }
+    uint32_t gen = pbx_le_get32(f->body + 8);
+    if (gen == 0U) {
+        return PBX_E_IPC_GENERATION;
+    }
+    o->id = pbx_le_get64(f->body);
+    o->gen = gen;
+    return PBX_OK;
+}

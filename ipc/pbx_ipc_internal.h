@@ -107,4 +107,28 @@ void pbx_ipc_entry_put(uint8_t *body, size_t len_off, size_t bytes_off,
  */
 void pbx_ipc_bytes_copy(uint8_t *dst, const uint8_t *src, size_t len);
 
+/**
+ * PBX_IPC_OBJECT_BODY_BYTES is the size of a body that is one object
+ * identity: u64 id, u32 nonzero generation, u32 reserved zero (DETACH,
+ * WITHDRAW and their acknowledgements).
+ */
+#define PBX_IPC_OBJECT_BODY_BYTES 16U
+
+/**
+ * pbx_ipc_object_body_put writes a frame of op carrying caps capabilities
+ * whose body is exactly object o into buf (buf_len bytes). Returns
+ * PBX_OK or PBX_E_IPC_NO_SPACE; never writes past buf_len.
+ */
+pbx_err pbx_ipc_object_body_put(uint16_t op, uint16_t caps, pbx_ipc_id request,
+                                const pbx_ipc_object *o, uint8_t *buf,
+                                size_t buf_len);
+
+/**
+ * pbx_ipc_object_body_get decodes the body of f (a status-zero record of
+ * op) as exactly one object identity into *o: reserved word zero,
+ * generation nonzero. *o is written only on success.
+ */
+pbx_err pbx_ipc_object_body_get(const pbx_ipc_frame *f, uint16_t op,
+                                pbx_ipc_object *o);
+
 #endif /* PBX_IPC_INTERNAL_H */

@@ -331,15 +331,7 @@ static pbx_err pbx_ipc_withdraw_put(uint16_t op, pbx_ipc_id request,
                                     size_t buf_len)
 {
     PBX_ASSERT(rec != NULL);
-    uint8_t *b = NULL;
-    pbx_err err = pbx_ipc_frame_start(buf, buf_len, op, request, 0U,
-                                      PBX_IPC_WITHDRAW_BYTES, &b);
-    if (err != PBX_OK) {
-        return err;
-    }
-    pbx_le_put64(b, rec->object.id);
-    pbx_le_put32(b + 8, rec->object.gen);
-    return PBX_OK;
+    return pbx_ipc_object_body_put(op, 0U, request, &rec->object, buf, buf_len);
 }
 
 /* Decodes either WITHDRAW direction. */
@@ -347,16 +339,7 @@ static pbx_err pbx_ipc_withdraw_get(const pbx_ipc_frame *f, uint16_t op,
                                     pbx_ipc_withdraw *out)
 {
     PBX_ASSERT(out != NULL);
-    pbx_err err = pbx_ipc_body_exact(f, op, PBX_IPC_WITHDRAW_BYTES);
-    if (err != PBX_OK) {
-        return err;
-    }
-    if (pbx_le_get32(f->body + 12) != 0U) {
-        return PBX_E_IPC_RESERVED;
-    }
-    out->object.id = pbx_le_get64(f->body);
-    out->object.gen = pbx_le_get32(f->body + 8);
-    return out->object.gen != 0U ? PBX_OK : PBX_E_IPC_GENERATION;
+    return pbx_ipc_object_body_get(f, op, &out->object);
 }
 
 /* Encodes a WITHDRAW of op and proves it with its own decoder. */

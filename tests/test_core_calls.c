@@ -605,12 +605,11 @@ PBX_TEST(core_calls_route_down_ends_its_outstanding_calls)
 
 /* ---- (8) grant cleanup: REMOVE and RETIRE together --------------------- */
 
-/* After revocation REMOVE and RETIRE are both sent before either reply;
- * RETIRE's acknowledgement first moves the grant to REMOVE, REMOVE's then
- * retires it (the generation is free again). */
-PBX_TEST(core_calls_remove_and_retire_sent_together_acked_in_any_order)
+/* Approves a routine grant, holds every later reply, and consumes it:
+ * revocation is done and REMOVE and RETIRE are both outstanding. Returns
+ * the grant. */
+static pbx_ipc_id calls_consumed(th_h *h)
 {
-    th_h *h = th_new(4);
     pbx_ipc_begin b;
     th_default_begin(&b, sel, SEL_LEN);
     pbx_ipc_id g = th_approve(h, &b, sel, false, NULL, NULL);
@@ -618,6 +617,16 @@ PBX_TEST(core_calls_remove_and_retire_sent_together_acked_in_any_order)
     PBX_CHECK_EQ(th_consume(h, g), 0U);
     th_run(h);
     TH_TRACE(h, "del=66 view- retire");
+    return g;
+}
+
+/* After revocation REMOVE and RETIRE are both sent before either reply;
+ * RETIRE's acknowledgement first moves the grant to REMOVE, REMOVE's then
+ * retires it (the generation is free again). */
+PBX_TEST(core_calls_remove_and_retire_sent_together_acked_in_any_order)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_id g = calls_consumed(h);
     PBX_CHECK_EQ(h->npend, 2U);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 2U);
     PBX_CHECK_EQ(calls_grant_state(h, g), PBX_CORE_ST_SETTLE);
@@ -648,13 +657,7 @@ PBX_TEST(core_calls_remove_and_retire_sent_together_acked_in_any_order)
 PBX_TEST(core_calls_silent_ttyd_never_delays_retire)
 {
     th_h *h = th_new(4);
-    pbx_ipc_begin b;
-    th_default_begin(&b, sel, SEL_LEN);
-    pbx_ipc_id g = th_approve(h, &b, sel, false, NULL, NULL);
-    h->hold = true;
-    PBX_CHECK_EQ(th_consume(h, g), 0U);
-    th_run(h);
-    TH_TRACE(h, "del=66 view- retire");
+    pbx_ipc_id g = calls_consumed(h);
     th_drop(h, th_find(h, "view-")); /* ttyd never answers */
     PBX_CHECK_EQ(th_deliver(h, th_find(h, "retire")), PBX_OK);
     PBX_CHECK_EQ(calls_grant_state(h, g), PBX_CORE_ST_REMOVE);
