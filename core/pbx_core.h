@@ -229,6 +229,13 @@ typedef enum pbx_core_queue_id {
      * cleanup lane whenever any call ends. */
     PBX_CORE_Q_WAIT_CALL_GRANT,
     /**
+     * Requests begun and not yet committed, in BEGIN order. Every one has
+     * the same OPEN deadline and the runtime's clock never goes back, so
+     * the FIFO is sorted by deadline: its head is the next to end
+     * CANCELLED (pbx_core_on_time) with its reservation returned.
+     */
+    PBX_CORE_Q_OPEN,
+    /**
      * Outstanding calls, one FIFO per deadline class (PBX_BOOTSTRAP_TIME_*
      * below PBX_CORE_CALL_CLASSES): every call of a class has the same
      * timeout and the runtime's clock never goes back, so each FIFO is
@@ -325,6 +332,12 @@ typedef struct pbx_core_ctx {
     uint32_t call_ms[PBX_CORE_CALL_CLASSES];
     /** Outstanding calls per deadline class. */
     uint32_t calls_out[PBX_CORE_CALL_CLASSES];
+    /** How long a request may stay begun and uncommitted, in ms (PBX1
+     * time OPEN). */
+    uint32_t open_ms;
+    /** Requests ended CANCELLED by their OPEN deadline since init
+     * (saturating); an observable for tests and the simulator. */
+    uint32_t opens_expired;
     /**
      * The latest time the runtime reported (pbx_core_on_time), in its
      * milliseconds; never goes back. The core reads no clock.
@@ -526,15 +539,19 @@ bool pbx_core_peer_ready(const pbx_core_ctx *ctx);
  * policy, install, detach or ACTIVE call ends its request without
  * authority (reason PEER_TIMEOUT), and a cleanup call (DETACH in
  * release, REMOVE, RETIRE, WITHDRAW) is retried on a later tick, never
- * abandoned. Work per call ended is O(1); cannot fail except by a
- * fail-stop the ended steps raise, returned as its error.
+ * abandoned. Every request still OPEN (begun, not committed) whose BEGIN
+ * was at least the PBX1 OPEN deadline before now_ms ends CANCELLED; its
+ * destination reservation and records return through release, and its
+ * decision is published and woken like any other. Work per call or
+ * request ended is O(1); cannot fail except by a fail-stop the ended
+ * steps raise, returned as its error.
  */
 pbx_err pbx_core_on_time(pbx_core_ctx *ctx, uint64_t now_ms);
 
 /**
  * pbx_core_next_deadline stores in *at_ms the earliest deadline of any
- * outstanding call and returns true, or returns false when no call is
- * outstanding. O(PBX_CORE_CALL_CLASSES).
+ * outstanding call or OPEN request and returns true, or returns false
+ * when there is none. O(PBX_CORE_CALL_CLASSES).
  */
 bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms);
 

@@ -165,12 +165,35 @@ static pbx_err pbx_core_call_expire(pbx_core_ctx *ctx, uint32_t o)
     return pbx_core_judge(ctx, kind, owner, NULL);
 }
 
+/* Ends, CANCELLED, every request whose OPEN deadline has passed: the
+ * caller began it and never committed, so its reservation and records
+ * return through the ordinary release (the decision is published and its
+ * wake sent like any other). */
+static void pbx_core_open_expire(pbx_core_ctx *ctx)
+{
+    const pbx_core_queue *q = &ctx->queues[PBX_CORE_Q_OPEN];
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    for (uint32_t n = 0; n < cap && q->head != PBX_CORE_NIL; n++) {
+        uint32_t i = q->head;
+        pbx_core_request *r = pbx_core_req(ctx, i);
+        PBX_ASSERT(r->link.state == (uint16_t)PBX_CORE_ST_OPEN);
+        if (r->open_deadline_ms > ctx->now_ms) {
+            break;
+        }
+        r->flags |= PBX_CORE_REQ_F_CANCELLED;
+        pbx_core_req_terminate(ctx, i, PBX_CORE_EV_CANCEL,
+                               PBX_IPC_OUTCOME_CANCELLED);
+        ctx->opens_expired += ctx->opens_expired < UINT32_MAX ? 1U : 0U;
+    }
+}
+
 pbx_err pbx_core_on_time(pbx_core_ctx *ctx, uint64_t now_ms)
 {
     if (ctx->ready == 0U) {
         return PBX_E_CORE_NOT_READY;
     }
     ctx->now_ms = now_ms > ctx->now_ms ? now_ms : ctx->now_ms;
+    pbx_core_open_expire(ctx);
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         const pbx_core_queue *q = &ctx->queues[PBX_CORE_Q_CALLS + k];
@@ -190,6 +213,11 @@ pbx_err pbx_core_on_time(pbx_core_ctx *ctx, uint64_t now_ms)
 bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms)
 {
     bool any = false;
+    uint32_t open = ctx->queues[PBX_CORE_Q_OPEN].head;
+    if (open != PBX_CORE_NIL) {
+        *at_ms = pbx_core_req(ctx, open)->open_deadline_ms;
+        any = true;
+    }
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         uint32_t head = ctx->queues[PBX_CORE_Q_CALLS + k].head;
         if (head == PBX_CORE_NIL) {

@@ -49,6 +49,9 @@ static pbx_err pbx_core_init_check(const pbx_bootstrap_layout *layout,
             return PBX_E_CORE_LAYOUT; /* Every call would expire unsent. */
         }
     }
+    if (layout->time_ms[PBX_BOOTSTRAP_TIME_OPEN] == 0U) {
+        return PBX_E_CORE_LAYOUT; /* Every request would end uncommitted. */
+    }
     return PBX_OK;
 }
 
@@ -143,6 +146,8 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
         ctx->call_ms[k] = layout->time_ms[k];
         ctx->calls_out[k] = 0U;
     }
+    ctx->open_ms = layout->time_ms[PBX_BOOTSTRAP_TIME_OPEN];
+    ctx->opens_expired = 0U;
     ctx->now_ms = 0U;
     ctx->replies_refused = 0U;
     ctx->calls_expired = 0U;

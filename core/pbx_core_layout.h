@@ -143,6 +143,9 @@ typedef struct pbx_core_request {
     uint16_t reason;
     /** Reserved, zero. */
     uint16_t reserved;
+    /** While OPEN: when the request ends CANCELLED unless committed
+     * (BEGIN time plus the OPEN deadline, the runtime's ms). */
+    uint64_t open_deadline_ms;
 } pbx_core_request;
 
 /**

@@ -151,7 +151,11 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->flags = 0U;
     r->reason = 0U;
     r->reserved = 0U;
+    r->open_deadline_ms = ctx->now_ms + ctx->open_ms;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_BEGIN);
+    /* The OPEN deadline bounds how long a caller that never commits holds
+     * the reservation and the records taken here. */
+    pbx_core_enqueue(ctx, PBX_CORE_Q_OPEN, i);
     return i;
 }
 
@@ -346,6 +350,7 @@ static pbx_err pbx_core_on_commit(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_tslot_hold(ctx, r->scope_tslot, slots[0],
                         PBX_CAPABI_RECEIPT_SCOPE);
+    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     pbx_core_req_move(ctx, i, PBX_CORE_EV_COMMIT);
     pbx_core_enqueue(ctx, PBX_CORE_Q_INTAKE, i);
     pbx_core_reply_empty(out, PBX_IPC_OP_COMMIT, f->request);

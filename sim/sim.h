@@ -165,6 +165,10 @@ typedef struct sim_req {
     uint32_t dest;
     /** Nonzero once COMMIT was accepted. */
     uint32_t committed;
+    /** The simulated clock (ms) when the BEGIN was accepted: the core
+     * ends the request CANCELLED once the OPEN deadline has passed since
+     * then without a COMMIT. */
+    uint64_t begun_ms;
     /** Nonzero once a cancel of the in-flight request was accepted. */
     uint32_t cancel_ok;
     /** vfsd's evidence: an exact scoped NOT_FOUND was delivered. */

@@ -252,6 +252,32 @@ void sim_check_ledger(sim_world *w)
     }
 }
 
+/* Invariant 14: once the core has been told the time, no request is
+ * still OPEN (begun, never committed) whose OPEN deadline has passed, and
+ * none ended by that deadline before it passed (sim_check_outcome). */
+static void sim_check_open(sim_world *w)
+{
+    uint64_t open_ms = w->time_ms[PBX_BOOTSTRAP_TIME_OPEN];
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const sim_req *s = &w->reqs[i];
+        if (s->live == 0U || s->committed != 0U ||
+            w->core->now_ms < s->begun_ms + open_ms) {
+            continue;
+        }
+        const pbx_core_request *r = sim_core_req(w, i);
+        if (r->link.live != 0U && r->link.generation == s->gen &&
+            r->link.state == (uint16_t)PBX_CORE_ST_OPEN) {
+            sim_fail(w,
+                     "invariant 14: request %u/%u still open %llu ms after "
+                     "BEGIN (OPEN deadline %llu ms)",
+                     i, s->gen,
+                     (unsigned long long)(w->core->now_ms - s->begun_ms),
+                     (unsigned long long)open_ms);
+            return;
+        }
+    }
+}
+
 void sim_check_step(sim_world *w)
 {
     /* The index changes only when a request or grant record moves, and
@@ -271,6 +297,7 @@ void sim_check_step(sim_world *w)
     sim_check_pools(w);
     sim_calls_check(w);
     sim_check_retired(w);
+    sim_check_open(w);
 }
 
 bool sim_alias_owed(const sim_world *w, uint32_t i, uint32_t gen)

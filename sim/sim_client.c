@@ -163,6 +163,7 @@ static void sim_begin_accept(sim_world *w, uint32_t c, uint32_t badge,
     s->begin = *b;
     memcpy(s->selector, sel, b->selector_len);
     s->dest = dest;
+    s->begun_ms = w->now_ms;
     s->grant = SIM_NIL;
     w->slots[dest].res_owner = id.index;
     w->stat_begun++;

@@ -320,10 +320,15 @@ bool sim_clock(sim_world *w)
     w->now_ms += 1U + sim_below(w, 2U * w->ms_step - 1U);
     sim_stall(w);
     uint32_t expired = w->core->calls_expired;
+    uint32_t opens = w->core->opens_expired;
     pbx_err err = pbx_core_on_time(w->core, w->now_ms);
     uint32_t ended = sim_calls_expire(w);
     uint32_t n = w->core->calls_expired - expired;
-    if (n == 0U && ended == 0U && err == PBX_OK) {
+    /* A request that stayed uncommitted past its OPEN deadline moved to
+     * release inside on_time: the records must be observed now, before a
+     * step moves it on. */
+    uint32_t closed = w->core->opens_expired - opens;
+    if (n == 0U && ended == 0U && closed == 0U && err == PBX_OK) {
         return true;
     }
     w->stat_timeouts += n;

@@ -86,6 +86,14 @@ static void sim_check_denied(sim_world *w, uint32_t i,
     }
 }
 
+/* Whether request s could have ended by its OPEN deadline: never
+ * committed, and the deadline since its BEGIN has passed. */
+static bool sim_open_expired(const sim_world *w, const sim_req *s)
+{
+    return s->committed == 0U &&
+           w->now_ms >= s->begun_ms + w->time_ms[PBX_BOOTSTRAP_TIME_OPEN];
+}
+
 void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
 {
     const sim_req *s = &w->reqs[i];
@@ -110,7 +118,7 @@ void sim_check_outcome(sim_world *w, uint32_t i, const pbx_ipc_decision *d)
         break;
     case PBX_IPC_OUTCOME_CANCELLED:
         if (s->cancel_ok == 0U && s->expire_hit == 0U &&
-            !sim_grant_ended(w, i)) {
+            !sim_open_expired(w, s) && !sim_grant_ended(w, i)) {
             sim_fail(w, "CANCELLED for %u/%u that nobody cancelled", i, s->gen);
         }
         w->stat_cancelled++;
