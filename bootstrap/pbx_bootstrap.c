@@ -43,12 +43,11 @@ _Static_assert(PBX_BOOTSTRAP_ARENA_BYTES_MAX <= (SIZE_MAX >> 1),
 #define PBX1_POOL_OFF_RESERVED 12U
 
 /* Byte offsets inside the calls section. */
-#define PBX1_CALLS_OFF_WINDOW   0U
-#define PBX1_CALLS_OFF_TIME     4U
-#define PBX1_CALLS_OFF_RESERVED 28U
+#define PBX1_CALLS_OFF_WINDOW 0U
+#define PBX1_CALLS_OFF_TIME   4U
 _Static_assert(PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT ==
-                   PBX1_CALLS_OFF_RESERVED,
-               "the deadlines end where the calls section's reserved u32 is");
+                   PBX_BOOTSTRAP_CALLS_BYTES,
+               "the deadlines fill the calls section after the window");
 _Static_assert(PBX_BOOTSTRAP_CALLS_BYTES == 32U,
                "the calls section is 32 bytes (docs/PBX1.md)");
 
@@ -59,7 +58,7 @@ static const char *const pbx_bootstrap_pool_names[PBX_BOOTSTRAP_POOL_COUNT] = {
 };
 
 static const char *const pbx_bootstrap_time_names[PBX_BOOTSTRAP_TIME_COUNT] = {
-    "vfsd", "ttyd", "procd", "scope", "prompt", "open",
+    "vfsd", "ttyd", "procd", "scope", "prompt", "open", "idle",
 };
 
 /* The per-pool mismatch errors, indexed by pool. A table rather than
@@ -208,13 +207,11 @@ pbx_err pbx_bootstrap_geometry_check(const pbx_bootstrap_geometry *g)
     return pbx_bootstrap_calls_check(g);
 }
 
-/* Every reserved byte must be zero: the header's u16, each entry's u32 and
- * the calls section's u32. */
+/* Every reserved byte must be zero: the header's u16 and each entry's
+ * u32. */
 static bool pbx_bootstrap_reserved_zero(const uint8_t *buf)
 {
     uint32_t acc = pbx_le_get16(buf + PBX1_OFF_RESERVED);
-    acc |= pbx_le_get32(buf + PBX_BOOTSTRAP_CALLS_OFFSET +
-                        PBX1_CALLS_OFF_RESERVED);
     for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
         const uint8_t *e =
             buf + PBX1_OFF_POOLS + (size_t)i * PBX_BOOTSTRAP_POOL_ENTRY_BYTES;

@@ -72,8 +72,11 @@ typedef enum pbx_bootstrap_time {
     PBX_BOOTSTRAP_TIME_PROMPT = 4,
     /** Deadline of a request begun but not committed. */
     PBX_BOOTSTRAP_TIME_OPEN = 5,
+    /** How long a public connection may stay silent before powerboxd
+     * closes it (PBX1 version 3). */
+    PBX_BOOTSTRAP_TIME_IDLE = 6,
     /** Number of deadlines; not a deadline. */
-    PBX_BOOTSTRAP_TIME_COUNT = 6
+    PBX_BOOTSTRAP_TIME_COUNT = 7
 } pbx_bootstrap_time;
 
 /**
@@ -99,7 +102,7 @@ typedef struct pbx_bootstrap_type_layout {
 #define PBX_BOOTSTRAP_MAGIC_3 0x31U
 
 /** PBX_BOOTSTRAP_VERSION is the only PBX1 version this code accepts. */
-#define PBX_BOOTSTRAP_VERSION 2U
+#define PBX_BOOTSTRAP_VERSION 3U
 
 /**
  * PBX_BOOTSTRAP_PREFIX_BYTES is the magic plus the version: the bytes a
@@ -124,10 +127,10 @@ typedef struct pbx_bootstrap_type_layout {
 
 /**
  * PBX_BOOTSTRAP_CALLS_BYTES is the size of the calls section: the call
- * window (u32), one u32 per deadline and a reserved u32.
+ * window (u32) and one u32 per deadline (version 3 took the word version 2
+ * kept reserved for the IDLE deadline).
  */
-#define PBX_BOOTSTRAP_CALLS_BYTES                                              \
-    (4U + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT + 4U)
+#define PBX_BOOTSTRAP_CALLS_BYTES (4U + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT)
 
 /** PBX_BOOTSTRAP_DIGEST_OFFSET is where the digest starts (= bytes hashed). */
 #define PBX_BOOTSTRAP_DIGEST_OFFSET                                            \

@@ -20,7 +20,7 @@
 #define T_OFF_POOLS      16U
 #define T_OFF_WINDOW     208U
 #define T_OFF_TIME       212U
-#define T_OFF_CALLS_RSV  236U
+#define T_OFF_IDLE       236U
 #define T_OFF_DIGEST     240U
 
 static const pbx_bootstrap_type_layout t_layouts[PBX_BOOTSTRAP_POOL_COUNT] = {
@@ -36,7 +36,7 @@ static const uint32_t t_capacities[PBX_BOOTSTRAP_POOL_COUNT] = {
 #define T_WINDOW 16U
 
 static const uint32_t t_times[PBX_BOOTSTRAP_TIME_COUNT] = {
-    5000, 5001, 5002, 2000, 300000, 30000,
+    5000, 5001, 5002, 2000, 300000, 30000, 30001,
 };
 
 /* Fills g with a valid geometry whose page count is the derived one. */
@@ -106,7 +106,7 @@ PBX_TEST(bootstrap_roundtrip)
     uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
     PBX_REQUIRE(pbx_bootstrap_encode(&g, buf, sizeof(buf)) == PBX_OK);
     PBX_CHECK_MEM(buf, "PBX1", 4);
-    PBX_CHECK_EQ(pbx_le_get16(buf + T_OFF_VERSION), 2U);
+    PBX_CHECK_EQ(pbx_le_get16(buf + T_OFF_VERSION), 3U);
     PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_PAGE_SIZE), 4096U);
     /* The byte layout of docs/PBX1.md, pinned field by field. */
     PBX_CHECK_EQ(PBX_BOOTSTRAP_RECORD_BYTES, 272U);
@@ -120,7 +120,7 @@ PBX_TEST(bootstrap_roundtrip)
         PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_TIME + (size_t)4U * t),
                      t_times[t]);
     }
-    PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_CALLS_RSV), 0U);
+    PBX_CHECK_EQ(T_OFF_TIME + 4U * PBX_BOOTSTRAP_TIME_IDLE, T_OFF_IDLE);
     pbx_bootstrap_geometry p;
     PBX_REQUIRE(pbx_bootstrap_parse(buf, sizeof(buf), &p) == PBX_OK);
     PBX_CHECK_EQ(p.version, g.version);
@@ -180,7 +180,7 @@ PBX_TEST(bootstrap_reject_bad_magic)
 
 PBX_TEST(bootstrap_reject_bad_version)
 {
-    static const uint16_t bad[] = {0U, 1U, 3U, 0x0200U, 0xFFFFU};
+    static const uint16_t bad[] = {0U, 1U, 2U, 4U, 0x0300U, 0xFFFFU};
     uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
     for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
         t_record(buf);
@@ -192,7 +192,9 @@ PBX_TEST(bootstrap_reject_bad_version)
     t_geometry(&g);
     g.version = 1U;
     PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_VERSION);
-    g.version = 3U;
+    g.version = 2U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_VERSION);
+    g.version = 4U;
     PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_VERSION);
 }
 
@@ -216,7 +218,7 @@ PBX_TEST(bootstrap_reject_version_1_record)
     }
     PBX_REQUIRE(pbx_sha2_digest(v1, 192U, v1 + 192U) == PBX_OK);
     PBX_CHECK_EQ(t_parse(v1, sizeof(v1)), PBX_E_BOOTSTRAP_VERSION);
-    /* So is a version 1 prefix at the version 2 length. */
+    /* So is a version 1 prefix at the version 3 length. */
     uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
     t_record(buf);
     pbx_le_put16(buf + T_OFF_VERSION, 1U);
@@ -257,12 +259,13 @@ PBX_TEST(bootstrap_reject_nonzero_reserved)
             PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_RESERVED);
         }
     }
-    for (size_t b = 0; b < 4U; b++) {
-        t_record(buf);
-        buf[T_OFF_CALLS_RSV + b] = 0x01U;
-        t_reseal(buf);
-        PBX_CHECK_EQ(t_parse(buf, sizeof(buf)), PBX_E_BOOTSTRAP_RESERVED);
-    }
+    /* Version 3 took the calls section's last word (reserved in version
+     * 2) for the IDLE deadline: it is a value now, read back exactly. */
+    t_record(buf);
+    PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_IDLE), 30001U);
+    pbx_bootstrap_geometry g;
+    PBX_CHECK_EQ(pbx_bootstrap_parse(buf, sizeof(buf), &g), PBX_OK);
+    PBX_CHECK_EQ(g.time_ms[PBX_BOOTSTRAP_TIME_IDLE], 30001U);
 }
 
 PBX_TEST(bootstrap_reject_zero_capacity)
@@ -467,6 +470,8 @@ PBX_TEST(bootstrap_reject_bad_deadline)
         strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_VFSD), "vfsd") == 0);
     PBX_CHECK(
         strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_OPEN), "open") == 0);
+    PBX_CHECK(
+        strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_IDLE), "idle") == 0);
     PBX_CHECK(strcmp(pbx_bootstrap_time_name(PBX_BOOTSTRAP_TIME_COUNT),
                      "unknown") == 0);
 }

@@ -364,8 +364,8 @@ PBX_TEST(core_calls_late_resolve_reply_refused_after_deadline)
  * refused and approves nothing. */
 PBX_TEST(core_calls_late_prompt_answer_refused_after_deadline)
 {
-    uint32_t ms[PBX_BOOTSTRAP_TIME_COUNT] = {1000U, 1000U,  1000U,
-                                             1000U, 30000U, 1000U};
+    uint32_t ms[PBX_BOOTSTRAP_TIME_COUNT] = {1000U,  1000U, 1000U, 1000U,
+                                             30000U, 1000U, 1000U};
     th_h *h = th_new_times(4, 4, ms);
     pbx_ipc_begin b;
     uint64_t at = 0;

@@ -238,7 +238,7 @@ PBX_TEST(pbx_tool_make_check_show_default)
 PBX_TEST(pbx_tool_make_default_calls)
 {
     static const uint32_t want_ms[PBX_BOOTSTRAP_TIME_COUNT] = {
-        5000U, 5000U, 5000U, 2000U, 300000U, 30000U,
+        5000U, 5000U, 5000U, 2000U, 300000U, 30000U, 30000U,
     };
     char dir[PATH_MAX];
     t_tmpdir(dir, sizeof(dir));
@@ -247,7 +247,7 @@ PBX_TEST(pbx_tool_make_default_calls)
     t_make_default(dir, rec, made, sizeof(made));
     pbx_bootstrap_geometry g;
     PBX_REQUIRE(pbx_bootstrap_parse(rec, sizeof(rec), &g) == PBX_OK);
-    PBX_CHECK_EQ(g.version, 2U);
+    PBX_CHECK_EQ(g.version, 3U);
     PBX_CHECK_EQ(g.call_window, 16U);
     PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_CALLS], 48U);
     PBX_CHECK_MEM(g.time_ms, want_ms, sizeof(want_ms));

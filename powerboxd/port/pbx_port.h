@@ -63,7 +63,11 @@ typedef enum pbx_port_event_kind {
      * longer watches it, and its slot still holds it. */
     PBX_PORT_EV_BROKER_CLOSED = 7,
     /** pbx_port_wait_for's time ran out without an event. */
-    PBX_PORT_EV_TIMEOUT = 8
+    PBX_PORT_EV_TIMEOUT = 8,
+    /** A public connection arrived while PBX_PORT_CLIENTS_MAX were open:
+     * it was accepted and closed at once (a refusal the caller sees as a
+     * hang-up); slot is PBX_PORT_SLOT_NONE. */
+    PBX_PORT_EV_PUBLIC_REFUSED = 9
 } pbx_port_event_kind;
 
 /** pbx_port_event is one observation returned by pbx_port_wait. */
@@ -199,6 +203,9 @@ typedef struct pbx_port_ctx {
     int32_t staged[PBX_PORT_RECEIPTS_MAX];
     /** client_badges[i] is the badge of clients[i] (Linux). */
     uint32_t client_badges[PBX_PORT_CLIENTS_MAX];
+    /** client_seen_ms[i] is when clients[i] was accepted or last
+     * delivered a message, on the port's clock (Linux). */
+    uint64_t client_seen_ms[PBX_PORT_CLIENTS_MAX];
     /** next_badge is the next connection badge to hand out (Linux). */
     uint32_t next_badge;
     /** pad keeps the layout explicit. */
@@ -246,6 +253,21 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max);
  */
 pbx_err pbx_port_public_open(pbx_port_ctx *ctx, int32_t slot,
                              const uint8_t *name, uint32_t name_len);
+
+/**
+ * pbx_port_clients_idle closes every public connection that has been
+ * silent (no message since it was accepted or since its last one) for at
+ * least idle_ms at time now_ms (the port's clock, pbx_port_now_ms), so
+ * that idle callers cannot hold every connection. It stores how many it
+ * closed in *closed and, in *next_ms, the time the next open connection
+ * becomes idle (UINT64_MAX when none is open). The broker endpoint is
+ * never closed. On a port without connections (EriX: a caller's reply
+ * capability lives for one call) it closes nothing. Bounded by
+ * PBX_PORT_CLIENTS_MAX; returns the first close error.
+ */
+pbx_err pbx_port_clients_idle(pbx_port_ctx *ctx, uint64_t now_ms,
+                              uint64_t idle_ms, uint64_t *next_ms,
+                              uint32_t *closed);
 
 /**
  * pbx_port_broker_open starts receiving on the endpoint in startup slot

@@ -76,6 +76,9 @@ typedef struct rt_state {
     /** When the core last stopped wanting ticks (port clock, ms), or 0
      * while it wants them. */
     uint64_t tick_idle_ms;
+    /** When the next public connection becomes idle (port clock, ms),
+     * or UINT64_MAX when none is open (pbx_port_clients_idle). */
+    uint64_t idle_next_ms;
     /** Loop turns since the last core tick (PBX_RT_TICK_TURNS). */
     uint32_t tick_turns;
     /** Nonzero while public intake is held (pbx_core_public_ready). */

@@ -278,6 +278,29 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
     return err;
 }
 
+/* Writes head, the decimal n and tail as one log line. */
+static void rt_log_count(const char *head, uint32_t n, const char *tail)
+{
+    uint8_t line[128];
+    uint32_t len = 0;
+    uint8_t digits[10];
+    uint32_t nd = 0;
+    for (uint32_t i = 0; head[i] != '\0' && len < 64U; i++) {
+        line[len++] = (uint8_t)head[i];
+    }
+    do {
+        digits[nd++] = (uint8_t)('0' + n % 10U);
+        n /= 10U;
+    } while (n != 0U && nd < sizeof(digits));
+    while (nd > 0U) {
+        line[len++] = digits[--nd];
+    }
+    for (uint32_t i = 0; tail[i] != '\0' && len < sizeof(line); i++) {
+        line[len++] = (uint8_t)tail[i];
+    }
+    pbx_port_log(line, len);
+}
+
 /* Handles one event; returns a fail-stop error or PBX_OK. */
 static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
 {
@@ -288,6 +311,10 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
         return rt_reply_event(s, ev->slot);
     case PBX_PORT_EV_ROUTE_WRITABLE:
         rt_route_ready(s, ev->slot);
+        return PBX_OK;
+    case PBX_PORT_EV_PUBLIC_REFUSED:
+        rt_log_count("powerboxd: public connection refused: ",
+                     PBX_PORT_CLIENTS_MAX, " already open\n");
         return PBX_OK;
     case PBX_PORT_EV_ROUTE_ERROR:
         if (rt_slot_route(ev->slot) < (uint32_t)PBX_CORE_ROUTE_COUNT) {
@@ -400,6 +427,11 @@ static pbx_err rt_next_event(rt_state *s, bool busy, uint64_t now,
     bool tick = pbx_core_tick_wanted(&s->core);
     uint64_t at = 0;
     bool deadline = pbx_core_next_deadline(&s->core, &at);
+    if (s->idle_next_ms != UINT64_MAX && (!deadline || s->idle_next_ms < at)) {
+        /* A public connection becomes idle before any call deadline. */
+        at = s->idle_next_ms;
+        deadline = true;
+    }
     if (!tick && !deadline) {
         return pbx_port_wait(&s->port, ev);
     }
@@ -495,13 +527,32 @@ static bool rt_time(rt_state *s, uint64_t *now)
             return true;
         }
     }
+    uint32_t opens = s->core.opens_expired;
     (void)pbx_core_on_time(&s->core, *now);
-    return s->core.calls_expired != ended;
+    return s->core.calls_expired != ended || s->core.opens_expired != opens;
+}
+
+/* Closes the public connections that stayed silent for the PBX1 IDLE
+ * time, logs how many, and remembers when the next one becomes idle, so
+ * that idle callers can never hold every connection for long. */
+static void rt_idle(rt_state *s, uint64_t now)
+{
+    uint32_t closed = 0;
+    if (pbx_port_clients_idle(&s->port, now,
+                              s->layout.time_ms[PBX_BOOTSTRAP_TIME_IDLE],
+                              &s->idle_next_ms, &closed) != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_PUBLIC);
+    }
+    if (closed != 0U) {
+        rt_log_count("powerboxd: closed ", closed,
+                     " idle public connection(s)\n");
+    }
 }
 
 uint8_t rt_loop(rt_state *s)
 {
     bool busy = true;
+    s->idle_next_ms = UINT64_MAX;
     /* The service runs until a fail-stop; every turn is bounded by one
      * event and PBX_RT_STEPS_PER_WAKE steps. */
     for (;;) {
@@ -522,6 +573,7 @@ uint8_t rt_loop(rt_state *s)
          * stamped with it, and whatever expired during the wait is ended
          * (and its work readied) first. */
         busy = rt_time(s, &now) || busy;
+        rt_idle(s, now);
         rt_tick(s, err == PBX_OK && ev.kind == (uint32_t)PBX_PORT_EV_TIMEOUT,
                 now);
         if (err == PBX_OK && pbx_core_exit_status(&s->core) == 0U) {

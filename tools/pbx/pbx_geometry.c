@@ -40,12 +40,14 @@ static const uint32_t pbx_geom_default_capacity[PBX_BOOTSTRAP_POOL_COUNT] = {
 #define PBX_GEOM_DEFAULT_CALL_WINDOW 16U
 
 /* The default deadlines in ms: 5 s for a peer call, 2 s for a resolution
- * through a caller's scope, 5 min for a person to answer a prompt and 30 s
- * for a request to be committed. */
+ * through a caller's scope, 5 min for a person to answer a prompt, 30 s
+ * for a request to be committed and 30 s of silence on a public
+ * connection. */
 static const uint32_t pbx_geom_default_time_ms[PBX_BOOTSTRAP_TIME_COUNT] = {
     [PBX_BOOTSTRAP_TIME_VFSD] = 5000U,     [PBX_BOOTSTRAP_TIME_TTYD] = 5000U,
     [PBX_BOOTSTRAP_TIME_PROCD] = 5000U,    [PBX_BOOTSTRAP_TIME_SCOPE] = 2000U,
     [PBX_BOOTSTRAP_TIME_PROMPT] = 300000U, [PBX_BOOTSTRAP_TIME_OPEN] = 30000U,
+    [PBX_BOOTSTRAP_TIME_IDLE] = 30000U,
 };
 
 /* The default page size: the smallest PBX1 accepts, the x86_64 page. */

@@ -313,6 +313,21 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     return erix_delete_to(slot, ERIX_OBJ_EMPTY);
 }
 
+/* On EriX a caller holds no connection: each received message brings
+ * one reply capability, which the runtime answers (or deletes) within the
+ * same turn, so nothing can sit idle and nothing is closed. */
+pbx_err pbx_port_clients_idle(pbx_port_ctx *ctx, uint64_t now_ms,
+                              uint64_t idle_ms, uint64_t *next_ms,
+                              uint32_t *closed)
+{
+    (void)ctx;
+    (void)now_ms;
+    (void)idle_ms;
+    *next_ms = UINT64_MAX;
+    *closed = 0U;
+    return PBX_OK;
+}
+
 pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
                               int32_t dest_slot)
 {

@@ -97,4 +97,7 @@ pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
  */
 void lx_broker_unwatch(pbx_port_ctx *ctx);
 
+/** lx_now_ms reads CLOCK_MONOTONIC in milliseconds; 0 when it fails. */
+uint64_t lx_now_ms(void);
+
 #endif /* PBX_LX_INT_H */

@@ -229,10 +229,12 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
     uint32_t badge = 0U;
     int known = 0;
     pbx_err err;
+    uint32_t at = PBX_PORT_CLIENTS_MAX;
     for (i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX; i++) {
         if (ctx->clients[i] == slot) {
             known = 1;
             badge = ctx->client_badges[i];
+            at = i;
         }
     }
     known |= slot >= 0 && slot == ctx->broker_slot;
@@ -242,6 +244,10 @@ pbx_err pbx_port_public_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
     }
     err = lx_recv(ctx, slot, buf, cap_bytes, msg, LX_MSG_DONTWAIT);
     msg->badge = badge;
+    if (err == PBX_OK && at < PBX_PORT_CLIENTS_MAX) {
+        /* A message is activity: the idle clock starts again. */
+        ctx->client_seen_ms[at] = lx_now_ms();
+    }
     if (slot == ctx->broker_slot && err == PBX_E_PORT_PEER_CLOSED) {
         /* The broker's sender is gone: a level-triggered hang-up would
          * be reported for ever, so stop watching; the slot stays. */
@@ -338,7 +344,7 @@ pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 
 /* Milliseconds on the monotonic clock; 0 if the clock cannot be read,
  * which makes every deadline already past (fail closed). */
-static uint64_t lx_now_ms(void)
+uint64_t lx_now_ms(void)
 {
     struct lx_timespec ts = {0, 0};
     if (lx_sys3(LX_SYS_CLOCK_GETTIME, LX_CLOCK_MONOTONIC, lx_ptr(&ts), 0) !=

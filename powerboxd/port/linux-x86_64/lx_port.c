@@ -273,19 +273,25 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
 }
 
 /* Accepts one pending public connection and starts watching it. When the
- * table becomes full the public endpoint is unwatched, so further callers
- * wait in the kernel's backlog instead of being refused. */
+ * table is full the connection is accepted and closed at once, and the
+ * refusal reported (PBX_PORT_EV_PUBLIC_REFUSED): a caller is never left
+ * waiting in the backlog behind connections that may stay idle until
+ * pbx_port_clients_idle closes them. */
 static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
     int64_t got;
     int32_t fd;
-    if (ctx->client_count >= PBX_PORT_CLIENTS_MAX) {
-        return PBX_E_PORT_CLIENTS_FULL;
-    }
     got = lx_sys6(LX_SYS_ACCEPT4, ctx->public_slot, 0, 0,
                   LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0, 0);
     if (got == -LX_EAGAIN || got == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
+    }
+    if (got >= 0 && ctx->client_count >= PBX_PORT_CLIENTS_MAX) {
+        /* Nothing was received on it: closing it deletes no authority. */
+        (void)lx_sys1(LX_SYS_CLOSE, got);
+        ev->kind = PBX_PORT_EV_PUBLIC_REFUSED;
+        ev->slot = PBX_PORT_SLOT_NONE;
+        return PBX_OK;
     }
     fd = lx_to_private(ctx, got);
     if (fd < 0) {
@@ -303,12 +309,8 @@ static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
                           ? 1U
                           : ctx->next_badge + 1U;
     ctx->client_badges[ctx->client_count] = ctx->next_badge;
+    ctx->client_seen_ms[ctx->client_count] = lx_now_ms();
     ctx->client_count++;
-    if (ctx->client_count == PBX_PORT_CLIENTS_MAX &&
-        lx_epoll_set(ctx, LX_EPOLL_CTL_DEL, ctx->public_slot, LX_TAG_LISTEN,
-                     0) == PBX_OK) {
-        ctx->flags &= ~LX_FLAG_LISTEN_ARMED;
-    }
     ev->kind = PBX_PORT_EV_PUBLIC_CONNECT;
     ev->slot = fd;
     return PBX_OK;
@@ -326,8 +328,10 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     ctx->client_count--;
     ctx->clients[at] = ctx->clients[ctx->client_count];
     ctx->client_badges[at] = ctx->client_badges[ctx->client_count];
+    ctx->client_seen_ms[at] = ctx->client_seen_ms[ctx->client_count];
     ctx->clients[ctx->client_count] = PBX_PORT_SLOT_NONE;
     ctx->client_badges[ctx->client_count] = 0U;
+    ctx->client_seen_ms[ctx->client_count] = 0U;
     if ((ctx->flags & (LX_FLAG_LISTEN_ARMED | LX_FLAG_HELD)) == 0U &&
         ctx->public_slot >= 0 &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
@@ -350,7 +354,7 @@ static pbx_err lx_public_watch(pbx_port_ctx *ctx, int32_t op)
     }
     bool add = op == LX_EPOLL_CTL_ADD;
     if (ctx->public_slot >= 0 &&
-        (add ? ctx->client_count < PBX_PORT_CLIENTS_MAX
+        (add ? (ctx->flags & LX_FLAG_LISTEN_ARMED) == 0U
              : (ctx->flags & LX_FLAG_LISTEN_ARMED) != 0U)) {
         pbx_err err = lx_epoll_set(ctx, op, ctx->public_slot, LX_TAG_LISTEN,
                                    LX_LISTEN_EVENTS);
@@ -365,6 +369,31 @@ static pbx_err lx_public_watch(pbx_port_ctx *ctx, int32_t op)
         first = first == PBX_OK ? err : first;
         ctx->flags = (ctx->flags & ~had) |
                      (add ? LX_FLAG_BROKER_ARMED : LX_FLAG_BROKER_HELD);
+    }
+    return first;
+}
+
+pbx_err pbx_port_clients_idle(pbx_port_ctx *ctx, uint64_t now_ms,
+                              uint64_t idle_ms, uint64_t *next_ms,
+                              uint32_t *closed)
+{
+    pbx_err first = PBX_OK;
+    uint32_t i = 0;
+    *next_ms = UINT64_MAX;
+    *closed = 0U;
+    /* Closing swaps the last entry into i, so i advances only past a
+     * connection that stays; each pass closes one or advances one. */
+    for (uint32_t n = 0; n < PBX_PORT_CLIENTS_MAX && i < ctx->client_count;
+         n++) {
+        uint64_t due = ctx->client_seen_ms[i] + idle_ms;
+        if (due > now_ms) {
+            *next_ms = due < *next_ms ? due : *next_ms;
+            i++;
+            continue;
+        }
+        pbx_err err = pbx_port_client_close(ctx, ctx->clients[i]);
+        first = first == PBX_OK ? err : first;
+        (*closed)++;
     }
     return first;
 }
