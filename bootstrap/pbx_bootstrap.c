@@ -13,10 +13,10 @@
 
 _Static_assert(PBX_BOOTSTRAP_DIGEST_BYTES == PBX_SHA2_DIGEST_BYTES,
                "PBX1 carries exactly one SHA-256 digest");
-_Static_assert(PBX_BOOTSTRAP_CALLS_OFFSET == 208U,
-               "PBX1 calls section starts at byte 208 (docs/PBX1.md)");
-_Static_assert(PBX_BOOTSTRAP_DIGEST_OFFSET == 240U,
-               "PBX1 digest starts at byte 240 (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_CALLS_OFFSET == 176U,
+               "PBX1 calls section starts at byte 176 (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_DIGEST_OFFSET == 208U,
+               "PBX1 digest starts at byte 208 (docs/PBX1.md)");
 _Static_assert(PBX_BOOTSTRAP_PREFIX_BYTES <= PBX_BOOTSTRAP_RECORD_BYTES,
                "the magic and version prefix lies inside the record");
 _Static_assert(
@@ -52,9 +52,8 @@ _Static_assert(PBX_BOOTSTRAP_CALLS_BYTES == 32U,
                "the calls section is 32 bytes (docs/PBX1.md)");
 
 static const char *const pbx_bootstrap_pool_names[PBX_BOOTSTRAP_POOL_COUNT] = {
-    "requests",    "selector-bytes", "grants",        "prompts",
-    "policies",    "decisions",      "receipts",      "transient-slots",
-    "resolutions", "replies",        "notifications", "calls",
+    "requests",  "selector-bytes",  "grants",      "prompts",       "policies",
+    "decisions", "transient-slots", "resolutions", "notifications", "calls",
 };
 
 static const char *const pbx_bootstrap_time_names[PBX_BOOTSTRAP_TIME_COUNT] = {
@@ -70,10 +69,8 @@ static const pbx_err pbx_bootstrap_mismatch_errs[PBX_BOOTSTRAP_POOL_COUNT] = {
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_PROMPTS,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_POLICIES,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_DECISIONS,
-    PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_RECEIPTS,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_TRANSIENT_SLOTS,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_RESOLUTIONS,
-    PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_REPLIES,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_NOTIFICATIONS,
     PBX_E_BOOTSTRAP_LAYOUT_MISMATCH_CALLS,
 };

@@ -36,20 +36,18 @@ typedef enum pbx_bootstrap_pool {
     PBX_BOOTSTRAP_POOL_POLICIES = 4,
     /** Terminal decisions kept until wake and reply delivery. */
     PBX_BOOTSTRAP_POOL_DECISIONS = 5,
-    /** Authenticated peer receipts (vfsd objects, procd revocations). */
-    PBX_BOOTSTRAP_POOL_RECEIPTS = 6,
-    /** Generational transient capability slots. */
-    PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS = 7,
+    /** Generational transient capability slots (every capability the
+     * core holds, received receipts included, lives in one). */
+    PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS = 6,
     /** Scoped vfsd resolution evidence. */
-    PBX_BOOTSTRAP_POOL_RESOLUTIONS = 8,
-    /** Caller-owned reply storage awaiting delivery. */
-    PBX_BOOTSTRAP_POOL_REPLIES = 9,
+    PBX_BOOTSTRAP_POOL_RESOLUTIONS = 7,
     /** Authority-free launchd correlation wakes awaiting queueing. */
-    PBX_BOOTSTRAP_POOL_NOTIFICATIONS = 10,
+    PBX_BOOTSTRAP_POOL_NOTIFICATIONS = 8,
     /** Outstanding split-phase peer calls, each with its deadline. */
-    PBX_BOOTSTRAP_POOL_CALLS = 11,
-    /** Number of pools; not a pool. */
-    PBX_BOOTSTRAP_POOL_COUNT = 12
+    PBX_BOOTSTRAP_POOL_CALLS = 9,
+    /** Number of pools; not a pool. Version 2's receipt and reply pools
+     * were never used and are gone (docs/PBX1.md). */
+    PBX_BOOTSTRAP_POOL_COUNT = 10
 } pbx_bootstrap_pool;
 
 /**
@@ -141,8 +139,8 @@ typedef struct pbx_bootstrap_type_layout {
     (PBX_BOOTSTRAP_DIGEST_OFFSET + PBX_BOOTSTRAP_DIGEST_BYTES)
 
 /** The record size is part of the wire format: pin it. */
-_Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 272U,
-               "PBX1 version 2 record is 272 bytes (docs/PBX1.md)");
+_Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 240U,
+               "PBX1 version 3 record is 240 bytes (docs/PBX1.md)");
 
 /** PBX_BOOTSTRAP_RECORDS_MAX caps the capacity of every record pool. */
 #define PBX_BOOTSTRAP_RECORDS_MAX 65536U

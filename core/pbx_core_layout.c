@@ -21,12 +21,10 @@ void pbx_core_pool_layouts(
         [PBX_BOOTSTRAP_POOL_PROMPTS] = PBX_CORE_LAYOUT_OF(pbx_core_prompt),
         [PBX_BOOTSTRAP_POOL_POLICIES] = PBX_CORE_LAYOUT_OF(pbx_core_policy),
         [PBX_BOOTSTRAP_POOL_DECISIONS] = PBX_CORE_LAYOUT_OF(pbx_core_decision),
-        [PBX_BOOTSTRAP_POOL_RECEIPTS] = PBX_CORE_LAYOUT_OF(pbx_core_receipt),
         [PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
             PBX_CORE_LAYOUT_OF(pbx_core_tslot),
         [PBX_BOOTSTRAP_POOL_RESOLUTIONS] =
             PBX_CORE_LAYOUT_OF(pbx_core_resolution),
-        [PBX_BOOTSTRAP_POOL_REPLIES] = PBX_CORE_LAYOUT_OF(pbx_core_reply),
         [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] =
             PBX_CORE_LAYOUT_OF(pbx_core_notification),
         [PBX_BOOTSTRAP_POOL_CALLS] = PBX_CORE_LAYOUT_OF(pbx_core_outcall),

@@ -254,21 +254,6 @@ typedef struct pbx_core_decision {
 } pbx_core_decision;
 
 /**
- * pbx_core_receipt is one authenticated peer receipt: which transient
- * slot holds it, what kind it is and which object it names.
- */
-typedef struct pbx_core_receipt {
-    /** Links, generation and state. */
-    pbx_core_link link;
-    /** Object or handle identity the peer vouched for. */
-    uint64_t identity;
-    /** Transient slot holding the receipt. */
-    uint32_t tslot;
-    /** Receipt kind (pbx_core_receipt_kind). */
-    uint32_t kind;
-} pbx_core_receipt;
-
-/**
  * pbx_core_tslot is one generational transient capability slot: a slot
  * number the ops layer reserved for the core, whether it is still empty
  * or holds a capability, and which record owns it.
@@ -308,24 +293,6 @@ typedef struct pbx_core_resolution {
     /** Selector digest the evidence is bound to. */
     uint8_t selector_digest[PBX_CORE_DIGEST_BYTES];
 } pbx_core_resolution;
-
-/** PBX_CORE_REPLY_BYTES_MAX bounds one retained reply frame. */
-#define PBX_CORE_REPLY_BYTES_MAX 128U
-
-/**
- * pbx_core_reply is caller-owned reply storage for a terminal decision
- * reply awaiting delivery; it is released when delivery is reported.
- */
-typedef struct pbx_core_reply {
-    /** Links, generation and state. */
-    pbx_core_link link;
-    /** Decision the reply answers. */
-    uint32_t decision;
-    /** Bytes in use. */
-    uint32_t len_bytes;
-    /** The encoded reply frame. */
-    uint8_t bytes[PBX_CORE_REPLY_BYTES_MAX];
-} pbx_core_reply;
 
 /**
  * pbx_core_notification is one authority-free launchd correlation wake

@@ -18,18 +18,18 @@
 #define T_OFF_PAGE_SIZE  8U
 #define T_OFF_PAGE_COUNT 12U
 #define T_OFF_POOLS      16U
-#define T_OFF_WINDOW     208U
-#define T_OFF_TIME       212U
-#define T_OFF_IDLE       236U
-#define T_OFF_DIGEST     240U
+#define T_OFF_WINDOW     176U
+#define T_OFF_TIME       180U
+#define T_OFF_IDLE       204U
+#define T_OFF_DIGEST     208U
 
 static const pbx_bootstrap_type_layout t_layouts[PBX_BOOTSTRAP_POOL_COUNT] = {
-    {96, 8}, {1, 1},  {64, 8}, {48, 8}, {16, 4}, {32, 8},
-    {24, 8}, {16, 8}, {80, 8}, {40, 8}, {16, 8}, {56, 8},
+    {96, 8}, {1, 1},  {64, 8}, {48, 8}, {16, 4},
+    {32, 8}, {16, 8}, {80, 8}, {16, 8}, {56, 8},
 };
 
 static const uint32_t t_capacities[PBX_BOOTSTRAP_POOL_COUNT] = {
-    64, 4096, 64, 16, 16, 64, 128, 128, 64, 64, 64, 48,
+    64, 4096, 64, 16, 16, 64, 128, 64, 64, 48,
 };
 
 /* The call window of the valid geometry: exactly fills the calls pool. */
@@ -109,7 +109,7 @@ PBX_TEST(bootstrap_roundtrip)
     PBX_CHECK_EQ(pbx_le_get16(buf + T_OFF_VERSION), 3U);
     PBX_CHECK_EQ(pbx_le_get32(buf + T_OFF_PAGE_SIZE), 4096U);
     /* The byte layout of docs/PBX1.md, pinned field by field. */
-    PBX_CHECK_EQ(PBX_BOOTSTRAP_RECORD_BYTES, 272U);
+    PBX_CHECK_EQ(PBX_BOOTSTRAP_RECORD_BYTES, 240U);
     PBX_CHECK_EQ(PBX_BOOTSTRAP_DIGEST_OFFSET, T_OFF_DIGEST);
     PBX_CHECK_EQ(pbx_le_get32(buf + t_pool_off(PBX_BOOTSTRAP_POOL_CALLS, 0)),
                  48U);
@@ -211,10 +211,13 @@ PBX_TEST(bootstrap_reject_version_1_record)
     pbx_le_put16(v1 + T_OFF_VERSION, 1U);
     pbx_le_put32(v1 + T_OFF_PAGE_SIZE, 4096U);
     pbx_le_put32(v1 + T_OFF_PAGE_COUNT, 8U);
+    /* Version 1 had eleven pools; their values do not matter, since the
+     * version is refused first. */
     for (unsigned p = 0; p < 11U; p++) {
-        pbx_le_put32(v1 + t_pool_off(p, 0), t_capacities[p]);
-        pbx_le_put32(v1 + t_pool_off(p, 4), t_layouts[p].record_size_bytes);
-        pbx_le_put32(v1 + t_pool_off(p, 8), t_layouts[p].record_align_bytes);
+        unsigned q = p % (unsigned)PBX_BOOTSTRAP_POOL_COUNT;
+        pbx_le_put32(v1 + t_pool_off(p, 0), t_capacities[q]);
+        pbx_le_put32(v1 + t_pool_off(p, 4), t_layouts[q].record_size_bytes);
+        pbx_le_put32(v1 + t_pool_off(p, 8), t_layouts[q].record_align_bytes);
     }
     PBX_REQUIRE(pbx_sha2_digest(v1, 192U, v1 + 192U) == PBX_OK);
     PBX_CHECK_EQ(t_parse(v1, sizeof(v1)), PBX_E_BOOTSTRAP_VERSION);
@@ -533,14 +536,15 @@ PBX_TEST(bootstrap_derive_default_layout)
     PBX_CHECK_EQ(l.pools[1].size_bytes, 4096U);
     PBX_CHECK_EQ(l.pools[2].offset_bytes, 10240U);
     PBX_CHECK_EQ(l.pools[4].offset_bytes, 15104U);
-    PBX_CHECK_EQ(l.pools[10].offset_bytes, 30208U);
-    PBX_CHECK_EQ(l.pools[11].offset_bytes, 31232U);
-    PBX_CHECK_EQ(l.pools[11].size_bytes, 2688U);
-    PBX_CHECK_EQ(l.used_bytes, 33920U);
+    PBX_CHECK_EQ(l.pools[6].offset_bytes, 17408U);
+    PBX_CHECK_EQ(l.pools[8].offset_bytes, 24576U);
+    PBX_CHECK_EQ(l.pools[9].offset_bytes, 25600U);
+    PBX_CHECK_EQ(l.pools[9].size_bytes, 2688U);
+    PBX_CHECK_EQ(l.used_bytes, 28288U);
     PBX_CHECK_EQ(l.page_size_bytes, 4096U);
-    PBX_CHECK_EQ(l.page_count, 9U);
-    PBX_CHECK_EQ(l.arena_bytes, 36864U);
-    PBX_CHECK_EQ(g.arena_page_count, 9U);
+    PBX_CHECK_EQ(l.page_count, 7U);
+    PBX_CHECK_EQ(l.arena_bytes, 28672U);
+    PBX_CHECK_EQ(g.arena_page_count, 7U);
 }
 
 PBX_TEST(bootstrap_derive_rejects_layout_mismatch_per_pool)
@@ -567,9 +571,9 @@ PBX_TEST(bootstrap_derive_rejects_layout_mismatch_per_pool)
             PBX_CHECK_EQ(((const uint8_t *)&l)[0], 0x5AU);
         }
     }
-    pbx_bootstrap_pool which = PBX_BOOTSTRAP_POOL_REPLIES;
+    pbx_bootstrap_pool which = PBX_BOOTSTRAP_POOL_RESOLUTIONS;
     PBX_CHECK(!pbx_bootstrap_mismatch_pool(PBX_E_BOOTSTRAP_TOTAL, &which));
-    PBX_CHECK_EQ(which, PBX_BOOTSTRAP_POOL_REPLIES);
+    PBX_CHECK_EQ(which, PBX_BOOTSTRAP_POOL_RESOLUTIONS);
     PBX_CHECK(strcmp(pbx_bootstrap_pool_name(PBX_BOOTSTRAP_POOL_COUNT),
                      "unknown") == 0);
 }

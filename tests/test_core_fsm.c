@@ -187,8 +187,6 @@ PBX_TEST(core_init_carves_every_pool_and_refuses_each_mismatch)
             PBX_CHECK(k.live == 0U && k.queue == 0U && k.state == 0U);
         }
     }
-    PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_RECEIPTS].capacity > 0U);
-    PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_REPLIES].capacity > 0U);
     PBX_CHECK(ctx.pools[PBX_BOOTSTRAP_POOL_CALLS].capacity > 0U);
     PBX_CHECK_EQ(ctx.pools[PBX_BOOTSTRAP_POOL_CALLS].free_count,
                  l.pools[PBX_BOOTSTRAP_POOL_CALLS].capacity);

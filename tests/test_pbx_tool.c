@@ -303,9 +303,10 @@ PBX_TEST(pbx_tool_make_overrides)
     t_tmpdir(dir, sizeof(dir));
     char made[PATH_MAX];
     t_join(made, sizeof(made), dir, "made");
-    const char *args[] = {"geometry",  "make", "--grants",    "123",
-                          "--replies", "7",    "--page-size", "16384",
-                          "-o",        made,   NULL};
+    const char *args[] = {
+        "geometry", "make",        "--grants", "123", "--resolutions",
+        "7",        "--page-size", "16384",    "-o",  made,
+        NULL};
     t_run_result r;
     t_run(dir, args, &r);
     PBX_REQUIRE(r.status == 0);
@@ -315,7 +316,7 @@ PBX_TEST(pbx_tool_make_overrides)
     pbx_bootstrap_geometry g;
     PBX_REQUIRE(pbx_bootstrap_parse(rec, n, &g) == PBX_OK);
     PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_GRANTS], 123U);
-    PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_REPLIES], 7U);
+    PBX_CHECK_EQ(g.capacity[PBX_BOOTSTRAP_POOL_RESOLUTIONS], 7U);
     PBX_CHECK_EQ(g.page_size_bytes, 16384U);
     const char *check[] = {"geometry", "check", made, NULL};
     t_run(dir, check, &r);
