@@ -9,6 +9,9 @@ a bounded simulator run fail to notice.
     mutate.py [--sample N] [--jobs N] [--threshold PCT] [--out DIR] ...
     mutate.py --list              print every mutant and exit
     mutate.py --only ID           run one mutant, keep its worker tree
+    mutate.py --only ID,ID,...    run these mutants (or --only @FILE: the
+                                  first word of each line of FILE)
+    mutate.py --files "F F ..."   only the mutants of these source files
 
 Operators (each mutant is one change on one line; comments, preprocessor
 lines, compiled-out PBX_PLANT_* branches, _Static_assert and PBX_ASSERT
@@ -496,7 +499,12 @@ def summarise(results, entries, all_ids, args, seconds):
             by[r["by"]] = by.get(r["by"], 0) + 1
     rate = 100.0 * len(survived) / len(counted) if counted else 0.0
     stale = [r for r in equivalent if r["status"] == "killed"]
-    unmatched = [e for e in entries if not any(
+    # Only entries of files in scope (--dirs, --files) can be judged.
+    def in_scope(path):
+        if args.files:
+            return path in args.files.split()
+        return path.split("/")[0] in args.dirs.split()
+    unmatched = [e for e in entries if in_scope(e["file"]) and not any(
         e["file"] == m["file"] and e["key"] in (m["id"], m["mutated"].strip())
         for m in all_ids)]
     return {"mutants": total, "counted": len(counted),
@@ -583,14 +591,34 @@ def parse_args(argv):
                    help="stop starting mutants after this long; the report "
                    "covers those that ran")
     p.add_argument("--list", action="store_true")
-    p.add_argument("--only", default="")
+    p.add_argument("--only", default="",
+                   help="mutant ids, comma or space separated, or @FILE")
+    p.add_argument("--files", default="",
+                   help="only mutate these files (paths from the root)")
     return p.parse_args(argv)
+
+
+def only_ids(value):
+    """The ids of --only: a list, or @FILE with an id first on each line."""
+    if value.startswith("@"):
+        with open(value[1:], encoding="utf-8") as f:
+            words = [ln.split()[0] for ln in f
+                     if ln.strip() and not ln.lstrip().startswith("#")]
+    else:
+        words = value.replace(",", " ").split()
+    return set(words)
 
 
 def main(argv):
     args = parse_args(argv)
     root = os.getcwd()
     mutants = all_mutants(root, args.dirs.split())
+    if args.files:
+        files = set(args.files.split())
+        missing = files - {m["file"] for m in mutants}
+        if missing:
+            sys.exit(f"mutate: no mutants in {' '.join(sorted(missing))}")
+        mutants = [m for m in mutants if m["file"] in files]
     if args.list:
         for m in mutants:
             print(f"{m['id']} {m['file']}:{m['line']} {m['op']} {m['desc']}")
@@ -598,9 +626,12 @@ def main(argv):
         return 0
     chosen = mutants
     if args.only:
-        chosen = [m for m in mutants if m["id"] == args.only]
-        if not chosen:
-            sys.exit(f"mutate: no mutant {args.only} (see --list)")
+        ids = only_ids(args.only)
+        chosen = [m for m in mutants if m["id"] in ids]
+        unknown = ids - {m["id"] for m in chosen}
+        if unknown:
+            sys.exit(f"mutate: no mutant {' '.join(sorted(unknown))} "
+                     "(see --list)")
     elif args.sample:
         chosen = sample(mutants, args.sample, args.seed)
     entries = load_equivalent(args.equivalent)
@@ -657,7 +688,7 @@ def main(argv):
     s["chosen"] = len(chosen)
     s["partial"] = len(results) < len(chosen)
     write_report(s, build.out)
-    if not args.only:
+    if len(chosen) != 1 or not args.only:
         for w in wdirs:
             shutil.rmtree(w, ignore_errors=True)
     kb = ", ".join(f"{k} {v}" for k, v in sorted(s["killed_by"].items()))

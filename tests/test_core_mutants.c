@@ -1,0 +1,202 @@
+/*
+ * test_core_mutants.c: core behaviour that mutation testing (make mutate,
+ * docs/TESTING.md "Mutation testing") found unchecked: each test pins an
+ * effect a surviving mutant changed (the exact denial reason of a peer
+ * failure, readiness over a dirty context, the deadline check of init,
+ * the exact bytes of the state-machine graph), through the public API.
+ */
+#include "core/pbx_core_inspect.h"
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Opens the default install-mode request (or runtime-reply when rt) and
+ * runs it until idle. */
+static pbx_ipc_id mut_open(th_h *h, bool rt)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    if (rt) {
+        b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+        memset(&b.target, 0, sizeof(b.target));
+    }
+    PBX_CHECK_EQ(th_open(h, &b, sel, &id), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    return id;
+}
+
+/* Asks DECISION and checks a DENIED outcome with exactly reason. */
+static void mut_denied(th_h *h, pbx_ipc_id id, uint16_t reason)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, reason);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+}
+
+/* A DETACH that fails in transport denies with PEER_FAILED, the reason
+ * launchd and the client see for a peer that could not be reached. */
+PBX_TEST(core_mutants_detach_failure_denies_peer_failed)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_FAIL, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_FAIL, 0, 0);
+    pbx_ipc_id id = mut_open(h, false);
+    mut_denied(h, id, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* A runtime-reply approval whose alias derivation fails is denied with
+ * PEER_FAILED, and the request's capabilities are all given back. */
+PBX_TEST(core_mutants_alias_failure_denies_peer_failed)
+{
+    th_h *h = th_new(4);
+    th_push_alias(h, PBX_CORE_IO_FAILED);
+    pbx_ipc_id id = mut_open(h, true);
+    PBX_CHECK_EQ(h->wake_count, 1U);
+    mut_denied(h, id, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* ---- init over a dirty context ------------------------------------------ */
+
+/* Derives a layout for pools of n records (deadline classes time_ms). */
+static void mut_layout(uint32_t n, uint32_t time_ms, pbx_bootstrap_layout *out)
+{
+    pbx_bootstrap_geometry g;
+    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
+    memset(&g, 0, sizeof(g));
+    g.version = PBX_BOOTSTRAP_VERSION;
+    g.page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g.layout);
+    pbx_core_pool_layouts(want);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g.capacity[i] = n;
+    }
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        3U * n + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
+        4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
+    g.call_window = n;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * n;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g.time_ms[t] = time_ms;
+    }
+    PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
+    PBX_REQUIRE(pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK);
+}
+
+/* Re-initialises the harness's core over a context first filled with
+ * junk: init must set every field it relies on, ignoring old contents. */
+static void mut_reinit_dirty(th_h *h)
+{
+    pbx_bootstrap_layout l;
+    mut_layout(4U, 5000U, &l);
+    const pbx_core_ops *ops = h->core.ops;
+    void *user = h->core.ops_user;
+    pbx_capabi_layout slots = h->core.slots;
+    pbx_core_identity_fn identity = h->core.identity;
+    PBX_REQUIRE(l.arena_bytes == h->core.arena_len);
+    memset(&h->core, 0xA5, sizeof(h->core));
+    memset(h->arena, 0x5A, l.arena_bytes);
+    PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
+                              ops, user) == PBX_OK);
+    pbx_core_set_identity(&h->core, identity);
+}
+
+/* Two approvals, one after the other, on a core carved over a dirty
+ * context and arena: every record comes from a well-formed free list. */
+PBX_TEST(core_mutants_init_ignores_a_dirty_context)
+{
+    th_h *h = th_new(4);
+    mut_reinit_dirty(h);
+    PBX_CHECK(th_quiescent(h));
+    for (uint32_t k = 0; k < 2U; k++) {
+        pbx_ipc_begin b;
+        th_default_begin(&b, sel, SEL_LEN);
+        pbx_ipc_id req = {0, 0};
+        pbx_ipc_id g = th_approve(h, &b, sel, false, &req, NULL);
+        PBX_CHECK(g.gen != 0U);
+        PBX_CHECK_EQ(h->step_err, PBX_OK);
+    }
+    PBX_CHECK_EQ(h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].free_count, 4U);
+    th_free(h);
+}
+
+/* A layout whose call deadline is zero would expire every call unsent:
+ * init refuses it whichever class is zero. */
+PBX_TEST(core_mutants_init_refuses_a_zero_deadline)
+{
+    pbx_bootstrap_layout l;
+    mut_layout(4U, 5000U, &l);
+    static pbx_core_ctx ctx;
+    static const pbx_core_ops ops;
+    pbx_capabi_layout slots;
+    PBX_REQUIRE(pbx_capabi_layout_init(&slots, 64U, 64U) == PBX_OK);
+    uint8_t *arena = aligned_alloc(4096U, l.arena_bytes);
+    PBX_REQUIRE(arena != NULL);
+    PBX_CHECK_EQ(
+        pbx_core_init(&ctx, &l, arena, l.arena_bytes, &slots, &ops, NULL),
+        PBX_OK);
+    for (size_t k = 0; k < (size_t)PBX_CORE_CALL_CLASSES; k++) {
+        pbx_bootstrap_layout bad = l;
+        bad.time_ms[k] = 0U;
+        PBX_CHECK_EQ(pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots,
+                                   &ops, NULL),
+                     PBX_E_CORE_LAYOUT);
+        PBX_CHECK_EQ(ctx.ready, 0U);
+    }
+    free(arena);
+}
+
+/* ---- the state-machine graph -------------------------------------------- */
+
+struct mut_sink {
+    char buf[16384];
+    size_t len;
+    bool nul;
+};
+
+static void mut_emit(void *user, const char *text, size_t len)
+{
+    struct mut_sink *s = user;
+    for (size_t i = 0; i < len; i++) {
+        s->nul = s->nul || text[i] == '\0';
+    }
+    if (s->len + len < sizeof(s->buf)) {
+        memcpy(s->buf + s->len, text, len);
+        s->len += len;
+    }
+}
+
+/* The DOT graph is text (no NUL byte is ever emitted) and every brace it
+ * opens is closed: one per machine cluster and one for the graph. */
+PBX_TEST(core_mutants_fsm_dot_is_balanced_text)
+{
+    static struct mut_sink s;
+    memset(&s, 0, sizeof(s));
+    pbx_core_fsm_dot(mut_emit, &s);
+    PBX_REQUIRE(s.len > 0U && s.len < sizeof(s.buf));
+    PBX_CHECK(!s.nul);
+    size_t open = 0;
+    size_t close = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        open += s.buf[i] == '{' ? 1U : 0U;
+        close += s.buf[i] == '}' ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(open, (size_t)PBX_CORE_MACHINE_COUNT + 1U);
+    PBX_CHECK_EQ(close, open);
+    PBX_CHECK_EQ(s.buf[s.len - 1U], '\n');
+    PBX_CHECK_EQ(s.buf[s.len - 2U], '}');
+}

@@ -1,0 +1,229 @@
+/*
+ * test_ipc_mutants.c: codec rules that mutation testing (make mutate,
+ * docs/TESTING.md) found unchecked: the request-identity rule of every
+ * partition row, the status range of an error reply, the boundary
+ * lengths a decoder must still accept, and encoders that must refuse a
+ * record their own decoder would refuse (the encoder's self-check is the
+ * only thing between a bad record and the wire).
+ */
+#include "../ipc/pbx_ipc.h"
+#include "runner/pbx_test.h"
+
+#include <string.h>
+
+#define REPLY(op) ((uint16_t)((op) | PBX_IPC_REPLY_BIT))
+
+static const pbx_ipc_id live_id = {7U, 3U};
+
+/* The request-identity rule of each op, written out from docs/PBX1.md
+ * independently of ipc/: BEGIN requests, CONSUME and EXPIRE carry no
+ * identity; CANCEL may select by correlation (generation zero); every
+ * other frame names an exact live request. WAKE has no reply (0). */
+static const struct {
+    uint16_t op;
+    uint8_t request;
+    uint8_t reply;
+} id_rules[] = {
+    {PBX_IPC_OP_BEGIN, PBX_IPC_ID_ZERO, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_SELECTOR, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_COMMIT, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_DECISION, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_CANCEL, PBX_IPC_ID_CANCEL, PBX_IPC_ID_CANCEL},
+    {PBX_IPC_OP_CONSUME, PBX_IPC_ID_ZERO, PBX_IPC_ID_ZERO},
+    {PBX_IPC_OP_EXPIRE, PBX_IPC_ID_ZERO, PBX_IPC_ID_ZERO},
+    {PBX_IPC_OP_RESOLVE, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_DETACH, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_RETIRE, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_POLICY, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_PROMPT, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_VIEW, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_WITHDRAW, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_INSTALL, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_REVOKE, PBX_IPC_ID_LIVE, PBX_IPC_ID_LIVE},
+    {PBX_IPC_OP_WAKE, PBX_IPC_ID_LIVE, 0U},
+};
+
+PBX_TEST(ipc_mutants_every_row_has_its_identity_rule)
+{
+    PBX_CHECK_EQ(PBX_ARRAY_LEN(id_rules), PBX_IPC_OP_COUNT);
+    for (size_t i = 0; i < PBX_ARRAY_LEN(id_rules); i++) {
+        pbx_ipc_op_rule row;
+        PBX_REQUIRE(pbx_ipc_op_rule_get(id_rules[i].op, &row) == PBX_OK);
+        PBX_CHECK_EQ(row.id_rule, id_rules[i].request);
+        if (id_rules[i].reply == 0U) {
+            continue;
+        }
+        PBX_REQUIRE(pbx_ipc_op_rule_get(REPLY(id_rules[i].op), &row) ==
+                    PBX_OK);
+        PBX_CHECK_EQ(row.id_rule, id_rules[i].reply);
+    }
+}
+
+/* An error reply's status is a 16-bit wire field: the largest fits, the
+ * next value is refused rather than truncated. */
+PBX_TEST(ipc_mutants_status_reply_range_is_sixteen_bits)
+{
+    uint8_t b[PBX_IPC_HEADER_BYTES];
+    size_t len = 999U;
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, live_id,
+                                             (pbx_err)0xFFFF, b, sizeof(b),
+                                             &len),
+                 PBX_OK);
+    PBX_CHECK_EQ(len, PBX_IPC_HEADER_BYTES);
+    len = 999U;
+    PBX_CHECK_EQ(pbx_ipc_status_reply_encode(PBX_IPC_OP_BEGIN, live_id,
+                                             (pbx_err)0x10000, b, sizeof(b),
+                                             &len),
+                 PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(len, 999U);
+}
+
+/* A RESOLVE selector of exactly the largest length is accepted both
+ * ways; one byte more is refused. */
+PBX_TEST(ipc_mutants_resolve_selector_at_its_bound)
+{
+    static uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX + 1U];
+    static uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    memset(sel, 'a', sizeof(sel));
+    pbx_ipc_resolve r;
+    memset(&r, 0, sizeof(r));
+    r.operation = PBX_IPC_OPERATION_READ;
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.selector_len = PBX_IPC_SELECTOR_LEN_BYTES_MAX;
+    r.selector = sel;
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_resolve_encode(live_id, &r, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_frame f;
+    pbx_ipc_resolve out;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_resolve_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.selector_len, PBX_IPC_SELECTOR_LEN_BYTES_MAX);
+    r.selector_len = PBX_IPC_SELECTOR_LEN_BYTES_MAX + 1U;
+    size_t keep = 999U;
+    PBX_CHECK(pbx_ipc_resolve_encode(live_id, &r, b, sizeof(b), &keep) !=
+              PBX_OK);
+    PBX_CHECK_EQ(keep, 999U);
+}
+
+/* ---- encoders refuse what their decoders refuse ------------------------- */
+
+static uint8_t enc_buf[PBX_IPC_FRAME_BYTES_MAX];
+
+/* Each row encodes one record with one field its decoder refuses; the
+ * encoder must return that error and write no length. */
+static pbx_err bad_prompt(size_t *len)
+{
+    pbx_ipc_prompt r;
+    memset(&r, 0, sizeof(r));
+    r.ctx.session = 1U;
+    r.ctx.job_id = 2U;
+    r.ctx.job_gen = 3U;
+    r.ctx.operation = 0U; /* no such operation */
+    r.ctx.object_class = PBX_IPC_CLASS_FILE;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    r.ctx.mode = PBX_IPC_MODE_INSTALL;
+    r.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r.ctx.entry.len = 1U;
+    r.ctx.entry.bytes[0] = 'e';
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.selector_len = 1U;
+    r.selector = (const uint8_t *)"s";
+    return pbx_ipc_prompt_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_revoke_reply(size_t *len)
+{
+    pbx_ipc_revoke_ack r = {{4U, 0U}};
+    return pbx_ipc_revoke_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                       len);
+}
+
+static pbx_err bad_revoke(size_t *len)
+{
+    pbx_ipc_revoke r = {{4U, 0U}, 0x99U, 2U, 34U};
+    return pbx_ipc_revoke_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_expire_kind(size_t *len)
+{
+    pbx_ipc_expire r = {3U, 3U, 0x77U, 0U};
+    return pbx_ipc_expire_encode(&r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_expire_gen(size_t *len)
+{
+    pbx_ipc_expire r = {PBX_IPC_EXPIRE_JOB, 0U, 0x77U, 0U};
+    return pbx_ipc_expire_encode(&r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_resolve(size_t *len)
+{
+    pbx_ipc_resolve r;
+    memset(&r, 0, sizeof(r));
+    r.operation = 0U; /* no such operation */
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.selector_len = 1U;
+    r.selector = (const uint8_t *)"s";
+    return pbx_ipc_resolve_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_wake(size_t *len)
+{
+    pbx_ipc_wake r = {0x55U, 0U};
+    return pbx_ipc_wake_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_view_reply(size_t *len)
+{
+    pbx_ipc_view_ack r = {PBX_IPC_VIEW_ACTIVE, {4U, 0U}};
+    return pbx_ipc_view_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                     len);
+}
+
+static pbx_err bad_policy_reply(size_t *len)
+{
+    pbx_ipc_policy_reply r = {0U, PBX_IPC_URGENCY_ROUTINE, 9U, 1U};
+    return pbx_ipc_policy_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                       len);
+}
+
+static pbx_err bad_install_reply(size_t *len)
+{
+    pbx_ipc_install_reply r = {PBX_IPC_HANDLE_MANAGE_ONLY, 34U, {4U, 0U},
+                               0x99U, 2U};
+    return pbx_ipc_install_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                        len);
+}
+
+static const struct {
+    const char *name;
+    pbx_err (*enc)(size_t *len);
+    pbx_err want;
+} refusals[] = {
+    {"prompt operation", bad_prompt, PBX_E_IPC_DISCRIMINANT},
+    {"revoke reply gen", bad_revoke_reply, PBX_E_IPC_GENERATION},
+    {"revoke gen", bad_revoke, PBX_E_IPC_GENERATION},
+    {"expire kind", bad_expire_kind, PBX_E_IPC_DISCRIMINANT},
+    {"expire gen", bad_expire_gen, PBX_E_IPC_GENERATION},
+    {"resolve operation", bad_resolve, PBX_E_IPC_DISCRIMINANT},
+    {"wake gen", bad_wake, PBX_E_IPC_GENERATION},
+    {"view reply gen", bad_view_reply, PBX_E_IPC_GENERATION},
+    {"policy reply verdict", bad_policy_reply, PBX_E_IPC_DISCRIMINANT},
+    {"install reply gen", bad_install_reply, PBX_E_IPC_GENERATION},
+};
+
+PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
+{
+    for (size_t i = 0; i < PBX_ARRAY_LEN(refusals); i++) {
+        size_t len = 999U;
+        pbx_err got = refusals[i].enc(&len);
+        if (got != refusals[i].want) {
+            pbx_test_failf(__FILE__, __LINE__, "%s: got %s, want %s",
+                           refusals[i].name, pbx_err_name(got),
+                           pbx_err_name(refusals[i].want));
+        }
+        PBX_CHECK_EQ(len, 999U);
+    }
+}
