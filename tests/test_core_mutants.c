@@ -152,9 +152,9 @@ PBX_TEST(core_mutants_init_refuses_a_zero_deadline)
     for (size_t k = 0; k < (size_t)PBX_CORE_CALL_CLASSES; k++) {
         pbx_bootstrap_layout bad = l;
         bad.time_ms[k] = 0U;
-        PBX_CHECK_EQ(pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots,
-                                   &ops, NULL),
-                     PBX_E_CORE_LAYOUT);
+        PBX_CHECK_EQ(
+            pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots, &ops, NULL),
+            PBX_E_CORE_LAYOUT);
         PBX_CHECK_EQ(ctx.ready, 0U);
     }
     free(arena);

@@ -53,8 +53,7 @@ PBX_TEST(ipc_mutants_every_row_has_its_identity_rule)
         if (id_rules[i].reply == 0U) {
             continue;
         }
-        PBX_REQUIRE(pbx_ipc_op_rule_get(REPLY(id_rules[i].op), &row) ==
-                    PBX_OK);
+        PBX_REQUIRE(pbx_ipc_op_rule_get(REPLY(id_rules[i].op), &row) == PBX_OK);
         PBX_CHECK_EQ(row.id_rule, id_rules[i].reply);
     }
 }
@@ -191,8 +190,8 @@ static pbx_err bad_policy_reply(size_t *len)
 
 static pbx_err bad_install_reply(size_t *len)
 {
-    pbx_ipc_install_reply r = {PBX_IPC_HANDLE_MANAGE_ONLY, 34U, {4U, 0U},
-                               0x99U, 2U};
+    pbx_ipc_install_reply r = {
+        PBX_IPC_HANDLE_MANAGE_ONLY, 34U, {4U, 0U}, 0x99U, 2U};
     return pbx_ipc_install_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
                                         len);
 }
