@@ -1,317 +1,203 @@
 /*
- * launchd.c: the reference launchd for the Linux host, in two commands.
+ * launchd.c: the reference launchd for the Linux host, in three commands.
  *
  *   pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]
  *                     [--control PATH] [--wake-log PATH] [--ready-fd N]
- *                     [--wake-hold-file PATH]
- *       receives powerboxd's authority-free WAKE datagrams (SOCK_DGRAM;
- *       any descriptor that arrives with one is deleted and reported),
- *       and appends "wake request I.G job J.G" per valid WAKE to the log.
- *       With --wake-hold-file (a test aid, off by default) it does not
- *       read the wake route while PATH exists (checked every
- *       LAUNCHD_HOLD_CHECK_MS), so the route fills as a stalled launchd's
- *       would; control connections are served meanwhile.
- *       With --broker-fd it holds launchd's end of the broker connection
- *       (the other end is powerboxd's startup slot 10, the only place
- *       powerboxd accepts launchd's authority) and relays, one call at a
- *       time, every frame that arrives on a --control connection over
- *       it: BEGIN/SELECTOR/COMMIT (with the scope), DECISION (whose
- *       runtime-reply alias is handed to the caller and not kept),
- *       CONSUME, CANCEL and EXPIRE. The frame goes over and the reply
- *       comes back unchanged, byte for byte (the per-call seq included:
- *       launchd neither sets nor checks it; its own refusals echo the
- *       caller's seq and its own calls carry seq 0).
- *       powerboxd accepts BEGIN (either mode) only over the broker, so
- *       this relay is how every program asks. powerboxd sees every
- *       request as the broker's, so the relay itself enforces ownership:
- *       a connection may drive only the requests it began and the grants
- *       it received in an APPROVED DECISION (anything else is answered
- *       PBX_PEER_E_NOT_YOURS without reaching powerboxd); EXPIRE stays
- *       open, since the control socket (mode 0600) is launchd's own
- *       administrative surface. Per control connection it
- *       remembers the exact request ids it relayed BEGINs for until their
- *       terminal DECISION reply went back; when the connection closes it
- *       sends an exact CANCEL for each over the broker, then collects the
- *       decision so powerboxd can retire the record (all bounded, logged).
+ *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
+ *                     [--max-conns N] [--idle-ms N] [--max-open N]
+ *                     [--max-open-job N] [--max-jobs N] [--call-ms N]
+ *                     [--first-job N]
+ *       receives powerboxd's authority-free WAKE datagrams (a descriptor
+ *       that arrives with one is deleted and reported; each valid WAKE is
+ *       logged, and appended as "wake request I.G job J.G" to
+ *       --wake-log). With --wake-hold-file (a test aid) it leaves the wake
+ *       route unread while PATH exists.
+ *       --broker-fd is launchd's end of the broker connection (powerboxd's
+ *       slot 10). Every public request that arrives on a connection is
+ *       relayed over it stamped with launchd's own nonzero seq and kept
+ *       in a call table {connection and its generation, caller's seq, op,
+ *       request id}; powerboxd's reply is matched by that seq, op and
+ *       request id and goes to exactly the caller, with the caller's seq
+ *       restored. Many calls are in flight at once. A reply that matches
+ *       no call is logged and its descriptors closed; a reply whose caller
+ *       is gone is never delivered: a new request is CANCELled, an alias
+ *       closed. A call unanswered for --call-ms (default 10000) answers
+ *       its caller PBX_PEER_E_ROUTE and stays in the table for its late
+ *       reply.
+ *       DECISION is answered only when final: a PENDING answer holds the
+ *       caller until powerboxd's WAKE for that request, then launchd asks
+ *       again and delivers the decision (with a runtime-reply alias) to
+ *       that caller; a WAKE that comes first is remembered; held
+ *       DECISIONs are re-asked every 5000 ms as a safety net.
+ *       Programs are launched through launchd: LAUNCH on a --control
+ *       connection (pbx-launchd run) starts a job in its own process group
+ *       with the caller's stdio and a job connection at descriptor 3
+ *       (PBX_LAUNCHD_FD=3, PBX_JOB, PBX_ENTRY, PBX_TARGET when bound to one
+ *       of the --stage processes). BEGIN is accepted only on a job
+ *       connection and is bound to the job: its job id, generation, entry
+ *       and install target are filled in when empty and must equal the
+ *       job's otherwise (PBX_PEER_E_NOT_YOURS). A connection may drive only
+ *       the requests it began and the grants it received. When a job
+ *       exits its launcher gets EXIT, the job is EXPIREd at powerboxd and
+ *       its staged process freed; when the launcher hangs up first, the
+ *       job's process group is killed. When a connection hangs up, each of
+ *       its open requests is CANCELled exactly and its decision collected.
+ *       Limits: --max-conns control connections (96; one more is refused
+ *       and logged), --idle-ms (10000) before an idle control connection
+ *       is dropped, --max-open open requests per connection (8) and
+ *       --max-open-job per job (16; PBX_PEER_E_BUSY beyond), --max-jobs
+ *       live jobs (64), --first-job the first job id allocated (11).
+ *   pbx-launchd run --control PATH [--job ID:GEN] [--entry NAME]
+ *                   -- PROG [ARG...]
+ *       launches PROG as a job with this process's stdio, logs "launchd:
+ *       job ID:GEN pid P", waits for its EXIT and exits with its status
+ *       (128+N for signal N); 125 when the launch is refused or launchd
+ *       goes away first; 2 on a usage error.
  *   pbx-launchd expire (--control PATH | --public PATH | --public-fd N)
  *                      --job ID:GEN [--invocation N]
- *       sends EXPIRE for an invocation (with --invocation) or a whole job
- *       and prints "expire=accepted". Through --control it travels over
- *       the broker; on powerboxd's public endpoint it is refused.
+ *       sends EXPIRE for an invocation or a whole job and prints
+ *       "expire=accepted"; waits at most 5 s for the answer. Through
+ *       --control it travels over the broker; powerboxd's public endpoint
+ *       refuses it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "peers/common/pbx_peer_io.h"
+#include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
-#include "peers/lib/pbx_peer_track.h"
 
-/* Control connections served at once. */
-#define LAUNCHD_CONTROL_MAX 16
-/* How long one relayed call may wait for powerboxd's reply. */
-#define LAUNCHD_BROKER_TIMEOUT_MS 10000
-/* DECISION polls per cancelled request after a hang-up, and the pause
- * between them: the cancellation's cleanup runs through vfsd, procd and
- * ttyd, so the decision is CANCELLED only a few peer calls later. */
-#define LAUNCHD_COLLECT_TRIES    100
-#define LAUNCHD_COLLECT_PAUSE_MS 10
+/* How long expire waits for its answer. */
+#define LAUNCHD_EXPIRE_WAIT_MS 5000
 /* How often serve looks for its --wake-hold-file while it exists. */
 #define LAUNCHD_HOLD_CHECK_MS 50
 
-/* One control connection and the requests relayed for it that still wait
- * for their terminal DECISION. */
-typedef struct launchd_conn {
-    int fd;
-    pbx_peer_track track;
-} launchd_conn;
-
-/* What serve holds: its routes and its control connections. */
-typedef struct launchd_srv {
-    int wake;
-    int broker;
-    int control;
-    launchd_conn conns[LAUNCHD_CONTROL_MAX];
-    int nconns;
-    FILE *log;
-    const char *hold;
-} launchd_srv;
-
-static pbx_peer_msg g_reply;
+static launchd_srv g_srv;
 static pbx_peer_msg g_msg;
 
-/* Logs one received datagram; returns false on a fatal receive error. */
-static bool launchd_wake(int fd, FILE *log)
-{
-    int r = pbx_peer_io_recv_frame(fd, &g_msg);
-    if (r == 1) {
-        pbx_peer_log("launchd", "empty datagram ignored");
-        return true;
-    }
-    if (r != 0) {
-        return errno == EMSGSIZE;
-    }
-    pbx_ipc_wake w;
-    pbx_err e = g_msg.err;
-    if (e == PBX_OK) {
-        e = pbx_ipc_wake_decode(&g_msg.frame, &w);
-    }
-    if (g_msg.nfds != 0U) {
-        pbx_peer_log("launchd", "WAKE carried %zu descriptor(s); deleted",
-                     g_msg.nfds);
-        pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
-        e = e == PBX_OK ? PBX_E_IPC_CAP_PARTITION : e;
-    }
-    if (e != PBX_OK) {
-        pbx_peer_log("launchd", "malformed WAKE refused: %s", pbx_err_text(e));
-        return true;
-    }
-    pbx_peer_log("launchd", "wake request %u.%u job %llu.%u",
-                 g_msg.frame.request.index, g_msg.frame.request.gen,
-                 (unsigned long long)w.job_id, w.job_gen);
-    if (log != NULL) {
-        (void)fprintf(log, "wake request %u.%u job %llu.%u\n",
-                      g_msg.frame.request.index, g_msg.frame.request.gen,
-                      (unsigned long long)w.job_id, w.job_gen);
-        (void)fflush(log);
-    }
-    return true;
-}
-
-/* Answers a frame from conn without relaying it: closes whatever came
- * with it (and says how many) and replies status st. Returns false when
- * conn failed. */
-static bool launchd_refuse(int conn, uint32_t st)
-{
-    size_t closed = g_msg.nfds;
-    pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
-    if (g_msg.err == PBX_OK) {
-        pbx_peer_log("launchd",
-                     "relay refused: op 0x%04x request %u.%u: %s; %zu "
-                     "descriptor(s) closed",
-                     g_msg.frame.op, g_msg.frame.request.index,
-                     g_msg.frame.request.gen, pbx_peer_status_text(st), closed);
-    } else {
-        pbx_peer_log("launchd", "relay refused: %s; %zu descriptor(s) closed",
-                     pbx_peer_status_text(st), closed);
-    }
-    return pbx_peer_io_reply_status(conn, &g_msg, st) == 0;
-}
-
-/* Relays one frame from control connection c over the broker and sends
- * powerboxd's reply back with whatever capability it carried; the relay
- * keeps no copy of the scope or the alias, and notes in c's table which
- * requests it began and which got their terminal DECISION, and which
- * grants it received. A frame naming a request or grant that c does not
- * own is answered by launchd (PBX_PEER_E_NOT_YOURS) and never relayed.
- * Returns false when c is finished (hang-up or failure) and must be
- * closed. */
-static bool launchd_relay(const launchd_srv *srv, launchd_conn *c)
-{
-    int r = pbx_peer_io_recv_frame(c->fd, &g_msg);
-    if (r != 0) {
-        return false;
-    }
-    if (g_msg.err != PBX_OK || g_msg.nfds > 1U || srv->broker < 0) {
-        return launchd_refuse(c->fd, g_msg.err != PBX_OK
-                                         ? (uint32_t)g_msg.err
-                                         : (uint32_t)PBX_PEER_E_ROUTE);
-    }
-    /* powerboxd sees every frame from here as the broker's, so only this
-     * table can keep one program from driving another's request or grant:
-     * anything it does not admit never reaches powerboxd. */
-    uint16_t st = pbx_peer_track_admit(&c->track, &g_msg.frame);
-    if (st != 0U) {
-        return launchd_refuse(c->fd, st);
-    }
-    int cap = g_msg.nfds == 1U ? g_msg.fds[0] : -1;
-    r = pbx_peer_io_call(srv->broker, g_msg.buf, g_msg.len, cap, &g_reply,
-                         LAUNCHD_BROKER_TIMEOUT_MS);
-    pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
-    if (r != 0) {
-        pbx_peer_log("launchd", "broker call failed: %s",
-                     r == 1 ? "powerboxd closed the broker" : strerror(errno));
-        return pbx_peer_io_reply_status(c->fd, &g_msg, PBX_PEER_E_ROUTE) == 0;
-    }
-    int alias = g_reply.nfds == 1U ? g_reply.fds[0] : -1;
-    pbx_peer_log("launchd", "broker: op 0x%04x request %u.%u status 0x%04x%s",
-                 g_msg.frame.op,
-                 g_reply.err == PBX_OK ? g_reply.frame.request.index
-                                       : g_msg.frame.request.index,
-                 g_reply.err == PBX_OK ? g_reply.frame.request.gen
-                                       : g_msg.frame.request.gen,
-                 g_reply.err == PBX_OK ? g_reply.frame.status : 0U,
-                 alias >= 0 ? ", alias handed to the caller" : "");
-    if (g_reply.err == PBX_OK) {
-        (void)pbx_peer_track_relayed(&c->track, &g_msg.frame, &g_reply.frame);
-    }
-    bool ok = pbx_peer_io_send(c->fd, g_reply.buf, g_reply.len, alias) == 0;
-    pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
-    return ok;
-}
-
-/* One broker call of the len bytes in buf on behalf of launchd itself;
- * returns the reply status, or -1 when powerboxd did not answer. Any
- * descriptor in the reply (a runtime-reply alias nobody will use now) is
- * deleted at once. */
-static long launchd_own_call(const launchd_srv *srv, const uint8_t *buf,
-                             size_t len)
-{
-    int r = pbx_peer_io_call(srv->broker, buf, len, -1, &g_reply,
-                             LAUNCHD_BROKER_TIMEOUT_MS);
-    if (r != 0) {
-        return -1;
-    }
-    pbx_peer_io_close_all(g_reply.fds, g_reply.nfds);
-    return g_reply.err == PBX_OK ? (long)g_reply.frame.status : -1;
-}
-
-/* Asks DECISION for id until it is no longer PENDING (bounded) so that
- * powerboxd can retire the record; returns the outcome name. */
-static const char *launchd_collect(const launchd_srv *srv, pbx_ipc_id id)
-{
-    uint8_t buf[PBX_IPC_HEADER_BYTES];
-    size_t n = 0;
-    if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
-        PBX_OK) {
-        return "unasked";
-    }
-    for (int i = 0; i < LAUNCHD_COLLECT_TRIES; i++) {
-        long st = launchd_own_call(srv, buf, n);
-        pbx_ipc_decision d;
-        if (st != 0 ||
-            pbx_ipc_decision_reply_decode(&g_reply.frame, &d) != PBX_OK) {
-            return st < 0 ? "no answer" : pbx_peer_status_text((uint32_t)st);
-        }
-        if (d.outcome != (uint8_t)PBX_IPC_OUTCOME_PENDING) {
-            return pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d.outcome);
-        }
-        struct timespec ts = {0, LAUNCHD_COLLECT_PAUSE_MS * 1000000L};
-        (void)nanosleep(&ts, NULL);
-    }
-    return "still pending";
-}
-
-/* The program behind c hung up: cancels, by exact request id over the
- * broker, every request it began that has no terminal DECISION yet, and
- * collects each decision. A request that already ended answers CANCEL
- * with an error; that is logged and the decision is collected anyway. */
-static void launchd_hangup(const launchd_srv *srv, launchd_conn *c)
-{
-    uint32_t count = c->track.count;
-    for (uint32_t i = 0; i < count && i < PBX_PEER_TRACK_MAX; i++) {
-        pbx_ipc_id id = c->track.reqs[i].id;
-        pbx_ipc_cancel rec;
-        uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
-        size_t n = 0;
-        memset(&rec, 0, sizeof(rec));
-        rec.request = id;
-        long st = pbx_ipc_cancel_encode(&rec, buf, sizeof(buf), &n) == PBX_OK
-                      ? launchd_own_call(srv, buf, n)
-                      : -1;
-        pbx_peer_log("launchd", "hang-up: CANCEL request %u.%u %s, decision %s",
-                     id.index, id.gen,
-                     st < 0    ? "not answered"
-                     : st == 0 ? "accepted"
-                               : pbx_peer_status_text((uint32_t)st),
-                     srv->broker >= 0 ? launchd_collect(srv, id) : "unasked");
-    }
-    pbx_peer_track_init(&c->track);
-}
-
-/* Accepts one control connection (or refuses it when all are in use). */
+/* Accepts pending control connections; one past --max-conns is accepted,
+ * logged and closed. */
 static void launchd_accept(launchd_srv *srv)
 {
-    int c = accept(srv->control, NULL, NULL);
-    if (c < 0) {
-        return;
+    for (int i = 0; i < 16; i++) {
+        int c = accept(srv->control, NULL, NULL);
+        if (c < 0) {
+            return;
+        }
+        (void)fcntl(c, F_SETFD, FD_CLOEXEC);
+        int ci = launchd_conn_alloc(srv);
+        if (srv->ncontrol >= srv->max_conns || ci < 0) {
+            pbx_peer_log("launchd", "control connection refused: limit %u",
+                         srv->max_conns);
+            (void)close(c);
+            continue;
+        }
+        launchd_nonblock(c);
+        launchd_conn *k = &srv->conns[ci];
+        k->fd = c;
+        k->job_conn = false;
+        k->calls = k->begins = 0;
+        k->last_ms = srv->now;
+        pbx_peer_track_init(&k->track);
+        srv->ncontrol++;
     }
-    (void)fcntl(c, F_SETFD, FD_CLOEXEC);
-    if (srv->nconns >= LAUNCHD_CONTROL_MAX) {
-        (void)close(c);
-        return;
-    }
-    srv->conns[srv->nconns].fd = c;
-    pbx_peer_track_init(&srv->conns[srv->nconns].track);
-    srv->nconns++;
 }
 
-/* One poll round over the wake route, the control socket and its
- * connections; returns false on a fatal wake receive error. */
-static bool launchd_round(launchd_srv *srv)
+/* One poll round over every route and connection, then the timers. */
+static void launchd_round(launchd_srv *srv)
 {
-    struct pollfd p[2 + LAUNCHD_CONTROL_MAX];
-    int n = 0;
+    static struct pollfd p[LAUNCHD_CONNS_CAP + 3U];
+    static uint32_t who[LAUNCHD_CONNS_CAP + 3U];
+    nfds_t n = 0;
     bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
     /* A negative fd is skipped by poll: the wake route is left unread. */
     p[n++] = (struct pollfd){held ? -1 : srv->wake, POLLIN, 0};
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
-    for (int i = 0; i < srv->nconns; i++) {
-        p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
+    p[n++] = (struct pollfd){srv->broker, POLLIN, 0};
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        if (srv->conns[i].fd >= 0) {
+            who[n] = i;
+            p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
+        }
     }
-    if (poll(p, (nfds_t)n, held ? LAUNCHD_HOLD_CHECK_MS : -1) < 0) {
-        return errno == EINTR;
+    (void)poll(p, n, held ? LAUNCHD_HOLD_CHECK_MS : LAUNCHD_TICK_MS);
+    srv->now = launchd_now_ms();
+    if (p[2].revents != 0) {
+        launchd_broker_input(srv);
     }
-    if (p[0].revents != 0 && !launchd_wake(srv->wake, srv->log)) {
-        return false;
+    if (p[0].revents != 0) {
+        launchd_wake_input(srv);
+    }
+    for (nfds_t i = 3; i < n; i++) {
+        /* A connection closed earlier this round may have a new fd. */
+        if (p[i].revents != 0 && srv->conns[who[i]].fd == p[i].fd) {
+            launchd_conn_frame(srv, who[i]);
+        }
     }
     if (p[1].revents != 0 && srv->control >= 0) {
         launchd_accept(srv);
     }
-    /* Walk backwards so that removing an entry keeps the rest in place. */
-    for (int i = n - 3; i >= 0; i--) {
-        if (p[2 + i].revents != 0 && !launchd_relay(srv, &srv->conns[i])) {
-            (void)close(srv->conns[i].fd);
-            launchd_hangup(srv, &srv->conns[i]);
-            srv->conns[i] = srv->conns[--srv->nconns];
-        }
+    launchd_reap(srv);
+    launchd_timers(srv);
+}
+
+/* Parses one numeric serve option v into *out (1..max); false if bad. */
+static bool launchd_num(const char *v, uint64_t max, uint32_t *out)
+{
+    uint64_t x = 0;
+    if (!pbx_peer_parse_u64(v, max, &x) || x == 0U) {
+        return false;
     }
+    *out = (uint32_t)x;
     return true;
+}
+
+/* Parses a --stage PID:GEN into the stage table. */
+static bool launchd_stage_arg(launchd_srv *srv, const char *v)
+{
+    uint64_t pid = 0;
+    uint64_t gen = 0;
+    if (srv->nstage >= LAUNCHD_STAGE_MAX ||
+        !pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &pid, &gen) ||
+        gen == 0U) {
+        return false;
+    }
+    srv->stage[srv->nstage++] = (launchd_stage){pid, (uint32_t)gen, false};
+    return true;
+}
+
+/* Parses one limit option k v; false when k is not one or v is bad. */
+static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
+{
+    uint32_t first = 0;
+    if (strcmp(k, "--max-conns") == 0) {
+        return launchd_num(v, LAUNCHD_CONTROL_CAP, &srv->max_conns);
+    }
+    if (strcmp(k, "--idle-ms") == 0) {
+        return launchd_num(v, 86400000U, &srv->idle_ms);
+    }
+    if (strcmp(k, "--max-open") == 0) {
+        return launchd_num(v, PBX_PEER_TRACK_MAX, &srv->max_open);
+    }
+    if (strcmp(k, "--max-open-job") == 0) {
+        return launchd_num(v, 100000U, &srv->max_open_job);
+    }
+    if (strcmp(k, "--max-jobs") == 0) {
+        return launchd_num(v, LAUNCHD_JOBS_CAP, &srv->max_jobs);
+    }
+    if (strcmp(k, "--call-ms") == 0) {
+        return launchd_num(v, 86400000U, &srv->call_ms);
+    }
+    if (strcmp(k, "--first-job") == 0 && launchd_num(v, UINT32_MAX, &first)) {
+        srv->next_job = first;
+        return true;
+    }
+    return strcmp(k, "--stage") == 0 && launchd_stage_arg(srv, v);
 }
 
 /* Parses serve's options into *srv; false on any error. */
@@ -335,40 +221,60 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             srv->hold = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready = pbx_peer_io_fd_arg(v);
-        } else {
+        } else if (!launchd_limit_arg(srv, k, v)) {
+            pbx_peer_log("launchd", "invalid option %s '%s'", k, v);
             return false;
         }
     }
     return srv->wake >= 0 && (argc % 2) == 0;
 }
 
-/* serve: receive WAKE datagrams and relay broker calls until killed. */
+/* Sets the defaults of every serve option. */
+static void launchd_defaults(launchd_srv *srv)
+{
+    srv->wake = srv->broker = srv->control = -1;
+    srv->max_conns = 96;
+    srv->idle_ms = 10000;
+    srv->max_open = 8;
+    srv->max_open_job = 16;
+    srv->max_jobs = 64;
+    srv->call_ms = 10000;
+    srv->next_job = 11;
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        srv->conns[i].fd = -1;
+    }
+}
+
+/* serve: relay, deliver, launch and reap until killed. */
 static int launchd_serve(int argc, char **argv)
 {
-    static launchd_srv srv;
+    launchd_srv *srv = &g_srv;
     int ready = -1;
-    srv.wake = srv.broker = srv.control = -1;
-    if (!launchd_serve_args(argc, argv, &srv, &ready)) {
+    launchd_defaults(srv);
+    if (!launchd_serve_args(argc, argv, srv, &ready)) {
         pbx_peer_log("launchd", "usage: pbx-launchd serve (--wake PATH | "
                                 "--wake-fd N) [--broker-fd N] "
                                 "[--control PATH] [--wake-log PATH] "
-                                "[--wake-hold-file PATH]");
+                                "[--wake-hold-file PATH] [--stage PID:GEN] "
+                                "[--max-conns N] [--idle-ms N] [--max-open N] "
+                                "[--max-open-job N] [--max-jobs N] "
+                                "[--call-ms N] [--first-job N]");
         return 2;
     }
-    int fds[2] = {srv.wake, srv.broker};
-    for (int i = 0; i < 2; i++) {
+    int fds[3] = {srv->wake, srv->broker, srv->control};
+    for (int i = 0; i < 3; i++) {
         if (fds[i] >= 0) {
             (void)fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+            launchd_nonblock(fds[i]);
         }
     }
+    (void)signal(SIGPIPE, SIG_IGN);
+    srv->now = launchd_now_ms();
     pbx_peer_log("launchd", "ready%s",
-                 srv.broker >= 0 ? " (broker connected)" : "");
+                 srv->broker >= 0 ? " (broker connected)" : "");
     pbx_peer_io_ready(ready);
     for (;;) {
-        if (!launchd_round(&srv)) {
-            pbx_peer_log("launchd", "wake receive failed: %s", strerror(errno));
-            return 1;
-        }
+        launchd_round(srv);
     }
 }
 
@@ -384,7 +290,8 @@ static bool launchd_expire_args(int argc, char **argv, int *fd,
         const char *v = argv[i + 1];
         bool ok = true;
         if (strcmp(k, "--public") == 0 || strcmp(k, "--control") == 0) {
-            *fd = pbx_peer_io_connect(v, SOCK_SEQPACKET);
+            *fd = launchd_connect(v, LAUNCHD_EXPIRE_WAIT_MS);
+            ok = *fd >= 0;
         } else if (strcmp(k, "--public-fd") == 0) {
             *fd = pbx_peer_io_fd_arg(v);
         } else if (strcmp(k, "--job") == 0) {
@@ -397,7 +304,9 @@ static bool launchd_expire_args(int argc, char **argv, int *fd,
             ok = false;
         }
         if (!ok) {
-            pbx_peer_log("launchd", "invalid %s '%s'", k, v);
+            pbx_peer_log("launchd", "invalid %s '%s'%s%s", k, v,
+                         errno != 0 ? ": " : "",
+                         errno != 0 ? strerror(errno) : "");
             return false;
         }
     }
@@ -408,7 +317,7 @@ static bool launchd_expire_args(int argc, char **argv, int *fd,
     return *fd >= 0 && have_job && (argc % 2) == 0;
 }
 
-/* expire: one EXPIRE call on powerboxd's public endpoint. */
+/* expire: one EXPIRE call, answered within LAUNCHD_EXPIRE_WAIT_MS. */
 static int launchd_expire(int argc, char **argv)
 {
     int fd = -1;
@@ -416,28 +325,30 @@ static int launchd_expire(int argc, char **argv)
     memset(&rec, 0, sizeof(rec));
     uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_EXPIRE_BYTES];
     size_t n = 0;
+    errno = 0;
     if (!launchd_expire_args(argc, argv, &fd, &rec) ||
         pbx_ipc_expire_encode(&rec, buf, sizeof(buf), &n) != PBX_OK) {
         pbx_peer_log("launchd", "usage: pbx-launchd expire (--control PATH "
                                 "| --public PATH | --public-fd N) --job "
-                                "ID:GEN "
-                                "[--invocation N] (generation nonzero)");
+                                "ID:GEN [--invocation N] (generation nonzero)");
         return 2;
     }
-    int r = pbx_peer_io_call(fd, buf, n, -1, &g_msg, 10000);
+    int r = pbx_peer_io_call(fd, buf, n, -1, &g_msg, LAUNCHD_EXPIRE_WAIT_MS);
     if (r != 0 || g_msg.err != PBX_OK) {
         pbx_peer_log("launchd", "EXPIRE: %s",
                      r == 0   ? pbx_err_text(g_msg.err)
-                     : r == 1 ? "powerboxd closed the connection"
-                              : strerror(errno));
+                     : r == 1 ? "the connection was closed without an answer"
+                     : errno == ETIMEDOUT ? "no answer within 5 s"
+                                          : strerror(errno));
         return 1;
     }
     pbx_peer_io_close_all(g_msg.fds, g_msg.nfds);
     if (g_msg.frame.status != 0U ||
         pbx_ipc_empty_decode(&g_msg.frame,
                              PBX_IPC_OP_EXPIRE | PBX_IPC_REPLY_BIT) != PBX_OK) {
-        pbx_peer_log("launchd", "EXPIRE refused: %s",
-                     pbx_peer_status_text(g_msg.frame.status));
+        pbx_peer_log("launchd", "EXPIRE refused: %s (0x%04x)",
+                     pbx_peer_status_text(g_msg.frame.status),
+                     g_msg.frame.status);
         return 1;
     }
     printf("expire=accepted\n");
@@ -452,6 +363,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "expire") == 0) {
         return launchd_expire(argc, argv);
     }
-    pbx_peer_log("launchd", "usage: pbx-launchd serve|expire ...");
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) {
+        return launchd_run(argc, argv);
+    }
+    pbx_peer_log("launchd", "usage: pbx-launchd serve|run|expire ...");
     return 2;
 }

@@ -48,6 +48,13 @@ static uint32_t pbx_peer_track_grant_find(const pbx_peer_track *t,
     return PBX_PEER_TRACK_GRANTS_MAX;
 }
 
+const pbx_peer_track_req *pbx_peer_track_get(const pbx_peer_track *t,
+                                             pbx_ipc_id id)
+{
+    uint32_t i = pbx_peer_track_find(t, id);
+    return i == PBX_PEER_TRACK_MAX ? NULL : &t->reqs[i];
+}
+
 bool pbx_peer_track_owns(const pbx_peer_track *t, pbx_ipc_id id)
 {
     return pbx_peer_track_find(t, id) != PBX_PEER_TRACK_MAX;
@@ -114,8 +121,10 @@ static uint16_t pbx_peer_track_admit_end(const pbx_peer_track *t,
     if (e != PBX_OK) {
         return (uint16_t)e;
     }
+    bool other_job = c.by_correlation && t->bound &&
+                     (c.job_id != t->job_id || c.job_gen != t->job_gen);
     bool mine = c.by_grant         ? pbx_peer_track_holds(t, c.grant)
-                : c.by_correlation ? pbx_peer_track_claims(t, &c)
+                : c.by_correlation ? !other_job && pbx_peer_track_claims(t, &c)
                                    : pbx_peer_track_owns(t, c.request);
     return mine ? 0U : PBX_PEER_E_NOT_YOURS;
 }
@@ -124,6 +133,10 @@ uint16_t pbx_peer_track_admit(const pbx_peer_track *t, const pbx_ipc_frame *req)
 {
     switch (req->op) {
     case PBX_IPC_OP_BEGIN: {
+        /* Only a launched job asks: its connection names who it is. */
+        if (!t->bound) {
+            return PBX_PEER_E_NOT_YOURS;
+        }
         pbx_ipc_begin b;
         pbx_err e = pbx_ipc_begin_decode(req, &b);
         if (e != PBX_OK) {
@@ -135,18 +148,25 @@ uint16_t pbx_peer_track_admit(const pbx_peer_track *t, const pbx_ipc_frame *req)
     case PBX_IPC_OP_SELECTOR:
     case PBX_IPC_OP_COMMIT:
         return pbx_peer_track_owns(t, req->request) ? 0U : PBX_PEER_E_NOT_YOURS;
-    case PBX_IPC_OP_DECISION:
-        if (!pbx_peer_track_owns(t, req->request)) {
+    case PBX_IPC_OP_DECISION: {
+        const pbx_peer_track_req *r = pbx_peer_track_get(t, req->request);
+        if (r == NULL) {
             return PBX_PEER_E_NOT_YOURS;
         }
-        /* An approval must find room, or its grant could not be driven. */
-        return t->grant_count >= PBX_PEER_TRACK_GRANTS_MAX ? PBX_PEER_E_BUSY
-                                                           : 0U;
+        /* One DECISION per request at a time: a held caller is answered
+         * once; an approval must find room, or its grant could not be
+         * driven. */
+        return r->wait != (uint8_t)PBX_PEER_TRACK_IDLE ||
+                       t->grant_count >= PBX_PEER_TRACK_GRANTS_MAX
+                   ? PBX_PEER_E_BUSY
+                   : 0U;
+    }
     case PBX_IPC_OP_CANCEL:
     case PBX_IPC_OP_CONSUME:
         return pbx_peer_track_admit_end(t, req);
     case PBX_IPC_OP_EXPIRE:
-        return 0U;
+        /* launchd's administrative surface, never a job's. */
+        return t->bound ? PBX_PEER_E_NOT_YOURS : 0U;
     default:
         return PBX_PEER_E_ROUTE;
     }
@@ -213,8 +233,12 @@ bool pbx_peer_track_relayed(pbx_peer_track *t, const pbx_ipc_frame *req,
         rep->request.gen != 0U && !pbx_peer_track_full(t) &&
         !pbx_peer_track_owns(t, rep->request) &&
         pbx_ipc_begin_decode(req, &b) == PBX_OK) {
-        t->reqs[t->count++] = (pbx_peer_track_req){
-            rep->request, b.ctx.job_id, b.ctx.session, b.ctx.job_gen};
+        pbx_peer_track_req *r = &t->reqs[t->count++];
+        memset(r, 0, sizeof(*r));
+        r->id = rep->request;
+        r->job_id = b.ctx.job_id;
+        r->session = b.ctx.session;
+        r->job_gen = b.ctx.job_gen;
         return true;
     }
     if (req->op == (uint16_t)PBX_IPC_OP_DECISION) {
@@ -223,6 +247,110 @@ bool pbx_peer_track_relayed(pbx_peer_track *t, const pbx_ipc_frame *req,
     if (req->op == (uint16_t)PBX_IPC_OP_CONSUME ||
         req->op == (uint16_t)PBX_IPC_OP_CANCEL) {
         return pbx_peer_track_ended(t, req, rep);
+    }
+    return false;
+}
+
+void pbx_peer_track_bind(pbx_peer_track *t, uint64_t job_id, uint32_t job_gen)
+{
+    t->bound = true;
+    t->job_id = job_id;
+    t->job_gen = job_gen;
+}
+
+/* t's mutable entry for id, or NULL. */
+static pbx_peer_track_req *pbx_peer_track_at(pbx_peer_track *t, pbx_ipc_id id)
+{
+    uint32_t i = pbx_peer_track_find(t, id);
+    return i == PBX_PEER_TRACK_MAX ? NULL : &t->reqs[i];
+}
+
+bool pbx_peer_track_asked(pbx_peer_track *t, pbx_ipc_id id)
+{
+    pbx_peer_track_req *r = pbx_peer_track_at(t, id);
+    if (r == NULL || r->wait != (uint8_t)PBX_PEER_TRACK_IDLE) {
+        return false;
+    }
+    r->wait = (uint8_t)PBX_PEER_TRACK_ASKED;
+    return true;
+}
+
+bool pbx_peer_track_hold(pbx_peer_track *t, pbx_ipc_id id, uint32_t seq,
+                         uint64_t now_ms)
+{
+    pbx_peer_track_req *r = pbx_peer_track_at(t, id);
+    if (r == NULL || (r->wait != (uint8_t)PBX_PEER_TRACK_ASKED &&
+                      r->wait != (uint8_t)PBX_PEER_TRACK_REASK)) {
+        return false;
+    }
+    if (r->wait == (uint8_t)PBX_PEER_TRACK_ASKED) {
+        r->held_seq = seq;
+    }
+    r->since_ms = now_ms;
+    /* A WAKE that came while nobody was held yet is acted on now. */
+    if (r->woken) {
+        r->woken = false;
+        r->wait = (uint8_t)PBX_PEER_TRACK_REASK;
+        return true;
+    }
+    r->wait = (uint8_t)PBX_PEER_TRACK_HELD;
+    return false;
+}
+
+pbx_peer_track_wake_action pbx_peer_track_wake(pbx_peer_track *t, pbx_ipc_id id,
+                                               uint64_t now_ms)
+{
+    pbx_peer_track_req *r = pbx_peer_track_at(t, id);
+    if (r == NULL) {
+        return PBX_PEER_TRACK_WAKE_NONE;
+    }
+    if (r->wait == (uint8_t)PBX_PEER_TRACK_HELD) {
+        r->wait = (uint8_t)PBX_PEER_TRACK_REASK;
+        r->since_ms = now_ms;
+        return PBX_PEER_TRACK_WAKE_ASK;
+    }
+    r->woken = true;
+    return PBX_PEER_TRACK_WAKE_KEPT;
+}
+
+bool pbx_peer_track_release(pbx_peer_track *t, pbx_ipc_id id, uint32_t *seq)
+{
+    pbx_peer_track_req *r = pbx_peer_track_at(t, id);
+    if (r == NULL) {
+        return false;
+    }
+    bool held = r->wait == (uint8_t)PBX_PEER_TRACK_HELD ||
+                r->wait == (uint8_t)PBX_PEER_TRACK_REASK;
+    if (held) {
+        *seq = r->held_seq;
+    }
+    r->wait = (uint8_t)PBX_PEER_TRACK_IDLE;
+    return held;
+}
+
+uint32_t pbx_peer_track_due(pbx_peer_track *t, uint64_t now_ms,
+                            uint64_t every_ms, pbx_ipc_id *out, uint32_t max)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->count && i < PBX_PEER_TRACK_MAX && n < max;
+         i++) {
+        pbx_peer_track_req *r = &t->reqs[i];
+        if (r->wait == (uint8_t)PBX_PEER_TRACK_HELD &&
+            r->since_ms + every_ms <= now_ms) {
+            r->wait = (uint8_t)PBX_PEER_TRACK_REASK;
+            r->since_ms = now_ms;
+            out[n++] = r->id;
+        }
+    }
+    return n;
+}
+
+bool pbx_peer_track_waiting(const pbx_peer_track *t)
+{
+    for (uint32_t i = 0; i < t->count && i < PBX_PEER_TRACK_MAX; i++) {
+        if (t->reqs[i].wait != (uint8_t)PBX_PEER_TRACK_IDLE) {
+            return true;
+        }
     }
     return false;
 }

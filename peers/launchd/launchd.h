@@ -1,0 +1,164 @@
+/*
+ * launchd.h: the reference launchd's private state, shared by its files
+ * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
+ * relay, WAKE delivery and hang-up cleanup; launchd_jobs.c: launching and
+ * reaping jobs; launchd_io.c: socket helpers). Usage is documented at the
+ * top of launchd.c and in docs/HOST.md.
+ */
+#ifndef LAUNCHD_H
+#define LAUNCHD_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer_launch.h"
+#include "peers/lib/pbx_peer_track.h"
+
+/* Hard caps of the configurable limits (the tables are static). */
+#define LAUNCHD_CONTROL_CAP 512U
+#define LAUNCHD_JOBS_CAP    256U
+#define LAUNCHD_CONNS_CAP   (LAUNCHD_CONTROL_CAP + LAUNCHD_JOBS_CAP)
+/* Outstanding broker calls, cancelled requests whose decision is still
+ * to be collected, and staged processes. */
+#define LAUNCHD_CALLS_MAX   512U
+#define LAUNCHD_ORPHANS_MAX 512U
+#define LAUNCHD_STAGE_MAX   64U
+/* The largest public request frame relayed (a full SELECTOR chunk). */
+#define LAUNCHD_CALL_COPY 1024U
+/* Held DECISIONs are re-asked this often if no WAKE came (safety net). */
+#define LAUNCHD_REASK_MS 5000U
+/* The serve loop wakes at least this often for its timers. */
+#define LAUNCHD_TICK_MS 100
+/* A call unanswered this long after its caller was released is given up
+ * (a reply after that is unmatched, logged and its descriptors closed). */
+#define LAUNCHD_STALE_CALL_MS 60000U
+/* How long a send to powerboxd may wait for room on the broker. */
+#define LAUNCHD_BROKER_SEND_MS 200
+
+/* What an outstanding broker call is for. */
+typedef enum launchd_call_kind {
+    LAUNCHD_CALL_RELAY = 1,   /* a caller's frame */
+    LAUNCHD_CALL_REASK = 2,   /* DECISION for a held caller */
+    LAUNCHD_CALL_CANCEL = 3,  /* exact CANCEL of an orphaned request */
+    LAUNCHD_CALL_COLLECT = 4, /* DECISION of an orphaned request */
+    LAUNCHD_CALL_EXPIRE = 5   /* EXPIRE of a job that exited */
+} launchd_call_kind;
+
+/* One call at powerboxd, matched by launchd's own seq. */
+typedef struct launchd_call {
+    bool used;
+    bool detached; /* the caller was answered ROUTE or went away */
+    uint8_t kind;
+    uint16_t op;
+    uint16_t caps;
+    uint32_t seq;
+    uint32_t caller_seq;
+    uint32_t conn;
+    uint32_t conn_gen;
+    pbx_ipc_id id;
+    uint64_t deadline_ms;
+    size_t len;
+    uint8_t copy[LAUNCHD_CALL_COPY];
+} launchd_call;
+
+/* One connection: a control connection, or a launched job's (fd 3). */
+typedef struct launchd_conn {
+    int fd; /* -1: free slot */
+    uint32_t gen;
+    bool job_conn;
+    uint32_t job;
+    uint32_t calls;  /* calls at powerboxd for it */
+    uint32_t begins; /* of which BEGINs */
+    uint64_t last_ms;
+    pbx_peer_track track;
+} launchd_conn;
+
+/* One launched job. */
+typedef struct launchd_job {
+    bool live;
+    pid_t pid;
+    uint32_t launcher; /* the control connection that launched it */
+    uint32_t launcher_gen;
+    uint32_t launch_seq;
+    int conn;  /* its job connection, or -1 */
+    int stage; /* its staged process, or -1 */
+    pbx_peer_launch_binding bind;
+} launchd_job;
+
+/* A request whose caller went away: cancelled, decision to collect. */
+typedef struct launchd_orphan {
+    bool used;
+    bool asking;
+    bool woken;
+    bool cancelled; /* the CANCEL was answered */
+    uint16_t cancel_st;
+    pbx_ipc_id id;
+    uint64_t job_id;
+    uint32_t job_gen;
+    uint64_t since_ms;
+} launchd_orphan;
+
+/* One staged process launchd may bind a job to. */
+typedef struct launchd_stage {
+    uint64_t pid;
+    uint32_t gen;
+    bool used;
+} launchd_stage;
+
+/* Everything serve holds. */
+typedef struct launchd_srv {
+    int wake;
+    int broker;
+    int control;
+    FILE *log;
+    const char *hold;
+    uint32_t max_conns;
+    uint32_t idle_ms;
+    uint32_t max_open;
+    uint32_t max_open_job;
+    uint32_t max_jobs;
+    uint32_t call_ms;
+    uint64_t next_job;
+    uint32_t ncontrol;
+    uint32_t njobs;
+    uint32_t next_seq;
+    uint32_t nstage;
+    uint64_t now;
+    launchd_conn conns[LAUNCHD_CONNS_CAP];
+    launchd_call calls[LAUNCHD_CALLS_MAX];
+    launchd_orphan orphans[LAUNCHD_ORPHANS_MAX];
+    launchd_job jobs[LAUNCHD_JOBS_CAP];
+    launchd_stage stage[LAUNCHD_STAGE_MAX];
+} launchd_srv;
+
+/* launchd_io.c */
+uint64_t launchd_now_ms(void);
+int launchd_recv(int fd, pbx_peer_msg *m);
+int launchd_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
+                     size_t nfds);
+int launchd_connect(const char *path, int timeout_ms);
+bool launchd_wait_readable(int fd, int timeout_ms);
+void launchd_nonblock(int fd);
+
+/* launchd_relay.c */
+void launchd_conn_frame(launchd_srv *srv, uint32_t ci);
+void launchd_broker_input(launchd_srv *srv);
+void launchd_wake_input(launchd_srv *srv);
+void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why);
+void launchd_timers(launchd_srv *srv);
+bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
+                      uint32_t ci, pbx_ipc_id id);
+bool launchd_conn_live(const launchd_srv *srv, uint32_t ci, uint32_t gen);
+bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
+                   uint32_t seq, int cap);
+
+/* launchd_jobs.c */
+void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
+                    const pbx_peer_launch_frame *f);
+void launchd_reap(launchd_srv *srv);
+void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci);
+int launchd_conn_alloc(launchd_srv *srv);
+int launchd_run(int argc, char **argv);
+
+#endif /* LAUNCHD_H */

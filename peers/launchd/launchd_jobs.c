@@ -1,0 +1,312 @@
+/*
+ * launchd_jobs.c: jobs launched through launchd. A LAUNCH on a control
+ * connection starts the program in its own process group with the
+ * caller's stdio and, at descriptor 3, one end of a fresh connection that
+ * launchd binds to the job: every BEGIN on it is the job's. When the
+ * process exits the launching connection gets EXIT, the job is expired at
+ * powerboxd and its staged process freed; when the launching connection
+ * hangs up first, the job's process group is killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "peers/launchd/launchd.h"
+#include "peers/lib/pbx_peer.h"
+
+/* Descriptors the child closes above its four (stdio and the job's). */
+#define LAUNCHD_CHILD_FDS_MAX 4096
+
+int launchd_conn_alloc(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        if (srv->conns[i].fd < 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Answers a LAUNCH on ci with status st (and the job when st is 0). */
+static void launchd_launch_reply(launchd_srv *srv, uint32_t ci, uint32_t seq,
+                                 uint16_t st, const pbx_peer_launch_reply *rec)
+{
+    uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_LAUNCH_REPLY_BYTES];
+    size_t n = 0;
+    if (st != 0U) {
+        pbx_peer_log("launchd", "LAUNCH refused: %s", pbx_peer_status_text(st));
+    }
+    if (pbx_peer_launch_reply_encode(st, rec, seq, out, sizeof(out), &n) ==
+        PBX_OK) {
+        (void)launchd_reply(srv, ci, out, n, seq, -1);
+    }
+}
+
+/* Picks the job identity for req: the named one, or the next free id
+ * with generation 1. Returns the free job slot, or -1 (BUSY). */
+static int launchd_job_slot(launchd_srv *srv, const pbx_peer_launch_req *req,
+                            uint64_t *id, uint32_t *gen)
+{
+    int slot = -1;
+    uint64_t want = req->job_id;
+    for (uint32_t tries = 0; want == 0U && tries <= LAUNCHD_JOBS_CAP; tries++) {
+        uint64_t cand = srv->next_job++;
+        bool live = false;
+        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP && !live; j++) {
+            live = srv->jobs[j].live && srv->jobs[j].bind.job_id == cand;
+        }
+        want = live ? 0U : cand;
+    }
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+        if (srv->jobs[j].live && srv->jobs[j].bind.job_id == want) {
+            return -1;
+        }
+        if (!srv->jobs[j].live && slot < 0) {
+            slot = (int)j;
+        }
+    }
+    *id = want;
+    *gen = req->job_id != 0U ? req->job_gen : 1U;
+    return want != 0U && srv->njobs < srv->max_jobs ? slot : -1;
+}
+
+/* The child side: stdio and the job connection at 0..3, every other
+ * descriptor closed, the environment set; then exec. Never returns. */
+static void launchd_child(const int *src, const launchd_job *j,
+                          char *const *argv)
+{
+    (void)setpgid(0, 0);
+    int high[4];
+    for (int i = 0; i < 4; i++) {
+        high[i] = fcntl(src[i], F_DUPFD, 16);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (high[i] < 0 || dup2(high[i], i) < 0) {
+            _exit(127);
+        }
+    }
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = 4; fd < LAUNCHD_CHILD_FDS_MAX && fd < max; fd++) {
+        (void)close(fd);
+    }
+    char v[96];
+    (void)snprintf(v, sizeof(v), "%llu:%u", (unsigned long long)j->bind.job_id,
+                   j->bind.job_gen);
+    (void)setenv("PBX_JOB", v, 1);
+    (void)setenv("PBX_LAUNCHD_FD", "3", 1);
+    (void)snprintf(v, sizeof(v), "%.*s", (int)j->bind.entry_len,
+                   (const char *)j->bind.entry);
+    (void)setenv("PBX_ENTRY", v, 1);
+    if (j->bind.target_gen != 0U) {
+        (void)snprintf(v, sizeof(v), "%llu:%u",
+                       (unsigned long long)j->bind.target_pid,
+                       j->bind.target_gen);
+        (void)setenv("PBX_TARGET", v, 1);
+    } else {
+        (void)unsetenv("PBX_TARGET");
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    (void)sigaction(SIGPIPE, &sa, NULL);
+    execvp(argv[0], argv);
+    _exit(127);
+}
+
+/* Copies req's arguments into NUL-terminated strings for exec. */
+static void launchd_argv(const pbx_peer_launch_req *req, char **argv)
+{
+    static char store[PBX_IPC_FRAME_BYTES_MAX + PBX_PEER_LAUNCH_ARGS_MAX];
+    size_t off = 0;
+    for (uint16_t i = 0; i < req->argc; i++) {
+        argv[i] = store + off;
+        memcpy(store + off, req->args[i], req->arg_lens[i]);
+        off += req->arg_lens[i];
+        store[off++] = '\0';
+    }
+    argv[req->argc] = NULL;
+}
+
+/* Binds job j to the first free staged process, if any. */
+static void launchd_stage_take(launchd_srv *srv, launchd_job *j)
+{
+    j->stage = -1;
+    for (uint32_t s = 0; s < srv->nstage; s++) {
+        if (!srv->stage[s].used) {
+            srv->stage[s].used = true;
+            j->stage = (int)s;
+            j->bind.target_pid = srv->stage[s].pid;
+            j->bind.target_gen = srv->stage[s].gen;
+            return;
+        }
+    }
+    j->bind.target_pid = 0U;
+    j->bind.target_gen = 0U;
+}
+
+/* Starts job j (prepared) with the stdio in fds; returns its job
+ * connection slot, or -1 with nothing started. */
+static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
+                         const pbx_peer_launch_req *req)
+{
+    int ci = launchd_conn_alloc(srv);
+    int sv[2];
+    if (ci < 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        return -1;
+    }
+    char *argv[PBX_PEER_LAUNCH_ARGS_MAX + 1U];
+    launchd_argv(req, argv);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int src[4] = {fds[0], fds[1], fds[2], sv[1]};
+        launchd_child(src, j, argv);
+    }
+    (void)close(sv[1]);
+    if (pid < 0) {
+        (void)close(sv[0]);
+        return -1;
+    }
+    (void)setpgid(pid, pid);
+    j->pid = pid;
+    launchd_conn *c = &srv->conns[ci];
+    launchd_nonblock(sv[0]);
+    c->fd = sv[0];
+    c->job_conn = true;
+    c->job = (uint32_t)(j - srv->jobs);
+    c->calls = c->begins = 0;
+    c->last_ms = srv->now;
+    pbx_peer_track_init(&c->track);
+    pbx_peer_track_bind(&c->track, j->bind.job_id, j->bind.job_gen);
+    return ci;
+}
+
+void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
+                    const pbx_peer_launch_frame *f)
+{
+    static pbx_peer_launch_req req;
+    uint32_t seq = f->seq;
+    pbx_err e = pbx_peer_launch_decode(f, &req);
+    uint64_t id = 0;
+    uint32_t gen = 0;
+    int slot = -1;
+    uint16_t st = e != PBX_OK ? (uint16_t)e : 0U;
+    if (st == 0U && srv->conns[ci].job_conn) {
+        st = PBX_PEER_E_NOT_YOURS;
+    }
+    if (st == 0U) {
+        slot = launchd_job_slot(srv, &req, &id, &gen);
+        st = slot < 0 ? PBX_PEER_E_BUSY : 0U;
+    }
+    launchd_job *j = slot >= 0 ? &srv->jobs[slot] : NULL;
+    int jc = -1;
+    if (j != NULL) {
+        memset(j, 0, sizeof(*j));
+        j->bind.job_id = id;
+        j->bind.job_gen = gen;
+        j->bind.entry_len = req.entry_len;
+        memcpy(j->bind.entry, req.entry, req.entry_len);
+        launchd_stage_take(srv, j);
+        jc = launchd_start(srv, j, m->fds, &req);
+        if (jc < 0) {
+            st = PBX_PEER_E_INTERNAL;
+            if (j->stage >= 0) {
+                srv->stage[j->stage].used = false;
+            }
+        }
+    }
+    pbx_peer_io_close_all(m->fds, m->nfds);
+    if (st != 0U) {
+        launchd_launch_reply(srv, ci, seq, st, NULL);
+        return;
+    }
+    j->live = true;
+    j->conn = jc;
+    j->launcher = ci;
+    j->launcher_gen = srv->conns[ci].gen;
+    j->launch_seq = seq;
+    srv->njobs++;
+    pbx_peer_launch_reply rep = {id, gen, (uint32_t)j->pid, j->bind.target_pid,
+                                 j->bind.target_gen};
+    pbx_peer_log("launchd",
+                 "launched job %llu.%u pid %d entry %s target "
+                 "%llu:%u",
+                 (unsigned long long)id, gen, (int)j->pid, req.entry,
+                 (unsigned long long)j->bind.target_pid, j->bind.target_gen);
+    launchd_launch_reply(srv, ci, seq, 0, &rep);
+}
+
+/* Job j's process exited with wait status ws: EXIT to its launcher, its
+ * connection closed (open requests cancelled), EXPIRE at powerboxd, its
+ * staged process freed. */
+static void launchd_job_end(launchd_srv *srv, launchd_job *j, int ws)
+{
+    pbx_peer_log("launchd", "job %llu.%u pid %d exited (wait status 0x%x)",
+                 (unsigned long long)j->bind.job_id, j->bind.job_gen,
+                 (int)j->pid, (unsigned)ws);
+    if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
+        uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_EXIT_BYTES];
+        size_t n = 0;
+        if (pbx_peer_exit_encode((uint32_t)ws, j->launch_seq, out, sizeof(out),
+                                 &n) == PBX_OK) {
+            (void)launchd_reply(srv, j->launcher, out, n, j->launch_seq, -1);
+        }
+    }
+    if (j->conn >= 0) {
+        launchd_conn_close(srv, (uint32_t)j->conn, NULL);
+    }
+    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, j->bind.job_gen, j->bind.job_id,
+                         0};
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_EXPIRE_BYTES];
+    size_t n = 0;
+    pbx_ipc_id zero = {0, 0};
+    if (srv->broker >= 0 &&
+        pbx_ipc_expire_encode(&ex, buf, sizeof(buf), &n) == PBX_OK) {
+        (void)launchd_own_call(srv, LAUNCHD_CALL_EXPIRE, buf, n,
+                               LAUNCHD_CONNS_CAP, zero);
+    }
+    if (j->stage >= 0) {
+        srv->stage[j->stage].used = false;
+    }
+    j->live = false;
+    srv->njobs--;
+}
+
+void launchd_reap(launchd_srv *srv)
+{
+    for (int i = 0; i < 64; i++) {
+        int ws = 0;
+        pid_t pid = waitpid(-1, &ws, WNOHANG);
+        if (pid <= 0) {
+            return;
+        }
+        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+            if (srv->jobs[j].live && srv->jobs[j].pid == pid) {
+                launchd_job_end(srv, &srv->jobs[j], ws);
+                break;
+            }
+        }
+    }
+}
+
+void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci)
+{
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+        launchd_job *job = &srv->jobs[j];
+        /* The connection's generation was already bumped on close. */
+        if (job->live && job->launcher == ci &&
+            job->launcher_gen + 1U == srv->conns[ci].gen) {
+            pbx_peer_log("launchd",
+                         "launcher of job %llu.%u hung up: process "
+                         "group %d killed",
+                         (unsigned long long)job->bind.job_id,
+                         job->bind.job_gen, (int)job->pid);
+            (void)kill(-job->pid, SIGKILL);
+        }
+    }
+}

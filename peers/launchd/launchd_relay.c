@@ -1,0 +1,920 @@
+/*
+ * launchd_relay.c: the broker relay. Every call to powerboxd carries
+ * launchd's own seq and stays in the call table until the reply with that
+ * seq (and the call's op and request id) comes back; the reply then goes
+ * to exactly the connection that made the call, with the caller's seq
+ * restored. A DECISION answered PENDING is held until powerboxd's WAKE for
+ * that request, then asked again and delivered. Requests whose caller
+ * went away are cancelled and their decisions collected (orphans).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "peers/launchd/launchd.h"
+#include "peers/lib/pbx_peer.h"
+
+static pbx_peer_msg g_in;
+static pbx_peer_msg g_rep;
+static uint8_t g_bound[PBX_IPC_FRAME_BYTES_MAX];
+
+/* Reason names for the per-request log line. */
+static const char *launchd_reason(uint16_t r)
+{
+    static const char *const names[] = {
+        "none",         "policy",      "user",   "prompt-timeout",
+        "peer-timeout", "peer-failed", "resolve"};
+    return r < PBX_ARRAY_LEN(names) ? names[r] : "?";
+}
+
+bool launchd_conn_live(const launchd_srv *srv, uint32_t ci, uint32_t gen)
+{
+    return ci < LAUNCHD_CONNS_CAP && srv->conns[ci].fd >= 0 &&
+           srv->conns[ci].gen == gen;
+}
+
+/* The entry of the job connection ci is bound to ("-" for none). */
+static const char *launchd_entry_of(const launchd_srv *srv, uint64_t job_id,
+                                    uint32_t job_gen, char *buf, size_t cap)
+{
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+        const pbx_peer_launch_binding *b = &srv->jobs[j].bind;
+        if (srv->jobs[j].live && b->job_id == job_id && b->job_gen == job_gen) {
+            size_t n = b->entry_len < cap - 1U ? b->entry_len : cap - 1U;
+            memcpy(buf, b->entry, n);
+            buf[n] = '\0';
+            return buf;
+        }
+    }
+    return "-";
+}
+
+/* Logs the end of one relayed request: its decision, or why it ended. */
+static void launchd_log_end(const launchd_srv *srv, pbx_ipc_id id,
+                            uint64_t job_id, uint32_t job_gen,
+                            const pbx_ipc_frame *rep, const char *why)
+{
+    char entry[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
+    const char *e =
+        launchd_entry_of(srv, job_id, job_gen, entry, sizeof(entry));
+    pbx_ipc_decision d;
+    if (rep != NULL && rep->status == 0U &&
+        pbx_ipc_decision_reply_decode(rep, &d) == PBX_OK) {
+        bool denied = d.outcome == (uint8_t)PBX_IPC_OUTCOME_DENIED;
+        pbx_peer_log("launchd",
+                     "request %u.%u job %llu.%u entry %s outcome %s%s%s",
+                     id.index, id.gen, (unsigned long long)job_id, job_gen, e,
+                     pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d.outcome),
+                     denied || why != NULL ? " reason " : "",
+                     denied        ? launchd_reason(d.reason)
+                     : why != NULL ? why
+                                   : "");
+        return;
+    }
+    pbx_peer_log("launchd",
+                 "request %u.%u job %llu.%u entry %s outcome gone reason %s",
+                 id.index, id.gen, (unsigned long long)job_id, job_gen, e,
+                 rep != NULL ? pbx_peer_status_text(rep->status)
+                             : (why != NULL ? why : "?"));
+}
+
+bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
+                   uint32_t seq, int cap)
+{
+    launchd_conn *c = &srv->conns[ci];
+    if (pbx_peer_io_send_seq(c->fd, buf, len, seq, cap) == 0) {
+        return true;
+    }
+    launchd_conn_close(
+        srv, ci, errno == EAGAIN ? "its socket is full" : strerror(errno));
+    return false;
+}
+
+/* Answers the frame in g_in from ci with an error status and closes what
+ * came with it; a frame whose header names no known request op cannot be
+ * answered, so the connection is closed instead. */
+static void launchd_refuse(launchd_srv *srv, uint32_t ci, uint32_t st,
+                           const char *why)
+{
+    size_t closed = g_in.nfds;
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    uint16_t op = 0;
+    pbx_ipc_id id = {0, 0};
+    if (g_in.len >= PBX_IPC_HEADER_BYTES) {
+        op = pbx_le_get16(g_in.buf + 6);
+        id.index = pbx_le_get32(g_in.buf + 12);
+        id.gen = pbx_le_get32(g_in.buf + 16);
+    }
+    uint8_t out[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if ((op & PBX_IPC_REPLY_BIT) != 0U ||
+        pbx_ipc_status_reply_encode(op, id, (pbx_err)st, out, sizeof(out),
+                                    &n) != PBX_OK) {
+        pbx_peer_log("launchd", "connection closed: unanswerable frame (%s)",
+                     pbx_peer_status_text(st));
+        launchd_conn_close(srv, ci, NULL);
+        return;
+    }
+    pbx_peer_log("launchd",
+                 "relay refused: op 0x%04x request %u.%u: %s%s%s; %zu "
+                 "descriptor(s) closed",
+                 op, id.index, id.gen, pbx_peer_status_text(st),
+                 why != NULL ? ": " : "", why != NULL ? why : "", closed);
+    (void)launchd_reply(srv, ci, out, n, pbx_peer_io_msg_seq(&g_in), -1);
+}
+
+/* A free call slot, or NULL when the table is full. */
+static launchd_call *launchd_call_new(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
+        if (!srv->calls[i].used) {
+            return &srv->calls[i];
+        }
+    }
+    return NULL;
+}
+
+/* The next nonzero seq no outstanding call uses. */
+static uint32_t launchd_seq(launchd_srv *srv)
+{
+    for (uint32_t tries = 0; tries <= LAUNCHD_CALLS_MAX; tries++) {
+        uint32_t s = ++srv->next_seq;
+        bool used = s == 0U;
+        for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX && !used; i++) {
+            used = srv->calls[i].used && srv->calls[i].seq == s;
+        }
+        if (!used) {
+            return s;
+        }
+    }
+    return 0U;
+}
+
+/* Sends buf (with cap unless negative) to powerboxd stamped with seq,
+ * waiting a little for room; false when it could not go. */
+static bool launchd_broker_send(launchd_srv *srv, uint8_t *buf, size_t len,
+                                uint32_t seq, int cap)
+{
+    for (int tries = 0; tries < 2 && srv->broker >= 0; tries++) {
+        if (pbx_peer_io_send_seq(srv->broker, buf, len, seq, cap) == 0) {
+            return true;
+        }
+        if (errno != EAGAIN) {
+            return false;
+        }
+        struct pollfd p = {srv->broker, POLLOUT, 0};
+        (void)poll(&p, 1, LAUNCHD_BROKER_SEND_MS);
+    }
+    return false;
+}
+
+/* Records and sends one call of kind for connection ci (gen as now);
+ * buf[0..len) is the frame, caps its descriptor count (cap attached).
+ * Returns false (nothing recorded) when the table is full or the frame
+ * could not go to powerboxd. */
+static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
+                              size_t len, uint32_t ci, int cap,
+                              uint32_t caller_seq)
+{
+    launchd_call *k = launchd_call_new(srv);
+    uint32_t seq = launchd_seq(srv);
+    if (k == NULL || seq == 0U || len > LAUNCHD_CALL_COPY ||
+        len < PBX_IPC_HEADER_BYTES ||
+        !launchd_broker_send(srv, buf, len, seq, cap)) {
+        return false;
+    }
+    memset(k, 0, sizeof(*k));
+    k->used = true;
+    k->kind = kind;
+    k->op = pbx_le_get16(buf + 6);
+    k->caps = pbx_le_get16(buf + 10);
+    k->id.index = pbx_le_get32(buf + 12);
+    k->id.gen = pbx_le_get32(buf + 16);
+    k->seq = seq;
+    k->caller_seq = caller_seq;
+    k->conn = ci;
+    k->conn_gen = ci < LAUNCHD_CONNS_CAP ? srv->conns[ci].gen : 0U;
+    k->deadline_ms = srv->now + srv->call_ms;
+    k->len = len;
+    memcpy(k->copy, buf, len);
+    if (ci < LAUNCHD_CONNS_CAP) {
+        srv->conns[ci].calls++;
+        srv->conns[ci].begins += k->op == (uint16_t)PBX_IPC_OP_BEGIN ? 1U : 0U;
+    }
+    return true;
+}
+
+bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
+                      uint32_t ci, pbx_ipc_id id)
+{
+    if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U)) {
+        return true;
+    }
+    pbx_peer_log("launchd", "own call op 0x%04x request %u.%u not sent: %s",
+                 pbx_le_get16(buf + 6), id.index, id.gen,
+                 srv->broker < 0 ? "no broker"
+                                 : "call table full or broker full");
+    return false;
+}
+
+/* Asks DECISION of id for connection ci (a held caller's, kind REASK) or
+ * for an orphan (kind COLLECT, ci LAUNCHD_CONNS_CAP). */
+static bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci,
+                        pbx_ipc_id id)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    return pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
+                                &n) == PBX_OK &&
+           launchd_own_call(srv, kind, buf, n, ci, id);
+}
+
+/* The orphan entry for id, or NULL. */
+static launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id)
+{
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        launchd_orphan *o = &srv->orphans[i];
+        if (o->used && o->id.index == id.index && o->id.gen == id.gen) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Takes over request id of a caller that went away: sends its exact
+ * CANCEL; its decision is collected when the CANCEL is answered, on WAKE
+ * and by the fallback. */
+static void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
+                               uint32_t job_gen, bool woken)
+{
+    launchd_orphan *o = launchd_orphan_find(srv, id);
+    for (uint32_t i = 0; o == NULL && i < LAUNCHD_ORPHANS_MAX; i++) {
+        o = srv->orphans[i].used ? NULL : &srv->orphans[i];
+    }
+    if (o == NULL) {
+        pbx_peer_log("launchd",
+                     "hang-up: request %u.%u not cancelled: "
+                     "orphan table full (powerboxd's deadline "
+                     "ends it)",
+                     id.index, id.gen);
+        return;
+    }
+    *o = (launchd_orphan){true, false,  woken,   false,   0,
+                          id,   job_id, job_gen, srv->now};
+    pbx_ipc_cancel rec;
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+    size_t n = 0;
+    memset(&rec, 0, sizeof(rec));
+    rec.request = id;
+    if (pbx_ipc_cancel_encode(&rec, buf, sizeof(buf), &n) != PBX_OK ||
+        !launchd_own_call(srv, LAUNCHD_CALL_CANCEL, buf, n, LAUNCHD_CONNS_CAP,
+                          id)) {
+        o->cancelled = true;
+        o->cancel_st = PBX_PEER_E_ROUTE;
+    }
+}
+
+/* An orphan's decision arrived (rep): final or gone ends the orphan. */
+static void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
+                                   const pbx_ipc_frame *rep)
+{
+    pbx_ipc_decision d;
+    memset(&d, 0, sizeof(d));
+    bool pending = rep->status == 0U &&
+                   pbx_ipc_decision_reply_decode(rep, &d) == PBX_OK &&
+                   d.outcome == (uint8_t)PBX_IPC_OUTCOME_PENDING;
+    o->asking = false;
+    if (pending) {
+        if (o->woken && o->cancelled) {
+            o->woken = false;
+            o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
+                                    LAUNCHD_CONNS_CAP, o->id);
+        }
+        return;
+    }
+    pbx_peer_log("launchd", "hang-up: CANCEL request %u.%u %s, decision %s",
+                 o->id.index, o->id.gen,
+                 !o->cancelled       ? "not answered"
+                 : o->cancel_st == 0 ? "accepted"
+                                     : pbx_peer_status_text(o->cancel_st),
+                 rep->status == 0U
+                     ? pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d.outcome)
+                     : pbx_peer_status_text(rep->status));
+    launchd_log_end(srv, o->id, o->job_id, o->job_gen, rep, "caller gone");
+    o->used = false;
+}
+
+void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
+{
+    launchd_conn *c = &srv->conns[ci];
+    if (c->fd < 0) {
+        return;
+    }
+    if (why != NULL) {
+        pbx_peer_log("launchd", "%s connection %u dropped: %s",
+                     c->job_conn ? "job" : "control", ci, why);
+    }
+    (void)close(c->fd);
+    c->fd = -1;
+    c->gen++;
+    for (uint32_t i = 0; i < c->track.count && i < PBX_PEER_TRACK_MAX; i++) {
+        const pbx_peer_track_req *r = &c->track.reqs[i];
+        launchd_orphan_add(srv, r->id, r->job_id, r->job_gen, r->woken);
+    }
+    pbx_peer_track_init(&c->track);
+    if (c->job_conn) {
+        srv->jobs[c->job].conn = -1;
+    } else {
+        srv->ncontrol--;
+        launchd_jobs_hangup(srv, ci);
+    }
+    c->calls = c->begins = 0;
+}
+
+/* Binds the BEGIN in g_in to ci's job (filling what it left empty) into
+ * g_bound; returns its length, or 0 after refusing it. */
+static size_t launchd_bind(launchd_srv *srv, uint32_t ci)
+{
+    launchd_conn *c = &srv->conns[ci];
+    if (!c->job_conn) {
+        pbx_peer_log("launchd",
+                     "BEGIN from an unlaunched program "
+                     "(control connection %u)",
+                     ci);
+        launchd_refuse(srv, ci, PBX_PEER_E_NOT_YOURS, "not a launched job");
+        return 0;
+    }
+    const pbx_peer_launch_binding *b = &srv->jobs[c->job].bind;
+    static pbx_ipc_begin rec;
+    size_t n = 0;
+    pbx_err err = PBX_OK;
+    pbx_peer_launch_bind_result r = pbx_peer_launch_bind_begin(
+        b, g_in.buf, g_in.len, g_bound, sizeof(g_bound), &n, &rec, &err);
+    if (r == PBX_PEER_BIND_OK) {
+        return n;
+    }
+    if (r == PBX_PEER_BIND_MALFORMED) {
+        launchd_refuse(srv, ci, (uint32_t)err, NULL);
+        return 0;
+    }
+    const uint8_t *body = g_in.buf + PBX_IPC_HEADER_BYTES;
+    pbx_peer_log("launchd", "BEGIN refused: job %llu.%u claims %s %llu.%u",
+                 (unsigned long long)b->job_id, b->job_gen,
+                 r == PBX_PEER_BIND_JOB      ? "job"
+                 : r == PBX_PEER_BIND_TARGET ? "target"
+                                             : "another entry; job",
+                 (unsigned long long)pbx_le_get64(
+                     body + (r == PBX_PEER_BIND_TARGET ? 16U : 0U)),
+                 pbx_le_get32(body + (r == PBX_PEER_BIND_TARGET ? 32U : 24U)));
+    launchd_refuse(srv, ci, PBX_PEER_E_NOT_YOURS, "claim of another job");
+    return 0;
+}
+
+/* Whether ci may begin one more request (per connection and per job). */
+static bool launchd_room(const launchd_srv *srv, uint32_t ci)
+{
+    const launchd_conn *c = &srv->conns[ci];
+    uint32_t open = c->track.count + c->begins;
+    uint32_t job_open = 0;
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        const launchd_conn *o = &srv->conns[i];
+        if (o->fd >= 0 && o->job_conn && o->job == c->job) {
+            job_open += o->track.count + o->begins;
+        }
+    }
+    return open < srv->max_open && job_open < srv->max_open_job;
+}
+
+/* Relays the decoded public frame in g_in from ci over the broker. */
+static void launchd_relay(launchd_srv *srv, uint32_t ci)
+{
+    launchd_conn *c = &srv->conns[ci];
+    uint8_t *buf = g_in.buf;
+    size_t len = g_in.len;
+    pbx_ipc_frame f = g_in.frame;
+    if (f.op == (uint16_t)PBX_IPC_OP_BEGIN) {
+        len = launchd_bind(srv, ci);
+        if (len == 0U) {
+            return;
+        }
+        buf = g_bound;
+        /* The bound frame decoded in launchd_bind; this only re-reads it. */
+        if (pbx_ipc_frame_decode(buf, len, 0, &f) != PBX_OK) {
+            launchd_refuse(srv, ci, PBX_PEER_E_INTERNAL, NULL);
+            return;
+        }
+    }
+    uint16_t st = pbx_peer_track_admit(&c->track, &f);
+    if (st == 0U && f.op == (uint16_t)PBX_IPC_OP_BEGIN &&
+        !launchd_room(srv, ci)) {
+        st = PBX_PEER_E_BUSY;
+    }
+    if (st == 0U && srv->broker < 0) {
+        st = PBX_PEER_E_ROUTE;
+    }
+    if (st != 0U) {
+        launchd_refuse(srv, ci, st, NULL);
+        return;
+    }
+    int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
+    bool sent = launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, len, ci, cap,
+                                  pbx_peer_io_msg_seq(&g_in));
+    if (!sent) {
+        launchd_refuse(srv, ci, PBX_PEER_E_BUSY, "call table or broker full");
+        return;
+    }
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
+        (void)pbx_peer_track_asked(&c->track, f.request);
+    }
+}
+
+/* Answers a local-wire frame that is not a valid LAUNCH request: a
+ * malformed LAUNCH gets an error reply; anything else (an EXIT or a reply
+ * sent to launchd) closes the connection. */
+static void launchd_local_refuse(launchd_srv *srv, uint32_t ci, pbx_err le)
+{
+    size_t closed = g_in.nfds;
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    uint32_t seq = pbx_peer_io_msg_seq(&g_in);
+    if (le != PBX_OK && pbx_le_get16(g_in.buf + 6) == PBX_PEER_OP_LAUNCH) {
+        uint8_t out[PBX_IPC_HEADER_BYTES];
+        size_t n = 0;
+        pbx_peer_log("launchd", "LAUNCH refused: %s; %zu descriptor(s) closed",
+                     pbx_err_text(le), closed);
+        if (pbx_peer_launch_reply_encode((uint16_t)le, NULL, seq, out,
+                                         sizeof(out), &n) == PBX_OK) {
+            (void)launchd_reply(srv, ci, out, n, seq, -1);
+        }
+        return;
+    }
+    pbx_peer_log("launchd", "connection closed: local frame op 0x%04x: %s",
+                 pbx_le_get16(g_in.buf + 6),
+                 le == PBX_OK ? "not a LAUNCH request" : pbx_err_text(le));
+    launchd_conn_close(srv, ci, NULL);
+}
+
+void launchd_conn_frame(launchd_srv *srv, uint32_t ci)
+{
+    launchd_conn *c = &srv->conns[ci];
+    int r = launchd_recv(c->fd, &g_in);
+    if (r != 0) {
+        if (r == 1 || errno != EAGAIN) {
+            launchd_conn_close(srv, ci, r == 1 ? NULL : strerror(errno));
+        }
+        return;
+    }
+    c->last_ms = srv->now;
+    pbx_peer_launch_frame lf;
+    pbx_err le = pbx_peer_launch_peek(g_in.buf, g_in.len, g_in.nfds, &lf);
+    if (le == PBX_OK && lf.op == PBX_PEER_OP_LAUNCH) {
+        launchd_launch(srv, ci, &g_in, &lf);
+        return;
+    }
+    if (le != PBX_E_IPC_UNKNOWN_OP) {
+        launchd_local_refuse(srv, ci, le);
+        return;
+    }
+    g_in.err = pbx_ipc_frame_decode(g_in.buf, g_in.len, (uint16_t)g_in.nfds,
+                                    &g_in.frame);
+    if (g_in.err != PBX_OK) {
+        launchd_refuse(srv, ci, (uint32_t)g_in.err, NULL);
+        return;
+    }
+    launchd_relay(srv, ci);
+}
+
+/* Delivers the broker reply in g_rep for DECISION of id to the held or
+ * asking caller on ci (seq restored, alias attached) and updates ci's
+ * table; req is the DECISION frame that was asked. */
+static void launchd_deliver(launchd_srv *srv, uint32_t ci, uint32_t seq,
+                            const pbx_ipc_frame *req)
+{
+    launchd_conn *c = &srv->conns[ci];
+    const pbx_peer_track_req *r = pbx_peer_track_get(&c->track, req->request);
+    uint64_t job_id = r != NULL ? r->job_id : 0U;
+    uint32_t job_gen = r != NULL ? r->job_gen : 0U;
+    if (pbx_peer_track_relayed(&c->track, req, &g_rep.frame)) {
+        launchd_log_end(srv, req->request, job_id, job_gen, &g_rep.frame, NULL);
+    }
+    int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
+    (void)launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias);
+}
+
+/* Whether the DECISION reply in g_rep says PENDING. */
+static bool launchd_pending(void)
+{
+    pbx_ipc_decision d;
+    return g_rep.frame.status == 0U &&
+           pbx_ipc_decision_reply_decode(&g_rep.frame, &d) == PBX_OK &&
+           d.outcome == (uint8_t)PBX_IPC_OUTCOME_PENDING;
+}
+
+/* A DECISION answer (the caller's own, or launchd's re-ask) for live
+ * connection ci: PENDING holds the caller; anything else is delivered. */
+static void launchd_decision(launchd_srv *srv, const launchd_call *k,
+                             const pbx_ipc_frame *req)
+{
+    pbx_peer_track *t = &srv->conns[k->conn].track;
+    if (launchd_pending() && pbx_peer_track_get(t, k->id) != NULL) {
+        if (pbx_peer_track_hold(t, k->id, k->caller_seq, srv->now)) {
+            (void)launchd_ask(srv, LAUNCHD_CALL_REASK, k->conn, k->id);
+        }
+        return;
+    }
+    uint32_t seq = k->caller_seq;
+    bool held = pbx_peer_track_release(t, k->id, &seq);
+    if (k->kind == LAUNCHD_CALL_REASK && !held) {
+        pbx_peer_log("launchd",
+                     "re-asked decision of request %u.%u: no "
+                     "caller held; dropped",
+                     k->id.index, k->id.gen);
+        return;
+    }
+    launchd_deliver(srv, k->conn, seq, req);
+}
+
+/* A reply whose caller is gone or was released: nothing is delivered; a
+ * new request is cancelled, an alias closed, an orphan's decision noted. */
+static void launchd_late(launchd_srv *srv, const launchd_call *k,
+                         const pbx_ipc_frame *req)
+{
+    const pbx_ipc_frame *rep = &g_rep.frame;
+    pbx_peer_log("launchd",
+                 "late reply: op 0x%04x request %u.%u status "
+                 "0x%04x for a caller gone or released; %zu "
+                 "descriptor(s) closed",
+                 rep->op, rep->request.index, rep->request.gen, rep->status,
+                 g_rep.nfds);
+    if (k->op == (uint16_t)PBX_IPC_OP_BEGIN && rep->status == 0U) {
+        pbx_ipc_begin b;
+        bool ok = pbx_ipc_begin_decode(req, &b) == PBX_OK;
+        launchd_orphan_add(srv, rep->request, ok ? b.ctx.job_id : 0U,
+                           ok ? b.ctx.job_gen : 0U, false);
+        return;
+    }
+    if (k->op != (uint16_t)PBX_IPC_OP_DECISION) {
+        return;
+    }
+    launchd_orphan *o = launchd_orphan_find(srv, k->id);
+    if (o != NULL) {
+        launchd_orphan_decided(srv, o, rep);
+        return;
+    }
+    /* Released after call-ms, connection still there: keep its table
+     * true to powerboxd, so the grant stays the connection's. */
+    if (launchd_conn_live(srv, k->conn, k->conn_gen)) {
+        pbx_peer_track *t = &srv->conns[k->conn].track;
+        uint32_t seq = 0;
+        (void)pbx_peer_track_release(t, k->id, &seq);
+        (void)pbx_peer_track_relayed(t, req, rep);
+    }
+}
+
+/* Dispatches the matched reply in g_rep to call k (already freed). */
+static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
+{
+    pbx_ipc_frame req;
+    if (pbx_ipc_frame_decode(k->copy, k->len, k->caps, &req) != PBX_OK) {
+        return;
+    }
+    bool live = !k->detached && launchd_conn_live(srv, k->conn, k->conn_gen);
+    if (k->kind == LAUNCHD_CALL_CANCEL || k->kind == LAUNCHD_CALL_COLLECT) {
+        launchd_orphan *o = launchd_orphan_find(srv, k->id);
+        if (o != NULL && k->kind == LAUNCHD_CALL_CANCEL) {
+            o->cancelled = true;
+            o->cancel_st = g_rep.frame.status;
+            o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
+                                    LAUNCHD_CONNS_CAP, o->id);
+        } else if (o != NULL) {
+            launchd_orphan_decided(srv, o, &g_rep.frame);
+        }
+        return;
+    }
+    if (k->kind == LAUNCHD_CALL_EXPIRE) {
+        pbx_peer_log("launchd", "job EXPIRE at powerboxd: %s",
+                     g_rep.frame.status == 0U
+                         ? "accepted"
+                         : pbx_peer_status_text(g_rep.frame.status));
+        return;
+    }
+    if (!live) {
+        launchd_late(srv, k, &req);
+        return;
+    }
+    if (k->op == (uint16_t)PBX_IPC_OP_DECISION) {
+        launchd_decision(srv, k, &req);
+        return;
+    }
+    launchd_conn *c = &srv->conns[k->conn];
+    if (pbx_peer_track_relayed(&c->track, &req, &g_rep.frame) &&
+        k->op == (uint16_t)PBX_IPC_OP_BEGIN) {
+        const pbx_peer_track_req *r =
+            pbx_peer_track_get(&c->track, g_rep.frame.request);
+        char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
+        pbx_peer_log(
+            "launchd",
+            "BEGIN admitted: request %u.%u job %llu.%u "
+            "entry %s",
+            g_rep.frame.request.index, g_rep.frame.request.gen,
+            (unsigned long long)r->job_id, r->job_gen,
+            launchd_entry_of(srv, r->job_id, r->job_gen, e, sizeof(e)));
+    }
+    int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
+    (void)launchd_reply(srv, k->conn, g_rep.buf, g_rep.len, k->caller_seq,
+                        alias);
+}
+
+/* The call g_rep answers, or NULL (logged) when none matches exactly. */
+static launchd_call *launchd_match(launchd_srv *srv)
+{
+    const pbx_ipc_frame *f = &g_rep.frame;
+    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX && f->seq != 0U; i++) {
+        launchd_call *k = &srv->calls[i];
+        if (!k->used || k->seq != f->seq) {
+            continue;
+        }
+        bool same_id =
+            k->op == (uint16_t)PBX_IPC_OP_BEGIN ||
+            (f->request.index == k->id.index && f->request.gen == k->id.gen);
+        if (f->op == (uint16_t)(k->op | PBX_IPC_REPLY_BIT) && same_id) {
+            return k;
+        }
+        break;
+    }
+    pbx_peer_log("launchd",
+                 "unmatched broker reply: op 0x%04x request %u.%u "
+                 "seq %u; %zu descriptor(s) closed",
+                 f->op, f->request.index, f->request.gen, f->seq, g_rep.nfds);
+    return NULL;
+}
+
+/* Fails every call after the broker closed: callers get ROUTE. */
+static void launchd_broker_lost(launchd_srv *srv)
+{
+    pbx_peer_log("launchd", "powerboxd closed the broker; calls answered "
+                            "ROUTE from now on");
+    (void)close(srv->broker);
+    srv->broker = -1;
+    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
+        launchd_call *k = &srv->calls[i];
+        if (k->used && k->kind == LAUNCHD_CALL_RELAY && !k->detached &&
+            launchd_conn_live(srv, k->conn, k->conn_gen)) {
+            uint8_t out[PBX_IPC_HEADER_BYTES];
+            size_t n = 0;
+            if (pbx_ipc_status_reply_encode(k->op, k->id, PBX_E_PEER_ROUTE, out,
+                                            sizeof(out), &n) == PBX_OK) {
+                (void)launchd_reply(srv, k->conn, out, n, k->caller_seq, -1);
+            }
+        }
+        k->used = false;
+    }
+}
+
+void launchd_broker_input(launchd_srv *srv)
+{
+    for (int i = 0; i < 64 && srv->broker >= 0; i++) {
+        int r = launchd_recv(srv->broker, &g_rep);
+        if (r != 0) {
+            if (r == 1 || errno != EAGAIN) {
+                launchd_broker_lost(srv);
+            }
+            return;
+        }
+        g_rep.err = pbx_ipc_frame_decode(g_rep.buf, g_rep.len,
+                                         (uint16_t)g_rep.nfds, &g_rep.frame);
+        if (g_rep.err != PBX_OK) {
+            pbx_peer_log("launchd",
+                         "undecodable broker frame: %s; %zu "
+                         "descriptor(s) closed",
+                         pbx_err_text(g_rep.err), g_rep.nfds);
+            pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
+            continue;
+        }
+        launchd_call *k = launchd_match(srv);
+        if (k == NULL) {
+            pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
+            continue;
+        }
+        static launchd_call done;
+        done = *k;
+        k->used = false;
+        if (launchd_conn_live(srv, done.conn, done.conn_gen)) {
+            launchd_conn *c = &srv->conns[done.conn];
+            c->calls -= c->calls > 0U ? 1U : 0U;
+            c->begins -= done.op == (uint16_t)PBX_IPC_OP_BEGIN && c->begins > 0U
+                             ? 1U
+                             : 0U;
+        }
+        pbx_peer_log("launchd",
+                     "broker: op 0x%04x request %u.%u status 0x%04x%s", done.op,
+                     g_rep.frame.request.index, g_rep.frame.request.gen,
+                     g_rep.frame.status,
+                     g_rep.nfds == 1U && done.kind == LAUNCHD_CALL_RELAY
+                         ? ", alias handed to the caller"
+                         : "");
+        launchd_dispatch(srv, &done);
+        pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
+    }
+}
+
+/* Acts on a WAKE for request id: a held caller gets its decision asked
+ * for; an orphan's is collected; otherwise it is remembered. */
+static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
+{
+    launchd_orphan *o = launchd_orphan_find(srv, id);
+    if (o != NULL) {
+        if (o->asking || !o->cancelled) {
+            o->woken = true;
+        } else {
+            o->asking =
+                launchd_ask(srv, LAUNCHD_CALL_COLLECT, LAUNCHD_CONNS_CAP, id);
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        launchd_conn *c = &srv->conns[i];
+        if (c->fd < 0) {
+            continue;
+        }
+        pbx_peer_track_wake_action a =
+            pbx_peer_track_wake(&c->track, id, srv->now);
+        if (a == PBX_PEER_TRACK_WAKE_ASK &&
+            !launchd_ask(srv, LAUNCHD_CALL_REASK, i, id)) {
+            /* Not sent: the fallback asks again later. */
+            (void)pbx_peer_track_hold(&c->track, id, 0U, srv->now);
+        }
+        if (a != PBX_PEER_TRACK_WAKE_NONE) {
+            return;
+        }
+    }
+    pbx_peer_log("launchd", "wake for request %u.%u: no connection holds it",
+                 id.index, id.gen);
+}
+
+/* Receives one WAKE datagram; false on a fatal receive error. */
+static bool launchd_wake_one(launchd_srv *srv)
+{
+    int r = launchd_recv(srv->wake, &g_in);
+    if (r == 1) {
+        pbx_peer_log("launchd", "empty datagram ignored");
+        return true;
+    }
+    if (r != 0) {
+        return false;
+    }
+    pbx_ipc_wake w;
+    pbx_err e = pbx_ipc_frame_decode(g_in.buf, g_in.len, (uint16_t)g_in.nfds,
+                                     &g_in.frame);
+    if (e == PBX_OK) {
+        e = pbx_ipc_wake_decode(&g_in.frame, &w);
+    }
+    if (g_in.nfds != 0U) {
+        pbx_peer_log("launchd", "WAKE carried %zu descriptor(s); deleted",
+                     g_in.nfds);
+        pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+        e = e == PBX_OK ? PBX_E_IPC_CAP_PARTITION : e;
+    }
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "malformed WAKE refused: %s", pbx_err_text(e));
+        return true;
+    }
+    pbx_ipc_id id = g_in.frame.request;
+    pbx_peer_log("launchd", "wake request %u.%u job %llu.%u", id.index, id.gen,
+                 (unsigned long long)w.job_id, w.job_gen);
+    if (srv->log != NULL) {
+        (void)fprintf(srv->log, "wake request %u.%u job %llu.%u\n", id.index,
+                      id.gen, (unsigned long long)w.job_id, w.job_gen);
+        (void)fflush(srv->log);
+    }
+    launchd_woken(srv, id);
+    return true;
+}
+
+void launchd_wake_input(launchd_srv *srv)
+{
+    for (int i = 0; i < 64; i++) {
+        if (!launchd_wake_one(srv)) {
+            if (errno != EAGAIN && errno != EMSGSIZE) {
+                pbx_peer_log("launchd", "wake receive failed: %s",
+                             strerror(errno));
+            }
+            return;
+        }
+    }
+}
+
+/* A call unanswered within call-ms: its caller is answered ROUTE and
+ * released; the call stays to match a late reply, until it is stale. */
+static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
+{
+    if (k->detached) {
+        if (srv->now >= k->deadline_ms + LAUNCHD_STALE_CALL_MS) {
+            pbx_peer_log("launchd",
+                         "call op 0x%04x request %u.%u seq %u "
+                         "never answered; forgotten",
+                         k->op, k->id.index, k->id.gen, k->seq);
+            k->used = false;
+        }
+        return;
+    }
+    k->detached = true;
+    pbx_peer_log("launchd",
+                 "call op 0x%04x request %u.%u unanswered after "
+                 "%u ms",
+                 k->op, k->id.index, k->id.gen, srv->call_ms);
+    launchd_orphan *o = launchd_orphan_find(srv, k->id);
+    if (k->kind == LAUNCHD_CALL_COLLECT && o != NULL) {
+        o->asking = false;
+    }
+    if (!launchd_conn_live(srv, k->conn, k->conn_gen)) {
+        return;
+    }
+    launchd_conn *c = &srv->conns[k->conn];
+    c->calls -= c->calls > 0U ? 1U : 0U;
+    c->begins -=
+        k->op == (uint16_t)PBX_IPC_OP_BEGIN && c->begins > 0U ? 1U : 0U;
+    if (k->kind == LAUNCHD_CALL_REASK) {
+        /* Back to held: the fallback or a WAKE asks again. */
+        if (pbx_peer_track_hold(&c->track, k->id, 0U, srv->now)) {
+            (void)launchd_ask(srv, LAUNCHD_CALL_REASK, k->conn, k->id);
+        }
+        return;
+    }
+    uint32_t seq = 0;
+    (void)pbx_peer_track_release(&c->track, k->id, &seq);
+    uint8_t out[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if (k->kind == LAUNCHD_CALL_RELAY &&
+        pbx_ipc_status_reply_encode(k->op, k->id, PBX_E_PEER_ROUTE, out,
+                                    sizeof(out), &n) == PBX_OK) {
+        (void)launchd_reply(srv, k->conn, out, n, k->caller_seq, -1);
+    }
+}
+
+/* The fallback: held DECISIONs and orphans not asked for LAUNCHD_REASK_MS
+ * are asked again, in case a WAKE was lost. */
+static void launchd_fallback(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        launchd_conn *c = &srv->conns[i];
+        pbx_ipc_id due[PBX_PEER_TRACK_MAX];
+        uint32_t n = c->fd < 0 ? 0U
+                               : pbx_peer_track_due(&c->track, srv->now,
+                                                    LAUNCHD_REASK_MS, due,
+                                                    PBX_PEER_TRACK_MAX);
+        for (uint32_t j = 0; j < n; j++) {
+            if (!launchd_ask(srv, LAUNCHD_CALL_REASK, i, due[j])) {
+                (void)pbx_peer_track_hold(&c->track, due[j], 0U, srv->now);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        launchd_orphan *o = &srv->orphans[i];
+        if (o->used && !o->asking &&
+            o->since_ms + LAUNCHD_REASK_MS <= srv->now) {
+            o->since_ms = srv->now;
+            o->cancelled = true;
+            o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
+                                    LAUNCHD_CONNS_CAP, o->id);
+        }
+    }
+}
+
+/* Drops control connections idle for idle-ms: nothing sent, no call at
+ * powerboxd, no DECISION held and no job of theirs alive. */
+static void launchd_idle(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        launchd_conn *c = &srv->conns[i];
+        if (c->fd < 0 || c->job_conn || c->calls != 0U ||
+            c->last_ms + srv->idle_ms > srv->now ||
+            pbx_peer_track_waiting(&c->track)) {
+            continue;
+        }
+        bool launcher = false;
+        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP && !launcher; j++) {
+            launcher = srv->jobs[j].live && srv->jobs[j].launcher == i &&
+                       srv->jobs[j].launcher_gen == c->gen;
+        }
+        if (!launcher) {
+            char why[64];
+            (void)snprintf(why, sizeof(why), "idle for %u ms", srv->idle_ms);
+            launchd_conn_close(srv, i, why);
+        }
+    }
+}
+
+void launchd_timers(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
+        launchd_call *k = &srv->calls[i];
+        if (k->used && srv->now >= k->deadline_ms) {
+            launchd_call_timer(srv, k);
+        }
+    }
+    launchd_fallback(srv);
+    launchd_idle(srv);
+}

@@ -1,0 +1,175 @@
+/*
+ * launchd_run.c: pbx-launchd run, a program's way to start another as a
+ * job: one LAUNCH with this process's stdio on launchd's control socket,
+ * then the wait for the job's EXIT, whose status becomes this process's.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "peers/launchd/launchd.h"
+#include "peers/lib/pbx_peer.h"
+
+/* How long run waits for launchd to connect and answer the LAUNCH. */
+#define LAUNCHD_RUN_WAIT_MS 10000
+/* What run exits with when the job never ran or its end is unknown. */
+#define LAUNCHD_RUN_REFUSED 125
+
+static pbx_peer_msg g_run;
+
+/* Parses run's options up to "--" into path, job and *req; returns the
+ * index of PROG, or -1 on a usage error. */
+static int launchd_run_args(int argc, char **argv, const char **path,
+                            pbx_peer_launch_req *req)
+{
+    int i = 2;
+    const char *entry = NULL;
+    for (; i + 1 < argc && strcmp(argv[i], "--") != 0; i += 2) {
+        const char *k = argv[i];
+        const char *v = argv[i + 1];
+        uint64_t a = 0;
+        uint64_t b = 0;
+        if (strcmp(k, "--control") == 0) {
+            *path = v;
+        } else if (strcmp(k, "--job") == 0 &&
+                   pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) &&
+                   b != 0U) {
+            req->job_id = a;
+            req->job_gen = (uint32_t)b;
+        } else if (strcmp(k, "--entry") == 0) {
+            entry = v;
+        } else {
+            return -1;
+        }
+    }
+    if (i >= argc || strcmp(argv[i], "--") != 0 || i + 1 >= argc ||
+        *path == NULL) {
+        return -1;
+    }
+    if (entry == NULL) {
+        const char *slash = strrchr(argv[i + 1], '/');
+        entry = slash != NULL ? slash + 1 : argv[i + 1];
+    }
+    size_t n = strlen(entry);
+    if (n == 0U || n > PBX_PEER_LAUNCH_ENTRY_MAX) {
+        return -1;
+    }
+    memcpy(req->entry, entry, n);
+    req->entry[n] = '\0';
+    req->entry_len = (uint16_t)n;
+    return i + 1;
+}
+
+/* Fills req's arguments from argv[first..argc); false when too many. */
+static bool launchd_run_argv(int argc, char **argv, int first,
+                             pbx_peer_launch_req *req)
+{
+    if (argc - first > (int)PBX_PEER_LAUNCH_ARGS_MAX) {
+        return false;
+    }
+    req->argc = (uint16_t)(argc - first);
+    for (int i = first; i < argc; i++) {
+        size_t n = strlen(argv[i]);
+        if (n == 0U || n > UINT16_MAX) {
+            return false;
+        }
+        req->args[i - first] = (const uint8_t *)argv[i];
+        req->arg_lens[i - first] = (uint16_t)n;
+    }
+    return true;
+}
+
+/* Waits for one local-wire frame on fd into *f; wait_ms < 0: no limit.
+ * Returns false (with a line saying why) when none came. */
+static bool launchd_run_recv(int fd, int wait_ms, pbx_peer_launch_frame *f)
+{
+    if (!launchd_wait_readable(fd, wait_ms)) {
+        pbx_peer_log("launchd", "run: no answer from launchd within %d ms",
+                     wait_ms);
+        return false;
+    }
+    int r = launchd_recv(fd, &g_run);
+    if (r != 0) {
+        pbx_peer_log("launchd", "run: launchd closed the control connection%s",
+                     r == 1 ? "" : " (receive failed)");
+        return false;
+    }
+    pbx_peer_io_close_all(g_run.fds, g_run.nfds);
+    pbx_err e = pbx_peer_launch_peek(g_run.buf, g_run.len, 0, f);
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "run: bad frame from launchd: %s",
+                     pbx_err_text(e));
+        return false;
+    }
+    return true;
+}
+
+/* Sends the LAUNCH and reads its reply; returns the connection, or -1
+ * after saying why. */
+static int launchd_run_launch(const char *path, const pbx_peer_launch_req *req)
+{
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_err e = pbx_peer_launch_encode(req, buf, sizeof(buf), &n);
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "run: LAUNCH not encodable: %s",
+                     pbx_err_text(e));
+        return -1;
+    }
+    (void)pbx_ipc_frame_set_seq(buf, n, 1U);
+    int fd = launchd_connect(path, LAUNCHD_RUN_WAIT_MS);
+    int stdio[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+    if (fd < 0 || launchd_send_fds(fd, buf, n, stdio, 3) != 0) {
+        pbx_peer_log("launchd", "run: launchd at %s: %s", path,
+                     strerror(errno));
+        return -1;
+    }
+    pbx_peer_launch_frame f;
+    pbx_peer_launch_reply rep;
+    if (!launchd_run_recv(fd, LAUNCHD_RUN_WAIT_MS, &f)) {
+        return -1;
+    }
+    e = pbx_peer_launch_reply_decode(&f, &rep);
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "run: launch refused: %s (0x%04x)",
+                     e == PBX_E_IPC_STATUS ? pbx_peer_status_text(f.status)
+                                           : pbx_err_text(e),
+                     e == PBX_E_IPC_STATUS ? f.status : (unsigned)e);
+        return -1;
+    }
+    pbx_peer_log("launchd", "job %llu:%u pid %u",
+                 (unsigned long long)rep.job_id, rep.job_gen, rep.pid);
+    return fd;
+}
+
+int launchd_run(int argc, char **argv)
+{
+    static pbx_peer_launch_req req;
+    const char *path = NULL;
+    int first = launchd_run_args(argc, argv, &path, &req);
+    if (first < 0 || !launchd_run_argv(argc, argv, first, &req)) {
+        pbx_peer_log("launchd", "usage: pbx-launchd run --control PATH "
+                                "[--job ID:GEN] [--entry NAME] -- PROG "
+                                "[ARG...]");
+        return 2;
+    }
+    int fd = launchd_run_launch(path, &req);
+    if (fd < 0) {
+        return LAUNCHD_RUN_REFUSED;
+    }
+    /* Only the EXIT frame is expected from here on; it comes whenever
+     * the job ends. */
+    pbx_peer_launch_frame f;
+    uint32_t ws = 0;
+    if (!launchd_run_recv(fd, -1, &f) ||
+        pbx_peer_exit_decode(&f, &ws) != PBX_OK) {
+        pbx_peer_log("launchd", "run: the job's end is unknown");
+        return LAUNCHD_RUN_REFUSED;
+    }
+    int st = (int)ws;
+    if (WIFEXITED(st)) {
+        return WEXITSTATUS(st);
+    }
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : LAUNCHD_RUN_REFUSED;
+}

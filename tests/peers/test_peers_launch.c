@@ -1,0 +1,200 @@
+/*
+ * test_peers_launch.c: launchd's local wire (LAUNCH, EXIT) and the binding
+ * of a BEGIN to its job, on tables of cases without sockets.
+ */
+#include "../../ipc/pbx_ipc.h"
+#include "../../peers/lib/pbx_peer_launch.h"
+#include "../runner/pbx_test.h"
+
+#include <string.h>
+
+static uint8_t g_buf[PBX_IPC_FRAME_BYTES_MAX];
+static uint8_t g_out[PBX_IPC_FRAME_BYTES_MAX];
+
+/* A LAUNCH of job id:gen running "prog a b" as entry "bin/prog". */
+static size_t tn_launch(uint64_t id, uint32_t gen)
+{
+    static pbx_peer_launch_req r;
+    static const char *const args[] = {"prog", "a", "bee"};
+    memset(&r, 0, sizeof(r));
+    r.job_id = id;
+    r.job_gen = gen;
+    r.entry_len = 8;
+    memcpy(r.entry, "bin/prog", 8);
+    r.argc = 3;
+    for (uint16_t i = 0; i < 3; i++) {
+        r.args[i] = (const uint8_t *)args[i];
+        r.arg_lens[i] = (uint16_t)strlen(args[i]);
+    }
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    return n;
+}
+
+PBX_TEST(peers_launch_round_trips_and_refuses_malformed_frames)
+{
+    static pbx_peer_launch_req d;
+    pbx_peer_launch_frame f;
+    size_t n = tn_launch(0, 0);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 3, &f), PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_PEER_OP_LAUNCH);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(strcmp(d.entry, "bin/prog") == 0);
+    PBX_CHECK_EQ(d.argc, 3U);
+    PBX_CHECK_EQ(d.arg_lens[2], 3U);
+    PBX_CHECK(memcmp(d.args[2], "bee", 3) == 0);
+    /* Exactly three descriptors; an ipc op is not this codec's. */
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 2, &f), PBX_E_IPC_CAP_COUNT);
+    size_t m = 0;
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, (pbx_ipc_id){1, 1},
+                                     g_out, sizeof(g_out), &m) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_out, m, 0, &f), PBX_E_IPC_UNKNOWN_OP);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, 10, 3, &f), PBX_E_IPC_TRUNCATED);
+    /* A job id without a generation; an empty argument; a trailing byte;
+     * a non-printable entry. */
+    n = tn_launch(7, 1);
+    pbx_le_put32(g_buf + PBX_IPC_HEADER_BYTES + 8, 0);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_GENERATION);
+    n = tn_launch(0, 0);
+    pbx_le_put16(g_buf + n - 5, 0);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK(pbx_peer_launch_decode(&f, &d) != PBX_OK);
+    n = tn_launch(0, 0);
+    g_buf[n] = 0;
+    pbx_le_put32(g_buf + 20, (uint32_t)(n + 1U - PBX_IPC_HEADER_BYTES));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n + 1U, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRAILING);
+    n = tn_launch(0, 0);
+    g_buf[PBX_IPC_HEADER_BYTES + 14] = 0x07;
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+}
+
+PBX_TEST(peers_launch_reply_and_exit_round_trip)
+{
+    pbx_peer_launch_reply r = {11, 1, 4242, 42, 5};
+    pbx_peer_launch_reply d;
+    pbx_peer_launch_frame f;
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_reply_encode(0, &r, 9, g_buf, sizeof(g_buf),
+                                             &n) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(f.seq, 9U);
+    PBX_CHECK_EQ(pbx_peer_launch_reply_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.job_id == 11U && d.job_gen == 1U && d.pid == 4242U &&
+              d.target_pid == 42U && d.target_gen == 5U);
+    /* An error reply has no body; its status is what is read. */
+    PBX_REQUIRE(pbx_peer_launch_reply_encode(0x08C0, NULL, 9, g_buf,
+                                             sizeof(g_buf), &n) == PBX_OK);
+    PBX_CHECK_EQ(n, PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_reply_decode(&f, &d), PBX_E_IPC_STATUS);
+    PBX_CHECK_EQ(f.status, 0x08C0U);
+    uint32_t ws = 0;
+    PBX_REQUIRE(pbx_peer_exit_encode(0x0700, 5, g_buf, sizeof(g_buf), &n) ==
+                PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 0, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_exit_decode(&f, &ws), PBX_OK);
+    PBX_CHECK_EQ(ws, 0x0700U);
+    /* A status in a request is refused. */
+    pbx_le_put16(g_buf + 8, 1);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 0, &f), PBX_E_IPC_STATUS);
+}
+
+/* A BEGIN for job id:gen, entry e, install target tp:tg (mode install
+ * when tg is nonzero, else runtime-reply). */
+static size_t tn_begin(uint64_t id, uint32_t gen, const char *e, uint64_t tp,
+                       uint32_t tg)
+{
+    pbx_ipc_begin b;
+    memset(&b, 0, sizeof(b));
+    b.ctx.session = 7;
+    b.ctx.job_id = id;
+    b.ctx.job_gen = gen;
+    b.ctx.operation = PBX_IPC_OPERATION_READ;
+    b.ctx.object_class = PBX_IPC_CLASS_FILE;
+    b.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    b.ctx.mode = tg != 0U ? PBX_IPC_MODE_INSTALL : PBX_IPC_MODE_RUNTIME_REPLY;
+    b.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    b.ctx.entry.len = (uint16_t)strlen(e);
+    memcpy(b.ctx.entry.bytes, e, b.ctx.entry.len);
+    b.label.len = 2;
+    memcpy(b.label.bytes, "hi", 2);
+    b.target.process_id = tp;
+    b.target.process_gen = tg;
+    b.target.slot = tg != 0U ? 20U : 0U;
+    b.selector_len = 1;
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    return n;
+}
+
+/* Binds the n-byte BEGIN in g_buf to job j; returns the result. */
+static pbx_peer_launch_bind_result tn_bind(const pbx_peer_launch_binding *j,
+                                           size_t n, pbx_ipc_begin *rec)
+{
+    size_t m = 0;
+    pbx_err err = PBX_OK;
+    return pbx_peer_launch_bind_begin(j, g_buf, n, g_out, sizeof(g_out), &m,
+                                      rec, &err);
+}
+
+PBX_TEST(peers_launch_binds_begin_to_its_job)
+{
+    static pbx_peer_launch_binding j;
+    static pbx_ipc_begin rec;
+    memset(&j, 0, sizeof(j));
+    j.job_id = 11;
+    j.job_gen = 1;
+    j.entry_len = 3;
+    memcpy(j.entry, "cat", 3);
+    j.target_pid = 42;
+    j.target_gen = 5;
+    /* Its own claims pass unchanged. */
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_OK);
+    PBX_CHECK(rec.ctx.job_id == 11U && rec.target.process_gen == 5U);
+    /* Another job, entry or target is refused. */
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(12, 1, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_JOB);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 2, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_JOB);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "dog", 42, 5), &rec),
+                 PBX_PEER_BIND_ENTRY);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 43, 5), &rec),
+                 PBX_PEER_BIND_TARGET);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(12, 1, "dog", 43, 5), &rec),
+                 PBX_PEER_BIND_JOB);
+    /* Zero job, empty entry and zero target are filled in. The encoder
+     * cannot write them, so they are patched raw as a client would. */
+    size_t n = tn_begin(11, 1, "cat", 42, 5);
+    uint8_t *b = g_buf + PBX_IPC_HEADER_BYTES;
+    pbx_le_put64(b, 0);
+    pbx_le_put32(b + 24, 0);
+    pbx_le_put64(b + 16, 0);
+    pbx_le_put32(b + 32, 0);
+    /* Drop the entry bytes: the label follows the fixed part directly. */
+    memmove(b + PBX_IPC_BEGIN_FIXED_BYTES, b + PBX_IPC_BEGIN_FIXED_BYTES + 3,
+            2);
+    pbx_le_put16(b + 52, 0);
+    n -= 3U;
+    pbx_le_put32(g_buf + 20, (uint32_t)(n - PBX_IPC_HEADER_BYTES));
+    PBX_CHECK_EQ(tn_bind(&j, n, &rec), PBX_PEER_BIND_OK);
+    PBX_CHECK(rec.ctx.job_id == 11U && rec.ctx.job_gen == 1U);
+    PBX_CHECK(rec.ctx.entry.len == 3U &&
+              memcmp(rec.ctx.entry.bytes, "cat", 3) == 0);
+    PBX_CHECK(rec.label.len == 2U && memcmp(rec.label.bytes, "hi", 2) == 0);
+    PBX_CHECK(rec.target.process_id == 42U && rec.target.process_gen == 5U &&
+              rec.target.slot == 20U);
+    /* A job with no staged process cannot ask for install mode; runtime
+     * reply needs none. */
+    j.target_gen = 0;
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_TARGET);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 0, 0), &rec),
+                 PBX_PEER_BIND_OK);
+    /* Text lengths that disagree with the body are malformed. */
+    n = tn_begin(11, 1, "cat", 0, 0);
+    PBX_CHECK_EQ(tn_bind(&j, n - 1U, &rec), PBX_PEER_BIND_MALFORMED);
+}
