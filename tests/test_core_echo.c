@@ -513,3 +513,329 @@ PBX_TEST(core_echo_release_waits_for_pending_receipt_in_reservation)
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
+
+/* ---- every byte of every echo, every peer reply ------------------------ */
+
+/*
+ * The tables above change whole fields through the reply records. The
+ * tests below corrupt the encoded bytes instead: every byte of the header
+ * identity and seq of every peer reply type, and every byte of every
+ * identity field and digest a reply's body echoes, one byte per run.
+ */
+
+/* The peer calls whose replies are corrupted, each reached on its own. */
+enum echo_call {
+    EC_RESOLVE = 0,
+    EC_POLICY,
+    EC_PROMPT,
+    EC_INSTALL,
+    EC_DETACH,
+    EC_ACTIVE,
+    EC_REMOVE,
+    EC_RETIRE,
+    EC_REQ_RETIRE,
+    EC_WITHDRAW,
+    EC_REL_DETACH,
+    EC_COUNT
+};
+
+/* The harness's name of each call's pending reply. */
+static const char *const echo_call_name[EC_COUNT] = {
+    "resolve", "policy", "prompt", "install",  "detach", "view+",
+    "view-",   "retire", "retire", "withdraw", "detach"};
+
+/* One reached call: the request and grant behind it and its pending
+ * reply (k). */
+typedef struct echo_at {
+    pbx_ipc_id req;
+    pbx_ipc_id grant;
+    uint32_t k;
+} echo_at;
+
+/* Scripts the answers call c needs and opens the default request with
+ * replies held, so that the run stops at c's pending reply. */
+static void echo_reach_request(th_h *h, uint32_t c, echo_at *at)
+{
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    if (c == EC_PROMPT || c == EC_WITHDRAW) {
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, 0, 0); /* APPROVE */
+    } else if (c == EC_REQ_RETIRE) {
+        th_push(h, PBX_CORE_ROUTE_PROCD, TH_STAGING, 0, 0);
+    } else if (c == EC_REL_DETACH) {
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+    }
+    PBX_CHECK_EQ(th_open(h, &b, sel, &at->req), 0U);
+    h->hold = true;
+    if (c == EC_WITHDRAW) {
+        /* Cancelled while the prompt is showing: release withdraws it. */
+        uint32_t p = th_run_to(h, "prompt");
+        PBX_REQUIRE(p != TH_NONE);
+        th_drop(h, p);
+        PBX_CHECK_EQ(th_cancel(h, at->req), 0U);
+    }
+}
+
+/* Reaches call c of a fresh request (or, for REMOVE and RETIRE, of an
+ * approved grant being consumed); the reply is left pending and the
+ * trace is cleared. */
+static void echo_reach(th_h *h, uint32_t c, echo_at *at)
+{
+    at->grant.index = 0U;
+    at->grant.gen = 0U;
+    if (c == EC_REMOVE || c == EC_RETIRE) {
+        pbx_ipc_begin b;
+        th_default_begin(&b, sel, SEL_LEN);
+        at->grant = th_approve(h, &b, sel, false, &at->req, NULL);
+        PBX_CHECK_EQ(th_consume(h, at->grant), 0U);
+        h->hold = true;
+    } else {
+        echo_reach_request(h, c, at);
+    }
+    at->k = th_run_to(h, echo_call_name[c]);
+    PBX_REQUIRE(at->k != TH_NONE);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    th_clear_trace(h);
+}
+
+/* The state of the record the reached call belongs to. */
+static uint32_t echo_owner_state(const th_h *h, uint32_t c, const echo_at *at)
+{
+    if (c == EC_REMOVE || c == EC_RETIRE) {
+        return pbx_core_inspect_grant(&h->core, at->grant.index)->link.state;
+    }
+    return pbx_core_inspect_request(&h->core, at->req.index)->link.state;
+}
+
+/* Header corruptions: every byte of the identity and of seq, generation
+ * zero, an index equal to the pool capacity, a seq naming the call record
+ * past the calls pool, the operation without its reply bit, another
+ * route. */
+enum echo_hdr {
+    EH_INDEX_B0 = 0,
+    EH_GEN_B0 = 4,
+    EH_SEQ_B0 = 8,
+    EH_GEN_ZERO = 12,
+    EH_INDEX_CAP,
+    EH_SEQ_CAP,
+    EH_OP_REQUEST,
+    EH_ROUTE,
+    EH_COUNT
+};
+
+/* Applies header corruption v to r. */
+static void echo_hdr_corrupt(const th_h *h, th_reply *r, uint32_t v)
+{
+    uint32_t seq = pbx_le_get32(r->frame + PBX_IPC_SEQ_OFFSET);
+    if (v < EH_GEN_ZERO) {
+        /* Bytes 12..15 index, 16..19 generation; seq is at its offset. */
+        uint32_t at = v < EH_SEQ_B0 ? 12U + v : PBX_IPC_SEQ_OFFSET + v - 8U;
+        r->frame[at] ^= 0x01U;
+    } else if (v == EH_GEN_ZERO) {
+        pbx_le_put32(r->frame + 16, 0U);
+    } else if (v == EH_INDEX_CAP) {
+        pbx_le_put32(r->frame + 12,
+                     h->core.pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity);
+    } else if (v == EH_SEQ_CAP) {
+        pbx_le_put32(r->frame + PBX_IPC_SEQ_OFFSET,
+                     (seq & 0xFFFF0000U) |
+                         h->core.pools[PBX_BOOTSTRAP_POOL_CALLS].capacity);
+    } else if (v == EH_OP_REQUEST) {
+        pbx_le_put16(r->frame + 6, (uint16_t)(pbx_le_get16(r->frame + 6) &
+                                              ~PBX_IPC_REPLY_BIT));
+    } else {
+        r->route = r->route == PBX_CORE_ROUTE_VFSD ? PBX_CORE_ROUTE_TTYD
+                                                   : PBX_CORE_ROUTE_VFSD;
+        r->via_slot = PBX_CORE_SLOT_NONE;
+    }
+}
+
+/* Runs what follows the exact reply to the reached call and checks that
+ * the call's path ends as it does without corruption. */
+static void echo_finish(th_h *h, uint32_t c, const echo_at *at)
+{
+    static const uint8_t outcome[EC_COUNT] = {
+        [EC_RESOLVE] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_POLICY] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_PROMPT] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_INSTALL] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_DETACH] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_ACTIVE] = PBX_IPC_OUTCOME_APPROVED,
+        [EC_REQ_RETIRE] = PBX_IPC_OUTCOME_DENIED,
+        [EC_WITHDRAW] = PBX_IPC_OUTCOME_CANCELLED,
+        [EC_REL_DETACH] = PBX_IPC_OUTCOME_DENIED,
+    };
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    h->hold = false;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    if (c != EC_REMOVE && c != EC_RETIRE) {
+        TH_CHECK_OUTCOME(h, at->req, &d, &xfer, outcome[c]);
+        if (d.outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED) {
+            PBX_CHECK_EQ(th_consume(h, d.grant), 0U);
+            th_run(h);
+        }
+    }
+    th_clear_trace(h);
+    PBX_CHECK(th_quiescent(h));
+    PBX_CHECK_EQ(h->violations, 0U);
+}
+
+/* A reply whose header names anything but its call matches nothing: it
+ * is refused, every receipt it carried is deleted, the core holds what it
+ * held, the call stays outstanding and no record moves; the exact reply
+ * that follows is still taken, so the corruption alone was refused. This
+ * covers generation zero in every peer reply's header. */
+PBX_TEST(core_echo_every_header_byte_of_every_reply_is_refused)
+{
+    th_h *h = th_new(4);
+    for (uint32_t c = 0; c < EC_COUNT; c++) {
+        echo_at at;
+        th_reply r;
+        echo_reach(h, c, &at);
+        for (uint32_t v = 0; v < EH_COUNT; v++) {
+            uint32_t held = pbx_core_held_caps(&h->core);
+            uint32_t out = pbx_core_calls_outstanding(&h->core);
+            uint32_t refused = h->core.replies_refused;
+            uint32_t deleted = h->deleted;
+            uint32_t state = echo_owner_state(h, c, &at);
+            th_reply_build(h, at.k, &r);
+            echo_hdr_corrupt(h, &r, v);
+            PBX_CHECK_EQ(th_reply_send(h, &r), PBX_OK);
+            PBX_CHECK_EQ(h->core.replies_refused, refused + 1U);
+            PBX_CHECK_EQ(h->deleted, deleted + (uint32_t)r.n);
+            PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
+            PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), out);
+            PBX_CHECK_EQ(echo_owner_state(h, c, &at), state);
+            PBX_CHECK_EQ(th_run(h), 0U);
+            PBX_CHECK(th_conserved(h));
+        }
+        th_clear_trace(h);
+        uint32_t refused = h->core.replies_refused;
+        PBX_CHECK_EQ(th_deliver(h, at.k), PBX_OK);
+        PBX_CHECK_EQ(h->core.replies_refused, refused);
+        echo_finish(h, c, &at);
+    }
+    th_free(h);
+}
+
+/* One echoed field of a reply body: offset and length. */
+typedef struct echo_span {
+    uint16_t off;
+    uint16_t len;
+} echo_span;
+
+/* The echoed identity fields and digests of each call's reply body, at
+ * the offsets docs/PROTOCOL.md gives. WITHDRAW and the release DETACH
+ * have none the core judges: either ends its call on any answer. */
+static size_t echo_spans(uint32_t c, const echo_span **out)
+{
+    /* RESOLVE: class, operation, scope identity, selector digest. */
+    static const echo_span resolve[] = {{2, 2}, {4, 2}, {16, 8}, {32, 32}};
+    /* POLICY: urgency, realm, session. */
+    static const echo_span policy[] = {{1, 1}, {4, 4}, {8, 8}};
+    /* PROMPT answer: realm, session, job id, object id, job generation,
+     * request index, request generation, object generation. */
+    static const echo_span prompt[] = {{4, 4},  {8, 8},  {16, 8}, {24, 8},
+                                       {32, 4}, {36, 4}, {40, 4}, {44, 4}};
+    /* INSTALL: handle kind, installed slot, grant index and generation,
+     * target process id and generation. */
+    static const echo_span install[] = {{0, 1},  {4, 4},  {8, 4},
+                                        {12, 4}, {16, 8}, {24, 4}};
+    /* DETACH: object id and generation. */
+    static const echo_span detach[] = {{0, 8}, {8, 4}};
+    /* VIEW: kind, grant index and generation. */
+    static const echo_span view[] = {{0, 1}, {4, 4}, {8, 4}};
+    /* RETIRE: object id, scope identity, object generation, class. */
+    static const echo_span retire[] = {{0, 8}, {8, 8}, {16, 4}, {20, 2}};
+    static const struct {
+        const echo_span *s;
+        size_t n;
+    } t[EC_COUNT] = {
+        [EC_RESOLVE] = {resolve, PBX_ARRAY_LEN(resolve)},
+        [EC_POLICY] = {policy, PBX_ARRAY_LEN(policy)},
+        [EC_PROMPT] = {prompt, PBX_ARRAY_LEN(prompt)},
+        [EC_INSTALL] = {install, PBX_ARRAY_LEN(install)},
+        [EC_DETACH] = {detach, PBX_ARRAY_LEN(detach)},
+        [EC_ACTIVE] = {view, PBX_ARRAY_LEN(view)},
+        [EC_REMOVE] = {view, PBX_ARRAY_LEN(view)},
+        [EC_RETIRE] = {retire, PBX_ARRAY_LEN(retire)},
+        [EC_REQ_RETIRE] = {retire, PBX_ARRAY_LEN(retire)},
+    };
+    *out = t[c].s;
+    return t[c].n;
+}
+
+/* The call the harness sends right after an exact reply to c, which a
+ * corrupted reply must never lead to (NULL: checked otherwise). */
+static const char *const echo_next[EC_COUNT] = {
+    [EC_RESOLVE] = "policy", [EC_POLICY] = "install", [EC_PROMPT] = "install",
+    [EC_INSTALL] = "view+",  [EC_DETACH] = "view+",
+};
+
+/* Checks what follows a matched but corrupted reply to c: a progression
+ * call's request ends DENIED without the next step; a cleanup
+ * acknowledgement does not count (the grant or the decision waits), and
+ * the exact one asked again on the next tick does. */
+static void echo_body_after(th_h *h, uint32_t c, const echo_at *at)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    h->hold = false;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    if (c == EC_REMOVE || c == EC_RETIRE || c == EC_REQ_RETIRE) {
+        if (c == EC_REQ_RETIRE) {
+            TH_CHECK_OUTCOME(h, at->req, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+        } else {
+            PBX_CHECK(
+                pbx_core_inspect_grant(&h->core, at->grant.index)->link.state !=
+                (uint16_t)PBX_CORE_ST_FREE);
+        }
+        pbx_core_on_tick(&h->core);
+        echo_finish(h, c, at);
+        return;
+    }
+    echo_trace_head(h, __LINE__, "", echo_next[c]);
+    TH_CHECK_OUTCOME(h, at->req, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    th_clear_trace(h);
+    PBX_CHECK(th_quiescent(h));
+    PBX_CHECK_EQ(h->violations, 0U);
+}
+
+/* Every byte of every echoed identity field and digest, one at a time: the
+ * reply matches its call (the header is exact) and is judged inexact, its
+ * receipts are deleted at once (the core holds no more than before it),
+ * and nothing advances on it. */
+PBX_TEST(core_echo_every_body_echo_byte_of_every_reply_is_refused)
+{
+    th_h *h = th_new(4);
+    h->scope_identity = TH_SCOPE_ID; /* the FOUND scope identity counts */
+    uint32_t runs = 0;
+    for (uint32_t c = 0; c < EC_COUNT; c++) {
+        const echo_span *s = NULL;
+        size_t n = echo_spans(c, &s);
+        for (size_t f = 0; f < n; f++) {
+            for (uint32_t b = 0; b < s[f].len; b++) {
+                echo_at at;
+                th_reply r;
+                echo_reach(h, c, &at);
+                uint32_t held = pbx_core_held_caps(&h->core);
+                uint32_t refused = h->core.replies_refused;
+                th_reply_build(h, at.k, &r);
+                th_drop(h, at.k);
+                r.frame[PBX_IPC_HEADER_BYTES + s[f].off + b] ^= 0x01U;
+                PBX_CHECK_EQ(th_reply_send(h, &r), PBX_OK);
+                PBX_CHECK_EQ(h->core.replies_refused, refused);
+                PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
+                echo_body_after(h, c, &at);
+                runs++;
+            }
+        }
+    }
+    /* 44 + 13 + 44 + 25 + 12 + 9 + 9 + 22 + 22 bytes. */
+    PBX_CHECK_EQ(runs, 200U);
+    th_free(h);
+}
