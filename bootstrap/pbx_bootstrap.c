@@ -45,9 +45,9 @@ _Static_assert(PBX_BOOTSTRAP_ARENA_BYTES_MAX <= (SIZE_MAX >> 1),
 /* Byte offsets inside the calls section. */
 #define PBX1_CALLS_OFF_WINDOW 0U
 #define PBX1_CALLS_OFF_TIME   4U
-_Static_assert(PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_COUNT ==
-                   PBX_BOOTSTRAP_CALLS_BYTES,
-               "the deadlines fill the calls section after the window");
+_Static_assert(PBX1_CALLS_OFF_TIME + 4U * (unsigned)PBX_BOOTSTRAP_TIME_IDLE ==
+                   28U,
+               "the idle deadline is the calls section's last word");
 _Static_assert(PBX_BOOTSTRAP_CALLS_BYTES == 32U,
                "the calls section is 32 bytes (docs/PBX1.md)");
 
