@@ -1,9 +1,9 @@
 /*
  * launchd.h: the reference launchd's private state, shared by its files
  * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
- * relay, WAKE delivery and hang-up cleanup; launchd_jobs.c: launching and
- * reaping jobs; launchd_io.c: socket helpers). Usage is documented at the
- * top of launchd.c and in docs/HOST.md.
+ * relay and hang-up cleanup; launchd_wake.c: WAKE delivery and timers;
+ * launchd_jobs.c: launching and reaping jobs; launchd_io.c: socket helpers).
+ * Usage is documented at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
@@ -144,14 +144,18 @@ void launchd_nonblock(int fd);
 /* launchd_relay.c */
 void launchd_conn_frame(launchd_srv *srv, uint32_t ci);
 void launchd_broker_input(launchd_srv *srv);
-void launchd_wake_input(launchd_srv *srv);
 void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why);
-void launchd_timers(launchd_srv *srv);
 bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
                       uint32_t ci, pbx_ipc_id id);
 bool launchd_conn_live(const launchd_srv *srv, uint32_t ci, uint32_t gen);
 bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
                    uint32_t seq, int cap);
+bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id);
+launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id);
+
+/* launchd_wake.c */
+void launchd_wake_input(launchd_srv *srv);
+void launchd_timers(launchd_srv *srv);
 
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
