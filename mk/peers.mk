@@ -24,7 +24,7 @@ PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c))
 
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
-$(BUILD)/obj/peers/%.o: $(PEERS_HEADERS)
+$(BUILD)/obj/peers/%.o: $(PEERS_HEADERS) $(wildcard peers/*/*.h)
 
 # peers_bin(name): one peer executable from its own folder.
 define peers_bin
