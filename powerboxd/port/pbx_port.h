@@ -351,7 +351,11 @@ pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
 /**
  * pbx_port_receipts_delete deletes, with proof, every staged receipt not
  * moved yet and stores how many it deleted in *deleted (may be NULL). The
- * staging area is empty afterwards even when a proof fails.
+ * staging area is empty afterwards even when a proof fails, except after
+ * PBX_E_PORT_DELETE_AGAIN: then the receipts whose deletion was
+ * interrupted stay staged (still held), the rest are gone, and the caller
+ * calls it again later (receives answer PBX_E_PORT_RECEIPTS_PENDING
+ * meanwhile).
  */
 pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted);
 
@@ -446,6 +450,16 @@ pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
                                uint64_t *identity);
 
 /**
+ * Deletion results. Every deletion below (and pbx_port_receipts_delete)
+ * answers PBX_OK with proof, PBX_E_PORT_DELETE_AGAIN when the kernel was
+ * interrupted or asked for a retry and the port proved that the slot
+ * still holds what it held (the capability, or the reservation, is still
+ * there: the caller keeps it counted and calls again later), or another
+ * error, which is a permanent rejection (PBX_E_PORT_DELETE_UNPROVEN: the
+ * slot could not be proven empty; PBX_E_PORT_NOT_RESERVED and the like:
+ * the slot does not hold what the caller believes). Only a permanent
+ * rejection may end the service (exit 65, docs/PORTS.md).
+ *
  * pbx_port_slot_delete deletes the capability in slot and proves that the
  * slot is empty afterwards (PBX_E_PORT_DELETE_UNPROVEN otherwise).
  */
@@ -454,7 +468,8 @@ pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot);
 /**
  * pbx_port_slot_restore deletes the capability in reserved slot by putting
  * the placeholder back over it atomically, and proves the slot holds the
- * placeholder again. The reservation itself stays.
+ * placeholder again. The reservation itself stays. PBX_E_PORT_DELETE_AGAIN:
+ * the capability is still in slot; call again later.
  */
 pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot);
 
@@ -476,7 +491,8 @@ pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot);
 
 /**
  * pbx_port_unreserve releases a reservation: slot must hold the placeholder
- * (never a receipt); it is deleted and proven empty.
+ * (never a receipt); it is deleted and proven empty. PBX_E_PORT_DELETE_AGAIN:
+ * the reservation is still held; call again later.
  */
 pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot);
 

@@ -27,7 +27,16 @@ typedef enum rt_tstate {
     /** A core reservation now holding a receipt (the COMMIT scope). */
     RT_T_HELD = 2,
     /** A capability the core owns that has no reservation of its own. */
-    RT_T_LOOSE = 3
+    RT_T_LOOSE = 3,
+    /** A capability the runtime itself must delete (a moved send_slot, a
+     * delivered alias, a receipt the core never saw) whose deletion the
+     * port answered PBX_E_PORT_DELETE_AGAIN: still held, counted in
+     * rt_state.doomed, retried every loop turn (rt_pending_retry). */
+    RT_T_DOOMED = 4,
+    /** A reservation of the runtime's (or one the core released) whose
+     * release answered PBX_E_PORT_DELETE_AGAIN: still held, counted in
+     * rt_state.releasing, retried every loop turn. */
+    RT_T_RELEASING = 5
 } rt_tstate;
 
 /** rt_origin says where a held transient capability came from. */
@@ -85,6 +94,16 @@ typedef struct rt_state {
     uint32_t intake_held;
     /** A fail-stop status the runtime itself detected, or 0. */
     uint32_t fail_status;
+    /** Transient slots in RT_T_DOOMED: capabilities still held whose
+     * deletion is the runtime's own and is being retried. */
+    uint32_t doomed;
+    /** Transient slots in RT_T_RELEASING: reservations still held whose
+     * release is being retried. */
+    uint32_t releasing;
+    /** Nonzero while staged receipts are still held because their
+     * deletion answered PBX_E_PORT_DELETE_AGAIN (retried every turn;
+     * receives wait meanwhile). */
+    uint32_t staged_again;
     /** Watch bits currently set per core route. */
     uint32_t watching[PBX_CORE_ROUTE_COUNT];
     /** rt_tstate per transient index. */
@@ -150,6 +169,34 @@ bool rt_commit_place(rt_state *s, uint32_t dest);
  * reservation gets its placeholder back, a LOOSE slot becomes free).
  */
 pbx_core_delete rt_drop(rt_state *s, uint32_t slot);
+
+/**
+ * rt_dispose deletes a LOOSE transient capability whose deletion the
+ * runtime owns (the core already forgot it, or never saw it). On
+ * PBX_E_PORT_DELETE_AGAIN the slot becomes RT_T_DOOMED, counted, and is
+ * retried by rt_pending_retry; any other failure, or a slot that is not
+ * LOOSE, is a permanent rejection: fail-stop 65.
+ */
+void rt_dispose(rt_state *s, uint32_t slot);
+
+/**
+ * rt_staged_drop deletes every staged receipt (pbx_port_receipts_delete).
+ * PBX_E_PORT_DELETE_AGAIN sets staged_again (the receipts stay staged and
+ * are retried by rt_pending_retry); another failure is fail-stop 65.
+ */
+void rt_staged_drop(rt_state *s);
+
+/**
+ * rt_pending_retry retries, once each, the runtime's own deletions still
+ * pending: the staged receipts, then one pass over the transient range
+ * (at most PBX_RT_TRANSIENT_MAX slots) for DOOMED and RELEASING slots.
+ * The loop calls it every turn.
+ */
+void rt_pending_retry(rt_state *s);
+
+/** rt_pending says whether any of the runtime's own deletions is still
+ * pending, so the loop never blocks without a bounded wait meanwhile. */
+bool rt_pending(const rt_state *s);
 
 /** rt_fail records a runtime fail-stop status, a pbx_core_exit or
  * pbx_rt_exit value (first one wins). */

@@ -56,9 +56,8 @@ static pbx_err rt_reply(rt_state *s, int32_t conn)
                           : PBX_PORT_SLOT_NONE;
         delivered = pbx_port_send(&s->port, conn, out->frame,
                                   (uint32_t)out->len, cap) == PBX_OK;
-        if (delivered && cap != PBX_PORT_SLOT_NONE &&
-            rt_drop(s, out->transfer_slot) != PBX_CORE_DELETE_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        if (delivered && cap != PBX_PORT_SLOT_NONE) {
+            rt_dispose(s, out->transfer_slot);
         }
     }
     if (out->token == PBX_CORE_NIL) {
@@ -84,13 +83,9 @@ static bool rt_loose_all(rt_state *s, uint32_t origin, const pbx_port_msg *m,
         return true;
     }
     for (size_t i = 0; i < *count; i++) {
-        if (rt_drop(s, slots[i]) != PBX_CORE_DELETE_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-        }
+        rt_dispose(s, slots[i]);
     }
-    if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-    }
+    rt_staged_drop(s);
     *count = 0;
     return false;
 }
@@ -130,10 +125,15 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
         return err;
     }
     if (err == PBX_E_PORT_RECEIPTS_PENDING) {
-        return err;
+        /* Staged receipts still held after an interrupted deletion: the
+         * message waits in the kernel until a later turn deleted them. */
+        return s->staged_again != 0U ? PBX_OK : err;
     }
     if (err == PBX_E_PORT_AGAIN) {
         return PBX_OK;
+    }
+    if (err == PBX_E_PORT_DELETE_AGAIN) {
+        s->staged_again = 1U; /* The refused message's receipts stay. */
     }
     if (err != PBX_OK) {
         /* Hang-up, or refused by the port (truncated, foreign control
@@ -145,9 +145,7 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
     if (rt_badge(conn, &m) == 0U) {
         /* An unidentified sender owns no request: delete what it sent and
          * end the conversation (on EriX, its reply capability). */
-        if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-        }
+        rt_staged_drop(s);
         return rt_conn_end(s, m.from_slot);
     }
     /* No room for its receipts: all were deleted, and the frame goes to
@@ -245,13 +243,12 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
         r < (uint32_t)PBX_CORE_ROUTE_COUNT ? r : PBX_CORE_ROUTE_SCOPE;
     pbx_err err =
         pbx_port_route_recv(&s->port, slot, s->reply, sizeof(s->reply), &m);
-    if (err == PBX_E_PORT_AGAIN) {
-        return PBX_OK;
+    if (err == PBX_E_PORT_AGAIN ||
+        (err == PBX_E_PORT_RECEIPTS_PENDING && s->staged_again != 0U)) {
+        return PBX_OK; /* Nothing, or the reply waits for that deletion. */
     }
     if (err != PBX_OK) {
-        if (pbx_port_receipts_delete(&s->port, NULL) != PBX_OK) {
-            rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-        }
+        rt_staged_drop(s);
         if (route != PBX_CORE_ROUTE_SCOPE) {
             return err == PBX_E_PORT_PEER_CLOSED ? rt_route_down(s, route)
                                                  : PBX_OK;
@@ -269,9 +266,7 @@ static pbx_err rt_reply_event(rt_state *s, int32_t slot)
         s->reply, m.len_bytes, slots, n);
     if (err == PBX_E_CORE_INTAKE_HELD) {
         for (size_t i = 0; i < n; i++) {
-            if (rt_drop(s, slots[i]) != PBX_CORE_DELETE_OK) {
-                rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-            }
+            rt_dispose(s, slots[i]);
         }
         return PBX_OK;
     }
@@ -350,9 +345,11 @@ static void rt_watch_routes(rt_state *s)
             continue;
         }
         /* Replies are taken only while the core can track their
-         * receipts; meanwhile they wait in the kernel. */
+         * receipts and none are still staged; meanwhile they wait in the
+         * kernel. */
         uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD &&
-                                pbx_core_peer_ready(&s->core)
+                                pbx_core_peer_ready(&s->core) &&
+                                s->staged_again == 0U
                             ? PBX_PORT_WANT_READ
                             : 0U;
         want |= rt_parked(s, r) > 0U ? PBX_PORT_WANT_WRITE : 0U;
@@ -370,11 +367,13 @@ static uint32_t rt_backoff(uint32_t ms)
 }
 
 /* Holds public intake in the kernel exactly while the core could not
- * track a public frame's receipts (pbx_core_public_ready): nothing is
- * received, so nothing is dropped, and pending deletions free room. */
+ * track a public frame's receipts (pbx_core_public_ready) or receipts
+ * are still staged after an interrupted deletion: nothing is received,
+ * so nothing is dropped, and pending deletions free room. */
 static void rt_intake(rt_state *s)
 {
-    uint32_t hold = pbx_core_public_ready(&s->core) ? 0U : 1U;
+    uint32_t hold =
+        pbx_core_public_ready(&s->core) && s->staged_again == 0U ? 0U : 1U;
     if (hold != s->intake_held) {
         if (pbx_port_public_hold(&s->port, hold) != PBX_OK) {
             rt_fail(s, PBX_CORE_EXIT_PUBLIC);
@@ -424,7 +423,9 @@ static pbx_err rt_next_event(rt_state *s, bool busy, uint64_t now,
     if (busy) {
         return pbx_port_poll(&s->port, ev);
     }
-    bool tick = pbx_core_tick_wanted(&s->core);
+    /* The runtime's own pending deletions are retried every turn, so
+     * they bound the wait like deferred core work. */
+    bool tick = pbx_core_tick_wanted(&s->core) || rt_pending(s);
     uint64_t at = 0;
     bool deadline = pbx_core_next_deadline(&s->core, &at);
     if (s->idle_next_ms != UINT64_MAX && (!deadline || s->idle_next_ms < at)) {
@@ -558,6 +559,7 @@ uint8_t rt_loop(rt_state *s)
     for (;;) {
         pbx_port_event ev;
         uint64_t now = 0;
+        rt_pending_retry(s);
         rt_intake(s);
         rt_watch_routes(s);
         if (pbx_port_now_ms(&s->port, &now) != PBX_OK) {

@@ -5,6 +5,14 @@
  * receipt, or a LOOSE capability the core owns without a reservation
  * (peer-reply receipts, surplus public receipts, aliases). Every receipt
  * the core sees lives in the transient range, so capabi can judge it.
+ *
+ * A deletion the port answers PBX_E_PORT_DELETE_AGAIN (interrupted or
+ * retryable: the capability is still there) never ends the service. For
+ * a deletion the core asked for, the core hears TRANSIENT and retries on
+ * its ticks. For one the runtime owns (a moved or delivered capability,
+ * a reservation the core released, staged receipts) the slot stays
+ * recorded as DOOMED or RELEASING, counted, and rt_pending_retry tries
+ * again every loop turn. Only a permanent rejection is exit 65.
  */
 #include "powerboxd/runtime/rt_int.h"
 
@@ -51,15 +59,29 @@ static bool rt_tnew(rt_state *s, uint32_t *index)
     return false;
 }
 
-/* Gives a reservation of the runtime's own back (placeholder only). */
-static void rt_tfree(rt_state *s, uint32_t index)
+/* Records transient index as free. */
+static void rt_tclear(rt_state *s, uint32_t index)
 {
-    if (pbx_port_unreserve(&s->port, (int32_t)pbx_capabi_transient_slot(
-                                         &s->slots, index)) != PBX_OK) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
-    }
     s->tstate[index] = (uint8_t)RT_T_FREE;
     s->torigin[index] = (uint8_t)RT_O_NONE;
+}
+
+/* Gives a reservation (placeholder only) back. An interrupted release
+ * keeps the reservation recorded and counted as RELEASING, retried every
+ * turn; a permanent rejection is a cleanup fail-stop. */
+static void rt_tfree(rt_state *s, uint32_t index)
+{
+    pbx_err err = pbx_port_unreserve(
+        &s->port, (int32_t)pbx_capabi_transient_slot(&s->slots, index));
+    if (err == PBX_E_PORT_DELETE_AGAIN) {
+        s->tstate[index] = (uint8_t)RT_T_RELEASING;
+        s->releasing++;
+        return;
+    }
+    if (err != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    rt_tclear(s, index);
 }
 
 bool rt_loose_place(rt_state *s, uint32_t index, rt_origin origin,
@@ -91,31 +113,116 @@ bool rt_commit_place(rt_state *s, uint32_t dest)
     return true;
 }
 
+/* The core's view of a port deletion result: an interrupted one is
+ * TRANSIENT (the capability is still held), anything else but success a
+ * permanent rejection. */
+static pbx_core_delete rt_delete_result(pbx_err err)
+{
+    if (err == PBX_OK) {
+        return PBX_CORE_DELETE_OK;
+    }
+    return err == PBX_E_PORT_DELETE_AGAIN ? PBX_CORE_DELETE_TRANSIENT
+                                          : PBX_CORE_DELETE_REJECTED;
+}
+
 pbx_core_delete rt_drop(rt_state *s, uint32_t slot)
 {
     uint32_t t = 0;
+    pbx_core_delete d;
     if (!rt_tindex(s, slot, &t)) {
         return PBX_CORE_DELETE_REJECTED;
     }
     if (s->tstate[t] == (uint8_t)RT_T_HELD) {
         /* The reservation stays: the placeholder goes back over it. */
-        if (pbx_port_slot_restore(&s->port, (int32_t)slot) != PBX_OK) {
-            return PBX_CORE_DELETE_REJECTED;
+        d = rt_delete_result(pbx_port_slot_restore(&s->port, (int32_t)slot));
+        if (d == PBX_CORE_DELETE_OK) {
+            s->tstate[t] = (uint8_t)RT_T_RESERVED;
+            s->torigin[t] = (uint8_t)RT_O_NONE;
         }
-        s->tstate[t] = (uint8_t)RT_T_RESERVED;
-        s->torigin[t] = (uint8_t)RT_O_NONE;
-        return PBX_CORE_DELETE_OK;
+        return d;
     }
     if (s->tstate[t] == (uint8_t)RT_T_LOOSE) {
-        if (pbx_port_slot_delete(&s->port, (int32_t)slot) != PBX_OK) {
-            return PBX_CORE_DELETE_REJECTED;
+        d = rt_delete_result(pbx_port_slot_delete(&s->port, (int32_t)slot));
+        if (d == PBX_CORE_DELETE_OK) {
+            rt_tclear(s, t);
         }
-        s->tstate[t] = (uint8_t)RT_T_FREE;
-        s->torigin[t] = (uint8_t)RT_O_NONE;
-        return PBX_CORE_DELETE_OK;
+        return d;
     }
     /* Deleting what the runtime never handed over is a broken invariant. */
     return PBX_CORE_DELETE_REJECTED;
+}
+
+void rt_dispose(rt_state *s, uint32_t slot)
+{
+    uint32_t t = 0;
+    if (!rt_tindex(s, slot, &t) || s->tstate[t] != (uint8_t)RT_T_LOOSE) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+        return;
+    }
+    pbx_core_delete d = rt_drop(s, slot);
+    if (d == PBX_CORE_DELETE_TRANSIENT) {
+        /* Still held: recorded and counted until a later turn's retry
+         * deletes it. */
+        s->tstate[t] = (uint8_t)RT_T_DOOMED;
+        s->doomed++;
+    } else if (d != PBX_CORE_DELETE_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+}
+
+void rt_staged_drop(rt_state *s)
+{
+    pbx_err err = pbx_port_receipts_delete(&s->port, NULL);
+    s->staged_again = err == PBX_E_PORT_DELETE_AGAIN ? 1U : 0U;
+    if (err != PBX_OK && err != PBX_E_PORT_DELETE_AGAIN) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+}
+
+/* Retries one DOOMED or RELEASING transient index once: done, still
+ * pending, or a permanent rejection (fail-stop 65). */
+static void rt_retry_one(rt_state *s, uint32_t index)
+{
+    bool doomed = s->tstate[index] == (uint8_t)RT_T_DOOMED;
+    int32_t slot = (int32_t)pbx_capabi_transient_slot(&s->slots, index);
+    pbx_err err = doomed ? pbx_port_slot_delete(&s->port, slot)
+                         : pbx_port_unreserve(&s->port, slot);
+    if (err == PBX_E_PORT_DELETE_AGAIN) {
+        return;
+    }
+    if (err != PBX_OK) {
+        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    }
+    /* Done (or fail-stopped, which ends the service this turn). */
+    if (doomed) {
+        s->doomed--;
+    } else {
+        s->releasing--;
+    }
+    rt_tclear(s, index);
+}
+
+void rt_pending_retry(rt_state *s)
+{
+    if (s->staged_again != 0U) {
+        rt_staged_drop(s);
+    }
+    /* One bounded pass: the transient range never exceeds
+     * PBX_RT_TRANSIENT_MAX (checked at startup). */
+    for (uint32_t i = 0;
+         i < s->slots.transient_count && i < PBX_RT_TRANSIENT_MAX &&
+         s->doomed + s->releasing > 0U;
+         i++) {
+        if (s->tstate[i] == (uint8_t)RT_T_DOOMED ||
+            s->tstate[i] == (uint8_t)RT_T_RELEASING) {
+            rt_retry_one(s, i);
+        }
+    }
+}
+
+bool rt_pending(const rt_state *s)
+{
+    return s->staged_again != 0U || s->doomed != 0U || s->releasing != 0U;
 }
 
 /* Linux descriptors carry no rights: derive them from what the slot is.
@@ -252,6 +359,18 @@ static bool rt_held(const rt_state *s, uint32_t slot)
                                       s->tstate[t] == (uint8_t)RT_T_LOOSE);
 }
 
+/* Whether call c may send slot: a copy of anything the core holds, or a
+ * move of a LOOSE capability only (the core moves only object copies
+ * that came with a peer reply), whose later deletion the runtime owns. */
+static bool rt_movable(const rt_state *s, uint32_t slot, const pbx_core_call *c)
+{
+    uint32_t t = 0;
+    if (c->send_copy) {
+        return rt_held(s, slot);
+    }
+    return rt_tindex(s, slot, &t) && s->tstate[t] == (uint8_t)RT_T_LOOSE;
+}
+
 int32_t rt_route_slot_of(uint32_t route)
 {
     return rt_route_slot(route);
@@ -271,7 +390,7 @@ static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
         c->frame_len > UINT32_MAX ||
         (!scoped && s->route_down[c->route % PBX_CORE_ROUTE_COUNT] != 0U) ||
         (scoped && !rt_held(s, c->via_slot)) ||
-        (cap != PBX_PORT_SLOT_NONE && !rt_held(s, c->send_slot))) {
+        (cap != PBX_PORT_SLOT_NONE && !rt_movable(s, c->send_slot, c))) {
         return PBX_CORE_IO_FAILED;
     }
     pbx_err err = pbx_port_call_send(&s->port, via, c->frame,
@@ -288,9 +407,10 @@ static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
         /* Nothing was transferred: powerboxd still holds send_slot. */
         return PBX_CORE_IO_FAILED;
     }
-    if (cap != PBX_PORT_SLOT_NONE && !c->send_copy &&
-        rt_drop(s, c->send_slot) != PBX_CORE_DELETE_OK) {
-        rt_fail(s, PBX_CORE_EXIT_CLEANUP);
+    if (cap != PBX_PORT_SLOT_NONE && !c->send_copy) {
+        /* Moved: the core forgets it now, so its deletion is the
+         * runtime's (retried by the loop should the port be interrupted). */
+        rt_dispose(s, c->send_slot);
     }
     if (scoped) {
         /* Should the watch fail, the reply goes unseen and the call ends

@@ -67,7 +67,10 @@
 #define ERIX_OK 0
 /** ERIX_E_WOULD_BLOCK: a NONBLOCK operation found no room or no message. */
 #define ERIX_E_WOULD_BLOCK (-1)
-/** ERIX_E_INTERRUPTED: the wait ended without an event. */
+/** ERIX_E_INTERRUPTED: the wait ended without an event; or (an
+ * assumption of this port, docs/PORTS.md) SLOT_DELETE or SLOT_UNRESERVE
+ * was interrupted before taking effect: the slot is unchanged and the
+ * call may be repeated. */
 #define ERIX_E_INTERRUPTED (-2)
 /** ERIX_E_EMPTY: the slot holds no capability. */
 #define ERIX_E_EMPTY (-3)

@@ -196,17 +196,27 @@ pbx_err pbx_port_wait_for(pbx_port_ctx *ctx, pbx_port_event *ev,
 pbx_err pbx_port_receipts_delete(pbx_port_ctx *ctx, uint32_t *deleted)
 {
     pbx_err first = PBX_OK;
+    uint32_t again = 0;
     uint32_t n = 0;
     for (uint32_t i = 0; i < ctx->staged_count && i < PBX_PORT_RECEIPTS_MAX;
          i++) {
         if (ctx->staged[i] != PBX_PORT_SLOT_NONE) {
             pbx_err err = erix_delete_to(ctx->staged[i], ERIX_OBJ_EMPTY);
+            if (err == PBX_E_PORT_DELETE_AGAIN) {
+                again = 1U; /* Still held: stays staged for the retry. */
+                continue;
+            }
             first = first == PBX_OK ? err : first;
             ctx->staged[i] = PBX_PORT_SLOT_NONE;
             n++;
         }
     }
-    ctx->staged_count = 0;
+    /* A permanent failure outranks an interrupted deletion. */
+    if (again != 0U) {
+        first = first == PBX_OK ? PBX_E_PORT_DELETE_AGAIN : first;
+    } else {
+        ctx->staged_count = 0;
+    }
     if (deleted != (uint32_t *)0) {
         *deleted = n;
     }

@@ -27,13 +27,47 @@ uint32_t erix_type(int32_t slot)
     return erix_query(slot, &si) == ERIX_OK ? si.type : ERIX_OBJ_EMPTY;
 }
 
+/* Judges a deletion or release the kernel answered ERIX_E_INTERRUPTED.
+ * The assumed ABI (erix_abi.h) says it then took no effect; the port does
+ * not take that on trust: a slot still of type before is a transient
+ * result (the capability or reservation is still held), one of type want
+ * was finished after all, anything else is unproven. */
+static pbx_err erix_interrupted(int32_t slot, uint32_t before, uint32_t want)
+{
+    uint32_t now = erix_type(slot);
+    if (now == want) {
+        return PBX_OK;
+    }
+    return now == before ? PBX_E_PORT_DELETE_AGAIN : PBX_E_PORT_DELETE_UNPROVEN;
+}
+
 pbx_err erix_delete_to(int32_t slot, uint32_t want)
 {
-    if (erix_sys(ERIX_SYS_SLOT_DELETE, (uint64_t)slot, 0, 0, 0,
-                 (uint64_t *)0) != ERIX_OK) {
+    uint32_t before = erix_type(slot);
+    int64_t st =
+        erix_sys(ERIX_SYS_SLOT_DELETE, (uint64_t)slot, 0, 0, 0, (uint64_t *)0);
+    if (st == ERIX_E_INTERRUPTED) {
+        return erix_interrupted(slot, before, want);
+    }
+    if (st != ERIX_OK) {
         return PBX_E_PORT_SYSCALL;
     }
     return erix_type(slot) == want ? PBX_OK : PBX_E_PORT_DELETE_UNPROVEN;
+}
+
+/* Releases the reservation of reserved-empty slot and proves it empty. */
+static pbx_err erix_unreserve_proven(int32_t slot)
+{
+    int64_t st = erix_sys(ERIX_SYS_SLOT_UNRESERVE, (uint64_t)slot, 0, 0, 0,
+                          (uint64_t *)0);
+    if (st == ERIX_E_INTERRUPTED) {
+        return erix_interrupted(slot, ERIX_OBJ_RESERVED, ERIX_OBJ_EMPTY);
+    }
+    if (st != ERIX_OK) {
+        return PBX_E_PORT_SYSCALL;
+    }
+    return erix_type(slot) == ERIX_OBJ_EMPTY ? PBX_OK
+                                             : PBX_E_PORT_DELETE_UNPROVEN;
 }
 
 pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
@@ -144,17 +178,17 @@ pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot)
     if ((si.flags & ERIX_SLOTF_RESERVED) == 0U) {
         return erix_delete_to(slot, ERIX_OBJ_EMPTY);
     }
-    /* As on Linux, deleting a reserved slot leaves it empty, not reserved. */
-    if (si.type != ERIX_OBJ_RESERVED &&
-        erix_delete_to(slot, ERIX_OBJ_RESERVED) != PBX_OK) {
-        return PBX_E_PORT_DELETE_UNPROVEN;
+    /* As on Linux, deleting a reserved slot leaves it empty, not reserved.
+     * Interrupted half-way, the slot is reserved-empty: a retry finds it
+     * so and only releases the reservation. */
+    if (si.type != ERIX_OBJ_RESERVED) {
+        pbx_err err = erix_delete_to(slot, ERIX_OBJ_RESERVED);
+        if (err != PBX_OK) {
+            return err == PBX_E_PORT_DELETE_AGAIN ? err
+                                                  : PBX_E_PORT_DELETE_UNPROVEN;
+        }
     }
-    if (erix_sys(ERIX_SYS_SLOT_UNRESERVE, (uint64_t)slot, 0, 0, 0,
-                 (uint64_t *)0) != ERIX_OK) {
-        return PBX_E_PORT_SYSCALL;
-    }
-    return erix_type(slot) == ERIX_OBJ_EMPTY ? PBX_OK
-                                             : PBX_E_PORT_DELETE_UNPROVEN;
+    return erix_unreserve_proven(slot);
 }
 
 /* Reports whether slot lies in the context's reservable range. */
@@ -219,12 +253,7 @@ pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot)
     if (erix_type(slot) != ERIX_OBJ_RESERVED) {
         return PBX_E_PORT_NOT_RESERVED;
     }
-    if (erix_sys(ERIX_SYS_SLOT_UNRESERVE, (uint64_t)slot, 0, 0, 0,
-                 (uint64_t *)0) != ERIX_OK) {
-        return PBX_E_PORT_SYSCALL;
-    }
-    return erix_type(slot) == ERIX_OBJ_EMPTY ? PBX_OK
-                                             : PBX_E_PORT_DELETE_UNPROVEN;
+    return erix_unreserve_proven(slot);
 }
 
 /* Checks that slot is a readable, immutable frame and returns its size in

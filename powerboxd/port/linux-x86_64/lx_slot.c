@@ -3,8 +3,20 @@
  * placeholders for the linux-x86_64 port. A slot is a file descriptor
  * number; the port is single-threaded, so nothing can claim a number
  * between a deletion and its proof.
+ *
+ * Transient deletion results (PBX_E_PORT_DELETE_AGAIN): close(2) releases
+ * the descriptor even when it answers EINTR, so delete, unreserve and the
+ * receipt deletions never answer AGAIN; their proof either holds or is a
+ * permanent rejection. Only restore's dup3 can in principle leave the
+ * receipt in place (EINTR, or EBUSY in a race with another thread's
+ * open); it answers AGAIN then, after proving the receipt is still there.
+ * powerboxd installs no signal handler and runs one thread, so neither
+ * happens in practice.
  */
 #include "powerboxd/port/linux-x86_64/lx_int.h"
+
+/** LX_EBUSY is dup3's "racing with open(2)" errno (asm-generic). */
+#define LX_EBUSY 16
 
 int lx_slot_open(int32_t slot)
 {
@@ -182,8 +194,13 @@ pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
     }
     /* dup3 replaces the receipt atomically: the number is never empty, so
      * no other allocation can take the reservation meanwhile. */
-    if (lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC) !=
-        slot) {
+    int64_t r = lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC);
+    if ((r == -LX_EINTR || r == -LX_EBUSY) && lx_slot_open(slot) &&
+        !lx_is_placeholder(ctx, slot)) {
+        /* Nothing was replaced: the receipt is still held. */
+        return PBX_E_PORT_DELETE_AGAIN;
+    }
+    if (r != slot) {
         return PBX_E_PORT_SYSCALL;
     }
     return lx_is_placeholder(ctx, slot) ? PBX_OK : PBX_E_PORT_DELETE_UNPROVEN;
