@@ -61,7 +61,9 @@ LAYERS = [
      "libc, core and below"),
     ("tests", "unit tests (`tests/test_*.c`) on our own runner in "
      "`tests/runner/`; hosted tests of the built images in `tests/port/` "
-     "and `tests/e2e/`; the mutation tester `tests/mutate/`",
+     "and `tests/e2e/`; the runtime against a scripted fake port in "
+     "`tests/rt/`; the reference peers in `tests/peers/`; the mutation "
+     "tester `tests/mutate/`",
      True, ["*"], "libc, everything"),
     ("model", "the Promela model of the lifecycle, checked with spin",
      False, None, ""),
