@@ -312,3 +312,158 @@ size_t pbx_peer_objtab_live(const pbx_peer_objtab *t)
     }
     return n;
 }
+
+/* Offsets in the 32-byte ipc v2 header (docs/PROTOCOL.md, "Frame"). */
+enum {
+    VFS_H_MAGIC = 0,
+    VFS_H_VERSION = 4,
+    VFS_H_OP = 6,
+    VFS_H_STATUS = 8,
+    VFS_H_CAPS = 10,
+    VFS_H_INDEX = 12,
+    VFS_H_GEN = 16,
+    VFS_H_BODY_LEN = 20
+};
+
+/* Writes an object-connection header of op, status, request, body_len
+ * and seq; the caller proved PBX_IPC_HEADER_BYTES of room. */
+static void vfs_obj_header(uint8_t *buf, uint16_t op, uint16_t status,
+                           pbx_ipc_id request, uint32_t body_len, uint32_t seq)
+{
+    pbx_le_put32(buf + VFS_H_MAGIC, PBX_IPC_MAGIC);
+    pbx_le_put16(buf + VFS_H_VERSION, (uint16_t)PBX_IPC_VERSION);
+    pbx_le_put16(buf + VFS_H_OP, op);
+    pbx_le_put16(buf + VFS_H_STATUS, status);
+    pbx_le_put16(buf + VFS_H_CAPS, 0U);
+    pbx_le_put32(buf + VFS_H_INDEX, request.index);
+    pbx_le_put32(buf + VFS_H_GEN, request.gen);
+    pbx_le_put32(buf + VFS_H_BODY_LEN, body_len);
+    pbx_le_put32(buf + PBX_IPC_SEQ_OFFSET, seq);
+    pbx_le_put32(buf + PBX_IPC_RESERVED_OFFSET, 0U);
+}
+
+/* The first fault of an OBJ_STAT call's header and length, or 0. */
+static uint32_t vfs_obj_stat_fault(const uint8_t *buf, size_t len, bool extra)
+{
+    if (extra || pbx_le_get16(buf + VFS_H_CAPS) != 0U) {
+        return (uint32_t)PBX_E_IPC_CAP_COUNT;
+    }
+    if (len != PBX_IPC_HEADER_BYTES ||
+        pbx_le_get32(buf + VFS_H_BODY_LEN) != 0U) {
+        return (uint32_t)PBX_E_IPC_BODY_LEN;
+    }
+    if (pbx_le_get32(buf + PBX_IPC_RESERVED_OFFSET) != 0U) {
+        return (uint32_t)PBX_E_IPC_RESERVED;
+    }
+    if (pbx_le_get16(buf + VFS_H_STATUS) != 0U) {
+        return (uint32_t)PBX_E_IPC_STATUS;
+    }
+    return 0U;
+}
+
+bool pbx_peer_vfs_obj_judge(const uint8_t *buf, size_t len, bool extra,
+                            bool live, pbx_peer_vfs_call *call)
+{
+    if (len < PBX_IPC_HEADER_BYTES ||
+        pbx_le_get32(buf + VFS_H_MAGIC) != PBX_IPC_MAGIC ||
+        pbx_le_get16(buf + VFS_H_VERSION) != PBX_IPC_VERSION) {
+        return false;
+    }
+    uint16_t op = pbx_le_get16(buf + VFS_H_OP);
+    if ((op & PBX_IPC_REPLY_BIT) != 0U) {
+        /* Never answer a reply: two peers that did would ping-pong. */
+        return false;
+    }
+    call->op = op;
+    call->request.index = pbx_le_get32(buf + VFS_H_INDEX);
+    call->request.gen = pbx_le_get32(buf + VFS_H_GEN);
+    call->seq = pbx_le_get32(buf + PBX_IPC_SEQ_OFFSET);
+    if (!live) {
+        call->status = PBX_PEER_E_UNKNOWN;
+    } else if (op != PBX_PEER_OP_OBJ_STAT) {
+        call->status = PBX_PEER_E_ROUTE;
+    } else {
+        call->status = vfs_obj_stat_fault(buf, len, extra);
+    }
+    return true;
+}
+
+pbx_err pbx_peer_vfs_obj_stat_encode(uint32_t seq, uint8_t *buf, size_t cap,
+                                     size_t *out_len)
+{
+    if (cap < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_NO_SPACE;
+    }
+    pbx_ipc_id zero = {0U, 0U};
+    vfs_obj_header(buf, (uint16_t)PBX_PEER_OP_OBJ_STAT, 0U, zero, 0U, seq);
+    *out_len = PBX_IPC_HEADER_BYTES;
+    return PBX_OK;
+}
+
+pbx_err pbx_peer_vfs_obj_reply_encode(const pbx_peer_vfs_call *call,
+                                      const pbx_peer_vfs_stat *st, uint8_t *buf,
+                                      size_t cap, size_t *out_len)
+{
+    bool ok = call->status == 0U;
+    size_t n = PBX_IPC_HEADER_BYTES + (ok ? PBX_PEER_VFS_STAT_BODY_BYTES : 0U);
+    if (call->status > 0xFFFFU || (ok && call->op != PBX_PEER_OP_OBJ_STAT)) {
+        return PBX_E_IPC_STATUS;
+    }
+    if (cap < n) {
+        return PBX_E_IPC_NO_SPACE;
+    }
+    vfs_obj_header(buf, (uint16_t)(call->op | PBX_IPC_REPLY_BIT),
+                   (uint16_t)call->status, call->request,
+                   (uint32_t)(n - PBX_IPC_HEADER_BYTES), call->seq);
+    if (ok) {
+        uint8_t *b = buf + PBX_IPC_HEADER_BYTES;
+        pbx_le_put64(b, st->dev);
+        pbx_le_put64(b + 8, st->ino);
+        pbx_le_put64(b + 16, st->size);
+    }
+    *out_len = n;
+    return PBX_OK;
+}
+
+pbx_err pbx_peer_vfs_obj_stat_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
+                                           pbx_peer_vfs_stat *st,
+                                           uint32_t *status)
+{
+    if (len < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (pbx_le_get32(buf + VFS_H_MAGIC) != PBX_IPC_MAGIC) {
+        return PBX_E_IPC_MAGIC;
+    }
+    if (pbx_le_get16(buf + VFS_H_VERSION) != PBX_IPC_VERSION) {
+        return PBX_E_IPC_VERSION;
+    }
+    if (pbx_le_get16(buf + VFS_H_OP) !=
+        (uint16_t)(PBX_PEER_OP_OBJ_STAT | PBX_IPC_REPLY_BIT)) {
+        return PBX_E_IPC_OP_MISMATCH;
+    }
+    if (pbx_le_get32(buf + PBX_IPC_SEQ_OFFSET) != seq) {
+        return PBX_E_PEER_MISMATCH;
+    }
+    if (nfds != 0U || pbx_le_get16(buf + VFS_H_CAPS) != 0U) {
+        return PBX_E_IPC_CAP_COUNT;
+    }
+    if (pbx_le_get32(buf + PBX_IPC_RESERVED_OFFSET) != 0U) {
+        return PBX_E_IPC_RESERVED;
+    }
+    uint16_t s = pbx_le_get16(buf + VFS_H_STATUS);
+    size_t body = s == 0U ? PBX_PEER_VFS_STAT_BODY_BYTES : 0U;
+    if (len != PBX_IPC_HEADER_BYTES + body ||
+        pbx_le_get32(buf + VFS_H_BODY_LEN) != (uint32_t)body) {
+        return PBX_E_IPC_BODY_LEN;
+    }
+    if (s == 0U) {
+        const uint8_t *b = buf + PBX_IPC_HEADER_BYTES;
+        st->dev = pbx_le_get64(b);
+        st->ino = pbx_le_get64(b + 8);
+        st->size = pbx_le_get64(b + 16);
+    }
+    *status = s;
+    return PBX_OK;
+}

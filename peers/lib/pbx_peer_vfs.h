@@ -13,7 +13,7 @@
 #ifndef PBX_PEER_VFS_H
 #define PBX_PEER_VFS_H
 
-#include "base/pbx_base.h"
+#include "ipc/pbx_ipc.h"
 
 /** PBX_PEER_VFS_PATH_BYTES_MAX bounds an accepted path, NUL included. */
 #define PBX_PEER_VFS_PATH_BYTES_MAX 4097U
@@ -231,5 +231,96 @@ uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider);
 
 /** pbx_peer_objtab_live counts live rows (for listings and tests). */
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t);
+
+/*
+ * Object connections. vfsd serves its own (provider) end of every object
+ * connection it minted. Calls and replies are framed with the ipc v2
+ * 32-byte header (magic, version, op, status, request id echoed, seq
+ * echoed, reserved word zero) but use op numbers outside every
+ * pbx_ipc_op, so pbx_ipc_frame_decode does not know them: these
+ * functions are their whole codec. docs/HOST.md describes the wire form.
+ */
+
+/** PBX_PEER_OP_OBJ_STAT asks an object what it names: header only, no
+ * body, no descriptor. The reply (op | PBX_IPC_REPLY_BIT) carries
+ * PBX_PEER_VFS_STAT_BODY_BYTES: u64 dev, u64 ino, u64 size. */
+#define PBX_PEER_OP_OBJ_STAT 0x0F10U
+/** PBX_PEER_VFS_STAT_BODY_BYTES is the body length of a STAT reply. */
+#define PBX_PEER_VFS_STAT_BODY_BYTES 24U
+
+/** pbx_peer_vfs_stat is what OBJ_STAT reports of the object's file. */
+typedef struct pbx_peer_vfs_stat {
+    /** dev is the device of the file vfsd opened at RESOLVE. */
+    uint64_t dev;
+    /** ino is its inode number. */
+    uint64_t ino;
+    /** size is its size in bytes when vfsd opened it. */
+    uint64_t size;
+} pbx_peer_vfs_stat;
+
+/** pbx_peer_vfs_call is one call received on an object connection, as
+ * far as its reply needs it. */
+typedef struct pbx_peer_vfs_call {
+    /** op is the call's op (never with the reply bit). */
+    uint16_t op;
+    /** request is the header's request identity, echoed by the reply. */
+    pbx_ipc_id request;
+    /** seq is the call's seq, echoed by the reply. */
+    uint32_t seq;
+    /** status is 0 to serve the call, else the error status to answer. */
+    uint32_t status;
+} pbx_peer_vfs_call;
+
+/**
+ * pbx_peer_vfs_obj_judge judges the len bytes in buf received on an
+ * object connection (extra is true when the message carried descriptors
+ * or was truncated; the caller has already dropped those) for an object
+ * that is live (false once retired). Returns false when nothing can be
+ * answered: shorter than a header, another magic or version, or a reply
+ * (reply bit set). Otherwise fills *call: status 0 for an exact OBJ_STAT
+ * of a live object; PBX_PEER_E_UNKNOWN for any call to a retired object;
+ * PBX_PEER_E_ROUTE for any other op; for a malformed OBJ_STAT the
+ * pbx_err of its first fault (PBX_E_IPC_BODY_LEN, PBX_E_IPC_RESERVED,
+ * PBX_E_IPC_STATUS, PBX_E_IPC_CAP_COUNT). buf may be NULL only when len
+ * is 0.
+ */
+bool pbx_peer_vfs_obj_judge(const uint8_t *buf, size_t len, bool extra,
+                            bool live, pbx_peer_vfs_call *call);
+
+/**
+ * pbx_peer_vfs_obj_stat_encode writes an OBJ_STAT call with seq (request
+ * identity zero) into buf (cap bytes) and its length into *out_len.
+ * Returns PBX_E_IPC_NO_SPACE when cap is shorter than a header.
+ */
+pbx_err pbx_peer_vfs_obj_stat_encode(uint32_t seq, uint8_t *buf, size_t cap,
+                                     size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_reply_encode writes the reply to call into buf (cap
+ * bytes) and its length into *out_len: with a nonzero call->status an
+ * error reply (header only); with status 0 an OBJ_STAT reply carrying
+ * *st (st must then not be NULL). The reply echoes call's request and
+ * seq. Returns PBX_E_IPC_NO_SPACE when cap is too short, or
+ * PBX_E_IPC_STATUS for a status above 0xFFFF or a status-zero reply to
+ * another op than OBJ_STAT.
+ */
+pbx_err pbx_peer_vfs_obj_reply_encode(const pbx_peer_vfs_call *call,
+                                      const pbx_peer_vfs_stat *st, uint8_t *buf,
+                                      size_t cap, size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_stat_reply_decode checks that the len bytes in buf
+ * (which came with nfds descriptors) are the reply to the OBJ_STAT call
+ * of seq: the header, op OBJ_STAT | reply bit, seq echoed, no descriptor,
+ * and either status 0 with exactly the STAT body (stored in *st) or a
+ * nonzero status with no body. Stores the status in *status and returns
+ * PBX_OK, or the first fault (PBX_E_IPC_TRUNCATED, _MAGIC, _VERSION,
+ * _OP_MISMATCH, PBX_E_PEER_MISMATCH for another seq, _CAP_COUNT,
+ * _RESERVED, _BODY_LEN) leaving *st and *status untouched.
+ */
+pbx_err pbx_peer_vfs_obj_stat_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
+                                           pbx_peer_vfs_stat *st,
+                                           uint32_t *status);
 
 #endif /* PBX_PEER_VFS_H */

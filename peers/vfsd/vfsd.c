@@ -5,8 +5,12 @@
  * subtree: one end of a fresh socketpair, sent by SCM_RIGHTS, which vfsd
  * names by that end's inode (the identity powerboxd's fstat of its copy
  * reports), keeping the other end to serve RESOLVE on. RESOLVE mints a
- * fresh object connection. The route (from powerboxd) takes DETACH and
- * RETIRE. See docs/HOST.md.
+ * fresh object connection: vfsd keeps its provider end and serves
+ * OBJ_STAT on it (what the object names: device, inode and size as vfsd
+ * opened it); every other call there is refused with an error status. The
+ * route (from powerboxd) takes DETACH and RETIRE; RETIRE answers the
+ * calls already queued on the object with an error status, then cuts the
+ * object's connection so that every copy reads its end. See docs/HOST.md.
  *
  *   pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... [--scope-fd N[=SUBDIR]]...
  *            [--lie-scope PATH[=SUBDIR]]... [--route PATH] [--route-fd N]
@@ -36,6 +40,13 @@
 #define VFSD_LISTEN_MAX     9U
 #define VFSD_CONNS_MAX      64U
 #define VFSD_COMPONENTS_MAX 256U
+/* Calls served per object per poll round: a holder that floods its object
+ * delays only itself, the rest waits for the next round. */
+#define VFSD_OBJ_CALLS_PER_ROUND 8U
+/* Calls still queued on an object at RETIRE that get an error reply. */
+#define VFSD_OBJ_DRAIN_MAX 64U
+/* Rounds of refusals or drops logged per object before it goes quiet. */
+#define VFSD_OBJ_LOGS_MAX 8U
 
 /* What a listening socket or connection serves. */
 enum { VFSD_KIND_ROUTE = 1, VFSD_KIND_SCOPE = 2 };
@@ -57,6 +68,14 @@ typedef struct vfsd {
     vfsd_conn conns[VFSD_CONNS_MAX];
     size_t nconns;
     pbx_peer_objtab objs;
+    /* What each row's object names, observed when vfsd opened it. */
+    pbx_peer_vfs_stat stats[PBX_PEER_VFS_OBJECTS_MAX];
+    /* Rows whose holders shut their writing side: no call can come any
+     * more, so the provider end is watched for hang-up only. */
+    bool mute[PBX_PEER_VFS_OBJECTS_MAX];
+    /* Rounds whose refusals or drops were logged, per row: a holder that
+     * floods its object cannot flood the log beyond VFSD_OBJ_LOGS_MAX. */
+    uint32_t logs[PBX_PEER_VFS_OBJECTS_MAX];
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
 } vfsd;
@@ -139,9 +158,10 @@ static int vfsd_walk(int dirfd, char *path, bool follow)
     return cur;
 }
 
-/* Looks path up beneath dirfd; *ft is set when LOOKUP_OK is returned. */
+/* Looks path up beneath dirfd; *ft and *st (device, inode and size of
+ * what was opened) are set when LOOKUP_OK is returned. */
 static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
-                                   pbx_peer_ftype *ft)
+                                   pbx_peer_ftype *ft, pbx_peer_vfs_stat *st)
 {
     struct open_how how;
     memset(&how, 0, sizeof(how));
@@ -154,13 +174,16 @@ static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
     if (fd < 0) {
         return vfsd_errno_lookup(errno);
     }
-    struct stat st;
-    int r = fstat((int)fd, &st);
+    struct stat sb;
+    int r = fstat((int)fd, &sb);
     (void)close((int)fd);
     if (r != 0) {
         return PBX_PEER_LOOKUP_OTHER;
     }
-    *ft = vfsd_ftype(st.st_mode);
+    *ft = vfsd_ftype(sb.st_mode);
+    st->dev = (uint64_t)sb.st_dev;
+    st->ino = (uint64_t)sb.st_ino;
+    st->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0U;
     return PBX_PEER_LOOKUP_OK;
 }
 
@@ -184,7 +207,8 @@ static void vfsd_fail(int fd, uint32_t status, const char *what)
  * Mints the object connection for a FOUND answer and replies with its
  * SEND end. vfsd keeps the provider end; cutting it revokes every copy.
  */
-static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
+static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
+                       const pbx_peer_vfs_stat *named)
 {
     size_t row = 0;
     uint32_t st = pbx_peer_objtab_reserve(&g_vfsd.objs, &row);
@@ -205,6 +229,9 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep)
     rep->object.id = id;
     rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
                                            rep->object_class, sv[0]);
+    g_vfsd.stats[row] = *named;
+    g_vfsd.mute[row] = false;
+    g_vfsd.logs[row] = 0U;
     /* --lie-scope: name another scope than the one resolved through, so
      * that powerboxd's identity check can be seen to refuse it. */
     rep->scope_id = c->lie ? c->scope_id + 1U : c->scope_id;
@@ -249,10 +276,12 @@ static void vfsd_resolve(vfsd_conn *c)
                                                    path, sizeof(path));
     pbx_peer_lookup lk = PBX_PEER_LOOKUP_OTHER;
     pbx_peer_ftype ft = PBX_PEER_FT_OTHER;
+    pbx_peer_vfs_stat named = {0U, 0U, 0U};
     if (sel == PBX_PEER_SEL_OK &&
         pbx_peer_vfs_class_allows(rq.operation, rq.object_class)) {
         lk = vfsd_lookup(c->dirfd, path,
-                         pbx_peer_vfs_follow_final(rq.object_class), &ft);
+                         pbx_peer_vfs_follow_final(rq.object_class), &ft,
+                         &named);
     }
     pbx_peer_vfs_verdict v =
         pbx_peer_vfs_judge(rq.operation, rq.object_class, sel, lk, ft);
@@ -263,7 +292,7 @@ static void vfsd_resolve(vfsd_conn *c)
     rep.operation = rq.operation;
     memcpy(rep.selector_digest, rq.selector_digest, sizeof(d));
     if (v.result == PBX_IPC_RESOLVE_FOUND) {
-        vfsd_found(c, &rep);
+        vfsd_found(c, &rep, &named);
         return;
     }
     pbx_peer_log("vfsd", "RESOLVE %s (selector: %s, lookup %d)",
@@ -305,6 +334,152 @@ static void vfsd_detach(int fd)
     vfsd_send(fd, n, -1);
 }
 
+/* Receives one call queued on object connection fd without waiting.
+ * Returns its length (the message is cut at cap bytes), 0 when nothing is
+ * queued (or an empty message was), -1 on a failure. Descriptors that
+ * came with it are deleted by the kernel (no control buffer is given),
+ * which *fds reports. */
+static ssize_t vfsd_obj_recv(int fd, uint8_t *buf, size_t cap, bool *fds)
+{
+    struct iovec iov = {buf, cap};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT);
+    if (r < 0) {
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0
+                                                                         : -1;
+    }
+    *fds = (mh.msg_flags & MSG_CTRUNC) != 0;
+    return r;
+}
+
+/* What one round did on one object, logged once per round (a holder
+ * that floods its object cannot flood the log). */
+typedef struct vfsd_tally {
+    size_t served;
+    size_t refused;
+    size_t ignored;
+    size_t dropped;
+    uint16_t last_op;
+    uint32_t last_status;
+} vfsd_tally;
+
+/*
+ * Answers the call in[0..len) received on the provider end fd of an
+ * object: st is what the object names, or NULL once it is retired (every
+ * call is then refused). The reply is sent without waiting: a holder that
+ * does not read its replies loses them, vfsd never blocks on it.
+ */
+static void vfsd_obj_answer(int fd, const pbx_peer_vfs_stat *st,
+                            const uint8_t *in, size_t len, bool fds,
+                            vfsd_tally *t)
+{
+    pbx_peer_vfs_call call;
+    uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_STAT_BODY_BYTES];
+    size_t n = 0;
+    if (!pbx_peer_vfs_obj_judge(in, len, fds, st != NULL, &call) ||
+        pbx_peer_vfs_obj_reply_encode(&call, st, out, sizeof(out), &n) !=
+            PBX_OK) {
+        t->ignored++;
+        return;
+    }
+    if (call.status == 0U) {
+        t->served++;
+    } else {
+        t->refused++;
+        t->last_op = call.op;
+        t->last_status = call.status;
+    }
+    if (send(fd, out, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
+        t->dropped++;
+    }
+}
+
+/* Logs what a round did on object id.gen, except plain service; *logs
+ * counts the rounds logged for it (NULL: always log). */
+static void vfsd_obj_log(uint64_t id, uint32_t gen, const vfsd_tally *t,
+                         uint32_t *logs)
+{
+    if ((t->refused == 0U && t->ignored == 0U && t->dropped == 0U) ||
+        (logs != NULL && *logs > VFSD_OBJ_LOGS_MAX)) {
+        return;
+    }
+    if (logs != NULL && ++*logs > VFSD_OBJ_LOGS_MAX) {
+        pbx_peer_log("vfsd",
+                     "object %llu gen %u: further refusals and "
+                     "drops not logged",
+                     (unsigned long long)id, gen);
+        return;
+    }
+    if (t->refused != 0U) {
+        pbx_peer_log("vfsd",
+                     "object %llu gen %u: %zu call(s) refused, the "
+                     "last op 0x%04x: %s",
+                     (unsigned long long)id, gen, t->refused, t->last_op,
+                     pbx_peer_status_text(t->last_status));
+    }
+    if (t->ignored != 0U) {
+        pbx_peer_log("vfsd",
+                     "object %llu gen %u: %zu message(s) that are no "
+                     "call dropped",
+                     (unsigned long long)id, gen, t->ignored);
+    }
+    if (t->dropped != 0U) {
+        pbx_peer_log("vfsd",
+                     "object %llu gen %u: %zu repl(ies) not sent "
+                     "(the holder reads none)",
+                     (unsigned long long)id, gen, t->dropped);
+    }
+}
+
+/* Serves at most VFSD_OBJ_CALLS_PER_ROUND calls queued on live row's
+ * object; returns true when its queue was found empty. */
+static bool vfsd_obj_serve(size_t row)
+{
+    const pbx_peer_obj *o = &g_vfsd.objs.rows[row];
+    vfsd_tally t;
+    memset(&t, 0, sizeof(t));
+    bool empty = false;
+    for (size_t i = 0; i < VFSD_OBJ_CALLS_PER_ROUND && !empty; i++) {
+        uint8_t in[2U * PBX_IPC_HEADER_BYTES];
+        bool fds = false;
+        ssize_t r = vfsd_obj_recv(o->provider, in, sizeof(in), &fds);
+        if (r < 0) {
+            pbx_peer_log("vfsd", "object %llu: receive failed: %s",
+                         (unsigned long long)o->id, strerror(errno));
+        }
+        empty = r <= 0;
+        if (!empty) {
+            vfsd_obj_answer(o->provider, &g_vfsd.stats[row], in, (size_t)r, fds,
+                            &t);
+        }
+    }
+    vfsd_obj_log(o->id, o->gen, &t, &g_vfsd.logs[row]);
+    return empty;
+}
+
+/* RETIRE of object id.gen whose provider end is fd: the calls already
+ * queued on it (at most VFSD_OBJ_DRAIN_MAX) are refused with an error
+ * status before the end is cut, so that a holder waiting for a reply gets
+ * one; its next read then finds the end of the connection. */
+static void vfsd_obj_drain(int fd, uint64_t id, uint32_t gen)
+{
+    vfsd_tally t;
+    memset(&t, 0, sizeof(t));
+    for (size_t i = 0; i < VFSD_OBJ_DRAIN_MAX; i++) {
+        uint8_t in[2U * PBX_IPC_HEADER_BYTES];
+        bool fds = false;
+        ssize_t r = vfsd_obj_recv(fd, in, sizeof(in), &fds);
+        if (r <= 0) {
+            break;
+        }
+        vfsd_obj_answer(fd, NULL, in, (size_t)r, fds, &t);
+    }
+    vfsd_obj_log(id, gen, &t, NULL);
+}
+
 /* RETIRE on the route: cut the provider end so every copy dies. */
 static void vfsd_retire(int fd)
 {
@@ -323,6 +498,7 @@ static void vfsd_retire(int fd)
         return;
     }
     if (prov >= 0) {
+        vfsd_obj_drain(prov, rq.object.id, rq.object.gen);
         (void)shutdown(prov, SHUT_RDWR);
         (void)close(prov);
     }
@@ -461,57 +637,90 @@ static void vfsd_accept(const vfsd_conn *l)
     }
 }
 
-/* One poll round over listeners, connections and the provider ends of
- * live objects (watched for hang-up only: events 0 still reports POLLHUP
- * and POLLERR, and data a holder writes into the object never wakes us). */
-static int vfsd_round(void)
-{
-    static struct pollfd
+/* The poll set of one round: listeners, connections, then the provider
+ * ends of live objects (rows[k] and gens[k] name the object polled). */
+typedef struct vfsd_pollset {
+    struct pollfd
         p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX];
-    static size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
-    static uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
-    size_t nl = g_vfsd.nlistens;
-    size_t nc = g_vfsd.nconns;
-    size_t no = 0;
-    for (size_t i = 0; i < nl; i++) {
-        p[i] = (struct pollfd){g_vfsd.listens[i].fd, POLLIN, 0};
+    size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
+    uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
+    size_t nl;
+    size_t nc;
+    size_t no;
+} vfsd_pollset;
+
+/* Fills the poll set. A live object's provider end is watched for calls
+ * (POLLIN, POLLRDHUP) unless muted; POLLHUP and POLLERR are reported
+ * whatever the events. */
+static void vfsd_pollset_fill(vfsd_pollset *ps)
+{
+    ps->nl = g_vfsd.nlistens;
+    ps->nc = g_vfsd.nconns;
+    ps->no = 0;
+    for (size_t i = 0; i < ps->nl; i++) {
+        ps->p[i] = (struct pollfd){g_vfsd.listens[i].fd, POLLIN, 0};
     }
-    for (size_t i = 0; i < nc; i++) {
-        p[nl + i] = (struct pollfd){g_vfsd.conns[i].fd, POLLIN, 0};
+    for (size_t i = 0; i < ps->nc; i++) {
+        ps->p[ps->nl + i] = (struct pollfd){g_vfsd.conns[i].fd, POLLIN, 0};
     }
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
         if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
-            rows[no] = r;
-            gens[no] = o->gen;
-            p[nl + nc + no++] = (struct pollfd){o->provider, 0, 0};
+            short ev = g_vfsd.mute[r] ? (short)0 : (short)(POLLIN | POLLRDHUP);
+            ps->rows[ps->no] = r;
+            ps->gens[ps->no] = o->gen;
+            ps->p[ps->nl + ps->nc + ps->no++] =
+                (struct pollfd){o->provider, ev, 0};
         }
     }
-    if (poll(p, (nfds_t)(nl + nc + no), -1) < 0) {
+}
+
+/* Handles what the round saw on the objects. A RETIRE served before may
+ * have closed a watched end already, and a FOUND may have minted a new
+ * object into that row: only the object polled (same row, same
+ * generation, still live) is served or hung up. */
+static void vfsd_objects(const vfsd_pollset *ps)
+{
+    for (size_t k = 0; k < ps->no; k++) {
+        size_t row = ps->rows[k];
+        const pbx_peer_obj *o = &g_vfsd.objs.rows[row];
+        short rev = ps->p[ps->nl + ps->nc + k].revents;
+        if (rev == 0 || o->state != PBX_PEER_OBJ_LIVE ||
+            o->gen != ps->gens[k]) {
+            continue;
+        }
+        if ((rev & (POLLHUP | POLLERR)) != 0) {
+            vfsd_hangup(row);
+        } else if ((rev & (POLLIN | POLLRDHUP)) != 0) {
+            bool empty = vfsd_obj_serve(row);
+            /* The writing side was shut and the queue is empty: calls can
+             * never come again, and poll would report it every round. */
+            g_vfsd.mute[row] = empty && (rev & POLLRDHUP) != 0;
+        }
+    }
+}
+
+/* One poll round over listeners, connections and live objects. */
+static int vfsd_round(void)
+{
+    static vfsd_pollset ps;
+    vfsd_pollset_fill(&ps);
+    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
-    for (size_t i = 0; i < nl; i++) {
-        if ((p[i].revents & POLLIN) != 0) {
+    for (size_t i = 0; i < ps.nl; i++) {
+        if ((ps.p[i].revents & POLLIN) != 0) {
             vfsd_accept(&g_vfsd.listens[i]);
         }
     }
     /* Walk backwards so dropping a connection never skips another. */
-    for (size_t k = nc; k > 0U; k--) {
+    for (size_t k = ps.nc; k > 0U; k--) {
         size_t i = k - 1U;
-        if (p[nl + i].revents != 0 && !vfsd_serve(&g_vfsd.conns[i])) {
+        if (ps.p[ps.nl + i].revents != 0 && !vfsd_serve(&g_vfsd.conns[i])) {
             vfsd_drop_conn(i);
         }
     }
-    /* A RETIRE served above may have closed a watched end already, and a
-     * FOUND may have minted a new object into that row: only the object
-     * polled (same row, same generation, still live) is hung up. */
-    for (size_t k = 0; k < no; k++) {
-        const pbx_peer_obj *o = &g_vfsd.objs.rows[rows[k]];
-        if ((p[nl + nc + k].revents & (POLLHUP | POLLERR)) != 0 &&
-            o->state == PBX_PEER_OBJ_LIVE && o->gen == gens[k]) {
-            vfsd_hangup(rows[k]);
-        }
-    }
+    vfsd_objects(&ps);
     return 0;
 }
 

@@ -21,7 +21,9 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -907,6 +909,299 @@ PBX_TEST(peers_vfsd_stalled_serves_its_backlog_in_order)
         PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, s, &m), 0U);
     }
     PBX_CHECK(tp_hung_up(obj, 2000));
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    tv_down(&t);
+}
+
+/* Sends an OBJ_STAT with seq on object obj (no wait). */
+static void tv_stat_send(int obj, uint32_t seq)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(seq, buf, sizeof(buf), &n),
+                 PBX_OK);
+    PBX_CHECK(pbx_peer_io_send(obj, buf, n, -1) == 0);
+}
+
+/* Receives the next reply on object obj within 3 s as the OBJ_STAT reply
+ * of seq; returns its status (the STAT in *st when zero). */
+static uint32_t tv_stat_reply(int obj, uint32_t seq, pbx_peer_vfs_stat *st,
+                              pbx_peer_msg *m)
+{
+    PBX_REQUIRE(tp_readable(obj, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(obj, m) == 0);
+    uint32_t status = 0xFFFFFFFFU;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_reply_decode(m->buf, m->len, m->nfds,
+                                                    seq, st, &status),
+                 PBX_OK);
+    return status;
+}
+
+/* Sends a header-only call of op with seq on obj and returns the status
+ * of its reply, which must echo op and seq. */
+static uint32_t tv_obj_op(int obj, uint16_t op, uint32_t seq, pbx_peer_msg *m)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(seq, buf, sizeof(buf), &n),
+                 PBX_OK);
+    pbx_le_put16(buf + 6, op);
+    PBX_CHECK(pbx_peer_io_send(obj, buf, n, -1) == 0);
+    PBX_REQUIRE(tp_readable(obj, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(obj, m) == 0);
+    PBX_REQUIRE(m->len == PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_le_get16(m->buf + 6), (uint16_t)(op | PBX_IPC_REPLY_BIT));
+    PBX_CHECK_EQ(pbx_le_get32(m->buf + PBX_IPC_SEQ_OFFSET), seq);
+    return pbx_le_get16(m->buf + 8);
+}
+
+PBX_TEST(peers_vfs_obj_codec)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_STAT_BODY_BYTES + 8U];
+    size_t n = 0;
+    pbx_peer_vfs_call call;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(77, buf, 31, &n),
+                 PBX_E_IPC_NO_SPACE);
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(77, buf, sizeof(buf), &n),
+                 PBX_OK);
+    PBX_CHECK_EQ(n, PBX_IPC_HEADER_BYTES);
+    /* An exact STAT of a live object is served; of a retired one, or
+     * with a descriptor, or shorter than a header, it is not. */
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    PBX_CHECK(call.op == PBX_PEER_OP_OBJ_STAT && call.seq == 77U &&
+              call.status == 0U);
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, false, &call));
+    PBX_CHECK_EQ(call.status, PBX_PEER_E_UNKNOWN);
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, true, true, &call));
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_CAP_COUNT);
+    PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n - 1U, false, true, &call));
+    buf[PBX_IPC_RESERVED_OFFSET] = 1U;
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_RESERVED);
+    buf[PBX_IPC_RESERVED_OFFSET] = 0U;
+    buf[8] = 1U; /* a status in a call */
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_STATUS);
+    buf[8] = 0U;
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n + 8U, false, true, &call));
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_BODY_LEN);
+    pbx_le_put16(buf + 6, PBX_IPC_OP_RESOLVE);
+    PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    PBX_CHECK_EQ(call.status, PBX_PEER_E_ROUTE);
+    pbx_le_put16(buf + 6, PBX_PEER_OP_OBJ_STAT | PBX_IPC_REPLY_BIT);
+    PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    buf[0] ^= 1U; /* another magic: nothing to answer */
+    PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
+    /* A reply round-trips; a reply to another seq, or with a
+     * descriptor, does not decode. */
+    call = (pbx_peer_vfs_call){PBX_PEER_OP_OBJ_STAT, {0, 0}, 9U, 0U};
+    pbx_peer_vfs_stat st = {1, 2, 3};
+    pbx_peer_vfs_stat got = {0, 0, 0};
+    uint32_t status = 5;
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_reply_encode(&call, &st, buf, sizeof(buf), &n),
+        PBX_OK);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_stat_reply_decode(buf, n, 0, 9, &got, &status),
+        PBX_OK);
+    PBX_CHECK(status == 0U && got.dev == 1U && got.ino == 2U && got.size == 3U);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_stat_reply_decode(buf, n, 0, 8, &got, &status),
+        PBX_E_PEER_MISMATCH);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_stat_reply_decode(buf, n, 1, 9, &got, &status),
+        PBX_E_IPC_CAP_COUNT);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_stat_reply_decode(buf, n - 1U, 0, 9, &got, &status),
+        PBX_E_IPC_BODY_LEN);
+    call.status = PBX_PEER_E_UNKNOWN;
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_reply_encode(&call, NULL, buf, sizeof(buf), &n),
+        PBX_OK);
+    PBX_CHECK_EQ(n, PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_stat_reply_decode(buf, n, 0, 9, &got, &status),
+        PBX_OK);
+    PBX_CHECK_EQ(status, PBX_PEER_E_UNKNOWN);
+    call = (pbx_peer_vfs_call){PBX_IPC_OP_RESOLVE, {0, 0}, 9U, 0U};
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_reply_encode(&call, &st, buf, sizeof(buf), &n),
+        PBX_E_IPC_STATUS);
+}
+
+/* Checks that st is what stat(dir/name) reports (device and inode, and
+ * the size when size is true). */
+static void tv_same_file(const pbx_peer_vfs_stat *st, const char *dir,
+                         const char *name, bool size)
+{
+    char p[600];
+    struct stat sb;
+    (void)snprintf(p, sizeof(p), "%s/%s", dir, name);
+    PBX_REQUIRE(stat(p, &sb) == 0);
+    PBX_CHECK_EQ(st->dev, (uint64_t)sb.st_dev);
+    PBX_CHECK_EQ(st->ino, (uint64_t)sb.st_ino);
+    PBX_CHECK(!size || st->size == (uint64_t)sb.st_size);
+}
+
+PBX_TEST(peers_vfsd_object_stat_and_refusals)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    pbx_peer_vfs_stat st;
+    /* STAT names the file vfsd resolved, by device and inode. */
+    tv_stat_send(obj, 5);
+    PBX_CHECK_EQ(tv_stat_reply(obj, 5, &st, &m), 0U);
+    tv_same_file(&st, t.dir, "pub/a.txt", true);
+    PBX_CHECK_EQ(st.size, 6U);
+    /* Pipelined calls are answered in order, each echoing its seq. */
+    for (uint32_t s = 10; s <= 12; s++) {
+        tv_stat_send(obj, s);
+    }
+    for (uint32_t s = 10; s <= 12; s++) {
+        PBX_CHECK_EQ(tv_stat_reply(obj, s, &st, &m), 0U);
+    }
+    /* Any other op is refused with ROUTE, an ipc op too. */
+    PBX_CHECK_EQ(tv_obj_op(obj, 0x0F11U, 6, &m), PBX_PEER_E_ROUTE);
+    PBX_CHECK_EQ(tv_obj_op(obj, PBX_IPC_OP_DECISION, 7, &m), PBX_PEER_E_ROUTE);
+    /* A STAT with a body, or with a descriptor (deleted), is refused. */
+    uint8_t buf[PBX_IPC_HEADER_BYTES + 8U];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(8, buf, sizeof(buf), &n), PBX_OK);
+    memset(buf + n, 0, 8U);
+    pbx_le_put32(buf + 20, 8U);
+    PBX_CHECK(pbx_peer_io_send(obj, buf, n + 8U, -1) == 0);
+    PBX_CHECK_EQ(tv_stat_reply(obj, 8, &st, &m), (uint32_t)PBX_E_IPC_BODY_LEN);
+    int sv[2];
+    PBX_REQUIRE(tp_seqpair(sv));
+    PBX_CHECK(pbx_peer_io_send(obj, buf, n, sv[0]) == 0);
+    (void)close(sv[0]);
+    PBX_CHECK_EQ(tv_stat_reply(obj, 8, &st, &m), (uint32_t)PBX_E_IPC_CAP_COUNT);
+    PBX_CHECK(tp_hung_up(sv[1], 2000));
+    (void)close(sv[1]);
+    /* A reply sent into the object is never answered. */
+    pbx_le_put16(buf + 6, PBX_PEER_OP_OBJ_STAT | PBX_IPC_REPLY_BIT);
+    PBX_CHECK(pbx_peer_io_send(obj, buf, n, -1) == 0);
+    PBX_CHECK(!tp_readable(obj, 200));
+    /* A directory object names the directory. */
+    memset(&rep, 0, sizeof(rep));
+    PBX_REQUIRE(tv_resolve(t.scope, "dir", PBX_IPC_OPERATION_LIST,
+                           PBX_IPC_CLASS_DIRECTORY, &rep, &m) == PBX_OK);
+    PBX_REQUIRE(m.nfds == 1U);
+    int dobj = m.fds[0];
+    tv_stat_send(dobj, 9);
+    PBX_CHECK_EQ(tv_stat_reply(dobj, 9, &st, &m), 0U);
+    tv_same_file(&st, t.dir, "pub/dir", false);
+    (void)close(dobj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 2000), base + 1);
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    tv_down(&t);
+}
+
+PBX_TEST(peers_vfsd_object_refused_after_retire)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    /* vfsd stopped: a STAT is queued on the object, then the RETIRE. */
+    PBX_REQUIRE(tp_stall(t.pid, true));
+    tv_stat_send(obj, 21);
+    uint8_t buf[128];
+    size_t n = tv_retire_frame(&rq, buf, sizeof(buf));
+    tv_send_seq(t.route, buf, n, 30, -1);
+    PBX_REQUIRE(tp_stall(t.pid, false));
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, 30, &m), 0U);
+    /* The STAT served after the RETIRE gets an error status, then the
+     * object's connection ends: a call after it cannot even be sent. */
+    pbx_peer_vfs_stat st;
+    PBX_CHECK_EQ(tv_stat_reply(obj, 21, &st, &m), PBX_PEER_E_UNKNOWN);
+    PBX_CHECK(tp_hung_up(obj, 2000));
+    PBX_CHECK_EQ(pbx_peer_io_recv_frame(obj, &m), 1);
+    uint8_t call[PBX_IPC_HEADER_BYTES];
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(22, call, sizeof(call), &n),
+                 PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_io_send(obj, call, n, -1), -1);
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    tv_down(&t);
+}
+
+/* The CPU time pid used so far, in clock ticks (user + system). */
+static long tv_cpu_ticks(pid_t pid)
+{
+    char p[64];
+    char text[1024];
+    (void)snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    if (tp_read_file(p, text, sizeof(text)) <= 0) {
+        return -1;
+    }
+    char *s = strrchr(text, ')');
+    long ticks = 0;
+    char *save = NULL;
+    /* After "pid (comm)" come state (field 3) ... utime (14), stime (15). */
+    char *tok = s != NULL ? strtok_r(s + 1, " ", &save) : NULL;
+    for (int field = 3; tok != NULL && field <= 15; field++) {
+        if (field >= 14) {
+            char *end = NULL;
+            long v = strtol(tok, &end, 10);
+            if (end == tok || *end != '\0') {
+                return -1;
+            }
+            ticks += v;
+        }
+        tok = strtok_r(NULL, " ", &save);
+    }
+    return tok != NULL ? ticks : -1;
+}
+
+PBX_TEST(peers_vfsd_object_flood_and_shutdown_never_stall)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    /* A holder that sends STATs and never reads a reply: vfsd's replies
+     * fill its end and are dropped, and vfsd keeps serving the scope. */
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_peer_vfs_obj_stat_encode(1, buf, sizeof(buf), &n), PBX_OK);
+    size_t sent = 0;
+    for (int i = 0; i < 4000; i++) {
+        if (send(obj, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)n) {
+            sent++;
+        } else {
+            tp_sleep_ms(1);
+        }
+    }
+    PBX_CHECK(sent > 1000U);
+    pbx_ipc_resolve_reply r2;
+    memset(&r2, 0, sizeof(r2));
+    PBX_CHECK_EQ(tv_resolve(t.scope, "missing", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &r2, &m),
+                 PBX_OK);
+    PBX_CHECK_EQ(r2.result, PBX_IPC_RESOLVE_NOT_FOUND);
+    /* The holder shuts its writing side: no call can come any more, and
+     * vfsd does not spin on the end of its stream. */
+    PBX_REQUIRE(shutdown(obj, SHUT_WR) == 0);
+    tp_sleep_ms(200);
+    long before = tv_cpu_ticks(t.pid);
+    tp_sleep_ms(500);
+    long after = tv_cpu_ticks(t.pid);
+    PBX_CHECK(before >= 0 && after >= 0 && after - before < 10);
+    /* Still live: the RETIRE cuts it, and vfsd frees what it held. */
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
     tv_down(&t);
