@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -42,7 +43,8 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
         bad == E2E_PBX1_TRANSIENT ? 2000U : 32U;
     /* A window of 8 calls on every peer route; deadlines of 5 s, 2 s to
-     * procd and 1 s through a caller's scope. */
+     * procd and 1 s through a caller's scope; a request uncommitted for
+     * 1.5 s ends, a public connection silent for 2 s is closed. */
     g->call_window = 8U;
     g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 8U;
     for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
@@ -50,6 +52,8 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     }
     g->time_ms[PBX_BOOTSTRAP_TIME_SCOPE] = (uint32_t)E2E_DEADLINE_SCOPE_MS;
     g->time_ms[PBX_BOOTSTRAP_TIME_PROCD] = (uint32_t)E2E_DEADLINE_PROCD_MS;
+    g->time_ms[PBX_BOOTSTRAP_TIME_OPEN] = (uint32_t)E2E_DEADLINE_OPEN_MS;
+    g->time_ms[PBX_BOOTSTRAP_TIME_IDLE] = (uint32_t)E2E_DEADLINE_IDLE_MS;
     if (bad == E2E_PBX1_LAYOUT) {
         g->layout[PBX_BOOTSTRAP_POOL_GRANTS].record_size_bytes += 8U;
     }
@@ -115,6 +119,7 @@ bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad)
     for (int i = 0; i < 6; i++) {
         *ours[i] = -1;
     }
+    p->log = -1;
     for (int i = 0; i < 6; i++) {
         if (!e2e_socketpair(types[i], sv)) {
             e2e_close(p);
@@ -124,6 +129,9 @@ bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad)
         p->theirs[at[i]] = sv[1];
     }
     p->theirs[0] = e2e_pbx1(bad);
+    /* A memory file, not a pipe: powerboxd can never block writing to it,
+     * and the harness reads it at any offset without consuming it. */
+    p->log = memfd_create("powerboxd-stderr", MFD_CLOEXEC);
     (void)snprintf(p->name, sizeof(p->name), "@pbx-e2e-%d-%u", (int)getpid(),
                    serial++);
     return true;
@@ -133,6 +141,9 @@ bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad)
 static _Noreturn void e2e_exec(const char *path, const e2e_proc *p)
 {
     int high[E2E_SLOTS];
+    if (p->log >= 0) {
+        (void)dup2(p->log, 2);
+    }
     for (int i = 0; i < E2E_SLOTS; i++) {
         high[i] = p->theirs[i] >= 0 ? fcntl(p->theirs[i], F_DUPFD, 100) : -1;
     }
@@ -220,6 +231,89 @@ bool e2e_limit_fds(const e2e_proc *p, unsigned limit)
     return p->pid > 0 && prlimit(p->pid, RLIMIT_NOFILE, &rl, NULL) == 0;
 }
 
+/* Reads the whole log into a fresh NUL-terminated buffer (the caller
+ * frees it); NULL when there is none or it cannot be read. */
+static char *e2e_log_read(const e2e_proc *p)
+{
+    struct stat st;
+    if (p->log < 0 || fstat(p->log, &st) != 0 || st.st_size < 0) {
+        return NULL;
+    }
+    size_t len = (size_t)st.st_size;
+    char *buf = malloc(len + 1U);
+    if (buf == NULL) {
+        return NULL;
+    }
+    ssize_t got = pread(p->log, buf, len, 0);
+    if (got < 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    return buf;
+}
+
+int e2e_log_count(const e2e_proc *p, const char *needle)
+{
+    char *text = e2e_log_read(p);
+    if (text == NULL || needle[0] == '\0') {
+        free(text);
+        return -1;
+    }
+    int n = 0;
+    for (const char *at = strstr(text, needle); at != NULL && n < INT32_MAX;
+         at = strstr(at + 1, needle)) {
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+long e2e_log_sum(const e2e_proc *p, const char *head)
+{
+    char *text = e2e_log_read(p);
+    size_t hl = strlen(head);
+    if (text == NULL || hl == 0U) {
+        free(text);
+        return -1;
+    }
+    long sum = 0;
+    for (const char *at = strstr(text, head); at != NULL;
+         at = strstr(at + hl, head)) {
+        long n = 0;
+        /* At most 9 digits: a count, never an overflow. */
+        for (const char *d = at + hl; *d >= '0' && *d <= '9' && d < at + hl + 9;
+             d++) {
+            n = n * 10 + (*d - '0');
+        }
+        sum += n;
+    }
+    free(text);
+    return sum;
+}
+
+bool e2e_log_wait(const e2e_proc *p, const char *needle, int want, int ms)
+{
+    for (int i = 0; i < ms / 10 + 1; i++) {
+        if (e2e_log_count(p, needle) >= want) {
+            return true;
+        }
+        struct timespec ts = {0, 10000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* Copies what powerboxd wrote to its stderr to the harness's own. */
+static void e2e_log_dump(const e2e_proc *p)
+{
+    char *text = e2e_log_read(p);
+    if (text != NULL) {
+        (void)fputs(text, stderr);
+        free(text);
+    }
+}
+
 void e2e_close(e2e_proc *p)
 {
     int *fds[6] = {&p->supervisor, &p->vfsd,    &p->ttyd,
@@ -240,6 +334,11 @@ void e2e_close(e2e_proc *p)
         (void)kill(p->pid, SIGKILL);
         (void)waitpid(p->pid, NULL, 0);
         p->pid = 0;
+    }
+    if (p->log >= 0) {
+        e2e_log_dump(p);
+        (void)close(p->log);
+        p->log = -1;
     }
 }
 

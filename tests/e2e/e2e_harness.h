@@ -27,6 +27,17 @@
 /** E2E_DEADLINE_SCOPE_MS is the deadline of a call through a scope. */
 #define E2E_DEADLINE_SCOPE_MS 1000
 
+/** E2E_DEADLINE_OPEN_MS is the PBX1 OPEN deadline: how long a request
+ * may stay begun and uncommitted before it ends CANCELLED. Short, so that
+ * a test can watch one pass; every other test commits at once. */
+#define E2E_DEADLINE_OPEN_MS 1500
+
+/** E2E_DEADLINE_IDLE_MS is the PBX1 IDLE time: how long a public
+ * connection may stay silent before powerboxd closes it. Short, so that a
+ * test can watch one pass; a test that keeps a public connection silent
+ * longer must send on it in between or expect it closed. */
+#define E2E_DEADLINE_IDLE_MS 2000
+
 /** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
 typedef enum e2e_pbx1_bad {
     E2E_PBX1_GOOD = 0, /**< a valid, fully sealed record */
@@ -54,6 +65,7 @@ typedef struct e2e_proc {
     int procd;             /**< our end of slot 7 */
     int launchd;           /**< our end of slot 8 (datagram) */
     int broker;            /**< our end of slot 10: launchd's broker */
+    int log;               /**< powerboxd's stderr (a memfd), or -1 */
     char name[64];         /**< the public endpoint name ("@...") */
     int theirs[E2E_SLOTS]; /**< descriptors for slots 3..10, -1 for empty */
 } e2e_proc;
@@ -64,7 +76,8 @@ typedef struct e2e_proc {
  */
 bool e2e_prepare(e2e_proc *p, e2e_pbx1_bad bad);
 
-/** e2e_start execs $PBX_POWERBOXD with theirs[] at slots 3..10. */
+/** e2e_start execs $PBX_POWERBOXD with theirs[] at slots 3..10 and its
+ * stderr writing into p->log (when that memfd could be made). */
 bool e2e_start(e2e_proc *p);
 
 /** e2e_wait_ready waits up to 5 s for the typed readiness report. */
@@ -83,7 +96,30 @@ int e2e_exit_cpu(e2e_proc *p, int ms, long *cpu_ms);
  * hard) to limit, so that no descriptor at or above it can be made. */
 bool e2e_limit_fds(const e2e_proc *p, unsigned limit);
 
-/** e2e_close closes every harness descriptor and kills a live process. */
+/**
+ * e2e_log_count counts the occurrences of needle (a NUL-terminated
+ * string) in what powerboxd wrote to its stderr so far, which the harness
+ * keeps in a memory file (p->log); -1 when it cannot be read.
+ */
+int e2e_log_count(const e2e_proc *p, const char *needle);
+
+/**
+ * e2e_log_sum adds up the decimal numbers that directly follow each
+ * occurrence of head (a NUL-terminated string) in powerboxd's stderr,
+ * e.g. the N of every "powerboxd: closed N idle" line; -1 when the log
+ * cannot be read.
+ */
+long e2e_log_sum(const e2e_proc *p, const char *head);
+
+/**
+ * e2e_log_wait waits up to ms for needle to occur at least want times in
+ * powerboxd's stderr (e2e_log_count); returns whether it did.
+ */
+bool e2e_log_wait(const e2e_proc *p, const char *needle, int want, int ms);
+
+/** e2e_close closes every harness descriptor and kills a live process;
+ * what powerboxd wrote to its stderr is copied to the harness's stderr
+ * first, so a run's output shows it as before the capture. */
 void e2e_close(e2e_proc *p);
 
 /** e2e_connect opens a public connection; returns the fd or -1. */

@@ -9,8 +9,13 @@
  * requests, the runtime-reply alias delivered once to the broker, ttyd
  * RETRY answered by a doubling wait instead of an immediate re-ask,
  * vfsd's FOUND bound to the committed scope's kernel-vouched identity, the
- * public endpoint's own failure ending powerboxd with status 64, and
- * callers hanging up early, which never stop it.
+ * public endpoint's own failure ending powerboxd with status 64,
+ * callers hanging up early, which never stop it, a request never
+ * committed ended CANCELLED at the PBX1 OPEN deadline (reservation
+ * returned, launchd woken, a late COMMIT's scope deleted), a silent public
+ * connection closed at the IDLE time (logged) while a busy one and the
+ * broker stay, and the connection limit: one more than 32 accepted,
+ * closed at once and logged, then room again once callers leave.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
@@ -18,6 +23,7 @@
 
 #include "core/pbx_core.h"
 #include "ipc/pbx_ipc.h"
+#include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
 #include "sha2/pbx_sha2.h"
 
@@ -967,6 +973,19 @@ static long e2e_now_ms(void)
     return (long)ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+/* Waits up to ms for powerboxd's descriptor count to equal want. */
+static bool e2e_fds_settle(pid_t pid, int want, int ms)
+{
+    for (int i = 0; i < ms / 10 + 1; i++) {
+        if (e2e_fd_count(pid) == want) {
+            return true;
+        }
+        struct timespec ts = {0, 10000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
 /* One CONSUME round trip of a grant nobody holds on conn: true when any
  * reply arrives within ms. */
 static bool e2e_ping(int conn, int ms)
@@ -1215,6 +1234,10 @@ PBX_TEST(e2e_no_room_for_receipts_gets_an_error_reply_each_time)
         begun++;
     }
     PBX_CHECK(begun < 8);
+    /* The reservations filling the range belong to requests begun and
+     * never committed: they last E2E_DEADLINE_OPEN_MS, so the refusals
+     * below are only meaningful within it (checked after them). */
+    long t0 = e2e_now_ms();
     int full = e2e_fd_count(r.p.pid);
     PBX_REQUIRE(e2e_socketpair(SOCK_SEQPACKET, sv));
     unsigned ended = 0;
@@ -1240,9 +1263,14 @@ PBX_TEST(e2e_no_room_for_receipts_gets_an_error_reply_each_time)
     PBX_CHECK_EQ(ended, 40U);
     PBX_CHECK(e2e_ping(r.client, 5000));
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), full);
+    PBX_CHECK(e2e_now_ms() - t0 < (long)E2E_DEADLINE_OPEN_MS);
     (void)close(sv[1]);
     PBX_CHECK(e2e_peer_gone(sv[0], 5000));
     (void)close(sv[0]);
+    /* Then the OPEN deadline returns every reservation: the count drops
+     * by one per BEGIN (r.client, pinged just now, is not yet idle). */
+    PBX_CHECK(
+        e2e_fds_settle(r.p.pid, full - begun, E2E_DEADLINE_OPEN_MS + 1000));
     e2e_run_stop(&r);
 }
 
@@ -1285,9 +1313,14 @@ PBX_TEST(e2e_slow_prompt_answer_does_not_expire_the_calls_after_it)
     PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
     /* Longer than the procd deadline (and the scope's): only the prompt's
-     * own deadline bounds this wait. */
+     * own deadline bounds this wait. It is longer than the IDLE time too:
+     * r.client, silent since the start, is closed meanwhile (nothing here
+     * uses it), while the broker, never idle-closed, carries on. */
     struct timespec ts = {(E2E_DEADLINE_PROCD_MS + 1000) / 1000, 0};
+    _Static_assert(E2E_DEADLINE_PROCD_MS + 1000 > E2E_DEADLINE_IDLE_MS + 500,
+                   "the wait outlasts the IDLE time with a margin");
     (void)nanosleep(&ts, NULL);
+    PBX_CHECK(e2e_peer_gone(r.client, 1000));
     PBX_CHECK(e2e_ttyd_prompt(r.p.ttyd, true, 5000));
     PBX_CHECK(e2e_procd_install(r.p.procd, ino, &handle, &grant));
     PBX_CHECK(e2e_vfsd_detach(r.p.vfsd, ino));
@@ -1346,7 +1379,10 @@ PBX_TEST(e2e_silent_startup_peer_ends_only_its_own_request)
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
-    /* procd took INSTALL and never answers. */
+    /* procd took INSTALL and never answers. The wait for its deadline
+     * is about the IDLE time: r.client, silent since the start, may be
+     * closed meanwhile; nothing here uses it (only the broker, never
+     * idle-closed). */
     PBX_CHECK(e2e_recv(r.p.procd, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     long t0 = e2e_now_ms();
     /* Meanwhile the service answers at once. */
@@ -1515,19 +1551,6 @@ static bool e2e_early_caller(const e2e_proc *p, unsigned k, int fd)
     return ok;
 }
 
-/* Waits up to ms for powerboxd's descriptor count to equal want. */
-static bool e2e_fds_settle(pid_t pid, int want, int ms)
-{
-    for (int i = 0; i < ms / 10 + 1; i++) {
-        if (e2e_fd_count(pid) == want) {
-            return true;
-        }
-        struct timespec ts = {0, 10000000L};
-        (void)nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 PBX_TEST(e2e_callers_hanging_up_early_never_stop_the_service)
 {
     e2e_run r;
@@ -1591,5 +1614,316 @@ PBX_TEST(e2e_broker_frame_with_unplaceable_receipts_gets_an_error_reply)
     PBX_CHECK(e2e_fds_settle(r.p.pid, base, 3000));
     PBX_CHECK(e2e_ping(r.p.broker, 3000));
     e2e_close_all(sv, 2);
+    e2e_run_stop(&r);
+}
+
+/* Closes r's own public connection, which a test outlasting the IDLE
+ * time would otherwise see closed under it at some turn, and returns
+ * powerboxd's descriptor count once powerboxd has let go of it (-1 when
+ * it does not within 5 s). */
+static int e2e_run_drop_client(e2e_run *r)
+{
+    (void)close(r->client);
+    r->client = -1;
+    return e2e_fds_settle(r->p.pid, r->baseline - 1, 5000) ? r->baseline - 1
+                                                           : -1;
+}
+
+/* BEGIN b on conn, nothing more: stores the request id and the
+ * destination slot reserved for its scope. */
+static bool e2e_begin_only(int conn, const pbx_ipc_begin *b, pbx_ipc_id *id,
+                           uint32_t *dest)
+{
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_begin_reply br;
+    pbx_ipc_frame f;
+    size_t n = 0;
+    if (pbx_ipc_begin_encode(b, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_call(conn, out, n, NULL, 0, in, sizeof(in), &f) ||
+        f.status != 0U || pbx_ipc_begin_reply_decode(&f, &br) != PBX_OK) {
+        return false;
+    }
+    *id = f.request;
+    *dest = br.dest_slot;
+    return true;
+}
+
+/* The first half of the selector sel of request id (begun as b): true
+ * when powerboxd accepts the chunk. */
+static bool e2e_selector_half(int conn, pbx_ipc_id id, const pbx_ipc_begin *b,
+                              const char *sel)
+{
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_frame f;
+    size_t n = 0;
+    pbx_ipc_selector s = {0, b->selector_len / 2U, (const uint8_t *)sel};
+    return pbx_ipc_selector_encode(id, &s, out, sizeof(out), &n) == PBX_OK &&
+           e2e_call(conn, out, n, NULL, 0, in, sizeof(in), &f) &&
+           f.status == 0U;
+}
+
+/* COMMIT of request id naming dest, carrying the far end of a fresh
+ * pair as its scope (closed here once sent); stores the reply's status
+ * and keeps our end in *kept, whose end of file shows powerboxd deleted
+ * its copy. */
+static bool e2e_commit_scope(int conn, pbx_ipc_id id, uint32_t dest,
+                             uint32_t *status, int *kept)
+{
+    uint8_t out[64];
+    uint8_t in[128];
+    pbx_ipc_frame f;
+    pbx_ipc_commit c = {dest};
+    size_t n = 0;
+    int sv[2];
+    *kept = -1;
+    memset(&f, 0, sizeof(f));
+    if (pbx_ipc_commit_encode(id, &c, out, sizeof(out), &n) != PBX_OK ||
+        !e2e_socketpair(SOCK_SEQPACKET, sv)) {
+        return false;
+    }
+    bool ok = e2e_call(conn, out, n, &sv[1], 1, in, sizeof(in), &f);
+    (void)close(sv[1]);
+    *kept = sv[0];
+    *status = f.status;
+    return ok;
+}
+
+/* A late COMMIT of request id (its OPEN deadline passed) is refused, and
+ * the scope it carried is deleted: nothing of it stays in powerboxd. */
+static void e2e_late_commit_refused(e2e_run *r, pbx_ipc_id id, uint32_t dest,
+                                    int base)
+{
+    uint32_t status = 0;
+    int kept = -1;
+    PBX_CHECK(e2e_commit_scope(r->p.broker, id, dest, &status, &kept));
+    PBX_CHECK(status != 0U);
+    PBX_CHECK(kept >= 0 && e2e_peer_gone(kept, 5000));
+    PBX_CHECK(e2e_fds_settle(r->p.pid, base, 2000));
+    if (kept >= 0) {
+        (void)close(kept);
+    }
+}
+
+PBX_TEST(e2e_open_deadline_cancels_a_request_never_committed)
+{
+    e2e_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    int got[4];
+    int nfds = 0;
+    const char *sel = "docs/readme.txt";
+    PBX_REQUIRE(e2e_run_start(&r));
+    int base = e2e_run_drop_client(&r);
+    PBX_REQUIRE(base > 0);
+    e2e_begin_rec(&b, sel);
+    long t0 = e2e_now_ms();
+    PBX_REQUIRE(e2e_begin_only(r.p.broker, &b, &id, &dest));
+    /* BEGIN reserved the scope's destination: one more descriptor, at
+     * the very slot the reply named. */
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + 1);
+    int held = e2e_take_fd(&r.p, (int)dest);
+    PBX_CHECK(held >= 0);
+    if (held >= 0) {
+        (void)close(held);
+    }
+    /* Two thirds of the deadline pass with no wake; then half the
+     * selector is accepted and the request is still pending. */
+    PBX_CHECK(e2e_silent(r.p.launchd, E2E_DEADLINE_OPEN_MS * 2 / 3));
+    PBX_CHECK(e2e_selector_half(r.p.broker, id, &b, sel));
+    PBX_CHECK(e2e_decision_fds(r.p.broker, id, &d, got, &nfds));
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK(e2e_now_ms() - t0 < (long)E2E_DEADLINE_OPEN_MS);
+    /* launchd is woken for exactly this request, at the deadline counted
+     * from BEGIN: counted from the selector chunk, sent at two thirds of
+     * it, the wake could come no sooner than E2E_DEADLINE_OPEN_MS * 5 / 3
+     * after t0, past the bound checked here. */
+    PBX_CHECK(e2e_launchd_wake(r.p.launchd, id));
+    long waited = e2e_now_ms() - t0;
+    PBX_CHECK(waited >= (long)E2E_DEADLINE_OPEN_MS - 100L);
+    PBX_CHECK(waited < (long)E2E_DEADLINE_OPEN_MS + 900L);
+    PBX_CHECK(e2e_silent(r.p.launchd, 200));
+    /* The reservation returned: the slot is empty, the count is back. */
+    PBX_CHECK_EQ(e2e_take_fd(&r.p, (int)dest), -1);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base);
+    /* No peer was ever asked anything for it. */
+    PBX_CHECK(e2e_silent(r.p.vfsd, 10));
+    PBX_CHECK(e2e_silent(r.p.ttyd, 10));
+    PBX_CHECK(e2e_silent(r.p.procd, 10));
+    /* Too late: COMMIT is refused and its scope deleted, before and
+     * after the CANCELLED decision (no authority) is collected. */
+    e2e_late_commit_refused(&r, id, dest, base);
+    PBX_CHECK(e2e_decision_fds(r.p.broker, id, &d, got, &nfds));
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK_EQ(nfds, 0);
+    e2e_late_commit_refused(&r, id, dest, base);
+    /* The service goes on: a new request is begun and reserved again. */
+    PBX_CHECK_EQ(e2e_begin_status(r.p.broker, &b), 0L);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + 1);
+    e2e_run_stop(&r);
+}
+
+/* Waits up to ms for quiet to be closed by powerboxd, pinging busy every
+ * 250 ms meanwhile; returns the ms from t0 when quiet saw end of file
+ * (-1: never, or a message came instead) and counts the pings sent and
+ * answered. */
+static long e2e_idle_watch(int quiet, int busy, long t0, int ms,
+                           unsigned *pings, unsigned *answered)
+{
+    uint8_t b[64];
+    for (int i = 0; i < ms / 250 + 1; i++) {
+        long n = e2e_recv(quiet, b, sizeof(b), NULL, 0, NULL, 250);
+        if (n >= 0) {
+            return n == 0 ? e2e_now_ms() - t0 : -1L;
+        }
+        (*pings)++;
+        *answered += e2e_ping(busy, 5000) ? 1U : 0U;
+    }
+    return -1L;
+}
+
+PBX_TEST(e2e_idle_public_connection_closed_busy_one_and_broker_kept)
+{
+    e2e_run r;
+    unsigned pings = 0;
+    unsigned answered = 0;
+    static const char line[] =
+        "powerboxd: closed 1 idle public connection(s)\n";
+    PBX_REQUIRE(e2e_run_start(&r));
+    int base = e2e_run_drop_client(&r);
+    PBX_REQUIRE(base > 0);
+    long t0 = e2e_now_ms();
+    int quiet = e2e_connect(&r.p);
+    int busy = e2e_connect(&r.p);
+    PBX_REQUIRE(quiet >= 0 && busy >= 0 && e2e_ping(busy, 5000));
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base + 2, 2000));
+    /* quiet sends nothing: it is closed once the IDLE time has passed,
+     * not before, while busy, which keeps sending, is answered. */
+    long closed = e2e_idle_watch(quiet, busy, t0, 4 * E2E_DEADLINE_IDLE_MS,
+                                 &pings, &answered);
+    PBX_CHECK(closed >= (long)E2E_DEADLINE_IDLE_MS - 100L);
+    PBX_CHECK(closed < (long)E2E_DEADLINE_IDLE_MS + 1000L);
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 2000));
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base + 1, 2000));
+    /* busy stays open well past the IDLE time as long as it sends. */
+    for (int i = 0; i < 40; i++) {
+        if (e2e_now_ms() - t0 >= (long)E2E_DEADLINE_IDLE_MS + 1500L) {
+            break;
+        }
+        struct timespec ts = {0, 250000000L};
+        (void)nanosleep(&ts, NULL);
+        pings++;
+        answered += e2e_ping(busy, 5000) ? 1U : 0U;
+    }
+    PBX_CHECK(pings >= (unsigned)(E2E_DEADLINE_IDLE_MS / 250));
+    PBX_CHECK_EQ(answered, pings);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + 1);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "idle public connection"), 1);
+    /* The broker, silent since the start (longer than the IDLE time), is
+     * never closed: it still answers. */
+    PBX_CHECK(e2e_now_ms() - t0 > (long)E2E_DEADLINE_IDLE_MS + 1000L);
+    PBX_CHECK(e2e_ping(r.p.broker, 5000));
+    /* Once busy falls silent it is closed in turn, with its own line. */
+    PBX_CHECK(e2e_peer_gone(busy, E2E_DEADLINE_IDLE_MS + 1000));
+    PBX_CHECK(e2e_log_wait(&r.p, line, 2, 2000));
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base, 2000));
+    PBX_CHECK(e2e_ping(r.p.broker, 5000));
+    (void)close(quiet);
+    (void)close(busy);
+    e2e_run_stop(&r);
+}
+
+/* E2E_CLIENTS is the number of public connections powerboxd holds at
+ * once (PBX_PORT_CLIENTS_MAX). */
+#define E2E_CLIENTS ((int)PBX_PORT_CLIENTS_MAX)
+
+/* The refusal line powerboxd logs for a connection beyond the limit. */
+static const char e2e_refused_line[] =
+    "powerboxd: public connection refused: 32 already open\n";
+_Static_assert(PBX_PORT_CLIENTS_MAX == 32U, "the line names the limit");
+
+/* Opens public connections into conns[from..E2E_CLIENTS) and pings each
+ * (so powerboxd has accepted it); returns how many answered. */
+static int e2e_fill(const e2e_proc *p, int *conns, int from)
+{
+    int served = 0;
+    for (int i = from; i < E2E_CLIENTS; i++) {
+        conns[i] = e2e_connect(p);
+        served += conns[i] >= 0 && e2e_ping(conns[i], 5000) ? 1 : 0;
+    }
+    return served;
+}
+
+/* One connection beyond the limit: connecting succeeds (the kernel's
+ * backlog), then powerboxd accepts and closes it at once, so its first
+ * read is end of file within a second. */
+static bool e2e_one_more_refused(const e2e_proc *p)
+{
+    long t0 = e2e_now_ms();
+    int extra = e2e_connect(p);
+    bool ok =
+        extra >= 0 && e2e_peer_gone(extra, 1000) && e2e_now_ms() - t0 < 1000L;
+    if (extra >= 0) {
+        (void)close(extra);
+    }
+    return ok;
+}
+
+/* Pings every connection in conns; returns how many answered. */
+static int e2e_ping_all(const int *conns, int n)
+{
+    int served = 0;
+    for (int i = 0; i < n; i++) {
+        served += conns[i] >= 0 && e2e_ping(conns[i], 5000) ? 1 : 0;
+    }
+    return served;
+}
+
+PBX_TEST(e2e_connection_limit_refuses_one_more_then_serves_again)
+{
+    e2e_run r;
+    int conns[E2E_CLIENTS];
+    PBX_REQUIRE(e2e_run_start(&r));
+    int base = e2e_run_drop_client(&r);
+    PBX_REQUIRE(base > 0);
+    PBX_CHECK_EQ(e2e_fill(&r.p, conns, 0), E2E_CLIENTS);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + E2E_CLIENTS);
+    /* The 33rd is refused, logged, and nothing of it stays; the 32 are
+     * still served. */
+    PBX_CHECK(e2e_one_more_refused(&r.p));
+    PBX_CHECK(e2e_log_wait(&r.p, e2e_refused_line, 1, 2000));
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + E2E_CLIENTS);
+    PBX_CHECK_EQ(e2e_ping_all(conns, E2E_CLIENTS), E2E_CLIENTS);
+    /* Four callers hang up: four new connections are served (every frame
+     * answered: EXPIRE on one gets its PARTITION error reply), and with
+     * the table full again one more is refused again. */
+    e2e_close_all(conns, 4);
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base + E2E_CLIENTS - 4, 2000));
+    PBX_CHECK_EQ(e2e_fill(&r.p, conns, E2E_CLIENTS - 4), 4);
+    PBX_CHECK_EQ(e2e_expire_job(conns[E2E_CLIENTS - 1]),
+                 (long)PBX_E_CORE_PARTITION);
+    PBX_CHECK(e2e_one_more_refused(&r.p));
+    PBX_CHECK(e2e_log_wait(&r.p, e2e_refused_line, 2, 2000));
+    /* Nobody sends any more: after the IDLE time every one of the 32 is
+     * closed (the log's counts add up to 32) and a new caller is served
+     * without any caller hanging up. */
+    int gone = 0;
+    for (int i = 0; i < E2E_CLIENTS; i++) {
+        gone += e2e_peer_gone(conns[i], E2E_DEADLINE_IDLE_MS + 1500) ? 1 : 0;
+    }
+    PBX_CHECK_EQ(gone, E2E_CLIENTS);
+    PBX_CHECK(e2e_fds_settle(r.p.pid, base, 2000));
+    PBX_CHECK_EQ(e2e_log_sum(&r.p, "powerboxd: closed "), (long)E2E_CLIENTS);
+    int late = e2e_connect(&r.p);
+    PBX_CHECK(late >= 0);
+    PBX_CHECK_EQ(e2e_expire_job(late), (long)PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, e2e_refused_line), 2);
+    if (late >= 0) {
+        (void)close(late);
+    }
+    e2e_close_all(conns, E2E_CLIENTS);
     e2e_run_stop(&r);
 }
