@@ -17,16 +17,11 @@
 #   make run                   powerboxd with the reference peers, one
 #                              client request to a decision (docs/HOST.md)
 #   make powerboxd-peers-e2e   the same with every tests/e2e/run.py
-#                              scenario: lifecycle, EXPIRE through the
-#                              broker, runtime-reply, a scope misnamed by
-#                              vfsd (--lie-scope) denied, another
-#                              control connection refused a request and
-#                              grant it did not begin, a tmux prompt,
-#                              1,000 lifecycles beside a pending prompt,
-#                              a prompt cancelled and expired, a prompt
-#                              timed out, ttyd and vfsd stopped (SIGSTOP)
+#                              scenario (`run.py ... all`: its SCENARIOS
+#                              table, listed in its docstring), every
+#                              request from a job launched by launchd
 #                              (in powerboxd-port-check; tmux is
-#                              required; about 45 s)
+#                              required)
 #
 # PBXD_CC must be gcc: the stack check reads gcc's -fcallgraph-info output.
 
@@ -186,9 +181,4 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
-	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e lifecycle \
-	    expire runtime-reply direct hangup lie-scope foreign prompt \
-	    prompt-pending prompt-cancel prompt-timeout ttyd-stalled \
-	    vfsd-stalled not-found user-deny cancel-lost-reply \
-	    invocation-expiry unwanted-receipts backpressure \
-	    wake-backpressure
+	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e all

@@ -14,10 +14,22 @@ powerboxd. Without a scenario it runs `lifecycle` (what `make run` does).
 
 Scenarios (each exits the run with 1 on the first failure):
 
-Every request goes the way a running program's does: pbx-client talks to
-`pbx-launchd serve --control`, which relays each frame over launchd's
-broker connection (powerboxd's slot 10), the only place powerboxd accepts
-BEGIN.
+Every request goes the way a running program's does: the program is a
+job launched by launchd (`pbx-launchd run --control PATH [--job ID:GEN]
+[--entry NAME] -- pbx-client request ...`), and pbx-client talks over the
+job connection launchd handed it (PBX_LAUNCHD_FD); launchd binds the job
+id, program entry and staged process of every BEGIN to the job it
+launched and relays each frame over its broker connection (powerboxd's
+slot 10), the only place powerboxd accepts BEGIN. A scenario that needs
+a known job launches job 11:1 with entry bin/cat unless it says another.
+A launched job ends when its process exits: launchd then EXPIREs the
+whole job at powerboxd, which ends the job's grants. A scenario whose
+grants must outlive one client process keeps its job alive (a launched
+shell that runs several clients in turn, or a held client); each says
+which. The scope a job uses is taken by pbx-client from vfsd's scope
+socket, or, where this process holds it, handed over as the job's
+standard input (`--scope-fd 0`): a job gets only its standard streams
+and its job connection.
 
   lifecycle      a routine one-shot READ to APPROVED and, on the same
                  connection, CONSUME; revocation (procd), REMOVE (ttyd)
@@ -130,6 +142,53 @@ BEGIN.
                  2 s); when launchd reads again every wake arrives exactly
                  once
 
+  slow-prompt-isolation
+                 (own stack, launchd --call-ms 1000) program A's prompt
+                 (runtime-reply, exceptional, docs/a.txt) is answered on
+                 the pane twice the relay timeout after it showed, while
+                 program B (another job) runs 100 routine runtime-reply
+                 lifecycles of docs/b.txt before and after the answer:
+                 every decision B gets names its own request and every
+                 object it gets is docs/b.txt (--verify-object, zero
+                 mismatches); A's decision names A's request, arrives
+                 within a second of the answer (wake-driven, not the
+                 launchd fallback) and its object is docs/a.txt
+  many-clients   (own stack, larger pools) 64 launched jobs run 10,000
+                 runtime-reply lifecycles in all at once, each asking for
+                 its own file: every client checks that every decision
+                 names its own request and every object is its own file
+                 (--verify-object by device and inode): zero mismatches;
+                 launchd logged every request's end approved for its own
+                 job and vfsd retired every object
+  idle-flood     (own stack, OPEN 2500 ms, IDLE 3000 ms, launchd
+                 --idle-ms 3000) two programs hold 16 half-begun requests
+                 (8 each: BEGIN alone, or BEGIN and one selector chunk of
+                 two), filling powerboxd's 16 prompt records (a third
+                 program's BEGIN is refused PBX_E_CORE_BUSY); then twice
+                 launchd's connection limit (192) of idle control
+                 connections and twice powerboxd's (64) public ones, some
+                 after a refused BEGIN. The excess is refused and logged,
+                 the rest dropped idle (every one sees end of file); an
+                 honest launched client completes within the idle timeout
+                 of the flood's start and a public connection is answered;
+                 every half-begun request ended CANCELLED no sooner than
+                 the OPEN deadline with its reservation returned (the
+                 honest BEGIN got a prompt record while their decisions
+                 were still uncollected); descriptors back to baseline
+  quota          one program (raw frames on its job connection) holds 8
+                 open requests, launchd's per-connection bound: its next
+                 BEGIN is refused PBX_E_PEER_BUSY (0x08c0, retryable) by
+                 launchd, never relayed; another program is approved and
+                 consumed meanwhile; once one request ended (CANCEL, its
+                 decision read) the same BEGIN is admitted
+  job-spoof      program B (job 61:1) claims program A's job id, entry or
+                 staged process (A is job 60:1, live) in BEGIN: each is
+                 refused PBX_E_PEER_NOT_YOURS, logged as a claim of job
+                 60.1, never relayed; a generation-zero CANCEL naming A's
+                 job from B and a BEGIN from an unlaunched program are
+                 refused the same way; nothing is installed into A's
+                 staged process, while A's own request is
+
 The scenarios marked "own powerboxd" run on a stack of their own, started
 with their own `pbx geometry make` arguments in WORK_DIR/<scenario>; the
 others share one stack in WORK_DIR. Scenarios that prompt get a tmux pane
@@ -139,8 +198,10 @@ Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
 the end (a long log only its head and tail).
 """
 import fcntl
+import hashlib
 import os
 import shutil
+import shlex
 import signal
 import socket
 import struct
@@ -157,6 +218,20 @@ TMUX_SOCKET = []
 F_ADD_SEALS = 1033
 POLICY = ("* * read file routine allow\n"
           "* * read file exceptional prompt\n")
+# The staged processes procd simulates and launchd binds launched jobs to,
+# the same list for both: ten, so that up to ten jobs use install mode at
+# once (launchd hands out the first free one, so a lone job gets 42:5).
+STAGES = [f"{pid}:5" for pid in range(42, 52)]
+# Status codes the scenarios expect (base/err/*.def).
+E_CORE_BUSY = 0x0604
+E_CORE_BROKER = 0x061D
+E_PEER_BUSY = 0x08C0
+E_PEER_NOT_YOURS = 0x08C8
+# The ipc v2 operations and outcomes the raw job program uses.
+OP_BEGIN, OP_SELECTOR, OP_DECISION, OP_CANCEL = 0x0001, 0x0002, 0x0004, 0x0005
+REPLY_BIT = 0x8000
+OUTCOMES = {1: "pending", 2: "approved", 3: "denied", 4: "cancelled",
+            5: "not-found"}
 
 
 def fail(msg):
@@ -164,11 +239,13 @@ def fail(msg):
     raise SystemExit(f"run: FAIL: {msg}")
 
 
-def peer(argv, keep, log):
-    """Starts one peer with the fds in keep and waits for `ready`."""
+def peer(argv, keep, log, pgid):
+    """Starts one peer in process group pgid with the fds in keep and
+    waits for `ready`."""
     r, w = os.pipe()
     proc = subprocess.Popen(argv + ["--ready-fd", str(w)],
-                            pass_fds=keep + [w], stderr=log)
+                            pass_fds=keep + [w], stderr=log,
+                            stdin=subprocess.DEVNULL, process_group=pgid)
     os.close(w)
     with os.fdopen(r) as f:
         line = f.readline().strip()
@@ -180,7 +257,7 @@ def peer(argv, keep, log):
 
 def pbx1(bin_dir, work, geometry=()):
     """A sealed memfd holding a fresh PBX1 record (geometry: extra
-    `pbx geometry make` arguments)."""
+    `pbx geometry make` arguments; a later one wins)."""
     path = os.path.join(work, "pbx1.bin")
     subprocess.run([os.path.join(bin_dir, "pbx"), "geometry", "make",
                     "--transient-slots", "64"] + list(geometry) +
@@ -193,19 +270,55 @@ def pbx1(bin_dir, work, geometry=()):
     return fd
 
 
-def exec_powerboxd(bin_dir, public, fds):
-    """Forks and execs powerboxd with fds[i] at slot 3 + i (None: empty)."""
+def exec_powerboxd(bin_dir, public, fds, pgid, log):
+    """Forks and execs powerboxd in process group pgid with fds[i] at slot
+    3 + i (None: empty) and its standard error (its log) on file log."""
     pid = os.fork()
     if pid == 0:
-        high = [None if fd is None else os.dup(fd) for fd in fds]
-        for i, fd in enumerate(high):
-            if fd is None:
-                os.closerange(3 + i, 4 + i)
-            else:
-                os.dup2(fd, 3 + i, inheritable=True)
-        os.closerange(3 + len(fds), 4096)
-        os.execv(os.path.join(bin_dir, "powerboxd"), ["powerboxd", public])
+        try:
+            os.setpgid(0, pgid)
+            os.dup2(log.fileno(), 2)
+            high = [None if fd is None else os.dup(fd) for fd in fds]
+            for i, fd in enumerate(high):
+                if fd is None:
+                    os.closerange(3 + i, 4 + i)
+                else:
+                    os.dup2(fd, 3 + i, inheritable=True)
+            os.closerange(3 + len(fds), 4096)
+            os.execv(os.path.join(bin_dir, "powerboxd"), ["powerboxd", public])
+        finally:
+            os._exit(127)
     return pid
+
+
+def proc_table():
+    """{pid: (ppid, pgid)} of every process now."""
+    table = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            table[int(d)] = (int(fields[1]), int(fields[2]))
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+    return table
+
+
+def descendants(roots):
+    """Every process below the pids in roots, as {pid: pgid}."""
+    table = proc_table()
+    found, todo = {}, list(roots)
+    for _ in range(len(table) + 1):
+        if not todo:
+            break
+        parent = todo.pop()
+        for pid, (ppid, pgid) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = pgid
+                todo.append(pid)
+    return found
 
 
 class Stack:
@@ -213,13 +326,19 @@ class Stack:
 
     tty is the terminal ttyd prompts on (a tmux pane's tty, or /dev/null
     when no scenario prompts), pane that tmux pane (or None); geometry
-    holds extra `pbx geometry make` arguments.
+    holds extra `pbx geometry make` arguments, launchd extra `pbx-launchd
+    serve` options. Every process of the stack, and every launcher
+    (`pbx-launchd run`) a scenario starts, is in one process group of its
+    own (its leader a sleep kept for that), so that stop() ends them all
+    whatever a scenario left; launched jobs, in groups of their own, are
+    found as launchd's descendants.
     """
 
     def __init__(self, bin_dir, work, tty="/dev/null", pane=None,
-                 geometry=()):
+                 geometry=(), launchd=()):
         self.bin_dir, self.work = bin_dir, work
         self.tty, self.pane, self.geometry = tty, pane, list(geometry)
+        self.launchd_args = list(launchd)
         os.makedirs(os.path.join(work, "root", "docs"), exist_ok=True)
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
         with open(os.path.join(work, "root", "docs", "readme.txt"), "w",
@@ -227,6 +346,7 @@ class Stack:
             f.write("hello from vfsd\n")
         with open(os.path.join(work, "policy"), "w", encoding="utf-8") as f:
             f.write(POLICY)
+        self.root = os.path.join(work, "root")
         self.scope = os.path.join(work, "scope.sock")
         self.lie_scope = os.path.join(work, "lie-scope.sock")
         self.public = os.path.join(work, "public.sock")
@@ -235,14 +355,25 @@ class Stack:
         self.installs = os.path.join(work, "installs")
         # While this file exists launchd leaves its wake route unread.
         self.wake_hold = os.path.join(work, "wake.hold")
-        for p in (self.wake_hold, self.scope, self.lie_scope, self.public, self.control, self.views,
-                  self.installs):
+        for p in (self.wake_hold, self.scope, self.lie_scope, self.public,
+                  self.control, self.views, self.installs):
             if os.path.exists(p):
                 os.unlink(p)
         self.procs = []
         self.logs = {}
         self.pid = 0
-        self._start(tty)
+        self.keeper = subprocess.Popen(["sleep", "86400"], process_group=0,
+                                       stdin=subprocess.DEVNULL)
+        self.pgid = self.keeper.pid
+        try:
+            self._start(tty)
+        except BaseException:
+            self.stop()
+            raise
+
+    def bin(self, name):
+        """The path of pbx-NAME."""
+        return os.path.join(self.bin_dir, "pbx-" + name)
 
     def log(self, name):
         """The open log file of peer name."""
@@ -253,41 +384,46 @@ class Stack:
 
     def _start(self, tty):
         w = self.work
-        b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
+        b = self.bin
         sup = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         ttyp, proc, broker = [
             socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             for _ in range(3)]
         wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        stages = [a for s in STAGES for a in ("--stage", s)]
         # vfsd's route is a connection to vfsd's own --route listener, not
         # a socketpair made here: powerboxd accepts a scope only from the
         # process at the other end of slot 5 (SO_PEERCRED), and a
         # socketpair's peer would be this supervisor.
         route = os.path.join(w, "vfsd-route.sock")
+        g = self.pgid
         self.procs = [
-            peer([b("vfsd"), "--root", os.path.join(w, "root"), "--scope",
-                  self.scope, "--lie-scope", self.lie_scope, "--route",
-                  route], [], self.log("vfsd")),
+            peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
+                  "--lie-scope", self.lie_scope, "--route", route], [],
+                 self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--view-file", self.views, "--route-fd",
                   str(ttyp[1].fileno())], [ttyp[1].fileno()],
-                 self.log("ttyd")),
-            peer([b("procd"), "--stage", "42:5", "--state-file",
-                  self.installs, "--route-fd", str(proc[1].fileno())],
-                 [proc[1].fileno()], self.log("procd")),
+                 self.log("ttyd"), g),
+            peer([b("procd")] + stages + ["--state-file", self.installs,
+                                          "--route-fd",
+                                          str(proc[1].fileno())],
+                 [proc[1].fileno()], self.log("procd"), g),
             peer([b("launchd"), "serve", "--wake-fd", str(wake[1].fileno()),
                   "--broker-fd", str(broker[1].fileno()), "--control",
-                  self.control, "--wake-hold-file", self.wake_hold],
-                 [wake[1].fileno(), broker[1].fileno()], self.log("launchd")),
+                  self.control, "--wake-hold-file", self.wake_hold] +
+                 stages + self.launchd_args,
+                 [wake[1].fileno(), broker[1].fileno()], self.log("launchd"),
+                 g),
         ]
-        vfs = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)]
-        vfs[0].connect(route)
-        vfs.append(vfs[0])
+        vfs = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        vfs.connect(route)
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
-            pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(), vfs[0].fileno(),
-            ttyp[0].fileno(), proc[0].fileno(), wake[0].fileno(), None,
-            broker[0].fileno()])
-        vfs[0].close()
+            pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(),
+            vfs.fileno(), ttyp[0].fileno(), proc[0].fileno(),
+            wake[0].fileno(), None, broker[0].fileno()], g,
+            self.log("powerboxd"))
+        vfs.close()
         for s in (ttyp, proc, broker, wake):
             s[0].close()
             s[1].close()
@@ -299,12 +435,20 @@ class Stack:
         print(f"run: readiness: magic {magic:#x} version {ver} kind {kind} "
               f"public slot {slot} transients {first}..{first + count - 1} "
               f"arena {arena} bytes")
+        sup[0].close()
+        sup[1].close()
 
     def deadline_ms(self, kind, default):
         """The --deadline-KIND-ms this stack's PBX1 was made with."""
         opt = f"--deadline-{kind}-ms"
         g = self.geometry
         return int(g[g.index(opt) + 1]) if opt in g else default
+
+    def launchd_opt(self, opt, default):
+        """The value of launchd serve option opt this stack was started
+        with (default when it was not given)."""
+        a = self.launchd_args
+        return int(a[a.index(opt) + 1]) if opt in a else default
 
     def alive(self):
         """True while powerboxd has not exited (reaped and reported when
@@ -318,10 +462,32 @@ class Stack:
         self.pid = 0
         return False
 
+    def kill_jobs(self):
+        """Kills (SIGKILL, by process group) every process below the stack
+        that is not in the stack's own group: jobs launched by launchd and
+        whatever they started. Returns how many were found."""
+        roots = [p.pid for p in self.procs] + [self.pgid]
+        if self.pid:
+            roots.append(self.pid)
+        mine = os.getpgid(0)
+        stray = descendants(roots)
+        for pgid in sorted(set(stray.values())):
+            if pgid not in (mine, self.pgid, 0):
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        return len(stray)
+
     def stop(self):
-        """Ends powerboxd and the peers (a stopped peer is continued
-        first); prints every peer's log, a long one only its head and
-        tail (the whole log stays in WORK_DIR)."""
+        """Ends launched jobs, powerboxd and the peers (a stopped peer is
+        continued first), then everything left in the stack's process
+        group (launchers a failed scenario left running); prints every
+        peer's log, a long one only its head and tail (the whole log stays
+        in WORK_DIR)."""
+        left = self.kill_jobs()
+        if left:
+            print(f"run: {left} process(es) below the stack killed")
         if self.alive():
             os.kill(self.pid, signal.SIGTERM)
             os.waitpid(self.pid, 0)
@@ -330,7 +496,17 @@ class Stack:
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGCONT)
                 p.terminate()
-            p.wait()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.kill_jobs()
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.keeper.wait()
         for name, f in sorted(self.logs.items()):
             f.seek(0)
             lines = f.read().decode(errors="replace").splitlines(True)
@@ -344,50 +520,108 @@ class Stack:
         self.logs = {}
 
     def peer_log(self, name):
-        """Everything peer name has logged so far."""
+        """Everything peer name (or powerboxd) has logged so far."""
         f = self.log(name)
         f.flush()
         with open(f.name, encoding="utf-8", errors="replace") as r:
             return r.read()
 
-    def request_argv(self, *args, public=None, scope=None, scope_fd=None):
-        """The pbx-client request command line: job 11:1 session 7 realm
-        3 reading docs/readme.txt through launchd's control socket (or
-        public), with a scope from vfsd's scope socket (or scope_fd, a
-        scope this process holds), then args (a later option wins)."""
-        where = ["--scope-fd", str(scope_fd)] if scope_fd is not None else \
-            ["--scope", scope or self.scope]
-        return [os.path.join(self.bin_dir, "pbx-client"), "request",
-                "--control", public or self.control] + where + [
-                    "--selector", "docs/readme.txt", "--op", "read",
-                    "--class", "file", "--job", "11:1", "--session", "7",
-                    "--realm", "3", "--entry", "bin/cat", "--label",
-                    "readme", "--wait-ms", "20000"] + list(args)
+    def launch_argv(self, prog, job=None, entry=None):
+        """`pbx-launchd run` of prog (a list) as job ID:GEN job (None:
+        launchd picks one) with program entry entry (None: prog's base
+        name)."""
+        argv = [self.bin("launchd"), "run", "--control", self.control]
+        if job is not None:
+            argv += ["--job", job]
+        if entry is not None:
+            argv += ["--entry", entry]
+        return argv + ["--"] + list(prog)
 
-    def client(self, *args, public=None, scope=None, scope_fd=None):
-        """Runs pbx-client request with args through launchd's control
-        socket (or public); returns (rc, key=value dict)."""
-        argv = self.request_argv(*args, public=public, scope=scope,
-                                 scope_fd=scope_fd)
+    def client_argv(self, *args, scope=None, scope_fd=None):
+        """pbx-client request, as a launched job runs it: session 7 realm 3
+        reading docs/readme.txt over the job connection (no job, entry or
+        target claimed: launchd's binding fills them in), with a scope
+        from vfsd's scope socket (or scope, another socket path), or with
+        scope_fd true the scope on standard input; then args (a later
+        option wins)."""
+        where = ["--scope-fd", "0"] if scope_fd is not None else \
+            ["--scope", scope or self.scope]
+        return [self.bin("client"), "request"] + where + [
+            "--selector", "docs/readme.txt", "--op", "read", "--class",
+            "file", "--session", "7", "--realm", "3", "--label", "readme",
+            "--wait-ms", "20000"] + list(args)
+
+    def request_argv(self, *args, public=None, scope=None, scope_fd=None):
+        """The command line of one request: launched as job 11:1 entry
+        bin/cat (a --job or --entry in args names the job to launch
+        instead; a --target claim is left to launchd's binding), or, with
+        public, pbx-client straight to that socket with job 11:1, entry
+        bin/cat and every claim in args as given. See client_argv."""
+        if public is not None:
+            where = ["--scope-fd", str(scope_fd)] if scope_fd is not None \
+                else ["--scope", scope or self.scope]
+            return [self.bin("client"), "request", "--public", public] + \
+                where + ["--selector", "docs/readme.txt", "--op", "read",
+                         "--class", "file", "--job", "11:1", "--session",
+                         "7", "--realm", "3", "--entry", "bin/cat",
+                         "--label", "readme", "--wait-ms", "20000"] + \
+                list(args)
+        job, entry, rest, args = "11:1", "bin/cat", [], list(args)
+        i = 0
+        while i < len(args):
+            if args[i] in ("--job", "--entry", "--target") and \
+                    i + 1 < len(args):
+                if args[i] == "--job":
+                    job = args[i + 1]
+                elif args[i] == "--entry":
+                    entry = args[i + 1]
+                i += 2
+                continue
+            rest.append(args[i])
+            i += 1
+        return self.launch_argv(self.client_argv(
+            *rest, scope=scope, scope_fd=scope_fd), job, entry)
+
+    def run(self, argv, stdin=subprocess.DEVNULL, seconds=60):
+        """Runs argv in the stack's process group; returns the completed
+        process (output captured, printed)."""
         out = subprocess.run(argv, capture_output=True, text=True,
-                             check=False, timeout=60,
-                             pass_fds=() if scope_fd is None else (scope_fd,))
+                             check=False, timeout=seconds, stdin=stdin,
+                             process_group=self.pgid)
         print(out.stdout, end="")
         print(out.stderr, end="", file=sys.stderr)
-        kv = dict(l.split("=", 1) for l in out.stdout.splitlines()
-                  if "=" in l)
-        return out.returncode, kv
+        return out
+
+    def client(self, *args, public=None, scope=None, scope_fd=None):
+        """Runs one request (see request_argv; scope_fd: a scope this
+        process holds, the job's standard input); returns (rc, key=value
+        dict)."""
+        argv = self.request_argv(*args, public=public, scope=scope,
+                                 scope_fd=scope_fd)
+        if public is not None and scope_fd is not None:
+            out = subprocess.run(argv, capture_output=True, text=True,
+                                 check=False, timeout=60,
+                                 pass_fds=(scope_fd,),
+                                 process_group=self.pgid)
+            print(out.stdout, end="")
+            print(out.stderr, end="", file=sys.stderr)
+        else:
+            out = self.run(argv, stdin=scope_fd if scope_fd is not None
+                           else subprocess.DEVNULL)
+        return out.returncode, key_values(out.stdout)
 
     def launchd_expire(self, via, job="11:1"):
         """pbx-launchd expire of job via --control or --public."""
         path = self.control if via == "--control" else self.public
-        out = subprocess.run([os.path.join(self.bin_dir, "pbx-launchd"),
-                              "expire", via, path, "--job", job],
-                             capture_output=True, text=True, check=False,
-                             timeout=30)
-        print(out.stdout, end="")
-        print(out.stderr, end="", file=sys.stderr)
+        out = self.run([self.bin("launchd"), "expire", via, path, "--job",
+                        job], seconds=30)
         return out.returncode, out.stdout.strip()
+
+
+def key_values(text):
+    """The key=value lines of text as a dict (the last of a key wins)."""
+    return dict(l.split("=", 1) for l in text.splitlines() if "=" in l)
+
 
 
 def read_rows(path):
@@ -473,40 +707,55 @@ def lie_scope(st):
 
 
 def expire(st):
-    """EXPIRE is launchd's only through its broker connection."""
-    rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
-                       "--target", "42:5", "--slot", "21")
+    """EXPIRE is launchd's only through its broker connection. The job
+    (11:1) is a launched shell that stays alive after its client exits,
+    so that only EXPIRE ends the job grant, and the EXPIRE --public is
+    refused at once (the refusal is timed)."""
+    job = Shell(st, "11:1")
+    rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
+                         "--slot", "21")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"expire: no grant: {kv}")
     obj = last_object(st)
+    t = time.monotonic()
     rc, _ = st.launchd_expire("--public")
+    took = time.monotonic() - t
     if rc == 0:
         fail("EXPIRE on the public endpoint was accepted")
+    if took > 2.0:
+        fail(f"EXPIRE on the public endpoint refused after {took:.2f} s")
     time.sleep(0.2)
     if len(read_rows(st.installs)) != 1 or len(read_rows(st.views)) != 1:
         fail("a refused EXPIRE changed the grant")
-    print("run: EXPIRE on an ordinary public connection refused; grant "
-          "still live")
+    print(f"run: EXPIRE on an ordinary public connection refused in "
+          f"{took:.2f} s; grant still live (its job still runs)")
     rc, out = st.launchd_expire("--control")
     if rc != 0 or out != "expire=accepted":
         fail(f"EXPIRE through the broker: {out}")
     cleaned(st, obj)
+    if job.close() != 0:
+        fail("expire: the job's shell failed")
 
 
 def runtime_reply(st):
     """launchd's broker relays a running caller's runtime-reply request."""
+    before = st.peer_log("launchd").count("alias handed to the caller")
     rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
-                       "--mode", "runtime-reply", "--then", "consume")
+                       "--mode", "runtime-reply", "--then", "consume",
+                       "--verify-object", st.root)
     if rc != 0 or kv.get("outcome") != "approved" or \
-            kv.get("mode") != "runtime-reply" or "alias_inode" not in kv:
+            kv.get("mode") != "runtime-reply" or "alias_inode" not in kv or \
+            kv.get("object") != "verified":
         fail(f"runtime-reply: {kv}")
-    aliases = st.peer_log("launchd").count("alias handed to the caller")
+    aliases = st.peer_log("launchd").count("alias handed to the caller") - \
+        before
     if aliases != 1:
         fail(f"the alias crossed the broker {aliases} times")
     if kv.get("alias") != "revoked":
         fail("the caller's alias outlived the grant")
     print(f"run: alias {kv['alias_inode']} handed over once through the "
-          f"broker, revoked after CONSUME")
+          f"broker, the object it names is docs/readme.txt (vfsd's STAT), "
+          f"revoked after CONSUME")
     cleaned(st, last_object(st))
 
 
@@ -521,14 +770,12 @@ def direct(st):
     argv = [os.path.join(st.bin_dir, "pbx-client"), "request", "--public",
             st.public, "--scope", st.scope, "--selector", "docs/readme.txt",
             "--op", "read", "--class", "file", "--lifetime", "one-shot",
-            "--job", "11:1", "--session", "7", "--realm", "3", "--target",
-            "42:5", "--slot", "20"]
-    out = subprocess.run(argv, capture_output=True, text=True, check=False,
-                         timeout=60)
-    print(out.stderr, end="", file=sys.stderr)
+            "--job", "11:1", "--entry", "bin/cat", "--session", "7",
+            "--realm", "3", "--target", "42:5", "--slot", "20"]
+    out = st.run(argv)
     if out.returncode != 1 or "request=" in out.stdout or \
             "BEGIN refused" not in out.stderr or \
-            f"(0x{0x061D:04x})" not in out.stderr:
+            f"(0x{E_CORE_BROKER:04x})" not in out.stderr:
         fail(f"a BEGIN on the public endpoint was not refused with "
              f"PBX_E_CORE_BROKER: {out.stdout} {out.stderr}")
     wait_for(lambda: fd_count(st.pid) == base,
@@ -576,47 +823,64 @@ def hangup(st):
           f"descriptors back to {base}")
 
 
-def simple(st, *args):
-    """Runs pbx-client with args on a new control connection; returns
-    (rc, stdout, stderr)."""
-    out = subprocess.run([os.path.join(st.bin_dir, "pbx-client")] +
-                         list(args) + ["--control", st.control],
-                         capture_output=True, text=True, check=False,
-                         timeout=60)
-    print(out.stdout, end="")
-    print(out.stderr, end="", file=sys.stderr)
+def simple(st, *args, job="12:1", entry="bin/other"):
+    """Runs pbx-client with args as another program: launched as job
+    (with job None, on a plain control connection of launchd, as a
+    program launchd did not launch); returns (rc, stdout, stderr)."""
+    argv = [st.bin("client")] + list(args)
+    if job is None:
+        argv += ["--control", st.control]
+    else:
+        argv = st.launch_argv(argv, job, entry)
+    out = st.run(argv)
     return out.returncode, out.stdout, out.stderr
+
+
+def relayed(st, *ops):
+    """How many replies to ops (0x.... strings) launchd relayed."""
+    text = st.peer_log("launchd")
+    return sum(count(text, f"broker: op {op} ") for op in ops)
 
 
 def foreign(st):
     """Another program cannot drive a request or grant it did not begin:
-    launchd answers PBX_E_PEER_NOT_YOURS itself; the grant outlives its
-    connection and only launchd's EXPIRE ends it."""
-    rc, kv = st.client("--lifetime", "one-shot", "--urgency", "routine",
-                       "--target", "42:5", "--slot", "24")
+    launchd answers PBX_E_PEER_NOT_YOURS itself; the grant outlives the
+    client that got it (its job, a launched shell, lives on) and only
+    launchd's EXPIRE ends it. The other program is another launched job
+    (12:1), and once a program launchd did not launch (a plain control
+    connection)."""
+    job = Shell(st, "11:1")
+    rc, kv = job.request("--lifetime", "one-shot", "--urgency", "routine",
+                         "--slot", "24")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"foreign: no grant: {kv}")
     obj = last_object(st)
-    relayed = st.peer_log("launchd").count("broker: op")
-    for args in (["consume", "--grant", kv["grant"]],
-                 ["cancel", "--request", kv["request"]],
-                 ["cancel", "--job", "11:1", "--session", "7"]):
-        rc, out, err = simple(st, *args)
-        if rc != 1 or "accepted" in out or f"(0x{0x08C8:04x})" not in err:
+    before = relayed(st, "0x0005", "0x0006")
+    for args, launched in ((["consume", "--grant", kv["grant"]], True),
+                           (["cancel", "--request", kv["request"]], True),
+                           (["cancel", "--job", "11:1", "--session", "7"],
+                            True),
+                           (["consume", "--grant", kv["grant"]], False)):
+        rc, out, err = simple(st, *args, job="12:1" if launched else None)
+        if rc != 1 or "accepted" in out or \
+                f"(0x{E_PEER_NOT_YOURS:04x})" not in err:
             fail(f"foreign: {' '.join(args)} was not refused as not "
                  f"yours: {out} {err}")
-    if st.peer_log("launchd").count("broker: op") != relayed:
+    if relayed(st, "0x0005", "0x0006") != before:
         fail("foreign: a refused frame reached powerboxd")
     time.sleep(0.2)
     if len(read_rows(st.installs)) != 1 or len(read_rows(st.views)) != 1:
         fail("foreign: a refused frame changed the grant")
     print(f"run: CONSUME of grant {kv['grant']}, CANCEL of request "
-          f"{kv['request']} and of its job and session from another "
-          f"connection refused by launchd (0x08c8); grant still live")
+          f"{kv['request']} and of its job and session from another job, "
+          f"and CONSUME from an unlaunched program, refused by launchd "
+          f"(0x08c8); grant still live")
     rc, out = st.launchd_expire("--control")
     if rc != 0 or out != "expire=accepted":
         fail(f"foreign: EXPIRE through the broker: {out}")
     cleaned(st, obj)
+    if job.close() != 0:
+        fail("foreign: the job's shell failed")
 
 
 def tmux(*args):
@@ -669,18 +933,19 @@ def withdrawn_on_pane(st, request):
     return f"[prompt for request {request} withdrawn]" in pane_text(st)
 
 
-class Client:
-    """A pbx-client request running in the background: its stdout lines
-    are collected as they come; go() writes the line on its stdin that
-    `--then hold` and `--then cancel` wait for."""
+class Launched:
+    """A launched job (argv: its `pbx-launchd run` command line) running
+    in the background, in the stack's process group: its stdout lines are
+    collected as they come, with the time each arrived. stdin is a pipe
+    (write() feeds it) unless stdin gives a descriptor (a scope)."""
 
-    def __init__(self, st, *args, public=None, scope_fd=None, stderr=None):
-        argv = st.request_argv(*args, public=public, scope_fd=scope_fd)
+    def __init__(self, st, argv, stdin=None, stderr=None):
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            stderr=stderr,
-            pass_fds=() if scope_fd is None else (scope_fd,))
+            argv, stdin=subprocess.PIPE if stdin is None else stdin,
+            stdout=subprocess.PIPE, text=True, stderr=stderr,
+            process_group=st.pgid)
         self.lines = []
+        self.times = []
         self.cv = threading.Condition()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -690,30 +955,83 @@ class Client:
             print(line, end="")
             with self.cv:
                 self.lines.append(line.rstrip("\n"))
+                self.times.append(time.monotonic())
                 self.cv.notify_all()
         with self.cv:
             self.lines.append(None)
+            self.times.append(time.monotonic())
             self.cv.notify_all()
 
-    def kv(self):
-        """The key=value lines printed so far (the last of a key wins)."""
+    def kv(self, start=0, end=None):
+        """The key=value lines printed (from line start to end) so far
+        (the last of a key wins)."""
         with self.cv:
-            return dict(l.split("=", 1) for l in self.lines
+            return dict(l.split("=", 1) for l in self.lines[start:end]
                         if l is not None and "=" in l)
 
-    def wait_key(self, key, seconds=10.0):
-        """Waits until key= was printed; returns its value."""
+    def wait_line(self, pred, what, seconds=10.0, start=0):
+        """Waits until a line from index start on satisfies pred; returns
+        its index."""
         deadline = time.monotonic() + seconds
         with self.cv:
             while True:
-                for l in self.lines:
-                    if l is not None and l.startswith(key + "="):
-                        return l.split("=", 1)[1]
+                for i in range(start, len(self.lines)):
+                    if self.lines[i] is not None and pred(self.lines[i]):
+                        return i
                 left = deadline - time.monotonic()
-                if None in self.lines or left <= 0:
-                    fail(f"pbx-client never printed {key}= "
-                         f"({self.lines})")
+                if None in self.lines[start:] or left <= 0:
+                    fail(f"the launched job never printed {what} "
+                         f"({self.lines[start:]})")
                 self.cv.wait(left)
+
+    def wait_key(self, key, seconds=10.0, start=0):
+        """Waits until key= was printed; returns its value."""
+        i = self.wait_line(lambda l: l.startswith(key + "="), key + "=",
+                           seconds, start)
+        with self.cv:
+            return self.lines[i].split("=", 1)[1]
+
+    def when(self, key):
+        """When the first key= line arrived (monotonic seconds)."""
+        with self.cv:
+            for l, t in zip(self.lines, self.times):
+                if l is not None and l.startswith(key + "="):
+                    return t
+        fail(f"no {key}= line")
+        return 0.0
+
+    def write(self, text):
+        """Writes text to the job's standard input."""
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
+
+    def running(self):
+        """True while the launcher (and so the job) has not exited."""
+        return self.proc.poll() is None
+
+    def finish(self, seconds=30.0):
+        """Closes the job's stdin, waits for its exit; returns (rc,
+        key=value dict)."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = self.proc.wait(timeout=seconds)
+        self.reader.join(timeout=5)
+        return rc, self.kv()
+
+
+class Client(Launched):
+    """A pbx-client request launched as a job (see Stack.request_argv)
+    running in the background; go() writes the line on its stdin that
+    `--then hold` and `--then cancel` wait for. With scope_fd the scope is
+    the job's stdin instead (then nothing can be written)."""
+
+    def __init__(self, st, *args, scope_fd=None, stderr=None):
+        Launched.__init__(self, st, st.request_argv(*args,
+                                                    scope_fd=scope_fd),
+                          stdin=scope_fd, stderr=stderr)
 
     def committed(self):
         """The request id, once printed. pbx-client's stdout is a pipe,
@@ -724,29 +1042,162 @@ class Client:
 
     def go(self):
         """Lets a held client go on."""
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
+        self.write("\n")
 
-    def running(self):
-        """True while the client has not exited."""
-        return self.proc.poll() is None
 
-    def finish(self, seconds=30.0):
-        """Waits for the client's exit; returns (rc, key=value dict)."""
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        rc = self.proc.wait(timeout=seconds)
-        self.reader.join(timeout=5)
-        return rc, self.kv()
+class Shell(Launched):
+    """A launched job whose program is a shell running, one at a time, the
+    command lines written to it (each with stdin from /dev/null), so that
+    the job, and with it its grants, outlives each client it runs; every
+    client talks over the job's one connection, in turn."""
+
+    LOOP = 'while IFS= read -r l; do eval "$l"; echo "done=$?"; done'
+
+    def __init__(self, st, job, entry="bin/cat", stderr=None):
+        self.st = st
+        Launched.__init__(self, st, st.launch_argv(
+            ["/bin/sh", "-c", self.LOOP], job, entry), stderr=stderr)
+
+    def start(self, line):
+        """Sends one shell command line; returns the index its output
+        starts at."""
+        with self.cv:
+            mark = len(self.lines)
+        self.write(line + " </dev/null\n")
+        return mark
+
+    def done(self, mark, seconds=60.0):
+        """Waits for the command started at mark; returns (rc, key=value
+        dict of its output)."""
+        i = self.wait_line(lambda l: l.startswith("done="), "done=",
+                           seconds, mark)
+        with self.cv:
+            rc = int(self.lines[i].split("=", 1)[1])
+        return rc, self.kv(mark, i)
+
+    def sh(self, line, seconds=60.0):
+        """Runs one shell command line; returns (rc, key=value dict)."""
+        return self.done(self.start(line), seconds)
+
+    def run(self, argv, stderr=None, seconds=60.0):
+        """Runs argv (stderr to file stderr, if given); returns (rc,
+        key=value dict)."""
+        line = shlex.join(argv)
+        if stderr is not None:
+            line += " 2>" + shlex.quote(stderr)
+        return self.sh(line, seconds)
+
+    def request(self, *args, stderr=None):
+        """One pbx-client request in this job (see Stack.client_argv)."""
+        return self.run(self.st.client_argv(*args), stderr=stderr)
+
+    def target(self):
+        """The job's staged process (PBX_TARGET), '' when it has none."""
+        return self.sh('echo "target=$PBX_TARGET"')[1].get("target", "")
+
+    def close(self, seconds=30.0):
+        """Ends the shell (end of its input), and so the job; returns the
+        launcher's exit status."""
+        rc, _ = self.finish(seconds)
+        return rc
+
+
+class Program(Launched):
+    """A launched job whose program is this file's raw program
+    (job_program): it speaks ipc v2 frames itself on its job connection,
+    one command line at a time (see job_program)."""
+
+    def __init__(self, st, job, entry):
+        Launched.__init__(self, st, st.launch_argv(
+            [sys.executable, os.path.abspath(__file__), "--program"], job,
+            entry))
+
+    def cmd(self, line, seconds=30.0):
+        """Runs one command; returns its output lines (without done)."""
+        with self.cv:
+            mark = len(self.lines)
+        self.write(line + "\n")
+        i = self.wait_line(lambda l: l == "done", "done", seconds, mark)
+        with self.cv:
+            return self.lines[mark:i]
+
+
+def begin_body(job, entry, selector, mode=2):
+    """A BEGIN body: a routine one-shot read of a file, session 7 realm 3,
+    by job (id, gen) with program entry (bytes) for selector (bytes), in
+    runtime-reply mode (no target) unless mode says otherwise."""
+    fixed = bytearray(96)
+    struct.pack_into("<QQQIIIIIHHBBB", fixed, 0, job[0], 7, 0, job[1], 3, 0,
+                     0, len(selector), 1, 1, 1, mode, 1)
+    struct.pack_into("<HH", fixed, 52, len(entry), 0)
+    fixed[56:88] = hashlib.sha256(selector).digest()
+    return bytes(fixed) + entry
+
+
+def job_program():
+    """run.py --program: the raw program a Program launches. It reads
+    commands on stdin and prints key=value lines, then `done`:
+      begin N [partial]  N BEGINs (runtime-reply, of its own job and
+                         entry, docs/readme.txt; with partial a 600-byte
+                         selector of which only the first chunk is sent):
+                         begun=I.G or refused=0xSTATUS each
+      cancel I.G         the exact CANCEL: cancel=accepted|0xSTATUS
+      decision I.G       DECISION: decision=I.G OUTCOME (or 0xSTATUS)
+    Each call carries its own seq; its reply must echo it and the op."""
+    conn = socket.socket(fileno=int(os.environ["PBX_LAUNCHD_FD"]))
+    conn.settimeout(60)
+    jid, jgen = (int(x) for x in os.environ["PBX_JOB"].split(":"))
+    entry = os.environ["PBX_ENTRY"].encode()
+    seq = [0]
+
+    def call(op, body=b"", req=(0, 0)):
+        seq[0] += 1
+        conn.send(frame(op, body, 0, req, seq[0]))
+        msg, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+        for fd in fds:
+            os.close(fd)
+        if len(msg) < 32:
+            raise SystemExit(f"program: short reply {msg!r}")
+        _, _, rop, status, _, idx, gen, _, rseq, _ = \
+            struct.unpack("<IHHHHIIIII", msg[:32])
+        if rop != op | REPLY_BIT or rseq != seq[0]:
+            raise SystemExit(f"program: reply op {rop:#x} seq {rseq} to op "
+                             f"{op:#x} seq {seq[0]}")
+        return status, f"{idx}.{gen}", msg[32:]
+
+    def pair(text):
+        return tuple(int(x) for x in text.split("."))
+    for line in sys.stdin:
+        w = line.split()
+        if w and w[0] == "begin":
+            sel = b"docs/readme.txt"
+            if "partial" in w:
+                sel = b"docs/" + b"x" * 595
+            for _ in range(int(w[1])):
+                st, rid, _ = call(OP_BEGIN, begin_body((jid, jgen), entry,
+                                                       sel))
+                print(f"begun={rid}" if st == 0 else f"refused={st:#06x}")
+                if st == 0 and "partial" in w:
+                    st, _, _ = call(OP_SELECTOR, struct.pack(
+                        "<II", 0, 512) + sel[:512], pair(rid))
+                    print(f"chunk={rid} {st:#06x}")
+        elif w and w[0] == "cancel":
+            st, _, _ = call(OP_CANCEL, bytes(24), pair(w[1]))
+            print(f"cancel={'accepted' if st == 0 else f'{st:#06x}'}")
+        elif w and w[0] == "decision":
+            st, rid, body = call(OP_DECISION, b"", pair(w[1]))
+            said = OUTCOMES.get(body[0], "?") if st == 0 and body else \
+                f"{st:#06x}"
+            print(f"decision={rid} {said}")
+        print("done", flush=True)
+    return 0
 
 
 def exceptional(st, *args, scope_fd=None):
-    """An exceptional one-shot request of job 11:1 in the background."""
+    """An exceptional one-shot request of job 11:1 in the background (the
+    job is the client: it ends with it)."""
     return Client(st, "--lifetime", "one-shot", "--urgency", "exceptional",
-                  "--target", "42:5", "--slot", "22", *args,
-                  scope_fd=scope_fd)
+                  "--slot", "22", *args, scope_fd=scope_fd)
 
 
 def prompt(st):
@@ -797,7 +1248,8 @@ def prompt_pending(st):
         "--slot", slots[k], "--job", f"{200 + k}:1", "--entry",
         f"bin/worker{k}", "--label", f"worker {k}", "--then", "consume",
         "--repeat", str(each)), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True) for k in range(clients)]
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        process_group=st.pgid) for k in range(clients)]
     outs = [p.communicate(timeout=150) for p in procs]
     wall = time.monotonic() - t0
     done, medians, p99s = 0, [], []
@@ -821,7 +1273,7 @@ def prompt_pending(st):
     want = [("procd INSTALL", lambda: sum(count(
                 news("procd"), "INSTALL grant", f"slot {s}") for s in slots)),
             ("procd revocation", lambda: sum(count(
-                news("procd"), "leaves process 42 slot " + s)
+                news("procd"), "leaves process", f"slot {s}")
                 for s in slots)),
             ("ttyd ACTIVE", lambda: count(news("ttyd"), "VIEW ACTIVE")),
             ("ttyd REMOVE", lambda: count(news("ttyd"), "VIEW REMOVE")),
@@ -1011,10 +1463,13 @@ def stop_peer(p):
 
 
 def ttyd_stalled(st):
-    """Revocation goes on while ttyd is stopped; REMOVE completes after."""
+    """Revocation goes on while ttyd is stopped; REMOVE completes after.
+    The job (14:1) is a launched shell that outlives its client, so that
+    the EXPIRE is what ends the grant."""
     vfsd, ttyd, procd = st.procs[0], st.procs[1], st.procs[2]
-    rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
-                       "--target", "42:5", "--slot", "25", "--job", "14:1")
+    job = Shell(st, "14:1")
+    rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
+                         "--slot", "25")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"ttyd-stalled: no grant: {kv}")
     obj = last_object(st)
@@ -1066,6 +1521,8 @@ def ttyd_stalled(st):
           f"while it was stopped); the view file is empty")
     if not st.alive():
         fail("ttyd-stalled: powerboxd exited")
+    if job.close() != 0:
+        fail("ttyd-stalled: the job's shell failed")
     lifecycle(st)
     print(f"run: powerboxd (pid {st.pid}) alive throughout and serving")
 
@@ -1085,11 +1542,15 @@ def take_scope(st):
 
 def vfsd_stalled(st):
     """vfsd stopped for 30 s: what needs it times out, the rest goes on;
-    a RETIRE owed to it is retried and acknowledged after SIGCONT."""
+    a RETIRE owed to it is retried and acknowledged after SIGCONT. The
+    grant's job (15:1) is a launched shell that outlives its client, so
+    that the EXPIRE is what ends it; the scopes taken before vfsd stops
+    are handed to their jobs as standard input."""
     vfsd = st.procs[0]
     base, vbase = fd_count(st.pid), settled_fds(vfsd.pid)
-    rc, kv = st.client("--lifetime", "job", "--urgency", "routine",
-                       "--target", "42:5", "--slot", "26", "--job", "15:1")
+    job = Shell(st, "15:1")
+    rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
+                         "--slot", "26")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"vfsd-stalled: no grant: {kv}")
     grant, obj = kv["grant"], last_object(st)
@@ -1130,21 +1591,22 @@ def vfsd_stalled(st):
     out = subprocess.run(st.request_argv(
         "--target", "42:5", "--slot", "20", public=st.public,
         scope_fd=scopes[1]), capture_output=True, text=True, check=False,
-        timeout=10, pass_fds=(scopes[1],))
+        timeout=10, pass_fds=(scopes[1],), process_group=st.pgid)
     if out.returncode != 1 or "BEGIN refused" not in out.stderr or \
-            f"(0x{0x061D:04x})" not in out.stderr:
+            f"(0x{E_CORE_BROKER:04x})" not in out.stderr:
         fail(f"vfsd-stalled: direct BEGIN: {out.stdout} {out.stderr}")
     print(f"run: BEGIN on the public endpoint refused (PBX_E_CORE_BROKER) "
           f"in {time.monotonic() - t:.2f} s")
+    # Its stdin is the scope, so the client cancels on its own: its
+    # --wait-ms passes while the resolution waits on vfsd.
     t = time.monotonic()
-    cli = Client(st, "--job", "18:1", "--target", "42:5", "--slot", "29",
-                 "--then", "cancel", scope_fd=scopes[2])
+    cli = Client(st, "--job", "18:1", "--slot", "29", "--wait-ms", "300",
+                 scope_fd=scopes[2])
     req = cli.committed()
-    cli.go()
-    if cli.wait_key("cancel") != "accepted":
+    if cli.wait_key("wait") != "expired" or \
+            cli.wait_key("cancel") != "accepted":
         fail(f"vfsd-stalled: CANCEL of {req} refused")
     cancel_took = time.monotonic() - t
-    cli.go()
     rc, kv = cli.finish()
     if rc != 3 or kv.get("outcome") != "cancelled":
         fail(f"vfsd-stalled: CANCEL of request {req} waiting on vfsd: {kv}")
@@ -1163,6 +1625,8 @@ def vfsd_stalled(st):
              f"{read_rows(st.installs)} {read_rows(st.views)}")
     print(f"run: EXPIRE of grant {grant}: revoked at procd and REMOVEd at "
           f"ttyd while vfsd is stopped")
+    if job.close() != 0:
+        fail("vfsd-stalled: the job's shell failed")
     while time.monotonic() < t0 + 30.0:
         if not st.alive():
             fail("vfsd-stalled: powerboxd exited while vfsd was stopped")
@@ -1331,8 +1795,8 @@ def cancel_lost_reply(st):
     (generation zero): the one grant it names ends. With two live
     requests of that job and session the same CANCEL is ambiguous: refused
     (PBX_E_CORE_AMBIGUOUS), both stay."""
-    cli = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
-                 "--slot", "31", "--then", "cancel-session")
+    cli = Client(st, "--job", "21:1", "--session", "9", "--slot", "31",
+                 "--then", "cancel-session")
     req = cli.committed()
     wait_for(lambda: len(slot_rows(st, 31)) == 1,
              f"request {req} was never approved and installed")
@@ -1352,22 +1816,31 @@ def cancel_lost_reply(st):
     print(f"run: generation-zero CANCEL of job 21:1 session 9 accepted; "
           f"the grant ended at every peer; decision then read: "
           f"{kv.get('outcome')}")
-    err = open(os.path.join(st.work, "logs", "ambiguous.err"), "w+")
-    a = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
-               "--slot", "32", "--then", "cancel-session", stderr=err)
-    b = Client(st, "--job", "21:1", "--session", "9", "--target", "42:5",
-               "--slot", "33", "--then", "hold")
-    ra, rb = a.committed(), b.committed()
+    # Two live approved requests of one job and session: a launched
+    # shell (job 21:1) runs two clients in turn that each exit after
+    # COMMIT without reading the decision; the job, and with it both
+    # requests, stays alive until the EXPIRE.
+    job = Shell(st, "21:1")
+    made = []
+    for slot in (32, 33):
+        rc, kv = job.request("--session", "9", "--slot", str(slot),
+                             "--then", "hang-up")
+        if rc != 0 or kv.get("hang_up") != "after-commit":
+            fail(f"cancel-lost-reply: slot {slot}: {kv}")
+        made.append(kv["request"])
+    ra, rb = made
     wait_for(lambda: len(slot_rows(st, 32)) == 1 and
              len(slot_rows(st, 33)) == 1 and len(read_rows(st.views)) == 2,
              f"requests {ra} and {rb} were not both approved")
-    a.go()
-    if a.wait_key("cancel") != "refused":
+    errf = os.path.join(st.work, "logs", "ambiguous.err")
+    rc, kv = job.run([st.bin("client"), "cancel", "--job", "21:1",
+                      "--session", "9"], stderr=errf)
+    with open(errf, encoding="utf-8") as f:
+        said = f.read()
+    sys.stderr.write(said)
+    if rc != 1 or kv.get("cancel") == "accepted":
         fail("cancel-lost-reply: an ambiguous generation-zero CANCEL was "
              "accepted")
-    err.flush()
-    err.seek(0)
-    said = err.read()
     if f"(0x{0x0614:04x})" not in said:
         fail(f"cancel-lost-reply: not refused as ambiguous: {said}")
     time.sleep(0.2)
@@ -1378,25 +1851,23 @@ def cancel_lost_reply(st):
     print(f"run: with requests {ra} and {rb} of job 21:1 session 9 live, "
           f"the generation-zero CANCEL refused: "
           f"{said.strip().splitlines()[-1]}; both still installed and shown")
-    a.go()
-    b.go()
-    for c in (a, b):
-        rc, kv = c.finish()
-        if rc != 0 or kv.get("outcome") != "approved":
-            fail(f"cancel-lost-reply: {kv}")
-    err.close()
     rc, out = st.launchd_expire("--control", job="21:1")
     if rc != 0 or out != "expire=accepted":
         fail(f"cancel-lost-reply: EXPIRE: {out}")
     wait_for(lambda: read_rows(st.installs) == [] and
              read_rows(st.views) == [], "cancel-lost-reply: rows left")
+    if job.close() != 0:
+        fail("cancel-lost-reply: the job's shell failed")
 
 
 def invocation_expiry(st):
     """launchd's EXPIRE of one invocation ends exactly its grants, the
     one-shot ones made within it included; another invocation's grants,
     a one-shot one made outside any invocation and a job-lifetime grant
-    of the same job stay live."""
+    of the same job stay live. The job (22:1) is a launched shell that
+    runs the six clients in turn and lives on, so that only the EXPIREs
+    end its grants."""
+    job = Shell(st, "22:1")
     made = {}
     for slot, args in ((34, ["--lifetime", "invocation", "--invocation",
                              "5"]),
@@ -1406,20 +1877,15 @@ def invocation_expiry(st):
                        (37, ["--lifetime", "one-shot", "--invocation", "6"]),
                        (38, ["--lifetime", "one-shot"]),
                        (39, ["--lifetime", "job"])):
-        rc, kv = st.client(*args, "--job", "22:1", "--target", "42:5",
-                           "--slot", str(slot))
+        rc, kv = job.request(*args, "--slot", str(slot))
         if rc != 0 or kv.get("outcome") != "approved":
             fail(f"invocation-expiry: slot {slot}: {kv}")
         made[slot] = (kv["grant"], last_object(st))
     if len(read_rows(st.installs)) != 6 or len(read_rows(st.views)) != 6:
         fail("invocation-expiry: not six grants live")
     vlog = len(st.peer_log("vfsd"))
-    out = subprocess.run([os.path.join(st.bin_dir, "pbx-launchd"), "expire",
-                          "--control", st.control, "--job", "22:1",
-                          "--invocation", "5"], capture_output=True,
-                         text=True, check=False, timeout=30)
-    print(out.stdout, end="")
-    print(out.stderr, end="", file=sys.stderr)
+    out = st.run([st.bin("launchd"), "expire", "--control", st.control,
+                  "--job", "22:1", "--invocation", "5"], seconds=30)
     if out.returncode != 0 or out.stdout.strip() != "expire=accepted":
         fail(f"invocation-expiry: EXPIRE of invocation 5: {out.stdout}")
     gone, kept = (34, 35), (36, 37, 38, 39)
@@ -1452,6 +1918,8 @@ def invocation_expiry(st):
         fail(f"invocation-expiry: EXPIRE of the job: {out2}")
     wait_for(lambda: read_rows(st.installs) == [] and
              read_rows(st.views) == [], "invocation-expiry: rows left")
+    if job.close() != 0:
+        fail("invocation-expiry: the job's shell failed")
 
 
 def frame(op, body=b"", caps=0, req=(0, 0), seq=1):
@@ -1524,12 +1992,12 @@ def backpressure(st):
     approved and held undelivered fill both pools; a third request is
     refused at BEGIN with the retryable PBX_E_CORE_BUSY (0x0604) and
     nothing held is dropped; once the held decisions are read (approved)
-    and the job expired, the same request succeeds."""
+    and their jobs ended (each held client is a job of its own, 31:1 and
+    34:1, expired by launchd when it exits), the same request succeeds."""
     held = []
-    for slot in (40, 41):
-        c = Client(st, "--job", "31:1", "--lifetime", "job", "--urgency",
-                   "routine", "--target", "42:5", "--slot", str(slot),
-                   "--then", "hold")
+    for job, slot in (("31:1", 40), ("34:1", 41)):
+        c = Client(st, "--job", job, "--lifetime", "job", "--urgency",
+                   "routine", "--slot", str(slot), "--then", "hold")
         held.append((c, c.committed()))
     wait_for(lambda: len(slot_rows(st, 40)) == 1 and
              len(slot_rows(st, 41)) == 1 and len(read_rows(st.views)) == 2,
@@ -1538,16 +2006,12 @@ def backpressure(st):
     rows = (read_rows(st.installs), read_rows(st.views))
     print(f"run: requests {held[0][1]} and {held[1][1]} approved and held "
           f"(decisions unread): the request and grant pools are full")
-    argv = st.request_argv("--job", "32:1", "--lifetime", "one-shot",
-                           "--urgency", "routine", "--target", "42:5",
-                           "--slot", "42", "--then", "consume")
-    out = subprocess.run(argv, capture_output=True, text=True, check=False,
-                         timeout=60)
-    print(out.stdout, end="")
-    print(out.stderr, end="", file=sys.stderr)
+    out = st.run(st.request_argv("--job", "32:1", "--lifetime", "one-shot",
+                                 "--urgency", "routine", "--slot", "42",
+                                 "--then", "consume"))
     if out.returncode == 0 or "request=" in out.stdout or \
             "BEGIN refused" not in out.stderr or \
-            f"(0x{0x0604:04x})" not in out.stderr:
+            f"(0x{E_CORE_BUSY:04x})" not in out.stderr:
         fail(f"backpressure: a request over full pools was not refused "
              f"BUSY at BEGIN: {out.stdout} {out.stderr}")
     said = [l for l in out.stderr.splitlines() if "BEGIN refused" in l][-1]
@@ -1563,22 +2027,19 @@ def backpressure(st):
         rc, kv = c.finish()
         if rc != 0 or kv.get("outcome") != "approved":
             fail(f"backpressure: held request {req}: {kv}")
-    print("run: both held decisions read: approved")
-    rc, out2 = st.launchd_expire("--control", job="31:1")
-    if rc != 0 or out2 != "expire=accepted":
-        fail(f"backpressure: EXPIRE: {out2}")
+    print("run: both held decisions read: approved; both jobs ended")
     wait_for(lambda: read_rows(st.installs) == [] and
              read_rows(st.views) == [], "backpressure: rows left")
     rc, kv = st.client("--job", "32:1", "--lifetime", "one-shot",
-                       "--urgency", "routine", "--target", "42:5", "--slot",
-                       "42", "--then", "consume")
+                       "--urgency", "routine", "--slot", "42", "--then",
+                       "consume")
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
         fail(f"backpressure: the same request after the pools drained: "
              f"{kv}")
     cleaned(st, last_object(st))
-    print("run: pools drained (job 31:1 expired): the same request "
-          "approved and consumed")
+    print("run: pools drained (jobs 31:1 and 34:1 expired by launchd at "
+          "their exit): the same request approved and consumed")
 
 
 def cpu_seconds(pid):
@@ -1591,35 +2052,46 @@ def cpu_seconds(pid):
 def wake_backpressure(st):
     """launchd stops reading its wake route (--wake-hold-file) and more
     decisions are made than the route holds: every client still gets its
-    APPROVED decision, powerboxd keeps the refused wakes without spinning
-    (CPU time over 2 s below 0.2 s), and once launchd reads again every
-    wake arrives exactly once."""
+    APPROVED decision (launchd, holding each DECISION, re-asks it on its
+    fallback tick when no wake comes: the clients run at once, each a job
+    of its own in runtime-reply mode, so the run takes one tick),
+    powerboxd keeps the refused wakes without spinning (CPU time over 2 s
+    below 0.2 s), and once launchd reads again every wake arrives exactly
+    once."""
     with open("/proc/sys/net/unix/max_dgram_qlen", encoding="utf-8") as f:
         qlen = int(f.read())
     n = qlen + 6
+    jobs = [f"job {300 + i}.1" for i in range(n)]
+
+    def woken():
+        return [l for l in st.peer_log("launchd").splitlines()
+                if "wake request" in l and l.split(" job ", 1)[-1].split()
+                and "job " + l.split(" job ", 1)[-1].split()[0] in jobs]
     with open(st.wake_hold, "w", encoding="utf-8"):
         pass
     time.sleep(0.2)  # launchd's poll round with the wake route still in it
     reqs = []
     try:
-        for i in range(n):
-            rc, kv = st.client("--job", "33:1", "--lifetime", "one-shot",
-                               "--urgency", "routine", "--target", "42:5",
-                               "--slot", "43", "--then", "consume")
+        t = time.monotonic()
+        clis = [Client(st, "--job", f"{300 + i}:1", "--lifetime",
+                       "one-shot", "--urgency", "routine", "--mode",
+                       "runtime-reply", "--then", "consume")
+                for i in range(n)]
+        for i, c in enumerate(clis):
+            rc, kv = c.finish(60)
             if rc != 0 or kv.get("outcome") != "approved" or \
                     kv.get("consume") != "accepted":
                 fail(f"wake-backpressure: decision {i} while the wake "
                      f"route was full: {kv}")
             reqs.append(kv["request"])
-        wait_for(lambda: read_rows(st.installs) == [] and
-                 read_rows(st.views) == [], "wake-backpressure: rows left")
-        woken = lambda: [l for l in st.peer_log("launchd").splitlines()
-                         if "wake request" in l and "job 33.1" in l]
+        took = time.monotonic() - t
+        wait_for(lambda: read_rows(st.views) == [],
+                 "wake-backpressure: rows left")
         if woken():
             fail(f"wake-backpressure: launchd read wakes while held: "
                  f"{woken()}")
-        print(f"run: {n} requests approved and consumed while launchd left "
-              f"its wake route (queue {qlen}) unread")
+        print(f"run: {n} requests approved and consumed in {took:.1f} s "
+              f"while launchd left its wake route (queue {qlen}) unread")
         t0 = cpu_seconds(st.pid)
         time.sleep(2.0)
         spent = cpu_seconds(st.pid) - t0
@@ -1644,34 +2116,514 @@ def wake_backpressure(st):
           f"exactly once")
 
 
-# Each scenario: its function, whether it prompts on a tmux pane, and the
-# `pbx geometry make` arguments of a stack of its own (None: the shared
-# stack).
+def write_file(st, rel, text):
+    """Writes text to the file rel beneath vfsd's root."""
+    path = os.path.join(st.root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def request_lines(st, job, entry, outcome):
+    """launchd's end-of-request lines of job (ID.GEN) and entry with
+    outcome."""
+    return count(st.peer_log("launchd"), "request ", f" job {job} entry "
+                 f"{entry} outcome {outcome}")
+
+
+def slow_prompt_isolation(st):
+    """(own stack, launchd --call-ms 1000) program A's prompt is answered
+    twice the relay timeout after it showed while program B runs 100
+    routine lifecycles before and after the answer; each gets only its own
+    decisions and objects, A's when the user answers."""
+    relay = st.launchd_opt("--call-ms", 10000) / 1000.0
+    write_file(st, "docs/a.txt", "program A's file\n")
+    write_file(st, "docs/b.txt", "program B's file, longer than A's\n")
+    clear_pane(st)
+    a = Client(st, "--job", "70:1", "--entry", "bin/a", "--mode",
+               "runtime-reply", "--urgency", "exceptional", "--selector",
+               "docs/a.txt", "--verify-object", st.root, "--then",
+               "consume", "--wait-ms", "0")
+    req = a.committed()
+    obj = wait_prompt(st, req)
+    shown = time.monotonic()
+    # Program B: ten clients in turn in one job (71:1), ten lifecycles
+    # each, with pauses, so that B's calls run while A's decision is held
+    # and after it was delivered.
+    rounds, each = 10, 10
+    client = shlex.join(st.client_argv(
+        "--mode", "runtime-reply", "--selector", "docs/b.txt",
+        "--verify-object", st.root, "--then", "consume", "--repeat",
+        str(each)))
+    loop = (f"for i in $(seq {rounds}); do {client}; echo \"round=$i rc=$?\""
+            f"; sleep 0.3; done")
+    b = Launched(st, st.launch_argv(["/bin/sh", "-c", loop], "71:1",
+                                    "bin/b"))
+    time.sleep(max(0.0, shown + 2 * relay - time.monotonic()))
+    if not a.running() or "outcome" in a.kv():
+        fail(f"slow-prompt-isolation: A's request ended before its answer: "
+             f"{a.kv()}")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    answered = time.monotonic()
+    rc, kv = a.finish(30)
+    if rc != 0 or kv.get("request") != req or \
+            kv.get("outcome") != "approved" or \
+            kv.get("object") != "verified" or \
+            kv.get("consume") != "accepted":
+        fail(f"slow-prompt-isolation: A: rc {rc} {kv}")
+    late = a.when("outcome") - answered
+    if late < 0 or late > 1.0:
+        fail(f"slow-prompt-isolation: A's decision came {late:.2f} s after "
+             f"the answer")
+    print(f"run: A's prompt (request {req}, object {obj}) answered "
+          f"{answered - shown:.1f} s after it showed (relay timeout "
+          f"{relay:.1f} s); A's own decision and object (docs/a.txt "
+          f"verified) arrived {late * 1000:.0f} ms later")
+    rc, _ = b.finish(120)
+    with b.cv:
+        got = [(l, t) for l, t in zip(b.lines, b.times)
+               if l is not None and l.startswith("round=")]
+        reps = [l for l in b.lines if l is not None and
+                l.startswith(("repeat=", "mismatches="))]
+    ok = [l for l, _ in got if l.endswith(" rc=0")]
+    before = sum(1 for l, t in got if t < answered)
+    if rc != 0 or len(ok) != rounds or \
+            reps.count(f"repeat={each}") != rounds or \
+            reps.count("mismatches=0") != rounds:
+        fail(f"slow-prompt-isolation: B: rc {rc} rounds {got} {reps}")
+    if before == 0 or before == rounds:
+        fail(f"slow-prompt-isolation: B's rounds did not run both while A "
+             f"waited and after ({before} of {rounds} before the answer)")
+    if request_lines(st, "70.1", "bin/a", "approved") != 1 or \
+            request_lines(st, "71.1", "bin/b", "approved") != rounds * each:
+        fail("slow-prompt-isolation: launchd's request lines do not show "
+             "one approval for A and 100 for B")
+    print(f"run: B's {rounds * each} lifecycles ({before} rounds before the "
+          f"answer, {rounds - before} after) each got their own decision "
+          f"and docs/b.txt: zero mismatches")
+
+
+def many_clients(st):
+    """(own stack) 64 concurrent launched clients, 10,000 runtime-reply
+    lifecycles in all, each client its own file, verified by identity."""
+    clients, total = 64, 10000
+    for k in range(clients):
+        write_file(st, f"many/f{k:02d}.txt", f"file {k} " + "x" * k + "\n")
+    # Every client takes its own scope from vfsd (a scope is a connection
+    # a request's resolution is asked over; the clients do not share).
+    retired = st.peer_log("vfsd").count("RETIRE object")
+    reps = [total // clients + (1 if k < total % clients else 0)
+            for k in range(clients)]
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(st.request_argv(
+        "--job", f"{400 + k}:1", "--entry", f"bin/reader{k}", "--mode",
+        "runtime-reply", "--selector", f"many/f{k:02d}.txt",
+        "--verify-object", st.root, "--then", "consume", "--repeat",
+        str(reps[k])), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, process_group=st.pgid)
+        for k in range(clients)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    wall = time.monotonic() - t0
+    done = 0
+    for k, (p, (out, err)) in enumerate(zip(procs, outs)):
+        kv = key_values(out)
+        if p.returncode != 0 or kv.get("repeat") != str(reps[k]) or \
+                kv.get("mismatches") != "0":
+            fail(f"many-clients: client {k} (rc {p.returncode}): {out} "
+                 f"{err[-2000:]}")
+        done += int(kv["repeat"])
+    if done != total:
+        fail(f"many-clients: {done} lifecycles, not {total}")
+    print(f"run: {clients} clients ran {done} lifecycles in {wall:.1f} s "
+          f"({done / wall:.0f}/s): every decision named its own request, "
+          f"every object was its own file: zero mismatches")
+    ends = {}
+    for l in st.peer_log("launchd").splitlines():
+        if " outcome approved" in l and " job " in l:
+            key = l.split(" job ", 1)[1].split(" outcome ", 1)[0]
+            ends[key] = ends.get(key, 0) + 1
+    for k in range(clients):
+        n = ends.get(f"{400 + k}.1 entry bin/reader{k}", 0)
+        if n != reps[k]:
+            fail(f"many-clients: launchd logged {n} approvals for job "
+                 f"{400 + k}.1, not {reps[k]}")
+    retires = lambda: st.peer_log("vfsd").count("RETIRE object") - retired
+    deadline = time.monotonic() + 20.0
+    while retires() != total and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if retires() != total:
+        fail(f"many-clients: vfsd retired {retires()} objects, not {total}")
+    print(f"run: launchd logged each job's {total // clients} or so "
+          f"approvals as its own; vfsd retired all {total} objects")
+
+
+def connect_all(path, n):
+    """n connections to the SOCK_SEQPACKET socket at path (a refused one
+    is still connected: the server closes it)."""
+    conns = []
+    for _ in range(n):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        c.settimeout(5)
+        c.connect(path)
+        conns.append(c)
+    return conns
+
+
+def all_closed(conns, seconds):
+    """True when every connection in conns reads end of file within
+    seconds."""
+    deadline = time.monotonic() + seconds
+    for c in conns:
+        c.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            for _ in range(16):
+                if c.recv(65536) == b"":
+                    break
+            else:
+                return False
+        except (socket.timeout, TimeoutError):
+            return False
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+    return True
+
+
+def public_answered(st):
+    """A fresh public connection's DECISION of an unknown request is
+    answered (an error reply); False when the connection is closed."""
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.settimeout(2)
+    try:
+        c.connect(st.public)
+        c.send(frame(OP_DECISION, b"", 0, (1, 1), 9))
+        msg = c.recv(65536)
+        return len(msg) >= 32 and \
+            struct.unpack("<H", msg[6:8])[0] == OP_DECISION | REPLY_BIT
+    except OSError:
+        return False
+    finally:
+        c.close()
+
+
+def public_idle_closed(st):
+    """How many idle public connections powerboxd logged it closed."""
+    n = 0
+    for l in st.peer_log("powerboxd").splitlines():
+        if "powerboxd: closed " in l and " idle public connection" in l:
+            n += int(l.split("powerboxd: closed ", 1)[1].split()[0])
+    return n
+
+
+def half_begun(st, job, entry, n):
+    """A program (job) holding n half-begun requests: the first half
+    BEGIN alone, the rest BEGIN and one selector chunk of two. Returns
+    (program, request ids)."""
+    p = Program(st, job, entry)
+    said = p.cmd(f"begin {n - n // 2}") + p.cmd(f"begin {n // 2} partial")
+    ids = [l.split("=", 1)[1] for l in said if l.startswith("begun=")]
+    chunks = [l for l in said if l.startswith("chunk=")]
+    if len(ids) != n or len(chunks) != n // 2 or \
+            any(not l.endswith(" 0x0000") for l in chunks):
+        fail(f"{job}: not {n} half-begun requests: {said}")
+    return p, ids
+
+
+def idle_flood(st):
+    """(own stack) idle and half-begun connections, twice every limit:
+    honest programs are still served, half-begun requests end CANCELLED."""
+    open_s = st.deadline_ms("open", 30000) / 1000.0
+    idle_s = st.deadline_ms("idle", 30000) / 1000.0
+    if st.launchd_opt("--idle-ms", 10000) / 1000.0 != idle_s:
+        fail("idle-flood: launchd's and powerboxd's idle times differ")
+    limit, public_limit = st.launchd_opt("--max-conns", 96), 32
+    launchd = st.procs[3].pid
+    base = (settled_fds(st.pid), settled_fds(launchd))
+    # 16 half-begun requests of two programs fill powerboxd's 16 prompt
+    # records: a third program's BEGIN is refused BUSY.
+    t_begun = time.monotonic()
+    p1, ids1 = half_begun(st, "80:1", "bin/half1", 8)
+    p2, ids2 = half_begun(st, "81:1", "bin/half2", 8)
+    probe = Program(st, "82:1", "bin/probe")
+    said = probe.cmd("begin 1")
+    if time.monotonic() - t_begun >= open_s:
+        fail(f"idle-flood: too slow to probe within the OPEN deadline")
+    if said != [f"refused={E_CORE_BUSY:#06x}"]:
+        fail(f"idle-flood: a BEGIN with 16 half-begun requests held: "
+             f"{said}")
+    probe.finish()
+    # One DECISION asked now, held by launchd until the request ends: it
+    # must end at its OPEN deadline, not sooner.
+    with p2.cv:
+        mark = len(p2.lines)
+    p2.write(f"decision {ids2[0]}\n")
+    print(f"run: 16 half-begun requests (8 BEGIN alone, 8 with one "
+          f"selector chunk of two) hold every prompt record: another "
+          f"program's BEGIN refused PBX_E_CORE_BUSY")
+    # The flood: twice launchd's control connection limit, twice
+    # powerboxd's public one (a quarter of those send a BEGIN, answered
+    # with a refusal, and then nothing).
+    refused0 = count(st.peer_log("launchd"), "control connection refused")
+    prefused0 = count(st.peer_log("powerboxd"), "public connection refused")
+    pidle0 = public_idle_closed(st)
+    t_flood = time.monotonic()
+    ctl = connect_all(st.control, 2 * limit)
+    pub = connect_all(st.public, public_limit // 2)
+    begun = connect_all(st.public, public_limit // 2)
+    for i, c in enumerate(begun):
+        c.send(frame(OP_BEGIN, begin_body((11, 1), b"bin/cat",
+                                          b"docs/readme.txt"), 0, (0, 0),
+                     100 + i))
+        msg = c.recv(65536)
+        if len(msg) < 32 or struct.unpack("<H", msg[8:10])[0] != \
+                E_CORE_BROKER:
+            fail(f"idle-flood: public BEGIN answered {msg[:32]!r}")
+    pub += begun + connect_all(st.public, public_limit)
+    wait_for(lambda: count(st.peer_log("launchd"),
+                           "control connection refused") - refused0 >= limit,
+             "idle-flood: launchd did not refuse the connections over its "
+             "limit", 5.0)
+    refused = count(st.peer_log("launchd"), "control connection refused") - \
+        refused0
+    print(f"run: {len(ctl)} idle control connections to launchd ({refused} "
+          f"refused over the limit of {limit}) and {len(pub)} to powerboxd's "
+          f"public endpoint ({public_limit // 2} after a refused BEGIN)")
+    # An honest program: launched through launchd (retried while its
+    # control connection is refused) and a public connection asking
+    # something; both are served within the idle timeout of the flood.
+    tries = 0
+    while True:
+        tries += 1
+        rc, kv = st.client("--job", "83:1", "--entry", "bin/honest",
+                           "--lifetime", "one-shot", "--slot", "20",
+                           "--then", "consume")
+        if rc == 0 or time.monotonic() > t_flood + idle_s + 5.0:
+            break
+        time.sleep(0.1)
+    honest = time.monotonic() - t_flood
+    if rc != 0 or kv.get("outcome") != "approved" or \
+            kv.get("consume") != "accepted" or honest > idle_s + 1.5:
+        fail(f"idle-flood: the honest client (try {tries}) after "
+             f"{honest:.2f} s: rc {rc} {kv}")
+    wait_for(lambda: public_answered(st), "idle-flood: the public endpoint "
+             "never answered", max(0.1, t_flood + idle_s + 1.5 -
+                                   time.monotonic()))
+    print(f"run: honest client approved and consumed {honest:.2f} s after "
+          f"the flood began (try {tries}; idle timeout {idle_s:.1f} s); "
+          f"the public endpoint answered")
+    if not all_closed(ctl, 3.0) or not all_closed(pub, 3.0):
+        fail("idle-flood: a flood connection was never closed")
+    dropped = count(st.peer_log("launchd"), "idle")
+    prefused = count(st.peer_log("powerboxd"),
+                     "public connection refused") - prefused0
+    pidle = public_idle_closed(st) - pidle0
+    if dropped < len(ctl) - refused or prefused < public_limit or \
+            pidle < public_limit:
+        fail(f"idle-flood: launchd logged {dropped} idle drops for "
+             f"{len(ctl) - refused} accepted; powerboxd {prefused} "
+             f"refusals and {pidle} idle closes")
+    for c in ctl + pub:
+        c.close()
+    print(f"run: every flood connection closed: {refused} refused and "
+          f"{dropped} dropped idle by launchd, {prefused} refused and "
+          f"{pidle} closed idle by powerboxd (logged)")
+    # Every half-begun request ended CANCELLED at its OPEN deadline; its
+    # reservation had returned before its decision was collected (the
+    # honest BEGIN above got a prompt record).
+    i = p2.wait_line(lambda l: l.startswith("decision="), "decision=", 5.0,
+                     mark)
+    p2.wait_line(lambda l: l == "done", "done", 5.0, i)
+    with p2.cv:
+        line, at = p2.lines[i], p2.times[i] - p2.when("begun")
+    if line != f"decision={ids2[0]} cancelled" or at < open_s - 0.1 or \
+            at > open_s + 1.5:
+        fail(f"idle-flood: the DECISION held from before the OPEN deadline: "
+             f"{line} {at:.2f} s after BEGIN (deadline {open_s:.1f} s)")
+    print(f"run: request {ids2[0]}'s DECISION, asked before its OPEN "
+          f"deadline, answered CANCELLED {at:.2f} s after its BEGIN")
+    for p, ids in ((p1, ids1), (p2, ids2)):
+        for rid in ids:
+            if p.cmd(f"decision {rid}") != [f"decision={rid} cancelled"]:
+                fail(f"idle-flood: half-begun request {rid} did not end "
+                     f"CANCELLED")
+        if p.finish()[0] != 0:
+            fail("idle-flood: a half-begun program failed")
+    n = sum(request_lines(st, job, entry, "cancelled") for job, entry in
+            (("80.1", "bin/half1"), ("81.1", "bin/half2")))
+    if n != 16:
+        fail(f"idle-flood: launchd logged {n} cancelled half-begun "
+             f"requests, not 16")
+    wait_for(lambda: (fd_count(st.pid), fd_count(launchd)) == base,
+             f"idle-flood: descriptors {(fd_count(st.pid), fd_count(launchd))}"
+             f", not the baseline {base}")
+    print(f"run: all 16 half-begun requests ended CANCELLED (OPEN deadline "
+          f"{open_s:.1f} s), their reservations returned; descriptors back "
+          f"to {base}")
+
+
+def quota(st):
+    """One program at its open-request bound gets launchd's retryable BUSY
+    while another program is served."""
+    bound = st.launchd_opt("--max-open", 8)
+    before = relayed(st, "0x0001")
+    a = Program(st, "50:1", "bin/greedy")
+    said = a.cmd(f"begin {bound}")
+    ids = [l.split("=", 1)[1] for l in said if l.startswith("begun=")]
+    if len(ids) != bound:
+        fail(f"quota: the program's first {bound} BEGINs: {said}")
+    said = a.cmd("begin 1")
+    if said != [f"refused={E_PEER_BUSY:#06x}"]:
+        fail(f"quota: BEGIN over the bound of {bound}: {said}")
+    if relayed(st, "0x0001") - before != bound:
+        fail("quota: the BEGIN over the bound reached powerboxd")
+    print(f"run: job 50:1 holds {bound} open requests; its next BEGIN "
+          f"refused by launchd PBX_E_PEER_BUSY, not relayed")
+    rc, kv = st.client("--job", "51:1", "--entry", "bin/honest",
+                       "--lifetime", "one-shot", "--slot", "20", "--then",
+                       "consume")
+    if rc != 0 or kv.get("outcome") != "approved" or \
+            kv.get("consume") != "accepted":
+        fail(f"quota: another program was not served: {kv}")
+    cleaned(st, last_object(st))
+    print("run: another program (job 51:1) approved and consumed meanwhile")
+    if a.cmd(f"cancel {ids[0]}") != ["cancel=accepted"] or \
+            a.cmd(f"decision {ids[0]}") != [f"decision={ids[0]} cancelled"]:
+        fail(f"quota: CANCEL of {ids[0]}")
+    said = a.cmd("begin 1")
+    if len(said) != 1 or not said[0].startswith("begun="):
+        fail(f"quota: the retried BEGIN: {said}")
+    ids = ids[1:] + [said[0].split("=", 1)[1]]
+    print(f"run: one request ended (cancelled): the retried BEGIN admitted "
+          f"({ids[-1]})")
+    for rid in ids:
+        if a.cmd(f"cancel {rid}") != ["cancel=accepted"] or \
+                a.cmd(f"decision {rid}") != [f"decision={rid} cancelled"]:
+            fail(f"quota: CANCEL of {rid}")
+    if a.finish()[0] != 0:
+        fail("quota: the program failed")
+    if request_lines(st, "50.1", "bin/greedy", "cancelled") != bound + 1:
+        fail("quota: launchd did not log every request of job 50.1 "
+             "cancelled")
+
+
+def job_spoof(st):
+    """A program claiming another job's id, entry or staged process is
+    refused; nothing is installed into the other job's staged process."""
+    a = Shell(st, "60:1", "bin/a")
+    target = a.target()
+    b = Shell(st, "61:1", "bin/b")
+    if not target or b.target() in ("", target):
+        fail(f"job-spoof: staged processes {target!r} and {b.target()!r}")
+    pid, gen = target.split(":")
+    installs = count(st.peer_log("procd"), "INSTALL")
+    begins = relayed(st, "0x0001")
+    claims = count(st.peer_log("launchd"), "claims job 60.1")
+    errf = os.path.join(st.work, "logs", "spoof.err")
+    spoofs = (["--job", "60:1"], ["--job", "60:1", "--entry", "bin/a"],
+              ["--target", target], ["--entry", "bin/a"])
+    for claim in spoofs:
+        rc, kv = b.request("--lifetime", "job", "--slot", "60", *claim,
+                           stderr=errf)
+        with open(errf, encoding="utf-8") as f:
+            said = f.read()
+        sys.stderr.write(said)
+        if rc != 1 or "request" in kv or \
+                f"(0x{E_PEER_NOT_YOURS:04x})" not in said:
+            fail(f"job-spoof: job 61:1 claiming {' '.join(claim)}: rc {rc} "
+                 f"{kv} {said}")
+    rc, kv = b.run([st.bin("client"), "cancel", "--job", "60:1",
+                    "--session", "7"], stderr=errf)
+    with open(errf, encoding="utf-8") as f:
+        said = f.read()
+    if rc != 1 or f"(0x{E_PEER_NOT_YOURS:04x})" not in said:
+        fail(f"job-spoof: CANCEL of job 60:1's session from job 61:1: {said}")
+    out = st.run([st.bin("client"), "request", "--control", st.control,
+                  "--scope", st.scope, "--selector", "docs/readme.txt",
+                  "--op", "read", "--class", "file", "--lifetime", "job",
+                  "--job", "60:1", "--entry", "bin/a", "--session", "7",
+                  "--realm", "3", "--target", target, "--slot", "60"])
+    if out.returncode != 1 or \
+            f"(0x{E_PEER_NOT_YOURS:04x})" not in out.stderr:
+        fail(f"job-spoof: a BEGIN from an unlaunched program: {out.stderr}")
+    log = st.peer_log("launchd")
+    if count(log, "claims job 60.1") - claims < 2 or \
+            "BEGIN from an unlaunched program" not in log:
+        fail("job-spoof: launchd did not log the claims")
+    time.sleep(0.3)
+    if relayed(st, "0x0001") != begins or \
+            count(st.peer_log("procd"), "INSTALL") != installs or \
+            slot_rows(st, 60) or \
+            any(r.startswith(f"process {pid} gen {gen} ")
+                for r in read_rows(st.installs)):
+        fail(f"job-spoof: a spoofed BEGIN reached powerboxd or installed: "
+             f"{read_rows(st.installs)}")
+    print(f"run: job 61:1 claiming job 60:1's id, entry or staged process "
+          f"{target}, its session's CANCEL, and an unlaunched program's "
+          f"BEGIN: all refused PBX_E_PEER_NOT_YOURS by launchd, logged, "
+          f"never relayed; nothing installed")
+    rc, kv = a.request("--lifetime", "job", "--slot", "61")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"job-spoof: job 60:1's own request: {kv}")
+    wait_for(lambda: any(r.startswith(f"process {pid} gen {gen} slot 61 ")
+                         for r in read_rows(st.installs)),
+             f"job-spoof: job 60:1's grant is not in its staged process "
+             f"{target}: {read_rows(st.installs)}")
+    obj = last_object(st)
+    if b.close() != 0 or a.close() != 0:
+        fail("job-spoof: a job's shell failed")
+    cleaned(st, obj)
+    print(f"run: job 60:1's own request installed into {target}; ended "
+          f"with its job")
+
+
+# Each scenario: its function, whether it prompts on a tmux pane, the
+# `pbx geometry make` arguments and the extra `pbx-launchd serve` options
+# of a stack of its own (both None: the shared stack). `all` runs them in
+# this order.
 SCENARIOS = {
-    "lifecycle": (lifecycle, False, None),
-    "expire": (expire, False, None),
-    "runtime-reply": (runtime_reply, False, None),
-    "direct": (direct, False, None),
-    "hangup": (hangup, False, None),
-    "lie-scope": (lie_scope, False, None),
-    "foreign": (foreign, False, None),
-    "prompt": (prompt, True, None),
-    "prompt-pending": (prompt_pending, True, None),
-    "prompt-cancel": (prompt_cancel, True, None),
+    "lifecycle": (lifecycle, False, None, None),
+    "expire": (expire, False, None, None),
+    "runtime-reply": (runtime_reply, False, None, None),
+    "direct": (direct, False, None, None),
+    "hangup": (hangup, False, None, None),
+    "lie-scope": (lie_scope, False, None, None),
+    "foreign": (foreign, False, None, None),
+    "prompt": (prompt, True, None, None),
+    "prompt-pending": (prompt_pending, True, None, None),
+    "prompt-cancel": (prompt_cancel, True, None, None),
     "prompt-timeout": (prompt_timeout, True,
-                       ["--deadline-prompt-ms", "3000"]),
-    "ttyd-stalled": (ttyd_stalled, False, ["--deadline-ttyd-ms", "1000"]),
-    "not-found": (not_found, False, None),
-    "user-deny": (user_deny, True, None),
-    "cancel-lost-reply": (cancel_lost_reply, False, None),
-    "invocation-expiry": (invocation_expiry, False, None),
-    "unwanted-receipts": (unwanted_receipts, False, None),
-    "backpressure": (backpressure, False,
-                     ["--requests", "2", "--grants", "2"]),
-    "wake-backpressure": (wake_backpressure, False, None),
+                       ["--deadline-prompt-ms", "3000"], None),
+    "ttyd-stalled": (ttyd_stalled, False, ["--deadline-ttyd-ms", "1000"],
+                     None),
     "vfsd-stalled": (vfsd_stalled, False,
                      ["--deadline-vfsd-ms", "1000",
-                      "--deadline-scope-ms", "1000"]),
+                      "--deadline-scope-ms", "1000"], None),
+    "not-found": (not_found, False, None, None),
+    "user-deny": (user_deny, True, None, None),
+    "cancel-lost-reply": (cancel_lost_reply, False, None, None),
+    "invocation-expiry": (invocation_expiry, False, None, None),
+    "unwanted-receipts": (unwanted_receipts, False, None, None),
+    "backpressure": (backpressure, False,
+                     ["--requests", "2", "--grants", "2"], None),
+    "wake-backpressure": (wake_backpressure, False, None, None),
+    "quota": (quota, False, None, None),
+    "job-spoof": (job_spoof, False, None, None),
+    "slow-prompt-isolation": (slow_prompt_isolation, True, [],
+                              ["--call-ms", "1000"]),
+    # Pools for 64 requests at once, with room for the grants whose
+    # cleanup (REMOVE, RETIRE) is still under way when their clients
+    # begin the next: each open request holds a request, prompt, policy,
+    # resolution, grant, decision and notification record and three
+    # transient slots.
+    "many-clients": (many_clients, False,
+                     ["--requests", "256", "--grants", "512", "--prompts",
+                      "256", "--policies", "256", "--decisions", "256",
+                      "--resolutions", "256", "--notifications", "256",
+                      "--transient-slots", "640", "--selector-bytes",
+                      "131072", "--calls", "256"], None),
+    "idle-flood": (idle_flood, False,
+                   ["--prompts", "16", "--deadline-open-ms", "2500",
+                    "--deadline-idle-ms", "3000"],
+                   ["--idle-ms", "3000"]),
 }
 
 
@@ -1708,22 +2660,36 @@ class Panes:
                 os.unlink(self.socket)
 
 
+def on_term(signum, _frame):
+    """SIGTERM or SIGHUP (make interrupted): ends the run through the same
+    cleanup as a failure."""
+    raise SystemExit(f"run: FAIL: signal {signum}")
+
+
 def main():
+    if sys.argv[1:2] == ["--program"]:
+        return job_program()
     bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["lifecycle"]
+    if names == ["all"]:
+        names = list(SCENARIOS)
     for n in names:
         if n not in SCENARIOS:
             fail(f"unknown scenario {n}")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_term)
     os.makedirs(work, exist_ok=True)
     panes, shared = Panes(work), None
-    shared_prompts = any(SCENARIOS[n][1] and SCENARIOS[n][2] is None
-                         for n in names)
+    own_stack = lambda n: SCENARIOS[n][2] is not None or \
+        SCENARIOS[n][3] is not None
+    shared_prompts = any(SCENARIOS[n][1] and not own_stack(n) for n in names)
+    t_all = time.monotonic()
     try:
         for n in names:
-            func, prompts, geometry = SCENARIOS[n]
+            func, prompts, geometry, launchd = SCENARIOS[n]
             print(f"run: --- {n} ---")
             t0 = time.monotonic()
-            if geometry is None:
+            if not own_stack(n):
                 if shared is None:
                     pane, tty = panes.new() if shared_prompts else \
                         (None, "/dev/null")
@@ -1732,13 +2698,14 @@ def main():
             else:
                 pane, tty = panes.new() if prompts else (None, "/dev/null")
                 own = Stack(bin_dir, os.path.join(work, n), tty, pane,
-                            geometry)
+                            geometry or [], launchd or [])
                 try:
                     func(own)
                 finally:
                     own.stop()
             print(f"run: {n} passed in {time.monotonic() - t0:.1f} s")
-        print(f"run: ok: {' '.join(names)}")
+        print(f"run: ok: {' '.join(names)} "
+              f"({time.monotonic() - t_all:.1f} s)")
     finally:
         if shared is not None:
             shared.stop()
