@@ -200,3 +200,157 @@ PBX_TEST(core_mutants_fsm_dot_is_balanced_text)
     PBX_CHECK_EQ(s.buf[s.len - 1U], '\n');
     PBX_CHECK_EQ(s.buf[s.len - 2U], '}');
 }
+
+/* ---- what each transient slot records that it holds --------------------- */
+
+/* The receipt kind request id's tslot field (SCOPE, OBJECT, HANDLE) says
+ * its slot holds, read through the inspection API. */
+static uint32_t mut_tslot_kind(const th_h *h, pbx_ipc_id id, int which)
+{
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    uint32_t t = which == 0   ? r->scope_tslot
+                 : which == 1 ? r->object_tslot
+                              : r->handle_tslot;
+    const pbx_core_tslot *ts = pbx_core_inspect_tslot(&h->core, t);
+    PBX_CHECK_EQ(ts->link.state, PBX_CORE_TSLOT_HELD);
+    return ts->kind;
+}
+
+/* Each held receipt is recorded with its own kind while the request
+ * moves (the committed scope, vfsd's object, procd's revocation handle),
+ * and a slot given back keeps no kind. */
+PBX_TEST(core_mutants_tslots_record_the_kind_they_hold)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
+    PBX_CHECK_EQ(mut_tslot_kind(h, id, 0), PBX_CAPABI_RECEIPT_SCOPE);
+    PBX_CHECK_EQ(mut_tslot_kind(h, id, 1), PBX_CAPABI_RECEIPT_OBJECT);
+    PBX_REQUIRE(th_run_to(h, "detach") != TH_NONE);
+    PBX_CHECK_EQ(mut_tslot_kind(h, id, 2), PBX_CAPABI_RECEIPT_REVOCATION);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    uint32_t cap = h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].capacity;
+    uint32_t held = 0;
+    for (uint32_t t = 0; t < cap; t++) {
+        const pbx_core_tslot *ts = pbx_core_inspect_tslot(&h->core, t);
+        if (ts->link.state == PBX_CORE_TSLOT_HELD) {
+            held++;
+            continue;
+        }
+        PBX_CHECK_EQ(ts->kind, 0U);
+    }
+    /* Only the grant's revocation handle is still held. */
+    PBX_CHECK_EQ(held, 1U);
+    th_free(h);
+}
+
+/* A decision record reused for a denial after it carried an approval
+ * keeps nothing of the grant: DECISION reads DENIED with no grant. With
+ * two records, one of two denials after the approval reuses its record,
+ * whichever order the free list gives them back in. */
+PBX_TEST(core_mutants_reused_decision_record_forgets_its_grant)
+{
+    th_h *h = th_new(2);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id req = {0, 0};
+    pbx_ipc_id g = th_approve(h, &b, sel, false, &req, NULL);
+    PBX_REQUIRE(g.gen != 0U);
+    for (uint32_t k = 0; k < 2U; k++) {
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+        pbx_ipc_id id = mut_open(h, false);
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+        PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_POLICY);
+        PBX_CHECK_EQ(d.grant.index, 0U);
+        PBX_CHECK_EQ(d.grant.gen, 0U);
+        PBX_CHECK_EQ(d.installed_slot, 0U);
+    }
+    th_free(h);
+}
+
+/* A request parked on vfsd is spliced behind a request already ready
+ * when the route drains; cancelling the spliced one before the core
+ * steps must unlink it alone, so the one ahead of it still runs to its
+ * approval. */
+PBX_TEST(core_mutants_cancel_after_splice_keeps_the_queue_ahead)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0);
+    pbx_ipc_id parked = mut_open(h, false);
+    PBX_REQUIRE(
+        h->core.queues[PBX_CORE_Q_PARK_REQUEST + PBX_CORE_ROUTE_VFSD].count ==
+        1U);
+    pbx_ipc_id ready = {0, 0};
+    b.ctx.job_id += 1U;
+    PBX_REQUIRE(th_open(h, &b, sel, &ready) == 0U);
+    PBX_REQUIRE(h->core.queues[PBX_CORE_Q_INTAKE].count == 1U);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_INTAKE].count, 2U);
+    PBX_CHECK_EQ(th_cancel(h, parked), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, ready, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    TH_CHECK_OUTCOME(h, parked, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    th_free(h);
+}
+
+/* Every way an approval decided but not yet published is ended (the
+ * grant form of CANCEL, the exact CANCEL, EXPIRE of its job) marks the
+ * request cancelled at once, as does a CANCEL of a request still
+ * resolving; the mark is what inspection reports while release runs. */
+PBX_TEST(core_mutants_every_cancel_path_marks_the_request)
+{
+    for (int how = 0; how < 4; how++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_id id = {0, 0};
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+        if (how < 3) {
+            /* Hold the scope deletion so the approval stays unpublished. */
+            h->hold_slot = TH_T_FIRST;
+            PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+            th_run(h);
+        } else {
+            PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+            PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
+        }
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, id.index);
+        PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED, 0U);
+        if (how == 0) {
+            pbx_ipc_id g = pbx_core_inspect_id(
+                &h->core, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
+            PBX_CHECK_EQ(th_cancel_grant(h, g), 0U);
+        } else if (how == 1) {
+            PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD,
+                                   PBX_IPC_EXPIRE_JOB, b.ctx.job_id,
+                                   b.ctx.job_gen, 0),
+                         0U);
+        } else {
+            PBX_CHECK_EQ(th_cancel(h, id), 0U);
+        }
+        PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED,
+                     PBX_CORE_REQ_F_CANCELLED);
+        h->hold_slot = PBX_CORE_SLOT_NONE;
+        pbx_core_on_tick(&h->core);
+        th_run(h);
+        PBX_CHECK_EQ(h->step_err, PBX_OK);
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+        PBX_CHECK(th_quiescent(h));
+        th_free(h);
+    }
+}

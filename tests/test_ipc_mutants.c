@@ -196,6 +196,27 @@ static pbx_err bad_install_reply(size_t *len)
                                         len);
 }
 
+static pbx_err bad_prompt_label(size_t *len)
+{
+    pbx_ipc_prompt r;
+    memset(&r, 0, sizeof(r));
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX + 1U;
+    return pbx_ipc_prompt_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_prompt_answer(size_t *len)
+{
+    pbx_ipc_prompt_reply r;
+    memset(&r, 0, sizeof(r));
+    r.answer = 0U; /* neither APPROVE nor DENY, and not a RETRY */
+    r.realm = 9U;
+    r.job_gen = 5U;
+    r.request = live_id;
+    r.object.gen = 2U;
+    return pbx_ipc_prompt_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                       len);
+}
+
 static const struct {
     const char *name;
     pbx_err (*enc)(size_t *len);
@@ -211,6 +232,8 @@ static const struct {
     {"view reply gen", bad_view_reply, PBX_E_IPC_GENERATION},
     {"policy reply verdict", bad_policy_reply, PBX_E_IPC_DISCRIMINANT},
     {"install reply gen", bad_install_reply, PBX_E_IPC_GENERATION},
+    {"prompt label length", bad_prompt_label, PBX_E_IPC_BOUND},
+    {"prompt answer", bad_prompt_answer, PBX_E_IPC_DISCRIMINANT},
 };
 
 PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
@@ -224,5 +247,59 @@ PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
                            pbx_err_name(refusals[i].want));
         }
         PBX_CHECK_EQ(len, 999U);
+    }
+}
+
+/* The largest entry and label a BEGIN may carry are accepted both ways. */
+PBX_TEST(ipc_mutants_begin_texts_at_their_bounds)
+{
+    static uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_begin r;
+    memset(&r, 0, sizeof(r));
+    r.ctx.session = 1U;
+    r.ctx.job_id = 2U;
+    r.ctx.job_gen = 3U;
+    r.ctx.operation = PBX_IPC_OPERATION_READ;
+    r.ctx.object_class = PBX_IPC_CLASS_FILE;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    r.ctx.mode = PBX_IPC_MODE_INSTALL;
+    r.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX;
+    memset(r.ctx.entry.bytes, 'e', PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX;
+    memset(r.label.bytes, 'l', PBX_IPC_LABEL_LEN_BYTES_MAX);
+    r.target.process_id = 0x99U;
+    r.target.process_gen = 2U;
+    r.target.slot = 33U;
+    r.selector_len = 1U;
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&r, b, sizeof(b), &len) == PBX_OK);
+    pbx_ipc_frame f;
+    pbx_ipc_begin out;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_begin_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.ctx.entry.len, PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    PBX_CHECK_EQ(out.label.len, PBX_IPC_LABEL_LEN_BYTES_MAX);
+}
+
+/* An exact-form CANCEL carries no correlation fields: a nonzero byte
+ * anywhere in the first 20 body bytes, the last one included, is
+ * refused. */
+PBX_TEST(ipc_mutants_exact_cancel_refuses_every_correlation_byte)
+{
+    uint8_t b[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.request = live_id;
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, b, sizeof(b), &len) == PBX_OK);
+    for (size_t k = 0; k < 20U; k++) {
+        uint8_t t[sizeof(b)];
+        memcpy(t, b, len);
+        t[PBX_IPC_HEADER_BYTES + k] = 1U;
+        pbx_ipc_frame f;
+        pbx_ipc_cancel out;
+        PBX_REQUIRE(pbx_ipc_frame_decode(t, len, 0U, &f) == PBX_OK);
+        PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_OUTCOME_FIELDS);
     }
 }
