@@ -805,6 +805,12 @@ static int client_begin(const client_opts *o, pbx_ipc_id *id, uint32_t *slot)
         pbx_peer_log("pbx-client", "request needs --scope and --selector");
         return 2;
     }
+    if (o->verify_root != NULL && o->mode != PBX_IPC_MODE_RUNTIME_REPLY) {
+        pbx_peer_log("pbx-client", "--verify-object needs --mode "
+                                   "runtime-reply (an install grant's object "
+                                   "goes to procd, not to the client)");
+        return 2;
+    }
     if (!client_begin_rec(o, &b)) {
         return 2;
     }

@@ -456,6 +456,15 @@ PBX_TEST(peers_client_launchd_fd_and_claims)
     tc_start(&run, args, keep, 2, env4, -1);
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
     PBX_CHECK(tc_logged(&run, "invalid PBX_JOB"));
+    /* --verify-object needs a runtime-reply request: nothing is sent. */
+    const char *args5[] = {"request",    "--scope-fd", sarg,
+                           "--selector", "f",          "--op",
+                           "read",       "--class",    "file",
+                           "--lifetime", "one-shot",   "--verify-object",
+                           "/",          NULL};
+    tc_start(&run, args5, keep, 2, env1, -1);
+    PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
+    PBX_CHECK(tc_logged(&run, "--verify-object needs --mode runtime-reply"));
     /* --help and -h print the usage and succeed. */
     const char *help[] = {"--help", NULL};
     tc_start(&run, help, NULL, 0, NULL, -1);
