@@ -354,3 +354,85 @@ PBX_TEST(core_mutants_every_cancel_path_marks_the_request)
         th_free(h);
     }
 }
+
+/* ---- peer replies nobody asked for --------------------------------------- */
+
+/* A peer reply that matches no outstanding call has its receipt deleted;
+ * a permanent rejection of that deletion is the cleanup fail-stop, with
+ * its own error returned to the caller. After a fail-stop the core is not
+ * ready: a later reply and a later time step are refused as such. */
+PBX_TEST(core_mutants_unsolicited_reply_rejected_deletion_fail_stops)
+{
+    th_h *h = th_new(4);
+    uint8_t frame[PBX_IPC_HEADER_BYTES];
+    size_t len = 0;
+    pbx_ipc_id nobody = {3U, 9U};
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_RESOLVE, nobody,
+                                            PBX_E_IPC_BOUND, frame,
+                                            sizeof(frame), &len) == PBX_OK);
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, &s, 1U),
+                 PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, NULL,
+                                        0U),
+                 PBX_E_CORE_NOT_READY);
+    PBX_CHECK_EQ(pbx_core_on_time(&h->core, 1000U), PBX_E_CORE_NOT_READY);
+    th_free(h);
+}
+
+/* Without a rejection the unsolicited receipt is simply deleted and the
+ * core goes on. */
+PBX_TEST(core_mutants_unsolicited_reply_receipt_is_deleted)
+{
+    th_h *h = th_new(4);
+    uint8_t frame[PBX_IPC_HEADER_BYTES];
+    size_t len = 0;
+    pbx_ipc_id nobody = {3U, 9U};
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_RESOLVE, nobody,
+                                            PBX_E_IPC_BOUND, frame,
+                                            sizeof(frame), &len) == PBX_OK);
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, &s, 1U),
+                 PBX_OK);
+    TH_TRACE(h, "del=70");
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* A receipt of a judged peer reply whose deletion the kernel rejects
+ * permanently is the cleanup fail-stop (not a progress one). */
+PBX_TEST(core_mutants_rejected_receipt_deletion_in_a_judged_reply_is_cleanup)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_SURPLUS, 0);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    th_free(h);
+}
+
+/* An idle core has no call outstanding, whatever time it was told. */
+PBX_TEST(core_mutants_idle_core_counts_no_calls_at_any_time)
+{
+    th_h *h = th_new(4);
+    PBX_CHECK_EQ(pbx_core_on_time(&h->core, 0x123456789ULL), PBX_OK);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, sel, false, NULL, NULL);
+    PBX_CHECK(g.gen != 0U);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
+    th_free(h);
+}

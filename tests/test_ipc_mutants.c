@@ -217,6 +217,16 @@ static pbx_err bad_prompt_answer(size_t *len)
                                        len);
 }
 
+static pbx_err bad_install(size_t *len)
+{
+    pbx_ipc_install r = {{0x99U, 2U, 33U},
+                         {4U, 6U},
+                         0U, /* no such operation */
+                         PBX_IPC_CLASS_FILE,
+                         PBX_IPC_LIFETIME_JOB};
+    return pbx_ipc_install_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
 static const struct {
     const char *name;
     pbx_err (*enc)(size_t *len);
@@ -234,6 +244,7 @@ static const struct {
     {"install reply gen", bad_install_reply, PBX_E_IPC_GENERATION},
     {"prompt label length", bad_prompt_label, PBX_E_IPC_BOUND},
     {"prompt answer", bad_prompt_answer, PBX_E_IPC_DISCRIMINANT},
+    {"install operation", bad_install, PBX_E_IPC_DISCRIMINANT},
 };
 
 PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
@@ -302,4 +313,48 @@ PBX_TEST(ipc_mutants_exact_cancel_refuses_every_correlation_byte)
         PBX_REQUIRE(pbx_ipc_frame_decode(t, len, 0U, &f) == PBX_OK);
         PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_OUTCOME_FIELDS);
     }
+}
+
+/* A SELECTOR chunk of exactly the largest size, and a PROMPT carrying
+ * the largest entry, are accepted both ways. */
+PBX_TEST(ipc_mutants_selector_chunk_and_prompt_entry_at_their_bounds)
+{
+    static uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    static uint8_t bytes[PBX_IPC_SELECTOR_CHUNK_BYTES_MAX];
+    memset(bytes, 's', sizeof(bytes));
+    pbx_ipc_selector s = {0U, PBX_IPC_SELECTOR_CHUNK_BYTES_MAX, bytes};
+    size_t len = 0;
+    pbx_ipc_frame f;
+    PBX_REQUIRE(pbx_ipc_selector_encode(live_id, &s, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_selector so;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_selector_decode(&f, &so), PBX_OK);
+    PBX_CHECK_EQ(so.len, PBX_IPC_SELECTOR_CHUNK_BYTES_MAX);
+
+    pbx_ipc_prompt r;
+    memset(&r, 0, sizeof(r));
+    r.ctx.session = 1U;
+    r.ctx.job_id = 2U;
+    r.ctx.job_gen = 3U;
+    r.ctx.operation = PBX_IPC_OPERATION_READ;
+    r.ctx.object_class = PBX_IPC_CLASS_FILE;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    r.ctx.mode = PBX_IPC_MODE_INSTALL;
+    r.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX;
+    memset(r.ctx.entry.bytes, 'e', PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX;
+    memset(r.label.bytes, 'l', PBX_IPC_LABEL_LEN_BYTES_MAX);
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.selector_len = 1U;
+    r.selector = bytes;
+    PBX_REQUIRE(pbx_ipc_prompt_encode(live_id, &r, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_prompt po;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_prompt_decode(&f, &po), PBX_OK);
+    PBX_CHECK_EQ(po.ctx.entry.len, PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    PBX_CHECK_EQ(po.label.len, PBX_IPC_LABEL_LEN_BYTES_MAX);
 }
