@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """powerboxd with the reference peers: `make run` and the peer scenarios.
 
-Usage: run.py BIN_DIR WORK_DIR [SCENARIO...]
+Usage: run.py BIN_DIR WORK_DIR [SCENARIO... | all]
 
 Plays the supervisor of docs/HOST.md: writes a PBX1 record with
 `pbx geometry make`, seals it into a memfd, starts pbx-vfsd, pbx-ttyd,
@@ -131,17 +131,20 @@ and its job connection.
                  fill the request and grant pools: a third request is
                  refused at BEGIN with the retryable PBX_E_CORE_BUSY
                  (0x0604); both held grants stay installed and shown and
-                 their decisions then read APPROVED; once the job is
-                 expired the same request is approved and consumed
+                 their decisions then read APPROVED; once their jobs
+                 ended (each held client a job of its own, expired by
+                 launchd at its exit) the same request is approved and
+                 consumed
   wake-backpressure
                  launchd leaves its wake route unread (serve
                  --wake-hold-file) while more requests than the route
                  holds (net.unix.max_dgram_qlen + 6) are approved and
-                 consumed: each client gets its decision, powerboxd keeps
+                 consumed by as many concurrent jobs (runtime-reply): each
+                 client gets its decision (launchd's fallback re-ask of a
+                 held DECISION delivers it), powerboxd keeps
                  the refused wakes without spinning (under 0.2 s CPU over
                  2 s); when launchd reads again every wake arrives exactly
                  once
-
   slow-prompt-isolation
                  (own stack, launchd --call-ms 1000) program A's prompt
                  (runtime-reply, exceptional, docs/a.txt) is answered on
@@ -157,7 +160,8 @@ and its job connection.
                  runtime-reply lifecycles in all at once, each asking for
                  its own file: every client checks that every decision
                  names its own request and every object is its own file
-                 (--verify-object by device and inode): zero mismatches;
+                 (--verify-object by device and inode): zero mismatches
+                 (each client takes its own scope from vfsd);
                  launchd logged every request's end approved for its own
                  job and vfsd retired every object
   idle-flood     (own stack, OPEN 2500 ms, IDLE 3000 ms, launchd
@@ -169,8 +173,9 @@ and its job connection.
                  connections and twice powerboxd's (64) public ones, some
                  after a refused BEGIN. The excess is refused and logged,
                  the rest dropped idle (every one sees end of file); an
-                 honest launched client completes within the idle timeout
-                 of the flood's start and a public connection is answered;
+                 honest launched client (retried while refused) completes
+                 within the idle timeout and 1.5 s of the flood's start,
+                 and a public connection is answered as soon;
                  every half-begun request ended CANCELLED no sooner than
                  the OPEN deadline with its reservation returned (the
                  honest BEGIN got a prompt record while their decisions
@@ -189,9 +194,13 @@ and its job connection.
                  refused the same way; nothing is installed into A's
                  staged process, while A's own request is
 
-The scenarios marked "own powerboxd" run on a stack of their own, started
-with their own `pbx geometry make` arguments in WORK_DIR/<scenario>; the
-others share one stack in WORK_DIR. Scenarios that prompt get a tmux pane
+The scenarios marked "own powerboxd" or "own stack" run on a stack of
+their own, started with their own `pbx geometry make` arguments and
+`pbx-launchd serve` options in WORK_DIR/<scenario>; the others share one
+stack in WORK_DIR. `run.py BIN_DIR WORK_DIR all` runs every scenario in
+the order of the SCENARIOS table (what `make check` does). Every stack
+runs in a process group of its own; when a scenario fails, the stack's
+group and every job launchd launched are killed. Scenarios that prompt get a tmux pane
 (a window of the run's own tmux server) per stack.
 
 Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
@@ -1017,7 +1026,11 @@ class Launched:
                 self.proc.stdin.close()
         except BrokenPipeError:
             pass
-        rc = self.proc.wait(timeout=seconds)
+        try:
+            rc = self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            fail(f"the launched job did not end within {seconds:.0f} s "
+                 f"({self.kv()})")
         self.reader.join(timeout=5)
         return rc, self.kv()
 
@@ -2065,8 +2078,8 @@ def wake_backpressure(st):
 
     def woken():
         return [l for l in st.peer_log("launchd").splitlines()
-                if "wake request" in l and l.split(" job ", 1)[-1].split()
-                and "job " + l.split(" job ", 1)[-1].split()[0] in jobs]
+                if "wake request " in l and " job " in l and
+                "job " + l.rsplit(" job ", 1)[1].strip() in jobs]
     with open(st.wake_hold, "w", encoding="utf-8"):
         pass
     time.sleep(0.2)  # launchd's poll round with the wake route still in it
@@ -2261,10 +2274,19 @@ def connect_all(path, n):
     """n connections to the SOCK_SEQPACKET socket at path (a refused one
     is still connected: the server closes it)."""
     conns = []
+    deadline = time.monotonic() + 10.0
     for _ in range(n):
         c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         c.settimeout(5)
-        c.connect(path)
+        while True:
+            try:
+                c.connect(path)
+                break
+            except BlockingIOError:
+                # The listen backlog is full until the server accepts.
+                if time.monotonic() > deadline:
+                    fail(f"{path} accepts no connections")
+                time.sleep(0.005)
         conns.append(c)
     return conns
 
@@ -2440,7 +2462,7 @@ def idle_flood(st):
              f"{line} {at:.2f} s after BEGIN (deadline {open_s:.1f} s)")
     print(f"run: request {ids2[0]}'s DECISION, asked before its OPEN "
           f"deadline, answered CANCELLED {at:.2f} s after its BEGIN")
-    for p, ids in ((p1, ids1), (p2, ids2)):
+    for p, ids in ((p1, ids1), (p2, ids2[1:])):
         for rid in ids:
             if p.cmd(f"decision {rid}") != [f"decision={rid} cancelled"]:
                 fail(f"idle-flood: half-begun request {rid} did not end "
