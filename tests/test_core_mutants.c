@@ -228,6 +228,12 @@ PBX_TEST(core_mutants_tslots_record_the_kind_they_hold)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
     PBX_CHECK_EQ(mut_tslot_kind(h, id, 0), PBX_CAPABI_RECEIPT_SCOPE);
+    /* Request-owned slots are no public orphans. */
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(pbx_core_inspect_tslot(&h->core, r->scope_tslot)->owner_kind,
+                 0U);
+    PBX_CHECK_EQ(pbx_core_inspect_tslot(&h->core, r->object_tslot)->owner_kind,
+                 0U);
     PBX_CHECK_EQ(mut_tslot_kind(h, id, 1), PBX_CAPABI_RECEIPT_OBJECT);
     PBX_REQUIRE(th_run_to(h, "detach") != TH_NONE);
     PBX_CHECK_EQ(mut_tslot_kind(h, id, 2), PBX_CAPABI_RECEIPT_REVOCATION);
@@ -248,23 +254,55 @@ PBX_TEST(core_mutants_tslots_record_the_kind_they_hold)
     th_free(h);
 }
 
-/* A decision record reused for a denial after it carried an approval
- * keeps nothing of the grant: DECISION reads DENIED with no grant. With
- * two records, one of two denials after the approval reuses its record,
- * whichever order the free list gives them back in. */
-PBX_TEST(core_mutants_reused_decision_record_forgets_its_grant)
+/* The decision record request id's decision was written to, read
+ * through the inspection API while the request is alive. */
+static const pbx_core_decision *mut_decision(const th_h *h, pbx_ipc_id id)
+{
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    return (const pbx_core_decision *)pbx_core_inspect_record(
+        &h->core, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
+}
+
+/* A decision record names exactly its request, job and outcome, and the
+ * grant only for an approval: one reused for a denial after it carried
+ * an approval keeps nothing of the grant, and DECISION reads DENIED with
+ * no grant. With two records, one of two denials after the approval
+ * reuses its record, whichever order the free list gives them back in. */
+PBX_TEST(core_mutants_decision_record_is_exact_and_forgets_its_grant)
 {
     th_h *h = th_new(2);
     pbx_ipc_begin b;
     th_default_begin(&b, sel, SEL_LEN);
     pbx_ipc_id req = {0, 0};
-    pbx_ipc_id g = th_approve(h, &b, sel, false, &req, NULL);
+    pbx_ipc_id g = th_approve(h, &b, sel, true, &req, NULL);
     PBX_REQUIRE(g.gen != 0U);
+    const pbx_core_decision *dec = mut_decision(h, req);
+    PBX_CHECK_EQ(dec->status, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(dec->job_id, b.ctx.job_id);
+    PBX_CHECK_EQ(dec->job_generation, b.ctx.job_gen);
+    PBX_CHECK_EQ(dec->request, req.index);
+    PBX_CHECK_EQ(dec->request_generation, req.gen);
+    PBX_CHECK_EQ(dec->grant, g.index);
+    PBX_CHECK_EQ(dec->grant_generation, g.gen);
+    PBX_CHECK_EQ(dec->installed_slot, b.target.slot);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, req, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
     for (uint32_t k = 0; k < 2U; k++) {
         th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
-        pbx_ipc_id id = mut_open(h, false);
-        pbx_ipc_decision d;
-        uint32_t xfer = 0;
+        b.ctx.job_gen += 1U;
+        pbx_ipc_id id = {0, 0};
+        PBX_CHECK_EQ(th_open(h, &b, sel, &id), 0U);
+        th_run(h);
+        PBX_CHECK_EQ(h->step_err, PBX_OK);
+        dec = mut_decision(h, id);
+        PBX_CHECK_EQ(dec->status, PBX_IPC_OUTCOME_DENIED);
+        PBX_CHECK_EQ(dec->job_generation, b.ctx.job_gen);
+        PBX_CHECK_EQ(dec->request, id.index);
+        PBX_CHECK_EQ(dec->request_generation, id.gen);
+        PBX_CHECK_EQ(dec->grant, PBX_CORE_NIL);
+        PBX_CHECK_EQ(dec->grant_generation, 0U);
+        PBX_CHECK_EQ(dec->installed_slot, 0U);
         TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
         PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_POLICY);
         PBX_CHECK_EQ(d.grant.index, 0U);
@@ -434,5 +472,51 @@ PBX_TEST(core_mutants_idle_core_counts_no_calls_at_any_time)
     pbx_ipc_id g = th_approve(h, &b, sel, false, NULL, NULL);
     PBX_CHECK(g.gen != 0U);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
+    th_free(h);
+}
+
+/* ---- public replies ------------------------------------------------------ */
+
+/* Sends frame (seq patched in) from the broker and returns the reply's
+ * header, which must decode. */
+static pbx_ipc_frame mut_public(th_h *h, uint8_t *frame, size_t len,
+                                uint32_t seq, pbx_core_out *out)
+{
+    pbx_err core = PBX_OK;
+    pbx_ipc_frame f;
+    memset(&f, 0, sizeof(f));
+    PBX_REQUIRE(pbx_ipc_frame_set_seq(frame, len, seq) == PBX_OK);
+    (void)th_public(h, TH_BROKER, frame, len, NULL, 0, &core, out);
+    PBX_CHECK_EQ(core, PBX_OK);
+    PBX_REQUIRE(out->len >= PBX_IPC_HEADER_BYTES);
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(out->frame, out->len, 0U, &f), PBX_OK);
+    return f;
+}
+
+/* A SELECTOR for no live request is refused with an error reply of
+ * SELECTOR's own reply op, and every public reply echoes the seq of the
+ * frame it answers, the error replies included. */
+PBX_TEST(core_mutants_selector_error_reply_op_and_seq_echo)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_id nobody = {2U, 7U};
+    pbx_ipc_selector s = {0U, SEL_LEN, sel};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_selector_encode(nobody, &s, buf, sizeof(buf), &n) ==
+                PBX_OK);
+    pbx_ipc_frame f = mut_public(h, buf, n, 0x5EC0001U, &out);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_SELECTOR | PBX_IPC_REPLY_BIT);
+    PBX_CHECK(f.status != 0U);
+    PBX_CHECK_EQ(f.seq, 0x5EC0001U);
+    /* A successful reply echoes its seq too. */
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+    f = mut_public(h, buf, n, 0x5EC0002U, &out);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_BEGIN | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(f.status, 0U);
+    PBX_CHECK_EQ(f.seq, 0x5EC0002U);
     th_free(h);
 }

@@ -1202,3 +1202,48 @@ PBX_TEST(ipc_every_accepted_body_byte_survives_a_round_trip)
         PBX_CHECK(alen == PBX_IPC_HEADER_BYTES || accepted > 0U);
     }
 }
+
+/* Every record encodes into a buffer of exactly its size. */
+PBX_TEST(ipc_every_encoder_fits_an_exact_buffer)
+{
+    for (size_t i = 0; i < PBX_ARRAY_LEN(samples); i++) {
+        const struct sample *s = &samples[i];
+        uint8_t a[PBX_IPC_FRAME_BYTES_MAX];
+        size_t alen = 0;
+        PBX_REQUIRE(s->enc(a, sizeof(a), &alen) == PBX_OK);
+        uint8_t *exact = malloc(alen);
+        PBX_REQUIRE(exact != NULL);
+        size_t blen = 0;
+        PBX_CHECK_EQ(s->enc(exact, alen, &blen), PBX_OK);
+        PBX_CHECK_EQ(blen, alen);
+        PBX_CHECK(memcmp(exact, a, alen) == 0);
+        free(exact);
+    }
+}
+
+/* Every byte of every reserved field is checked: for each malformed-form
+ * row that expects PBX_E_IPC_RESERVED, each byte of its field set alone
+ * is refused the same way. */
+PBX_TEST(ipc_every_reserved_byte_is_checked)
+{
+    for (size_t i = 0; i < PBX_ARRAY_LEN(mutations); i++) {
+        const struct mutation *m = &mutations[i];
+        const struct sample *s = sample_named(m->sample);
+        if (m->want != PBX_E_IPC_RESERVED || s == NULL) {
+            continue;
+        }
+        for (size_t k = 0; k < m->width; k++) {
+            uint8_t a[PBX_IPC_FRAME_BYTES_MAX];
+            size_t alen = 0;
+            PBX_REQUIRE(s->enc(a, sizeof(a), &alen) == PBX_OK);
+            PBX_REQUIRE(PBX_IPC_HEADER_BYTES + m->off + m->width <= alen);
+            a[PBX_IPC_HEADER_BYTES + m->off + k] = 0x40U;
+            pbx_err got = decode_exact(s, a, alen);
+            if (got != PBX_E_IPC_RESERVED) {
+                pbx_test_failf(__FILE__, __LINE__,
+                               "%s reserved byte %zu: got %s", m->sample,
+                               m->off + k, pbx_err_name(got));
+            }
+        }
+    }
+}

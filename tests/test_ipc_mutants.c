@@ -227,6 +227,116 @@ static pbx_err bad_install(size_t *len)
     return pbx_ipc_install_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
 }
 
+static pbx_err bad_detach(size_t *len)
+{
+    pbx_ipc_detach r = {{0x0102U, 0U}};
+    return pbx_ipc_detach_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_detach_reply(size_t *len)
+{
+    pbx_ipc_detach r = {{0x0102U, 0U}};
+    return pbx_ipc_detach_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                       len);
+}
+
+static pbx_err bad_withdraw(size_t *len)
+{
+    pbx_ipc_withdraw r = {{0x0102U, 0U}};
+    return pbx_ipc_withdraw_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_withdraw_reply(size_t *len)
+{
+    pbx_ipc_withdraw r = {{0x0102U, 0U}};
+    return pbx_ipc_withdraw_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                         len);
+}
+
+static pbx_err bad_retire(size_t *len)
+{
+    pbx_ipc_retire r = {{0x0102U, 11U}, 0x5C0FEU, 0U};
+    return pbx_ipc_retire_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_retire_reply(size_t *len)
+{
+    pbx_ipc_retire r = {{0x0102U, 11U}, 0x5C0FEU, 0U};
+    return pbx_ipc_retire_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                       len);
+}
+
+static pbx_err bad_resolve_reply(size_t *len)
+{
+    pbx_ipc_resolve_reply r;
+    memset(&r, 0, sizeof(r));
+    r.result = 0U; /* no such result */
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.operation = PBX_IPC_OPERATION_READ;
+    return pbx_ipc_resolve_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                        len);
+}
+
+static pbx_err bad_decision(size_t *len)
+{
+    pbx_ipc_decision r = {0U, 0U, {0U, 0U}, 0U, 0U}; /* no such outcome */
+    return pbx_ipc_decision_reply_encode(live_id, &r, enc_buf, sizeof(enc_buf),
+                                         len);
+}
+
+static void ok_ctx(pbx_ipc_context *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->session = 1U;
+    c->job_id = 2U;
+    c->job_gen = 3U;
+    c->operation = PBX_IPC_OPERATION_READ;
+    c->object_class = PBX_IPC_CLASS_FILE;
+    c->lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    c->mode = PBX_IPC_MODE_INSTALL;
+    c->urgency = PBX_IPC_URGENCY_ROUTINE;
+    c->entry.len = 1U;
+    c->entry.bytes[0] = 'e';
+}
+
+static pbx_err bad_policy(size_t *len)
+{
+    pbx_ipc_policy r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.ctx.operation = 0U; /* no such operation */
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    return pbx_ipc_policy_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_policy_entry(size_t *len)
+{
+    pbx_ipc_policy r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX + 1U;
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    return pbx_ipc_policy_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
+static pbx_err bad_view(size_t *len)
+{
+    pbx_ipc_view r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.kind = 0U; /* neither ACTIVE nor REMOVE */
+    r.grant.index = 4U;
+    r.grant.gen = 6U;
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.target.process_id = 0x99U;
+    r.target.process_gen = 2U;
+    r.target.slot = 33U;
+    return pbx_ipc_view_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
 static const struct {
     const char *name;
     pbx_err (*enc)(size_t *len);
@@ -245,6 +355,17 @@ static const struct {
     {"prompt label length", bad_prompt_label, PBX_E_IPC_BOUND},
     {"prompt answer", bad_prompt_answer, PBX_E_IPC_DISCRIMINANT},
     {"install operation", bad_install, PBX_E_IPC_DISCRIMINANT},
+    {"detach gen", bad_detach, PBX_E_IPC_GENERATION},
+    {"detach reply gen", bad_detach_reply, PBX_E_IPC_GENERATION},
+    {"withdraw gen", bad_withdraw, PBX_E_IPC_GENERATION},
+    {"withdraw reply gen", bad_withdraw_reply, PBX_E_IPC_GENERATION},
+    {"retire class", bad_retire, PBX_E_IPC_DISCRIMINANT},
+    {"retire reply class", bad_retire_reply, PBX_E_IPC_DISCRIMINANT},
+    {"resolve reply result", bad_resolve_reply, PBX_E_IPC_DISCRIMINANT},
+    {"decision outcome", bad_decision, PBX_E_IPC_DISCRIMINANT},
+    {"policy operation", bad_policy, PBX_E_IPC_DISCRIMINANT},
+    {"policy entry length", bad_policy_entry, PBX_E_IPC_BOUND},
+    {"view kind", bad_view, PBX_E_IPC_DISCRIMINANT},
 };
 
 PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
@@ -357,4 +478,42 @@ PBX_TEST(ipc_mutants_selector_chunk_and_prompt_entry_at_their_bounds)
     PBX_CHECK_EQ(pbx_ipc_prompt_decode(&f, &po), PBX_OK);
     PBX_CHECK_EQ(po.ctx.entry.len, PBX_IPC_ENTRY_LEN_BYTES_MAX);
     PBX_CHECK_EQ(po.label.len, PBX_IPC_LABEL_LEN_BYTES_MAX);
+}
+
+/* A POLICY with the largest entry, and a PROMPT with the largest
+ * selector, are accepted both ways. */
+PBX_TEST(ipc_mutants_policy_entry_and_prompt_selector_at_their_bounds)
+{
+    static uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    static uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+    memset(sel, 's', sizeof(sel));
+    pbx_ipc_policy p;
+    memset(&p, 0, sizeof(p));
+    ok_ctx(&p.ctx);
+    p.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX;
+    memset(p.ctx.entry.bytes, 'e', PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    p.object.id = 4U;
+    p.object.gen = 5U;
+    size_t len = 0;
+    pbx_ipc_frame f;
+    PBX_REQUIRE(pbx_ipc_policy_encode(live_id, &p, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_policy po;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_policy_decode(&f, &po), PBX_OK);
+    PBX_CHECK_EQ(po.ctx.entry.len, PBX_IPC_ENTRY_LEN_BYTES_MAX);
+
+    pbx_ipc_prompt r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.selector_len = PBX_IPC_SELECTOR_LEN_BYTES_MAX;
+    r.selector = sel;
+    PBX_REQUIRE(pbx_ipc_prompt_encode(live_id, &r, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_prompt q;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_prompt_decode(&f, &q), PBX_OK);
+    PBX_CHECK_EQ(q.selector_len, PBX_IPC_SELECTOR_LEN_BYTES_MAX);
 }
