@@ -37,8 +37,11 @@
 #include "peers/lib/pbx_peer_vfs.h"
 #include "sha2/pbx_sha2.h"
 
-#define VFSD_LISTEN_MAX     9U
-#define VFSD_CONNS_MAX      64U
+#define VFSD_LISTEN_MAX 9U
+/* Scope and route connections: every scope handed out stays one until
+ * the last copy of it is closed, so 64 concurrent clients with a scope
+ * each need more than 64 (run.py many-clients). */
+#define VFSD_CONNS_MAX      256U
 #define VFSD_COMPONENTS_MAX 256U
 /* Calls served per object per poll round: a holder that floods its object
  * delays only itself, the rest waits for the next round. */
