@@ -520,3 +520,50 @@ PBX_TEST(core_mutants_selector_error_reply_op_and_seq_echo)
     PBX_CHECK_EQ(f.seq, 0x5EC0002U);
     th_free(h);
 }
+
+/* ---- generation-zero CANCEL ---------------------------------------------- */
+
+/* Opens pool-capacity requests of one job (one chain), each with its own
+ * session, committed and not yet stepped (so each is cancellable). */
+static void mut_open_job(th_h *h, uint32_t n, pbx_ipc_begin *b, pbx_ipc_id *ids)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        th_default_begin(b, sel, SEL_LEN);
+        b->ctx.session = 0x5E55000U + k;
+        PBX_REQUIRE(th_open(h, b, sel, &ids[k]) == 0U);
+    }
+}
+
+/* The walk of a correlation CANCEL covers the whole chain: the one
+ * matching request, opened first and so last in its chain, is found
+ * behind every other request of the pool. */
+PBX_TEST(core_mutants_correlation_cancel_walks_the_whole_chain)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id ids[4];
+    mut_open_job(h, 4U, false, &b, ids);
+    PBX_CHECK_EQ(th_cancel_corr(h, b.ctx.job_id, b.ctx.job_gen, 0x5E55000U),
+                 0U);
+    th_run(h);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, ids[0], &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    th_free(h);
+}
+
+/* With three matching requests the walk stops at the second match
+ * (ambiguity needs no more evidence): two index visits, and the CANCEL
+ * is refused as ambiguous. */
+PBX_TEST(core_mutants_correlation_cancel_stops_at_the_second_match)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id ids[3];
+    mut_open_job(h, 3U, true, &b, ids);
+    uint32_t before = h->core.index_visits;
+    PBX_CHECK_EQ(th_cancel_corr(h, b.ctx.job_id, b.ctx.job_gen, 0x5E55000U),
+                 PBX_E_CORE_AMBIGUOUS);
+    PBX_CHECK_EQ(h->core.index_visits - before, 2U);
+    th_free(h);
+}
