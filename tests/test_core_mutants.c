@@ -523,13 +523,14 @@ PBX_TEST(core_mutants_selector_error_reply_op_and_seq_echo)
 
 /* ---- generation-zero CANCEL ---------------------------------------------- */
 
-/* Opens pool-capacity requests of one job (one chain), each with its own
- * session, committed and not yet stepped (so each is cancellable). */
-static void mut_open_job(th_h *h, uint32_t n, pbx_ipc_begin *b, pbx_ipc_id *ids)
+/* Opens n requests of one job (one chain), each with its own session
+ * unless same, committed and not yet stepped (so each is cancellable). */
+static void mut_open_job(th_h *h, uint32_t n, bool same, pbx_ipc_begin *b,
+                         pbx_ipc_id *ids)
 {
     for (uint32_t k = 0; k < n; k++) {
         th_default_begin(b, sel, SEL_LEN);
-        b->ctx.session = 0x5E55000U + k;
+        b->ctx.session = 0x5E55000U + (same ? 0U : k);
         PBX_REQUIRE(th_open(h, b, sel, &ids[k]) == 0U);
     }
 }
