@@ -14,8 +14,13 @@
 
 /** PBX_PEER_TTY_RULES_MAX bounds the policy table. */
 #define PBX_PEER_TTY_RULES_MAX 64U
-/** PBX_PEER_TTY_VIEWS_MAX bounds the VIEW table. */
-#define PBX_PEER_TTY_VIEWS_MAX 64U
+/** PBX_PEER_TTY_VIEWS_MAX bounds the VIEW table: one row per live grant
+ * whose ACTIVE row powerboxd sent, so it must be at least the PBX1
+ * grants capacity of the deployment (1024 covers every geometry the
+ * tests and `pbx geometry make`'s default use). When it is full ttyd
+ * answers ACTIVE with PBX_PEER_E_BUSY and powerboxd denies that request
+ * (PEER_FAILED); a REMOVE always frees its row. */
+#define PBX_PEER_TTY_VIEWS_MAX 1024U
 /** PBX_PEER_TTY_ANY is the wildcard value of a rule field ("*"). */
 #define PBX_PEER_TTY_ANY 0U
 

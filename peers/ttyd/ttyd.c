@@ -53,7 +53,7 @@ typedef struct ttyd {
     bool typed_ahead; /* input came after the last answer, in its read */
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
-    char text[8192];
+    char text[262144]; /* the view file: up to PBX_PEER_TTY_VIEWS_MAX rows */
 } ttyd;
 
 static ttyd g_ttyd;
