@@ -568,3 +568,94 @@ PBX_TEST(core_mutants_correlation_cancel_stops_at_the_second_match)
     PBX_CHECK_EQ(h->core.index_visits - before, 2U);
     th_free(h);
 }
+
+/* ---- receipts and reservations ------------------------------------------- */
+
+/* An alias the ops layer derived with the wrong rights is deleted and
+ * the request denied with PEER_FAILED. */
+PBX_TEST(core_mutants_alias_with_wrong_rights_denies_peer_failed)
+{
+    th_h *h = th_new(4);
+    h->alias_rights = PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_MANAGE;
+    pbx_ipc_id id = mut_open(h, true);
+    mut_denied(h, id, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* At every peer step (RESOLVE, POLICY, INSTALL, DETACH, and PROMPT after a
+ * PROMPT verdict), a surplus receipt whose deletion the kernel rejects is
+ * the cleanup fail-stop. */
+PBX_TEST(core_mutants_rejected_surplus_at_every_step_is_cleanup)
+{
+    static const struct {
+        pbx_core_route route;
+        uint32_t skip; /* answers on that route before the surplus one */
+        bool prompt;
+    } rows[] = {
+        {PBX_CORE_ROUTE_VFSD, 0U, false},  {PBX_CORE_ROUTE_TTYD, 0U, false},
+        {PBX_CORE_ROUTE_PROCD, 0U, false}, {PBX_CORE_ROUTE_VFSD, 1U, false},
+        {PBX_CORE_ROUTE_TTYD, 1U, true},
+    };
+    for (size_t k = 0; k < PBX_ARRAY_LEN(rows); k++) {
+        th_h *h = th_new(4);
+        if (rows[k].prompt) {
+            th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+        } else {
+            for (uint32_t s = 0; s < rows[k].skip; s++) {
+                th_push(h, rows[k].route, TH_OK, 0, 0);
+            }
+        }
+        th_push(h, rows[k].route, TH_OK, TH_M_SURPLUS, 0);
+        th_push_del(h, PBX_CORE_DELETE_REJECTED);
+        pbx_ipc_begin b;
+        pbx_ipc_id id = {0, 0};
+        th_default_begin(&b, sel, SEL_LEN);
+        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+        th_run(h);
+        if (pbx_core_exit_status(&h->core) != PBX_CORE_EXIT_CLEANUP) {
+            pbx_test_failf(__FILE__, __LINE__, "row %zu: exit %u", k,
+                           (unsigned)pbx_core_exit_status(&h->core));
+        }
+        th_free(h);
+    }
+}
+
+/* A request cancelled before its COMMIT gives its reserved destination
+ * back when the kernel reports it empty (not only as a placeholder). */
+PBX_TEST(core_mutants_uncommitted_cancel_releases_an_empty_destination)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_REQUIRE(dest < TH_SLOTS);
+    h->slots[dest].kind = PBX_CAPABI_KIND_EMPTY;
+    PBX_CHECK_EQ(th_cancel(h, id), 0U);
+    th_clear_trace(h);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(!h->slots[dest].reserved);
+    th_free(h);
+}
+
+/* A request parked on a route records which route it waits for, and
+ * forgets it once it runs again. */
+PBX_TEST(core_mutants_parked_request_records_its_route)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_BUSY, 0, 0);
+    pbx_ipc_id id = mut_open(h, false);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->parked_route, PBX_CORE_ROUTE_VFSD);
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_VFSD);
+    PBX_REQUIRE(th_run_to(h, "view+") != TH_NONE);
+    PBX_CHECK_EQ(r->parked_route, PBX_CORE_NIL);
+    th_free(h);
+}
