@@ -659,3 +659,20 @@ PBX_TEST(core_mutants_parked_request_records_its_route)
     PBX_CHECK_EQ(r->parked_route, PBX_CORE_NIL);
     th_free(h);
 }
+
+/* A request just begun carries no flag, no denial reason and no parked
+ * route. */
+PBX_TEST(core_mutants_begun_request_is_clean)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->flags, 0U);
+    PBX_CHECK_EQ(r->reason, 0U);
+    PBX_CHECK_EQ(r->parked_route, PBX_CORE_NIL);
+    th_free(h);
+}
