@@ -58,8 +58,10 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-# Tests and tools are hosted programs.
+# Tests and tools are hosted programs; a test also depends on the test
+# headers beside it (the core harness, the runner).
 $(BUILD)/obj/tests/%.o $(BUILD)/obj/tools/%.o: CPPFLAGS += $(HOSTED)
+$(TEST_OBJS): $(wildcard tests/*.h tests/runner/*.h)
 
 $(LIBPBX): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

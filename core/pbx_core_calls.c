@@ -259,6 +259,24 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
     return PBX_OK;
 }
 
+/* Whether a reply that arrived through scope slot via may answer a call
+ * sent through scope slot sent: the same slot, or two slots the kernel
+ * vouches hold the same object (equal nonzero identities). Copies of one
+ * scope share one connection to vfsd, so a reply to the call through one
+ * copy may be read through another; the seq still names the exact call. */
+static bool pbx_core_same_scope(const pbx_core_ctx *ctx, uint32_t via,
+                                uint32_t sent)
+{
+    if (via == sent) {
+        return true;
+    }
+    if (ctx->identity == NULL) {
+        return false;
+    }
+    uint64_t a = ctx->identity(ctx->ops_user, via);
+    return a != 0U && a == ctx->identity(ctx->ops_user, sent);
+}
+
 /* Finds the live call a reply header echoes: the sequence names a live
  * record of this generation, sent on this route (and scope), with this
  * operation and this identity. Returns its index or PBX_CORE_NIL. */
@@ -281,7 +299,8 @@ static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
     uint32_t gen = pbx_le_get32(frame + 16);
     if (oc->link.live == 0U || pbx_core_call_seq(ctx, o) != seq ||
         oc->route != route ||
-        (route == PBX_CORE_ROUTE_SCOPE && oc->via_slot != via_slot) ||
+        (route == PBX_CORE_ROUTE_SCOPE &&
+         !pbx_core_same_scope(ctx, via_slot, oc->via_slot)) ||
         op != (uint16_t)(oc->op | PBX_IPC_REPLY_BIT) || index != oc->id.index ||
         gen != oc->id.gen) {
         return PBX_CORE_NIL;

@@ -91,7 +91,11 @@ static void th_op_query(void *user, uint32_t slot, pbx_capabi_observed *out)
 static uint64_t th_op_identity(void *user, uint32_t slot)
 {
     const th_h *h = user;
-    return th_has_cap(h, slot) ? h->scope_identity : 0U;
+    if (!th_has_cap(h, slot)) {
+        return 0U;
+    }
+    return h->slot_identity[slot] != 0U ? h->slot_identity[slot]
+                                        : h->scope_identity;
 }
 
 static pbx_core_delete th_op_delete(void *user, uint32_t slot)

@@ -233,6 +233,8 @@ typedef struct th_h {
     bool hold_all;
     /** Identity the ops layer reports for a scope slot (0: unknown). */
     uint64_t scope_identity;
+    /** Per-slot identity that overrides scope_identity when nonzero. */
+    uint64_t slot_identity[TH_SLOTS];
     /** Rights the fake alias derivation gives (default SEND). */
     uint32_t alias_rights;
     /** Provenance the fake alias derivation gives (default LOCAL). */
