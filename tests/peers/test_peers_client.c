@@ -1,11 +1,19 @@
 /*
  * test_peers_client.c: pbx-client and pbx-launchd against a fake powerboxd
- * played by the test over real socketpairs: BEGIN, SELECTOR chunks at exact
- * offsets (a selector longer than one chunk), COMMIT carrying exactly the
- * scope descriptor, DECISION PENDING then APPROVED; launchd's EXPIRE frame
- * and its WAKE receiver deleting a smuggled descriptor; and the client's
- * scope acquisition refusing a hand-out that does not name the scope by
- * its own inode.
+ * (or launchd) played by the test over real socketpairs: BEGIN, SELECTOR
+ * chunks at exact offsets (a selector longer than one chunk), COMMIT
+ * carrying exactly the scope descriptor, DECISION PENDING (an older
+ * launchd) asked again under a new seq, then APPROVED; the job connection
+ * in PBX_LAUNCHD_FD and the claims (unclaimed job, entry and target, or
+ * PBX_JOB, PBX_ENTRY, PBX_TARGET, an option winning); usage errors and
+ * --help; a DECISION held with nothing else sent; --wait-ms expiry (the
+ * exact CANCEL outstanding beside the DECISION under its own seq, a stray
+ * reply dropped, replies out of order); --verify-object against a fake
+ * object, and --repeat counting decisions that name another request and
+ * objects that do not verify; launchd's EXPIRE frame and its WAKE
+ * receiver deleting a smuggled descriptor; and the client's scope
+ * acquisition refusing a hand-out that does not name the scope by its
+ * own inode.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -445,6 +453,26 @@ PBX_TEST(peers_client_launchd_fd_and_claims)
     PBX_CHECK(rec.target.process_id == 7U && rec.target.process_gen == 2U);
     tc_refuse(pub[0], PBX_PEER_E_NOT_YOURS);
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 1);
+    pbx_peer_io_close_all(pub, 2);
+    pbx_peer_io_close_all(scope, 2);
+}
+
+PBX_TEST(peers_client_usage_errors_and_help)
+{
+    int pub[2];
+    int scope[2];
+    PBX_REQUIRE(tp_seqpair(pub) && tp_seqpair(scope));
+    char sarg[16];
+    static char fdenv[40];
+    (void)snprintf(fdenv, sizeof(fdenv), "PBX_LAUNCHD_FD=%d", pub[1]);
+    const char *args[] = {"request",    "--scope-fd", tc_num(sarg, scope[1]),
+                          "--selector", "f",          "--op",
+                          "read",       "--class",    "file",
+                          "--lifetime", "one-shot",   NULL};
+    int keep[2] = {pub[1], scope[1]};
+    const char *env1[] = {fdenv, NULL};
+    static tc_run run;
+    char out[1024];
     /* No connection at all, or one that is not open: a usage error. */
     tc_start(&run, args, keep, 2, NULL, -1);
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
@@ -647,7 +675,6 @@ PBX_TEST(peers_client_verify_object)
     tc_file(root, "f.txt");
     tc_file(root, "g.txt");
     pbx_ipc_id id = {2, 5};
-    pbx_ipc_id other = {3, 7};
     static tc_run run;
     char out[2048];
     /* The object names ROOT/f.txt: verified. */
@@ -672,6 +699,22 @@ PBX_TEST(peers_client_verify_object)
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 1);
     PBX_CHECK(strstr(out, "object=mismatch\n") != NULL);
     (void)close(obj[0]);
+    pbx_peer_io_close_all(pub, 2);
+    pbx_peer_io_close_all(scope, 2);
+}
+
+PBX_TEST(peers_client_repeat_counts_mismatches)
+{
+    int pub[2];
+    int scope[2];
+    PBX_REQUIRE(tp_seqpair(pub) && tp_seqpair(scope));
+    const char *root = tp_tmpdir();
+    tc_file(root, "f.txt");
+    tc_file(root, "g.txt");
+    pbx_ipc_id id = {2, 5};
+    pbx_ipc_id other = {3, 7};
+    static tc_run run;
+    char out[2048];
     /* --repeat 3: a good lifecycle, a decision naming another request
      * (nothing consumed), an object that does not verify (consumed). */
     const char *r[] = {"--verify-object", root,      "--repeat", "3",

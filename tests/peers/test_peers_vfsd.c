@@ -10,6 +10,11 @@
  * is idempotent (a repeat is acknowledged exactly, even after its row was
  * reused); pipelined calls are answered in order, each reply (error
  * replies included) echoing its call's seq, also after SIGSTOP/SIGCONT.
+ * Objects serve OBJ_STAT (device, inode and size of what vfsd resolved),
+ * refuse every other op, a malformed call and any call after RETIRE
+ * (queued calls answered before the cut), and never stall vfsd: a holder
+ * that floods without reading, or shuts its writing side, costs nothing
+ * else.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
