@@ -209,6 +209,12 @@ typedef struct sim_req {
     pbx_ipc_id active_acked;
     /** Slot procd installed the object in. */
     uint32_t installed_slot;
+    /** Bit (1 << sim_call_kind) set once the core took the exact reply
+     * to this request's call of that kind, as sim_calls.c judges the
+     * delivered bytes (invariants 16 and 17). */
+    uint32_t exact;
+    /** The verdict of the exact POLICY reply the core took (0: none). */
+    uint32_t exact_verdict;
 } sim_req;
 
 /** sim_grant_state is the shadow lifecycle of a grant. */
@@ -680,8 +686,9 @@ void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t route,
 /** sim_call_match returns the open call a reply would answer (judged
  * from the bytes as delivered), or SIM_NIL. */
 uint32_t sim_call_match(const sim_world *w, const sim_flight *f);
-/** sim_call_answered ends call k after the core accepted its reply. */
-void sim_call_answered(sim_world *w, uint32_t k);
+/** sim_call_answered ends call k after the core accepted its reply f
+ * and records whether f was that call's exact reply. */
+void sim_call_answered(sim_world *w, uint32_t k, const sim_flight *f);
 /** sim_calls_expire ends every open call whose deadline is at or before
  * the clock (after the core heard it); returns how many. */
 uint32_t sim_calls_expire(sim_world *w);

@@ -164,9 +164,134 @@ static void sim_call_close(sim_world *w, sim_call *sc)
     w->calls_dirty = 1U;
 }
 
-void sim_call_answered(sim_world *w, uint32_t k)
+/* Decodes reply f as the status-zero reply to call v: the operation with
+ * the reply bit and the header identity the call went out with. */
+static bool sim_reply_of(const sim_flight *f, const sim_call_view *v,
+                         pbx_ipc_frame *out)
 {
-    sim_call_close(w, &w->calls[k]);
+    return pbx_ipc_frame_decode(f->bytes, f->len, (uint16_t)f->ncaps, out) ==
+               PBX_OK &&
+           out->op == (uint16_t)(v->op | PBX_IPC_REPLY_BIT) &&
+           out->status == 0U && out->request.index == v->id.index &&
+           out->request.gen == v->id.gen;
+}
+
+/* Whether receipt c is the one fresh receipt of role a peer owes request
+ * (or grant) owner/gen, with the rights the seed allows it. */
+static bool sim_receipt_exact(const sim_flight *f, uint32_t role,
+                              uint32_t rights, uint32_t owner, uint32_t gen)
+{
+    const sim_cap *c = &f->caps[0];
+    return f->ncaps == 1U && c->role == role && c->rights == rights &&
+           c->kind == (uint32_t)PBX_CAPABI_KIND_ENDPOINT &&
+           c->prov == (uint32_t)PBX_CAPABI_PROV_RECEIVED && c->owner == owner &&
+           c->owner_gen == gen;
+}
+
+/* Whether d is vfsd's exact FOUND for request s (index i): the request's
+ * operation, class and digest, the identity vfsd gives its committed
+ * scope, the object vfsd resolved, and one SEND-only object receipt. */
+static bool sim_exact_resolve(const sim_req *s, uint32_t i, const sim_flight *f,
+                              const pbx_ipc_frame *d)
+{
+    pbx_ipc_resolve_reply rr;
+    const pbx_ipc_context *c = &s->begin.ctx;
+    return pbx_ipc_resolve_reply_decode(d, &rr) == PBX_OK &&
+           rr.result == (uint8_t)PBX_IPC_RESOLVE_FOUND &&
+           rr.operation == c->operation && rr.object_class == c->object_class &&
+           memcmp(rr.selector_digest, s->begin.selector_digest, 32U) == 0 &&
+           rr.scope_id == SIM_SCOPE_IDENT_BASE + s->scope_cap &&
+           rr.object.id == s->object.id && rr.object.gen == s->object.gen &&
+           sim_receipt_exact(f, SIM_ROLE_OBJECT, PBX_CAPABI_RIGHT_SEND, i,
+                             s->gen);
+}
+
+/* Whether d is procd's exact INSTALL reply for request s: a manage-only
+ * handle in the target slot, echoing the grant procd installed (the one
+ * the INSTALL named) and the target process, with one MANAGE-only handle
+ * receipt of that grant. */
+static bool sim_exact_install(const sim_world *w, const sim_req *s,
+                              const sim_flight *f, const pbx_ipc_frame *d)
+{
+    pbx_ipc_install_reply ir;
+    if (s->grant >= SIM_GRANT_MAX ||
+        pbx_ipc_install_reply_decode(d, &ir) != PBX_OK) {
+        return false;
+    }
+    const sim_grant *gr = &w->grants[s->grant];
+    return ir.handle_kind == (uint8_t)PBX_IPC_HANDLE_MANAGE_ONLY &&
+           ir.installed_slot == s->begin.target.slot &&
+           ir.grant.index == s->grant && ir.grant.gen == gr->gen &&
+           ir.target_process_id == s->begin.target.process_id &&
+           ir.target_process_gen == s->begin.target.process_gen &&
+           sim_receipt_exact(f, SIM_ROLE_HANDLE, PBX_CAPABI_RIGHT_MANAGE,
+                             s->grant, gr->gen);
+}
+
+/* Whether d is the exact answer to the call of kind for request s: the
+ * same rules the seed states for each reply, restated from the sim's own
+ * records (what the peers resolved, installed and were asked). */
+static bool sim_exact_reply(const sim_world *w, uint32_t kind, uint32_t i,
+                            const sim_flight *f, const pbx_ipc_frame *d,
+                            uint32_t *verdict)
+{
+    const sim_req *s = &w->reqs[i];
+    const pbx_ipc_context *c = &s->begin.ctx;
+    pbx_ipc_policy_reply pr;
+    pbx_ipc_detach det;
+    pbx_ipc_view_ack ack;
+    pbx_ipc_retire rt;
+    switch (kind) {
+    case SIM_CALL_RESOLVE:
+        return sim_exact_resolve(s, i, f, d);
+    case SIM_CALL_POLICY:
+        *verdict = pbx_ipc_policy_reply_decode(d, &pr) == PBX_OK &&
+                           pr.urgency == c->urgency && pr.realm == c->realm &&
+                           pr.session == c->session
+                       ? pr.verdict
+                       : 0U;
+        return *verdict != 0U;
+    case SIM_CALL_INSTALL:
+        return sim_exact_install(w, s, f, d);
+    case SIM_CALL_DETACH:
+        return pbx_ipc_detach_reply_decode(d, &det) == PBX_OK &&
+               det.object.id == s->object.id && det.object.gen == s->object.gen;
+    case SIM_CALL_ACTIVE:
+        return pbx_ipc_view_reply_decode(d, &ack) == PBX_OK &&
+               ack.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE &&
+               ack.grant.index == d->request.index &&
+               ack.grant.gen == d->request.gen;
+    case SIM_CALL_REQ_RETIRE:
+        return pbx_ipc_retire_reply_decode(d, &rt) == PBX_OK &&
+               rt.object.id == s->object.id && rt.object.gen == s->object.gen &&
+               rt.scope_id == s->scope_ident &&
+               rt.object_class == c->object_class;
+    default:
+        return false;
+    }
+}
+
+void sim_call_answered(sim_world *w, uint32_t k, const sim_flight *f)
+{
+    sim_call *sc = &w->calls[k];
+    const sim_call_view *v = &sc->v;
+    pbx_ipc_frame d;
+    uint32_t verdict = 0U;
+    sim_call_close(w, sc);
+    uint32_t i = v->owner;
+    if (sc->known == 0U ||
+        v->owner_pool != (uint32_t)PBX_BOOTSTRAP_POOL_REQUESTS ||
+        i >= SIM_REQ_MAX || w->reqs[i].live == 0U ||
+        w->reqs[i].gen != v->owner_gen || v->kind >= 32U) {
+        return;
+    }
+    if (sim_reply_of(f, v, &d) &&
+        sim_exact_reply(w, v->kind, i, f, &d, &verdict)) {
+        w->reqs[i].exact |= 1U << v->kind;
+        w->reqs[i].exact_verdict = v->kind == (uint32_t)SIM_CALL_POLICY
+                                       ? verdict
+                                       : w->reqs[i].exact_verdict;
+    }
 }
 
 /* Ends call sc without an accepted reply (deadline or lost route): a

@@ -367,6 +367,29 @@ static bool sim_authority_left(const sim_world *w, uint32_t i, uint32_t gen)
            s->obj_retired == 0U;
 }
 
+/* Invariant 17: an unapproved decision of a request whose INSTALL procd
+ * received, and whose exact INSTALL reply the core never took, is visible
+ * only after the core took vfsd's exact acknowledgement of the object's
+ * full-identity RETIRE (procd may hold the object: only that retirement
+ * cuts it). */
+static void sim_check_refused_install(sim_world *w, uint32_t i,
+                                      const char *where)
+{
+    const sim_req *s = &w->reqs[i];
+    bool installed_at_procd =
+        s->begin.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL &&
+        s->grant < SIM_GRANT_MAX && w->grants[s->grant].req == i &&
+        w->grants[s->grant].req_gen == s->gen;
+    if (installed_at_procd && (s->exact & (1U << SIM_CALL_INSTALL)) == 0U &&
+        (s->exact & (1U << SIM_CALL_REQ_RETIRE)) == 0U) {
+        sim_fail(w,
+                 "invariant 17: decision of %u/%u visible (%s) before vfsd "
+                 "exactly acknowledged the RETIRE of the object its refused "
+                 "INSTALL may have placed",
+                 i, s->gen, where);
+    }
+}
+
 void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
 {
     const sim_req *s = &w->reqs[i];
@@ -396,6 +419,7 @@ void sim_check_terminal(sim_world *w, uint32_t i, const char *where)
     if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
         return;
     }
+    sim_check_refused_install(w, i, where);
     if (sim_authority_left(w, i, s->gen)) {
         sim_fail(w,
                  "invariant 5: unapproved decision of %u/%u visible (%s) "

@@ -111,10 +111,13 @@ static void sim_begin_ctx(sim_world *w, uint32_t c, pbx_ipc_begin *b)
                                       (b->ctx.operation & 1U));
         b->ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
     }
-    /* launchd names the invocation exactly when the lifetime is one; two
-     * ids per job, so an INVOCATION expiry meets some requests of the job
-     * and passes others by. */
-    if (b->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION) {
+    /* launchd names the invocation of an invocation request, and of most
+     * one-shot ones; two ids per job, so an INVOCATION expiry meets some
+     * requests of the job and passes others by, and a one-shot request
+     * made within an invocation ends with it. */
+    if (b->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION ||
+        (b->ctx.lifetime == (uint8_t)PBX_IPC_LIFETIME_ONE_SHOT &&
+         sim_chance(w, 600U))) {
         b->invocation_id = SIM_INVOCATION_FIRST + sim_below(w, 2U);
     }
     b->ctx.mode =

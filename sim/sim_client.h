@@ -56,4 +56,41 @@ void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge);
 /** sim_client_invalid sends one malformed or misaddressed frame. */
 void sim_client_invalid(sim_world *w, uint32_t c);
 
+/**
+ * sim_effect is what one EXPIRE, CANCEL or CONSUME may do (invariant 15):
+ * the requests and grants it covers, by index bit, as the simulator's own
+ * shadow names them, and every request and grant record as it was before
+ * the frame. Caller-allocated; filled by sim_effect_before.
+ */
+typedef struct sim_effect {
+    /** Covered requests (bit i: request index i). */
+    uint32_t reqs;
+    /** Covered grants (bit g: grant index g). */
+    uint32_t grants;
+    /** Requests before: live, generation, state, outcome, flags, grant. */
+    uint32_t req[SIM_REQ_MAX][6];
+    /** Grants before: live, generation, state, flags, request. */
+    uint32_t grant[SIM_GRANT_MAX][5];
+} sim_effect;
+
+/** sim_effect_before notes every request and grant record into *e and
+ * clears the covered sets. */
+void sim_effect_before(const sim_world *w, sim_effect *e);
+
+/** sim_effect_cover_req adds live shadow request i (and its grant) to the
+ * covered sets when the core record is that generation. */
+void sim_effect_cover_req(const sim_world *w, sim_effect *e, uint32_t i);
+
+/** sim_effect_cover_grant adds grant g of generation gen to the covered
+ * set when the core record was that generation. */
+void sim_effect_cover_grant(sim_effect *e, uint32_t g, uint32_t gen);
+
+/**
+ * sim_effect_check checks the records after the frame what named:
+ * accepted, exactly the covered requests and grants moved toward their
+ * end and nothing else changed; refused, nothing changed.
+ */
+void sim_effect_check(sim_world *w, const sim_effect *e, bool accepted,
+                      const char *what);
+
 #endif /* PBX_SIM_CLIENT_H */

@@ -21,7 +21,13 @@ void sim_client_consume(sim_world *w, uint32_t g, bool stale)
         pbx_ipc_consume_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
+    static sim_effect e;
+    sim_effect_before(w, &e);
+    sim_effect_cover_grant(&e, q.grant.index, q.grant.gen);
     const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
+    if (o != NULL) {
+        sim_effect_check(w, &e, sim_reply_status(o, NULL) == 0U, "CONSUME");
+    }
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }
@@ -38,7 +44,9 @@ void sim_client_consume(sim_world *w, uint32_t g, bool stale)
 }
 
 /* Whether expiry e covers a request or grant of context c with
- * invocation id inv (the core's rule, restated from PROTOCOL.md). */
+ * invocation id inv (the seed's rule, restated from PROTOCOL.md): the
+ * job's end ends all of it, an invocation's end its invocation grants and
+ * the one-shot grants made within it, never a job grant. */
 static bool sim_expire_covers(const pbx_ipc_expire *e, const pbx_ipc_context *c,
                               uint64_t inv)
 {
@@ -46,8 +54,28 @@ static bool sim_expire_covers(const pbx_ipc_expire *e, const pbx_ipc_context *c,
         return false;
     }
     return e->kind == (uint8_t)PBX_IPC_EXPIRE_JOB ||
-           (c->lifetime == (uint8_t)PBX_IPC_LIFETIME_INVOCATION &&
+           (c->lifetime != (uint8_t)PBX_IPC_LIFETIME_JOB && inv != 0U &&
             inv == e->invocation_id);
+}
+
+/* Names in *x what expiry q covers, from the shadow alone. */
+static void sim_expire_cover(const sim_world *w, const pbx_ipc_expire *q,
+                             sim_effect *x)
+{
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const sim_req *s = &w->reqs[i];
+        if (s->live != 0U &&
+            sim_expire_covers(q, &s->begin.ctx, s->begin.invocation_id)) {
+            sim_effect_cover_req(w, x, i);
+        }
+    }
+    for (uint32_t g = 0; g < SIM_GRANT_MAX; g++) {
+        const sim_grant *gr = &w->grants[g];
+        if (gr->gen != 0U &&
+            sim_expire_covers(q, &gr->ctx, gr->invocation_id)) {
+            sim_effect_cover_grant(x, g, gr->gen);
+        }
+    }
 }
 
 void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
@@ -69,7 +97,13 @@ void sim_client_expire(sim_world *w, uint32_t g, uint32_t badge)
     if (pbx_ipc_expire_encode(&q, buf, sizeof(buf), &n) != PBX_OK) {
         return;
     }
+    static sim_effect e;
+    sim_effect_before(w, &e);
+    sim_expire_cover(w, &q, &e);
     const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
+    if (o != NULL) {
+        sim_effect_check(w, &e, sim_reply_status(o, NULL) == 0U, "EXPIRE");
+    }
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }

@@ -288,11 +288,18 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
     sim_event_add(w, SIM_EV_CANCEL, target, before,
                   target != SIM_NIL ? sim_core_req(w, target)->outcome : 0U,
                   (inflight ? 1U : 0U) | (refuse ? 2U : 0U));
+    static sim_effect e;
+    sim_effect_before(w, &e);
+    if (target != SIM_NIL) {
+        sim_effect_cover_req(w, &e, target);
+    }
     const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
     if (o == NULL) {
         return;
     }
     uint16_t st = sim_reply_status(o, NULL);
+    sim_effect_check(w, &e, st == 0U,
+                     correlate ? "correlated CANCEL" : "CANCEL");
     if (refuse && sim_core_cancellable(w, target) &&
         (st != (uint16_t)PBX_E_CORE_NOT_OWNER ||
          sim_core_req(w, target)->link.state != before)) {
@@ -340,11 +347,15 @@ void sim_client_cancel_grant(sim_world *w, uint32_t g)
         return;
     }
     sim_event_add(w, SIM_EV_CANCEL, g, before, 0x6A, foreign ? 1U : 0U);
+    static sim_effect e;
+    sim_effect_before(w, &e);
+    sim_effect_cover_grant(&e, g, gr->gen);
     const pbx_core_out *o = sim_public(w, badge, buf, n, NULL, 0U, 0U);
     if (o == NULL) {
         return;
     }
     uint16_t st = sim_reply_status(o, NULL);
+    sim_effect_check(w, &e, st == 0U, "grant CANCEL");
     if (foreign && known &&
         (st != (uint16_t)PBX_E_CORE_NOT_OWNER || cg->link.state != before)) {
         sim_fail(w,

@@ -162,7 +162,7 @@ static bool sim_deliver(sim_world *w, uint32_t k)
                      : v->kind == (uint32_t)SIM_CALL_REMOVE
                          ? PBX_IPC_VIEW_REMOVE
                          : 0U;
-        sim_call_answered(w, call);
+        sim_call_answered(w, call, &f);
         sim_evidence(w, &f);
     } else if (!took) {
         w->stat_late++;

@@ -3,7 +3,8 @@
  * through the core's read-only inspection API (pbx_core_inspect.h):
  * transient-slot states and owners, call records and the seq that names
  * them, the correlation bucket of a job, and a hash of the records a peer
- * reply could change. No other sim file includes the inspection header;
+ * reply could change. Only sim_client_effect.c includes the inspection
+ * header besides this file (for the record flags invariant 15 compares);
  * record access by index uses the carved pools of pbx_core_ctx (public).
  */
 #include "core/pbx_core_inspect.h"

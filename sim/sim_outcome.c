@@ -303,6 +303,63 @@ static uint32_t sim_req_aux(const sim_world *w, uint32_t i)
     return r->selector_received_bytes ^ (sim_core_prompt_retries(w, i) << 16);
 }
 
+/* The exact reply (sim_call_kind bit) a request needs before it moves
+ * from from to to, or 0 when the move needs none of them. */
+static uint32_t sim_step_needs(const sim_world *w, uint32_t i, uint32_t from,
+                               uint32_t to)
+{
+    const pbx_core_request *r = sim_core_req(w, i);
+    if (from == (uint32_t)PBX_CORE_ST_RESOLVE &&
+        to == (uint32_t)PBX_CORE_ST_POLICY) {
+        return 1U << SIM_CALL_RESOLVE;
+    }
+    if (from == (uint32_t)PBX_CORE_ST_POLICY &&
+        to == (uint32_t)PBX_CORE_ST_PROMPT) {
+        return 1U << SIM_CALL_POLICY;
+    }
+    /* A runtime-reply request derives its alias locally: no INSTALL. */
+    if (from == (uint32_t)PBX_CORE_ST_INSTALL &&
+        to == (uint32_t)PBX_CORE_ST_DETACH &&
+        w->reqs[i].begin.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL) {
+        return 1U << SIM_CALL_INSTALL;
+    }
+    if (from == (uint32_t)PBX_CORE_ST_DETACH &&
+        to == (uint32_t)PBX_CORE_ST_ACTIVATE) {
+        return 1U << SIM_CALL_DETACH;
+    }
+    if (from == (uint32_t)PBX_CORE_ST_ACTIVATE &&
+        to == (uint32_t)PBX_CORE_ST_RELEASE &&
+        r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED) {
+        return 1U << SIM_CALL_ACTIVE;
+    }
+    return 0U;
+}
+
+/* Invariant 16: a request advances only on the exact reply to the call
+ * of the state it leaves (sim_calls.c judges the bytes the core took): an
+ * exact FOUND before POLICY, an exact PROMPT verdict before the prompt,
+ * procd's exact INSTALL reply before DETACH, vfsd's exact DETACH
+ * acknowledgement (the identity of the object copy it took) before the
+ * ACTIVE row, and ttyd's exact ACTIVE acknowledgement before approval is
+ * decided. */
+static void sim_check_step_exact(sim_world *w, uint32_t i, uint32_t from,
+                                 uint32_t to)
+{
+    const sim_req *s = &w->reqs[i];
+    uint32_t need = sim_step_needs(w, i, from, to);
+    bool ok = (s->exact & need) == need;
+    if (need == (1U << SIM_CALL_POLICY)) {
+        ok = ok && s->exact_verdict == (uint32_t)PBX_IPC_VERDICT_PROMPT;
+    }
+    if (s->live != 0U && !ok) {
+        sim_fail(w,
+                 "invariant 16: request %u/%u moved %s -> %s without the "
+                 "exact reply to its call (exact replies taken %#x)",
+                 i, s->gen, pbx_core_state_name((pbx_core_state)from),
+                 pbx_core_state_name((pbx_core_state)to), s->exact);
+    }
+}
+
 /* Notes the move of request i since the last snapshot. */
 static void sim_note_req(sim_world *w, uint32_t i)
 {
@@ -333,6 +390,9 @@ static void sim_note_req(sim_world *w, uint32_t i)
     if (live != 0U && (snap[2] != st || snap[3] != aux)) {
         sim_cover(w, PBX_CORE_MACHINE_REQUEST, snap[2],
                   sim_req_event(w, i, snap[2], st), st);
+        if (w->reqs[i].gen == gen) {
+            sim_check_step_exact(w, i, snap[2], st);
+        }
     }
     snap[0] = live;
     snap[1] = gen;
