@@ -5,7 +5,11 @@
  * outcome, the receipts deleted and that the core made no further peer
  * call on the strength of the corrupted reply. A first, uncorrupted row
  * proves the path is otherwise the approving one, so the corruption is
- * the only reason for the refusal.
+ * the only reason for the refusal. The last two tests corrupt the encoded
+ * bytes instead: every byte of every peer reply's header identity and
+ * seq (refused as matching no call), and every byte of every echoed
+ * identity field and digest in the bodies the core judges (taken as
+ * inexact).
  */
 #include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
