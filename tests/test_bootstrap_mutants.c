@@ -1,0 +1,52 @@
+/*
+ * test_bootstrap_mutants.c: PBX1 geometry rules that mutation testing
+ * (make mutate, docs/TESTING.md "Mutation testing") found unchecked: the
+ * arena total counts every pool, the first and the last included.
+ */
+#include "../bootstrap/pbx_bootstrap.h"
+#include "../core/pbx_core.h"
+#include "runner/pbx_test.h"
+
+#include <string.h>
+
+/* A valid small geometry with the core's record layouts. */
+static void bm_geometry(pbx_bootstrap_geometry *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g->layout);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g->capacity[i] = 4U;
+    }
+    g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
+    g->call_window = 1U;
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = 5000U;
+    }
+    g->arena_page_count = 1U;
+}
+
+/* Whichever single pool alone is over the arena bound, the geometry is
+ * refused for its total, so no pool is left out of the sum. */
+PBX_TEST(bootstrap_mutants_every_pool_counts_toward_the_total)
+{
+    pbx_bootstrap_geometry g;
+    bm_geometry(&g);
+    PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        pbx_bootstrap_geometry big = g;
+        big.capacity[i] = pbx_bootstrap_capacity_max((pbx_bootstrap_pool)i);
+        big.layout[i].record_size_bytes = PBX_BOOTSTRAP_RECORD_SIZE_MAX;
+        big.layout[i].record_align_bytes = 8U;
+        PBX_REQUIRE((uint64_t)big.capacity[i] * PBX_BOOTSTRAP_RECORD_SIZE_MAX >
+                    PBX_BOOTSTRAP_ARENA_BYTES_MAX);
+        pbx_err got = pbx_bootstrap_geometry_check(&big);
+        if (got != PBX_E_BOOTSTRAP_TOTAL) {
+            pbx_test_failf(__FILE__, __LINE__, "pool %zu alone: got %s", i,
+                           pbx_err_name(got));
+        }
+    }
+}
