@@ -367,6 +367,12 @@ PBX_TEST(core_mutants_every_cancel_path_marks_the_request)
         const pbx_core_request *r =
             pbx_core_inspect_request(&h->core, id.index);
         PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED, 0U);
+        /* Where the request's state takes CANCEL, that exact transition
+         * is the one taken (and counted). */
+        size_t row = pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
+                                       (pbx_core_state)r->link.state,
+                                       PBX_CORE_EV_CANCEL);
+        uint32_t hits = row != SIZE_MAX ? h->core.fsm_hits[row] : 0U;
         if (how == 0) {
             pbx_ipc_id g = pbx_core_inspect_id(
                 &h->core, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
@@ -381,6 +387,9 @@ PBX_TEST(core_mutants_every_cancel_path_marks_the_request)
         }
         PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED,
                      PBX_CORE_REQ_F_CANCELLED);
+        if (row != SIZE_MAX) {
+            PBX_CHECK_EQ(h->core.fsm_hits[row], hits + 1U);
+        }
         h->hold_slot = PBX_CORE_SLOT_NONE;
         pbx_core_on_tick(&h->core);
         th_run(h);
@@ -469,6 +478,21 @@ PBX_TEST(core_mutants_idle_core_counts_no_calls_at_any_time)
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
     pbx_ipc_begin b;
     th_default_begin(&b, sel, SEL_LEN);
+    /* Each call counts while its reply is pending, on every route. */
+    static const char *const names[] = {"resolve", "policy", "install",
+                                        "detach"};
+    pbx_ipc_id id = {0, 0};
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    for (size_t k = 0; k < PBX_ARRAY_LEN(names); k++) {
+        PBX_REQUIRE(th_run_to(h, names[k]) != TH_NONE);
+        PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 1U);
+    }
+    th_run(h);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
+    b.ctx.job_id += 1U;
     pbx_ipc_id g = th_approve(h, &b, sel, false, NULL, NULL);
     PBX_CHECK(g.gen != 0U);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
@@ -674,5 +698,24 @@ PBX_TEST(core_mutants_begun_request_is_clean)
     PBX_CHECK_EQ(r->flags, 0U);
     PBX_CHECK_EQ(r->reason, 0U);
     PBX_CHECK_EQ(r->parked_route, PBX_CORE_NIL);
+    th_free(h);
+}
+
+/* An alias the ops layer cannot derive for now (BUSY) waits for a tick
+ * and is then derived: the request is approved, not denied. */
+PBX_TEST(core_mutants_alias_busy_waits_for_a_tick)
+{
+    th_h *h = th_new(4);
+    th_push_alias(h, PBX_CORE_IO_BUSY);
+    pbx_ipc_id id = mut_open(h, true);
+    PBX_CHECK_EQ(h->wake_count, 0U);
+    PBX_CHECK(pbx_core_tick_wanted(&h->core));
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK(xfer != PBX_CORE_SLOT_NONE);
     th_free(h);
 }
