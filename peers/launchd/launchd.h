@@ -74,9 +74,13 @@ typedef struct launchd_conn {
     pbx_peer_track track;
 } launchd_conn;
 
-/* One launched job. */
+/* One launched job. A job whose process exited stays live (its id and
+ * its launcher's exemption from the idle drop kept) while its EXPIRE is
+ * at powerboxd: EXIT goes to the launcher only once that is answered. */
 typedef struct launchd_job {
     bool live;
+    bool ending; /* the process exited; EXPIRE outstanding */
+    int ws;      /* its wait status, for EXIT */
     pid_t pid;
     uint32_t launcher; /* the control connection that launched it */
     uint32_t launcher_gen;
@@ -140,6 +144,13 @@ int launchd_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
 int launchd_connect(const char *path, int timeout_ms);
 bool launchd_wait_readable(int fd, int timeout_ms);
 void launchd_nonblock(int fd);
+
+/* The owner a job's own EXPIRE call records in place of a connection:
+ * past every connection index (and LAUNCHD_CONNS_CAP, the orphans'). */
+#define LAUNCHD_JOB_REF(ji) (LAUNCHD_CONNS_CAP + 1U + (uint32_t)(ji))
+
+/* launchd_jobs.c (the rest is declared below) */
+void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
 
 /* launchd_relay.c */
 void launchd_conn_frame(launchd_srv *srv, uint32_t ci);

@@ -241,40 +241,64 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     launchd_launch_reply(srv, ci, seq, 0, &rep);
 }
 
-/* Job j's process exited with wait status ws: EXIT to its launcher, its
- * connection closed (open requests cancelled), EXPIRE at powerboxd, its
- * staged process freed. */
-static void launchd_job_end(launchd_srv *srv, launchd_job *j, int ws)
+/* The last of job j: EXIT to its launcher (after powerboxd answered the
+ * job's EXPIRE, or gave up on it, as expire says), its staged process
+ * and its id freed. So when `run` returns, the same job id may be
+ * launched again at once, and no EXPIRE of the old job can reach the new
+ * one. */
+void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
 {
-    pbx_peer_log("launchd", "job %llu.%u pid %d exited (wait status 0x%x)",
-                 (unsigned long long)j->bind.job_id, j->bind.job_gen,
-                 (int)j->pid, (unsigned)ws);
+    uint32_t ji = ref - LAUNCHD_JOB_REF(0);
+    if (ref < LAUNCHD_JOB_REF(0) || ji >= LAUNCHD_JOBS_CAP ||
+        !srv->jobs[ji].live || !srv->jobs[ji].ending) {
+        return;
+    }
+    launchd_job *j = &srv->jobs[ji];
+    pbx_peer_log("launchd", "job %llu.%u ended: EXPIRE %s",
+                 (unsigned long long)j->bind.job_id, j->bind.job_gen, expire);
     if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
         uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_EXIT_BYTES];
         size_t n = 0;
-        if (pbx_peer_exit_encode((uint32_t)ws, j->launch_seq, out, sizeof(out),
-                                 &n) == PBX_OK) {
+        if (pbx_peer_exit_encode((uint32_t)j->ws, j->launch_seq, out,
+                                 sizeof(out), &n) == PBX_OK) {
             (void)launchd_reply(srv, j->launcher, out, n, j->launch_seq, -1);
         }
     }
+    if (j->stage >= 0) {
+        srv->stage[j->stage].used = false;
+    }
+    j->live = false;
+    j->ending = false;
+    srv->njobs--;
+}
+
+/* Job j's process exited with wait status ws: its connection closed
+ * (open requests cancelled), EXPIRE of the whole job sent to powerboxd;
+ * launchd_job_finish follows when that is answered (or at once when it
+ * cannot be sent). */
+static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
+{
+    launchd_job *j = &srv->jobs[ji];
+    pbx_peer_log("launchd", "job %llu.%u pid %d exited (wait status 0x%x)",
+                 (unsigned long long)j->bind.job_id, j->bind.job_gen,
+                 (int)j->pid, (unsigned)ws);
+    j->ending = true;
+    j->ws = ws;
     if (j->conn >= 0) {
         launchd_conn_close(srv, (uint32_t)j->conn, NULL);
+        j->conn = -1;
     }
     pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, j->bind.job_gen, j->bind.job_id,
                          0};
     uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_EXPIRE_BYTES];
     size_t n = 0;
     pbx_ipc_id zero = {0, 0};
-    if (srv->broker >= 0 &&
-        pbx_ipc_expire_encode(&ex, buf, sizeof(buf), &n) == PBX_OK) {
-        (void)launchd_own_call(srv, LAUNCHD_CALL_EXPIRE, buf, n,
-                               LAUNCHD_CONNS_CAP, zero);
+    if (srv->broker < 0 ||
+        pbx_ipc_expire_encode(&ex, buf, sizeof(buf), &n) != PBX_OK ||
+        !launchd_own_call(srv, LAUNCHD_CALL_EXPIRE, buf, n, LAUNCHD_JOB_REF(ji),
+                          zero)) {
+        launchd_job_finish(srv, LAUNCHD_JOB_REF(ji), "not sent");
     }
-    if (j->stage >= 0) {
-        srv->stage[j->stage].used = false;
-    }
-    j->live = false;
-    srv->njobs--;
 }
 
 void launchd_reap(launchd_srv *srv)
@@ -286,8 +310,9 @@ void launchd_reap(launchd_srv *srv)
             return;
         }
         for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-            if (srv->jobs[j].live && srv->jobs[j].pid == pid) {
-                launchd_job_end(srv, &srv->jobs[j], ws);
+            if (srv->jobs[j].live && !srv->jobs[j].ending &&
+                srv->jobs[j].pid == pid) {
+                launchd_job_end(srv, j, ws);
                 break;
             }
         }

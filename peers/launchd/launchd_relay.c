@@ -499,7 +499,14 @@ static void launchd_deliver(launchd_srv *srv, uint32_t ci, uint32_t seq,
         launchd_log_end(srv, req->request, job_id, job_gen, &g_rep.frame, NULL);
     }
     int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
-    (void)launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias);
+    if (launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias) &&
+        alias >= 0) {
+        /* Logged once per alias that reached its caller, whether the
+         * caller's own DECISION or launchd's re-ask after a WAKE brought
+         * it. */
+        pbx_peer_log("launchd", "request %u.%u: alias handed to the caller",
+                     req->request.index, req->request.gen);
+    }
 }
 
 /* Whether the DECISION reply in g_rep says PENDING. */
@@ -593,10 +600,10 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
         return;
     }
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
-        pbx_peer_log("launchd", "job EXPIRE at powerboxd: %s",
-                     g_rep.frame.status == 0U
-                         ? "accepted"
-                         : pbx_peer_status_text(g_rep.frame.status));
+        launchd_job_finish(srv, k->conn,
+                           g_rep.frame.status == 0U
+                               ? "accepted"
+                               : pbx_peer_status_text(g_rep.frame.status));
         return;
     }
     if (!live) {
@@ -707,13 +714,10 @@ void launchd_broker_input(launchd_srv *srv)
                              ? 1U
                              : 0U;
         }
-        pbx_peer_log("launchd",
-                     "broker: op 0x%04x request %u.%u status 0x%04x%s", done.op,
-                     g_rep.frame.request.index, g_rep.frame.request.gen,
-                     g_rep.frame.status,
-                     g_rep.nfds == 1U && done.kind == LAUNCHD_CALL_RELAY
-                         ? ", alias handed to the caller"
-                         : "");
+        pbx_peer_log(
+            "launchd", "broker: op 0x%04x request %u.%u status 0x%04x%s",
+            done.op, g_rep.frame.request.index, g_rep.frame.request.gen,
+            g_rep.frame.status, g_rep.nfds == 1U ? ", carrying an alias" : "");
         launchd_dispatch(srv, &done);
         pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
     }

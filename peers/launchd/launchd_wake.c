@@ -118,6 +118,10 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
                  "call op 0x%04x request %u.%u unanswered after "
                  "%u ms",
                  k->op, k->id.index, k->id.gen, srv->call_ms);
+    if (k->kind == LAUNCHD_CALL_EXPIRE) {
+        launchd_job_finish(srv, k->conn, "unanswered");
+        return;
+    }
     launchd_orphan *o = launchd_orphan_find(srv, k->id);
     if (k->kind == LAUNCHD_CALL_COLLECT && o != NULL) {
         o->asking = false;

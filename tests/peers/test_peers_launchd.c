@@ -619,11 +619,19 @@ static void tl_job_start(const tl_srv *s, tl_job *j, uint64_t id, uint32_t gen)
     j->life = sp[0];
 }
 
-/* Ends job j's process and expects EXIT (status 0) on its launcher and
- * launchd's EXPIRE of the job at the fake powerboxd. */
+/* Ends job j's process and expects launchd's EXPIRE of the job at the
+ * fake powerboxd and, only once that is answered, EXIT (status 0) on its
+ * launcher: the job id stays taken until then. */
 static void tl_job_end(const tl_srv *s, tl_job *j)
 {
     (void)close(j->life);
+    const pbx_ipc_id zero = {0, 0};
+    PBX_CHECK(!tp_readable(j->launcher, 300));
+    (void)tl_serve(s->broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+    pbx_ipc_expire ex;
+    PBX_CHECK_EQ(pbx_ipc_expire_decode(&g_m.frame, &ex), PBX_OK);
+    PBX_CHECK(ex.kind == PBX_IPC_EXPIRE_JOB && ex.job_id == j->id &&
+              ex.job_gen == j->gen);
     PBX_REQUIRE(tp_readable(j->launcher, 5000));
     PBX_REQUIRE(pbx_peer_io_recv_frame(j->launcher, &g_m) == 0);
     pbx_peer_launch_frame f;
@@ -632,12 +640,6 @@ static void tl_job_end(const tl_srv *s, tl_job *j)
     PBX_CHECK_EQ(pbx_peer_exit_decode(&f, &ws), PBX_OK);
     PBX_CHECK_EQ(f.seq, 0x33U);
     PBX_CHECK_EQ(ws, 0U);
-    const pbx_ipc_id zero = {0, 0};
-    (void)tl_serve(s->broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
-    pbx_ipc_expire ex;
-    PBX_CHECK_EQ(pbx_ipc_expire_decode(&g_m.frame, &ex), PBX_OK);
-    PBX_CHECK(ex.kind == PBX_IPC_EXPIRE_JOB && ex.job_id == j->id &&
-              ex.job_gen == j->gen);
     (void)close(j->launcher);
     (void)close(j->conn);
 }
