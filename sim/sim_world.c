@@ -29,6 +29,71 @@ void sim_after_core(sim_world *w)
     sim_check_step(w);
 }
 
+/* The CI rotation of fault mixes: the seed's residue picks one, without
+ * a draw. Half of the seeds keep the random mix (each allowed fault on at
+ * one of four rates); the rest each lean on the paths a random mix seldom
+ * reaches together (docs/TESTING.md, "Branch coverage"). */
+typedef enum sim_mix {
+    SIM_MIX_RANDOM = 0, /* every allowed fault on or off at random */
+    SIM_MIX_CLEANUP,    /* deletions fail (transient, once permanent) */
+    SIM_MIX_WINDOW,     /* slow peers hold calls: windows and pool fill */
+    SIM_MIX_ENDINGS,    /* cancel, expiry and failed delivery mid-flight */
+    SIM_MIX_BACKLOG     /* routes full: wakes, sends and aliases wait */
+} sim_mix;
+
+/* The mix of seed s: residues 1, 3, 5 and 7 of eight lean, the even
+ * ones stay random. */
+static sim_mix sim_mix_of(uint64_t s)
+{
+    static const sim_mix mixes[8] = {
+        SIM_MIX_RANDOM, SIM_MIX_CLEANUP, SIM_MIX_RANDOM, SIM_MIX_WINDOW,
+        SIM_MIX_RANDOM, SIM_MIX_ENDINGS, SIM_MIX_RANDOM, SIM_MIX_BACKLOG};
+    return mixes[s % 8U];
+}
+
+/* Sets fault f to rate (1/1024 units) when the run allows it. */
+static void sim_lean(sim_world *w, sim_fault f, uint32_t rate)
+{
+    if ((w->opts->faults & (1U << f)) != 0U) {
+        w->rate[f] = rate;
+    }
+}
+
+/* Leans the random mix the seed's way. */
+static void sim_pick_lean(sim_world *w)
+{
+    switch (sim_mix_of(w->seed)) {
+    case SIM_MIX_CLEANUP:
+        /* Every deletion site meets transient failures and retries; one
+         * permanent rejection ends the run at a random site. */
+        sim_lean(w, SIM_F_DEL_TRANS, 160U);
+        sim_lean(w, SIM_F_DEL_PERM, 2U + sim_below(w, 6U));
+        sim_lean(w, SIM_F_SURPLUS, 160U);
+        sim_lean(w, SIM_F_RESERVE, 64U);
+        break;
+    case SIM_MIX_WINDOW:
+        /* Calls stay outstanding: nothing ends them early. */
+        sim_lean(w, SIM_F_FAILED, 0U);
+        sim_lean(w, SIM_F_DROP, 0U);
+        sim_lean(w, SIM_F_HANGUP, 0U);
+        sim_lean(w, SIM_F_STALL, 0U);
+        sim_lean(w, SIM_F_SILENT, 16U);
+        break;
+    case SIM_MIX_ENDINGS:
+        sim_lean(w, SIM_F_CANCEL, 600U);
+        sim_lean(w, SIM_F_EXPIRE, 600U);
+        sim_lean(w, SIM_F_DELIVERY, 400U);
+        break;
+    case SIM_MIX_BACKLOG:
+        sim_lean(w, SIM_F_NOTIFY, 160U);
+        sim_lean(w, SIM_F_WAKE_FAIL, 160U);
+        sim_lean(w, SIM_F_BUSY, 160U);
+        break;
+    default:
+        break;
+    }
+}
+
 /* Picks this seed's fault mix from the allowed set. */
 static void sim_pick_faults(sim_world *w)
 {
@@ -37,11 +102,11 @@ static void sim_pick_faults(sim_world *w)
         bool on = (w->opts->faults & (1U << f)) != 0U && sim_chance(w, 600U);
         w->rate[f] = on ? rates[sim_below(w, 4U)] : 0U;
     }
-    /* Permanent faults end a run early: keep them rare. */
+    /* A permanent deletion rejection ends a run early: keep it rare. A
+     * refused wake is retried on a tick (no fail-stop): any rate. */
     w->rate[SIM_F_DEL_PERM] =
         w->rate[SIM_F_DEL_PERM] != 0U && sim_chance(w, 200U) ? 1U : 0U;
-    w->rate[SIM_F_WAKE_FAIL] =
-        w->rate[SIM_F_WAKE_FAIL] != 0U && sim_chance(w, 200U) ? 1U : 0U;
+    sim_pick_lean(w);
     w->nth = w->rate[SIM_F_NTH] != 0U
                  ? 1U + sim_below(w, (uint32_t)(w->opts->steps * 2U + 1U))
                  : 0U;
@@ -60,6 +125,13 @@ static void sim_geometry_calls(sim_world *w, pbx_bootstrap_geometry *g,
     g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * req;
     w->ms_step = SIM_MS_STEP;
     w->max_delay = delays[sim_below(w, 4U)];
+    if (sim_mix_of(w->seed) == SIM_MIX_WINDOW) {
+        /* One call per class, or every class at its full window with
+         * the smallest calls pool PBX1 admits (three windows for five
+         * classes): the pool runs out before the windows do. */
+        g->call_window = (w->seed / 8U) % 2U == 0U ? 1U : req;
+        w->max_delay = 30U;
+    }
     uint32_t base = bases[sim_below(w, 3U)];
     w->deadline_steps = 0U;
     for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
