@@ -122,6 +122,17 @@ PBX_TEST(core_mutants_init_ignores_a_dirty_context)
     th_h *h = th_new(4);
     mut_reinit_dirty(h);
     PBX_CHECK(th_quiescent(h));
+    /* Every counter starts at zero, whatever the context held. */
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 0U);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 0U);
+    PBX_CHECK_EQ(h->core.replies_refused, 0U);
+    PBX_CHECK_EQ(h->core.calls_expired, 0U);
+    PBX_CHECK_EQ(h->core.index_visits, 0U);
+    PBX_CHECK_EQ(h->core.public_orphans, 0U);
+    PBX_CHECK_EQ(h->core.now_ms, 0U);
+    for (size_t r = 0; r < (size_t)PBX_CORE_FSM_ROWS; r++) {
+        PBX_CHECK_EQ(h->core.fsm_hits[r], 0U);
+    }
     for (uint32_t k = 0; k < 2U; k++) {
         pbx_ipc_begin b;
         th_default_begin(&b, sel, SEL_LEN);
@@ -609,7 +620,7 @@ PBX_TEST(core_mutants_alias_with_wrong_rights_denies_peer_failed)
 
 /* At every peer step (RESOLVE, POLICY, INSTALL, DETACH, and PROMPT after a
  * PROMPT verdict), a surplus receipt whose deletion the kernel rejects is
- * the cleanup fail-stop. */
+ * the cleanup fail-stop, and the reply's delivery returns that error. */
 PBX_TEST(core_mutants_rejected_surplus_at_every_step_is_cleanup)
 {
     static const struct {
@@ -637,9 +648,11 @@ PBX_TEST(core_mutants_rejected_surplus_at_every_step_is_cleanup)
         th_default_begin(&b, sel, SEL_LEN);
         PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
         th_run(h);
-        if (pbx_core_exit_status(&h->core) != PBX_CORE_EXIT_CLEANUP) {
-            pbx_test_failf(__FILE__, __LINE__, "row %zu: exit %u", k,
-                           (unsigned)pbx_core_exit_status(&h->core));
+        if (pbx_core_exit_status(&h->core) != PBX_CORE_EXIT_CLEANUP ||
+            h->deliver_err != PBX_E_CORE_CLEANUP_REJECTED) {
+            pbx_test_failf(__FILE__, __LINE__, "row %zu: exit %u, %s", k,
+                           (unsigned)pbx_core_exit_status(&h->core),
+                           pbx_err_name(h->deliver_err));
         }
         th_free(h);
     }
