@@ -263,5 +263,10 @@ void sim_client_selector(sim_world *w, uint32_t i)
     const pbx_core_out *o = sim_public(w, s->badge, buf, n, NULL, 0, 0);
     if (o != NULL && sim_reply_status(o, NULL) == 0U) {
         s->sent += q.len;
+    } else if (o != NULL &&
+               sim_reply_status(o, NULL) == (uint32_t)PBX_E_CORE_STATE) {
+        /* No longer open (its OPEN deadline passed, or an EXPIRE ended
+         * it): a real caller asks for the decision now. */
+        s->ended = 1U;
     }
 }

@@ -56,6 +56,12 @@ void sim_client_commit(sim_world *w, uint32_t i)
     if (o != NULL && sim_reply_status(o, NULL) != 0U) {
         sim_commit_refused(w, i, scope.id);
     }
+    if (o != NULL && !bad &&
+        sim_reply_status(o, NULL) == (uint32_t)PBX_E_CORE_STATE) {
+        /* No longer open (its OPEN deadline passed, or an EXPIRE ended
+         * it): a real caller asks for the decision now. */
+        s->ended = 1U;
+    }
     if (o == NULL || sim_reply_status(o, NULL) != 0U) {
         return;
     }
