@@ -164,7 +164,8 @@ _Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 240U,
  */
 #define PBX_BOOTSTRAP_CALL_ROUTES 3U
 
-/** PBX_BOOTSTRAP_CALL_WINDOW_MAX caps the outstanding calls per route. */
+/** PBX_BOOTSTRAP_CALL_WINDOW_MAX caps the outstanding calls per deadline class.
+ */
 #define PBX_BOOTSTRAP_CALL_WINDOW_MAX 4096U
 
 /** PBX_BOOTSTRAP_TIME_MS_MAX caps every deadline: one day in ms. */
@@ -192,7 +193,7 @@ typedef struct pbx_bootstrap_geometry {
     uint32_t capacity[PBX_BOOTSTRAP_POOL_COUNT];
     /** The type layout each pool was built for, by pbx_bootstrap_pool. */
     pbx_bootstrap_type_layout layout[PBX_BOOTSTRAP_POOL_COUNT];
-    /** Outstanding calls allowed per peer route; 1..CALL_WINDOW_MAX, and
+    /** Outstanding calls allowed per deadline class; 1..CALL_WINDOW_MAX, and
      * call_window * PBX_BOOTSTRAP_CALL_ROUTES <= capacity[POOL_CALLS]. */
     uint32_t call_window;
     /** Deadlines in ms, indexed by pbx_bootstrap_time; 1..TIME_MS_MAX. */
