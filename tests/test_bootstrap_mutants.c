@@ -50,3 +50,16 @@ PBX_TEST(bootstrap_mutants_every_pool_counts_toward_the_total)
         }
     }
 }
+
+/* The prefix (magic and version) is judged as soon as it is whole: a
+ * record of exactly the prefix length with a wrong magic is refused for
+ * its magic, not its length. */
+PBX_TEST(bootstrap_mutants_prefix_judged_once_whole)
+{
+    uint8_t b[PBX_BOOTSTRAP_PREFIX_BYTES];
+    memset(b, 0, sizeof(b));
+    pbx_bootstrap_geometry g;
+    PBX_CHECK_EQ(pbx_bootstrap_parse(b, sizeof(b), &g), PBX_E_BOOTSTRAP_MAGIC);
+    PBX_CHECK_EQ(pbx_bootstrap_parse(b, sizeof(b) - 1U, &g),
+                 PBX_E_BOOTSTRAP_LENGTH);
+}

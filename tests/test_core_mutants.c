@@ -732,3 +732,96 @@ PBX_TEST(core_mutants_alias_busy_waits_for_a_tick)
     PBX_CHECK(xfer != PBX_CORE_SLOT_NONE);
     th_free(h);
 }
+
+/* ---- deadlines and error replies ----------------------------------------- */
+
+/* While one call is outstanding, the next deadline the runtime must wake
+ * for is that call's, in its own class: vfsd's DETACH included. */
+PBX_TEST(core_mutants_next_deadline_of_every_call_class)
+{
+    uint32_t ms[PBX_BOOTSTRAP_TIME_COUNT];
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        ms[t] = 1100U * (uint32_t)(t + 1U);
+    }
+    const struct {
+        const char *name;
+        uint32_t at;
+    } calls[] = {
+        {"resolve", ms[PBX_BOOTSTRAP_TIME_SCOPE]},
+        {"policy", ms[PBX_BOOTSTRAP_TIME_TTYD]},
+        {"install", ms[PBX_BOOTSTRAP_TIME_PROCD]},
+        {"detach", ms[PBX_BOOTSTRAP_TIME_VFSD]},
+    };
+    th_h *h = th_new_times(4, 4, ms);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint64_t at = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    for (size_t k = 0; k < PBX_ARRAY_LEN(calls); k++) {
+        PBX_REQUIRE(th_run_to(h, calls[k].name) != TH_NONE);
+        PBX_CHECK(pbx_core_next_deadline(&h->core, &at));
+        PBX_CHECK_EQ(at, calls[k].at);
+    }
+    th_free(h);
+}
+
+/* An EXPIRE from anyone but launchd is refused in EXPIRE's own reply
+ * form. */
+PBX_TEST(core_mutants_refused_expire_reply_op)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_expire e = {PBX_IPC_EXPIRE_JOB, 3U, 0x77U, 0U};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_expire_encode(&e, buf, sizeof(buf), &n) == PBX_OK);
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out);
+    pbx_ipc_frame f;
+    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
+    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_EXPIRE | PBX_IPC_REPLY_BIT);
+    PBX_CHECK(f.status != 0U);
+    th_free(h);
+}
+
+/* A public frame whose record does not decode is answered with an error
+ * reply echoing the header's exact request identity. */
+PBX_TEST(core_mutants_undecodable_frame_echoes_its_identity)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_id id = {0x01020304U, 0x0A0B0C0DU};
+    pbx_ipc_selector s = {0U, SEL_LEN, sel};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_selector_encode(id, &s, buf, sizeof(buf), &n) ==
+                PBX_OK);
+    /* The chunk claims one byte more than the body carries. */
+    pbx_le_put32(buf + PBX_IPC_HEADER_BYTES + 4U, SEL_LEN + 1U);
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out);
+    pbx_ipc_frame f;
+    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
+    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_SELECTOR | PBX_IPC_REPLY_BIT);
+    PBX_CHECK(f.status != 0U);
+    PBX_CHECK_EQ(f.request.index, id.index);
+    PBX_CHECK_EQ(f.request.gen, id.gen);
+    th_free(h);
+}
+
+/* A RESOLVE reply refused for its echo, carrying its object and one
+ * surplus receipt, has both deleted: every receipt, not only the
+ * first. */
+PBX_TEST(core_mutants_refused_reply_deletes_every_receipt)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_WRONG_ECHO | TH_M_SURPLUS, 0);
+    pbx_ipc_id id = mut_open(h, false);
+    mut_denied(h, id, PBX_IPC_REASON_RESOLVE);
+    PBX_CHECK(th_conserved(h));
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
