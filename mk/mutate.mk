@@ -5,6 +5,8 @@
 #   make mutate          every mutant, MUTATE_JOBS workers (the -j of make,
 #                        else 2); report in build/mutate/report.md and
 #                        report.json
+#   make mutate MUTATE_FILES="core/pbx_core_calls.c ..."
+#                        every mutant of those files only (a slice)
 #   make mutate-sample   a fixed sample of MUTATE_SAMPLE mutants (seed
 #                        MUTATE_SEED); fails when more than
 #                        MUTATE_THRESHOLD percent survive (in CHECK_EXTRA);
@@ -16,6 +18,7 @@
 # (a mutant that only warns must still run) and at -O1.
 
 MUTATE_DIRS      ?= core ipc bootstrap
+MUTATE_FILES     ?=
 MUTATE_SAMPLE    ?= 40
 MUTATE_SEED      ?= 1
 MUTATE_THRESHOLD ?= 25
@@ -28,6 +31,7 @@ MUTATE_ARGS = --dirs "$(MUTATE_DIRS)" --cc "$(CC)" \
     --tool-srcs "$(TOOL_SRCS)" --sim-srcs "$(SIM_SRCS)" \
     --sim-seeds $(MUTATE_SIM_SEEDS) --sim-steps $(MUTATE_SIM_STEPS) \
     --equivalent tests/mutate/equivalent.txt \
+    $(if $(MUTATE_FILES),--files "$(MUTATE_FILES)") \
     $(if $(MUTATE_JOBS),--jobs $(MUTATE_JOBS))
 
 .PHONY: mutate mutate-sample

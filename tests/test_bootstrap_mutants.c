@@ -63,3 +63,22 @@ PBX_TEST(bootstrap_mutants_prefix_judged_once_whole)
     PBX_CHECK_EQ(pbx_bootstrap_parse(b, sizeof(b) - 1U, &g),
                  PBX_E_BOOTSTRAP_LENGTH);
 }
+
+/* The first pool starts the arena: offset 0, and each later pool starts
+ * where the one before it ends, rounded up to its alignment. */
+PBX_TEST(bootstrap_mutants_first_pool_at_offset_zero)
+{
+    pbx_bootstrap_geometry g;
+    bm_geometry(&g);
+    PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
+    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_core_pool_layouts(want);
+    pbx_bootstrap_layout l;
+    PBX_REQUIRE(pbx_bootstrap_layout_derive(&g, want, &l) == PBX_OK);
+    PBX_CHECK_EQ(l.pools[0].offset_bytes, 0U);
+    for (size_t i = 1; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        size_t end = l.pools[i - 1U].offset_bytes + l.pools[i - 1U].size_bytes;
+        size_t a = want[i].record_align_bytes;
+        PBX_CHECK_EQ(l.pools[i].offset_bytes, (end + a - 1U) / a * a);
+    }
+}

@@ -112,6 +112,8 @@ static void mut_reinit_dirty(th_h *h)
     memset(h->arena, 0x5A, l.arena_bytes);
     PBX_REQUIRE(pbx_core_init(&h->core, &l, h->arena, l.arena_bytes, &slots,
                               ops, user) == PBX_OK);
+    /* No identity observation until the runtime sets one. */
+    PBX_CHECK(h->core.identity == NULL);
     pbx_core_set_identity(&h->core, identity);
 }
 
@@ -168,6 +170,13 @@ PBX_TEST(core_mutants_init_refuses_a_zero_deadline)
             PBX_E_CORE_LAYOUT);
         PBX_CHECK_EQ(ctx.ready, 0U);
     }
+    /* Nor may the OPEN deadline be zero: every request would end
+     * uncommitted. */
+    pbx_bootstrap_layout bad = l;
+    bad.time_ms[PBX_BOOTSTRAP_TIME_OPEN] = 0U;
+    PBX_CHECK_EQ(
+        pbx_core_init(&ctx, &bad, arena, l.arena_bytes, &slots, &ops, NULL),
+        PBX_E_CORE_LAYOUT);
     free(arena);
 }
 
@@ -207,6 +216,12 @@ PBX_TEST(core_mutants_fsm_dot_is_balanced_text)
         close += s.buf[i] == '}' ? 1U : 0U;
     }
     PBX_CHECK_EQ(open, (size_t)PBX_CORE_MACHINE_COUNT + 1U);
+    /* Every transition is drawn once, in its own machine's cluster. */
+    size_t edges = 0;
+    for (size_t i = 0; i + 1U < s.len; i++) {
+        edges += s.buf[i] == '-' && s.buf[i + 1U] == '>' ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(edges, (size_t)PBX_CORE_FSM_ROWS);
     PBX_CHECK_EQ(close, open);
     PBX_CHECK_EQ(s.buf[s.len - 1U], '\n');
     PBX_CHECK_EQ(s.buf[s.len - 2U], '}');
@@ -440,6 +455,8 @@ PBX_TEST(core_mutants_unsolicited_reply_rejected_deletion_fail_stops)
                                         0U),
                  PBX_E_CORE_NOT_READY);
     PBX_CHECK_EQ(pbx_core_on_time(&h->core, 1000U), PBX_E_CORE_NOT_READY);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_VFSD),
+                 PBX_E_CORE_NOT_READY);
     th_free(h);
 }
 
@@ -823,5 +840,132 @@ PBX_TEST(core_mutants_refused_reply_deletes_every_receipt)
     mut_denied(h, id, PBX_IPC_REASON_RESOLVE);
     PBX_CHECK(th_conserved(h));
     PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* ---- more receipts, deadlines and evidence ------------------------------- */
+
+/* A request begun and never committed ends at its OPEN deadline marked
+ * cancelled. */
+PBX_TEST(core_mutants_open_deadline_marks_the_request_cancelled)
+{
+    uint32_t t[PBX_BOOTSTRAP_TIME_COUNT];
+    for (size_t k = 0; k < (size_t)PBX_BOOTSTRAP_TIME_COUNT; k++) {
+        t[k] = 5000U;
+    }
+    t[PBX_BOOTSTRAP_TIME_OPEN] = 700U;
+    th_h *h = th_new_times(4, 4, t);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED, 0U);
+    PBX_CHECK_EQ(th_time(h, 700U), PBX_OK);
+    PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED, PBX_CORE_REQ_F_CANCELLED);
+    th_free(h);
+}
+
+/* A peer reply with more receipts than any record allows is held back
+ * untouched (the runtime keeps it), whatever it is. */
+PBX_TEST(core_mutants_reply_with_too_many_receipts_is_held)
+{
+    th_h *h = th_new(4);
+    uint8_t frame[PBX_IPC_HEADER_BYTES];
+    size_t len = 0;
+    pbx_ipc_id nobody = {3U, 9U};
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_RESOLVE, nobody,
+                                            PBX_E_IPC_BOUND, frame,
+                                            sizeof(frame), &len) == PBX_OK);
+    uint32_t s[PBX_CORE_RECV_SLOTS_MAX + 1U];
+    for (size_t k = 0; k < PBX_ARRAY_LEN(s); k++) {
+        s[k] = th_put_cap(h, (uint32_t)(70U + k), PBX_CAPABI_KIND_ENDPOINT,
+                          PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    }
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, s,
+                                        PBX_ARRAY_LEN(s)),
+                 PBX_E_CORE_INTAKE_HELD);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
+    th_free(h);
+}
+
+/* Receipts of peer replies whose deletion must be retried are tracked as
+ * peer orphans, never counted against the public intake cap: an
+ * unsolicited reply's and a judged reply's surplus alike. */
+PBX_TEST(core_mutants_peer_receipt_orphans_are_not_public)
+{
+    th_h *h = th_new(4);
+    uint8_t frame[PBX_IPC_HEADER_BYTES];
+    size_t len = 0;
+    pbx_ipc_id nobody = {3U, 9U};
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_RESOLVE, nobody,
+                                            PBX_E_IPC_BOUND, frame,
+                                            sizeof(frame), &len) == PBX_OK);
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, &s, 1U),
+                 PBX_OK);
+    PBX_CHECK_EQ(h->core.public_orphans, 0U);
+    PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
+    th_free(h);
+    /* A surplus receipt of a judged RESOLVE reply, deletion transient. */
+    h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_SURPLUS, 0);
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    PBX_CHECK_EQ(h->core.public_orphans, 0U);
+    th_free(h);
+}
+
+/* The resolution evidence binds the selector digest vfsd echoed (which
+ * is the request's own). */
+PBX_TEST(core_mutants_resolution_evidence_keeps_the_digest)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    const pbx_core_resolution *ev =
+        (const pbx_core_resolution *)pbx_core_inspect_record(
+            &h->core, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    PBX_CHECK(memcmp(ev->selector_digest, b.selector_digest,
+                     PBX_IPC_DIGEST_BYTES) == 0);
+    th_free(h);
+}
+
+/* A selector whose last chunk holds a single byte reaches vfsd whole. */
+PBX_TEST(core_mutants_selector_with_a_one_byte_last_chunk)
+{
+    static uint8_t big[PBX_CORE_SELECTOR_CHUNK_DATA_BYTES + 1U];
+    for (size_t i = 0; i < sizeof(big); i++) {
+        big[i] = (uint8_t)('a' + i % 26U);
+    }
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, big, (uint32_t)sizeof(big));
+    PBX_REQUIRE(th_open(h, &b, big, &id) == 0U);
+    uint32_t k = th_run_to(h, "resolve");
+    PBX_REQUIRE(k != TH_NONE);
+    pbx_ipc_frame f;
+    pbx_ipc_resolve q;
+    PBX_REQUIRE(pbx_ipc_frame_decode(h->pend[k].frame, h->pend[k].len, 0U,
+                                     &f) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_resolve_decode(&f, &q) == PBX_OK);
+    PBX_CHECK_EQ(q.selector_len, sizeof(big));
+    PBX_CHECK(memcmp(q.selector, big, sizeof(big)) == 0);
     th_free(h);
 }

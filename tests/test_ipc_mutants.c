@@ -337,6 +337,21 @@ static pbx_err bad_view(size_t *len)
     return pbx_ipc_view_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
 }
 
+static pbx_err bad_view_runtime_slot(size_t *len)
+{
+    pbx_ipc_view r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    r.kind = PBX_IPC_VIEW_ACTIVE;
+    r.grant.index = 4U;
+    r.grant.gen = 6U;
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.installed_slot = 34U; /* a runtime-reply grant installs nothing */
+    return pbx_ipc_view_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
 static const struct {
     const char *name;
     pbx_err (*enc)(size_t *len);
@@ -366,6 +381,7 @@ static const struct {
     {"policy operation", bad_policy, PBX_E_IPC_DISCRIMINANT},
     {"policy entry length", bad_policy_entry, PBX_E_IPC_BOUND},
     {"view kind", bad_view, PBX_E_IPC_DISCRIMINANT},
+    {"view runtime slot", bad_view_runtime_slot, PBX_E_IPC_MODE_TARGET},
 };
 
 PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
@@ -516,4 +532,21 @@ PBX_TEST(ipc_mutants_policy_entry_and_prompt_selector_at_their_bounds)
     PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_ipc_prompt_decode(&f, &q), PBX_OK);
     PBX_CHECK_EQ(q.selector_len, PBX_IPC_SELECTOR_LEN_BYTES_MAX);
+}
+
+/* A DECISION reply that grants nothing carries no capability: one that
+ * does is refused for its partition. */
+PBX_TEST(ipc_mutants_decision_without_grant_carries_no_capability)
+{
+    uint8_t b[PBX_IPC_HEADER_BYTES + PBX_IPC_DECISION_REPLY_BYTES];
+    pbx_ipc_decision d = {PBX_IPC_OUTCOME_NOT_FOUND, 0U, {0U, 0U}, 0U, 0U};
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_decision_reply_encode(live_id, &d, b, sizeof(b),
+                                              &len) == PBX_OK);
+    pbx_le_put16(b + 10, 1U); /* the header claims one capability */
+    pbx_ipc_frame f;
+    pbx_ipc_decision out;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_decision_reply_decode(&f, &out),
+                 PBX_E_IPC_CAP_PARTITION);
 }
