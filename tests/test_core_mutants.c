@@ -969,3 +969,30 @@ PBX_TEST(core_mutants_selector_with_a_one_byte_last_chunk)
     PBX_CHECK(memcmp(q.selector, big, sizeof(big)) == 0);
     th_free(h);
 }
+
+/* A peer's op sent on the public route is refused for its partition, in
+ * its own reply form: RESOLVE, the first op after the public ones,
+ * included. */
+PBX_TEST(core_mutants_peer_op_on_the_public_route_is_refused)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_resolve q;
+    memset(&q, 0, sizeof(q));
+    q.operation = PBX_IPC_OPERATION_READ;
+    q.object_class = PBX_IPC_CLASS_FILE;
+    q.selector_len = SEL_LEN;
+    q.selector = sel;
+    pbx_ipc_id id = {1U, 1U};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_resolve_encode(id, &q, buf, sizeof(buf), &n) == PBX_OK);
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out);
+    pbx_ipc_frame f;
+    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
+    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_RESOLVE | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(f.status, (uint16_t)PBX_E_CORE_PARTITION);
+    th_free(h);
+}
