@@ -996,3 +996,29 @@ PBX_TEST(core_mutants_peer_op_on_the_public_route_is_refused)
     PBX_CHECK_EQ(f.status, (uint16_t)PBX_E_CORE_PARTITION);
     th_free(h);
 }
+
+/* A trusted prompt counts the RETRY answers of its own request only: a
+ * prompt record reused by the next request starts again from zero. */
+PBX_TEST(core_mutants_prompt_retries_count_per_request)
+{
+    th_h *h = th_new(1);
+    for (uint32_t k = 0; k < 2U; k++) {
+        pbx_ipc_begin b;
+        pbx_ipc_id id = {0, 0};
+        th_default_begin(&b, sel, SEL_LEN);
+        b.ctx.job_gen += k;
+        PBX_REQUIRE(th_open_parked(h, &b, sel, &id) == 0U);
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, id.index);
+        const pbx_core_prompt *p =
+            (const pbx_core_prompt *)pbx_core_inspect_record(
+                &h->core, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+        PBX_CHECK_EQ(p->retries, 1U);
+        PBX_CHECK_EQ(th_cancel(h, id), 0U);
+        th_run(h);
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    }
+    th_free(h);
+}
