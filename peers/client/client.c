@@ -31,10 +31,11 @@
  * uses the descriptor in PBX_LAUNCHD_FD: the job connection launchd hands
  * a program it launched.
  *
- * Claims: --job, --entry and --target are what the BEGIN claims; they
- * default to PBX_JOB, PBX_ENTRY and PBX_TARGET (set by launchd for a
- * launched job), else to zero or empty, which launchd fills in from the
- * job the connection is bound to (and refuses on an unbound connection).
+ * Claims: --job, --entry, --target, --session and --realm are what the
+ * BEGIN claims; they default to PBX_JOB, PBX_ENTRY, PBX_TARGET,
+ * PBX_SESSION and PBX_REALM (set by launchd for a launched job), else to
+ * zero or empty (session 1), which launchd fills in from the job the
+ * connection is bound to (and refuses on an unbound connection).
  *
  * Calls: every call carries its own nonzero seq and a reply is matched to
  * its call by seq, so a CANCEL can be outstanding while the DECISION is
@@ -560,14 +561,21 @@ static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id,
     if (d->outcome == PBX_IPC_OUTCOME_DENIED) {
         printf("reason=%s\n", client_reason_name(d->reason));
     }
+    int rc = 3;
     if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
         pbx_ipc_id zero = {0U, 0U};
         g_grant = zero;
         pbx_peer_io_close_all(g_calls[CLIENT_MAIN].msg.fds,
                               g_calls[CLIENT_MAIN].msg.nfds);
-        return 3;
+    } else {
+        rc = client_approved(d, o);
     }
-    return client_approved(d, o);
+    if (!g_quiet) {
+        /* One request: how many DECISION calls it took (1 when launchd
+         * held the call until the decision was final: no polling). */
+        printf("decision_calls=%llu\n", (unsigned long long)g_decision_calls);
+    }
+    return rc;
 }
 
 /* After consumption, waits (bounded) for the alias to be revoked: vfsd's
@@ -1109,13 +1117,24 @@ static void client_defaults(client_opts *o)
 }
 
 /* Takes the claims' defaults from what launchd put in the environment of
- * a job it launched (PBX_JOB=ID:GEN, PBX_ENTRY, PBX_TARGET=PID:GEN);
- * false with a message when one is malformed. */
+ * a job it launched (PBX_JOB=ID:GEN, PBX_ENTRY, PBX_TARGET=PID:GEN,
+ * PBX_SESSION, PBX_REALM); false with a message when one is malformed. */
 static bool client_env(client_opts *o)
 {
     const char *job = getenv("PBX_JOB");
     const char *entry = getenv("PBX_ENTRY");
     const char *target = getenv("PBX_TARGET");
+    const char *session = getenv("PBX_SESSION");
+    const char *realm = getenv("PBX_REALM");
+    if (session != NULL &&
+        !pbx_peer_parse_u64(session, UINT64_MAX, &o->session)) {
+        pbx_peer_log("pbx-client", "invalid PBX_SESSION '%s'", session);
+        return false;
+    }
+    if (realm != NULL && !pbx_peer_parse_u64(realm, UINT32_MAX, &o->realm)) {
+        pbx_peer_log("pbx-client", "invalid PBX_REALM '%s'", realm);
+        return false;
+    }
     if (job != NULL && !pbx_peer_parse_pair(job, UINT64_MAX, UINT32_MAX,
                                             &o->job_id, &o->job_gen)) {
         pbx_peer_log("pbx-client", "invalid PBX_JOB '%s'", job);
@@ -1173,8 +1192,10 @@ static const char client_usage[] =
     "       pbx-client --help\n"
     "CONNECTION: --control PATH | --control-fd N (launchd's control\n"
     "socket); without one, the descriptor in PBX_LAUNCHD_FD (a job\n"
-    "launchd launched). --job, --entry and --target default to PBX_JOB,\n"
-    "PBX_ENTRY and PBX_TARGET, else launchd fills them in.\n"
+    "launchd launched). --job, --entry, --target, --session and --realm\n"
+    "default to PBX_JOB, PBX_ENTRY, PBX_TARGET, PBX_SESSION and PBX_REALM;\n"
+    "without them job, entry, target and realm are left for launchd to\n"
+    "fill in, and the session claimed is 1.\n"
     "--wait-ms N bounds the wait for the decision (0, the default: none);\n"
     "on expiry the request is cancelled.\n"
     "Exit: 0 approved or accepted, 3 denied, cancelled or not found,\n"

@@ -5,8 +5,7 @@
  *                     [--control PATH] [--wake-log PATH] [--ready-fd N]
  *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
- *                     [--max-open-job N] [--max-jobs N] [--call-ms N]
- *                     [--first-job N]
+ *                     [--max-jobs N] [--call-ms N] [--first-job N]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -23,7 +22,9 @@
  *       is gone is never delivered: a new request is CANCELled, an alias
  *       closed. A call unanswered for --call-ms (default 10000) answers
  *       its caller PBX_PEER_E_ROUTE and stays in the table for its late
- *       reply.
+ *       reply (a late approval's grant is CANCELled). Sends to powerboxd
+ *       never wait: a full broker answers the caller PBX_PEER_E_BUSY, as
+ *       does a connection with 64 calls at powerboxd.
  *       DECISION is answered only when final: a PENDING answer holds the
  *       caller until powerboxd's WAKE for that request, then launchd asks
  *       again and delivers the decision (with a runtime-reply alias) to
@@ -32,28 +33,34 @@
  *       Programs are launched through launchd: LAUNCH on a --control
  *       connection (pbx-launchd run) starts a job in its own process group
  *       with the caller's stdio and a job connection at descriptor 3
- *       (PBX_LAUNCHD_FD=3, PBX_JOB, PBX_ENTRY, PBX_TARGET when bound to one
- *       of the --stage processes). BEGIN is accepted only on a job
- *       connection and is bound to the job: its job id, generation, entry
- *       and install target are filled in when empty and must equal the
- *       job's otherwise (PBX_PEER_E_NOT_YOURS). A connection may drive only
+ *       (PBX_LAUNCHD_FD=3, PBX_JOB, PBX_ENTRY, PBX_SESSION, PBX_REALM,
+ *       PBX_TARGET when bound to one of the --stage processes). launchd is
+ *       a child subreaper and refuses a control connection from any
+ *       process below it (a job or its descendants). BEGIN is accepted
+ *       only on a job connection and is bound to the job: its job id,
+ *       generation, session, realm, entry and install target are filled
+ *       in when zero or empty and must equal the job's otherwise
+ *       (PBX_PEER_E_NOT_YOURS). A connection may drive only
  *       the requests it began and the grants it received. When a job
  *       exits its launcher gets EXIT, the job is EXPIREd at powerboxd and
  *       its staged process freed; when the launcher hangs up first, the
  *       job's process group is killed. When a connection hangs up, each of
  *       its open requests is CANCELled exactly and its decision collected.
- *       Limits: --max-conns control connections (96; one more is refused
- *       and logged), --idle-ms (10000) before an idle control connection
- *       is dropped, --max-open open requests per connection (8) and
- *       --max-open-job per job (16; PBX_PEER_E_BUSY beyond), --max-jobs
- *       live jobs (64), --first-job the first job id allocated (11).
+ *       Limits: --max-conns control connections (96; at the limit a new
+ *       one evicts the longest-silent control connection with nothing
+ *       outstanding and no live job, or is refused and logged when there
+ *       is none), --idle-ms (10000) without an accepted LAUNCH or EXPIRE
+ *       before such a control connection is dropped, --max-open open
+ *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
+ *       beyond), --max-jobs live jobs (64), --first-job the first job id
+ *       allocated (11).
  *   pbx-launchd run --control PATH [--job ID:GEN] [--entry NAME]
- *                   -- PROG [ARG...]
- *       launches PROG as a job with this process's stdio, logs "launchd:
- *       job ID:GEN pid P", waits for its EXIT and exits with its status
- *       (128+N for signal N); 125 when the launch is refused or launchd
- *       goes away first; 2 on a usage error.
- *   pbx-launchd expire (--control PATH | --public PATH | --public-fd N)
+ *                   [--session N] [--realm N] -- PROG [ARG...]
+ *       launches PROG as a job (session and realm default 1) with this
+ *       process's stdio, logs "launchd: job ID:GEN pid P", waits for its EXIT
+ * and exits with its status (128+N for signal N); 125 when the launch is
+ * refused or launchd goes away first; 2 on a usage error. pbx-launchd expire
+ * (--control PATH | --public PATH | --public-fd N)
  *                      --job ID:GEN [--invocation N]
  *       sends EXPIRE for an invocation or a whole job and prints
  *       "expire=accepted"; waits at most 5 s for the answer. Through
@@ -66,6 +73,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -80,8 +88,62 @@
 static launchd_srv g_srv;
 static pbx_peer_msg g_msg;
 
-/* Accepts pending control connections; one past --max-conns is accepted,
- * logged and closed. */
+/* Makes room for one more control connection at --max-conns: evicts the
+ * longest-silent one that has no call outstanding, no DECISION held and
+ * no live job. Returns false (nothing evicted) when none qualifies. */
+static bool launchd_evict(launchd_srv *srv)
+{
+    int best = -1;
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        if (launchd_evictable(srv, i) &&
+            (best < 0 || srv->conns[i].last_ms < srv->conns[best].last_ms)) {
+            best = (int)i;
+        }
+    }
+    if (best < 0) {
+        return false;
+    }
+    pbx_peer_log("launchd",
+                 "control connection %d evicted for a new one: silent for "
+                 "%llu ms",
+                 best,
+                 (unsigned long long)(srv->now - srv->conns[best].last_ms));
+    launchd_conn_close(srv, (uint32_t)best, NULL);
+    return true;
+}
+
+/* Whether the new control connection c may stay: not a launched job's
+ * (or a descendant's), and room for it (evicting if need be). Closes it
+ * with a log line otherwise. */
+static bool launchd_admit(launchd_srv *srv, int c)
+{
+    pid_t peer = 0;
+    int origin = launchd_peer_origin(c, srv->self, &peer);
+    if (origin != LAUNCHD_ORIGIN_OUTSIDE) {
+        if (origin == LAUNCHD_ORIGIN_JOB) {
+            pbx_peer_log("launchd",
+                         "control connection from a launched job refused "
+                         "(pid %d)",
+                         (int)peer);
+        } else {
+            pbx_peer_log("launchd",
+                         "control connection refused: the ancestry of pid "
+                         "%d cannot be read within %d steps",
+                         (int)peer, LAUNCHD_ANCESTRY_STEPS);
+        }
+        (void)close(c);
+        return false;
+    }
+    if (srv->ncontrol >= srv->max_conns && !launchd_evict(srv)) {
+        pbx_peer_log("launchd", "control connection refused: limit %u",
+                     srv->max_conns);
+        (void)close(c);
+        return false;
+    }
+    return true;
+}
+
+/* Accepts pending control connections (see launchd_admit). */
 static void launchd_accept(launchd_srv *srv)
 {
     for (int i = 0; i < 16; i++) {
@@ -90,10 +152,12 @@ static void launchd_accept(launchd_srv *srv)
             return;
         }
         (void)fcntl(c, F_SETFD, FD_CLOEXEC);
+        if (!launchd_admit(srv, c)) {
+            continue;
+        }
         int ci = launchd_conn_alloc(srv);
-        if (srv->ncontrol >= srv->max_conns || ci < 0) {
-            pbx_peer_log("launchd", "control connection refused: limit %u",
-                         srv->max_conns);
+        if (ci < 0) {
+            pbx_peer_log("launchd", "control connection refused: no slot");
             (void)close(c);
             continue;
         }
@@ -184,9 +248,6 @@ static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
     if (strcmp(k, "--max-open") == 0) {
         return launchd_num(v, PBX_PEER_TRACK_MAX, &srv->max_open);
     }
-    if (strcmp(k, "--max-open-job") == 0) {
-        return launchd_num(v, 100000U, &srv->max_open_job);
-    }
     if (strcmp(k, "--max-jobs") == 0) {
         return launchd_num(v, LAUNCHD_JOBS_CAP, &srv->max_jobs);
     }
@@ -236,7 +297,6 @@ static void launchd_defaults(launchd_srv *srv)
     srv->max_conns = 96;
     srv->idle_ms = 10000;
     srv->max_open = 8;
-    srv->max_open_job = 16;
     srv->max_jobs = 64;
     srv->call_ms = 10000;
     srv->next_job = 11;
@@ -257,8 +317,8 @@ static int launchd_serve(int argc, char **argv)
                                 "[--control PATH] [--wake-log PATH] "
                                 "[--wake-hold-file PATH] [--stage PID:GEN] "
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
-                                "[--max-open-job N] [--max-jobs N] "
-                                "[--call-ms N] [--first-job N]");
+                                "[--max-jobs N] [--call-ms N] "
+                                "[--first-job N]");
         return 2;
     }
     int fds[3] = {srv->wake, srv->broker, srv->control};
@@ -269,6 +329,14 @@ static int launchd_serve(int argc, char **argv)
         }
     }
     (void)signal(SIGPIPE, SIG_IGN);
+    /* Every descendant of a job, however it detaches, stays below
+     * launchd: so the control socket can tell a job's connection. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0) {
+        pbx_peer_log("launchd", "cannot become a child subreaper: %s",
+                     strerror(errno));
+        return 1;
+    }
+    srv->self = getpid();
     srv->now = launchd_now_ms();
     pbx_peer_log("launchd", "ready%s",
                  srv->broker >= 0 ? " (broker connected)" : "");

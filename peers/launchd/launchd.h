@@ -33,8 +33,11 @@
 /* A call unanswered this long after its caller was released is given up
  * (a reply after that is unmatched, logged and its descriptors closed). */
 #define LAUNCHD_STALE_CALL_MS 60000U
-/* How long a send to powerboxd may wait for room on the broker. */
-#define LAUNCHD_BROKER_SEND_MS 200
+/* Calls one connection may have at powerboxd at once (BUSY beyond). */
+#define LAUNCHD_CONN_CALLS_MAX 64U
+/* How far up the process tree the control socket's ancestry check walks
+ * before it gives up (and refuses). */
+#define LAUNCHD_ANCESTRY_STEPS 64
 
 /* What an outstanding broker call is for. */
 typedef enum launchd_call_kind {
@@ -42,7 +45,8 @@ typedef enum launchd_call_kind {
     LAUNCHD_CALL_REASK = 2,   /* DECISION for a held caller */
     LAUNCHD_CALL_CANCEL = 3,  /* exact CANCEL of an orphaned request */
     LAUNCHD_CALL_COLLECT = 4, /* DECISION of an orphaned request */
-    LAUNCHD_CALL_EXPIRE = 5   /* EXPIRE of a job that exited */
+    LAUNCHD_CALL_EXPIRE = 5,  /* EXPIRE of a job that exited */
+    LAUNCHD_CALL_GRANT = 6    /* grant CANCEL of an undelivered approval */
 } launchd_call_kind;
 
 /* One call at powerboxd, matched by launchd's own seq. */
@@ -68,19 +72,23 @@ typedef struct launchd_conn {
     uint32_t gen;
     bool job_conn;
     uint32_t job;
-    uint32_t calls;  /* calls at powerboxd for it */
-    uint32_t begins; /* of which BEGINs */
-    uint64_t last_ms;
+    uint32_t calls;   /* calls at powerboxd for it (not detached) */
+    uint32_t begins;  /* of which BEGINs */
+    uint64_t last_ms; /* accepted, or its last accepted LAUNCH/EXPIRE */
     pbx_peer_track track;
 } launchd_conn;
 
-/* One launched job. A job whose process exited stays live (its id and
- * its launcher's exemption from the idle drop kept) while its EXPIRE is
- * at powerboxd: EXIT goes to the launcher only once that is answered. */
+/* One launched job. A job whose process exited stays live (its id kept)
+ * while its EXPIRE is at powerboxd: EXIT goes to the launcher once that
+ * is answered, or at --call-ms after the exit if it is not; the id is
+ * freed only with the EXPIRE's answer (or when its call is forgotten). */
 typedef struct launchd_job {
     bool live;
-    bool ending; /* the process exited; EXPIRE outstanding */
-    int ws;      /* its wait status, for EXIT */
+    bool ending;     /* the process exited */
+    bool expire_out; /* its EXPIRE call is at powerboxd */
+    bool exit_sent;  /* EXIT went to the launcher */
+    int ws;          /* its wait status, for EXIT */
+    uint64_t ended_ms;
     pid_t pid;
     uint32_t launcher; /* the control connection that launched it */
     uint32_t launcher_gen;
@@ -97,10 +105,12 @@ typedef struct launchd_orphan {
     bool woken;
     bool cancelled; /* the CANCEL was answered */
     uint16_t cancel_st;
+    uint16_t entry_len;
     pbx_ipc_id id;
     uint64_t job_id;
     uint32_t job_gen;
     uint64_t since_ms;
+    uint8_t entry[PBX_PEER_LAUNCH_ENTRY_MAX]; /* for its end line */
 } launchd_orphan;
 
 /* One staged process launchd may bind a job to. */
@@ -120,7 +130,6 @@ typedef struct launchd_srv {
     uint32_t max_conns;
     uint32_t idle_ms;
     uint32_t max_open;
-    uint32_t max_open_job;
     uint32_t max_jobs;
     uint32_t call_ms;
     uint64_t next_job;
@@ -128,6 +137,7 @@ typedef struct launchd_srv {
     uint32_t njobs;
     uint32_t next_seq;
     uint32_t nstage;
+    pid_t self;
     uint64_t now;
     launchd_conn conns[LAUNCHD_CONNS_CAP];
     launchd_call calls[LAUNCHD_CALLS_MAX];
@@ -141,7 +151,14 @@ uint64_t launchd_now_ms(void);
 int launchd_recv(int fd, pbx_peer_msg *m);
 int launchd_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
                      size_t nfds);
+int launchd_send_now(int fd, uint8_t *buf, size_t len, uint32_t seq, int cap);
 int launchd_connect(const char *path, int timeout_ms);
+int launchd_peer_origin(int fd, pid_t self, pid_t *peer);
+
+/* What launchd_peer_origin found about a control connection's peer. */
+#define LAUNCHD_ORIGIN_OUTSIDE 0 /* not below launchd: the user's own */
+#define LAUNCHD_ORIGIN_JOB     1 /* launchd's descendant: a job's */
+#define LAUNCHD_ORIGIN_UNKNOWN 2 /* unreadable or too deep: refused too */
 bool launchd_wait_readable(int fd, int timeout_ms);
 void launchd_nonblock(int fd);
 
@@ -151,6 +168,8 @@ void launchd_nonblock(int fd);
 
 /* launchd_jobs.c (the rest is declared below) */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
+void launchd_jobs_timer(launchd_srv *srv);
+bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_relay.c */
 void launchd_conn_frame(launchd_srv *srv, uint32_t ci);
@@ -163,6 +182,7 @@ bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
                    uint32_t seq, int cap);
 bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id);
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id);
+bool launchd_evictable(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_wake.c */
 void launchd_wake_input(launchd_srv *srv);

@@ -2,11 +2,16 @@
  * launchd_io.c: launchd's socket helpers that the shared peer layer does
  * not have: a receive that keeps every descriptor whatever the frame (a
  * LAUNCH carries three and is not an ipc frame), a send of several
- * descriptors, and a connect that cannot block forever.
+ * descriptors, a send that never waits, a connect that cannot block
+ * forever, and the ancestry check of a control connection's peer.
  */
+/* struct ucred (SO_PEERCRED) is a GNU extension of glibc's headers. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -162,4 +167,95 @@ bool launchd_wait_readable(int fd, int timeout_ms)
         }
     }
     return false;
+}
+
+int launchd_send_now(int fd, uint8_t *buf, size_t len, uint32_t seq, int cap)
+{
+    if (pbx_ipc_frame_set_seq(buf, len, seq) != PBX_OK) {
+        errno = EINVAL;
+        return -1;
+    }
+    launchd_cbuf cbuf;
+    struct iovec iov = {buf, len};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&cbuf, 0, sizeof(cbuf));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (cap >= 0) {
+        mh.msg_control = cbuf.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &cap, sizeof(int));
+    }
+    /* MSG_DONTWAIT: a full peer is the caller's BUSY, never launchd's
+     * wait, whatever the descriptor's own flags. */
+    for (int tries = 0; tries < 8; tries++) {
+        ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r >= 0) {
+            return (size_t)r == len ? 0 : -1;
+        }
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* The parent of process pid from /proc/PID/stat ("pid (comm) S ppid
+ * ..."; comm may hold spaces and parentheses, so the last ')' ends it),
+ * or -1 when it cannot be read. */
+static pid_t launchd_ppid(pid_t pid)
+{
+    char path[64];
+    char buf[512];
+    (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1U);
+    (void)close(fd);
+    if (n <= 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')');
+    if (end == NULL || end[1] != ' ' || end[2] == '\0' || end[3] != ' ') {
+        return -1;
+    }
+    char *stop = NULL;
+    long pp = strtol(end + 4, &stop, 10);
+    return stop != end + 4 && *stop == ' ' && pp >= 0 ? (pid_t)pp : -1;
+}
+
+int launchd_peer_origin(int fd, pid_t self, pid_t *peer)
+{
+    struct ucred uc;
+    socklen_t n = sizeof(uc);
+    memset(&uc, 0, sizeof(uc));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &n) != 0 || uc.pid <= 0) {
+        *peer = 0;
+        return LAUNCHD_ORIGIN_UNKNOWN;
+    }
+    *peer = uc.pid;
+    /* launchd is a child subreaper: every descendant of a job, however it
+     * detached, still has launchd above it. */
+    pid_t p = uc.pid;
+    for (int step = 0; step < LAUNCHD_ANCESTRY_STEPS; step++) {
+        if (p == self) {
+            return LAUNCHD_ORIGIN_JOB;
+        }
+        if (p <= 1) {
+            return LAUNCHD_ORIGIN_OUTSIDE;
+        }
+        p = launchd_ppid(p);
+        if (p < 0) {
+            return LAUNCHD_ORIGIN_UNKNOWN;
+        }
+    }
+    return LAUNCHD_ORIGIN_UNKNOWN;
 }

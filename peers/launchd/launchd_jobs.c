@@ -102,6 +102,10 @@ static void launchd_child(const int *src, const launchd_job *j,
     (void)snprintf(v, sizeof(v), "%.*s", (int)j->bind.entry_len,
                    (const char *)j->bind.entry);
     (void)setenv("PBX_ENTRY", v, 1);
+    (void)snprintf(v, sizeof(v), "%llu", (unsigned long long)j->bind.session);
+    (void)setenv("PBX_SESSION", v, 1);
+    (void)snprintf(v, sizeof(v), "%u", j->bind.realm);
+    (void)setenv("PBX_REALM", v, 1);
     if (j->bind.target_gen != 0U) {
         (void)snprintf(v, sizeof(v), "%llu:%u",
                        (unsigned long long)j->bind.target_pid,
@@ -209,6 +213,8 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
         memset(j, 0, sizeof(*j));
         j->bind.job_id = id;
         j->bind.job_gen = gen;
+        j->bind.session = req.session;
+        j->bind.realm = (uint32_t)req.realm;
         j->bind.entry_len = req.entry_len;
         memcpy(j->bind.entry, req.entry, req.entry_len);
         launchd_stage_take(srv, j);
@@ -231,21 +237,41 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     j->launcher_gen = srv->conns[ci].gen;
     j->launch_seq = seq;
     srv->njobs++;
+    /* An accepted LAUNCH is the one thing (with EXPIRE) that shows a
+     * control connection in use. */
+    srv->conns[ci].last_ms = srv->now;
     pbx_peer_launch_reply rep = {id, gen, (uint32_t)j->pid, j->bind.target_pid,
                                  j->bind.target_gen};
     pbx_peer_log("launchd",
                  "launched job %llu.%u pid %d entry %s target "
-                 "%llu:%u",
+                 "%llu:%u session %llu realm %u",
                  (unsigned long long)id, gen, (int)j->pid, req.entry,
-                 (unsigned long long)j->bind.target_pid, j->bind.target_gen);
+                 (unsigned long long)j->bind.target_pid, j->bind.target_gen,
+                 (unsigned long long)j->bind.session, j->bind.realm);
     launchd_launch_reply(srv, ci, seq, 0, &rep);
 }
 
-/* The last of job j: EXIT to its launcher (after powerboxd answered the
- * job's EXPIRE, or gave up on it, as expire says), its staged process
- * and its id freed. So when `run` returns, the same job id may be
- * launched again at once, and no EXPIRE of the old job can reach the new
- * one. */
+/* Sends job j's EXIT (once) to its launcher, if that is still there. */
+static void launchd_job_exit(launchd_srv *srv, launchd_job *j)
+{
+    if (j->exit_sent) {
+        return;
+    }
+    j->exit_sent = true;
+    if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
+        uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_EXIT_BYTES];
+        size_t n = 0;
+        if (pbx_peer_exit_encode((uint32_t)j->ws, j->launch_seq, out,
+                                 sizeof(out), &n) == PBX_OK) {
+            (void)launchd_reply(srv, j->launcher, out, n, j->launch_seq, -1);
+        }
+    }
+}
+
+/* The last of job j: EXIT to its launcher (unless it went already), its
+ * staged process and its id freed, once powerboxd answered the job's
+ * EXPIRE (or its call was forgotten, or there is no broker). So no EXPIRE
+ * of the old job can reach one launched again under the same id. */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
 {
     uint32_t ji = ref - LAUNCHD_JOB_REF(0);
@@ -256,14 +282,7 @@ void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
     launchd_job *j = &srv->jobs[ji];
     pbx_peer_log("launchd", "job %llu.%u ended: EXPIRE %s",
                  (unsigned long long)j->bind.job_id, j->bind.job_gen, expire);
-    if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
-        uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_EXIT_BYTES];
-        size_t n = 0;
-        if (pbx_peer_exit_encode((uint32_t)j->ws, j->launch_seq, out,
-                                 sizeof(out), &n) == PBX_OK) {
-            (void)launchd_reply(srv, j->launcher, out, n, j->launch_seq, -1);
-        }
-    }
+    launchd_job_exit(srv, j);
     if (j->stage >= 0) {
         srv->stage[j->stage].used = false;
     }
@@ -272,10 +291,28 @@ void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
     srv->njobs--;
 }
 
+/* Sends the EXPIRE of the whole job ji over the broker, if it can go now
+ * (a full broker or call table: the jobs' timer tries again). */
+static void launchd_job_expire(launchd_srv *srv, uint32_t ji)
+{
+    launchd_job *j = &srv->jobs[ji];
+    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, j->bind.job_gen, j->bind.job_id,
+                         0};
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_EXPIRE_BYTES];
+    size_t n = 0;
+    pbx_ipc_id zero = {0, 0};
+    if (srv->broker < 0 ||
+        pbx_ipc_expire_encode(&ex, buf, sizeof(buf), &n) != PBX_OK) {
+        launchd_job_finish(srv, LAUNCHD_JOB_REF(ji), "not sent: no broker");
+        return;
+    }
+    j->expire_out = launchd_own_call(srv, LAUNCHD_CALL_EXPIRE, buf, n,
+                                     LAUNCHD_JOB_REF(ji), zero);
+}
+
 /* Job j's process exited with wait status ws: its connection closed
  * (open requests cancelled), EXPIRE of the whole job sent to powerboxd;
- * launchd_job_finish follows when that is answered (or at once when it
- * cannot be sent). */
+ * launchd_job_finish follows when that is answered. */
 static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
 {
     launchd_job *j = &srv->jobs[ji];
@@ -284,21 +321,52 @@ static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
                  (int)j->pid, (unsigned)ws);
     j->ending = true;
     j->ws = ws;
+    j->ended_ms = srv->now;
     if (j->conn >= 0) {
         launchd_conn_close(srv, (uint32_t)j->conn, NULL);
         j->conn = -1;
     }
-    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, j->bind.job_gen, j->bind.job_id,
-                         0};
-    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_EXPIRE_BYTES];
-    size_t n = 0;
-    pbx_ipc_id zero = {0, 0};
-    if (srv->broker < 0 ||
-        pbx_ipc_expire_encode(&ex, buf, sizeof(buf), &n) != PBX_OK ||
-        !launchd_own_call(srv, LAUNCHD_CALL_EXPIRE, buf, n, LAUNCHD_JOB_REF(ji),
-                          zero)) {
-        launchd_job_finish(srv, LAUNCHD_JOB_REF(ji), "not sent");
+    launchd_job_expire(srv, ji);
+}
+
+void launchd_jobs_timer(launchd_srv *srv)
+{
+    for (uint32_t ji = 0; ji < LAUNCHD_JOBS_CAP; ji++) {
+        launchd_job *j = &srv->jobs[ji];
+        if (!j->live || !j->ending) {
+            continue;
+        }
+        if (srv->broker < 0) {
+            /* No powerboxd to answer (or to hold the job's grants). */
+            launchd_job_finish(srv, LAUNCHD_JOB_REF(ji),
+                               "not answered: no "
+                               "broker");
+            continue;
+        }
+        if (!j->expire_out) {
+            launchd_job_expire(srv, ji);
+        }
+        if (!j->exit_sent && srv->now >= j->ended_ms + srv->call_ms) {
+            pbx_peer_log("launchd",
+                         "job %llu.%u: EXPIRE unanswered after %u ms; EXIT "
+                         "sent, the job id kept until it is answered",
+                         (unsigned long long)j->bind.job_id, j->bind.job_gen,
+                         srv->call_ms);
+            launchd_job_exit(srv, j);
+        }
     }
+}
+
+bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
+{
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+        const launchd_job *job = &srv->jobs[j];
+        if (job->live && !job->exit_sent && job->launcher == ci &&
+            job->launcher_gen == srv->conns[ci].gen) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void launchd_reap(launchd_srv *srv)
@@ -323,15 +391,19 @@ void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci)
 {
     for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
         launchd_job *job = &srv->jobs[j];
-        /* The connection's generation was already bumped on close. */
-        if (job->live && job->launcher == ci &&
+        /* The connection's generation was already bumped on close. An
+         * ending job's pid was reaped and may be another's by now. */
+        if (job->live && !job->ending && job->launcher == ci &&
             job->launcher_gen + 1U == srv->conns[ci].gen) {
             pbx_peer_log("launchd",
                          "launcher of job %llu.%u hung up: process "
-                         "group %d killed",
+                         "group %d and pid %d killed",
                          (unsigned long long)job->bind.job_id,
-                         job->bind.job_gen, (int)job->pid);
+                         job->bind.job_gen, (int)job->pid, (int)job->pid);
+            /* The group, and the pid itself in case the job moved to
+             * another group. */
             (void)kill(-job->pid, SIGKILL);
+            (void)kill(job->pid, SIGKILL);
         }
     }
 }

@@ -8,7 +8,6 @@
  * went away are cancelled and their decisions collected (orphans).
  */
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,14 +50,12 @@ static const char *launchd_entry_of(const launchd_srv *srv, uint64_t job_id,
     return "-";
 }
 
-/* Logs the end of one relayed request: its decision, or why it ended. */
-static void launchd_log_end(const launchd_srv *srv, pbx_ipc_id id,
-                            uint64_t job_id, uint32_t job_gen,
-                            const pbx_ipc_frame *rep, const char *why)
+/* Logs the end of one relayed request of job_id:job_gen, program entry e
+ * ("-" when unknown): its decision, or why it ended. */
+static void launchd_log_end(pbx_ipc_id id, uint64_t job_id, uint32_t job_gen,
+                            const char *e, const pbx_ipc_frame *rep,
+                            const char *why)
 {
-    char entry[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
-    const char *e =
-        launchd_entry_of(srv, job_id, job_gen, entry, sizeof(entry));
     pbx_ipc_decision d;
     if (rep != NULL && rep->status == 0U &&
         pbx_ipc_decision_reply_decode(rep, &d) == PBX_OK) {
@@ -84,7 +81,7 @@ bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
                    uint32_t seq, int cap)
 {
     launchd_conn *c = &srv->conns[ci];
-    if (pbx_peer_io_send_seq(c->fd, buf, len, seq, cap) == 0) {
+    if (launchd_send_now(c->fd, buf, len, seq, cap) == 0) {
         return true;
     }
     launchd_conn_close(
@@ -153,21 +150,13 @@ static uint32_t launchd_seq(launchd_srv *srv)
 }
 
 /* Sends buf (with cap unless negative) to powerboxd stamped with seq,
- * waiting a little for room; false when it could not go. */
+ * without waiting: a full broker is the caller's BUSY, so one slow
+ * powerboxd read never stalls every other connection. */
 static bool launchd_broker_send(launchd_srv *srv, uint8_t *buf, size_t len,
                                 uint32_t seq, int cap)
 {
-    for (int tries = 0; tries < 2 && srv->broker >= 0; tries++) {
-        if (pbx_peer_io_send_seq(srv->broker, buf, len, seq, cap) == 0) {
-            return true;
-        }
-        if (errno != EAGAIN) {
-            return false;
-        }
-        struct pollfd p = {srv->broker, POLLOUT, 0};
-        (void)poll(&p, 1, LAUNCHD_BROKER_SEND_MS);
-    }
-    return false;
+    return srv->broker >= 0 &&
+           launchd_send_now(srv->broker, buf, len, seq, cap) == 0;
 }
 
 /* Records and sends one call of kind for connection ci (gen as now);
@@ -181,8 +170,13 @@ static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
     launchd_call *k = launchd_call_new(srv);
     uint32_t seq = launchd_seq(srv);
     if (k == NULL || seq == 0U || len > LAUNCHD_CALL_COPY ||
-        len < PBX_IPC_HEADER_BYTES ||
-        !launchd_broker_send(srv, buf, len, seq, cap)) {
+        len < PBX_IPC_HEADER_BYTES) {
+        return false;
+    }
+    if (!launchd_broker_send(srv, buf, len, seq, cap)) {
+        /* The send stamped launchd's seq: the refusal echoes the
+         * caller's. */
+        (void)pbx_ipc_frame_set_seq(buf, len, caller_seq);
         return false;
     }
     memset(k, 0, sizeof(*k));
@@ -242,11 +236,12 @@ launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id)
     return NULL;
 }
 
-/* Takes over request id of a caller that went away: sends its exact
- * CANCEL; its decision is collected when the CANCEL is answered, on WAKE
- * and by the fallback. */
+/* Takes over request id (of job_id:job_gen, program entry[0..entry_len))
+ * of a caller that went away: sends its exact CANCEL; its decision is
+ * collected when the CANCEL is answered, on WAKE and by the fallback. */
 static void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
-                               uint32_t job_gen, bool woken)
+                               uint32_t job_gen, const uint8_t *entry,
+                               uint16_t entry_len, bool woken)
 {
     launchd_orphan *o = launchd_orphan_find(srv, id);
     for (uint32_t i = 0; o == NULL && i < LAUNCHD_ORPHANS_MAX; i++) {
@@ -260,8 +255,18 @@ static void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
                      id.index, id.gen);
         return;
     }
-    *o = (launchd_orphan){true, false,  woken,   false,   0,
-                          id,   job_id, job_gen, srv->now};
+    memset(o, 0, sizeof(*o));
+    o->used = true;
+    o->woken = woken;
+    o->id = id;
+    o->job_id = job_id;
+    o->job_gen = job_gen;
+    o->since_ms = srv->now;
+    /* The entry is kept here: the job may be gone when the end is logged. */
+    o->entry_len = entry_len <= PBX_PEER_LAUNCH_ENTRY_MAX ? entry_len : 0U;
+    if (o->entry_len != 0U) {
+        memcpy(o->entry, entry, o->entry_len);
+    }
     pbx_ipc_cancel rec;
     uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
     size_t n = 0;
@@ -301,7 +306,12 @@ static void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
                  rep->status == 0U
                      ? pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d.outcome)
                      : pbx_peer_status_text(rep->status));
-    launchd_log_end(srv, o->id, o->job_id, o->job_gen, rep, "caller gone");
+    char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U] = "-";
+    if (o->entry_len != 0U) {
+        memcpy(e, o->entry, o->entry_len);
+        e[o->entry_len] = '\0';
+    }
+    launchd_log_end(o->id, o->job_id, o->job_gen, e, rep, "caller gone");
     o->used = false;
 }
 
@@ -318,9 +328,13 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
     (void)close(c->fd);
     c->fd = -1;
     c->gen++;
+    const pbx_peer_launch_binding *b =
+        c->job_conn ? &srv->jobs[c->job].bind : NULL;
     for (uint32_t i = 0; i < c->track.count && i < PBX_PEER_TRACK_MAX; i++) {
         const pbx_peer_track_req *r = &c->track.reqs[i];
-        launchd_orphan_add(srv, r->id, r->job_id, r->job_gen, r->woken);
+        launchd_orphan_add(srv, r->id, r->job_id, r->job_gen,
+                           b != NULL ? b->entry : NULL,
+                           b != NULL ? b->entry_len : 0U, r->woken);
     }
     pbx_peer_track_init(&c->track);
     if (c->job_conn) {
@@ -330,6 +344,31 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
         launchd_jobs_hangup(srv, ci);
     }
     c->calls = c->begins = 0;
+}
+
+/* Logs a BEGIN of job b refused by bind result r; body is the BEGIN's
+ * (at least its fixed part, checked by the binding). */
+static void launchd_log_claim(const pbx_peer_launch_binding *b,
+                              pbx_peer_launch_bind_result r,
+                              const uint8_t *body)
+{
+    unsigned long long job = (unsigned long long)b->job_id;
+    if (r == PBX_PEER_BIND_SESSION || r == PBX_PEER_BIND_REALM) {
+        bool session = r == PBX_PEER_BIND_SESSION;
+        pbx_peer_log("launchd", "BEGIN refused: job %llu.%u claims %s %llu",
+                     job, b->job_gen, session ? "session" : "realm",
+                     session ? (unsigned long long)pbx_le_get64(body + 8U)
+                             : (unsigned long long)pbx_le_get32(body + 28U));
+        return;
+    }
+    bool target = r == PBX_PEER_BIND_TARGET;
+    pbx_peer_log("launchd", "BEGIN refused: job %llu.%u claims %s %llu.%u", job,
+                 b->job_gen,
+                 r == PBX_PEER_BIND_JOB ? "job"
+                 : target               ? "target"
+                                        : "another entry; job",
+                 (unsigned long long)pbx_le_get64(body + (target ? 16U : 0U)),
+                 pbx_le_get32(body + (target ? 32U : 24U)));
 }
 
 /* Binds the BEGIN in g_in to ci's job (filling what it left empty) into
@@ -358,32 +397,17 @@ static size_t launchd_bind(launchd_srv *srv, uint32_t ci)
         launchd_refuse(srv, ci, (uint32_t)err, NULL);
         return 0;
     }
-    const uint8_t *body = g_in.buf + PBX_IPC_HEADER_BYTES;
-    pbx_peer_log("launchd", "BEGIN refused: job %llu.%u claims %s %llu.%u",
-                 (unsigned long long)b->job_id, b->job_gen,
-                 r == PBX_PEER_BIND_JOB      ? "job"
-                 : r == PBX_PEER_BIND_TARGET ? "target"
-                                             : "another entry; job",
-                 (unsigned long long)pbx_le_get64(
-                     body + (r == PBX_PEER_BIND_TARGET ? 16U : 0U)),
-                 pbx_le_get32(body + (r == PBX_PEER_BIND_TARGET ? 32U : 24U)));
+    launchd_log_claim(b, r, g_in.buf + PBX_IPC_HEADER_BYTES);
     launchd_refuse(srv, ci, PBX_PEER_E_NOT_YOURS, "claim of another job");
     return 0;
 }
 
-/* Whether ci may begin one more request (per connection and per job). */
+/* Whether ci may begin one more request: a job has one connection, so
+ * this per-connection bound is the per-job one. */
 static bool launchd_room(const launchd_srv *srv, uint32_t ci)
 {
     const launchd_conn *c = &srv->conns[ci];
-    uint32_t open = c->track.count + c->begins;
-    uint32_t job_open = 0;
-    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        const launchd_conn *o = &srv->conns[i];
-        if (o->fd >= 0 && o->job_conn && o->job == c->job) {
-            job_open += o->track.count + o->begins;
-        }
-    }
-    return open < srv->max_open && job_open < srv->max_open_job;
+    return c->track.count + c->begins < srv->max_open;
 }
 
 /* Relays the decoded public frame in g_in from ci over the broker. */
@@ -413,8 +437,11 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
     if (st == 0U && srv->broker < 0) {
         st = PBX_PEER_E_ROUTE;
     }
-    if (st != 0U) {
-        launchd_refuse(srv, ci, st, NULL);
+    bool crowded = st == 0U && c->calls >= LAUNCHD_CONN_CALLS_MAX;
+    if (st != 0U || crowded) {
+        launchd_refuse(srv, ci, crowded ? PBX_PEER_E_BUSY : st,
+                       crowded ? "64 calls of the connection at powerboxd"
+                               : NULL);
         return;
     }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
@@ -427,6 +454,10 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
     pbx_peer_io_close_all(g_in.fds, g_in.nfds);
     if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
         (void)pbx_peer_track_asked(&c->track, f.request);
+    }
+    if (f.op == (uint16_t)PBX_IPC_OP_EXPIRE) {
+        /* An accepted administrative call: the connection is in use. */
+        c->last_ms = srv->now;
     }
 }
 
@@ -465,7 +496,6 @@ void launchd_conn_frame(launchd_srv *srv, uint32_t ci)
         }
         return;
     }
-    c->last_ms = srv->now;
     pbx_peer_launch_frame lf;
     pbx_err le = pbx_peer_launch_peek(g_in.buf, g_in.len, g_in.nfds, &lf);
     if (le == PBX_OK && lf.op == PBX_PEER_OP_LAUNCH) {
@@ -496,7 +526,10 @@ static void launchd_deliver(launchd_srv *srv, uint32_t ci, uint32_t seq,
     uint64_t job_id = r != NULL ? r->job_id : 0U;
     uint32_t job_gen = r != NULL ? r->job_gen : 0U;
     if (pbx_peer_track_relayed(&c->track, req, &g_rep.frame)) {
-        launchd_log_end(srv, req->request, job_id, job_gen, &g_rep.frame, NULL);
+        char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
+        launchd_log_end(req->request, job_id, job_gen,
+                        launchd_entry_of(srv, job_id, job_gen, e, sizeof(e)),
+                        &g_rep.frame, NULL);
     }
     int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
     if (launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias) &&
@@ -542,8 +575,38 @@ static void launchd_decision(launchd_srv *srv, const launchd_call *k,
     launchd_deliver(srv, k->conn, seq, req);
 }
 
+/* The grant of an APPROVED DECISION reply (rep) that no caller will
+ * learn of (its caller was answered ROUTE): CANCELled at powerboxd (grant
+ * form), so no authority outlives the answer its program never got.
+ * Returns whether rep was such an approval. */
+static bool launchd_cancel_grant(launchd_srv *srv, const pbx_ipc_frame *rep)
+{
+    pbx_ipc_decision d;
+    if (rep->status != 0U || pbx_ipc_decision_reply_decode(rep, &d) != PBX_OK ||
+        d.outcome != (uint8_t)PBX_IPC_OUTCOME_APPROVED || d.grant.gen == 0U) {
+        return false;
+    }
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = d.grant;
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+    size_t n = 0;
+    bool sent = pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) == PBX_OK &&
+                launchd_own_call(srv, LAUNCHD_CALL_GRANT, buf, n,
+                                 LAUNCHD_CONNS_CAP, d.grant);
+    pbx_peer_log(
+        "launchd",
+        "request %u.%u: late approval for a caller answered ROUTE; "
+        "grant %u.%u %s",
+        rep->request.index, rep->request.gen, d.grant.index, d.grant.gen,
+        sent ? "cancelled" : "not cancelled (the job's EXPIRE ends it)");
+    return true;
+}
+
 /* A reply whose caller is gone or was released: nothing is delivered; a
- * new request is cancelled, an alias closed, an orphan's decision noted. */
+ * new request is cancelled, an alias closed, an orphan's decision noted,
+ * a late approval's grant cancelled. */
 static void launchd_late(launchd_srv *srv, const launchd_call *k,
                          const pbx_ipc_frame *req)
 {
@@ -555,10 +618,11 @@ static void launchd_late(launchd_srv *srv, const launchd_call *k,
                  rep->op, rep->request.index, rep->request.gen, rep->status,
                  g_rep.nfds);
     if (k->op == (uint16_t)PBX_IPC_OP_BEGIN && rep->status == 0U) {
-        pbx_ipc_begin b;
+        static pbx_ipc_begin b;
         bool ok = pbx_ipc_begin_decode(req, &b) == PBX_OK;
         launchd_orphan_add(srv, rep->request, ok ? b.ctx.job_id : 0U,
-                           ok ? b.ctx.job_gen : 0U, false);
+                           ok ? b.ctx.job_gen : 0U, b.ctx.entry.bytes,
+                           ok ? b.ctx.entry.len : 0U, false);
         return;
     }
     if (k->op != (uint16_t)PBX_IPC_OP_DECISION) {
@@ -570,12 +634,46 @@ static void launchd_late(launchd_srv *srv, const launchd_call *k,
         return;
     }
     /* Released after call-ms, connection still there: keep its table
-     * true to powerboxd, so the grant stays the connection's. */
+     * true to powerboxd; an approval it never heard of is cancelled. */
     if (launchd_conn_live(srv, k->conn, k->conn_gen)) {
         pbx_peer_track *t = &srv->conns[k->conn].track;
         uint32_t seq = 0;
         (void)pbx_peer_track_release(t, k->id, &seq);
-        (void)pbx_peer_track_relayed(t, req, rep);
+        if (launchd_cancel_grant(srv, rep)) {
+            (void)pbx_peer_track_drop(t, k->id);
+        } else {
+            (void)pbx_peer_track_relayed(t, req, rep);
+        }
+    }
+}
+
+/* Dispatches a reply to one of launchd's own bookkeeping calls (an
+ * orphan's CANCEL or DECISION, a job's EXPIRE, a grant CANCEL). */
+static void launchd_own_reply(launchd_srv *srv, const launchd_call *k)
+{
+    if (k->kind == LAUNCHD_CALL_EXPIRE) {
+        launchd_job_finish(srv, k->conn,
+                           g_rep.frame.status == 0U
+                               ? "accepted"
+                               : pbx_peer_status_text(g_rep.frame.status));
+        return;
+    }
+    if (k->kind == LAUNCHD_CALL_GRANT) {
+        pbx_peer_log("launchd", "grant %u.%u CANCEL answered: %s", k->id.index,
+                     k->id.gen,
+                     g_rep.frame.status == 0U
+                         ? "accepted"
+                         : pbx_peer_status_text(g_rep.frame.status));
+        return;
+    }
+    launchd_orphan *o = launchd_orphan_find(srv, k->id);
+    if (o != NULL && k->kind == LAUNCHD_CALL_CANCEL) {
+        o->cancelled = true;
+        o->cancel_st = g_rep.frame.status;
+        o->asking =
+            launchd_ask(srv, LAUNCHD_CALL_COLLECT, LAUNCHD_CONNS_CAP, o->id);
+    } else if (o != NULL) {
+        launchd_orphan_decided(srv, o, &g_rep.frame);
     }
 }
 
@@ -586,27 +684,15 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
     if (pbx_ipc_frame_decode(k->copy, k->len, k->caps, &req) != PBX_OK) {
         return;
     }
-    bool live = !k->detached && launchd_conn_live(srv, k->conn, k->conn_gen);
-    if (k->kind == LAUNCHD_CALL_CANCEL || k->kind == LAUNCHD_CALL_COLLECT) {
-        launchd_orphan *o = launchd_orphan_find(srv, k->id);
-        if (o != NULL && k->kind == LAUNCHD_CALL_CANCEL) {
-            o->cancelled = true;
-            o->cancel_st = g_rep.frame.status;
-            o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
-                                    LAUNCHD_CONNS_CAP, o->id);
-        } else if (o != NULL) {
-            launchd_orphan_decided(srv, o, &g_rep.frame);
-        }
+    bool alive = launchd_conn_live(srv, k->conn, k->conn_gen);
+    if (k->kind != LAUNCHD_CALL_RELAY && k->kind != LAUNCHD_CALL_REASK) {
+        launchd_own_reply(srv, k);
         return;
     }
-    if (k->kind == LAUNCHD_CALL_EXPIRE) {
-        launchd_job_finish(srv, k->conn,
-                           g_rep.frame.status == 0U
-                               ? "accepted"
-                               : pbx_peer_status_text(g_rep.frame.status));
-        return;
-    }
-    if (!live) {
+    /* A re-ask answers a caller that is still held however late it comes
+     * (its call-ms only put the caller back to held); a caller's own call
+     * past call-ms was answered ROUTE and gets nothing more. */
+    if (!alive || (k->detached && k->kind == LAUNCHD_CALL_RELAY)) {
         launchd_late(srv, k, &req);
         return;
     }
@@ -707,7 +793,9 @@ void launchd_broker_input(launchd_srv *srv)
         static launchd_call done;
         done = *k;
         k->used = false;
-        if (launchd_conn_live(srv, done.conn, done.conn_gen)) {
+        /* A detached call was uncounted when it was detached. */
+        if (!done.detached &&
+            launchd_conn_live(srv, done.conn, done.conn_gen)) {
             launchd_conn *c = &srv->conns[done.conn];
             c->calls -= c->calls > 0U ? 1U : 0U;
             c->begins -= done.op == (uint16_t)PBX_IPC_OP_BEGIN && c->begins > 0U

@@ -18,13 +18,22 @@
 
 static pbx_peer_msg g_run;
 
-/* Parses run's options up to "--" into path, job and *req; returns the
- * index of PROG, or -1 on a usage error. */
+/* Parses one numeric option of run (--session, --realm: 1..max) into
+ * *out; false when v is not such a number. */
+static bool launchd_run_num(const char *v, uint64_t max, uint64_t *out)
+{
+    return pbx_peer_parse_u64(v, max, out) && *out != 0U;
+}
+
+/* Parses run's options up to "--" into path, job and *req (session and
+ * realm default 1); returns the index of PROG, or -1 on a usage error. */
 static int launchd_run_args(int argc, char **argv, const char **path,
                             pbx_peer_launch_req *req)
 {
     int i = 2;
     const char *entry = NULL;
+    req->session = 1;
+    req->realm = 1;
     for (; i + 1 < argc && strcmp(argv[i], "--") != 0; i += 2) {
         const char *k = argv[i];
         const char *v = argv[i + 1];
@@ -39,7 +48,10 @@ static int launchd_run_args(int argc, char **argv, const char **path,
             req->job_gen = (uint32_t)b;
         } else if (strcmp(k, "--entry") == 0) {
             entry = v;
-        } else {
+        } else if (!(strcmp(k, "--session") == 0 &&
+                     launchd_run_num(v, UINT64_MAX, &req->session)) &&
+                   !(strcmp(k, "--realm") == 0 &&
+                     launchd_run_num(v, UINT32_MAX, &req->realm))) {
             return -1;
         }
     }
@@ -150,8 +162,10 @@ int launchd_run(int argc, char **argv)
     int first = launchd_run_args(argc, argv, &path, &req);
     if (first < 0 || !launchd_run_argv(argc, argv, first, &req)) {
         pbx_peer_log("launchd", "usage: pbx-launchd run --control PATH "
-                                "[--job ID:GEN] [--entry NAME] -- PROG "
-                                "[ARG...]");
+                                "[--job ID:GEN] [--entry NAME] "
+                                "[--session N] [--realm N] -- PROG "
+                                "[ARG...] (session and realm nonzero, "
+                                "default 1)");
         return 2;
     }
     int fd = launchd_run_launch(path, &req);

@@ -3,7 +3,7 @@
  * caller's decision is asked for again, an orphan's collected; calls
  * unanswered for --call-ms release their callers; held DECISIONs and
  * orphans are re-asked every LAUNCHD_REASK_MS as a safety net; idle
- * control connections are dropped.
+ * control connections are dropped; ending jobs are followed.
  */
 #include <errno.h>
 #include <string.h>
@@ -110,6 +110,10 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
                          "never answered; forgotten",
                          k->op, k->id.index, k->id.gen, k->seq);
             k->used = false;
+            if (k->kind == LAUNCHD_CALL_EXPIRE) {
+                /* Only now may the job id be launched again. */
+                launchd_job_finish(srv, k->conn, "never answered");
+            }
         }
         return;
     }
@@ -119,7 +123,8 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
                  "%u ms",
                  k->op, k->id.index, k->id.gen, srv->call_ms);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
-        launchd_job_finish(srv, k->conn, "unanswered");
+        /* The launcher gets EXIT from the jobs' timer; the id stays
+         * taken until this call is answered or forgotten. */
         return;
     }
     launchd_orphan *o = launchd_orphan_find(srv, k->id);
@@ -180,23 +185,21 @@ static void launchd_fallback(launchd_srv *srv)
     }
 }
 
-/* Drops control connections idle for idle-ms: nothing sent, no call at
- * powerboxd, no DECISION held and no job of theirs alive. */
+bool launchd_evictable(const launchd_srv *srv, uint32_t ci)
+{
+    const launchd_conn *c = &srv->conns[ci];
+    return c->fd >= 0 && !c->job_conn && c->calls == 0U &&
+           !pbx_peer_track_waiting(&c->track) && !launchd_is_launcher(srv, ci);
+}
+
+/* Drops control connections idle for idle-ms: no accepted LAUNCH or
+ * EXPIRE for that long (a refused frame does not count), and evictable
+ * (nothing outstanding, no live job). */
 static void launchd_idle(launchd_srv *srv)
 {
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        launchd_conn *c = &srv->conns[i];
-        if (c->fd < 0 || c->job_conn || c->calls != 0U ||
-            c->last_ms + srv->idle_ms > srv->now ||
-            pbx_peer_track_waiting(&c->track)) {
-            continue;
-        }
-        bool launcher = false;
-        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP && !launcher; j++) {
-            launcher = srv->jobs[j].live && srv->jobs[j].launcher == i &&
-                       srv->jobs[j].launcher_gen == c->gen;
-        }
-        if (!launcher) {
+        if (launchd_evictable(srv, i) &&
+            srv->conns[i].last_ms + srv->idle_ms <= srv->now) {
             char why[64];
             (void)snprintf(why, sizeof(why), "idle for %u ms", srv->idle_ms);
             launchd_conn_close(srv, i, why);
@@ -213,5 +216,6 @@ void launchd_timers(launchd_srv *srv)
         }
     }
     launchd_fallback(srv);
+    launchd_jobs_timer(srv);
     launchd_idle(srv);
 }

@@ -8,8 +8,10 @@
 
 /* BEGIN body offsets (docs/PROTOCOL.md): the fields launchd binds. */
 #define LAUNCH_BEGIN_JOB_ID     0U
+#define LAUNCH_BEGIN_SESSION    8U
 #define LAUNCH_BEGIN_TARGET_ID  16U
 #define LAUNCH_BEGIN_JOB_GEN    24U
+#define LAUNCH_BEGIN_REALM      28U
 #define LAUNCH_BEGIN_TARGET_GEN 32U
 #define LAUNCH_BEGIN_MODE       49U
 #define LAUNCH_BEGIN_ENTRY_LEN  52U
@@ -19,7 +21,13 @@
 #define LAUNCH_HEADER_STATUS    8U
 #define LAUNCH_HEADER_OP        6U
 #define LAUNCH_HEADER_VERSION   4U
-#define LAUNCH_REQUEST_FIXED    16U
+/* LAUNCH body: job id, generation, session, realm, entry length (the
+ * entry follows), argc. */
+#define LAUNCH_REQ_SESSION   12U
+#define LAUNCH_REQ_REALM     20U
+#define LAUNCH_REQ_ENTRY_LEN 28U
+#define LAUNCH_REQ_ENTRY     30U
+#define LAUNCH_REQUEST_FIXED 32U
 
 /* Writes a local-wire header for op into buf (which holds at least a
  * header): status, cap count, body length and seq as given, request id
@@ -154,31 +162,38 @@ pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
     if (out->job_gen == 0U && out->job_id != 0U) {
         return PBX_E_IPC_GENERATION;
     }
-    uint16_t e = pbx_le_get16(b + 12);
+    out->session = pbx_le_get64(b + LAUNCH_REQ_SESSION);
+    out->realm = pbx_le_get64(b + LAUNCH_REQ_REALM);
+    /* Zero in a BEGIN means "the job's": the job's own must be nonzero,
+     * and BEGIN's realm has 32 bits. */
+    if (out->session == 0U || out->realm == 0U || out->realm > UINT32_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    uint16_t e = pbx_le_get16(b + LAUNCH_REQ_ENTRY_LEN);
     if (e == 0U || e > PBX_PEER_LAUNCH_ENTRY_MAX) {
         return PBX_E_IPC_BOUND;
     }
     /* The fixed part ends with the entry, then argc. */
-    if (f->body_len < 14U + (size_t)e + 2U) {
+    if (f->body_len < LAUNCH_REQUEST_FIXED + (size_t)e) {
         return PBX_E_IPC_TRUNCATED;
     }
-    if (!launch_printable(b + 14, e)) {
+    if (!launch_printable(b + LAUNCH_REQ_ENTRY, e)) {
         return PBX_E_IPC_TEXT;
     }
-    memcpy(out->entry, b + 14, e);
+    memcpy(out->entry, b + LAUNCH_REQ_ENTRY, e);
     out->entry[e] = '\0';
     out->entry_len = e;
-    out->argc = pbx_le_get16(b + 14U + e);
+    out->argc = pbx_le_get16(b + LAUNCH_REQ_ENTRY + e);
     if (out->argc == 0U || out->argc > PBX_PEER_LAUNCH_ARGS_MAX) {
         return PBX_E_IPC_BOUND;
     }
-    return launch_args_decode(f, 16U + (size_t)e, out);
+    return launch_args_decode(f, LAUNCH_REQUEST_FIXED + (size_t)e, out);
 }
 
 pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
                                size_t buf_len, size_t *out_len)
 {
-    size_t n = PBX_IPC_HEADER_BYTES + 16U + rec->entry_len;
+    size_t n = PBX_IPC_HEADER_BYTES + LAUNCH_REQUEST_FIXED + rec->entry_len;
     if (rec->entry_len > PBX_PEER_LAUNCH_ENTRY_MAX ||
         rec->argc > PBX_PEER_LAUNCH_ARGS_MAX) {
         return PBX_E_IPC_BOUND;
@@ -194,9 +209,11 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     uint8_t *b = buf + PBX_IPC_HEADER_BYTES;
     pbx_le_put64(b, rec->job_id);
     pbx_le_put32(b + 8, rec->job_gen);
-    pbx_le_put16(b + 12, rec->entry_len);
-    memcpy(b + 14, rec->entry, rec->entry_len);
-    size_t off = 14U + rec->entry_len;
+    pbx_le_put64(b + LAUNCH_REQ_SESSION, rec->session);
+    pbx_le_put64(b + LAUNCH_REQ_REALM, rec->realm);
+    pbx_le_put16(b + LAUNCH_REQ_ENTRY_LEN, rec->entry_len);
+    memcpy(b + LAUNCH_REQ_ENTRY, rec->entry, rec->entry_len);
+    size_t off = LAUNCH_REQ_ENTRY + (size_t)rec->entry_len;
     pbx_le_put16(b + off, rec->argc);
     off += 2U;
     for (uint16_t i = 0; i < rec->argc; i++) {
@@ -299,6 +316,26 @@ launch_bind_job(const pbx_peer_launch_binding *j, uint8_t *b)
                                                 : PBX_PEER_BIND_JOB;
 }
 
+/* Checks the session and realm at body b against the job's, filling
+ * each that is zero. */
+static pbx_peer_launch_bind_result
+launch_bind_context(const pbx_peer_launch_binding *j, uint8_t *b)
+{
+    uint64_t session = pbx_le_get64(b + LAUNCH_BEGIN_SESSION);
+    uint32_t realm = pbx_le_get32(b + LAUNCH_BEGIN_REALM);
+    if (session == 0U) {
+        pbx_le_put64(b + LAUNCH_BEGIN_SESSION, j->session);
+    } else if (session != j->session) {
+        return PBX_PEER_BIND_SESSION;
+    }
+    if (realm == 0U) {
+        pbx_le_put32(b + LAUNCH_BEGIN_REALM, j->realm);
+    } else if (realm != j->realm) {
+        return PBX_PEER_BIND_REALM;
+    }
+    return PBX_PEER_BIND_OK;
+}
+
 /* Checks the install target at body b against the job's staged process,
  * filling it when both id and generation are zero. Runtime-reply mode
  * names no target; the strict decode checks that. */
@@ -373,10 +410,12 @@ pbx_peer_launch_bind_begin(const pbx_peer_launch_binding *b, const uint8_t *in,
     pbx_peer_launch_bind_result r =
         launch_bind_entry(b, in, in_len, out, out_cap, out_len);
     uint8_t *ob = out + PBX_IPC_HEADER_BYTES;
-    /* A claim of another job is reported before an entry or target one:
-     * it says most about who is asking. */
-    if (r != PBX_PEER_BIND_MALFORMED && launch_bind_job(b, ob) != 0) {
-        r = PBX_PEER_BIND_JOB;
+    /* A claim of another job is reported before the others: it says
+     * most about who is asking; then session and realm, entry, target. */
+    if (r != PBX_PEER_BIND_MALFORMED) {
+        pbx_peer_launch_bind_result c = launch_bind_job(b, ob);
+        c = c == PBX_PEER_BIND_OK ? launch_bind_context(b, ob) : c;
+        r = c != PBX_PEER_BIND_OK ? c : r;
     }
     if (r == PBX_PEER_BIND_OK) {
         r = launch_bind_target(b, ob);

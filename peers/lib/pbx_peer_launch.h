@@ -50,15 +50,21 @@ typedef struct pbx_peer_launch_frame {
 /**
  * pbx_peer_launch_req is a decoded LAUNCH request. job_id and job_gen are
  * both zero (launchd allocates) or name the job wanted (gen nonzero).
- * entry holds entry_len bytes (1..PBX_PEER_LAUNCH_ENTRY_MAX, printable
- * ASCII), NUL-terminated. args[i] points at arg_lens[i] bytes inside the
- * decoded buffer (borrowed, not NUL-terminated).
+ * session (nonzero) and realm (1..UINT32_MAX, BEGIN's realm is 32 bits)
+ * are the job's: launchd binds every BEGIN of the job to them. entry holds
+ * entry_len bytes (1..PBX_PEER_LAUNCH_ENTRY_MAX, printable ASCII),
+ * NUL-terminated. args[i] points at arg_lens[i] bytes inside the decoded buffer
+ * (borrowed, not NUL-terminated).
  */
 typedef struct pbx_peer_launch_req {
     /** job_id is the job wanted, or zero. */
     uint64_t job_id;
     /** job_gen is the generation wanted, or zero with job_id zero. */
     uint32_t job_gen;
+    /** session is the job's session (nonzero). */
+    uint64_t session;
+    /** realm is the job's realm (1..UINT32_MAX). */
+    uint64_t realm;
     /** entry_len is the number of entry bytes. */
     uint16_t entry_len;
     /** entry is the program entry, NUL-terminated. */
@@ -110,9 +116,12 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
 
 /**
  * pbx_peer_launch_decode decodes the body of a checked LAUNCH request f
- * (from pbx_peer_launch_peek) into *out: exact length, entry 1..64 bytes
- * of printable ASCII, argc 1..32, each argument 1..body bytes without NUL,
- * job id and generation both zero or generation nonzero. out->args borrow
+ * (from pbx_peer_launch_peek) into *out. Body: u64 job id, u32 job
+ * generation, u64 session, u64 realm, u16 entry length + entry, u16 argc,
+ * then per argument u16 length + bytes. Checks: exact length, entry 1..64
+ * bytes of printable ASCII, argc 1..32, each argument 1..body bytes
+ * without NUL, job id and generation both zero or generation nonzero,
+ * session nonzero, realm 1..UINT32_MAX (PBX_E_IPC_BOUND). out->args borrow
  * f's buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
  * (a field runs past the body), PBX_E_IPC_TRAILING (bytes after the last
  * argument), PBX_E_IPC_BOUND, PBX_E_IPC_TEXT or PBX_E_IPC_GENERATION.
@@ -157,14 +166,18 @@ pbx_err pbx_peer_exit_decode(const pbx_peer_launch_frame *f,
 
 /**
  * pbx_peer_launch_binding is what launchd launched a job as: its identity,
- * program entry (entry_len bytes) and staged process (target_gen zero when
- * none). Plain data, caller-owned.
+ * session and realm, program entry (entry_len bytes) and staged process
+ * (target_gen zero when none). Plain data, caller-owned.
  */
 typedef struct pbx_peer_launch_binding {
     /** job_id is the job's id. */
     uint64_t job_id;
     /** job_gen is the job's generation (nonzero). */
     uint32_t job_gen;
+    /** realm is the job's realm. */
+    uint32_t realm;
+    /** session is the job's session. */
+    uint64_t session;
     /** entry_len is the number of entry bytes. */
     uint16_t entry_len;
     /** entry is the job's program entry. */
@@ -189,19 +202,24 @@ typedef enum pbx_peer_launch_bind_result {
      * asks for install mode while the job has none. */
     PBX_PEER_BIND_TARGET = 3,
     /** The BEGIN body does not decode (see *err). */
-    PBX_PEER_BIND_MALFORMED = 4
+    PBX_PEER_BIND_MALFORMED = 4,
+    /** The BEGIN claims another session. */
+    PBX_PEER_BIND_SESSION = 5,
+    /** The BEGIN claims another realm. */
+    PBX_PEER_BIND_REALM = 6
 } pbx_peer_launch_bind_result;
 
 /**
  * pbx_peer_launch_bind_begin binds the BEGIN request in[0..in_len) (whose
  * header already passed pbx_ipc_frame_decode) to job b. Job id and
- * generation both zero, an empty entry, or (install mode) target process
- * id and generation both zero are filled in from b; any other value must
- * equal b's exactly. On PBX_PEER_BIND_OK the bound frame (same seq, body
- * re-laid when the entry was inserted) is in out[0..*out_len) and *rec
- * holds its strict decode (pbx_ipc_begin_decode). On MALFORMED *err holds
- * the decoder's error. out must not overlap in and out_len must be at
- * least PBX_IPC_FRAME_BYTES_MAX.
+ * generation both zero, a zero session, a zero realm, an empty entry, or
+ * (install mode) target process id and generation both zero are filled in
+ * from b; any other value must equal b's exactly (a claim of another job
+ * is reported first, then session, realm, entry, target). On PBX_PEER_BIND_OK
+ * the bound frame (same seq, body re-laid when the entry was inserted) is in
+ * out[0..*out_len) and *rec holds its strict decode (pbx_ipc_begin_decode). On
+ * MALFORMED *err holds the decoder's error. out must not overlap in and out_len
+ * must be at least PBX_IPC_FRAME_BYTES_MAX.
  */
 pbx_peer_launch_bind_result
 pbx_peer_launch_bind_begin(const pbx_peer_launch_binding *b, const uint8_t *in,

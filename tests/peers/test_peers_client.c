@@ -163,8 +163,9 @@ static void tc_start(tc_run *run, const char *const *args, const int *keep,
     for (size_t k = 0; k < nkeep; k++) {
         (void)fcntl(keep[k], F_SETFD, 0);
     }
-    static const char *const vars[] = {"PBX_LAUNCHD_FD", "PBX_JOB", "PBX_ENTRY",
-                                       "PBX_TARGET"};
+    static const char *const vars[] = {"PBX_LAUNCHD_FD", "PBX_JOB",
+                                       "PBX_ENTRY",      "PBX_TARGET",
+                                       "PBX_SESSION",    "PBX_REALM"};
     for (size_t k = 0; k < PBX_ARRAY_LEN(vars); k++) {
         (void)unsetenv(vars[k]);
     }
@@ -268,6 +269,8 @@ PBX_TEST(peers_client_request_frames)
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 0);
     PBX_CHECK(strstr(out, "outcome=approved\nmode=install\ngrant=9.1\n") !=
               NULL);
+    /* Answered PENDING once (an older launchd), so asked twice. */
+    PBX_CHECK(strstr(out, "decision_calls=2\n") != NULL);
     pbx_peer_io_close_all(pub, 1);
     pbx_peer_io_close_all(scope, 1);
 }
@@ -428,6 +431,9 @@ PBX_TEST(peers_client_launchd_fd_and_claims)
     PBX_CHECK(pbx_le_get64(b) == 0U && pbx_le_get32(b + 24) == 0U);
     PBX_CHECK(pbx_le_get64(b + 16) == 0U && pbx_le_get32(b + 32) == 0U);
     PBX_CHECK_EQ(pbx_le_get32(b + 36), 40U);
+    /* Without PBX_SESSION and PBX_REALM: session 1, realm 0 (launchd's to
+     * fill in). */
+    PBX_CHECK(pbx_le_get64(b + 8) == 1U && pbx_le_get32(b + 28) == 0U);
     PBX_CHECK(pbx_le_get16(b + 52) == 0U && pbx_le_get16(b + 54) == 3U);
     PBX_CHECK(memcmp(b + PBX_IPC_BEGIN_FIXED_BYTES, "lbl", 3) == 0);
     static pbx_ipc_begin rec;
@@ -436,18 +442,24 @@ PBX_TEST(peers_client_launchd_fd_and_claims)
     char out[1024];
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 1);
     PBX_CHECK(tc_logged(&run, "BEGIN refused"));
-    /* PBX_JOB, PBX_ENTRY and PBX_TARGET are the claims' defaults; an
-     * option still wins. */
-    const char *env2[] = {fdenv, "PBX_JOB=12:3", "PBX_ENTRY=bin/cat",
-                          "PBX_TARGET=7:2", NULL};
-    const char *args2[] = {"request", "--scope-fd", sarg,       "--selector",
-                           "f",       "--op",       "read",     "--class",
-                           "file",    "--lifetime", "one-shot", "--slot",
-                           "40",      "--job",      "13:1",     NULL};
+    /* PBX_JOB, PBX_ENTRY, PBX_TARGET, PBX_SESSION and PBX_REALM are the
+     * claims' defaults; an option still wins. */
+    const char *env2[] = {fdenv,
+                          "PBX_JOB=12:3",
+                          "PBX_ENTRY=bin/cat",
+                          "PBX_TARGET=7:2",
+                          "PBX_SESSION=9",
+                          "PBX_REALM=4",
+                          NULL};
+    const char *args2[] = {
+        "request", "--scope-fd", sarg,   "--selector", "f",        "--op",
+        "read",    "--class",    "file", "--lifetime", "one-shot", "--slot",
+        "40",      "--job",      "13:1", "--realm",    "5",        NULL};
     tc_start(&run, args2, keep, 2, env2, -1);
     tc_call(pub[0], PBX_IPC_OP_BEGIN);
     PBX_REQUIRE(pbx_ipc_begin_decode(&g_m.frame, &rec) == PBX_OK);
     PBX_CHECK(rec.ctx.job_id == 13U && rec.ctx.job_gen == 1U);
+    PBX_CHECK(rec.ctx.session == 9U && rec.ctx.realm == 5U);
     PBX_CHECK(rec.ctx.entry.len == 7U &&
               memcmp(rec.ctx.entry.bytes, "bin/cat", 7) == 0);
     PBX_CHECK(rec.target.process_id == 7U && rec.target.process_gen == 2U);
@@ -484,6 +496,14 @@ PBX_TEST(peers_client_usage_errors_and_help)
     tc_start(&run, args, keep, 2, env4, -1);
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
     PBX_CHECK(tc_logged(&run, "invalid PBX_JOB"));
+    const char *env6[] = {fdenv, "PBX_SESSION=x", NULL};
+    tc_start(&run, args, keep, 2, env6, -1);
+    PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
+    PBX_CHECK(tc_logged(&run, "invalid PBX_SESSION"));
+    const char *env7[] = {fdenv, "PBX_REALM=4294967296", NULL};
+    tc_start(&run, args, keep, 2, env7, -1);
+    PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 2);
+    PBX_CHECK(tc_logged(&run, "invalid PBX_REALM"));
     /* --verify-object needs a runtime-reply request: nothing is sent. */
     const char *args5[] = {"request",    "--scope-fd", sarg,
                            "--selector", "f",          "--op",
@@ -590,6 +610,7 @@ PBX_TEST(peers_client_held_decision_and_wait_expiry)
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 3);
     PBX_CHECK(strstr(out, "wait=expired\ncancel=accepted\nrequest=2.5\n"
                           "outcome=cancelled\n") != NULL);
+    PBX_CHECK(strstr(out, "decision_calls=1\n") != NULL);
     PBX_CHECK(tc_logged(&run, "matches no call"));
     /* The CANCEL refused and answered first; the decision that comes
      * after it is printed as usual. */

@@ -19,6 +19,8 @@ static size_t tn_launch(uint64_t id, uint32_t gen)
     memset(&r, 0, sizeof(r));
     r.job_id = id;
     r.job_gen = gen;
+    r.session = 7;
+    r.realm = 3;
     r.entry_len = 8;
     memcpy(r.entry, "bin/prog", 8);
     r.argc = 3;
@@ -40,6 +42,7 @@ PBX_TEST(peers_launch_round_trips_and_refuses_malformed_frames)
     PBX_CHECK_EQ(f.op, PBX_PEER_OP_LAUNCH);
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
     PBX_CHECK(strcmp(d.entry, "bin/prog") == 0);
+    PBX_CHECK(d.session == 7U && d.realm == 3U);
     PBX_CHECK_EQ(d.argc, 3U);
     PBX_CHECK_EQ(d.arg_lens[2], 3U);
     PBX_CHECK(memcmp(d.args[2], "bee", 3) == 0);
@@ -66,9 +69,54 @@ PBX_TEST(peers_launch_round_trips_and_refuses_malformed_frames)
     PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n + 1U, 3, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRAILING);
     n = tn_launch(0, 0);
-    g_buf[PBX_IPC_HEADER_BYTES + 14] = 0x07;
+    g_buf[PBX_IPC_HEADER_BYTES + 30] = 0x07;
     PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+}
+
+PBX_TEST(peers_launch_session_and_realm_are_the_jobs_own)
+{
+    static pbx_peer_launch_req d;
+    pbx_peer_launch_frame f;
+    /* Body: job id (8), generation (4), session (8) at 12, realm (8) at
+     * 20. A job's session and realm are nonzero (zero in a BEGIN means
+     * "the job's"), and BEGIN's realm has 32 bits. */
+    static const struct {
+        uint64_t session;
+        uint64_t realm;
+        pbx_err want;
+    } cases[] = {
+        {7, 3, PBX_OK},
+        {0, 3, PBX_E_IPC_BOUND},
+        {7, 0, PBX_E_IPC_BOUND},
+        {7, 0x100000000ULL, PBX_E_IPC_BOUND},
+        {UINT64_MAX, UINT32_MAX, PBX_OK},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = tn_launch(0, 0);
+        pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 12, cases[i].session);
+        pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 20, cases[i].realm);
+        PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+        PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), cases[i].want);
+        if (cases[i].want == PBX_OK) {
+            PBX_CHECK(d.session == cases[i].session &&
+                      d.realm == cases[i].realm);
+        }
+    }
+    /* The encoder refuses what the decoder would. */
+    static pbx_peer_launch_req r;
+    static const char *const arg = "prog";
+    memset(&r, 0, sizeof(r));
+    r.session = 0;
+    r.realm = 1;
+    r.entry_len = 1;
+    r.entry[0] = 'p';
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 4;
+    size_t m = 0;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &m),
+                 PBX_E_IPC_BOUND);
 }
 
 PBX_TEST(peers_launch_reply_and_exit_round_trip)
@@ -147,6 +195,8 @@ PBX_TEST(peers_launch_binds_begin_to_its_job)
     memset(&j, 0, sizeof(j));
     j.job_id = 11;
     j.job_gen = 1;
+    j.session = 7;
+    j.realm = 3;
     j.entry_len = 3;
     memcpy(j.entry, "cat", 3);
     j.target_pid = 42;
@@ -166,6 +216,24 @@ PBX_TEST(peers_launch_binds_begin_to_its_job)
                  PBX_PEER_BIND_TARGET);
     PBX_CHECK_EQ(tn_bind(&j, tn_begin(12, 1, "dog", 43, 5), &rec),
                  PBX_PEER_BIND_JOB);
+    /* tn_begin claims session 7 and realm 0: the realm is filled in. A
+     * session or realm claim of another is refused (after the job). */
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_OK);
+    PBX_CHECK(rec.ctx.session == 7U && rec.ctx.realm == 3U);
+    size_t k = tn_begin(11, 1, "cat", 42, 5);
+    pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 8, 8);
+    PBX_CHECK_EQ(tn_bind(&j, k, &rec), PBX_PEER_BIND_SESSION);
+    pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 8, 0);
+    PBX_CHECK_EQ(tn_bind(&j, k, &rec), PBX_PEER_BIND_OK);
+    PBX_CHECK_EQ(rec.ctx.session, 7U);
+    pbx_le_put32(g_buf + PBX_IPC_HEADER_BYTES + 28, 4);
+    PBX_CHECK_EQ(tn_bind(&j, k, &rec), PBX_PEER_BIND_REALM);
+    pbx_le_put32(g_buf + PBX_IPC_HEADER_BYTES + 28, 3);
+    PBX_CHECK_EQ(tn_bind(&j, k, &rec), PBX_PEER_BIND_OK);
+    k = tn_begin(12, 1, "cat", 42, 5);
+    pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 8, 8);
+    PBX_CHECK_EQ(tn_bind(&j, k, &rec), PBX_PEER_BIND_JOB);
     /* Zero job, empty entry and zero target are filled in. The encoder
      * cannot write them, so they are patched raw as a client would. */
     size_t n = tn_begin(11, 1, "cat", 42, 5);

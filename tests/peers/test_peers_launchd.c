@@ -3,15 +3,21 @@
  * ownership, job binding, DECISIONs held until woken) and pbx-launchd
  * serve as a real process between control and job connections and a fake
  * powerboxd on the broker socketpair and wake route: jobs are launched
- * (python3 helper that hands its descriptor 3 back), bound and ended
- * (EXIT, EXPIRE, process group killed with its launcher); broker replies
- * are matched by launchd's own seq across concurrent callers, a slow call
- * answers ROUTE and its late reply is cancelled, never delivered; held
- * DECISIONs are delivered on WAKE (an early WAKE remembered); spoofed job
- * claims and BEGIN from control connections are refused; hang-ups cancel
- * exactly what was left open; idle control connections are dropped and
- * one past --max-conns refused; descriptors return to their baseline.
- */
+ * (python3 helpers), bound (job, session, realm, entry, target) and ended
+ * (EXIT, EXPIRE, the id kept until the EXPIRE is answered, process group
+ * and pid killed with their launcher); jobs and their descendants cannot
+ * use the control socket; `run` passes --session and --realm; broker
+ * replies are matched by launchd's own seq across concurrent callers, a
+ * slow call answers ROUTE and its late reply is cancelled (a late
+ * approval's grant too), never delivered, and counted off once; held
+ * DECISIONs are delivered on WAKE (an early WAKE remembered, a late
+ * re-ask still delivered); spoofed claims and BEGIN from control
+ * connections are refused; hang-ups cancel exactly what was left open
+ * (the end line keeps the entry); broker sends never wait and one
+ * connection has at most 64 calls out; idle control connections are
+ * dropped (only accepted LAUNCH/EXPIRE count as use), the longest-silent
+ * evicted at --max-conns, a newcomer refused only when none can be;
+ * descriptors return to their baseline. */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
 #include "../../peers/lib/pbx_peer.h"
@@ -22,7 +28,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -471,12 +479,17 @@ static uint16_t tl_refused(int conn, int broker, size_t n, int cap)
     return g_m.frame.status;
 }
 
-/* A running launchd with a fake powerboxd (broker and wake ends ours). */
+/* A running launchd with a fake powerboxd (broker and wake ends ours).
+ * broker_sndbuf (set before tl_start; 0: the default) shrinks launchd's
+ * send buffer on the broker, so that it fills after a few frames. Its
+ * stderr goes to log, a file of its own. */
 typedef struct tl_srv {
     pid_t pid;
     int wake;
     int broker;
+    int broker_sndbuf;
     char ctl[512];
+    char log[512];
 } tl_srv;
 
 /* Starts pbx-launchd serve with the extra NULL-terminated options. */
@@ -486,9 +499,15 @@ static void tl_start(tl_srv *s, const char *const *extra)
     int b[2];
     PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
     PBX_REQUIRE(tp_seqpair(b));
+    if (s->broker_sndbuf > 0) {
+        PBX_REQUIRE(setsockopt(b[1], SOL_SOCKET, SO_SNDBUF, &s->broker_sndbuf,
+                               sizeof(s->broker_sndbuf)) == 0);
+    }
     static char warg[16];
     static char barg[16];
-    (void)snprintf(s->ctl, sizeof(s->ctl), "%s/launchd.sock", tp_tmpdir());
+    const char *dir = tp_tmpdir();
+    (void)snprintf(s->ctl, sizeof(s->ctl), "%s/launchd.sock", dir);
+    (void)snprintf(s->log, sizeof(s->log), "%s/pbx-peer-launchd.log", dir);
     (void)snprintf(warg, sizeof(warg), "%d", w[1]);
     (void)snprintf(barg, sizeof(barg), "%d", b[1]);
     const char *args[TP_ARGS_MAX] = {"serve",       "--wake-fd", warg,
@@ -501,12 +520,36 @@ static void tl_start(tl_srv *s, const char *const *extra)
     }
     args[n] = NULL;
     int keep[2] = {w[1], b[1]};
+    /* tp_spawn puts the log in $TMPDIR: this test's own directory. */
+    static char old[512];
+    const char *t = getenv("TMPDIR");
+    (void)snprintf(old, sizeof(old), "%s", t != NULL ? t : "");
+    PBX_REQUIRE(setenv("TMPDIR", dir, 1) == 0);
     s->pid = tp_spawn("launchd", args, keep, 2, -1);
+    if (t != NULL) {
+        (void)setenv("TMPDIR", old, 1);
+    } else {
+        (void)unsetenv("TMPDIR");
+    }
     (void)close(w[1]);
     (void)close(b[1]);
     PBX_REQUIRE(s->pid > 0);
     s->wake = w[0];
     s->broker = b[0];
+}
+
+/* Whether launchd's log says what within 2 s. */
+static bool tl_logged(const tl_srv *s, const char *what)
+{
+    static char text[65536];
+    for (int i = 0; i < 200; i++) {
+        if (tp_read_file(s->log, text, sizeof(text)) > 0 &&
+            strstr(text, what) != NULL) {
+            return true;
+        }
+        tp_sleep_ms(10);
+    }
+    return false;
 }
 
 /* Stops s and closes its ends. */
@@ -571,6 +614,8 @@ static uint16_t tl_launch_raw(int conn, const char *const *args, const int *io,
     memset(&r, 0, sizeof(r));
     r.job_id = id;
     r.job_gen = gen;
+    r.session = 7;
+    r.realm = 3;
     r.entry_len = 3;
     memcpy(r.entry, "cat", 3);
     for (; args[r.argc] != NULL; r.argc++) {
@@ -1018,6 +1063,23 @@ PBX_TEST(peers_launchd_delivers_decisions_on_wake)
     tl_stop(&s);
 }
 
+/* The job on conn runs in session 7, realm 3 (tl_launch_raw): a BEGIN
+ * claiming another session or realm is refused too, and logged (as the
+ * claim of job 12.1 before it). */
+static void tl_other_session_realm(const tl_srv *s, int conn)
+{
+    uint8_t *body = g_req + PBX_IPC_HEADER_BYTES;
+    size_t n = tl_request(PBX_IPC_OP_BEGIN, (pbx_ipc_id){0, 0}, g_req);
+    pbx_le_put64(body + 8, 8);
+    PBX_CHECK_EQ(tl_refused(conn, s->broker, n, -1), PBX_PEER_E_NOT_YOURS);
+    n = tl_request(PBX_IPC_OP_BEGIN, (pbx_ipc_id){0, 0}, g_req);
+    pbx_le_put32(body + 28, 4);
+    PBX_CHECK_EQ(tl_refused(conn, s->broker, n, -1), PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK(tl_logged(s, "BEGIN refused: job 11.1 claims session 8"));
+    PBX_CHECK(tl_logged(s, "BEGIN refused: job 11.1 claims realm 4"));
+    PBX_CHECK(tl_logged(s, "BEGIN refused: job 11.1 claims job 12.1"));
+}
+
 PBX_TEST(peers_launchd_refuses_job_spoofing)
 {
     tl_srv s;
@@ -1043,9 +1105,12 @@ PBX_TEST(peers_launchd_refuses_job_spoofing)
     n = tl_request(PBX_IPC_OP_BEGIN, zero, g_req);
     pbx_le_put64(body + 16, 43);
     PBX_CHECK_EQ(tl_refused(j.conn, s.broker, n, -1), PBX_PEER_E_NOT_YOURS);
-    /* Zero job and target claims are filled in from the binding. */
+    tl_other_session_realm(&s, j.conn);
+    /* Zero job, session, realm and target claims are filled in from the
+     * binding. */
     n = tl_request(PBX_IPC_OP_BEGIN, zero, g_req);
     pbx_le_put64(body, 0);
+    pbx_le_put64(body + 8, 0);
     pbx_le_put32(body + 24, 0);
     pbx_le_put64(body + 16, 0);
     pbx_le_put32(body + 32, 0);
@@ -1055,6 +1120,7 @@ PBX_TEST(peers_launchd_refuses_job_spoofing)
     PBX_CHECK_EQ(pbx_ipc_begin_decode(&g_m.frame, &b), PBX_OK);
     PBX_CHECK(b.ctx.job_id == 11U && b.ctx.job_gen == 1U &&
               b.target.process_id == 42U && b.target.process_gen == 5U);
+    PBX_CHECK(b.ctx.session == 7U && b.ctx.realm == 3U);
     n = tl_reply(PBX_IPC_OP_BEGIN, a, 0, 0, g_out);
     PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, g_m.frame.seq, -1) ==
                 0);
@@ -1078,28 +1144,617 @@ PBX_TEST(peers_launchd_refuses_job_spoofing)
     tl_stop(&s);
 }
 
+/* Sends an EXPIRE of job 30:1 on control connection c (seq 0x44). */
+static void tl_send_expire(int c)
+{
+    pbx_ipc_expire ex = {PBX_IPC_EXPIRE_JOB, 1, 30, 0};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_expire_encode(&ex, g_req, sizeof(g_req), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_send_seq(c, g_req, n, 0x44U, -1) == 0);
+}
+
 PBX_TEST(peers_launchd_drops_idle_and_refuses_past_its_limit)
 {
     tl_srv s;
     memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--idle-ms", "300", "--max-conns", "2",
+    static const char *const extra[] = {"--idle-ms", "400", NULL};
+    tl_start(&s, extra);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id zero = {0, 0};
+    const pbx_ipc_id a = {3, 7};
+    /* c1 only sends frames launchd refuses (a DECISION for a request it
+     * does not own), every 80 ms: they do not count as use, so it is
+     * dropped about 400 ms after it connected all the same. c2's accepted
+     * EXPIREs, as often, keep it. */
+    int c1 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    int c2 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c1 >= 0 && c2 >= 0);
+    bool gone = false;
+    int rounds = 0;
+    for (; rounds < 15 && !gone; rounds++) {
+        size_t n = tl_request(PBX_IPC_OP_DECISION, a, g_req);
+        gone = pbx_peer_io_send(c1, g_req, n, -1) != 0 ||
+               !tp_readable(c1, 1000) || pbx_peer_io_recv_frame(c1, &g_m) != 0;
+        PBX_CHECK(gone || g_m.frame.status == PBX_PEER_E_NOT_YOURS);
+        tl_send_expire(c2);
+        (void)tl_serve(s.broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+        tl_recv(c2);
+        PBX_CHECK_EQ(g_m.frame.status, 0U);
+        tp_sleep_ms(80);
+    }
+    PBX_CHECK(gone && rounds <= 10);
+    PBX_CHECK(tl_logged(&s, "dropped: idle for 400 ms"));
+    PBX_CHECK(!tp_hung_up(c2, 150));
+    /* Then c2 falls silent and goes too; the launcher (its job is alive)
+     * and the job connection stay. */
+    PBX_CHECK(tp_hung_up(c2, 1000));
+    PBX_CHECK(tl_quiet(j.launcher, 100) && tl_quiet(j.conn, 10));
+    (void)close(c1);
+    (void)close(c2);
+    tl_job_end(&s, &j);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_evicts_the_longest_silent_at_its_limit)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    static const char *const extra[] = {"--max-conns", "3", NULL};
+    tl_start(&s, extra);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    /* The launcher (live job) and c1, c2: the limit. c1 has been silent
+     * longest, so c3 evicts it; c2 and the launcher stay. */
+    int c1 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c1 >= 0);
+    tp_sleep_ms(150);
+    int c2 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c2 >= 0);
+    tp_sleep_ms(150);
+    int c3 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c3 >= 0);
+    PBX_CHECK(tp_hung_up(c1, 1000));
+    PBX_CHECK(!tp_hung_up(c2, 100) && !tp_hung_up(c3, 10));
+    PBX_CHECK(tl_logged(&s, "evicted for a new one: silent for"));
+    /* c2 and c3 each have a call at powerboxd: nobody may be evicted, so
+     * c4 is refused. */
+    const pbx_ipc_id zero = {0, 0};
+    tl_send_expire(c2);
+    uint32_t q2 = tl_take(s.broker, PBX_IPC_OP_EXPIRE);
+    tl_send_expire(c3);
+    uint32_t q3 = tl_take(s.broker, PBX_IPC_OP_EXPIRE);
+    int c4 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c4 >= 0);
+    PBX_CHECK(tp_hung_up(c4, 1000));
+    PBX_CHECK(tl_logged(&s, "control connection refused: limit 3"));
+    PBX_CHECK(!tp_hung_up(c2, 50) && !tp_hung_up(c3, 10) &&
+              tl_quiet(j.launcher, 10));
+    size_t n = tl_reply(PBX_IPC_OP_EXPIRE, zero, 0, 0, g_out);
+    PBX_CHECK(pbx_peer_io_send_seq(s.broker, g_out, n, q2, -1) == 0);
+    PBX_CHECK(pbx_peer_io_send_seq(s.broker, g_out, n, q3, -1) == 0);
+    tl_recv(c2);
+    tl_recv(c3);
+    pbx_peer_io_close_all((int[]){c1, c2}, 2);
+    pbx_peer_io_close_all((int[]){c3, c4}, 2);
+    tl_job_end(&s, &j);
+    tl_stop(&s);
+}
+
+/* Launches PROG args as job id:gen through launcher with stdin null,
+ * stdout out and stderr 2; returns the reply (status checked zero). */
+static pbx_peer_launch_reply tl_launch_out(int launcher,
+                                           const char *const *args, int out,
+                                           uint64_t id, uint32_t gen)
+{
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    PBX_REQUIRE(nul >= 0);
+    int io[3] = {nul, out, 2};
+    pbx_peer_launch_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    PBX_REQUIRE(tl_launch_raw(launcher, args, io, id, gen, &rep) == 0U);
+    (void)close(nul);
+    return rep;
+}
+
+/* Reads one line (at most cap-1 bytes) the job wrote on fd, within 5 s. */
+static void tl_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    while (n + 1U < cap && tp_readable(fd, 5000)) {
+        ssize_t r = read(fd, buf + n, cap - 1U - n);
+        if (r <= 0) {
+            break;
+        }
+        n += (size_t)r;
+        buf[n] = '\0';
+        if (strchr(buf, '\n') != NULL) {
+            break;
+        }
+    }
+}
+
+/* Expects the EXPIRE of job id:gen at the fake powerboxd, answers it,
+ * then EXIT with wait status ws on launcher. */
+static void tl_expect_end(const tl_srv *s, int launcher, uint64_t id,
+                          uint32_t gen, uint32_t ws)
+{
+    const pbx_ipc_id zero = {0, 0};
+    (void)tl_serve(s->broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+    pbx_ipc_expire ex;
+    PBX_CHECK_EQ(pbx_ipc_expire_decode(&g_m.frame, &ex), PBX_OK);
+    PBX_CHECK(ex.job_id == id && ex.job_gen == gen);
+    PBX_REQUIRE(tp_readable(launcher, 5000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(launcher, &g_m) == 0);
+    pbx_peer_launch_frame f;
+    uint32_t got = 0xFFFFU;
+    PBX_REQUIRE(pbx_peer_launch_peek(g_m.buf, g_m.len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_exit_decode(&f, &got), PBX_OK);
+    PBX_CHECK_EQ(got, ws);
+}
+
+/* The probe a job runs: connects to launchd's control socket (argv[1])
+ * itself, then from a grandchild that left its session and whose parent
+ * exited (so it was reparented: to launchd, the subreaper); prints what
+ * each saw ("closed": launchd hung up at once) and its PBX_SESSION and
+ * PBX_REALM. */
+static const char tl_probe[] =
+    "import os,socket,sys,time\n"
+    "def probe():\n"
+    "  s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\n"
+    "  s.connect(sys.argv[1]); s.settimeout(3)\n"
+    "  try: r=s.recv(64)\n"
+    "  except OSError: r=None\n"
+    "  return 'closed' if r==b'' else 'open'\n"
+    "out=[probe()]\n"
+    "r,w=os.pipe()\n"
+    "if os.fork()==0:\n"
+    "  os.setsid()\n"
+    "  if os.fork()==0:\n"
+    "    time.sleep(0.3)\n"
+    "    os.write(w,(probe()+' '+str(os.getppid())).encode()); os._exit(0)\n"
+    "  os._exit(0)\n"
+    "os.close(w); os.wait()\n"
+    "out.append(os.read(r,64).decode())\n"
+    "out.append(os.environ['PBX_SESSION']+' '+os.environ['PBX_REALM'])\n"
+    "os.write(1,(' '.join(out)+'\\n').encode())\n";
+
+PBX_TEST(peers_launchd_refuses_control_connections_from_jobs)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    int launcher = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(launcher >= 0);
+    int sp[2];
+    PBX_REQUIRE(tp_seqpair(sp));
+    const char *const args[] = {"python3", "-c", tl_probe, s.ctl, NULL};
+    pbx_peer_launch_reply rep = tl_launch_out(launcher, args, sp[1], 0, 0);
+    (void)close(sp[1]);
+    char line[256];
+    tl_line(sp[0], line, sizeof(line));
+    /* The job and its detached grandchild (whose parent is launchd now)
+     * are both refused; the job's environment names its session and
+     * realm (tl_launch_raw: 7 and 3). */
+    char want[128];
+    (void)snprintf(want, sizeof(want), "closed closed %d 7 3\n", (int)s.pid);
+    PBX_CHECK(strcmp(line, want) == 0);
+    PBX_CHECK(tl_logged(&s, "control connection from a launched job refused"));
+    /* The user's own programs still connect: the launcher was one, and
+     * it gets its job's EXIT. */
+    tl_expect_end(&s, launcher, rep.job_id, rep.job_gen, 0);
+    int c = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    PBX_CHECK(!tp_hung_up(c, 200));
+    (void)close(c);
+    (void)close(sp[0]);
+    (void)close(launcher);
+    tl_stop(&s);
+}
+
+/* Runs pbx-launchd with the NULL-terminated args (no readiness line),
+ * stdout to out unless negative; returns its exit status (10 s). */
+static int tl_cli(const char *const *args, int out)
+{
+    pid_t pid = fork();
+    PBX_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (out >= 0) {
+            (void)dup2(out, 1);
+        }
+        const char *argv[TP_ARGS_MAX + 2];
+        size_t n = 0;
+        argv[n++] = "pbx-launchd";
+        for (size_t k = 0; args[k] != NULL && n < TP_ARGS_MAX; k++) {
+            argv[n++] = args[k];
+        }
+        argv[n] = NULL;
+        char path[512];
+        const char *bin = getenv("PBX_PEERS_BIN");
+        (void)snprintf(path, sizeof(path), "%s/pbx-launchd",
+                       bin ? bin : "build/bin");
+        execv(path, (char *const *)(void *)argv);
+        _exit(127);
+    }
+    return tp_wait_exit(pid, 10000);
+}
+
+PBX_TEST(peers_launchd_run_session_and_realm_options)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    static const char show[] = "echo $PBX_SESSION $PBX_REALM $PBX_JOB";
+    const char *dir = tp_tmpdir();
+    char path[600];
+    (void)snprintf(path, sizeof(path), "%s/out", dir);
+    /* Given, then defaulted (1 and 1); the fake powerboxd answers each
+     * job's EXPIRE, after which run exits with the job's status. */
+    for (int k = 0; k < 2; k++) {
+        int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        PBX_REQUIRE(out >= 0);
+        pid_t pid = fork();
+        PBX_REQUIRE(pid >= 0);
+        if (pid == 0) {
+            const char *given[] = {"run",     "--control", s.ctl, "--session",
+                                   "9",       "--realm",   "4",   "--",
+                                   "/bin/sh", "-c",        show,  NULL};
+            const char *dflt[] = {"run",     "--control", s.ctl, "--",
+                                  "/bin/sh", "-c",        show,  NULL};
+            _exit(tl_cli(k == 0 ? given : dflt, out));
+        }
+        (void)close(out);
+        const pbx_ipc_id zero = {0, 0};
+        (void)tl_serve(s.broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+        PBX_CHECK_EQ(tp_wait_exit(pid, 10000), 0);
+        char text[128];
+        PBX_CHECK(tp_read_file(path, text, sizeof(text)) > 0);
+        PBX_CHECK(strcmp(text, k == 0 ? "9 4 11:1\n" : "1 1 12:1\n") == 0);
+    }
+    /* Zero, a realm past 32 bits and a word are usage errors. */
+    const char *bad[][9] = {
+        {"run", "--control", s.ctl, "--session", "0", "--", "true", NULL},
+        {"run", "--control", s.ctl, "--realm", "4294967296", "--", "true",
+         NULL},
+        {"run", "--control", s.ctl, "--realm", "x", "--", "true", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        PBX_CHECK_EQ(tl_cli(bad[i], -1), 2);
+    }
+    PBX_CHECK(tl_quiet(s.broker, 100));
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_has_no_max_open_job)
+{
+    int w[2];
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
+    char warg[16];
+    (void)snprintf(warg, sizeof(warg), "%d", w[1]);
+    (void)fcntl(w[1], F_SETFD, 0);
+    /* One connection per job: --max-open is the per-job bound, and the
+     * old per-job option is a usage error. */
+    const char *args[] = {"serve",          "--wake-fd", warg,
+                          "--max-open-job", "4",         NULL};
+    PBX_CHECK_EQ(tl_cli(args, -1), 2);
+    pbx_peer_io_close_all(w, 2);
+}
+
+PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_start(&s, extra);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* Held on PENDING; the WAKE's re-ask is answered only after 700 ms,
+     * past --call-ms: the caller, still held, gets that answer (and no
+     * ROUTE: its own call was answered). */
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xD1U, -1) == 0);
+    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
+                   PBX_IPC_OUTCOME_PENDING);
+    tl_wake(s.wake, a);
+    uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
+    PBX_CHECK(tl_quiet(j.conn, 700));
+    size_t n =
+        tl_reply(PBX_IPC_OP_DECISION, a, 0, PBX_IPC_OUTCOME_DENIED, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, seq, -1) == 0);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0xD1U);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+    pbx_ipc_decision d;
+    PBX_CHECK_EQ(pbx_ipc_decision_reply_decode(&g_m.frame, &d), PBX_OK);
+    PBX_CHECK_EQ(d.outcome, (uint8_t)PBX_IPC_OUTCOME_DENIED);
+    /* Delivered once: the request is no longer the connection's. */
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
+                            tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    tl_job_end(&s, &j);
+    tl_stop(&s);
+}
+
+/* A BEGIN (job and target zero: launchd fills them in) on conn with seq;
+ * returns the seq of its relayed copy at the fake powerboxd. */
+static uint32_t tl_begin_out(int conn, int broker, uint32_t seq)
+{
+    size_t n = tl_request(PBX_IPC_OP_BEGIN, (pbx_ipc_id){0, 0}, g_req);
+    PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req, n, seq, -1) == 0);
+    return tl_take(broker, PBX_IPC_OP_BEGIN);
+}
+
+PBX_TEST(peers_launchd_counts_a_late_call_once)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    static const char *const extra[] = {"--call-ms", "300", "--max-open", "2",
                                         NULL};
     tl_start(&s, extra);
     tl_job j;
     tl_job_start(&s, &j, 0, 0);
-    /* The launcher is one of the two; one more fits, the third is
-     * accepted and closed at once. */
-    int c1 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
-    int c2 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
-    PBX_REQUIRE(c1 >= 0 && c2 >= 0);
-    PBX_CHECK(tp_hung_up(c2, 1000));
-    /* c1 says nothing: dropped after --idle-ms; the launcher (its job is
-     * alive) and the job connection are not. */
-    PBX_CHECK(!tp_hung_up(c1, 100));
-    PBX_CHECK(tp_hung_up(c1, 2000));
-    PBX_CHECK(tl_quiet(j.launcher, 200) && tl_quiet(j.conn, 10));
-    (void)close(c1);
-    (void)close(c2);
+    const pbx_ipc_id x = {5, 1};
+    /* x's BEGIN is answered ROUTE at --call-ms; y's stays at powerboxd. */
+    uint32_t sx = tl_begin_out(j.conn, s.broker, 0xE1U);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    uint32_t sy = tl_begin_out(j.conn, s.broker, 0xE2U);
+    /* x's late reply: its request is cancelled and collected, and it is
+     * not counted off a second time, so y still counts: one more BEGIN
+     * fits under --max-open 2, the next is BUSY. */
+    size_t n = tl_reply(PBX_IPC_OP_BEGIN, x, 0, 0, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, sx, -1) == 0);
+    (void)tl_serve(s.broker, PBX_IPC_OP_CANCEL, x, 0, 0);
+    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, x, 0,
+                   PBX_IPC_OUTCOME_CANCELLED);
+    uint32_t sz = tl_begin_out(j.conn, s.broker, 0xE3U);
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
+                            tl_request(PBX_IPC_OP_BEGIN, x, g_req), -1),
+                 PBX_PEER_E_BUSY);
+    /* y and z are answered (refused BUSY by powerboxd): room again. */
+    n = tl_reply(PBX_IPC_OP_BEGIN, x, (uint16_t)PBX_E_CORE_BUSY, 0, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, sy, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, sz, -1) == 0);
+    tl_recv(j.conn);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.status, (uint16_t)PBX_E_CORE_BUSY);
+    PBX_CHECK(tl_quiet(j.conn, 100));
     tl_job_end(&s, &j);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_cancels_a_late_approval_answered_route)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_start(&s, extra);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id g = {9, 4};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* The caller's DECISION is unanswered past --call-ms: ROUTE. */
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xD1U, -1) == 0);
+    uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    /* The late APPROVED reaches nobody; its grant is CANCELled (grant
+     * form) at powerboxd, and the grant is not the connection's. */
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, tl_approved(a, g, g_out),
+                                     seq, -1) == 0);
+    (void)tl_take(s.broker, PBX_IPC_OP_CANCEL);
+    pbx_ipc_cancel c;
+    PBX_CHECK_EQ(pbx_ipc_cancel_decode(&g_m.frame, &c), PBX_OK);
+    PBX_CHECK(c.by_grant && c.grant.index == g.index && c.grant.gen == g.gen);
+    size_t n = tl_reply(PBX_IPC_OP_CANCEL, g, 0, 0, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, g_m.frame.seq, -1) ==
+                0);
+    PBX_CHECK(tl_quiet(j.conn, 100));
+    PBX_CHECK(tl_logged(&s, "grant 9.4 CANCEL answered: accepted"));
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker, tl_consume(g, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
+                            tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    tl_job_end(&s, &j);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_keeps_the_job_id_until_its_expire_is_answered)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_start(&s, extra);
+    tl_job j;
+    tl_job_start(&s, &j, 20, 1);
+    /* The job exits; its EXPIRE stays unanswered: EXIT comes at
+     * --call-ms all the same, but job 20:1 cannot be launched again. */
+    (void)close(j.life);
+    uint32_t seq = tl_take(s.broker, PBX_IPC_OP_EXPIRE);
+    PBX_REQUIRE(tp_readable(j.launcher, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(j.launcher, &g_m) == 0);
+    pbx_peer_launch_frame f;
+    uint32_t ws = 1;
+    PBX_REQUIRE(pbx_peer_launch_peek(g_m.buf, g_m.len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_exit_decode(&f, &ws), PBX_OK);
+    PBX_CHECK_EQ(ws, 0U);
+    static const char *const args[] = {"true", NULL};
+    int io[3] = {0, 1, 2};
+    pbx_peer_launch_reply rep;
+    PBX_CHECK_EQ(tl_launch_raw(j.launcher, args, io, 20, 1, &rep),
+                 PBX_PEER_E_BUSY);
+    /* The late answer frees it. */
+    size_t n = tl_reply(PBX_IPC_OP_EXPIRE, (pbx_ipc_id){0, 0}, 0, 0, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, seq, -1) == 0);
+    PBX_CHECK(tl_logged(&s, "job 20.1 ended: EXPIRE accepted"));
+    PBX_CHECK_EQ(tl_launch_raw(j.launcher, args, io, 20, 1, &rep), 0U);
+    tl_expect_end(&s, j.launcher, 20, 1, 0);
+    (void)close(j.launcher);
+    (void)close(j.conn);
+    tl_stop(&s);
+}
+
+/* A job that leaves its process group: a child makes a group of its own
+ * and closes the job's descriptors, the job joins the child's group,
+ * says "moved" and waits on its stdin. */
+static const char tl_mover[] =
+    "import os,sys,time\n"
+    "r,w=os.pipe()\n"
+    "pid=os.fork()\n"
+    "if pid==0:\n"
+    "  os.setpgid(0,0)\n"
+    "  for fd in (0,1,3): os.close(fd)\n"
+    "  os.write(w,b'x'); time.sleep(2); os._exit(0)\n"
+    "os.read(r,1)\n"
+    "os.setpgid(0,pid)\n"
+    "os.write(1,b'moved\\n')\n"
+    "os.read(0,1)\n";
+
+PBX_TEST(peers_launchd_kills_the_job_pid_outside_its_group)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    int launcher = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(launcher >= 0);
+    int sp[2];
+    PBX_REQUIRE(tp_seqpair(sp));
+    const char *const args[] = {"python3", "-c", tl_mover, NULL};
+    int io[3] = {sp[1], sp[1], 2};
+    pbx_peer_launch_reply rep;
+    PBX_REQUIRE(tl_launch_raw(launcher, args, io, 0, 0, &rep) == 0U);
+    (void)close(sp[1]);
+    char line[64];
+    tl_line(sp[0], line, sizeof(line));
+    PBX_CHECK(strcmp(line, "moved\n") == 0);
+    /* Its launcher hangs up: the job's own group is empty, the pid is
+     * killed all the same (its stdin socket hangs up), then expired. */
+    (void)close(launcher);
+    PBX_CHECK(tp_hung_up(sp[0], 2000));
+    const pbx_ipc_id zero = {0, 0};
+    (void)tl_serve(s.broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+    PBX_CHECK(tl_logged(&s, "ended: EXPIRE accepted"));
+    (void)close(sp[0]);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_orphan_end_line_keeps_the_entry)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* The job exits with a open: CANCEL a, then the job's EXPIRE, both
+     * answered (the job is gone), then a's decision is collected: its end
+     * line still names the job's entry. */
+    (void)close(j.life);
+    (void)tl_serve(s.broker, PBX_IPC_OP_CANCEL, a, 0, 0);
+    const pbx_ipc_id zero = {0, 0};
+    (void)tl_serve(s.broker, PBX_IPC_OP_EXPIRE, zero, 0, 0);
+    PBX_CHECK(tl_logged(&s, "job 11.1 ended: EXPIRE accepted"));
+    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
+                   PBX_IPC_OUTCOME_CANCELLED);
+    PBX_CHECK(tl_logged(&s, "request 3.7 job 11.1 entry cat outcome "
+                            "cancelled reason caller gone"));
+    (void)close(j.launcher);
+    (void)close(j.conn);
+    tl_stop(&s);
+}
+
+/* Sends a SELECTOR chunk of len bytes for request id on conn with seq. */
+static void tl_selector(int conn, pbx_ipc_id id, uint32_t len, uint32_t seq)
+{
+    static uint8_t chunk[PBX_IPC_SELECTOR_CHUNK_BYTES_MAX];
+    memset(chunk, 'x', sizeof(chunk));
+    pbx_ipc_selector sc = {0, len, chunk};
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_selector_encode(id, &sc, g_req, sizeof(g_req), &n) ==
+                PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req, n, seq, -1) == 0);
+}
+
+PBX_TEST(peers_launchd_broker_sends_never_wait)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    s.broker_sndbuf = 1; /* the kernel's minimum */
+    tl_start(&s, NULL);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* Full SELECTOR chunks that powerboxd does not read: within a few the
+     * broker is full, and that very frame is answered BUSY at once (its
+     * own seq, within 100 ms): launchd did not wait for room. */
+    bool busy = false;
+    uint32_t sent = 0;
+    for (uint32_t i = 1; i <= 48U && !busy; i++) {
+        tl_selector(j.conn, a, PBX_IPC_SELECTOR_CHUNK_BYTES_MAX, 0x100U + i);
+        sent = i;
+        if (tp_readable(j.conn, 100)) {
+            tl_recv(j.conn);
+            PBX_CHECK_EQ(g_m.frame.seq, 0x100U + i);
+            PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_BUSY);
+            busy = true;
+        }
+    }
+    PBX_CHECK(busy && sent < 48U);
+    /* Other connections are served meanwhile (a refusal answered). */
+    int c = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    PBX_REQUIRE(pbx_peer_io_send(c, g_req,
+                                 tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                 -1) == 0);
+    tl_recv(c);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_NOT_YOURS);
+    (void)close(c);
+    (void)close(j.life);
+    (void)close(j.launcher);
+    (void)close(j.conn);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_bounds_calls_per_connection)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* 64 SELECTORs at powerboxd at once; the 65th is BUSY and relayed
+     * nowhere; one answer makes room for one more. */
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < 64U; i++) {
+        tl_selector(j.conn, a, 1, 0x200U + i);
+        uint32_t q = tl_take(s.broker, PBX_IPC_OP_SELECTOR);
+        first = i == 0U ? q : first;
+    }
+    tl_selector(j.conn, a, 1, 0x300U);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0x300U);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_BUSY);
+    PBX_CHECK(tl_quiet(s.broker, 50));
+    size_t n = tl_reply(PBX_IPC_OP_SELECTOR, a, 0, 0, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, first, -1) == 0);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0x200U);
+    tl_selector(j.conn, a, 1, 0x301U);
+    (void)tl_take(s.broker, PBX_IPC_OP_SELECTOR);
+    (void)close(j.life);
+    (void)close(j.launcher);
+    (void)close(j.conn);
     tl_stop(&s);
 }
