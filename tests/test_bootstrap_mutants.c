@@ -82,3 +82,17 @@ PBX_TEST(bootstrap_mutants_first_pool_at_offset_zero)
         PBX_CHECK_EQ(l.pools[i].offset_bytes, (end + a - 1U) / a * a);
     }
 }
+
+/* The largest page size is accepted, and an arena of exactly the largest
+ * extent (one such page) too. */
+PBX_TEST(bootstrap_mutants_largest_page_and_arena_accepted)
+{
+    pbx_bootstrap_geometry g;
+    bm_geometry(&g);
+    g.page_size_bytes = PBX_BOOTSTRAP_PAGE_SIZE_MAX;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &g.arena_page_count), PBX_OK);
+    PBX_CHECK_EQ(g.arena_page_count, 1U);
+    PBX_CHECK_EQ((uint64_t)g.arena_page_count * g.page_size_bytes,
+                 PBX_BOOTSTRAP_ARENA_BYTES_MAX);
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+}

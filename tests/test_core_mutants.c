@@ -718,12 +718,19 @@ PBX_TEST(core_mutants_parked_request_records_its_route)
  * route. */
 PBX_TEST(core_mutants_begun_request_is_clean)
 {
-    th_h *h = th_new(4);
+    /* One record each: the second request reuses the first's records,
+     * the first having ended DENIED and marked cancelled-free. */
+    th_h *h = th_new(1);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+    pbx_ipc_id first = mut_open(h, false);
+    mut_denied(h, first, PBX_IPC_REASON_POLICY);
     pbx_ipc_begin b;
     pbx_ipc_id id = {0, 0};
     uint32_t dest = 0;
     th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.job_gen += 1U;
     PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_CHECK_EQ(id.index, first.index);
     const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
     PBX_CHECK_EQ(r->flags, 0U);
     PBX_CHECK_EQ(r->reason, 0U);
@@ -889,6 +896,13 @@ PBX_TEST(core_mutants_reply_with_too_many_receipts_is_held)
                  PBX_E_CORE_INTAKE_HELD);
     TH_TRACE(h, "");
     PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
+    /* Exactly the most any record allows is taken (here: deleted, the
+     * reply matching no call). */
+    PBX_CHECK_EQ(pbx_core_on_peer_reply(&h->core, PBX_CORE_ROUTE_VFSD,
+                                        PBX_CORE_SLOT_NONE, frame, len, s,
+                                        PBX_CORE_RECV_SLOTS_MAX),
+                 PBX_OK);
+    PBX_CHECK_EQ(h->deleted, PBX_CORE_RECV_SLOTS_MAX);
     th_free(h);
 }
 
@@ -1020,5 +1034,90 @@ PBX_TEST(core_mutants_prompt_retries_count_per_request)
         uint32_t xfer = 0;
         TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
     }
+    th_free(h);
+}
+
+/* A refused BEGIN is answered in BEGIN's own reply form, and a reply
+ * that delivers no decision carries no delivery token. */
+PBX_TEST(core_mutants_refused_begin_reply_op_and_no_token)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+    memset(&out, 0xA5, sizeof(out));
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out);
+    pbx_ipc_frame f;
+    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES && out.len <= sizeof(buf));
+    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_BEGIN | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(f.status, (uint16_t)PBX_E_CORE_BROKER);
+    PBX_CHECK_EQ(out.token, PBX_CORE_NIL);
+    PBX_CHECK_EQ(out.token_generation, 0U);
+    PBX_CHECK_EQ(out.transfer_slot, PBX_CORE_SLOT_NONE);
+    th_free(h);
+}
+
+/* NOT_FOUND evidence records the class vfsd found missing. */
+PBX_TEST(core_mutants_not_found_evidence_keeps_the_missing_class)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_NOT_FOUND, 0, PBX_IPC_CLASS_DIRECTORY);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    th_run(h);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    const pbx_core_resolution *ev =
+        (const pbx_core_resolution *)pbx_core_inspect_record(
+            &h->core, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    PBX_CHECK_EQ(ev->not_found, 1U);
+    PBX_CHECK_EQ(ev->missing_class, PBX_IPC_CLASS_DIRECTORY);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_NOT_FOUND);
+    th_free(h);
+}
+
+/* In runtime-reply mode the request's handle slot holds the alias the
+ * ops layer derived, recorded as an alias. */
+PBX_TEST(core_mutants_runtime_handle_holds_an_alias)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    PBX_REQUIRE(th_run_to(h, "detach") != TH_NONE);
+    PBX_CHECK_EQ(mut_tslot_kind(h, id, 2), PBX_CAPABI_RECEIPT_ALIAS);
+    th_free(h);
+}
+
+/* A one-byte selector is stored and reaches vfsd. */
+PBX_TEST(core_mutants_one_byte_selector_reaches_vfsd)
+{
+    static const uint8_t one[] = "x";
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, one, 1U);
+    PBX_REQUIRE(th_open(h, &b, one, &id) == 0U);
+    uint32_t k = th_run_to(h, "resolve");
+    PBX_REQUIRE(k != TH_NONE);
+    pbx_ipc_frame f;
+    pbx_ipc_resolve q;
+    PBX_REQUIRE(pbx_ipc_frame_decode(h->pend[k].frame, h->pend[k].len, 0U,
+                                     &f) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_resolve_decode(&f, &q) == PBX_OK);
+    PBX_CHECK_EQ(q.selector_len, 1U);
+    PBX_CHECK_EQ(q.selector[0], 'x');
     th_free(h);
 }

@@ -352,6 +352,14 @@ static pbx_err bad_view_runtime_slot(size_t *len)
     return pbx_ipc_view_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
 }
 
+static pbx_err bad_view_label(size_t *len)
+{
+    pbx_ipc_view r;
+    memset(&r, 0, sizeof(r));
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX + 1U;
+    return pbx_ipc_view_encode(live_id, &r, enc_buf, sizeof(enc_buf), len);
+}
+
 static const struct {
     const char *name;
     pbx_err (*enc)(size_t *len);
@@ -382,6 +390,7 @@ static const struct {
     {"policy entry length", bad_policy_entry, PBX_E_IPC_BOUND},
     {"view kind", bad_view, PBX_E_IPC_DISCRIMINANT},
     {"view runtime slot", bad_view_runtime_slot, PBX_E_IPC_MODE_TARGET},
+    {"view label length", bad_view_label, PBX_E_IPC_BOUND},
 };
 
 PBX_TEST(ipc_mutants_encoders_refuse_what_decoders_refuse)
@@ -549,4 +558,42 @@ PBX_TEST(ipc_mutants_decision_without_grant_carries_no_capability)
     PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1U, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_ipc_decision_reply_decode(&f, &out),
                  PBX_E_IPC_CAP_PARTITION);
+}
+
+/* The grant form of CANCEL carries nothing but its flag: a nonzero byte
+ * anywhere in the first 20 body bytes is refused. And a VIEW with the
+ * largest label is accepted both ways. */
+PBX_TEST(ipc_mutants_grant_cancel_body_and_view_label_bound)
+{
+    uint8_t b[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = live_id;
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, b, sizeof(b), &len) == PBX_OK);
+    for (size_t k = 0; k < 20U; k++) {
+        uint8_t t[sizeof(b)];
+        memcpy(t, b, len);
+        t[PBX_IPC_HEADER_BYTES + k] = 1U;
+        pbx_ipc_frame f;
+        pbx_ipc_cancel out;
+        PBX_REQUIRE(pbx_ipc_frame_decode(t, len, 0U, &f) == PBX_OK);
+        PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_OUTCOME_FIELDS);
+    }
+    static uint8_t v[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_view r;
+    memset(&r, 0, sizeof(r));
+    ok_ctx(&r.ctx);
+    r.kind = PBX_IPC_VIEW_ACTIVE;
+    r.grant.index = 4U;
+    r.grant.gen = 6U;
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.target.process_id = 0x99U;
+    r.target.process_gen = 2U;
+    r.target.slot = 33U;
+    r.label.len = PBX_IPC_LABEL_LEN_BYTES_MAX;
+    memset(r.label.bytes, 'l', PBX_IPC_LABEL_LEN_BYTES_MAX);
+    PBX_CHECK_EQ(pbx_ipc_view_encode(live_id, &r, v, sizeof(v), &len), PBX_OK);
 }
