@@ -15,13 +15,16 @@ powerboxd. Without a scenario it runs `lifecycle` (what `make run` does).
 Scenarios (each exits the run with 1 on the first failure):
 
 Every request goes the way a running program's does: the program is a
-job launched by launchd (`pbx-launchd run --control PATH [--job ID:GEN]
-[--entry NAME] -- pbx-client request ...`), and pbx-client talks over the
-job connection launchd handed it (PBX_LAUNCHD_FD); launchd binds the job
-id, program entry and staged process of every BEGIN to the job it
-launched and relays each frame over its broker connection (powerboxd's
-slot 10), the only place powerboxd accepts BEGIN. A scenario that needs
-a known job launches job 11:1 with entry bin/cat unless it says another.
+job launched by launchd (`pbx-launchd run --control PATH --session 7
+--realm 3 [--job ID:GEN] [--entry NAME] -- pbx-client request ...`), and
+pbx-client talks over the job connection launchd handed it
+(PBX_LAUNCHD_FD); launchd binds the job id, session, realm, program entry
+and staged process of every BEGIN to the job it launched and relays each
+frame over its broker connection (powerboxd's slot 10), the only place
+powerboxd accepts BEGIN. A scenario that needs a known job launches job
+11:1 with entry bin/cat in session 7 realm 3 unless it says another. Only
+this process (never a launched job) talks to launchd's control socket:
+it launches jobs and asks for EXPIREs.
 A launched job ends when its process exits: launchd then EXPIREs the
 whole job at powerboxd, which ends the job's grants. A scenario whose
 grants must outlive one client process keeps its job alive (a launched
@@ -155,27 +158,54 @@ and its job connection.
                  object it gets is docs/b.txt (--verify-object, zero
                  mismatches); A's decision names A's request, arrives
                  within a second of the answer (wake-driven, not the
-                 launchd fallback) and its object is docs/a.txt
+                 launchd fallback) and its object is docs/a.txt; A sent
+                 one DECISION call in all (pbx-client decision_calls=1)
+                 and each of B's lifecycles one (decisions_per_lifecycle
+                 1.000): no client polls
+  relay-timeout  (own stack, launchd --call-ms 300) powerboxd stopped
+                 (SIGSTOP) for longer than twice the relay timeout while
+                 program A (job 72:1) asks the decision of its approved
+                 runtime-reply request, program B (raw frames, job 73:1)
+                 asks the decision of its uncommitted request and begins
+                 another, and program C (job 74:1) begins: each call is
+                 answered PBX_E_PEER_ROUTE (0x08c3) on its own seq; after
+                 SIGCONT launchd logs the late replies ("late reply",
+                 A's approval's alias closed there, calls "unanswered
+                 after" --call-ms) and delivers none; two new programs of
+                 A and B run 20 runtime-reply lifecycles each at once with
+                 zero mismatches (own decisions, own files by identity,
+                 one DECISION call each) and B's first request is still
+                 its own (its CANCEL accepted, its decision CANCELLED);
+                 nothing is left installed or shown
   many-clients   (own stack, larger pools) 64 launched jobs run 10,000
                  runtime-reply lifecycles in all at once, each asking for
                  its own file: every client checks that every decision
                  names its own request and every object is its own file
                  (--verify-object by device and inode): zero mismatches
-                 (each client takes its own scope from vfsd);
+                 and one DECISION call per lifecycle, no polling (each
+                 client takes its own scope from vfsd);
                  launchd logged every request's end approved for its own
                  job and vfsd retired every object
-  idle-flood     (own stack, OPEN 2500 ms, IDLE 3000 ms, launchd
-                 --idle-ms 3000) two programs hold 16 half-begun requests
-                 (8 each: BEGIN alone, or BEGIN and one selector chunk of
-                 two), filling powerboxd's 16 prompt records (a third
-                 program's BEGIN is refused PBX_E_CORE_BUSY); then twice
-                 launchd's connection limit (192) of idle control
-                 connections and twice powerboxd's (64) public ones, some
-                 after a refused BEGIN. The excess is refused and logged,
-                 the rest dropped idle (every one sees end of file); an
-                 honest launched client (retried while refused) completes
-                 within the idle timeout and 1.5 s of the flood's start,
-                 and a public connection is answered as soon;
+  idle-flood     (own stack, OPEN 2000 ms, IDLE 3000 ms, launchd
+                 --idle-ms 3000 --max-conns 32) two programs hold 16
+                 half-begun requests (8 each: BEGIN alone, or BEGIN and
+                 one selector chunk of two), filling powerboxd's 16 prompt
+                 records (a third program's BEGIN is refused
+                 PBX_E_CORE_BUSY); then twice launchd's connection limit
+                 (64) of idle control connections and twice powerboxd's
+                 (64) public ones, some after a refused BEGIN. At launchd
+                 each one past the limit evicts the longest-silent idle
+                 one (logged "evicted for a new one", none refused); at
+                 powerboxd the excess is refused and logged; the rest are
+                 dropped idle (every one sees end of file). An honest job
+                 is launched at once (its launcher evicts one more) and
+                 its request, refused PBX_E_CORE_BUSY (retryable, retried
+                 by the job) only while the half-begun requests hold every
+                 prompt record, completes within the idle timeout of the
+                 flood's start; a public connection is answered within
+                 1.5 s more. With all 32 control connections held by
+                 launchers of live jobs, one more is refused ("control
+                 connection refused: limit 32", end of file), none evicted;
                  every half-begun request ended CANCELLED no sooner than
                  the OPEN deadline with its reservation returned (the
                  honest BEGIN got a prompt record while their decisions
@@ -187,12 +217,20 @@ and its job connection.
                  consumed meanwhile; once one request ended (CANCEL, its
                  decision read) the same BEGIN is admitted
   job-spoof      program B (job 61:1) claims program A's job id, entry or
-                 staged process (A is job 60:1, live) in BEGIN: each is
-                 refused PBX_E_PEER_NOT_YOURS, logged as a claim of job
-                 60.1, never relayed; a generation-zero CANCEL naming A's
-                 job from B and a BEGIN from an unlaunched program are
-                 refused the same way; nothing is installed into A's
-                 staged process, while A's own request is
+                 staged process (A is job 60:1, live), or a session or
+                 realm not its own, in BEGIN: each is refused
+                 PBX_E_PEER_NOT_YOURS, logged as a claim of job 60.1 (of
+                 session 8, realm 4), never relayed; a generation-zero
+                 CANCEL naming A's job from B and a BEGIN from an
+                 unlaunched program are refused the same way; nothing is
+                 installed into A's staged process, while A's own request
+                 is. Then, with A's grant installed, B runs `pbx-launchd
+                 expire --control` of A's job and `pbx-launchd run` of a
+                 new job: launchd refuses both control connections (logged
+                 "control connection from a launched job refused"; run
+                 exits 125, no job launched); an EXPIRE over B's own job
+                 connection is refused PBX_E_PEER_NOT_YOURS; A's grant
+                 stays installed and shown
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -200,8 +238,8 @@ their own, started with their own `pbx geometry make` arguments and
 stack in WORK_DIR. `run.py BIN_DIR WORK_DIR all` runs every scenario in
 the order of the SCENARIOS table (what `make check` does). Every stack
 runs in a process group of its own; when a scenario fails, the stack's
-group and every job launchd launched are killed. Scenarios that prompt get a tmux pane
-(a window of the run's own tmux server) per stack.
+group and every job launchd launched are killed. Scenarios that prompt
+get a tmux pane (a window of the run's own tmux server) per stack.
 
 Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
 the end (a long log only its head and tail).
@@ -235,6 +273,7 @@ STAGES = [f"{pid}:5" for pid in range(42, 52)]
 E_CORE_BUSY = 0x0604
 E_CORE_BROKER = 0x061D
 E_PEER_BUSY = 0x08C0
+E_PEER_ROUTE = 0x08C3
 E_PEER_NOT_YOURS = 0x08C8
 # The ipc v2 operations and outcomes the raw job program uses.
 OP_BEGIN, OP_SELECTOR, OP_DECISION, OP_CANCEL = 0x0001, 0x0002, 0x0004, 0x0005
@@ -535,11 +574,13 @@ class Stack:
         with open(f.name, encoding="utf-8", errors="replace") as r:
             return r.read()
 
-    def launch_argv(self, prog, job=None, entry=None):
+    def launch_argv(self, prog, job=None, entry=None, session=7, realm=3):
         """`pbx-launchd run` of prog (a list) as job ID:GEN job (None:
         launchd picks one) with program entry entry (None: prog's base
-        name)."""
-        argv = [self.bin("launchd"), "run", "--control", self.control]
+        name), in session session and realm realm (the job's: launchd
+        binds its BEGINs to them)."""
+        argv = [self.bin("launchd"), "run", "--control", self.control,
+                "--session", str(session), "--realm", str(realm)]
         if job is not None:
             argv += ["--job", job]
         if entry is not None:
@@ -548,8 +589,10 @@ class Stack:
 
     def client_argv(self, *args, scope=None, scope_fd=None):
         """pbx-client request, as a launched job runs it: session 7 realm 3
-        reading docs/readme.txt over the job connection (no job, entry or
-        target claimed: launchd's binding fills them in), with a scope
+        (claims equal to the session and realm its job is launched with:
+        launchd checks them) reading docs/readme.txt over the job
+        connection (no job, entry or target claimed: launchd's binding
+        fills them in), with a scope
         from vfsd's scope socket (or scope, another socket path), or with
         scope_fd true the scope on standard input; then args (a later
         option wins)."""
@@ -562,8 +605,10 @@ class Stack:
 
     def request_argv(self, *args, public=None, scope=None, scope_fd=None):
         """The command line of one request: launched as job 11:1 entry
-        bin/cat (a --job or --entry in args names the job to launch
-        instead; a --target claim is left to launchd's binding), or, with
+        bin/cat in session 7 realm 3 (a --job, --entry, --session or
+        --realm in args names the job to launch instead; the session and
+        realm are claimed too, a --target claim is left to launchd's
+        binding), or, with
         public, pbx-client straight to that socket with job 11:1, entry
         bin/cat and every claim in args as given. See client_argv."""
         if public is not None:
@@ -576,9 +621,12 @@ class Stack:
                          "--label", "readme", "--wait-ms", "20000"] + \
                 list(args)
         job, entry, rest, args = "11:1", "bin/cat", [], list(args)
+        where = {"--session": 7, "--realm": 3}
         i = 0
         while i < len(args):
-            if args[i] in ("--job", "--entry", "--target") and \
+            if args[i] in where and i + 1 < len(args):
+                where[args[i]] = int(args[i + 1])
+            elif args[i] in ("--job", "--entry", "--target") and \
                     i + 1 < len(args):
                 if args[i] == "--job":
                     job = args[i + 1]
@@ -589,7 +637,8 @@ class Stack:
             rest.append(args[i])
             i += 1
         return self.launch_argv(self.client_argv(
-            *rest, scope=scope, scope_fd=scope_fd), job, entry)
+            *rest, scope=scope, scope_fd=scope_fd), job, entry,
+            where["--session"], where["--realm"])
 
     def run(self, argv, stdin=subprocess.DEVNULL, seconds=60):
         """Runs argv in the stack's process group; returns the completed
@@ -1066,10 +1115,11 @@ class Shell(Launched):
 
     LOOP = 'while IFS= read -r l; do eval "$l"; echo "done=$?"; done'
 
-    def __init__(self, st, job, entry="bin/cat", stderr=None):
+    def __init__(self, st, job, entry="bin/cat", stderr=None, session=7):
         self.st = st
         Launched.__init__(self, st, st.launch_argv(
-            ["/bin/sh", "-c", self.LOOP], job, entry), stderr=stderr)
+            ["/bin/sh", "-c", self.LOOP], job, entry, session),
+            stderr=stderr)
 
     def start(self, line):
         """Sends one shell command line; returns the index its output
@@ -1833,7 +1883,7 @@ def cancel_lost_reply(st):
     # shell (job 21:1) runs two clients in turn that each exit after
     # COMMIT without reading the decision; the job, and with it both
     # requests, stays alive until the EXPIRE.
-    job = Shell(st, "21:1")
+    job = Shell(st, "21:1", session=9)
     made = []
     for slot in (32, 33):
         rc, kv = job.request("--session", "9", "--slot", str(slot),
@@ -2148,7 +2198,8 @@ def slow_prompt_isolation(st):
     """(own stack, launchd --call-ms 1000) program A's prompt is answered
     twice the relay timeout after it showed while program B runs 100
     routine lifecycles before and after the answer; each gets only its own
-    decisions and objects, A's when the user answers."""
+    decisions and objects, A's when the user answers; every lifecycle
+    makes exactly one DECISION call (no polling)."""
     relay = st.launchd_opt("--call-ms", 10000) / 1000.0
     write_file(st, "docs/a.txt", "program A's file\n")
     write_file(st, "docs/b.txt", "program B's file, longer than A's\n")
@@ -2176,14 +2227,21 @@ def slow_prompt_isolation(st):
     if not a.running() or "outcome" in a.kv():
         fail(f"slow-prompt-isolation: A's request ended before its answer: "
              f"{a.kv()}")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    # Stamped before the keys are typed: ttyd may read them, and A get
+    # its decision, before tmux returns.
     answered = time.monotonic()
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
     rc, kv = a.finish(30)
     if rc != 0 or kv.get("request") != req or \
             kv.get("outcome") != "approved" or \
             kv.get("object") != "verified" or \
             kv.get("consume") != "accepted":
         fail(f"slow-prompt-isolation: A: rc {rc} {kv}")
+    # A asked for its decision once and waited: launchd held the call
+    # for the whole prompt (no polling).
+    if kv.get("decision_calls") != "1":
+        fail(f"slow-prompt-isolation: A sent {kv.get('decision_calls')} "
+             f"DECISION calls for its held decision, not 1")
     late = a.when("outcome") - answered
     if late < 0 or late > 1.0:
         fail(f"slow-prompt-isolation: A's decision came {late:.2f} s after "
@@ -2197,12 +2255,16 @@ def slow_prompt_isolation(st):
         got = [(l, t) for l, t in zip(b.lines, b.times)
                if l is not None and l.startswith("round=")]
         reps = [l for l in b.lines if l is not None and
-                l.startswith(("repeat=", "mismatches="))]
+                l.startswith(("repeat=", "mismatches=",
+                              "decisions_per_lifecycle="))]
     ok = [l for l, _ in got if l.endswith(" rc=0")]
     before = sum(1 for l, t in got if t < answered)
+    # One DECISION call per lifecycle: each client waits for its decision
+    # instead of asking again.
     if rc != 0 or len(ok) != rounds or \
             reps.count(f"repeat={each}") != rounds or \
-            reps.count("mismatches=0") != rounds:
+            reps.count("mismatches=0") != rounds or \
+            reps.count("decisions_per_lifecycle=1.000") != rounds:
         fail(f"slow-prompt-isolation: B: rc {rc} rounds {got} {reps}")
     if before == 0 or before == rounds:
         fail(f"slow-prompt-isolation: B's rounds did not run both while A "
@@ -2213,7 +2275,151 @@ def slow_prompt_isolation(st):
              "one approval for A and 100 for B")
     print(f"run: B's {rounds * each} lifecycles ({before} rounds before the "
           f"answer, {rounds - before} after) each got their own decision "
-          f"and docs/b.txt: zero mismatches")
+          f"and docs/b.txt: zero mismatches, one DECISION call each; A "
+          f"sent one DECISION call in all")
+
+
+def stderr_file(st, name):
+    """A fresh file WORK_DIR/logs/NAME.err for a launched job's standard
+    error, open for writing (the job gets a copy)."""
+    return open(os.path.join(st.work, "logs", name + ".err"), "w+",
+                encoding="utf-8")
+
+
+def said_since(f):
+    """Everything written to the open file f so far."""
+    f.flush()
+    with open(f.name, encoding="utf-8", errors="replace") as r:
+        return r.read()
+
+
+def relay_timeout(st):
+    """(own stack, launchd --call-ms 300) powerboxd stopped for longer
+    than twice the relay timeout with calls of three programs in flight:
+    each caller is answered ROUTE for its own call, the late replies are
+    matched and dropped, and after SIGCONT every program is served its
+    own decisions and objects."""
+    call_s = st.launchd_opt("--call-ms", 10000) / 1000.0
+    write_file(st, "docs/a.txt", "program A's file\n")
+    write_file(st, "docs/b.txt", "program B's file, longer than A's\n")
+    log0 = len(st.peer_log("launchd"))
+    # Before the stop: A (a client, job 72:1) has committed a routine
+    # runtime-reply request and holds before asking its decision; B (raw
+    # frames, job 73:1) has one request begun with one selector chunk of
+    # two, not committed.
+    a_err, c_err = stderr_file(st, "timeout-a"), stderr_file(st, "timeout-c")
+    a = Client(st, "--job", "72:1", "--entry", "bin/a", "--mode",
+               "runtime-reply", "--selector", "docs/a.txt",
+               "--verify-object", st.root, "--then", "hold", stderr=a_err)
+    req_a = a.committed()
+    b = Program(st, "73:1", "bin/b")
+    said = b.cmd("begin 1 partial")
+    if len(said) != 2 or not said[0].startswith("begun="):
+        fail(f"relay-timeout: B's request: {said}")
+    req_b = said[0].split("=", 1)[1]
+    # A's request is decided (its grant shown at ttyd) before the stop, so
+    # that the late reply to its DECISION is the approval with its alias.
+    wait_for(lambda: len(read_rows(st.views)) == 1,
+             f"relay-timeout: A's request {req_a} was never approved")
+    # The stop: A asks its decision, B asks its request's decision and
+    # begins another, C (a client, job 74:1) begins: all four calls go
+    # to a powerboxd that reads nothing.
+    os.kill(st.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        with b.cv:
+            mark = len(b.lines)
+        a.go()
+        b.write(f"decision {req_b}\nbegin 1\n")
+        c = Client(st, "--job", "74:1", "--entry", "bin/c", "--mode",
+                   "runtime-reply", "--then", "consume", stderr=c_err)
+        rc_a, kv_a = a.finish(5 + 4 * call_s)
+        rc_c, kv_c = c.finish(5 + 4 * call_s)
+        i = b.wait_line(lambda l: l.startswith("refused="), "refused=",
+                        5 + 4 * call_s, mark)
+        with b.cv:
+            b_said = b.lines[mark:i + 1]
+        routed = time.monotonic() - stopped
+        # Longer than twice the relay timeout, whatever the answers took.
+        time.sleep(max(0.0, stopped + 2 * call_s + 0.3 - time.monotonic()))
+        if not st.alive():
+            fail("relay-timeout: powerboxd exited while stopped")
+    finally:
+        os.kill(st.pid, signal.SIGCONT)
+    held = time.monotonic() - stopped
+    route = f"(0x{E_PEER_ROUTE:04x})"
+    if rc_a != 1 or "outcome" in kv_a or "object" in kv_a or \
+            "DECISION refused" not in said_since(a_err) or \
+            route not in said_since(a_err):
+        fail(f"relay-timeout: A's DECISION while powerboxd was stopped: rc "
+             f"{rc_a} {kv_a} {said_since(a_err)}")
+    if rc_c != 1 or "request" in kv_c or \
+            "BEGIN refused" not in said_since(c_err) or \
+            route not in said_since(c_err):
+        fail(f"relay-timeout: C's BEGIN while powerboxd was stopped: rc "
+             f"{rc_c} {kv_c} {said_since(c_err)}")
+    # The ROUTE reply to B's DECISION echoes B's seq and op (checked by
+    # the program) and names B's request or none.
+    if b_said[0] not in (f"decision={req_b} 0x{E_PEER_ROUTE:04x}",
+                         f"decision=0.0 0x{E_PEER_ROUTE:04x}") or \
+            b_said[1:] != ["done", f"refused=0x{E_PEER_ROUTE:04x}"]:
+        fail(f"relay-timeout: B's calls while powerboxd was stopped: "
+             f"{b_said}")
+    a_err.close()
+    c_err.close()
+    print(f"run: powerboxd stopped {held:.2f} s (launchd --call-ms "
+          f"{call_s * 1000:.0f}): A's DECISION of {req_a}, B's DECISION of "
+          f"{req_b} and next BEGIN, C's BEGIN each answered "
+          f"PBX_E_PEER_ROUTE (0x08c3) on its own call within {routed:.2f} s")
+    # After SIGCONT: two new programs of A and B run concurrently while
+    # powerboxd answers the four stale calls; B's own request is still
+    # its own.
+    runs = []
+    for job, entry, sel in (("75:1", "bin/a", "docs/a.txt"),
+                            ("76:1", "bin/b", "docs/b.txt")):
+        runs.append(Launched(st, st.request_argv(
+            "--job", job, "--entry", entry, "--mode", "runtime-reply",
+            "--selector", sel, "--verify-object", st.root, "--then",
+            "consume", "--repeat", "20"), stdin=subprocess.DEVNULL))
+    if b.cmd(f"cancel {req_b}") != ["cancel=accepted"] or \
+            b.cmd(f"decision {req_b}") != [f"decision={req_b} cancelled"]:
+        fail(f"relay-timeout: B's own request {req_b} after SIGCONT")
+    for job, r in zip(("75:1", "76:1"), runs):
+        rc, kv = r.finish(60)
+        if rc != 0 or kv.get("repeat") != "20" or \
+                kv.get("mismatches") != "0" or \
+                kv.get("decisions_per_lifecycle") != "1.000":
+            fail(f"relay-timeout: job {job} after SIGCONT: rc {rc} {kv}")
+    if b.finish()[0] != 0:
+        fail("relay-timeout: B's program failed (a reply not its own)")
+    late = lambda: st.peer_log("launchd")[log0:]
+    want = [f"late reply: op 0x8004 request {req_a} status 0x0000",
+            f"late reply: op 0x8004 request {req_b} status "]
+    wait_for(lambda: all(w in late() for w in want) and
+             count(late(), "late reply: op 0x8001 ") >= 2,
+             f"relay-timeout: launchd did not log the late replies "
+             f"({[l for l in late().splitlines() if 'late' in l]})", 10.0)
+    timed_out = count(late(), "unanswered after")
+    if timed_out < 4:
+        fail(f"relay-timeout: launchd logged {timed_out} calls unanswered "
+             f"after --call-ms, not 4 or more")
+    alias = [l for l in late().splitlines() if want[0] in l][0]
+    if "1 descriptor(s) closed" not in alias:
+        fail(f"relay-timeout: A's late approval's alias: {alias}")
+    if request_lines(st, "75.1", "bin/a", "approved") != 20 or \
+            request_lines(st, "76.1", "bin/b", "approved") != 20:
+        fail("relay-timeout: launchd's request lines do not show 20 "
+             "approvals each for jobs 75.1 and 76.1")
+    wait_for(lambda: read_rows(st.installs) == [] and
+             read_rows(st.views) == [], f"relay-timeout: rows left "
+             f"{read_rows(st.installs)} {read_rows(st.views)}", 10.0)
+    print(f"run: launchd logged {timed_out} calls unanswered after "
+          f"--call-ms; after SIGCONT it matched the late replies to the "
+          f"four callers' calls and delivered none (A's approval's alias "
+          f"closed there); A's and B's next programs ran 20 lifecycles "
+          f"each with their own decisions and files (zero mismatches, one "
+          f"DECISION call each), B's request {req_b} still its own "
+          f"(cancelled)")
 
 
 def many_clients(st):
@@ -2241,7 +2447,8 @@ def many_clients(st):
     for k, (p, (out, err)) in enumerate(zip(procs, outs)):
         kv = key_values(out)
         if p.returncode != 0 or kv.get("repeat") != str(reps[k]) or \
-                kv.get("mismatches") != "0":
+                kv.get("mismatches") != "0" or \
+                kv.get("decisions_per_lifecycle") != "1.000":
             fail(f"many-clients: client {k} (rc {p.returncode}): {out} "
                  f"{err[-2000:]}")
         done += int(kv["repeat"])
@@ -2249,7 +2456,8 @@ def many_clients(st):
         fail(f"many-clients: {done} lifecycles, not {total}")
     print(f"run: {clients} clients ran {done} lifecycles in {wall:.1f} s "
           f"({done / wall:.0f}/s): every decision named its own request, "
-          f"every object was its own file: zero mismatches")
+          f"every object was its own file: zero mismatches; one DECISION "
+          f"call per lifecycle (no client polled)")
     ends = {}
     for l in st.peer_log("launchd").splitlines():
         if " outcome approved" in l and " job " in l:
@@ -2350,6 +2558,36 @@ def half_begun(st, job, entry, n):
     return p, ids
 
 
+def control_refused(st, limit, live):
+    """idle-flood: with launchd's limit of control connections held by
+    launchers of live jobs (live of them already), none can be evicted:
+    one more connection is refused, logged, and sees end of file; the
+    launchers then end their jobs."""
+    refused0 = count(st.peer_log("launchd"), "control connection refused")
+    evicted0 = count(st.peer_log("launchd"), "evicted for a new one")
+    cats = [Launched(st, st.launch_argv(["/bin/cat"], None, "bin/cat"))
+            for _ in range(limit - live)]
+    for c in cats:
+        c.write("up\n")
+    for c in cats:
+        c.wait_line(lambda l: l == "up", "its input back")
+    extra = connect_all(st.control, 1)
+    if not all_closed(extra, 3.0):
+        fail("idle-flood: a control connection past the limit, with every "
+             "one held by a live job, was not closed")
+    extra[0].close()
+    wait_for(lambda: count(st.peer_log("launchd"), "control connection "
+                           f"refused: limit {limit}") - refused0 == 1,
+             "idle-flood: launchd did not log the refused connection")
+    if count(st.peer_log("launchd"), "evicted for a new one") != evicted0:
+        fail("idle-flood: a launcher of a live job was evicted")
+    for c in cats:
+        if c.finish()[0] != 0:
+            fail("idle-flood: a launched cat failed")
+    print(f"run: {limit} control connections held by launchers of live "
+          f"jobs: one more refused (logged, end of file); none evicted")
+
+
 def idle_flood(st):
     """(own stack) idle and half-begun connections, twice every limit:
     honest programs are still served, half-begun requests end CANCELLED."""
@@ -2385,6 +2623,8 @@ def idle_flood(st):
     # powerboxd's public one (a quarter of those send a BEGIN, answered
     # with a refusal, and then nothing).
     refused0 = count(st.peer_log("launchd"), "control connection refused")
+    evicted = lambda: count(st.peer_log("launchd"), "evicted for a new one")
+    evicted0 = evicted()
     prefused0 = count(st.peer_log("powerboxd"), "public connection refused")
     pidle0 = public_idle_closed(st)
     t_flood = time.monotonic()
@@ -2400,54 +2640,73 @@ def idle_flood(st):
                 E_CORE_BROKER:
             fail(f"idle-flood: public BEGIN answered {msg[:32]!r}")
     pub += begun + connect_all(st.public, public_limit)
-    wait_for(lambda: count(st.peer_log("launchd"),
-                           "control connection refused") - refused0 >= limit,
-             "idle-flood: launchd did not refuse the connections over its "
-             "limit", 5.0)
-    refused = count(st.peer_log("launchd"), "control connection refused") - \
-        refused0
-    print(f"run: {len(ctl)} idle control connections to launchd ({refused} "
-          f"refused over the limit of {limit}) and {len(pub)} to powerboxd's "
-          f"public endpoint ({public_limit // 2} after a refused BEGIN)")
-    # An honest program: launched through launchd (retried while its
-    # control connection is refused) and a public connection asking
-    # something; both are served within the idle timeout of the flood.
-    tries = 0
-    while True:
-        tries += 1
-        rc, kv = st.client("--job", "83:1", "--entry", "bin/honest",
-                           "--lifetime", "one-shot", "--slot", "20",
-                           "--then", "consume")
-        if rc == 0 or time.monotonic() > t_flood + idle_s + 5.0:
+    # The two half-begun programs' launchers hold the only other control
+    # connections (live jobs: never evicted); each flood connection past
+    # the limit evicted the longest-silent one, none was refused.
+    flood_evicted = 2 * limit + 2 - limit
+    wait_for(lambda: evicted() - evicted0 >= flood_evicted,
+             f"idle-flood: launchd evicted {evicted() - evicted0} control "
+             f"connections for the flood, not {flood_evicted}", 5.0)
+    print(f"run: {len(ctl)} idle control connections to launchd (the "
+          f"{evicted() - evicted0} past its limit of {limit} each evicted "
+          f"the longest-silent one) and {len(pub)} to powerboxd's public "
+          f"endpoint ({public_limit // 2} after a refused BEGIN)")
+    # An honest program launched through launchd gets in at once (its
+    # launcher's control connection evicts an idle one) and is served
+    # within the idle timeout of the flood's start: its BEGIN is refused
+    # PBX_E_CORE_BUSY (retryable) only while the half-begun requests hold
+    # every prompt record, and retried by the job. A public connection
+    # asking something is answered once powerboxd closed the idle ones.
+    job = Shell(st, "83:1", "bin/honest")
+    errf = os.path.join(st.work, "logs", "honest.err")
+    for tries in range(1, 1000):
+        rc, kv = job.request("--lifetime", "one-shot", "--slot", "20",
+                             "--then", "consume", stderr=errf)
+        with open(errf, encoding="utf-8") as f:
+            said = f.read()
+        if rc == 0 or f"(0x{E_CORE_BUSY:04x})" not in said or \
+                time.monotonic() > t_flood + idle_s:
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
     honest = time.monotonic() - t_flood
     if rc != 0 or kv.get("outcome") != "approved" or \
-            kv.get("consume") != "accepted" or honest > idle_s + 1.5:
+            kv.get("consume") != "accepted" or honest > idle_s:
         fail(f"idle-flood: the honest client (try {tries}) after "
-             f"{honest:.2f} s: rc {rc} {kv}")
+             f"{honest:.2f} s: rc {rc} {kv} {said}")
+    if job.close() != 0:
+        fail("idle-flood: the honest job's shell failed")
+    refused = count(st.peer_log("launchd"), "control connection refused") - \
+        refused0
+    if evicted() - evicted0 != flood_evicted + 1 or refused != 0:
+        fail(f"idle-flood: {evicted() - evicted0} control connections "
+             f"evicted, not {flood_evicted + 1} (the flood's and one for "
+             f"the honest launcher), {refused} refused")
     wait_for(lambda: public_answered(st), "idle-flood: the public endpoint "
              "never answered", max(0.1, t_flood + idle_s + 1.5 -
                                    time.monotonic()))
-    print(f"run: honest client approved and consumed {honest:.2f} s after "
-          f"the flood began (try {tries}; idle timeout {idle_s:.1f} s); "
-          f"the public endpoint answered")
+    print(f"run: honest job launched at once (it evicted an idle control "
+          f"connection); its request approved and consumed {honest:.2f} s "
+          f"after the flood began (try {tries}, the others refused "
+          f"PBX_E_CORE_BUSY while the half-begun requests held every prompt "
+          f"record; idle timeout {idle_s:.1f} s); the public endpoint "
+          f"answered")
     if not all_closed(ctl, 3.0) or not all_closed(pub, 3.0):
         fail("idle-flood: a flood connection was never closed")
     dropped = count(st.peer_log("launchd"), "idle")
     prefused = count(st.peer_log("powerboxd"),
                      "public connection refused") - prefused0
     pidle = public_idle_closed(st) - pidle0
-    if dropped < len(ctl) - refused or prefused < public_limit or \
+    if dropped < len(ctl) - flood_evicted - 1 or prefused < public_limit or \
             pidle < public_limit:
         fail(f"idle-flood: launchd logged {dropped} idle drops for "
-             f"{len(ctl) - refused} accepted; powerboxd {prefused} "
+             f"{len(ctl) - flood_evicted - 1} left; powerboxd {prefused} "
              f"refusals and {pidle} idle closes")
     for c in ctl + pub:
         c.close()
-    print(f"run: every flood connection closed: {refused} refused and "
-          f"{dropped} dropped idle by launchd, {prefused} refused and "
+    print(f"run: every flood connection closed: {flood_evicted + 1} evicted "
+          f"and {dropped} dropped idle by launchd, {prefused} refused and "
           f"{pidle} closed idle by powerboxd (logged)")
+    control_refused(st, limit, 2)
     # Every half-begun request ended CANCELLED at its OPEN deadline; its
     # reservation had returned before its decision was collected (the
     # honest BEGIN above got a prompt record).
@@ -2540,8 +2799,11 @@ def job_spoof(st):
     begins = relayed(st, "0x0001")
     claims = count(st.peer_log("launchd"), "claims job 60.1")
     errf = os.path.join(st.work, "logs", "spoof.err")
+    # The job's own session and realm are 7 and 3: another is a spoof
+    # too.
     spoofs = (["--job", "60:1"], ["--job", "60:1", "--entry", "bin/a"],
-              ["--target", target], ["--entry", "bin/a"])
+              ["--target", target], ["--entry", "bin/a"],
+              ["--session", "8"], ["--realm", "4"])
     for claim in spoofs:
         rc, kv = b.request("--lifetime", "job", "--slot", "60", *claim,
                            stderr=errf)
@@ -2568,6 +2830,8 @@ def job_spoof(st):
         fail(f"job-spoof: a BEGIN from an unlaunched program: {out.stderr}")
     log = st.peer_log("launchd")
     if count(log, "claims job 60.1") - claims < 2 or \
+            "job 61.1 claims session 8" not in log or \
+            "job 61.1 claims realm 4" not in log or \
             "BEGIN from an unlaunched program" not in log:
         fail("job-spoof: launchd did not log the claims")
     time.sleep(0.3)
@@ -2579,9 +2843,10 @@ def job_spoof(st):
         fail(f"job-spoof: a spoofed BEGIN reached powerboxd or installed: "
              f"{read_rows(st.installs)}")
     print(f"run: job 61:1 claiming job 60:1's id, entry or staged process "
-          f"{target}, its session's CANCEL, and an unlaunched program's "
-          f"BEGIN: all refused PBX_E_PEER_NOT_YOURS by launchd, logged, "
-          f"never relayed; nothing installed")
+          f"{target}, a session or realm not its own, job 60:1's "
+          f"session's CANCEL, and an unlaunched program's BEGIN: all "
+          f"refused PBX_E_PEER_NOT_YOURS by launchd, logged, never "
+          f"relayed; nothing installed")
     rc, kv = a.request("--lifetime", "job", "--slot", "61")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"job-spoof: job 60:1's own request: {kv}")
@@ -2590,11 +2855,55 @@ def job_spoof(st):
              f"job-spoof: job 60:1's grant is not in its staged process "
              f"{target}: {read_rows(st.installs)}")
     obj = last_object(st)
+    print(f"run: job 60:1's own request installed into {target}")
+    control_from_job(st, b, pid, gen)
     if b.close() != 0 or a.close() != 0:
         fail("job-spoof: a job's shell failed")
     cleaned(st, obj)
-    print(f"run: job 60:1's own request installed into {target}; ended "
-          f"with its job")
+    print(f"run: job 60:1's grant ended with its job")
+
+
+def control_from_job(st, b, pid, gen):
+    """job-spoof: launched job b (61:1) cannot use launchd's control
+    socket, to EXPIRE job 60:1 (whose grant is installed into process
+    pid gen) or to LAUNCH a job; nor EXPIRE it over its own job
+    connection."""
+    errf = os.path.join(st.work, "logs", "spoof.err")
+    refused0 = count(st.peer_log("launchd"),
+                     "control connection from a launched job refused")
+    attempts = (
+        ("EXPIRE of job 60:1 over the control socket",
+         [st.bin("launchd"), "expire", "--control", st.control, "--job",
+          "60:1"], 1, None),
+        ("EXPIRE of job 60:1 over its job connection",
+         [st.bin("launchd"), "expire", "--public-fd", "3", "--job", "60:1"],
+         1, f"(0x{E_PEER_NOT_YOURS:04x})"),
+        ("LAUNCH of job 62:1 over the control socket",
+         st.launch_argv(["/bin/echo", "launched=yes"], "62:1", "bin/c"),
+         125, None))
+    for what, argv, want, status in attempts:
+        rc, kv = b.run(argv, stderr=errf)
+        with open(errf, encoding="utf-8") as f:
+            said = f.read()
+        sys.stderr.write(said)
+        if rc != want or kv.get("expire") == "accepted" or \
+                "launched" in kv or (status and status not in said):
+            fail(f"job-spoof: {what} from job 61:1: rc {rc} {kv} {said}")
+    wait_for(lambda: count(st.peer_log("launchd"), "control connection "
+                           "from a launched job refused") - refused0 == 2,
+             "job-spoof: launchd did not log both control connections "
+             "from job 61:1 refused")
+    time.sleep(0.2)
+    if "launched job 62.1" in st.peer_log("launchd") or \
+            not any(r.startswith(f"process {pid} gen {gen} slot 61 ")
+                    for r in read_rows(st.installs)) or \
+            len(read_rows(st.views)) != 1:
+        fail(f"job-spoof: job 61:1 launched a job or ended job 60:1's "
+             f"grant: {read_rows(st.installs)} {read_rows(st.views)}")
+    print("run: job 61:1's EXPIRE of job 60:1 (control socket: connection "
+          "refused and logged; its own job connection: PBX_E_PEER_NOT_YOURS) "
+          "and its LAUNCH (exit 125, refused and logged) failed; job 60:1's "
+          "grant still installed and shown, no job launched")
 
 
 # Each scenario: its function, whether it prompts on a tmux pane, the
@@ -2636,16 +2945,20 @@ SCENARIOS = {
     # begin the next: each open request holds a request, prompt, policy,
     # resolution, grant, decision and notification record and three
     # transient slots.
+    "relay-timeout": (relay_timeout, False, [], ["--call-ms", "300"]),
     "many-clients": (many_clients, False,
                      ["--requests", "256", "--grants", "512", "--prompts",
                       "256", "--policies", "256", "--decisions", "256",
                       "--resolutions", "256", "--notifications", "256",
                       "--transient-slots", "640", "--selector-bytes",
                       "131072", "--calls", "256"], None),
+    # The OPEN deadline a second short of the idle time: the honest job,
+    # refused BUSY until the half-begun requests end, must then complete
+    # within the idle timeout of the flood.
     "idle-flood": (idle_flood, False,
-                   ["--prompts", "16", "--deadline-open-ms", "2500",
+                   ["--prompts", "16", "--deadline-open-ms", "2000",
                     "--deadline-idle-ms", "3000"],
-                   ["--idle-ms", "3000"]),
+                   ["--idle-ms", "3000", "--max-conns", "32"]),
 }
 
 
