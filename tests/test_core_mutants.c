@@ -223,6 +223,15 @@ PBX_TEST(core_mutants_fsm_dot_is_balanced_text)
         edges += s.buf[i] == '-' && s.buf[i + 1U] == '>' ? 1U : 0U;
     }
     PBX_CHECK_EQ(edges, (size_t)PBX_CORE_FSM_ROWS);
+    /* Each cluster holds its own machine's edges: a request edge before
+     * the grant cluster opens, a grant edge after. */
+    s.buf[s.len] = '\0';
+    const char *grant = strstr(s.buf, "subgraph cluster_grant");
+    const char *req_edge = strstr(s.buf, "request_open -> request_resolve");
+    const char *grant_edge = strstr(s.buf, "grant_retire -> grant_free");
+    PBX_REQUIRE(grant != NULL && req_edge != NULL && grant_edge != NULL);
+    PBX_CHECK(req_edge < grant);
+    PBX_CHECK(grant_edge > grant);
     PBX_CHECK_EQ(close, open);
     PBX_CHECK_EQ(s.buf[s.len - 1U], '\n');
     PBX_CHECK_EQ(s.buf[s.len - 2U], '}');
@@ -928,16 +937,18 @@ PBX_TEST(core_mutants_peer_receipt_orphans_are_not_public)
     PBX_CHECK_EQ(h->core.public_orphans, 0U);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     th_free(h);
-    /* A surplus receipt of a judged RESOLVE reply, deletion transient. */
+    /* A surplus receipt of a judged RESOLVE reply, every deletion held
+     * transient so the orphan stays. */
     h = th_new(4);
     th_push(h, PBX_CORE_ROUTE_VFSD, TH_OK, TH_M_SURPLUS, 0);
-    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    h->hold_all = true;
     pbx_ipc_begin b;
     pbx_ipc_id id = {0, 0};
     th_default_begin(&b, sel, SEL_LEN);
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
+    PBX_CHECK(pbx_core_held_caps(&h->core) > 0U);
     PBX_CHECK_EQ(h->core.public_orphans, 0U);
     th_free(h);
 }
@@ -1120,5 +1131,27 @@ PBX_TEST(core_mutants_one_byte_selector_reaches_vfsd)
     PBX_REQUIRE(pbx_ipc_resolve_decode(&f, &q) == PBX_OK);
     PBX_CHECK_EQ(q.selector_len, 1U);
     PBX_CHECK_EQ(q.selector[0], 'x');
+    th_free(h);
+}
+
+/* A BEGIN whose record does not decode is refused in BEGIN's own reply
+ * form too. */
+PBX_TEST(core_mutants_malformed_begin_reply_op)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    size_t n = 0;
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
+    buf[PBX_IPC_HEADER_BYTES + 51U] = 1U; /* a reserved byte */
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out);
+    pbx_ipc_frame f;
+    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
+    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_BEGIN | PBX_IPC_REPLY_BIT);
+    PBX_CHECK_EQ(f.status, (uint16_t)PBX_E_IPC_RESERVED);
     th_free(h);
 }
