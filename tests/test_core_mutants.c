@@ -524,6 +524,14 @@ PBX_TEST(core_mutants_idle_core_counts_no_calls_at_any_time)
     for (size_t k = 0; k < PBX_ARRAY_LEN(names); k++) {
         PBX_REQUIRE(th_run_to(h, names[k]) != TH_NONE);
         PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 1U);
+        /* The call record names its owner and keeps its reserved field
+         * zero, as the layout documents. */
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, id.index);
+        PBX_REQUIRE(r->call != PBX_CORE_NIL);
+        const pbx_core_outcall *oc = pbx_core_inspect_call(&h->core, r->call);
+        PBX_CHECK_EQ(oc->owner, id.index);
+        PBX_CHECK_EQ(oc->reserved, 0U);
     }
     th_run(h);
     pbx_ipc_decision d;
@@ -1153,5 +1161,39 @@ PBX_TEST(core_mutants_malformed_begin_reply_op)
     PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
     PBX_CHECK_EQ(f.op, PBX_IPC_OP_BEGIN | PBX_IPC_REPLY_BIT);
     PBX_CHECK_EQ(f.status, (uint16_t)PBX_E_IPC_RESERVED);
+    th_free(h);
+}
+
+/* A transient-slot record that served as a public orphan and is reused
+ * by a request no longer reads as a public orphan. */
+PBX_TEST(core_mutants_reused_orphan_record_is_not_public)
+{
+    th_h *h = th_new(4);
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    static pbx_core_out out;
+    size_t n = 0;
+    pbx_ipc_id id = {1U, 1U};
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf),
+                                     &n) == PBX_OK);
+    uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
+                            PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    pbx_err core = PBX_OK;
+    (void)th_public(h, TH_BROKER, buf, n, &s, 1U, &core, &out);
+    PBX_CHECK_EQ(h->core.public_orphans, 1U);
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    PBX_CHECK_EQ(h->core.public_orphans, 0U);
+    pbx_ipc_begin b;
+    pbx_ipc_id rid = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    PBX_REQUIRE(th_open(h, &b, sel, &rid) == 0U);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, rid.index);
+    PBX_CHECK_EQ(pbx_core_inspect_tslot(&h->core, r->scope_tslot)->owner_kind,
+                 0U);
+    PBX_CHECK_EQ(pbx_core_inspect_tslot(&h->core, r->object_tslot)->owner_kind,
+                 0U);
+    PBX_CHECK_EQ(pbx_core_inspect_tslot(&h->core, r->handle_tslot)->owner_kind,
+                 0U);
     th_free(h);
 }
