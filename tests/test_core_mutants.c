@@ -828,8 +828,9 @@ PBX_TEST(core_mutants_refused_expire_reply_op)
     th_free(h);
 }
 
-/* A public frame whose record does not decode is answered with an error
- * reply echoing the header's exact request identity. */
+/* A public frame whose header does not decode (here its reserved word
+ * is set) is answered with an error reply echoing the raw header's exact
+ * request identity; one whose record does not decode, too. */
 PBX_TEST(core_mutants_undecodable_frame_echoes_its_identity)
 {
     th_h *h = th_new(4);
@@ -840,17 +841,26 @@ PBX_TEST(core_mutants_undecodable_frame_echoes_its_identity)
     size_t n = 0;
     PBX_REQUIRE(pbx_ipc_selector_encode(id, &s, buf, sizeof(buf), &n) ==
                 PBX_OK);
-    /* The chunk claims one byte more than the body carries. */
-    pbx_le_put32(buf + PBX_IPC_HEADER_BYTES + 4U, SEL_LEN + 1U);
-    pbx_err core = PBX_OK;
-    (void)th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out);
-    pbx_ipc_frame f;
-    PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
-    PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
-    PBX_CHECK_EQ(f.op, PBX_IPC_OP_SELECTOR | PBX_IPC_REPLY_BIT);
-    PBX_CHECK(f.status != 0U);
-    PBX_CHECK_EQ(f.request.index, id.index);
-    PBX_CHECK_EQ(f.request.gen, id.gen);
+    for (int how = 0; how < 2; how++) {
+        uint8_t t[PBX_IPC_FRAME_BYTES_MAX];
+        memcpy(t, buf, n);
+        if (how == 0) {
+            pbx_le_put32(t + PBX_IPC_RESERVED_OFFSET,
+                         1U); /* the header's reserved word */
+        } else {
+            /* The chunk claims one byte more than the body carries. */
+            pbx_le_put32(t + PBX_IPC_HEADER_BYTES + 4U, SEL_LEN + 1U);
+        }
+        pbx_err core = PBX_OK;
+        (void)th_public(h, TH_BROKER, t, n, NULL, 0, &core, &out);
+        pbx_ipc_frame f;
+        PBX_REQUIRE(out.len >= PBX_IPC_HEADER_BYTES);
+        PBX_REQUIRE(pbx_ipc_frame_decode(out.frame, out.len, 0U, &f) == PBX_OK);
+        PBX_CHECK_EQ(f.op, PBX_IPC_OP_SELECTOR | PBX_IPC_REPLY_BIT);
+        PBX_CHECK(f.status != 0U);
+        PBX_CHECK_EQ(f.request.index, id.index);
+        PBX_CHECK_EQ(f.request.gen, id.gen);
+    }
     th_free(h);
 }
 
