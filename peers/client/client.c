@@ -54,7 +54,9 @@
  * directory-entry request): object=verified, or object=mismatch (exit 1).
  *
  * Modes: `request --then consume` runs a whole one-shot lifecycle on one
- * connection; with `--repeat N` it runs N of them back to back and prints
+ * connection (under --repeat a BEGIN answered BUSY is sent again after a
+ * backoff, for at most 10 s, counted as busy_retries=); with `--repeat N`
+ * it runs N of them back to back and prints
  * only latency statistics (docs/BENCH.md) and mismatches=M: the decisions
  * that named another request than the one begun, plus (with
  * --verify-object) the objects that did not verify; M nonzero exits 1.
@@ -187,6 +189,11 @@ static bool g_quiet;
 static uint64_t g_decision_calls;
 /* --repeat: decisions naming another request + objects not verified. */
 static uint64_t g_mismatches;
+/* --repeat: BEGINs answered with retryable backpressure and sent again. */
+static uint64_t g_busy_retries;
+
+/* How long --repeat keeps retrying one BEGIN answered BUSY, in total. */
+#define CLIENT_BUSY_MS_MAX 10000U
 /* The grant of the last APPROVED decision, for --then consume. */
 static pbx_ipc_id g_grant;
 /* The runtime-reply alias kept for --then consume, or -1. */
@@ -804,6 +811,46 @@ static void client_cancel_exact(int fd, pbx_ipc_id id, const client_opts *o)
 
 /* BEGIN: stores the request id and the destination slot. Returns 0, 1 on
  * a failure, 2 when the options make no admissible BEGIN. */
+/* Whether status is retryable backpressure: powerboxd's full pools or a
+ * full launchd table. */
+static bool client_busy(uint32_t status)
+{
+    return status == (uint32_t)PBX_E_CORE_BUSY ||
+           status == (uint32_t)PBX_PEER_E_BUSY;
+}
+
+/* Sends the BEGIN in g_buf[0..n) and returns its reply. Under --repeat a
+ * BUSY answer is backpressure, not failure: the same BEGIN is sent again
+ * after a pause that doubles from 1 ms to 64 ms, for at most
+ * CLIENT_BUSY_MS_MAX in all, each retry counted (busy_retries=). A single
+ * request reports BUSY as it is, so a caller sees the backpressure. */
+static const pbx_ipc_frame *client_begin_call(int fd, size_t n)
+{
+    uint64_t until = client_now_ns() + CLIENT_BUSY_MS_MAX * 1000000U;
+    long pause_us = 1000;
+    for (uint32_t i = 0; i < CLIENT_BUSY_MS_MAX; i++) {
+        if (!client_send(fd, CLIENT_MAIN, n, -1, "BEGIN")) {
+            return NULL;
+        }
+        int r = client_wait(fd, CLIENT_MAIN,
+                            client_now_ns() + CLIENT_CALL_MS * 1000000U);
+        if (r != 0) {
+            client_no_reply(r, "BEGIN");
+            return NULL;
+        }
+        const pbx_peer_msg *m = &g_calls[CLIENT_MAIN].msg;
+        if (!g_quiet || m->err != PBX_OK || !client_busy(m->frame.status) ||
+            client_now_ns() >= until) {
+            break;
+        }
+        g_busy_retries++;
+        struct timespec ts = {0, pause_us * 1000L};
+        (void)nanosleep(&ts, NULL);
+        pause_us = pause_us < 64000 ? pause_us * 2 : pause_us;
+    }
+    return client_result(CLIENT_MAIN, "BEGIN");
+}
+
 static int client_begin(const client_opts *o, pbx_ipc_id *id, uint32_t *slot)
 {
     static pbx_ipc_begin b;
@@ -828,7 +875,7 @@ static int client_begin(const client_opts *o, pbx_ipc_id *id, uint32_t *slot)
                                    "class, lifetime, mode and target)");
         return 2;
     }
-    const pbx_ipc_frame *f = client_call(o->public_fd, n, -1, "BEGIN");
+    const pbx_ipc_frame *f = client_begin_call(o->public_fd, n);
     if (f == NULL || pbx_ipc_begin_reply_decode(f, &br) != PBX_OK) {
         return 1;
     }
@@ -927,13 +974,15 @@ static void client_stats(const uint64_t *ns, uint64_t n, uint64_t total_ns)
     uint64_t p99 = (n * 99U + 99U) / 100U;
     printf("repeat=%llu\nmin_ns=%llu\nmedian_ns=%llu\np99_ns=%llu\n"
            "max_ns=%llu\nmean_ns=%llu\nwall_ns_per_lifecycle=%llu\n"
-           "decisions_per_lifecycle=%.3f\nmismatches=%llu\n",
+           "decisions_per_lifecycle=%.3f\nmismatches=%llu\n"
+           "busy_retries=%llu\n",
            (unsigned long long)n, (unsigned long long)ns[0],
            (unsigned long long)ns[p50 - 1U], (unsigned long long)ns[p99 - 1U],
            (unsigned long long)ns[n - 1U], (unsigned long long)(sum / n),
            (unsigned long long)(total_ns / n),
            (double)g_decision_calls / (double)n,
-           (unsigned long long)g_mismatches);
+           (unsigned long long)g_mismatches,
+           (unsigned long long)g_busy_retries);
 }
 
 /* --repeat: o->repeat whole one-shot lifecycles on the one connection,
@@ -957,8 +1006,9 @@ static int client_repeat(const client_opts *o)
         int rc = client_request(o);
         ns[i] = client_now_ns() - t0;
         if (rc != 0) {
-            printf("failed_at=%llu\nmismatches=%llu\n", (unsigned long long)i,
-                   (unsigned long long)g_mismatches);
+            printf("failed_at=%llu\nmismatches=%llu\nbusy_retries=%llu\n",
+                   (unsigned long long)i, (unsigned long long)g_mismatches,
+                   (unsigned long long)g_busy_retries);
             free(ns);
             return rc;
         }

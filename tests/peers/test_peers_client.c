@@ -768,11 +768,18 @@ PBX_TEST(peers_client_repeat_counts_mismatches)
     int keep[2] = {pub[1], scope[1]};
     tc_start(&run, args, keep, 2, NULL, -1);
     tc_lifecycle(pub[0], -1, id, id, root, "f.txt", true);
+    /* Backpressure is not failure under --repeat: the second BEGIN is
+     * answered BUSY by powerboxd, then by launchd, and sent again. */
+    tc_call(pub[0], PBX_IPC_OP_BEGIN);
+    PBX_CHECK(pbx_peer_io_reply_status(pub[0], &g_m, PBX_E_CORE_BUSY) == 0);
+    tc_call(pub[0], PBX_IPC_OP_BEGIN);
+    PBX_CHECK(pbx_peer_io_reply_status(pub[0], &g_m, PBX_PEER_E_BUSY) == 0);
     tc_lifecycle(pub[0], -1, id, other, root, NULL, false);
     tc_lifecycle(pub[0], -1, id, id, root, "g.txt", true);
     PBX_CHECK_EQ(tc_finish(&run, 5000, out, sizeof(out)), 1);
     PBX_CHECK(strstr(out, "repeat=3\n") != NULL);
     PBX_CHECK(strstr(out, "mismatches=2\n") != NULL);
+    PBX_CHECK(strstr(out, "busy_retries=2\n") != NULL);
     PBX_CHECK(strstr(out, "failed_at") == NULL);
     PBX_CHECK(tc_logged(&run, "names request 3.7, not 2.5"));
     PBX_CHECK(!tp_readable(pub[0], 0));
