@@ -826,7 +826,7 @@ static bool client_busy(uint32_t status)
  * request reports BUSY as it is, so a caller sees the backpressure. */
 static const pbx_ipc_frame *client_begin_call(int fd, size_t n)
 {
-    uint64_t until = client_now_ns() + CLIENT_BUSY_MS_MAX * 1000000U;
+    uint64_t until = client_now_ns() + (uint64_t)CLIENT_BUSY_MS_MAX * 1000000U;
     long pause_us = 1000;
     for (uint32_t i = 0; i < CLIENT_BUSY_MS_MAX; i++) {
         if (!client_send(fd, CLIENT_MAIN, n, -1, "BEGIN")) {
