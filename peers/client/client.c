@@ -84,6 +84,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -961,6 +962,20 @@ static int client_cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The CPU time this process has used so far, in ns (user and system):
+ * a launched job is not the benchmark's child, so it reports its own. */
+static uint64_t client_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        return 0U;
+    }
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+               1000000000U +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
+               1000U;
+}
+
 /* Prints the statistics of the n sorted latencies in ns (n > 0). */
 static void client_stats(const uint64_t *ns, uint64_t n, uint64_t total_ns)
 {
@@ -975,14 +990,14 @@ static void client_stats(const uint64_t *ns, uint64_t n, uint64_t total_ns)
     printf("repeat=%llu\nmin_ns=%llu\nmedian_ns=%llu\np99_ns=%llu\n"
            "max_ns=%llu\nmean_ns=%llu\nwall_ns_per_lifecycle=%llu\n"
            "decisions_per_lifecycle=%.3f\nmismatches=%llu\n"
-           "busy_retries=%llu\n",
+           "busy_retries=%llu\ncpu_ns_client=%llu\n",
            (unsigned long long)n, (unsigned long long)ns[0],
            (unsigned long long)ns[p50 - 1U], (unsigned long long)ns[p99 - 1U],
            (unsigned long long)ns[n - 1U], (unsigned long long)(sum / n),
            (unsigned long long)(total_ns / n),
            (double)g_decision_calls / (double)n,
-           (unsigned long long)g_mismatches,
-           (unsigned long long)g_busy_retries);
+           (unsigned long long)g_mismatches, (unsigned long long)g_busy_retries,
+           (unsigned long long)(client_cpu_ns() / n));
 }
 
 /* --repeat: o->repeat whole one-shot lifecycles on the one connection,
