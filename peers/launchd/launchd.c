@@ -425,6 +425,16 @@ static int launchd_expire(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Neither serve (the broker end, every job connection) nor run (the
+     * launcher's control connection) may be traced, nor its descriptors
+     * taken (pidfd_getfd), by another process of the same user without
+     * CAP_SYS_PTRACE: a launched job could otherwise borrow its
+     * launcher's control connection. */
+    if (prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL) != 0) {
+        pbx_peer_log("launchd", "cannot make the process undumpable: %s",
+                     strerror(errno));
+        return 1;
+    }
     if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
         return launchd_serve(argc, argv);
     }
