@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -70,8 +71,15 @@ pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
     if (pipe2(rp, O_CLOEXEC) != 0) {
         return -1;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* A test that aborts (PBX_REQUIRE) skips its own stop: the peer
+         * must still die with the test process, never outlive it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL) != 0 ||
+            getppid() != parent) {
+            _exit(127);
+        }
         (void)close(rp[0]);
         tp_exec(name, args, keep, nkeep, stdin_fd, rp[1]);
     }
