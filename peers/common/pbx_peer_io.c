@@ -128,26 +128,31 @@ int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m)
     return 0;
 }
 
-int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd)
+int pbx_peer_io_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
+                         size_t nfds, int flags)
 {
     peer_cbuf cbuf;
     struct iovec iov = {(void *)buf, len};
     struct msghdr mh;
+    if (nfds > PBX_PEER_IO_FDS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
     memset(&mh, 0, sizeof(mh));
     memset(&cbuf, 0, sizeof(cbuf));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    if (cap_fd >= 0) {
+    if (nfds != 0U) {
         mh.msg_control = cbuf.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int));
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &cap_fd, sizeof(int));
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
     for (int tries = 0; tries < 64; tries++) {
-        ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | flags);
         if (r >= 0) {
             return (size_t)r == len ? 0 : -1;
         }
@@ -156,6 +161,12 @@ int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd)
         }
     }
     return -1;
+}
+
+int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd)
+{
+    return pbx_peer_io_send_fds(fd, buf, len, &cap_fd, cap_fd >= 0 ? 1U : 0U,
+                                0);
 }
 
 uint32_t pbx_peer_io_msg_seq(const pbx_peer_msg *m)

@@ -64,6 +64,17 @@ int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m);
 int pbx_peer_io_send(int fd, const uint8_t *buf, size_t len, int cap_fd);
 
 /**
+ * pbx_peer_io_send_fds sends len bytes of buf on fd with the nfds
+ * descriptors fds[0..nfds) attached (copies: the sender keeps them; at
+ * most PBX_PEER_IO_FDS_MAX, else EINVAL), with the extra sendmsg flags
+ * (0, or MSG_DONTWAIT so that a full peer answers EAGAIN instead of
+ * waiting). An interrupted send is retried, a bounded number of times.
+ * Never raises SIGPIPE. Returns 0, or -1 with errno set.
+ */
+int pbx_peer_io_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
+                         size_t nfds, int flags);
+
+/**
  * pbx_peer_io_msg_seq returns the per-call seq of the request in m, read
  * from its raw header whether or not the frame decoded (0 when the message
  * is shorter than a header). Every reply a peer sends echoes it, error

@@ -102,28 +102,7 @@ int launchd_recv(int fd, pbx_peer_msg *m)
 int launchd_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
                      size_t nfds)
 {
-    launchd_cbuf cbuf;
-    struct iovec iov = {(void *)buf, len};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&cbuf, 0, sizeof(cbuf));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (nfds > PBX_PEER_IO_FDS_MAX) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (nfds != 0U) {
-        mh.msg_control = cbuf.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    }
-    ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL);
-    return r >= 0 && (size_t)r == len ? 0 : -1;
+    return pbx_peer_io_send_fds(fd, buf, len, fds, nfds, 0);
 }
 
 int launchd_connect(const char *path, int timeout_ms)
@@ -175,34 +154,10 @@ int launchd_send_now(int fd, uint8_t *buf, size_t len, uint32_t seq, int cap)
         errno = EINVAL;
         return -1;
     }
-    launchd_cbuf cbuf;
-    struct iovec iov = {buf, len};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&cbuf, 0, sizeof(cbuf));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (cap >= 0) {
-        mh.msg_control = cbuf.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &cap, sizeof(int));
-    }
     /* MSG_DONTWAIT: a full peer is the caller's BUSY, never launchd's
      * wait, whatever the descriptor's own flags. */
-    for (int tries = 0; tries < 8; tries++) {
-        ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (r >= 0) {
-            return (size_t)r == len ? 0 : -1;
-        }
-        if (errno != EINTR) {
-            return -1;
-        }
-    }
-    return -1;
+    return pbx_peer_io_send_fds(fd, buf, len, &cap, cap >= 0 ? 1U : 0U,
+                                MSG_DONTWAIT);
 }
 
 /* The parent of process pid from /proc/PID/stat ("pid (comm) S ppid

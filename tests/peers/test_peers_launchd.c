@@ -689,6 +689,22 @@ static void tl_job_end(const tl_srv *s, tl_job *j)
     (void)close(j->conn);
 }
 
+/* Starts launchd (extra: more serve options, or NULL) with the fake
+ * powerboxd and launches one job j that launchd numbers itself. */
+static void tl_up(tl_srv *s, tl_job *j, const char *const *extra)
+{
+    memset(s, 0, sizeof(*s));
+    tl_start(s, extra);
+    tl_job_start(s, j, 0, 0);
+}
+
+/* Ends job j (its EXPIRE answered, then EXIT) and stops launchd. */
+static void tl_down(tl_srv *s, tl_job *j)
+{
+    tl_job_end(s, j);
+    tl_stop(s);
+}
+
 PBX_TEST(peers_launchd_launches_binds_and_ends_jobs)
 {
     tl_srv s;
@@ -761,11 +777,9 @@ static void tl_wake(int wake, pbx_ipc_id id)
 PBX_TEST(peers_launchd_cancels_what_a_hung_up_caller_left)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--max-open", "4", NULL};
-    tl_start(&s, extra);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    static const char *const extra[] = {"--max-open", "4", NULL};
+    tl_up(&s, &j, extra);
     int base = tp_fd_count(s.pid);
     const pbx_ipc_id zero = {0, 0};
     const pbx_ipc_id a = {3, 7};
@@ -989,8 +1003,7 @@ PBX_TEST(peers_launchd_matches_replies_by_seq_across_callers)
                    PBX_IPC_OUTCOME_CANCELLED);
     ja.conn = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tl_job_end(&s, &ja);
-    tl_job_end(&s, &jb);
-    tl_stop(&s);
+    tl_down(&s, &jb);
 }
 
 /* An APPROVED runtime-reply DECISION reply for id carrying alias. */
@@ -1010,10 +1023,8 @@ static void tl_send_alias(int broker, pbx_ipc_id id, uint32_t seq, int alias)
 PBX_TEST(peers_launchd_delivers_decisions_on_wake)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    tl_start(&s, NULL);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    tl_up(&s, &j, NULL);
     const pbx_ipc_id zero = {0, 0};
     const pbx_ipc_id a = {3, 7};
     const pbx_ipc_id b = {4, 1};
@@ -1059,8 +1070,7 @@ PBX_TEST(peers_launchd_delivers_decisions_on_wake)
     PBX_CHECK_EQ(g_m.frame.seq, 0xD2U);
     PBX_CHECK(g_m.frame.request.index == b.index);
     PBX_CHECK(tl_quiet(s.broker, 100));
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 /* The job on conn runs in session 7, realm 3 (tl_launch_raw): a BEGIN
@@ -1083,10 +1093,8 @@ static void tl_other_session_realm(const tl_srv *s, int conn)
 PBX_TEST(peers_launchd_refuses_job_spoofing)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    tl_start(&s, NULL);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    tl_up(&s, &j, NULL);
     const pbx_ipc_id zero = {0, 0};
     const pbx_ipc_id a = {3, 7};
     /* tl_request's BEGIN names job 11:1, entry cat, target 42:5. A BEGIN
@@ -1140,8 +1148,7 @@ PBX_TEST(peers_launchd_refuses_job_spoofing)
     (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
                    PBX_IPC_OUTCOME_CANCELLED);
     j.conn = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 /* Sends an EXPIRE of job 30:1 on control connection c (seq 0x44). */
@@ -1156,11 +1163,9 @@ static void tl_send_expire(int c)
 PBX_TEST(peers_launchd_drops_idle_and_refuses_past_its_limit)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--idle-ms", "400", NULL};
-    tl_start(&s, extra);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    static const char *const extra[] = {"--idle-ms", "400", NULL};
+    tl_up(&s, &j, extra);
     const pbx_ipc_id zero = {0, 0};
     const pbx_ipc_id a = {3, 7};
     /* c1 only sends frames launchd refuses (a DECISION for a request it
@@ -1192,18 +1197,15 @@ PBX_TEST(peers_launchd_drops_idle_and_refuses_past_its_limit)
     PBX_CHECK(tl_quiet(j.launcher, 100) && tl_quiet(j.conn, 10));
     (void)close(c1);
     (void)close(c2);
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 PBX_TEST(peers_launchd_evicts_the_longest_silent_at_its_limit)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--max-conns", "3", NULL};
-    tl_start(&s, extra);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    static const char *const extra[] = {"--max-conns", "3", NULL};
+    tl_up(&s, &j, extra);
     /* The launcher (live job) and c1, c2: the limit. c1 has been silent
      * longest, so c3 evicts it; c2 and the launcher stay. */
     int c1 = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
@@ -1237,8 +1239,7 @@ PBX_TEST(peers_launchd_evicts_the_longest_silent_at_its_limit)
     tl_recv(c3);
     pbx_peer_io_close_all((int[]){c1, c2}, 2);
     pbx_peer_io_close_all((int[]){c3, c4}, 2);
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 /* Launches PROG args as job id:gen through launcher with stdin null,
@@ -1444,11 +1445,9 @@ PBX_TEST(peers_launchd_has_no_max_open_job)
 PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--call-ms", "300", NULL};
-    tl_start(&s, extra);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_up(&s, &j, extra);
     const pbx_ipc_id a = {3, 7};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     /* Held on PENDING; the WAKE's re-ask is answered only after 700 ms,
@@ -1475,8 +1474,7 @@ PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
     PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
                             tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
                  PBX_PEER_E_NOT_YOURS);
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 /* A BEGIN (job and target zero: launchd fills them in) on conn with seq;
@@ -1491,12 +1489,10 @@ static uint32_t tl_begin_out(int conn, int broker, uint32_t seq)
 PBX_TEST(peers_launchd_counts_a_late_call_once)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
+    tl_job j;
     static const char *const extra[] = {"--call-ms", "300", "--max-open", "2",
                                         NULL};
-    tl_start(&s, extra);
-    tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    tl_up(&s, &j, extra);
     const pbx_ipc_id x = {5, 1};
     /* x's BEGIN is answered ROUTE at --call-ms; y's stays at powerboxd. */
     uint32_t sx = tl_begin_out(j.conn, s.broker, 0xE1U);
@@ -1523,18 +1519,15 @@ PBX_TEST(peers_launchd_counts_a_late_call_once)
     tl_recv(j.conn);
     PBX_CHECK_EQ(g_m.frame.status, (uint16_t)PBX_E_CORE_BUSY);
     PBX_CHECK(tl_quiet(j.conn, 100));
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 PBX_TEST(peers_launchd_cancels_a_late_approval_answered_route)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    static const char *const extra[] = {"--call-ms", "300", NULL};
-    tl_start(&s, extra);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_up(&s, &j, extra);
     const pbx_ipc_id a = {3, 7};
     const pbx_ipc_id g = {9, 4};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
@@ -1563,8 +1556,7 @@ PBX_TEST(peers_launchd_cancels_a_late_approval_answered_route)
     PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
                             tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
                  PBX_PEER_E_NOT_YOURS);
-    tl_job_end(&s, &j);
-    tl_stop(&s);
+    tl_down(&s, &j);
 }
 
 PBX_TEST(peers_launchd_keeps_the_job_id_until_its_expire_is_answered)
@@ -1649,10 +1641,8 @@ PBX_TEST(peers_launchd_kills_the_job_pid_outside_its_group)
 PBX_TEST(peers_launchd_orphan_end_line_keeps_the_entry)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    tl_start(&s, NULL);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    tl_up(&s, &j, NULL);
     const pbx_ipc_id a = {3, 7};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     /* The job exits with a open: CANCEL a, then the job's EXPIRE, both
@@ -1728,10 +1718,8 @@ PBX_TEST(peers_launchd_broker_sends_never_wait)
 PBX_TEST(peers_launchd_bounds_calls_per_connection)
 {
     tl_srv s;
-    memset(&s, 0, sizeof(s));
-    tl_start(&s, NULL);
     tl_job j;
-    tl_job_start(&s, &j, 0, 0);
+    tl_up(&s, &j, NULL);
     const pbx_ipc_id a = {3, 7};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     /* 64 SELECTORs at powerboxd at once; the 65th is BUSY and relayed
