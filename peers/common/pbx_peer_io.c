@@ -76,8 +76,7 @@ static void peer_take_fds(struct msghdr *mh, pbx_peer_msg *m, bool *odd)
     }
 }
 
-/* One recvmsg into m: 0 message, 1 EOF, -1 error (descriptors closed). */
-static int peer_recv_raw(int fd, pbx_peer_msg *m)
+int pbx_peer_io_recv_raw(int fd, pbx_peer_msg *m, int flags)
 {
     peer_cbuf cbuf;
     struct iovec iov = {m->buf, sizeof(m->buf)};
@@ -92,7 +91,7 @@ static int peer_recv_raw(int fd, pbx_peer_msg *m)
     m->len = 0;
     ssize_t r = -1;
     for (int tries = 0; tries < 64; tries++) {
-        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
         if (r >= 0 || errno != EINTR) {
             break;
         }
@@ -117,7 +116,7 @@ static int peer_recv_raw(int fd, pbx_peer_msg *m)
 
 int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m)
 {
-    int r = peer_recv_raw(fd, m);
+    int r = pbx_peer_io_recv_raw(fd, m, 0);
     if (r != 0) {
         return r;
     }
@@ -354,7 +353,7 @@ int pbx_peer_io_scope_take(int conn, int timeout_ms, uint64_t *scope_id)
         errno = r == 0 ? ETIMEDOUT : errno;
         return -1;
     }
-    r = peer_recv_raw(conn, &m);
+    r = pbx_peer_io_recv_raw(conn, &m, 0);
     if (r != 0) {
         errno = r == 1 ? ECONNRESET : errno;
         return -1;

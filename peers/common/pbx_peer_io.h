@@ -57,6 +57,16 @@ void pbx_peer_io_close_all(int *fds, size_t n);
 int pbx_peer_io_recv_frame(int fd, pbx_peer_msg *m);
 
 /**
+ * pbx_peer_io_recv_raw receives one message on fd into m (bytes and up to
+ * PBX_PEER_IO_FDS_MAX descriptors, which m then owns) without decoding
+ * it, with the extra recvmsg flags (0, or MSG_DONTWAIT). m->err is left
+ * as the caller set it. Returns 0 for a message, 1 when the peer closed
+ * the connection, or -1 with errno set (EMSGSIZE for a truncated
+ * message or foreign control data, whose descriptors are closed).
+ */
+int pbx_peer_io_recv_raw(int fd, pbx_peer_msg *m, int flags);
+
+/**
  * pbx_peer_io_send sends len bytes of buf on fd with one descriptor cap_fd
  * attached (a copy: the sender keeps cap_fd), or none when cap_fd < 0.
  * Never raises SIGPIPE. Returns 0, or -1 with errno set.

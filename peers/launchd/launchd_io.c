@@ -21,12 +21,6 @@
 
 #include "peers/launchd/launchd.h"
 
-/* Control buffer for PBX_PEER_IO_FDS_MAX descriptors, suitably aligned. */
-typedef union launchd_cbuf {
-    char buf[CMSG_SPACE(sizeof(int) * PBX_PEER_IO_FDS_MAX)];
-    struct cmsghdr align;
-} launchd_cbuf;
-
 uint64_t launchd_now_ms(void)
 {
     struct timespec ts;
@@ -42,61 +36,12 @@ void launchd_nonblock(int fd)
     }
 }
 
-/* Copies the descriptors of every SCM_RIGHTS block into m; *odd is set
- * when something else came or there were too many (those are closed). */
-static void launchd_take_fds(struct msghdr *mh, pbx_peer_msg *m, bool *odd)
-{
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
-         c = CMSG_NXTHDR(mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-            *odd = true;
-            continue;
-        }
-        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n && i < PBX_PEER_IO_FDS_MAX + 1U; i++) {
-            int fd = -1;
-            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-            if (m->nfds < PBX_PEER_IO_FDS_MAX) {
-                m->fds[m->nfds++] = fd;
-            } else {
-                (void)close(fd);
-                *odd = true;
-            }
-        }
-    }
-}
-
 int launchd_recv(int fd, pbx_peer_msg *m)
 {
-    launchd_cbuf cbuf;
-    struct iovec iov = {m->buf, sizeof(m->buf)};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&cbuf, 0, sizeof(cbuf));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cbuf.buf;
-    mh.msg_controllen = sizeof(cbuf.buf);
-    m->nfds = 0;
-    m->len = 0;
+    /* Not decoded here: launchd judges launchd-local and ipc frames
+     * itself. */
     m->err = PBX_E_IPC_TRUNCATED;
-    ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (r < 0) {
-        return -1;
-    }
-    bool odd = false;
-    launchd_take_fds(&mh, m, &odd);
-    if (r == 0 && m->nfds == 0U) {
-        return 1;
-    }
-    if (odd || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) {
-        pbx_peer_io_close_all(m->fds, m->nfds);
-        m->nfds = 0;
-        errno = EMSGSIZE;
-        return -1;
-    }
-    m->len = (size_t)r;
-    return 0;
+    return pbx_peer_io_recv_raw(fd, m, MSG_DONTWAIT);
 }
 
 int launchd_send_fds(int fd, const uint8_t *buf, size_t len, const int *fds,
