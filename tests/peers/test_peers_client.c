@@ -527,10 +527,11 @@ PBX_TEST(peers_client_usage_errors_and_help)
     pbx_peer_io_close_all(scope, 2);
 }
 
-/* Starts a runtime-reply request of "f.txt" on pub[1] with the extra
- * args (NULL-terminated, at most 8) and serves it up to COMMIT. */
-static void tc_runtime(tc_run *run, const int pub[2], const int scope[2],
-                       const char *const *extra, pbx_ipc_id id)
+/* Starts pbx-client with a runtime-reply request of "f.txt" on pub[1]
+ * and the scope scope[1], plus the extra args (NULL-terminated), as job
+ * 11:1 entry bin/cat. */
+static void tc_runtime_start(tc_run *run, const int pub[2], const int scope[2],
+                             const char *const *extra)
 {
     static char parg[16];
     static char sarg[16];
@@ -561,6 +562,14 @@ static void tc_runtime(tc_run *run, const int pub[2], const int scope[2],
     args[n] = NULL;
     int keep[2] = {pub[1], scope[1]};
     tc_start(run, args, keep, 2, NULL, -1);
+}
+
+/* Starts a runtime-reply request of "f.txt" on pub[1] with the extra
+ * args (NULL-terminated) and serves it up to COMMIT. */
+static void tc_runtime(tc_run *run, const int pub[2], const int scope[2],
+                       const char *const *extra, pbx_ipc_id id)
+{
+    tc_runtime_start(run, pub, scope, extra);
     static pbx_ipc_begin b;
     tc_serve_commit(pub[0], -1, "f.txt", id, &b);
     PBX_CHECK_EQ(b.ctx.mode, PBX_IPC_MODE_RUNTIME_REPLY);
@@ -740,33 +749,7 @@ PBX_TEST(peers_client_repeat_counts_mismatches)
      * (nothing consumed), an object that does not verify (consumed). */
     const char *r[] = {"--verify-object", root,      "--repeat", "3",
                        "--then",          "consume", NULL};
-    static char parg[16];
-    static char sarg[16];
-    const char *args[TP_ARGS_MAX] = {"request",
-                                     "--control-fd",
-                                     tc_num(parg, pub[1]),
-                                     "--scope-fd",
-                                     tc_num(sarg, scope[1]),
-                                     "--selector",
-                                     "f.txt",
-                                     "--op",
-                                     "read",
-                                     "--class",
-                                     "file",
-                                     "--lifetime",
-                                     "one-shot",
-                                     "--mode",
-                                     "runtime-reply",
-                                     "--job",
-                                     "11:1",
-                                     "--entry",
-                                     "bin/cat",
-                                     NULL};
-    for (size_t i = 0; r[i] != NULL; i++) {
-        args[19U + i] = r[i];
-    }
-    int keep[2] = {pub[1], scope[1]};
-    tc_start(&run, args, keep, 2, NULL, -1);
+    tc_runtime_start(&run, pub, scope, r);
     tc_lifecycle(pub[0], -1, id, id, root, "f.txt", true);
     /* Backpressure is not failure under --repeat: the second BEGIN is
      * answered BUSY by powerboxd, then by launchd, and sent again. */
