@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -377,21 +378,41 @@ def split_or_glob(value, patterns):
     return sorted(p for pat in patterns for p in glob.glob(pat))
 
 
-def run(cmd, cwd, timeout, env=None):
-    """(exit status or 'timeout', output) of a command in its own group."""
+def run(cmd, cwd, timeout, env=None, cpu_limit=None):
+    """(exit status or 'timeout', output) of a command in its own group.
+
+    With cpu_limit the command is judged by the processor time it uses
+    (RLIMIT_CPU, so a loaded machine never turns a slow but correct run
+    into a kill); timeout is then only a wall-clock backstop against a
+    command that blocks without computing.
+    """
+    def limit():
+        if cpu_limit is not None:
+            secs = max(1, int(cpu_limit + 0.999))
+            resource.setrlimit(resource.RLIMIT_CPU, (secs, secs + 5))
     try:
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             errors="replace", start_new_session=True)
+                             errors="replace", start_new_session=True,
+                             preexec_fn=limit)
     except OSError as e:
         return 127, str(e)
     try:
         out, _ = p.communicate(timeout=timeout)
+        if p.returncode in (-signal.SIGXCPU, -signal.SIGKILL) and \
+                cpu_limit is not None:
+            return "timeout", out
         return p.returncode, out
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         return "timeout", ""
+
+
+def child_cpu_seconds():
+    """Processor time (user + system) used so far by reaped children."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def copy_tree(root, dst):
@@ -432,9 +453,9 @@ class Runner:
         if bins is None:
             sys.exit("mutate: baseline link failed:\n" + log)
         for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
-            t0 = time.monotonic()
+            c0 = child_cpu_seconds()
             rc, out = run(cmd, wdir, 600, env)
-            took = time.monotonic() - t0
+            took = child_cpu_seconds() - c0
             if rc != 0:
                 sys.exit(f"mutate: the unmutated tree fails its {what} run "
                          f"({' '.join(cmd)}):\n{out[-2000:]}")
@@ -465,7 +486,8 @@ class Runner:
         if bins is None:
             return verdict("killed", "build", t0)
         for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
-            rc, _ = run(cmd, wdir, self.limits[i], env)
+            rc, _ = run(cmd, wdir, self.limits[i] * self.args.wall_factor,
+                        env, cpu_limit=self.limits[i])
             if rc == "timeout":
                 return verdict("killed", "timeout", t0)
             if rc != 0:
@@ -587,6 +609,7 @@ def parse_args(argv):
     p.add_argument("--build-timeout", type=float, default=120)
     p.add_argument("--timeout-factor", type=float, default=10)
     p.add_argument("--min-timeout", type=float, default=20)
+    p.add_argument("--wall-factor", type=float, default=30)
     p.add_argument("--max-seconds", type=float, default=0,
                    help="stop starting mutants after this long; the report "
                    "covers those that ran")
