@@ -72,9 +72,11 @@ $(TEST_BIN): $(TEST_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(TEST_OBJS) $(LIBPBX) -o $@
 
+# pbx also links the app library (PBX_TOOL_LIBS, set with its rules in
+# mk/peers.mk, which adds it to the prerequisites too).
 $(PBX_BIN): $(TOOL_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
-	$(if $(TOOL_OBJS),$(CC) $(LDFLAGS) $(TOOL_OBJS) $(LIBPBX) -o $@,@true)
+	$(if $(TOOL_OBJS),$(CC) $(LDFLAGS) $(TOOL_OBJS) $(PBX_TOOL_LIBS) $(LIBPBX) -o $@,@true)
 
 test: $(TEST_BIN) $(PBX_BIN)
 	PBX_BIN=$(PBX_BIN) $(TEST_BIN) $(TESTS)

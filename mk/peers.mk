@@ -6,7 +6,8 @@
 # link the project's libraries from libpbx.a.
 #
 #   make peers             build pbx-vfsd, pbx-ttyd, pbx-procd,
-#                          pbx-launchd and pbx-client (in ALL_EXTRA)
+#                          pbx-launchd, pbx-client and libpbx-app.a
+#                          (in ALL_EXTRA)
 #   make peers-test        the peers' tests: pure tables, then every peer
 #                          as a real process over real sockets
 #   make peers-lint        clang-tidy, cppcheck and doccheck on every peer
@@ -16,7 +17,12 @@
 PEERS_NAMES      := vfsd ttyd procd launchd client
 PEERS_LIB_SRCS   := $(wildcard peers/lib/*.c peers/common/*.c)
 PEERS_LIB_OBJS   := $(PEERS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-PEERS_HEADERS    := $(wildcard peers/lib/*.h peers/common/*.h)
+PEERS_HEADERS    := $(wildcard peers/lib/*.h peers/common/*.h peers/app/*.h)
+# The app library programs link (peers/app/, docs/HOST.md): its own
+# objects and the peer library's, so a program needs only it and libpbx.a.
+APP_SRCS         := $(wildcard peers/app/*.c)
+APP_OBJS         := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
+APP_LIB          := $(BUILD)/lib/libpbx-app.a
 PEERS_BINS       := $(PEERS_NAMES:%=$(BUILD)/bin/pbx-%)
 PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
@@ -39,13 +45,24 @@ $(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
-$(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX)
+$(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(APP_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(PEERS_TEST_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX) -o $@
+	$(CC) $(LDFLAGS) $(PEERS_TEST_OBJS) $(APP_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX) -o $@
+
+$(APP_LIB): $(APP_OBJS) $(PEERS_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# The pbx command (Makefile) links the app library; its sources include
+# the app and peer headers.
+PBX_TOOL_LIBS := $(APP_LIB)
+$(PBX_BIN): $(APP_LIB)
+$(TOOL_OBJS): $(PEERS_HEADERS)
 
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
-peers: $(PEERS_BINS)
+peers: $(PEERS_BINS) $(APP_LIB)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

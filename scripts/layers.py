@@ -29,6 +29,9 @@ END = "<!-- END GENERATED: scripts/layers.py table -->"
 LIBS = ["sha2", "ipc", "bootstrap", "capabi"]
 FREE = ["base"] + LIBS
 CORE_AND_BELOW = FREE + ["core"]
+# The peers' libraries: what a hosted program (the peers, the pbx command)
+# may link besides the freestanding layers.
+PEERS_LIBS = ["peers/app", "peers/common", "peers/lib"]
 
 # One row per folder of the tree, in the doc's order: folder, what lives
 # there, whether it is hosted (may use libc and POSIX), the folders its
@@ -54,11 +57,14 @@ LAYERS = [
      "(`port/linux-x86_64`, `port/erix-x86_64`), the port smoke driver "
      "`portcheck/`", False, CORE_AND_BELOW, "core and below, its port"),
     ("peers", "reference vfsd, ttyd, procd, launchd and a client for the "
-     "Linux host", True, ["base", "sha2", "ipc"], "libc, base, sha2, ipc"),
+     "Linux host; the app library programs link (`peers/app/`)", True,
+     ["base", "sha2", "ipc"] + PEERS_LIBS,
+     "libc, base, sha2, ipc, its libraries below"),
     ("sim", "deterministic seeded simulator", True, CORE_AND_BELOW,
      "libc, core and below"),
-    ("tools/pbx", "operator command `pbx`", True, CORE_AND_BELOW,
-     "libc, core and below"),
+    ("tools/pbx", "operator command `pbx`", True,
+     CORE_AND_BELOW + PEERS_LIBS,
+     "libc, core and below, peers/app, peers/common, peers/lib"),
     ("tests", "unit tests (`tests/test_*.c`) on our own runner in "
      "`tests/runner/`; hosted tests of the built images in `tests/port/` "
      "and `tests/e2e/`; the runtime against a scripted fake port in "
@@ -90,6 +96,13 @@ SUBLAYERS = [
      "the smoke driver: base and the port interface"),
     ("powerboxd/runtime", CORE_AND_BELOW + ["powerboxd/port"],
      "the runtime: core and below and the port interface"),
+    ("peers/lib", ["base", "sha2", "ipc"],
+     "the peers' pure decision logic (no I/O): base, sha2, ipc"),
+    ("peers/common", ["base", "sha2", "ipc", "peers/lib"],
+     "the shared socket layer: base, sha2, ipc, peers/lib"),
+    ("peers/app", ["base", "sha2", "ipc", "peers/common", "peers/lib"],
+     "the app library (`libpbx-app.a`): base, sha2, ipc, peers/common, "
+     "peers/lib"),
 ]
 
 # Private headers: only their owner folder may include them.
@@ -286,10 +299,13 @@ def table():
     rows = ["| folder | what lives there | may use |", "|---|---|---|"]
     for name, what, _, _, uses in LAYERS:
         rows.append(f"| `{name}/` | {what} | {uses} |".replace("|  |", "| |"))
-    rows.append("")
-    rows.append("Inside `powerboxd/`:")
-    for sub, _, what in SUBLAYERS:
-        rows.append(f"- `{sub}/`: {what}.")
+    for top in sorted({sub.split("/")[0] for sub, _, _ in SUBLAYERS},
+                      key=lambda t: [n for n, _, _, _, _ in LAYERS].index(t)):
+        rows.append("")
+        rows.append(f"Inside `{top}/`:")
+        for sub, _, what in SUBLAYERS:
+            if sub.split("/")[0] == top:
+                rows.append(f"- `{sub}/`: {what}.")
     rows.append("")
     rows.append("Private headers, included only by their own folder: " +
                 ", ".join(f"`{h}`" for h in sorted(PRIVATE)) + ".")

@@ -1,5 +1,7 @@
 /*
- * test_pbx_tool.c: `pbx geometry make|show|check` end to end.
+ * test_pbx_tool.c: `pbx geometry make|show|check` end to end, and the
+ * pbx command's dispatch: help for pbx and for every command it lists,
+ * and the usage errors (exit 2, one line naming the bad argument).
  *
  * The tests run the real pbx binary as a child process on generated good
  * and bad files, and check its exit status, that it was not killed by a
@@ -24,7 +26,7 @@
 /* What one run of the tool left behind. */
 typedef struct t_run_result {
     int status; /* exit status, or -1 when killed by a signal */
-    char out[4096];
+    char out[16384];
     char err[1024];
 } t_run_result;
 
@@ -480,5 +482,119 @@ PBX_TEST(pbx_tool_make_rejects_bad_arguments)
     t_run(dir, no_out, &r);
     PBX_CHECK_EQ(r.status, 2);
     PBX_CHECK_EQ(t_lines(r.err), 1U);
+    t_cleanup(dir);
+}
+
+/* Whether r is a successful help answer whose stdout shows the synopsis
+ * of command cmd ("  pbx CMD") and whose stderr is empty. */
+static bool t_is_help(const t_run_result *r, const char *cmd)
+{
+    char want[64];
+    int n = snprintf(want, sizeof(want), "  pbx %s", cmd);
+    PBX_REQUIRE(n > 0 && (size_t)n < sizeof(want));
+    return r->status == 0 && r->err[0] == '\0' &&
+           strncmp(r->out, "usage:", 6) == 0 && strstr(r->out, want) != NULL;
+}
+
+/* Collects the command words `pbx --help` lists: the second word of every
+ * line that starts with "  pbx ", each once, into words[0..*count). */
+static void t_listed_commands(const char *out, char words[][32], size_t cap,
+                              size_t *count)
+{
+    *count = 0;
+    for (const char *p = strstr(out, "\n  pbx "); p != NULL;
+         p = strstr(p + 1, "\n  pbx ")) {
+        const char *w = p + 7;
+        size_t len = strcspn(w, " \n");
+        PBX_REQUIRE(len > 0U && len < 32U);
+        bool seen = false;
+        for (size_t i = 0; i < *count; i++) {
+            seen = seen ||
+                   (strlen(words[i]) == len && strncmp(words[i], w, len) == 0);
+        }
+        if (!seen) {
+            PBX_REQUIRE(*count < cap);
+            memcpy(words[*count], w, len);
+            words[*count][len] = '\0';
+            (*count)++;
+        }
+    }
+}
+
+/* pbx -h, --help and help print the synopsis of every command on stdout
+ * and exit 0; each command listed answers COMMAND -h, COMMAND --help and
+ * help COMMAND the same way with its own synopsis, even with other
+ * arguments after it. */
+PBX_TEST(pbx_tool_help_for_every_command)
+{
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    static const char *const top[] = {"-h", "--help", "help"};
+    t_run_result r;
+    for (size_t i = 0; i < PBX_ARRAY_LEN(top); i++) {
+        const char *args[] = {top[i], NULL};
+        t_run(dir, args, &r);
+        PBX_CHECK(t_is_help(&r, "geometry"));
+        PBX_CHECK(t_is_help(&r, "fsm"));
+        PBX_CHECK(strstr(r.out, "Exit status") != NULL);
+    }
+    const char *with_dir[] = {"--dir", dir, "--help", NULL};
+    t_run(dir, with_dir, &r);
+    PBX_CHECK(t_is_help(&r, "fsm"));
+    const char *all[] = {"--help", NULL};
+    t_run(dir, all, &r);
+    char words[32][32];
+    size_t count = 0;
+    t_listed_commands(r.out, words, PBX_ARRAY_LEN(words), &count);
+    PBX_CHECK(count >= 2U);
+    for (size_t i = 0; i < count; i++) {
+        const char *forms[][4] = {
+            {words[i], "-h", NULL, NULL},
+            {words[i], "--help", NULL, NULL},
+            {"help", words[i], NULL, NULL},
+            {words[i], "bogus-word", "--help", NULL},
+        };
+        for (size_t k = 0; k < PBX_ARRAY_LEN(forms); k++) {
+            t_run(dir, forms[k], &r);
+            PBX_CHECK(t_is_help(&r, words[i]));
+        }
+    }
+    t_cleanup(dir);
+}
+
+/* A malformed pbx command line exits 2 with exactly one line on stderr
+ * that names the bad argument, and nothing on stdout. */
+PBX_TEST(pbx_tool_usage_errors_name_the_argument)
+{
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    static const struct {
+        const char *args[4];
+        const char *named;
+    } cases[] = {
+        {{NULL}, "no command"},
+        {{"frobnicate", NULL}, "'frobnicate'"},
+        {{"--frob", "fsm", NULL}, "'--frob'"},
+        {{"--dir", NULL}, "--dir"},
+        {{"--dir", "", "fsm", NULL}, "--dir"},
+        {{"--dir", "/tmp", NULL}, "no command"},
+        {{"help", "frobnicate", NULL}, "'frobnicate'"},
+        {{"help", "fsm", "table", NULL}, "'table'"},
+        {{"fsm", "frobnicate", NULL}, "fsm"},
+    };
+    for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
+        t_run_result r;
+        t_run(dir, cases[i].args, &r);
+        PBX_CHECK_EQ(r.status, 2);
+        PBX_CHECK_EQ(t_lines(r.err), 1U);
+        PBX_CHECK(strstr(r.err, cases[i].named) != NULL);
+        PBX_CHECK_EQ(r.out[0], '\0');
+    }
+    /* After --dir the command runs as before. */
+    const char *args[] = {"--dir", dir, "fsm", "table", NULL};
+    t_run_result r;
+    t_run(dir, args, &r);
+    PBX_CHECK_EQ(r.status, 0);
+    PBX_CHECK(strstr(r.out, "|") != NULL);
     t_cleanup(dir);
 }

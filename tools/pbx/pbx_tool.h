@@ -1,10 +1,26 @@
 /*
  * pbx_tool.h: the pieces of the pbx operator command shared between its
  * source files. Hosted code: libc is available.
+ *
+ * Adding a command NAME (one source file tools/pbx/pbx_NAME.c):
+ *   1. declare its two functions below, next to the others:
+ *          int pbx_tool_NAME(int argc, char **argv);
+ *          void pbx_tool_NAME_usage(FILE *fp);
+ *   2. add one line to the command table in pbx_main.c:
+ *          {"NAME", pbx_tool_NAME, pbx_tool_NAME_usage},
+ * pbx_main.c answers `pbx NAME -h`, `pbx NAME --help` and `pbx help NAME`
+ * itself (usage on stdout, exit 0), so a command never sees those words
+ * before a `--` argument. argv[0] is the word NAME; argc counts it. A
+ * command prints its results on stdout and exactly one line per error on
+ * stderr (pbx_tool_usage_error names a bad argument), and returns one of
+ * the PBX_TOOL_EXIT_* statuses. A command that talks to a running stack
+ * finds it with pbx_tool_dir_path, which honours `pbx --dir DIR` (and a
+ * command's own --dir, through pbx_tool_dir_set).
  */
 #ifndef PBX_TOOL_H
 #define PBX_TOOL_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /** PBX_TOOL_EXIT_OK is the exit status of a command that succeeded. */
@@ -12,12 +28,42 @@
 
 /**
  * PBX_TOOL_EXIT_FAIL is the exit status when the command ran but its
- * subject is bad: an invalid record, an unreadable or unwritable file.
+ * subject is bad or the operation was refused or failed: an invalid
+ * record, an unreadable file, a denied or cancelled request. The message
+ * on stderr says why.
  */
 #define PBX_TOOL_EXIT_FAIL 1
 
 /** PBX_TOOL_EXIT_USAGE is the exit status of a malformed command line. */
 #define PBX_TOOL_EXIT_USAGE 2
+
+/**
+ * pbx_tool_usage_error prints one line on stderr, "pbx CMD: WHAT 'ARG'
+ * (try 'pbx CMD --help')", naming the bad argument, and returns
+ * PBX_TOOL_EXIT_USAGE. cmd is the command word (or NULL for pbx itself),
+ * what a short phrase such as "unknown option", arg the offending argument
+ * (or NULL when there is none, e.g. a missing operand). The strings are
+ * only read.
+ */
+int pbx_tool_usage_error(const char *cmd, const char *what, const char *arg);
+
+/**
+ * pbx_tool_dir_set records the runtime directory named on the command
+ * line (`pbx --dir DIR`, or a command's own --dir), which then wins over
+ * the environment. dir must stay valid until the command returns (an argv
+ * string does); NULL forgets it.
+ */
+void pbx_tool_dir_set(const char *dir);
+
+/**
+ * pbx_tool_dir_path writes the path of name inside the runtime directory
+ * into out[0..cap) (NUL-terminated): the --dir given to pbx_tool_dir_set,
+ * else $PBX_DIR, else $XDG_RUNTIME_DIR/powerboxd, else /tmp/powerboxd-UID
+ * (pbx_app_dir, the one resolution every command and the app library
+ * share). name NULL or "" gives the directory itself. Returns 0, or
+ * PBX_TOOL_EXIT_FAIL after one line on stderr when the path does not fit.
+ */
+int pbx_tool_dir_path(const char *name, char *out, size_t cap);
 
 /**
  * pbx_tool_geometry runs `pbx geometry SUBCOMMAND ...`. argv[0] is the
@@ -29,6 +75,19 @@ int pbx_tool_geometry(int argc, char **argv);
 
 /** pbx_tool_geometry_usage prints the geometry synopsis to stream fp. */
 void pbx_tool_geometry_usage(FILE *fp);
+
+/** pbx_bootstrap_geometry is the PBX1 geometry record
+ * (bootstrap/pbx_bootstrap.h), declared here without its fields. */
+struct pbx_bootstrap_geometry;
+
+/**
+ * pbx_tool_geometry_defaults fills the caller-allocated *g with the
+ * embedded default geometry, exactly what `pbx geometry make` starts from
+ * with no options (capacities, call window, deadlines, page size and the
+ * type layouts this build was compiled with; the page count is left 0 for
+ * pbx_bootstrap_pages_compute). `pbx up` builds its PBX1 record from it.
+ */
+void pbx_tool_geometry_defaults(struct pbx_bootstrap_geometry *g);
 
 /**
  * pbx_tool_fsm runs `pbx fsm dot|table`: argv[0] is "fsm", argc counts it.
