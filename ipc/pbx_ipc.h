@@ -342,6 +342,57 @@ bool pbx_ipc_class_known(uint32_t v);
 /** pbx_ipc_lifetime_known reports whether v is a pbx_ipc_lifetime. */
 bool pbx_ipc_lifetime_known(uint32_t v);
 
+/* ---- printable names (pbx_ipc_names.c) ---------------------------------- */
+
+/**
+ * pbx_ipc_op_name names an operation number for logs: the request's name
+ * in lower case ("begin", "resolve", "wake", ...) and, with
+ * PBX_IPC_REPLY_BIT set, "<name>-reply" ("resolve-reply"). Any other
+ * number (a reply form of WAKE included) is "unknown". The result is a
+ * static NUL-terminated string, never NULL, never freed.
+ */
+const char *pbx_ipc_op_name(uint16_t op);
+
+/**
+ * pbx_ipc_operation_name names a pbx_ipc_operation: "read", "write",
+ * "execute", "list", "stat" (ENTRY_METADATA_READ), "touch" (ENTRY_TOUCH);
+ * any other value "unknown". Static string, never NULL.
+ */
+const char *pbx_ipc_operation_name(uint32_t operation);
+
+/** pbx_ipc_class_name names a pbx_ipc_class ("file", "directory",
+ * "directory-entry", "device", "endpoint"), else "unknown". Static. */
+const char *pbx_ipc_class_name(uint32_t object_class);
+
+/** pbx_ipc_lifetime_name names a pbx_ipc_lifetime ("one-shot",
+ * "invocation", "job"), else "unknown". Static string, never NULL. */
+const char *pbx_ipc_lifetime_name(uint32_t lifetime);
+
+/** pbx_ipc_mode_name names a pbx_ipc_mode ("install", "runtime-reply"),
+ * else "unknown". Static string, never NULL. */
+const char *pbx_ipc_mode_name(uint32_t mode);
+
+/** pbx_ipc_urgency_name names a pbx_ipc_urgency ("routine",
+ * "exceptional"), else "unknown". Static string, never NULL. */
+const char *pbx_ipc_urgency_name(uint32_t urgency);
+
+/** pbx_ipc_outcome_name names a pbx_ipc_outcome ("pending", "approved",
+ * "denied", "cancelled", "not-found"), else "unknown". Static. */
+const char *pbx_ipc_outcome_name(uint32_t outcome);
+
+/** pbx_ipc_reason_name names a pbx_ipc_reason ("none", "policy", "user",
+ * "prompt-timeout", "peer-timeout", "peer-failed", "resolve"), else
+ * "unknown". Static string, never NULL. */
+const char *pbx_ipc_reason_name(uint32_t reason);
+
+/** pbx_ipc_resolve_result_name names a pbx_ipc_resolve_result ("found",
+ * "not-found", "denied"), else "unknown". Static string, never NULL. */
+const char *pbx_ipc_resolve_result_name(uint32_t result);
+
+/** pbx_ipc_verdict_name names a pbx_ipc_verdict ("allow", "deny",
+ * "prompt"), else "unknown". Static string, never NULL. */
+const char *pbx_ipc_verdict_name(uint32_t verdict);
+
 /**
  * pbx_ipc_admission_check applies the seed's entry rules to validated
  * discriminants. The class DIRECTORY_ENTRY is admitted only for the exact
