@@ -16,23 +16,23 @@ typedef struct pbx_ipc_op_named {
 
 /* Every request operation; a reply form is named from its request. */
 static const pbx_ipc_op_named pbx_ipc_op_names[PBX_IPC_OP_COUNT] = {
-    {PBX_IPC_OP_BEGIN, "begin"},       {PBX_IPC_OP_SELECTOR, "selector"},
-    {PBX_IPC_OP_COMMIT, "commit"},     {PBX_IPC_OP_DECISION, "decision"},
-    {PBX_IPC_OP_CANCEL, "cancel"},     {PBX_IPC_OP_CONSUME, "consume"},
-    {PBX_IPC_OP_EXPIRE, "expire"},     {PBX_IPC_OP_RESOLVE, "resolve"},
-    {PBX_IPC_OP_DETACH, "detach"},     {PBX_IPC_OP_RETIRE, "retire"},
-    {PBX_IPC_OP_POLICY, "policy"},     {PBX_IPC_OP_PROMPT, "prompt"},
-    {PBX_IPC_OP_VIEW, "view"},         {PBX_IPC_OP_WITHDRAW, "withdraw"},
-    {PBX_IPC_OP_INSTALL, "install"},   {PBX_IPC_OP_REVOKE, "revoke"},
+    {PBX_IPC_OP_BEGIN, "begin"},     {PBX_IPC_OP_SELECTOR, "selector"},
+    {PBX_IPC_OP_COMMIT, "commit"},   {PBX_IPC_OP_DECISION, "decision"},
+    {PBX_IPC_OP_CANCEL, "cancel"},   {PBX_IPC_OP_CONSUME, "consume"},
+    {PBX_IPC_OP_EXPIRE, "expire"},   {PBX_IPC_OP_RESOLVE, "resolve"},
+    {PBX_IPC_OP_DETACH, "detach"},   {PBX_IPC_OP_RETIRE, "retire"},
+    {PBX_IPC_OP_POLICY, "policy"},   {PBX_IPC_OP_PROMPT, "prompt"},
+    {PBX_IPC_OP_VIEW, "view"},       {PBX_IPC_OP_WITHDRAW, "withdraw"},
+    {PBX_IPC_OP_INSTALL, "install"}, {PBX_IPC_OP_REVOKE, "revoke"},
     {PBX_IPC_OP_WAKE, "wake"},
 };
 
 /* The reply forms, in the order of pbx_ipc_op_names. WAKE has none. */
 static const char *const pbx_ipc_reply_names[PBX_IPC_OP_COUNT] = {
-    "begin-reply",    "selector-reply", "commit-reply",  "decision-reply",
-    "cancel-reply",   "consume-reply",  "expire-reply",  "resolve-reply",
-    "detach-reply",   "retire-reply",   "policy-reply",  "prompt-reply",
-    "view-reply",     "withdraw-reply", "install-reply", "revoke-reply",
+    "begin-reply",  "selector-reply", "commit-reply",  "decision-reply",
+    "cancel-reply", "consume-reply",  "expire-reply",  "resolve-reply",
+    "detach-reply", "retire-reply",   "policy-reply",  "prompt-reply",
+    "view-reply",   "withdraw-reply", "install-reply", "revoke-reply",
     NULL,
 };
 

@@ -15,14 +15,14 @@ static const struct {
     uint16_t op;
     const char *name;
 } expected_ops[PBX_IPC_OP_COUNT] = {
-    {PBX_IPC_OP_BEGIN, "begin"},       {PBX_IPC_OP_SELECTOR, "selector"},
-    {PBX_IPC_OP_COMMIT, "commit"},     {PBX_IPC_OP_DECISION, "decision"},
-    {PBX_IPC_OP_CANCEL, "cancel"},     {PBX_IPC_OP_CONSUME, "consume"},
-    {PBX_IPC_OP_EXPIRE, "expire"},     {PBX_IPC_OP_RESOLVE, "resolve"},
-    {PBX_IPC_OP_DETACH, "detach"},     {PBX_IPC_OP_RETIRE, "retire"},
-    {PBX_IPC_OP_POLICY, "policy"},     {PBX_IPC_OP_PROMPT, "prompt"},
-    {PBX_IPC_OP_VIEW, "view"},         {PBX_IPC_OP_WITHDRAW, "withdraw"},
-    {PBX_IPC_OP_INSTALL, "install"},   {PBX_IPC_OP_REVOKE, "revoke"},
+    {PBX_IPC_OP_BEGIN, "begin"},     {PBX_IPC_OP_SELECTOR, "selector"},
+    {PBX_IPC_OP_COMMIT, "commit"},   {PBX_IPC_OP_DECISION, "decision"},
+    {PBX_IPC_OP_CANCEL, "cancel"},   {PBX_IPC_OP_CONSUME, "consume"},
+    {PBX_IPC_OP_EXPIRE, "expire"},   {PBX_IPC_OP_RESOLVE, "resolve"},
+    {PBX_IPC_OP_DETACH, "detach"},   {PBX_IPC_OP_RETIRE, "retire"},
+    {PBX_IPC_OP_POLICY, "policy"},   {PBX_IPC_OP_PROMPT, "prompt"},
+    {PBX_IPC_OP_VIEW, "view"},       {PBX_IPC_OP_WITHDRAW, "withdraw"},
+    {PBX_IPC_OP_INSTALL, "install"}, {PBX_IPC_OP_REVOKE, "revoke"},
     {PBX_IPC_OP_WAKE, "wake"},
 };
 
@@ -90,9 +90,8 @@ PBX_TEST(ipc_names_every_discriminant)
 {
     static const char *const operations[] = {"read", "write", "execute",
                                              "list", "stat",  "touch"};
-    static const char *const classes[] = {"file", "directory",
-                                          "directory-entry", "device",
-                                          "endpoint"};
+    static const char *const classes[] = {
+        "file", "directory", "directory-entry", "device", "endpoint"};
     static const char *const lifetimes[] = {"one-shot", "invocation", "job"};
     static const char *const modes[] = {"install", "runtime-reply"};
     static const char *const urgencies[] = {"routine", "exceptional"};
@@ -105,14 +104,12 @@ PBX_TEST(ipc_names_every_discriminant)
     static const char *const verdicts[] = {"allow", "deny", "prompt"};
     check_table(pbx_ipc_operation_name, PBX_IPC_OPERATION_READ, operations, 6);
     check_table(pbx_ipc_class_name, PBX_IPC_CLASS_FILE, classes, 5);
-    check_table(pbx_ipc_lifetime_name, PBX_IPC_LIFETIME_ONE_SHOT, lifetimes,
-                3);
+    check_table(pbx_ipc_lifetime_name, PBX_IPC_LIFETIME_ONE_SHOT, lifetimes, 3);
     check_table(pbx_ipc_mode_name, PBX_IPC_MODE_INSTALL, modes, 2);
     check_table(pbx_ipc_urgency_name, PBX_IPC_URGENCY_ROUTINE, urgencies, 2);
     check_table(pbx_ipc_outcome_name, PBX_IPC_OUTCOME_PENDING, outcomes, 5);
     check_table(pbx_ipc_reason_name, PBX_IPC_REASON_NONE, reasons, 7);
-    check_table(pbx_ipc_resolve_result_name, PBX_IPC_RESOLVE_FOUND, results,
-                3);
+    check_table(pbx_ipc_resolve_result_name, PBX_IPC_RESOLVE_FOUND, results, 3);
     check_table(pbx_ipc_verdict_name, PBX_IPC_VERDICT_ALLOW, verdicts, 3);
 }
 
