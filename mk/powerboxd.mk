@@ -182,3 +182,12 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e all
+
+# A scenario that fails on purpose (run.py fail-on-purpose: by fail(), by
+# an exception after launchd died, by run.py's SIGTERM) leaves no process
+# of its stack running (tests/e2e/orphans.py; in CHECK_EXTRA).
+.PHONY: powerboxd-orphans
+powerboxd-orphans: $(PBXD_BIN) $(PBX_BIN) peers
+	python3 tests/e2e/orphans.py $(BUILD)/bin $(BUILD)/run-orphans
+
+CHECK_EXTRA += powerboxd-orphans

@@ -231,14 +231,22 @@ and its job connection.
                  exits 125, no job launched); an EXPIRE over B's own job
                  connection is refused PBX_E_PEER_NOT_YOURS; A's grant
                  stays installed and shown
+  fail-on-purpose (own stack; hidden, `all` leaves it out) leaves a job,
+                 its child in a session of its own and a held request
+                 running, then fails ($PBX_E2E_FAIL: fail, raise after
+                 killing launchd, or term: run.py's SIGTERM);
+                 tests/e2e/orphans.py counts what is left: nothing
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
 `pbx-launchd serve` options in WORK_DIR/<scenario>; the others share one
 stack in WORK_DIR. `run.py BIN_DIR WORK_DIR all` runs every scenario in
 the order of the SCENARIOS table (what `make check` does). Every stack
-runs in a process group of its own; when a scenario fails, the stack's
-group and every job launchd launched are killed. Scenarios that prompt
+runs in a process group of its own; when a scenario fails (fail(), an
+exception, or SIGTERM, SIGHUP or SIGINT of run.py), the stack's group,
+every job launchd launched and every process whose environment carries
+the stack's mark (PBX_E2E_STACK, launchd's and so its jobs', even once
+launchd is gone) are killed. Scenarios that prompt
 get a tmux pane (a window of the run's own tmux server) per stack.
 
 Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
@@ -287,13 +295,14 @@ def fail(msg):
     raise SystemExit(f"run: FAIL: {msg}")
 
 
-def peer(argv, keep, log, pgid):
-    """Starts one peer in process group pgid with the fds in keep and
-    waits for `ready`."""
+def peer(argv, keep, log, pgid, env=None):
+    """Starts one peer in process group pgid with the fds in keep (and
+    environment env, None: this process's) and waits for `ready`."""
     r, w = os.pipe()
     proc = subprocess.Popen(argv + ["--ready-fd", str(w)],
                             pass_fds=keep + [w], stderr=log,
-                            stdin=subprocess.DEVNULL, process_group=pgid)
+                            stdin=subprocess.DEVNULL, process_group=pgid,
+                            env=env)
     os.close(w)
     with os.fdopen(r) as f:
         line = f.readline().strip()
@@ -369,6 +378,34 @@ def descendants(roots):
     return found
 
 
+# Every process launchd starts inherits launchd's environment, which
+# holds STACK_MARK=<the stack's work directory>: so a job is found and
+# killed even after launchd died and the job was reparented away from the
+# stack (stop() sweeps /proc for the mark).
+STACK_MARK = "PBX_E2E_STACK"
+# The signals that end a run; blocked while a stack stops, so that a
+# SIGTERM arriving then cannot cut its cleanup short.
+END_SIGNALS = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+
+
+def marked(work):
+    """Pids of the processes (this one aside) whose environment carries
+    the mark of the stack in work."""
+    mark = f"{STACK_MARK}={work}".encode() + b"\0"
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = b"\0" + f.read()
+        except OSError:
+            continue
+        if b"\0" + mark in env:
+            found.append(int(d))
+    return found
+
+
 class Stack:
     """powerboxd and the four reference peers, started as docs/HOST.md says.
 
@@ -379,7 +416,8 @@ class Stack:
     (`pbx-launchd run`) a scenario starts, is in one process group of its
     own (its leader a sleep kept for that), so that stop() ends them all
     whatever a scenario left; launched jobs, in groups of their own, are
-    found as launchd's descendants.
+    found as launchd's descendants, and, should launchd be gone, by the
+    STACK_MARK of their environment.
     """
 
     def __init__(self, bin_dir, work, tty="/dev/null", pane=None,
@@ -462,7 +500,7 @@ class Stack:
                   self.control, "--wake-hold-file", self.wake_hold] +
                  stages + self.launchd_args,
                  [wake[1].fileno(), broker[1].fileno()], self.log("launchd"),
-                 g),
+                 g, dict(os.environ, **{STACK_MARK: self.work})),
         ]
         vfs = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         vfs.connect(route)
@@ -530,16 +568,33 @@ class Stack:
     def stop(self):
         """Ends launched jobs, powerboxd and the peers (a stopped peer is
         continued first), then everything left in the stack's process
-        group (launchers a failed scenario left running); prints every
-        peer's log, a long one only its head and tail (the whole log stays
-        in WORK_DIR)."""
+        group (launchers a failed scenario left running) and every process
+        carrying the stack's mark (jobs launchd no longer holds); prints
+        every peer's log, a long one only its head and tail (the whole log
+        stays in WORK_DIR). The run's ending signals wait until it is
+        done."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, END_SIGNALS)
+        try:
+            self._stop()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _stop(self):
+        """stop() with the ending signals blocked."""
         left = self.kill_jobs()
         if left:
             print(f"run: {left} process(es) below the stack killed")
         if self.alive():
             os.kill(self.pid, signal.SIGTERM)
-            os.waitpid(self.pid, 0)
-            self.pid = 0
+            os.kill(self.pid, signal.SIGCONT)
+            for _ in range(50):
+                if not self.alive():
+                    break
+                time.sleep(0.1)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                self.pid = 0
         for p in self.procs:
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGCONT)
@@ -555,6 +610,22 @@ class Stack:
         except ProcessLookupError:
             pass
         self.keeper.wait()
+        # Again while any is found: a stray may fork between two looks.
+        killed = set()
+        for _ in range(10):
+            strays = marked(self.work)
+            if not strays:
+                break
+            for pid in strays:
+                killed.add(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        if killed:
+            print(f"run: {len(killed)} process(es) launchd no longer held "
+                  "killed")
         for name, f in sorted(self.logs.items()):
             f.seek(0)
             lines = f.read().decode(errors="replace").splitlines(True)
@@ -2906,6 +2977,43 @@ def control_from_job(st, b, pid, gen):
           "grant still installed and shown, no job launched")
 
 
+def fail_on_purpose(st):
+    """A scenario that fails half way, for tests/e2e/orphans.py (hidden:
+    `all` leaves it out). It leaves running what a failing scenario may:
+    a launcher whose job (a shell) started a child in a session of its
+    own, and a request held after COMMIT; prints `hold=N` (the stack's
+    work directory), waits for the file N/go (at most 60 s), then fails as
+    $PBX_E2E_FAIL says: `fail` (fail()), `raise` (an exception, after
+    launchd was killed, so that its jobs are orphans no longer below the
+    stack) or `term` (waits for the SIGTERM the caller sends run.py)."""
+    mode = os.environ.get("PBX_E2E_FAIL", "fail")
+    job = Launched(st, st.launch_argv(["/bin/sh", "-c", (
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 & "
+        "echo started=$!; exec sleep 600")], "30:1", "bin/sh"))
+    child = int(job.wait_key("started"))
+    held = Client(st, "--then", "hold")
+    held.committed()
+    go = os.path.join(st.work, "go")
+    print(f"hold={st.work}", flush=True)
+    wait_for(lambda: os.path.exists(go), "the go file", 60.0)
+    if mode == "raise":
+        launchd = st.procs[3]
+        launchd.kill()
+        launchd.wait()
+        # launchd's jobs are reparented away from the stack once it is
+        # gone: only the stack's mark can find them now.
+        wait_for(lambda: child not in descendants([st.pgid] + [
+            p.pid for p in st.procs]), "the job's child orphaned", 10.0)
+        raise RuntimeError("fail-on-purpose: an exception, launchd killed")
+    if mode == "term":
+        time.sleep(60)
+    fail(f"fail-on-purpose: failing on purpose ({mode})")
+
+
+# The scenarios `all` leaves out.
+HIDDEN = ("fail-on-purpose",)
+
+
 # Each scenario: its function, whether it prompts on a tmux pane, the
 # `pbx geometry make` arguments and the extra `pbx-launchd serve` options
 # of a stack of its own (both None: the shared stack). `all` runs them in
@@ -2959,6 +3067,8 @@ SCENARIOS = {
                    ["--prompts", "16", "--deadline-open-ms", "2000",
                     "--deadline-idle-ms", "3000"],
                    ["--idle-ms", "3000", "--max-conns", "32"]),
+    # Hidden: fails on purpose (tests/e2e/orphans.py).
+    "fail-on-purpose": (fail_on_purpose, False, [], None),
 }
 
 
@@ -2997,7 +3107,10 @@ class Panes:
 
 def on_term(signum, _frame):
     """SIGTERM or SIGHUP (make interrupted): ends the run through the same
-    cleanup as a failure."""
+    cleanup as a failure. A second signal is ignored, so that it cannot cut
+    that cleanup short."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     raise SystemExit(f"run: FAIL: signal {signum}")
 
 
@@ -3007,7 +3120,7 @@ def main():
     bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["lifecycle"]
     if names == ["all"]:
-        names = list(SCENARIOS)
+        names = [n for n in SCENARIOS if n not in HIDDEN]
     for n in names:
         if n not in SCENARIOS:
             fail(f"unknown scenario {n}")
@@ -3042,9 +3155,13 @@ def main():
         print(f"run: ok: {' '.join(names)} "
               f"({time.monotonic() - t_all:.1f} s)")
     finally:
-        if shared is not None:
-            shared.stop()
-        panes.stop()
+        signal.pthread_sigmask(signal.SIG_BLOCK, END_SIGNALS)
+        try:
+            if shared is not None:
+                shared.stop()
+        finally:
+            panes.stop()
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, END_SIGNALS)
     return 0
 
 
