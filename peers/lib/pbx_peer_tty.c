@@ -419,7 +419,48 @@ static bool tty_row_same(const pbx_ipc_view *a, const pbx_ipc_view *b)
            memcmp(a->label.bytes, b->label.bytes, a->label.len) == 0;
 }
 
-uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq)
+void pbx_peer_tty_views_seen(pbx_peer_tty_views *v, pbx_ipc_id request,
+                             const pbx_ipc_prompt *p)
+{
+    pbx_peer_tty_seen *e = &v->seen[v->seen_next % PBX_PEER_TTY_SEEN_MAX];
+    v->seen_next = (v->seen_next + 1U) % PBX_PEER_TTY_SEEN_MAX;
+    size_t n = p->selector_len <= PBX_IPC_SELECTOR_LEN_BYTES_MAX
+                   ? p->selector_len
+                   : 0U;
+    e->request = request;
+    e->object = p->object;
+    memcpy(e->digest, p->selector_digest, PBX_IPC_DIGEST_BYTES);
+    e->selector_len = (uint16_t)n;
+    if (n != 0U) {
+        memcpy(e->selector, p->selector, n);
+    }
+}
+
+/* Gives new row i the request and selector of the approved prompt that
+ * showed its object and digest, if ttyd remembers one; that prompt is
+ * then forgotten (one prompt, one grant). */
+static void tty_views_attach(pbx_peer_tty_views *v, size_t i)
+{
+    const pbx_ipc_view *r = &v->rows[i];
+    v->request[i] = (pbx_ipc_id){0, 0};
+    v->selector_len[i] = 0;
+    for (size_t k = 0; k < PBX_PEER_TTY_SEEN_MAX; k++) {
+        pbx_peer_tty_seen *e = &v->seen[k];
+        if (e->request.gen == 0U || e->object.id != r->object.id ||
+            e->object.gen != r->object.gen ||
+            memcmp(e->digest, r->selector_digest, PBX_IPC_DIGEST_BYTES) != 0) {
+            continue;
+        }
+        v->request[i] = e->request;
+        v->selector_len[i] = e->selector_len;
+        memcpy(v->selector[i], e->selector, e->selector_len);
+        e->request.gen = 0U;
+        return;
+    }
+}
+
+uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
+                                  uint64_t now_ms)
 {
     size_t free_row = PBX_PEER_TTY_VIEWS_MAX;
     for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
@@ -449,42 +490,94 @@ uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq)
     v->used[free_row] = true;
     v->rows[free_row] = *rq;
     v->rows[free_row].kind = PBX_IPC_VIEW_ACTIVE;
+    v->since_ms[free_row] = now_ms;
+    tty_views_attach(v, free_row);
     return 0U;
+}
+
+/* Appends one field value: "-" when n is 0, else every byte outside
+ * 0x21..0x7E, and backslash, as \xNN, and a lone "-" as \x2d. */
+static void tty_field_value(tty_text *t, const uint8_t *b, size_t n)
+{
+    if (n == 0U) {
+        tty_str(t, "-");
+        return;
+    }
+    for (size_t i = 0; i < n && t->pos + 5U < t->cap; i++) {
+        bool plain = b[i] > 0x20U && b[i] <= 0x7EU && b[i] != '\\' &&
+                     !(n == 1U && b[i] == '-');
+        if (plain) {
+            t->out[t->pos++] = (char)b[i];
+        } else {
+            int w = snprintf(t->out + t->pos, t->cap - t->pos, "\\x%02x",
+                             (unsigned)b[i]);
+            t->pos += w > 0 ? (size_t)w : 0U;
+        }
+    }
+    t->out[t->pos] = '\0';
+}
+
+/* Appends "I.G" of id. */
+static void tty_id(tty_text *t, uint64_t index, uint32_t gen)
+{
+    tty_num(t, index);
+    tty_str(t, ".");
+    tty_num(t, gen);
+}
+
+size_t pbx_peer_tty_views_row(const pbx_peer_tty_views *v, size_t i, char *out,
+                              size_t out_len)
+{
+    tty_text t = {out, out_len, 0U};
+    out[0] = '\0';
+    if (i >= PBX_PEER_TTY_VIEWS_MAX || !v->used[i]) {
+        return 0U;
+    }
+    const pbx_ipc_view *r = &v->rows[i];
+    tty_str(&t, "grant ");
+    tty_id(&t, r->grant.index, r->grant.gen);
+    tty_str(&t, " ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, r->ctx.operation));
+    tty_str(&t, " ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_CLASS, r->ctx.object_class));
+    tty_str(&t, " object ");
+    tty_id(&t, r->object.id, r->object.gen);
+    tty_str(&t, " job ");
+    tty_num(&t, r->ctx.job_id);
+    tty_str(&t, " slot ");
+    tty_num(&t, r->installed_slot);
+    tty_str(&t, " job-gen ");
+    tty_num(&t, r->ctx.job_gen);
+    tty_str(&t, " lifetime ");
+    tty_str(&t, pbx_peer_name_of(PBX_PEER_NAMES_LIFETIME, r->ctx.lifetime));
+    tty_str(&t, " since ");
+    tty_num(&t, v->since_ms[i]);
+    tty_str(&t, " request ");
+    if (v->request[i].gen != 0U) {
+        tty_id(&t, v->request[i].index, v->request[i].gen);
+    } else {
+        tty_str(&t, "-");
+    }
+    tty_str(&t, " selector ");
+    tty_field_value(&t, v->selector[i], v->selector_len[i]);
+    tty_str(&t, " label ");
+    tty_field_value(&t, r->label.bytes, r->label.len);
+    tty_str(&t, " program ");
+    tty_bytes(&t, r->ctx.entry.bytes, r->ctx.entry.len);
+    tty_str(&t, "\n");
+    return t.pos;
 }
 
 size_t pbx_peer_tty_views_list(const pbx_peer_tty_views *v, char *out,
                                size_t out_len)
 {
-    tty_text t = {out, out_len, 0U};
     size_t rows = 0;
+    size_t pos = 0;
     out[0] = '\0';
-    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
-        if (!v->used[i]) {
-            continue;
-        }
-        const pbx_ipc_view *r = &v->rows[i];
-        rows++;
-        tty_str(&t, "grant ");
-        tty_num(&t, r->grant.index);
-        tty_str(&t, ".");
-        tty_num(&t, r->grant.gen);
-        tty_str(&t, " ");
-        tty_str(&t,
-                pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, r->ctx.operation));
-        tty_str(&t, " ");
-        tty_str(&t,
-                pbx_peer_name_of(PBX_PEER_NAMES_CLASS, r->ctx.object_class));
-        tty_str(&t, " object ");
-        tty_num(&t, r->object.id);
-        tty_str(&t, ".");
-        tty_num(&t, r->object.gen);
-        tty_str(&t, " job ");
-        tty_num(&t, r->ctx.job_id);
-        tty_str(&t, " slot ");
-        tty_num(&t, r->installed_slot);
-        tty_str(&t, " program ");
-        tty_bytes(&t, r->ctx.entry.bytes, r->ctx.entry.len);
-        tty_str(&t, "\n");
+    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX && pos + 1U < out_len; i++) {
+        size_t n = pbx_peer_tty_views_row(v, i, out + pos, out_len - pos);
+        rows += n != 0U ? 1U : 0U;
+        pos += n;
     }
     return rows;
 }

@@ -215,31 +215,109 @@ pbx_peer_tty_withdrawn pbx_peer_tty_queue_withdraw(pbx_peer_tty_queue *q,
 size_t pbx_peer_tty_queue_drop_route(pbx_peer_tty_queue *q, int route,
                                      bool *was_showing);
 
-/** pbx_peer_tty_views is the caller-allocated table of ACTIVE rows. */
+/** PBX_PEER_TTY_SEEN_MAX bounds the approved prompts ttyd remembers until
+ * their grant's ACTIVE row arrives (the row itself carries only the
+ * selector's digest, so the selector a user saw is taken from here). */
+#define PBX_PEER_TTY_SEEN_MAX 32U
+
+/** PBX_PEER_TTY_ROW_BYTES_MAX bounds one listed row, its newline and NUL
+ * included: the fixed words and numbers, the selector and label escaped
+ * (at most 4 bytes per byte) and the program entry escaped. */
+#define PBX_PEER_TTY_ROW_BYTES_MAX                                             \
+    (512U + 4U * (PBX_IPC_SELECTOR_LEN_BYTES_MAX +                             \
+                  PBX_IPC_LABEL_LEN_BYTES_MAX + PBX_IPC_ENTRY_LEN_BYTES_MAX))
+
+/**
+ * pbx_peer_tty_seen is one approved prompt: its request, the object it
+ * showed, the selector's digest and the selector bytes the user saw.
+ */
+typedef struct pbx_peer_tty_seen {
+    /** request is the PROMPT's request id (gen nonzero when in use). */
+    pbx_ipc_id request;
+    /** object is the object identity the prompt showed. */
+    pbx_ipc_object object;
+    /** digest is the prompt's selector SHA-256. */
+    uint8_t digest[PBX_IPC_DIGEST_BYTES];
+    /** selector_len is the number of selector bytes. */
+    uint16_t selector_len;
+    /** selector holds the selector bytes shown. */
+    uint8_t selector[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+} pbx_peer_tty_seen;
+
+/**
+ * pbx_peer_tty_views is the caller-allocated table of ACTIVE rows. Besides
+ * each row it keeps the time the row became ACTIVE and, when the grant's
+ * prompt was shown and approved, its request id and the selector shown.
+ */
 typedef struct pbx_peer_tty_views {
     /** used marks the entries of rows in use. */
     bool used[PBX_PEER_TTY_VIEWS_MAX];
     /** rows are the published grant rows. */
     pbx_ipc_view rows[PBX_PEER_TTY_VIEWS_MAX];
+    /** since_ms is each row's ACTIVE time (ms since the Unix epoch). */
+    uint64_t since_ms[PBX_PEER_TTY_VIEWS_MAX];
+    /** request is each row's request id from its prompt ({0,0}: none). */
+    pbx_ipc_id request[PBX_PEER_TTY_VIEWS_MAX];
+    /** selector_len is each row's shown selector length (0: none). */
+    uint16_t selector_len[PBX_PEER_TTY_VIEWS_MAX];
+    /** selector holds each row's shown selector bytes. */
+    uint8_t selector[PBX_PEER_TTY_VIEWS_MAX][PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+    /** seen is a ring of approved prompts waiting for their ACTIVE row. */
+    pbx_peer_tty_seen seen[PBX_PEER_TTY_SEEN_MAX];
+    /** seen_next is the ring slot the next approved prompt overwrites. */
+    size_t seen_next;
 } pbx_peer_tty_views;
 
 /** pbx_peer_tty_views_init empties v (old contents ignored). */
 void pbx_peer_tty_views_init(pbx_peer_tty_views *v);
 
 /**
- * pbx_peer_tty_views_apply applies one VIEW. ACTIVE adds the row (an
- * identical repeat is acknowledged; the same grant with another row is
- * PBX_PEER_E_CONFLICT; a full table PBX_PEER_E_BUSY). REMOVE removes the
- * row with the same grant after checking the full row matches
- * (PBX_PEER_E_MISMATCH otherwise); a REMOVE of an absent grant is
- * acknowledged, so a retried REMOVE reconciles. Returns 0 or a status.
+ * pbx_peer_tty_views_seen remembers that the user approved prompt p of
+ * request (gen nonzero), so that the ACTIVE row of its grant (the same
+ * object identity and selector digest) lists the selector the user saw.
+ * The oldest remembered prompt is forgotten first (ring of
+ * PBX_PEER_TTY_SEEN_MAX); p's selector bytes are copied.
  */
-uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v,
-                                  const pbx_ipc_view *rq);
+void pbx_peer_tty_views_seen(pbx_peer_tty_views *v, pbx_ipc_id request,
+                             const pbx_ipc_prompt *p);
 
 /**
- * pbx_peer_tty_views_list writes one line per ACTIVE row NUL-terminated
- * into out (out_len bytes, truncated to fit) and returns the row count.
+ * pbx_peer_tty_views_apply applies one VIEW at now_ms (ms since the Unix
+ * epoch, the row's "since" when it is added). ACTIVE adds the row (an
+ * identical repeat is acknowledged and keeps its first time; the same
+ * grant with another row is PBX_PEER_E_CONFLICT; a full table
+ * PBX_PEER_E_BUSY). REMOVE removes the row with the same grant after
+ * checking the full row matches (PBX_PEER_E_MISMATCH otherwise); a REMOVE
+ * of an absent grant is acknowledged, so a retried REMOVE reconciles.
+ * Returns 0 or a status.
+ */
+uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
+                                  uint64_t now_ms);
+
+/**
+ * pbx_peer_tty_views_row writes the line of row i (newline and NUL
+ * included, truncated to fit) into out (out_len bytes, at least 1) and
+ * returns its length without the NUL, or 0 when row i is not in use or i
+ * is past the table. The line reads
+ *
+ *   grant I.G OP CLASS object ID.GEN job JOB slot S job-gen N lifetime LT
+ *   since MS request I.G selector SEL label LABEL program ENTRY
+ *
+ * (one line): MS is the ACTIVE time in ms since the Unix epoch; request
+ * and selector are "-" unless the grant's prompt was shown, and label "-"
+ * when empty. SEL and LABEL escape every byte outside 0x21..0x7E, and
+ * backslash, as \xNN (so neither holds a blank and "-" alone means none;
+ * a one-byte "-" is written \x2d); ENTRY, last, is written as the prompt
+ * writes it (blanks kept, other bytes escaped). The words up to slot are
+ * the old view file's, in its order.
+ */
+size_t pbx_peer_tty_views_row(const pbx_peer_tty_views *v, size_t i, char *out,
+                              size_t out_len);
+
+/**
+ * pbx_peer_tty_views_list writes one line per ACTIVE row (see
+ * pbx_peer_tty_views_row) NUL-terminated into out (out_len bytes,
+ * truncated to fit) and returns the row count.
  */
 size_t pbx_peer_tty_views_list(const pbx_peer_tty_views *v, char *out,
                                size_t out_len);

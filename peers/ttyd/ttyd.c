@@ -3,11 +3,12 @@
  * policy file; PROMPTs are queued (RETRY when the queue is full) and shown
  * one at a time on a real terminal, which is read without ever blocking
  * (RETRY while earlier input is pending); WITHDRAW takes a showing or
- * queued prompt away; VIEW keeps the ACTIVE rows in a table, listed in
- * --view-file. Every reply echoes its call's seq. See docs/HOST.md.
+ * queued prompt away; VIEW keeps the ACTIVE rows in a table in memory,
+ * listed to whoever connects to the --query socket (no file is written on
+ * any call). Every reply echoes its call's seq. See docs/HOST.md.
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
- *            [--view-file PATH] [--ready-fd N]
+ *            [--query PATH] [--ready-fd N]
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "peers/common/pbx_peer_io.h"
@@ -31,6 +33,29 @@
  * write in all, and the step of that wait. */
 #define TTYD_WRITE_WAIT_MS 1000
 #define TTYD_WRITE_STEP_MS 50
+/* Query readers served at once (more wait in the listen backlog), and how
+ * long one may take to read every row before it is dropped. */
+#define TTYD_READERS_MAX 8U
+#define TTYD_READER_MS   2000U
+/* Rows formatted for one reader per poll round, so that a long list never
+ * holds up the routes. */
+#define TTYD_READER_ROWS 64U
+
+/* The usage line, printed by -h and after a bad option. */
+#define TTYD_USAGE                                                             \
+    "usage: pbx-ttyd --policy FILE [--tty PATH] [--route PATH] "               \
+    "[--route-fd N] [--query PATH] [--ready-fd N]"
+
+/* One query connection being served: the next row slot to list and the
+ * part of the current row not yet written. */
+typedef struct ttyd_reader {
+    int fd; /* -1: free */
+    size_t slot;
+    size_t off;
+    size_t len;
+    uint64_t deadline_ms;
+    char line[PBX_PEER_TTY_ROW_BYTES_MAX];
+} ttyd_reader;
 
 /* What a write to the terminal came to. */
 enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
@@ -41,7 +66,8 @@ typedef struct ttyd {
     int tty; /* non-blocking: ttyd never waits on the terminal */
     int routes[TTYD_ROUTES_MAX];
     size_t nroutes;
-    const char *view_file;
+    int query_fd; /* the --query listener, or -1 */
+    ttyd_reader readers[TTYD_READERS_MAX];
     pbx_peer_tty_policy policy;
     pbx_peer_tty_views views;
     pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
@@ -53,7 +79,7 @@ typedef struct ttyd {
     bool typed_ahead; /* input came after the last answer, in its read */
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
-    char text[262144]; /* the view file: up to PBX_PEER_TTY_VIEWS_MAX rows */
+    char text[32768]; /* a prompt's text: its fields escaped fit */
 } ttyd;
 
 static ttyd g_ttyd;
@@ -246,6 +272,11 @@ static void ttyd_finish(uint8_t a)
     pbx_peer_log("ttyd", "PROMPT %u.%u: %s", e->request.index, e->request.gen,
                  a == PBX_IPC_ANSWER_APPROVE ? "approve" : "deny");
     ttyd_reply_prompt(e, false, a);
+    if (a == PBX_IPC_ANSWER_APPROVE) {
+        /* The grant's row will carry only the selector's digest: keep the
+         * selector the user saw for it. */
+        pbx_peer_tty_views_seen(&g_ttyd.views, e->request, &e->prompt);
+    }
     (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
     ttyd_line_reset();
     ttyd_next();
@@ -391,20 +422,100 @@ static void ttyd_withdraw(int fd)
     ttyd_next();
 }
 
-/* Rewrites the view file with the current ACTIVE rows, atomically. */
-static void ttyd_publish(void)
+/* The wall clock in ms since the Unix epoch (a row's "since"). */
+static uint64_t ttyd_wall_ms(void)
 {
-    if (g_ttyd.view_file == NULL) {
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
+}
+
+/* The monotonic clock in ms (reader deadlines). */
+static uint64_t ttyd_mono_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
+}
+
+/* Ends query reader r (its rows listed, or it gave up or was too slow). */
+static void ttyd_reader_end(ttyd_reader *r, const char *why)
+{
+    if (why != NULL) {
+        pbx_peer_log("ttyd", "query reader dropped: %s", why);
+    }
+    (void)close(r->fd);
+    r->fd = -1;
+}
+
+/* Writes what reader r can take now without waiting: the rest of its
+ * current row, then the next rows (at most TTYD_READER_ROWS per call).
+ * Rows are listed from the live table, slot by slot, so each row listed
+ * was ACTIVE when it was formatted; the reader is closed after the last. */
+static void ttyd_reader_serve(ttyd_reader *r)
+{
+    for (unsigned k = 0; k <= TTYD_READER_ROWS; k++) {
+        if (r->off == r->len) {
+            r->off = r->len = 0;
+            while (r->len == 0U && r->slot < PBX_PEER_TTY_VIEWS_MAX) {
+                r->len = pbx_peer_tty_views_row(&g_ttyd.views, r->slot++,
+                                                r->line, sizeof(r->line));
+            }
+            if (r->len == 0U) {
+                ttyd_reader_end(r, NULL);
+                return;
+            }
+            if (k == TTYD_READER_ROWS) {
+                return;
+            }
+        }
+        ssize_t w = send(r->fd, r->line + r->off, r->len - r->off,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        }
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            ttyd_reader_end(r, w < 0 ? strerror(errno) : "wrote nothing");
+            return;
+        }
+        r->off += (size_t)w;
+    }
+}
+
+/* Takes one query connection into a free reader entry (the caller polls
+ * the listener only while one is free) and starts listing. */
+static void ttyd_query_accept(void)
+{
+    int fd = accept4(g_ttyd.query_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
         return;
     }
-    (void)pbx_peer_tty_views_list(&g_ttyd.views, g_ttyd.text,
-                                  sizeof(g_ttyd.text));
-    char tmp[4096];
-    (void)snprintf(tmp, sizeof(tmp), "%s.tmp", g_ttyd.view_file);
-    FILE *f = fopen(tmp, "we");
-    if (f == NULL || fputs(g_ttyd.text, f) < 0 || fclose(f) != 0 ||
-        rename(tmp, g_ttyd.view_file) != 0) {
-        pbx_peer_log("ttyd", "view file: %s", strerror(errno));
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        ttyd_reader *r = &g_ttyd.readers[i];
+        if (r->fd < 0) {
+            r->fd = fd;
+            r->slot = r->off = r->len = 0;
+            r->deadline_ms = ttyd_mono_ms() + TTYD_READER_MS;
+            ttyd_reader_serve(r);
+            return;
+        }
+    }
+    (void)close(fd);
+}
+
+/* Drops every reader past its deadline: a reader that does not read
+ * holds one entry for TTYD_READER_MS at most. */
+static void ttyd_readers_timer(void)
+{
+    uint64_t now = ttyd_mono_ms();
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        ttyd_reader *r = &g_ttyd.readers[i];
+        if (r->fd >= 0 && now >= r->deadline_ms) {
+            ttyd_reader_end(r, "not read within its deadline");
+        }
     }
 }
 
@@ -417,12 +528,11 @@ static void ttyd_view(int fd)
         ttyd_fail(fd, (uint32_t)e, "VIEW malformed");
         return;
     }
-    uint32_t st = pbx_peer_tty_views_apply(&g_ttyd.views, &rq);
+    uint32_t st = pbx_peer_tty_views_apply(&g_ttyd.views, &rq, ttyd_wall_ms());
     if (st != 0U) {
         ttyd_fail(fd, st, "VIEW");
         return;
     }
-    ttyd_publish();
     pbx_ipc_view_ack ack = {rq.kind, rq.grant};
     size_t n = 0;
     e = pbx_ipc_view_reply_encode(g_ttyd.msg.frame.request, &ack, g_ttyd.out,
@@ -487,13 +597,58 @@ static void ttyd_route_gone(int fd)
     }
 }
 
-/* One poll round over the listener, the routes and, while a prompt shows,
- * the terminal. Routes are served first, one frame each, so POLICY, VIEW
- * and WITHDRAW are answered while a prompt waits for the user; terminal
- * input is read only for the prompt that was showing when poll began. */
+/* Fills p[0..TTYD_READERS_MAX] with the query listener (only while a
+ * reader entry is free: more connections wait in the backlog) and the
+ * readers; returns whether any reader is being served. */
+static bool ttyd_poll_readers(struct pollfd *p)
+{
+    bool busy = false;
+    bool room = false;
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        int fd = g_ttyd.readers[i].fd;
+        p[1U + i] = (struct pollfd){fd, POLLOUT, 0};
+        busy = busy || fd >= 0;
+        room = room || fd < 0;
+    }
+    p[0] = (struct pollfd){room ? g_ttyd.query_fd : -1, POLLIN, 0};
+    return busy;
+}
+
+/* Serves the readers and the query listener after poll (q as filled by
+ * ttyd_poll_readers). */
+static void ttyd_serve_readers(const struct pollfd *q)
+{
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        if (g_ttyd.readers[i].fd >= 0 && q[1U + i].revents != 0) {
+            ttyd_reader_serve(&g_ttyd.readers[i]);
+        }
+    }
+    ttyd_readers_timer();
+    if ((q[0].revents & POLLIN) != 0) {
+        ttyd_query_accept();
+    }
+}
+
+/* Takes a new route connection on the --route listener. */
+static void ttyd_route_accept(void)
+{
+    int fd = accept4(g_ttyd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0 && g_ttyd.nroutes < TTYD_ROUTES_MAX) {
+        g_ttyd.routes[g_ttyd.nroutes++] = fd;
+    } else if (fd >= 0) {
+        pbx_peer_log("ttyd", "route table full; refusing a connection");
+        (void)close(fd);
+    }
+}
+
+/* One poll round over the listeners, the routes, the query readers and,
+ * while a prompt shows, the terminal. Routes are served first, one frame
+ * each, so POLICY, VIEW and WITHDRAW are answered while a prompt waits
+ * for the user; terminal input is read only for the prompt that was
+ * showing when poll began; a reader gets what its socket takes now. */
 static int ttyd_round(void)
 {
-    struct pollfd p[2U + TTYD_ROUTES_MAX];
+    struct pollfd p[3U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
     p[0] = (struct pollfd){g_ttyd.listen_fd, POLLIN, 0};
     size_t nr = g_ttyd.nroutes;
     for (size_t i = 0; i < nr; i++) {
@@ -502,7 +657,9 @@ static int ttyd_round(void)
     bool showing = g_ttyd.queue.showing;
     uint64_t shown = g_ttyd.shown;
     p[1U + nr] = (struct pollfd){showing ? g_ttyd.tty : -1, POLLIN, 0};
-    if (poll(p, (nfds_t)(2U + nr), -1) < 0) {
+    bool reading = ttyd_poll_readers(&p[2U + nr]);
+    nfds_t n = (nfds_t)(3U + nr + TTYD_READERS_MAX);
+    if (poll(p, n, reading ? (int)TTYD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t k = nr; k > 0U; k--) {
@@ -517,16 +674,23 @@ static int ttyd_round(void)
         g_ttyd.shown == shown) {
         ttyd_tty_input();
     }
+    ttyd_serve_readers(&p[2U + nr]);
     if ((p[0].revents & POLLIN) != 0) {
-        int fd = accept4(g_ttyd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0 && g_ttyd.nroutes < TTYD_ROUTES_MAX) {
-            g_ttyd.routes[g_ttyd.nroutes++] = fd;
-        } else if (fd >= 0) {
-            pbx_peer_log("ttyd", "route table full; refusing a connection");
-            (void)close(fd);
-        }
+        ttyd_route_accept();
     }
     return 0;
+}
+
+/* Opens the --query listener at path: a stream socket of mode 0600 (the
+ * rows name the user's grants). */
+static int ttyd_query_listen(const char *path)
+{
+    int fd = pbx_peer_io_listen_private(path, SOCK_STREAM);
+    if (fd >= 0 && listen(fd, 16) != 0) {
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* Handles one option pair; false with a message when it is invalid. */
@@ -537,11 +701,14 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
     if (strcmp(k, "--policy") == 0) {
         return ttyd_load_policy(v);
     }
-    if (strcmp(k, "--tty") == 0 || strcmp(k, "--view-file") == 0) {
-        *(strcmp(k, "--tty") == 0 ? tty : &g_ttyd.view_file) = v;
+    if (strcmp(k, "--tty") == 0) {
+        *tty = v;
         return true;
     }
-    if (strcmp(k, "--route") == 0) {
+    if (strcmp(k, "--query") == 0) {
+        g_ttyd.query_fd = ttyd_query_listen(v);
+        fd = g_ttyd.query_fd;
+    } else if (strcmp(k, "--route") == 0) {
         g_ttyd.listen_fd = pbx_peer_io_listen(v, SOCK_SEQPACKET);
         fd = g_ttyd.listen_fd;
     } else if (strcmp(k, "--route-fd") == 0 &&
@@ -568,6 +735,20 @@ int main(int argc, char **argv)
     int ready_fd = -1;
     const char *tty = "/dev/tty";
     g_ttyd.listen_fd = -1;
+    g_ttyd.query_fd = -1;
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        g_ttyd.readers[i].fd = -1;
+    }
+    if (argc == 2 &&
+        (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        (void)puts(TTYD_USAGE);
+        return 0;
+    }
+    if (argc == 1) {
+        /* Without a policy ttyd would serve nothing of use. */
+        pbx_peer_log("ttyd", "%s", TTYD_USAGE);
+        return 2;
+    }
     pbx_peer_tty_views_init(&g_ttyd.views);
     pbx_peer_tty_queue_init(&g_ttyd.queue);
     bool ok = (argc % 2) == 1;
@@ -575,9 +756,7 @@ int main(int argc, char **argv)
         ok = ttyd_option(argv[i], argv[i + 1], &ready_fd, &tty);
     }
     if (!ok) {
-        pbx_peer_log("ttyd", "usage: pbx-ttyd --policy FILE [--tty PATH] "
-                             "[--route PATH] [--route-fd N] "
-                             "[--view-file PATH] [--ready-fd N]");
+        pbx_peer_log("ttyd", "%s", TTYD_USAGE);
         return 2;
     }
     g_ttyd.tty = open(tty, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -585,7 +764,6 @@ int main(int argc, char **argv)
         pbx_peer_log("ttyd", "terminal '%s': %s", tty, strerror(errno));
         return 2;
     }
-    ttyd_publish();
     pbx_peer_log("ttyd", "ready: %zu policy rule(s), terminal %s",
                  g_ttyd.policy.count, tty);
     pbx_peer_io_ready(ready_fd);

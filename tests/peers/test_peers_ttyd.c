@@ -3,8 +3,10 @@
  * VIEW table on cases, and the pbx-ttyd process over a real socketpair
  * with a real pseudo-terminal: POLICY verdicts, PROMPT answered with "y"
  * typed on the terminal, RETRY while type-ahead is pending, and VIEW rows
- * listed in the view file. The prompt queue on cases, and the process
- * with prompts pending: POLICY and VIEW served meanwhile, prompts shown
+ * listed to a reader of the query socket (the selector an approved prompt
+ * showed, the ACTIVE time; a reader that does not read is dropped at its
+ * deadline and never holds up the routes). The prompt queue on cases, and the
+ * process with prompts pending: POLICY and VIEW served meanwhile, prompts shown
  * one at a time and answered in order, WITHDRAW of the showing, a queued
  * and an unknown prompt, RETRY when the queue is full, every reply (error
  * replies included) echoing its call's seq, and a backlog served in order
@@ -19,11 +21,13 @@
 #include "../runner/pbx_test.h"
 #include "peers_child.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,16 +126,21 @@ PBX_TEST(peers_tty_prompt_text_and_views)
     row.grant.gen = 1;
     row.ctx = p.ctx;
     row.object = p.object;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), 0U);
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), 0U); /* repeat */
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 1000U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 2000U), 0U); /* repeat */
     row.object.gen = 6;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), PBX_PEER_E_CONFLICT);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3000U),
+                 PBX_PEER_E_CONFLICT);
     row.kind = PBX_IPC_VIEW_REMOVE;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), PBX_PEER_E_MISMATCH);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3000U),
+                 PBX_PEER_E_MISMATCH);
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 1U);
+    /* The repeat kept the first ACTIVE time; no prompt: no selector. */
+    PBX_CHECK(strstr(text, " since 1000 request - selector - label - "
+                           "program /bin/cat\n") != NULL);
     row.object.gen = 5;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), 0U);
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row), 0U); /* reconciles */
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U); /* again */
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 0U);
 }
 
@@ -169,13 +178,43 @@ static void tt_prompt_send(int route)
     PBX_CHECK(pbx_peer_io_send(route, buf, n, -1) == 0);
 }
 
+/* Connects to ttyd's query socket at path and reads every row until
+ * ttyd closes (at most 3 s); returns the bytes read (NUL-terminated in
+ * buf) or -1 when the socket could not be read. */
+static long tt_query(const char *path, char *buf, size_t cap)
+{
+    int fd = pbx_peer_io_connect(path, SOCK_STREAM);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t got = 0;
+    long result = -1;
+    for (int i = 0; i < 1000 && got + 1U < cap; i++) {
+        if (!tp_readable(fd, 3000)) {
+            break;
+        }
+        ssize_t r = read(fd, buf + got, cap - 1U - got);
+        if (r == 0) {
+            result = (long)got;
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            break;
+        }
+        got += r > 0 ? (size_t)r : 0U;
+    }
+    buf[got] = '\0';
+    (void)close(fd);
+    return result;
+}
+
 /* Starts ttyd on a fresh pty; returns the pid, the master and route. */
 static pid_t tt_up(int *master, int *route, char *views, size_t views_len)
 {
     const char *d = tp_tmpdir();
     char pol[512];
     (void)snprintf(pol, sizeof(pol), "%s/policy", d);
-    (void)snprintf(views, views_len, "%s/views", d);
+    (void)snprintf(views, views_len, "%s/ttyd.sock", d);
     static const char rules[] =
         "1 * read file routine allow\n* * * * exceptional prompt\n";
     int pf = open(pol, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -192,9 +231,8 @@ static pid_t tt_up(int *master, int *route, char *views, size_t views_len)
     PBX_REQUIRE(tp_seqpair(rp));
     char rarg[16];
     (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
-    const char *args[] = {"--policy",    pol,          "--tty",
-                          slave,         "--route-fd", rarg,
-                          "--view-file", views,        NULL};
+    const char *args[] = {"--policy", pol,       "--tty", slave, "--route-fd",
+                          rarg,       "--query", views,   NULL};
     pid_t pid = tp_spawn("ttyd", args, &rp[1], 1, -1);
     (void)close(rp[1]);
     *route = rp[0];
@@ -274,8 +312,13 @@ PBX_TEST(peers_ttyd_policy_prompt_view)
         pbx_ipc_view_ack ack;
         PBX_CHECK_EQ(pbx_ipc_view_reply_decode(&m.frame, &ack), PBX_OK);
         PBX_CHECK(ack.kind == k && ack.grant.gen == 2U);
-        PBX_CHECK_EQ(tp_read_file(views, out, sizeof(out)) > 0, k == 1);
+        PBX_CHECK_EQ(tt_query(views, out, sizeof(out)) > 0, k == 1);
         PBX_CHECK_EQ(strstr(out, "grant 4.2 read file") != NULL, k == 1);
+        /* The approved prompt of object 777.5 named the selector shown. */
+        PBX_CHECK_EQ(strstr(out, " lifetime one-shot since ") != NULL &&
+                         strstr(out, " request 4.9 selector docs/report.txt "
+                                     "label - program /bin/cat\n") != NULL,
+                     k == 1);
     }
     (void)close(route);
     (void)close(master);
@@ -289,6 +332,54 @@ static pbx_ipc_prompt tt_prompt_of(const char *sel, uint64_t obj)
     p.object.id = obj;
     p.object.gen = 1;
     return p;
+}
+
+PBX_TEST(peers_tty_views_take_the_selector_an_approved_prompt_showed)
+{
+    static pbx_peer_tty_views v;
+    pbx_peer_tty_views_init(&v);
+    pbx_ipc_prompt p = tt_prompt("my docs/a\\b");
+    p.selector_digest[0] = 0xAB;
+    pbx_peer_tty_views_seen(&v, (pbx_ipc_id){8, 3}, &p);
+    static pbx_ipc_view row;
+    memset(&row, 0, sizeof(row));
+    row.kind = PBX_IPC_VIEW_ACTIVE;
+    row.grant = (pbx_ipc_id){1, 1};
+    row.ctx = p.ctx;
+    row.object = p.object;
+    row.label = p.label;
+    /* Another digest: not the prompt's grant, nothing taken. */
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 5U), 0U);
+    row.grant = (pbx_ipc_id){2, 1};
+    row.selector_digest[0] = 0xAB;
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 6U), 0U);
+    /* The prompt is taken once: a second grant of the same object and
+     * digest (a reused identity) gets no selector. */
+    row.grant = (pbx_ipc_id){3, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 7U), 0U);
+    static char text[4 * PBX_PEER_TTY_ROW_BYTES_MAX];
+    PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 3U);
+    PBX_CHECK(strstr(text, "grant 1.1 read file object 777.5 job 11 slot 0 "
+                           "job-gen 2 lifetime one-shot since 5 request - "
+                           "selector - label demo program /bin/cat\n") != NULL);
+    /* Blanks and backslash escaped: the selector is one word. */
+    PBX_CHECK(strstr(text, "grant 2.1 read file object 777.5 job 11 slot 0 "
+                           "job-gen 2 lifetime one-shot since 6 request 8.3 "
+                           "selector my\\x20docs/a\\x5cb label demo "
+                           "program /bin/cat\n") != NULL);
+    PBX_CHECK(strstr(text, "grant 3.1 read file object 777.5 job 11 slot 0 "
+                           "job-gen 2 lifetime one-shot since 7 request - "
+                           "selector - ") != NULL);
+    /* A one-byte "-" label is escaped so "-" alone means none. */
+    row.grant = (pbx_ipc_id){4, 1};
+    row.label.len = 1;
+    row.label.bytes[0] = '-';
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 8U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 4U);
+    PBX_CHECK(strstr(text, "label \\x2d program") != NULL);
+    PBX_CHECK_EQ(
+        pbx_peer_tty_views_row(&v, PBX_PEER_TTY_VIEWS_MAX, text, sizeof(text)),
+        0U);
 }
 
 PBX_TEST(peers_tty_queue_table)
@@ -488,11 +579,11 @@ PBX_TEST(peers_ttyd_serves_policy_and_view_while_a_prompt_waits)
     tt_policy_seq(route, 0xA0000002U, &m);
     PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_ACTIVE, 600, 0xA0000003U, &m),
                  0U);
-    PBX_CHECK(tp_read_file(views, out, sizeof(out)) > 0 &&
+    PBX_CHECK(tt_query(views, out, sizeof(out)) > 0 &&
               strstr(out, "grant 4.2 read file object 600.1") != NULL);
     PBX_CHECK_EQ(tt_view_seq(route, PBX_IPC_VIEW_REMOVE, 600, 0xA0000004U, &m),
                  0U);
-    PBX_CHECK(tp_read_file(views, out, sizeof(out)) == 0);
+    PBX_CHECK(tt_query(views, out, sizeof(out)) == 0);
     PBX_CHECK(!tp_readable(route, 100)); /* the PROMPT is still unanswered */
     /* Now the user answers: the reply echoes the PROMPT's seq. */
     PBX_CHECK(write(master, "y\n", 2) == 2);
@@ -682,7 +773,76 @@ PBX_TEST(peers_ttyd_stalled_serves_its_backlog_in_order)
         PBX_CHECK_EQ(m.frame.status, 0U);
     }
     char out[512];
-    PBX_CHECK(tp_read_file(views, out, sizeof(out)) == 0);
+    PBX_CHECK(tt_query(views, out, sizeof(out)) == 0);
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}
+
+/* Publishes ACTIVE rows for grants 1..count (object 1000+i) on route. */
+static void tt_fill_views(int route, uint32_t count, pbx_peer_msg *m)
+{
+    static pbx_ipc_view v;
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    for (uint32_t i = 1; i <= count; i++) {
+        tt_view_row(&v, PBX_IPC_VIEW_ACTIVE, 1000U + i);
+        v.grant.index = i;
+        size_t n = 0;
+        PBX_CHECK_EQ(pbx_ipc_view_encode(v.grant, &v, buf, sizeof(buf), &n),
+                     PBX_OK);
+        PBX_REQUIRE(pbx_peer_io_call(route, buf, n, -1, m, 3000) == 0);
+        PBX_REQUIRE(m->frame.status == 0U);
+    }
+}
+
+/* Counts the lines of text. */
+static size_t tt_lines(const char *text)
+{
+    size_t n = 0;
+    for (const char *c = strchr(text, '\n'); c != NULL;
+         c = strchr(c + 1, '\n')) {
+        n++;
+    }
+    return n;
+}
+
+PBX_TEST(peers_ttyd_query_reader_that_never_reads_is_dropped)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    /* A full table: more rows than one socket buffer takes at once. */
+    tt_fill_views(route, PBX_PEER_TTY_VIEWS_MAX, &m);
+    int stuck = pbx_peer_io_connect(views, SOCK_STREAM);
+    PBX_REQUIRE(stuck >= 0);
+    /* It reads nothing: ttyd still answers its route at once. */
+    struct timespec t0;
+    struct timespec t1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    tt_policy_seq(route, 77, &m);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    PBX_CHECK(t1.tv_sec - t0.tv_sec < 1);
+    /* A reader that reads gets every row meanwhile. */
+    static char out[PBX_PEER_TTY_VIEWS_MAX * 256U];
+    PBX_CHECK(tt_query(views, out, sizeof(out)) > 0);
+    PBX_CHECK_EQ(tt_lines(out), (size_t)PBX_PEER_TTY_VIEWS_MAX);
+    PBX_CHECK(strstr(out, "grant 1024.2 read file object 2024.1 ") != NULL);
+    /* The one that never read is closed at its deadline (2 s): what it
+     * reads then is a part of the list, then end of file. */
+    struct timespec ts = {2, 500L * 1000L * 1000L};
+    (void)nanosleep(&ts, NULL);
+    size_t got = 0;
+    bool eof = false;
+    for (int i = 0; i < 10000 && !eof && tp_readable(stuck, 1000); i++) {
+        ssize_t r = read(stuck, out, sizeof(out));
+        eof = r <= 0;
+        got += r > 0 ? (size_t)r : 0U;
+    }
+    PBX_CHECK(eof);
+    PBX_CHECK(got > 0U && got < PBX_PEER_TTY_VIEWS_MAX * 100U);
+    (void)close(stuck);
     (void)close(route);
     (void)close(master);
     (void)tp_stop(pid);
