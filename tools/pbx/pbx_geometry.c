@@ -375,18 +375,23 @@ static bool pbx_geom_make_calls_ok(const pbx_bootstrap_geometry *g)
     return true;
 }
 
+void pbx_tool_geometry_defaults(pbx_bootstrap_geometry *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = PBX_GEOM_DEFAULT_PAGE_SIZE;
+    memcpy(g->capacity, pbx_geom_default_capacity, sizeof(g->capacity));
+    g->call_window = PBX_GEOM_DEFAULT_CALL_WINDOW;
+    memcpy(g->time_ms, pbx_geom_default_time_ms, sizeof(g->time_ms));
+    pbx_geom_expected(g->layout);
+}
+
 /* `pbx geometry make`: defaults, overrides, compiled layouts, derived page
  * count, encode, write. */
 static int pbx_geom_make(int argc, char **argv)
 {
     pbx_bootstrap_geometry g;
-    memset(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = PBX_GEOM_DEFAULT_PAGE_SIZE;
-    memcpy(g.capacity, pbx_geom_default_capacity, sizeof(g.capacity));
-    g.call_window = PBX_GEOM_DEFAULT_CALL_WINDOW;
-    memcpy(g.time_ms, pbx_geom_default_time_ms, sizeof(g.time_ms));
-    pbx_geom_expected(g.layout);
+    pbx_tool_geometry_defaults(&g);
     const char *out = NULL;
     if (!pbx_geom_make_args(argc, argv, &g, &out)) {
         return PBX_TOOL_EXIT_USAGE;

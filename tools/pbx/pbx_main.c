@@ -28,6 +28,7 @@ typedef struct pbx_tool_cmd {
 static const pbx_tool_cmd g_pbx_cmds[] = {
     {"geometry", pbx_tool_geometry, pbx_tool_geometry_usage},
     {"fsm", pbx_tool_fsm, pbx_tool_fsm_usage},
+    {"up", pbx_tool_up, pbx_tool_up_usage},
 };
 
 /* The runtime directory named on the command line, or NULL. */

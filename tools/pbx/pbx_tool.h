@@ -99,4 +99,16 @@ int pbx_tool_fsm(int argc, char **argv);
 /** pbx_tool_fsm_usage prints the fsm synopsis to stream fp. */
 void pbx_tool_fsm_usage(FILE *fp);
 
+/**
+ * pbx_tool_up runs `pbx up [OPTIONS]` (tools/pbx/pbx_up.c): the stack in
+ * the foreground until SIGINT or SIGTERM. argv[0] is "up", argc counts it;
+ * the strings are only read and must stay valid until it returns. Returns
+ * PBX_TOOL_EXIT_OK after a requested stop, PBX_TOOL_EXIT_FAIL when DIR is
+ * held by another supervisor, the stack did not start or kept dying.
+ */
+int pbx_tool_up(int argc, char **argv);
+
+/** pbx_tool_up_usage prints the up synopsis to stream fp. */
+void pbx_tool_up_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */

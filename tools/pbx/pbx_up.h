@@ -1,0 +1,150 @@
+/*
+ * pbx_up.h: the pieces of `pbx up` (the supervisor of docs/HOST.md) shared
+ * between pbx_up.c (command line, lock, restart loop), pbx_up_stack.c
+ * (starting and stopping the five processes) and pbx_up_log.c (stack.log,
+ * the poll loop, reaping). Hosted code, Linux only.
+ */
+#ifndef PBX_UP_H
+#define PBX_UP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** PBX_UP_PROCS counts the stack's processes: vfsd, ttyd, procd, launchd
+ * and powerboxd, in that start order (pbx_up_proc_index). */
+#define PBX_UP_PROCS 5U
+
+/** PBX_UP_LINE_MAX bounds one logged line of a child's standard error in
+ * bytes; a longer line is logged in pieces of at most this length. */
+#define PBX_UP_LINE_MAX 1024U
+
+/** PBX_UP_PATH_MAX bounds every path `pbx up` builds, NUL included. */
+#define PBX_UP_PATH_MAX 1024U
+
+/** The index of each stack process in pbx_up.proc, in start order. */
+typedef enum pbx_up_proc_index {
+    PBX_UP_VFSD = 0,
+    PBX_UP_TTYD = 1,
+    PBX_UP_PROCD = 2,
+    PBX_UP_LAUNCHD = 3,
+    PBX_UP_POWERBOXD = 4
+} pbx_up_proc_index;
+
+/**
+ * One stack process: its name in the log, its pid while it runs (0
+ * otherwise) and the read end of the pipe that carries its standard error
+ * (and output) to the supervisor, with the part of a line read so far.
+ */
+typedef struct pbx_up_proc {
+    /** Short name for the log ("vfsd", ..., "powerboxd"); static string. */
+    const char *name;
+    /** The pid while the process is alive and unreaped, else 0. */
+    pid_t pid;
+    /** The pid of its last incarnation, for lines read after its exit. */
+    pid_t last_pid;
+    /** The read end of its stderr pipe (non-blocking), or -1. */
+    int err;
+    /** Bytes of line held (always < PBX_UP_LINE_MAX). */
+    size_t len;
+    /** The part of a line read but not yet ended by a newline. */
+    char line[PBX_UP_LINE_MAX];
+} pbx_up_proc;
+
+/**
+ * The supervisor's whole state: caller-allocated (pbx_up.c keeps one on
+ * its stack), filled by the option parser, then owned by the run loop.
+ * Every descriptor is close-on-exec; a child gets only what its spawn
+ * passes on purpose.
+ */
+typedef struct pbx_up {
+    /** The runtime directory (absolute or as given). */
+    char dir[PBX_UP_PATH_MAX];
+    /** The directory vfsd serves. */
+    char root[PBX_UP_PATH_MAX];
+    /** ttyd's policy file. */
+    char policy[PBX_UP_PATH_MAX];
+    /** ttyd's terminal. */
+    char tty[PBX_UP_PATH_MAX];
+    /** The directory holding powerboxd and the pbx-* peers. */
+    char bin[PBX_UP_PATH_MAX];
+    /** --ready-fd, or -1 (closed after the first readiness). */
+    int ready_fd;
+    /** DIR/stack.log opened for appending, or -1. */
+    int log_fd;
+    /** The signalfd for SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGPIPE. */
+    int sig_fd;
+    /** DIR/lock, flocked for the supervisor's whole life. */
+    int lock_fd;
+    /** Log lines lost since the last successful write to stack.log. */
+    uint64_t dropped;
+    /** Set by SIGINT, SIGTERM or SIGHUP: stop everything and exit 0. */
+    bool stopping;
+    /** Set when a stack process exited while it was expected to run. */
+    bool died;
+    /** True while the stack is being stopped on purpose. */
+    bool stopping_stack;
+    /** The stack's processes, indexed by pbx_up_proc_index. */
+    pbx_up_proc proc[PBX_UP_PROCS];
+} pbx_up;
+
+/**
+ * pbx_up_note logs one line of the supervisor's own: on stderr as
+ * "pbx up: TEXT" and in stack.log as "TIME up[PID]: TEXT". fmt is a
+ * printf format; the line is cut at PBX_UP_LINE_MAX bytes.
+ */
+void pbx_up_note(pbx_up *u, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/**
+ * pbx_up_log_line appends "TIME NAME[PID]: TEXT\n" to stack.log, text
+ * being len bytes (no newline, at most PBX_UP_LINE_MAX). It never waits:
+ * a write that fails or falls short counts the line as dropped, and the
+ * next line that is written is preceded by a note of how many were lost.
+ */
+void pbx_up_log_line(pbx_up *u, const char *name, pid_t pid, const char *text,
+                     size_t len);
+
+/**
+ * pbx_up_pump waits at most timeout_ms (negative: no bound) for a signal,
+ * a child's output, or fd becoming readable (fd -1: none). It logs every
+ * output line, reaps every exited child (noting a stack process's exit and
+ * setting u->died when it was not being stopped) and sets u->stopping on
+ * SIGINT, SIGTERM or SIGHUP. Returns true when fd is readable.
+ */
+bool pbx_up_pump(pbx_up *u, int fd, int timeout_ms);
+
+/**
+ * pbx_up_proc_closed drains and closes p's stderr pipe (a child's last
+ * words are logged), leaving p->err at -1.
+ */
+void pbx_up_proc_closed(pbx_up *u, pbx_up_proc *p);
+
+/**
+ * pbx_up_stack_start starts the five processes in order, each ready
+ * before the next, and waits for powerboxd's readiness report. Returns 0
+ * when the whole stack is ready; otherwise -1 after a note saying why
+ * (whatever it started is left running for pbx_up_stack_stop).
+ */
+int pbx_up_stack_start(pbx_up *u);
+
+/**
+ * pbx_up_stack_stop ends the stack: SIGTERM to every stack process (each
+ * in a session and process group of its own), SIGKILL to whichever is left
+ * after a bound, then SIGKILL to every other descendant (launched jobs,
+ * reparented to the supervisor, a child subreaper), and reaps them all.
+ * Logs each exit; closes the stderr pipes.
+ */
+void pbx_up_stack_stop(pbx_up *u);
+
+/**
+ * pbx_up_stack_clean removes the sockets a stack makes in DIR (a dead
+ * stack's leftovers before a start, the stopped stack's at exit).
+ */
+void pbx_up_stack_clean(const pbx_up *u);
+
+/** pbx_up_now_ms returns CLOCK_MONOTONIC in milliseconds. */
+int64_t pbx_up_now_ms(void);
+
+#endif /* PBX_UP_H */

@@ -1,0 +1,589 @@
+/*
+ * pbx_up_stack.c: starting and stopping the five processes of one stack,
+ * as docs/HOST.md ("What powerboxd's runtime must do to talk to them")
+ * lays it out and tests/e2e/run.py's Stack does.
+ *
+ * vfsd, ttyd, procd and launchd start first, in that order, each ready
+ * (its `ready` line on a pipe) before the next; powerboxd then starts with
+ * descriptors 3..10 as capabi/pbx_capabi.h lays them out: the PBX1 record
+ * (the embedded default geometry, built here and sealed in a memfd), the
+ * readiness route, a connection to vfsd's own route listener (powerboxd
+ * accepts scopes only from slot 5's peer process, so a socketpair made
+ * here would not do), the ttyd and procd routes (socketpairs), launchd's
+ * wake datagram socket, nothing at 9 (powerboxd makes its public
+ * endpoint), launchd's broker connection. The stack is ready when
+ * powerboxd's typed readiness report arrives.
+ */
+#define _GNU_SOURCE
+#include "bootstrap/pbx_bootstrap.h"
+#include "tools/pbx/pbx_tool.h"
+#include "tools/pbx/pbx_up.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* powerboxd's readiness report (powerboxd/runtime/pbx_rt.h, which tools
+ * may not include: the layering keeps the tool below the executable):
+ * 32 bytes, u32 magic "PBXR", u16 version 1, u16 kind 1 (ready). */
+#define PBX_UP_READY_MAGIC   0x52584250U
+#define PBX_UP_READY_VERSION 1U
+#define PBX_UP_READY_KIND    1U
+#define PBX_UP_READY_BYTES   32U
+
+/* How long one process may take to become ready, and how long the stack
+ * gets to stop on SIGTERM before SIGKILL. */
+#define PBX_UP_READY_MS 10000
+#define PBX_UP_TERM_MS  3000
+
+/* The staged processes procd simulates and launchd binds launched jobs
+ * to: the same list for both, as tests/e2e/run.py uses (ten, so that ten
+ * jobs may use install mode at once; a lone job gets 42:5). */
+#define PBX_UP_STAGE_FIRST 42
+#define PBX_UP_STAGES      10
+
+/* The most arguments any stack process is started with. */
+#define PBX_UP_ARGS_MAX 64U
+
+/* The sockets a stack makes in DIR, removed before a start and at exit. */
+static const char *const pbx_up_sockets[] = {
+    "public.sock", "launchd.sock",    "scope.sock", "ttyd.sock",
+    "procd.sock",  "vfsd-route.sock", "views",      "installs",
+};
+
+/* A command line under construction: argument strings live in text. */
+typedef struct pbx_up_argv {
+    char *arg[PBX_UP_ARGS_MAX + 1U];
+    size_t n;
+    char text[8192];
+    size_t used;
+    bool full;
+} pbx_up_argv;
+
+/* Appends one argument (formatted); sets full instead of overflowing. */
+static void pbx_up_arg(pbx_up_argv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void pbx_up_arg(pbx_up_argv *a, const char *fmt, ...)
+{
+    if (a->full || a->n >= PBX_UP_ARGS_MAX) {
+        a->full = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = sizeof(a->text) - a->used;
+    int len = vsnprintf(a->text + a->used, room, fmt, ap);
+    va_end(ap);
+    if (len < 0 || (size_t)len >= room) {
+        a->full = true;
+        return;
+    }
+    a->arg[a->n++] = a->text + a->used;
+    a->arg[a->n] = NULL;
+    a->used += (size_t)len + 1U;
+}
+
+/* DIR/name into out; false (noted) when it does not fit. */
+static bool pbx_up_path(const pbx_up *u, const char *name, char *out)
+{
+    int n = snprintf(out, PBX_UP_PATH_MAX, "%s/%s", u->dir, name);
+    return n > 0 && n < (int)PBX_UP_PATH_MAX;
+}
+
+void pbx_up_stack_clean(const pbx_up *u)
+{
+    char path[PBX_UP_PATH_MAX];
+    for (size_t i = 0U; i < sizeof(pbx_up_sockets) / sizeof(*pbx_up_sockets);
+         i++) {
+        if (pbx_up_path(u, pbx_up_sockets[i], path)) {
+            (void)unlink(path);
+        }
+    }
+}
+
+/* What a child gets besides its standard streams: keep[] stay at their
+ * numbers (a peer's --X-fd N), or slot[] are moved to 3, 4, ... in order
+ * (powerboxd; -1 leaves that slot empty). */
+typedef struct pbx_up_fds {
+    const int *keep;
+    size_t nkeep;
+    const int *slot;
+    size_t nslot;
+} pbx_up_fds;
+
+/* Puts slot[i] at 3 + i, every other descriptor from 3 up closed. */
+static void pbx_up_child_slots(const pbx_up_fds *f)
+{
+    int high[16];
+    for (size_t i = 0U; i < f->nslot && i < 16U; i++) {
+        high[i] = f->slot[i] < 0 ? -1 : fcntl(f->slot[i], F_DUPFD, 64);
+        if (f->slot[i] >= 0 && high[i] < 0) {
+            _exit(127);
+        }
+    }
+    for (size_t i = 0U; i < f->nslot && i < 16U; i++) {
+        int to = 3 + (int)i;
+        if (high[i] < 0) {
+            (void)close(to);
+        } else if (dup2(high[i], to) < 0) {
+            _exit(127);
+        }
+    }
+    (void)close_range(3U + (unsigned)f->nslot, ~0U, 0);
+}
+
+/* The child side of a spawn: its own session and process group (so the
+ * terminal's job control reaches only the supervisor and ttyd can read
+ * the terminal without being a background job), killed if the supervisor
+ * dies, default signal handling, stdin /dev/null, stdout and stderr into
+ * the log pipe; then exec. Never returns. */
+static void pbx_up_child(pid_t parent, int logw, const pbx_up_fds *f,
+                         char *const *argv)
+{
+    (void)setsid();
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);
+    if (getppid() != parent) {
+        _exit(127);
+    }
+    sigset_t none;
+    (void)sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD};
+    for (size_t i = 0U; i < sizeof(sigs) / sizeof(*sigs); i++) {
+        (void)signal(sigs[i], SIG_DFL);
+    }
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(logw, 1) < 0 ||
+        dup2(logw, 2) < 0) {
+        _exit(127);
+    }
+    for (size_t i = 0U; i < f->nkeep; i++) {
+        (void)fcntl(f->keep[i], F_SETFD, 0);
+    }
+    if (f->nslot > 0U) {
+        pbx_up_child_slots(f);
+    }
+    (void)execv(argv[0], argv);
+    _exit(127);
+}
+
+/* Starts u->proc[idx] with argv and the descriptors f; notes its pid. */
+static int pbx_up_spawn(pbx_up *u, size_t idx, const pbx_up_argv *a,
+                        const pbx_up_fds *f)
+{
+    pbx_up_proc *p = &u->proc[idx];
+    int pipefd[2];
+    if (a->full) {
+        pbx_up_note(u, "%s: command line too long", p->name);
+        return -1;
+    }
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        pbx_up_note(u, "%s: pipe: %s", p->name, strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        pbx_up_child(parent, pipefd[1], f, a->arg);
+    }
+    (void)close(pipefd[1]);
+    if (pid < 0) {
+        (void)close(pipefd[0]);
+        pbx_up_note(u, "%s: fork: %s", p->name, strerror(errno));
+        return -1;
+    }
+    (void)fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+    pbx_up_proc_closed(u, p);
+    p->err = pipefd[0];
+    p->len = 0U;
+    p->pid = pid;
+    p->last_pid = pid;
+    pbx_up_note(u, "%s[%ld] started: %s", p->name, (long)pid, a->arg[0]);
+    return 0;
+}
+
+/* Waits (bounded, serving logs and signals) until fd is readable; false
+ * (noted) on timeout, a stop, or a death in the stack. */
+static bool pbx_up_await(pbx_up *u, int fd, const char *name)
+{
+    int64_t end = pbx_up_now_ms() + PBX_UP_READY_MS;
+    for (int round = 0; round < 100000; round++) {
+        if (u->stopping || u->died) {
+            return false;
+        }
+        int64_t left = end - pbx_up_now_ms();
+        if (left <= 0) {
+            pbx_up_note(u, "%s not ready within %d ms", name, PBX_UP_READY_MS);
+            return false;
+        }
+        if (pbx_up_pump(u, fd, (int)left)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Starts a peer with a --ready-fd pipe and waits for its `ready` line. */
+static int pbx_up_peer(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
+                       size_t nkeep)
+{
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) != 0) {
+        pbx_up_note(u, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    int all[8];
+    size_t n = 0U;
+    for (; n < nkeep && n < 7U; n++) {
+        all[n] = keep[n];
+    }
+    all[n++] = rp[1];
+    pbx_up_arg(a, "--ready-fd");
+    pbx_up_arg(a, "%d", rp[1]);
+    pbx_up_fds f = {all, n, NULL, 0U};
+    int rc = pbx_up_spawn(u, idx, a, &f);
+    (void)close(rp[1]);
+    char line[16] = {0};
+    const char *name = u->proc[idx].name;
+    if (rc == 0 && pbx_up_await(u, rp[0], name)) {
+        ssize_t got = read(rp[0], line, sizeof(line) - 1U);
+        if (got != 6 || strcmp(line, "ready\n") != 0) {
+            pbx_up_note(u, "%s did not become ready", name);
+            rc = -1;
+        }
+    } else {
+        rc = -1;
+    }
+    (void)close(rp[0]);
+    return rc;
+}
+
+/* A sealed memfd holding the PBX1 record of the embedded default
+ * geometry, or -1 (noted). */
+static int pbx_up_pbx1(pbx_up *u)
+{
+    pbx_bootstrap_geometry g;
+    pbx_tool_geometry_defaults(&g);
+    uint32_t pages = 0U;
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
+    if (pbx_bootstrap_pages_compute(&g, &pages) != PBX_OK) {
+        pbx_up_note(u, "the default geometry has no page count");
+        return -1;
+    }
+    g.arena_page_count = pages;
+    if (pbx_bootstrap_encode(&g, rec, sizeof(rec)) != PBX_OK) {
+        pbx_up_note(u, "the default geometry does not encode");
+        return -1;
+    }
+    int fd = memfd_create("pbx1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        pbx_up_note(u, "memfd_create: %s", strerror(errno));
+        return -1;
+    }
+    if (write(fd, rec, sizeof(rec)) != (ssize_t)sizeof(rec) ||
+        fcntl(fd, F_ADD_SEALS,
+              F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0) {
+        pbx_up_note(u, "PBX1 memfd: %s", strerror(errno));
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Connects a SOCK_SEQPACKET socket to the listener at path, or -1. */
+static int pbx_up_connect(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        return -1;
+    }
+    (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        (void)close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The descriptors of one start: each pair's [0] is powerboxd's end. */
+typedef struct pbx_up_wires {
+    int sup[2];
+    int tty[2];
+    int proc[2];
+    int broker[2];
+    int wake[2];
+    int vfs;
+    int pbx1;
+} pbx_up_wires;
+
+/* Makes the socketpairs of one start; false (noted) on failure. */
+static bool pbx_up_wires_make(pbx_up *u, pbx_up_wires *w)
+{
+    bool ok =
+        socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w->sup) == 0 &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, w->tty) == 0 &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, w->proc) == 0 &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, w->broker) == 0 &&
+        socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w->wake) == 0;
+    if (!ok) {
+        pbx_up_note(u, "socketpair: %s", strerror(errno));
+    }
+    return ok;
+}
+
+/* Closes every descriptor of w that is open. */
+static void pbx_up_wires_close(pbx_up_wires *w)
+{
+    int *all[] = {&w->sup[0],  &w->sup[1],  &w->tty[0],    &w->tty[1],
+                  &w->proc[0], &w->proc[1], &w->broker[0], &w->broker[1],
+                  &w->wake[0], &w->wake[1], &w->vfs,       &w->pbx1};
+    for (size_t i = 0U; i < sizeof(all) / sizeof(*all); i++) {
+        if (*all[i] >= 0) {
+            (void)close(*all[i]);
+            *all[i] = -1;
+        }
+    }
+}
+
+/* The path of bin/name into a, as its first argument. */
+static void pbx_up_prog(const pbx_up *u, pbx_up_argv *a, const char *name)
+{
+    pbx_up_arg(a, "%s/%s", u->bin, name);
+}
+
+/* Appends --stage PID:GEN for every staged process. */
+static void pbx_up_stages(pbx_up_argv *a)
+{
+    for (int i = 0; i < PBX_UP_STAGES; i++) {
+        pbx_up_arg(a, "--stage");
+        pbx_up_arg(a, "%d:5", PBX_UP_STAGE_FIRST + i);
+    }
+}
+
+/* Starts vfsd (scope socket, route listener) and ttyd. */
+static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
+{
+    pbx_up_argv a = {0};
+    pbx_up_prog(u, &a, "pbx-vfsd");
+    pbx_up_arg(&a, "--root");
+    pbx_up_arg(&a, "%s", u->root);
+    pbx_up_arg(&a, "--scope");
+    pbx_up_arg(&a, "%s/scope.sock", u->dir);
+    pbx_up_arg(&a, "--route");
+    pbx_up_arg(&a, "%s/vfsd-route.sock", u->dir);
+    if (pbx_up_peer(u, PBX_UP_VFSD, &a, NULL, 0U) != 0) {
+        return -1;
+    }
+    pbx_up_argv t = {0};
+    pbx_up_prog(u, &t, "pbx-ttyd");
+    pbx_up_arg(&t, "--policy");
+    pbx_up_arg(&t, "%s", u->policy);
+    pbx_up_arg(&t, "--tty");
+    pbx_up_arg(&t, "%s", u->tty);
+    pbx_up_arg(&t, "--query");
+    pbx_up_arg(&t, "%s/ttyd.sock", u->dir);
+    pbx_up_arg(&t, "--route-fd");
+    pbx_up_arg(&t, "%d", w->tty[1]);
+    return pbx_up_peer(u, PBX_UP_TTYD, &t, &w->tty[1], 1U);
+}
+
+/* Starts procd and launchd. */
+static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
+{
+    pbx_up_argv a = {0};
+    pbx_up_prog(u, &a, "pbx-procd");
+    pbx_up_stages(&a);
+    pbx_up_arg(&a, "--state-file");
+    pbx_up_arg(&a, "%s/installs", u->dir);
+    pbx_up_arg(&a, "--route-fd");
+    pbx_up_arg(&a, "%d", w->proc[1]);
+    if (pbx_up_peer(u, PBX_UP_PROCD, &a, &w->proc[1], 1U) != 0) {
+        return -1;
+    }
+    pbx_up_argv l = {0};
+    pbx_up_prog(u, &l, "pbx-launchd");
+    pbx_up_arg(&l, "serve");
+    pbx_up_arg(&l, "--wake-fd");
+    pbx_up_arg(&l, "%d", w->wake[1]);
+    pbx_up_arg(&l, "--broker-fd");
+    pbx_up_arg(&l, "%d", w->broker[1]);
+    pbx_up_arg(&l, "--control");
+    pbx_up_arg(&l, "%s/launchd.sock", u->dir);
+    pbx_up_stages(&l);
+    const int keep[] = {w->wake[1], w->broker[1]};
+    return pbx_up_peer(u, PBX_UP_LAUNCHD, &l, keep, 2U);
+}
+
+/* Checks powerboxd's readiness report on w->sup[0]. */
+static int pbx_up_report(pbx_up *u, const pbx_up_wires *w)
+{
+    uint8_t rep[PBX_UP_READY_BYTES];
+    if (!pbx_up_await(u, w->sup[0], "powerboxd")) {
+        return -1;
+    }
+    ssize_t got = recv(w->sup[0], rep, sizeof(rep), MSG_DONTWAIT);
+    uint32_t magic = (uint32_t)rep[0] | (uint32_t)rep[1] << 8 |
+                     (uint32_t)rep[2] << 16 | (uint32_t)rep[3] << 24;
+    uint32_t ver = (uint32_t)rep[4] | (uint32_t)rep[5] << 8;
+    uint32_t kind = (uint32_t)rep[6] | (uint32_t)rep[7] << 8;
+    if (got != (ssize_t)sizeof(rep) || magic != PBX_UP_READY_MAGIC ||
+        ver != PBX_UP_READY_VERSION || kind != PBX_UP_READY_KIND) {
+        pbx_up_note(u, "powerboxd sent no valid readiness report");
+        return -1;
+    }
+    pbx_up_note(u, "powerboxd[%ld] ready on %s/public.sock",
+                (long)u->proc[PBX_UP_POWERBOXD].pid, u->dir);
+    return 0;
+}
+
+/* Starts powerboxd with slots 3..10 and waits for its report. */
+static int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
+{
+    char route[PBX_UP_PATH_MAX];
+    if (!pbx_up_path(u, "vfsd-route.sock", route)) {
+        return -1;
+    }
+    w->vfs = pbx_up_connect(route);
+    /* The listener is only for this one connection: removing its name
+     * leaves nobody else a way to reach vfsd's route. */
+    (void)unlink(route);
+    w->pbx1 = pbx_up_pbx1(u);
+    if (w->vfs < 0 || w->pbx1 < 0) {
+        pbx_up_note(u, "no route to vfsd or no PBX1 record");
+        return -1;
+    }
+    const int slot[] = {w->pbx1,    w->sup[1],  w->vfs, w->tty[0],
+                        w->proc[0], w->wake[0], -1,     w->broker[0]};
+    pbx_up_argv a = {0};
+    pbx_up_prog(u, &a, "powerboxd");
+    pbx_up_arg(&a, "%s/public.sock", u->dir);
+    pbx_up_fds f = {NULL, 0U, slot, sizeof(slot) / sizeof(*slot)};
+    if (pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f) != 0) {
+        return -1;
+    }
+    return pbx_up_report(u, w);
+}
+
+int pbx_up_stack_start(pbx_up *u)
+{
+    pbx_up_wires w;
+    memset(&w, 0xff, sizeof(w));
+    u->died = false;
+    u->stopping_stack = false;
+    pbx_up_stack_clean(u);
+    int rc = -1;
+    if (pbx_up_wires_make(u, &w) && pbx_up_start_vfsd_ttyd(u, &w) == 0 &&
+        pbx_up_start_procd_launchd(u, &w) == 0) {
+        rc = pbx_up_start_powerboxd(u, &w);
+    }
+    pbx_up_wires_close(&w);
+    return rc;
+}
+
+/* SIGKILLs every child of the supervisor that is not a stack process:
+ * launched jobs (and their children) reparented here. Returns how many. */
+static int pbx_up_kill_children(void)
+{
+    DIR *d = opendir("/proc");
+    if (d == NULL) {
+        return 0;
+    }
+    pid_t me = getpid();
+    int killed = 0;
+    for (int round = 0; round < 1 << 20; round++) {
+        const struct dirent *e = readdir(d);
+        if (e == NULL) {
+            break;
+        }
+        char path[64];
+        char stat[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+            snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name) < 0) {
+            continue;
+        }
+        FILE *f = fopen(path, "re");
+        size_t got = f != NULL ? fread(stat, 1, sizeof(stat) - 1U, f) : 0U;
+        if (f != NULL) {
+            (void)fclose(f);
+        }
+        stat[got] = '\0';
+        const char *close_paren = strrchr(stat, ')');
+        long ppid = 0;
+        if (close_paren != NULL &&
+            sscanf(close_paren, ") %*c %ld", &ppid) == 1 && ppid == me) {
+            (void)kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
+            killed++;
+        }
+    }
+    (void)closedir(d);
+    return killed;
+}
+
+/* Signals every live stack process. */
+static void pbx_up_signal_all(pbx_up *u, int sig)
+{
+    for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
+        if (u->proc[i].pid > 0) {
+            (void)kill(u->proc[i].pid, SIGCONT);
+            (void)kill(u->proc[i].pid, sig);
+        }
+    }
+}
+
+/* True while some stack process is alive (unreaped). */
+static bool pbx_up_any_alive(const pbx_up *u)
+{
+    for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
+        if (u->proc[i].pid > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void pbx_up_stack_stop(pbx_up *u)
+{
+    u->stopping_stack = true;
+    pbx_up_signal_all(u, SIGTERM);
+    int64_t end = pbx_up_now_ms() + PBX_UP_TERM_MS;
+    for (int r = 0; r < 100000 && pbx_up_any_alive(u); r++) {
+        int64_t left = end - pbx_up_now_ms();
+        if (left <= 0) {
+            pbx_up_note(u, "still running after %d ms: SIGKILL",
+                        PBX_UP_TERM_MS);
+            pbx_up_signal_all(u, SIGKILL);
+            end = pbx_up_now_ms() + PBX_UP_TERM_MS;
+        }
+        (void)pbx_up_pump(u, -1, left > 50 ? 50 : (int)(left > 0 ? left : 1));
+    }
+    /* Jobs launched by launchd live in process groups of their own and
+     * reparent to the supervisor when launchd is gone: kill them level by
+     * level until the supervisor has no child left. */
+    int jobs = 0;
+    for (int r = 0; r < 1000; r++) {
+        jobs += pbx_up_kill_children();
+        (void)pbx_up_pump(u, -1, 10);
+        if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) {
+            break;
+        }
+    }
+    if (jobs > 0) {
+        pbx_up_note(u, "%d process(es) below the stack killed", jobs);
+    }
+    for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
+        pbx_up_proc_closed(u, &u->proc[i]);
+    }
+    u->stopping_stack = false;
+}
