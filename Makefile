@@ -225,19 +225,7 @@ check: format-check doccheck docs-check layers freestanding cppcheck tidy analyz
        check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-	    $(DESTDIR)$(PREFIX)/include/powerboxd/base/err \
-	    $(DESTDIR)$(PREFIX)/share/doc/powerboxd
-	if [ -f $(PBX_BIN) ]; then install -m 0755 $(PBX_BIN) $(DESTDIR)$(PREFIX)/bin/pbx; fi
-	install -m 0644 $(LIBPBX) $(DESTDIR)$(PREFIX)/lib/libpbx.a
-	for d in $(FREE_DIRS); do \
-	    install -d $(DESTDIR)$(PREFIX)/include/powerboxd/$$d; \
-	    for h in $$d/*.h; do case "$$h" in *_internal.h) continue;; esac; \
-	        [ -f "$$h" ] && install -m 0644 $$h $(DESTDIR)$(PREFIX)/include/powerboxd/$$d/; done; \
-	done; true
-	install -m 0644 base/err/*.def $(DESTDIR)$(PREFIX)/include/powerboxd/base/err/
-	install -m 0644 README.md $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/powerboxd/
+# install, uninstall, man-check and install-check: mk/install.mk.
 
 clean:
 	rm -rf build
