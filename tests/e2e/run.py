@@ -236,12 +236,32 @@ and its job connection.
                  running, then fails ($PBX_E2E_FAIL: fail, raise after
                  killing launchd, or term: run.py's SIGTERM);
                  tests/e2e/orphans.py counts what is left: nothing
+  up             (standalone: no Stack) `pbx up --dir WORK_DIR/up/run
+                 --root ...` started by this process: `ready` on
+                 --ready-fd and the line `pbx up: ready in DIR`; its five
+                 stack processes run; a lifecycle through DIR/launchd.sock
+                 with a scope from DIR/scope.sock (approved, consumed, no
+                 row left at DIR/ttyd.sock); stack.log holds each
+                 process's start and vfsd's own stderr lines, every line
+                 prefixed `TIME name[pid]: `; a second `pbx up` on DIR
+                 exits 1 naming the holder's pid; with a launched job
+                 still running, SIGTERM: exit 0, the five processes and
+                 the job are gone, DIR/lock is free
+  up-restart     (standalone) kill -9 of vfsd: stack.log shows its
+                 death (signal 9), the whole stack is stopped and started
+                 again no sooner than the 0.5 s backoff, a lifecycle
+                 succeeds; then kill -9 of launchd with a job running:
+                 restart after 1 s, the job and the old stack are gone, a
+                 lifecycle succeeds; every process was started three
+                 times and each old one's exit is logged; SIGTERM: exit 0
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
 `pbx-launchd serve` options in WORK_DIR/<scenario>; the others share one
 stack in WORK_DIR. `run.py BIN_DIR WORK_DIR all` runs every scenario in
-the order of the SCENARIOS table (what `make check` does). Every stack
+the order of the SCENARIOS table (what `make check` does). Standalone
+scenarios (geometry STANDALONE in the table) are called with BIN_DIR and
+WORK_DIR/<scenario> and start what they need themselves. Every stack
 runs in a process group of its own; when a scenario fails (fail(), an
 exception, or SIGTERM, SIGHUP or SIGINT of run.py), the stack's group,
 every job launchd launched and every process whose environment carries
@@ -252,9 +272,11 @@ get a tmux pane (a window of the run's own tmux server) per stack.
 Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
 the end (a long log only its head and tail).
 """
+import calendar
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import shlex
 import signal
@@ -3033,6 +3055,286 @@ def fail_on_purpose(st):
 
 # The scenarios `all` leaves out.
 HIDDEN = ("fail-on-purpose",)
+# The geometry of a standalone scenario: it is called with (BIN_DIR, its
+# own work directory) and starts what it needs itself (no Stack).
+STANDALONE = "standalone"
+
+
+class Up:
+    """`pbx up` as a scenario starts it itself (standalone: no Stack):
+    in a process group of its own, runtime directory WORK/run, serving
+    WORK/root (holding docs/readme.txt), no terminal (stdin /dev/null, so
+    ttyd gets /dev/null), ready when it writes `ready` to --ready-fd."""
+
+    def __init__(self, bin_dir, work):
+        self.bin_dir = bin_dir
+        self.dir = os.path.join(work, "run")
+        self.root = os.path.join(work, "root")
+        self.log = os.path.join(self.dir, "stack.log")
+        os.makedirs(os.path.join(self.root, "docs"), exist_ok=True)
+        with open(os.path.join(self.root, "docs", "readme.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write("hello from vfsd\n")
+        if os.path.exists(self.log):
+            os.unlink(self.log)
+        self.out = open(os.path.join(work, "up.out"), "w+", encoding="utf-8")
+        self.err = open(os.path.join(work, "up.err"), "w+", encoding="utf-8")
+        r, w = os.pipe()
+        self.proc = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "up", "--dir", self.dir, "--root",
+             self.root, "--ready-fd", str(w)], pass_fds=[w],
+            stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
+            process_group=0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            os.set_blocking(f.fileno(), False)
+            got = b""
+            deadline = time.monotonic() + 30
+            while b"\n" not in got and time.monotonic() < deadline and \
+                    self.proc.poll() is None:
+                got += f.read() or b""
+                time.sleep(0.05)
+        if got != b"ready\n":
+            self.kill()
+            fail(f"pbx up not ready: {got!r}; its stderr: {self.stderr()}")
+        print(f"run: pbx up pid {self.proc.pid} ready in {self.dir}")
+
+    def stderr(self):
+        """What pbx up wrote to its standard error so far."""
+        self.err.flush()
+        with open(self.err.name, encoding="utf-8") as f:
+            return f.read()
+
+    def text(self):
+        """stack.log so far."""
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def stack(self):
+        """{name: pid} of the five stack processes (children of pbx up)."""
+        found = {}
+        for pid in descendants([self.proc.pid]):
+            comm = proc_comm(pid)
+            if comm in ("pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd",
+                        "powerboxd"):
+                found[comm.replace("pbx-", "")] = pid
+        return found
+
+    def lifecycle(self, what):
+        """A routine one-shot read of docs/readme.txt by a job launchd
+        launches (as simple() does, against DIR's sockets): approved and
+        consumed, and ttyd shows no row afterwards."""
+        b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
+        out = subprocess.run(
+            [b("launchd"), "run", "--control",
+             os.path.join(self.dir, "launchd.sock"), "--session", "7",
+             "--realm", "3", "--job", "12:1", "--entry", "bin/other", "--",
+             b("client"), "request", "--scope",
+             os.path.join(self.dir, "scope.sock"), "--selector",
+             "docs/readme.txt", "--op", "read", "--class", "file",
+             "--session", "7", "--realm", "3", "--label", "readme",
+             "--wait-ms", "20000", "--lifetime", "one-shot", "--urgency",
+             "routine", "--target", "42:5", "--slot", "20", "--then",
+             "consume"], capture_output=True, text=True, check=False,
+            timeout=60, stdin=subprocess.DEVNULL)
+        kv = key_values(out.stdout)
+        if out.returncode != 0 or kv.get("outcome") != "approved" or \
+                kv.get("consume") != "accepted":
+            fail(f"{what}: lifecycle through pbx up's launchd failed: rc "
+                 f"{out.returncode} {kv} {out.stderr.strip()}")
+        wait_for(lambda: read_rows(os.path.join(self.dir, "ttyd.sock")) ==
+                 [], f"{what}: ttyd still shows a row")
+        print(f"run: {what}: grant {kv.get('grant')} approved and consumed "
+              f"through {self.dir}/launchd.sock")
+
+    def held_job(self):
+        """A launched job that sleeps (its launcher is returned); waits
+        until launchd has started it and returns (launcher, job pid)."""
+        launcher = subprocess.Popen(
+            [os.path.join(self.bin_dir, "pbx-launchd"), "run", "--control",
+             os.path.join(self.dir, "launchd.sock"), "--job", "13:1",
+             "--entry", "bin/sleep", "--", "/bin/sleep", "600"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        job = []
+        def started():
+            launchd = self.stack().get("launchd")
+            job[:] = [p for p in descendants([launchd] if launchd else [])
+                      if proc_comm(p) == "sleep"]
+            return bool(job)
+        wait_for(started, "the held job never started", 10.0)
+        return launcher, job[0]
+
+    def wait_log(self, line, what, seconds=15.0):
+        """Waits until stack.log holds line."""
+        wait_for(lambda: line in self.text(), f"{what}: no '{line}' in "
+                 f"stack.log", seconds)
+
+    def stop(self):
+        """SIGTERM: pbx up must exit 0 within 15 s."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            fail("pbx up did not stop within 15 s of SIGTERM")
+        if rc != 0:
+            fail(f"pbx up exited {rc} on SIGTERM: {self.stderr()}")
+
+    def kill(self):
+        """Failure cleanup: SIGKILL to everything below pbx up and to its
+        group."""
+        for pid in descendants([self.proc.pid]):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def close(self):
+        """Ends pbx up if a failure left it running; closes its files."""
+        if self.proc.poll() is None:
+            self.kill()
+        self.out.close()
+        self.err.close()
+
+
+def proc_comm(pid):
+    """The command name of pid ("" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def gone(pids, what):
+    """Fails unless every pid in pids has exited (and been reaped)."""
+    def none_left():
+        left = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        left.append(pid)
+            except FileNotFoundError:
+                pass
+        return not left
+    wait_for(none_left, f"{what}: processes {pids} still run", 5.0)
+
+
+UP_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+                     r"[a-z]+\[\d+\]: ")
+
+
+def up(bin_dir, work):
+    """pbx up: ready line, a lifecycle, a second pbx up refused naming the
+    holder, SIGTERM stops all (a held job too), exit 0, lock free."""
+    u = Up(bin_dir, work)
+    try:
+        u.out.flush()
+        if f"pbx up: ready in {u.dir}" not in open(u.out.name).read():
+            fail("pbx up printed no readiness line")
+        procs = u.stack()
+        if len(procs) != 5:
+            fail(f"pbx up runs {procs}, not the five stack processes")
+        u.lifecycle("up")
+        for name in ("vfsd", "ttyd", "procd", "launchd", "powerboxd"):
+            if f" up[{u.proc.pid}]: {name}[{procs[name]}] started: " not in \
+                    u.text():
+                fail(f"stack.log has no start line of {name}")
+        text = u.text()
+        if f" vfsd[{procs['vfsd']}]: vfsd: RESOLVE found object" not in text:
+            fail("vfsd's stderr is not in stack.log under its name and pid")
+        bad = [l for l in text.splitlines() if not UP_LINE.match(l)]
+        if bad:
+            fail(f"stack.log lines without the time name[pid] prefix: "
+                 f"{bad[:3]}")
+        second = subprocess.run(
+            [os.path.join(bin_dir, "pbx"), "up", "--dir", u.dir],
+            capture_output=True, text=True, check=False, timeout=30)
+        if second.returncode != 1 or \
+                f"pid {u.proc.pid}" not in second.stderr:
+            fail(f"a second pbx up on {u.dir} was not refused naming pid "
+                 f"{u.proc.pid}: rc {second.returncode} {second.stderr!r}")
+        print(f"run: second pbx up refused: {second.stderr.strip()}")
+        launcher, job = u.held_job()
+        u.stop()
+        gone(list(procs.values()) + [job], "after SIGTERM")
+        launcher.wait(timeout=10)
+        with open(os.path.join(u.dir, "lock"), "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if "stopped (exit 0)" not in u.text():
+            fail("stack.log does not record the stop")
+        print(f"run: SIGTERM: exit 0; the five stack processes and held job "
+              f"{job} gone; {u.dir}/lock free")
+    finally:
+        u.close()
+
+
+def log_time(text, line):
+    """The time (s since the epoch) of the first stack.log line holding
+    line."""
+    for l in text.splitlines():
+        if line in l:
+            stamp = time.strptime(l.split(".", 1)[0], "%Y-%m-%dT%H:%M:%S")
+            return calendar.timegm(stamp) + int(l[20:23]) / 1000.0
+    fail(f"no '{line}' in stack.log")
+
+
+def up_restart(bin_dir, work):
+    """pbx up restarts the whole stack after kill -9 of vfsd, then of
+    launchd with a job running (killed), within the backoff; lifecycles
+    succeed after each; stack.log shows each start, exit and restart."""
+    u = Up(bin_dir, work)
+    try:
+        u.lifecycle("up-restart")
+        first = u.stack()
+        os.kill(first["vfsd"], signal.SIGKILL)
+        died = f"vfsd[{first['vfsd']}] killed unexpectedly by signal 9 (KILL)"
+        u.wait_log(died, "vfsd killed")
+        u.wait_log("restarting the whole stack in 500 ms (restart 1", "vfsd")
+        u.wait_log("stack ready again after restart 1", "vfsd restart")
+        text = u.text()
+        waited = log_time(text, "restart 1: starting") - log_time(text, died)
+        if waited < 0.5:
+            fail(f"restarted {waited:.3f} s after the death, before the "
+                 f"0.5 s backoff")
+        gone(list(first.values()), "after the restart")
+        u.lifecycle("after vfsd's restart")
+        second = u.stack()
+        launcher, job = u.held_job()
+        os.kill(second["launchd"], signal.SIGKILL)
+        u.wait_log(f"launchd[{second['launchd']}] killed unexpectedly by "
+                   f"signal 9 (KILL)", "launchd killed")
+        u.wait_log("restarting the whole stack in 1000 ms (restart 2",
+                   "launchd")
+        u.wait_log("stack ready again after restart 2", "launchd restart")
+        gone(list(second.values()) + [job], "after launchd's restart")
+        launcher.wait(timeout=10)
+        u.lifecycle("after launchd's restart")
+        text = u.text()
+        for name in ("vfsd", "ttyd", "procd", "launchd", "powerboxd"):
+            starts = len(re.findall(rf" up\[\d+\]: {name}\[\d+\] started: ",
+                                    text))
+            if starts != 3:
+                fail(f"stack.log shows {starts} starts of {name}, not 3")
+            for pid in (first[name], second[name]):
+                if not re.search(rf" up\[\d+\]: {name}\[{pid}\] (exited|"
+                                 rf"killed)", text):
+                    fail(f"stack.log shows no exit of {name}[{pid}]")
+        third = u.stack()
+        u.stop()
+        gone(list(third.values()), "after SIGTERM")
+        print("run: kill -9 of vfsd, then of launchd (its job killed): the "
+              "whole stack restarted after 0.5 s, then 1 s; a lifecycle "
+              "after each; every start, exit and restart logged")
+    finally:
+        u.close()
 
 
 # Each scenario: its function, whether it prompts on a tmux pane, the
@@ -3090,6 +3392,9 @@ SCENARIOS = {
                    ["--idle-ms", "3000", "--max-conns", "32"]),
     # Hidden: fails on purpose (tests/e2e/orphans.py).
     "fail-on-purpose": (fail_on_purpose, False, [], None),
+    # Standalone: they start `pbx up` themselves, no Stack.
+    "up": (up, False, STANDALONE, None),
+    "up-restart": (up_restart, False, STANDALONE, None),
 }
 
 
@@ -3158,7 +3463,9 @@ def main():
             func, prompts, geometry, launchd = SCENARIOS[n]
             print(f"run: --- {n} ---")
             t0 = time.monotonic()
-            if not own_stack(n):
+            if geometry == STANDALONE:
+                func(bin_dir, os.path.join(work, n))
+            elif not own_stack(n):
                 if shared is None:
                     pane, tty = panes.new() if shared_prompts else \
                         (None, "/dev/null")

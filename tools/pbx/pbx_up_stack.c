@@ -114,21 +114,38 @@ void pbx_up_stack_clean(const pbx_up *u)
 
 /* What a child gets besides its standard streams: keep[] stay at their
  * numbers (a peer's --X-fd N), or slot[] are moved to 3, 4, ... in order
- * (powerboxd; -1 leaves that slot empty). */
+ * (powerboxd; -1 leaves that slot empty). With connect set, slot
+ * connect_slot is instead a connection the child itself makes to the
+ * listener at path connect before exec, so that the listener's
+ * SO_PEERCRED names the exec'd program (vfsd serves RESOLVE only to the
+ * process that connected its route). */
 typedef struct pbx_up_fds {
     const int *keep;
     size_t nkeep;
     const int *slot;
     size_t nslot;
+    const char *connect;
+    size_t connect_slot;
 } pbx_up_fds;
+
+static int pbx_up_connect(const char *path);
 
 /* Puts slot[i] at 3 + i, every other descriptor from 3 up closed. */
 static void pbx_up_child_slots(const pbx_up_fds *f)
 {
     int high[16];
     for (size_t i = 0U; i < f->nslot && i < 16U; i++) {
-        high[i] = f->slot[i] < 0 ? -1 : fcntl(f->slot[i], F_DUPFD, 64);
-        if (f->slot[i] >= 0 && high[i] < 0) {
+        int from = f->slot[i];
+        if (f->connect != NULL && i == f->connect_slot) {
+            from = pbx_up_connect(f->connect);
+            if (from < 0) {
+                (void)fprintf(stderr, "pbx up: cannot connect to %s\n",
+                              f->connect);
+                _exit(127);
+            }
+        }
+        high[i] = from < 0 ? -1 : fcntl(from, F_DUPFD, 64);
+        if (from >= 0 && high[i] < 0) {
             _exit(127);
         }
     }
@@ -251,7 +268,7 @@ static int pbx_up_peer(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
     all[n++] = rp[1];
     pbx_up_arg(a, "--ready-fd");
     pbx_up_arg(a, "%d", rp[1]);
-    pbx_up_fds f = {all, n, NULL, 0U};
+    pbx_up_fds f = {all, n, NULL, 0U, NULL, 0U};
     int rc = pbx_up_spawn(u, idx, a, &f);
     (void)close(rp[1]);
     char line[16] = {0};
@@ -324,7 +341,6 @@ typedef struct pbx_up_wires {
     int proc[2];
     int broker[2];
     int wake[2];
-    int vfs;
     int pbx1;
 } pbx_up_wires;
 
@@ -348,7 +364,7 @@ static void pbx_up_wires_close(pbx_up_wires *w)
 {
     int *all[] = {&w->sup[0],  &w->sup[1],  &w->tty[0],    &w->tty[1],
                   &w->proc[0], &w->proc[1], &w->broker[0], &w->broker[1],
-                  &w->wake[0], &w->wake[1], &w->vfs,       &w->pbx1};
+                  &w->wake[0], &w->wake[1], &w->pbx1};
     for (size_t i = 0U; i < sizeof(all) / sizeof(*all); i++) {
         if (*all[i] >= 0) {
             (void)close(*all[i]);
@@ -455,25 +471,24 @@ static int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
     if (!pbx_up_path(u, "vfsd-route.sock", route)) {
         return -1;
     }
-    w->vfs = pbx_up_connect(route);
-    /* The listener is only for this one connection: removing its name
-     * leaves nobody else a way to reach vfsd's route. */
-    (void)unlink(route);
     w->pbx1 = pbx_up_pbx1(u);
-    if (w->vfs < 0 || w->pbx1 < 0) {
-        pbx_up_note(u, "no route to vfsd or no PBX1 record");
+    if (w->pbx1 < 0) {
         return -1;
     }
-    const int slot[] = {w->pbx1,    w->sup[1],  w->vfs, w->tty[0],
-                        w->proc[0], w->wake[0], -1,     w->broker[0]};
+    /* Slot 5 (index 2) is connected by powerboxd's own process. */
+    const int slot[] = {w->pbx1,    w->sup[1],  -1, w->tty[0],
+                        w->proc[0], w->wake[0], -1, w->broker[0]};
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "powerboxd");
     pbx_up_arg(&a, "%s/public.sock", u->dir);
-    pbx_up_fds f = {NULL, 0U, slot, sizeof(slot) / sizeof(*slot)};
-    if (pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f) != 0) {
-        return -1;
-    }
-    return pbx_up_report(u, w);
+    pbx_up_fds f = {NULL, 0U, slot, sizeof(slot) / sizeof(*slot), route, 2U};
+    int rc = pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f) == 0
+                 ? pbx_up_report(u, w)
+                 : -1;
+    /* The listener was for powerboxd's one connection: removing its name
+     * leaves nobody else a way to reach vfsd's route. */
+    (void)unlink(route);
+    return rc;
 }
 
 int pbx_up_stack_start(pbx_up *u)
