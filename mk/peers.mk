@@ -27,7 +27,13 @@ PEERS_BINS       := $(PEERS_NAMES:%=$(BUILD)/bin/pbx-%)
 PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
-PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c))
+PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
+                                      tests/peers/sandbox/*.c))
+# Statically linked programs: launchd's --sandbox runs only those
+# (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
+# whose runtimes do not link statically.
+PEERS_STATIC_FLAGS = $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static
+PEERS_PROBE_BIN    := $(BUILD)/bin/pbx-sandbox-probe
 
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
 $(BUILD)/obj/peers/%.o: $(PEERS_HEADERS) $(wildcard peers/*/*.h)
@@ -40,6 +46,10 @@ $$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX)
 	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX) -o $$@
 endef
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
+
+$(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $< -o $@
 
 $(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
@@ -64,7 +74,7 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
         peers-doccheck
 peers: $(PEERS_BINS) $(APP_LIB)
 
-peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS)
+peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)
 
 PEERS_TIDY_OKS = $(PEERS_GATE_SRCS:%.c=build/tidy/%.ok)

@@ -54,9 +54,11 @@
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
  *       beyond), --max-jobs live jobs (64), --first-job the first job id
  *       allocated (11).
- *   pbx-launchd run --control PATH [--job ID:GEN] [--entry NAME]
- *                   [--session N] [--realm N] -- PROG [ARG...]
- *       launches PROG as a job (session and realm default 1) with this
+ *   pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]
+ *                   [--entry NAME] [--session N] [--realm N]
+ *                   -- PROG [ARG...]
+ *       launches PROG as a job (session and realm default 1; sandboxed
+ *       under Landlock with --sandbox, see docs/HOST.md) with this
  *       process's stdio, logs "launchd: job ID:GEN pid P", waits for its EXIT
  * and exits with its status (128+N for signal N); 125 when the launch is
  * refused or launchd goes away first; 2 on a usage error. pbx-launchd expire
@@ -423,6 +425,20 @@ static int launchd_expire(int argc, char **argv)
     return 0;
 }
 
+/* The synopsis of every command (docs/HOST.md says the rest). */
+static const char launchd_usage[] =
+    "usage: pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]\n"
+    "                   [--control PATH] [--wake-log PATH] [--ready-fd N]\n"
+    "                   [--wake-hold-file PATH] [--stage PID:GEN ...]\n"
+    "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
+    "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
+    "       pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]\n"
+    "                   [--entry NAME] [--session N] [--realm N]\n"
+    "                   -- PROG [ARG...]\n"
+    "       pbx-launchd expire (--control PATH | --public PATH |\n"
+    "                   --public-fd N) --job ID:GEN [--invocation N]\n"
+    "       pbx-launchd -h | --help\n";
+
 int main(int argc, char **argv)
 {
     /* Neither serve (the broker end, every job connection) nor run (the
@@ -444,6 +460,11 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {
         return launchd_run(argc, argv);
     }
-    pbx_peer_log("launchd", "usage: pbx-launchd serve|run|expire ...");
+    if (argc == 2 &&
+        (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        (void)fputs(launchd_usage, stdout);
+        return 0;
+    }
+    (void)fputs(launchd_usage, stderr);
     return 2;
 }

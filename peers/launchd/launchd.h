@@ -188,6 +188,16 @@ bool launchd_evictable(const launchd_srv *srv, uint32_t ci);
 void launchd_wake_input(launchd_srv *srv);
 void launchd_timers(launchd_srv *srv);
 
+/* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
+ * (both close-on-exec descriptors, -1 when absent). */
+typedef struct launchd_sandbox {
+    int prog;
+    int ruleset;
+} launchd_sandbox;
+uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb);
+void launchd_sandbox_release(launchd_sandbox *sb);
+void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv);
+
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
                     const pbx_peer_launch_frame *f);

@@ -19,7 +19,8 @@
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
 
-/* Descriptors the child closes above its four (stdio and the job's). */
+/* Descriptors the child closes above its own (stdio, the job's, and the
+ * scope when one came). */
 #define LAUNCHD_CHILD_FDS_MAX 4096
 
 int launchd_conn_alloc(launchd_srv *srv)
@@ -75,30 +76,20 @@ static int launchd_job_slot(launchd_srv *srv, const pbx_peer_launch_req *req,
     return want != 0U && srv->njobs < srv->max_jobs ? slot : -1;
 }
 
-/* The child side: stdio and the job connection at 0..3, every other
- * descriptor closed, the environment set; then exec. Never returns. */
-static void launchd_child(const int *src, const launchd_job *j,
-                          char *const *argv)
+/* Sets the job's environment: its identity, its launchd connection and,
+ * when one came with the LAUNCH, its scope at fd 4. */
+static void launchd_child_env(const launchd_job *j, bool scope)
 {
-    (void)setpgid(0, 0);
-    int high[4];
-    for (int i = 0; i < 4; i++) {
-        high[i] = fcntl(src[i], F_DUPFD, 16);
-    }
-    for (int i = 0; i < 4; i++) {
-        if (high[i] < 0 || dup2(high[i], i) < 0) {
-            _exit(127);
-        }
-    }
-    long max = sysconf(_SC_OPEN_MAX);
-    for (int fd = 4; fd < LAUNCHD_CHILD_FDS_MAX && fd < max; fd++) {
-        (void)close(fd);
-    }
     char v[96];
     (void)snprintf(v, sizeof(v), "%llu:%u", (unsigned long long)j->bind.job_id,
                    j->bind.job_gen);
     (void)setenv("PBX_JOB", v, 1);
     (void)setenv("PBX_LAUNCHD_FD", "3", 1);
+    if (scope) {
+        (void)setenv("PBX_SCOPE_FD", "4", 1);
+    } else {
+        (void)unsetenv("PBX_SCOPE_FD");
+    }
     (void)snprintf(v, sizeof(v), "%.*s", (int)j->bind.entry_len,
                    (const char *)j->bind.entry);
     (void)setenv("PBX_ENTRY", v, 1);
@@ -114,10 +105,50 @@ static void launchd_child(const int *src, const launchd_job *j,
     } else {
         (void)unsetenv("PBX_TARGET");
     }
+}
+
+/* The child side: stdio, the job connection and the scope (if any) at
+ * 0..nsrc-1, every other descriptor closed (but a sandbox's two, which
+ * close on exec), the environment set; then exec, sandboxed when sb
+ * holds a ruleset. Never returns. */
+static void launchd_child(const int *src, int nsrc, const launchd_job *j,
+                          launchd_sandbox sb, char *const *argv)
+{
+    (void)setpgid(0, 0);
+    /* Decided once: a sandboxed job whose setup fails below is never run
+     * unconfined. */
+    bool sandboxed = sb.ruleset >= 0;
+    /* Out of the way of 0..4 first, the sandbox's descriptors too. */
+    int high[5];
+    for (int i = 0; i < nsrc; i++) {
+        high[i] = fcntl(src[i], F_DUPFD, 16);
+    }
+    if (sandboxed) {
+        sb.prog = fcntl(sb.prog, F_DUPFD_CLOEXEC, 16);
+        sb.ruleset = fcntl(sb.ruleset, F_DUPFD_CLOEXEC, 16);
+    }
+    for (int i = 0; i < nsrc; i++) {
+        if (high[i] < 0 || dup2(high[i], i) < 0) {
+            _exit(127);
+        }
+    }
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = nsrc; fd < LAUNCHD_CHILD_FDS_MAX && fd < max; fd++) {
+        if (fd != sb.prog && fd != sb.ruleset) {
+            (void)close(fd);
+        }
+    }
+    launchd_child_env(j, nsrc > 4);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
     (void)sigaction(SIGPIPE, &sa, NULL);
+    if (sandboxed) {
+        if (sb.prog < 0 || sb.ruleset < 0) {
+            _exit(127);
+        }
+        launchd_sandbox_exec(&sb, argv);
+    }
     execvp(argv[0], argv);
     _exit(127);
 }
@@ -153,10 +184,12 @@ static void launchd_stage_take(launchd_srv *srv, launchd_job *j)
     j->bind.target_gen = 0U;
 }
 
-/* Starts job j (prepared) with the stdio in fds; returns its job
+/* Starts job j (prepared) with the stdio (and the scope, when req has
+ * one) in fds, sandboxed when sb holds a ruleset; returns its job
  * connection slot, or -1 with nothing started. */
 static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
-                         const pbx_peer_launch_req *req)
+                         const pbx_peer_launch_req *req,
+                         const launchd_sandbox *sb)
 {
     int ci = launchd_conn_alloc(srv);
     int sv[2];
@@ -168,8 +201,8 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     launchd_argv(req, argv);
     pid_t pid = fork();
     if (pid == 0) {
-        int src[4] = {fds[0], fds[1], fds[2], sv[1]};
-        launchd_child(src, j, argv);
+        int src[5] = {fds[0], fds[1], fds[2], sv[1], req->scope ? fds[3] : -1};
+        launchd_child(src, req->scope ? 5 : 4, j, *sb, argv);
     }
     (void)close(sv[1]);
     if (pid < 0) {
@@ -188,6 +221,32 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     pbx_peer_track_init(&c->track);
     pbx_peer_track_bind(&c->track, j->bind.job_id, j->bind.job_gen);
     return ci;
+}
+
+/* Starts prepared job j (a sandboxed one after its sandbox was set up)
+ * and stores its job connection in *jc; returns 0 or the LAUNCH's
+ * refusal status (its staged process then freed again). */
+static uint16_t launchd_launch_start(launchd_srv *srv, launchd_job *j,
+                                     const int *fds,
+                                     const pbx_peer_launch_req *req, int *jc)
+{
+    launchd_sandbox sb = {-1, -1};
+    uint16_t st = 0U;
+    if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U) {
+        char prog[PBX_IPC_FRAME_BYTES_MAX];
+        (void)snprintf(prog, sizeof(prog), "%.*s", (int)req->arg_lens[0],
+                       (const char *)req->args[0]);
+        st = launchd_sandbox_prepare(prog, &sb);
+    }
+    if (st == 0U) {
+        *jc = launchd_start(srv, j, fds, req, &sb);
+        st = *jc < 0 ? PBX_PEER_E_INTERNAL : 0U;
+    }
+    launchd_sandbox_release(&sb);
+    if (st != 0U && j->stage >= 0) {
+        srv->stage[j->stage].used = false;
+    }
+    return st;
 }
 
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
@@ -218,13 +277,7 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
         j->bind.entry_len = req.entry_len;
         memcpy(j->bind.entry, req.entry, req.entry_len);
         launchd_stage_take(srv, j);
-        jc = launchd_start(srv, j, m->fds, &req);
-        if (jc < 0) {
-            st = PBX_PEER_E_INTERNAL;
-            if (j->stage >= 0) {
-                srv->stage[j->stage].used = false;
-            }
-        }
+        st = launchd_launch_start(srv, j, m->fds, &req, &jc);
     }
     pbx_peer_io_close_all(m->fds, m->nfds);
     if (st != 0U) {
@@ -244,10 +297,13 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
                                  j->bind.target_gen};
     pbx_peer_log("launchd",
                  "launched job %llu.%u pid %d entry %s target "
-                 "%llu:%u session %llu realm %u",
+                 "%llu:%u session %llu realm %u%s%s",
                  (unsigned long long)id, gen, (int)j->pid, req.entry,
                  (unsigned long long)j->bind.target_pid, j->bind.target_gen,
-                 (unsigned long long)j->bind.session, j->bind.realm);
+                 (unsigned long long)j->bind.session, j->bind.realm,
+                 (req.flags & PBX_PEER_LAUNCH_SANDBOX) != 0U ? " sandboxed"
+                                                             : "",
+                 req.scope ? " with a scope" : "");
     launchd_launch_reply(srv, ci, seq, 0, &rep);
 }
 

@@ -1,7 +1,8 @@
 /*
  * launchd_run.c: pbx-launchd run, a program's way to start another as a
- * job: one LAUNCH with this process's stdio on launchd's control socket,
- * then the wait for the job's EXIT, whose status becomes this process's.
+ * job: one LAUNCH with this process's stdio on launchd's control socket
+ * (sandboxed with --sandbox: docs/HOST.md, "Sandboxed programs"), then
+ * the wait for the job's EXIT, whose status becomes this process's.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,6 +26,39 @@ static bool launchd_run_num(const char *v, uint64_t max, uint64_t *out)
     return pbx_peer_parse_u64(v, max, out) && *out != 0U;
 }
 
+/* Parses one option k (with its value v, when it takes one) of run into
+ * path or *req; returns how many words it took (1 or 2), or 0 when it is
+ * not a valid option. */
+static int launchd_run_opt(const char *k, const char *v, const char **path,
+                           const char **entry, pbx_peer_launch_req *req)
+{
+    uint64_t a = 0;
+    uint64_t b = 0;
+    if (strcmp(k, "--sandbox") == 0) {
+        req->flags |= PBX_PEER_LAUNCH_SANDBOX;
+        return 1;
+    }
+    if (v == NULL) {
+        return 0;
+    }
+    if (strcmp(k, "--control") == 0) {
+        *path = v;
+    } else if (strcmp(k, "--job") == 0 &&
+               pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) &&
+               b != 0U) {
+        req->job_id = a;
+        req->job_gen = (uint32_t)b;
+    } else if (strcmp(k, "--entry") == 0) {
+        *entry = v;
+    } else if (!(strcmp(k, "--session") == 0 &&
+                 launchd_run_num(v, UINT64_MAX, &req->session)) &&
+               !(strcmp(k, "--realm") == 0 &&
+                 launchd_run_num(v, UINT32_MAX, &req->realm))) {
+        return 0;
+    }
+    return 2;
+}
+
 /* Parses run's options up to "--" into path, job and *req (session and
  * realm default 1); returns the index of PROG, or -1 on a usage error. */
 static int launchd_run_args(int argc, char **argv, const char **path,
@@ -34,29 +68,15 @@ static int launchd_run_args(int argc, char **argv, const char **path,
     const char *entry = NULL;
     req->session = 1;
     req->realm = 1;
-    for (; i + 1 < argc && strcmp(argv[i], "--") != 0; i += 2) {
-        const char *k = argv[i];
-        const char *v = argv[i + 1];
-        uint64_t a = 0;
-        uint64_t b = 0;
-        if (strcmp(k, "--control") == 0) {
-            *path = v;
-        } else if (strcmp(k, "--job") == 0 &&
-                   pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) &&
-                   b != 0U) {
-            req->job_id = a;
-            req->job_gen = (uint32_t)b;
-        } else if (strcmp(k, "--entry") == 0) {
-            entry = v;
-        } else if (!(strcmp(k, "--session") == 0 &&
-                     launchd_run_num(v, UINT64_MAX, &req->session)) &&
-                   !(strcmp(k, "--realm") == 0 &&
-                     launchd_run_num(v, UINT32_MAX, &req->realm))) {
+    while (i < argc && strcmp(argv[i], "--") != 0) {
+        int took = launchd_run_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL,
+                                   path, &entry, req);
+        if (took == 0) {
             return -1;
         }
+        i += took;
     }
-    if (i >= argc || strcmp(argv[i], "--") != 0 || i + 1 >= argc ||
-        *path == NULL) {
+    if (i >= argc || i + 1 >= argc || *path == NULL) {
         return -1;
     }
     if (entry == NULL) {
@@ -162,7 +182,7 @@ int launchd_run(int argc, char **argv)
     int first = launchd_run_args(argc, argv, &path, &req);
     if (first < 0 || !launchd_run_argv(argc, argv, first, &req)) {
         pbx_peer_log("launchd", "usage: pbx-launchd run --control PATH "
-                                "[--job ID:GEN] [--entry NAME] "
+                                "[--sandbox] [--job ID:GEN] [--entry NAME] "
                                 "[--session N] [--realm N] -- PROG "
                                 "[ARG...] (session and realm nonzero, "
                                 "default 1)");

@@ -75,8 +75,12 @@ static pbx_err launch_header_check(const uint8_t *buf, size_t len, size_t nfds,
     if (status != 0U && (!reply || len != PBX_IPC_HEADER_BYTES || nfds != 0U)) {
         return PBX_E_IPC_STATUS;
     }
-    size_t want = op == PBX_PEER_OP_LAUNCH ? PBX_PEER_LAUNCH_FDS : 0U;
-    return nfds == want ? PBX_OK : PBX_E_IPC_CAP_PARTITION;
+    if (op == PBX_PEER_OP_LAUNCH) {
+        return nfds == PBX_PEER_LAUNCH_FDS || nfds == PBX_PEER_LAUNCH_FDS_SCOPE
+                   ? PBX_OK
+                   : PBX_E_IPC_CAP_PARTITION;
+    }
+    return nfds == 0U ? PBX_OK : PBX_E_IPC_CAP_PARTITION;
 }
 
 pbx_err pbx_peer_launch_peek(const uint8_t *buf, size_t len, size_t nfds,
@@ -105,6 +109,7 @@ pbx_err pbx_peer_launch_peek(const uint8_t *buf, size_t len, size_t nfds,
     out->op = op;
     out->status = pbx_le_get16(buf + LAUNCH_HEADER_STATUS);
     out->seq = pbx_le_get32(buf + PBX_IPC_SEQ_OFFSET);
+    out->caps = (uint16_t)nfds;
     out->body_len = len - PBX_IPC_HEADER_BYTES;
     out->body = out->body_len != 0U ? buf + PBX_IPC_HEADER_BYTES : NULL;
     return PBX_OK;
@@ -144,7 +149,18 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
         out->args[i] = f->body + off;
         off += n;
     }
-    return off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
+    out->flags = 0U;
+    if (off == f->body_len) {
+        return PBX_OK;
+    }
+    if (f->body_len - off != 4U) {
+        return PBX_E_IPC_TRAILING;
+    }
+    out->flags = pbx_le_get32(f->body + off);
+    return out->flags != 0U &&
+                   (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) == 0U
+               ? PBX_OK
+               : PBX_E_IPC_BOUND;
 }
 
 pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
@@ -162,6 +178,7 @@ pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
     if (out->job_gen == 0U && out->job_id != 0U) {
         return PBX_E_IPC_GENERATION;
     }
+    out->scope = f->caps == PBX_PEER_LAUNCH_FDS_SCOPE;
     out->session = pbx_le_get64(b + LAUNCH_REQ_SESSION);
     out->realm = pbx_le_get64(b + LAUNCH_REQ_REALM);
     /* Zero in a BEGIN means "the job's": the job's own must be nonzero,
@@ -201,10 +218,15 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     for (uint16_t i = 0; i < rec->argc; i++) {
         n += 2U + (size_t)rec->arg_lens[i];
     }
+    /* The flags word is written only when a flag is set, so an ordinary
+     * LAUNCH is byte for byte what older senders write. */
+    n += rec->flags != 0U ? 4U : 0U;
+    uint16_t caps =
+        rec->scope ? PBX_PEER_LAUNCH_FDS_SCOPE : PBX_PEER_LAUNCH_FDS;
     if (n > buf_len || n > PBX_IPC_FRAME_BYTES_MAX) {
         return PBX_E_IPC_NO_SPACE;
     }
-    launch_header_put(buf, PBX_PEER_OP_LAUNCH, 0, PBX_PEER_LAUNCH_FDS,
+    launch_header_put(buf, PBX_PEER_OP_LAUNCH, 0, caps,
                       n - PBX_IPC_HEADER_BYTES, 0);
     uint8_t *b = buf + PBX_IPC_HEADER_BYTES;
     pbx_le_put64(b, rec->job_id);
@@ -221,10 +243,13 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
         memcpy(b + off + 2U, rec->args[i], rec->arg_lens[i]);
         off += 2U + (size_t)rec->arg_lens[i];
     }
+    if (rec->flags != 0U) {
+        pbx_le_put32(b + off, rec->flags);
+    }
     /* Check the output as the receiver will, so only valid frames leave. */
     pbx_peer_launch_frame f;
     static pbx_peer_launch_req chk;
-    pbx_err err = pbx_peer_launch_peek(buf, n, PBX_PEER_LAUNCH_FDS, &f);
+    pbx_err err = pbx_peer_launch_peek(buf, n, caps, &f);
     if (err == PBX_OK) {
         err = pbx_peer_launch_decode(&f, &chk);
     }

@@ -23,8 +23,17 @@
 #define PBX_PEER_LAUNCH_ENTRY_MAX 64U
 /** PBX_PEER_LAUNCH_ARGS_MAX bounds a LAUNCH's argument count. */
 #define PBX_PEER_LAUNCH_ARGS_MAX 32U
-/** PBX_PEER_LAUNCH_FDS is the exact descriptor count of a LAUNCH. */
+/** PBX_PEER_LAUNCH_FDS is the descriptor count of a LAUNCH without a
+ * scope (stdin, stdout, stderr). */
 #define PBX_PEER_LAUNCH_FDS 3U
+/** PBX_PEER_LAUNCH_FDS_SCOPE is the descriptor count of a LAUNCH that
+ * also hands the job a scope (the fourth, given to the job as fd 4). */
+#define PBX_PEER_LAUNCH_FDS_SCOPE 4U
+/** PBX_PEER_LAUNCH_SANDBOX is the LAUNCH flag asking for a sandboxed job
+ * (docs/HOST.md, "Sandboxed programs"). */
+#define PBX_PEER_LAUNCH_SANDBOX 0x1U
+/** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
+#define PBX_PEER_LAUNCH_FLAGS_KNOWN PBX_PEER_LAUNCH_SANDBOX
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */
@@ -41,6 +50,8 @@ typedef struct pbx_peer_launch_frame {
     uint16_t status;
     /** seq is the per-call sequence number. */
     uint32_t seq;
+    /** caps is the descriptor count the frame arrived with. */
+    uint16_t caps;
     /** body is the first body byte (borrowed; NULL when body_len is 0). */
     const uint8_t *body;
     /** body_len is the exact body length. */
@@ -54,7 +65,9 @@ typedef struct pbx_peer_launch_frame {
  * are the job's: launchd binds every BEGIN of the job to them. entry holds
  * entry_len bytes (1..PBX_PEER_LAUNCH_ENTRY_MAX, printable ASCII),
  * NUL-terminated. args[i] points at arg_lens[i] bytes inside the decoded buffer
- * (borrowed, not NUL-terminated).
+ * (borrowed, not NUL-terminated). flags holds PBX_PEER_LAUNCH_* bits;
+ * scope says whether a fourth descriptor (a scope for the job) comes
+ * with the frame.
  */
 typedef struct pbx_peer_launch_req {
     /** job_id is the job wanted, or zero. */
@@ -75,6 +88,10 @@ typedef struct pbx_peer_launch_req {
     uint16_t arg_lens[PBX_PEER_LAUNCH_ARGS_MAX];
     /** args point at the argument bytes (borrowed). */
     const uint8_t *args[PBX_PEER_LAUNCH_ARGS_MAX];
+    /** flags are the PBX_PEER_LAUNCH_* bits (zero: an ordinary job). */
+    uint32_t flags;
+    /** scope is true when the frame carries a fourth descriptor. */
+    bool scope;
 } pbx_peer_launch_req;
 
 /** pbx_peer_launch_reply is the body of a status-zero LAUNCH reply. */
@@ -96,8 +113,9 @@ typedef struct pbx_peer_launch_reply {
  * arrived with nfds descriptors, as a local-wire frame and fills *out:
  * length at least a header and at most PBX_IPC_FRAME_BYTES_MAX, magic,
  * version, op LAUNCH or EXIT (request or reply form), body length exact,
- * reserved word zero, cap count equal to nfds, request id zero, a nonzero
- * status only in a reply with an empty body. Returns PBX_OK or the
+ * reserved word zero, cap count equal to nfds (a LAUNCH request 3 or 4,
+ * everything else 0), request id zero, a nonzero status only in a reply
+ * with an empty body. Returns PBX_OK or the
  * PBX_E_IPC_* error of the first failed check (PBX_E_IPC_UNKNOWN_OP for
  * any other op, so a caller can try pbx_ipc_frame_decode instead).
  */
@@ -106,7 +124,8 @@ pbx_err pbx_peer_launch_peek(const uint8_t *buf, size_t len, size_t nfds,
 
 /**
  * pbx_peer_launch_encode writes a LAUNCH request for rec into buf (cap
- * count 3, seq 0) and stores its length in *out_len. args[i] must point at
+ * count 4 when rec->scope, else 3; seq 0) and stores its length in
+ * *out_len. args[i] must point at
  * arg_lens[i] readable bytes. Returns PBX_E_IPC_NO_SPACE when buf_len is
  * too small, or the error pbx_peer_launch_decode would return for the
  * record; nothing past buf_len is written.
@@ -121,7 +140,11 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
  * then per argument u16 length + bytes. Checks: exact length, entry 1..64
  * bytes of printable ASCII, argc 1..32, each argument 1..body bytes
  * without NUL, job id and generation both zero or generation nonzero,
- * session nonzero, realm 1..UINT32_MAX (PBX_E_IPC_BOUND). out->args borrow
+ * session nonzero, realm 1..UINT32_MAX (PBX_E_IPC_BOUND). After the last
+ * argument an optional u32 flags word may follow: absent means zero
+ * (the frame an older sender writes); present, it must be nonzero and
+ * hold only PBX_PEER_LAUNCH_FLAGS_KNOWN bits (PBX_E_IPC_BOUND), so each
+ * request has one encoding. out->scope is f->caps == 4. out->args borrow
  * f's buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
  * (a field runs past the body), PBX_E_IPC_TRAILING (bytes after the last
  * argument), PBX_E_IPC_BOUND, PBX_E_IPC_TEXT or PBX_E_IPC_GENERATION.

@@ -74,6 +74,59 @@ PBX_TEST(peers_launch_round_trips_and_refuses_malformed_frames)
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
 }
 
+PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
+{
+    static pbx_peer_launch_req r;
+    static pbx_peer_launch_req d;
+    static const char *const arg = "prog";
+    pbx_peer_launch_frame f;
+    memset(&r, 0, sizeof(r));
+    r.session = 1;
+    r.realm = 1;
+    r.entry_len = 4;
+    memcpy(r.entry, "prog", 4);
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 4;
+    size_t plain = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &plain) ==
+                PBX_OK);
+    /* No flag, no scope: no flags word, three descriptors. */
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, plain, 3, &f), PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.flags == 0U && !d.scope);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, plain, 4, &f),
+                 PBX_E_IPC_CAP_COUNT);
+    /* Sandbox and a scope: four more bytes, four descriptors. */
+    r.flags = PBX_PEER_LAUNCH_SANDBOX;
+    r.scope = true;
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_CHECK_EQ(n, plain + 4U);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 3, &f), PBX_E_IPC_CAP_COUNT);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.flags == PBX_PEER_LAUNCH_SANDBOX && d.scope);
+    /* A zero flags word (a second encoding of "no flag") and an unknown
+     * bit are refused; so are two or five descriptors. */
+    static const uint32_t words[] = {0U, 2U, 0x80000000U};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        pbx_le_put32(g_buf + n - 4U, words[i]);
+        PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
+        PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_BOUND);
+    }
+    pbx_le_put16(g_buf + 10, 5);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 5, &f),
+                 PBX_E_IPC_CAP_PARTITION);
+    pbx_le_put16(g_buf + 10, 2);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 2, &f),
+                 PBX_E_IPC_CAP_PARTITION);
+    /* The encoder refuses an unknown flag. */
+    r.flags = 2U;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+}
+
 PBX_TEST(peers_launch_session_and_realm_are_the_jobs_own)
 {
     static pbx_peer_launch_req d;

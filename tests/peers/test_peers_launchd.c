@@ -488,6 +488,9 @@ typedef struct tl_srv {
     int wake;
     int broker;
     int broker_sndbuf;
+    /* When set (before tl_start): launchd runs under pbx-sandbox-probe
+     * --no-landlock with this errno (as text). */
+    const char *no_landlock;
     char ctl[512];
     char log[512];
 } tl_srv;
@@ -507,13 +510,26 @@ static void tl_start(tl_srv *s, const char *const *extra)
     static char barg[16];
     const char *dir = tp_tmpdir();
     (void)snprintf(s->ctl, sizeof(s->ctl), "%s/launchd.sock", dir);
-    (void)snprintf(s->log, sizeof(s->log), "%s/pbx-peer-launchd.log", dir);
+    (void)snprintf(s->log, sizeof(s->log), "%s/pbx-peer-%s.log", dir,
+                   s->no_landlock != NULL ? "sandbox-probe" : "launchd");
     (void)snprintf(warg, sizeof(warg), "%d", w[1]);
     (void)snprintf(barg, sizeof(barg), "%d", b[1]);
-    const char *args[TP_ARGS_MAX] = {"serve",       "--wake-fd", warg,
-                                     "--broker-fd", barg,        "--control",
-                                     s->ctl,        "--stage",   "42:5"};
-    size_t n = 9;
+    static char launchd[512];
+    const char *bin = getenv("PBX_PEERS_BIN");
+    (void)snprintf(launchd, sizeof(launchd), "%s/pbx-launchd",
+                   bin != NULL ? bin : "build/bin");
+    const char *args[TP_ARGS_MAX] = {"--no-landlock", s->no_landlock, "--",
+                                     launchd};
+    size_t n = s->no_landlock != NULL ? 4U : 0U;
+    static const char *const serve[] = {"serve",       "--wake-fd", NULL,
+                                        "--broker-fd", NULL,        "--control",
+                                        NULL,          "--stage",   "42:5"};
+    for (size_t i = 0; i < sizeof(serve) / sizeof(serve[0]); i++) {
+        args[n++] = serve[i];
+    }
+    args[n - 7U] = warg;
+    args[n - 5U] = barg;
+    args[n - 3U] = s->ctl;
     for (size_t i = 0;
          extra != NULL && extra[i] != NULL && n + 4U < TP_ARGS_MAX; i++) {
         args[n++] = extra[i];
@@ -525,7 +541,8 @@ static void tl_start(tl_srv *s, const char *const *extra)
     const char *t = getenv("TMPDIR");
     (void)snprintf(old, sizeof(old), "%s", t != NULL ? t : "");
     PBX_REQUIRE(setenv("TMPDIR", dir, 1) == 0);
-    s->pid = tp_spawn("launchd", args, keep, 2, -1);
+    s->pid = tp_spawn(s->no_landlock != NULL ? "sandbox-probe" : "launchd",
+                      args, keep, 2, -1);
     if (t != NULL) {
         (void)setenv("TMPDIR", old, 1);
     } else {
@@ -1745,4 +1762,215 @@ PBX_TEST(peers_launchd_bounds_calls_per_connection)
     (void)close(j.launcher);
     (void)close(j.conn);
     tl_stop(&s);
+}
+
+/* Sends a LAUNCH of PROG args (NULL-terminated) on conn with the flags
+ * and the nio descriptors io (3: stdio; 4: stdio and a scope) as a job
+ * launchd numbers; returns the reply's status (body in *rep). */
+static uint16_t tl_launch_with(int conn, const char *const *args, const int *io,
+                               size_t nio, uint32_t flags,
+                               pbx_peer_launch_reply *rep)
+{
+    static pbx_peer_launch_req r;
+    memset(&r, 0, sizeof(r));
+    r.session = 7;
+    r.realm = 3;
+    r.entry_len = 5;
+    memcpy(r.entry, "probe", 5);
+    r.flags = flags;
+    r.scope = nio == 4U;
+    for (; args[r.argc] != NULL; r.argc++) {
+        r.args[r.argc] = (const uint8_t *)args[r.argc];
+        r.arg_lens[r.argc] = (uint16_t)strlen(args[r.argc]);
+    }
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_req, sizeof(g_req), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_set_seq(g_req, n, 0x33U) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_send_fds(conn, g_req, n, io, nio, 0) == 0);
+    PBX_REQUIRE(tp_readable(conn, 5000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(conn, &g_m) == 0);
+    pbx_peer_launch_frame f;
+    PBX_REQUIRE(pbx_peer_launch_peek(g_m.buf, g_m.len, g_m.nfds, &f) == PBX_OK);
+    if (f.status == 0U) {
+        PBX_CHECK_EQ(pbx_peer_launch_reply_decode(&f, rep), PBX_OK);
+    }
+    return f.status;
+}
+
+/* A close-on-exec pipe in p; false when none could be made. */
+static bool tl_pipe(int p[2])
+{
+    return pipe(p) == 0 && fcntl(p[0], F_SETFD, FD_CLOEXEC) == 0 &&
+           fcntl(p[1], F_SETFD, FD_CLOEXEC) == 0;
+}
+
+/* Reads fd to its end (at most cap-1 bytes, 5 s) into buf. */
+static void tl_slurp(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    while (n + 1U < cap && tp_readable(fd, 5000)) {
+        ssize_t r = read(fd, buf + n, cap - 1U - n);
+        if (r <= 0) {
+            break;
+        }
+        n += (size_t)r;
+        buf[n] = '\0';
+    }
+}
+
+/* The static probe's path. */
+static const char *tl_probe_path(void)
+{
+    static char path[512];
+    const char *bin = getenv("PBX_PEERS_BIN");
+    (void)snprintf(path, sizeof(path), "%s/pbx-sandbox-probe",
+                   bin != NULL ? bin : "build/bin");
+    return path;
+}
+
+/* Launches args (flags, stdin null, stderr 2) on a new control connection
+ * of s with stdout a pipe; returns the LAUNCH status, the job's whole
+ * output in out and, on status 0, waits for its end (EXIT status 0). */
+static uint16_t tl_probe_run(const tl_srv *s, const char *const *args,
+                             uint32_t flags, char *out, size_t cap)
+{
+    int p[2];
+    PBX_REQUIRE(tl_pipe(p));
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    PBX_REQUIRE(nul >= 0);
+    int c = pbx_peer_io_connect(s->ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    int io[3] = {nul, p[1], 2};
+    pbx_peer_launch_reply rep;
+    uint16_t st = tl_launch_with(c, args, io, 3, flags, &rep);
+    (void)close(p[1]);
+    (void)close(nul);
+    tl_slurp(p[0], out, cap);
+    (void)close(p[0]);
+    if (st == 0U) {
+        tl_expect_end(s, c, rep.job_id, rep.job_gen, 0);
+    }
+    (void)close(c);
+    return st;
+}
+
+PBX_TEST(peers_launchd_sandboxes_a_static_program)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    const char *dir = tp_tmpdir();
+    char file[600];
+    char mark[600];
+    char fopen_[640];
+    char self[640];
+    (void)snprintf(file, sizeof(file), "%s/secret", dir);
+    (void)snprintf(mark, sizeof(mark), "%s/ran", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    PBX_REQUIRE(fd >= 0 && write(fd, "s\n", 2) == 2);
+    (void)close(fd);
+    (void)snprintf(fopen_, sizeof(fopen_), "open:%s", file);
+    (void)snprintf(self, sizeof(self), "open:%s", tl_probe_path());
+    /* Sandboxed: no new privileges; the user's own file, /etc/passwd and
+     * another program refused by the kernel (EACCES); its own file
+     * readable; no signal to a process outside (EPERM, ABI 6 scopes). */
+    const char *args[] = {tl_probe_path(),    "nnp",    fopen_,         self,
+                          "open:/etc/passwd", "kill:1", "exec:/bin/sh", NULL};
+    static char out[4096];
+    PBX_CHECK_EQ(
+        tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
+    char want[4096];
+    (void)snprintf(want, sizeof(want),
+                   "nnp=1\nopen %s: errno 13\nopen %s: ok\nopen /etc/passwd: "
+                   "errno 13\nkill 1: errno 1\nexec /bin/sh: errno 13\n",
+                   file, tl_probe_path());
+    PBX_CHECK(strcmp(out, want) == 0);
+    PBX_CHECK(tl_logged(&s, "sandbox: ") && tl_logged(&s, " sandboxed"));
+    /* The same probe unsandboxed reads the file: the refusals above are
+     * the sandbox's. */
+    const char *plain[] = {tl_probe_path(), "nnp", fopen_, NULL};
+    PBX_CHECK_EQ(tl_probe_run(&s, plain, 0U, out, sizeof(out)), 0U);
+    (void)snprintf(want, sizeof(want), "nnp=0\nopen %s: ok\n", file);
+    PBX_CHECK(strcmp(out, want) == 0);
+    /* A dynamically linked program is refused and never runs: no job, no
+     * EXPIRE, no mark; so is a name that is no file. */
+    char touch[700];
+    (void)snprintf(touch, sizeof(touch), "echo x > %s", mark);
+    const char *dyn[] = {"/bin/sh", "-c", touch, NULL};
+    PBX_CHECK_EQ(
+        tl_probe_run(&s, dyn, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
+        (uint16_t)PBX_E_PEER_DYNAMIC);
+    const char *none[] = {"/nonexistent/prog", NULL};
+    PBX_CHECK_EQ(
+        tl_probe_run(&s, none, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
+        (uint16_t)PBX_E_PEER_NOT_ELF);
+    PBX_CHECK(tl_logged(&s, "LAUNCH refused: sandbox: the program is "
+                            "dynamically linked"));
+    PBX_CHECK(access(mark, F_OK) != 0);
+    PBX_CHECK(tl_quiet(s.broker, 100));
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_hands_a_scope_at_fd_4)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    int p[2];
+    int scope[2];
+    PBX_REQUIRE(tl_pipe(p) && tl_pipe(scope));
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    PBX_REQUIRE(nul >= 0);
+    int c = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    /* The fourth descriptor is the job's fd 4, named by PBX_SCOPE_FD. */
+    const char *args[] = {"/bin/sh", "-c", "echo fd=$PBX_SCOPE_FD >&4", NULL};
+    int io[4] = {nul, p[1], 2, scope[1]};
+    pbx_peer_launch_reply rep;
+    PBX_REQUIRE(tl_launch_with(c, args, io, 4, 0U, &rep) == 0U);
+    (void)close(scope[1]);
+    (void)close(p[1]);
+    (void)close(nul);
+    char out[64];
+    tl_slurp(scope[0], out, sizeof(out));
+    PBX_CHECK(strcmp(out, "fd=4\n") == 0);
+    tl_expect_end(&s, c, rep.job_id, rep.job_gen, 0);
+    /* Without one, PBX_SCOPE_FD is unset (not launchd's own). */
+    const char *unset[] = {"/bin/sh", "-c", "echo fd=${PBX_SCOPE_FD-none}",
+                           NULL};
+    static char text[256];
+    PBX_CHECK_EQ(tl_probe_run(&s, unset, 0U, text, sizeof(text)), 0U);
+    PBX_CHECK(strcmp(text, "fd=none\n") == 0);
+    pbx_peer_io_close_all(p, 1);
+    pbx_peer_io_close_all(scope, 1);
+    (void)close(c);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_refuses_a_sandbox_where_the_kernel_has_no_landlock)
+{
+    /* launchd under a seccomp filter that answers landlock_create_ruleset
+     * as a kernel without Landlock does (ENOSYS) or with it disabled
+     * (EOPNOTSUPP): the sandboxed LAUNCH is refused and the program never
+     * runs; an ordinary LAUNCH still runs. */
+    static const char *const errs[] = {"38", "95"};
+    for (size_t i = 0; i < 2; i++) {
+        tl_srv s;
+        memset(&s, 0, sizeof(s));
+        s.no_landlock = errs[i];
+        tl_start(&s, NULL);
+        const char *args[] = {tl_probe_path(), "nnp", NULL};
+        static char out[256];
+        PBX_CHECK_EQ(
+            tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
+            (uint16_t)PBX_E_PEER_NO_LANDLOCK);
+        PBX_CHECK(out[0] == '\0');
+        PBX_CHECK(tl_logged(&s, "LAUNCH refused: sandbox: this kernel has "
+                                "no Landlock"));
+        PBX_CHECK(tl_quiet(s.broker, 100));
+        PBX_CHECK_EQ(tl_probe_run(&s, args, 0U, out, sizeof(out)), 0U);
+        PBX_CHECK(strcmp(out, "nnp=1\n") == 0);
+        tl_stop(&s);
+    }
 }

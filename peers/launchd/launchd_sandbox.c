@@ -1,0 +1,187 @@
+/*
+ * launchd_sandbox.c: the Landlock sandbox of a job launched with the
+ * PBX_PEER_LAUNCH_SANDBOX flag (docs/HOST.md, "Sandboxed programs").
+ *
+ * Everything that can fail for a reason the caller should hear is done in
+ * launchd itself before the fork, so the LAUNCH is refused with a status
+ * that says why: finding and opening the program, checking that it is a
+ * static ELF executable, asking the kernel's Landlock ABI, building the
+ * ruleset and its one rule. The child then only sets no-new-privileges,
+ * enforces the ruleset and executes the very file that was checked (by
+ * descriptor); if either step fails it says so on the job's standard
+ * error and exits without running the program.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "peers/launchd/launchd.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_sandbox.h"
+
+/* How much of the program the static check reads (ELF header and the
+ * program header table of every ordinary executable fit). */
+#define LAUNCHD_ELF_HEAD 4096U
+/* The longest program path tried while searching PATH. */
+#define LAUNCHD_PATH_MAX 4096U
+/* The most PATH entries searched. */
+#define LAUNCHD_PATH_DIRS 64U
+/* What the child exits with when the sandbox could not be entered. */
+#define LAUNCHD_SANDBOX_EXIT 126
+
+/* The ruleset attribute as of Landlock ABI 6 (handled filesystem rights,
+ * handled network rights, scopes). The kernel takes a shorter prefix from
+ * older ABIs; the build host's header may not have the newer fields. */
+typedef struct launchd_ll_attr {
+    uint64_t handled_fs;
+    uint64_t handled_net;
+    uint64_t scoped;
+} launchd_ll_attr;
+
+/* Opens the regular, executable file at path read-only (close-on-exec);
+ * -1 when it is not one. */
+static int launchd_sandbox_open_one(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                    faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)) {
+        (void)close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Opens prog as execvp would find it: a name with a slash as it is, any
+ * other in launchd's PATH (default "/usr/bin:/bin"). */
+static int launchd_sandbox_open(const char *prog)
+{
+    if (strchr(prog, '/') != NULL) {
+        return launchd_sandbox_open_one(prog);
+    }
+    const char *path = getenv("PATH");
+    path = path != NULL && path[0] != '\0' ? path : "/usr/bin:/bin";
+    static char cand[LAUNCHD_PATH_MAX];
+    for (uint32_t i = 0; i < LAUNCHD_PATH_DIRS && path[0] != '\0'; i++) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon != NULL ? (size_t)(colon - path) : strlen(path);
+        int w = snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, path, prog);
+        int fd = w > 0 && (size_t)w < sizeof(cand)
+                     ? launchd_sandbox_open_one(n != 0U ? cand : prog)
+                     : -1;
+        if (fd >= 0) {
+            return fd;
+        }
+        path += n + (colon != NULL ? 1U : 0U);
+    }
+    return -1;
+}
+
+/* Builds the ruleset for plan with its one rule (the program's file,
+ * execute and read); returns its descriptor or -1. */
+static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog)
+{
+    launchd_ll_attr attr = {plan->handled_fs, 0U, plan->scoped};
+    /* Only the fields the ABI has: handled_net came with 4, scoped 6. */
+    size_t size = plan->abi >= 6   ? sizeof(attr)
+                  : plan->abi >= 4 ? 2U * sizeof(uint64_t)
+                                   : sizeof(uint64_t);
+    long rfd = syscall(__NR_landlock_create_ruleset, &attr, size, 0U);
+    if (rfd < 0) {
+        return -1;
+    }
+    struct landlock_path_beneath_attr rule;
+    memset(&rule, 0, sizeof(rule));
+    rule.allowed_access = plan->prog_access;
+    rule.parent_fd = prog;
+    if (syscall(__NR_landlock_add_rule, (int)rfd, LANDLOCK_RULE_PATH_BENEATH,
+                &rule, 0U) != 0) {
+        int e = errno;
+        (void)close((int)rfd);
+        errno = e;
+        return -1;
+    }
+    return (int)rfd;
+}
+
+uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb)
+{
+    sb->prog = -1;
+    sb->ruleset = -1;
+    long abi = syscall(__NR_landlock_create_ruleset, NULL, 0U,
+                       LANDLOCK_CREATE_RULESET_VERSION);
+    pbx_peer_sandbox_plan plan;
+    pbx_err e = pbx_peer_sandbox_decide(abi, abi < 0 ? errno : 0, &plan);
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "sandbox: Landlock ABI query: %s",
+                     abi < 0 ? strerror(errno) : "ABI below 1");
+        return (uint16_t)e;
+    }
+    sb->prog = launchd_sandbox_open(prog);
+    if (sb->prog < 0) {
+        pbx_peer_log("launchd", "sandbox: %s: not an executable file", prog);
+        return (uint16_t)PBX_E_PEER_NOT_ELF;
+    }
+    static uint8_t head[LAUNCHD_ELF_HEAD];
+    ssize_t got = pread(sb->prog, head, sizeof(head), 0);
+    e = pbx_peer_sandbox_elf(head, got > 0 ? (size_t)got : 0U);
+    if (e == PBX_OK) {
+        sb->ruleset = launchd_sandbox_ruleset(&plan, sb->prog);
+        e = sb->ruleset >= 0 ? PBX_OK : PBX_E_PEER_SANDBOX;
+    }
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "sandbox: %s: %s", prog, pbx_err_text(e));
+        launchd_sandbox_release(sb);
+        return (uint16_t)e;
+    }
+    pbx_peer_log("launchd",
+                 "sandbox: %s: Landlock ABI %ld, filesystem rights 0x%llx "
+                 "handled, scopes 0x%llx",
+                 prog, plan.abi, (unsigned long long)plan.handled_fs,
+                 (unsigned long long)plan.scoped);
+    return 0U;
+}
+
+void launchd_sandbox_release(launchd_sandbox *sb)
+{
+    if (sb->prog >= 0) {
+        (void)close(sb->prog);
+    }
+    if (sb->ruleset >= 0) {
+        (void)close(sb->ruleset);
+    }
+    sb->prog = -1;
+    sb->ruleset = -1;
+}
+
+/* Writes "pbx-launchd: sandbox: what: <errno text>" to the job's stderr
+ * and ends the child without running the program. */
+static void launchd_sandbox_fail(const char *what)
+{
+    (void)dprintf(STDERR_FILENO,
+                  "pbx-launchd: sandbox: %s: %s; the program was not run\n",
+                  what, strerror(errno));
+    _exit(LAUNCHD_SANDBOX_EXIT);
+}
+
+void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
+{
+    extern char **environ;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) {
+        launchd_sandbox_fail("PR_SET_NO_NEW_PRIVS");
+    }
+    if (syscall(__NR_landlock_restrict_self, sb->ruleset, 0U) != 0) {
+        launchd_sandbox_fail("landlock_restrict_self");
+    }
+    /* The file that was checked, not whatever its name means now. */
+    (void)syscall(__NR_execveat, sb->prog, "", argv, environ, AT_EMPTY_PATH);
+    launchd_sandbox_fail("execveat");
+}

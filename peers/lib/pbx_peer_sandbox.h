@@ -1,0 +1,78 @@
+/*
+ * pbx_peer_sandbox.h: the pure decisions behind launchd's sandboxed jobs
+ * (docs/HOST.md, "Sandboxed programs"): which Landlock rights a ruleset
+ * handles for the ABI the running kernel reports, whether that kernel can
+ * sandbox at all, and whether a program image is statically linked. No
+ * system call is made here, so each decision is tested for every ABI and
+ * every image shape without a kernel that has (or lacks) Landlock.
+ */
+#ifndef PBX_PEER_SANDBOX_H
+#define PBX_PEER_SANDBOX_H
+
+#include "base/pbx_base.h"
+
+/*
+ * Landlock's access rights and scopes as the kernel's uapi numbers them
+ * (linux/landlock.h). They are spelled out here because the build host's
+ * header may predate the running kernel; the numbers are kernel ABI and
+ * never change.
+ */
+/** PBX_PEER_LL_FS_EXECUTE: execute a file. */
+#define PBX_PEER_LL_FS_EXECUTE (1ULL << 0)
+/** PBX_PEER_LL_FS_READ_FILE: open a file for reading. */
+#define PBX_PEER_LL_FS_READ_FILE (1ULL << 2)
+/** PBX_PEER_LL_FS_ABI1: every filesystem right of ABI 1 (bits 0..12). */
+#define PBX_PEER_LL_FS_ABI1 ((1ULL << 13) - 1ULL)
+/** PBX_PEER_LL_FS_REFER: link or rename across directories (ABI 2). */
+#define PBX_PEER_LL_FS_REFER (1ULL << 13)
+/** PBX_PEER_LL_FS_TRUNCATE: truncate a file (ABI 3). */
+#define PBX_PEER_LL_FS_TRUNCATE (1ULL << 14)
+/** PBX_PEER_LL_FS_IOCTL_DEV: ioctl on a device file (ABI 5). */
+#define PBX_PEER_LL_FS_IOCTL_DEV (1ULL << 15)
+/** PBX_PEER_LL_SCOPE_ABSTRACT_UNIX: abstract unix sockets (ABI 6). */
+#define PBX_PEER_LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
+/** PBX_PEER_LL_SCOPE_SIGNAL: signals to processes outside (ABI 6). */
+#define PBX_PEER_LL_SCOPE_SIGNAL (1ULL << 1)
+
+/**
+ * pbx_peer_sandbox_plan is the ruleset a sandboxed job gets: the
+ * filesystem rights handled (denied unless a rule allows them), the
+ * scopes (ABI 6 and later, else zero), and the rights its one rule
+ * allows on the program's own file. Plain data, caller-owned.
+ */
+typedef struct pbx_peer_sandbox_plan {
+    /** abi is the Landlock ABI the plan was made for (1 or more). */
+    long abi;
+    /** handled_fs is every filesystem right that ABI knows. */
+    uint64_t handled_fs;
+    /** scoped is the scopes enforced (zero before ABI 6). */
+    uint64_t scoped;
+    /** prog_access is what the rule on the program's file allows. */
+    uint64_t prog_access;
+} pbx_peer_sandbox_plan;
+
+/**
+ * pbx_peer_sandbox_decide makes the plan for what the kernel answered to
+ * landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): abi
+ * is its return value and err the errno when abi is negative. Returns
+ * PBX_OK with *out filled for an ABI of 1 or more (an ABI newer than 7 is
+ * planned with the rights this code knows, all of which it still has);
+ * PBX_E_PEER_NO_LANDLOCK when the kernel has none (ENOSYS, EOPNOTSUPP,
+ * or an ABI below 1); PBX_E_PEER_SANDBOX for any other failure. *out is
+ * written only on PBX_OK.
+ */
+pbx_err pbx_peer_sandbox_decide(long abi, int err, pbx_peer_sandbox_plan *out);
+
+/**
+ * pbx_peer_sandbox_elf judges a program image from its first len bytes
+ * (img: at least the ELF header and the whole program header table must
+ * be in them; reading 4096 bytes covers every ordinary executable). A
+ * 64-bit little-endian ELF executable (ET_EXEC, or ET_DYN as a static-pie
+ * is) without a PT_INTERP program header is static: PBX_OK. One with
+ * PT_INTERP is PBX_E_PEER_DYNAMIC. Anything else (not ELF, another class
+ * or byte order, another type, a header table past len or with an odd
+ * entry size) is PBX_E_PEER_NOT_ELF. Reads only img[0..len).
+ */
+pbx_err pbx_peer_sandbox_elf(const uint8_t *img, size_t len);
+
+#endif /* PBX_PEER_SANDBOX_H */

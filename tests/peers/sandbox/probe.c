@@ -1,0 +1,133 @@
+/*
+ * probe.c: pbx-sandbox-probe, a statically linked program the launchd
+ * tests start under --sandbox to see from inside what the sandbox allows.
+ * Each argument is one probe; each prints one line on stdout:
+ *
+ *   nnp              "nnp=1" when no-new-privileges is set
+ *   open:PATH        "open PATH: ok" or "open PATH: errno N"
+ *   kill:PID         kill(PID, 0): "kill PID: ok" or "kill PID: errno N"
+ *   abstract:NAME    connect to the abstract unix socket NAME (stream):
+ *                    "abstract NAME: ok" or "abstract NAME: errno N"
+ *   exec:PATH        execv(PATH) of the file itself; prints only when the
+ *                    exec failed: "exec PATH: errno N"
+ *
+ * As a wrapper, `pbx-sandbox-probe --no-landlock ERRNO -- PROG [ARG...]`
+ * installs a seccomp filter under which landlock_create_ruleset fails with
+ * ERRNO (ENOSYS: a kernel built without Landlock; EOPNOTSUPP: one that
+ * has it disabled) and executes PROG: the tests run launchd so, to see
+ * that a kernel without Landlock refuses a sandboxed LAUNCH. The filter
+ * lives in this test program only; launchd has no such hook.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Prints "what arg: ok" for r == 0, else "what arg: errno N". */
+static void probe_say(const char *what, const char *arg, int r)
+{
+    if (r == 0) {
+        (void)printf("%s %s: ok\n", what, arg);
+    } else {
+        (void)printf("%s %s: errno %d\n", what, arg, errno);
+    }
+}
+
+/* Connects a stream socket to the abstract name; 0 or -1 (errno). */
+static int probe_abstract(const char *name)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    size_t n = strlen(name);
+    if (n + 1U >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(sa.sun_path + 1, name, n);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    socklen_t len =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1U + n);
+    int r = connect(fd, (const struct sockaddr *)&sa, len);
+    int e = errno;
+    (void)close(fd);
+    errno = e;
+    return r;
+}
+
+/* Runs one probe word. */
+static void probe_one(const char *w)
+{
+    if (strcmp(w, "nnp") == 0) {
+        (void)printf("nnp=%d\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
+    } else if (strncmp(w, "open:", 5) == 0) {
+        int fd = open(w + 5, O_RDONLY | O_CLOEXEC);
+        probe_say("open", w + 5, fd >= 0 ? 0 : -1);
+        if (fd >= 0) {
+            (void)close(fd);
+        }
+    } else if (strncmp(w, "kill:", 5) == 0) {
+        probe_say("kill", w + 5, kill((pid_t)atol(w + 5), 0));
+    } else if (strncmp(w, "abstract:", 9) == 0) {
+        probe_say("abstract", w + 9, probe_abstract(w + 9));
+    } else if (strncmp(w, "exec:", 5) == 0) {
+        char *const argv[] = {(char *)(w + 5), NULL};
+        (void)fflush(stdout);
+        (void)execv(w + 5, argv);
+        probe_say("exec", w + 5, -1);
+    } else {
+        (void)printf("unknown probe %s\n", w);
+    }
+}
+
+/* Makes landlock_create_ruleset fail with err in this process and every
+ * program it executes; false when the filter could not be installed. */
+static bool probe_no_landlock(int err)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_landlock_create_ruleset, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && strcmp(argv[1], "--no-landlock") == 0 &&
+        strcmp(argv[3], "--") == 0) {
+        if (!probe_no_landlock(atoi(argv[2]))) {
+            perror("pbx-sandbox-probe: seccomp");
+            return 1;
+        }
+        (void)execv(argv[4], argv + 4);
+        perror("pbx-sandbox-probe: exec");
+        return 127;
+    }
+    for (int i = 1; i < argc; i++) {
+        probe_one(argv[i]);
+    }
+    return 0;
+}
