@@ -18,25 +18,22 @@
 # they have in the tree (core/pbx_core.h, base/err/core.def), because that
 # is how they include each other: `-I$(PREFIX)/include/powerboxd` is the
 # one flag a program needs. Private headers are never installed; the list
-# is scripts/layers.py's PRIVATE table, the one copy of it.
+# is scripts/layers.py's PRIVATE table, the one copy of it, which
+# scripts/install_headers.py and the install test both read.
 
 MAN_PAGES := $(sort $(wildcard docs/man/*.[1-8]))
 
-# Private headers, read from the layering gate's own table.
-INSTALL_PRIVATE := $(shell python3 -c 'import sys; sys.path.insert(0, \
-    "scripts"); import layers; print(" ".join(sorted(layers.PRIVATE)))')
-
 # Public headers: the freestanding layers' and the app library's, less the
-# private ones; plus the error tables base/pbx_base.h includes.
-INSTALL_HEADERS = $(filter-out $(INSTALL_PRIVATE), \
-    $(foreach d,$(FREE_DIRS) peers/app,$(wildcard $(d)/*.h))) \
-    $(wildcard base/err/*.def)
+# private ones, plus every file they include (the error tables, the peer
+# header the app library's embeds): scripts/install_headers.py.
+INSTALL_HEADERS := $(shell python3 scripts/install_headers.py $(FREE_DIRS) \
+    peers/app)
 
 # Every binary a user runs. The peers' list (pbx-demo too once it is one)
 # comes from mk/peers.mk; powerboxd-portcheck is a test driver and stays.
 INSTALL_BINS = $(PBX_BIN) $(PBXD_BIN) $(PEERS_BINS)
-# libpbx-app.a is installed when mk/ names it (PBX_APP_LIB).
-INSTALL_LIBS = $(LIBPBX) $(PBX_APP_LIB)
+# libpbx.a and the app library programs link (mk/peers.mk's APP_LIB).
+INSTALL_LIBS = $(LIBPBX) $(APP_LIB)
 
 # The one manifest: SOURCE:MODE:DESTINATION (relative to PREFIX) for every
 # file installed. install and uninstall both walk it, so uninstall removes
