@@ -258,6 +258,52 @@ typedef struct pbx_peer_vfs_stat {
     uint64_t size;
 } pbx_peer_vfs_stat;
 
+/** PBX_PEER_OP_OBJ_READ reads bytes of a file object. Body
+ * PBX_PEER_VFS_READ_BODY_BYTES: u64 offset, u32 length (at most
+ * PBX_PEER_VFS_IO_BYTES_MAX), u32 zero. The reply's body is the bytes
+ * read: exactly length, fewer only where the file ends. */
+#define PBX_PEER_OP_OBJ_READ 0x0F11U
+/** PBX_PEER_OP_OBJ_LIST lists one page of a directory object. Body
+ * PBX_PEER_VFS_LIST_BODY_BYTES: u32 cookie (0: the first entry), u32 cap
+ * (name bytes the caller takes, PBX_PEER_VFS_NAME_BYTES_MAX up to
+ * PBX_PEER_VFS_LIST_NAMES_MAX). The reply's body: u32 next cookie (0: no
+ * entry left), u32 count, then count names, each NUL-terminated, at most
+ * cap bytes in all. */
+#define PBX_PEER_OP_OBJ_LIST 0x0F12U
+/** PBX_PEER_OP_OBJ_WRITE writes bytes into a file object granted for
+ * writing. Body: u64 offset, u32 length, u32 zero (the
+ * PBX_PEER_VFS_WRITE_FIXED_BYTES), then exactly length bytes (at most
+ * PBX_PEER_VFS_IO_BYTES_MAX). The reply's body
+ * (PBX_PEER_VFS_WRITE_REPLY_BYTES): u32 bytes written. */
+#define PBX_PEER_OP_OBJ_WRITE 0x0F13U
+
+/** PBX_PEER_VFS_IO_BYTES_MAX bounds the bytes one READ or WRITE moves. */
+#define PBX_PEER_VFS_IO_BYTES_MAX 4096U
+/** PBX_PEER_VFS_READ_BODY_BYTES is the body length of a READ call. */
+#define PBX_PEER_VFS_READ_BODY_BYTES 16U
+/** PBX_PEER_VFS_LIST_BODY_BYTES is the body length of a LIST call. */
+#define PBX_PEER_VFS_LIST_BODY_BYTES 8U
+/** PBX_PEER_VFS_LIST_HEAD_BYTES is the fixed part of a LIST reply body. */
+#define PBX_PEER_VFS_LIST_HEAD_BYTES 8U
+/** PBX_PEER_VFS_NAME_BYTES_MAX bounds one listed name, NUL included; it
+ * is also the smallest cap a LIST call may give (one name always fits). */
+#define PBX_PEER_VFS_NAME_BYTES_MAX 256U
+/** PBX_PEER_VFS_LIST_NAMES_MAX bounds the name bytes of one LIST page. */
+#define PBX_PEER_VFS_LIST_NAMES_MAX                                            \
+    (PBX_PEER_VFS_IO_BYTES_MAX - PBX_PEER_VFS_LIST_HEAD_BYTES)
+/** PBX_PEER_VFS_WRITE_FIXED_BYTES is a WRITE call's body before its data. */
+#define PBX_PEER_VFS_WRITE_FIXED_BYTES 16U
+/** PBX_PEER_VFS_WRITE_REPLY_BYTES is the body length of a WRITE reply. */
+#define PBX_PEER_VFS_WRITE_REPLY_BYTES 4U
+/** PBX_PEER_VFS_CALL_BYTES_MAX bounds every object call (a full WRITE). */
+#define PBX_PEER_VFS_CALL_BYTES_MAX                                            \
+    (PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_WRITE_FIXED_BYTES +                   \
+     PBX_PEER_VFS_IO_BYTES_MAX)
+/** PBX_PEER_VFS_REPLY_BYTES_MAX bounds every object reply (a full READ or
+ * LIST page). */
+#define PBX_PEER_VFS_REPLY_BYTES_MAX                                           \
+    (PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_IO_BYTES_MAX)
+
 /** pbx_peer_vfs_call is one call received on an object connection, as
  * far as its reply needs it. */
 typedef struct pbx_peer_vfs_call {
@@ -269,20 +315,220 @@ typedef struct pbx_peer_vfs_call {
     uint32_t seq;
     /** status is 0 to serve the call, else the error status to answer. */
     uint32_t status;
+    /** offset is where a READ or WRITE starts (0 for other ops). */
+    uint64_t offset;
+    /** length is the bytes a READ asks for, a WRITE carries, or the name
+     * bytes a LIST page may hold (0 for STAT). */
+    uint32_t length;
+    /** cookie is the LIST entry to start at (0 for other ops). */
+    uint32_t cookie;
+    /** data borrows the WRITE bytes from the judged buffer (length of
+     * them); NULL for other ops. Valid while that buffer is. */
+    const uint8_t *data;
 } pbx_peer_vfs_call;
 
+/** pbx_peer_vfs_grant is what an object was minted for: the RESOLVE's
+ * operation (a pbx_ipc_operation) and object class (a pbx_ipc_class). */
+typedef struct pbx_peer_vfs_grant {
+    /** operation is the granted pbx_ipc_operation. */
+    uint16_t operation;
+    /** object_class is the object's pbx_ipc_class. */
+    uint16_t object_class;
+} pbx_peer_vfs_grant;
+
+/** pbx_peer_vfs_open is how vfsd opens the file of a new object. */
+typedef enum pbx_peer_vfs_open {
+    /** A path handle only: the object serves STAT alone. */
+    PBX_PEER_VFS_OPEN_PATH = 0,
+    /** Read-only: a READ grant on a file. */
+    PBX_PEER_VFS_OPEN_READ = 1,
+    /** Write-only: a WRITE grant on a file (never created, never
+     * truncated). */
+    PBX_PEER_VFS_OPEN_WRITE = 2,
+    /** A directory opened for listing: a LIST grant on a directory. */
+    PBX_PEER_VFS_OPEN_LIST = 3
+} pbx_peer_vfs_open;
+
 /**
- * pbx_peer_vfs_obj_judge judges the len bytes in buf received on an
+ * pbx_peer_vfs_open_for returns how the file of an object granted g is
+ * opened: for reading only for a READ grant on a file, for writing only
+ * for a WRITE grant on a file, as a directory only for a LIST grant on a
+ * directory, else as a path handle.
+ */
+pbx_peer_vfs_open pbx_peer_vfs_open_for(pbx_peer_vfs_grant g);
+
+/**
+ * pbx_peer_vfs_obj_call_judge judges the len bytes in buf received on an
  * object connection (extra is true when the message carried descriptors
- * or was truncated; the caller has already dropped those) for an object
- * that is live (false once retired). Returns false when nothing can be
- * answered: shorter than a header, another magic or version, or a reply
- * (reply bit set). Otherwise fills *call: status 0 for an exact OBJ_STAT
- * of a live object; PBX_PEER_E_UNKNOWN for any call to a retired object;
- * PBX_PEER_E_ROUTE for any other op; for a malformed OBJ_STAT the
- * pbx_err of its first fault (PBX_E_IPC_BODY_LEN, PBX_E_IPC_RESERVED,
- * PBX_E_IPC_STATUS, PBX_E_IPC_CAP_COUNT). buf may be NULL only when len
- * is 0.
+ * or was cut at the receive buffer; the caller has already dropped the
+ * descriptors) for an object granted *g, or retired when g is NULL.
+ * Returns false when nothing can be answered: shorter than a header,
+ * another magic or version, or a reply (reply bit set). Otherwise fills
+ * *call (its data borrows buf) with the first fault in this order:
+ * PBX_E_OBJ_RETIRED (g NULL), PBX_E_OBJ_NO_OP (not one of the four
+ * object ops), the pbx_err of a malformed call (PBX_E_IPC_CAP_COUNT,
+ * PBX_E_IPC_BODY_LEN, PBX_E_IPC_RESERVED, PBX_E_IPC_STATUS), then the
+ * grant rules: STAT is served on every object; READ of a directory
+ * PBX_E_OBJ_IS_DIR, of a device or endpoint PBX_E_OBJ_KIND, without a
+ * READ grant PBX_E_OBJ_NOT_GRANTED; LIST of anything but a directory
+ * PBX_E_OBJ_NOT_DIR, without a LIST grant PBX_E_OBJ_NOT_GRANTED; WRITE
+ * of a directory PBX_E_OBJ_IS_DIR, of a device or endpoint
+ * PBX_E_OBJ_KIND, without a WRITE grant PBX_E_OBJ_READ_ONLY; last the
+ * lengths: a READ or WRITE length above PBX_PEER_VFS_IO_BYTES_MAX, or a
+ * LIST cap outside PBX_PEER_VFS_NAME_BYTES_MAX..PBX_PEER_VFS_LIST_NAMES_MAX,
+ * PBX_E_OBJ_LENGTH. Status 0 means serve it. buf may be NULL only when
+ * len is 0.
+ */
+bool pbx_peer_vfs_obj_call_judge(const uint8_t *buf, size_t len, bool extra,
+                                 const pbx_peer_vfs_grant *g,
+                                 pbx_peer_vfs_call *call);
+
+/**
+ * pbx_peer_vfs_obj_range checks a judged READ or WRITE call against the
+ * file's current size: an offset past size, or one whose end would not
+ * fit in 64 bits, is PBX_E_OBJ_RANGE (a READ at exactly size is served
+ * and reads nothing; a WRITE there appends). Returns 0 or that status;
+ * other ops always 0.
+ */
+uint32_t pbx_peer_vfs_obj_range(const pbx_peer_vfs_call *call, uint64_t size);
+
+/**
+ * pbx_peer_vfs_obj_read_encode writes a READ call of length bytes at
+ * offset with seq (request identity zero) into buf (cap bytes) and its
+ * length into *out_len. length is not checked (vfsd judges it). Returns
+ * PBX_E_IPC_NO_SPACE when cap is too short.
+ */
+pbx_err pbx_peer_vfs_obj_read_encode(uint32_t seq, uint64_t offset,
+                                     uint32_t length, uint8_t *buf, size_t cap,
+                                     size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_list_encode writes a LIST call for the page starting
+ * at cookie holding at most names_cap name bytes, with seq, into buf (cap
+ * bytes) and its length into *out_len. Returns PBX_E_IPC_NO_SPACE when
+ * cap is too short.
+ */
+pbx_err pbx_peer_vfs_obj_list_encode(uint32_t seq, uint32_t cookie,
+                                     uint32_t names_cap, uint8_t *buf,
+                                     size_t cap, size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_write_encode writes a WRITE call of the n bytes at data
+ * (data may be NULL only when n is 0; n at most PBX_PEER_VFS_IO_BYTES_MAX)
+ * at offset with seq into buf (cap bytes) and its length into *out_len.
+ * Returns PBX_E_IPC_NO_SPACE when cap is too short or n above the bound.
+ */
+pbx_err pbx_peer_vfs_obj_write_encode(uint32_t seq, uint64_t offset,
+                                      const uint8_t *data, size_t n,
+                                      uint8_t *buf, size_t cap,
+                                      size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_reply_head writes the header of a status-0 reply to
+ * call whose body_len body bytes the caller has put (or puts) at
+ * buf + PBX_IPC_HEADER_BYTES; buf holds cap bytes. Stores the whole
+ * length in *out_len. Returns PBX_E_IPC_NO_SPACE when the reply does not
+ * fit in cap or body_len exceeds PBX_PEER_VFS_IO_BYTES_MAX, or
+ * PBX_E_IPC_STATUS when call->status is not 0.
+ */
+pbx_err pbx_peer_vfs_obj_reply_head(const pbx_peer_vfs_call *call,
+                                    size_t body_len, uint8_t *buf, size_t cap,
+                                    size_t *out_len);
+
+/**
+ * pbx_peer_vfs_page is a LIST reply body being filled: names[0..cap) is
+ * caller-allocated and borrowed, used bytes of it are filled with count
+ * NUL-terminated names. Initialise it with every field zero but names
+ * and cap.
+ */
+typedef struct pbx_peer_vfs_page {
+    /** names receives the packed names (borrowed). */
+    uint8_t *names;
+    /** cap is the room in names. */
+    size_t cap;
+    /** used is the bytes filled so far. */
+    size_t used;
+    /** count is the names added so far. */
+    uint32_t count;
+} pbx_peer_vfs_page;
+
+/**
+ * pbx_peer_vfs_name_ok reports whether the len bytes at name may be
+ * listed: 1 to PBX_PEER_VFS_NAME_BYTES_MAX - 1 bytes, no '/', no NUL, not
+ * "." or "..".
+ */
+bool pbx_peer_vfs_name_ok(const uint8_t *name, size_t len);
+
+/**
+ * pbx_peer_vfs_page_add appends the len-byte name (which must pass
+ * pbx_peer_vfs_name_ok) and its NUL to page p. Returns false, changing
+ * nothing, when it does not fit or is not a listable name.
+ */
+bool pbx_peer_vfs_page_add(pbx_peer_vfs_page *p, const uint8_t *name,
+                           size_t len);
+
+/**
+ * pbx_peer_vfs_obj_reply_check checks that the len bytes in buf (which
+ * came with nfds descriptors) are the reply to the object call op of seq:
+ * the header, op | reply bit, seq echoed, no descriptor, reserved zero,
+ * body_len equal to what follows the header, and no body with a nonzero
+ * status. Stores the status in *status and the body in *body and
+ * *body_len (borrowing buf), and returns PBX_OK; or the first fault
+ * (PBX_E_IPC_TRUNCATED, _MAGIC, _VERSION, _OP_MISMATCH,
+ * PBX_E_PEER_MISMATCH for another seq, _CAP_COUNT, _RESERVED, _BODY_LEN)
+ * leaving the outputs untouched. The op's own body rules are the
+ * per-op decoders' to check.
+ */
+pbx_err pbx_peer_vfs_obj_reply_check(const uint8_t *buf, size_t len,
+                                     size_t nfds, uint16_t op, uint32_t seq,
+                                     uint32_t *status, const uint8_t **body,
+                                     size_t *body_len);
+
+/**
+ * pbx_peer_vfs_obj_read_reply_decode checks a READ reply to seq that
+ * asked for asked bytes (pbx_peer_vfs_obj_reply_check, then a body of at
+ * most asked bytes, none with a nonzero status). Stores the bytes in
+ * *data and *n (borrowing buf) and the status; returns PBX_OK or the
+ * first fault (PBX_E_IPC_BODY_LEN for too many bytes).
+ */
+pbx_err pbx_peer_vfs_obj_read_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
+                                           size_t asked, const uint8_t **data,
+                                           size_t *n, uint32_t *status);
+
+/**
+ * pbx_peer_vfs_obj_list_reply_decode checks a LIST reply to seq whose
+ * call gave names_cap: with status 0 a body of the fixed head and then
+ * exactly count well-formed NUL-terminated names (pbx_peer_vfs_name_ok)
+ * filling at most names_cap bytes. Stores the names in *names and
+ * *names_len (borrowing buf), *count, *next and the status; returns
+ * PBX_OK or the first fault (PBX_E_IPC_BODY_LEN for a body of the wrong
+ * shape, PBX_E_IPC_BOUND for a malformed name or a wrong count).
+ */
+pbx_err pbx_peer_vfs_obj_list_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
+                                           size_t names_cap,
+                                           const uint8_t **names,
+                                           size_t *names_len, uint32_t *count,
+                                           uint32_t *next, uint32_t *status);
+
+/**
+ * pbx_peer_vfs_obj_write_reply_decode checks a WRITE reply to seq that
+ * carried sent bytes: with status 0 exactly the
+ * PBX_PEER_VFS_WRITE_REPLY_BYTES body naming at most sent bytes written.
+ * Stores the count in *put and the status; returns PBX_OK or the first
+ * fault (PBX_E_IPC_BODY_LEN for another body or a count above sent).
+ */
+pbx_err pbx_peer_vfs_obj_write_reply_decode(const uint8_t *buf, size_t len,
+                                            size_t nfds, uint32_t seq,
+                                            size_t sent, size_t *put,
+                                            uint32_t *status);
+
+/**
+ * pbx_peer_vfs_obj_judge is pbx_peer_vfs_obj_call_judge for an object
+ * that serves STAT alone (a path handle of no class, no operation), live
+ * or retired (live false): kept for callers that play or ask OBJ_STAT
+ * only. Returns and fills exactly what that function does.
  */
 bool pbx_peer_vfs_obj_judge(const uint8_t *buf, size_t len, bool extra,
                             bool live, pbx_peer_vfs_call *call);

@@ -4,21 +4,23 @@
  * (or handed over as --scope-fd) is given one scope capability for a
  * subtree: one end of a fresh socketpair, sent by SCM_RIGHTS, which vfsd
  * names by that end's inode (the identity powerboxd's fstat of its copy
- * reports), keeping the other end to serve RESOLVE on. RESOLVE mints a
- * fresh object connection: vfsd keeps its provider end and serves
- * OBJ_STAT on it (what the object names: device, inode and size as vfsd
- * opened it); every other call there is refused with an error status. The
+ * reports), keeping the other end to serve RESOLVE on. A RESOLVE is
+ * served only when the kernel-attached credentials of its message name
+ * the process at the other end of a route (powerboxd): anyone else holding
+ * a scope is refused. RESOLVE mints a fresh object connection: vfsd keeps
+ * its provider end and serves on it what the object was granted for
+ * (STAT always; READ, LIST or WRITE by the grant, the file opened for that
+ * alone); every other call there is refused with a distinct status. The
  * route (from powerboxd) takes DETACH and RETIRE; RETIRE answers the
  * calls already queued on the object with an error status, then cuts the
- * object's connection so that every copy reads its end. See docs/HOST.md.
- *
- *   pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... [--scope-fd N[=SUBDIR]]...
- *            [--lie-scope PATH[=SUBDIR]]... [--route PATH] [--route-fd N]
- *            [--ready-fd N]
+ * object's connection so that every copy reads its end. When a route
+ * closes, every object minted for it is retired the same way: no object
+ * outlives the powerboxd that could revoke it. See docs/HOST.md.
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -50,6 +52,20 @@
 #define VFSD_OBJ_DRAIN_MAX 64U
 /* Rounds of refusals or drops logged per object before it goes quiet. */
 #define VFSD_OBJ_LOGS_MAX 8U
+/* Directory entries one LIST call may step over (its cookie included). */
+#define VFSD_LIST_SCAN_MAX (1U << 20)
+/* Short transfers one READ or WRITE call retries before it answers. */
+#define VFSD_IO_TRIES 8U
+
+/* The command line, printed by -h/--help and named in usage errors. */
+static const char vfsd_usage[] =
+    "usage: pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... "
+    "[--scope-fd N[=SUBDIR]]...\n"
+    "                [--lie-scope PATH[=SUBDIR]]... [--route PATH] "
+    "[--route-fd N] [--ready-fd N]\n"
+    "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
+    "scope of DIR (or its SUBDIR); powerboxd's route (--route, --route-fd)\n"
+    "takes DETACH and RETIRE. See docs/HOST.md.\n";
 
 /* What a listening socket or connection serves. */
 enum { VFSD_KIND_ROUTE = 1, VFSD_KIND_SCOPE = 2 };
@@ -61,6 +77,8 @@ typedef struct vfsd_conn {
     int dirfd;         /* the scope's subtree (scopes only; shared) */
     uint64_t scope_id; /* scope connections: inode of the end handed out */
     bool lie;          /* fault switch (--lie-scope): misname the scope */
+    pid_t pid;         /* routes: the process at the other end */
+    uint64_t serial;   /* routes: which route this is (never reused) */
 } vfsd_conn;
 
 /* The whole daemon state (static storage). */
@@ -79,8 +97,16 @@ typedef struct vfsd {
     /* Rounds whose refusals or drops were logged, per row: a holder that
      * floods its object cannot flood the log beyond VFSD_OBJ_LOGS_MAX. */
     uint32_t logs[PBX_PEER_VFS_OBJECTS_MAX];
+    /* What each row's object was granted, the file opened for it (-1:
+     * none, STAT only) and the route it was minted for. */
+    pbx_peer_vfs_grant grant[PBX_PEER_VFS_OBJECTS_MAX];
+    int data[PBX_PEER_VFS_OBJECTS_MAX];
+    uint64_t owner[PBX_PEER_VFS_OBJECTS_MAX];
+    uint64_t routes_made;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    uint8_t obj_in[PBX_PEER_VFS_CALL_BYTES_MAX + 1U];
+    uint8_t obj_out[PBX_PEER_VFS_REPLY_BYTES_MAX];
 } vfsd;
 
 static vfsd g_vfsd;
@@ -161,9 +187,45 @@ static int vfsd_walk(int dirfd, char *path, bool follow)
     return cur;
 }
 
+/*
+ * Opens the file the O_PATH handle pfd names for an object's data, the way
+ * mode says (reading only, writing only, or as a directory), through
+ * /proc/self/fd: the very file the confined lookup found, with the
+ * kernel's permission check, and never created or truncated. The opened
+ * file must be the one looked up (device and inode). Returns the
+ * descriptor, or -1 with errno set.
+ */
+static int vfsd_open_data(int pfd, pbx_peer_vfs_open mode,
+                          const struct stat *sb)
+{
+    int flags = O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    if (mode == PBX_PEER_VFS_OPEN_WRITE) {
+        flags |= O_WRONLY;
+    } else if (mode == PBX_PEER_VFS_OPEN_LIST) {
+        flags |= O_RDONLY | O_DIRECTORY;
+    } else {
+        flags |= O_RDONLY;
+    }
+    char proc[64];
+    (void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    int fd = open(proc, flags);
+    struct stat now;
+    if (fd >= 0 && (fstat(fd, &now) != 0 || now.st_dev != sb->st_dev ||
+                    now.st_ino != sb->st_ino)) {
+        (void)close(fd);
+        errno = EXDEV;
+        fd = -1;
+    }
+    return fd;
+}
+
 /* Looks path up beneath dirfd; *ft and *st (device, inode and size of
- * what was opened) are set when LOOKUP_OK is returned. */
+ * what was opened) are set when LOOKUP_OK is returned. When mode asks for
+ * data and the file is of the type it needs (a regular file to read or
+ * write, a directory to list), the file is opened for that into *data;
+ * *data stays -1 otherwise. */
 static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
+                                   pbx_peer_vfs_open mode, int *data,
                                    pbx_peer_ftype *ft, pbx_peer_vfs_stat *st)
 {
     struct open_how how;
@@ -178,16 +240,23 @@ static pbx_peer_lookup vfsd_lookup(int dirfd, char *path, bool follow,
         return vfsd_errno_lookup(errno);
     }
     struct stat sb;
-    int r = fstat((int)fd, &sb);
-    (void)close((int)fd);
-    if (r != 0) {
-        return PBX_PEER_LOOKUP_OTHER;
+    pbx_peer_lookup lk = PBX_PEER_LOOKUP_OK;
+    if (fstat((int)fd, &sb) != 0) {
+        lk = PBX_PEER_LOOKUP_OTHER;
+    } else {
+        *ft = vfsd_ftype(sb.st_mode);
+        st->dev = (uint64_t)sb.st_dev;
+        st->ino = (uint64_t)sb.st_ino;
+        st->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0U;
+        bool fits = mode == PBX_PEER_VFS_OPEN_LIST ? S_ISDIR(sb.st_mode)
+                                                   : S_ISREG(sb.st_mode);
+        if (mode != PBX_PEER_VFS_OPEN_PATH && fits) {
+            *data = vfsd_open_data((int)fd, mode, &sb);
+            lk = *data >= 0 ? PBX_PEER_LOOKUP_OK : vfsd_errno_lookup(errno);
+        }
     }
-    *ft = vfsd_ftype(sb.st_mode);
-    st->dev = (uint64_t)sb.st_dev;
-    st->ino = (uint64_t)sb.st_ino;
-    st->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0U;
-    return PBX_PEER_LOOKUP_OK;
+    (void)close((int)fd);
+    return lk;
 }
 
 /* Sends the encoded reply of n bytes (with cap unless negative) on fd,
@@ -206,12 +275,34 @@ static void vfsd_fail(int fd, uint32_t status, const char *what)
     (void)pbx_peer_io_reply_status(fd, &g_vfsd.msg, status);
 }
 
+/* The table entry of the object a FOUND answer mints. */
+typedef struct vfsd_mint {
+    pbx_peer_vfs_stat named; /* what the object names */
+    pbx_peer_vfs_grant grant;
+    int data;       /* the file opened for the grant, or -1 (owned) */
+    uint64_t owner; /* the route the RESOLVE came from */
+} vfsd_mint;
+
+/* Closes the data descriptor of every row that is no longer live: a
+ * retired or hung-up object serves nothing, so it keeps no file open. */
+static void vfsd_data_sweep(void)
+{
+    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+        if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
+            g_vfsd.data[r] >= 0) {
+            (void)close(g_vfsd.data[r]);
+            g_vfsd.data[r] = -1;
+        }
+    }
+}
+
 /*
  * Mints the object connection for a FOUND answer and replies with its
  * SEND end. vfsd keeps the provider end; cutting it revokes every copy.
+ * mt->data is owned from here on (kept by the row, or closed).
  */
 static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
-                       const pbx_peer_vfs_stat *named)
+                       const vfsd_mint *mt)
 {
     size_t row = 0;
     uint32_t st = pbx_peer_objtab_reserve(&g_vfsd.objs, &row);
@@ -226,13 +317,20 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
     }
     if (st != 0U) {
         pbx_peer_io_close_all(sv, 2);
+        if (mt->data >= 0) {
+            (void)close(mt->data);
+        }
         vfsd_fail(c->fd, st, "RESOLVE");
         return;
     }
+    vfsd_data_sweep();
     rep->object.id = id;
     rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
                                            rep->object_class, sv[0]);
-    g_vfsd.stats[row] = *named;
+    g_vfsd.stats[row] = mt->named;
+    g_vfsd.grant[row] = mt->grant;
+    g_vfsd.data[row] = mt->data;
+    g_vfsd.owner[row] = mt->owner;
     g_vfsd.mute[row] = false;
     g_vfsd.logs[row] = 0U;
     /* --lie-scope: name another scope than the one resolved through, so
@@ -249,19 +347,61 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
                                      c->scope_id, rep->object_class, &prov);
         g_vfsd.objs.rows[row].state = PBX_PEER_OBJ_FREE;
         (void)close(sv[0]);
+        vfsd_data_sweep();
         pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
     } else {
-        pbx_peer_log("vfsd", "RESOLVE found object %llu gen %u scope %llu%s",
-                     (unsigned long long)id, rep->object.gen,
-                     (unsigned long long)rep->scope_id,
-                     c->lie ? " (a lie: --lie-scope)" : "");
+        pbx_peer_log(
+            "vfsd",
+            "RESOLVE found object %llu gen %u scope %llu "
+            "(operation %s, class %s, file %s)%s",
+            (unsigned long long)id, rep->object.gen,
+            (unsigned long long)rep->scope_id,
+            pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, mt->grant.operation),
+            pbx_peer_name_of(PBX_PEER_NAMES_CLASS, mt->grant.object_class),
+            mt->data >= 0 ? "open" : "not open (stat only)",
+            c->lie ? " (a lie: --lie-scope)" : "");
     }
     (void)close(sv[1]);
 }
 
-/* RESOLVE through scope connection c. */
-static void vfsd_resolve(vfsd_conn *c)
+/* The route whose process sent the RESOLVE just received (pid from its
+ * SCM_CREDENTIALS, 0 when none came), or NULL: only the process at the
+ * other end of a route (powerboxd) may RESOLVE. */
+static const vfsd_conn *vfsd_route_of(pid_t pid)
 {
+    for (size_t i = 0; pid > 0 && i < g_vfsd.nconns; i++) {
+        const vfsd_conn *r = &g_vfsd.conns[i];
+        if (r->kind == VFSD_KIND_ROUTE && r->pid == pid) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Logs and refuses a RESOLVE that no route's process sent. */
+static void vfsd_not_route(const vfsd_conn *c, pid_t pid)
+{
+    pid_t route = 0;
+    for (size_t i = 0; i < g_vfsd.nconns && route == 0; i++) {
+        if (g_vfsd.conns[i].kind == VFSD_KIND_ROUTE) {
+            route = g_vfsd.conns[i].pid;
+        }
+    }
+    pbx_peer_log("vfsd",
+                 "RESOLVE on scope %llu refused: sent by pid %ld, not by the "
+                 "route's process (pid %ld); nothing minted",
+                 (unsigned long long)c->scope_id, (long)pid, (long)route);
+    (void)pbx_peer_io_reply_status(c->fd, &g_vfsd.msg, PBX_E_PEER_NOT_ROUTE);
+}
+
+/* RESOLVE through scope connection c, whose message came from pid. */
+static void vfsd_resolve(vfsd_conn *c, pid_t pid)
+{
+    const vfsd_conn *route = vfsd_route_of(pid);
+    if (route == NULL) {
+        vfsd_not_route(c, pid);
+        return;
+    }
     pbx_ipc_resolve rq;
     pbx_err e = pbx_ipc_resolve_decode(&g_vfsd.msg.frame, &rq);
     if (e != PBX_OK) {
@@ -279,12 +419,13 @@ static void vfsd_resolve(vfsd_conn *c)
                                                    path, sizeof(path));
     pbx_peer_lookup lk = PBX_PEER_LOOKUP_OTHER;
     pbx_peer_ftype ft = PBX_PEER_FT_OTHER;
-    pbx_peer_vfs_stat named = {0U, 0U, 0U};
+    vfsd_mint mt = {
+        {0U, 0U, 0U}, {rq.operation, rq.object_class}, -1, route->serial};
     if (sel == PBX_PEER_SEL_OK &&
         pbx_peer_vfs_class_allows(rq.operation, rq.object_class)) {
-        lk = vfsd_lookup(c->dirfd, path,
-                         pbx_peer_vfs_follow_final(rq.object_class), &ft,
-                         &named);
+        lk = vfsd_lookup(
+            c->dirfd, path, pbx_peer_vfs_follow_final(rq.object_class),
+            pbx_peer_vfs_open_for(mt.grant), &mt.data, &ft, &mt.named);
     }
     pbx_peer_vfs_verdict v =
         pbx_peer_vfs_judge(rq.operation, rq.object_class, sel, lk, ft);
@@ -295,8 +436,11 @@ static void vfsd_resolve(vfsd_conn *c)
     rep.operation = rq.operation;
     memcpy(rep.selector_digest, rq.selector_digest, sizeof(d));
     if (v.result == PBX_IPC_RESOLVE_FOUND) {
-        vfsd_found(c, &rep, &named);
+        vfsd_found(c, &rep, &mt);
         return;
+    }
+    if (mt.data >= 0) {
+        (void)close(mt.data);
     }
     pbx_peer_log("vfsd", "RESOLVE %s (selector: %s, lookup %d)",
                  pbx_peer_name_of(PBX_PEER_NAMES_RESULT, v.result),
@@ -337,14 +481,14 @@ static void vfsd_detach(int fd)
     vfsd_send(fd, n, -1);
 }
 
-/* Receives one call queued on object connection fd without waiting.
- * Returns its length (the message is cut at cap bytes), 0 when nothing is
- * queued (or an empty message was), -1 on a failure. Descriptors that
- * came with it are deleted by the kernel (no control buffer is given),
- * which *fds reports. */
-static ssize_t vfsd_obj_recv(int fd, uint8_t *buf, size_t cap, bool *fds)
+/* Receives one call queued on object connection fd without waiting into
+ * g_vfsd.obj_in. Returns its length, 0 when nothing is queued (or an
+ * empty message was), -1 on a failure. Descriptors that came with it are
+ * deleted by the kernel (no control buffer is given), which *fds
+ * reports; *cut reports a message longer than any object call. */
+static ssize_t vfsd_obj_recv(int fd, bool *fds, bool *cut)
 {
-    struct iovec iov = {buf, cap};
+    struct iovec iov = {g_vfsd.obj_in, sizeof(g_vfsd.obj_in)};
     struct msghdr mh;
     memset(&mh, 0, sizeof(mh));
     mh.msg_iov = &iov;
@@ -355,7 +499,172 @@ static ssize_t vfsd_obj_recv(int fd, uint8_t *buf, size_t cap, bool *fds)
                                                                          : -1;
     }
     *fds = (mh.msg_flags & MSG_CTRUNC) != 0;
+    *cut = (mh.msg_flags & MSG_TRUNC) != 0 ||
+           (size_t)r > PBX_PEER_VFS_CALL_BYTES_MAX;
     return r;
+}
+
+/* The name of an object call op for the log: never a number. */
+static const char *vfsd_obj_op_name(uint16_t op)
+{
+    switch (op) {
+    case PBX_PEER_OP_OBJ_STAT:
+        return "stat";
+    case PBX_PEER_OP_OBJ_READ:
+        return "read";
+    case PBX_PEER_OP_OBJ_LIST:
+        return "list";
+    case PBX_PEER_OP_OBJ_WRITE:
+        return "write";
+    default:
+        return "no object operation";
+    }
+}
+
+/* The current size of row's file (what it named at RESOLVE when no file
+ * is open for it), or -1 when fstat fails. */
+static int64_t vfsd_obj_size(size_t row)
+{
+    struct stat sb;
+    if (g_vfsd.data[row] < 0) {
+        return (int64_t)g_vfsd.stats[row].size;
+    }
+    if (fstat(g_vfsd.data[row], &sb) != 0) {
+        return -1;
+    }
+    return sb.st_size > 0 ? (int64_t)sb.st_size : 0;
+}
+
+/* READ or WRITE of call on row's file; the bytes move between the file
+ * and body. Returns the status and the bytes moved in *done. */
+static uint32_t vfsd_obj_io(size_t row, const pbx_peer_vfs_call *call,
+                            uint8_t *body, size_t *done)
+{
+    int64_t size = vfsd_obj_size(row);
+    if (size < 0) {
+        return (uint32_t)PBX_E_OBJ_IO;
+    }
+    uint32_t st = pbx_peer_vfs_obj_range(call, (uint64_t)size);
+    bool wr = call->op == PBX_PEER_OP_OBJ_WRITE;
+    size_t n = 0;
+    for (size_t i = 0; st == 0U && n < call->length && i < VFSD_IO_TRIES; i++) {
+        off_t at = (off_t)(call->offset + n);
+        ssize_t r =
+            wr ? pwrite(g_vfsd.data[row], call->data + n, call->length - n, at)
+               : pread(g_vfsd.data[row], body + n, call->length - n, at);
+        if (r < 0 && errno != EINTR) {
+            st = (uint32_t)PBX_E_OBJ_IO;
+        }
+        if (r == 0) {
+            break; /* the end of the file: a short READ */
+        }
+        n += r > 0 ? (size_t)r : 0U;
+    }
+    *done = n;
+    return st;
+}
+
+/* One directory entry's name from a getdents64 record at rec (reclen
+ * bytes); false when the record is malformed. */
+static bool vfsd_dirent_name(const uint8_t *rec, size_t reclen,
+                             const uint8_t **name, size_t *len)
+{
+    /* linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name. */
+    const size_t name_at = 19U;
+    if (reclen <= name_at) {
+        return false;
+    }
+    const uint8_t *end = memchr(rec + name_at, 0, reclen - name_at);
+    if (end == NULL) {
+        return false;
+    }
+    *name = rec + name_at;
+    *len = (size_t)(end - *name);
+    return true;
+}
+
+/* Fills page p with the entries of directory fd from entry cookie on
+ * ("." and ".." are no entries). Stores the cookie of the first entry
+ * that did not fit in *next (0: none left). Returns the status. */
+static uint32_t vfsd_list(int fd, uint32_t cookie, pbx_peer_vfs_page *p,
+                          uint32_t *next)
+{
+    static uint8_t buf[8192];
+    uint32_t idx = 0;
+    *next = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        return (uint32_t)PBX_E_OBJ_IO;
+    }
+    for (size_t round = 0; round < VFSD_LIST_SCAN_MAX; round++) {
+        long got = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+        if (got < 0) {
+            return (uint32_t)PBX_E_OBJ_IO;
+        }
+        if (got == 0) {
+            return idx < cookie ? (uint32_t)PBX_E_OBJ_RANGE : 0U;
+        }
+        for (size_t at = 0; at + 19U < (size_t)got;) {
+            uint16_t reclen = 0;
+            memcpy(&reclen, buf + at + 16U, sizeof(reclen));
+            const uint8_t *name = NULL;
+            size_t len = 0;
+            if (reclen == 0U || at + reclen > (size_t)got ||
+                !vfsd_dirent_name(buf + at, reclen, &name, &len) ||
+                idx >= VFSD_LIST_SCAN_MAX) {
+                return (uint32_t)PBX_E_OBJ_IO;
+            }
+            at += reclen;
+            if (!pbx_peer_vfs_name_ok(name, len)) {
+                continue;
+            }
+            if (idx >= cookie && !pbx_peer_vfs_page_add(p, name, len)) {
+                *next = idx;
+                return 0U;
+            }
+            idx++;
+        }
+    }
+    return (uint32_t)PBX_E_OBJ_IO;
+}
+
+/* Serves call (judged, status 0) on live row into g_vfsd.obj_out; returns
+ * the reply length, or 0 with call->status set to the refusal. */
+static size_t vfsd_obj_do(size_t row, pbx_peer_vfs_call *call)
+{
+    uint8_t *out = g_vfsd.obj_out;
+    uint8_t *body = out + PBX_IPC_HEADER_BYTES;
+    size_t cap = sizeof(g_vfsd.obj_out);
+    size_t n = 0;
+    size_t len = 0;
+    pbx_err e = PBX_OK;
+    if (call->op == PBX_PEER_OP_OBJ_STAT) {
+        pbx_peer_vfs_stat st = g_vfsd.stats[row];
+        int64_t size = vfsd_obj_size(row);
+        st.size = size >= 0 ? (uint64_t)size : st.size;
+        e = pbx_peer_vfs_obj_reply_encode(call, &st, out, cap, &len);
+    } else if (call->op == PBX_PEER_OP_OBJ_LIST) {
+        pbx_peer_vfs_page p = {body + PBX_PEER_VFS_LIST_HEAD_BYTES,
+                               call->length, 0U, 0U};
+        uint32_t next = 0;
+        call->status = vfsd_list(g_vfsd.data[row], call->cookie, &p, &next);
+        pbx_le_put32(body, next);
+        pbx_le_put32(body + 4, p.count);
+        n = PBX_PEER_VFS_LIST_HEAD_BYTES + p.used;
+    } else {
+        call->status = vfsd_obj_io(row, call, body, &n);
+        if (call->op == PBX_PEER_OP_OBJ_WRITE) {
+            pbx_le_put32(body, (uint32_t)n);
+            n = PBX_PEER_VFS_WRITE_REPLY_BYTES;
+        }
+    }
+    if (call->status != 0U) {
+        return 0U;
+    }
+    if (call->op != PBX_PEER_OP_OBJ_STAT) {
+        e = pbx_peer_vfs_obj_reply_head(call, n, out, cap, &len);
+    }
+    PBX_ASSERT(e == PBX_OK);
+    return len;
 }
 
 /* What one round did on one object, logged once per round (a holder
@@ -370,32 +679,39 @@ typedef struct vfsd_tally {
 } vfsd_tally;
 
 /*
- * Answers the call in[0..len) received on the provider end fd of an
- * object: st is what the object names, or NULL once it is retired (every
- * call is then refused). The reply is sent without waiting: a holder that
- * does not read its replies loses them, vfsd never blocks on it.
+ * Answers the call of len bytes in g_vfsd.obj_in received on the provider
+ * end fd of an object: live row's (row < 0 once it is retired: every call
+ * is then refused). fds and cut are what vfsd_obj_recv reported. The
+ * reply is sent without waiting: a holder that does not read its replies
+ * loses them, vfsd never blocks on it.
  */
-static void vfsd_obj_answer(int fd, const pbx_peer_vfs_stat *st,
-                            const uint8_t *in, size_t len, bool fds,
+static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
                             vfsd_tally *t)
 {
     pbx_peer_vfs_call call;
-    uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_STAT_BODY_BYTES];
-    size_t n = 0;
-    if (!pbx_peer_vfs_obj_judge(in, len, fds, st != NULL, &call) ||
-        pbx_peer_vfs_obj_reply_encode(&call, st, out, sizeof(out), &n) !=
-            PBX_OK) {
+    const pbx_peer_vfs_grant *g = row >= 0 ? &g_vfsd.grant[row] : NULL;
+    size_t in = len < sizeof(g_vfsd.obj_in) ? len : sizeof(g_vfsd.obj_in);
+    if (!pbx_peer_vfs_obj_call_judge(g_vfsd.obj_in, in, fds, g, &call)) {
         t->ignored++;
         return;
     }
-    if (call.status == 0U) {
-        t->served++;
-    } else {
+    if (cut && call.status != (uint32_t)PBX_E_OBJ_RETIRED &&
+        call.status != (uint32_t)PBX_E_OBJ_NO_OP) {
+        call.status = (uint32_t)PBX_E_OBJ_LENGTH;
+    }
+    size_t n = call.status == 0U ? vfsd_obj_do((size_t)row, &call) : 0U;
+    if (call.status != 0U) {
+        pbx_err e = pbx_peer_vfs_obj_reply_encode(&call, NULL, g_vfsd.obj_out,
+                                                  sizeof(g_vfsd.obj_out), &n);
+        PBX_ASSERT(e == PBX_OK);
         t->refused++;
         t->last_op = call.op;
         t->last_status = call.status;
+    } else {
+        t->served++;
     }
-    if (send(fd, out, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n) {
+    if (send(fd, g_vfsd.obj_out, n, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+        (ssize_t)n) {
         t->dropped++;
     }
 }
@@ -419,8 +735,9 @@ static void vfsd_obj_log(uint64_t id, uint32_t gen, const vfsd_tally *t,
     if (t->refused != 0U) {
         pbx_peer_log("vfsd",
                      "object %llu gen %u: %zu call(s) refused, the "
-                     "last op 0x%04x: %s",
-                     (unsigned long long)id, gen, t->refused, t->last_op,
+                     "last a %s: %s",
+                     (unsigned long long)id, gen, t->refused,
+                     vfsd_obj_op_name(t->last_op),
                      pbx_peer_status_text(t->last_status));
     }
     if (t->ignored != 0U) {
@@ -446,17 +763,16 @@ static bool vfsd_obj_serve(size_t row)
     memset(&t, 0, sizeof(t));
     bool empty = false;
     for (size_t i = 0; i < VFSD_OBJ_CALLS_PER_ROUND && !empty; i++) {
-        uint8_t in[2U * PBX_IPC_HEADER_BYTES];
         bool fds = false;
-        ssize_t r = vfsd_obj_recv(o->provider, in, sizeof(in), &fds);
+        bool cut = false;
+        ssize_t r = vfsd_obj_recv(o->provider, &fds, &cut);
         if (r < 0) {
             pbx_peer_log("vfsd", "object %llu: receive failed: %s",
                          (unsigned long long)o->id, strerror(errno));
         }
         empty = r <= 0;
         if (!empty) {
-            vfsd_obj_answer(o->provider, &g_vfsd.stats[row], in, (size_t)r, fds,
-                            &t);
+            vfsd_obj_answer(o->provider, (long)row, (size_t)r, fds, cut, &t);
         }
     }
     vfsd_obj_log(o->id, o->gen, &t, &g_vfsd.logs[row]);
@@ -472,15 +788,53 @@ static void vfsd_obj_drain(int fd, uint64_t id, uint32_t gen)
     vfsd_tally t;
     memset(&t, 0, sizeof(t));
     for (size_t i = 0; i < VFSD_OBJ_DRAIN_MAX; i++) {
-        uint8_t in[2U * PBX_IPC_HEADER_BYTES];
         bool fds = false;
-        ssize_t r = vfsd_obj_recv(fd, in, sizeof(in), &fds);
+        bool cut = false;
+        ssize_t r = vfsd_obj_recv(fd, &fds, &cut);
         if (r <= 0) {
             break;
         }
-        vfsd_obj_answer(fd, NULL, in, (size_t)r, fds, &t);
+        vfsd_obj_answer(fd, -1, (size_t)r, fds, cut, &t);
     }
     vfsd_obj_log(id, gen, &t, NULL);
+}
+
+/* Drains and cuts provider end prov of a retired object, then closes the
+ * files of every row no longer live. */
+static void vfsd_obj_cut(int prov, uint64_t id, uint32_t gen)
+{
+    if (prov >= 0) {
+        vfsd_obj_drain(prov, id, gen);
+        (void)shutdown(prov, SHUT_RDWR);
+        (void)close(prov);
+    }
+    vfsd_data_sweep();
+}
+
+/* The route of serial closed: every object minted for it is retired at
+ * once (its queued calls refused, its connection cut), so that no object
+ * outlives the powerboxd that could revoke it. Logged once, with the
+ * count. */
+static void vfsd_route_lost(uint64_t serial, pid_t pid)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+        pbx_peer_obj *o = &g_vfsd.objs.rows[r];
+        if (o->state != PBX_PEER_OBJ_LIVE || g_vfsd.owner[r] != serial) {
+            continue;
+        }
+        int prov = -1;
+        if (pbx_peer_objtab_retire(&g_vfsd.objs, o->id, o->gen, o->scope_id,
+                                   o->object_class, &prov) == 0U) {
+            vfsd_obj_cut(prov, o->id, o->gen);
+            n++;
+        }
+    }
+    vfsd_data_sweep();
+    pbx_peer_log("vfsd",
+                 "route to pid %ld closed: %zu object(s) minted for it "
+                 "retired",
+                 (long)pid, n);
 }
 
 /* RETIRE on the route: cut the provider end so every copy dies. */
@@ -500,11 +854,7 @@ static void vfsd_retire(int fd)
         vfsd_fail(fd, st, "RETIRE");
         return;
     }
-    if (prov >= 0) {
-        vfsd_obj_drain(prov, rq.object.id, rq.object.gen);
-        (void)shutdown(prov, SHUT_RDWR);
-        (void)close(prov);
-    }
+    vfsd_obj_cut(prov, rq.object.id, rq.object.gen);
     size_t n = 0;
     e = pbx_ipc_retire_reply_encode(g_vfsd.msg.frame.request, &rq, g_vfsd.out,
                                     sizeof(g_vfsd.out), &n);
@@ -515,11 +865,99 @@ static void vfsd_retire(int fd)
     vfsd_send(fd, n, -1);
 }
 
+/* Control buffer for the sender's credentials and PBX_PEER_IO_FDS_MAX
+ * descriptors, suitably aligned. */
+typedef union vfsd_cbuf {
+    char buf[CMSG_SPACE(sizeof(struct ucred)) +
+             CMSG_SPACE(sizeof(int) * PBX_PEER_IO_FDS_MAX)];
+    struct cmsghdr align;
+} vfsd_cbuf;
+
+/* Takes the credentials and descriptors of a received message: the pid
+ * in *pid (0 when none came), descriptors into m; *odd when anything
+ * else came or descriptors did not fit (those are closed). */
+static void vfsd_take_control(struct msghdr *mh, pbx_peer_msg *m, pid_t *pid,
+                              bool *odd)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
+         c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+            c->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred cr;
+            memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+            *pid = cr.pid;
+            continue;
+        }
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            *odd = true;
+            continue;
+        }
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd = -1;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (m->nfds < PBX_PEER_IO_FDS_MAX) {
+                m->fds[m->nfds++] = fd;
+            } else {
+                (void)close(fd);
+                *odd = true;
+            }
+        }
+    }
+}
+
+/*
+ * Receives one frame on scope connection fd into *m like
+ * pbx_peer_io_recv_frame, and the pid of the process that sent it into
+ * *pid: the kernel attaches the sender's real credentials because vfsd set
+ * SO_PASSCRED on this end before the scope was handed out, whatever the
+ * sender did (0 when none came). Returns 0, 1 at the end of the
+ * connection, or -1 with errno set.
+ */
+static int vfsd_recv_scope(int fd, pbx_peer_msg *m, pid_t *pid)
+{
+    vfsd_cbuf cbuf;
+    struct iovec iov = {m->buf, sizeof(m->buf)};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&cbuf, 0, sizeof(cbuf));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf.buf;
+    mh.msg_controllen = sizeof(cbuf.buf);
+    m->nfds = 0;
+    m->len = 0;
+    *pid = 0;
+    ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    if (r < 0) {
+        return -1;
+    }
+    bool odd = false;
+    vfsd_take_control(&mh, m, pid, &odd);
+    if (r == 0 && m->nfds == 0U) {
+        return 1;
+    }
+    if (odd || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) {
+        pbx_peer_io_close_all(m->fds, m->nfds);
+        m->nfds = 0;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    m->len = (size_t)r;
+    m->err = pbx_ipc_frame_decode(m->buf, m->len, (uint16_t)m->nfds, &m->frame);
+    if (m->err != PBX_OK) {
+        pbx_peer_io_close_all(m->fds, m->nfds);
+    }
+    return 0;
+}
+
 /* Serves one message on connection i; false when it must be closed. */
 static bool vfsd_serve(vfsd_conn *c)
 {
     pbx_peer_msg *m = &g_vfsd.msg;
-    int r = pbx_peer_io_recv_frame(c->fd, m);
+    pid_t pid = 0;
+    int r = c->kind == VFSD_KIND_SCOPE ? vfsd_recv_scope(c->fd, m, &pid)
+                                       : pbx_peer_io_recv_frame(c->fd, m);
     if (r == 1) {
         return false;
     }
@@ -533,7 +971,7 @@ static bool vfsd_serve(vfsd_conn *c)
     }
     uint16_t op = m->frame.op;
     if (c->kind == VFSD_KIND_SCOPE && op == PBX_IPC_OP_RESOLVE) {
-        vfsd_resolve(c);
+        vfsd_resolve(c, pid);
     } else if (c->kind == VFSD_KIND_ROUTE && op == PBX_IPC_OP_DETACH) {
         vfsd_detach(c->fd);
     } else if (c->kind == VFSD_KIND_ROUTE && op == PBX_IPC_OP_RETIRE) {
@@ -555,14 +993,32 @@ static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id)
         return NULL;
     }
     vfsd_conn *c = &g_vfsd.conns[g_vfsd.nconns++];
-    *c = (vfsd_conn){fd, kind, dirfd, scope_id, false};
+    *c = (vfsd_conn){fd, kind, dirfd, scope_id, false, 0, 0U};
+    if (kind == VFSD_KIND_ROUTE) {
+        /* The process at the other end: the one that connected (or, for
+         * a handed-over socketpair, made it). Only it may RESOLVE. */
+        struct ucred cr;
+        socklen_t cl = sizeof(cr);
+        memset(&cr, 0, sizeof(cr));
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+            cr.pid = 0;
+        }
+        c->pid = cr.pid;
+        c->serial = ++g_vfsd.routes_made;
+        pbx_peer_log("vfsd", "route from pid %ld: its RESOLVEs are served",
+                     (long)c->pid);
+    }
     return c;
 }
 
-/* Removes connection i (closing it); keeps the table dense. */
+/* Removes connection i (closing it); keeps the table dense. A route's
+ * objects are retired with it. */
 static void vfsd_drop_conn(size_t i)
 {
     (void)close(g_vfsd.conns[i].fd);
+    if (g_vfsd.conns[i].kind == VFSD_KIND_ROUTE) {
+        vfsd_route_lost(g_vfsd.conns[i].serial, g_vfsd.conns[i].pid);
+    }
     g_vfsd.conns[i] = g_vfsd.conns[g_vfsd.nconns - 1U];
     g_vfsd.nconns--;
 }
@@ -581,7 +1037,11 @@ static void vfsd_drop_conn(size_t i)
 static bool vfsd_hand_scope(int conn, int dirfd, bool lie)
 {
     int sv[2] = {-1, -1};
-    bool ok = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0;
+    int on = 1;
+    /* SO_PASSCRED on the end vfsd keeps, before anyone can send on the
+     * other: every message then arrives with its sender's credentials. */
+    bool ok = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0 &&
+              setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) == 0;
     uint64_t id = ok ? pbx_peer_io_inode(sv[1]) : 0U;
     vfsd_conn *c =
         id != 0U ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id) : NULL;
@@ -625,6 +1085,7 @@ static void vfsd_hangup(size_t row)
     if (prov >= 0) {
         (void)close(prov);
     }
+    vfsd_data_sweep();
     pbx_peer_log("vfsd", "HANG-UP object %llu gen %u: no copy left, row freed",
                  (unsigned long long)id, gen);
 }
@@ -771,29 +1232,71 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
         pbx_peer_log("vfsd", "too many listening sockets");
         return false;
     }
-    g_vfsd.listens[g_vfsd.nlistens++] = (vfsd_conn){fd, kind, dirfd, 0U, lie};
+    g_vfsd.listens[g_vfsd.nlistens++] =
+        (vfsd_conn){fd, kind, dirfd, 0U, lie, 0, 0U};
     return true;
 }
 
-/* Parses the command line; returns false with a message on any error. */
-static bool vfsd_args(int argc, char **argv, int *ready_fd)
+/* Whether option k takes a value (every option but -h/--help does). */
+static bool vfsd_known(const char *k)
 {
-    const char *root = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--root") == 0) {
-            root = argv[i + 1];
+    static const char *const opts[] = {"--root",      "--scope", "--scope-fd",
+                                       "--lie-scope", "--route", "--route-fd",
+                                       "--ready-fd"};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
+        if (strcmp(k, opts[i]) == 0) {
+            return true;
         }
     }
-    if (root == NULL || (argc % 2) != 1) {
-        pbx_peer_log("vfsd", "usage: pbx-vfsd --root DIR [--scope PATH[=SUB]]"
-                             " [--scope-fd N[=SUB]] [--lie-scope PATH[=SUB]]"
-                             " [--route PATH] [--route-fd N] [--ready-fd N]");
-        return false;
+    return false;
+}
+
+/* Checks the command line's shape: returns 0 when it is well formed with
+ * *root set, 1 for -h/--help, 2 with a message naming the bad argument. */
+static int vfsd_args_check(int argc, char **argv, const char **root)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            return 1;
+        }
+    }
+    for (int i = 1; i < argc; i += 2) {
+        if (!vfsd_known(argv[i])) {
+            pbx_peer_log("vfsd", "unknown argument '%s' (pbx-vfsd --help)",
+                         argv[i]);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            pbx_peer_log("vfsd", "option '%s' needs a value", argv[i]);
+            return 2;
+        }
+        if (strcmp(argv[i], "--root") == 0) {
+            *root = argv[i + 1];
+        }
+    }
+    if (*root == NULL) {
+        pbx_peer_log("vfsd", "missing --root DIR (pbx-vfsd --help)");
+        return 2;
+    }
+    return 0;
+}
+
+/* Parses the command line and sets every endpoint up: returns 0, 1 for
+ * -h/--help (usage printed), or 2 with a message on any error. */
+static int vfsd_args(int argc, char **argv, int *ready_fd)
+{
+    const char *root = NULL;
+    int st = vfsd_args_check(argc, argv, &root);
+    if (st == 1) {
+        (void)fputs(vfsd_usage, stdout);
+    }
+    if (st != 0) {
+        return st;
     }
     g_vfsd.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (g_vfsd.root_fd < 0) {
-        pbx_peer_log("vfsd", "root '%s': %s", root, strerror(errno));
-        return false;
+        pbx_peer_log("vfsd", "--root '%s': %s", root, strerror(errno));
+        return 2;
     }
     bool ok = true;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
@@ -809,20 +1312,24 @@ static bool vfsd_args(int argc, char **argv, int *ready_fd)
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready_fd = pbx_peer_io_fd_arg(argv[i + 1]);
             ok = *ready_fd >= 0;
-        } else if (strcmp(k, "--root") != 0) {
-            pbx_peer_log("vfsd", "unknown option '%s'", k);
-            ok = false;
+        }
+        if (!ok) {
+            pbx_peer_log("vfsd", "bad argument: %s '%s'", k, argv[i + 1]);
         }
     }
-    return ok;
+    return ok ? 0 : 2;
 }
 
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
     pbx_peer_objtab_init(&g_vfsd.objs);
-    if (!vfsd_args(argc, argv, &ready_fd)) {
-        return 2;
+    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+        g_vfsd.data[r] = -1;
+    }
+    int st = vfsd_args(argc, argv, &ready_fd);
+    if (st != 0) {
+        return st == 1 ? 0 : 2;
     }
     pbx_peer_log("vfsd", "ready: %zu listener(s), %zu connection(s)",
                  g_vfsd.nlistens, g_vfsd.nconns);

@@ -352,12 +352,22 @@ def pbx1(bin_dir, work, geometry=()):
 
 def exec_powerboxd(bin_dir, public, fds, pgid, log):
     """Forks and execs powerboxd in process group pgid with fds[i] at slot
-    3 + i (None: empty) and its standard error (its log) on file log."""
+    3 + i (None: empty; a path: a SEQPACKET connection to it made by the
+    child itself, so that its SO_PEERCRED names powerboxd: vfsd serves
+    RESOLVE only from the process at the other end of its route) and its
+    standard error (its log) on file log."""
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, pgid)
             os.dup2(log.fileno(), 2)
+            conns = []
+            for i, fd in enumerate(fds):
+                if isinstance(fd, str):
+                    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    c.connect(fd)
+                    conns.append(c)
+                    fds[i] = c.fileno()
             high = [None if fd is None else os.dup(fd) for fd in fds]
             for i, fd in enumerate(high):
                 if fd is None:
@@ -528,14 +538,11 @@ class Stack:
                  [wake[1].fileno(), broker[1].fileno()], self.log("launchd"),
                  g, dict(os.environ, **{STACK_MARK: self.work})),
         ]
-        vfs = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        vfs.connect(route)
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
             pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(),
-            vfs.fileno(), ttyp[0].fileno(), proc[0].fileno(),
+            route, ttyp[0].fileno(), proc[0].fileno(),
             wake[0].fileno(), None, broker[0].fileno()], g,
             self.log("powerboxd"))
-        vfs.close()
         for s in (ttyp, proc, broker, wake):
             s[0].close()
             s[1].close()

@@ -448,8 +448,8 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
                            PBX_IPC_CLASS_FILE, &rep, &m) == PBX_OK);
     PBX_REQUIRE(m.nfds == 1U);
     int obj = m.fds[0];
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000),
-                 base + 1); /* the provider end */
+    /* The provider end and the file opened for reading. */
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 2, 1000), base + 2);
     int alias = dup(obj);
     PBX_REQUIRE(alias >= 0);
     /* A capability that is not the object is refused and deleted. */
@@ -504,7 +504,7 @@ PBX_TEST(peers_vfsd_denied_object_row_freed)
      * deletes the receipt, the only copy; vfsd sees the hang-up and
      * frees the row and its provider end. */
     int obj = tv_found(&t, &rep, &m);
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000), base + 1);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 2, 1000), base + 2);
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
     /* The RETIRE that may still come is acknowledged exactly. */
@@ -515,7 +515,7 @@ PBX_TEST(peers_vfsd_denied_object_row_freed)
     /* Policy or user denial: powerboxd DETACHes its only copy; vfsd
      * closes it and the hang-up frees the row. */
     obj = tv_found(&t, &rep, &m);
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 1000), base + 1);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 2, 1000), base + 2);
     PBX_CHECK_EQ(tv_detach(t.route, rep.object, obj, &m), 0U);
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
@@ -531,7 +531,7 @@ PBX_TEST(peers_vfsd_denied_object_row_freed)
     PBX_REQUIRE(installed >= 0);
     PBX_CHECK_EQ(tv_detach(t.route, rep.object, obj, &m), 0U);
     (void)close(obj);
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 300), base + 1);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 2, 300), base + 2);
     PBX_CHECK(!tp_hung_up(installed, 100));
     (void)close(installed);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
@@ -595,9 +595,14 @@ PBX_TEST(peers_vfsd_scope_socket)
     tv_file(p, "f");
     tv_file(d, "outside");
     (void)snprintf(sock, sizeof(sock), "%s/scope.sock=sub", d);
-    const char *args[] = {"--root", d, "--scope", sock, NULL};
+    char rpath[600];
+    (void)snprintf(rpath, sizeof(rpath), "%s/route.sock", d);
+    const char *args[] = {"--root", d, "--scope", sock, "--route", rpath, NULL};
     pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
     PBX_REQUIRE(pid > 0);
+    /* This process holds the route, so its RESOLVEs are served. */
+    int route = pbx_peer_io_connect(rpath, SOCK_SEQPACKET);
+    PBX_REQUIRE(route >= 0);
     (void)snprintf(sock, sizeof(sock), "%s/scope.sock", d);
     uint64_t id = 0;
     uint64_t id2 = 0;
@@ -635,6 +640,7 @@ PBX_TEST(peers_vfsd_scope_socket)
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
     (void)close(fd);
+    (void)close(route);
     (void)tp_stop(pid);
 }
 
@@ -646,10 +652,14 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     tv_file(d, "f");
     (void)snprintf(honest, sizeof(honest), "%s/honest.sock", d);
     (void)snprintf(liar, sizeof(liar), "%s/liar.sock", d);
-    const char *args[] = {"--root",      d,    "--scope", honest,
-                          "--lie-scope", liar, NULL};
+    char rpath[600];
+    (void)snprintf(rpath, sizeof(rpath), "%s/route.sock", d);
+    const char *args[] = {"--root", d,         "--scope", honest, "--lie-scope",
+                          liar,     "--route", rpath,     NULL};
     pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
     PBX_REQUIRE(pid > 0);
+    int route = pbx_peer_io_connect(rpath, SOCK_SEQPACKET);
+    PBX_REQUIRE(route >= 0);
     uint64_t hid = 0;
     uint64_t lid = 0;
     int h = -1;
@@ -681,6 +691,7 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     pbx_peer_io_close_all(m.fds, m.nfds);
     (void)close(h);
     (void)close(l);
+    (void)close(route);
     (void)tp_stop(pid);
 }
 
@@ -977,7 +988,7 @@ PBX_TEST(peers_vfs_obj_codec)
     PBX_CHECK(call.op == PBX_PEER_OP_OBJ_STAT && call.seq == 77U &&
               call.status == 0U);
     PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, false, &call));
-    PBX_CHECK_EQ(call.status, PBX_PEER_E_UNKNOWN);
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_OBJ_RETIRED);
     PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, true, true, &call));
     PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_CAP_COUNT);
     PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n - 1U, false, true, &call));
@@ -993,14 +1004,16 @@ PBX_TEST(peers_vfs_obj_codec)
     PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_IPC_BODY_LEN);
     pbx_le_put16(buf + 6, PBX_IPC_OP_RESOLVE);
     PBX_CHECK(pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
-    PBX_CHECK_EQ(call.status, PBX_PEER_E_ROUTE);
+    PBX_CHECK_EQ(call.status, (uint32_t)PBX_E_OBJ_NO_OP);
     pbx_le_put16(buf + 6, PBX_PEER_OP_OBJ_STAT | PBX_IPC_REPLY_BIT);
     PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
     buf[0] ^= 1U; /* another magic: nothing to answer */
     PBX_CHECK(!pbx_peer_vfs_obj_judge(buf, n, false, true, &call));
     /* A reply round-trips; a reply to another seq, or with a
      * descriptor, does not decode. */
-    call = (pbx_peer_vfs_call){PBX_PEER_OP_OBJ_STAT, {0, 0}, 9U, 0U};
+    memset(&call, 0, sizeof(call));
+    call.op = PBX_PEER_OP_OBJ_STAT;
+    call.seq = 9U;
     pbx_peer_vfs_stat st = {1, 2, 3};
     pbx_peer_vfs_stat got = {0, 0, 0};
     uint32_t status = 5;
@@ -1029,7 +1042,8 @@ PBX_TEST(peers_vfs_obj_codec)
         pbx_peer_vfs_obj_stat_reply_decode(buf, n, 0, 9, &got, &status),
         PBX_OK);
     PBX_CHECK_EQ(status, PBX_PEER_E_UNKNOWN);
-    call = (pbx_peer_vfs_call){PBX_IPC_OP_RESOLVE, {0, 0}, 9U, 0U};
+    call.op = PBX_IPC_OP_RESOLVE;
+    call.status = 0U;
     PBX_CHECK_EQ(
         pbx_peer_vfs_obj_reply_encode(&call, &st, buf, sizeof(buf), &n),
         PBX_E_IPC_STATUS);
@@ -1070,9 +1084,10 @@ PBX_TEST(peers_vfsd_object_stat_and_refusals)
     for (uint32_t s = 10; s <= 12; s++) {
         PBX_CHECK_EQ(tv_stat_reply(obj, s, &st, &m), 0U);
     }
-    /* Any other op is refused with ROUTE, an ipc op too. */
-    PBX_CHECK_EQ(tv_obj_op(obj, 0x0F11U, 6, &m), PBX_PEER_E_ROUTE);
-    PBX_CHECK_EQ(tv_obj_op(obj, PBX_IPC_OP_DECISION, 7, &m), PBX_PEER_E_ROUTE);
+    /* An op that is no object call is refused, an ipc op too. */
+    PBX_CHECK_EQ(tv_obj_op(obj, 0x0F14U, 6, &m), (uint32_t)PBX_E_OBJ_NO_OP);
+    PBX_CHECK_EQ(tv_obj_op(obj, PBX_IPC_OP_DECISION, 7, &m),
+                 (uint32_t)PBX_E_OBJ_NO_OP);
     /* A STAT with a body, or with a descriptor (deleted), is refused. */
     uint8_t buf[PBX_IPC_HEADER_BYTES + 8U];
     size_t n = 0;
@@ -1102,7 +1117,8 @@ PBX_TEST(peers_vfsd_object_stat_and_refusals)
     PBX_CHECK_EQ(tv_stat_reply(dobj, 9, &st, &m), 0U);
     tv_same_file(&st, t.dir, "pub/dir", false);
     (void)close(dobj);
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 1, 2000), base + 1);
+    /* The READ object holds its connection's end and its open file. */
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base + 2, 2000), base + 2);
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
     tv_down(&t);
@@ -1128,7 +1144,7 @@ PBX_TEST(peers_vfsd_object_refused_after_retire)
     /* The STAT served after the RETIRE gets an error status, then the
      * object's connection ends: a call after it cannot even be sent. */
     pbx_peer_vfs_stat st;
-    PBX_CHECK_EQ(tv_stat_reply(obj, 21, &st, &m), PBX_PEER_E_UNKNOWN);
+    PBX_CHECK_EQ(tv_stat_reply(obj, 21, &st, &m), (uint32_t)PBX_E_OBJ_RETIRED);
     PBX_CHECK(tp_hung_up(obj, 2000));
     PBX_CHECK_EQ(pbx_peer_io_recv_frame(obj, &m), 1);
     uint8_t call[PBX_IPC_HEADER_BYTES];
