@@ -46,7 +46,8 @@ typedef enum launchd_call_kind {
     LAUNCHD_CALL_CANCEL = 3,  /* exact CANCEL of an orphaned request */
     LAUNCHD_CALL_COLLECT = 4, /* DECISION of an orphaned request */
     LAUNCHD_CALL_EXPIRE = 5,  /* EXPIRE of a job that exited */
-    LAUNCHD_CALL_GRANT = 6    /* grant CANCEL of an undelivered approval */
+    LAUNCHD_CALL_GRANT = 6,   /* grant CANCEL of an undelivered approval */
+    LAUNCHD_CALL_USER = 7     /* grant CANCEL the user asked (pbx cancel) */
 } launchd_call_kind;
 
 /* One call at powerboxd, matched by launchd's own seq. */

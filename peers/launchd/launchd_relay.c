@@ -5,7 +5,9 @@
  * to exactly the connection that made the call, with the caller's seq
  * restored. A DECISION answered PENDING is held until powerboxd's WAKE for
  * that request, then asked again and delivered. Requests whose caller
- * went away are cancelled and their decisions collected (orphans).
+ * went away are cancelled and their decisions collected (orphans). The
+ * user's USER_CANCEL (`pbx cancel`) on a control connection becomes a
+ * grant CANCEL over the broker.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,10 +16,24 @@
 
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_admin.h"
+
+/* Approvals remembered (grant -> request) for the user-cancel log line:
+ * a ring, the oldest forgotten first; a grant no longer in it is
+ * cancelled all the same, its request logged as 0:0. */
+#define LAUNCHD_APPROVALS_MAX 1024U
+
+/* One approval launchd delivered: its grant and the request it ended. */
+typedef struct launchd_approval {
+    pbx_ipc_id grant;
+    pbx_ipc_id request;
+} launchd_approval;
 
 static pbx_peer_msg g_in;
 static pbx_peer_msg g_rep;
 static uint8_t g_bound[PBX_IPC_FRAME_BYTES_MAX];
+static launchd_approval g_approvals[LAUNCHD_APPROVALS_MAX];
+static size_t g_approvals_next;
 
 /* Reason names for the per-request log line. */
 static const char *launchd_reason(uint16_t r)
@@ -461,6 +477,86 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
     }
 }
 
+/* Remembers the grant of an APPROVED DECISION reply rep of request, so
+ * that a user's cancel of that grant names its request in the log. */
+static void launchd_note_approval(pbx_ipc_id request, const pbx_ipc_frame *rep)
+{
+    pbx_ipc_decision d;
+    if (rep->status != 0U || pbx_ipc_decision_reply_decode(rep, &d) != PBX_OK ||
+        d.outcome != (uint8_t)PBX_IPC_OUTCOME_APPROVED || d.grant.gen == 0U) {
+        return;
+    }
+    launchd_approval *a = &g_approvals[g_approvals_next];
+    g_approvals_next = (g_approvals_next + 1U) % LAUNCHD_APPROVALS_MAX;
+    a->grant = d.grant;
+    a->request = request;
+}
+
+/* The request of grant as launchd delivered its approval, or {0,0}. */
+static pbx_ipc_id launchd_request_of(pbx_ipc_id grant)
+{
+    for (size_t i = 0; i < LAUNCHD_APPROVALS_MAX; i++) {
+        const launchd_approval *a = &g_approvals[i];
+        if (a->grant.gen != 0U && a->grant.index == grant.index &&
+            a->grant.gen == grant.gen) {
+            return a->request;
+        }
+    }
+    return (pbx_ipc_id){0, 0};
+}
+
+/* Answers the USER_CANCEL of grant on control connection ci (seq) with
+ * status st (0: cancelled; then request names the grant's request). */
+static void launchd_user_answer(launchd_srv *srv, uint32_t ci, uint32_t seq,
+                                pbx_ipc_id grant, uint16_t st)
+{
+    pbx_peer_user_cancel_reply rep = {grant, st, {0, 0}};
+    if (st == 0U) {
+        rep.request = launchd_request_of(grant);
+    }
+    uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_USER_CANCEL_REPLY_BYTES];
+    size_t n = 0;
+    if (pbx_peer_user_cancel_reply_encode(&rep, seq, out, sizeof(out), &n) ==
+        PBX_OK) {
+        (void)launchd_reply(srv, ci, out, n, seq, -1);
+    }
+}
+
+/* USER_CANCEL in g_in from connection ci: the user asks for grant to end.
+ * Only a control connection may (a job's connection is refused
+ * NOT_YOURS: a program never cancels grants it does not hold); launchd
+ * sends the grant form of CANCEL over its broker (the grant's request has
+ * usually retired, and only the grant form reaches a grant after that)
+ * and answers when powerboxd does. */
+static void launchd_user_cancel(launchd_srv *srv, uint32_t ci)
+{
+    pbx_ipc_id grant = {0, 0};
+    uint32_t seq = 0;
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    pbx_err e = pbx_peer_user_cancel_decode(g_in.buf, g_in.len, g_in.nfds,
+                                            &grant, &seq);
+    uint16_t st = (uint16_t)e;
+    if (e == PBX_OK && srv->conns[ci].job_conn) {
+        st = (uint16_t)PBX_PEER_E_NOT_YOURS;
+    }
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = grant;
+    uint8_t buf[PBX_IPC_HEADER_BYTES + PBX_IPC_CANCEL_BYTES];
+    size_t n = 0;
+    if (st == 0U &&
+        (pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) != PBX_OK ||
+         !launchd_call_send(srv, LAUNCHD_CALL_USER, buf, n, ci, -1, seq))) {
+        st = (uint16_t)(srv->broker < 0 ? PBX_PEER_E_ROUTE : PBX_PEER_E_BUSY);
+    }
+    if (st != 0U) {
+        pbx_peer_log("launchd", "user-cancel of grant %u.%u refused: %s",
+                     grant.index, grant.gen, pbx_peer_status_text(st));
+        launchd_user_answer(srv, ci, seq, grant, st);
+    }
+}
+
 /* Answers a local-wire frame that is not a valid LAUNCH request: a
  * malformed LAUNCH gets an error reply; anything else (an EXIT or a reply
  * sent to launchd) closes the connection. */
@@ -494,6 +590,11 @@ void launchd_conn_frame(launchd_srv *srv, uint32_t ci)
         if (r == 1 || errno != EAGAIN) {
             launchd_conn_close(srv, ci, r == 1 ? NULL : strerror(errno));
         }
+        return;
+    }
+    if (pbx_peer_admin_op(g_in.buf, g_in.len) ==
+        (uint16_t)PBX_PEER_OP_USER_CANCEL) {
+        launchd_user_cancel(srv, ci);
         return;
     }
     pbx_peer_launch_frame lf;
@@ -531,6 +632,7 @@ static void launchd_deliver(launchd_srv *srv, uint32_t ci, uint32_t seq,
                         launchd_entry_of(srv, job_id, job_gen, e, sizeof(e)),
                         &g_rep.frame, NULL);
     }
+    launchd_note_approval(req->request, &g_rep.frame);
     int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
     if (launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias) &&
         alias >= 0) {
@@ -656,6 +758,24 @@ static void launchd_own_reply(launchd_srv *srv, const launchd_call *k)
                            g_rep.frame.status == 0U
                                ? "accepted"
                                : pbx_peer_status_text(g_rep.frame.status));
+        return;
+    }
+    if (k->kind == LAUNCHD_CALL_USER) {
+        uint16_t st = g_rep.frame.status;
+        pbx_ipc_id r = launchd_request_of(k->id);
+        if (st == 0U) {
+            /* The audit line `pbx log` reads: this grant's end (powerboxd
+             * logs it as cancelled) was the user's. */
+            pbx_peer_log("launchd",
+                         "event=user-cancel request=%u:%u grant=%u:%u", r.index,
+                         r.gen, k->id.index, k->id.gen);
+        } else {
+            pbx_peer_log("launchd", "user-cancel of grant %u.%u refused: %s",
+                         k->id.index, k->id.gen, pbx_peer_status_text(st));
+        }
+        if (!k->detached && launchd_conn_live(srv, k->conn, k->conn_gen)) {
+            launchd_user_answer(srv, k->conn, k->caller_seq, k->id, st);
+        }
         return;
     }
     if (k->kind == LAUNCHD_CALL_GRANT) {

@@ -254,6 +254,19 @@ and its job connection.
                  restart after 1 s, the job and the old stack are gone, a
                  lifecycle succeeds; every process was started three
                  times and each old one's exit is logged; SIGTERM: exit 0
+  grants-cli     two live job-lifetime grants of one job (81:1, a
+                 launched shell) listed by `pbx grants --dir WORK_DIR`
+                 (ttyd's query socket; the work directory is laid out as
+                 `pbx --dir` expects) with program, job, op, object,
+                 label, lifetime and since; `pbx cancel --dir WORK_DIR`
+                 of one (through launchd's control socket): revoked at
+                 procd, removed at ttyd, retired at vfsd, the other still
+                 live; a second cancel of it exits 1, a bad ID 2; launchd
+                 logged event=user-cancel for it, and `pbx log --file` on
+                 a log text of that line and the grant's grant-end line
+                 (powerboxd's own when it wrote one, else a fixed one)
+                 says "cancelled by the user", another cancel "by the
+                 program"
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -281,6 +294,7 @@ import shutil
 import shlex
 import signal
 import socket
+import stat
 import stat
 import struct
 import subprocess
@@ -3348,6 +3362,108 @@ def up_restart(bin_dir, work):
 # `pbx geometry make` arguments and the extra `pbx-launchd serve` options
 # of a stack of its own (both None: the shared stack). `all` runs them in
 # this order.
+def pbx_cmd(st, *args):
+    """Runs `pbx ARGS` (build's pbx) in the stack's process group;
+    returns (rc, stdout)."""
+    out = st.run([os.path.join(st.bin_dir, "pbx")] + list(args), seconds=30)
+    return out.returncode, out.stdout
+
+
+def grants_cli(st):
+    """`pbx grants`, `pbx cancel` and `pbx log` on the stack's work
+    directory, which is laid out as `pbx --dir` expects (ttyd.sock,
+    launchd.sock). The job (81:1) is a launched shell that outlives its
+    clients, so that its two job-lifetime grants stay live until the
+    user cancels one and the job's end expires the other."""
+    job = Shell(st, "81:1", entry="bin/grants-demo")
+    made = []
+    for slot in (61, 62):
+        rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
+                             "--slot", str(slot), "--label", f"doc{slot}")
+        if rc != 0 or kv.get("outcome") != "approved":
+            fail(f"grants-cli: slot {slot}: {kv}")
+        made.append((kv["grant"], last_object(st)))
+    rc, out = pbx_cmd(st, "grants", "--dir", st.work, "--format", "kv")
+    rows = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
+    listed = {r.get("grant"): r for r in rows}
+    if rc != 0 or set(listed) != {g for g, _ in made}:
+        fail(f"grants-cli: pbx grants listed {sorted(listed)}, want "
+             f"{[g for g, _ in made]}:\n{out}")
+    for (g, obj), slot in zip(made, (61, 62)):
+        r = listed[g]
+        want = {"program": "bin/grants-demo", "job": "81:1", "op": "read",
+                "lifetime": "job", "label": f"doc{slot}",
+                "object": obj.replace(" gen ", ".")}
+        if any(r.get(k) != v for k, v in want.items()) or \
+                not r.get("since", "").endswith("Z"):
+            fail(f"grants-cli: row of grant {g}: {r}, want {want}")
+    rc, table = pbx_cmd(st, "grants", "--dir", st.work)
+    if rc != 0 or not table.startswith("GRANT") or \
+            any(g not in table for g, _ in made):
+        fail(f"grants-cli: pbx grants table:\n{table}")
+    print(f"run: pbx grants lists grants {made[0][0]} and {made[1][0]} "
+          f"(program, job, op, object, lifetime, since)")
+    gone, kept = made[0], made[1]
+    rc, out = pbx_cmd(st, "cancel", "--dir", st.work, gone[0])
+    if rc != 0 or f"grant {gone[0]} cancelled" not in out:
+        fail(f"grants-cli: pbx cancel {gone[0]}: rc {rc} {out}")
+    wait_for(lambda: slot_rows(st, 61) == [] and len(slot_rows(st, 62)) == 1,
+             f"grants-cli: procd holds {read_rows(st.installs)}")
+    wait_for(lambda: [r.split()[1] for r in read_rows(st.views)] ==
+             [kept[0]], f"grants-cli: ttyd shows {read_rows(st.views)}")
+    wait_for(lambda: f"RETIRE object {gone[1]}" in st.peer_log("vfsd"),
+             f"grants-cli: vfsd never retired object {gone[1]}")
+    if f"RETIRE object {kept[1]}" in st.peer_log("vfsd"):
+        fail(f"grants-cli: the kept grant's object {kept[1]} was retired")
+    rc, again = pbx_cmd(st, "cancel", "--dir", st.work, gone[0])
+    if rc != 1:
+        fail(f"grants-cli: a second cancel of {gone[0]} exited {rc}")
+    rc, bad = pbx_cmd(st, "cancel", "--dir", st.work, "x.y")
+    if rc != 2:
+        fail(f"grants-cli: a bad grant ID exited {rc}")
+    print(f"run: pbx cancel {gone[0]}: revoked at procd, removed at ttyd, "
+          f"object {gone[1]} retired at vfsd; grant {kept[0]} still live; "
+          f"a second cancel refused (exit 1)")
+    colon = gone[0].replace(".", ":")
+    user = [l for l in st.peer_log("launchd").splitlines()
+            if "event=user-cancel" in l and f"grant={colon}" in l]
+    if len(user) != 1:
+        fail(f"grants-cli: launchd logged user cancels {user}")
+    ends = [l for l in st.peer_log("powerboxd").splitlines()
+            if "event=grant-end" in l and f"grant={colon} " in l]
+    end = ends[0] if ends else (
+        f"powerboxd: event=grant-end grant={colon} request=1:1 job=81:1 "
+        f"entry=bin/grants-demo op=read object=docs/readme.txt "
+        f"lifetime=job end=cancelled reason=none")
+    stamp = "2025-01-01T00:00:00.000Z"
+    text = (f"{stamp} launchd[1]: {user[0]}\n"
+            f"{stamp} powerboxd[2]: {end}\n"
+            f"{stamp} powerboxd[2]: powerboxd: event=grant-end grant=90:1 "
+            f"request=91:1 job=12:1 entry=bin/other op=read "
+            f"object=docs/readme.txt lifetime=one-shot end=cancelled "
+            f"reason=none\n")
+    path = os.path.join(st.work, "grants-cli.log")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    rc, out = pbx_cmd(st, "log", "--file", path)
+    lines = out.splitlines()
+    if rc != 0 or len(lines) != 2 or \
+            not lines[0].endswith("cancelled by the user") or \
+            f"grant {colon} " not in lines[0] or \
+            not lines[1].endswith("cancelled by the program"):
+        fail(f"grants-cli: pbx log:\n{out}")
+    rc, out = pbx_cmd(st, "log", "--file", path, "--format", "kv")
+    if rc != 0 or f"grant={colon} " not in out or "by=user" not in out:
+        fail(f"grants-cli: pbx log --format kv:\n{out}")
+    print(f"run: pbx log: grant {colon} cancelled by the user "
+          f"({'powerboxd' if ends else 'a fixed'} grant-end line and "
+          f"launchd's user-cancel line), grant 90:1 by the program")
+    if job.close() != 0:
+        fail("grants-cli: the job's shell failed")
+    wait_for(lambda: read_rows(st.views) == [] and
+             read_rows(st.installs) == [], "grants-cli: rows left")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -3402,6 +3518,7 @@ SCENARIOS = {
     # Standalone: they start `pbx up` themselves, no Stack.
     "up": (up, False, STANDALONE, None),
     "up-restart": (up_restart, False, STANDALONE, None),
+    "grants-cli": (grants_cli, False, None, None),
 }
 
 

@@ -111,4 +111,31 @@ int pbx_tool_up(int argc, char **argv);
 /** pbx_tool_up_usage prints the up synopsis to stream fp. */
 void pbx_tool_up_usage(FILE *fp);
 
+/**
+ * pbx_tool_grants runs `pbx grants [--dir DIR] [--query PATH] [--format
+ * table|kv]` (tools/pbx/pbx_grants.c): the live grants read from ttyd's
+ * query socket (DIR/ttyd.sock). argv[0] is "grants", argc counts it; the
+ * strings are only read. Returns a PBX_TOOL_EXIT_* status.
+ */
+int pbx_tool_grants(int argc, char **argv);
+/** pbx_tool_grants_usage prints the grants synopsis to stream fp. */
+void pbx_tool_grants_usage(FILE *fp);
+/**
+ * pbx_tool_cancel runs `pbx cancel [--dir DIR] [--control PATH] I.G`:
+ * asks launchd (DIR/launchd.sock) to cancel live grant I.G for the user.
+ * argv[0] is "cancel". Returns PBX_TOOL_EXIT_OK when powerboxd accepted
+ * the cancel, PBX_TOOL_EXIT_FAIL with the reason otherwise.
+ */
+int pbx_tool_cancel(int argc, char **argv);
+/** pbx_tool_cancel_usage prints the cancel synopsis to stream fp. */
+void pbx_tool_cancel_usage(FILE *fp);
+/**
+ * pbx_tool_log runs `pbx log [--dir DIR] [--file PATH] [--format
+ * table|kv]`: how each grant ended and by whom, from the stack's log
+ * (DIR/stack.log). argv[0] is "log". Returns a PBX_TOOL_EXIT_* status.
+ */
+int pbx_tool_log(int argc, char **argv);
+/** pbx_tool_log_usage prints the log synopsis to stream fp. */
+void pbx_tool_log_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */

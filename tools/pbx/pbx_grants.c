@@ -1,0 +1,368 @@
+/*
+ * pbx_grants.c: `pbx grants` (the live grants, from ttyd's query socket),
+ * `pbx cancel ID` (the user ends one live grant, through launchd's
+ * control socket: USER_CANCEL, peers/lib/pbx_peer_admin.h) and `pbx log`
+ * (how each grant ended and by whom, from the stack's log). The text work
+ * is in peers/lib/pbx_peer_grants.c; this file does the I/O.
+ */
+#include "tools/pbx/pbx_tool.h"
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_admin.h"
+#include "peers/lib/pbx_peer_grants.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a query socket or launchd may take to answer. */
+#define GRANTS_WAIT_MS 15000
+
+/* The options every command of this file shares. */
+typedef struct grants_opts {
+    const char *path; /* an explicit socket or log path, or NULL */
+    bool kv;          /* --format kv */
+    const char *id;   /* cancel's operand */
+} grants_opts;
+
+/* Parses argv (argv[0] the command word): --dir DIR, path_opt PATH,
+ * --format table|kv, and with want_id one operand. Returns 0 or the
+ * usage error's exit status. */
+static int grants_args(int argc, char **argv, const char *path_opt,
+                       bool want_id, grants_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--dir") == 0 && has_value) {
+            pbx_tool_dir_set(argv[++i]);
+        } else if (path_opt != NULL && strcmp(a, path_opt) == 0 && has_value) {
+            o->path = argv[++i];
+        } else if (strcmp(a, "--format") == 0 && has_value && !want_id) {
+            const char *f = argv[++i];
+            if (strcmp(f, "kv") != 0 && strcmp(f, "table") != 0) {
+                return pbx_tool_usage_error(argv[0], "unknown format", f);
+            }
+            o->kv = strcmp(f, "kv") == 0;
+        } else if (want_id && o->id == NULL && a[0] != '-') {
+            o->id = a;
+        } else {
+            return pbx_tool_usage_error(argv[0],
+                                        has_value || a[0] != '-'
+                                            ? "unexpected argument"
+                                            : "option needs a value",
+                                        a);
+        }
+    }
+    if (want_id && o->id == NULL) {
+        return pbx_tool_usage_error(argv[0], "missing grant ID", NULL);
+    }
+    return 0;
+}
+
+/* Writes o->path, or DIR/name, into out. Returns 0 or an exit status. */
+static int grants_path(const grants_opts *o, const char *name, char *out,
+                       size_t cap)
+{
+    if (o->path != NULL) {
+        size_t n = strlen(o->path);
+        if (n >= cap) {
+            (void)fprintf(stderr, "pbx: path too long '%s'\n", o->path);
+            return PBX_TOOL_EXIT_FAIL;
+        }
+        memcpy(out, o->path, n + 1U);
+        return 0;
+    }
+    return pbx_tool_dir_path(name, out, cap);
+}
+
+/* Formats ms since the Unix epoch as RFC 3339 UTC into out. */
+static void grants_time(uint64_t ms, char *out, size_t cap)
+{
+    time_t s = (time_t)(ms / 1000U);
+    struct tm tm;
+    if (gmtime_r(&s, &tm) == NULL ||
+        strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0U) {
+        (void)snprintf(out, cap, "%llu", (unsigned long long)ms);
+    }
+}
+
+/* Prints one parsed row r as a table line or key=value line. */
+static void grants_print_row(const pbx_peer_grants_row *r, bool kv)
+{
+    char since[32];
+    grants_time(r->since_ms, since, sizeof(since));
+    /* The selector the user saw; a grant no prompt showed has only its
+     * label (display only) to name it. */
+    const char *what = strcmp(r->selector, "-") != 0 ? r->selector : r->label;
+    if (kv) {
+        (void)printf("grant=%s program=%s job=%s:%s op=%s class=%s "
+                     "object=%s selector=%s label=%s lifetime=%s since=%s "
+                     "request=%s slot=%s\n",
+                     r->grant, r->program, r->job, r->job_gen, r->op, r->cls,
+                     r->object, r->selector, r->label, r->lifetime, since,
+                     r->request, r->slot);
+        return;
+    }
+    (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", r->grant,
+                 r->program, r->job, r->op, r->lifetime, since, what,
+                 what == r->label && strcmp(what, "-") != 0 ? " (label)" : "");
+}
+
+/* Reads every row from ttyd's query socket at path into text (cap
+ * bytes, NUL-terminated). Returns 0 or PBX_TOOL_EXIT_FAIL (message
+ * printed). */
+static int grants_query(const char *path, char *text, size_t cap)
+{
+    int fd = pbx_peer_io_connect(path, SOCK_STREAM);
+    if (fd < 0) {
+        (void)fprintf(stderr, "pbx grants: ttyd's query socket '%s': %s\n",
+                      path, strerror(errno));
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    size_t got = 0;
+    int rc = PBX_TOOL_EXIT_FAIL;
+    const char *why = "no answer in time";
+    for (int i = 0; i < 1 << 16; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, GRANTS_WAIT_MS) != 1) {
+            break;
+        }
+        ssize_t r = read(fd, text + got, cap - 1U - got);
+        if (r == 0) {
+            rc = PBX_TOOL_EXIT_OK;
+            break;
+        }
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        why = r < 0 ? strerror(errno) : "more rows than fit";
+        if (r < 0 || (got += (size_t)r) + 1U >= cap) {
+            break;
+        }
+    }
+    text[got] = '\0';
+    (void)close(fd);
+    if (rc != PBX_TOOL_EXIT_OK) {
+        (void)fprintf(stderr, "pbx grants: '%s': %s\n", path, why);
+    }
+    return rc;
+}
+
+int pbx_tool_grants(int argc, char **argv)
+{
+    grants_opts o;
+    int rc = grants_args(argc, argv, "--query", false, &o);
+    char path[4096];
+    if (rc != 0 ||
+        (rc = grants_path(&o, "ttyd.sock", path, sizeof(path))) != 0) {
+        return rc;
+    }
+    static char text[PBX_PEER_TTY_VIEWS_MAX * 512U];
+    if ((rc = grants_query(path, text, sizeof(text))) != 0) {
+        return rc;
+    }
+    if (!o.kv) {
+        (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s\n", "GRANT",
+                     "PROGRAM", "JOB", "OP", "LIFETIME", "SINCE", "OBJECT");
+    }
+    static pbx_peer_grants_row row;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l != NULL;
+         l = strtok_r(NULL, "\n", &save)) {
+        if (!pbx_peer_grants_row_parse(l, &row)) {
+            (void)fprintf(stderr, "pbx grants: unreadable row '%s'\n", l);
+            return PBX_TOOL_EXIT_FAIL;
+        }
+        grants_print_row(&row, o.kv);
+    }
+    return PBX_TOOL_EXIT_OK;
+}
+
+void pbx_tool_grants_usage(FILE *fp)
+{
+    (void)fputs("  grants [--dir DIR] [--query PATH] [--format table|kv]\n"
+                "      the live grants: id, program, job, operation,\n"
+                "      lifetime, since when, and the selector the user\n"
+                "      saw (or the label when no prompt showed it)\n",
+                fp);
+}
+
+/* Parses "I.G" or "I:G" into *g (gen nonzero). */
+static bool grants_id(const char *s, pbx_ipc_id *g)
+{
+    char buf[32];
+    size_t n = strlen(s);
+    const char *sep = strpbrk(s, ".:");
+    if (n >= sizeof(buf) || sep == NULL) {
+        return false;
+    }
+    memcpy(buf, s, n + 1U);
+    buf[sep - s] = '\0';
+    uint64_t i = 0;
+    uint64_t gen = 0;
+    if (!pbx_peer_parse_u64(buf, UINT32_MAX, &i) ||
+        !pbx_peer_parse_u64(buf + (sep - s) + 1, UINT32_MAX, &gen) ||
+        gen == 0U) {
+        return false;
+    }
+    g->index = (uint32_t)i;
+    g->gen = (uint32_t)gen;
+    return true;
+}
+
+/* Sends USER_CANCEL of g on fd and waits for launchd's answer into *rep.
+ * Returns 0, or PBX_TOOL_EXIT_FAIL after a message. */
+static int grants_cancel_call(int fd, pbx_ipc_id g,
+                              pbx_peer_user_cancel_reply *rep)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    static pbx_peer_msg m;
+    struct pollfd p = {fd, POLLIN, 0};
+    if (pbx_peer_user_cancel_encode(g, 1U, buf, sizeof(buf), &n) != PBX_OK ||
+        pbx_peer_io_send(fd, buf, n, -1) != 0 ||
+        poll(&p, 1, GRANTS_WAIT_MS) != 1 ||
+        pbx_peer_io_recv_raw(fd, &m, 0) != 0) {
+        (void)fprintf(stderr, "pbx cancel: launchd gave no answer\n");
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    pbx_err e = pbx_peer_user_cancel_reply_decode(m.buf, m.len, m.nfds, rep);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    if (e != PBX_OK || rep->grant.index != g.index || rep->grant.gen != g.gen) {
+        (void)fprintf(stderr, "pbx cancel: launchd's answer is malformed\n");
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int pbx_tool_cancel(int argc, char **argv)
+{
+    grants_opts o;
+    pbx_ipc_id g = {0, 0};
+    int rc = grants_args(argc, argv, "--control", true, &o);
+    if (rc != 0) {
+        return rc;
+    }
+    if (!grants_id(o.id, &g)) {
+        return pbx_tool_usage_error(argv[0], "bad grant ID (want I.G)", o.id);
+    }
+    char path[4096];
+    if ((rc = grants_path(&o, "launchd.sock", path, sizeof(path))) != 0) {
+        return rc;
+    }
+    int fd = pbx_peer_io_connect(path, SOCK_SEQPACKET);
+    if (fd < 0) {
+        (void)fprintf(stderr, "pbx cancel: launchd's control socket '%s': %s\n",
+                      path, strerror(errno));
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    pbx_peer_user_cancel_reply rep;
+    rc = grants_cancel_call(fd, g, &rep);
+    (void)close(fd);
+    if (rc != 0) {
+        return rc;
+    }
+    if (rep.status != 0U) {
+        (void)fprintf(stderr, "pbx cancel: grant %u.%u not cancelled: %s\n",
+                      g.index, g.gen, pbx_peer_status_text(rep.status));
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    (void)printf("grant %u.%u cancelled (request %u.%u)\n", g.index, g.gen,
+                 rep.request.index, rep.request.gen);
+    return PBX_TOOL_EXIT_OK;
+}
+
+void pbx_tool_cancel_usage(FILE *fp)
+{
+    (void)fputs("  cancel [--dir DIR] [--control PATH] I.G\n"
+                "      ends live grant I.G as the user (through launchd);\n"
+                "      exit 1 with the reason when it is unknown or ended\n",
+                fp);
+}
+
+/* One pass over the log f: with audit_only, notes the user's cancels;
+ * otherwise prints each grant end. */
+static void grants_log_pass(FILE *f, pbx_peer_grants_audit *a, bool audit_only,
+                            bool kv)
+{
+    static char line[PBX_PEER_GRANTS_LINE_MAX];
+    static pbx_peer_grants_event e;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (!pbx_peer_grants_event_parse(line, &e)) {
+            continue;
+        }
+        if (audit_only) {
+            pbx_peer_grants_audit_note(a, &e);
+            continue;
+        }
+        const char *by = "-";
+        const char *how = pbx_peer_grants_ended(a, &e, &by);
+        if (how == NULL) {
+            continue;
+        }
+        const char *g = pbx_peer_grants_get(&e, "grant");
+        const char *t = e.time[0] != '\0' ? e.time : "-";
+        if (kv) {
+            (void)printf("time=%s grant=%s request=%s job=%s entry=%s op=%s "
+                         "object=%s lifetime=%s end=%s by=%s reason=%s\n",
+                         t, g, pbx_peer_grants_get(&e, "request"),
+                         pbx_peer_grants_get(&e, "job"),
+                         pbx_peer_grants_get(&e, "entry"),
+                         pbx_peer_grants_get(&e, "op"),
+                         pbx_peer_grants_get(&e, "object"),
+                         pbx_peer_grants_get(&e, "lifetime"),
+                         pbx_peer_grants_get(&e, "end"), by,
+                         pbx_peer_grants_get(&e, "reason"));
+            continue;
+        }
+        (void)printf(
+            "%s grant %s (%s, job %s, %s %s, %s): %s\n", t, g,
+            pbx_peer_grants_get(&e, "entry"), pbx_peer_grants_get(&e, "job"),
+            pbx_peer_grants_get(&e, "op"), pbx_peer_grants_get(&e, "object"),
+            pbx_peer_grants_get(&e, "lifetime"), how);
+    }
+}
+
+int pbx_tool_log(int argc, char **argv)
+{
+    grants_opts o;
+    int rc = grants_args(argc, argv, "--file", false, &o);
+    char path[4096];
+    if (rc != 0 ||
+        (rc = grants_path(&o, "stack.log", path, sizeof(path))) != 0) {
+        return rc;
+    }
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        (void)fprintf(stderr, "pbx log: '%s': %s\n", path, strerror(errno));
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    static pbx_peer_grants_audit a;
+    pbx_peer_grants_audit_init(&a);
+    /* Two passes: launchd's user-cancel line and powerboxd's grant-end
+     * line may reach the log in either order. */
+    grants_log_pass(f, &a, true, o.kv);
+    if (fseek(f, 0, SEEK_SET) != 0) {
+        (void)fprintf(stderr, "pbx log: '%s' cannot be read twice\n", path);
+        (void)fclose(f);
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    grants_log_pass(f, &a, false, o.kv);
+    (void)fclose(f);
+    return PBX_TOOL_EXIT_OK;
+}
+
+void pbx_tool_log_usage(FILE *fp)
+{
+    (void)fputs("  log [--dir DIR] [--file PATH] [--format table|kv]\n"
+                "      how each grant ended and by whom (consumed, expired,\n"
+                "      cancelled by the program or the user, revoked), from\n"
+                "      DIR/stack.log\n",
+                fp);
+}
