@@ -112,6 +112,18 @@ int pbx_tool_up(int argc, char **argv);
 void pbx_tool_up_usage(FILE *fp);
 
 /**
+ * pbx_tool_run runs `pbx run [OPTIONS] -- PROG [ARG...]`
+ * (tools/pbx/pbx_run.c): PROG as a launchd job of the stack (sandboxed
+ * with --sandbox). argv[0] is "run", argc counts it; the strings are only
+ * read. Returns PROG's exit status (128+N for signal N), 125 when PROG was
+ * not run or its end is unknown (one line on stderr says why), or
+ * PBX_TOOL_EXIT_USAGE.
+ */
+int pbx_tool_run(int argc, char **argv);
+/** pbx_tool_run_usage prints the run synopsis to stream fp. */
+void pbx_tool_run_usage(FILE *fp);
+
+/**
  * pbx_tool_grants runs `pbx grants [--dir DIR] [--query PATH] [--format
  * table|kv]` (tools/pbx/pbx_grants.c): the live grants read from ttyd's
  * query socket (DIR/ttyd.sock). argv[0] is "grants", argc counts it; the

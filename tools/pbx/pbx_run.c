@@ -1,0 +1,328 @@
+/*
+ * pbx_run.c: `pbx run`, a program started as a launchd job of the
+ * running stack (docs/HOST.md, "launchd" and "Sandboxed programs").
+ *
+ * One LAUNCH on launchd's control socket (DIR/launchd.sock) with this
+ * process's stdin, stdout and stderr and, when vfsd's scope socket
+ * (DIR/scope.sock) gives one, a scope the job gets as descriptor 4
+ * (PBX_SCOPE_FD=4); then the wait for the job's EXIT, whose status
+ * becomes this process's. PROG is resolved here, against this process's
+ * directory and PATH, so launchd runs the file the user named.
+ */
+#include "tools/pbx/pbx_tool.h"
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_launch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What run exits with when the job never ran or its end is unknown (the
+ * job's own statuses are passed through, so this cannot be 1). */
+#define PBX_RUN_REFUSED 125
+/* How long run waits for launchd's answer to the LAUNCH. */
+#define PBX_RUN_WAIT_MS 10000
+/* How long run waits for vfsd's scope socket to hand out a scope. */
+#define PBX_RUN_SCOPE_MS 5000
+/* The most PATH entries searched for PROG. */
+#define PBX_RUN_PATH_DIRS 64U
+
+/* What the command line asked for. */
+typedef struct pbx_run_opts {
+    const char *control;
+    const char *entry;
+    bool quiet;
+    int first; /* argv index of PROG */
+} pbx_run_opts;
+
+void pbx_tool_run_usage(FILE *fp)
+{
+    (void)fputs(
+        "  pbx run [--sandbox] [--job ID:GEN] [--entry NAME] [--session N]\n"
+        "          [--realm N] [--control PATH] [--quiet] -- PROG [ARG...]\n"
+        "      run PROG as a job of the stack's launchd (DIR/launchd.sock)\n"
+        "      with this terminal, a scope at fd 4 (PBX_SCOPE_FD) from\n"
+        "      DIR/scope.sock when it gives one, and exit with PROG's\n"
+        "      status (128+N for signal N; 125 when it was not run).\n"
+        "      --sandbox: under Landlock with no filesystem access of its\n"
+        "      own and no new privileges; PROG must be statically linked;\n"
+        "      a kernel without Landlock refuses (never run unconfined).\n",
+        fp);
+}
+
+/* Parses one numeric option value (1..max) into *out. */
+static bool pbx_run_num(const char *v, uint64_t max, uint64_t *out)
+{
+    return pbx_peer_parse_u64(v, max, out) && *out != 0U;
+}
+
+/* Parses option k with value v (NULL at the end of argv) into *o and
+ * *req; returns the words taken (1 or 2), 0 for an unknown option, -1
+ * for a bad or missing value. */
+static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
+                       pbx_peer_launch_req *req)
+{
+    uint64_t a = 0;
+    uint64_t b = 0;
+    if (strcmp(k, "--sandbox") == 0) {
+        req->flags |= PBX_PEER_LAUNCH_SANDBOX;
+        return 1;
+    }
+    if (strcmp(k, "--quiet") == 0) {
+        o->quiet = true;
+        return 1;
+    }
+    bool known = strcmp(k, "--job") == 0 || strcmp(k, "--entry") == 0 ||
+                 strcmp(k, "--session") == 0 || strcmp(k, "--realm") == 0 ||
+                 strcmp(k, "--control") == 0 || strcmp(k, "--dir") == 0;
+    if (!known) {
+        return 0;
+    }
+    bool ok = v != NULL;
+    if (ok && strcmp(k, "--job") == 0) {
+        ok = pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) && b != 0U;
+        req->job_id = a;
+        req->job_gen = (uint32_t)b;
+    } else if (ok && strcmp(k, "--session") == 0) {
+        ok = pbx_run_num(v, UINT64_MAX, &req->session);
+    } else if (ok && strcmp(k, "--realm") == 0) {
+        ok = pbx_run_num(v, UINT32_MAX, &req->realm);
+    } else if (ok && strcmp(k, "--entry") == 0) {
+        o->entry = v;
+        ok = v[0] != '\0' && strlen(v) <= PBX_PEER_LAUNCH_ENTRY_MAX;
+    } else if (ok && strcmp(k, "--control") == 0) {
+        o->control = v;
+    } else if (ok) {
+        pbx_tool_dir_set(v);
+    }
+    return ok ? 2 : -1;
+}
+
+/* Parses argv into *o and *req; returns PBX_TOOL_EXIT_OK or the usage
+ * error's status (after its line). */
+static int pbx_run_args(int argc, char **argv, pbx_run_opts *o,
+                        pbx_peer_launch_req *req)
+{
+    req->session = 1;
+    req->realm = 1;
+    int i = 1;
+    while (i < argc && strcmp(argv[i], "--") != 0 && argv[i][0] == '-') {
+        int took =
+            pbx_run_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, o, req);
+        if (took <= 0) {
+            return pbx_tool_usage_error("run",
+                                        took == 0 ? "unknown option"
+                                                  : "bad or missing value for",
+                                        argv[i]);
+        }
+        i += took;
+    }
+    i += i < argc && strcmp(argv[i], "--") == 0 ? 1 : 0;
+    if (i >= argc) {
+        return pbx_tool_usage_error("run", "missing PROG", NULL);
+    }
+    if (argc - i > (int)PBX_PEER_LAUNCH_ARGS_MAX) {
+        return pbx_tool_usage_error("run", "too many arguments for", argv[i]);
+    }
+    o->first = i;
+    return PBX_TOOL_EXIT_OK;
+}
+
+/* Resolves prog as execvp would (a name with a slash as it is, any other
+ * through PATH) to an absolute path in out[0..cap); false when there is
+ * no such executable file. */
+static bool pbx_run_resolve(const char *prog, char *out, size_t cap)
+{
+    static char cand[PATH_MAX];
+    if (strchr(prog, '/') != NULL) {
+        return realpath(prog, cand) != NULL && access(cand, X_OK) == 0 &&
+               snprintf(out, cap, "%s", cand) < (int)cap;
+    }
+    const char *path = getenv("PATH");
+    path = path != NULL && path[0] != '\0' ? path : "/usr/bin:/bin";
+    for (uint32_t k = 0; k < PBX_RUN_PATH_DIRS && path[0] != '\0'; k++) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon != NULL ? (size_t)(colon - path) : strlen(path);
+        char dir[PATH_MAX];
+        int w = snprintf(dir, sizeof(dir), "%.*s/%s", (int)n,
+                         n != 0U ? path : ".", prog);
+        if (w > 0 && (size_t)w < sizeof(dir) && access(dir, X_OK) == 0 &&
+            realpath(dir, cand) != NULL) {
+            return snprintf(out, cap, "%s", cand) < (int)cap;
+        }
+        path += n + (colon != NULL ? 1U : 0U);
+    }
+    return false;
+}
+
+/* Fills req's entry (o->entry, else PROG's basename) and arguments: the
+ * resolved path first, then argv[first+1..argc). */
+static bool pbx_run_fill(int argc, char **argv, const pbx_run_opts *o,
+                         const char *prog, pbx_peer_launch_req *req)
+{
+    const char *entry = o->entry;
+    if (entry == NULL) {
+        const char *slash = strrchr(argv[o->first], '/');
+        entry = slash != NULL ? slash + 1 : argv[o->first];
+    }
+    size_t n = strlen(entry);
+    if (n == 0U || n > PBX_PEER_LAUNCH_ENTRY_MAX) {
+        return false;
+    }
+    memcpy(req->entry, entry, n);
+    req->entry[n] = '\0';
+    req->entry_len = (uint16_t)n;
+    req->argc = (uint16_t)(argc - o->first);
+    for (int i = o->first; i < argc; i++) {
+        const char *a = i == o->first ? prog : argv[i];
+        size_t len = strlen(a);
+        if (len == 0U || len > UINT16_MAX) {
+            return false;
+        }
+        req->args[i - o->first] = (const uint8_t *)a;
+        req->arg_lens[i - o->first] = (uint16_t)len;
+    }
+    return true;
+}
+
+/* A scope for the job from DIR/scope.sock, or -1 when there is none (the
+ * job then fetches its own, as the app library does). */
+static int pbx_run_scope(void)
+{
+    char path[PATH_MAX];
+    if (pbx_tool_dir_path("scope.sock", path, sizeof(path)) != 0 ||
+        access(path, F_OK) != 0) {
+        return -1;
+    }
+    uint64_t id = 0;
+    return pbx_peer_io_scope_acquire(path, PBX_RUN_SCOPE_MS, &id);
+}
+
+/* Waits (wait_ms < 0: without limit) for one launchd-local frame on fd
+ * into *f, using m's buffer; false after a line saying why. */
+static bool pbx_run_recv(int fd, int wait_ms, pbx_peer_msg *m,
+                         pbx_peer_launch_frame *f)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = 0;
+    do {
+        r = poll(&p, 1, wait_ms);
+    } while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+        (void)fprintf(stderr, "pbx run: no answer from launchd\n");
+        return false;
+    }
+    if (pbx_peer_io_recv_raw(fd, m, 0) != 0) {
+        (void)fprintf(stderr, "pbx run: launchd closed the connection\n");
+        return false;
+    }
+    pbx_peer_io_close_all(m->fds, m->nfds);
+    if (pbx_peer_launch_peek(m->buf, m->len, 0, f) != PBX_OK) {
+        (void)fprintf(stderr, "pbx run: bad frame from launchd\n");
+        return false;
+    }
+    return true;
+}
+
+/* Sends the LAUNCH (stdio, and the scope when there is one) on a new
+ * control connection and reads its answer; returns the connection, or
+ * -1 after a line saying why. */
+static int pbx_run_launch(const char *control, pbx_peer_launch_req *req,
+                          pbx_peer_msg *m, pbx_peer_launch_reply *rep)
+{
+    static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    int fds[4] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, pbx_run_scope()};
+    req->scope = fds[3] >= 0;
+    size_t n = 0;
+    int fd = -1;
+    if (pbx_peer_launch_encode(req, buf, sizeof(buf), &n) != PBX_OK ||
+        pbx_ipc_frame_set_seq(buf, n, 1U) != PBX_OK) {
+        (void)fprintf(stderr, "pbx run: the LAUNCH does not fit a frame\n");
+    } else if ((fd = pbx_peer_io_connect(control, SOCK_SEQPACKET)) < 0 ||
+               pbx_peer_io_send_fds(fd, buf, n, fds, req->scope ? 4U : 3U, 0) !=
+                   0) {
+        (void)fprintf(stderr, "pbx run: launchd at %s: %s\n", control,
+                      strerror(errno));
+        fd = fd >= 0 ? (close(fd), -1) : -1;
+    }
+    if (fds[3] >= 0) {
+        (void)close(fds[3]);
+    }
+    pbx_peer_launch_frame f;
+    if (fd < 0 || !pbx_run_recv(fd, PBX_RUN_WAIT_MS, m, &f)) {
+        return fd >= 0 ? (close(fd), -1) : -1;
+    }
+    pbx_err e = pbx_peer_launch_reply_decode(&f, rep);
+    if (e != PBX_OK) {
+        (void)fprintf(stderr, "pbx run: launchd refused: %s\n",
+                      e == PBX_E_IPC_STATUS ? pbx_peer_status_text(f.status)
+                                            : pbx_err_text(e));
+        (void)close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int pbx_tool_run(int argc, char **argv)
+{
+    static pbx_peer_launch_req req;
+    static pbx_peer_msg m;
+    static char prog[PATH_MAX];
+    static char control[PATH_MAX];
+    memset(&req, 0, sizeof(req));
+    pbx_run_opts o = {NULL, NULL, false, 0};
+    int st = pbx_run_args(argc, argv, &o, &req);
+    if (st != PBX_TOOL_EXIT_OK) {
+        return st;
+    }
+    if (!pbx_run_resolve(argv[o.first], prog, sizeof(prog))) {
+        (void)fprintf(stderr, "pbx run: %s: no such executable file\n",
+                      argv[o.first]);
+        return PBX_RUN_REFUSED;
+    }
+    if (!pbx_run_fill(argc, argv, &o, prog, &req)) {
+        return pbx_tool_usage_error("run", "bad entry or argument for",
+                                    argv[o.first]);
+    }
+    if (o.control != NULL) {
+        (void)snprintf(control, sizeof(control), "%s", o.control);
+    } else if (pbx_tool_dir_path("launchd.sock", control, sizeof(control)) !=
+               0) {
+        return PBX_RUN_REFUSED;
+    }
+    pbx_peer_launch_reply rep;
+    int fd = pbx_run_launch(control, &req, &m, &rep);
+    if (fd < 0) {
+        return PBX_RUN_REFUSED;
+    }
+    if (!o.quiet) {
+        (void)fprintf(stderr, "pbx run: %s is job %llu:%u (pid %u)%s\n",
+                      req.entry, (unsigned long long)rep.job_id, rep.job_gen,
+                      rep.pid,
+                      (req.flags & PBX_PEER_LAUNCH_SANDBOX) != 0U
+                          ? ", sandboxed: no file of its own"
+                          : "");
+    }
+    /* Only EXIT comes from here on, whenever the job ends. */
+    pbx_peer_launch_frame f;
+    uint32_t ws = 0;
+    bool ended =
+        pbx_run_recv(fd, -1, &m, &f) && pbx_peer_exit_decode(&f, &ws) == PBX_OK;
+    (void)close(fd);
+    if (!ended) {
+        (void)fprintf(stderr, "pbx run: the job's end is unknown\n");
+        return PBX_RUN_REFUSED;
+    }
+    int w = (int)ws;
+    if (WIFEXITED(w)) {
+        return WEXITSTATUS(w);
+    }
+    return WIFSIGNALED(w) ? 128 + WTERMSIG(w) : PBX_RUN_REFUSED;
+}
