@@ -192,6 +192,8 @@ static void pbx_up_child(pid_t parent, int logw, const pbx_up_fds *f,
         pbx_up_child_slots(f);
     }
     (void)execv(argv[0], argv);
+    (void)fprintf(stderr, "pbx up: cannot run %s: %s\n", argv[0],
+                  strerror(errno));
     _exit(127);
 }
 
@@ -271,9 +273,9 @@ static int pbx_up_peer(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
     pbx_up_fds f = {all, n, NULL, 0U, NULL, 0U};
     int rc = pbx_up_spawn(u, idx, a, &f);
     (void)close(rp[1]);
-    char line[16] = {0};
     const char *name = u->proc[idx].name;
     if (rc == 0 && pbx_up_await(u, rp[0], name)) {
+        char line[16] = {0};
         ssize_t got = read(rp[0], line, sizeof(line) - 1U);
         if (got != 6 || strcmp(line, "ready\n") != 0) {
             pbx_up_note(u, "%s did not become ready", name);
@@ -535,9 +537,11 @@ static int pbx_up_kill_children(void)
         }
         stat[got] = '\0';
         const char *close_paren = strrchr(stat, ')');
-        long ppid = 0;
-        if (close_paren != NULL &&
-            sscanf(close_paren, ") %*c %ld", &ppid) == 1 && ppid == me) {
+        /* After the command name: ") STATE PPID ...". */
+        long ppid = close_paren != NULL && strlen(close_paren) > 4U
+                        ? strtol(close_paren + 4, NULL, 10)
+                        : 0L;
+        if (ppid == (long)me) {
             (void)kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
             killed++;
         }
