@@ -179,6 +179,23 @@ _Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 240U,
 #define PBX_BOOTSTRAP_ARENA_BYTES_MAX 1073741824U
 
 /**
+ * PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE is how many capabilities one receive
+ * of powerboxd's port may stage (the port's PBX_PORT_RECEIPTS_MAX, which
+ * the runtime asserts equal): the transient range holds the
+ * transient-slots pool plus this many, so what arrives can always be
+ * placed.
+ */
+#define PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE 16U
+
+/**
+ * PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX bounds powerboxd's transient slot range
+ * (the runtime's PBX_RT_TRANSIENT_MAX): the transient-slots capacity plus
+ * PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE must not exceed it, so the range
+ * ends inside Linux's default descriptor limit (1024).
+ */
+#define PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX 960U
+
+/**
  * pbx_bootstrap_geometry is a parsed PBX1 record. Plain values owned by the
  * caller; no pointers into the source buffer survive parsing.
  */

@@ -2,9 +2,11 @@
  * pbx_core_inspect.h: a small read-only window into the core's records,
  * for the simulator, the tests and the benchmarks. It names the record
  * states and flags the core sets and returns const views of live records
- * by pool index; it changes nothing and the runtime never uses it. The
- * core's private helpers stay in pbx_core_internal.h, which only core/
- * includes (scripts/layers.py enforces that).
+ * by pool index; it changes nothing. The runtime uses only the log views
+ * below (pbx_core_inspect_decision, pbx_core_inspect_selector,
+ * pbx_core_inspect_grant_end), to write powerboxd's decision and grant-end
+ * lines. The core's private helpers stay in pbx_core_internal.h, which
+ * only core/ includes (scripts/layers.py enforces that).
  */
 #ifndef PBX_CORE_INSPECT_H
 #define PBX_CORE_INSPECT_H
@@ -134,5 +136,136 @@ pbx_ipc_id pbx_core_inspect_id(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
  */
 void *pbx_core_inspect_fault(pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
                              uint32_t index);
+
+/**
+ * pbx_core_log_decision is what powerboxd's log says about one published
+ * decision (pbx_core_inspect_decision). Every pointer borrows the core's
+ * records or static strings: valid until the core is entered again.
+ */
+typedef struct pbx_core_log_decision {
+    /** The request's identity. */
+    pbx_ipc_id request;
+    /** The grant an APPROVED decision names, else {0, 0}. */
+    pbx_ipc_id grant;
+    /** The launchd-authenticated context from BEGIN (job, entry,
+     * operation, lifetime, ...), borrowed from the request record. */
+    const pbx_ipc_context *ctx;
+    /** The committed selector's length in bytes. */
+    uint32_t selector_len;
+    /** The published outcome (pbx_ipc_outcome). */
+    uint32_t outcome;
+    /** Why, as the core knows it: for APPROVED "user" (the user's exact
+     * APPROVE at the trusted prompt) or "policy" (a routine ALLOW); for
+     * DENIED the pbx_ipc_reason name ("user", "policy",
+     * "prompt-timeout", ...); "not-found" and "cancelled" for those
+     * outcomes. A static string, never NULL. */
+    const char *reason;
+} pbx_core_log_decision;
+
+/**
+ * pbx_core_inspect_decision fills *out for request (index and generation)
+ * when it names a live request whose decision is published (from its
+ * publication until the request retires after delivery). Returns false,
+ * leaving *out untouched, for anything else. Changes nothing.
+ */
+bool pbx_core_inspect_decision(const pbx_core_ctx *ctx, pbx_ipc_id request,
+                               pbx_core_log_decision *out);
+
+/**
+ * pbx_core_inspect_selector copies the first bytes of live request's
+ * received selector (at most cap bytes) into buf and returns how many it
+ * copied; 0 when request names no live request. buf holds cap bytes and
+ * is not NUL-terminated. The walk is bounded by the request's chunk
+ * count. Changes nothing.
+ */
+uint32_t pbx_core_inspect_selector(const pbx_core_ctx *ctx, pbx_ipc_id request,
+                                   uint8_t *buf, uint32_t cap);
+
+/**
+ * pbx_core_log_grant_end is what powerboxd's log says about one ended
+ * grant (pbx_core_inspect_grant_end). Pointers borrow the core's records
+ * or static strings: valid until the core is entered again.
+ */
+typedef struct pbx_core_log_grant_end {
+    /** The grant's identity. */
+    pbx_ipc_id grant;
+    /** The request that made it while that request is live, else {0, 0}
+     * (a retired request's index is no longer kept). */
+    pbx_ipc_id request;
+    /** The context copied from the request (job, entry, operation,
+     * lifetime, ...). */
+    const pbx_ipc_context *ctx;
+    /** How it ended: "consumed" (CONSUME), "expired" (launchd's EXPIRE of
+     * its invocation or job), "cancelled" (CANCEL, by its job or by
+     * launchd), else "revoked". A static string, never NULL. */
+    const char *end;
+    /** The operation that ended it as the core saw it ("consume",
+     * "expire", "cancel"), else "unknown". A static string. */
+    const char *reason;
+} pbx_core_log_grant_end;
+
+/**
+ * pbx_core_inspect_grant_end fills *out for grant (index and generation)
+ * when it names a grant whose approval was published and which has left
+ * LIVE (its revocation, REMOVE or RETIRE is under way). Returns false,
+ * leaving *out untouched, for anything else. Changes nothing.
+ */
+bool pbx_core_inspect_grant_end(const pbx_core_ctx *ctx, pbx_ipc_id grant,
+                                pbx_core_log_grant_end *out);
+
+/**
+ * pbx_core_startup_verdict classifies the one startup check of a PBX1
+ * record (pbx_core_startup_check). Each failing verdict is one startup
+ * refusal of powerboxd, with its own exit status.
+ */
+typedef enum pbx_core_startup_verdict {
+    /** Every check passed: powerboxd would start with this record. */
+    PBX_CORE_STARTUP_OK = 0,
+    /** The record does not parse or authenticate (length, magic,
+     * version, digest, reserved fields, geometry bounds): exit 16. */
+    PBX_CORE_STARTUP_RECORD = 1,
+    /** A pool's type layout differs from this build's: exit 17. */
+    PBX_CORE_STARTUP_LAYOUT = 2,
+    /** The patched page count differs from the derived extent: exit 18. */
+    PBX_CORE_STARTUP_EXTENT = 3,
+    /** The transient-slots capacity plus one receive's receipts exceeds
+     * PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX: exit 19. */
+    PBX_CORE_STARTUP_TRANSIENT = 4,
+    /** The core could not serve with this layout (fewer transient slots
+     * than PBX_CORE_TSLOTS_MIN): exit 29. */
+    PBX_CORE_STARTUP_CORE = 5
+} pbx_core_startup_verdict;
+
+/**
+ * pbx_core_startup_result is what pbx_core_startup_check learned; every
+ * field is written whatever the verdict (zeroed where not reached).
+ */
+typedef struct pbx_core_startup_result {
+    /** The verdict. */
+    pbx_core_startup_verdict verdict;
+    /** The error behind a failing verdict (PBX_OK when it passed). */
+    pbx_err err;
+    /** The parsed geometry (valid from PBX_CORE_STARTUP_LAYOUT on). */
+    pbx_bootstrap_geometry geo;
+    /** The derived layout (valid from PBX_CORE_STARTUP_TRANSIENT on). */
+    pbx_bootstrap_layout layout;
+    /** The transient range length: the transient-slots capacity plus
+     * PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE (valid once parsed). */
+    uint32_t transient_count;
+} pbx_core_startup_result;
+
+/**
+ * pbx_core_startup_check runs, in powerboxd's order, every startup check
+ * that depends on the PBX1 record alone: parse and authenticate len bytes
+ * at rec, derive the layout against this build's compiled record types,
+ * check the patched extent, the transient range and what the core needs
+ * to serve. powerboxd's startup and `pbx geometry check` and `make` call
+ * this one function, so the tool accepts exactly the records powerboxd
+ * accepts (the remaining refusals are about the running system: mapping
+ * the arena, the inventory, the endpoints). Pure; rec is borrowed for
+ * the call; *out is caller storage. Returns out->verdict.
+ */
+pbx_core_startup_verdict pbx_core_startup_check(const uint8_t *rec, size_t len,
+                                                pbx_core_startup_result *out);
 
 #endif /* PBX_CORE_INSPECT_H */

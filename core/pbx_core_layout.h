@@ -180,7 +180,9 @@ typedef struct pbx_core_grant {
     uint32_t call_remove;
     /** Outstanding RETIRE call at vfsd, or PBX_CORE_NIL. */
     uint32_t call_retire;
-    /** Why the grant ends (pbx_core_status), 0 while live. */
+    /** The pbx_core_event that ended the grant (CONSUME, EXPIRE or
+     * CANCEL), 0 while live; read only by the log
+     * (pbx_core_inspect_grant_end). */
     uint16_t end_reason;
     /** Grant flags (PBX_CORE_GRANT_F_*). */
     uint16_t flags;

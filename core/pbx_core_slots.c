@@ -283,6 +283,8 @@ void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
 {
     pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
     pbx_core_grant_move(ctx, index, event);
+    /* Kept only so that the log can say how the grant ended. */
+    pbx_core_grant_at(ctx, index)->end_reason = (uint16_t)event;
     pbx_core_enqueue(ctx, PBX_CORE_Q_GRANT, index);
 }
 

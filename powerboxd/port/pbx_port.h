@@ -514,12 +514,25 @@ pbx_err pbx_port_pbx1_read(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
 pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base);
 
 /**
- * pbx_port_log writes one diagnostic line of len_bytes (no NUL needed) to
- * the process's diagnostic output, best effort: Linux writes it to slot 2
- * when that slot is open; the EriX ABI has no console yet, so there it
- * does nothing. It carries no authority and never fails the caller.
+ * pbx_port_log writes one diagnostic line of len_bytes (no NUL needed,
+ * at most 4096 so that a pipe takes it whole) to the process's
+ * diagnostic output, never blocking: Linux writes it to slot 2 only when
+ * slot 2 can take it at once (poll with no wait; a pipe's writer that
+ * races powerboxd between the poll and the write is the one way left to
+ * wait), and drops it otherwise, also when the reader is gone (no
+ * SIGPIPE is raised then). The EriX ABI has no console yet, so there it
+ * drops every line. Returns whether the whole line was written; it
+ * carries no authority and never fails the caller.
  */
-void pbx_port_log(const uint8_t *msg, uint32_t len_bytes);
+bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes);
+
+/**
+ * pbx_port_print writes len_bytes to the process's standard output
+ * (Linux: slot 1), blocking as an ordinary write does: only for
+ * `powerboxd -h`, before any startup check. Returns whether every byte
+ * was written; EriX has no console and returns false.
+ */
+bool pbx_port_print(const uint8_t *msg, uint32_t len_bytes);
 
 /** pbx_port_exit ends the process with status; it never returns. */
 _Noreturn void pbx_port_exit(uint8_t status);

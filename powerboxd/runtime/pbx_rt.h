@@ -13,6 +13,7 @@
 #define PBX_RT_H
 
 #include "base/pbx_base.h"
+#include "bootstrap/pbx_bootstrap.h"
 
 /**
  * pbx_rt_exit names every exit status of the runtime. Startup refusals
@@ -22,7 +23,8 @@
  * which the runtime also uses for failures of its own in those classes.
  */
 typedef enum pbx_rt_exit {
-    /** No endpoint name on the command line (argv[1]). */
+    /** The command line is not exactly one endpoint name (argv[1], not
+     * empty, not beginning with '-'); -h and --help print the usage. */
     PBX_RT_EXIT_ARGS = 10,
     /** The syscall port could not be prepared. */
     PBX_RT_EXIT_PORT_INIT = 11,
@@ -118,8 +120,10 @@ typedef enum pbx_rt_exit {
 /**
  * PBX_RT_TRANSIENT_MAX bounds the transient slot range: PBX1's
  * transient-slot capacity plus PBX_PORT_RECEIPTS_MAX intake slots must
- * fit, and the range ends inside Linux's default descriptor limit.
+ * fit, and the range ends inside Linux's default descriptor limit. It is
+ * PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX, the bound the shared startup check
+ * (pbx_core_startup_check) applies.
  */
-#define PBX_RT_TRANSIENT_MAX 960U
+#define PBX_RT_TRANSIENT_MAX PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX
 
 #endif /* PBX_RT_H */

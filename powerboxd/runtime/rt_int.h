@@ -18,6 +18,11 @@
 _Static_assert(RT_PBX1_BYTES_MAX > PBX_BOOTSTRAP_RECORD_BYTES,
                "the PBX1 read buffer holds a whole record");
 
+/** The shared startup check sizes the transient range by the port's
+ * receipts per receive. */
+_Static_assert(PBX_PORT_RECEIPTS_MAX == PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE,
+               "the startup check knows the port's receipts per receive");
+
 /** rt_tstate is what the runtime knows about one transient slot. */
 typedef enum rt_tstate {
     /** Empty and unclaimed. */
@@ -116,6 +121,11 @@ typedef struct rt_state {
     uint8_t reply[PBX_CORE_FRAME_BYTES_MAX];
     /** PBX1 read buffer. */
     uint8_t pbx1[RT_PBX1_BYTES_MAX];
+    /** The error behind a startup refusal, when one says more than its
+     * exit status (a PBX1 check, an inventory check), else PBX_OK. */
+    pbx_err refused_err;
+    /** The startup slot a refusal concerns, or -1. */
+    int32_t refused_slot;
 } rt_state;
 
 /** rt_ops is the core's effect table over the port; user is rt_state. */
@@ -129,6 +139,16 @@ extern const pbx_core_ops rt_ops;
  * none. It changes nothing.
  */
 uint64_t rt_identity(void *user, uint32_t slot);
+
+/** RT_ARGS_HELP is rt_args' answer to -h or --help. */
+#define RT_ARGS_HELP 1U
+
+/**
+ * rt_args judges the command line: RT_ARGS_HELP for exactly "-h" or
+ * "--help", 0 for exactly one argument (the public endpoint's name, not
+ * empty, not beginning with '-'), else PBX_RT_EXIT_ARGS.
+ */
+uint8_t rt_args(const pbx_port_start *start);
 
 /**
  * rt_startup runs every startup check in order and sends the readiness
@@ -197,6 +217,39 @@ void rt_pending_retry(rt_state *s);
 /** rt_pending says whether any of the runtime's own deletions is still
  * pending, so the loop never blocks without a bounded wait meanwhile. */
 bool rt_pending(const rt_state *s);
+
+/**
+ * rt_log_write writes one whole line (len bytes, ending in a newline) to
+ * the port's diagnostic output without blocking. A line the port could
+ * not take at once is dropped and counted; the next line written is
+ * preceded by "event=log-dropped lines=N". Returns whether line went out.
+ */
+bool rt_log_write(const uint8_t *line, uint32_t len);
+
+/**
+ * rt_log_decision logs the published decision whose wake frame (len
+ * bytes, the request's identity in its header) the core is about to
+ * send: one "event=decision" line per request generation, however often
+ * the wake is retried. Anything that is not such a frame is ignored.
+ */
+void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len);
+
+/**
+ * rt_log_grant_end logs the end of the approved grant whose RETIRE
+ * frame (len bytes, the grant's identity in its header) the core is
+ * about to send to vfsd: one "event=grant-end" line per grant
+ * generation. Any other frame, and the RETIRE of a grant that was never
+ * approved, is ignored.
+ */
+void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len);
+
+/**
+ * rt_log_refused writes the one line of a startup refusal: what was
+ * wrong (the text of status, a pbx_rt_exit value), the startup slot it
+ * concerns when slot >= 0, the error behind it when detail is not
+ * PBX_OK, and the exit status.
+ */
+void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot);
 
 /** rt_fail records a runtime fail-stop status, a pbx_core_exit or
  * pbx_rt_exit value (first one wins). */

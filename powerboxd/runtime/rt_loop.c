@@ -207,7 +207,7 @@ static void rt_log_route_down(int32_t slot)
     for (uint32_t i = 0; tail[i] != '\0' && n < sizeof(line); i++) {
         line[n++] = (uint8_t)tail[i];
     }
-    pbx_port_log(line, n);
+    (void)rt_log_write(line, n);
 }
 
 /* Route r's peer is gone: stop watching it, stop sending on it, and end
@@ -293,7 +293,7 @@ static void rt_log_count(const char *head, uint32_t n, const char *tail)
     for (uint32_t i = 0; tail[i] != '\0' && len < sizeof(line); i++) {
         line[len++] = (uint8_t)tail[i];
     }
-    pbx_port_log(line, len);
+    (void)rt_log_write(line, len);
 }
 
 /* Handles one event; returns a fail-stop error or PBX_OK. */
@@ -511,7 +511,7 @@ static void rt_log_stop(uint8_t status)
     for (uint32_t i = 0; why[i] != '\0' && n < sizeof(line); i++) {
         line[n++] = (uint8_t)why[i];
     }
-    pbx_port_log(line, n);
+    (void)rt_log_write(line, n);
 }
 
 /* Tells the core the time and what the last turn's sends learned about

@@ -383,6 +383,10 @@ static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
 {
     rt_state *s = user;
     bool scoped = c->route == PBX_CORE_ROUTE_SCOPE;
+    if (c->route == PBX_CORE_ROUTE_VFSD) {
+        /* A RETIRE of an approved grant that ended: its log line, once. */
+        rt_log_grant_end(s, c->frame, c->frame_len);
+    }
     int32_t via = scoped ? (int32_t)c->via_slot : rt_route_slot(c->route);
     int32_t cap = c->send_slot != PBX_CORE_SLOT_NONE ? (int32_t)c->send_slot
                                                      : PBX_PORT_SLOT_NONE;
@@ -480,6 +484,8 @@ static pbx_core_io rt_op_alias_derive(void *user, uint32_t object,
 static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
 {
     rt_state *s = user;
+    /* The wake of a published decision: its log line, once. */
+    rt_log_decision(s, frame, len);
     if (len > UINT32_MAX) {
         return PBX_CORE_IO_FAILED;
     }

@@ -5,6 +5,7 @@
  * exists, the core, and only then the readiness report. Each refusal
  * exits with its own pbx_rt_exit status and nothing is reported ready.
  */
+#include "core/pbx_core_inspect.h"
 #include "powerboxd/runtime/rt_int.h"
 
 /** The runtime's whole state; static so that no stack frame holds it. */
@@ -25,40 +26,47 @@ static uint8_t rt_pbx1_status(pbx_err err)
     }
 }
 
-/* Reads, authenticates and lays out PBX1, then maps the one arena. */
+/* The exit status of each failing verdict of the shared PBX1 check. */
+static uint8_t rt_verdict_status(pbx_core_startup_verdict v)
+{
+    switch (v) {
+    case PBX_CORE_STARTUP_LAYOUT:
+        return PBX_RT_EXIT_PBX1_LAYOUT;
+    case PBX_CORE_STARTUP_EXTENT:
+        return PBX_RT_EXIT_PBX1_EXTENT;
+    case PBX_CORE_STARTUP_TRANSIENT:
+        return PBX_RT_EXIT_TRANSIENT;
+    case PBX_CORE_STARTUP_CORE:
+        return PBX_RT_EXIT_CORE_INIT;
+    default:
+        return PBX_RT_EXIT_PBX1_RECORD;
+    }
+}
+
+/* Reads PBX1 and judges it by the one shared startup check
+ * (pbx_core_startup_check, which `pbx geometry check` runs too), then
+ * maps the one arena. */
 static uint8_t rt_storage(rt_state *s)
 {
-    pbx_bootstrap_type_layout compiled[PBX_BOOTSTRAP_POOL_COUNT];
-    pbx_bootstrap_pool pool = PBX_BOOTSTRAP_POOL_REQUESTS;
+    static pbx_core_startup_result res;
     uint32_t len = 0;
     void *arena = NULL;
     pbx_err err = pbx_port_pbx1_read(&s->port, PBX_CAPABI_SLOT_PBX1, s->pbx1,
                                      sizeof(s->pbx1), &len);
     if (err != PBX_OK) {
+        s->refused_err = err;
         return rt_pbx1_status(err);
     }
-    if (pbx_bootstrap_parse(s->pbx1, len, &s->geo) != PBX_OK) {
-        return PBX_RT_EXIT_PBX1_RECORD;
+    if (pbx_core_startup_check(s->pbx1, len, &res) != PBX_CORE_STARTUP_OK) {
+        s->refused_err = res.err;
+        return rt_verdict_status(res.verdict);
     }
-    pbx_core_pool_layouts(compiled);
-    err = pbx_bootstrap_layout_derive(&s->geo, compiled, &s->layout);
-    if (pbx_bootstrap_mismatch_pool(err, &pool)) {
-        return PBX_RT_EXIT_PBX1_LAYOUT;
-    }
-    if (err == PBX_E_BOOTSTRAP_PAGE_EXTENT) {
-        return PBX_RT_EXIT_PBX1_EXTENT;
-    }
-    if (err != PBX_OK) {
-        return PBX_RT_EXIT_PBX1_RECORD;
-    }
+    s->geo = res.geo;
+    s->layout = res.layout;
     /* The core's tslot records plus one message's worth of receipts in
      * flight: the runtime can always place what arrives. */
-    uint64_t count =
-        (uint64_t)s->geo.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] +
-        PBX_PORT_RECEIPTS_MAX;
-    if (count > PBX_RT_TRANSIENT_MAX ||
-        pbx_capabi_layout_init(&s->slots, PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
-                               (uint32_t)count) != PBX_OK) {
+    if (pbx_capabi_layout_init(&s->slots, PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
+                               res.transient_count) != PBX_OK) {
         return PBX_RT_EXIT_TRANSIENT;
     }
     if (pbx_port_arena_map(&s->port, s->layout.arena_bytes, &arena) != PBX_OK) {
@@ -87,14 +95,23 @@ static uint8_t rt_inventory_status(pbx_err err)
     }
 }
 
-/* Observes every startup inventory slot live and judges the whole set. */
+/* Observes every startup inventory slot live and judges the whole set;
+ * a refusal records the error and the slot it concerns. */
 static pbx_err rt_inventory(rt_state *s, pbx_capabi_phase phase)
 {
     pbx_capabi_observed obs[PBX_CAPABI_ENTRY_COUNT];
+    size_t bad = PBX_CAPABI_ENTRY_COUNT;
     for (uint32_t i = 0; i < (uint32_t)PBX_CAPABI_ENTRY_COUNT; i++) {
         rt_observe(s, PBX_CAPABI_STARTUP_FIRST + i, &obs[i]);
     }
-    return pbx_capabi_check_inventory(obs, PBX_CAPABI_ENTRY_COUNT, phase, NULL);
+    pbx_err err =
+        pbx_capabi_check_inventory(obs, PBX_CAPABI_ENTRY_COUNT, phase, &bad);
+    if (err != PBX_OK) {
+        s->refused_err = err;
+        s->refused_slot =
+            bad < (size_t)PBX_CAPABI_ENTRY_COUNT ? (int32_t)obs[bad].slot : -1;
+    }
+    return err;
 }
 
 /* Counts the bytes of a NUL-terminated argument, bounded by 255. */
@@ -153,12 +170,54 @@ static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
     return 0;
 }
 
+/* Whether str is exactly word (both NUL-terminated, str bounded). */
+static bool rt_streq(const char *str, const char *word)
+{
+    uint32_t i = 0;
+    for (; i < 255U && word[i] != '\0'; i++) {
+        if (str[i] != word[i]) {
+            return false;
+        }
+    }
+    return str[i] == '\0';
+}
+
+/* The usage powerboxd -h prints on its standard output. */
+static const char rt_usage[] =
+    "usage: powerboxd ENDPOINT-NAME\n"
+    "       powerboxd -h | --help\n"
+    "powerboxd, the capability broker. Its supervisor (pbx up) starts it\n"
+    "with its startup inventory in place: slot 3 the sealed PBX1 record,\n"
+    "4 the readiness route, 5 vfsd, 6 ttyd, 7 procd, 8 launchd, 10\n"
+    "launchd's broker endpoint; slot 9 must be empty. ENDPOINT-NAME names\n"
+    "the public endpoint it creates in slot 9 (on Linux a socket path, or\n"
+    "@NAME for an abstract one; it may not begin with '-'). Every startup\n"
+    "refusal prints one line and exits with its own status (10..31);\n"
+    "once running it logs one line per decision and per grant end to its\n"
+    "standard error. See powerboxd(8) and docs/HOST.md.\n";
+
+uint8_t rt_args(const pbx_port_start *start)
+{
+    if (start->argc == 2U && start->argv[1] != NULL &&
+        (rt_streq(start->argv[1], "-h") ||
+         rt_streq(start->argv[1], "--help"))) {
+        return RT_ARGS_HELP;
+    }
+    /* Exactly one argument, a name that is not an option. */
+    if (start->argc != 2U || start->argv[1] == NULL ||
+        rt_strlen(start->argv[1]) == 0U || start->argv[1][0] == '-') {
+        return PBX_RT_EXIT_ARGS;
+    }
+    return 0;
+}
+
 uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
 {
     uint8_t st;
     pbx_err err;
-    if (start->argc < 2U || start->argv[1] == NULL ||
-        rt_strlen(start->argv[1]) == 0U) {
+    s->refused_err = PBX_OK;
+    s->refused_slot = -1;
+    if (rt_args(start) != 0U) {
         return PBX_RT_EXIT_ARGS;
     }
     if (pbx_port_init(&s->port, (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
@@ -186,8 +245,15 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
 
 uint8_t pbx_port_main(const pbx_port_start *start)
 {
+    if (rt_args(start) == RT_ARGS_HELP) {
+        /* Help is asked for, not a refusal: usage on stdout, status 0. */
+        bool ok = pbx_port_print((const uint8_t *)rt_usage,
+                                 (uint32_t)(sizeof(rt_usage) - 1U));
+        return ok ? (uint8_t)0U : (uint8_t)1U;
+    }
     uint8_t st = rt_startup(&rt_g, start);
     if (st != 0U) {
+        rt_log_refused(st, rt_g.refused_err, rt_g.refused_slot);
         return st;
     }
     return rt_loop(&rt_g);

@@ -332,10 +332,18 @@ pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
     return fk_next(ev, 1U);
 }
 
-void pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
+bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
 {
     (void)msg;
     (void)len_bytes;
+    return true;
+}
+
+bool pbx_port_print(const uint8_t *msg, uint32_t len_bytes)
+{
+    (void)msg;
+    (void)len_bytes;
+    return true;
 }
 
 _Noreturn void pbx_port_exit(uint8_t status)

@@ -10,6 +10,7 @@
  * a nonzero exit; no input can crash the command.
  */
 #include "bootstrap/pbx_bootstrap.h"
+#include "core/pbx_core_inspect.h"
 #include "core/pbx_core_layout.h"
 #include "tools/pbx/pbx_tool.h"
 
@@ -386,6 +387,37 @@ void pbx_tool_geometry_defaults(pbx_bootstrap_geometry *g)
     pbx_geom_expected(g->layout);
 }
 
+/* The exit status powerboxd refuses a record with, per failing verdict of
+ * the shared startup check (docs/HOST.md lists them). */
+static unsigned pbx_geom_refusal_status(pbx_core_startup_verdict v)
+{
+    switch (v) {
+    case PBX_CORE_STARTUP_LAYOUT:
+        return 17U;
+    case PBX_CORE_STARTUP_EXTENT:
+        return 18U;
+    case PBX_CORE_STARTUP_TRANSIENT:
+        return 19U;
+    case PBX_CORE_STARTUP_CORE:
+        return 29U;
+    default:
+        return 16U;
+    }
+}
+
+/* Reports, in one line, that powerboxd would refuse the record at path
+ * (what, and its exit status); returns the failure status. */
+static int pbx_geom_refused(const char *path,
+                            const pbx_core_startup_result *res)
+{
+    (void)fprintf(stderr,
+                  "pbx: geometry: %s: %s (%s): powerboxd would refuse it at "
+                  "startup (exit status %u)\n",
+                  path, pbx_err_text(res->err), pbx_err_name(res->err),
+                  pbx_geom_refusal_status(res->verdict));
+    return PBX_TOOL_EXIT_FAIL;
+}
+
 /* `pbx geometry make`: defaults, overrides, compiled layouts, derived page
  * count, encode, write. */
 static int pbx_geom_make(int argc, char **argv)
@@ -409,6 +441,11 @@ static int pbx_geom_make(int argc, char **argv)
     err = pbx_bootstrap_encode(&g, buf, sizeof(buf));
     if (err != PBX_OK) {
         return pbx_geom_fail(out, err);
+    }
+    /* Never write a record powerboxd could never run with. */
+    static pbx_core_startup_result res;
+    if (pbx_core_startup_check(buf, sizeof(buf), &res) != PBX_CORE_STARTUP_OK) {
+        return pbx_geom_refused(out, &res);
     }
     if (!pbx_geom_write(out, buf, sizeof(buf))) {
         return PBX_TOOL_EXIT_FAIL;
@@ -484,22 +521,27 @@ static int pbx_geom_show(const char *path)
     return err == PBX_OK ? PBX_TOOL_EXIT_OK : pbx_geom_fail(path, err);
 }
 
-/* `pbx geometry check FILE`: exactly powerboxd's startup validation. */
+/* `pbx geometry check FILE`: the very startup check powerboxd runs on the
+ * record (pbx_core_startup_check): "ok" exactly when powerboxd accepts
+ * it. */
 static int pbx_geom_check(const char *path)
 {
     pbx_bootstrap_geometry g;
-    if (!pbx_geom_load(path, &g)) {
+    static pbx_core_startup_result res;
+    uint8_t buf[PBX_BOOTSTRAP_RECORD_BYTES];
+    size_t len = 0U;
+    /* pbx_geom_load names a short or long file and a record that does not
+     * parse; the shared check below judges the very same bytes. */
+    if (!pbx_geom_load(path, &g) ||
+        !pbx_geom_read(path, buf, sizeof(buf), &len)) {
         return PBX_TOOL_EXIT_FAIL;
     }
-    pbx_bootstrap_type_layout expected[PBX_BOOTSTRAP_POOL_COUNT];
-    pbx_geom_expected(expected);
-    pbx_bootstrap_layout l;
-    pbx_err err = pbx_bootstrap_layout_derive(&g, expected, &l);
-    if (err != PBX_OK) {
-        return pbx_geom_fail(path, err);
+    if (pbx_core_startup_check(buf, len, &res) != PBX_CORE_STARTUP_OK) {
+        return pbx_geom_refused(path, &res);
     }
     printf("%s: ok: PBX1 version %u, %zu pages of %zu bytes\n", path,
-           (unsigned)g.version, l.page_count, l.page_size_bytes);
+           (unsigned)res.geo.version, res.layout.page_count,
+           res.layout.page_size_bytes);
     return PBX_TOOL_EXIT_OK;
 }
 

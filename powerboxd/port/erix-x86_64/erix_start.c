@@ -42,10 +42,18 @@ _Noreturn void pbx_port_exit(uint8_t status)
     __builtin_trap();
 }
 
-void pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
+bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
 {
     /* The assumed EriX ABI has no console: the exit status alone
      * classifies the failure there. */
     (void)msg;
     (void)len_bytes;
+    return false;
+}
+
+bool pbx_port_print(const uint8_t *msg, uint32_t len_bytes)
+{
+    (void)msg;
+    (void)len_bytes;
+    return false;
 }

@@ -1,0 +1,329 @@
+/*
+ * rt_log.c: powerboxd's log, one key=value line per published decision
+ * and per ended grant (docs/HOST.md, "powerboxd's log"), and the one line
+ * every startup refusal prints. Lines are built in static storage (the
+ * image's stack budget is small), escaped so that a value never holds a
+ * space or '=', and written without ever blocking: a line the port could
+ * not write at once is dropped and counted, and the count is reported by
+ * the next line that gets through.
+ *
+ * The runtime learns of a decision when the core asks it to send the
+ * decision's wake, and of a grant's end when the core asks it to send
+ * the grant's RETIRE; it then reads the records through the core's
+ * inspection views, which change nothing. Both effects may be retried,
+ * so each record generation is logged once.
+ */
+#include "core/pbx_core_inspect.h"
+#include "powerboxd/runtime/rt_int.h"
+
+/** RT_LOG_LINE_MAX bounds one line; it stays below PIPE_BUF (4096), so a
+ * pipe takes a line whole or not at all. */
+#define RT_LOG_LINE_MAX 2048U
+/** RT_LOG_OBJECT_MAX is the most selector bytes a line shows; a longer
+ * selector is cut there and ends with "...". */
+#define RT_LOG_OBJECT_MAX 256U
+/** RT_LOG_GRANTS is the number of grants whose selector the log keeps
+ * from their decision to their end (indexed by grant index modulo it). */
+#define RT_LOG_GRANTS 1024U
+
+/* The longest line: fixed keys and numbers (under 300 bytes), an entry
+ * and an object each escaped to at most three bytes per byte, "...". */
+_Static_assert(300U + 3U * PBX_IPC_ENTRY_LEN_BYTES_MAX +
+                       3U * RT_LOG_OBJECT_MAX + 3U <=
+                   RT_LOG_LINE_MAX,
+               "the longest log line fits its buffer");
+
+/** rt_log_grant is the selector of one approved grant, kept for its end. */
+typedef struct rt_log_grant {
+    /** The grant's identity; gen 0 when the entry is empty. */
+    pbx_ipc_id grant;
+    /** The request that made it. */
+    pbx_ipc_id request;
+    /** Selector bytes kept (at most RT_LOG_OBJECT_MAX). */
+    uint32_t len;
+    /** Nonzero when the selector was longer than what is kept. */
+    uint32_t cut;
+    /** The first len selector bytes. */
+    uint8_t bytes[RT_LOG_OBJECT_MAX];
+} rt_log_grant;
+
+/** rt_log_state is the log's whole state, in static storage. */
+typedef struct rt_log_state {
+    /** Lines dropped since the last line written. */
+    uint32_t dropped;
+    /** Length of the line being built. */
+    uint32_t len;
+    /** The line being built. */
+    uint8_t line[RT_LOG_LINE_MAX];
+    /** Selector scratch for a decision line. */
+    uint8_t object[RT_LOG_OBJECT_MAX];
+    /** Per request index: the low 16 bits of the generation last logged. */
+    uint16_t request_logged[PBX_BOOTSTRAP_RECORDS_MAX];
+    /** Per grant index: the low 16 bits of the generation last logged. */
+    uint16_t grant_logged[PBX_BOOTSTRAP_RECORDS_MAX];
+    /** Selectors of approved grants, by grant index modulo RT_LOG_GRANTS. */
+    rt_log_grant grants[RT_LOG_GRANTS];
+} rt_log_state;
+
+/** The log's state; static so that no stack frame holds it. */
+static rt_log_state rt_log_g;
+
+/* Appends n raw bytes, never past the buffer (one byte stays for '\n'). */
+static void rt_log_raw(const uint8_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n && rt_log_g.len + 1U < RT_LOG_LINE_MAX; i++) {
+        rt_log_g.line[rt_log_g.len++] = b[i];
+    }
+}
+
+/* Appends a NUL-terminated string, bounded by the line buffer. */
+static void rt_log_str(const char *str)
+{
+    for (uint32_t i = 0; i < RT_LOG_LINE_MAX && str[i] != '\0'; i++) {
+        rt_log_raw((const uint8_t *)&str[i], 1U);
+    }
+}
+
+/* Writes v in decimal at out (room for 20 digits); returns the count. */
+static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
+{
+    uint8_t digits[20];
+    uint32_t n = 0;
+    uint32_t len = 0;
+    do {
+        digits[n++] = (uint8_t)('0' + v % 10U);
+        v /= 10U;
+    } while (v != 0U && n < sizeof(digits));
+    while (n > 0U) {
+        out[len++] = digits[--n];
+    }
+    return len;
+}
+
+/* Appends v in decimal. */
+static void rt_log_u64(uint64_t v)
+{
+    uint8_t digits[20];
+    rt_log_raw(digits, rt_log_digits(digits, v));
+}
+
+/* Appends " key=INDEX:GEN". */
+static void rt_log_id(const char *key, uint64_t index, uint32_t gen)
+{
+    rt_log_str(" ");
+    rt_log_str(key);
+    rt_log_str("=");
+    rt_log_u64(index);
+    rt_log_str(":");
+    rt_log_u64(gen);
+}
+
+/* Appends n bytes as one value: printable ASCII except '%' and '=' as
+ * is, every other byte (space included) as %XX. */
+static void rt_log_escaped(const uint8_t *b, uint32_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t c = b[i];
+        if (c > 0x20U && c < 0x7FU && c != (uint8_t)'%' && c != (uint8_t)'=') {
+            rt_log_raw(&c, 1U);
+            continue;
+        }
+        uint8_t esc[3] = {(uint8_t)'%', (uint8_t)hex[c >> 4],
+                          (uint8_t)hex[c & 0x0FU]};
+        rt_log_raw(esc, 3U);
+    }
+}
+
+/* Appends " key=" and a static name (names never need escaping). */
+static void rt_log_name(const char *key, const char *name)
+{
+    rt_log_str(" ");
+    rt_log_str(key);
+    rt_log_str("=");
+    rt_log_str(name);
+}
+
+bool rt_log_write(const uint8_t *line, uint32_t len)
+{
+    static const char head[] = "event=log-dropped lines=";
+    uint8_t note[sizeof(head) + 21U];
+    if (rt_log_g.dropped != 0U) {
+        /* Say first how many lines were lost, if that gets through. */
+        uint32_t n = 0;
+        for (uint32_t i = 0; head[i] != '\0'; i++) {
+            note[n++] = (uint8_t)head[i];
+        }
+        n += rt_log_digits(note + n, rt_log_g.dropped);
+        note[n++] = (uint8_t)'\n';
+        if (!pbx_port_log(note, n)) {
+            rt_log_g.dropped++;
+            return false;
+        }
+        rt_log_g.dropped = 0U;
+    }
+    if (!pbx_port_log(line, len)) {
+        rt_log_g.dropped++;
+        return false;
+    }
+    return true;
+}
+
+/* Ends the line being built and writes it. */
+static void rt_log_flush(void)
+{
+    rt_log_g.line[rt_log_g.len++] = (uint8_t)'\n';
+    (void)rt_log_write(rt_log_g.line, rt_log_g.len);
+    rt_log_g.len = 0U;
+}
+
+/* Appends the job, entry and operation keys of ctx. */
+static void rt_log_context(const pbx_ipc_context *ctx)
+{
+    rt_log_id("job", ctx->job_id, ctx->job_gen);
+    rt_log_str(" entry=");
+    rt_log_escaped(ctx->entry.bytes,
+                   ctx->entry.len <= PBX_IPC_ENTRY_LEN_BYTES_MAX
+                       ? ctx->entry.len
+                       : PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    rt_log_name("op", pbx_ipc_operation_name(ctx->operation));
+}
+
+/* Appends " object=" and the kept selector (cut marks a longer one). */
+static void rt_log_object(const uint8_t *sel, uint32_t len, bool cut)
+{
+    rt_log_str(" object=");
+    rt_log_escaped(sel, len);
+    if (cut) {
+        rt_log_str("...");
+    }
+}
+
+/* Keeps an approved grant's selector for the line of its end. */
+static void rt_log_keep(const pbx_core_log_decision *d, uint32_t len)
+{
+    rt_log_grant *k = &rt_log_g.grants[d->grant.index % RT_LOG_GRANTS];
+    k->grant = d->grant;
+    k->request = d->request;
+    k->len = len;
+    k->cut = d->selector_len > len ? 1U : 0U;
+    pbx_mem_copy(k->bytes, rt_log_g.object, len);
+}
+
+void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len)
+{
+    pbx_core_log_decision d;
+    if (len < PBX_IPC_HEADER_BYTES) {
+        return;
+    }
+    pbx_ipc_id id = {pbx_le_get32(frame + 12), pbx_le_get32(frame + 16)};
+    if (id.index >= PBX_BOOTSTRAP_RECORDS_MAX ||
+        rt_log_g.request_logged[id.index] == (uint16_t)id.gen ||
+        !pbx_core_inspect_decision(&s->core, id, &d)) {
+        return;
+    }
+    rt_log_g.request_logged[id.index] = (uint16_t)id.gen;
+    uint32_t n = pbx_core_inspect_selector(&s->core, id, rt_log_g.object,
+                                           RT_LOG_OBJECT_MAX);
+    if (d.grant.gen != 0U) {
+        rt_log_keep(&d, n);
+    }
+    rt_log_g.len = 0U;
+    rt_log_str("event=decision");
+    rt_log_id("request", id.index, id.gen);
+    rt_log_context(d.ctx);
+    rt_log_object(rt_log_g.object, n, d.selector_len > n);
+    rt_log_name("lifetime", pbx_ipc_lifetime_name(d.ctx->lifetime));
+    rt_log_name("outcome", pbx_ipc_outcome_name(d.outcome));
+    rt_log_name("reason", d.reason);
+    rt_log_flush();
+}
+
+void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
+{
+    pbx_core_log_grant_end e;
+    if (len < PBX_IPC_HEADER_BYTES ||
+        pbx_le_get16(frame + 6) != (uint16_t)PBX_IPC_OP_RETIRE) {
+        return;
+    }
+    pbx_ipc_id id = {pbx_le_get32(frame + 12), pbx_le_get32(frame + 16)};
+    if (id.index >= PBX_BOOTSTRAP_RECORDS_MAX ||
+        rt_log_g.grant_logged[id.index] == (uint16_t)id.gen ||
+        !pbx_core_inspect_grant_end(&s->core, id, &e)) {
+        return;
+    }
+    rt_log_g.grant_logged[id.index] = (uint16_t)id.gen;
+    const rt_log_grant *k = &rt_log_g.grants[id.index % RT_LOG_GRANTS];
+    bool kept = k->grant.index == id.index && k->grant.gen == id.gen;
+    pbx_ipc_id req = kept ? k->request : e.request;
+    rt_log_g.len = 0U;
+    rt_log_str("event=grant-end");
+    rt_log_id("grant", id.index, id.gen);
+    rt_log_id("request", req.index, req.gen);
+    rt_log_context(e.ctx);
+    /* A selector the log no longer keeps is written empty: no selector
+     * is empty, so an empty value only ever means "not known". */
+    rt_log_object(k->bytes, kept ? k->len : 0U, kept && k->cut != 0U);
+    rt_log_name("lifetime", pbx_ipc_lifetime_name(e.ctx->lifetime));
+    rt_log_name("end", e.end);
+    rt_log_name("reason", e.reason);
+    rt_log_flush();
+}
+
+/* What each startup refusal (PBX_RT_EXIT_ARGS..PBX_RT_EXIT_BROKER) means. */
+static const char *const rt_log_refusals[] = {
+    "usage: powerboxd ENDPOINT-NAME (one argument, the public endpoint's "
+    "name; see powerboxd -h)",
+    "the syscall port could not be prepared",
+    "slot 3 (PBX1) holds nothing",
+    "slot 3 (PBX1) is not a memory object",
+    "the PBX1 memory object is not sealed against every change",
+    "the PBX1 object is empty, too large, or could not be read whole",
+    "the PBX1 record does not parse or authenticate",
+    "a PBX1 pool's type layout differs from the compiled record types",
+    "the PBX1 page count differs from the derived arena extent",
+    "the transient slot range PBX1 implies does not fit the slot space",
+    "the arena could not be mapped",
+    "a startup inventory slot is empty",
+    "a startup inventory slot holds the wrong kind of capability",
+    "a startup capability lacks a right it needs",
+    "a startup capability carries a right it must not have",
+    "a startup capability has the wrong provenance (the public endpoint "
+    "slot must be empty at startup)",
+    "the startup inventory is refused",
+    "the public endpoint could not be created",
+    "the ready-phase inventory (with the public endpoint) is not exact",
+    "the core refused the layout or the arena",
+    "the readiness report could not be sent to the supervisor (slot 4)",
+    "the launchd broker endpoint (slot 10) could not be received on",
+};
+
+_Static_assert(sizeof(rt_log_refusals) / sizeof(rt_log_refusals[0]) ==
+                   (size_t)PBX_RT_EXIT_BROKER - PBX_RT_EXIT_ARGS + 1U,
+               "every startup refusal has its text");
+
+void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot)
+{
+    uint32_t i = (uint32_t)status - PBX_RT_EXIT_ARGS;
+    rt_log_g.len = 0U;
+    rt_log_str("powerboxd: startup refused, exit status ");
+    rt_log_u64(status);
+    rt_log_str(": ");
+    rt_log_str(status >= (uint8_t)PBX_RT_EXIT_ARGS &&
+                       status <= (uint8_t)PBX_RT_EXIT_BROKER
+                   ? rt_log_refusals[i]
+                   : "unknown refusal");
+    if (slot >= 0) {
+        rt_log_str(" (slot ");
+        rt_log_u64((uint64_t)slot);
+        rt_log_str(")");
+    }
+    if (detail != PBX_OK) {
+        rt_log_str(": ");
+        rt_log_str(pbx_err_text(detail));
+        rt_log_str(" (");
+        rt_log_str(pbx_err_name(detail));
+        rt_log_str(")");
+    }
+    rt_log_flush();
+}
