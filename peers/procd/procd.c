@@ -6,8 +6,14 @@
  * SEQPACKET socketpair). REVOKE through the handle, or the handle's last
  * close, drops the installed descriptor. See docs/HOST.md.
  *
+ * The install table lives in memory only (no file is written on any
+ * call): whoever connects to the --query socket is sent the rows as they
+ * are at that moment, one line per installed grant, and the connection is
+ * closed.
+ *
  *   pbx-procd --stage PID:GEN [--stage ...] [--route PATH] [--route-fd N]
- *             [--state-file PATH] [--ready-fd N]
+ *             [--query PATH] [--ready-fd N]
+ *   pbx-procd -h | --help
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -18,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "peers/common/pbx_peer_io.h"
@@ -25,13 +32,36 @@
 #include "peers/lib/pbx_peer_proc.h"
 
 #define PROCD_ROUTES_MAX 8U
+/* Query connections served at once (more wait in the listen backlog). */
+#define PROCD_READERS_MAX 4U
+/* How long a query connection may take to read its rows. */
+#define PROCD_READER_MS 2000U
+/* One row: "process P gen G slot S grant I.G object O\n". */
+#define PROCD_ROW_BYTES 128U
+
+/* The usage, printed by -h (stdout) and after a bad command line. */
+#define PROCD_USAGE                                                            \
+    "usage: pbx-procd --stage PID:GEN [--stage ...] [--route PATH] "           \
+    "[--route-fd N] [--query PATH] [--ready-fd N]\n"                           \
+    "       pbx-procd -h | --help\n"
+
+/* One query connection: the rows as they were when it connected, and how
+ * much of them it has taken. */
+typedef struct procd_reader {
+    int fd; /* -1: free */
+    size_t off;
+    size_t len;
+    uint64_t deadline_ms;
+    char text[PBX_PEER_PROC_INSTALLS_MAX * PROCD_ROW_BYTES];
+} procd_reader;
 
 /* The whole daemon state (static storage). */
 typedef struct procd {
     int listen_fd;
     int routes[PROCD_ROUTES_MAX];
     size_t nroutes;
-    const char *state_file;
+    int query_fd; /* the --query listener, or -1 */
+    procd_reader readers[PROCD_READERS_MAX];
     pbx_peer_proctab tab;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
@@ -39,33 +69,88 @@ typedef struct procd {
 
 static procd g_procd;
 
-/* Rewrites the state file (one line per installed grant) atomically. */
-static void procd_publish(void)
+/* The monotonic clock in milliseconds (query deadlines). */
+static uint64_t procd_mono_ms(void)
 {
-    if (g_procd.state_file == NULL) {
-        return;
-    }
-    char tmp[4096];
-    (void)snprintf(tmp, sizeof(tmp), "%s.tmp", g_procd.state_file);
-    FILE *f = fopen(tmp, "we");
-    if (f == NULL) {
-        pbx_peer_log("procd", "state file '%s': %s", tmp, strerror(errno));
-        return;
-    }
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
+}
+
+/* Formats every live install row into out[0..cap) (the line format the
+ * old --state-file held); returns the length. */
+static size_t procd_rows(char *out, size_t cap)
+{
+    size_t n = 0;
     for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
         const pbx_peer_install_row *r = &g_procd.tab.rows[i];
-        if (r->live) {
-            (void)fprintf(f,
-                          "process %llu gen %u slot %u grant %u.%u "
-                          "object %llu\n",
-                          (unsigned long long)r->target.process_id,
-                          r->target.process_gen, r->target.slot, r->grant.index,
-                          r->grant.gen,
-                          (unsigned long long)pbx_peer_io_inode(r->object));
+        if (!r->live || cap - n < PROCD_ROW_BYTES) {
+            continue;
+        }
+        int w = snprintf(out + n, cap - n,
+                         "process %llu gen %u slot %u grant %u.%u "
+                         "object %llu\n",
+                         (unsigned long long)r->target.process_id,
+                         r->target.process_gen, r->target.slot, r->grant.index,
+                         r->grant.gen,
+                         (unsigned long long)pbx_peer_io_inode(r->object));
+        n += w > 0 && (size_t)w < cap - n ? (size_t)w : 0U;
+    }
+    return n;
+}
+
+/* Ends query reader r (all written, or it was too slow or went away). */
+static void procd_reader_end(procd_reader *r, const char *why)
+{
+    if (why != NULL) {
+        pbx_peer_log("procd", "query reader dropped: %s", why);
+    }
+    (void)close(r->fd);
+    r->fd = -1;
+}
+
+/* Writes what reader r takes now without waiting; closes it after the
+ * last byte. */
+static void procd_reader_serve(procd_reader *r)
+{
+    for (unsigned k = 0; k < 64U && r->off < r->len; k++) {
+        ssize_t w = send(r->fd, r->text + r->off, r->len - r->off,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        }
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            procd_reader_end(r, w < 0 ? strerror(errno) : "wrote nothing");
+            return;
+        }
+        r->off += (size_t)w;
+    }
+    if (r->off == r->len) {
+        procd_reader_end(r, NULL);
+    }
+}
+
+/* Takes one query connection (the listener is polled only while a reader
+ * entry is free) and starts writing the rows as they are now. */
+static void procd_query_accept(void)
+{
+    int fd = accept4(g_procd.query_fd, NULL, NULL, SOCK_CLOEXEC);
+    for (size_t i = 0; fd >= 0 && i < PROCD_READERS_MAX; i++) {
+        procd_reader *r = &g_procd.readers[i];
+        if (r->fd < 0) {
+            r->fd = fd;
+            r->off = 0;
+            r->len = procd_rows(r->text, sizeof(r->text));
+            r->deadline_ms = procd_mono_ms() + PROCD_READER_MS;
+            procd_reader_serve(r);
+            return;
         }
     }
-    if (fclose(f) != 0 || rename(tmp, g_procd.state_file) != 0) {
-        pbx_peer_log("procd", "state file: %s", strerror(errno));
+    if (fd >= 0) {
+        (void)close(fd);
     }
 }
 
@@ -86,7 +171,6 @@ static void procd_drop(size_t row, const char *why)
     int fds[2] = {-1, -1};
     pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
     pbx_peer_io_close_all(fds, 2);
-    procd_publish();
 }
 
 /* Encodes and sends the INSTALL reply with the handle's other end. */
@@ -136,7 +220,6 @@ static void procd_install(int fd)
         "procd", "INSTALL grant %u.%u into process %llu gen %u slot %u",
         rq.grant.index, rq.grant.gen, (unsigned long long)rq.target.process_id,
         rq.target.process_gen, rq.target.slot);
-    procd_publish();
     if (!procd_install_reply(fd, &rq, h[1])) {
         pbx_peer_log("procd", "INSTALL reply failed: %s", strerror(errno));
         procd_drop(row, "undeliverable install");
@@ -162,6 +245,8 @@ static void procd_handle(size_t row)
     pbx_err e = pbx_ipc_revoke_decode(&m->frame, &rq);
     pbx_peer_io_close_all(m->fds, m->nfds);
     if (e != PBX_OK) {
+        pbx_peer_log("procd", "%s on a handle refused",
+                     pbx_ipc_op_name(m->frame.op));
         procd_fail(fd,
                    m->frame.op == PBX_IPC_OP_REVOKE ? (uint32_t)e
                                                     : PBX_PEER_E_ROUTE,
@@ -184,7 +269,6 @@ static void procd_handle(size_t row)
     pbx_peer_log("procd", "REVOKE grant %u.%u", rq.grant.index, rq.grant.gen);
     pbx_peer_proctab_drop(&g_procd.tab, row, &object, &handle);
     (void)close(object);
-    procd_publish();
     if (pbx_peer_io_reply(handle, m, g_procd.out, n, -1) != 0) {
         pbx_peer_log("procd", "REVOKE ack failed: %s", strerror(errno));
     }
@@ -205,6 +289,8 @@ static bool procd_route(int fd)
         procd_install(fd);
     } else {
         pbx_peer_io_close_all(m->fds, m->nfds);
+        pbx_peer_log("procd", "%s on the route refused",
+                     pbx_ipc_op_name(m->frame.op));
         procd_fail(fd, PBX_PEER_E_ROUTE, "wrong connection for the op");
     }
     return true;
@@ -225,13 +311,53 @@ static void procd_accept(void)
     g_procd.routes[g_procd.nroutes++] = fd;
 }
 
-/* One poll round over the listener, the routes and every live handle. */
+/* Fills q[0..PROCD_READERS_MAX] with the query listener (only while a
+ * reader entry is free) and the readers; returns whether one is busy. */
+static bool procd_poll_readers(struct pollfd *q)
+{
+    bool busy = false;
+    bool room = false;
+    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
+        int fd = g_procd.readers[i].fd;
+        q[1U + i] = (struct pollfd){fd, POLLOUT, 0};
+        busy = busy || fd >= 0;
+        room = room || fd < 0;
+    }
+    q[0] = (struct pollfd){room ? g_procd.query_fd : -1, POLLIN, 0};
+    return busy;
+}
+
+/* Serves the readers (dropping those past their deadline) and the query
+ * listener after poll. */
+static void procd_serve_readers(const struct pollfd *q)
+{
+    uint64_t now = procd_mono_ms();
+    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
+        procd_reader *r = &g_procd.readers[i];
+        if (r->fd >= 0 && q[1U + i].revents != 0) {
+            procd_reader_serve(r);
+        }
+        if (r->fd >= 0 && now >= r->deadline_ms) {
+            procd_reader_end(r, "not read within its deadline");
+        }
+    }
+    if ((q[0].revents & POLLIN) != 0) {
+        procd_query_accept();
+    }
+}
+
+/* One poll round over the listener, the routes, the query readers and
+ * every live handle. */
 static int procd_round(void)
 {
-    struct pollfd p[1U + PROCD_ROUTES_MAX + PBX_PEER_PROC_INSTALLS_MAX];
+    struct pollfd p[2U + PROCD_READERS_MAX + PROCD_ROUTES_MAX +
+                    PBX_PEER_PROC_INSTALLS_MAX];
     size_t rowof[PBX_PEER_PROC_INSTALLS_MAX];
     size_t n = 0;
     p[n++] = (struct pollfd){g_procd.listen_fd, POLLIN, 0};
+    bool reading = procd_poll_readers(&p[n]);
+    n += 1U + PROCD_READERS_MAX;
+    size_t r0 = n;
     for (size_t i = 0; i < g_procd.nroutes; i++) {
         p[n++] = (struct pollfd){g_procd.routes[i], POLLIN, 0};
     }
@@ -242,21 +368,23 @@ static int procd_round(void)
             p[n++] = (struct pollfd){g_procd.tab.rows[i].handle, POLLIN, 0};
         }
     }
-    if (poll(p, (nfds_t)n, -1) < 0) {
+    if (poll(p, (nfds_t)n, reading ? (int)PROCD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     size_t nr = g_procd.nroutes;
     for (size_t k = 0; k < nh; k++) {
-        if (p[1U + nr + k].revents != 0 && g_procd.tab.rows[rowof[k]].live) {
+        if (p[r0 + nr + k].revents != 0 && g_procd.tab.rows[rowof[k]].live) {
             procd_handle(rowof[k]);
         }
     }
     for (size_t k = nr; k > 0U; k--) {
-        if (p[k].revents != 0 && !procd_route(g_procd.routes[k - 1U])) {
+        if (p[r0 + k - 1U].revents != 0 &&
+            !procd_route(g_procd.routes[k - 1U])) {
             (void)close(g_procd.routes[k - 1U]);
             g_procd.routes[k - 1U] = g_procd.routes[--g_procd.nroutes];
         }
     }
+    procd_serve_readers(&p[1]);
     if ((p[0].revents & POLLIN) != 0) {
         procd_accept();
     }
@@ -287,9 +415,14 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
     } else if (strcmp(k, "--ready-fd") == 0) {
         fd = pbx_peer_io_fd_arg(v);
         *ready_fd = fd;
-    } else if (strcmp(k, "--state-file") == 0) {
-        g_procd.state_file = v;
-        return true;
+    } else if (strcmp(k, "--query") == 0) {
+        /* Mode 0600: the rows name the user's grants. */
+        fd = pbx_peer_io_listen_private(v, SOCK_STREAM);
+        if (fd >= 0 && listen(fd, 16) != 0) {
+            (void)close(fd);
+            fd = -1;
+        }
+        g_procd.query_fd = fd;
     } else {
         pbx_peer_log("procd", "unknown option '%s'", k);
         return false;
@@ -306,18 +439,26 @@ int main(int argc, char **argv)
 {
     int ready_fd = -1;
     g_procd.listen_fd = -1;
+    g_procd.query_fd = -1;
+    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
+        g_procd.readers[i].fd = -1;
+    }
     pbx_peer_proctab_init(&g_procd.tab);
-    bool ok = (argc % 2) == 1;
+    if (argc == 2 &&
+        (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        (void)fputs(PROCD_USAGE, stdout);
+        return 0;
+    }
+    /* No argument at all is a usage error too: a procd with no staged
+     * process and no route would serve nothing forever. */
+    bool ok = argc > 1 && (argc % 2) == 1;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
         ok = procd_option(argv[i], argv[i + 1], &ready_fd);
     }
     if (!ok) {
-        pbx_peer_log("procd", "usage: pbx-procd --stage PID:GEN ... "
-                              "[--route PATH] [--route-fd N] "
-                              "[--state-file PATH] [--ready-fd N]");
+        (void)fputs(PROCD_USAGE, stderr);
         return 2;
     }
-    procd_publish();
     pbx_peer_log("procd", "ready: %zu staged process(es)",
                  g_procd.tab.staged_count);
     pbx_peer_io_ready(ready_fd);

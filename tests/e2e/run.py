@@ -488,7 +488,7 @@ class Stack:
         # directory is laid out as `pbx --dir` expects (public.sock,
         # launchd.sock, scope.sock, ttyd.sock, procd.sock).
         self.views = os.path.join(work, "ttyd.sock")
-        self.installs = os.path.join(work, "installs")
+        self.installs = os.path.join(work, "procd.sock")
         # While this file exists launchd leaves its wake route unread.
         self.wake_hold = os.path.join(work, "wake.hold")
         for p in (self.wake_hold, self.scope, self.lie_scope, self.public,
@@ -541,7 +541,7 @@ class Stack:
                   tty, "--query", self.views, "--route-fd",
                   str(ttyp[1].fileno())], [ttyp[1].fileno()],
                  self.log("ttyd"), g),
-            peer([b("procd")] + stages + ["--state-file", self.installs,
+            peer([b("procd")] + stages + ["--query", self.installs,
                                           "--route-fd",
                                           str(proc[1].fileno())],
                  [proc[1].fileno()], self.log("procd"), g),

@@ -12,8 +12,13 @@
 #include "../runner/pbx_test.h"
 #include "peers_child.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* An INSTALL record for process 7 gen g, slot s, grant (gi, gg). */
@@ -102,18 +107,63 @@ static uint32_t tpr_call_install(int route, const pbx_ipc_install *rq,
     return 0U;
 }
 
+/* Reads what procd's query socket at path writes before it closes the
+ * connection (at most cap-1 bytes, NUL-terminated); returns the length,
+ * or -1 when it could not connect or procd did not close within 3 s. */
+static long tpr_query(const char *path, char *text, size_t cap)
+{
+    int fd = pbx_peer_io_connect(path, SOCK_STREAM);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t n = 0;
+    long r = -1;
+    text[0] = '\0';
+    for (int i = 0; i < 1000 && tp_readable(fd, 3000); i++) {
+        ssize_t got = read(fd, text + n, cap - 1U - n);
+        if (got <= 0) {
+            r = got == 0 ? (long)n : -1;
+            break;
+        }
+        n += (size_t)got;
+        text[n] = '\0';
+    }
+    (void)close(fd);
+    return r;
+}
+
+/* Whether directory d holds exactly the one entry name. */
+static bool tpr_only_entry(const char *d, const char *name)
+{
+    DIR *dir = opendir(d);
+    if (dir == NULL) {
+        return false;
+    }
+    int others = 0;
+    int found = 0;
+    for (struct dirent *e = readdir(dir); e != NULL; e = readdir(dir)) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        found += strcmp(e->d_name, name) == 0 ? 1 : 0;
+        others += strcmp(e->d_name, name) != 0 ? 1 : 0;
+    }
+    (void)closedir(dir);
+    return found == 1 && others == 0;
+}
+
 PBX_TEST(peers_procd_install_revoke)
 {
     static pbx_peer_msg m;
     const char *d = tp_tmpdir();
     char state[512];
     char rarg[16];
-    (void)snprintf(state, sizeof(state), "%s/procd.state", d);
+    (void)snprintf(state, sizeof(state), "%s/procd.sock", d);
     int rp[2];
     PBX_REQUIRE(tp_seqpair(rp));
     (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
-    const char *args[] = {"--stage",      "7:2", "--route-fd", rarg,
-                          "--state-file", state, NULL};
+    const char *args[] = {"--stage", "7:2", "--route-fd", rarg,
+                          "--query", state, NULL};
     pid_t pid = tp_spawn("procd", args, &rp[1], 1, -1);
     (void)close(rp[1]);
     PBX_REQUIRE(pid > 0);
@@ -127,9 +177,16 @@ PBX_TEST(peers_procd_install_revoke)
     (void)close(prov);
     rq = tpr_install(2, 40, 1, 1);
     PBX_REQUIRE(tpr_call_install(rp[0], &rq, &prov, &h, &m) == 0U);
+    /* The query socket lists the row (mode 0600); nothing else was
+     * written in procd's directory. */
     char text[512];
-    PBX_CHECK(tp_read_file(state, text, sizeof(text)) > 0);
-    PBX_CHECK(strstr(text, "process 7 gen 2 slot 40 grant 1.1") != NULL);
+    struct stat qs;
+    PBX_CHECK(stat(state, &qs) == 0 && (qs.st_mode & 0777U) == 0600U);
+    PBX_CHECK(tpr_query(state, text, sizeof(text)) > 0);
+    PBX_CHECK(strncmp(text, "process 7 gen 2 slot 40 grant 1.1 object ", 41) ==
+              0);
+    PBX_CHECK(strchr(text, '\n') == text + strlen(text) - 1U);
+    PBX_CHECK(tpr_only_entry(d, "procd.sock"));
     PBX_CHECK(!tp_hung_up(prov, 100));
     /* A REVOKE that does not name the install exactly is refused. */
     pbx_ipc_revoke rv = {{1, 1}, 7, 2, 41};
@@ -156,9 +213,56 @@ PBX_TEST(peers_procd_install_revoke)
     PBX_CHECK(tp_hung_up(prov, 2000));
     (void)close(prov);
     PBX_CHECK_EQ(tp_fd_settle(pid, base, 1000), base);
-    PBX_CHECK(tp_read_file(state, text, sizeof(text)) == 0);
+    PBX_CHECK(tpr_query(state, text, sizeof(text)) == 0);
+    PBX_CHECK(tpr_only_entry(d, "procd.sock"));
     (void)close(rp[0]);
     (void)tp_stop(pid);
+}
+
+/* Runs pbx-procd with the NULL-terminated args, stdout and stderr to the
+ * file out; returns its exit status (5 s). */
+static int tpr_cli(const char *const *args, const char *out)
+{
+    pid_t pid = fork();
+    PBX_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+            _exit(126);
+        }
+        char path[512];
+        const char *bin = getenv("PBX_PEERS_BIN");
+        (void)snprintf(path, sizeof(path), "%s/pbx-procd",
+                       bin != NULL ? bin : "build/bin");
+        const char *argv[8] = {"pbx-procd"};
+        for (size_t k = 0; args[k] != NULL && k < 6U; k++) {
+            argv[k + 1U] = args[k];
+        }
+        execv(path, (char *const *)(void *)argv);
+        _exit(127);
+    }
+    return tp_wait_exit(pid, 5000);
+}
+
+PBX_TEST(peers_procd_usage_and_help)
+{
+    char out[600];
+    char text[1024];
+    (void)snprintf(out, sizeof(out), "%s/out", tp_tmpdir());
+    /* No argument: usage, exit 2 (not a procd serving nothing forever);
+     * -h and --help: usage, exit 0; a removed option: exit 2. */
+    const char *none[] = {NULL};
+    PBX_CHECK_EQ(tpr_cli(none, out), 2);
+    PBX_CHECK(tp_read_file(out, text, sizeof(text)) > 0 &&
+              strncmp(text, "usage: pbx-procd", 16) == 0);
+    const char *h[][2] = {{"-h", NULL}, {"--help", NULL}};
+    for (size_t i = 0; i < 2; i++) {
+        PBX_CHECK_EQ(tpr_cli(h[i], out), 0);
+        PBX_CHECK(tp_read_file(out, text, sizeof(text)) > 0 &&
+                  strstr(text, "--query PATH") != NULL);
+    }
+    const char *old[] = {"--stage", "7:2", "--state-file", out, NULL};
+    PBX_CHECK_EQ(tpr_cli(old, out), 2);
 }
 
 /* Starts procd with process 7 gen 2 staged; *route is ours. */

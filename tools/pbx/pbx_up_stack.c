@@ -423,8 +423,8 @@ static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "pbx-procd");
     pbx_up_stages(&a);
-    pbx_up_arg(&a, "--state-file");
-    pbx_up_arg(&a, "%s/installs", u->dir);
+    pbx_up_arg(&a, "--query");
+    pbx_up_arg(&a, "%s/procd.sock", u->dir);
     pbx_up_arg(&a, "--route-fd");
     pbx_up_arg(&a, "%d", w->proc[1]);
     if (pbx_up_peer(u, PBX_UP_PROCD, &a, &w->proc[1], 1U) != 0) {
