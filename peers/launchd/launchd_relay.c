@@ -131,10 +131,11 @@ static void launchd_refuse(launchd_srv *srv, uint32_t ci, uint32_t st,
         return;
     }
     pbx_peer_log("launchd",
-                 "relay refused: op 0x%04x request %u.%u: %s%s%s; %zu "
+                 "relay refused: op %s request %u.%u: %s%s%s; %zu "
                  "descriptor(s) closed",
-                 op, id.index, id.gen, pbx_peer_status_text(st),
-                 why != NULL ? ": " : "", why != NULL ? why : "", closed);
+                 pbx_ipc_op_name(op), id.index, id.gen,
+                 pbx_peer_status_text(st), why != NULL ? ": " : "",
+                 why != NULL ? why : "", closed);
     (void)launchd_reply(srv, ci, out, n, pbx_peer_io_msg_seq(&g_in), -1);
 }
 
@@ -222,8 +223,8 @@ bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
     if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U)) {
         return true;
     }
-    pbx_peer_log("launchd", "own call op 0x%04x request %u.%u not sent: %s",
-                 pbx_le_get16(buf + 6), id.index, id.gen,
+    pbx_peer_log("launchd", "own call op %s request %u.%u not sent: %s",
+                 pbx_ipc_op_name(pbx_le_get16(buf + 6)), id.index, id.gen,
                  srv->broker < 0 ? "no broker"
                                  : "call table full or broker full");
     return false;
@@ -557,6 +558,22 @@ static void launchd_user_cancel(launchd_srv *srv, uint32_t ci)
     }
 }
 
+/* The name of a launchd-local op (reply forms "-reply"), else the ipc
+ * operation's name, for logs (never a number). */
+static const char *launchd_local_op_name(uint16_t op)
+{
+    static const char *const names[] = {"launch", "exit", "user-cancel"};
+    static const char *const replies[] = {"launch-reply", "exit-reply",
+                                          "user-cancel-reply"};
+    uint16_t base = (uint16_t)(op & (uint16_t)~PBX_IPC_REPLY_BIT);
+    if (base >= PBX_PEER_OP_LAUNCH &&
+        base - PBX_PEER_OP_LAUNCH < PBX_ARRAY_LEN(names)) {
+        size_t i = base - PBX_PEER_OP_LAUNCH;
+        return (op & PBX_IPC_REPLY_BIT) != 0U ? replies[i] : names[i];
+    }
+    return pbx_ipc_op_name(op);
+}
+
 /* Answers a local-wire frame that is not a valid LAUNCH request: a
  * malformed LAUNCH gets an error reply; anything else (an EXIT or a reply
  * sent to launchd) closes the connection. */
@@ -576,8 +593,8 @@ static void launchd_local_refuse(launchd_srv *srv, uint32_t ci, pbx_err le)
         }
         return;
     }
-    pbx_peer_log("launchd", "connection closed: local frame op 0x%04x: %s",
-                 pbx_le_get16(g_in.buf + 6),
+    pbx_peer_log("launchd", "connection closed: local frame op %s: %s",
+                 launchd_local_op_name(pbx_le_get16(g_in.buf + 6)),
                  le == PBX_OK ? "not a LAUNCH request" : pbx_err_text(le));
     launchd_conn_close(srv, ci, NULL);
 }
@@ -714,11 +731,11 @@ static void launchd_late(launchd_srv *srv, const launchd_call *k,
 {
     const pbx_ipc_frame *rep = &g_rep.frame;
     pbx_peer_log("launchd",
-                 "late reply: op 0x%04x request %u.%u status "
+                 "late reply: op %s request %u.%u status "
                  "0x%04x for a caller gone or released; %zu "
                  "descriptor(s) closed",
-                 rep->op, rep->request.index, rep->request.gen, rep->status,
-                 g_rep.nfds);
+                 pbx_ipc_op_name(rep->op), rep->request.index, rep->request.gen,
+                 rep->status, g_rep.nfds);
     if (k->op == (uint16_t)PBX_IPC_OP_BEGIN && rep->status == 0U) {
         static pbx_ipc_begin b;
         bool ok = pbx_ipc_begin_decode(req, &b) == PBX_OK;
@@ -857,9 +874,10 @@ static launchd_call *launchd_match(launchd_srv *srv)
         break;
     }
     pbx_peer_log("launchd",
-                 "unmatched broker reply: op 0x%04x request %u.%u "
+                 "unmatched broker reply: op %s request %u.%u "
                  "seq %u; %zu descriptor(s) closed",
-                 f->op, f->request.index, f->request.gen, f->seq, g_rep.nfds);
+                 pbx_ipc_op_name(f->op), f->request.index, f->request.gen,
+                 f->seq, g_rep.nfds);
     return NULL;
 }
 
@@ -922,10 +940,10 @@ void launchd_broker_input(launchd_srv *srv)
                              ? 1U
                              : 0U;
         }
-        pbx_peer_log(
-            "launchd", "broker: op 0x%04x request %u.%u status 0x%04x%s",
-            done.op, g_rep.frame.request.index, g_rep.frame.request.gen,
-            g_rep.frame.status, g_rep.nfds == 1U ? ", carrying an alias" : "");
+        pbx_peer_log("launchd", "broker: op %s request %u.%u status 0x%04x%s",
+                     pbx_ipc_op_name(done.op), g_rep.frame.request.index,
+                     g_rep.frame.request.gen, g_rep.frame.status,
+                     g_rep.nfds == 1U ? ", carrying an alias" : "");
         launchd_dispatch(srv, &done);
         pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
     }

@@ -106,9 +106,10 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
     if (k->detached) {
         if (srv->now >= k->deadline_ms + LAUNCHD_STALE_CALL_MS) {
             pbx_peer_log("launchd",
-                         "call op 0x%04x request %u.%u seq %u "
+                         "call op %s request %u.%u seq %u "
                          "never answered; forgotten",
-                         k->op, k->id.index, k->id.gen, k->seq);
+                         pbx_ipc_op_name(k->op), k->id.index, k->id.gen,
+                         k->seq);
             k->used = false;
             if (k->kind == LAUNCHD_CALL_EXPIRE) {
                 /* Only now may the job id be launched again. */
@@ -119,9 +120,9 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
     }
     k->detached = true;
     pbx_peer_log("launchd",
-                 "call op 0x%04x request %u.%u unanswered after "
+                 "call op %s request %u.%u unanswered after "
                  "%u ms",
-                 k->op, k->id.index, k->id.gen, srv->call_ms);
+                 pbx_ipc_op_name(k->op), k->id.index, k->id.gen, srv->call_ms);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
         /* The launcher gets EXIT from the jobs' timer; the id stays
          * taken until this call is answered or forgotten. */

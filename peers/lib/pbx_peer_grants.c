@@ -144,9 +144,7 @@ void pbx_peer_grants_audit_note(pbx_peer_grants_audit *a,
 /* Whether the user cancel of grant g was noted. */
 static bool grants_user_cancelled(const pbx_peer_grants_audit *a, const char *g)
 {
-    size_t n = a->count < PBX_PEER_GRANTS_USER_MAX ? a->count
-                                                   : PBX_PEER_GRANTS_USER_MAX;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < a->count && i < PBX_PEER_GRANTS_USER_MAX; i++) {
         if (strcmp(a->grants[i], g) == 0) {
             return true;
         }

@@ -64,13 +64,17 @@ static const char *tg_end(const pbx_peer_grants_audit *a, const char *line,
 
 PBX_TEST(peers_tty_grants_log_judged)
 {
-    static const char *const lines[] = {
-        /* powerboxd's end comes first: the order must not matter. */
+    /* powerboxd's end comes first: the order must not matter. */
+    static const char end_line[] =
         "2025-01-01T00:00:01.000Z powerboxd[2]: event=grant-end grant=3:1 "
         "request=4:9 job=11:1 entry=bin/cat op=read object=docs/a "
-        "lifetime=job end=cancelled reason=none",
+        "lifetime=job end=cancelled reason=none";
+    static const char user_line[] =
         "2025-01-01T00:00:01.000Z launchd[3]: launchd: event=user-cancel "
-        "request=4:9 grant=3:1",
+        "request=4:9 grant=3:1";
+    static const char *const lines[] = {
+        end_line,
+        user_line,
         "event=grant-end grant=5:1 end=cancelled reason=none",
         "event=grant-end grant=3:2 end=cancelled reason=none",
         "x: event=grant-end grant=6:1 end=consumed reason=none",

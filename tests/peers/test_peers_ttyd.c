@@ -841,7 +841,7 @@ PBX_TEST(peers_ttyd_query_reader_that_never_reads_is_dropped)
         got += r > 0 ? (size_t)r : 0U;
     }
     PBX_CHECK(eof);
-    PBX_CHECK(got > 0U && got < PBX_PEER_TTY_VIEWS_MAX * 100U);
+    PBX_CHECK(got > 0U && got < (size_t)PBX_PEER_TTY_VIEWS_MAX * 100U);
     (void)close(stuck);
     (void)close(route);
     (void)close(master);
