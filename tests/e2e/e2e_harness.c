@@ -41,7 +41,9 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     }
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        bad == E2E_PBX1_TRANSIENT ? 2000U : 32U;
+        bad == E2E_PBX1_TRANSIENT    ? 2000U
+        : bad == E2E_PBX1_TSLOTS_MIN ? 10U
+                                     : 32U;
     /* A window of 8 calls on every peer route; deadlines of 5 s, 2 s to
      * procd and 1 s through a caller's scope; a request uncommitted for
      * 1.5 s ends, a public connection silent for 2 s is closed. */
@@ -61,6 +63,17 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     if (bad == E2E_PBX1_EXTENT) {
         g->arena_page_count++;
     }
+}
+
+int e2e_pbx1_fd(const uint8_t *rec, size_t len)
+{
+    int all = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+    int fd = memfd_create("pbx1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || write(fd, rec, len) != (ssize_t)len ||
+        fcntl(fd, F_ADD_SEALS, all) != 0) {
+        return fd < 0 ? -1 : (close(fd), -1);
+    }
+    return fd;
 }
 
 /* Builds the PBX1 object for bad; -1 means "slot 3 empty". */
@@ -84,6 +97,9 @@ static int e2e_pbx1(e2e_pbx1_bad bad)
         rec[20] ^= 1U;
     }
     len -= bad == E2E_PBX1_SHORT ? 1U : 0U;
+    if (bad != E2E_PBX1_PARTIAL && bad != E2E_PBX1_UNSEALED) {
+        return e2e_pbx1_fd(rec, len);
+    }
     int fd = memfd_create("pbx1", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0 || write(fd, rec, len) != (ssize_t)len) {
         return fd < 0 ? -1 : (close(fd), -1);
@@ -158,7 +174,7 @@ static _Noreturn void e2e_exec(const char *path, const e2e_proc *p)
         (void)close(fd);
     }
     char *const argv[] = {(char *)path, (char *)p->name, NULL};
-    execv(path, argv);
+    execv(path, p->argv != NULL ? (char *const *)p->argv : argv);
     _exit(127);
 }
 
@@ -251,6 +267,18 @@ static char *e2e_log_read(const e2e_proc *p)
     }
     buf[got] = '\0';
     return buf;
+}
+
+bool e2e_log_text(const e2e_proc *p, char *buf, size_t cap)
+{
+    char *text = e2e_log_read(p);
+    if (text == NULL || cap == 0U) {
+        free(text);
+        return false;
+    }
+    (void)snprintf(buf, cap, "%s", text);
+    free(text);
+    return true;
 }
 
 int e2e_log_count(const e2e_proc *p, const char *needle)

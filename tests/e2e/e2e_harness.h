@@ -40,16 +40,17 @@
 
 /** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
 typedef enum e2e_pbx1_bad {
-    E2E_PBX1_GOOD = 0, /**< a valid, fully sealed record */
-    E2E_PBX1_NONE,     /**< slot 3 empty */
-    E2E_PBX1_DEVNULL,  /**< not a memory object */
-    E2E_PBX1_UNSEALED, /**< a memfd without seals */
-    E2E_PBX1_PARTIAL,  /**< sealed except against writing */
-    E2E_PBX1_SHORT,    /**< one byte short of a record */
-    E2E_PBX1_DIGEST,   /**< one byte flipped after sealing the digest */
-    E2E_PBX1_LAYOUT,   /**< a pool's record size differs from the build */
-    E2E_PBX1_EXTENT,   /**< one page more than the derived extent */
-    E2E_PBX1_TRANSIENT /**< more transient slots than the runtime fits */
+    E2E_PBX1_GOOD = 0,  /**< a valid, fully sealed record */
+    E2E_PBX1_NONE,      /**< slot 3 empty */
+    E2E_PBX1_DEVNULL,   /**< not a memory object */
+    E2E_PBX1_UNSEALED,  /**< a memfd without seals */
+    E2E_PBX1_PARTIAL,   /**< sealed except against writing */
+    E2E_PBX1_SHORT,     /**< one byte short of a record */
+    E2E_PBX1_DIGEST,    /**< one byte flipped after sealing the digest */
+    E2E_PBX1_LAYOUT,    /**< a pool's record size differs from the build */
+    E2E_PBX1_EXTENT,    /**< one page more than the derived extent */
+    E2E_PBX1_TRANSIENT, /**< more transient slots than the runtime fits */
+    E2E_PBX1_TSLOTS_MIN /**< fewer transient slots than the core needs */
 } e2e_pbx1_bad;
 
 /**
@@ -58,17 +59,25 @@ typedef enum e2e_pbx1_bad {
  * the harness after the start); ours are the peer ends.
  */
 typedef struct e2e_proc {
-    pid_t pid;             /**< process id, 0 once reaped */
-    int supervisor;        /**< our end of slot 4 (datagram) */
-    int vfsd;              /**< our end of slot 5 */
-    int ttyd;              /**< our end of slot 6 */
-    int procd;             /**< our end of slot 7 */
-    int launchd;           /**< our end of slot 8 (datagram) */
-    int broker;            /**< our end of slot 10: launchd's broker */
-    int log;               /**< powerboxd's stderr (a memfd), or -1 */
-    char name[64];         /**< the public endpoint name ("@...") */
-    int theirs[E2E_SLOTS]; /**< descriptors for slots 3..10, -1 for empty */
+    pid_t pid;               /**< process id, 0 once reaped */
+    int supervisor;          /**< our end of slot 4 (datagram) */
+    int vfsd;                /**< our end of slot 5 */
+    int ttyd;                /**< our end of slot 6 */
+    int procd;               /**< our end of slot 7 */
+    int launchd;             /**< our end of slot 8 (datagram) */
+    int broker;              /**< our end of slot 10: launchd's broker */
+    int log;                 /**< powerboxd's stderr (a memfd), or -1 */
+    char name[64];           /**< the public endpoint name ("@...") */
+    int theirs[E2E_SLOTS];   /**< descriptors for slots 3..10, -1 for empty */
+    const char *const *argv; /**< the argv to start it with (NULL-ended),
+                                  or NULL for {path, name} */
 } e2e_proc;
+
+/**
+ * e2e_pbx1_fd puts len bytes of rec into a fresh memory file sealed
+ * against every change, as powerboxd's slot 3 wants it; -1 on failure.
+ */
+int e2e_pbx1_fd(const uint8_t *rec, size_t len);
 
 /**
  * e2e_prepare builds a good inventory (PBX1 spoiled as bad says) without
@@ -102,6 +111,13 @@ bool e2e_limit_fds(const e2e_proc *p, unsigned limit);
  * keeps in a memory file (p->log); -1 when it cannot be read.
  */
 int e2e_log_count(const e2e_proc *p, const char *needle);
+
+/**
+ * e2e_log_text copies what powerboxd wrote to its stderr so far into buf
+ * (cap bytes, always NUL-terminated, cut to fit); false when there is no
+ * log or it cannot be read.
+ */
+bool e2e_log_text(const e2e_proc *p, char *buf, size_t cap);
 
 /**
  * e2e_log_sum adds up the decimal numbers that directly follow each

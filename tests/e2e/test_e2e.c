@@ -28,6 +28,8 @@
 #include "sha2/pbx_sha2.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -35,6 +37,25 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Checks that a refused powerboxd wrote exactly one line to its stderr,
+ * naming its exit status and what was wrong. */
+static void e2e_refusal_line(const e2e_proc *p, int status)
+{
+    char text[1024];
+    char head[96];
+    (void)snprintf(head, sizeof(head),
+                   "powerboxd: startup refused, exit status %d: ", status);
+    PBX_REQUIRE(e2e_log_text(p, text, sizeof(text)));
+    size_t n = strlen(text);
+    /* One line: the head, a reason, one newline at the very end. */
+    PBX_CHECK(strncmp(text, head, strlen(head)) == 0);
+    PBX_CHECK(n > strlen(head) + 8U && text[n - 1U] == '\n');
+    PBX_CHECK(strchr(text, '\n') == text + n - 1U);
+    if (strncmp(text, head, strlen(head)) != 0) {
+        (void)fprintf(stderr, "  log: %s\n", text);
+    }
+}
 
 /* Starts powerboxd on an inventory with slot (3..10) replaced by fd (or
  * emptied for -1) and returns its exit status; ready means it reported
@@ -56,6 +77,7 @@ static int e2e_refusal(e2e_pbx1_bad bad, int slot, int fd)
         return -101;
     }
     int st = e2e_exit_status(&p);
+    e2e_refusal_line(&p, st);
     e2e_close(&p);
     return st;
 }
@@ -73,6 +95,87 @@ PBX_TEST(e2e_refuses_bad_pbx1_each_with_its_status)
     PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_LAYOUT, 0, -1), PBX_RT_EXIT_PBX1_LAYOUT);
     PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_EXTENT, 0, -1), PBX_RT_EXIT_PBX1_EXTENT);
     PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_TRANSIENT, 0, -1), PBX_RT_EXIT_TRANSIENT);
+    /* Fewer transient slots than the core needs (`pbx geometry check`
+     * refuses the same record: the one shared startup check). */
+    PBX_CHECK_EQ(e2e_refusal(E2E_PBX1_TSLOTS_MIN, 0, -1),
+                 PBX_RT_EXIT_CORE_INIT);
+}
+
+/* Starts powerboxd with argv (NULL-ended; argv[0] is replaced by the
+ * binary's path) on a good inventory; returns its exit status, having
+ * checked the refusal line when it is not 0. */
+static int e2e_args(const char **argv)
+{
+    e2e_proc p;
+    if (!e2e_prepare(&p, E2E_PBX1_GOOD)) {
+        return -100;
+    }
+    argv[0] = getenv("PBX_POWERBOXD");
+    p.argv = argv;
+    if (!e2e_start(&p)) {
+        e2e_close(&p);
+        return -101;
+    }
+    int st = e2e_exit_status(&p);
+    if (st != 0) {
+        e2e_refusal_line(&p, st);
+    }
+    e2e_close(&p);
+    return st;
+}
+
+PBX_TEST(e2e_refuses_any_command_line_but_one_name_with_a_line)
+{
+    const char *none[] = {NULL, NULL};
+    const char *two[] = {NULL, "@pbx-e2e-a", "@pbx-e2e-b", NULL};
+    const char *empty[] = {NULL, "", NULL};
+    const char *option[] = {NULL, "--verbose", NULL};
+    const char *help_extra[] = {NULL, "-h", "@pbx-e2e-a", NULL};
+    PBX_CHECK_EQ(e2e_args(none), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(two), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(empty), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(option), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(help_extra), PBX_RT_EXIT_ARGS);
+}
+
+/* Runs `powerboxd FLAG` with stdout and stderr in memory files; stores
+ * what each got and returns the exit status. */
+static int e2e_help(const char *flag, char *out, char *err, size_t cap)
+{
+    const char *path = getenv("PBX_POWERBOXD");
+    int fo = memfd_create("out", MFD_CLOEXEC);
+    int fe = memfd_create("err", MFD_CLOEXEC);
+    int st = -1;
+    pid_t pid = path != NULL && fo >= 0 && fe >= 0 ? fork() : -1;
+    if (pid == 0) {
+        (void)dup2(fo, 1);
+        (void)dup2(fe, 2);
+        char *const argv[] = {(char *)path, (char *)flag, NULL};
+        execv(path, argv);
+        _exit(127);
+    }
+    if (pid > 0 && waitpid(pid, &st, 0) == pid) {
+        st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    ssize_t a = fo >= 0 ? pread(fo, out, cap - 1U, 0) : -1;
+    ssize_t b = fe >= 0 ? pread(fe, err, cap - 1U, 0) : -1;
+    out[a > 0 ? a : 0] = '\0';
+    err[b > 0 ? b : 0] = '\0';
+    (void)close(fo);
+    (void)close(fe);
+    return st;
+}
+
+PBX_TEST(e2e_help_prints_usage_on_stdout_and_exits_0)
+{
+    static const char *const flags[] = {"-h", "--help"};
+    for (size_t i = 0; i < 2U; i++) {
+        char out[256];
+        char err[256];
+        PBX_CHECK_EQ(e2e_help(flags[i], out, err, sizeof(err)), 0);
+        PBX_CHECK(strncmp(out, "usage: powerboxd ENDPOINT-NAME\n", 31) == 0);
+        PBX_CHECK(err[0] == '\0');
+    }
 }
 
 /* A listening SEQPACKET socket (a receive capability). */
@@ -585,9 +688,27 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     int scope = -1;
     int obj = -1;
     int handle = -1;
+    char line[512];
     PBX_REQUIRE(e2e_run_start(&r));
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
+    /* powerboxd's log: one line for the decision, one for the grant's
+     * end, each exactly once. */
+    (void)snprintf(line, sizeof(line),
+                   "event=decision request=%u:%u job=11:1 entry=bin/cat "
+                   "op=read object=docs/readme.txt lifetime=one-shot "
+                   "outcome=approved reason=policy\n",
+                   id.index, id.gen);
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
+    (void)snprintf(line, sizeof(line),
+                   "event=grant-end grant=%u:%u request=%u:%u job=11:1 "
+                   "entry=bin/cat op=read object=docs/readme.txt "
+                   "lifetime=one-shot end=consumed reason=consume\n",
+                   grant.index, grant.gen, id.index, id.gen);
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "event="), 2);
     /* One more round trip, then powerboxd holds exactly its baseline. */
     uint8_t f[64];
     size_t n = 0;
@@ -1038,6 +1159,15 @@ PBX_TEST(e2e_silent_scope_is_denied_within_its_deadline_others_served)
     PBX_CHECK(e2e_recv(scope, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     PBX_CHECK(e2e_peer_gone(scope, 5000));
     PBX_CHECK_EQ(e2e_outcome(r.p.broker, id), (unsigned)PBX_IPC_OUTCOME_DENIED);
+    /* The denial's log line says why: the resolution got no answer. */
+    char line[512];
+    (void)snprintf(line, sizeof(line),
+                   "event=decision request=%u:%u job=11:1 entry=bin/cat "
+                   "op=read object=docs/readme.txt lifetime=one-shot "
+                   "outcome=denied reason=peer-timeout\n",
+                   id.index, id.gen);
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "event="), 1);
     PBX_CHECK(e2e_ping(other, 5000));
     PBX_CHECK_EQ(e2e_fd_count(r.p.pid), baseline);
     (void)close(scope);
