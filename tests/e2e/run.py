@@ -1030,7 +1030,7 @@ def simple(st, *args, job="12:1", entry="bin/other"):
 
 
 def relayed(st, *ops):
-    """How many replies to ops (0x.... strings) launchd relayed."""
+    """How many replies to ops (operation names) launchd relayed."""
     text = st.peer_log("launchd")
     return sum(count(text, f"broker: op {op} ") for op in ops)
 
@@ -1048,7 +1048,7 @@ def foreign(st):
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"foreign: no grant: {kv}")
     obj = last_object(st)
-    before = relayed(st, "0x0005", "0x0006")
+    before = relayed(st, "cancel", "consume")
     for args, launched in ((["consume", "--grant", kv["grant"]], True),
                            (["cancel", "--request", kv["request"]], True),
                            (["cancel", "--job", "11:1", "--session", "7"],
@@ -1059,7 +1059,7 @@ def foreign(st):
                 f"(0x{E_PEER_NOT_YOURS:04x})" not in err:
             fail(f"foreign: {' '.join(args)} was not refused as not "
                  f"yours: {out} {err}")
-    if relayed(st, "0x0005", "0x0006") != before:
+    if relayed(st, "cancel", "consume") != before:
         fail("foreign: a refused frame reached powerboxd")
     time.sleep(0.2)
     if len(read_rows(st.installs)) != 1 or len(read_rows(st.views)) != 1:
@@ -1480,7 +1480,7 @@ def prompt_pending(st):
                 news("launchd"), "wake request", f"job {200 + k}.1")
                 for k in range(clients))),
             ("accepted CONSUME", lambda: count(
-                news("launchd"), "broker: op 0x0006", "status 0x0000"))]
+                news("launchd"), "broker: op consume", "status 0x0000"))]
     for what, n in want:
         wait_for(lambda n=n: n() == total,
                  f"prompt-pending: {what} counted {n()}, not {total}", 20.0)
@@ -2528,10 +2528,10 @@ def relay_timeout(st):
     if b.finish()[0] != 0:
         fail("relay-timeout: B's program failed (a reply not its own)")
     late = lambda: st.peer_log("launchd")[log0:]
-    want = [f"late reply: op 0x8004 request {req_a} status 0x0000",
-            f"late reply: op 0x8004 request {req_b} status "]
+    want = [f"late reply: op decision-reply request {req_a} status 0x0000",
+            f"late reply: op decision-reply request {req_b} status "]
     wait_for(lambda: all(w in late() for w in want) and
-             count(late(), "late reply: op 0x8001 ") >= 2,
+             count(late(), "late reply: op begin-reply ") >= 2,
              f"relay-timeout: launchd did not log the late replies "
              f"({[l for l in late().splitlines() if 'late' in l]})", 10.0)
     timed_out = count(late(), "unanswered after")
@@ -2880,7 +2880,7 @@ def quota(st):
     """One program at its open-request bound gets launchd's retryable BUSY
     while another program is served."""
     bound = st.launchd_opt("--max-open", 8)
-    before = relayed(st, "0x0001")
+    before = relayed(st, "begin")
     a = Program(st, "50:1", "bin/greedy")
     said = a.cmd(f"begin {bound}")
     ids = [l.split("=", 1)[1] for l in said if l.startswith("begun=")]
@@ -2889,7 +2889,7 @@ def quota(st):
     said = a.cmd("begin 1")
     if said != [f"refused={E_PEER_BUSY:#06x}"]:
         fail(f"quota: BEGIN over the bound of {bound}: {said}")
-    if relayed(st, "0x0001") - before != bound:
+    if relayed(st, "begin") - before != bound:
         fail("quota: the BEGIN over the bound reached powerboxd")
     print(f"run: job 50:1 holds {bound} open requests; its next BEGIN "
           f"refused by launchd PBX_E_PEER_BUSY, not relayed")
@@ -2931,7 +2931,7 @@ def job_spoof(st):
         fail(f"job-spoof: staged processes {target!r} and {b.target()!r}")
     pid, gen = target.split(":")
     installs = count(st.peer_log("procd"), "INSTALL")
-    begins = relayed(st, "0x0001")
+    begins = relayed(st, "begin")
     claims = count(st.peer_log("launchd"), "claims job 60.1")
     errf = os.path.join(st.work, "logs", "spoof.err")
     # The job's own session and realm are 7 and 3: another is a spoof
@@ -2970,7 +2970,7 @@ def job_spoof(st):
             "BEGIN from an unlaunched program" not in log:
         fail("job-spoof: launchd did not log the claims")
     time.sleep(0.3)
-    if relayed(st, "0x0001") != begins or \
+    if relayed(st, "begin") != begins or \
             count(st.peer_log("procd"), "INSTALL") != installs or \
             slot_rows(st, 60) or \
             any(r.startswith(f"process {pid} gen {gen} ")
