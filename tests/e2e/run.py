@@ -241,7 +241,8 @@ and its job connection.
                  --ready-fd and the line `pbx up: ready in DIR`; its five
                  stack processes run; a lifecycle through DIR/launchd.sock
                  with a scope from DIR/scope.sock (approved, consumed, no
-                 row left at DIR/ttyd.sock); stack.log holds each
+                 row left at DIR/ttyd.sock or DIR/procd.sock); stack.log
+                 holds each
                  process's start and vfsd's own stderr lines, every line
                  prefixed `TIME name[pid]: `; a second `pbx up` on DIR
                  exits 1 naming the holder's pid; with a launched job
@@ -3144,7 +3145,8 @@ class Up:
     def lifecycle(self, what):
         """A routine one-shot read of docs/readme.txt by a job launchd
         launches (as simple() does, against DIR's sockets): approved and
-        consumed, and ttyd shows no row afterwards."""
+        consumed; afterwards ttyd shows no row and procd holds no install
+        (their query sockets in DIR)."""
         b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
         out = subprocess.run(
             [b("launchd"), "run", "--control",
@@ -3165,6 +3167,8 @@ class Up:
                  f"{out.returncode} {kv} {out.stderr.strip()}")
         wait_for(lambda: read_rows(os.path.join(self.dir, "ttyd.sock")) ==
                  [], f"{what}: ttyd still shows a row")
+        wait_for(lambda: read_rows(os.path.join(self.dir, "procd.sock")) ==
+                 [], f"{what}: procd still holds an install")
         print(f"run: {what}: grant {kv.get('grant')} approved and consumed "
               f"through {self.dir}/launchd.sock")
 

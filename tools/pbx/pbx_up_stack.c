@@ -58,8 +58,8 @@
 
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
-    "public.sock", "launchd.sock",    "scope.sock", "ttyd.sock",
-    "procd.sock",  "vfsd-route.sock", "views",      "installs",
+    "public.sock", "launchd.sock", "scope.sock",
+    "ttyd.sock",   "procd.sock",   "vfsd-route.sock",
 };
 
 /* A command line under construction: argument strings live in text. */
