@@ -118,7 +118,8 @@ $(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
 
 # The end-to-end tests of the Linux binary: the runner plus tests/e2e/*.c
 # and libpbx.a (the wire codec and PBX1 encoder the harness speaks),
-# run against the very Linux debug and release powerboxd images.
+# run against the very Linux debug and release powerboxd images (and the
+# pbx binary, whose `geometry check` must agree with powerboxd).
 PBXD_E2E_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
     $(wildcard tests/e2e/*.c)
 PBXD_E2E_OBJS := $(PBXD_E2E_SRCS:%.c=$(BUILD)/obj/e2e-test/%.o)
@@ -134,9 +135,11 @@ $(PBXD_E2E_BIN): $(PBXD_E2E_OBJS) $(LIBPBX)
 	$(CC) $(LDFLAGS) $(PBXD_E2E_OBJS) $(LIBPBX) -o $@
 
 .PHONY: powerboxd-e2e-test
-powerboxd-e2e-test: $(PBXD_E2E_BIN) $(PBXD_IMAGES)
-	PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_debug) $(PBXD_E2E_BIN) $(TESTS)
-	PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_release) $(PBXD_E2E_BIN) $(TESTS)
+powerboxd-e2e-test: $(PBXD_E2E_BIN) $(PBXD_IMAGES) $(PBX_BIN)
+	PBX_BIN=$(PBX_BIN) PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_debug) \
+	    $(PBXD_E2E_BIN) $(TESTS)
+	PBX_BIN=$(PBX_BIN) PBX_POWERBOXD=$(PBXD_IMG_linux-x86_64_release) \
+	    $(PBXD_E2E_BIN) $(TESTS)
 
 .PHONY: powerboxd-images powerboxd-port-test powerboxd-port-check \
         powerboxd-cppcheck powerboxd-doccheck
