@@ -38,12 +38,14 @@ PEERS_PROBE_BIN    := $(BUILD)/bin/pbx-sandbox-probe
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
 $(BUILD)/obj/peers/%.o: $(PEERS_HEADERS) $(wildcard peers/*/*.h)
 
-# peers_bin(name): one peer executable from its own folder.
+# peers_bin(name): one peer executable from its own folder. The app
+# library comes after the peer library's objects, so only its own members
+# (pbx-client's call layer) are taken from it.
 define peers_bin
 PEERS_OBJS_$(1) := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(wildcard peers/$(1)/*.c))
-$$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX)
+$$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(LIBPBX) -o $$@
+	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX) -o $$@
 endef
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
 

@@ -598,3 +598,41 @@ PBX_TEST(pbx_tool_usage_errors_name_the_argument)
     PBX_CHECK(strstr(r.out, "|") != NULL);
     t_cleanup(dir);
 }
+
+/* pbx open: each malformed command line exits 2 with one line naming the
+ * bad argument before anything is asked; outside a launchd job (no
+ * PBX_LAUNCHD_FD) a well-formed one exits 1 with one line saying so. */
+PBX_TEST(pbx_tool_open_usage_and_outside_a_job)
+{
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    (void)unsetenv("PBX_LAUNCHD_FD");
+    static const struct {
+        const char *args[5];
+        const char *named;
+    } cases[] = {
+        {{"open", NULL}, "SELECTOR"},
+        {{"open", "--op", "frob", "x", NULL}, "'frob'"},
+        {{"open", "--lifetime", "forever", "x", NULL}, "'forever'"},
+        {{"open", "--urgency", "now", "x", NULL}, "'now'"},
+        {{"open", "--wait-ms", "12x", "x", NULL}, "'12x'"},
+        {{"open", "x", "--wait-ms", NULL}, "'--wait-ms'"},
+        {{"open", "--frob", "x", NULL}, "'--frob'"},
+        {{"open", "x", "y", NULL}, "'y'"},
+    };
+    t_run_result r;
+    for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
+        t_run(dir, cases[i].args, &r);
+        PBX_CHECK_EQ(r.status, 2);
+        PBX_CHECK_EQ(t_lines(r.err), 1U);
+        PBX_CHECK(strstr(r.err, cases[i].named) != NULL);
+        PBX_CHECK_EQ(r.out[0], '\0');
+    }
+    const char *alone[] = {"--dir", dir, "open", "docs/readme.txt", NULL};
+    t_run(dir, alone, &r);
+    PBX_CHECK_EQ(r.status, 1);
+    PBX_CHECK_EQ(t_lines(r.err), 1U);
+    PBX_CHECK(strstr(r.err, "PBX_LAUNCHD_FD") != NULL);
+    PBX_CHECK_EQ(r.out[0], '\0');
+    t_cleanup(dir);
+}

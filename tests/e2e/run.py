@@ -268,6 +268,17 @@ and its job connection.
                  (powerboxd's own when it wrote one, else a fixed one)
                  says "cancelled by the user", another cancel "by the
                  program"
+  pbx-open       `pbx --dir WORK_DIR open` run inside a launched job (a
+                 shell, job 13:1 entry bin/pbx, so the job outlives each
+                 command): docs/readme.txt prints exactly the file's bytes
+                 on stdout and nothing on stderr, and vfsd RETIREs its
+                 object while the job still runs (the one-shot grant was
+                 consumed by pbx open, not ended by the job's end);
+                 `--op stat` prints size= of the file; docs/missing.txt
+                 exits 1 with one line naming it ("no such object");
+                 `--op write` (no policy rule) exits 1 "denied (by
+                 policy)"; outside a job exits 1 naming PBX_LAUNCHD_FD;
+                 no SELECTOR exits 2
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -310,7 +321,8 @@ LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
 TMUX_SOCKET = []
 F_ADD_SEALS = 1033
 POLICY = ("* * read file routine allow\n"
-          "* * read file exceptional prompt\n")
+          "* * read file exceptional prompt\n"
+          "* * entry-metadata-read directory-entry routine allow\n")
 # The staged processes procd simulates and launchd binds launched jobs to,
 # the same list for both: ten, so that up to ten jobs use install mode at
 # once (launchd hands out the first free one, so a lone job gets 42:5).
@@ -3468,6 +3480,60 @@ def grants_cli(st):
              read_rows(st.installs) == [], "grants-cli: rows left")
 
 
+def pbx_open(st):
+    """`pbx open` inside a launched shell job (13:1, entry bin/pbx), each
+    command's stdout and stderr in files of the work directory."""
+    with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
+        want = f.read()
+    job = Shell(st, "13:1", entry="bin/pbx")
+    out = os.path.join(st.work, "pbx-open.out")
+    err = os.path.join(st.work, "pbx-open.err")
+
+    def pbx_open_run(*args):
+        argv = [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "open"]
+        rc, _ = job.sh(shlex.join(argv + list(args)) + " >" +
+                       shlex.quote(out) + " 2>" + shlex.quote(err))
+        with open(out, "rb") as f, open(err, encoding="utf-8") as e:
+            return rc, f.read(), e.read()
+
+    rc, got, said = pbx_open_run("docs/readme.txt")
+    if rc != 0 or got != want or said != "":
+        fail(f"pbx-open: read: rc {rc}, stdout {got!r}, stderr {said!r}")
+    obj = last_object(st)
+    wait_for(lambda: f"RETIRE object {obj}" in st.peer_log("vfsd"),
+             f"pbx-open: vfsd never retired object {obj}")
+    if not job.running():
+        fail("pbx-open: the job ended before the RETIRE was checked")
+    print(f"run: pbx open docs/readme.txt printed its {len(want)} bytes "
+          f"exactly; object {obj} retired while the job still runs (the "
+          f"one-shot grant consumed)")
+    rc, got, said = pbx_open_run("--op", "stat", "docs/readme.txt")
+    kv = key_values(got.decode("utf-8", "replace"))
+    if rc != 0 or kv.get("size") != str(len(want)) or said != "":
+        fail(f"pbx-open: stat: rc {rc}, stdout {got!r}, stderr {said!r}")
+    rc, got, said = pbx_open_run("docs/missing.txt")
+    if rc != 1 or got != b"" or said.count("\n") != 1 or \
+            "docs/missing.txt" not in said or "no such object" not in said:
+        fail(f"pbx-open: not-found: rc {rc}, stdout {got!r}, "
+             f"stderr {said!r}")
+    rc, got, said = pbx_open_run("--op", "write", "docs/readme.txt")
+    if rc != 1 or said.count("\n") != 1 or "denied (by policy)" not in said:
+        fail(f"pbx-open: write: rc {rc}, stderr {said!r}")
+    rc, got, said = pbx_open_run()
+    if rc != 2 or said.count("\n") != 1 or "SELECTOR" not in said:
+        fail(f"pbx-open: no selector: rc {rc}, stderr {said!r}")
+    if job.close() != 0:
+        fail("pbx-open: the job's shell failed")
+    alone = st.run([os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
+                    "open", "docs/readme.txt"])
+    if alone.returncode != 1 or "PBX_LAUNCHD_FD" not in alone.stderr:
+        fail(f"pbx-open: outside a job: rc {alone.returncode} "
+             f"{alone.stderr!r}")
+    print(f"run: pbx open --op stat: size={kv.get('size')}; missing "
+          f"selector, policy denial and no job each exit 1 with one line; "
+          f"no SELECTOR exits 2")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -3523,6 +3589,7 @@ SCENARIOS = {
     "up": (up, False, STANDALONE, None),
     "up-restart": (up_restart, False, STANDALONE, None),
     "grants-cli": (grants_cli, False, None, None),
+    "pbx-open": (pbx_open, False, None, None),
 }
 
 

@@ -29,10 +29,11 @@ static const pbx_tool_cmd g_pbx_cmds[] = {
     {"geometry", pbx_tool_geometry, pbx_tool_geometry_usage},
     {"fsm", pbx_tool_fsm, pbx_tool_fsm_usage},
     {"up", pbx_tool_up, pbx_tool_up_usage},
-    {"run", pbx_tool_run, pbx_tool_run_usage},
+    {"open", pbx_tool_open, pbx_tool_open_usage},
     {"grants", pbx_tool_grants, pbx_tool_grants_usage},
     {"cancel", pbx_tool_cancel, pbx_tool_cancel_usage},
     {"log", pbx_tool_log, pbx_tool_log_usage},
+    {"run", pbx_tool_run, pbx_tool_run_usage},
 };
 
 /* The runtime directory named on the command line, or NULL. */

@@ -112,16 +112,16 @@ int pbx_tool_up(int argc, char **argv);
 void pbx_tool_up_usage(FILE *fp);
 
 /**
- * pbx_tool_run runs `pbx run [OPTIONS] -- PROG [ARG...]`
- * (tools/pbx/pbx_run.c): PROG as a launchd job of the stack (sandboxed
- * with --sandbox). argv[0] is "run", argc counts it; the strings are only
- * read. Returns PROG's exit status (128+N for signal N), 125 when PROG was
- * not run or its end is unknown (one line on stderr says why), or
- * PBX_TOOL_EXIT_USAGE.
+ * pbx_tool_open runs `pbx open [OPTION]... SELECTOR` inside a launchd job
+ * (tools/pbx/pbx_open.c): a runtime-reply request for SELECTOR, the
+ * granted operation on the object, then a one-shot grant consumed.
+ * argv[0] is "open", argc counts it; the strings are only read. Returns
+ * PBX_TOOL_EXIT_FAIL after one line when the request was refused, not
+ * found, cancelled or timed out, or the operation failed.
  */
-int pbx_tool_run(int argc, char **argv);
-/** pbx_tool_run_usage prints the run synopsis to stream fp. */
-void pbx_tool_run_usage(FILE *fp);
+int pbx_tool_open(int argc, char **argv);
+/** pbx_tool_open_usage prints the open synopsis to stream fp. */
+void pbx_tool_open_usage(FILE *fp);
 
 /**
  * pbx_tool_grants runs `pbx grants [--dir DIR] [--query PATH] [--format
@@ -149,5 +149,17 @@ void pbx_tool_cancel_usage(FILE *fp);
 int pbx_tool_log(int argc, char **argv);
 /** pbx_tool_log_usage prints the log synopsis to stream fp. */
 void pbx_tool_log_usage(FILE *fp);
+
+/**
+ * pbx_tool_run runs `pbx run [OPTIONS] -- PROG [ARG...]`
+ * (tools/pbx/pbx_run.c): PROG as a launchd job of the stack (sandboxed
+ * with --sandbox). argv[0] is "run", argc counts it; the strings are only
+ * read. Returns PROG's exit status (128+N for signal N), 125 when PROG was
+ * not run or its end is unknown (one line on stderr says why), or
+ * PBX_TOOL_EXIT_USAGE.
+ */
+int pbx_tool_run(int argc, char **argv);
+/** pbx_tool_run_usage prints the run synopsis to stream fp. */
+void pbx_tool_run_usage(FILE *fp);
 
 #endif /* PBX_TOOL_H */
