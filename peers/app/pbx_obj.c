@@ -109,9 +109,8 @@ static int obj_call(int obj, obj_xfer *x, size_t n, uint32_t seq)
             return st;
         }
         /* A reply to an earlier call that timed out is skipped. */
-        uint32_t got = 0;
         if (x->len < PBX_IPC_HEADER_BYTES ||
-            (got = pbx_le_get32(x->reply + PBX_IPC_SEQ_OFFSET)) == seq) {
+            pbx_le_get32(x->reply + PBX_IPC_SEQ_OFFSET) == seq) {
             return 0;
         }
     }
@@ -122,6 +121,14 @@ static int obj_call(int obj, obj_xfer *x, size_t n, uint32_t seq)
 static uint32_t obj_next_seq(void)
 {
     return ++g_obj_seq;
+}
+
+/* The bytes of the next chunk when left bytes are still to move: at most
+ * what one call carries. */
+static size_t obj_chunk(size_t left)
+{
+    return left < PBX_PEER_VFS_IO_BYTES_MAX ? left
+                                            : (size_t)PBX_PEER_VFS_IO_BYTES_MAX;
 }
 
 /* A decoded reply's outcome: the decode fault, else vfsd's status. */
@@ -175,7 +182,7 @@ static int obj_read_chunk(int obj, uint64_t offset, uint8_t *buf, size_t len,
     pbx_err e = pbx_peer_vfs_obj_read_reply_decode(x.reply, x.len, x.nfds, seq,
                                                    len, &data, got, &status);
     st = obj_outcome(e, status);
-    if (st == 0 && *got != 0U) {
+    if (st == 0 && *got != 0U && buf != NULL && data != NULL) {
         memcpy(buf, data, *got);
     }
     return st;
@@ -191,16 +198,14 @@ int pbx_obj_read(int obj, uint64_t offset, void *buf, size_t len, size_t *got)
     uint8_t *b = buf;
     /* At least one call, so that an offset past the end is reported. */
     for (size_t i = 0; i <= len / PBX_PEER_VFS_IO_BYTES_MAX; i++) {
-        size_t want = len - *got;
-        want =
-            want < PBX_PEER_VFS_IO_BYTES_MAX ? want : PBX_PEER_VFS_IO_BYTES_MAX;
+        size_t want = obj_chunk(len - *got);
         size_t n = 0;
         int st = obj_read_chunk(obj, offset + *got, b + *got, want, &n);
         if (st != 0) {
             return st;
         }
         *got += n;
-        if (n < want || *got == len) {
+        if (n != want || *got == len) {
             return 0;
         }
     }
@@ -272,17 +277,15 @@ int pbx_obj_write(int obj, uint64_t offset, const void *buf, size_t len,
     *put = 0;
     const uint8_t *b = buf;
     for (size_t i = 0; i <= len / PBX_PEER_VFS_IO_BYTES_MAX; i++) {
-        size_t want = len - *put;
-        want =
-            want < PBX_PEER_VFS_IO_BYTES_MAX ? want : PBX_PEER_VFS_IO_BYTES_MAX;
+        size_t want = obj_chunk(len - *put);
         size_t n = 0;
         int st = obj_write_chunk(obj, offset + *put, b + *put, want, &n);
         if (st != 0) {
             return st;
         }
         *put += n;
-        if (n < want || *put == len) {
-            return n < want ? (int)PBX_E_OBJ_IO : 0;
+        if (n != want || *put == len) {
+            return n != want ? (int)PBX_E_OBJ_IO : 0;
         }
     }
     return 0;
