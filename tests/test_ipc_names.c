@@ -54,11 +54,10 @@ PBX_TEST(ipc_names_every_op_number)
         pbx_ipc_op_rule rule;
         const char *want = expected_op_name((uint16_t)op, buf, sizeof(buf));
         const char *got = pbx_ipc_op_name((uint16_t)op);
-        PBX_REQUIRE(got != NULL);
-        PBX_CHECK(strcmp(got, want) == 0);
+        PBX_CHECK(got != NULL && strcmp(got, want) == 0);
         /* Named exactly when the partition table knows the number. */
         bool in_table = pbx_ipc_op_rule_get((uint16_t)op, &rule) == PBX_OK;
-        PBX_CHECK_EQ(in_table, strcmp(got, "unknown") != 0);
+        PBX_CHECK_EQ(in_table, got != NULL && strcmp(got, "unknown") != 0);
         known += in_table ? 1U : 0U;
     }
     PBX_CHECK_EQ(known, 2U * PBX_IPC_OP_COUNT - 1U);

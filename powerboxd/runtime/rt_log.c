@@ -103,8 +103,9 @@ static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
 /* Appends v in decimal. */
 static void rt_log_u64(uint64_t v)
 {
-    uint8_t digits[20];
-    rt_log_raw(digits, rt_log_digits(digits, v));
+    uint8_t digits[20] = {0};
+    uint32_t n = rt_log_digits(digits, v);
+    rt_log_raw(digits, n);
 }
 
 /* Appends " key=INDEX:GEN". */
@@ -144,12 +145,20 @@ static void rt_log_name(const char *key, const char *name)
     rt_log_str(name);
 }
 
+/* Counts one dropped line (saturating). */
+static void rt_log_drop(void)
+{
+    if (rt_log_g.dropped != UINT32_MAX) {
+        rt_log_g.dropped++;
+    }
+}
+
 bool rt_log_write(const uint8_t *line, uint32_t len)
 {
     static const char head[] = "event=log-dropped lines=";
-    uint8_t note[sizeof(head) + 21U];
     if (rt_log_g.dropped != 0U) {
         /* Say first how many lines were lost, if that gets through. */
+        uint8_t note[sizeof(head) + 21U];
         uint32_t n = 0;
         for (uint32_t i = 0; head[i] != '\0'; i++) {
             note[n++] = (uint8_t)head[i];
@@ -157,13 +166,13 @@ bool rt_log_write(const uint8_t *line, uint32_t len)
         n += rt_log_digits(note + n, rt_log_g.dropped);
         note[n++] = (uint8_t)'\n';
         if (!pbx_port_log(note, n)) {
-            rt_log_g.dropped++;
+            rt_log_drop();
             return false;
         }
         rt_log_g.dropped = 0U;
     }
     if (!pbx_port_log(line, len)) {
-        rt_log_g.dropped++;
+        rt_log_drop();
         return false;
     }
     return true;

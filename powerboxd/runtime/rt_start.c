@@ -170,14 +170,16 @@ static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
     return 0;
 }
 
-/* Whether str is exactly word (both NUL-terminated, str bounded). */
+/* Whether str is exactly word (both NUL-terminated; the walk stops at
+ * word's end, so it is bounded by word's length). */
 static bool rt_streq(const char *str, const char *word)
 {
     uint32_t i = 0;
-    for (; i < 255U && word[i] != '\0'; i++) {
+    while (word[i] != '\0') {
         if (str[i] != word[i]) {
             return false;
         }
+        i++;
     }
     return str[i] == '\0';
 }
