@@ -978,7 +978,10 @@ static bool vfsd_serve(vfsd_conn *c)
         vfsd_retire(c->fd);
     } else {
         pbx_peer_io_close_all(m->fds, m->nfds);
-        vfsd_fail(c->fd, PBX_PEER_E_ROUTE, "wrong connection for the op");
+        char what[96];
+        (void)snprintf(what, sizeof(what), "%s on the wrong connection",
+                       pbx_ipc_op_name(op));
+        vfsd_fail(c->fd, PBX_PEER_E_ROUTE, what);
     }
     return true;
 }
