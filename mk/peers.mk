@@ -34,6 +34,11 @@ PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
 # whose runtimes do not link statically.
 PEERS_STATIC_FLAGS = $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static
 PEERS_PROBE_BIN    := $(BUILD)/bin/pbx-sandbox-probe
+# pbx-demo (make run) is compiled from its sources in one static link, so
+# a sanitizer variant's objects never reach it.
+PEERS_DEMO_BIN     := $(BUILD)/bin/pbx-demo
+PEERS_DEMO_SRCS     = peers/demo/demo.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
+                      $(filter-out core/% bootstrap/%,$(LIB_SRCS))
 
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
 $(BUILD)/obj/peers/%.o: $(PEERS_HEADERS) $(wildcard peers/*/*.h)
@@ -52,6 +57,11 @@ $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
 $(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $< -o $@
+
+$(PEERS_DEMO_BIN): $(PEERS_DEMO_SRCS) $(HEADERS) $(PEERS_HEADERS) \
+                   $(wildcard peers/app/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_DEMO_SRCS) -o $@
 
 $(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
@@ -74,7 +84,7 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
 
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
-peers: $(PEERS_BINS) $(APP_LIB)
+peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

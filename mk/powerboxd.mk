@@ -176,11 +176,13 @@ powerboxd-doccheck:
 	    powerboxd/port/*/*.h powerboxd/runtime/*.h)
 doccheck: powerboxd-doccheck
 
-# make run: powerboxd for real with the reference peers (docs/HOST.md),
-# one client request to a decision, printing what every process says.
+# make run: the demo (README.md, "make run"): the stack under `pbx up`, a
+# sandboxed pbx-demo that is refused its file by the kernel, asks, is
+# prompted for on a terminal (routine policy without one) and reads
+# exactly that file once (peers/demo/run.sh).
 .PHONY: run
 run: $(PBXD_BIN) $(PBX_BIN) peers
-	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run
+	sh peers/demo/run.sh $(BUILD)/bin $(BUILD)/run
 
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers

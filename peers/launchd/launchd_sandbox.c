@@ -41,8 +41,12 @@
  * handled network rights, scopes). The kernel takes a shorter prefix from
  * older ABIs; the build host's header may not have the newer fields. */
 typedef struct launchd_ll_attr {
+    /* The kernel reads these three (cppcheck cannot see it). */
+    // cppcheck-suppress unusedStructMember
     uint64_t handled_fs;
+    // cppcheck-suppress unusedStructMember
     uint64_t handled_net;
+    // cppcheck-suppress unusedStructMember
     uint64_t scoped;
 } launchd_ll_attr;
 

@@ -279,6 +279,17 @@ and its job connection.
                  `--op write` (no policy rule) exits 1 "denied (by
                  policy)"; outside a job exits 1 naming PBX_LAUNCHD_FD;
                  no SELECTOR exits 2
+  sandbox        `pbx --dir WORK_DIR run --sandbox -- pbx-demo
+                 --exceptional docs/readme.txt` (a static program, under
+                 Landlock): its own open() of the file is refused by the
+                 kernel (EACCES); the tmux pane shows the prompt naming
+                 program pbx-demo and selector "docs/readme.txt"; y
+                 approves; the bytes it prints are the file's exactly;
+                 after it consumed the one-shot grant its next read
+                 through the same object fails; it exits 0. Then a
+                 dynamically linked PROG (/bin/sh) under --sandbox: pbx
+                 run exits 125 saying it must be statically linked, and
+                 the shell never ran (its mark file was never made)
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -3534,6 +3545,62 @@ def pbx_open(st):
           f"no SELECTOR exits 2")
 
 
+def sandbox(st):
+    """pbx-demo under `pbx run --sandbox`: refused by the kernel, prompted
+    on the pane, approved, reads exactly the file once; a dynamically
+    linked program is refused and never runs."""
+    with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
+        want = f.read().decode("utf-8")
+    clear_pane(st)
+    pbx = os.path.join(st.bin_dir, "pbx")
+    direct = os.path.join(st.root, "docs", "readme.txt")
+    demo = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox", "--",
+                         os.path.join(st.bin_dir, "pbx-demo"), "--direct",
+                         direct, "--exceptional", "docs/readme.txt"])
+    demo.wait_line(lambda l: l.startswith("   the kernel refused: ") and
+                   "(errno 13)" in l, "the kernel's refusal of its open()")
+
+    def shown():
+        screen = pane_text(st)
+        return "Approve?" in screen and 'selector: "docs/readme.txt"' in \
+            screen
+    wait_for(shown, "sandbox: the prompt never appeared on the pane")
+    screen = pane_text(st)
+    if "program : pbx-demo" not in screen:
+        fail(f"sandbox: the prompt does not name pbx-demo:\n{screen}")
+    print("run: the terminal shows:\n" + "\n".join(
+        "    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    at = demo.wait_line(lambda l: l.startswith("3. I read the file"),
+                        "the bytes it read")
+    ended = demo.wait_line(lambda l: l.startswith("4. "), "its consume",
+                           start=at)
+    with demo.cv:
+        shown_lines = demo.lines[at + 1:ended]
+    got = "".join(l[len("   | "):] + "\n" for l in shown_lines)
+    if f"({len(want.encode())} bytes)" not in demo.lines[at] or got != want:
+        fail(f"sandbox: it read {got!r}, the file holds {want!r}")
+    demo.wait_line(lambda l: l.startswith("5. I try to read again") and
+                   "refused" in l, "the refused read after consume",
+                   start=ended)
+    if demo.proc.wait(timeout=30) != 0:
+        fail(f"sandbox: pbx-demo exited {demo.proc.returncode}")
+    print("run: pbx-demo was refused its file by the kernel, prompted for "
+          "on the pane, read exactly the file's bytes, and its read after "
+          "consuming the one-shot grant failed")
+    mark = os.path.join(st.work, "sandbox.mark")
+    out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox", "--",
+                          "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    if out.returncode != 125 or "statically linked" not in out.stderr or \
+            os.path.exists(mark):
+        fail(f"sandbox: a dynamic program: rc {out.returncode}, "
+             f"{out.stderr!r}, ran: {os.path.exists(mark)}")
+    print(f"run: /bin/sh under --sandbox refused and never ran: "
+          f"{out.stderr.strip()}")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -3590,6 +3657,7 @@ SCENARIOS = {
     "up-restart": (up_restart, False, STANDALONE, None),
     "grants-cli": (grants_cli, False, None, None),
     "pbx-open": (pbx_open, False, None, None),
+    "sandbox": (sandbox, True, None, None),
 }
 
 

@@ -235,7 +235,7 @@ static int tpr_cli(const char *const *args, const char *out)
         (void)snprintf(path, sizeof(path), "%s/pbx-procd",
                        bin != NULL ? bin : "build/bin");
         const char *argv[8] = {"pbx-procd"};
-        for (size_t k = 0; args[k] != NULL && k < 6U; k++) {
+        for (size_t k = 0; k < 6U && args[k] != NULL; k++) {
             argv[k + 1U] = args[k];
         }
         execv(path, (char *const *)(void *)argv);

@@ -82,7 +82,7 @@ static void probe_one(const char *w)
             (void)close(fd);
         }
     } else if (strncmp(w, "kill:", 5) == 0) {
-        probe_say("kill", w + 5, kill((pid_t)atol(w + 5), 0));
+        probe_say("kill", w + 5, kill((pid_t)strtol(w + 5, NULL, 10), 0));
     } else if (strncmp(w, "abstract:", 9) == 0) {
         probe_say("abstract", w + 9, probe_abstract(w + 9));
     } else if (strncmp(w, "exec:", 5) == 0) {
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 5 && strcmp(argv[1], "--no-landlock") == 0 &&
         strcmp(argv[3], "--") == 0) {
-        if (!probe_no_landlock(atoi(argv[2]))) {
+        if (!probe_no_landlock((int)strtol(argv[2], NULL, 10))) {
             perror("pbx-sandbox-probe: seccomp");
             return 1;
         }
