@@ -11,6 +11,7 @@
  * is where the Makefile puts both. A missing binary fails the tests.
  */
 #include "../bootstrap/pbx_bootstrap.h"
+#include "../core/pbx_core.h"
 #include "../core/pbx_core_layout.h"
 #include "runner/pbx_test.h"
 
@@ -634,5 +635,45 @@ PBX_TEST(pbx_tool_open_usage_and_outside_a_job)
     PBX_CHECK_EQ(t_lines(r.err), 1U);
     PBX_CHECK(strstr(r.err, "PBX_LAUNCHD_FD") != NULL);
     PBX_CHECK_EQ(r.out[0], '\0');
+    t_cleanup(dir);
+}
+
+/* `pbx digest` prints SHA-256 over exactly the selector's bytes (the FIPS
+ * 180-4 "abc" vector and the empty-free two-block vector), refuses an
+ * empty or over-long selector with one line (exit 1) and a missing one as
+ * a usage error (exit 2). */
+PBX_TEST(pbx_tool_digest_vectors_and_refusals)
+{
+    char dir[PATH_MAX];
+    t_tmpdir(dir, sizeof(dir));
+    t_run_result r;
+    const char *abc[] = {"digest", "abc", NULL};
+    t_run(dir, abc, &r);
+    PBX_CHECK_EQ(r.status, 0);
+    PBX_CHECK(strcmp(r.out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb"
+                            "410ff61f20015ad  abc\n") == 0);
+    const char *two[] = {
+        "digest", "abc",
+        "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", NULL};
+    t_run(dir, two, &r);
+    PBX_CHECK_EQ(r.status, 0);
+    PBX_CHECK(strstr(r.out, "\n248d6a61d20638b8e5c026930c3e6039a33ce45964ff2"
+                            "167f6ecedd419db06c1  abcdbcdecdefdefgefghfghighij"
+                            "hijkijkljklmklmnlmnomnopnopq\n") != NULL);
+    PBX_CHECK_EQ(t_lines(r.out), 2U);
+    static char long_sel[PBX_CORE_SELECTOR_BYTES_MAX + 2U];
+    memset(long_sel, 'a', PBX_CORE_SELECTOR_BYTES_MAX + 1U);
+    const char *too_long[] = {"digest", long_sel, NULL};
+    t_run(dir, too_long, &r);
+    PBX_CHECK_EQ(r.status, 1);
+    PBX_CHECK_EQ(t_lines(r.err), 1U);
+    PBX_CHECK_EQ(r.out[0], '\0');
+    const char *empty[] = {"digest", "", NULL};
+    t_run(dir, empty, &r);
+    PBX_CHECK_EQ(r.status, 1);
+    const char *none[] = {"digest", NULL};
+    t_run(dir, none, &r);
+    PBX_CHECK_EQ(r.status, 2);
+    PBX_CHECK(strstr(r.err, "missing selector") != NULL);
     t_cleanup(dir);
 }

@@ -28,6 +28,7 @@ typedef struct pbx_tool_cmd {
 static const pbx_tool_cmd g_pbx_cmds[] = {
     {"geometry", pbx_tool_geometry, pbx_tool_geometry_usage},
     {"fsm", pbx_tool_fsm, pbx_tool_fsm_usage},
+    {"digest", pbx_tool_digest, pbx_tool_digest_usage},
     {"up", pbx_tool_up, pbx_tool_up_usage},
     {"open", pbx_tool_open, pbx_tool_open_usage},
     {"grants", pbx_tool_grants, pbx_tool_grants_usage},

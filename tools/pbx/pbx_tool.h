@@ -66,6 +66,17 @@ void pbx_tool_dir_set(const char *dir);
 int pbx_tool_dir_path(const char *name, char *out, size_t cap);
 
 /**
+ * pbx_tool_digest runs `pbx digest SELECTOR...|-`: prints the SHA-256 of
+ * each selector's bytes (standard input's for "-"), in hex, and returns a
+ * PBX_TOOL_EXIT_* status. argv[0] is the word "digest"; strings are only
+ * read.
+ */
+int pbx_tool_digest(int argc, char **argv);
+
+/** pbx_tool_digest_usage prints the digest synopsis to stream fp. */
+void pbx_tool_digest_usage(FILE *fp);
+
+/**
  * pbx_tool_geometry runs `pbx geometry SUBCOMMAND ...`. argv[0] is the
  * word "geometry" and argv[1..argc-1] its arguments; the strings are only
  * read. Prints results on stdout, one-line errors on stderr, and returns a
