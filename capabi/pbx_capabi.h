@@ -342,4 +342,145 @@ pbx_err pbx_capabi_check_receipt(const pbx_capabi_layout *layout,
                                  const pbx_capabi_observed *obs,
                                  pbx_capabi_receipt receipt);
 
+/*
+ * ROUTE_ATTACH: a fresh peer route handed to a running powerboxd.
+ *
+ * After readiness powerboxd keeps slot 4 (the supervisor's startup
+ * connection) and takes one kind of message on it: ROUTE_ATTACH, a fixed
+ * little-endian datagram carrying exactly one capability, the new route
+ * of a restarted peer. Layout (PBX_CAPABI_ATTACH_BYTES): u32 magic
+ * "PBXA", u16 version, u16 route (pbx_capabi_route), u32 the expected
+ * peer's process id (1..INT32_MAX), u32 reserved (0). The capability is
+ * judged exactly as the startup inventory judges the slot it replaces
+ * (kind, provenance, exact rights) and then by the peer's credentials:
+ * the kernel must name a connected peer running as powerboxd's own user
+ * whose process id is the expected one. A route received over slot 4
+ * counts as root-transferred: slot 4 is the creator's own startup
+ * connection, and nothing else is read there.
+ *
+ * Every attach is answered with one datagram on slot 4
+ * (PBX_CAPABI_ANSWER_BYTES): u32 magic "PBXa", u16 version, u16 the
+ * route named (0 when the frame named none), u32 the peer process id
+ * named (0 when none), u32 status: 0 accepted, else the pbx_err of the
+ * refusal. A refused attach keeps no descriptor it carried.
+ */
+
+/** PBX_CAPABI_ATTACH_MAGIC is the u32 whose little-endian bytes are "PBXA". */
+#define PBX_CAPABI_ATTACH_MAGIC 0x41584250U
+/** PBX_CAPABI_ANSWER_MAGIC is the u32 whose little-endian bytes are "PBXa". */
+#define PBX_CAPABI_ANSWER_MAGIC 0x61584250U
+/** PBX_CAPABI_ATTACH_VERSION is the ROUTE_ATTACH and answer version. */
+#define PBX_CAPABI_ATTACH_VERSION 1U
+/** PBX_CAPABI_ATTACH_BYTES is the exact length of a ROUTE_ATTACH frame. */
+#define PBX_CAPABI_ATTACH_BYTES 16U
+/** PBX_CAPABI_ANSWER_BYTES is the exact length of its answer. */
+#define PBX_CAPABI_ANSWER_BYTES 16U
+
+/** pbx_capabi_route names the route a ROUTE_ATTACH replaces. */
+typedef enum pbx_capabi_route {
+    /** vfsd's route, slot 5. */
+    PBX_CAPABI_ROUTE_VFSD = 1,
+    /** ttyd's route, slot 6. */
+    PBX_CAPABI_ROUTE_TTYD = 2,
+    /** procd's route, slot 7. */
+    PBX_CAPABI_ROUTE_PROCD = 3,
+    /** launchd's wake route, slot 8. */
+    PBX_CAPABI_ROUTE_WAKE = 4,
+    /** launchd's broker endpoint, slot 10. */
+    PBX_CAPABI_ROUTE_BROKER = 5
+} pbx_capabi_route;
+
+/** pbx_capabi_attach is a decoded ROUTE_ATTACH; plain data. */
+typedef struct pbx_capabi_attach {
+    /** The route replaced: a pbx_capabi_route value. */
+    uint32_t route;
+    /** The process id the new route's peer must have (1..INT32_MAX). */
+    uint32_t peer_pid;
+} pbx_capabi_attach;
+
+/** pbx_capabi_answer is a decoded answer to a ROUTE_ATTACH; plain data. */
+typedef struct pbx_capabi_answer {
+    /** The route the attach named, or 0 when it named none. */
+    uint32_t route;
+    /** The peer process id the attach named, or 0. */
+    uint32_t peer_pid;
+    /** PBX_OK when accepted, else the refusal's pbx_err value. */
+    uint32_t status;
+} pbx_capabi_answer;
+
+/**
+ * pbx_capabi_peer is what the kernel says about the connected peer of an
+ * attached route (Linux: SO_PEERCRED), and powerboxd's own user. Every
+ * field but self_uid is untrusted observation.
+ */
+typedef struct pbx_capabi_peer {
+    /** Nonzero when the kernel named a connected peer at all. */
+    uint32_t present;
+    /** The peer's process id (meaningful only when present). */
+    uint32_t pid;
+    /** The peer's user id (meaningful only when present). */
+    uint32_t uid;
+    /** powerboxd's own user id. */
+    uint32_t self_uid;
+} pbx_capabi_peer;
+
+/**
+ * pbx_capabi_attach_encode writes the ROUTE_ATTACH frame for a (a route
+ * of pbx_capabi_route and a peer pid in 1..INT32_MAX, else
+ * PBX_E_CAPABI_ATTACH_ROUTE or PBX_E_CAPABI_ATTACH_PID) into buf, which
+ * must have cap >= PBX_CAPABI_ATTACH_BYTES bytes
+ * (PBX_E_CAPABI_ATTACH_LENGTH otherwise). Nothing is written on error.
+ */
+pbx_err pbx_capabi_attach_encode(const pbx_capabi_attach *a, uint8_t *buf,
+                                 size_t cap);
+
+/**
+ * pbx_capabi_attach_decode judges len untrusted bytes of buf that arrived
+ * on slot 4 with receipts capabilities, in this order, returning the
+ * first failure: PBX_E_CAPABI_ATTACH_LENGTH (len is not
+ * PBX_CAPABI_ATTACH_BYTES), _MAGIC, _VERSION, _ROUTE, _PID, _RESERVED,
+ * _COUNT (receipts is not exactly 1). On success *out is written; on
+ * failure *out keeps whatever could be read (route and peer_pid, each 0
+ * unless its bytes were present), so the answer can echo them.
+ */
+pbx_err pbx_capabi_attach_decode(const uint8_t *buf, size_t len,
+                                 uint32_t receipts, pbx_capabi_attach *out);
+
+/**
+ * pbx_capabi_attach_entry returns the startup inventory entry whose slot
+ * route replaces, which must be a pbx_capabi_route value (a programmer
+ * error otherwise: decode has proved it).
+ */
+pbx_capabi_entry pbx_capabi_attach_entry(uint32_t route);
+
+/**
+ * pbx_capabi_check_attach judges the observation obs of the capability a
+ * decoded attach a carried (obs->slot is wherever it is staged; it is
+ * judged as if it were in the slot it replaces) and its peer's
+ * credentials peer. Order, first failure returned:
+ * PBX_E_CAPABI_ENTRY_MISSING (kind EMPTY), PBX_E_CAPABI_KIND,
+ * PBX_E_CAPABI_PROVENANCE, PBX_E_CAPABI_RIGHTS_MISSING,
+ * PBX_E_CAPABI_RIGHTS_EXTRA, PBX_E_CAPABI_PEER_NONE,
+ * PBX_E_CAPABI_PEER_USER, PBX_E_CAPABI_PEER_PID.
+ */
+pbx_err pbx_capabi_check_attach(const pbx_capabi_attach *a,
+                                const pbx_capabi_observed *obs,
+                                const pbx_capabi_peer *peer);
+
+/**
+ * pbx_capabi_answer_encode writes the answer ans into buf (cap >=
+ * PBX_CAPABI_ANSWER_BYTES, else PBX_E_CAPABI_ATTACH_LENGTH and nothing
+ * written).
+ */
+pbx_err pbx_capabi_answer_encode(const pbx_capabi_answer *ans, uint8_t *buf,
+                                 size_t cap);
+
+/**
+ * pbx_capabi_answer_decode judges len untrusted bytes of an answer:
+ * PBX_E_CAPABI_ATTACH_LENGTH, _MAGIC or _VERSION, else PBX_OK with *out
+ * written (out untouched on error). The status is reported as sent.
+ */
+pbx_err pbx_capabi_answer_decode(const uint8_t *buf, size_t len,
+                                 pbx_capabi_answer *out);
+
 #endif /* PBX_CAPABI_H */

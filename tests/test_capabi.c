@@ -659,7 +659,17 @@ PBX_TEST(capabi_errors_are_distinct_and_named)
                                    PBX_E_CAPABI_TRANSIENT_OVERLAP,
                                    PBX_E_CAPABI_SLOT_UNEXPECTED,
                                    PBX_E_CAPABI_ENTRY_MISSING,
-                                   PBX_E_CAPABI_TRANSIENT_EMPTY};
+                                   PBX_E_CAPABI_TRANSIENT_EMPTY,
+                                   PBX_E_CAPABI_ATTACH_LENGTH,
+                                   PBX_E_CAPABI_ATTACH_MAGIC,
+                                   PBX_E_CAPABI_ATTACH_VERSION,
+                                   PBX_E_CAPABI_ATTACH_ROUTE,
+                                   PBX_E_CAPABI_ATTACH_PID,
+                                   PBX_E_CAPABI_ATTACH_RESERVED,
+                                   PBX_E_CAPABI_ATTACH_COUNT,
+                                   PBX_E_CAPABI_PEER_NONE,
+                                   PBX_E_CAPABI_PEER_USER,
+                                   PBX_E_CAPABI_PEER_PID};
     for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
         PBX_CHECK_EQ((unsigned)errs[i] >> PBX_ERR_LAYER_SHIFT, 5U);
         PBX_CHECK(strncmp(pbx_err_name(errs[i]), "PBX_E_CAPABI_", 13) == 0);
@@ -667,4 +677,229 @@ PBX_TEST(capabi_errors_are_distinct_and_named)
             PBX_CHECK(errs[i] != errs[j]);
         }
     }
+}
+
+/* A valid ROUTE_ATTACH for route r and pid 4242, encoded into buf. */
+static void attach_frame(uint32_t r, uint8_t buf[PBX_CAPABI_ATTACH_BYTES])
+{
+    pbx_capabi_attach a = {r, 4242U};
+    PBX_REQUIRE(pbx_capabi_attach_encode(&a, buf, PBX_CAPABI_ATTACH_BYTES) ==
+                PBX_OK);
+}
+
+PBX_TEST(capabi_attach_round_trips_with_its_exact_bytes)
+{
+    static const uint8_t want[PBX_CAPABI_ATTACH_BYTES] = {
+        'P', 'B', 'X', 'A', 1, 0, 2, 0, 0x92, 0x10, 0, 0, 0, 0, 0, 0};
+    uint8_t buf[PBX_CAPABI_ATTACH_BYTES];
+    pbx_capabi_attach got = {0, 0};
+    attach_frame(PBX_CAPABI_ROUTE_TTYD, buf);
+    PBX_CHECK_MEM(buf, want, sizeof(want));
+    for (uint32_t r = PBX_CAPABI_ROUTE_VFSD; r <= PBX_CAPABI_ROUTE_BROKER;
+         r++) {
+        attach_frame(r, buf);
+        PBX_CHECK_EQ(pbx_capabi_attach_decode(buf, sizeof(buf), 1U, &got),
+                     PBX_OK);
+        PBX_CHECK_EQ(got.route, r);
+        PBX_CHECK_EQ(got.peer_pid, 4242U);
+    }
+    PBX_CHECK_EQ(pbx_capabi_attach_entry(PBX_CAPABI_ROUTE_VFSD),
+                 PBX_CAPABI_ENTRY_VFSD);
+    PBX_CHECK_EQ(pbx_capabi_attach_entry(PBX_CAPABI_ROUTE_TTYD),
+                 PBX_CAPABI_ENTRY_TTYD);
+    PBX_CHECK_EQ(pbx_capabi_attach_entry(PBX_CAPABI_ROUTE_PROCD),
+                 PBX_CAPABI_ENTRY_PROCD);
+    PBX_CHECK_EQ(pbx_capabi_attach_entry(PBX_CAPABI_ROUTE_WAKE),
+                 PBX_CAPABI_ENTRY_LAUNCHD);
+    PBX_CHECK_EQ(pbx_capabi_attach_entry(PBX_CAPABI_ROUTE_BROKER),
+                 PBX_CAPABI_ENTRY_BROKER);
+}
+
+PBX_TEST(capabi_attach_encode_refuses_what_it_cannot_write)
+{
+    uint8_t buf[PBX_CAPABI_ATTACH_BYTES + 1U];
+    memset(buf, 0xAA, sizeof(buf));
+    pbx_capabi_attach a = {PBX_CAPABI_ROUTE_VFSD, 1U};
+    PBX_CHECK_EQ(
+        pbx_capabi_attach_encode(&a, buf, PBX_CAPABI_ATTACH_BYTES - 1U),
+        PBX_E_CAPABI_ATTACH_LENGTH);
+    a.route = 0U;
+    PBX_CHECK_EQ(pbx_capabi_attach_encode(&a, buf, sizeof(buf)),
+                 PBX_E_CAPABI_ATTACH_ROUTE);
+    a.route = 6U;
+    PBX_CHECK_EQ(pbx_capabi_attach_encode(&a, buf, sizeof(buf)),
+                 PBX_E_CAPABI_ATTACH_ROUTE);
+    a.route = PBX_CAPABI_ROUTE_BROKER;
+    a.peer_pid = 0U;
+    PBX_CHECK_EQ(pbx_capabi_attach_encode(&a, buf, sizeof(buf)),
+                 PBX_E_CAPABI_ATTACH_PID);
+    a.peer_pid = (uint32_t)INT32_MAX + 1U;
+    PBX_CHECK_EQ(pbx_capabi_attach_encode(&a, buf, sizeof(buf)),
+                 PBX_E_CAPABI_ATTACH_PID);
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        PBX_CHECK_EQ(buf[i], 0xAAU); /* Nothing written on error. */
+    }
+    a.peer_pid = (uint32_t)INT32_MAX;
+    PBX_CHECK_EQ(pbx_capabi_attach_encode(&a, buf, sizeof(buf)), PBX_OK);
+    PBX_CHECK_EQ(buf[PBX_CAPABI_ATTACH_BYTES], 0xAAU);
+}
+
+PBX_TEST(capabi_attach_decode_refuses_every_malformed_form_in_order)
+{
+    uint8_t buf[PBX_CAPABI_ATTACH_BYTES + 8U];
+    pbx_capabi_attach got = {0, 0};
+    attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+    /* Every truncation and one byte too many: the length, nothing else. */
+    for (size_t len = 0; len <= PBX_CAPABI_ATTACH_BYTES + 1U; len++) {
+        if (len == PBX_CAPABI_ATTACH_BYTES) {
+            continue;
+        }
+        PBX_CHECK_EQ(pbx_capabi_attach_decode(buf, len, 1U, &got),
+                     PBX_E_CAPABI_ATTACH_LENGTH);
+        /* The echo holds only what was there. */
+        PBX_CHECK_EQ(got.route, len >= 8U ? PBX_CAPABI_ROUTE_PROCD : 0U);
+        PBX_CHECK_EQ(got.peer_pid, len >= 12U ? 4242U : 0U);
+    }
+    PBX_CHECK_EQ(pbx_capabi_attach_decode(NULL, 0U, 1U, &got),
+                 PBX_E_CAPABI_ATTACH_LENGTH);
+    /* Each byte of magic and version, each flipped alone. */
+    for (size_t i = 0; i < 6U; i++) {
+        attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+        buf[i] ^= 0x40U;
+        PBX_CHECK_EQ(
+            pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES, 1U, &got),
+            i < 4U ? PBX_E_CAPABI_ATTACH_MAGIC : PBX_E_CAPABI_ATTACH_VERSION);
+    }
+    static const uint16_t bad_routes[] = {0U, 6U, 7U, 0x100U, 0xFFFFU};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad_routes); i++) {
+        attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+        pbx_le_put16(buf + 6, bad_routes[i]);
+        PBX_CHECK_EQ(
+            pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES, 1U, &got),
+            PBX_E_CAPABI_ATTACH_ROUTE);
+        PBX_CHECK_EQ(got.route, bad_routes[i]);
+    }
+    static const uint32_t bad_pids[] = {0U, 0x80000000U, 0xFFFFFFFFU};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad_pids); i++) {
+        attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+        pbx_le_put32(buf + 8, bad_pids[i]);
+        PBX_CHECK_EQ(
+            pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES, 1U, &got),
+            PBX_E_CAPABI_ATTACH_PID);
+    }
+    for (size_t i = 12U; i < PBX_CAPABI_ATTACH_BYTES; i++) {
+        attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+        buf[i] = 1U;
+        PBX_CHECK_EQ(
+            pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES, 1U, &got),
+            PBX_E_CAPABI_ATTACH_RESERVED);
+    }
+    attach_frame(PBX_CAPABI_ROUTE_PROCD, buf);
+    static const uint32_t bad_counts[] = {0U, 2U, 16U, 0xFFFFFFFFU};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad_counts); i++) {
+        PBX_CHECK_EQ(pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES,
+                                              bad_counts[i], &got),
+                     PBX_E_CAPABI_ATTACH_COUNT);
+    }
+    /* Order: a wrong length hides everything after it, and so on. */
+    buf[0] ^= 1U;
+    PBX_CHECK_EQ(
+        pbx_capabi_attach_decode(buf, PBX_CAPABI_ATTACH_BYTES, 0U, &got),
+        PBX_E_CAPABI_ATTACH_MAGIC);
+    PBX_CHECK_EQ(pbx_capabi_attach_decode(buf, 15U, 0U, &got),
+                 PBX_E_CAPABI_ATTACH_LENGTH);
+}
+
+/* The exact observation and credentials of route r's new capability. */
+static void attach_exact(uint32_t r, pbx_capabi_observed *o,
+                         pbx_capabi_peer *peer)
+{
+    const pbx_capabi_expect *w =
+        pbx_capabi_expected(pbx_capabi_attach_entry(r));
+    /* Staged anywhere: the slot it sits in does not matter. */
+    pbx_capabi_observed e = {13U, w->kind, w->rights, w->provenance};
+    pbx_capabi_peer p = {1U, 4242U, 1000U, 1000U};
+    *o = e;
+    *peer = p;
+}
+
+PBX_TEST(capabi_check_attach_judges_as_at_startup_then_credentials)
+{
+    for (uint32_t r = PBX_CAPABI_ROUTE_VFSD; r <= PBX_CAPABI_ROUTE_BROKER;
+         r++) {
+        pbx_capabi_attach a = {r, 4242U};
+        pbx_capabi_observed o;
+        pbx_capabi_peer p;
+        attach_exact(r, &o, &p);
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p), PBX_OK);
+        o.kind = PBX_CAPABI_KIND_EMPTY;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_ENTRY_MISSING);
+        attach_exact(r, &o, &p);
+        /* The other socket type: a datagram route for an endpoint and
+         * an endpoint for a datagram wake. */
+        o.kind = o.kind == PBX_CAPABI_KIND_NOTIFY ? PBX_CAPABI_KIND_ENDPOINT
+                                                  : PBX_CAPABI_KIND_NOTIFY;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p), PBX_E_CAPABI_KIND);
+        attach_exact(r, &o, &p);
+        o.provenance = PBX_CAPABI_PROV_LOCAL;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_PROVENANCE);
+        attach_exact(r, &o, &p);
+        o.rights = 0U;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_RIGHTS_MISSING);
+        attach_exact(r, &o, &p);
+        o.rights |= PBX_CAPABI_RIGHT_GRANT;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_RIGHTS_EXTRA);
+        attach_exact(r, &o, &p);
+        p.present = 0U;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_PEER_NONE);
+        attach_exact(r, &o, &p);
+        p.uid = 0U;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_PEER_USER);
+        attach_exact(r, &o, &p);
+        p.pid = 4243U;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p),
+                     PBX_E_CAPABI_PEER_PID);
+        /* A wrong kind is reported before a wrong peer. */
+        o.kind = PBX_CAPABI_KIND_STREAM;
+        PBX_CHECK_EQ(pbx_capabi_check_attach(&a, &o, &p), PBX_E_CAPABI_KIND);
+    }
+}
+
+PBX_TEST(capabi_answer_round_trips_and_refuses_malformed)
+{
+    pbx_capabi_answer ans = {PBX_CAPABI_ROUTE_WAKE, 77U,
+                             (uint32_t)PBX_E_CAPABI_PEER_PID};
+    pbx_capabi_answer got = {0, 0, 0};
+    uint8_t buf[PBX_CAPABI_ANSWER_BYTES];
+    PBX_CHECK_EQ(pbx_capabi_answer_encode(&ans, buf, sizeof(buf) - 1U),
+                 PBX_E_CAPABI_ATTACH_LENGTH);
+    PBX_REQUIRE(pbx_capabi_answer_encode(&ans, buf, sizeof(buf)) == PBX_OK);
+    PBX_CHECK_EQ(pbx_le_get32(buf), PBX_CAPABI_ANSWER_MAGIC);
+    PBX_CHECK_EQ(pbx_capabi_answer_decode(buf, sizeof(buf), &got), PBX_OK);
+    PBX_CHECK_EQ(got.route, ans.route);
+    PBX_CHECK_EQ(got.peer_pid, 77U);
+    PBX_CHECK_EQ(got.status, (uint32_t)PBX_E_CAPABI_PEER_PID);
+    for (size_t len = 0; len < sizeof(buf); len++) {
+        PBX_CHECK_EQ(pbx_capabi_answer_decode(buf, len, &got),
+                     PBX_E_CAPABI_ATTACH_LENGTH);
+    }
+    for (size_t i = 0; i < 6U; i++) {
+        uint8_t bad[PBX_CAPABI_ANSWER_BYTES];
+        memcpy(bad, buf, sizeof(bad));
+        bad[i] ^= 0x01U;
+        PBX_CHECK_EQ(pbx_capabi_answer_decode(bad, sizeof(bad), &got),
+                     i < 4U ? PBX_E_CAPABI_ATTACH_MAGIC
+                            : PBX_E_CAPABI_ATTACH_VERSION);
+    }
+    /* An attach frame is not an answer. */
+    uint8_t att[PBX_CAPABI_ATTACH_BYTES];
+    attach_frame(PBX_CAPABI_ROUTE_VFSD, att);
+    PBX_CHECK_EQ(pbx_capabi_answer_decode(att, sizeof(att), &got),
+                 PBX_E_CAPABI_ATTACH_MAGIC);
 }
