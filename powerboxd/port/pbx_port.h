@@ -67,7 +67,13 @@ typedef enum pbx_port_event_kind {
     /** A public connection arrived while PBX_PORT_CLIENTS_MAX were open:
      * it was accepted and closed at once (a refusal the caller sees as a
      * hang-up); slot is PBX_PORT_SLOT_NONE. */
-    PBX_PORT_EV_PUBLIC_REFUSED = 9
+    PBX_PORT_EV_PUBLIC_REFUSED = 9,
+    /** The supervisor connection (pbx_port_supervisor_open) has a message
+     * waiting; slot is its slot. */
+    PBX_PORT_EV_SUPERVISOR_READABLE = 10,
+    /** The supervisor connection hung up or failed: the port no longer
+     * watches it, and its slot still holds it. Reported once. */
+    PBX_PORT_EV_SUPERVISOR_CLOSED = 11
 } pbx_port_event_kind;
 
 /** pbx_port_event is one observation returned by pbx_port_wait. */
@@ -208,8 +214,9 @@ typedef struct pbx_port_ctx {
     uint64_t client_seen_ms[PBX_PORT_CLIENTS_MAX];
     /** next_badge is the next connection badge to hand out (Linux). */
     uint32_t next_badge;
-    /** pad keeps the layout explicit. */
-    uint32_t pad;
+    /** supervisor_slot is the supervisor connection watched for
+     * ROUTE_ATTACH (pbx_port_supervisor_open), or PBX_PORT_SLOT_NONE. */
+    int32_t supervisor_slot;
 } pbx_port_ctx;
 
 /**
@@ -282,6 +289,61 @@ pbx_err pbx_port_clients_idle(pbx_port_ctx *ctx, uint64_t now_ms,
  * PBX_PORT_EV_BROKER_CLOSED once, and the slot keeps holding it.
  */
 pbx_err pbx_port_broker_open(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_supervisor_open starts watching the startup slot (below
+ * PBX_PORT_STARTUP_SLOTS) that holds the connection to powerboxd's
+ * creator, which stays open after readiness: pbx_port_wait reports
+ * PBX_PORT_EV_SUPERVISOR_READABLE when a message waits on it, whatever
+ * public hold is in force, and PBX_PORT_EV_SUPERVISOR_CLOSED once when it
+ * hangs up or fails (then it is no longer watched; the slot keeps it).
+ * Linux: a connected SOCK_DGRAM pair. EriX: the endpoint the creator
+ * invokes with ROUTE_ATTACH, bound to the wait set.
+ */
+pbx_err pbx_port_supervisor_open(pbx_port_ctx *ctx, int32_t slot);
+
+/**
+ * pbx_port_supervisor_recv receives one message waiting on the supervisor
+ * connection into buf (cap_bytes long) without blocking, staging its
+ * receipts exactly as pbx_port_public_recv does (every one must be moved
+ * or deleted before the next receive). PBX_E_PORT_AGAIN: nothing is
+ * waiting; PBX_E_PORT_PEER_CLOSED: the creator is gone (on Linux an
+ * empty datagram counts as that too), and the port stops watching it;
+ * PBX_E_PORT_STATE: no supervisor connection is open. Truncated data or
+ * receipts fail the receive with every receipt deleted.
+ */
+pbx_err pbx_port_supervisor_recv(pbx_port_ctx *ctx, uint8_t *buf,
+                                 uint32_t cap_bytes, pbx_port_msg *msg);
+
+/**
+ * pbx_port_receipt_query describes staged receipt index exactly as
+ * pbx_port_slot_query describes a slot (kind, flags, the peer's
+ * credentials on Linux, the kernel's rights on EriX), without moving it.
+ * PBX_E_PORT_RECEIPT_INDEX: no receipt is staged at index.
+ */
+pbx_err pbx_port_receipt_query(pbx_port_ctx *ctx, uint32_t index,
+                               pbx_port_slot_info *info);
+
+/**
+ * pbx_port_route_replace moves staged receipt index into startup slot
+ * (below PBX_PORT_STARTUP_SLOTS, not the public endpoint's, not one of
+ * the port's own), replacing whatever the slot held in one step: the old
+ * capability is deleted, the staging slot deleted with proof. The slot is
+ * no longer watched afterwards (the caller watches it again with
+ * pbx_port_watch), except the broker endpoint's slot
+ * (pbx_port_broker_open): that one is watched again at once as a fresh
+ * broker endpoint, under the public hold if one is in force.
+ */
+pbx_err pbx_port_route_replace(pbx_port_ctx *ctx, uint32_t index, int32_t slot);
+
+/**
+ * pbx_port_self_uid stores the user powerboxd runs as in *uid (Linux: the
+ * real user id), which an attached route's peer must share. EriX has no
+ * users: it answers PBX_E_PORT_STATE and the caller refuses every route
+ * judged by credentials (EriX judges the expected peer by
+ * SLOT_IDENTIFY instead, see docs/PORTS.md).
+ */
+pbx_err pbx_port_self_uid(pbx_port_ctx *ctx, uint32_t *uid);
 
 /**
  * pbx_port_watch sets which readiness of the peer route slot pbx_port_wait

@@ -264,6 +264,49 @@ pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
     return PBX_E_PORT_NO_IDENTITY;
 }
 
+/* The fake has no supervisor connection: route re-attachment is tested
+ * on the real image (tests/e2e), so these answer "not in this state". */
+pbx_err pbx_port_supervisor_open(pbx_port_ctx *ctx, int32_t slot)
+{
+    (void)ctx;
+    (void)slot;
+    return PBX_E_PORT_STATE;
+}
+
+pbx_err pbx_port_supervisor_recv(pbx_port_ctx *ctx, uint8_t *buf,
+                                 uint32_t cap_bytes, pbx_port_msg *msg)
+{
+    (void)ctx;
+    (void)buf;
+    (void)cap_bytes;
+    memset(msg, 0, sizeof(*msg));
+    return PBX_E_PORT_STATE;
+}
+
+pbx_err pbx_port_receipt_query(pbx_port_ctx *ctx, uint32_t index,
+                               pbx_port_slot_info *info)
+{
+    (void)ctx;
+    (void)index;
+    memset(info, 0, sizeof(*info));
+    return PBX_E_PORT_RECEIPT_INDEX;
+}
+
+pbx_err pbx_port_route_replace(pbx_port_ctx *ctx, uint32_t index, int32_t slot)
+{
+    (void)ctx;
+    (void)index;
+    (void)slot;
+    return PBX_E_PORT_STATE;
+}
+
+pbx_err pbx_port_self_uid(pbx_port_ctx *ctx, uint32_t *uid)
+{
+    (void)ctx;
+    *uid = 0U;
+    return PBX_E_PORT_STATE;
+}
+
 pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
 {
     (void)ctx;

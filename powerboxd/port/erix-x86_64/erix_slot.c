@@ -75,6 +75,7 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
     pbx_mem_set(ctx, 0, sizeof(*ctx));
     ctx->public_slot = PBX_PORT_SLOT_NONE;
     ctx->broker_slot = PBX_PORT_SLOT_NONE;
+    ctx->supervisor_slot = PBX_PORT_SLOT_NONE;
     ctx->wait_slot = PBX_PORT_SLOT_NONE;
     ctx->placeholder_slot = PBX_PORT_SLOT_NONE;
     for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {

@@ -29,6 +29,8 @@
 #define LX_TAG_ROUTE 3U
 /** The startup-transferred broker endpoint. */
 #define LX_TAG_BROKER 4U
+/** The supervisor connection (ROUTE_ATTACH). */
+#define LX_TAG_SUPERVISOR 5U
 
 /** LX_LISTEN_EVENTS is what the public endpoint is watched for: a pending
  * connection, and its receive side shut down, which a level-triggered wait
@@ -96,6 +98,22 @@ pbx_err lx_epoll_set(const pbx_port_ctx *ctx, int32_t op, int32_t slot,
  * hung up (the slot keeps holding it); harmless when already unwatched.
  */
 void lx_broker_unwatch(pbx_port_ctx *ctx);
+
+/**
+ * lx_recv receives one message on slot into buf (cap_bytes long) with
+ * flags, staging its receipts and judging truncation and foreign control
+ * data (every receipt deleted on a refusal). PBX_E_PORT_AGAIN: nothing
+ * waits; PBX_E_PORT_PEER_CLOSED: hang-up (an empty read without
+ * receipts, or a reset).
+ */
+pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                uint32_t cap_bytes, pbx_port_msg *msg, int32_t flags);
+
+/**
+ * lx_supervisor_unwatch stops watching the supervisor connection after it
+ * hung up or failed (the slot keeps holding it); harmless when unwatched.
+ */
+void lx_supervisor_unwatch(pbx_port_ctx *ctx);
 
 /** lx_now_ms reads CLOCK_MONOTONIC in milliseconds; 0 when it fails. */
 uint64_t lx_now_ms(void);

@@ -181,9 +181,9 @@ static int64_t lx_recvmsg(int32_t slot, struct lx_iovec *iov, uint64_t *ctrl,
 }
 
 /* Receives one message on slot and stages its receipts; shared by public
- * receives (non-blocking) and peer-call replies. */
-static pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
-                       uint32_t cap_bytes, pbx_port_msg *msg, int32_t flags)
+ * receives (non-blocking), peer-call replies and the supervisor. */
+pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
+                uint32_t cap_bytes, pbx_port_msg *msg, int32_t flags)
 {
     uint64_t ctrl[LX_CTRL_BYTES / 8U];
     struct lx_iovec iov;

@@ -94,6 +94,7 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
     pbx_mem_set(ctx, 0, sizeof(*ctx));
     ctx->public_slot = PBX_PORT_SLOT_NONE;
     ctx->broker_slot = PBX_PORT_SLOT_NONE;
+    ctx->supervisor_slot = PBX_PORT_SLOT_NONE;
     ctx->wait_slot = PBX_PORT_SLOT_NONE;
     ctx->placeholder_slot = PBX_PORT_SLOT_NONE;
     for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
@@ -251,7 +252,7 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
     uint32_t events = 0;
     if (!lx_slot_valid(slot) || slot == ctx->public_slot ||
         slot == ctx->wait_slot || slot == ctx->broker_slot ||
-        lx_client_find(ctx, slot, &at) ||
+        slot == ctx->supervisor_slot || lx_client_find(ctx, slot, &at) ||
         (want & ~(PBX_PORT_WANT_READ | PBX_PORT_WANT_WRITE)) != 0U) {
         return PBX_E_PORT_STATE;
     }
@@ -470,6 +471,17 @@ static pbx_err lx_wait(pbx_port_ctx *ctx, pbx_port_event *ev,
         return PBX_OK;
     }
     ev->slot = slot;
+    if (tag == LX_TAG_SUPERVISOR) {
+        /* A waiting message is taken first; a hang-up or error with
+         * nothing left to read ends the watch, never the slot. */
+        if ((got.events & LX_EPOLLIN) != 0U) {
+            ev->kind = PBX_PORT_EV_SUPERVISOR_READABLE;
+            return PBX_OK;
+        }
+        lx_supervisor_unwatch(ctx);
+        ev->kind = PBX_PORT_EV_SUPERVISOR_CLOSED;
+        return PBX_OK;
+    }
     if (tag == LX_TAG_BROKER && (got.events & LX_EPOLLIN) == 0U) {
         /* Hung up with nothing left to read: unwatch, never close. */
         lx_broker_unwatch(ctx);
