@@ -557,12 +557,63 @@ bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms);
 
 /**
  * pbx_core_on_route_down tells the core that route (below
- * PBX_CORE_ROUTE_COUNT) stopped carrying replies (the peer hung up): every
- * call outstanding on it ends as if its deadline had passed. Later sends
- * on it are the ops layer's to refuse (FAILED). Returns PBX_OK or a
+ * PBX_CORE_ROUTE_COUNT) stopped carrying replies (the peer hung up or
+ * died). Work parked on its backpressure goes back to its lanes, and
+ * every call outstanding on it ends as if its deadline had passed, except
+ * ttyd's trusted prompts: those stay outstanding until their own deadline
+ * (then DENIED, PROMPT_TIMEOUT) and are shown again by
+ * pbx_core_on_route_up. Then, in one pass over the grants pool:
+ * - VFSD: every LIVE grant ends (event LOST, reason PROVIDER_LOST): its
+ *   revocation, REMOVE and RETIRE follow as for an expiry; the RETIRE is
+ *   retried on ticks until the route is back.
+ * - PROCD: every LIVE install-mode grant ends the same way (reason
+ *   INSTALLER_LOST): procd can no longer revoke it, so its object is
+ *   retired at vfsd. An INSTALL outstanding at the loss ends as a lost
+ *   INSTALL always does: its object is retired before the DENIED
+ *   decision is published.
+ * A grant whose approval is not yet published ends through its request,
+ * whose decision becomes DENIED with that reason (unless it was already
+ * ending otherwise). Later sends on the route are the ops layer's to
+ * refuse (FAILED). Work: the calls ended plus one pass over the grants
+ * pool; no allocation. Returns PBX_OK, PBX_E_CORE_NOT_READY, or a
  * fail-stop error the ended steps raised.
  */
 pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_on_route_up tells the core that the runtime validated and
+ * installed a fresh route to a restarted peer in route's slot (below
+ * PBX_CORE_ROUTE_COUNT; the old one is deleted and its route-down state
+ * cleared). Everything parked on route and everything deferred to a tick
+ * goes back to its lane, so owed RETIREs and REMOVEs go out now. For
+ * TTYD, which starts empty: every LIVE grant whose ACTIVE row went to the
+ * old ttyd is queued to send that row again (exact generations, one call
+ * per grant through the grant lane, under the ttyd window and
+ * backpressure; an inexact or missing answer is asked again on a tick),
+ * and every prompt call still outstanding is sent again under its own
+ * sequence and deadline. Call it whenever a route was replaced, also
+ * without a pbx_core_on_route_down before. Work: one pass over the grants
+ * pool and the outstanding prompts; no allocation. Returns PBX_OK or
+ * PBX_E_CORE_NOT_READY.
+ */
+pbx_err pbx_core_on_route_up(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_on_broker_lost tells the core that launchd's broker connection
+ * (the one whose frames carry PBX_CORE_BADGE_LAUNCHD) is gone, so no
+ * launchd manages any job and no waiting caller can read a decision:
+ * every request still in flight ends CANCELLED, every LIVE grant ends as
+ * if its job expired (event EXPIRE; one whose approval is unpublished
+ * turns its request CANCELLED), and every decision not yet delivered is
+ * dropped once published (an approved runtime alias it carried is
+ * deleted exactly; one whose deletion must be retried stays with its
+ * decision). The runtime calls it before installing a fresh broker
+ * endpoint, on which BEGIN is accepted as on the first. Work: one pass
+ * over the requests and the grants pools; no allocation. Returns PBX_OK,
+ * PBX_E_CORE_NOT_READY or a fail-stop error (a deletion the kernel
+ * rejected).
+ */
+pbx_err pbx_core_on_broker_lost(pbx_core_ctx *ctx);
 
 /** pbx_core_calls_outstanding returns how many calls are outstanding. */
 uint32_t pbx_core_calls_outstanding(const pbx_core_ctx *ctx);

@@ -49,8 +49,13 @@ static uint32_t *pbx_core_call_owner_field(const pbx_core_ctx *ctx,
         return &pbx_core_req(ctx, oc->owner)->call;
     }
     pbx_core_grant *g = pbx_core_grant_at(ctx, oc->owner);
-    return oc->kind == (uint8_t)PBX_CORE_CALL_REMOVE ? &g->call_remove
-                                                     : &g->call_retire;
+    /* A live grant's ACTIVE row sent again (RESYNC) is recorded where its
+     * REMOVE will be: a grant owes the one only while LIVE, the other only
+     * after. */
+    return oc->kind == (uint8_t)PBX_CORE_CALL_REMOVE ||
+                   oc->kind == (uint8_t)PBX_CORE_CALL_RESYNC
+               ? &g->call_remove
+               : &g->call_retire;
 }
 
 /* Queues owner after backpressure (io BUSY) or a full window. */
@@ -244,7 +249,10 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
     pbx_core_on_route_ready(ctx, route);
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
-        if (pbx_core_class_route(k) != (uint32_t)route) {
+        /* A prompt outlives its ttyd: it stays outstanding until its own
+         * deadline and is shown again when the route comes back. */
+        if (pbx_core_class_route(k) != (uint32_t)route ||
+            k == PBX_BOOTSTRAP_TIME_PROMPT) {
             continue;
         }
         /* Every call of the class is on this route: end them in order. */
@@ -256,7 +264,31 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
             }
         }
     }
+    pbx_core_route_lost(ctx, route);
     return PBX_OK;
+}
+
+void pbx_core_prompts_resend(pbx_core_ctx *ctx)
+{
+    const pbx_core_queue *q =
+        &ctx->queues[PBX_CORE_Q_CALLS + PBX_BOOTSTRAP_TIME_PROMPT];
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    uint32_t o = q->head;
+    /* Sending changes no queue: the walk sees each prompt call once. */
+    for (uint32_t n = 0; n < cap && o != PBX_CORE_NIL; n++) {
+        const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
+        uint32_t i = oc->owner;
+        pbx_core_call c;
+        size_t len = pbx_core_prompt_encode(ctx, i);
+        PBX_ASSERT(pbx_ipc_frame_set_seq(ctx->frame, len,
+                                         pbx_core_call_seq(ctx, o)) == PBX_OK);
+        pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, len);
+        if (ctx->ops->send(ctx->ops_user, &c) == PBX_CORE_IO_OK) {
+            /* The new ttyd may show it until an exact answer. */
+            pbx_core_req(ctx, i)->flags |= PBX_CORE_REQ_F_PROMPT;
+        }
+        o = oc->link.next;
+    }
 }
 
 /* Whether a reply that arrived through scope slot via may answer a call

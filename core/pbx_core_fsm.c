@@ -51,6 +51,7 @@ static const pbx_core_transition pbx_core_table[] = {
     ROW(GR, LIVE, CONSUME, REVOKE),
     ROW(GR, LIVE, EXPIRE, REVOKE),
     ROW(GR, LIVE, CANCEL, REVOKE),
+    ROW(GR, LIVE, LOST, REVOKE),
     ROW(GR, REVOKE, REVOKED, SETTLE),
     ROW(GR, SETTLE, REMOVED, RETIRE),
     ROW(GR, SETTLE, RETIRED, REMOVE),
@@ -75,7 +76,7 @@ static const char *const pbx_core_event_names[PBX_CORE_EV_COUNT] = {
     "begin",   "selector", "commit",  "resolved",  "not_found", "deny",
     "allow",   "prompt",   "retry",   "installed", "detached",  "active_ack",
     "cancel",  "released", "woken",   "delivered", "consume",   "expire",
-    "revoked", "removed",  "retired",
+    "revoked", "removed",  "retired", "lost",
 };
 
 const pbx_core_transition *pbx_core_fsm_table(size_t *count)

@@ -110,12 +110,18 @@ typedef enum pbx_core_event {
     PBX_CORE_EV_REMOVED,
     /** Grant: vfsd acknowledged the full-identity retirement exactly. */
     PBX_CORE_EV_RETIRED,
+    /**
+     * Grant: a peer the live grant depends on was lost (vfsd, its object's
+     * provider, or procd, its installer): it ends like an expiry, and its
+     * object is retired at vfsd (pbx_core_on_route_down).
+     */
+    PBX_CORE_EV_LOST,
     /** Number of events; not an event. */
     PBX_CORE_EV_COUNT
 } pbx_core_event;
 
 /** PBX_CORE_FSM_ROWS is the number of rows in the transition table. */
-#define PBX_CORE_FSM_ROWS 39U
+#define PBX_CORE_FSM_ROWS 40U
 
 /** pbx_core_transition is one row of the table: from --event--> to. */
 typedef struct pbx_core_transition {

@@ -231,6 +231,14 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
     switch ((pbx_core_state)gr->link.state) {
+    case PBX_CORE_ST_LIVE:
+        /* Only a row owed to a returned ttyd brings a live grant here. */
+        if ((gr->flags & PBX_CORE_GRANT_F_RESYNC) == 0U ||
+            gr->call_remove != PBX_CORE_NIL) {
+            return PBX_E_CORE_INCONSISTENT;
+        }
+        pbx_core_resync_step(ctx, g);
+        return PBX_OK;
     case PBX_CORE_ST_REVOKE:
         return pbx_core_grant_revoke(ctx, g);
     case PBX_CORE_ST_SETTLE:
@@ -279,6 +287,8 @@ pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
     case PBX_CORE_CALL_REMOVE:
     case PBX_CORE_CALL_RETIRE:
         return pbx_core_judge_grant(ctx, kind, owner, c);
+    case PBX_CORE_CALL_RESYNC:
+        return pbx_core_resync_judge(ctx, owner, c);
     case PBX_CORE_CALL_RELEASE_DETACH:
     case PBX_CORE_CALL_REQ_RETIRE:
     case PBX_CORE_CALL_WITHDRAW:

@@ -184,6 +184,13 @@ bool pbx_core_inspect_grant_end(const pbx_core_ctx *ctx, pbx_ipc_id grant,
         out->end = "cancelled";
         out->reason = "cancel";
         break;
+    case PBX_CORE_EV_LOST:
+        out->end = "lost";
+        out->reason = pbx_ipc_reason_name(
+            (gr->flags & PBX_CORE_GRANT_F_INSTALLER_LOST) != 0U
+                ? PBX_IPC_REASON_INSTALLER_LOST
+                : PBX_IPC_REASON_PROVIDER_LOST);
+        break;
     default:
         out->end = "revoked";
         out->reason = "unknown";

@@ -40,6 +40,14 @@
  */
 #define PBX_CORE_REQ_F_PROMPT 0x0020U
 
+/**
+ * PBX_CORE_REQ_F_ABANDONED: launchd's broker connection was lost
+ * (pbx_core_on_broker_lost) before this request's decision was delivered:
+ * nobody can poll it any more, so once published it counts as delivered
+ * (a decision that carries nothing; an approved alias was deleted).
+ */
+#define PBX_CORE_REQ_F_ABANDONED 0x0040U
+
 /** PBX_CORE_ORPHAN_PUBLIC marks (owner_kind) an orphan from a public frame. */
 #define PBX_CORE_ORPHAN_PUBLIC 1U
 
@@ -52,6 +60,20 @@
  * cleanup owes a REMOVE. A grant whose row never left needs none.
  */
 #define PBX_CORE_GRANT_F_ROW 0x0004U
+/**
+ * PBX_CORE_GRANT_F_RESYNC: ttyd's route came back (pbx_core_on_route_up)
+ * while this live grant's ACTIVE row was shown there: the row is sent
+ * again to the new ttyd (call PBX_CORE_CALL_RESYNC) until it is
+ * acknowledged exactly or the grant ends; a failed or inexact attempt is
+ * retried on the next tick.
+ */
+#define PBX_CORE_GRANT_F_RESYNC 0x0008U
+/** PBX_CORE_GRANT_F_PROVIDER_LOST: the grant ended (event LOST) because
+ * vfsd's route was lost (reason PROVIDER_LOST). */
+#define PBX_CORE_GRANT_F_PROVIDER_LOST 0x0010U
+/** PBX_CORE_GRANT_F_INSTALLER_LOST: the install-mode grant ended (event
+ * LOST) because procd's route was lost (reason INSTALLER_LOST). */
+#define PBX_CORE_GRANT_F_INSTALLER_LOST 0x0020U
 
 /**
  * pbx_core_call_kind names the step that sent an outstanding call, which
@@ -79,7 +101,10 @@ typedef enum pbx_core_call_kind {
     /** VIEW REMOVE of a grant's row (grant cleanup). */
     PBX_CORE_CALL_REMOVE,
     /** RETIRE of a grant's object (grant cleanup). */
-    PBX_CORE_CALL_RETIRE
+    PBX_CORE_CALL_RETIRE,
+    /** VIEW ACTIVE of a live grant's row sent again to a returned ttyd
+     * (pbx_core_on_route_up); recorded in the grant's call_remove. */
+    PBX_CORE_CALL_RESYNC
 } pbx_core_call_kind;
 
 /**
@@ -196,11 +221,15 @@ typedef struct pbx_core_log_grant_end {
      * lifetime, ...). */
     const pbx_ipc_context *ctx;
     /** How it ended: "consumed" (CONSUME), "expired" (launchd's EXPIRE of
-     * its invocation or job), "cancelled" (CANCEL, by its job or by
-     * launchd), else "revoked". A static string, never NULL. */
+     * its invocation or job, or the loss of launchd's broker), "cancelled"
+     * (CANCEL, by its job or by launchd), "lost" (a peer it depended on
+     * died: pbx_core_on_route_down), else "revoked". A static string,
+     * never NULL. */
     const char *end;
     /** The operation that ended it as the core saw it ("consume",
-     * "expire", "cancel"), else "unknown". A static string. */
+     * "expire", "cancel"), for "lost" the pbx_ipc_reason name
+     * ("provider-lost": vfsd died; "installer-lost": procd died), else
+     * "unknown". A static string. */
     const char *reason;
 } pbx_core_log_grant_end;
 

@@ -369,6 +369,42 @@ pbx_err pbx_core_release_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
  */
 void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i);
 
+/**
+ * pbx_core_route_lost ends what route's loss ends beyond its calls (see
+ * pbx_core_on_route_down): the LIVE grants that depended on vfsd or on
+ * procd. One pass over the grants pool.
+ */
+void pbx_core_route_lost(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_resync_step sends live grant g's ACTIVE row again to a
+ * returned ttyd (PBX_CORE_GRANT_F_RESYNC set, no call outstanding).
+ */
+void pbx_core_resync_step(pbx_core_ctx *ctx, uint32_t g);
+
+/**
+ * pbx_core_resync_judge judges ttyd's answer (c NULL: none came) to grant
+ * g's resent ACTIVE row: exact clears PBX_CORE_GRANT_F_RESYNC; anything
+ * else (and a send that failed) asks again on a later tick while the
+ * grant is LIVE.
+ */
+pbx_err pbx_core_resync_judge(pbx_core_ctx *ctx, uint32_t g,
+                              const pbx_core_call *c);
+
+/**
+ * pbx_core_prompts_resend sends every outstanding PROMPT call again on
+ * ttyd's route under its own sequence (its deadline unchanged), to a ttyd
+ * that came back empty. A send that is not taken leaves the call to its
+ * deadline. One pass over the prompt calls.
+ */
+void pbx_core_prompts_resend(pbx_core_ctx *ctx);
+
+/**
+ * pbx_core_prompt_encode encodes request i's PROMPT into ctx->frame and
+ * returns its length (the sequence is stamped by the sender).
+ */
+size_t pbx_core_prompt_encode(pbx_core_ctx *ctx, uint32_t i);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

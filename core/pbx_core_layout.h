@@ -180,9 +180,9 @@ typedef struct pbx_core_grant {
     uint32_t call_remove;
     /** Outstanding RETIRE call at vfsd, or PBX_CORE_NIL. */
     uint32_t call_retire;
-    /** The pbx_core_event that ended the grant (CONSUME, EXPIRE or
-     * CANCEL), 0 while live; read only by the log
-     * (pbx_core_inspect_grant_end). */
+    /** The pbx_core_event that ended the grant (CONSUME, EXPIRE, CANCEL
+     * or LOST, whose reason the GRANT_F_*_LOST flags say), 0 while live;
+     * read only by the log (pbx_core_inspect_grant_end). */
     uint16_t end_reason;
     /** Grant flags (PBX_CORE_GRANT_F_*). */
     uint16_t flags;

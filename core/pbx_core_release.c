@@ -69,6 +69,12 @@ static void pbx_core_publish(pbx_core_ctx *ctx, uint32_t i)
     n->decision = r->decision;
     n->request = i;
     pbx_core_req_move(ctx, i, PBX_CORE_EV_RELEASED);
+    if ((r->flags & PBX_CORE_REQ_F_ABANDONED) != 0U) {
+        /* Its caller left with launchd's broker: nobody can read the
+         * decision, which carries nothing (the broker's loss ended its
+         * grant before approval), so it counts as delivered. */
+        pbx_core_req_move(ctx, i, PBX_CORE_EV_DELIVERED);
+    }
     pbx_core_enqueue(ctx, PBX_CORE_Q_NOTIFY, r->notification);
 }
 

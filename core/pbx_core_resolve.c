@@ -207,14 +207,13 @@ static bool pbx_core_answer_exact(const pbx_core_ctx *ctx, uint32_t i,
            a->object.id == o.id && a->object.gen == o.gen;
 }
 
-pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
+size_t pbx_core_prompt_encode(pbx_core_ctx *ctx, uint32_t i)
 {
-    pbx_core_request *r = pbx_core_req(ctx, i);
+    const pbx_core_request *r = pbx_core_req(ctx, i);
     uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
     pbx_ipc_prompt q;
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     size_t n = 0;
-    pbx_core_call c;
     pbx_mem_copy(&q.ctx, &r->ctx.ctx, sizeof(q.ctx));
     pbx_mem_copy(&q.label, &r->ctx.label, sizeof(q.label));
     q.object = pbx_core_req_object(ctx, r);
@@ -225,6 +224,14 @@ pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
                  PBX_IPC_DIGEST_BYTES);
     PBX_ASSERT(pbx_ipc_prompt_encode(id, &q, ctx->frame, sizeof(ctx->frame),
                                      &n) == PBX_OK);
+    return n;
+}
+
+pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
+{
+    pbx_core_request *r = pbx_core_req(ctx, i);
+    pbx_core_call c;
+    size_t n = pbx_core_prompt_encode(ctx, i);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
     if (pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_PROMPT,
                           PBX_BOOTSTRAP_TIME_PROMPT,

@@ -281,6 +281,15 @@ void pbx_core_req_terminate(pbx_core_ctx *ctx, uint32_t index,
 
 void pbx_core_grant_end(pbx_core_ctx *ctx, uint32_t index, pbx_core_event event)
 {
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, index);
+    if ((gr->flags & PBX_CORE_GRANT_F_RESYNC) != 0U) {
+        /* Its row owed to a returned ttyd is no longer owed; the REMOVE
+         * that follows goes out after it on the same route. */
+        if (gr->call_remove != PBX_CORE_NIL) {
+            pbx_core_call_cancel(ctx, gr->call_remove);
+        }
+        gr->flags &= (uint16_t)~PBX_CORE_GRANT_F_RESYNC;
+    }
     pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_GRANTS, index);
     pbx_core_grant_move(ctx, index, event);
     /* Kept only so that the log can say how the grant ended. */

@@ -291,7 +291,12 @@ typedef enum pbx_ipc_reason {
     /** A peer refused, failed or answered inexactly. */
     PBX_IPC_REASON_PEER_FAILED = 5,
     /** The resolution evidence did not bind to the request. */
-    PBX_IPC_REASON_RESOLVE = 6
+    PBX_IPC_REASON_RESOLVE = 6,
+    /** vfsd's route was lost: the grant's object died with its provider. */
+    PBX_IPC_REASON_PROVIDER_LOST = 7,
+    /** procd's route was lost: the installed grant can no longer be
+     * revoked through procd, so its object was retired at vfsd. */
+    PBX_IPC_REASON_INSTALLER_LOST = 8
 } pbx_ipc_reason;
 
 /** pbx_ipc_expire_kind says which launchd scope ended (u8 on the wire). */

@@ -116,8 +116,9 @@ const char *pbx_ipc_outcome_name(uint32_t outcome)
 const char *pbx_ipc_reason_name(uint32_t reason)
 {
     static const char *const names[] = {
-        "none",         "policy",      "user",   "prompt-timeout",
-        "peer-timeout", "peer-failed", "resolve"};
+        "none",           "policy",        "user",
+        "prompt-timeout", "peer-timeout",  "peer-failed",
+        "resolve",        "provider-lost", "installer-lost"};
     return pbx_ipc_name_of(names, PBX_IPC_REASON_NONE,
                            (uint32_t)(sizeof(names) / sizeof(names[0])),
                            reason);

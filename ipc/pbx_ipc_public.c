@@ -292,7 +292,7 @@ static pbx_err pbx_ipc_decision_check(const pbx_ipc_decision *d, uint16_t caps)
         d->outcome > PBX_IPC_OUTCOME_NOT_FOUND) {
         return PBX_E_IPC_DISCRIMINANT;
     }
-    if (d->reason > PBX_IPC_REASON_RESOLVE) {
+    if (d->reason > PBX_IPC_REASON_INSTALLER_LOST) {
         return PBX_E_IPC_DISCRIMINANT;
     }
     if (d->reason != PBX_IPC_REASON_NONE &&

@@ -285,6 +285,7 @@ typedef enum sim_call_kind {
     SIM_CALL_WITHDRAW,   /**< WITHDRAW of a prompt (release) */
     SIM_CALL_REMOVE,     /**< VIEW REMOVE of a grant (cleanup) */
     SIM_CALL_RETIRE,     /**< RETIRE of a grant (cleanup) */
+    SIM_CALL_RESYNC,     /**< VIEW ACTIVE again to a returned ttyd (live) */
     SIM_CALL_KINDS       /**< number of kinds; not a kind */
 } sim_call_kind;
 
@@ -484,6 +485,16 @@ typedef struct sim_world {
     /** Per grant index, the generation whose ACTIVE row the kernel took
      * toward ttyd (ttyd may show it: REMOVE is owed), else 0. */
     uint32_t row_sent[SIM_GRANT_MAX];
+    /** Per grant index, the generation whose ACTIVE row the living ttyd
+     * took and no REMOVE took down since, else 0; a ttyd that dies
+     * forgets every row (sim_routes_view). */
+    uint32_t ttyd_row[SIM_GRANT_MAX];
+    /** Nonzero while pbx_core_on_route_up re-shows prompts on ttyd: a
+     * PROMPT under an open call's seq is that call, not a new one. */
+    uint32_t prompt_resend;
+    /** Nonzero from ttyd's return until no row is owed to it any more,
+     * when its view is compared with the live grants (sim_routes_view). */
+    uint32_t resync_pending;
     /** Capability ledger: every capability that entered powerboxd's
      * world (public receipts, derived aliases, peer receipts put in
      * flight) is in its CSpace, in flight, deleted by the core, moved out
@@ -692,6 +703,17 @@ void sim_call_answered(sim_world *w, uint32_t k, const sim_flight *f);
 /** sim_calls_expire ends every open call whose deadline is at or before
  * the clock (after the core heard it); returns how many. */
 uint32_t sim_calls_expire(sim_world *w);
+/** sim_routes_before notes which grant records are LIVE (live[g]). */
+void sim_routes_before(sim_world *w, uint8_t *live);
+/** sim_routes_lost checks route r's loss ended exactly the grants it
+ * must, with the loss's reason (live: sim_routes_before's note). */
+void sim_routes_lost(sim_world *w, uint32_t r, const uint8_t *live);
+/** sim_routes_reasons checks every grant that left LIVE says why. */
+void sim_routes_reasons(sim_world *w);
+/** sim_routes_view checks, once a returned ttyd is owed no row, that it
+ * shows every live grant whose row went out. */
+void sim_routes_view(sim_world *w);
+
 /** sim_calls_route_down ends every open call of a class on route r. */
 void sim_calls_route_down(sim_world *w, uint32_t r);
 /** sim_calls_check fills, follows and checks every call against the

@@ -3,8 +3,10 @@
  * call is open from the send the kernel took until exactly one of: the
  * core accepted a reply that echoes it, its deadline passed (the clock the
  * core heard reached it), its route went down (every class on that
- * route), or, for a progression call, its owner left the state it was sent
- * from (cancellation, expiry). After every call into the core the open
+ * route; a prompt outlives its ttyd until its deadline), or, for a
+ * progression call, its owner left the state it was sent from
+ * (cancellation, expiry), and for a live grant's row resent to a returned
+ * ttyd, its grant left LIVE. After every call into the core the open
  * set must equal the core's outstanding-call records, field for field,
  * and every record must belong to a live owner of the same generation
  * that records exactly that call; no request or grant may wait on a call
@@ -72,6 +74,7 @@ static uint32_t sim_kind_op(uint32_t kind)
         [SIM_CALL_WITHDRAW] = PBX_IPC_OP_WITHDRAW,
         [SIM_CALL_REMOVE] = PBX_IPC_OP_VIEW,
         [SIM_CALL_RETIRE] = PBX_IPC_OP_RETIRE,
+        [SIM_CALL_RESYNC] = PBX_IPC_OP_VIEW,
     };
     return kind < (uint32_t)SIM_CALL_KINDS ? ops[kind] : 0U;
 }
@@ -105,6 +108,14 @@ void sim_call_sent(sim_world *w, const pbx_core_call *c, uint32_t peer,
         return;
     }
     sim_call *sc = &w->calls[k];
+    if (sc->open != 0U && sc->v.seq == f->seq &&
+        f->op == (uint16_t)PBX_IPC_OP_PROMPT &&
+        sc->v.op == (uint16_t)PBX_IPC_OP_PROMPT &&
+        c->route == (uint32_t)PBX_CORE_ROUTE_TTYD && w->prompt_resend != 0U) {
+        /* A returned ttyd is shown the open prompt again: the same call,
+         * its sequence and deadline unchanged. */
+        return;
+    }
     if (sc->open != 0U) {
         sim_fail(
             w,
@@ -331,7 +342,9 @@ void sim_calls_route_down(sim_world *w, uint32_t r)
 {
     for (uint32_t k = 0; k < SIM_CALL_MAX; k++) {
         sim_call *sc = &w->calls[k];
-        if (sc->open != 0U && sim_class_route(sc->v.clazz) == r) {
+        /* A prompt outlives its ttyd until its own deadline. */
+        if (sc->open != 0U && sim_class_route(sc->v.clazz) == r &&
+            sc->v.clazz != (uint32_t)PBX_BOOTSTRAP_TIME_PROMPT) {
             sim_call_unanswered(w, sc);
         }
     }
@@ -377,7 +390,9 @@ static void sim_call_fits(sim_world *w, const sim_call *sc)
                v->owner < w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
         state = sim_core_grant(w, v->owner)->link.state;
         ok = ok &&
-             ((v->kind == (uint32_t)SIM_CALL_REMOVE &&
+             ((v->kind == (uint32_t)SIM_CALL_RESYNC &&
+               state == PBX_CORE_ST_LIVE) ||
+              (v->kind == (uint32_t)SIM_CALL_REMOVE &&
                (state == PBX_CORE_ST_SETTLE || state == PBX_CORE_ST_REMOVE)) ||
               (v->kind == (uint32_t)SIM_CALL_RETIRE &&
                (state == PBX_CORE_ST_SETTLE || state == PBX_CORE_ST_RETIRE)));
@@ -437,6 +452,18 @@ static void sim_call_fill(sim_world *w, sim_call *sc, const sim_call_view *cv)
 static void sim_call_follow(sim_world *w, sim_call *sc)
 {
     const sim_call_view *v = &sc->v;
+    if (sc->open != 0U && sc->known != 0U &&
+        v->kind == (uint32_t)SIM_CALL_RESYNC &&
+        v->owner < w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
+        /* A row owed to a returned ttyd is no longer owed once its grant
+         * leaves LIVE: the grant's end cancels the call. */
+        const pbx_core_grant *g = sim_core_grant(w, v->owner);
+        if (g->link.live == 0U || g->link.generation != v->owner_gen ||
+            g->link.state != (uint16_t)PBX_CORE_ST_LIVE) {
+            sim_call_close(w, sc);
+        }
+        return;
+    }
     if (sc->open == 0U || sc->known == 0U || !sim_kind_progress(v->kind) ||
         v->owner >= w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity) {
         return;
@@ -465,7 +492,10 @@ static void sim_call_owner(sim_world *w, uint32_t k, const sim_call_view *cv)
         uint32_t rt = SIM_NIL;
         sim_core_grant_calls(w, cv->owner, &rm, &rt);
         ok = g->link.live != 0U && g->link.generation == cv->owner_gen &&
-             (cv->kind == (uint32_t)SIM_CALL_REMOVE ? rm : rt) == k;
+             (cv->kind == (uint32_t)SIM_CALL_REMOVE ||
+                      cv->kind == (uint32_t)SIM_CALL_RESYNC
+                  ? rm
+                  : rt) == k;
     }
     if (!ok) {
         sim_fail(
@@ -525,8 +555,12 @@ static void sim_calls_owners(sim_world *w)
             continue;
         }
         sim_core_grant_calls(w, g, &rm, &rt);
+        /* A LIVE grant's row to a returned ttyd waits where its REMOVE
+         * will. */
         sim_call_mine(w, rm, PBX_BOOTSTRAP_POOL_GRANTS, g, gr->link.generation,
-                      SIM_CALL_REMOVE);
+                      gr->link.state == (uint16_t)PBX_CORE_ST_LIVE
+                          ? SIM_CALL_RESYNC
+                          : SIM_CALL_REMOVE);
         sim_call_mine(w, rt, PBX_BOOTSTRAP_POOL_GRANTS, g, gr->link.generation,
                       SIM_CALL_RETIRE);
     }

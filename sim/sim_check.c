@@ -286,6 +286,8 @@ void sim_check_step(sim_world *w)
         w->rec_dirty = 0U;
         sim_check_index(w, PBX_BOOTSTRAP_POOL_REQUESTS);
         sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
+        sim_routes_reasons(w);
+        sim_routes_view(w);
     }
     if (w->dirty != 0U) {
         w->dirty = 0U;

@@ -158,7 +158,9 @@ static bool sim_deliver(sim_world *w, uint32_t k)
         const sim_call_view *v = &w->calls[call].v;
         f.ask_op = v->op;
         f.ask_id = v->id;
-        f.ask_kind = v->kind == (uint32_t)SIM_CALL_ACTIVE ? PBX_IPC_VIEW_ACTIVE
+        f.ask_kind = v->kind == (uint32_t)SIM_CALL_ACTIVE ||
+                             v->kind == (uint32_t)SIM_CALL_RESYNC
+                         ? PBX_IPC_VIEW_ACTIVE
                      : v->kind == (uint32_t)SIM_CALL_REMOVE
                          ? PBX_IPC_VIEW_REMOVE
                          : 0U;
@@ -234,13 +236,21 @@ static bool sim_hangup(sim_world *w, uint32_t r)
         }
     }
     if (r == (uint32_t)PBX_CORE_ROUTE_TTYD) {
+        /* The ttyd that comes back starts empty. */
         for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
             w->reqs[i].prompt_showing = 0U;
         }
+        memset(w->ttyd_row, 0, sizeof(w->ttyd_row));
+        w->resync_pending = 0U;
     }
+    uint8_t live[SIM_GRANT_MAX];
+    sim_routes_before(w, live);
     uint32_t expired = w->core->calls_expired;
     pbx_err err = pbx_core_on_route_down(w->core, (pbx_core_route)r);
     sim_calls_route_down(w, r);
+    if (err == PBX_OK) {
+        sim_routes_lost(w, r, live);
+    }
     w->stat_timeouts += w->core->calls_expired - expired;
     sim_after_core(w);
     if (err != PBX_OK) {
@@ -255,13 +265,25 @@ static bool sim_hangup(sim_world *w, uint32_t r)
     return true;
 }
 
-/* Peer r comes back: the route carries calls again. */
+/* Peer r comes back on a fresh route (pbx_core_on_route_up): a returned
+ * ttyd is sent every live row and open prompt again. */
 static void sim_route_back(sim_world *w, uint32_t r)
 {
     w->routes[r].down_until = 0U;
     w->routes[r].dirty = 0U;
     sim_event_add(w, SIM_EV_ROUTE, r, 2U, 0, 0);
-    pbx_core_on_route_ready(w->core, (pbx_core_route)r);
+    w->prompt_resend = 1U;
+    pbx_err err = pbx_core_on_route_up(w->core, (pbx_core_route)r);
+    w->prompt_resend = 0U;
+    if (err != PBX_OK) {
+        sim_fail(w, "route up: %s", pbx_err_name(err));
+    }
+    if (r == (uint32_t)PBX_CORE_ROUTE_TTYD) {
+        w->resync_pending = 1U;
+    }
+    w->rec_dirty = 1U;
+    w->calls_dirty = 1U;
+    sim_after_core(w);
 }
 
 bool sim_routes_fault(sim_world *w)

@@ -93,6 +93,8 @@ static uint32_t sim_kind_of(uint32_t kind)
         return SIM_CALL_REMOVE;
     case PBX_CORE_CALL_RETIRE:
         return SIM_CALL_RETIRE;
+    case PBX_CORE_CALL_RESYNC:
+        return SIM_CALL_RESYNC;
     default:
         return SIM_CALL_NONE;
     }

@@ -208,6 +208,13 @@ static void sim_sent(sim_world *w, const pbx_ipc_frame *f)
                v.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE &&
                v.grant.index < SIM_GRANT_MAX) {
         w->row_sent[v.grant.index] = v.grant.gen;
+        w->ttyd_row[v.grant.index] = v.grant.gen;
+    } else if (f->op == (uint16_t)PBX_IPC_OP_VIEW &&
+               pbx_ipc_view_decode(f, &v) == PBX_OK &&
+               v.kind == (uint8_t)PBX_IPC_VIEW_REMOVE &&
+               v.grant.index < SIM_GRANT_MAX &&
+               w->ttyd_row[v.grant.index] == v.grant.gen) {
+        w->ttyd_row[v.grant.index] = 0U;
     }
 }
 

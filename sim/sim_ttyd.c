@@ -211,8 +211,10 @@ static bool sim_view_check(sim_world *w, const pbx_ipc_view *v,
                  gr->installed_slot);
         return false;
     }
+    /* A returned ttyd is sent the row again (ACTIVE already acked). */
     if (v->kind == (uint8_t)PBX_IPC_VIEW_ACTIVE &&
-        gr->state != (uint32_t)SIM_G_INSTALLED) {
+        gr->state != (uint32_t)SIM_G_INSTALLED &&
+        gr->state != (uint32_t)SIM_G_ACTIVE) {
         sim_fail(w, "ttyd: ACTIVE row for grant %u in shadow state %u",
                  v->grant.index, gr->state);
         return false;

@@ -546,10 +546,11 @@ PBX_TEST(core_calls_full_window_waits_without_spinning)
 
 /* ---- (7) a route goes down --------------------------------------------- */
 
-/* ttyd hangs up with two POLICY calls and a PROMPT outstanding: all three
- * end at once as if their deadlines had passed (PEER_TIMEOUT for policy,
- * PROMPT_TIMEOUT for the prompt), their late replies are refused, and a
- * RESOLVE outstanding through a scope is untouched. */
+/* ttyd hangs up with two POLICY calls and a PROMPT outstanding: both
+ * POLICY calls end at once as if their deadlines had passed
+ * (PEER_TIMEOUT) and their late replies are refused; the PROMPT outlives
+ * its ttyd until its own deadline (PROMPT_TIMEOUT then), and a RESOLVE
+ * outstanding through a scope is untouched. */
 PBX_TEST(core_calls_route_down_ends_its_outstanding_calls)
 {
     th_h *h = th_new(4);
@@ -576,25 +577,32 @@ PBX_TEST(core_calls_route_down_ends_its_outstanding_calls)
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_SCOPE], 1U);
     PBX_CHECK_EQ(h->npend, 4U);
     PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
-    PBX_CHECK_EQ(h->core.calls_expired, 3U);
-    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 1U);
+    PBX_CHECK_EQ(h->core.calls_expired, 2U);
+    PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 2U);
     PBX_CHECK_EQ(calls_req_state(h, a), PBX_CORE_ST_RELEASE);
     PBX_CHECK_EQ(calls_req_state(h, c), PBX_CORE_ST_RELEASE);
-    PBX_CHECK_EQ(calls_req_state(h, p), PBX_CORE_ST_RELEASE);
+    PBX_CHECK_EQ(calls_req_state(h, p), PBX_CORE_ST_PROMPT);
     PBX_CHECK_EQ(calls_req_state(h, s), PBX_CORE_ST_RESOLVE);
-    /* ttyd's replies that were already on their way match nothing. */
-    for (int n = 0; n < 3; n++) {
-        uint32_t k = th_find(h, n == 0 ? "prompt" : "policy");
+    /* ttyd's replies that were already on their way match nothing; the
+     * dead ttyd's prompt reply never arrives. */
+    for (int n = 0; n < 2; n++) {
+        uint32_t k = th_find(h, "policy");
         PBX_REQUIRE(k != TH_NONE);
         PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
     }
-    PBX_CHECK_EQ(h->core.replies_refused, 3U);
+    th_drop(h, th_find(h, "prompt"));
+    PBX_CHECK_EQ(h->core.replies_refused, 2U);
     TH_TRACE(h, "");
     /* The scope's answer still counts. */
     h->hold = false;
     th_run(h);
+    PBX_CHECK_EQ(calls_req_state(h, p), PBX_CORE_ST_PROMPT);
+    /* The prompt's own deadline ends it. */
+    PBX_CHECK_EQ(th_time(h, 5000U), PBX_OK);
+    PBX_CHECK_EQ(calls_req_state(h, p), PBX_CORE_ST_RELEASE);
+    th_run(h);
     PBX_CHECK_EQ(h->step_err, PBX_OK);
-    PBX_CHECK_EQ(h->core.replies_refused, 3U);
+    PBX_CHECK_EQ(h->core.replies_refused, 2U);
     calls_expect(h, a, PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT);
     calls_expect(h, c, PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT);
     calls_expect(h, p, PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PROMPT_TIMEOUT);

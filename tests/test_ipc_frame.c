@@ -692,7 +692,7 @@ PBX_TEST(ipc_decision_reason_only_when_denied)
     pbx_ipc_frame f;
     pbx_ipc_decision_reply out;
     for (uint8_t outcome = 1; outcome <= 5U; outcome++) {
-        for (uint16_t reason = 0; reason <= 8U; reason++) {
+        for (uint16_t reason = 0; reason <= 10U; reason++) {
             pbx_ipc_decision d;
             memset(&d, 0, sizeof(d));
             d.outcome = outcome;
@@ -702,7 +702,7 @@ PBX_TEST(ipc_decision_reason_only_when_denied)
                 d.grant = live_id;
             }
             pbx_err want = PBX_OK;
-            if (reason > PBX_IPC_REASON_RESOLVE) {
+            if (reason > PBX_IPC_REASON_INSTALLER_LOST) {
                 want = PBX_E_IPC_DISCRIMINANT;
             } else if (reason != 0U && outcome != PBX_IPC_OUTCOME_DENIED) {
                 want = PBX_E_IPC_OUTCOME_FIELDS;
@@ -727,6 +727,8 @@ PBX_TEST(ipc_decision_reason_only_when_denied)
     PBX_CHECK_EQ(PBX_IPC_REASON_PEER_TIMEOUT, 4);
     PBX_CHECK_EQ(PBX_IPC_REASON_PEER_FAILED, 5);
     PBX_CHECK_EQ(PBX_IPC_REASON_RESOLVE, 6);
+    PBX_CHECK_EQ(PBX_IPC_REASON_PROVIDER_LOST, 7);
+    PBX_CHECK_EQ(PBX_IPC_REASON_INSTALLER_LOST, 8);
 }
 
 /* ---- the directory-entry class is never widened ------------------------- */

@@ -97,8 +97,9 @@ PBX_TEST(ipc_names_every_discriminant)
     static const char *const outcomes[] = {"pending", "approved", "denied",
                                            "cancelled", "not-found"};
     static const char *const reasons[] = {
-        "none",         "policy",      "user",   "prompt-timeout",
-        "peer-timeout", "peer-failed", "resolve"};
+        "none",           "policy",        "user",
+        "prompt-timeout", "peer-timeout",  "peer-failed",
+        "resolve",        "provider-lost", "installer-lost"};
     static const char *const results[] = {"found", "not-found", "denied"};
     static const char *const verdicts[] = {"allow", "deny", "prompt"};
     check_table(pbx_ipc_operation_name, PBX_IPC_OPERATION_READ, operations, 6);
@@ -107,7 +108,7 @@ PBX_TEST(ipc_names_every_discriminant)
     check_table(pbx_ipc_mode_name, PBX_IPC_MODE_INSTALL, modes, 2);
     check_table(pbx_ipc_urgency_name, PBX_IPC_URGENCY_ROUTINE, urgencies, 2);
     check_table(pbx_ipc_outcome_name, PBX_IPC_OUTCOME_PENDING, outcomes, 5);
-    check_table(pbx_ipc_reason_name, PBX_IPC_REASON_NONE, reasons, 7);
+    check_table(pbx_ipc_reason_name, PBX_IPC_REASON_NONE, reasons, 9);
     check_table(pbx_ipc_resolve_result_name, PBX_IPC_RESOLVE_FOUND, results, 3);
     check_table(pbx_ipc_verdict_name, PBX_IPC_VERDICT_ALLOW, verdicts, 3);
 }
