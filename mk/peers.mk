@@ -28,7 +28,8 @@ PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
-                                      tests/peers/sandbox/*.c))
+                                      tests/peers/sandbox/*.c) \
+                      tests/e2e/fdcat.c)
 # Statically linked programs: launchd's --sandbox runs only those
 # (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
 # whose runtimes do not link statically.
@@ -53,6 +54,25 @@ $$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LI
 	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX) -o $$@
 endef
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
+
+# pbx-stage (install mode, `pbx run --grant`) is a job's first program,
+# sandboxed jobs' too: static, from its sources like pbx-demo.
+PEERS_STAGE_BIN  := $(BUILD)/bin/pbx-stage
+PEERS_STAGE_SRCS  = peers/stage/stage.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
+                    $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+PEERS_BINS       += $(PEERS_STAGE_BIN)
+# The e2e scenario pbx-run-grant's program: reads descriptor N.
+PEERS_FDCAT_BIN  := $(BUILD)/bin/pbx-test-fdcat
+PEERS_FDCAT_SRCS  = tests/e2e/fdcat.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
+                    $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+
+$(PEERS_STAGE_BIN): $(PEERS_STAGE_SRCS) $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_STAGE_SRCS) -o $@
+
+$(PEERS_FDCAT_BIN): $(PEERS_FDCAT_SRCS) $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_FDCAT_SRCS) -o $@
 
 $(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
 	@mkdir -p $(dir $@)
@@ -84,7 +104,7 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
 
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
-peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN)
+peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

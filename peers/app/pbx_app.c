@@ -588,14 +588,28 @@ uint16_t pbx_app_class_for(uint16_t operation)
     }
 }
 
-/* BEGIN, SELECTOR and COMMIT of rq on the job connection; fills
- * out->request. Returns a pbx_app status. */
-static int pbx_app_ask(const pbx_app_request *rq, pbx_app_grant *out)
+/* An install-mode request's target: generation zero for runtime-reply
+ * mode. */
+typedef struct pbx_app_target {
+    uint32_t pgen;
+    uint32_t slot;
+} pbx_app_target;
+
+/* BEGIN, SELECTOR and COMMIT of rq on the job connection, in install mode
+ * for this process when tg->pgen is nonzero; fills out->request. Returns
+ * a pbx_app status. */
+static int pbx_app_ask(const pbx_app_request *rq, const pbx_app_target *tg,
+                       pbx_app_grant *out)
 {
     pbx_app_conn *c = &g_pbx_app;
     pbx_app_claims cl;
     if (!pbx_app_claims_env(&cl, pbx_app_who)) {
         return PBX_APP_E_NO_JOB;
+    }
+    if (tg->pgen != 0U) {
+        cl.pid = (uint64_t)getpid();
+        cl.pgen = tg->pgen;
+        cl.slot = tg->slot;
     }
     pbx_app_begin_args a = {
         rq->selector,
@@ -605,7 +619,7 @@ static int pbx_app_ask(const pbx_app_request *rq, pbx_app_grant *out)
         rq->object_class != 0U ? rq->object_class
                                : pbx_app_class_for(rq->operation),
         rq->lifetime != 0U ? rq->lifetime : (uint32_t)PBX_IPC_LIFETIME_ONE_SHOT,
-        PBX_IPC_MODE_RUNTIME_REPLY,
+        tg->pgen != 0U ? PBX_IPC_MODE_INSTALL : PBX_IPC_MODE_RUNTIME_REPLY,
         rq->urgency != 0U ? rq->urgency : (uint32_t)PBX_IPC_URGENCY_ROUTINE};
     size_t n = 0;
     if (!pbx_app_begin_encode(c, &cl, &a, &n)) {
@@ -636,14 +650,24 @@ static int pbx_app_ask(const pbx_app_request *rq, pbx_app_grant *out)
                              : PBX_APP_E_PROTOCOL;
 }
 
-/* Maps a final decision to the grant and the status; an APPROVED one
- * hands its object (the one descriptor that came) to out->obj. */
-static int pbx_app_decided_to(const pbx_ipc_decision *d, pbx_app_grant *out)
+/* Maps a final decision to the grant and the status; an APPROVED
+ * runtime-reply one hands its object (the one descriptor that came) to
+ * out->obj, an APPROVED install-mode one (tg->pgen nonzero) sets
+ * out->slot, which must be the slot asked for. */
+static int pbx_app_decided_to(const pbx_ipc_decision *d,
+                              const pbx_app_target *tg, pbx_app_grant *out)
 {
     pbx_peer_msg *m = &g_pbx_app.calls[PBX_APP_CALL_MAIN].msg;
     out->outcome = d->outcome;
     out->reason = d->reason;
-    if (d->outcome == PBX_IPC_OUTCOME_APPROVED && m->nfds == 1U) {
+    bool installed = d->outcome == PBX_IPC_OUTCOME_APPROVED && tg->pgen != 0U &&
+                     d->mode == PBX_IPC_MODE_INSTALL &&
+                     d->installed_slot == tg->slot && m->nfds == 0U;
+    if (installed) {
+        out->grant = d->grant;
+        out->slot = d->installed_slot;
+    } else if (d->outcome == PBX_IPC_OUTCOME_APPROVED && tg->pgen == 0U &&
+               m->nfds == 1U) {
         out->grant = d->grant;
         out->obj = m->fds[0];
         m->fds[0] = -1;
@@ -652,7 +676,7 @@ static int pbx_app_decided_to(const pbx_ipc_decision *d, pbx_app_grant *out)
     m->nfds = 0;
     switch (d->outcome) {
     case PBX_IPC_OUTCOME_APPROVED:
-        return out->obj >= 0 ? PBX_APP_OK : PBX_APP_E_PROTOCOL;
+        return out->obj >= 0 || installed ? PBX_APP_OK : PBX_APP_E_PROTOCOL;
     case PBX_IPC_OUTCOME_DENIED:
         return PBX_APP_E_DENIED;
     case PBX_IPC_OUTCOME_NOT_FOUND:
@@ -666,7 +690,8 @@ static int pbx_app_decided_to(const pbx_ipc_decision *d, pbx_app_grant *out)
 
 /* The wait for the decision of out->request, bounded by wait_ms (0:
  * none); on expiry the exact CANCEL and at most PBX_APP_GRACE_MS more. */
-static int pbx_app_await(uint64_t wait_ms, pbx_app_grant *out)
+static int pbx_app_await(uint64_t wait_ms, const pbx_app_target *tg,
+                         pbx_app_grant *out)
 {
     pbx_app_conn *c = &g_pbx_app;
     pbx_ipc_decision d;
@@ -687,13 +712,15 @@ static int pbx_app_await(uint64_t wait_ms, pbx_app_grant *out)
                : w == PBX_APP_WAIT_OTHER ? PBX_APP_E_PROTOCOL
                                          : PBX_APP_E_TRANSPORT;
     }
-    int rc = pbx_app_decided_to(&d, out);
+    int rc = pbx_app_decided_to(&d, tg, out);
     /* A request the library cancelled because its wait passed reports the
      * timeout, not the cancellation it caused. */
     return expired && rc == PBX_APP_E_CANCELLED ? PBX_APP_E_TIMEOUT : rc;
 }
 
-int pbx_app_open(const pbx_app_request *rq, pbx_app_grant *out)
+/* pbx_app_open and pbx_app_install: the whole request for target tg. */
+static int pbx_app_request_run(const pbx_app_request *rq,
+                               const pbx_app_target *tg, pbx_app_grant *out)
 {
     memset(out, 0, sizeof(*out));
     out->obj = -1;
@@ -703,12 +730,30 @@ int pbx_app_open(const pbx_app_request *rq, pbx_app_grant *out)
     }
     int rc = pbx_app_job_conn();
     if (rc == PBX_APP_OK) {
-        rc = pbx_app_ask(rq, out);
+        rc = pbx_app_ask(rq, tg, out);
     }
     if (rc == PBX_APP_OK) {
-        rc = pbx_app_await(rq->wait_ms, out);
+        rc = pbx_app_await(rq->wait_ms, tg, out);
     }
     return rc;
+}
+
+int pbx_app_open(const pbx_app_request *rq, pbx_app_grant *out)
+{
+    pbx_app_target tg = {0U, 0U};
+    return pbx_app_request_run(rq, &tg, out);
+}
+
+int pbx_app_install(const pbx_app_request *rq, uint32_t pgen, uint32_t slot,
+                    pbx_app_grant *out)
+{
+    pbx_app_target tg = {pgen, slot};
+    if (pgen == 0U) {
+        memset(out, 0, sizeof(*out));
+        out->obj = -1;
+        return PBX_APP_E_ARG;
+    }
+    return pbx_app_request_run(rq, &tg, out);
 }
 
 /* Sends the grant-ending call op (CONSUME, or the grant form of CANCEL)

@@ -141,6 +141,9 @@ typedef struct pbx_app_grant {
     /** decision_calls counts the DECISION calls the wait made (1 when
      * launchd held the call until the decision was final). */
     uint64_t decision_calls;
+    /** slot is the installed slot of an APPROVED install-mode request
+     * (pbx_app_install), else 0. */
+    uint32_t slot;
 } pbx_app_grant;
 
 /**
@@ -154,6 +157,22 @@ typedef struct pbx_app_grant {
  * _NOT_FOUND, _CANCELLED, _TIMEOUT or an error status.
  */
 int pbx_app_open(const pbx_app_request *rq, pbx_app_grant *out);
+
+/**
+ * pbx_app_install asks for rq's object in install mode, for the calling
+ * process itself: as pbx_app_open, but the BEGIN names the install target
+ * (getpid(), pgen, slot), where pgen is the generation procd gave this
+ * process when it staged itself (docs/HOST.md, "Install mode on the
+ * host"); launchd accepts that target only from the job's own process.
+ * The object does not come with the decision: procd delivers it on the
+ * process's stage connection before it answers INSTALL, so it is there
+ * when the APPROVED decision arrives. Fills *out in every case (obj
+ * always -1; slot and grant set when approved). Returns PBX_APP_OK when
+ * APPROVED (with out->slot equal to slot, else PBX_APP_E_PROTOCOL), else
+ * what pbx_app_open returns.
+ */
+int pbx_app_install(const pbx_app_request *rq, uint32_t pgen, uint32_t slot,
+                    pbx_app_grant *out);
 
 /**
  * pbx_app_consume ends the grant g holds (a one-shot grant's use is

@@ -190,12 +190,15 @@ void launchd_wake_input(launchd_srv *srv);
 void launchd_timers(launchd_srv *srv);
 
 /* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
- * (both close-on-exec descriptors, -1 when absent). */
+ * (both close-on-exec descriptors, -1 when absent). prepare's next, when
+ * not NULL, is the program a stage program executes: checked and allowed
+ * as prog is. */
 typedef struct launchd_sandbox {
     int prog;
     int ruleset;
 } launchd_sandbox;
-uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb);
+uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
+                                 launchd_sandbox *sb);
 void launchd_sandbox_release(launchd_sandbox *sb);
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv);
 

@@ -211,6 +211,8 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     }
     (void)setpgid(pid, pid);
     j->pid = pid;
+    /* The job's real process: its install-mode BEGINs may target it. */
+    j->bind.own_pid = (uint64_t)pid;
     launchd_conn *c = &srv->conns[ci];
     launchd_nonblock(sv[0]);
     c->fd = sv[0];
@@ -223,6 +225,39 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     return ci;
 }
 
+/* Copies req's argument i into out[0..cap) as a string. */
+static void launchd_arg(const pbx_peer_launch_req *req, uint16_t i, char *out,
+                        size_t cap)
+{
+    (void)snprintf(out, cap, "%.*s", (int)req->arg_lens[i],
+                   (const char *)req->args[i]);
+}
+
+/* The sandbox of a LAUNCH with the sandbox flag: the program's file and,
+ * with the stage flag, the file of the program the stage program runs
+ * (the argument after its first "--"; none refuses the LAUNCH). */
+static uint16_t launchd_launch_sandbox(const pbx_peer_launch_req *req,
+                                       launchd_sandbox *sb)
+{
+    static char prog[PBX_IPC_FRAME_BYTES_MAX];
+    static char next[PBX_IPC_FRAME_BYTES_MAX];
+    launchd_arg(req, 0, prog, sizeof(prog));
+    if ((req->flags & PBX_PEER_LAUNCH_STAGE) == 0U) {
+        return launchd_sandbox_prepare(prog, NULL, sb);
+    }
+    for (uint16_t i = 1; i + 1U < req->argc; i++) {
+        if (req->arg_lens[i] == 2U && memcmp(req->args[i], "--", 2) == 0) {
+            launchd_arg(req, (uint16_t)(i + 1U), next, sizeof(next));
+            return launchd_sandbox_prepare(prog, next, sb);
+        }
+    }
+    pbx_peer_log("launchd",
+                 "sandbox: %s: a stage program without a program "
+                 "after \"--\"",
+                 prog);
+    return (uint16_t)PBX_E_IPC_BOUND;
+}
+
 /* Starts prepared job j (a sandboxed one after its sandbox was set up)
  * and stores its job connection in *jc; returns 0 or the LAUNCH's
  * refusal status (its staged process then freed again). */
@@ -233,10 +268,7 @@ static uint16_t launchd_launch_start(launchd_srv *srv, launchd_job *j,
     launchd_sandbox sb = {-1, -1};
     uint16_t st = 0U;
     if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U) {
-        char prog[PBX_IPC_FRAME_BYTES_MAX];
-        (void)snprintf(prog, sizeof(prog), "%.*s", (int)req->arg_lens[0],
-                       (const char *)req->args[0]);
-        st = launchd_sandbox_prepare(prog, &sb);
+        st = launchd_launch_sandbox(req, &sb);
     }
     if (st == 0U) {
         *jc = launchd_start(srv, j, fds, req, &sb);

@@ -89,9 +89,26 @@ static int launchd_sandbox_open(const char *prog)
     return -1;
 }
 
-/* Builds the ruleset for plan with its one rule (the program's file,
- * execute and read); returns its descriptor or -1. */
-static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog)
+/* Adds the rule that allows plan's program access (execute and read) on
+ * the file open at fd to ruleset rfd; 0 or -1 with errno set. */
+static int launchd_sandbox_rule(const pbx_peer_sandbox_plan *plan, int rfd,
+                                int fd)
+{
+    struct landlock_path_beneath_attr rule;
+    memset(&rule, 0, sizeof(rule));
+    rule.allowed_access = plan->prog_access;
+    rule.parent_fd = fd;
+    return syscall(__NR_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH,
+                   &rule, 0U) == 0
+               ? 0
+               : -1;
+}
+
+/* Builds the ruleset for plan with its rules (the program's file and,
+ * when next >= 0, the next program's, execute and read); returns its
+ * descriptor or -1. */
+static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog,
+                                   int next)
 {
     launchd_ll_attr attr = {plan->handled_fs, 0U, plan->scoped};
     /* Only the fields the ABI has: handled_net came with 4, scoped 6. */
@@ -102,12 +119,8 @@ static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog)
     if (rfd < 0) {
         return -1;
     }
-    struct landlock_path_beneath_attr rule;
-    memset(&rule, 0, sizeof(rule));
-    rule.allowed_access = plan->prog_access;
-    rule.parent_fd = prog;
-    if (syscall(__NR_landlock_add_rule, (int)rfd, LANDLOCK_RULE_PATH_BENEATH,
-                &rule, 0U) != 0) {
+    if (launchd_sandbox_rule(plan, (int)rfd, prog) != 0 ||
+        (next >= 0 && launchd_sandbox_rule(plan, (int)rfd, next) != 0)) {
         int e = errno;
         (void)close((int)rfd);
         errno = e;
@@ -116,7 +129,29 @@ static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog)
     return (int)rfd;
 }
 
-uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb)
+/* Opens and checks (regular, executable, static ELF) the program the
+ * stage program runs; returns its descriptor, or -1 and the refusal
+ * status in *st. */
+static int launchd_sandbox_next(const char *next, uint16_t *st)
+{
+    int fd = launchd_sandbox_open(next);
+    static uint8_t head[LAUNCHD_ELF_HEAD];
+    ssize_t got = fd >= 0 ? pread(fd, head, sizeof(head), 0) : -1;
+    pbx_err e = fd < 0 ? PBX_E_PEER_NOT_ELF
+                       : pbx_peer_sandbox_elf(head, got > 0 ? (size_t)got : 0U);
+    if (e != PBX_OK) {
+        pbx_peer_log("launchd", "sandbox: %s: %s", next, pbx_err_text(e));
+        if (fd >= 0) {
+            (void)close(fd);
+        }
+        *st = (uint16_t)e;
+        return -1;
+    }
+    return fd;
+}
+
+uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
+                                 launchd_sandbox *sb)
 {
     sb->prog = -1;
     sb->ruleset = -1;
@@ -137,9 +172,19 @@ uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb)
     static uint8_t head[LAUNCHD_ELF_HEAD];
     ssize_t got = pread(sb->prog, head, sizeof(head), 0);
     e = pbx_peer_sandbox_elf(head, got > 0 ? (size_t)got : 0U);
+    uint16_t nst = 0U;
+    int nfd =
+        e == PBX_OK && next != NULL ? launchd_sandbox_next(next, &nst) : -1;
+    if (nst != 0U) {
+        launchd_sandbox_release(sb);
+        return nst;
+    }
     if (e == PBX_OK) {
-        sb->ruleset = launchd_sandbox_ruleset(&plan, sb->prog);
+        sb->ruleset = launchd_sandbox_ruleset(&plan, sb->prog, nfd);
         e = sb->ruleset >= 0 ? PBX_OK : PBX_E_PEER_SANDBOX;
+    }
+    if (nfd >= 0) {
+        (void)close(nfd);
     }
     if (e != PBX_OK) {
         pbx_peer_log("launchd", "sandbox: %s: %s", prog, pbx_err_text(e));
@@ -147,9 +192,10 @@ uint16_t launchd_sandbox_prepare(const char *prog, launchd_sandbox *sb)
         return (uint16_t)e;
     }
     pbx_peer_log("launchd",
-                 "sandbox: %s: Landlock ABI %ld, filesystem rights 0x%llx "
+                 "sandbox: %s%s%s: Landlock ABI %ld, filesystem rights 0x%llx "
                  "handled, scopes 0x%llx",
-                 prog, plan.abi, (unsigned long long)plan.handled_fs,
+                 prog, next != NULL ? " then " : "", next != NULL ? next : "",
+                 plan.abi, (unsigned long long)plan.handled_fs,
                  (unsigned long long)plan.scoped);
     return 0U;
 }

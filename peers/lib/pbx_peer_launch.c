@@ -361,20 +361,25 @@ launch_bind_context(const pbx_peer_launch_binding *j, uint8_t *b)
     return PBX_PEER_BIND_OK;
 }
 
-/* Checks the install target at body b against the job's staged process,
- * filling it when both id and generation are zero. Runtime-reply mode
- * names no target; the strict decode checks that. */
+/* Checks the install target at body b: the job's own process (launchd
+ * forked it; procd, which staged it, judges the generation), or the
+ * job's simulated staged process, which also fills a target whose id and
+ * generation are both zero. Runtime-reply mode names no target; the
+ * strict decode checks that. */
 static pbx_peer_launch_bind_result
 launch_bind_target(const pbx_peer_launch_binding *j, uint8_t *b)
 {
     if (b[LAUNCH_BEGIN_MODE] != (uint8_t)PBX_IPC_MODE_INSTALL) {
         return PBX_PEER_BIND_OK;
     }
+    uint64_t id = pbx_le_get64(b + LAUNCH_BEGIN_TARGET_ID);
+    uint32_t gen = pbx_le_get32(b + LAUNCH_BEGIN_TARGET_GEN);
+    if (j->own_pid != 0U && id == j->own_pid && gen != 0U) {
+        return PBX_PEER_BIND_OK;
+    }
     if (j->target_gen == 0U) {
         return PBX_PEER_BIND_TARGET;
     }
-    uint64_t id = pbx_le_get64(b + LAUNCH_BEGIN_TARGET_ID);
-    uint32_t gen = pbx_le_get32(b + LAUNCH_BEGIN_TARGET_GEN);
     if (id == 0U && gen == 0U) {
         pbx_le_put64(b + LAUNCH_BEGIN_TARGET_ID, j->target_pid);
         pbx_le_put32(b + LAUNCH_BEGIN_TARGET_GEN, j->target_gen);

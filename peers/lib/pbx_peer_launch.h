@@ -32,8 +32,14 @@
 /** PBX_PEER_LAUNCH_SANDBOX is the LAUNCH flag asking for a sandboxed job
  * (docs/HOST.md, "Sandboxed programs"). */
 #define PBX_PEER_LAUNCH_SANDBOX 0x1U
+/** PBX_PEER_LAUNCH_STAGE is the LAUNCH flag saying that the program is a
+ * stage program (pbx-stage) that executes the argument after its first
+ * "--": a sandboxed job's rule then allows executing both files
+ * (docs/HOST.md, "Install mode on the host"). */
+#define PBX_PEER_LAUNCH_STAGE 0x2U
 /** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
-#define PBX_PEER_LAUNCH_FLAGS_KNOWN PBX_PEER_LAUNCH_SANDBOX
+#define PBX_PEER_LAUNCH_FLAGS_KNOWN                                            \
+    (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE)
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */
@@ -189,8 +195,9 @@ pbx_err pbx_peer_exit_decode(const pbx_peer_launch_frame *f,
 
 /**
  * pbx_peer_launch_binding is what launchd launched a job as: its identity,
- * session and realm, program entry (entry_len bytes) and staged process
- * (target_gen zero when none). Plain data, caller-owned.
+ * session and realm, program entry (entry_len bytes), simulated staged
+ * process (target_gen zero when none) and its own process id (own_pid,
+ * zero before the fork). Plain data, caller-owned.
  */
 typedef struct pbx_peer_launch_binding {
     /** job_id is the job's id. */
@@ -209,6 +216,11 @@ typedef struct pbx_peer_launch_binding {
     uint64_t target_pid;
     /** target_gen is its generation, zero when the job has none. */
     uint32_t target_gen;
+    /** own_pid is the job's own process id (launchd forked it), zero
+     * when unknown: an install target naming it with a nonzero
+     * generation is the job's real process (procd checks the
+     * generation). */
+    uint64_t own_pid;
 } pbx_peer_launch_binding;
 
 /**
@@ -221,8 +233,9 @@ typedef enum pbx_peer_launch_bind_result {
     PBX_PEER_BIND_JOB = 1,
     /** The BEGIN claims another program entry. */
     PBX_PEER_BIND_ENTRY = 2,
-    /** The BEGIN names a target that is not the job's staged process, or
-     * asks for install mode while the job has none. */
+    /** The BEGIN names a target that is neither the job's own process
+     * (any nonzero generation) nor its simulated staged process, or
+     * leaves the target zero while the job has no simulated one. */
     PBX_PEER_BIND_TARGET = 3,
     /** The BEGIN body does not decode (see *err). */
     PBX_PEER_BIND_MALFORMED = 4,
@@ -237,8 +250,10 @@ typedef enum pbx_peer_launch_bind_result {
  * header already passed pbx_ipc_frame_decode) to job b. Job id and
  * generation both zero, a zero session, a zero realm, an empty entry, or
  * (install mode) target process id and generation both zero are filled in
- * from b; any other value must equal b's exactly (a claim of another job
- * is reported first, then session, realm, entry, target). On PBX_PEER_BIND_OK
+ * from b (the target from the simulated staged process); any other value
+ * must equal b's exactly, but for an install target naming b's own_pid
+ * with a nonzero generation (a claim of another job is reported first,
+ * then session, realm, entry, target). On PBX_PEER_BIND_OK
  * the bound frame (same seq, body re-laid when the entry was inserted) is in
  * out[0..*out_len) and *rec holds its strict decode (pbx_ipc_begin_decode). On
  * MALFORMED *err holds the decoder's error. out must not overlap in and out_len

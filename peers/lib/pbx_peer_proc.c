@@ -12,6 +12,10 @@ void pbx_peer_proctab_init(pbx_peer_proctab *t)
         t->rows[i].object = -1;
         t->rows[i].handle = -1;
     }
+    for (size_t i = 0; i < PBX_PEER_PROC_STAGED_MAX; i++) {
+        t->conns[i] = -1;
+    }
+    t->next_gen = 1U;
 }
 
 /* Reports whether process_id has a live install (in any generation). */
@@ -44,8 +48,83 @@ uint32_t pbx_peer_proctab_stage(pbx_peer_proctab *t, uint64_t process_id,
         return PBX_PEER_E_BUSY;
     }
     pbx_ipc_target s = {process_id, gen, 0U};
+    t->conns[t->staged_count] = -1;
     t->staged[t->staged_count++] = s;
+    /* A registration never gets a generation a simulated stage used, so
+     * a job bound to a simulated PID:GEN never names a real process. */
+    if (gen >= t->next_gen && gen != UINT32_MAX) {
+        t->next_gen = gen + 1U;
+    }
     return 0U;
+}
+
+/* Takes the next registration generation (never 0). */
+static uint32_t proc_fresh_gen(pbx_peer_proctab *t)
+{
+    uint32_t g = t->next_gen;
+    t->next_gen = g == UINT32_MAX ? 1U : g + 1U;
+    return g;
+}
+
+uint32_t pbx_peer_proctab_register(pbx_peer_proctab *t, uint64_t claimed,
+                                   uint64_t cred_pid, int conn, uint32_t *gen)
+{
+    if (claimed == 0U) {
+        return PBX_PEER_E_MISMATCH;
+    }
+    if (claimed != cred_pid) {
+        return PBX_PEER_E_NOT_YOURS;
+    }
+    /* An earlier process of this pid still has installs: they must be
+     * revoked first (powerboxd does on the job's end). */
+    if (proc_busy(t, claimed)) {
+        return PBX_PEER_E_CONFLICT;
+    }
+    for (size_t i = 0; i < t->staged_count; i++) {
+        if (t->staged[i].process_id == claimed) {
+            if (t->conns[i] >= 0) {
+                return PBX_PEER_E_CONFLICT;
+            }
+            t->staged[i].process_gen = proc_fresh_gen(t);
+            t->conns[i] = conn;
+            *gen = t->staged[i].process_gen;
+            return 0U;
+        }
+    }
+    if (t->staged_count >= PBX_PEER_PROC_STAGED_MAX) {
+        return PBX_PEER_E_BUSY;
+    }
+    pbx_ipc_target s = {claimed, proc_fresh_gen(t), 0U};
+    t->conns[t->staged_count] = conn;
+    t->staged[t->staged_count++] = s;
+    *gen = s.process_gen;
+    return 0U;
+}
+
+bool pbx_peer_proctab_unstage(pbx_peer_proctab *t, int conn, uint64_t *pid)
+{
+    for (size_t i = 0; conn >= 0 && i < t->staged_count; i++) {
+        if (t->conns[i] == conn) {
+            *pid = t->staged[i].process_id;
+            size_t last = --t->staged_count;
+            t->staged[i] = t->staged[last];
+            t->conns[i] = t->conns[last];
+            t->conns[last] = -1;
+            return true;
+        }
+    }
+    return false;
+}
+
+int pbx_peer_proctab_conn(const pbx_peer_proctab *t,
+                          const pbx_ipc_target *target)
+{
+    for (size_t i = 0; i < t->staged_count; i++) {
+        if (t->staged[i].process_id == target->process_id) {
+            return t->conns[i];
+        }
+    }
+    return -1;
 }
 
 /* Checks the staged generation of the target. */

@@ -2,7 +2,11 @@
  * pbx_peer_proc.h: procd's pure decisions. The staged processes (id and
  * generation) that may receive grants, and the install table: which grant
  * occupies which exact slot of which staged process generation, and which
- * manage-only revocation handle ends it.
+ * manage-only revocation handle ends it. A staged process is either
+ * simulated (--stage PID:GEN, no connection) or registered: a real
+ * process that staged itself over procd's stage socket, named by the
+ * kernel (SO_PEERCRED), with a fresh generation procd chose and the
+ * connection its installed objects are delivered on.
  */
 #ifndef PBX_PEER_PROC_H
 #define PBX_PEER_PROC_H
@@ -42,6 +46,12 @@ typedef struct pbx_peer_proctab {
     size_t staged_count;
     /** staged are the staged process generations (slot field unused). */
     pbx_ipc_target staged[PBX_PEER_PROC_STAGED_MAX];
+    /** conns are the staged processes' stage connections (an fd, -1 for
+     * a simulated one), index for index with staged. */
+    int conns[PBX_PEER_PROC_STAGED_MAX];
+    /** next_gen is the generation the next registration gets (nonzero,
+     * above every simulated generation staged so far). */
+    uint32_t next_gen;
     /** rows are the install table entries. */
     pbx_peer_install_row rows[PBX_PEER_PROC_INSTALLS_MAX];
 } pbx_peer_proctab;
@@ -57,6 +67,35 @@ void pbx_peer_proctab_init(pbx_peer_proctab *t);
  */
 uint32_t pbx_peer_proctab_stage(pbx_peer_proctab *t, uint64_t process_id,
                                 uint32_t gen);
+
+/**
+ * pbx_peer_proctab_register stages the real process the kernel named
+ * cred_pid (the stage connection's SO_PEERCRED pid) on connection conn
+ * (an fd, kept by the table until pbx_peer_proctab_unstage) with a fresh
+ * generation, returned in *gen. claimed is the pid the STAGE names: it
+ * must be cred_pid (PBX_PEER_E_NOT_YOURS: only process P stages P) and
+ * nonzero (PBX_PEER_E_MISMATCH). A pid staged already is restaged with
+ * the new generation when it has no live install and no connection
+ * (PBX_PEER_E_CONFLICT otherwise). Returns 0 or PBX_PEER_E_BUSY (full).
+ */
+uint32_t pbx_peer_proctab_register(pbx_peer_proctab *t, uint64_t claimed,
+                                   uint64_t cred_pid, int conn, uint32_t *gen);
+
+/**
+ * pbx_peer_proctab_unstage ends the registered stage whose connection is
+ * conn: the process is no longer staged (a later INSTALL for it is
+ * UNKNOWN); its live installs stay until revoked. Returns true and its
+ * pid in *pid when conn was a stage connection.
+ */
+bool pbx_peer_proctab_unstage(pbx_peer_proctab *t, int conn, uint64_t *pid);
+
+/**
+ * pbx_peer_proctab_conn returns the stage connection of the process
+ * target names (its generation is not compared here), -1 when it is
+ * simulated or not staged.
+ */
+int pbx_peer_proctab_conn(const pbx_peer_proctab *t,
+                          const pbx_ipc_target *target);
 
 /**
  * pbx_peer_proctab_install_check decides an INSTALL without changing t:

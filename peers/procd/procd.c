@@ -1,18 +1,22 @@
 /*
- * procd.c: the reference procd for the Linux host. Staged processes are
- * simulated as a table keyed by process id and generation; INSTALL places
- * the received object descriptor into the exact slot of that generation
- * and answers with a MANAGE_ONLY revocation handle (one end of a fresh
- * SEQPACKET socketpair). REVOKE through the handle, or the handle's last
- * close, drops the installed descriptor. See docs/HOST.md.
+ * procd.c: the reference procd for the Linux host. Staged processes are a
+ * table keyed by process id and generation: simulated ones (--stage) and
+ * real ones that staged themselves over the --stage-sock socket (the
+ * kernel names the caller, SO_PEERCRED; procd picks a fresh generation).
+ * INSTALL places the received object descriptor into the exact slot of
+ * that generation, hands a registered process a copy over its stage
+ * connection (DELIVER, with the slot), and answers with a MANAGE_ONLY
+ * revocation handle (one end of a fresh SEQPACKET socketpair). REVOKE
+ * through the handle, or the handle's last close, drops procd's copy.
+ * See docs/HOST.md ("procd", "Install mode on the host").
  *
  * The install table lives in memory only (no file is written on any
  * call): whoever connects to the --query socket is sent the rows as they
  * are at that moment, one line per installed grant, and the connection is
  * closed.
  *
- *   pbx-procd --stage PID:GEN [--stage ...] [--route PATH] [--route-fd N]
- *             [--query PATH] [--ready-fd N]
+ *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] [--route PATH]
+ *             [--route-fd N] [--query PATH] [--ready-fd N]
  *   pbx-procd -h | --help
  */
 /* accept4 is a Linux extension. */
@@ -30,6 +34,7 @@
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_proc.h"
+#include "peers/lib/pbx_peer_stage.h"
 
 #define PROCD_ROUTES_MAX 8U
 /* Query connections served at once (more wait in the listen backlog). */
@@ -38,11 +43,14 @@
 #define PROCD_READER_MS 2000U
 /* One row: "process P gen G slot S grant I.G object O\n". */
 #define PROCD_ROW_BYTES 128U
+/* Stage connections open at once (registered or not yet). */
+#define PROCD_STAGES_MAX PBX_PEER_PROC_STAGED_MAX
 
 /* The usage, printed by -h (stdout) and after a bad command line. */
 #define PROCD_USAGE                                                            \
-    "usage: pbx-procd --stage PID:GEN [--stage ...] [--route PATH] "           \
-    "[--route-fd N] [--query PATH] [--ready-fd N]\n"                           \
+    "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] "              \
+    "[--route PATH]\n"                                                         \
+    "                 [--route-fd N] [--query PATH] [--ready-fd N]\n"          \
     "       pbx-procd -h | --help\n"
 
 /* One query connection: the rows as they were when it connected, and how
@@ -60,7 +68,10 @@ typedef struct procd {
     int listen_fd;
     int routes[PROCD_ROUTES_MAX];
     size_t nroutes;
-    int query_fd; /* the --query listener, or -1 */
+    int query_fd;                 /* the --query listener, or -1 */
+    int stage_fd;                 /* the --stage-sock listener, or -1 */
+    int stages[PROCD_STAGES_MAX]; /* stage connections, -1: free */
+    uint32_t deliver_seq;
     procd_reader readers[PROCD_READERS_MAX];
     pbx_peer_proctab tab;
     pbx_peer_msg msg;
@@ -190,6 +201,33 @@ static bool procd_install_reply(int fd, const pbx_ipc_install *rq, int cap)
     return pbx_peer_io_reply(fd, &g_procd.msg, g_procd.out, n, cap) == 0;
 }
 
+/* Hands the stage connection of rq's target, when it is a registered
+ * process, a copy of object with its slot (DELIVER); true when the target
+ * is simulated or the copy went out. Never waits: a process that does not
+ * read its stage connection gets its INSTALL refused. */
+static bool procd_deliver(const pbx_ipc_install *rq, int object)
+{
+    int conn = pbx_peer_proctab_conn(&g_procd.tab, &rq->target);
+    if (conn < 0) {
+        return true;
+    }
+    pbx_peer_deliver d = {rq->target.slot, rq->grant, rq->operation};
+    uint8_t buf[PBX_PEER_STAGE_FRAME_MAX];
+    size_t n = 0;
+    if (pbx_peer_deliver_encode(&d, ++g_procd.deliver_seq, buf, sizeof(buf),
+                                &n) != PBX_OK ||
+        pbx_peer_io_send_fds(conn, buf, n, &object, 1U, MSG_DONTWAIT) != 0) {
+        pbx_peer_log("procd", "DELIVER to process %llu slot %u failed: %s",
+                     (unsigned long long)rq->target.process_id, rq->target.slot,
+                     strerror(errno));
+        return false;
+    }
+    pbx_peer_log("procd", "DELIVER grant %u.%u to process %llu slot %u",
+                 rq->grant.index, rq->grant.gen,
+                 (unsigned long long)rq->target.process_id, rq->target.slot);
+    return true;
+}
+
 /* INSTALL on the route: the object goes into the exact staged slot. */
 static void procd_install(int fd)
 {
@@ -207,6 +245,10 @@ static void procd_install(int fd)
     int h[2] = {-1, -1};
     if (st == 0U &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h) != 0) {
+        st = PBX_PEER_E_INTERNAL;
+    }
+    if (st == 0U && !procd_deliver(&rq, m->fds[0])) {
+        pbx_peer_io_close_all(h, 2);
         st = PBX_PEER_E_INTERNAL;
     }
     if (st != 0U) {
@@ -273,6 +315,118 @@ static void procd_handle(size_t row)
         pbx_peer_log("procd", "REVOKE ack failed: %s", strerror(errno));
     }
     (void)close(handle);
+}
+
+/* Ends stage connection i: its process is no longer staged. */
+static void procd_stage_end(size_t i, const char *why)
+{
+    uint64_t pid = 0;
+    if (pbx_peer_proctab_unstage(&g_procd.tab, g_procd.stages[i], &pid)) {
+        pbx_peer_log("procd", "process %llu unstaged: %s",
+                     (unsigned long long)pid, why);
+    }
+    (void)close(g_procd.stages[i]);
+    g_procd.stages[i] = -1;
+}
+
+/* Answers the message in g_procd.msg on stage connection i with status
+ * st (and gen when st is 0); ends the connection when that fails. */
+static void procd_stage_reply(size_t i, uint32_t st, uint32_t gen)
+{
+    uint8_t buf[PBX_PEER_STAGE_FRAME_MAX];
+    size_t n = 0;
+    uint32_t seq = pbx_peer_io_msg_seq(&g_procd.msg);
+    if (pbx_peer_stage_reply_encode((uint16_t)st, gen, seq, buf, sizeof(buf),
+                                    &n) != PBX_OK ||
+        pbx_peer_io_send_fds(g_procd.stages[i], buf, n, NULL, 0U,
+                             MSG_DONTWAIT) != 0) {
+        procd_stage_end(i, "its STAGE reply failed");
+    }
+}
+
+/* A STAGE (or hang-up) on stage connection i: the process the kernel
+ * names as the connection's peer is staged with a fresh generation, when
+ * it names itself. */
+static void procd_stage(size_t i)
+{
+    int fd = g_procd.stages[i];
+    pbx_peer_msg *m = &g_procd.msg;
+    int r = pbx_peer_io_recv_raw(fd, m, MSG_DONTWAIT);
+    if (r != 0) {
+        if (r > 0 || errno != EAGAIN) {
+            procd_stage_end(i, r > 0 ? "connection closed" : strerror(errno));
+        }
+        return;
+    }
+    pbx_peer_stage_frame f;
+    pbx_err e = pbx_peer_stage_decode(m->buf, m->len, m->nfds, &f);
+    pbx_peer_io_close_all(m->fds, m->nfds);
+    uint32_t st = e != PBX_OK                 ? (uint32_t)e
+                  : f.op != PBX_PEER_OP_STAGE ? PBX_PEER_E_ROUTE
+                                              : 0U;
+    struct ucred cr;
+    socklen_t cl = sizeof(cr);
+    if (st == 0U && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+        st = PBX_PEER_E_INTERNAL;
+    }
+    uint32_t gen = 0;
+    if (st == 0U) {
+        st = pbx_peer_proctab_register(&g_procd.tab, f.pid, (uint64_t)cr.pid,
+                                       fd, &gen);
+    }
+    if (st == 0U) {
+        pbx_peer_log("procd", "STAGE process %llu gen %u",
+                     (unsigned long long)f.pid, gen);
+    } else {
+        pbx_peer_log("procd",
+                     "STAGE refused (process %llu, connection of "
+                     "%lld): %s",
+                     (unsigned long long)f.pid,
+                     st == PBX_PEER_E_INTERNAL ? -1LL : (long long)cr.pid,
+                     pbx_peer_status_text(st));
+    }
+    procd_stage_reply(i, st, gen);
+}
+
+/* Takes one stage connection (the listener is polled only while an
+ * entry is free). */
+static void procd_stage_accept(void)
+{
+    int fd = accept4(g_procd.stage_fd, NULL, NULL, SOCK_CLOEXEC);
+    for (size_t i = 0; fd >= 0 && i < PROCD_STAGES_MAX; i++) {
+        if (g_procd.stages[i] < 0) {
+            g_procd.stages[i] = fd;
+            return;
+        }
+    }
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+}
+
+/* Fills q[0..PROCD_STAGES_MAX] with the stage listener (only while an
+ * entry is free) and the stage connections. */
+static void procd_poll_stages(struct pollfd *q)
+{
+    bool room = false;
+    for (size_t i = 0; i < PROCD_STAGES_MAX; i++) {
+        q[1U + i] = (struct pollfd){g_procd.stages[i], POLLIN, 0};
+        room = room || g_procd.stages[i] < 0;
+    }
+    q[0] = (struct pollfd){room ? g_procd.stage_fd : -1, POLLIN, 0};
+}
+
+/* Serves the stage connections and the stage listener after poll. */
+static void procd_serve_stages(const struct pollfd *q)
+{
+    for (size_t i = 0; i < PROCD_STAGES_MAX; i++) {
+        if (g_procd.stages[i] >= 0 && q[1U + i].revents != 0) {
+            procd_stage(i);
+        }
+    }
+    if ((q[0].revents & POLLIN) != 0) {
+        procd_stage_accept();
+    }
 }
 
 /* Serves one message on route i; false when the route must be closed. */
@@ -350,13 +504,16 @@ static void procd_serve_readers(const struct pollfd *q)
  * every live handle. */
 static int procd_round(void)
 {
-    struct pollfd p[2U + PROCD_READERS_MAX + PROCD_ROUTES_MAX +
-                    PBX_PEER_PROC_INSTALLS_MAX];
+    struct pollfd p[3U + PROCD_READERS_MAX + PROCD_STAGES_MAX +
+                    PROCD_ROUTES_MAX + PBX_PEER_PROC_INSTALLS_MAX];
     size_t rowof[PBX_PEER_PROC_INSTALLS_MAX];
     size_t n = 0;
     p[n++] = (struct pollfd){g_procd.listen_fd, POLLIN, 0};
     bool reading = procd_poll_readers(&p[n]);
     n += 1U + PROCD_READERS_MAX;
+    size_t s0 = n;
+    procd_poll_stages(&p[s0]);
+    n += 1U + PROCD_STAGES_MAX;
     size_t r0 = n;
     for (size_t i = 0; i < g_procd.nroutes; i++) {
         p[n++] = (struct pollfd){g_procd.routes[i], POLLIN, 0};
@@ -371,6 +528,9 @@ static int procd_round(void)
     if (poll(p, (nfds_t)n, reading ? (int)PROCD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
+    /* Stage hang-ups first: an INSTALL read in the same round for a
+     * process whose stage just ended is then refused UNKNOWN. */
+    procd_serve_stages(&p[s0]);
     size_t nr = g_procd.nroutes;
     for (size_t k = 0; k < nh; k++) {
         if (p[r0 + nr + k].revents != 0 && g_procd.tab.rows[rowof[k]].live) {
@@ -423,6 +583,10 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
             fd = -1;
         }
         g_procd.query_fd = fd;
+    } else if (strcmp(k, "--stage-sock") == 0 && g_procd.stage_fd < 0) {
+        /* Mode 0600: only the user's own processes stage themselves. */
+        fd = pbx_peer_io_listen_private(v, SOCK_SEQPACKET);
+        g_procd.stage_fd = fd;
     } else {
         pbx_peer_log("procd", "unknown option '%s'", k);
         return false;
@@ -440,6 +604,10 @@ int main(int argc, char **argv)
     int ready_fd = -1;
     g_procd.listen_fd = -1;
     g_procd.query_fd = -1;
+    g_procd.stage_fd = -1;
+    for (size_t i = 0; i < PROCD_STAGES_MAX; i++) {
+        g_procd.stages[i] = -1;
+    }
     for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
         g_procd.readers[i].fd = -1;
     }

@@ -290,6 +290,18 @@ and its job connection.
                  dynamically linked PROG (/bin/sh) under --sandbox: pbx
                  run exits 125 saying it must be statically linked, and
                  the shell never ran (its mark file was never made)
+  pbx-run-grant  `pbx --dir WORK_DIR run --grant read:docs/readme.txt --
+                 pbx-test-fdcat --again 5` (install mode: pbx-stage
+                 stages itself at procd's stage.sock, asks, takes procd's
+                 DELIVER and execs PROG with the object at fd 5): PROG
+                 prints exactly the file's bytes read through fd 5;
+                 procd's row names the job's own pid and slot 5; after
+                 `pbx-launchd expire` of the job the row is gone and
+                 PROG's next read through the same fd fails (exit 3);
+                 the same grant under --sandbox gives exactly the bytes;
+                 a grant of docs/missing.txt makes `pbx run` exit 1 with
+                 one line naming the selector and not-found, and PROG
+                 (a shell writing a mark file) never ran
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -313,6 +325,7 @@ import fcntl
 import hashlib
 import os
 import re
+import select
 import shutil
 import shlex
 import signal
@@ -566,6 +579,8 @@ class Stack:
                   str(ttyp[1].fileno())], [ttyp[1].fileno()],
                  self.log("ttyd"), g),
             peer([b("procd")] + stages + ["--query", self.installs,
+                                          "--stage-sock",
+                                          os.path.join(w, "stage.sock"),
                                           "--route-fd",
                                           str(proc[1].fileno())],
                  [proc[1].fileno()], self.log("procd"), g),
@@ -3604,6 +3619,90 @@ def sandbox(st):
           f"{out.stderr.strip()}")
 
 
+def pbx_run_grant(st):
+    """`pbx run --grant read:docs/readme.txt -- PROG` in install mode:
+    PROG (pbx-test-fdcat, static) starts with the object at descriptor 5
+    and prints exactly the file's bytes through it, sandboxed too; procd's
+    row names the job's own pid and slot 5; after EXPIRE of the job the
+    read through that same descriptor fails; a missing selector ends
+    not-found and PROG never runs."""
+    with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
+        want = f.read()
+    pbx = os.path.join(st.bin_dir, "pbx")
+    fdcat = os.path.join(st.bin_dir, "pbx-test-fdcat")
+    errf = os.path.join(st.work, "pbx-run-grant.err")
+    with open(errf, "w+b") as err:
+        job = subprocess.Popen(
+            [pbx, "--dir", st.work, "run", "--grant", "read:docs/readme.txt",
+             "--", fdcat, "--again", "5"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=err, process_group=st.pgid)
+        got = b""
+        deadline = time.monotonic() + 20
+        while len(got) < len(want) and time.monotonic() < deadline:
+            ready, _, _ = select.select([job.stdout], [], [], 1.0)
+            if ready:
+                chunk = os.read(job.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                got += chunk
+        err.seek(0)
+        said = err.read().decode("utf-8", "replace")
+        if got != want:
+            job.kill()
+            fail(f"pbx-run-grant: PROG printed {got!r}, the file holds "
+                 f"{want!r}; stderr {said!r}")
+        m = re.search(r"is job (\d+:\d+) \(pid (\d+)\)", said)
+        if m is None:
+            job.kill()
+            fail(f"pbx-run-grant: no job line in {said!r}")
+        jid, pid = m.group(1), int(m.group(2))
+        rows = read_rows(st.installs)
+        mine = [r for r in rows if r.startswith(f"process {pid} gen ") and
+                " slot 5 " in r]
+        if len(mine) != 1:
+            job.kill()
+            fail(f"pbx-run-grant: procd's rows {rows!r} have no slot 5 of "
+                 f"pid {pid}")
+        rc, out = st.launchd_expire("--control", jid)
+        if rc != 0 or out != "expire=accepted":
+            job.kill()
+            fail(f"pbx-run-grant: EXPIRE of job {jid}: rc {rc} {out!r}")
+        wait_for(lambda: not [r for r in read_rows(st.installs)
+                              if r.startswith(f"process {pid} ")],
+                 f"pbx-run-grant: procd still holds {read_rows(st.installs)}")
+        job.stdin.write(b"go\n")
+        job.stdin.close()
+        rc = job.wait(timeout=30)
+        err.seek(0)
+        said = err.read().decode("utf-8", "replace")
+    again = [l for l in said.splitlines() if "read again:" in l]
+    if rc != 3 or len(again) != 1 or again[0].endswith(": ok"):
+        fail(f"pbx-run-grant: after EXPIRE: rc {rc}, stderr {said!r}")
+    print(f"run: job {jid} (pid {pid}) read exactly the file's "
+          f"{len(want)} bytes at fd 5 ({mine[0]}); after EXPIRE: "
+          f"{again[0].strip()}")
+    out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox", "--grant",
+                          "read:docs/readme.txt", "--", fdcat, "5"],
+                         capture_output=True, timeout=30, check=False,
+                         stdin=subprocess.DEVNULL)
+    if out.returncode != 0 or out.stdout != want:
+        fail(f"pbx-run-grant: sandboxed: rc {out.returncode}, stdout "
+             f"{out.stdout!r}, stderr {out.stderr!r}")
+    print("run: sandboxed, the same grant gave exactly the file's bytes")
+    mark = os.path.join(st.work, "pbx-run-grant.mark")
+    out = subprocess.run([pbx, "--dir", st.work, "run", "--grant",
+                          "read:docs/missing.txt", "--", "/bin/sh", "-c",
+                          "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    named = [l for l in out.stderr.splitlines()
+             if "docs/missing.txt: not-found" in l]
+    if out.returncode != 1 or len(named) != 1 or os.path.exists(mark):
+        fail(f"pbx-run-grant: a missing selector: rc {out.returncode}, "
+             f"{out.stderr!r}, ran: {os.path.exists(mark)}")
+    print(f"run: a missing selector: {named[0].strip()}; PROG never ran")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -3661,6 +3760,7 @@ SCENARIOS = {
     "grants-cli": (grants_cli, False, None, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
+    "pbx-run-grant": (pbx_run_grant, False, None, None),
 }
 
 

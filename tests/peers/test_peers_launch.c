@@ -109,7 +109,7 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     PBX_CHECK(d.flags == PBX_PEER_LAUNCH_SANDBOX && d.scope);
     /* A zero flags word (a second encoding of "no flag") and an unknown
      * bit are refused; so are two or five descriptors. */
-    static const uint32_t words[] = {0U, 2U, 0x80000000U};
+    static const uint32_t words[] = {0U, 4U, 0x80000000U};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         pbx_le_put32(g_buf + n - 4U, words[i]);
         PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
@@ -121,8 +121,15 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     pbx_le_put16(g_buf + 10, 2);
     PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 2, &f),
                  PBX_E_IPC_CAP_PARTITION);
+    /* The stage flag (pbx-stage first, docs/HOST.md "Install mode on
+     * the host") round-trips alone and with the sandbox flag. */
+    r.flags = PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_SANDBOX;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK_EQ(d.flags, PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_SANDBOX);
     /* The encoder refuses an unknown flag. */
-    r.flags = 2U;
+    r.flags = 4U;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);
 }
@@ -318,4 +325,29 @@ PBX_TEST(peers_launch_binds_begin_to_its_job)
     /* Text lengths that disagree with the body are malformed. */
     n = tn_begin(11, 1, "cat", 0, 0);
     PBX_CHECK_EQ(tn_bind(&j, n - 1U, &rec), PBX_PEER_BIND_MALFORMED);
+    /* The job's own process (launchd forked it) may be named with any
+     * nonzero generation, procd judging it; generation zero, another
+     * pid, or a zero target without a simulated one are refused. */
+    j.own_pid = 4242;
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 4242, 9), &rec),
+                 PBX_PEER_BIND_OK);
+    PBX_CHECK(rec.target.process_id == 4242U && rec.target.process_gen == 9U);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 4243, 9), &rec),
+                 PBX_PEER_BIND_TARGET);
+    n = tn_begin(11, 1, "cat", 4242, 9);
+    pbx_le_put32(g_buf + PBX_IPC_HEADER_BYTES + 32, 0);
+    PBX_CHECK_EQ(tn_bind(&j, n, &rec), PBX_PEER_BIND_TARGET);
+    n = tn_begin(11, 1, "cat", 4242, 9);
+    pbx_le_put64(g_buf + PBX_IPC_HEADER_BYTES + 16, 0);
+    pbx_le_put32(g_buf + PBX_IPC_HEADER_BYTES + 32, 0);
+    PBX_CHECK_EQ(tn_bind(&j, n, &rec), PBX_PEER_BIND_TARGET);
+    /* With a simulated staged process too, both are accepted, nothing
+     * else. */
+    j.target_gen = 5;
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 4242, 9), &rec),
+                 PBX_PEER_BIND_OK);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 5), &rec),
+                 PBX_PEER_BIND_OK);
+    PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 9), &rec),
+                 PBX_PEER_BIND_TARGET);
 }

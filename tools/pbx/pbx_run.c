@@ -8,6 +8,13 @@
  * (PBX_SCOPE_FD=4); then the wait for the job's EXIT, whose status
  * becomes this process's. PROG is resolved here, against this process's
  * directory and PATH, so launchd runs the file the user named.
+ *
+ * With --grant (install mode, docs/HOST.md "Install mode on the host")
+ * the job's first program is pbx-stage (next to this binary), which
+ * stages itself at procd (DIR/stage.sock), asks for each grant in
+ * install mode, puts the objects at descriptors 5, 6, ... and executes
+ * PROG; the LAUNCH then carries the stage flag, so a sandboxed job may
+ * execute both static files.
  */
 #include "tools/pbx/pbx_tool.h"
 
@@ -33,6 +40,11 @@
 #define PBX_RUN_SCOPE_MS 5000
 /* The most PATH entries searched for PROG. */
 #define PBX_RUN_PATH_DIRS 64U
+/* The most --grant options (each takes two of LAUNCH's arguments). */
+#define PBX_RUN_GRANTS_MAX 8U
+/* pbx-stage's own arguments besides the grants: its path, --stage-sock
+ * PATH, --lifetime LT and "--". */
+#define PBX_RUN_STAGE_ARGS 6U
 
 /* What the command line asked for. */
 typedef struct pbx_run_opts {
@@ -40,20 +52,29 @@ typedef struct pbx_run_opts {
     const char *entry;
     bool quiet;
     int first; /* argv index of PROG */
+    const char *lifetime;
+    uint32_t ngrants;
+    const char *grants[PBX_RUN_GRANTS_MAX]; /* OP:SELECTOR */
 } pbx_run_opts;
 
 void pbx_tool_run_usage(FILE *fp)
 {
     (void)fputs(
-        "  pbx run [--sandbox] [--job ID:GEN] [--entry NAME] [--session N]\n"
-        "          [--realm N] [--control PATH] [--quiet] -- PROG [ARG...]\n"
+        "  pbx run [--sandbox] [--grant OP:SELECTOR]... [--lifetime LT]\n"
+        "          [--job ID:GEN] [--entry NAME] [--session N] [--realm N]\n"
+        "          [--control PATH] [--quiet] -- PROG [ARG...]\n"
         "      run PROG as a job of the stack's launchd (DIR/launchd.sock)\n"
         "      with this terminal, a scope at fd 4 (PBX_SCOPE_FD) from\n"
         "      DIR/scope.sock when it gives one, and exit with PROG's\n"
         "      status (128+N for signal N; 125 when it was not run).\n"
         "      --sandbox: under Landlock with no filesystem access of its\n"
         "      own and no new privileges; PROG must be statically linked;\n"
-        "      a kernel without Landlock refuses (never run unconfined).\n",
+        "      a kernel without Landlock refuses (never run unconfined).\n"
+        "      --grant OP:SELECTOR (up to 8; OP read, write, list, ...):\n"
+        "      asked for in install mode before PROG runs; PROG starts with\n"
+        "      the objects at fds 5, 6, ... in order; one not approved:\n"
+        "      PROG is not run (exit 1, one line naming it). --lifetime:\n"
+        "      the grants' lifetime (default job; one-shot, invocation).\n",
         fp);
 }
 
@@ -78,6 +99,27 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
     if (strcmp(k, "--quiet") == 0) {
         o->quiet = true;
         return 1;
+    }
+    uint32_t x = 0;
+    if (strcmp(k, "--grant") == 0) {
+        const char *colon = v != NULL ? strchr(v, ':') : NULL;
+        char op[32];
+        size_t n = colon != NULL ? (size_t)(colon - v) : 0U;
+        bool ok = n != 0U && n < sizeof(op) && colon[1] != '\0' &&
+                  o->ngrants < PBX_RUN_GRANTS_MAX;
+        if (ok) {
+            memcpy(op, v, n);
+            op[n] = '\0';
+            ok = pbx_peer_name_parse(PBX_PEER_NAMES_OPERATION, op, &x);
+            o->grants[o->ngrants++] = v;
+        }
+        return ok ? 2 : -1;
+    }
+    if (strcmp(k, "--lifetime") == 0) {
+        o->lifetime = v;
+        return v != NULL && pbx_peer_name_parse(PBX_PEER_NAMES_LIFETIME, v, &x)
+                   ? 2
+                   : -1;
     }
     bool known = strcmp(k, "--job") == 0 || strcmp(k, "--entry") == 0 ||
                  strcmp(k, "--session") == 0 || strcmp(k, "--realm") == 0 ||
@@ -128,7 +170,9 @@ static int pbx_run_args(int argc, char **argv, pbx_run_opts *o,
     if (i >= argc) {
         return pbx_tool_usage_error("run", "missing PROG", NULL);
     }
-    if (argc - i > (int)PBX_PEER_LAUNCH_ARGS_MAX) {
+    uint32_t extra =
+        o->ngrants != 0U ? PBX_RUN_STAGE_ARGS + 2U * o->ngrants : 0U;
+    if (argc - i + (int)extra > (int)PBX_PEER_LAUNCH_ARGS_MAX) {
         return pbx_tool_usage_error("run", "too many arguments for", argv[i]);
     }
     o->first = i;
@@ -162,10 +206,51 @@ static bool pbx_run_resolve(const char *prog, char *out, size_t cap)
     return false;
 }
 
-/* Fills req's entry (o->entry, else PROG's basename) and arguments: the
- * resolved path first, then argv[first+1..argc). */
+/* The words before PROG: none, or (with --grant) pbx-stage next to this
+ * binary and its options; fills pre[0..*n), false after a line when
+ * pbx-stage or the stage socket's path cannot be had. */
+static bool pbx_run_stage(const pbx_run_opts *o, const char **pre, size_t *n)
+{
+    static char stage[PATH_MAX];
+    static char sock[PATH_MAX];
+    *n = 0;
+    if (o->ngrants == 0U) {
+        return true;
+    }
+    ssize_t len = readlink("/proc/self/exe", stage, sizeof(stage) - 1U);
+    stage[len > 0 ? (size_t)len : 0U] = '\0';
+    char *slash = strrchr(stage, '/');
+    size_t dir = slash != NULL ? (size_t)(slash - stage) : 0U;
+    if (slash == NULL || dir + sizeof("/pbx-stage") > sizeof(stage)) {
+        (void)fprintf(stderr, "pbx run: cannot find this program's file\n");
+        return false;
+    }
+    memcpy(slash, "/pbx-stage", sizeof("/pbx-stage"));
+    if (access(stage, X_OK) != 0) {
+        (void)fprintf(stderr, "pbx run: %s: %s\n", stage, strerror(errno));
+        return false;
+    }
+    if (pbx_tool_dir_path("stage.sock", sock, sizeof(sock)) != 0) {
+        return false;
+    }
+    pre[(*n)++] = stage;
+    pre[(*n)++] = "--stage-sock";
+    pre[(*n)++] = sock;
+    pre[(*n)++] = "--lifetime";
+    pre[(*n)++] = o->lifetime != NULL ? o->lifetime : "job";
+    for (uint32_t k = 0; k < o->ngrants; k++) {
+        pre[(*n)++] = "--grant";
+        pre[(*n)++] = o->grants[k];
+    }
+    pre[(*n)++] = "--";
+    return true;
+}
+
+/* Fills req's entry (o->entry, else PROG's basename) and arguments:
+ * pre[0..npre), the resolved path, then argv[first+1..argc). */
 static bool pbx_run_fill(int argc, char **argv, const pbx_run_opts *o,
-                         const char *prog, pbx_peer_launch_req *req)
+                         const char *prog, const char *const *pre, size_t npre,
+                         pbx_peer_launch_req *req)
 {
     const char *entry = o->entry;
     if (entry == NULL) {
@@ -179,15 +264,19 @@ static bool pbx_run_fill(int argc, char **argv, const pbx_run_opts *o,
     memcpy(req->entry, entry, n);
     req->entry[n] = '\0';
     req->entry_len = (uint16_t)n;
-    req->argc = (uint16_t)(argc - o->first);
-    for (int i = o->first; i < argc; i++) {
-        const char *a = i == o->first ? prog : argv[i];
+    req->argc = (uint16_t)(npre + (size_t)(argc - o->first));
+    for (size_t k = 0; k < req->argc; k++) {
+        int i = o->first + (int)k - (int)npre;
+        const char *a = k < npre ? pre[k] : i == o->first ? prog : argv[i];
         size_t len = strlen(a);
         if (len == 0U || len > UINT16_MAX) {
             return false;
         }
-        req->args[i - o->first] = (const uint8_t *)a;
-        req->arg_lens[i - o->first] = (uint16_t)len;
+        req->args[k] = (const uint8_t *)a;
+        req->arg_lens[k] = (uint16_t)len;
+    }
+    if (npre != 0U) {
+        req->flags |= PBX_PEER_LAUNCH_STAGE;
     }
     return true;
 }
@@ -277,7 +366,8 @@ int pbx_tool_run(int argc, char **argv)
     static char prog[PATH_MAX];
     static char control[PATH_MAX];
     memset(&req, 0, sizeof(req));
-    pbx_run_opts o = {NULL, NULL, false, 0};
+    static pbx_run_opts o;
+    memset(&o, 0, sizeof(o));
     int st = pbx_run_args(argc, argv, &o, &req);
     if (st != PBX_TOOL_EXIT_OK) {
         return st;
@@ -287,7 +377,12 @@ int pbx_tool_run(int argc, char **argv)
                       argv[o.first]);
         return PBX_RUN_REFUSED;
     }
-    if (!pbx_run_fill(argc, argv, &o, prog, &req)) {
+    const char *pre[PBX_RUN_STAGE_ARGS + 2U * PBX_RUN_GRANTS_MAX];
+    size_t npre = 0;
+    if (!pbx_run_stage(&o, pre, &npre)) {
+        return PBX_RUN_REFUSED;
+    }
+    if (!pbx_run_fill(argc, argv, &o, prog, pre, npre, &req)) {
         return pbx_tool_usage_error("run", "bad entry or argument for",
                                     argv[o.first]);
     }

@@ -58,8 +58,8 @@
 
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
-    "public.sock", "launchd.sock", "scope.sock",
-    "ttyd.sock",   "procd.sock",   "vfsd-route.sock",
+    "public.sock", "launchd.sock",    "scope.sock", "ttyd.sock",
+    "procd.sock",  "vfsd-route.sock", "stage.sock",
 };
 
 /* A command line under construction: argument strings live in text. */
@@ -425,6 +425,8 @@ static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
     pbx_up_stages(&a);
     pbx_up_arg(&a, "--query");
     pbx_up_arg(&a, "%s/procd.sock", u->dir);
+    pbx_up_arg(&a, "--stage-sock");
+    pbx_up_arg(&a, "%s/stage.sock", u->dir);
     pbx_up_arg(&a, "--route-fd");
     pbx_up_arg(&a, "%d", w->proc[1]);
     if (pbx_up_peer(u, PBX_UP_PROCD, &a, &w->proc[1], 1U) != 0) {
