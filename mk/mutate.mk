@@ -28,7 +28,7 @@ MUTATE_SIM_STEPS ?= 5000
 MUTATE_ARGS = --dirs "$(MUTATE_DIRS)" --cc "$(CC)" \
     --cflags "$(filter-out -Werror,$(WARN)) -O1" \
     --lib-srcs "$(LIB_SRCS)" --test-srcs "$(TEST_SRCS)" \
-    --tool-srcs "$(TOOL_SRCS)" --sim-srcs "$(SIM_SRCS)" \
+    --tool-srcs "$(TOOL_SRCS) $(APP_SRCS) $(PEERS_LIB_SRCS)" --sim-srcs "$(SIM_SRCS)" \
     --sim-seeds $(MUTATE_SIM_SEEDS) --sim-steps $(MUTATE_SIM_STEPS) \
     --equivalent tests/mutate/equivalent.txt \
     $(if $(MUTATE_FILES),--files "$(MUTATE_FILES)") \

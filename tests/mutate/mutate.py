@@ -335,7 +335,11 @@ class Build:
         stamp = os.path.join(self.out, "obj", "flags")
         flags = " ".join([self.args.cc] + self.flags)
         same = os.path.isfile(stamp) and open(stamp).read() == flags
-        headers = [h for d in FREE_DIRS + ["sim", "tests", "tools/pbx"]
+        # pbx links the app library and the peer library (tools/pbx's
+        # stack commands), so their headers count too.
+        headers = [h for d in FREE_DIRS + ["sim", "tests", "tools/pbx",
+                                           "peers/app", "peers/lib",
+                                           "peers/common"]
                    for h in glob.glob(os.path.join(self.root, d, "*.h"))]
         headers += glob.glob(os.path.join(self.root, "base", "err", "*.def"))
         newest = max((os.path.getmtime(h) for h in headers), default=0)
