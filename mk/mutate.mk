@@ -25,8 +25,15 @@ MUTATE_THRESHOLD ?= 10
 MUTATE_FULL_THRESHOLD ?= 100
 MUTATE_SIM_SEEDS ?= 1..200
 MUTATE_SIM_STEPS ?= 5000
+# Mutants are built and run under ASan and UBSan (the flags of
+# check-asan): a mutant that reads or writes past an array, or overflows,
+# is a bug the sanitizers see even when no assertion does. Empty it
+# (MUTATE_SANITIZE=) for the plain build.
+MUTATE_SANITIZE  ?= -fsanitize=address,undefined -fno-sanitize-recover=all \
+                    -fno-omit-frame-pointer
 MUTATE_ARGS = --dirs "$(MUTATE_DIRS)" --cc "$(CC)" \
-    --cflags "$(filter-out -Werror,$(WARN)) -O1" \
+    --cflags "$(filter-out -Werror,$(WARN)) -O1 $(MUTATE_SANITIZE)" \
+    --ldflags "$(MUTATE_SANITIZE)" \
     --lib-srcs "$(LIB_SRCS)" --test-srcs "$(TEST_SRCS)" \
     --tool-srcs "$(TOOL_SRCS) $(APP_SRCS) $(PEERS_LIB_SRCS)" --sim-srcs "$(SIM_SRCS)" \
     --sim-seeds $(MUTATE_SIM_SEEDS) --sim-steps $(MUTATE_SIM_STEPS) \

@@ -570,7 +570,7 @@ PBX_TEST(pbx_tool_usage_errors_name_the_argument)
     char dir[PATH_MAX];
     t_tmpdir(dir, sizeof(dir));
     static const struct {
-        const char *args[4];
+        const char *args[5];
         const char *named;
     } cases[] = {
         {{NULL}, "no command"},
@@ -582,6 +582,12 @@ PBX_TEST(pbx_tool_usage_errors_name_the_argument)
         {{"help", "frobnicate", NULL}, "'frobnicate'"},
         {{"help", "fsm", "table", NULL}, "'table'"},
         {{"fsm", "frobnicate", NULL}, "fsm"},
+        {{"geometry", NULL}, "missing subcommand"},
+        {{"geometry", "frob", NULL}, "'frob'"},
+        {{"geometry", "show", NULL}, "missing FILE"},
+        {{"geometry", "check", "a", "b", NULL}, "'b'"},
+        {{"geometry", "make", "--frob", NULL}, "'--frob'"},
+        {{"digest", NULL}, "missing selector"},
     };
     for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
         t_run_result r;

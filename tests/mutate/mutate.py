@@ -369,7 +369,8 @@ class Build:
                             ("pbx-sim", "sim")):
             out = os.path.join(wdir, "bin", name)
             objs = [self.obj(s) for s in self.srcs[group]]
-            rc, log = run([self.args.cc, *objs, *lib, "-o", out], wdir, 120)
+            rc, log = run([self.args.cc, *self.args.ldflags.split(), *objs,
+                           *lib, "-o", out], wdir, 120)
             if rc != 0:
                 return None, log
             bins[name] = out
@@ -604,6 +605,8 @@ def parse_args(argv):
     p.add_argument("--equivalent", default="tests/mutate/equivalent.txt")
     p.add_argument("--cc", default=os.environ.get("CC", "cc"))
     p.add_argument("--cflags", default="")
+    p.add_argument("--ldflags", default="",
+                   help="link flags (the sanitizers of --cflags)")
     p.add_argument("--lib-srcs", default="")
     p.add_argument("--test-srcs", default="")
     p.add_argument("--tool-srcs", default="")

@@ -554,7 +554,14 @@ int pbx_tool_geometry(int argc, char **argv)
     if ((strcmp(sub, "show") == 0 || strcmp(sub, "check") == 0) && argc == 3) {
         return sub[0] == 's' ? pbx_geom_show(argv[2]) : pbx_geom_check(argv[2]);
     }
-    (void)fprintf(stderr, "pbx: geometry: usage:\n");
-    pbx_tool_geometry_usage(stderr);
-    return PBX_TOOL_EXIT_USAGE;
+    /* One line naming what is wrong, as every pbx command does. */
+    if (argc < 2) {
+        return pbx_tool_usage_error("geometry", "missing subcommand", NULL);
+    }
+    if (strcmp(sub, "show") != 0 && strcmp(sub, "check") != 0) {
+        return pbx_tool_usage_error("geometry", "unknown subcommand", sub);
+    }
+    return pbx_tool_usage_error(
+        "geometry", argc < 3 ? "missing FILE" : "unexpected argument",
+        argc < 3 ? NULL : argv[3]);
 }
