@@ -359,12 +359,13 @@ static void procd_stage(size_t i)
         return;
     }
     pbx_peer_stage_frame f;
+    memset(&f, 0, sizeof(f));
     pbx_err e = pbx_peer_stage_decode(m->buf, m->len, m->nfds, &f);
     pbx_peer_io_close_all(m->fds, m->nfds);
     uint32_t st = e != PBX_OK                 ? (uint32_t)e
                   : f.op != PBX_PEER_OP_STAGE ? PBX_PEER_E_ROUTE
                                               : 0U;
-    struct ucred cr;
+    struct ucred cr = {0, 0, 0};
     socklen_t cl = sizeof(cr);
     if (st == 0U && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
         st = PBX_PEER_E_INTERNAL;
@@ -381,8 +382,7 @@ static void procd_stage(size_t i)
         pbx_peer_log("procd",
                      "STAGE refused (process %llu, connection of "
                      "%lld): %s",
-                     (unsigned long long)f.pid,
-                     st == PBX_PEER_E_INTERNAL ? -1LL : (long long)cr.pid,
+                     (unsigned long long)f.pid, (long long)cr.pid,
                      pbx_peer_status_text(st));
     }
     procd_stage_reply(i, st, gen);
