@@ -109,6 +109,13 @@ typedef struct rt_state {
      * deletion answered PBX_E_PORT_DELETE_AGAIN (retried every turn;
      * receives wait meanwhile). */
     uint32_t staged_again;
+    /** Nonzero once launchd's broker endpoint (slot 10) hung up and the
+     * core was told (pbx_core_on_broker_lost), until a ROUTE_ATTACH
+     * installs a fresh one. */
+    uint32_t broker_down;
+    /** Nonzero once the supervisor connection (slot 4) hung up: no route
+     * is attached any more. */
+    uint32_t supervisor_down;
     /** Watch bits currently set per core route. */
     uint32_t watching[PBX_CORE_ROUTE_COUNT];
     /** rt_tstate per transient index. */
@@ -165,6 +172,51 @@ uint8_t rt_loop(rt_state *s);
  * provenance (from what the runtime knows of the slot).
  */
 void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out);
+
+/**
+ * rt_rights_at returns the rights of the capability info describes as if
+ * it sat in slot: the kernel's own record when the port has one (EriX),
+ * else derived from kind and state the way rt_observe derives them for
+ * that slot (Linux), so a route staged anywhere is judged as its slot.
+ */
+uint32_t rt_rights_at(const pbx_port_slot_info *info, uint32_t slot);
+
+/**
+ * rt_route_down tells the core once that core route r (below
+ * PBX_CORE_ROUTE_COUNT) lost its peer: the route is no longer watched
+ * nor sent on, and its outstanding calls end. Returns the core's answer.
+ */
+pbx_err rt_route_down(rt_state *s, uint32_t r);
+
+/**
+ * rt_broker_lost tells the core once that launchd's broker endpoint hung
+ * up (pbx_core_on_broker_lost) and logs it; a later call before a fresh
+ * broker is attached does nothing.
+ */
+pbx_err rt_broker_lost(rt_state *s);
+
+/**
+ * rt_attach takes one message waiting on the supervisor connection (or,
+ * with closed set, notes once that the connection hung up): a
+ * ROUTE_ATTACH is judged exactly as the startup inventory judges the slot
+ * it replaces, then by its peer's credentials; accepted, the old route is
+ * replaced, its down state cleared and the core told
+ * (pbx_core_on_route_up). Anything else is refused with every descriptor
+ * it carried deleted. Either way one answer datagram goes back on slot 4
+ * and one log line is written. Returns a fail-stop error or PBX_OK.
+ */
+pbx_err rt_attach(rt_state *s, bool closed);
+
+/**
+ * rt_log_attach writes the one line of an attach: route (a
+ * pbx_capabi_route value, or anything else for none), the peer pid it
+ * named, and accepted (status PBX_OK) or refused with the error's name.
+ */
+void rt_log_attach(uint32_t route, uint32_t pid, pbx_err status);
+
+/** rt_log_note writes one fixed line of the runtime's own (text ends
+ * without a newline; one is added). */
+void rt_log_note(const char *text);
 
 /** rt_route_slot_of returns the startup slot of core route, or
  * PBX_PORT_SLOT_NONE. */

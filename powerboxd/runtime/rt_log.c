@@ -336,3 +336,28 @@ void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot)
     }
     rt_log_flush();
 }
+
+void rt_log_note(const char *text)
+{
+    rt_log_g.len = 0U;
+    rt_log_str(text);
+    rt_log_flush();
+}
+
+void rt_log_attach(uint32_t route, uint32_t pid, pbx_err status)
+{
+    static const char *const names[] = {"none",  "vfsd", "ttyd",
+                                        "procd", "wake", "broker"};
+    rt_log_g.len = 0U;
+    rt_log_str("event=route-attach");
+    rt_log_name("route", route < PBX_ARRAY_LEN(names) ? names[route] : "none");
+    rt_log_str(" pid=");
+    rt_log_u64(pid);
+    if (status == PBX_OK) {
+        rt_log_str(" outcome=accepted");
+    } else {
+        rt_log_str(" outcome=refused");
+        rt_log_name("error", pbx_err_name(status));
+    }
+    rt_log_flush();
+}

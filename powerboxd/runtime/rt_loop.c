@@ -135,6 +135,11 @@ static pbx_err rt_public(rt_state *s, int32_t conn)
     if (err == PBX_E_PORT_DELETE_AGAIN) {
         s->staged_again = 1U; /* The refused message's receipts stay. */
     }
+    if (err == PBX_E_PORT_PEER_CLOSED &&
+        conn == (int32_t)PBX_CAPABI_SLOT_BROKER) {
+        /* launchd is gone: its requests and its jobs' grants end. */
+        return rt_broker_lost(s);
+    }
     if (err != PBX_OK) {
         /* Hang-up, or refused by the port (truncated, foreign control
          * data): every receipt is already deleted and the bytes are not
@@ -212,8 +217,9 @@ static void rt_log_route_down(int32_t slot)
 
 /* Route r's peer is gone: stop watching it, stop sending on it, and end
  * every call outstanding on it (the core denies what needed it and keeps
- * cleanup waiting). The service goes on. */
-static pbx_err rt_route_down(rt_state *s, uint32_t r)
+ * cleanup waiting) until a ROUTE_ATTACH brings it back (rt_attach.c).
+ * The service goes on. */
+pbx_err rt_route_down(rt_state *s, uint32_t r)
 {
     s->route_lost[r] = 0U;
     if (s->route_down[r] != 0U) {
@@ -307,6 +313,12 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
     case PBX_PORT_EV_ROUTE_WRITABLE:
         rt_route_ready(s, ev->slot);
         return PBX_OK;
+    case PBX_PORT_EV_SUPERVISOR_READABLE:
+        return rt_attach(s, false);
+    case PBX_PORT_EV_SUPERVISOR_CLOSED:
+        return rt_attach(s, true);
+    case PBX_PORT_EV_BROKER_CLOSED:
+        return rt_broker_lost(s);
     case PBX_PORT_EV_PUBLIC_REFUSED:
         rt_log_count("powerboxd: public connection refused: ",
                      PBX_PORT_CLIENTS_MAX, " already open\n");

@@ -263,6 +263,13 @@ static uint32_t rt_rights_derive(const pbx_port_slot_info *info,
     }
 }
 
+uint32_t rt_rights_at(const pbx_port_slot_info *info, uint32_t slot)
+{
+    return (info->flags & PBX_PORT_INFO_RIGHTS) != 0U
+               ? info->rights
+               : rt_rights_derive(info, RT_O_NONE, slot);
+}
+
 /* How the capability in slot came to be there, as far as the runtime
  * knows; anything it cannot vouch for is UNKNOWN. */
 static uint32_t rt_provenance(const rt_state *s, uint32_t slot, uint32_t kind,

@@ -242,6 +242,15 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
     if (rt_ready_send(s) != PBX_OK) {
         return PBX_RT_EXIT_READY_SEND;
     }
+    /* Slot 4 stays open after readiness: restarted peers' routes come
+     * back over it (ROUTE_ATTACH, rt_attach.c). A port that cannot watch
+     * it (EriX, for now) runs without re-attachment. */
+    if (pbx_port_supervisor_open(
+            &s->port, (int32_t)PBX_CAPABI_SLOT_SUPERVISOR) != PBX_OK) {
+        s->supervisor_down = 1U;
+        rt_log_note("powerboxd: this port cannot watch the supervisor "
+                    "connection: no route is attached after startup");
+    }
     return 0;
 }
 

@@ -21,12 +21,14 @@
 #include "../runner/pbx_test.h"
 #include "e2e_harness.h"
 
+#include "capabi/pbx_capabi.h"
 #include "core/pbx_core.h"
 #include "ipc/pbx_ipc.h"
 #include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
 #include "sha2/pbx_sha2.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2055,5 +2057,235 @@ PBX_TEST(e2e_connection_limit_refuses_one_more_then_serves_again)
         (void)close(late);
     }
     e2e_close_all(conns, E2E_CLIENTS);
+    e2e_run_stop(&r);
+}
+
+/* Sends on the supervisor connection a ROUTE_ATTACH for route and pid
+ * (its bytes then changed by spoil, which may be NULL) with nfds
+ * descriptors; len bytes of the frame go out (16 unless testing length). */
+static bool e2e_attach_send(const e2e_proc *p, uint32_t route, uint32_t pid,
+                            size_t len, const int *fds, int nfds,
+                            void (*spoil)(uint8_t *))
+{
+    uint8_t buf[PBX_CAPABI_ATTACH_BYTES + 8U];
+    memset(buf, 0, sizeof(buf));
+    pbx_le_put32(buf, PBX_CAPABI_ATTACH_MAGIC);
+    pbx_le_put16(buf + 4, (uint16_t)PBX_CAPABI_ATTACH_VERSION);
+    pbx_le_put16(buf + 6, (uint16_t)route);
+    pbx_le_put32(buf + 8, pid);
+    if (spoil != NULL) {
+        spoil(buf);
+    }
+    return len <= sizeof(buf) && e2e_send(p->supervisor, buf, len, fds, nfds);
+}
+
+/* Waits for the answer to an attach on the supervisor connection and
+ * returns its status, or UINT32_MAX when none (or no valid one) came. */
+static uint32_t e2e_attach_status(const e2e_proc *p, uint32_t route,
+                                  uint32_t pid)
+{
+    uint8_t buf[64];
+    pbx_capabi_answer a;
+    long n = e2e_recv(p->supervisor, buf, sizeof(buf), NULL, 0, NULL, 5000);
+    if (n <= 0 || pbx_capabi_answer_decode(buf, (size_t)n, &a) != PBX_OK ||
+        a.route != route || a.peer_pid != pid) {
+        return UINT32_MAX;
+    }
+    return a.status;
+}
+
+/* A fresh pair of type whose far end is attached as route for pid with
+ * the status expected; returns our end (or -1), the far end closed. */
+static int e2e_attach_pair(const e2e_proc *p, int type, uint32_t route,
+                           uint32_t pid, uint32_t want)
+{
+    int sv[2];
+    if (!e2e_socketpair(type, sv)) {
+        return -1;
+    }
+    bool sent = e2e_attach_send(p, route, pid, PBX_CAPABI_ATTACH_BYTES, &sv[1],
+                                1, NULL);
+    (void)close(sv[1]);
+    if (!sent || e2e_attach_status(p, route, pid) != want) {
+        (void)close(sv[0]);
+        return -1;
+    }
+    return sv[0];
+}
+
+PBX_TEST(e2e_route_attach_brings_a_dead_ttyd_and_broker_back)
+{
+    e2e_run r;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    char line[160];
+    uint32_t me = (uint32_t)getpid();
+    PBX_REQUIRE(e2e_run_start(&r));
+    (void)close(r.client);
+    r.client = -1;
+    r.baseline--;
+    /* ttyd dies: its route hangs up and powerboxd goes on without it. */
+    (void)close(r.p.ttyd);
+    r.p.ttyd = -1;
+    PBX_CHECK(e2e_log_wait(&r.p, "peer route slot 6 hung up", 1, 5000));
+    r.p.ttyd = e2e_attach_pair(&r.p, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me,
+                               PBX_OK);
+    PBX_REQUIRE(r.p.ttyd >= 0);
+    (void)snprintf(line, sizeof(line),
+                   "event=route-attach route=ttyd pid=%u outcome=accepted\n",
+                   me);
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
+    /* launchd dies too: a fresh broker endpoint comes back the same way. */
+    (void)close(r.p.broker);
+    r.p.broker = -1;
+    PBX_CHECK(e2e_log_wait(&r.p, "broker endpoint hung up", 1, 5000));
+    r.p.broker = e2e_attach_pair(&r.p, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_BROKER,
+                                 me, PBX_OK);
+    PBX_REQUIRE(r.p.broker >= 0);
+    /* A whole grant lifecycle then runs on the new routes. */
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
+    /* Replaced, not added: powerboxd holds its baseline. */
+    PBX_CHECK(e2e_fds_settle(r.p.pid, r.baseline, 5000));
+    int fds[3] = {scope, obj, handle};
+    e2e_close_all(fds, 3);
+    e2e_run_stop(&r);
+}
+
+/* Spoilers of an attach frame's bytes. */
+static void e2e_spoil_magic(uint8_t *b)
+{
+    b[0] ^= 0x20U;
+}
+static void e2e_spoil_reserved(uint8_t *b)
+{
+    b[15] = 1U;
+}
+
+/* Reports whether the far end of datagram pair end fd is closed within
+ * ms: a datagram has no end of stream, so a send must be refused. */
+static bool e2e_dgram_peer_gone(int fd, int ms)
+{
+    long t0 = e2e_now_ms();
+    for (int round = 0; round < 1000 && e2e_now_ms() - t0 < ms; round++) {
+        if (send(fd, "x", 1U, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+            errno == ECONNREFUSED) {
+            return true;
+        }
+        (void)usleep(5000);
+    }
+    return false;
+}
+
+/* Sends one refused attach and checks its answer, that the descriptors it
+ * carried are gone from powerboxd (their far ends see the hang-up) and
+ * that powerboxd holds its baseline. */
+static void e2e_attach_refused(e2e_run *r, int type, uint32_t route,
+                               uint32_t pid, size_t len, int nfds,
+                               void (*spoil)(uint8_t *), uint32_t want)
+{
+    int ours[3] = {-1, -1, -1};
+    int theirs[3] = {-1, -1, -1};
+    for (int i = 0; i < nfds && i < 3; i++) {
+        int sv[2] = {-1, -1};
+        PBX_CHECK(type < 0 ? (sv[1] = e2e_listener()) >= 0
+                           : e2e_socketpair(type, sv));
+        ours[i] = sv[0];
+        theirs[i] = sv[1];
+    }
+    PBX_CHECK(e2e_attach_send(&r->p, route, pid, len, theirs, nfds, spoil));
+    e2e_close_all(theirs, 3);
+    /* The answer echoes what could be read: nothing of a frame too long
+     * (the port refused it whole), the route and pid of a short one only
+     * as far as their bytes came. */
+    bool whole = len <= PBX_CAPABI_ATTACH_BYTES + 1U;
+    PBX_CHECK_EQ(e2e_attach_status(&r->p, whole && len >= 8U ? route : 0U,
+                                   whole && len >= 12U ? pid : 0U),
+                 want);
+    for (int i = 0; i < nfds && i < 3; i++) {
+        if (ours[i] >= 0) {
+            PBX_CHECK(type == SOCK_DGRAM ? e2e_dgram_peer_gone(ours[i], 5000)
+                                         : e2e_peer_gone(ours[i], 5000));
+        }
+    }
+    e2e_close_all(ours, 3);
+    PBX_CHECK(e2e_fds_settle(r->p.pid, r->baseline, 5000));
+}
+
+PBX_TEST(e2e_route_attach_refusals_close_every_descriptor)
+{
+    e2e_run r;
+    uint32_t me = (uint32_t)getpid();
+    PBX_REQUIRE(e2e_run_start(&r));
+    /* The baseline without the client connection, which the IDLE time
+     * would close while the refusals run. */
+    (void)close(r.client);
+    r.client = -1;
+    r.baseline--;
+    PBX_REQUIRE(e2e_fds_settle(r.p.pid, r.baseline, 5000));
+    /* A datagram socket for ttyd, a sequenced one for the wake route. */
+    e2e_attach_refused(&r, SOCK_DGRAM, PBX_CAPABI_ROUTE_TTYD, me, 16U, 1, NULL,
+                       PBX_E_CAPABI_KIND);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_WAKE, me, 16U, 1,
+                       NULL, PBX_E_CAPABI_KIND);
+    /* A listener receives: the route would lack SEND. */
+    e2e_attach_refused(&r, -1, PBX_CAPABI_ROUTE_VFSD, me, 16U, 1, NULL,
+                       PBX_E_CAPABI_RIGHTS_MISSING);
+    /* The wrong process at the far end. */
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_PROCD, me + 1U, 16U,
+                       1, NULL, PBX_E_CAPABI_PEER_PID);
+    /* No descriptor, two, three. */
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 16U, 0,
+                       NULL, PBX_E_CAPABI_ATTACH_COUNT);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 16U, 2,
+                       NULL, PBX_E_CAPABI_ATTACH_COUNT);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 16U, 3,
+                       NULL, PBX_E_CAPABI_ATTACH_COUNT);
+    /* Malformed frames: unknown route, bad magic, reserved bits, short,
+     * long. */
+    e2e_attach_refused(&r, SOCK_SEQPACKET, 9U, me, 16U, 1, NULL,
+                       PBX_E_CAPABI_ATTACH_ROUTE);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 16U, 1,
+                       e2e_spoil_reserved, PBX_E_CAPABI_ATTACH_RESERVED);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 16U, 1,
+                       e2e_spoil_magic, PBX_E_CAPABI_ATTACH_MAGIC);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 15U, 1,
+                       NULL, PBX_E_CAPABI_ATTACH_LENGTH);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 17U, 1,
+                       NULL, PBX_E_CAPABI_ATTACH_LENGTH);
+    e2e_attach_refused(&r, SOCK_SEQPACKET, PBX_CAPABI_ROUTE_TTYD, me, 24U, 1,
+                       NULL, PBX_E_CAPABI_ATTACH_LENGTH);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "event=route-attach"), 13);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "outcome=refused"), 13);
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "error=PBX_E_CAPABI_PEER_PID\n"), 1);
+    /* The same frame on a public connection and on the ttyd route is no
+     * attach: refused there, its descriptor deleted, nothing attached. */
+    int conn = e2e_connect(&r.p);
+    int sv[2] = {-1, -1};
+    uint8_t frame[PBX_CAPABI_ATTACH_BYTES];
+    pbx_capabi_attach a = {PBX_CAPABI_ROUTE_TTYD, me};
+    PBX_REQUIRE(pbx_capabi_attach_encode(&a, frame, sizeof(frame)) == PBX_OK);
+    PBX_REQUIRE(conn >= 0 && e2e_socketpair(SOCK_SEQPACKET, sv));
+    PBX_CHECK(e2e_send(conn, frame, sizeof(frame), &sv[1], 1));
+    PBX_CHECK(e2e_send(r.p.ttyd, frame, sizeof(frame), &sv[1], 1));
+    (void)close(sv[1]);
+    PBX_CHECK(e2e_peer_gone(sv[0], 5000));
+    (void)close(sv[0]);
+    (void)close(conn);
+    PBX_CHECK(e2e_fds_settle(r.p.pid, r.baseline, 5000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, "event=route-attach"), 13);
+    /* The routes that were never replaced still serve a whole grant. */
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id grant = {0, 0};
+    int scope = -1;
+    int obj = -1;
+    int handle = -1;
+    PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
+    e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
+    int fds[3] = {scope, obj, handle};
+    e2e_close_all(fds, 3);
     e2e_run_stop(&r);
 }
