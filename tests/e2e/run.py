@@ -249,12 +249,14 @@ and its job connection.
                  still running, SIGTERM: exit 0, the five processes and
                  the job are gone, DIR/lock is free
   up-restart     (standalone) kill -9 of vfsd: stack.log shows its
-                 death (signal 9), the whole stack is stopped and started
-                 again no sooner than the 0.5 s backoff, a lifecycle
-                 succeeds; then kill -9 of launchd with a job running:
-                 restart after 1 s, the job and the old stack are gone, a
-                 lifecycle succeeds; every process was started three
-                 times and each old one's exit is logged; SIGTERM: exit 0
+                 death (signal 9), vfsd alone is started again no sooner
+                 than the 0.5 s backoff and its new route is accepted by
+                 the same powerboxd (ROUTE_ATTACH), a lifecycle succeeds;
+                 then kill -9 of launchd with a job running: launchd
+                 alone restarted after 0.5 s, the orphaned job killed,
+                 its wake and broker routes accepted, a lifecycle
+                 succeeds; then kill -9 of powerboxd: the whole stack
+                 restarted, a lifecycle succeeds; SIGTERM: exit 0
   grants-cli     two live job-lifetime grants of one job (81:1, a
                  launched shell) listed by `pbx grants --dir WORK_DIR`
                  (ttyd's query socket; the work directory is laid out as
@@ -3353,9 +3355,12 @@ def log_time(text, line):
 
 
 def up_restart(bin_dir, work):
-    """pbx up restarts the whole stack after kill -9 of vfsd, then of
-    launchd with a job running (killed), within the backoff; lifecycles
-    succeed after each; stack.log shows each start, exit and restart."""
+    """pbx up restarts a dead peer alone and attaches its new route(s):
+    kill -9 of vfsd, then of launchd with a job running (killed as an
+    orphan), each restarted after the 0.5 s backoff with its routes
+    accepted by the same powerboxd; then kill -9 of powerboxd restarts the
+    whole stack. A lifecycle succeeds after each; stack.log shows each
+    start, exit, restart and attach answer."""
     u = Up(bin_dir, work)
     try:
         u.lifecycle("up-restart")
@@ -3363,42 +3368,56 @@ def up_restart(bin_dir, work):
         os.kill(first["vfsd"], signal.SIGKILL)
         died = f"vfsd[{first['vfsd']}] killed unexpectedly by signal 9 (KILL)"
         u.wait_log(died, "vfsd killed")
-        u.wait_log("restarting the whole stack in 500 ms (restart 1", "vfsd")
-        u.wait_log("stack ready again after restart 1", "vfsd restart")
+        u.wait_log("restarting vfsd alone in 500 ms (restart 1", "vfsd")
+        u.wait_log("attach vfsd route of pid ", "vfsd attach")
+        u.wait_log("] restarted and attached", "vfsd restart")
         text = u.text()
-        waited = log_time(text, "restart 1: starting") - log_time(text, died)
+        started = re.findall(r" up\[\d+\]: vfsd\[(\d+)\] started: ", text)
+        if len(started) != 2:
+            fail(f"stack.log shows {len(started)} starts of vfsd, not 2")
+        waited = (log_time(text, f"vfsd[{started[1]}] started") -
+                  log_time(text, died))
         if waited < 0.5:
             fail(f"restarted {waited:.3f} s after the death, before the "
                  f"0.5 s backoff")
-        gone(list(first.values()), "after the restart")
+        if f"attach vfsd route of pid {started[1]}: accepted" not in text:
+            fail("the new vfsd's route was not accepted by powerboxd")
+        gone([first["vfsd"]], "after vfsd's restart")
         u.lifecycle("after vfsd's restart")
         second = u.stack()
+        if second["powerboxd"] != first["powerboxd"]:
+            fail("powerboxd was restarted for a vfsd death")
         launcher, job = u.held_job()
         os.kill(second["launchd"], signal.SIGKILL)
         u.wait_log(f"launchd[{second['launchd']}] killed unexpectedly by "
                    f"signal 9 (KILL)", "launchd killed")
-        u.wait_log("restarting the whole stack in 1000 ms (restart 2",
+        u.wait_log("restarting launchd alone in 500 ms (restart 1",
                    "launchd")
-        u.wait_log("stack ready again after restart 2", "launchd restart")
-        gone(list(second.values()) + [job], "after launchd's restart")
+        u.wait_log("attach broker route of pid ", "launchd attach")
+        u.wait_log("launchd[", "launchd restart")
+        gone([second["launchd"], job], "after launchd's restart")
         launcher.wait(timeout=10)
-        u.lifecycle("after launchd's restart")
         text = u.text()
-        for name in ("vfsd", "ttyd", "procd", "launchd", "powerboxd"):
-            starts = len(re.findall(rf" up\[\d+\]: {name}\[\d+\] started: ",
-                                    text))
-            if starts != 3:
-                fail(f"stack.log shows {starts} starts of {name}, not 3")
-            for pid in (first[name], second[name]):
-                if not re.search(rf" up\[\d+\]: {name}\[{pid}\] (exited|"
-                                 rf"killed)", text):
-                    fail(f"stack.log shows no exit of {name}[{pid}]")
+        for route in ("wake", "broker"):
+            if not re.search(rf"attach {route} route of pid \d+: accepted",
+                             text):
+                fail(f"launchd's new {route} route was not accepted")
+        u.lifecycle("after launchd's restart")
         third = u.stack()
+        os.kill(third["powerboxd"], signal.SIGKILL)
+        u.wait_log("restarting the whole stack in 500 ms (restart 1",
+                   "powerboxd")
+        u.wait_log("stack ready again after restart 1", "powerboxd restart")
+        gone(list(third.values()), "after powerboxd's restart")
+        u.lifecycle("after powerboxd's restart")
+        fourth = u.stack()
         u.stop()
-        gone(list(third.values()), "after SIGTERM")
-        print("run: kill -9 of vfsd, then of launchd (its job killed): the "
-              "whole stack restarted after 0.5 s, then 1 s; a lifecycle "
-              "after each; every start, exit and restart logged")
+        gone(list(fourth.values()), "after SIGTERM")
+        print("run: kill -9 of vfsd, then of launchd (its job killed): each "
+              "restarted alone after 0.5 s, its routes attached to the same "
+              "powerboxd; kill -9 of powerboxd: the whole stack restarted; "
+              "a lifecycle after each; every start, exit, restart and "
+              "attach logged")
     finally:
         u.close()
 

@@ -8,11 +8,12 @@
  * process's standard error to DIR/stack.log, and stops everything on
  * SIGINT, SIGTERM or SIGHUP with exit 0.
  *
- * Restart is interim: powerboxd cannot yet take a new route from a
- * restarted peer (issue 13 item 2), so when any process of the stack dies
- * unexpectedly the whole stack is stopped and started again after a
- * backoff doubling from 0.5 s (at most 30 s); the sixth death within 60 s
- * gives up with exit 1.
+ * A peer (vfsd, ttyd, procd, launchd) that dies while the stack runs is
+ * restarted alone after a backoff doubling from 0.5 s (at most 30 s), its
+ * new route(s) handed to the running powerboxd by ROUTE_ATTACH on slot 4
+ * (pbx_up_peer_restart); when powerboxd dies, the whole stack is stopped
+ * and started again after the same backoff. The sixth restart of one
+ * process within 60 s gives up with exit 1.
  */
 #define _GNU_SOURCE
 #include "tools/pbx/pbx_up.h"
@@ -65,9 +66,11 @@ void pbx_tool_up_usage(FILE *fp)
         "      terminal when stdin is one, else /dev/null); the programs\n"
         "      are found in --bin (default: beside pbx). Prints 'pbx up:\n"
         "      ready in DIR' (and writes 'ready' to --ready-fd N) once\n"
-        "      every process is ready; logs to DIR/stack.log; restarts the\n"
-        "      whole stack when a process dies (gives up after 5 restarts\n"
-        "      within 60 s: exit 1); SIGINT or SIGTERM stops it: exit 0\n",
+        "      every process is ready; logs to DIR/stack.log; restarts a\n"
+        "      dead peer alone and hands its new routes to powerboxd, or\n"
+        "      the whole stack when powerboxd dies (gives up after 5\n"
+        "      restarts of one process within 60 s: exit 1); SIGINT or\n"
+        "      SIGTERM stops it: exit 0\n",
         fp);
 }
 
@@ -314,6 +317,68 @@ static bool pbx_up_backoff(pbx_up *u, int64_t *times, int *n)
     return !u->stopping;
 }
 
+/* Plans and runs the restarts of peers that died while the stack ran:
+ * each is due after its own backoff (pbx_up_backoff's rule per process),
+ * and one that fails to come back is planned again. Stores in *wait_ms
+ * how long the loop may wait before the next one is due (-1: none).
+ * Returns false when a peer died too often (noted): give up. */
+static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
+{
+    *wait_ms = -1;
+    for (size_t i = 0U; i < PBX_UP_POWERBOXD && !u->died && !u->stopping; i++) {
+        pbx_up_proc *p = &u->proc[i];
+        if (!p->down) {
+            continue;
+        }
+        int64_t now = pbx_up_now_ms();
+        if (p->due_ms == 0) {
+            int kept = 0;
+            for (int k = 0; k < p->nrestarts; k++) {
+                if (now - p->restarts[k] < PBX_UP_WINDOW_MS) {
+                    p->restarts[kept++] = p->restarts[k];
+                }
+            }
+            p->nrestarts = kept;
+            if (kept >= PBX_UP_RESTARTS_MAX) {
+                pbx_up_note(u,
+                            "giving up: %s died again after %d restarts "
+                            "within %d s",
+                            p->name, kept, PBX_UP_WINDOW_MS / 1000);
+                return false;
+            }
+            int delay = PBX_UP_BACKOFF_MS << kept;
+            delay =
+                delay > PBX_UP_BACKOFF_MAX_MS ? PBX_UP_BACKOFF_MAX_MS : delay;
+            p->due_ms = now + delay;
+            pbx_up_note(u,
+                        "restarting %s alone in %d ms (restart %d within %d s)",
+                        p->name, delay, kept + 1, PBX_UP_WINDOW_MS / 1000);
+        }
+        if (now < p->due_ms) {
+            int left = (int)(p->due_ms - now);
+            *wait_ms = *wait_ms < 0 || left < *wait_ms ? left : *wait_ms;
+            continue;
+        }
+        p->down = false;
+        p->due_ms = 0;
+        if (p->nrestarts < PBX_UP_RESTARTS_KEPT) {
+            p->restarts[p->nrestarts++] = now;
+        }
+        if (pbx_up_peer_restart(u, i) == 0) {
+            pbx_up_note(u, "%s[%ld] restarted and attached", p->name,
+                        (long)p->pid);
+        } else if (!u->died && !u->stopping) {
+            /* Not back: stop what came up, and plan it again. */
+            if (p->pid > 0) {
+                (void)kill(p->pid, SIGKILL);
+            }
+            p->down = true;
+            *wait_ms = 0;
+        }
+    }
+    return true;
+}
+
 /* Starts the stack and keeps it running until a stop or a give-up;
  * returns the exit status. */
 static int pbx_up_loop(pbx_up *u)
@@ -332,7 +397,12 @@ static int pbx_up_loop(pbx_up *u)
             u->died = true;
         }
         while (!u->stopping && !u->died) {
-            (void)pbx_up_pump(u, -1, -1);
+            int wait = -1;
+            if (!pbx_up_restarts(u, &wait)) {
+                pbx_up_stack_stop(u);
+                return PBX_TOOL_EXIT_FAIL;
+            }
+            (void)pbx_up_pump(u, -1, wait);
         }
         pbx_up_stack_stop(u);
         if (u->stopping) {
@@ -354,6 +424,7 @@ int pbx_tool_up(int argc, char **argv)
     u.log_fd = -1;
     u.sig_fd = -1;
     u.lock_fd = -1;
+    u.sup_fd = -1;
     static const char *const names[PBX_UP_PROCS] = {"vfsd", "ttyd", "procd",
                                                     "launchd", "powerboxd"};
     for (size_t i = 0U; i < PBX_UP_PROCS; i++) {

@@ -23,6 +23,10 @@
 /** PBX_UP_PATH_MAX bounds every path `pbx up` builds, NUL included. */
 #define PBX_UP_PATH_MAX 1024U
 
+/** PBX_UP_RESTARTS_KEPT bounds the restart times remembered per
+ * process (more than the giving-up rule ever needs). */
+#define PBX_UP_RESTARTS_KEPT 8
+
 /** The index of each stack process in pbx_up.proc, in start order. */
 typedef enum pbx_up_proc_index {
     PBX_UP_VFSD = 0,
@@ -50,6 +54,15 @@ typedef struct pbx_up_proc {
     size_t len;
     /** The part of a line read but not yet ended by a newline. */
     char line[PBX_UP_LINE_MAX];
+    /** A peer that died while the stack ran and awaits its restart. */
+    bool down;
+    /** When its restart is due (monotonic ms), or 0 while not planned. */
+    int64_t due_ms;
+    /** The times of its recent restarts (monotonic ms), for the backoff
+     * and the giving-up rule; nrestarts of them are valid. */
+    int64_t restarts[PBX_UP_RESTARTS_KEPT];
+    /** How many entries of restarts are valid. */
+    int nrestarts;
 } pbx_up_proc;
 
 /**
@@ -85,6 +98,12 @@ typedef struct pbx_up {
     bool died;
     /** True while the stack is being stopped on purpose. */
     bool stopping_stack;
+    /** True once the whole stack is ready: a peer that dies from then on
+     * is restarted alone (powerboxd's death still restarts everything). */
+    bool running;
+    /** The supervisor's end of powerboxd's slot 4 (a datagram pair):
+     * readiness, then ROUTE_ATTACH and its answers; -1 when none. */
+    int sup_fd;
     /** The stack's processes, indexed by pbx_up_proc_index. */
     pbx_up_proc proc[PBX_UP_PROCS];
 } pbx_up;
@@ -137,6 +156,16 @@ int pbx_up_stack_start(pbx_up *u);
  * Logs each exit; closes the stderr pipes.
  */
 void pbx_up_stack_stop(pbx_up *u);
+
+/**
+ * pbx_up_peer_restart starts stack peer idx (vfsd, ttyd, procd or
+ * launchd) alone, its route(s) made by the new process itself (so the
+ * kernel names it as their peer), and hands each route to the running
+ * powerboxd by ROUTE_ATTACH on slot 4, logging each answer. Before a
+ * launchd starts, the dead launchd's orphaned jobs are killed. Returns 0
+ * when the peer is ready and every route was accepted, else -1 (noted).
+ */
+int pbx_up_peer_restart(pbx_up *u, size_t idx);
 
 /**
  * pbx_up_stack_clean removes the sockets a stack makes in DIR (a dead

@@ -176,10 +176,11 @@ static void pbx_up_exit_note(pbx_up *u, const pbx_up_proc *p, pid_t pid,
     }
 }
 
-/* Reaps every exited child: a stack process is noted (and u->died set
- * unless the stack is being stopped); any other child is a launched job
- * reparented here (the supervisor is a child subreaper) and only reaped.
- * Bounded: each round reaps one child, and there are finitely many. */
+/* Reaps every exited child: a stack process is noted (and, unless the
+ * stack is being stopped, marked down for a restart of its own, or
+ * u->died set for powerboxd or a death during a start); any other child is a
+ * launched job reparented here (the supervisor is a child subreaper) and only
+ * reaped. Bounded: each round reaps one child, and there are finitely many. */
 static void pbx_up_reap(pbx_up *u)
 {
     for (int round = 0; round < 4096; round++) {
@@ -193,7 +194,16 @@ static void pbx_up_reap(pbx_up *u)
             if (p->pid == pid) {
                 p->pid = 0;
                 pbx_up_exit_note(u, p, pid, status);
-                u->died = u->died || !u->stopping_stack;
+                /* A running stack's peer is restarted alone; powerboxd,
+                 * or anything during a start, restarts the stack. */
+                if (u->stopping_stack) {
+                    continue;
+                }
+                if (u->running && i != PBX_UP_POWERBOXD) {
+                    p->down = true;
+                } else {
+                    u->died = true;
+                }
             }
         }
     }

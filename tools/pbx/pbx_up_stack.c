@@ -16,12 +16,14 @@
  */
 #define _GNU_SOURCE
 #include "bootstrap/pbx_bootstrap.h"
+#include "capabi/pbx_capabi.h"
 #include "tools/pbx/pbx_tool.h"
 #include "tools/pbx/pbx_up.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,6 +128,12 @@ typedef struct pbx_up_fds {
     size_t nslot;
     const char *connect;
     size_t connect_slot;
+    /* Route hand-offs (a restarted peer): channel ends kept in the child,
+     * each replaced by the child's end of a pair it makes itself, whose
+     * other end goes back over the channel (pbx_up_child_handoff). */
+    const int *handoff;
+    const int *handoff_type;
+    size_t nhandoff;
 } pbx_up_fds;
 
 static int pbx_up_connect(const char *path);
@@ -160,6 +168,40 @@ static void pbx_up_child_slots(const pbx_up_fds *f)
     (void)close_range(3U + (unsigned)f->nslot, ~0U, 0);
 }
 
+/* In the child: makes a pair of type (so the kernel names this process,
+ * the peer after exec, as both ends' peer), sends one end back over the
+ * channel ch and puts the other end at ch's number for the peer. */
+static void pbx_up_child_handoff(int ch, int type)
+{
+    int sv[2];
+    char one = 'r';
+    struct iovec iov = {&one, 1U};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) != 0) {
+        _exit(127);
+    }
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &sv[0], sizeof(int));
+    if (sendmsg(ch, &mh, MSG_NOSIGNAL) != 1 || dup2(sv[1], ch) != ch) {
+        _exit(127);
+    }
+    (void)close(sv[0]);
+    (void)close(sv[1]);
+}
+
 /* The child side of a spawn: its own session and process group (so the
  * terminal's job control reaches only the supervisor and ttyd can read
  * the terminal without being a background job), killed if the supervisor
@@ -187,6 +229,9 @@ static void pbx_up_child(pid_t parent, int logw, const pbx_up_fds *f,
     }
     for (size_t i = 0U; i < f->nkeep; i++) {
         (void)fcntl(f->keep[i], F_SETFD, 0);
+    }
+    for (size_t i = 0U; i < f->nhandoff; i++) {
+        pbx_up_child_handoff(f->handoff[i], f->handoff_type[i]);
     }
     if (f->nslot > 0U) {
         pbx_up_child_slots(f);
@@ -253,24 +298,39 @@ static bool pbx_up_await(pbx_up *u, int fd, const char *name)
     return false;
 }
 
-/* Starts a peer with a --ready-fd pipe and waits for its `ready` line. */
-static int pbx_up_peer(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
-                       size_t nkeep)
+/* The route hand-offs of the peer being restarted (none at a start). */
+typedef struct pbx_up_handoffs {
+    int ch[2];
+    int type[2];
+    size_t n;
+} pbx_up_handoffs;
+
+/* Starts a peer with a --ready-fd pipe and waits for its `ready` line;
+ * h (may be NULL) names route hand-offs whose channels the child keeps. */
+static int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
+                         size_t nkeep, const pbx_up_handoffs *h)
 {
     int rp[2];
     if (pipe2(rp, O_CLOEXEC) != 0) {
         pbx_up_note(u, "pipe: %s", strerror(errno));
         return -1;
     }
-    int all[8];
+    int all[10];
     size_t n = 0U;
     for (; n < nkeep && n < 7U; n++) {
         all[n] = keep[n];
     }
     all[n++] = rp[1];
+    for (size_t i = 0U; h != NULL && i < h->n && n < 8U; i++) {
+        all[n++] = h->ch[i];
+    }
     pbx_up_arg(a, "--ready-fd");
     pbx_up_arg(a, "%d", rp[1]);
-    pbx_up_fds f = {all, n, NULL, 0U, NULL, 0U};
+    pbx_up_fds f = {.keep = all,
+                    .nkeep = n,
+                    .handoff = h != NULL ? h->ch : NULL,
+                    .handoff_type = h != NULL ? h->type : NULL,
+                    .nhandoff = h != NULL ? h->n : 0U};
     int rc = pbx_up_spawn(u, idx, a, &f);
     (void)close(rp[1]);
     const char *name = u->proc[idx].name;
@@ -390,8 +450,11 @@ static void pbx_up_stages(pbx_up_argv *a)
     }
 }
 
-/* Starts vfsd (scope socket, route listener) and ttyd. */
-static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
+/* Starts vfsd: its scope socket, and its route either a listener powerboxd
+ * connects to (route -1, a whole-stack start) or the hand-off h (a
+ * restart, whose route's far end is powerboxd: RESOLVE is served only to
+ * pid, named by --route-pid since the pair is vfsd's own). */
+static int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
 {
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "pbx-vfsd");
@@ -399,11 +462,21 @@ static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
     pbx_up_arg(&a, "%s", u->root);
     pbx_up_arg(&a, "--scope");
     pbx_up_arg(&a, "%s/scope.sock", u->dir);
-    pbx_up_arg(&a, "--route");
-    pbx_up_arg(&a, "%s/vfsd-route.sock", u->dir);
-    if (pbx_up_peer(u, PBX_UP_VFSD, &a, NULL, 0U) != 0) {
-        return -1;
+    if (h == NULL) {
+        pbx_up_arg(&a, "--route");
+        pbx_up_arg(&a, "%s/vfsd-route.sock", u->dir);
+    } else {
+        pbx_up_arg(&a, "--route-fd");
+        pbx_up_arg(&a, "%d", h->ch[0]);
+        pbx_up_arg(&a, "--route-pid");
+        pbx_up_arg(&a, "%ld", (long)pid);
     }
+    return pbx_up_peer_h(u, PBX_UP_VFSD, &a, NULL, 0U, h);
+}
+
+/* Starts ttyd with its route at descriptor route (kept, or a hand-off). */
+static int pbx_up_start_ttyd(pbx_up *u, int route, const pbx_up_handoffs *h)
+{
     pbx_up_argv t = {0};
     pbx_up_prog(u, &t, "pbx-ttyd");
     pbx_up_arg(&t, "--policy");
@@ -413,12 +486,13 @@ static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
     pbx_up_arg(&t, "--query");
     pbx_up_arg(&t, "%s/ttyd.sock", u->dir);
     pbx_up_arg(&t, "--route-fd");
-    pbx_up_arg(&t, "%d", w->tty[1]);
-    return pbx_up_peer(u, PBX_UP_TTYD, &t, &w->tty[1], 1U);
+    pbx_up_arg(&t, "%d", route);
+    return pbx_up_peer_h(u, PBX_UP_TTYD, &t, h == NULL ? &route : NULL,
+                         h == NULL ? 1U : 0U, h);
 }
 
-/* Starts procd and launchd. */
-static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
+/* Starts procd with its route at descriptor route (kept, or a hand-off). */
+static int pbx_up_start_procd(pbx_up *u, int route, const pbx_up_handoffs *h)
 {
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "pbx-procd");
@@ -428,22 +502,46 @@ static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
     pbx_up_arg(&a, "--stage-sock");
     pbx_up_arg(&a, "%s/stage.sock", u->dir);
     pbx_up_arg(&a, "--route-fd");
-    pbx_up_arg(&a, "%d", w->proc[1]);
-    if (pbx_up_peer(u, PBX_UP_PROCD, &a, &w->proc[1], 1U) != 0) {
-        return -1;
-    }
+    pbx_up_arg(&a, "%d", route);
+    return pbx_up_peer_h(u, PBX_UP_PROCD, &a, h == NULL ? &route : NULL,
+                         h == NULL ? 1U : 0U, h);
+}
+
+/* Starts launchd with its wake and broker ends at those descriptors. */
+static int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
+                                const pbx_up_handoffs *h)
+{
     pbx_up_argv l = {0};
     pbx_up_prog(u, &l, "pbx-launchd");
     pbx_up_arg(&l, "serve");
     pbx_up_arg(&l, "--wake-fd");
-    pbx_up_arg(&l, "%d", w->wake[1]);
+    pbx_up_arg(&l, "%d", wake);
     pbx_up_arg(&l, "--broker-fd");
-    pbx_up_arg(&l, "%d", w->broker[1]);
+    pbx_up_arg(&l, "%d", broker);
     pbx_up_arg(&l, "--control");
     pbx_up_arg(&l, "%s/launchd.sock", u->dir);
     pbx_up_stages(&l);
-    const int keep[] = {w->wake[1], w->broker[1]};
-    return pbx_up_peer(u, PBX_UP_LAUNCHD, &l, keep, 2U);
+    const int keep[] = {wake, broker};
+    return pbx_up_peer_h(u, PBX_UP_LAUNCHD, &l, h == NULL ? keep : NULL,
+                         h == NULL ? 2U : 0U, h);
+}
+
+/* Starts vfsd (scope socket, route listener) and ttyd. */
+static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
+{
+    if (pbx_up_start_vfsd(u, NULL, 0) != 0) {
+        return -1;
+    }
+    return pbx_up_start_ttyd(u, w->tty[1], NULL);
+}
+
+/* Starts procd and launchd. */
+static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
+{
+    if (pbx_up_start_procd(u, w->proc[1], NULL) != 0) {
+        return -1;
+    }
+    return pbx_up_start_launchd(u, w->wake[1], w->broker[1], NULL);
 }
 
 /* Checks powerboxd's readiness report on w->sup[0]. */
@@ -485,7 +583,10 @@ static int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "powerboxd");
     pbx_up_arg(&a, "%s/public.sock", u->dir);
-    pbx_up_fds f = {NULL, 0U, slot, sizeof(slot) / sizeof(*slot), route, 2U};
+    pbx_up_fds f = {.slot = slot,
+                    .nslot = sizeof(slot) / sizeof(*slot),
+                    .connect = route,
+                    .connect_slot = 2U};
     int rc = pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f) == 0
                  ? pbx_up_report(u, w)
                  : -1;
@@ -507,13 +608,31 @@ int pbx_up_stack_start(pbx_up *u)
         pbx_up_start_procd_launchd(u, &w) == 0) {
         rc = pbx_up_start_powerboxd(u, &w);
     }
+    if (rc == 0) {
+        /* Slot 4 stays: restarted peers' routes go over it. */
+        u->sup_fd = w.sup[0];
+        w.sup[0] = -1;
+        u->running = true;
+    }
     pbx_up_wires_close(&w);
     return rc;
 }
 
-/* SIGKILLs every child of the supervisor that is not a stack process:
- * launched jobs (and their children) reparented here. Returns how many. */
-static int pbx_up_kill_children(void)
+/* Whether pid is a live stack process. */
+static bool pbx_up_is_stack(const pbx_up *u, long pid)
+{
+    for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
+        if (u->proc[i].pid > 0 && (long)u->proc[i].pid == pid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* SIGKILLs every child of the supervisor that is not a live stack
+ * process: launched jobs (and their children) reparented here. Returns
+ * how many. */
+static int pbx_up_kill_children(const pbx_up *u)
 {
     DIR *d = opendir("/proc");
     if (d == NULL) {
@@ -543,7 +662,8 @@ static int pbx_up_kill_children(void)
         long ppid = close_paren != NULL && strlen(close_paren) > 4U
                         ? strtol(close_paren + 4, NULL, 10)
                         : 0L;
-        if (ppid == (long)me) {
+        if (ppid == (long)me &&
+            !pbx_up_is_stack(u, strtol(e->d_name, NULL, 10))) {
             (void)kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL);
             killed++;
         }
@@ -577,6 +697,15 @@ static bool pbx_up_any_alive(const pbx_up *u)
 void pbx_up_stack_stop(pbx_up *u)
 {
     u->stopping_stack = true;
+    u->running = false;
+    if (u->sup_fd >= 0) {
+        (void)close(u->sup_fd);
+        u->sup_fd = -1;
+    }
+    for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
+        u->proc[i].down = false;
+        u->proc[i].due_ms = 0;
+    }
     pbx_up_signal_all(u, SIGTERM);
     int64_t end = pbx_up_now_ms() + PBX_UP_TERM_MS;
     for (int r = 0; r < 100000 && pbx_up_any_alive(u); r++) {
@@ -594,7 +723,7 @@ void pbx_up_stack_stop(pbx_up *u)
      * level until the supervisor has no child left. */
     int jobs = 0;
     for (int r = 0; r < 1000; r++) {
-        jobs += pbx_up_kill_children();
+        jobs += pbx_up_kill_children(u);
         (void)pbx_up_pump(u, -1, 10);
         if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) {
             break;
@@ -607,4 +736,173 @@ void pbx_up_stack_stop(pbx_up *u)
         pbx_up_proc_closed(u, &u->proc[i]);
     }
     u->stopping_stack = false;
+}
+
+/* Takes the route end a restarted peer's child sent back over channel ch
+ * (waiting at most PBX_UP_READY_MS); -1 (noted) when none came. */
+static int pbx_up_take(pbx_up *u, int ch, const char *name)
+{
+    char one = 0;
+    struct iovec iov = {&one, 1U};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr mh;
+    struct pollfd p = {.fd = ch, .events = POLLIN};
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    int fd = -1;
+    if (poll(&p, 1, PBX_UP_READY_MS) == 1 &&
+        recvmsg(ch, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
+        const struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if (c != NULL && c->cmsg_level == SOL_SOCKET &&
+            c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int))) {
+            memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        }
+    }
+    if (fd < 0) {
+        pbx_up_note(u, "%s: its new route never came back", name);
+    }
+    return fd;
+}
+
+/* The name of a ROUTE_ATTACH route, for the log. */
+static const char *pbx_up_route_name(uint32_t route)
+{
+    static const char *const names[] = {"?",     "vfsd", "ttyd",
+                                        "procd", "wake", "broker"};
+    return route < sizeof(names) / sizeof(*names) ? names[route] : "?";
+}
+
+/* Sends fd to powerboxd as route, whose peer is process pid, by
+ * ROUTE_ATTACH on slot 4 and waits for the answer; logs it. Returns 0
+ * when accepted. */
+static int pbx_up_attach(pbx_up *u, uint32_t route, pid_t pid, int fd)
+{
+    uint8_t frame[PBX_CAPABI_ATTACH_BYTES];
+    uint8_t in[64];
+    pbx_capabi_attach a = {route, (uint32_t)pid};
+    pbx_capabi_answer ans = {0, 0, 0};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {frame, sizeof(frame)};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (pbx_capabi_attach_encode(&a, frame, sizeof(frame)) != PBX_OK ||
+        u->sup_fd < 0 ||
+        sendmsg(u->sup_fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(frame)) {
+        pbx_up_note(u, "attach %s route of pid %ld: cannot send to powerboxd",
+                    pbx_up_route_name(route), (long)pid);
+        return -1;
+    }
+    ssize_t got = pbx_up_await(u, u->sup_fd, "powerboxd's attach answer")
+                      ? recv(u->sup_fd, in, sizeof(in), MSG_DONTWAIT)
+                      : -1;
+    if (got <= 0 || pbx_capabi_answer_decode(in, (size_t)got, &ans) != PBX_OK ||
+        ans.route != route || ans.peer_pid != (uint32_t)pid) {
+        pbx_up_note(u, "attach %s route of pid %ld: no answer from powerboxd",
+                    pbx_up_route_name(route), (long)pid);
+        return -1;
+    }
+    if (ans.status != 0U) {
+        pbx_up_note(u, "attach %s route of pid %ld: refused by powerboxd: %s",
+                    pbx_up_route_name(route), (long)pid,
+                    pbx_err_name((pbx_err)ans.status));
+        return -1;
+    }
+    pbx_up_note(u, "attach %s route of pid %ld: accepted by powerboxd",
+                pbx_up_route_name(route), (long)pid);
+    return 0;
+}
+
+/* Starts peer idx with the hand-offs h (their channel ends for the
+ * child in h->ch). */
+static int pbx_up_restart_start(pbx_up *u, size_t idx, const pbx_up_handoffs *h)
+{
+    switch (idx) {
+    case PBX_UP_VFSD:
+        return pbx_up_start_vfsd(u, h, u->proc[PBX_UP_POWERBOXD].pid);
+    case PBX_UP_TTYD:
+        return pbx_up_start_ttyd(u, h->ch[0], h);
+    case PBX_UP_PROCD:
+        return pbx_up_start_procd(u, h->ch[0], h);
+    default:
+        return pbx_up_start_launchd(u, h->ch[0], h->ch[1], h);
+    }
+}
+
+int pbx_up_peer_restart(pbx_up *u, size_t idx)
+{
+    static const uint32_t routes[PBX_UP_LAUNCHD + 1U][2] = {
+        {PBX_CAPABI_ROUTE_VFSD, 0U},
+        {PBX_CAPABI_ROUTE_TTYD, 0U},
+        {PBX_CAPABI_ROUTE_PROCD, 0U},
+        {PBX_CAPABI_ROUTE_WAKE, PBX_CAPABI_ROUTE_BROKER}};
+    pbx_up_handoffs h = {{-1, -1}, {SOCK_SEQPACKET, SOCK_SEQPACKET}, 0U};
+    int parent[2] = {-1, -1};
+    int got[2] = {-1, -1};
+    if (idx > PBX_UP_LAUNCHD) {
+        return -1;
+    }
+    h.n = idx == PBX_UP_LAUNCHD ? 2U : 1U;
+    h.type[0] = idx == PBX_UP_LAUNCHD ? SOCK_DGRAM : SOCK_SEQPACKET;
+    for (size_t i = 0U; i < h.n; i++) {
+        int ch[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch) != 0) {
+            pbx_up_note(u, "socketpair: %s", strerror(errno));
+            h.n = i;
+            break;
+        }
+        parent[i] = ch[0];
+        h.ch[i] = ch[1];
+    }
+    if (idx == PBX_UP_LAUNCHD) {
+        /* The dead launchd's jobs were reparented here: no live launchd
+         * manages them, and powerboxd has ended their grants. */
+        int killed = pbx_up_kill_children(u);
+        pbx_up_note(u, "launchd: %d orphaned job process(es) killed", killed);
+    }
+    int rc = h.n == (idx == PBX_UP_LAUNCHD ? 2U : 1U)
+                 ? pbx_up_restart_start(u, idx, &h)
+                 : -1;
+    for (size_t i = 0U; i < 2U; i++) {
+        if (h.ch[i] >= 0) {
+            (void)close(h.ch[i]);
+        }
+        got[i] = rc == 0 && parent[i] >= 0
+                     ? pbx_up_take(u, parent[i], u->proc[idx].name)
+                     : -1;
+        if (parent[i] >= 0) {
+            (void)close(parent[i]);
+        }
+    }
+    for (size_t i = 0U; i < h.n && rc == 0; i++) {
+        rc = got[i] >= 0
+                 ? pbx_up_attach(u, routes[idx][i], u->proc[idx].pid, got[i])
+                 : -1;
+    }
+    for (size_t i = 0U; i < 2U; i++) {
+        if (got[i] >= 0) {
+            (void)close(got[i]);
+        }
+    }
+    return rc;
 }
