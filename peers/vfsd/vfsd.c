@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -62,10 +63,17 @@ static const char vfsd_usage[] =
     "usage: pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... "
     "[--scope-fd N[=SUBDIR]]...\n"
     "                [--lie-scope PATH[=SUBDIR]]... [--route PATH] "
-    "[--route-fd N] [--ready-fd N]\n"
+    "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR); powerboxd's route (--route, --route-fd)\n"
-    "takes DETACH and RETIRE. See docs/HOST.md.\n";
+    "takes DETACH and RETIRE (--route-pid: the process at the far end of a\n"
+    "--route-fd pair vfsd made itself). Object ids carry this vfsd's\n"
+    "incarnation: RETIRE or DETACH of another's is echoed as absent. See\n"
+    "docs/HOST.md.\n";
+
+/* The local part of an object id (the provider socket's inode); the top
+ * 16 bits carry the incarnation. */
+#define VFSD_LOCAL_ID_MAX ((UINT64_C(1) << 48) - 1U)
 
 /* What a listening socket or connection serves. */
 enum { VFSD_KIND_ROUTE = 1, VFSD_KIND_SCOPE = 2 };
@@ -103,6 +111,13 @@ typedef struct vfsd {
     int data[PBX_PEER_VFS_OBJECTS_MAX];
     uint64_t owner[PBX_PEER_VFS_OBJECTS_MAX];
     uint64_t routes_made;
+    /* This vfsd's incarnation: random, nonzero, chosen at start, carried
+     * in the top 16 bits of every object id it mints, so a RETIRE or
+     * DETACH of another incarnation's object is known absent, exactly. */
+    uint16_t incarnation;
+    /* --route-pid: the process at the far end of a --route-fd pair the
+     * supervisor had this vfsd make (a restart), or 0: SO_PEERCRED. */
+    pid_t route_pid;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t obj_in[PBX_PEER_VFS_CALL_BYTES_MAX + 1U];
@@ -312,7 +327,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
         st = PBX_PEER_E_INTERNAL;
     }
     uint64_t id = st == 0U ? pbx_peer_io_inode(sv[1]) : 0U;
-    if (st == 0U && id == 0U) {
+    if (st == 0U && (id == 0U || id > VFSD_LOCAL_ID_MAX)) {
         st = PBX_PEER_E_INTERNAL;
     }
     if (st != 0U) {
@@ -324,7 +339,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
         return;
     }
     vfsd_data_sweep();
-    rep->object.id = id;
+    rep->object.id = ((uint64_t)g_vfsd.incarnation << 48) | id;
     rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
                                            rep->object_class, sv[0]);
     g_vfsd.stats[row] = mt->named;
@@ -452,6 +467,16 @@ static void vfsd_resolve(vfsd_conn *c, pid_t pid)
     vfsd_send(c->fd, n, -1);
 }
 
+/* Whether wire object id was minted by another incarnation of vfsd (its
+ * top 16 bits are not ours): such an object is provably absent here, its
+ * connections died with the vfsd that minted it. Otherwise *local is the
+ * id the table knows (the inode). */
+static bool vfsd_foreign(uint64_t id, uint64_t *local)
+{
+    *local = id & VFSD_LOCAL_ID_MAX;
+    return (uint16_t)(id >> 48) != g_vfsd.incarnation;
+}
+
 /* DETACH on the route: authenticate the alias by inode, then drop it. */
 static void vfsd_detach(int fd)
 {
@@ -465,19 +490,28 @@ static void vfsd_detach(int fd)
         return;
     }
     size_t row = 0;
-    uint32_t st = pbx_peer_objtab_detach_check(&g_vfsd.objs, rq.object.id,
-                                               rq.object.gen, seen, &row);
+    uint64_t local = 0;
+    bool absent = vfsd_foreign(rq.object.id, &local);
+    uint32_t st = absent ? 0U
+                         : pbx_peer_objtab_detach_check(
+                               &g_vfsd.objs, local, rq.object.gen, seen, &row);
     if (st != 0U) {
         vfsd_fail(fd, st, "DETACH");
         return;
     }
-    g_vfsd.objs.rows[row].detached++;
+    if (!absent) {
+        g_vfsd.objs.rows[row].detached++;
+    }
     size_t n = 0;
     e = pbx_ipc_detach_reply_encode(m->frame.request, &rq, g_vfsd.out,
                                     sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    pbx_peer_log("vfsd", "DETACH object %llu gen %u",
-                 (unsigned long long)rq.object.id, rq.object.gen);
+    /* Logged by the local id (the inode, as RESOLVE logged it); an
+     * absent object by the whole id it was named by. */
+    pbx_peer_log("vfsd", "DETACH object %llu gen %u%s",
+                 (unsigned long long)(absent ? rq.object.id : local),
+                 rq.object.gen,
+                 absent ? ": absent (another vfsd incarnation minted it)" : "");
     vfsd_send(fd, n, -1);
 }
 
@@ -847,21 +881,29 @@ static void vfsd_retire(int fd)
         return;
     }
     int prov = -1;
+    uint64_t local = 0;
+    bool absent = vfsd_foreign(rq.object.id, &local);
     uint32_t st =
-        pbx_peer_objtab_retire(&g_vfsd.objs, rq.object.id, rq.object.gen,
-                               rq.scope_id, rq.object_class, &prov);
+        absent ? 0U
+               : pbx_peer_objtab_retire(&g_vfsd.objs, local, rq.object.gen,
+                                        rq.scope_id, rq.object_class, &prov);
     if (st != 0U) {
         vfsd_fail(fd, st, "RETIRE");
         return;
     }
-    vfsd_obj_cut(prov, rq.object.id, rq.object.gen);
+    if (!absent) {
+        vfsd_obj_cut(prov, local, rq.object.gen);
+    }
     size_t n = 0;
     e = pbx_ipc_retire_reply_encode(g_vfsd.msg.frame.request, &rq, g_vfsd.out,
                                     sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
     pbx_peer_log("vfsd", "RETIRE object %llu gen %u%s",
-                 (unsigned long long)rq.object.id, rq.object.gen,
-                 prov >= 0 ? "" : " (no copy left to cut)");
+                 (unsigned long long)(absent ? rq.object.id : local),
+                 rq.object.gen,
+                 absent      ? ": absent (another vfsd incarnation minted it)"
+                 : prov >= 0 ? ""
+                             : " (no copy left to cut)");
     vfsd_send(fd, n, -1);
 }
 
@@ -1006,7 +1048,9 @@ static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id)
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
             cr.pid = 0;
         }
-        c->pid = cr.pid;
+        /* A pair vfsd made itself names vfsd at both ends: the
+         * supervisor says who holds the other (--route-pid). */
+        c->pid = g_vfsd.route_pid > 0 ? g_vfsd.route_pid : cr.pid;
         c->serial = ++g_vfsd.routes_made;
         pbx_peer_log("vfsd", "route from pid %ld: its RESOLVEs are served",
                      (long)c->pid);
@@ -1243,9 +1287,9 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 /* Whether option k takes a value (every option but -h/--help does). */
 static bool vfsd_known(const char *k)
 {
-    static const char *const opts[] = {"--root",      "--scope", "--scope-fd",
-                                       "--lie-scope", "--route", "--route-fd",
-                                       "--ready-fd"};
+    static const char *const opts[] = {
+        "--root",  "--scope",    "--scope-fd", "--lie-scope",
+        "--route", "--route-fd", "--ready-fd", "--route-pid"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -1275,6 +1319,17 @@ static int vfsd_args_check(int argc, char **argv, const char **root)
         }
         if (strcmp(argv[i], "--root") == 0) {
             *root = argv[i + 1];
+        }
+        if (strcmp(argv[i], "--route-pid") == 0) {
+            char *end = NULL;
+            long pid = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end != '\0' || pid <= 0 ||
+                pid > INT32_MAX) {
+                pbx_peer_log("vfsd", "bad argument: --route-pid '%s'",
+                             argv[i + 1]);
+                return 2;
+            }
+            g_vfsd.route_pid = (pid_t)pid;
         }
     }
     if (*root == NULL) {
@@ -1330,12 +1385,21 @@ int main(int argc, char **argv)
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         g_vfsd.data[r] = -1;
     }
+    /* A nonzero incarnation: 0 would read as "no incarnation". */
+    for (int i = 0; i < 64 && g_vfsd.incarnation == 0U; i++) {
+        if (getrandom(&g_vfsd.incarnation, sizeof(g_vfsd.incarnation), 0) !=
+            (ssize_t)sizeof(g_vfsd.incarnation)) {
+            g_vfsd.incarnation = (uint16_t)(getpid() ^ (pid_t)i);
+        }
+    }
     int st = vfsd_args(argc, argv, &ready_fd);
     if (st != 0) {
         return st == 1 ? 0 : 2;
     }
-    pbx_peer_log("vfsd", "ready: %zu listener(s), %zu connection(s)",
-                 g_vfsd.nlistens, g_vfsd.nconns);
+    pbx_peer_log("vfsd",
+                 "ready: %zu listener(s), %zu connection(s), "
+                 "incarnation %u",
+                 g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation);
     pbx_peer_io_ready(ready_fd);
     /* Serve until killed; every round blocks in poll. */
     for (;;) {

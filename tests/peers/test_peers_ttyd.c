@@ -847,3 +847,48 @@ PBX_TEST(peers_ttyd_query_reader_that_never_reads_is_dropped)
     (void)close(master);
     (void)tp_stop(pid);
 }
+
+PBX_TEST(peers_ttyd_duplicate_active_and_unheld_remove_are_acknowledged)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    char out[4096];
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    static pbx_ipc_view v;
+    memset(&v, 0, sizeof(v));
+    v.grant.index = 6;
+    v.grant.gen = 3;
+    v.ctx = tt_ctx(PBX_IPC_URGENCY_ROUTINE);
+    v.object.id = 901;
+    v.object.gen = 1;
+    v.target.process_id = 7;
+    v.target.process_gen = 1;
+    v.target.slot = 40;
+    v.installed_slot = 40;
+    /* A restarted ttyd gets every live row again: a REMOVE of a row it
+     * never held, then the same ACTIVE twice; each is acknowledged
+     * exactly, and the view holds the row once. */
+    static const uint8_t kinds[] = {PBX_IPC_VIEW_REMOVE, PBX_IPC_VIEW_ACTIVE,
+                                    PBX_IPC_VIEW_ACTIVE};
+    for (size_t k = 0; k < sizeof(kinds); k++) {
+        size_t n = 0;
+        pbx_ipc_id id = {6, (uint32_t)(10U + k)};
+        pbx_ipc_view_ack ack;
+        v.kind = kinds[k];
+        PBX_CHECK_EQ(pbx_ipc_view_encode(id, &v, buf, sizeof(buf), &n), PBX_OK);
+        PBX_REQUIRE(pbx_peer_io_call(route, buf, n, -1, &m, 3000) == 0);
+        PBX_CHECK_EQ(m.frame.status, 0U);
+        PBX_CHECK_EQ(pbx_ipc_view_reply_decode(&m.frame, &ack), PBX_OK);
+        PBX_CHECK(ack.kind == kinds[k] && ack.grant.index == 6U &&
+                  ack.grant.gen == 3U);
+    }
+    PBX_CHECK(tt_query(views, out, sizeof(out)) > 0);
+    const char *first = strstr(out, "grant 6.3 ");
+    PBX_CHECK(first != NULL && strstr(first + 1, "grant 6.3 ") == NULL);
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
+}

@@ -385,7 +385,10 @@ PBX_TEST(peers_vfsd_resolve_confinement)
         PBX_CHECK_EQ(m.nfds, rep.result == PBX_IPC_RESOLVE_FOUND ? 1U : 0U);
         PBX_CHECK_EQ(rep.operation, c->op);
         if (rep.result == PBX_IPC_RESOLVE_FOUND) {
-            PBX_CHECK_EQ(rep.object.id, pbx_peer_io_inode(m.fds[0]));
+            /* The provider end's inode, under the incarnation's bits. */
+            PBX_CHECK_EQ(rep.object.id & ((UINT64_C(1) << 48) - 1U),
+                         pbx_peer_io_inode(m.fds[0]));
+            PBX_CHECK(rep.object.id >> 48 != 0U);
             PBX_CHECK_EQ(rep.scope_id, t.scope_id);
             PBX_CHECK(rep.object.gen != 0U);
         }
@@ -855,6 +858,11 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     tv_send_seq(t.scope, buf, n, 9, -1);
     PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 9, &m), 0U);
     PBX_CHECK_EQ(m.nfds, 1U);
+    pbx_ipc_resolve_reply found;
+    PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&m.frame, &found), PBX_OK);
+    /* This vfsd's incarnation: an id under it that was never minted is
+     * unknown (another incarnation's would be echoed as absent). */
+    uint64_t never = (found.object.id & ~((UINT64_C(1) << 48) - 1U)) | 12345U;
     pbx_peer_io_close_all(m.fds, m.nfds);
     buf[PBX_IPC_HEADER_BYTES + 1U] = 0xFFU; /* operation out of range */
     tv_send_seq(t.scope, buf, n, 10, -1);
@@ -866,7 +874,7 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 11, &m),
                  PBX_E_IPC_RESERVED);
     /* DETACH and RETIRE of an object vfsd never minted. */
-    pbx_ipc_detach dq = {{12345, 77}};
+    pbx_ipc_detach dq = {{never, 77}};
     PBX_CHECK_EQ(pbx_ipc_detach_encode(id, &dq, buf, sizeof(buf), &n), PBX_OK);
     int other[2];
     PBX_REQUIRE(tp_seqpair(other));
@@ -874,7 +882,7 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_DETACH, 12, &m),
                  PBX_PEER_E_UNKNOWN);
     pbx_peer_io_close_all(other, 2);
-    pbx_ipc_retire rq = {{12345, 77}, t.scope_id, PBX_IPC_CLASS_FILE};
+    pbx_ipc_retire rq = {{never, 77}, t.scope_id, PBX_IPC_CLASS_FILE};
     n = tv_retire_frame(&rq, buf, sizeof(buf));
     tv_send_seq(t.route, buf, n, 0xFFFFFFFFU, -1);
     PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, 0xFFFFFFFFU, &m),
@@ -1225,5 +1233,47 @@ PBX_TEST(peers_vfsd_object_flood_and_shutdown_never_stall)
     PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
+    tv_down(&t);
+}
+
+PBX_TEST(peers_vfsd_object_ids_carry_the_incarnation_and_others_are_absent)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up(&t);
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    uint64_t inc = rep.object.id >> 48;
+    /* The minting incarnation: nonzero, in the top 16 bits. */
+    PBX_CHECK(inc != 0U);
+    /* RETIRE and DETACH of another incarnation's object (the same id and
+     * gen under any other top bits): echoed exactly, nothing cut. */
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    rq.object.id ^= UINT64_C(1) << 63;
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    pbx_ipc_retire echo;
+    PBX_CHECK_EQ(pbx_ipc_retire_reply_decode(&m.frame, &echo), PBX_OK);
+    PBX_CHECK(
+        echo.object.id == rq.object.id && echo.object.gen == rq.object.gen &&
+        echo.scope_id == rq.scope_id && echo.object_class == rq.object_class);
+    PBX_CHECK(!tp_hung_up(obj, 100));
+    pbx_ipc_object old = rq.object;
+    int alias = dup(obj);
+    PBX_REQUIRE(alias >= 0);
+    PBX_CHECK_EQ(tv_detach(t.route, old, alias, &m), 0U);
+    (void)close(alias);
+    PBX_CHECK(!tp_hung_up(obj, 100));
+    /* Of this incarnation but never minted: refused as before. */
+    rq.object = rep.object;
+    rq.object.id += 1U;
+    PBX_CHECK(tv_retire(t.route, &rq, &m) != 0U);
+    PBX_CHECK(!tp_hung_up(obj, 100));
+    /* The object's own RETIRE still cuts it. */
+    rq.object = rep.object;
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    PBX_CHECK(tp_hung_up(obj, 2000));
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
     tv_down(&t);
 }
