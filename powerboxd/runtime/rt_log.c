@@ -279,7 +279,9 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
     rt_log_flush();
 }
 
-/* What each startup refusal (PBX_RT_EXIT_ARGS..PBX_RT_EXIT_BROKER) means. */
+/* What each startup refusal (PBX_RT_EXIT_ARGS..PBX_RT_EXIT_BROKER) means.
+ * Long texts are split literals on purpose: the count is asserted below. */
+// NOLINTBEGIN(bugprone-suspicious-missing-comma)
 static const char *const rt_log_refusals[] = {
     "usage: powerboxd ENDPOINT-NAME (one argument, the public endpoint's "
     "name; see powerboxd -h)",
@@ -306,6 +308,7 @@ static const char *const rt_log_refusals[] = {
     "the readiness report could not be sent to the supervisor (slot 4)",
     "the launchd broker endpoint (slot 10) could not be received on",
 };
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 _Static_assert(sizeof(rt_log_refusals) / sizeof(rt_log_refusals[0]) ==
                    (size_t)PBX_RT_EXIT_BROKER - PBX_RT_EXIT_ARGS + 1U,
