@@ -106,13 +106,18 @@ static int geo_check(const char *path, int *named)
     if (pipe2(err, O_CLOEXEC) != 0) {
         return -1;
     }
+    const char *bin = getenv("PBX_BIN");
+    if (bin == NULL) {
+        (void)close(err[0]);
+        (void)close(err[1]);
+        return -1;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
         (void)dup2(null, 1);
         (void)dup2(err[1], 2);
-        execl(getenv("PBX_BIN"), "pbx", "geometry", "check", path,
-              (char *)NULL);
+        execl(bin, "pbx", "geometry", "check", path, (char *)NULL);
         _exit(127);
     }
     (void)close(err[1]);
@@ -124,7 +129,7 @@ static int geo_check(const char *path, int *named)
     }
     const char *at = strstr(msg, "(exit status ");
     if (at != NULL) {
-        *named = atoi(at + strlen("(exit status "));
+        *named = (int)strtol(at + strlen("(exit status "), NULL, 10);
     }
     return st;
 }

@@ -333,7 +333,8 @@ PBX_TEST(obj_list_pages_and_names)
     uint8_t body[32];
     pbx_le_put32(body, 4U);
     pbx_le_put32(body + 4, 2U);
-    memcpy(body + 8, "x\0yz\0", 5);
+    static const uint8_t two_names[5] = {'x', 0, 'y', 'z', 0};
+    memcpy(body + 8, two_names, sizeof(two_names));
     uint8_t out[PBX_PEER_VFS_REPLY_BYTES_MAX];
     size_t n = oc_reply(PBX_PEER_OP_OBJ_LIST, body, 13, out, sizeof(out));
     uint32_t count = 0;

@@ -47,8 +47,9 @@ static void ol_file(const char *dir, const char *name, const char *text,
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     PBX_REQUIRE(fd >= 0);
     for (size_t i = 0; i < n; i++) {
-        char c = text != NULL ? text[i] : (char)('a' + (i * 7U) % 26U);
-        PBX_REQUIRE(write(fd, &c, 1) == 1);
+        static const char letters[] = "abcdefghijklmnopqrstuvwxyz";
+        const char *c = text != NULL ? &text[i] : &letters[(i * 7U) % 26U];
+        PBX_REQUIRE(write(fd, c, 1) == 1);
     }
     (void)close(fd);
 }
@@ -212,8 +213,11 @@ PBX_TEST(obj_live_list_pages)
             pbx_obj_list(obj, cookie, page, sizeof(page), &used, &next) == 0);
         pages++;
         for (size_t at = 0; at < used;) {
-            int k = -1;
-            PBX_CHECK(sscanf(page + at, "entry-%d-padding-padding", &k) == 1);
+            char *end = NULL;
+            const char *num = page + at + strlen("entry-");
+            PBX_CHECK(strncmp(page + at, "entry-", strlen("entry-")) == 0);
+            int k = (int)strtol(num, &end, 10);
+            PBX_CHECK(end != num && strcmp(end, "-padding-padding") == 0);
             PBX_CHECK(k >= 0 && k < 40 && !seen[k]);
             if (k >= 0 && k < 40) {
                 seen[k] = true;
@@ -233,7 +237,7 @@ PBX_TEST(obj_live_list_pages)
     size_t used = 0;
     uint32_t next = 7;
     PBX_CHECK_EQ(pbx_obj_list(obj, 0, full, sizeof(full), &used, &next), 0);
-    PBX_CHECK(used == 40U * 25U && next == 0U);
+    PBX_CHECK(used == (size_t)40U * 25U && next == 0U);
     /* A cookie at the end is an empty last page; past it RANGE. */
     PBX_CHECK_EQ(pbx_obj_list(obj, 40, page, sizeof(page), &used, &next), 0);
     PBX_CHECK(used == 0U && next == 0U);
@@ -545,7 +549,7 @@ static int ol_run(const char *const *args, char *out, size_t cap)
         size_t n = 0;
         argv[n++] = path;
         for (size_t i = 0; args[i] != NULL && n < 15U; i++) {
-            argv[n++] = (char *)(uintptr_t)args[i];
+            argv[n++] = (char *)args[i]; /* execv takes char *const[] */
         }
         argv[n] = NULL;
         (void)dup2(pp[1], 1);

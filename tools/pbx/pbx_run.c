@@ -377,7 +377,7 @@ int pbx_tool_run(int argc, char **argv)
                       argv[o.first]);
         return PBX_RUN_REFUSED;
     }
-    const char *pre[PBX_RUN_STAGE_ARGS + 2U * PBX_RUN_GRANTS_MAX];
+    const char *pre[PBX_RUN_STAGE_ARGS + 2U * PBX_RUN_GRANTS_MAX] = {NULL};
     size_t npre = 0;
     if (!pbx_run_stage(&o, pre, &npre)) {
         return PBX_RUN_REFUSED;
