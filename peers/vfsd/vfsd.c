@@ -369,7 +369,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
             "vfsd",
             "RESOLVE found object %llu gen %u scope %llu "
             "(operation %s, class %s, file %s)%s",
-            (unsigned long long)id, rep->object.gen,
+            (unsigned long long)rep->object.id, rep->object.gen,
             (unsigned long long)rep->scope_id,
             pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, mt->grant.operation),
             pbx_peer_name_of(PBX_PEER_NAMES_CLASS, mt->grant.object_class),
@@ -506,11 +506,9 @@ static void vfsd_detach(int fd)
     e = pbx_ipc_detach_reply_encode(m->frame.request, &rq, g_vfsd.out,
                                     sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    /* Logged by the local id (the inode, as RESOLVE logged it); an
-     * absent object by the whole id it was named by. */
+    /* Logged by the whole id it was named by (as RESOLVE logged it). */
     pbx_peer_log("vfsd", "DETACH object %llu gen %u%s",
-                 (unsigned long long)(absent ? rq.object.id : local),
-                 rq.object.gen,
+                 (unsigned long long)rq.object.id, rq.object.gen,
                  absent ? ": absent (another vfsd incarnation minted it)" : "");
     vfsd_send(fd, n, -1);
 }
@@ -750,6 +748,14 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
     }
 }
 
+/* The whole wire id of local id (the inode of the provider end): what
+ * powerboxd, ttyd and procd name the object by, so vfsd's log lines can
+ * be matched with theirs. */
+static unsigned long long vfsd_wire(uint64_t local)
+{
+    return (unsigned long long)(((uint64_t)g_vfsd.incarnation << 48) | local);
+}
+
 /* Logs what a round did on object id.gen, except plain service; *logs
  * counts the rounds logged for it (NULL: always log). */
 static void vfsd_obj_log(uint64_t id, uint32_t gen, const vfsd_tally *t,
@@ -763,14 +769,14 @@ static void vfsd_obj_log(uint64_t id, uint32_t gen, const vfsd_tally *t,
         pbx_peer_log("vfsd",
                      "object %llu gen %u: further refusals and "
                      "drops not logged",
-                     (unsigned long long)id, gen);
+                     vfsd_wire(id), gen);
         return;
     }
     if (t->refused != 0U) {
         pbx_peer_log("vfsd",
                      "object %llu gen %u: %zu call(s) refused, the "
                      "last a %s: %s",
-                     (unsigned long long)id, gen, t->refused,
+                     vfsd_wire(id), gen, t->refused,
                      vfsd_obj_op_name(t->last_op),
                      pbx_peer_status_text(t->last_status));
     }
@@ -778,13 +784,13 @@ static void vfsd_obj_log(uint64_t id, uint32_t gen, const vfsd_tally *t,
         pbx_peer_log("vfsd",
                      "object %llu gen %u: %zu message(s) that are no "
                      "call dropped",
-                     (unsigned long long)id, gen, t->ignored);
+                     vfsd_wire(id), gen, t->ignored);
     }
     if (t->dropped != 0U) {
         pbx_peer_log("vfsd",
                      "object %llu gen %u: %zu repl(ies) not sent "
                      "(the holder reads none)",
-                     (unsigned long long)id, gen, t->dropped);
+                     vfsd_wire(id), gen, t->dropped);
     }
 }
 
@@ -802,7 +808,7 @@ static bool vfsd_obj_serve(size_t row)
         ssize_t r = vfsd_obj_recv(o->provider, &fds, &cut);
         if (r < 0) {
             pbx_peer_log("vfsd", "object %llu: receive failed: %s",
-                         (unsigned long long)o->id, strerror(errno));
+                         vfsd_wire(o->id), strerror(errno));
         }
         empty = r <= 0;
         if (!empty) {
@@ -899,8 +905,7 @@ static void vfsd_retire(int fd)
                                     sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
     pbx_peer_log("vfsd", "RETIRE object %llu gen %u%s",
-                 (unsigned long long)(absent ? rq.object.id : local),
-                 rq.object.gen,
+                 (unsigned long long)rq.object.id, rq.object.gen,
                  absent      ? ": absent (another vfsd incarnation minted it)"
                  : prov >= 0 ? ""
                              : " (no copy left to cut)");
@@ -1134,7 +1139,7 @@ static void vfsd_hangup(size_t row)
     }
     vfsd_data_sweep();
     pbx_peer_log("vfsd", "HANG-UP object %llu gen %u: no copy left, row freed",
-                 (unsigned long long)id, gen);
+                 vfsd_wire(id), gen);
 }
 
 /* Accepts what listener l has waiting: a scope hand-out or a route. */

@@ -1668,8 +1668,10 @@ def stack_pids(st):
 
 
 def holders(st, inode):
-    """The stack's processes holding a descriptor of socket inode."""
-    want, found = f"socket:[{inode}]", []
+    """The stack's processes holding a descriptor of socket inode (an
+    object id names its provider end's inode in its low 48 bits, vfsd's
+    incarnation above them)."""
+    want, found = f"socket:[{int(inode) & ((1 << 48) - 1)}]", []
     for pid in stack_pids(st):
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
