@@ -54,6 +54,10 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
 
 all: $(LIBPBX) $(TEST_BIN) $(PBX_BIN)
 
+# The tool's own headers (tools/pbx/*.h) are not in HEADERS: only its
+# objects depend on them.
+$(TOOL_OBJS): $(wildcard tools/pbx/*.h)
+
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -107,9 +111,11 @@ layers:
 docs: $(PBX_BIN)
 	sh scripts/docs_fsm.sh $(PBX_BIN) update
 	python3 scripts/layers.py update-doc
+	python3 scripts/equivalents.py update-doc
 
 docs-check: $(PBX_BIN)
 	sh scripts/docs_fsm.sh $(PBX_BIN) check
+	python3 scripts/equivalents.py check
 
 TIDY_SRCS = $(LIB_SRCS) $(TOOL_SRCS) $(TEST_SRCS) $(FUZZ_SRCS)
 TIDY_OKS  = $(TIDY_SRCS:%.c=build/tidy/%.ok)
