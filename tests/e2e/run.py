@@ -304,6 +304,43 @@ and its job connection.
                  a grant of docs/missing.txt makes `pbx run` exit 1 with
                  one line naming the selector and not-found, and PROG
                  (a shell writing a mark file) never ran
+  restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
+                 grant (pbx-test-fdcat --open, its object read through the
+                 app library) and one holding an install-mode grant (`pbx
+                 run --grant`, fd 5), and a job's lifecycles started just
+                 before kill -9 of vfsd: after the supervisor's restart
+                 and the accepted attach, both grants ended `end=lost
+                 reason=provider-lost` in stack.log and a read through
+                 either object fails; the new vfsd answered the RETIRE of
+                 both old objects absent (another incarnation); ttyd lists
+                 no grant, procd holds no install; the job in flight
+                 ended; a lifecycle and a fresh held grant (read, then
+                 expired with its job) succeed
+  restart-procd  (standalone) the same two grants and an install in flight;
+                 kill -9 of procd: the install-mode grant ended `end=lost
+                 reason=installer-lost` and its fd 5 reads no more; the
+                 runtime-reply grant still reads, is the one `pbx grants`
+                 lists, and ends `expired reason=expire` with its job; a
+                 new install-mode grant and a lifecycle succeed
+  restart-ttyd   (standalone, ttyd on a tmux pane of its own) the two grants
+                 and an exceptional request's prompt showing; kill -9 of
+                 ttyd with the pane cleared: no grant ended, the new ttyd
+                 lists the same two grants (`pbx grants`), the prompt is
+                 shown again and y approves it; both grants still read,
+                 then all three end expired with their jobs
+  restart-launchd (standalone, tmux pane) a job-lifetime grant whose object
+                 this process holds a copy of (sent by the holder), and an
+                 exceptional request whose prompt shows; kill -9 of
+                 launchd: the prompted request's decision is `cancelled`
+                 (the pane says withdrawn), the grant ended `expired
+                 reason=expire`, both jobs were killed, the copy reads no
+                 more; a lifecycle and a fresh held grant succeed
+  restart-powerboxd (standalone) two grants whose objects this process
+                 holds copies of, and a committed request whose client has
+                 not asked its decision; kill -9 of powerboxd: the whole
+                 stack restarted (every old process and job gone), both
+                 copies read no more; a lifecycle and a fresh held grant
+                 succeed
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -3133,7 +3170,7 @@ class Up:
     WORK/root (holding docs/readme.txt), no terminal (stdin /dev/null, so
     ttyd gets /dev/null), ready when it writes `ready` to --ready-fd."""
 
-    def __init__(self, bin_dir, work):
+    def __init__(self, bin_dir, work, extra=()):
         self.bin_dir = bin_dir
         self.dir = os.path.join(work, "run")
         self.root = os.path.join(work, "root")
@@ -3149,7 +3186,7 @@ class Up:
         r, w = os.pipe()
         self.proc = subprocess.Popen(
             [os.path.join(bin_dir, "pbx"), "up", "--dir", self.dir, "--root",
-             self.root, "--ready-fd", str(w)], pass_fds=[w],
+             self.root, "--ready-fd", str(w)] + list(extra), pass_fds=[w],
             stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
             process_group=0)
         os.close(w)
@@ -3724,6 +3761,570 @@ def pbx_run_grant(st):
     print(f"run: a missing selector: {named[0].strip()}; PROG never ran")
 
 
+
+class Holder:
+    """A launched job holding a grant, its standard input and output piped
+    to this process (docs: run.py's restart scenarios). mode "reply": `pbx
+    run -- pbx-test-fdcat --open --job-lifetime [--exceptional]
+    docs/readme.txt` holds a runtime-reply object and answers "read" and
+    "send PATH" one line at a time; mode "install": `pbx run --grant
+    read:docs/readme.txt -- pbx-test-fdcat --again 5` (install mode,
+    job lifetime) prints the file's bytes, then reads again through fd 5
+    on "go" and exits 0 (read) or 3 (failed). Its job ends when its
+    standard input closes (launchd then EXPIREs the job)."""
+
+    count = 0
+
+    def __init__(self, u, mode="reply", exceptional=False):
+        Holder.count += 1
+        pbx = os.path.join(u.bin_dir, "pbx")
+        fdcat = os.path.join(u.bin_dir, "pbx-test-fdcat")
+        if mode == "install":
+            argv = [pbx, "--dir", u.dir, "run", "--grant",
+                    "read:docs/readme.txt", "--", fdcat, "--again", "5"]
+        else:
+            argv = [pbx, "--dir", u.dir, "run", "--", fdcat, "--open",
+                    "--job-lifetime"] + \
+                (["--exceptional"] if exceptional else []) + \
+                ["docs/readme.txt"]
+        self.mode, self.u, self.lines = mode, u, []
+        self.errpath = os.path.join(os.path.dirname(u.dir),
+                                    f"holder{Holder.count}.err")
+        self.errf = open(self.errpath, "w+", encoding="utf-8")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.errf,
+                                     text=True, bufsize=1)
+        self.cv = threading.Condition()
+        threading.Thread(target=self._reader, daemon=True).start()
+        self.job = self.pid = None
+
+    def _reader(self):
+        for line in self.proc.stdout:
+            with self.cv:
+                self.lines.append(line.rstrip("\n"))
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)
+            self.cv.notify_all()
+
+    def line(self, n, what, seconds=15.0):
+        """The n-th line of its standard output (0-based), waited for."""
+        with self.cv:
+            if not self.cv.wait_for(lambda: len(self.lines) > n or
+                                    None in self.lines, seconds) or \
+                    len(self.lines) <= n or self.lines[n] is None:
+                fail(f"{what}: holder said {self.lines}; its stderr: "
+                     f"{self.stderr()}")
+            return self.lines[n]
+
+    def stderr(self):
+        """What pbx run and the job wrote to standard error."""
+        self.errf.flush()
+        with open(self.errpath, encoding="utf-8") as f:
+            return f.read()
+
+    def launched(self, what):
+        """Waits for pbx run's job line; sets job (ID:GEN) and pid."""
+        pat = re.compile(r"is job (\d+:\d+) \(pid (\d+)\)")
+        wait_for(lambda: pat.search(self.stderr()),
+                 f"{what}: no job line in {self.stderr()!r}", 10.0)
+        m = pat.search(self.stderr())
+        self.job, self.pid = m.group(1), int(m.group(2))
+
+    def opened(self, what):
+        """Waits for the grant; returns its id (ID:GEN; None in install
+        mode, whose job id then names it)."""
+        grant = None
+        if self.mode == "install":
+            if self.line(0, what) != "hello from vfsd":
+                fail(f"{what}: install-mode holder read {self.lines}")
+        else:
+            first = self.line(0, what)
+            if not first.startswith("outcome=approved grant=") or \
+                    self.line(1, what) != "read=ok 16":
+                fail(f"{what}: holder's open: {self.lines}")
+            grant = first.split("grant=", 1)[1]
+        self.launched(what)
+        return grant
+
+    def read(self, what):
+        """A read through its object now: True when it gave the file's
+        bytes, False when it failed. An install-mode holder exits after."""
+        if self.mode == "install":
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.close()
+            rc = self.proc.wait(timeout=20)
+            if rc not in (0, 3):
+                fail(f"{what}: install-mode holder exited {rc}: "
+                     f"{self.stderr()}")
+            return rc == 0
+        n = len(self.lines)
+        self.proc.stdin.write("read\n")
+        self.proc.stdin.flush()
+        said = self.line(n, what)
+        if said not in ("read=ok 16",) and not said.startswith("read=failed"):
+            fail(f"{what}: holder's read said {said!r}")
+        return said == "read=ok 16"
+
+    def take(self, what):
+        """A copy of its object, sent to this process ("send PATH");
+        returns the descriptor, which this process then owns."""
+        path = os.path.join(os.path.dirname(self.u.dir),
+                            f"holder{Holder.count}.sock")
+        if os.path.exists(path):
+            os.unlink(path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.bind(path)
+            s.settimeout(10)
+            n = len(self.lines)
+            self.proc.stdin.write(f"send {path}\n")
+            self.proc.stdin.flush()
+            _, fds, _, _ = socket.recv_fds(s, 16, 1)
+            if self.line(n, what) != "send=ok" or len(fds) != 1:
+                fail(f"{what}: the holder sent no object: {self.lines}")
+        os.unlink(path)
+        return fds[0]
+
+    def end(self, seconds=20):
+        """Closes its standard input; returns pbx run's exit status."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            fail(f"a holder (job {self.job}) did not end within {seconds} s")
+
+    def kill(self):
+        """Failure cleanup."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.errf.close()
+
+
+def obj_reads(bin_dir, fd):
+    """Whether a read through object descriptor fd (held by this process)
+    gives the file's bytes: pbx-test-fdcat reads it with the app
+    library's pbx_obj_read."""
+    out = subprocess.run([os.path.join(bin_dir, "pbx-test-fdcat"), str(fd)],
+                         pass_fds=[fd], capture_output=True, timeout=20,
+                         check=False, stdin=subprocess.DEVNULL)
+    return out.returncode == 0 and out.stdout == b"hello from vfsd\n"
+
+
+def log_events(text, event):
+    """The key=value fields of every powerboxd `event=EVENT` line of
+    stack.log text, in order."""
+    found = []
+    for l in text.splitlines():
+        if f"]: event={event} " in l:
+            found.append(dict(w.split("=", 1) for w in
+                              l.split("]: ", 1)[1].split() if "=" in w))
+    return found
+
+
+def ended(u, since, job, want, what, seconds=10.0):
+    """Waits until stack.log (after offset since) holds job's grant-end
+    lines, each with end and reason as in want (END, REASON)."""
+    def got():
+        return [(e["end"], e["reason"]) for e in
+                log_events(u.text()[since:], "grant-end") if
+                e.get("job") == job]
+    wait_for(lambda: got() != [], f"{what}: no grant-end of job {job}",
+             seconds)
+    if set(got()) != {want}:
+        fail(f"{what}: grant ends of job {job}: {got()}, want {want}")
+
+
+def restarted(u, name, pid, routes, since):
+    """Waits until the supervisor logged the kill of name[pid], its
+    restart and every route in routes accepted by powerboxd (after offset
+    since); returns the new pid."""
+    u.wait_log(f"{name}[{pid}] killed unexpectedly by signal 9", name)
+    pat = re.compile(rf"up\[\d+\]: {name}\[(\d+)\] restarted and attached")
+    wait_for(lambda: pat.search(u.text()[since:]), f"{name} never restarted",
+             20.0)
+    new = int(pat.search(u.text()[since:]).group(1))
+    for r in routes:
+        if f"attach {r} route of pid {new}: accepted by powerboxd" not in \
+                u.text()[since:]:
+            fail(f"{name}: route {r} of pid {new} not accepted")
+    gone([pid], f"after {name}'s restart")
+    return new
+
+
+def grants_listed(u):
+    """The grant ids `pbx grants` (ttyd's query) lists, as ID:GEN."""
+    out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,
+                          "grants", "--format", "kv"], capture_output=True,
+                         text=True, timeout=20, check=False)
+    if out.returncode != 0:
+        fail(f"pbx grants: rc {out.returncode} {out.stderr}")
+    return sorted(key_values(l.replace(" ", "\n")).get("grant", "")
+                  .replace(".", ":") for l in out.stdout.splitlines())
+
+
+def in_flight(u):
+    """A job started just before a kill: three one-shot lifecycles
+    (pbx-test-fdcat --cycles 3) racing the death; returns the Popen."""
+    return subprocess.Popen(
+        [os.path.join(u.bin_dir, "pbx"), "--dir", u.dir, "run", "--",
+         os.path.join(u.bin_dir, "pbx-test-fdcat"), "--cycles", "3",
+         "docs/readme.txt"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def landed(p, what, seconds=20):
+    """The in-flight job p ended within seconds (whatever its outcome);
+    returns what it printed last."""
+    try:
+        out, _ = p.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail(f"{what}: the request in flight still waits after {seconds} s")
+    return (out.strip().splitlines() or ["(nothing)"])[-1]
+
+
+def honest(u, what):
+    """Honest requests succeed again: a lifecycle and a fresh job-lifetime
+    holder whose read works and whose grant then ends by its job's end."""
+    u.lifecycle(what)
+    since = len(u.text())
+    h = Holder(u)
+    try:
+        h.opened(what)
+        if not h.read(what):
+            fail(f"{what}: a fresh grant's object does not read")
+        h.end()
+        ended(u, since, h.job, ("expired", "expire"), what)
+    finally:
+        h.kill()
+
+
+def objects_of(text, pid):
+    """Objects ("ID gen G") vfsd[pid] minted and has not retired or freed
+    (from its stack.log lines)."""
+    live = set()
+    for l in text.splitlines():
+        if f" vfsd[{pid}]: " not in l:
+            continue
+        m = re.search(r"RESOLVE found object (\d+) gen (\d+)", l)
+        if m:
+            live.add(f"{m.group(1)} gen {m.group(2)}")
+        m = re.search(r"(RETIRE|HANG-UP) object (\d+) gen (\d+)", l)
+        if m:
+            live.discard(f"{m.group(2)} gen {m.group(3)}")
+    return live
+
+
+def restart_vfsd(bin_dir, work):
+    """kill -9 of vfsd with a runtime-reply and an install-mode grant live
+    and a job's requests in flight."""
+    u = Up(bin_dir, work)
+    hs = []
+    try:
+        reply, inst = Holder(u), Holder(u, "install")
+        hs += [reply, inst]
+        g = reply.opened("restart-vfsd")
+        inst.opened("restart-vfsd")
+        old = u.stack()["vfsd"]
+        live = objects_of(u.text(), old)
+        if len(live) != 2:
+            fail(f"restart-vfsd: vfsd holds objects {live}, not the two")
+        since = len(u.text())
+        racing = in_flight(u)
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "vfsd", old, ["vfsd"], since)
+        for h in (reply, inst):
+            ended(u, since, h.job, ("lost", "provider-lost"), "restart-vfsd")
+        if reply.read("restart-vfsd") or inst.read("restart-vfsd"):
+            fail("restart-vfsd: an object of a lost grant still reads")
+        absent = {f"{m.group(1)} gen {m.group(2)}" for m in re.finditer(
+            rf" vfsd\[{new}\]: vfsd: RETIRE object (\d+) gen (\d+): absent "
+            rf"\(another vfsd incarnation minted it\)", u.text())}
+        wait_for(lambda: live <= {f"{m.group(1)} gen {m.group(2)}" for m in
+                                  re.finditer(rf" vfsd\[{new}\]: vfsd: "
+                                              rf"RETIRE object (\d+) gen "
+                                              rf"(\d+): absent", u.text())},
+                 f"restart-vfsd: the new vfsd answered absent only {absent} "
+                 f"of {live}")
+        wait_for(lambda: grants_listed(u) == [] and
+                 read_rows(os.path.join(u.dir, "procd.sock")) == [],
+                 "restart-vfsd: a lost grant is still shown or installed")
+        last = landed(racing, "restart-vfsd")
+        print(f"run: kill -9 of vfsd[{old}]: grant {g} (runtime-reply) and "
+              f"job {inst.job}'s (install mode) ended lost reason "
+              f"provider-lost, their reads fail; vfsd[{new}] answered the "
+              f"RETIRE of {sorted(live)} absent; nothing shown or installed; "
+              f"the job in flight ended ({last})")
+        for h in hs:
+            h.end()
+        honest(u, "after vfsd's restart")
+        u.stop()
+    finally:
+        for h in hs:
+            h.kill()
+        u.close()
+
+
+def restart_procd(bin_dir, work):
+    """kill -9 of procd with an install-mode grant (procd installed it)
+    and a runtime-reply grant (procd never saw it) live, and an install in
+    flight."""
+    u = Up(bin_dir, work)
+    hs = []
+    try:
+        reply, inst = Holder(u), Holder(u, "install")
+        hs += [reply, inst]
+        g = reply.opened("restart-procd")
+        inst.opened("restart-procd")
+        old = u.stack()["procd"]
+        since = len(u.text())
+        racing = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run", "--grant",
+             "read:docs/readme.txt", "--",
+             os.path.join(bin_dir, "pbx-test-fdcat"), "5"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "procd", old, ["procd"], since)
+        ended(u, since, inst.job, ("lost", "installer-lost"), "restart-procd")
+        if inst.read("restart-procd"):
+            fail("restart-procd: the installed object still reads")
+        if not reply.read("restart-procd"):
+            fail("restart-procd: the runtime-reply grant stopped working")
+        if grants_listed(u) != [g]:
+            fail(f"restart-procd: pbx grants lists {grants_listed(u)}, "
+                 f"want [{g}]")
+        landed(racing, "restart-procd")
+        reply.end()
+        ended(u, since, reply.job, ("expired", "expire"), "restart-procd")
+        print(f"run: kill -9 of procd[{old}]: job {inst.job}'s install-mode "
+              f"grant ended lost reason installer-lost and its fd 5 reads "
+              f"no more; runtime-reply grant {g} kept working, listed, then "
+              f"expired with its job; procd[{new}] took over")
+        out = subprocess.run(
+            [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run", "--grant",
+             "read:docs/readme.txt", "--",
+             os.path.join(bin_dir, "pbx-test-fdcat"), "5"],
+            capture_output=True, timeout=30, check=False,
+            stdin=subprocess.DEVNULL)
+        if out.returncode != 0 or out.stdout != b"hello from vfsd\n":
+            fail(f"restart-procd: a new install-mode grant: rc "
+                 f"{out.returncode} {out.stderr!r}")
+        honest(u, "after procd's restart")
+        u.stop()
+    finally:
+        for h in hs:
+            h.kill()
+        u.close()
+
+
+class Pane:
+    """A tmux server of a standalone scenario's own (socket in its work
+    directory) with one pane: ttyd's terminal."""
+
+    def __init__(self, work):
+        if shutil.which("tmux") is None:
+            fail("restart-ttyd needs tmux, which is not installed")
+        self.sock = os.path.join(work, "tmux.sock")
+        self.pane = self.tmux("new-session", "-d", "-P", "-F", "#{pane_id}",
+                              "-x", "120", "-y", "40", "sleep 900").strip()
+        self.tty = self.tmux("display", "-p", "-t", self.pane,
+                             "#{pane_tty}").strip()
+
+    def tmux(self, *args):
+        """One tmux command on this server; its stdout."""
+        return subprocess.run(["tmux", "-S", self.sock] + list(args),
+                              capture_output=True, text=True, check=True,
+                              timeout=10).stdout
+
+    def text(self):
+        """What the pane shows."""
+        return self.tmux("capture-pane", "-p", "-t", self.pane)
+
+    def clear(self):
+        """Blanks the pane."""
+        self.tmux("send-keys", "-t", self.pane, "-R")
+        self.tmux("clear-history", "-t", self.pane)
+
+    def stop(self):
+        """Ends the server."""
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"],
+                       capture_output=True, check=False)
+
+
+def restart_ttyd(bin_dir, work):
+    """kill -9 of ttyd (prompting on a tmux pane) with two live grants and
+    a prompt showing."""
+    os.makedirs(work, exist_ok=True)
+    pane = Pane(work)
+    u = None
+    hs = []
+    try:
+        u = Up(bin_dir, work, ["--tty", pane.tty])
+        reply, inst = Holder(u), Holder(u, "install")
+        hs += [reply, inst]
+        g = reply.opened("restart-ttyd")
+        inst.opened("restart-ttyd")
+        listed = grants_listed(u)
+        if len(listed) != 2 or g not in listed:
+            fail(f"restart-ttyd: pbx grants lists {listed}")
+        asking = Holder(u, exceptional=True)
+        hs.append(asking)
+        wait_for(lambda: "Approve?" in pane.text(),
+                 "restart-ttyd: the prompt never showed", 10.0)
+        old = u.stack()["ttyd"]
+        since = len(u.text())
+        pane.clear()
+        if "Approve?" in pane.text():
+            fail("restart-ttyd: the pane still shows the prompt once cleared")
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "ttyd", old, ["ttyd"], since)
+        wait_for(lambda: grants_listed(u) == listed,
+                 f"restart-ttyd: pbx grants lists {grants_listed(u)} after "
+                 f"the restart, want {listed}")
+        wait_for(lambda: "Approve?" in pane.text(),
+                 "restart-ttyd: the prompt was not shown again", 10.0)
+        if log_events(u.text()[since:], "grant-end"):
+            fail("restart-ttyd: a grant ended for a ttyd death")
+        if not reply.read("restart-ttyd"):
+            fail("restart-ttyd: the runtime-reply grant stopped working")
+        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        g3 = asking.opened("restart-ttyd")
+        print(f"run: kill -9 of ttyd[{old}]: no grant ended; ttyd[{new}] "
+              f"lists {listed} again; the showing prompt was shown again "
+              f"and y approved it (grant {g3})")
+        if not inst.read("restart-ttyd"):
+            fail("restart-ttyd: the install-mode grant stopped working")
+        for h in (reply, asking):
+            h.end()
+        for h in (reply, inst, asking):
+            ended(u, since, h.job, ("expired", "expire"), "restart-ttyd")
+        wait_for(lambda: grants_listed(u) == [],
+                 f"restart-ttyd: ttyd still lists {grants_listed(u)}")
+        print("run: every grant kept working and then ended expired with "
+              "its job; ttyd lists none")
+        honest(u, "after ttyd's restart")
+        u.stop()
+    finally:
+        for h in hs:
+            h.kill()
+        if u is not None:
+            u.close()
+        pane.stop()
+
+
+def held_request(u):
+    """A request begun and committed whose decision its client asks only
+    when a line comes (pbx-client --then hold, job 15:1): in flight."""
+    b = lambda n: os.path.join(u.bin_dir, "pbx-" + n)
+    return subprocess.Popen(
+        [b("launchd"), "run", "--control", os.path.join(u.dir, "launchd.sock"),
+         "--session", "7", "--realm", "3", "--job", "15:1", "--entry",
+         "bin/held", "--", b("client"), "request", "--scope",
+         os.path.join(u.dir, "scope.sock"), "--selector", "docs/readme.txt",
+         "--op", "read", "--class", "file", "--session", "7", "--realm",
+         "3", "--lifetime", "one-shot", "--urgency", "routine", "--then",
+         "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def restart_launchd(bin_dir, work):
+    """kill -9 of launchd with a job's live grant (its object copied to
+    this process) and a request in flight."""
+    os.makedirs(work, exist_ok=True)
+    pane = Pane(work)
+    u = None
+    hs = []
+    fd = -1
+    try:
+        u = Up(bin_dir, work, ["--tty", pane.tty])
+        reply = Holder(u)
+        hs.append(reply)
+        g = reply.opened("restart-launchd")
+        fd = reply.take("restart-launchd")
+        if not obj_reads(bin_dir, fd):
+            fail("restart-launchd: the copied object does not read")
+        asking = Holder(u, exceptional=True)
+        hs.append(asking)
+        asking.launched("restart-launchd")
+        wait_for(lambda: "Approve?" in pane.text(),
+                 "restart-launchd: the prompt never showed", 10.0)
+        old = u.stack()["launchd"]
+        since = len(u.text())
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "launchd", old, ["wake", "broker"], since)
+        ended(u, since, reply.job, ("expired", "expire"), "restart-launchd")
+        cancelled = [e for e in log_events(u.text()[since:], "decision")
+                     if e.get("job") == asking.job]
+        if [e.get("outcome") for e in cancelled] != ["cancelled"]:
+            fail(f"restart-launchd: the prompted request ended {cancelled}")
+        for h in (reply, asking):
+            if h.end() == 0:
+                fail("restart-launchd: the dead launchd's job was not ended")
+        wait_for(lambda: "withdrawn" in pane.text(),
+                 "restart-launchd: the pane never said the prompt was "
+                 "withdrawn")
+        wait_for(lambda: not obj_reads(bin_dir, fd),
+                 "restart-launchd: the expired grant's object still reads")
+        print(f"run: kill -9 of launchd[{old}]: the prompted request in "
+              f"flight ended cancelled (withdrawn on the pane), grant {g} expired with its killed job and its "
+              f"object reads no more; launchd[{new}] attached")
+        honest(u, "after launchd's restart")
+        u.stop()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        for h in hs:
+            h.kill()
+        if u is not None:
+            u.close()
+        pane.stop()
+
+
+def restart_powerboxd(bin_dir, work):
+    """kill -9 of powerboxd with two live grants (their objects copied to
+    this process) and a request in flight."""
+    u = Up(bin_dir, work)
+    hs, fds = [], []
+    try:
+        for mode in ("reply", "reply"):
+            h = Holder(u, mode)
+            hs.append(h)
+            h.opened("restart-powerboxd")
+            fds.append(h.take("restart-powerboxd"))
+        if not all(obj_reads(bin_dir, fd) for fd in fds):
+            fail("restart-powerboxd: a copied object does not read")
+        held = held_request(u)
+        time.sleep(1.0)
+        old = u.stack()
+        os.kill(old["powerboxd"], signal.SIGKILL)
+        u.wait_log("restarting the whole stack in 500 ms (restart 1",
+                   "restart-powerboxd")
+        u.wait_log("stack ready again after restart 1", "restart-powerboxd")
+        gone(list(old.values()), "after powerboxd's restart")
+        held.kill()
+        held.wait()
+        for h in hs:
+            if h.end() == 0:
+                fail("restart-powerboxd: a job outlived the stack")
+        if any(obj_reads(bin_dir, fd) for fd in fds):
+            fail("restart-powerboxd: an object of the old powerboxd reads")
+        print(f"run: kill -9 of powerboxd[{old['powerboxd']}]: the whole "
+              f"stack restarted, every job of the old one gone and both "
+              f"objects minted for it read no more")
+        honest(u, "after powerboxd's restart")
+        u.stop()
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for h in hs:
+            h.kill()
+        u.close()
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -3782,6 +4383,11 @@ SCENARIOS = {
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
+    "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
+    "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
+    "restart-procd": (restart_procd, False, STANDALONE, None),
+    "restart-launchd": (restart_launchd, False, STANDALONE, None),
+    "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
 }
 
 

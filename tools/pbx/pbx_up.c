@@ -34,7 +34,8 @@
 
 /* Restart policy: the first restart waits PBX_UP_BACKOFF_MS, each further
  * one within the window twice as long (at most PBX_UP_BACKOFF_MAX_MS);
- * more than PBX_UP_RESTARTS_MAX restarts within PBX_UP_WINDOW_MS give up. */
+ * more than PBX_UP_RESTARTS_MAX restarts within the window (PBX_UP_WINDOW_MS,
+ * or --restart-window-ms, at most that) give up. */
 #define PBX_UP_BACKOFF_MS     500
 #define PBX_UP_BACKOFF_MAX_MS 30000
 #define PBX_UP_RESTARTS_MAX   5
@@ -56,7 +57,7 @@ void pbx_tool_up_usage(FILE *fp)
 {
     (void)fputs(
         "  pbx up [--dir DIR] [--root DIR] [--policy FILE] [--tty PATH]\n"
-        "         [--bin DIR] [--ready-fd N]\n"
+        "         [--bin DIR] [--ready-fd N] [--restart-window-ms MS]\n"
         "      run the stack (powerboxd, vfsd, ttyd, procd, launchd) in the\n"
         "      foreground in runtime directory DIR (default: $PBX_DIR, else\n"
         "      $XDG_RUNTIME_DIR/powerboxd, else /tmp/powerboxd-UID); vfsd\n"
@@ -69,8 +70,9 @@ void pbx_tool_up_usage(FILE *fp)
         "      every process is ready; logs to DIR/stack.log; restarts a\n"
         "      dead peer alone and hands its new routes to powerboxd, or\n"
         "      the whole stack when powerboxd dies (gives up after 5\n"
-        "      restarts of one process within 60 s: exit 1); SIGINT or\n"
-        "      SIGTERM stops it: exit 0\n",
+        "      restarts of one process within 60 s: exit 1; a restart\n"
+        "      counts only within --restart-window-ms, default 60000);\n"
+        "      SIGINT or SIGTERM stops it: exit 0\n",
         fp);
 }
 
@@ -102,11 +104,18 @@ static bool pbx_up_option(pbx_up *u, const char *opt, const char *val)
     }
     char *end = NULL;
     errno = 0;
-    long fd = strtol(val, &end, 10);
-    if (errno != 0 || end == val || *end != '\0' || fd < 0 || fd > INT_MAX) {
+    long n = strtol(val, &end, 10);
+    if (errno != 0 || end == val || *end != '\0' || n < 0 || n > INT_MAX) {
         return false;
     }
-    u->ready_fd = (int)fd;
+    if (strcmp(opt, "--restart-window-ms") == 0) {
+        if (n > PBX_UP_WINDOW_MS) {
+            return false;
+        }
+        u->window_ms = (int)n;
+        return true;
+    }
+    u->ready_fd = (int)n;
     return true;
 }
 
@@ -114,8 +123,9 @@ static bool pbx_up_option(pbx_up *u, const char *opt, const char *val)
  * status after one line naming the bad argument. */
 static int pbx_up_args(pbx_up *u, int argc, char **argv)
 {
-    static const char *const opts[] = {"--dir", "--root", "--policy",
-                                       "--tty", "--bin",  "--ready-fd"};
+    static const char *const opts[] = {
+        "--dir", "--root",     "--policy",           "--tty",
+        "--bin", "--ready-fd", "--restart-window-ms"};
     for (int i = 1; i < argc; i++) {
         bool known = false;
         for (size_t k = 0U; k < sizeof(opts) / sizeof(*opts); k++) {
@@ -287,7 +297,7 @@ static bool pbx_up_backoff(pbx_up *u, int64_t *times, int *n)
     int64_t now = pbx_up_now_ms();
     int kept = 0;
     for (int i = 0; i < *n; i++) {
-        if (now - times[i] < PBX_UP_WINDOW_MS) {
+        if (now - times[i] < u->window_ms) {
             times[kept++] = times[i];
         }
     }
@@ -296,7 +306,7 @@ static bool pbx_up_backoff(pbx_up *u, int64_t *times, int *n)
         pbx_up_note(u,
                     "giving up: the stack died again after %d restarts "
                     "within %d s",
-                    kept, PBX_UP_WINDOW_MS / 1000);
+                    kept, u->window_ms / 1000);
         return false;
     }
     int delay = PBX_UP_BACKOFF_MS << kept;
@@ -304,7 +314,7 @@ static bool pbx_up_backoff(pbx_up *u, int64_t *times, int *n)
     pbx_up_note(u,
                 "restarting the whole stack in %d ms (restart %d within "
                 "%d s)",
-                delay, kept + 1, PBX_UP_WINDOW_MS / 1000);
+                delay, kept + 1, u->window_ms / 1000);
     int64_t end = now + delay;
     for (int r = 0; r < 100000 && !u->stopping; r++) {
         int64_t left = end - pbx_up_now_ms();
@@ -334,7 +344,7 @@ static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
         if (p->due_ms == 0) {
             int kept = 0;
             for (int k = 0; k < p->nrestarts; k++) {
-                if (now - p->restarts[k] < PBX_UP_WINDOW_MS) {
+                if (now - p->restarts[k] < u->window_ms) {
                     p->restarts[kept++] = p->restarts[k];
                 }
             }
@@ -343,7 +353,7 @@ static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
                 pbx_up_note(u,
                             "giving up: %s died again after %d restarts "
                             "within %d s",
-                            p->name, kept, PBX_UP_WINDOW_MS / 1000);
+                            p->name, kept, u->window_ms / 1000);
                 return false;
             }
             int delay = PBX_UP_BACKOFF_MS << kept;
@@ -352,7 +362,7 @@ static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
             p->due_ms = now + delay;
             pbx_up_note(u,
                         "restarting %s alone in %d ms (restart %d within %d s)",
-                        p->name, delay, kept + 1, PBX_UP_WINDOW_MS / 1000);
+                        p->name, delay, kept + 1, u->window_ms / 1000);
         }
         if (now < p->due_ms) {
             int left = (int)(p->due_ms - now);
@@ -421,6 +431,7 @@ int pbx_tool_up(int argc, char **argv)
     static pbx_up u;
     memset(&u, 0, sizeof(u));
     u.ready_fd = -1;
+    u.window_ms = PBX_UP_WINDOW_MS;
     u.log_fd = -1;
     u.sig_fd = -1;
     u.lock_fd = -1;

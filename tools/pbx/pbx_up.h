@@ -106,6 +106,9 @@ typedef struct pbx_up {
     int sup_fd;
     /** The stack's processes, indexed by pbx_up_proc_index. */
     pbx_up_proc proc[PBX_UP_PROCS];
+    /** --restart-window-ms: how long a restart counts toward the
+     * doubling backoff and the give-up rule (default 60000). */
+    int window_ms;
 } pbx_up;
 
 /**

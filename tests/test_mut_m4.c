@@ -1,0 +1,189 @@
+/*
+ * test_mut_m4.c: behaviour that mutation testing (make mutate,
+ * docs/TESTING.md "Mutation testing") found unchecked in the PBX1 arena
+ * bounds, the VIEW and RESOLVE codecs, and the core's peer-call helpers,
+ * install, resolve and grant cleanup paths. Each test names the effect it
+ * pins, checked through the public API and core/pbx_core_inspect.h.
+ */
+#include "../bootstrap/pbx_bootstrap.h"
+#include "../core/pbx_core.h"
+#include "core/pbx_core_inspect.h"
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+/* ---- PBX1 arena bounds --------------------------------------------------- */
+
+/* A geometry of byte-sized, byte-aligned records, one per pool, with the
+ * smallest valid call window: its arena is exactly the sum of capacities. */
+static void m4_byte_geometry(pbx_bootstrap_geometry *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = 4096U;
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g->capacity[i] = 1U;
+        g->layout[i].record_size_bytes = 1U;
+        g->layout[i].record_align_bytes = 1U;
+    }
+    g->call_window = 1U;
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = 5000U;
+    }
+    g->arena_page_count = 1U;
+}
+
+/* Sum of capacity times record size over every pool. */
+static uint64_t m4_total(const pbx_bootstrap_geometry *g)
+{
+    uint64_t total = 0U;
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        total += (uint64_t)g->capacity[i] * g->layout[i].record_size_bytes;
+    }
+    return total;
+}
+
+/* Pools whose records fill exactly the largest arena are accepted: the
+ * total, the last pool's end and the page count all sit on the bound,
+ * which is inclusive. One byte more is refused for its total. */
+PBX_TEST(mut_m4_arena_of_exactly_the_maximum_is_accepted)
+{
+    pbx_bootstrap_geometry g;
+    m4_byte_geometry(&g);
+    /* The requests pool takes 64 KiB records up to 64 KiB short of the
+     * maximum; the selector pool (the last byte-sized pool before the
+     * end) absorbs the remainder so the sum is exact. */
+    g.layout[PBX_BOOTSTRAP_POOL_REQUESTS].record_size_bytes =
+        PBX_BOOTSTRAP_RECORD_SIZE_MAX;
+    g.capacity[PBX_BOOTSTRAP_POOL_REQUESTS] =
+        PBX_BOOTSTRAP_ARENA_BYTES_MAX / PBX_BOOTSTRAP_RECORD_SIZE_MAX - 1U;
+    uint64_t rest = m4_total(&g) - 1U;
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
+        (uint32_t)(PBX_BOOTSTRAP_ARENA_BYTES_MAX - rest);
+    PBX_REQUIRE(m4_total(&g) == PBX_BOOTSTRAP_ARENA_BYTES_MAX);
+    uint32_t pages = 0U;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages), PBX_OK);
+    PBX_CHECK_EQ(pages, PBX_BOOTSTRAP_ARENA_BYTES_MAX / 4096U);
+    g.arena_page_count = pages;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_OK);
+    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
+    memcpy(want, g.layout, sizeof(want));
+    pbx_bootstrap_layout l;
+    PBX_CHECK_EQ(pbx_bootstrap_layout_derive(&g, want, &l), PBX_OK);
+    PBX_CHECK_EQ(l.arena_bytes, PBX_BOOTSTRAP_ARENA_BYTES_MAX);
+    PBX_CHECK_EQ(l.used_bytes, PBX_BOOTSTRAP_ARENA_BYTES_MAX);
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] += 1U;
+    PBX_CHECK_EQ(pbx_bootstrap_geometry_check(&g), PBX_E_BOOTSTRAP_TOTAL);
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages),
+                 PBX_E_BOOTSTRAP_TOTAL);
+}
+
+/* The arena is rounded up to whole pages: records that use one byte more
+ * than a page need two pages, and exactly one page needs one. */
+PBX_TEST(mut_m4_arena_rounds_a_partial_page_up)
+{
+    pbx_bootstrap_geometry g;
+    m4_byte_geometry(&g);
+    uint64_t base = m4_total(&g) - 1U;
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
+        (uint32_t)(4096U + 1U - base);
+    PBX_REQUIRE(m4_total(&g) == 4097U);
+    uint32_t pages = 0U;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages), PBX_OK);
+    PBX_CHECK_EQ(pages, 2U);
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] -= 1U;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages), PBX_OK);
+    PBX_CHECK_EQ(pages, 1U);
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] += 2U;
+    PBX_CHECK_EQ(pbx_bootstrap_pages_compute(&g, &pages), PBX_OK);
+    PBX_CHECK_EQ(pages, 2U);
+}
+
+/* ---- VIEW and RESOLVE codecs --------------------------------------------- */
+
+static const pbx_ipc_id m4_id = {7U, 3U};
+
+/* A VIEW whose program entry is exactly the largest allowed encodes and
+ * decodes to the same entry; one byte longer is refused as out of bound. */
+PBX_TEST(mut_m4_view_with_the_longest_entry_is_accepted)
+{
+    static uint8_t v[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_view r;
+    memset(&r, 0, sizeof(r));
+    r.ctx.session = 1U;
+    r.ctx.job_id = 2U;
+    r.ctx.job_gen = 3U;
+    r.ctx.operation = PBX_IPC_OPERATION_READ;
+    r.ctx.object_class = PBX_IPC_CLASS_FILE;
+    r.ctx.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    r.ctx.mode = PBX_IPC_MODE_INSTALL;
+    r.ctx.urgency = PBX_IPC_URGENCY_ROUTINE;
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX;
+    memset(r.ctx.entry.bytes, 'e', PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    r.kind = PBX_IPC_VIEW_ACTIVE;
+    r.grant.index = 4U;
+    r.grant.gen = 6U;
+    r.object.id = 4U;
+    r.object.gen = 5U;
+    r.target.process_id = 0x99U;
+    r.target.process_gen = 2U;
+    r.target.slot = 33U;
+    size_t len = 0;
+    PBX_CHECK_EQ(pbx_ipc_view_encode(m4_id, &r, v, sizeof(v), &len), PBX_OK);
+    pbx_ipc_frame f;
+    pbx_ipc_view out;
+    PBX_REQUIRE(pbx_ipc_frame_decode(v, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_view_decode(&f, &out), PBX_OK);
+    PBX_CHECK_EQ(out.ctx.entry.len, PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    PBX_CHECK_MEM(out.ctx.entry.bytes, r.ctx.entry.bytes,
+                  PBX_IPC_ENTRY_LEN_BYTES_MAX);
+    r.ctx.entry.len = PBX_IPC_ENTRY_LEN_BYTES_MAX + 1U;
+    PBX_CHECK_EQ(pbx_ipc_view_encode(m4_id, &r, v, sizeof(v), &len),
+                 PBX_E_IPC_BOUND);
+}
+
+/* A RESOLVE request whose selector is longer than the largest allowed is
+ * refused as out of bound, before anything is written. */
+PBX_TEST(mut_m4_resolve_selector_over_bound_is_a_bound_error)
+{
+    static uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    static const uint8_t sel[] = "docs/a";
+    pbx_ipc_resolve r;
+    memset(&r, 0, sizeof(r));
+    r.operation = PBX_IPC_OPERATION_READ;
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.selector = sel;
+    r.selector_len = PBX_IPC_SELECTOR_LEN_BYTES_MAX + 1U;
+    size_t len = 999U;
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(m4_id, &r, b, sizeof(b), &len),
+                 PBX_E_IPC_BOUND);
+    PBX_CHECK_EQ(len, 999U);
+}
+
+/* A FOUND RESOLVE reply must carry its one capability: the same reply
+ * with none is a capability partition violation. */
+PBX_TEST(mut_m4_resolve_found_without_its_capability_is_refused)
+{
+    uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_resolve_reply r;
+    memset(&r, 0, sizeof(r));
+    r.result = PBX_IPC_RESOLVE_FOUND;
+    r.object_class = PBX_IPC_CLASS_FILE;
+    r.operation = PBX_IPC_OPERATION_READ;
+    r.object.id = 9U;
+    r.object.gen = 2U;
+    r.scope_id = 0x5CU;
+    size_t len = 0;
+    PBX_REQUIRE(pbx_ipc_resolve_reply_encode(m4_id, &r, b, sizeof(b), &len) ==
+                PBX_OK);
+    pbx_ipc_frame f;
+    pbx_ipc_resolve_reply out;
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out), PBX_OK);
+    pbx_le_put16(b + 10, 0U);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0U, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
+                 PBX_E_IPC_CAP_PARTITION);
+}
