@@ -16,6 +16,7 @@
 #                              (in CHECK_EXTRA)
 #   make run                   powerboxd with the reference peers, one
 #                              client request to a decision (docs/HOST.md)
+#   make chaos                 run.py's chaos scenario with 1,000 kills
 #   make powerboxd-peers-e2e   the same with every tests/e2e/run.py
 #                              scenario (`run.py ... all`: its SCENARIOS
 #                              table, listed in its docstring), every
@@ -187,6 +188,13 @@ run: $(PBXD_BIN) $(PBX_BIN) peers
 .PHONY: powerboxd-peers-e2e
 powerboxd-peers-e2e: $(PBXD_BIN) $(PBX_BIN) peers
 	python3 tests/e2e/run.py $(BUILD)/bin $(BUILD)/run-e2e all
+
+# make chaos: run.py's chaos scenario with 1,000 kills instead of make
+# check's 20 (PBX_CHAOS_SEED=N repeats a run; not in make check).
+.PHONY: chaos
+chaos: $(PBXD_BIN) $(PBX_BIN) peers
+	PBX_CHAOS_KILLS=$${PBX_CHAOS_KILLS:-1000} python3 tests/e2e/run.py \
+	    $(BUILD)/bin $(BUILD)/run-chaos chaos
 
 # A scenario that fails on purpose (run.py fail-on-purpose: by fail(), by
 # an exception after launchd died, by run.py's SIGTERM) leaves no process

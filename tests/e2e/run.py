@@ -341,6 +341,21 @@ and its job connection.
                  stack restarted (every old process and job gone), both
                  copies read no more; a lifecycle and a fresh held grant
                  succeed
+  chaos          (standalone, `pbx up --restart-window-ms 0` so that the
+                 give-up rule never ends the run) 8 clients, each a loop of
+                 launched jobs of three one-shot lifecycles (pbx-test-fdcat
+                 --cycles 3), while a stack process chosen by a seeded
+                 random generator (seed printed; PBX_CHAOS_SEED repeats it)
+                 is killed $PBX_CHAOS_KILLS times (20; `make chaos`:
+                 1,000), each kill after the stack is whole again: no
+                 client job waited longer than 30 s and some succeeded;
+                 afterwards a lifecycle succeeds, no grant is shown or
+                 installed, the current vfsd holds no object it minted
+                 (its log), every grant-end line has a reason, every stack
+                 process holds its baseline descriptor count (vfsd at most
+                 it) and powerboxd maps as much as at start. powerboxd
+                 exposes no use of its arena's pools, so pool use itself
+                 is not compared
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -363,6 +378,7 @@ import calendar
 import fcntl
 import hashlib
 import os
+import random
 import re
 import select
 import shutil
@@ -4325,6 +4341,133 @@ def restart_powerboxd(bin_dir, work):
         u.close()
 
 
+
+def vm_size(pid):
+    """powerboxd's mapped size (VmSize, kB): its one arena and image."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for l in f:
+            if l.startswith("VmSize:"):
+                return int(l.split()[1])
+    return -1
+
+
+CHAOS_ROUTES = {"vfsd": ["vfsd"], "ttyd": ["ttyd"], "procd": ["procd"],
+                "launchd": ["wake", "broker"]}
+# A client job that has not ended after this long waits forever.
+CHAOS_BOUND_S = 30
+
+
+def chaos_kill(u, rng):
+    """Kills one stack process chosen by rng and waits for the stack to
+    be whole again; returns its name."""
+    name = rng.choice(["vfsd", "ttyd", "procd", "launchd", "powerboxd"])
+    procs = u.stack()
+    since = len(u.text())
+    os.kill(procs[name], signal.SIGKILL)
+    if name != "powerboxd":
+        restarted(u, name, procs[name], CHAOS_ROUTES[name], since)
+    else:
+        wait_for(lambda: "stack ready again after restart" in
+                 u.text()[since:], "chaos: the stack never came back", 30.0)
+        gone(list(procs.values()), "chaos: after powerboxd's restart")
+    return name
+
+
+def chaos_client(u, stop, results):
+    """One client: jobs of three one-shot lifecycles each, in a loop until
+    stop is set; each job's status goes to results ('hung' when it did
+    not end within CHAOS_BOUND_S)."""
+    argv = [os.path.join(u.bin_dir, "pbx"), "--dir", u.dir, "run", "--",
+            os.path.join(u.bin_dir, "pbx-test-fdcat"), "--cycles", "3",
+            "docs/readme.txt"]
+    while not stop.is_set():
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True,
+                                 timeout=CHAOS_BOUND_S, check=False,
+                                 stdin=subprocess.DEVNULL)
+            results.append(out.returncode)
+        except subprocess.TimeoutExpired:
+            results.append("hung")
+        if results[-1] != 0:
+            time.sleep(0.05)
+
+
+def chaos(bin_dir, work):
+    """8 clients while a seeded random stack process is killed
+    $PBX_CHAOS_KILLS times (default 20); see the docstring list."""
+    kills = int(os.environ.get("PBX_CHAOS_KILLS", "20"))
+    seed = int(os.environ.get("PBX_CHAOS_SEED", str(random.randrange(1 << 32))))
+    print(f"run: chaos: seed {seed} (PBX_CHAOS_SEED), {kills} kills")
+    rng = random.Random(seed)
+    u = Up(bin_dir, work, ["--restart-window-ms", "0"])
+    stop, threads, results = threading.Event(), [], []
+    try:
+        first = u.stack()
+        base = {n: settled_fds(p) for n, p in first.items()}
+        vm = vm_size(first["powerboxd"])
+        for _ in range(8):
+            t = threading.Thread(target=chaos_client, args=(u, stop, results),
+                                 daemon=True)
+            t.start()
+            threads.append(t)
+        killed = {}
+        t0 = time.monotonic()
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.0, 0.3))
+            name = chaos_kill(u, rng)
+            killed[name] = killed.get(name, 0) + 1
+        stop.set()
+        for t in threads:
+            t.join(CHAOS_BOUND_S + 5)
+            if t.is_alive():
+                fail("chaos: a client never finished its loop")
+        hung = results.count("hung")
+        ok = results.count(0)
+        print(f"run: chaos: {kills} kills {killed} in "
+              f"{time.monotonic() - t0:.1f} s; {len(results)} client jobs, "
+              f"{ok} with all three lifecycles approved, {hung} hung")
+        if hung:
+            fail(f"chaos: {hung} client job(s) waited longer than "
+                 f"{CHAOS_BOUND_S} s")
+        if ok == 0:
+            fail("chaos: no client job succeeded")
+        u.lifecycle("chaos: after the kills")
+        wait_for(lambda: grants_listed(u) == [] and
+                 read_rows(os.path.join(u.dir, "procd.sock")) == [],
+                 "chaos: a grant is still shown or installed", 15.0)
+        vfsd = u.stack()["vfsd"]
+        wait_for(lambda: objects_of(u.text(), vfsd) == set(),
+                 f"chaos: vfsd[{vfsd}] still holds objects "
+                 f"{objects_of(u.text(), vfsd)} with no grant live", 15.0)
+        ends = log_events(u.text(), "grant-end")
+        bad = [e for e in ends if e.get("reason", "") in ("", "none")]
+        if bad or not ends:
+            fail(f"chaos: {len(bad)} of {len(ends)} grant ends without "
+                 f"a reason: {bad[:3]}")
+        now = u.stack()
+        fds = {n: settled_fds(p) for n, p in now.items()}
+        # A live object costs vfsd two descriptors; a restarted vfsd holds
+        # one fewer than the first (no route listener), so at most.
+        if any(fds[n] != base[n] for n in now if n != "vfsd") or \
+                fds["vfsd"] > base["vfsd"]:
+            fail(f"chaos: descriptors {fds}, baseline {base}")
+        if vm_size(now["powerboxd"]) != vm:
+            fail(f"chaos: powerboxd maps {vm_size(now['powerboxd'])} kB, "
+                 f"{vm} kB at the baseline")
+        reasons = {}
+        for e in ends:
+            reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
+        print(f"run: chaos: afterwards every stack process at its "
+              f"descriptor baseline {fds}, powerboxd's mappings {vm} kB as "
+              f"at start; {len(ends)} grant ends, each with its reason "
+              f"{reasons}; no grant shown or installed, no object left at "
+              f"vfsd[{vfsd}]")
+        u.stop()
+    finally:
+        stop.set()
+        u.close()
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -4388,6 +4531,7 @@ SCENARIOS = {
     "restart-procd": (restart_procd, False, STANDALONE, None),
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
+    "chaos": (chaos, False, STANDALONE, None),
 }
 
 
