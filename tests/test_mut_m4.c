@@ -187,3 +187,158 @@ PBX_TEST(mut_m4_resolve_found_without_its_capability_is_refused)
     PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&f, &out),
                  PBX_E_IPC_CAP_PARTITION);
 }
+
+/* ---- core: request progression ------------------------------------------ */
+
+static const uint8_t m4_sel[] = "docs/report.txt";
+#define M4_SEL_LEN ((uint32_t)(sizeof(m4_sel) - 1U))
+
+/* Opens the default request (runtime-reply mode when rt) without running
+ * it; returns the request id. */
+static pbx_ipc_id m4_open(th_h *h, bool rt)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m4_sel, M4_SEL_LEN);
+    if (rt) {
+        b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+        memset(&b.target, 0, sizeof(b.target));
+    }
+    PBX_CHECK_EQ(th_open(h, &b, m4_sel, &id), 0U);
+    return id;
+}
+
+/* Asks DECISION and checks a DENIED outcome with exactly reason. */
+static void m4_denied(th_h *h, pbx_ipc_id id, uint16_t reason)
+{
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, reason);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+}
+
+/* An ACTIVE row ttyd cannot be sent at all denies the request with
+ * PEER_FAILED, and every capability is given back. */
+PBX_TEST(mut_m4_active_row_send_failure_denies_peer_failed)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_FAIL, 0, 0);
+    pbx_ipc_id id = m4_open(h, false);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    m4_denied(h, id, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* A prompt answer that does not echo the request exactly is not the
+ * user's: the request is denied with PEER_FAILED, not USER. */
+PBX_TEST(mut_m4_inexact_prompt_answer_denies_peer_failed)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_WRONG_ECHO, 0);
+    pbx_ipc_id id = m4_open(h, false);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    m4_denied(h, id, PBX_IPC_REASON_PEER_FAILED);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* A RETRY answer is a counted PROMPT -> PROMPT transition of the request
+ * machine: the state-machine coverage sees it once per RETRY. */
+PBX_TEST(mut_m4_prompt_retry_is_a_counted_transition)
+{
+    th_h *h = th_new(4);
+    size_t row = pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_PROMPT,
+                                   PBX_CORE_EV_RETRY);
+    PBX_REQUIRE(row != SIZE_MAX);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m4_sel, M4_SEL_LEN);
+    PBX_CHECK_EQ(th_open_parked(h, &b, m4_sel, &id), 0U);
+    PBX_CHECK_EQ(h->core.fsm_hits[row], 1U);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->link.state, (uint16_t)PBX_CORE_ST_PROMPT);
+    th_free(h);
+}
+
+/* The resolution evidence records the operation and object class vfsd
+ * echoed, which are the request's own. */
+PBX_TEST(mut_m4_resolution_evidence_keeps_operation_and_class)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m4_sel, M4_SEL_LEN);
+    b.ctx.operation = PBX_IPC_OPERATION_WRITE;
+    b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY;
+    PBX_REQUIRE(th_open(h, &b, m4_sel, &id) == 0U);
+    PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    const pbx_core_resolution *ev =
+        (const pbx_core_resolution *)pbx_core_inspect_record(
+            &h->core, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
+    PBX_CHECK_EQ(ev->operation, (uint16_t)PBX_IPC_OPERATION_WRITE);
+    PBX_CHECK_EQ(ev->object_class, (uint16_t)PBX_IPC_CLASS_DIRECTORY);
+    th_free(h);
+}
+
+/* A surplus receipt on the ACTIVE acknowledgement whose deletion the
+ * kernel rejects stops the core with CLEANUP_REJECTED, the error the
+ * reply delivery returns. */
+PBX_TEST(mut_m4_rejected_deletion_on_active_ack_is_cleanup_rejected)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_SURPLUS, 0);
+    (void)m4_open(h, false);
+    uint32_t k = th_run_to(h, "view+");
+    PBX_REQUIRE(k != TH_NONE);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK(pbx_core_exit_status(&h->core) != PBX_CORE_EXIT_NONE);
+    th_free(h);
+}
+
+/* A runtime alias of the wrong rights whose deletion the kernel rejects
+ * stops the core with CLEANUP_REJECTED from the step. */
+PBX_TEST(mut_m4_rejected_deletion_of_a_bad_alias_is_cleanup_rejected)
+{
+    th_h *h = th_new(4);
+    h->alias_rights = PBX_CAPABI_RIGHT_SEND | PBX_CAPABI_RIGHT_MANAGE;
+    (void)m4_open(h, true);
+    PBX_REQUIRE(th_run_to(h, "policy") != TH_NONE);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_CLEANUP_REJECTED);
+    th_free(h);
+}
+
+/* A runtime-reply approval whose wake is still owed keeps its alias when
+ * the grant is consumed first: the published decision still delivers it. */
+PBX_TEST(mut_m4_unwoken_runtime_approval_keeps_its_alias)
+{
+    th_h *h = th_new(4);
+    th_push_wake(h, PBX_CORE_IO_BUSY);
+    pbx_ipc_id id = m4_open(h, true);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_REQUIRE(r->link.state == (uint16_t)PBX_CORE_ST_NOTIFY);
+    pbx_ipc_id g =
+        pbx_core_inspect_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
+    uint32_t deleted = h->deleted;
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    PBX_CHECK_EQ(h->deleted, deleted);
+    pbx_ipc_decision d;
+    uint32_t xfer = PBX_CORE_SLOT_NONE;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK(xfer != PBX_CORE_SLOT_NONE);
+    th_free(h);
+}
