@@ -6,8 +6,14 @@
 #include "peers/lib/pbx_peer_grants.h"
 
 #include "peers/lib/pbx_peer.h"
+#include "sha2/pbx_sha2.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* " digest " and 64 hex digits: the end of every row. */
+#define GRANTS_DIGEST_HEX  (2U * PBX_IPC_DIGEST_BYTES)
+#define GRANTS_DIGEST_TAIL (8U + GRANTS_DIGEST_HEX)
 
 /* The next blank-separated word of *p (NUL-terminated in place), or NULL
  * at the end; *p moves past it. */
@@ -39,6 +45,30 @@ static bool grants_keyed(char **p, const char *key, const char **v)
     return *v != NULL;
 }
 
+/* The value of one hex digit, or -1. */
+static int grants_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* Decodes the two hex digits at s into *b; false when they are not. */
+static bool grants_hex_byte(const char *s, uint8_t *b)
+{
+    int hi = grants_hex_digit(s[0]);
+    int lo = hi >= 0 ? grants_hex_digit(s[1]) : -1;
+    *b = (uint8_t)(hi >= 0 && lo >= 0 ? (hi << 4) | lo : 0);
+    return hi >= 0 && lo >= 0;
+}
+
 bool pbx_peer_grants_row_parse(const char *line, pbx_peer_grants_row *out)
 {
     size_t n = strlen(line);
@@ -65,11 +95,22 @@ bool pbx_peer_grants_row_parse(const char *line, pbx_peer_grants_row *out)
               grants_keyed(&p, "selector", &out->selector) &&
               grants_keyed(&p, "label", &out->label);
     const char *kw = ok ? grants_word(&p) : NULL;
-    if (kw == NULL || strcmp(kw, "program") != 0 || *p == '\0') {
+    size_t rest = kw != NULL ? strlen(p) : 0U;
+    if (kw == NULL || strcmp(kw, "program") != 0 ||
+        rest <= GRANTS_DIGEST_TAIL ||
+        strncmp(p + rest - GRANTS_DIGEST_TAIL, " digest ", 8) != 0) {
         return false;
     }
-    /* The entry is the rest of the line: it may hold blanks. */
+    /* The entry is the rest of the line up to the digest, which ttyd
+     * appends last: the entry may hold blanks, the digest never does. */
+    p[rest - GRANTS_DIGEST_TAIL] = '\0';
     out->program = p;
+    out->digest = p + rest - GRANTS_DIGEST_HEX;
+    for (size_t i = 0; i < GRANTS_DIGEST_HEX; i++) {
+        if (grants_hex_digit(out->digest[i]) < 0) {
+            return false;
+        }
+    }
     return pbx_peer_parse_u64(since, UINT64_MAX, &out->since_ms);
 }
 
@@ -189,4 +230,181 @@ const char *pbx_peer_grants_ended(const pbx_peer_grants_audit *a,
     }
     *by = "powerboxd";
     return "revoked";
+}
+
+/* Unescapes v into out (cap bytes) and stores the length in *len: with
+ * lead '%' every "%XX" (powerboxd's log), with lead '\\' every "\xNN"
+ * (ttyd's rows) is one byte, any other byte itself. False on a bad
+ * escape or more than cap bytes. */
+static bool grants_unescape(const char *v, char lead, uint8_t *out, size_t cap,
+                            size_t *len)
+{
+    size_t n = 0;
+    size_t skip = lead == '%' ? 1U : 2U;
+    for (size_t i = 0; v[i] != '\0'; i++) {
+        if (n == cap) {
+            return false;
+        }
+        if (v[i] != lead) {
+            out[n++] = (uint8_t)v[i];
+            continue;
+        }
+        if ((lead == '\\' && v[i + 1U] != 'x') ||
+            !grants_hex_byte(v + i + skip, &out[n])) {
+            return false;
+        }
+        n++;
+        i += skip + 1U;
+    }
+    *len = n;
+    return true;
+}
+
+bool pbx_peer_grants_object_init(pbx_peer_grants_object *o,
+                                 const pbx_peer_grants_row *r)
+{
+    memset(o, 0, sizeof(*o));
+    if (strlen(r->digest) != GRANTS_DIGEST_HEX) {
+        return false;
+    }
+    for (size_t i = 0; i < PBX_IPC_DIGEST_BYTES; i++) {
+        if (!grants_hex_byte(r->digest + 2U * i, &o->digest[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The value of key in e, or NULL when e has none. */
+static const char *grants_find(const pbx_peer_grants_event *e, const char *key)
+{
+    for (size_t i = 0; i < e->count && i < PBX_PEER_GRANTS_KEYS_MAX; i++) {
+        if (strcmp(e->keys[i], key) == 0) {
+            return e->values[i];
+        }
+    }
+    return NULL;
+}
+
+size_t pbx_peer_grants_object_match(pbx_peer_grants_object *objs, size_t n,
+                                    const pbx_peer_grants_event *e)
+{
+    const char *v = grants_find(e, "object");
+    uint8_t sel[PBX_PEER_GRANTS_LOGGED_MAX];
+    size_t len = 0;
+    uint8_t d[PBX_SHA2_DIGEST_BYTES];
+    if (strcmp(pbx_peer_grants_get(e, "event"), "decision") != 0 || v == NULL ||
+        !grants_unescape(v, '%', sel, sizeof(sel), &len) || len == 0U ||
+        pbx_sha2_digest(sel, len, d) != PBX_OK) {
+        return 0U;
+    }
+    size_t filled = 0;
+    for (size_t i = 0; i < n; i++) {
+        pbx_peer_grants_object *o = &objs[i];
+        if (o->found || memcmp(o->digest, d, sizeof(d)) != 0) {
+            continue;
+        }
+        o->found = true;
+        o->len = (uint16_t)len;
+        memcpy(o->selector, sel, len);
+        filled++;
+    }
+    return filled;
+}
+
+/* Whether row r's shown selector (escaped, "-" for none) hashes to d. */
+static bool grants_prompt_exact(const pbx_peer_grants_row *r,
+                                const uint8_t d[PBX_IPC_DIGEST_BYTES])
+{
+    uint8_t sel[PBX_IPC_SELECTOR_LEN_BYTES_MAX];
+    size_t len = 0;
+    uint8_t got[PBX_SHA2_DIGEST_BYTES];
+    return strcmp(r->selector, "-") != 0 &&
+           grants_unescape(r->selector, '\\', sel, sizeof(sel), &len) &&
+           len != 0U && pbx_sha2_digest(sel, len, got) == PBX_OK &&
+           memcmp(got, d, sizeof(got)) == 0;
+}
+
+/* Writes b[0..n) escaped as ttyd escapes a selector (every byte outside
+ * 0x21..0x7E, and backslash, as \xNN; a lone "-" as \x2d) into out. */
+static bool grants_escape(const uint8_t *b, size_t n, char *out, size_t cap)
+{
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool plain = b[i] > 0x20U && b[i] <= 0x7EU && b[i] != '\\' &&
+                     !(n == 1U && b[i] == '-');
+        if (pos + 5U > cap) {
+            return false;
+        }
+        if (plain) {
+            out[pos++] = (char)b[i];
+        } else {
+            (void)snprintf(out + pos, cap - pos, "\\x%02x", (unsigned)b[i]);
+            pos += 4U;
+        }
+    }
+    out[pos] = '\0';
+    return true;
+}
+
+const char *pbx_peer_grants_object_text(const pbx_peer_grants_row *r,
+                                        const pbx_peer_grants_object *o,
+                                        char *out, size_t cap)
+{
+    size_t n = strlen(r->selector);
+    if (cap == 0U) {
+        return NULL;
+    }
+    out[0] = '\0';
+    if (grants_prompt_exact(r, o->digest) && n < cap) {
+        memcpy(out, r->selector, n + 1U);
+        return "prompt";
+    }
+    if (o->found) {
+        return grants_escape(o->selector, o->len, out, cap) ? "log" : NULL;
+    }
+    if (cap < 8U + GRANTS_DIGEST_HEX) {
+        return NULL;
+    }
+    static const char hex[] = "0123456789abcdef";
+    memcpy(out, "sha256:", 7);
+    for (size_t i = 0; i < PBX_IPC_DIGEST_BYTES; i++) {
+        out[7U + 2U * i] = hex[o->digest[i] >> 4];
+        out[8U + 2U * i] = hex[o->digest[i] & 0x0FU];
+    }
+    out[7U + GRANTS_DIGEST_HEX] = '\0';
+    return "digest";
+}
+
+bool pbx_peer_grants_end_line(const pbx_peer_grants_audit *a,
+                              const pbx_peer_grants_event *e, bool kv,
+                              char *out, size_t cap)
+{
+    const char *by = "-";
+    const char *how = pbx_peer_grants_ended(a, e, &by);
+    if (cap != 0U) {
+        out[0] = '\0';
+    }
+    if (how == NULL || cap == 0U) {
+        return false;
+    }
+    const char *t = e->time[0] != '\0' ? e->time : "-";
+    const char *g = pbx_peer_grants_get(e, "grant");
+    const char *job = pbx_peer_grants_get(e, "job");
+    const char *entry = pbx_peer_grants_get(e, "entry");
+    const char *op = pbx_peer_grants_get(e, "op");
+    const char *obj = pbx_peer_grants_get(e, "object");
+    const char *lt = pbx_peer_grants_get(e, "lifetime");
+    if (kv) {
+        (void)snprintf(out, cap,
+                       "time=%s grant=%s request=%s job=%s entry=%s op=%s "
+                       "object=%s lifetime=%s end=%s by=%s reason=%s",
+                       t, g, pbx_peer_grants_get(e, "request"), job, entry, op,
+                       obj, lt, pbx_peer_grants_get(e, "end"), by,
+                       pbx_peer_grants_get(e, "reason"));
+    } else {
+        (void)snprintf(out, cap, "%s grant %s (%s, job %s, %s %s, %s): %s", t,
+                       g, entry, job, op, obj, lt, how);
+    }
+    return true;
 }

@@ -40,8 +40,11 @@ typedef struct pbx_peer_grants_row {
     const char *selector;
     /** label is the escaped display label, or "-". */
     const char *label;
-    /** program is the program entry (the rest of the line). */
+    /** program is the program entry (the rest of the line up to the
+     * digest). */
     const char *program;
+    /** digest is the selector's SHA-256, 64 lower-case hex digits. */
+    const char *digest;
     /** since_ms is the ACTIVE time in ms since the Unix epoch. */
     uint64_t since_ms;
 } pbx_peer_grants_row;
@@ -50,7 +53,8 @@ typedef struct pbx_peer_grants_row {
  * pbx_peer_grants_row_parse splits line (NUL-terminated, a trailing
  * newline allowed) into *out. Returns false when the line is not a row of
  * that format (a word out of place, a field missing, a bad time or a line
- * longer than PBX_PEER_TTY_ROW_BYTES_MAX); *out is then unspecified.
+ * longer than PBX_PEER_TTY_ROW_BYTES_MAX, no " digest HEX" at its end);
+ * *out is then unspecified.
  */
 bool pbx_peer_grants_row_parse(const char *line, pbx_peer_grants_row *out);
 
@@ -134,5 +138,74 @@ void pbx_peer_grants_audit_note(pbx_peer_grants_audit *a,
 const char *pbx_peer_grants_ended(const pbx_peer_grants_audit *a,
                                   const pbx_peer_grants_event *e,
                                   const char **by);
+
+/** PBX_PEER_GRANTS_LOGGED_MAX is the most selector bytes powerboxd's log
+ * shows of one selector (a longer one is cut and ends with "...";
+ * docs/HOST.md "powerboxd's log"), so the most a log line can name
+ * exactly. */
+#define PBX_PEER_GRANTS_LOGGED_MAX 256U
+
+/**
+ * pbx_peer_grants_object is the exact object of one live grant, looked
+ * up by its selector digest: the digest from the row, and once a log
+ * line's selector hashed to it, those selector bytes. Caller-allocated,
+ * one per row; no pointer is kept into the row or the log.
+ */
+typedef struct pbx_peer_grants_object {
+    /** digest is the row's selector SHA-256. */
+    uint8_t digest[PBX_IPC_DIGEST_BYTES];
+    /** found is true once a logged selector hashed to digest. */
+    bool found;
+    /** len is the number of selector bytes found. */
+    uint16_t len;
+    /** selector holds the selector bytes found (len of them). */
+    uint8_t selector[PBX_PEER_GRANTS_LOGGED_MAX];
+} pbx_peer_grants_object;
+
+/**
+ * pbx_peer_grants_object_init takes row r's digest into *o (nothing found
+ * yet). Returns false when r's digest is not 64 hex digits.
+ */
+bool pbx_peer_grants_object_init(pbx_peer_grants_object *o,
+                                 const pbx_peer_grants_row *r);
+
+/**
+ * pbx_peer_grants_object_match looks at one log event e: when it is
+ * powerboxd's event=decision line, its object= value is unescaped (%XX)
+ * and hashed, and every entry of objs[0..n) not yet found whose digest
+ * equals that SHA-256 takes the selector bytes. A cut selector ("..."),
+ * a value with a bad escape, an empty one or one longer than
+ * PBX_PEER_GRANTS_LOGGED_MAX bytes matches nothing (its hash is not the
+ * digest of any whole selector but by chance). Returns how many entries
+ * it filled.
+ */
+size_t pbx_peer_grants_object_match(pbx_peer_grants_object *objs, size_t n,
+                                    const pbx_peer_grants_event *e);
+
+/**
+ * pbx_peer_grants_object_text writes the exact object of row r (o
+ * initialised from r, then matched against the log) NUL-terminated into
+ * out (cap bytes; PBX_PEER_TTY_ROW_BYTES_MAX always fits) and returns
+ * where it came from: "prompt" when the selector the user saw in r (\xNN
+ * escaped, as ttyd lists it) hashes to the digest, else "log" when a log
+ * line's selector did (written escaped the way ttyd escapes a selector),
+ * else "digest": out is then "sha256:" and the digest in hex, never the
+ * label. Returns NULL (out "") when cap is too small for the text.
+ */
+const char *pbx_peer_grants_object_text(const pbx_peer_grants_row *r,
+                                        const pbx_peer_grants_object *o,
+                                        char *out, size_t cap);
+
+/**
+ * pbx_peer_grants_end_line writes the `pbx log` line of event e (a
+ * grant end judged with audit a, see pbx_peer_grants_ended)
+ * NUL-terminated into out (cap bytes, cut to fit), in the table form
+ * "TIME grant G (ENTRY, job J, OP OBJECT, LIFETIME): HOW" or with kv the
+ * key=value form "time=... grant=... ... end=END by=BY reason=R", no
+ * newline. Returns false (out "") when e is not a grant end.
+ */
+bool pbx_peer_grants_end_line(const pbx_peer_grants_audit *a,
+                              const pbx_peer_grants_event *e, bool kv,
+                              char *out, size_t cap);
 
 #endif /* PBX_PEER_GRANTS_H */

@@ -166,6 +166,17 @@ static void tty_str(tty_text *t, const char *s)
     t->out[t->pos] = '\0';
 }
 
+/* Appends n bytes at b as lower-case hex (a digest). */
+static void tty_hex(tty_text *t, const uint8_t *b, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n && t->pos + 3U < t->cap; i++) {
+        t->out[t->pos++] = hex[b[i] >> 4];
+        t->out[t->pos++] = hex[b[i] & 0x0FU];
+    }
+    t->out[t->pos] = '\0';
+}
+
 /* Appends an unsigned number. */
 static void tty_num(tty_text *t, unsigned long long v)
 {
@@ -211,11 +222,7 @@ size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
     tty_str(&t, "\r\n  selector: \"");
     tty_bytes(&t, p->selector, p->selector_len);
     tty_str(&t, "\"\r\n  sha256  : ");
-    for (size_t i = 0; i < PBX_IPC_DIGEST_BYTES && t.pos + 3U < t.cap; i++) {
-        (void)snprintf(t.out + t.pos, t.cap - t.pos, "%02x",
-                       (unsigned)p->selector_digest[i]);
-        t.pos += 2U;
-    }
+    tty_hex(&t, p->selector_digest, PBX_IPC_DIGEST_BYTES);
     tty_str(&t, "\r\n  label   : \"");
     tty_bytes(&t, p->label.bytes, p->label.len);
     tty_str(&t, "\" (display only)\r\nApprove? [y/n] ");
@@ -564,6 +571,10 @@ size_t pbx_peer_tty_views_row(const pbx_peer_tty_views *v, size_t i, char *out,
     tty_field_value(&t, r->label.bytes, r->label.len);
     tty_str(&t, " program ");
     tty_bytes(&t, r->ctx.entry.bytes, r->ctx.entry.len);
+    /* Appended after the entry (which may hold blanks), so every older
+     * word keeps its place; a reader takes it from the line's end. */
+    tty_str(&t, " digest ");
+    tty_hex(&t, r->selector_digest, PBX_IPC_DIGEST_BYTES);
     tty_str(&t, "\n");
     return t.pos;
 }

@@ -221,8 +221,9 @@ size_t pbx_peer_tty_queue_drop_route(pbx_peer_tty_queue *q, int route,
 #define PBX_PEER_TTY_SEEN_MAX 32U
 
 /** PBX_PEER_TTY_ROW_BYTES_MAX bounds one listed row, its newline and NUL
- * included: the fixed words and numbers, the selector and label escaped
- * (at most 4 bytes per byte) and the program entry escaped. */
+ * included: the fixed words, numbers and digest (under 400 bytes), the
+ * selector and label escaped (at most 4 bytes per byte) and the program
+ * entry escaped. */
 #define PBX_PEER_TTY_ROW_BYTES_MAX                                             \
     (512U + 4U * (PBX_IPC_SELECTOR_LEN_BYTES_MAX +                             \
                   PBX_IPC_LABEL_LEN_BYTES_MAX + PBX_IPC_ENTRY_LEN_BYTES_MAX))
@@ -302,14 +303,17 @@ uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
  *
  *   grant I.G OP CLASS object ID.GEN job JOB slot S job-gen N lifetime LT
  *   since MS request I.G selector SEL label LABEL program ENTRY
+ *   digest HEX
  *
- * (one line): MS is the ACTIVE time in ms since the Unix epoch; request
+ * (one line): MS is the ACTIVE time in ms since the Unix epoch; HEX the
+ * row's selector SHA-256 (64 lower-case hex digits, last, after the
+ * entry, so that a reader takes it from the line's end); request
  * and selector are "-" unless the grant's prompt was shown, and label "-"
  * when empty. SEL and LABEL escape every byte outside 0x21..0x7E, and
  * backslash, as \xNN (so neither holds a blank and "-" alone means none;
  * a one-byte "-" is written \x2d); ENTRY, last, is written as the prompt
- * writes it (blanks kept, other bytes escaped). The words up to slot are
- * the old view file's, in its order.
+ * writes it (blanks kept, other bytes escaped) before the digest. The
+ * words up to slot are the old view file's, in its order.
  */
 size_t pbx_peer_tty_views_row(const pbx_peer_tty_views *v, size_t i, char *out,
                               size_t out_len);

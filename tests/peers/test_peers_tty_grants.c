@@ -8,18 +8,33 @@
 #include "../../peers/lib/pbx_peer.h"
 #include "../../peers/lib/pbx_peer_admin.h"
 #include "../../peers/lib/pbx_peer_grants.h"
+#include "../../sha2/pbx_sha2.h"
 #include "../runner/pbx_test.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* The 64 hex digits of "docs/a"'s SHA-256 would do as well as any: the
+ * row parser only checks their form. */
+static const char tg_digest[] = " digest 0123456789abcdef0123456789abcdef"
+                                "0123456789abcdef0123456789abcdef";
+
+/* Whether head, with tg_digest appended, parses as a row into *r. */
+static bool tg_row(const char *head, pbx_peer_grants_row *r)
+{
+    char line[512];
+    (void)snprintf(line, sizeof(line), "%s%s\n", head, tg_digest);
+    return pbx_peer_grants_row_parse(line, r);
+}
 
 PBX_TEST(peers_tty_grants_row_parse)
 {
     static pbx_peer_grants_row r;
-    const char *line = "grant 3.1 read file object 77.2 job 11 slot 21 "
-                       "job-gen 1 lifetime job since 1700000000123 request "
-                       "4.9 selector my\\x20docs/a label readme program "
-                       "bin/my cat\n";
-    PBX_REQUIRE(pbx_peer_grants_row_parse(line, &r));
+    static const char head[] =
+        "grant 3.1 read file object 77.2 job 11 slot 21 job-gen 1 lifetime "
+        "job since 1700000000123 request 4.9 selector my\\x20docs/a label "
+        "readme program bin/my cat";
+    PBX_REQUIRE(tg_row(head, &r));
     PBX_CHECK(strcmp(r.grant, "3.1") == 0 && strcmp(r.op, "read") == 0 &&
               strcmp(r.cls, "file") == 0 && strcmp(r.object, "77.2") == 0 &&
               strcmp(r.job, "11") == 0 && strcmp(r.slot, "21") == 0 &&
@@ -27,22 +42,37 @@ PBX_TEST(peers_tty_grants_row_parse)
     PBX_CHECK(strcmp(r.request, "4.9") == 0 &&
               strcmp(r.selector, "my\\x20docs/a") == 0 &&
               strcmp(r.label, "readme") == 0);
-    /* The entry is the rest of the line, blanks kept. */
+    /* The entry is the rest of the line up to the digest, blanks kept. */
     PBX_CHECK(strcmp(r.program, "bin/my cat") == 0);
+    PBX_CHECK(strcmp(r.digest, tg_digest + 8) == 0);
     PBX_CHECK_EQ(r.since_ms, 1700000000123ULL);
+    /* Refused: no digest at the end (a row of an older ttyd), a digest
+     * one digit short, one not hex. */
+    char line[512];
+    (void)snprintf(line, sizeof(line), "%s%s", head, tg_digest);
+    PBX_CHECK(pbx_peer_grants_row_parse(line, &r));
+    line[strlen(line) - 1U] = 'g';
+    PBX_CHECK(!pbx_peer_grants_row_parse(line, &r));
+    line[strlen(line) - 1U] = '\0';
+    PBX_CHECK(!pbx_peer_grants_row_parse(line, &r));
+    PBX_CHECK(!pbx_peer_grants_row_parse(head, &r));
     /* Refused: the old view-file line, a word out of place, a bad time,
-     * no program. */
-    PBX_CHECK(!pbx_peer_grants_row_parse(
+     * no program (the digest right after the keyword). */
+    PBX_CHECK(!tg_row(
         "grant 3.1 read file object 77.2 job 11 slot 21 program x", &r));
-    PBX_CHECK(!pbx_peer_grants_row_parse(
+    PBX_CHECK(!tg_row(
         "grant 3.1 read file object 77.2 job 11 slot 21 job-gen 1 since 5 "
         "lifetime job request - selector - label - program x",
         &r));
-    PBX_CHECK(!pbx_peer_grants_row_parse(
+    PBX_CHECK(!tg_row(
         "grant 3.1 read file object 77.2 job 11 slot 21 job-gen 1 lifetime "
         "job since 5x request - selector - label - program x",
         &r));
-    PBX_CHECK(!pbx_peer_grants_row_parse(
+    PBX_CHECK(tg_row(
+        "grant 3.1 read file object 77.2 job 11 slot 21 job-gen 1 lifetime "
+        "job since 5 request - selector - label - program x",
+        &r));
+    PBX_CHECK(!tg_row(
         "grant 3.1 read file object 77.2 job 11 slot 21 job-gen 1 lifetime "
         "job since 5 request - selector - label - program",
         &r));
@@ -177,4 +207,170 @@ PBX_TEST(peers_tty_grants_user_cancel_codec)
                 PBX_OK);
     PBX_CHECK_EQ(pbx_peer_user_cancel_reply_decode(buf, n, 0U, &back),
                  PBX_E_IPC_OP_MISMATCH);
+}
+
+/* Writes the row of grant g (no prompt unless shown is given: the
+ * selector ttyd lists, escaped) whose selector digest is that of sel[0..n)
+ * into line and parses it into *r and *o. */
+static bool tg_grant(const char *g, const char *shown, const uint8_t *sel,
+                     size_t n, pbx_peer_grants_row *r,
+                     pbx_peer_grants_object *o)
+{
+    uint8_t d[PBX_SHA2_DIGEST_BYTES];
+    char hex[2U * PBX_SHA2_DIGEST_BYTES + 1U];
+    static char line[1024];
+    if (pbx_sha2_digest(sel, n, d) != PBX_OK) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(d); i++) {
+        (void)snprintf(hex + 2U * i, 3U, "%02x", (unsigned)d[i]);
+    }
+    (void)snprintf(line, sizeof(line),
+                   "grant %s read file object 77.2 job 81 slot 61 job-gen 1 "
+                   "lifetime job since 5 request - selector %s label doc61 "
+                   "program bin/grants demo digest %s\n",
+                   g, shown, hex);
+    return pbx_peer_grants_row_parse(line, r) &&
+           pbx_peer_grants_object_init(o, r);
+}
+
+/* Feeds every line of log to objs[0..n); returns how many it filled. */
+static size_t tg_feed(pbx_peer_grants_object *objs, size_t n,
+                      const char *const *log, size_t lines)
+{
+    static pbx_peer_grants_event e;
+    size_t filled = 0;
+    for (size_t i = 0; i < lines; i++) {
+        if (pbx_peer_grants_event_parse(log[i], &e)) {
+            filled += pbx_peer_grants_object_match(objs, n, &e);
+        }
+    }
+    return filled;
+}
+
+PBX_TEST(peers_tty_grants_exact_object_by_digest)
+{
+    /* A selector longer than the log shows: cut at 256 bytes with "...". */
+    static uint8_t longsel[300];
+    static char cut[400];
+    memset(longsel, 'a', sizeof(longsel));
+    (void)snprintf(cut, sizeof(cut),
+                   "t powerboxd[2]: powerboxd: event=decision request=5:1 "
+                   "job=81:1 entry=x op=read object=%.256s... "
+                   "lifetime=job outcome=approved reason=policy",
+                   (const char *)longsel);
+    const char *const log[] = {
+        "2026-01-01T00:00:00.000Z powerboxd[2]: powerboxd: event=decision "
+        "request=1:1 job=81:1 entry=bin/grants%20demo op=read "
+        "object=docs/readme.txt lifetime=job outcome=approved reason=policy",
+        "2026-01-01T00:00:00.001Z powerboxd[2]: powerboxd: event=decision "
+        "request=2:1 job=81:1 entry=x op=read object=my%20notes%3Dv1.txt "
+        "lifetime=job outcome=approved reason=policy",
+        /* Another selector (a digest mismatch), and the right one on an
+         * end line, which is not a decision. */
+        "t powerboxd[2]: event=decision request=3:1 object=docs/secret.tx "
+        "outcome=approved",
+        "t powerboxd[2]: event=grant-end grant=4:1 object=docs/secret.txt "
+        "end=consumed",
+        /* A bad escape names nothing. */
+        "t powerboxd[2]: event=decision request=6:1 object=docs/secret.txt%2",
+        cut,
+    };
+    static pbx_peer_grants_row r[5];
+    static pbx_peer_grants_object o[5];
+    static const char readme[] = "docs/readme.txt";
+    static const char notes[] = "my notes=v1.txt";
+    static const char secret[] = "docs/secret.txt";
+    PBX_REQUIRE(tg_grant("1.1", "-", (const uint8_t *)readme,
+                         sizeof(readme) - 1U, &r[0], &o[0]));
+    PBX_REQUIRE(tg_grant("2.1", "-", (const uint8_t *)notes, sizeof(notes) - 1U,
+                         &r[1], &o[1]));
+    PBX_REQUIRE(tg_grant("3.1", "-", (const uint8_t *)secret,
+                         sizeof(secret) - 1U, &r[2], &o[2]));
+    PBX_REQUIRE(tg_grant("5.1", "-", longsel, sizeof(longsel), &r[3], &o[3]));
+    /* A prompted grant: the selector the user saw hashes to the digest. */
+    PBX_REQUIRE(tg_grant("7.1", "my\\x20notes=v1.txt", (const uint8_t *)notes,
+                         sizeof(notes) - 1U, &r[4], &o[4]));
+    PBX_CHECK_EQ(tg_feed(o, 5U, log, sizeof(log) / sizeof(log[0])), 3U);
+    PBX_CHECK(o[0].found && o[1].found && !o[2].found && !o[3].found &&
+              o[4].found);
+    static char text[PBX_PEER_TTY_ROW_BYTES_MAX];
+    const char *from =
+        pbx_peer_grants_object_text(&r[0], &o[0], text, sizeof(text));
+    PBX_CHECK(from != NULL && strcmp(from, "log") == 0 &&
+              strcmp(text, "docs/readme.txt") == 0);
+    /* %20 and %3D unescaped, then written as ttyd writes a selector. */
+    from = pbx_peer_grants_object_text(&r[1], &o[1], text, sizeof(text));
+    PBX_CHECK(from != NULL && strcmp(from, "log") == 0 &&
+              strcmp(text, "my\\x20notes=v1.txt") == 0);
+    /* No matching decision, a cut selector: the digest, never the label. */
+    for (size_t i = 2; i < 4; i++) {
+        from = pbx_peer_grants_object_text(&r[i], &o[i], text, sizeof(text));
+        PBX_CHECK(from != NULL && strcmp(from, "digest") == 0 &&
+                  strncmp(text, "sha256:", 7) == 0 &&
+                  strcmp(text + 7, r[i].digest) == 0);
+    }
+    from = pbx_peer_grants_object_text(&r[4], &o[4], text, sizeof(text));
+    PBX_CHECK(from != NULL && strcmp(from, "prompt") == 0 &&
+              strcmp(text, "my\\x20notes=v1.txt") == 0);
+    /* A shown selector that does not hash to the digest is not taken. */
+    PBX_REQUIRE(tg_grant("8.1", "docs/readme.txt", (const uint8_t *)secret,
+                         sizeof(secret) - 1U, &r[0], &o[0]));
+    from = pbx_peer_grants_object_text(&r[0], &o[0], text, sizeof(text));
+    PBX_CHECK(from != NULL && strcmp(from, "digest") == 0);
+    PBX_CHECK(pbx_peer_grants_object_text(&r[0], &o[0], text, 10U) == NULL);
+}
+
+PBX_TEST(peers_tty_grants_end_lines)
+{
+    /* The text `pbx log` prints for a user's cancel (launchd's line after
+     * powerboxd's end), a cancel by the program, and a consume. */
+    const char *const log[] = {
+        "2026-01-01T00:00:00.000Z powerboxd[2]: powerboxd: event=grant-end "
+        "grant=3:1 request=1:1 job=81:1 entry=bin/grants-demo op=read "
+        "object=docs/readme.txt lifetime=job end=cancelled reason=cancel",
+        "2026-01-01T00:00:00.001Z launchd[1]: launchd: event=user-cancel "
+        "request=1:1 grant=3:1",
+        "2026-01-01T00:00:00.002Z powerboxd[2]: powerboxd: event=grant-end "
+        "grant=90:1 request=91:1 job=12:1 entry=bin/other op=read "
+        "object=my%20notes.txt lifetime=one-shot end=cancelled reason=cancel",
+        "2026-01-01T00:00:00.003Z powerboxd[2]: powerboxd: event=grant-end "
+        "grant=92:1 request=93:1 job=12:1 entry=bin/other op=read "
+        "object=docs/readme.txt lifetime=one-shot end=consumed "
+        "reason=consume",
+    };
+    static pbx_peer_grants_audit a;
+    static pbx_peer_grants_event e;
+    static char out[PBX_PEER_GRANTS_LINE_MAX];
+    pbx_peer_grants_audit_init(&a);
+    for (size_t i = 0; i < 4; i++) {
+        PBX_REQUIRE(pbx_peer_grants_event_parse(log[i], &e));
+        pbx_peer_grants_audit_note(&a, &e);
+    }
+    PBX_REQUIRE(pbx_peer_grants_event_parse(log[0], &e));
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.000Z grant 3:1 "
+                          "(bin/grants-demo, job 81:1, read docs/readme.txt, "
+                          "job): cancelled by the user") == 0);
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, true, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "time=2026-01-01T00:00:00.000Z grant=3:1 "
+                          "request=1:1 job=81:1 entry=bin/grants-demo op=read "
+                          "object=docs/readme.txt lifetime=job end=cancelled "
+                          "by=user reason=cancel") == 0);
+    PBX_REQUIRE(pbx_peer_grants_event_parse(log[1], &e));
+    PBX_CHECK(!pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "") == 0);
+    PBX_REQUIRE(pbx_peer_grants_event_parse(log[2], &e));
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.002Z grant 90:1 (bin/other, "
+                          "job 12:1, read my%20notes.txt, one-shot): "
+                          "cancelled by the program") == 0);
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, true, out, sizeof(out)) &&
+              strstr(out, " by=program ") != NULL);
+    PBX_REQUIRE(pbx_peer_grants_event_parse(log[3], &e));
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)) &&
+              strstr(out, "): consumed by the program") != NULL);
+    /* Cut to fit, still terminated. */
+    PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, 8U) &&
+              strlen(out) == 7U);
 }

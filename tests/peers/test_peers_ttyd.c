@@ -137,7 +137,7 @@ PBX_TEST(peers_tty_prompt_text_and_views)
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 1U);
     /* The repeat kept the first ACTIVE time; no prompt: no selector. */
     PBX_CHECK(strstr(text, " since 1000 request - selector - label - "
-                           "program /bin/cat\n") != NULL);
+                           "program /bin/cat digest ") != NULL);
     row.object.gen = 5;
     PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U);
     PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U); /* again */
@@ -316,8 +316,9 @@ PBX_TEST(peers_ttyd_policy_prompt_view)
         PBX_CHECK_EQ(strstr(out, "grant 4.2 read file") != NULL, k == 1);
         /* The approved prompt of object 777.5 named the selector shown. */
         PBX_CHECK_EQ(strstr(out, " lifetime one-shot since ") != NULL &&
-                         strstr(out, " request 4.9 selector docs/report.txt "
-                                     "label - program /bin/cat\n") != NULL,
+                         strstr(out,
+                                " request 4.9 selector docs/report.txt "
+                                "label - program /bin/cat digest ") != NULL,
                      k == 1);
     }
     (void)close(route);
@@ -359,14 +360,19 @@ PBX_TEST(peers_tty_views_take_the_selector_an_approved_prompt_showed)
     PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 7U), 0U);
     static char text[4 * PBX_PEER_TTY_ROW_BYTES_MAX];
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 3U);
+    /* Each row ends with its own selector digest. */
     PBX_CHECK(strstr(text, "grant 1.1 read file object 777.5 job 11 slot 0 "
                            "job-gen 2 lifetime one-shot since 5 request - "
-                           "selector - label demo program /bin/cat\n") != NULL);
+                           "selector - label demo program /bin/cat digest "
+                           "00000000000000000000000000000000"
+                           "00000000000000000000000000000000\n") != NULL);
     /* Blanks and backslash escaped: the selector is one word. */
     PBX_CHECK(strstr(text, "grant 2.1 read file object 777.5 job 11 slot 0 "
                            "job-gen 2 lifetime one-shot since 6 request 8.3 "
                            "selector my\\x20docs/a\\x5cb label demo "
-                           "program /bin/cat\n") != NULL);
+                           "program /bin/cat digest "
+                           "ab000000000000000000000000000000"
+                           "00000000000000000000000000000000\n") != NULL);
     PBX_CHECK(strstr(text, "grant 3.1 read file object 777.5 job 11 slot 0 "
                            "job-gen 2 lifetime one-shot since 7 request - "
                            "selector - ") != NULL);

@@ -25,6 +25,7 @@
 /* The options every command of this file shares. */
 typedef struct grants_opts {
     const char *path; /* an explicit socket or log path, or NULL */
+    const char *log;  /* grants' --log PATH, or NULL */
     bool kv;          /* --format kv */
     const char *id;   /* cancel's operand */
 } grants_opts;
@@ -43,6 +44,9 @@ static int grants_args(int argc, char **argv, const char *path_opt,
             pbx_tool_dir_set(argv[++i]);
         } else if (path_opt != NULL && strcmp(a, path_opt) == 0 && has_value) {
             o->path = argv[++i];
+        } else if (strcmp(argv[0], "grants") == 0 && strcmp(a, "--log") == 0 &&
+                   has_value) {
+            o->log = argv[++i];
         } else if (strcmp(a, "--format") == 0 && has_value && !want_id) {
             const char *f = argv[++i];
             if (strcmp(f, "kv") != 0 && strcmp(f, "table") != 0) {
@@ -92,26 +96,32 @@ static void grants_time(uint64_t ms, char *out, size_t cap)
     }
 }
 
-/* Prints one parsed row r as a table line or key=value line. */
-static void grants_print_row(const pbx_peer_grants_row *r, bool kv)
+/* Prints one parsed row r, whose exact object is o, as a table line or
+ * key=value line. */
+static void grants_print_row(const pbx_peer_grants_row *r,
+                             const pbx_peer_grants_object *o, bool kv)
 {
     char since[32];
+    static char what[PBX_PEER_TTY_ROW_BYTES_MAX];
     grants_time(r->since_ms, since, sizeof(since));
-    /* The selector the user saw; a grant no prompt showed has only its
-     * label (display only) to name it. */
-    const char *what = strcmp(r->selector, "-") != 0 ? r->selector : r->label;
+    const char *from = pbx_peer_grants_object_text(r, o, what, sizeof(what));
+    bool exact = from != NULL && strcmp(from, "digest") != 0;
     if (kv) {
         (void)printf("grant=%s program=%s job=%s:%s op=%s class=%s "
-                     "object=%s selector=%s label=%s lifetime=%s since=%s "
-                     "request=%s slot=%s\n",
+                     "object=%s selector=%s selector-from=%s digest=%s "
+                     "label=%s lifetime=%s since=%s request=%s slot=%s\n",
                      r->grant, r->program, r->job, r->job_gen, r->op, r->cls,
-                     r->object, r->selector, r->label, r->lifetime, since,
-                     r->request, r->slot);
+                     r->object, exact ? what : "-", exact ? from : "-",
+                     r->digest, r->label, r->lifetime, since, r->request,
+                     r->slot);
         return;
     }
+    /* Never the label in the object's place: without an exact selector
+     * the digest is shown, and said to be one. */
     (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", r->grant,
-                 r->program, r->job, r->op, r->lifetime, since, what,
-                 what == r->label && strcmp(what, "-") != 0 ? " (label)" : "");
+                 r->program, r->job, r->op, r->lifetime, since,
+                 from != NULL ? what : r->digest,
+                 exact ? "" : " (digest only: no log line names it)");
 }
 
 /* Reads every row from ttyd's query socket at path into text (cap
@@ -154,6 +164,46 @@ static int grants_query(const char *path, char *text, size_t cap)
     return rc;
 }
 
+/* Fills objs from the decision lines of the log at path until every one
+ * of the n is found. Returns false when the log cannot be read. */
+static bool grants_log_objects(const char *path, pbx_peer_grants_object *objs,
+                               size_t n, size_t missing)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return false;
+    }
+    static char line[PBX_PEER_GRANTS_LINE_MAX];
+    static pbx_peer_grants_event e;
+    while (missing != 0U && fgets(line, sizeof(line), f) != NULL) {
+        if (pbx_peer_grants_event_parse(line, &e)) {
+            missing -= pbx_peer_grants_object_match(objs, n, &e);
+        }
+    }
+    (void)fclose(f);
+    return true;
+}
+
+/* Splits text into its rows (at most cap), each parsed into objs' digest;
+ * stores the count in *n. Returns 0 or PBX_TOOL_EXIT_FAIL (message). */
+static int grants_rows(char *text, char **lines, pbx_peer_grants_object *objs,
+                       size_t cap, size_t *n)
+{
+    static pbx_peer_grants_row row;
+    char *save = NULL;
+    *n = 0;
+    for (char *l = strtok_r(text, "\n", &save); l != NULL;
+         l = strtok_r(NULL, "\n", &save)) {
+        if (*n == cap || !pbx_peer_grants_row_parse(l, &row) ||
+            !pbx_peer_grants_object_init(&objs[*n], &row)) {
+            (void)fprintf(stderr, "pbx grants: unreadable row '%s'\n", l);
+            return PBX_TOOL_EXIT_FAIL;
+        }
+        lines[(*n)++] = l;
+    }
+    return 0;
+}
+
 int pbx_tool_grants(int argc, char **argv)
 {
     grants_opts o;
@@ -164,32 +214,46 @@ int pbx_tool_grants(int argc, char **argv)
         return rc;
     }
     static char text[PBX_PEER_TTY_VIEWS_MAX * 512U];
-    if ((rc = grants_query(path, text, sizeof(text))) != 0) {
+    static char *lines[PBX_PEER_TTY_VIEWS_MAX];
+    static pbx_peer_grants_object objs[PBX_PEER_TTY_VIEWS_MAX];
+    size_t n = 0;
+    if ((rc = grants_query(path, text, sizeof(text))) != 0 ||
+        (rc = grants_rows(text, lines, objs, PBX_PEER_TTY_VIEWS_MAX, &n)) !=
+            0) {
         return rc;
+    }
+    /* The exact object of every row, by its digest, from the decision
+     * lines of the stack's log. */
+    grants_opts lo = {o.log, NULL, false, NULL};
+    if (n != 0U && (grants_path(&lo, "stack.log", path, sizeof(path)) != 0 ||
+                    !grants_log_objects(path, objs, n, n))) {
+        (void)fprintf(stderr,
+                      "pbx grants: no log at '%s': objects the user was "
+                      "not asked about are shown by digest\n",
+                      path);
     }
     if (!o.kv) {
         (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s\n", "GRANT",
                      "PROGRAM", "JOB", "OP", "LIFETIME", "SINCE", "OBJECT");
     }
     static pbx_peer_grants_row row;
-    char *save = NULL;
-    for (char *l = strtok_r(text, "\n", &save); l != NULL;
-         l = strtok_r(NULL, "\n", &save)) {
-        if (!pbx_peer_grants_row_parse(l, &row)) {
-            (void)fprintf(stderr, "pbx grants: unreadable row '%s'\n", l);
-            return PBX_TOOL_EXIT_FAIL;
+    for (size_t i = 0; i < n; i++) {
+        if (pbx_peer_grants_row_parse(lines[i], &row)) {
+            grants_print_row(&row, &objs[i], o.kv);
         }
-        grants_print_row(&row, o.kv);
     }
     return PBX_TOOL_EXIT_OK;
 }
 
 void pbx_tool_grants_usage(FILE *fp)
 {
-    (void)fputs("  grants [--dir DIR] [--query PATH] [--format table|kv]\n"
+    (void)fputs("  grants [--dir DIR] [--query PATH] [--log PATH]\n"
+                "         [--format table|kv]\n"
                 "      the live grants: id, program, job, operation,\n"
-                "      lifetime, since when, and the selector the user\n"
-                "      saw (or the label when no prompt showed it)\n",
+                "      lifetime, since when, and the exact object: the\n"
+                "      selector whose SHA-256 is the grant's digest (from\n"
+                "      the prompt, else from DIR/stack.log's decision\n"
+                "      lines), else the digest itself, said to be one\n",
                 fp);
 }
 
@@ -301,31 +365,10 @@ static void grants_log_pass(FILE *f, pbx_peer_grants_audit *a, bool audit_only,
             pbx_peer_grants_audit_note(a, &e);
             continue;
         }
-        const char *by = "-";
-        const char *how = pbx_peer_grants_ended(a, &e, &by);
-        if (how == NULL) {
-            continue;
+        static char out[PBX_PEER_GRANTS_LINE_MAX];
+        if (pbx_peer_grants_end_line(a, &e, kv, out, sizeof(out))) {
+            (void)printf("%s\n", out);
         }
-        const char *g = pbx_peer_grants_get(&e, "grant");
-        const char *t = e.time[0] != '\0' ? e.time : "-";
-        if (kv) {
-            (void)printf("time=%s grant=%s request=%s job=%s entry=%s op=%s "
-                         "object=%s lifetime=%s end=%s by=%s reason=%s\n",
-                         t, g, pbx_peer_grants_get(&e, "request"),
-                         pbx_peer_grants_get(&e, "job"),
-                         pbx_peer_grants_get(&e, "entry"),
-                         pbx_peer_grants_get(&e, "op"),
-                         pbx_peer_grants_get(&e, "object"),
-                         pbx_peer_grants_get(&e, "lifetime"),
-                         pbx_peer_grants_get(&e, "end"), by,
-                         pbx_peer_grants_get(&e, "reason"));
-            continue;
-        }
-        (void)printf(
-            "%s grant %s (%s, job %s, %s %s, %s): %s\n", t, g,
-            pbx_peer_grants_get(&e, "entry"), pbx_peer_grants_get(&e, "job"),
-            pbx_peer_grants_get(&e, "op"), pbx_peer_grants_get(&e, "object"),
-            pbx_peer_grants_get(&e, "lifetime"), how);
     }
 }
 
