@@ -309,9 +309,9 @@ PBX_TEST(mut_m3_release_reply_receipt_rejected_is_cleanup)
 }
 
 /* A runtime-reply request whose DETACH fails after its alias was made is
- * denied: after its copy went back, the alias (the handle, never
- * exported) is deleted before the scope, and the decision waits for
- * both; nothing is left held. */
+ * denied: release gives its copy back, its unpublished grant is revoked
+ * (the never-exported alias deleted) and retired at vfsd, and only then
+ * the scope goes and the decision is published; nothing is left held. */
 PBX_TEST(mut_m3_denied_runtime_reply_deletes_its_alias_then_scope)
 {
     th_h *h = th_new(4);
@@ -392,7 +392,7 @@ PBX_TEST(mut_m3_expire_of_a_published_grant_walks_one_record)
  */
 
 /* The decision log of a request that is not the pool's first record
- * names that request (its decision record points back to it). */
+ * names that request, and so does its decision record. */
 PBX_TEST(mut_m3_decision_log_of_a_second_request)
 {
     th_h *h = th_new(4);
@@ -411,6 +411,13 @@ PBX_TEST(mut_m3_decision_log_of_a_second_request)
     PBX_CHECK_EQ(ld.request.gen, second.gen);
     PBX_CHECK_EQ(ld.outcome, PBX_IPC_OUTCOME_APPROVED);
     PBX_CHECK_EQ(ld.ctx->job_id, b.ctx.job_id);
+    /* The decision record itself names its request and generation. */
+    const pbx_core_decision *dec =
+        (const pbx_core_decision *)pbx_core_inspect_record(
+            &h->core, PBX_BOOTSTRAP_POOL_DECISIONS,
+            pbx_core_inspect_request(&h->core, second.index)->decision);
+    PBX_CHECK_EQ(dec->request, second.index);
+    PBX_CHECK_EQ(dec->request_generation, second.gen);
     th_free(h);
 }
 
