@@ -257,19 +257,21 @@ and its job connection.
                  its wake and broker routes accepted, a lifecycle
                  succeeds; then kill -9 of powerboxd: the whole stack
                  restarted, a lifecycle succeeds; SIGTERM: exit 0
-  grants-cli     two live job-lifetime grants of one job (81:1, a
-                 launched shell) listed by `pbx grants --dir WORK_DIR`
-                 (ttyd's query socket; the work directory is laid out as
-                 `pbx --dir` expects) with program, job, op, object,
-                 label, lifetime and since; `pbx cancel --dir WORK_DIR`
-                 of one (through launchd's control socket): revoked at
-                 procd, removed at ttyd, retired at vfsd, the other still
-                 live; a second cancel of it exits 1, a bad ID 2; launchd
-                 logged event=user-cancel for it, and `pbx log --file` on
-                 a log text of that line and the grant's grant-end line
-                 (powerboxd's own when it wrote one, else a fixed one)
-                 says "cancelled by the user", another cancel "by the
-                 program"
+  grants-cli     (standalone, pbx up) two live job-lifetime grants of
+                 one job (81:1, a launched shell), both allowed by
+                 policy (no prompt), of docs/readme.txt and "docs/my
+                 notes.txt": `pbx grants --dir DIR` lists them with
+                 program, job, op, lifetime, since, label and the exact
+                 selector, taken from stack.log's decision line whose
+                 selector's SHA-256 is the row's digest (selector-from=
+                 log; the space escaped \x20), never the label; the job
+                 consumes a third, one-shot grant; `pbx cancel` of the
+                 first: revoked at procd, gone from ttyd and from `pbx
+                 grants`, the other still live; a second cancel exits 1,
+                 a bad ID 2; after the job ends, `pbx log` on the real
+                 stack.log says the first was cancelled by the user
+                 (by=user), the one-shot consumed by the program, the
+                 second expired
   pbx-open       `pbx --dir WORK_DIR open` run inside a launched job (a
                  shell, job 13:1 entry bin/pbx, so the job outlives each
                  command): docs/readme.txt prints exactly the file's bytes
@@ -3231,9 +3233,14 @@ class Up:
             return f.read()
 
     def stack(self):
-        """{name: pid} of the five stack processes (children of pbx up)."""
+        """{name: pid} of the five stack processes (children of pbx up;
+        a job launchd forked but has not yet exec'd, a grandchild, still
+        bears launchd's name)."""
         found = {}
+        table = proc_table()
         for pid in descendants([self.proc.pid]):
+            if table.get(pid, (0, 0))[0] != self.proc.pid:
+                continue
             comm = proc_comm(pid)
             if comm in ("pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd",
                         "powerboxd"):
@@ -3481,106 +3488,155 @@ def up_restart(bin_dir, work):
 # `pbx geometry make` arguments and the extra `pbx-launchd serve` options
 # of a stack of its own (both None: the shared stack). `all` runs them in
 # this order.
-def pbx_cmd(st, *args):
-    """Runs `pbx ARGS` (build's pbx) in the stack's process group;
-    returns (rc, stdout)."""
-    out = st.run([os.path.join(st.bin_dir, "pbx")] + list(args), seconds=30)
-    return out.returncode, out.stdout
+class UpJobs:
+    """What Shell needs of a stack (launch_argv, client_argv, the process
+    group), for the stack `pbx up` runs in u.dir: jobs go through
+    DIR/launchd.sock, scopes come from DIR/scope.sock, and each launched
+    job joins pbx up's process group (killed with it on failure)."""
+
+    def __init__(self, u):
+        self.bin_dir = u.bin_dir
+        self.pgid = u.proc.pid
+        self.control = os.path.join(u.dir, "launchd.sock")
+        self.scope = os.path.join(u.dir, "scope.sock")
+
+    bin = Stack.bin
+    launch_argv = Stack.launch_argv
+    client_argv = Stack.client_argv
 
 
-def grants_cli(st):
-    """`pbx grants`, `pbx cancel` and `pbx log` on the stack's work
-    directory, which is laid out as `pbx --dir` expects (ttyd.sock,
-    launchd.sock). The job (81:1) is a launched shell that outlives its
-    clients, so that its two job-lifetime grants stay live until the
-    user cancels one and the job's end expires the other."""
-    job = Shell(st, "81:1", entry="bin/grants-demo")
-    made = []
-    for slot in (61, 62):
-        rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
-                             "--slot", str(slot), "--label", f"doc{slot}")
-        if rc != 0 or kv.get("outcome") != "approved":
-            fail(f"grants-cli: slot {slot}: {kv}")
-        made.append((kv["grant"], last_object(st)))
-    rc, out = pbx_cmd(st, "grants", "--dir", st.work, "--format", "kv")
-    rows = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
-    listed = {r.get("grant"): r for r in rows}
-    if rc != 0 or set(listed) != {g for g, _ in made}:
-        fail(f"grants-cli: pbx grants listed {sorted(listed)}, want "
-             f"{[g for g, _ in made]}:\n{out}")
-    for (g, obj), slot in zip(made, (61, 62)):
-        r = listed[g]
-        want = {"program": "bin/grants-demo", "job": "81:1", "op": "read",
-                "lifetime": "job", "label": f"doc{slot}",
-                "object": obj.replace(" gen ", ".")}
-        if any(r.get(k) != v for k, v in want.items()) or \
-                not r.get("since", "").endswith("Z"):
-            fail(f"grants-cli: row of grant {g}: {r}, want {want}")
-    rc, table = pbx_cmd(st, "grants", "--dir", st.work)
-    if rc != 0 or not table.startswith("GRANT") or \
-            any(g not in table for g, _ in made):
-        fail(f"grants-cli: pbx grants table:\n{table}")
-    print(f"run: pbx grants lists grants {made[0][0]} and {made[1][0]} "
-          f"(program, job, op, object, lifetime, since)")
-    gone, kept = made[0], made[1]
-    rc, out = pbx_cmd(st, "cancel", "--dir", st.work, gone[0])
-    if rc != 0 or f"grant {gone[0]} cancelled" not in out:
-        fail(f"grants-cli: pbx cancel {gone[0]}: rc {rc} {out}")
-    wait_for(lambda: slot_rows(st, 61) == [] and len(slot_rows(st, 62)) == 1,
-             f"grants-cli: procd holds {read_rows(st.installs)}")
-    wait_for(lambda: [r.split()[1] for r in read_rows(st.views)] ==
-             [kept[0]], f"grants-cli: ttyd shows {read_rows(st.views)}")
-    wait_for(lambda: f"RETIRE object {gone[1]}" in st.peer_log("vfsd"),
-             f"grants-cli: vfsd never retired object {gone[1]}")
-    if f"RETIRE object {kept[1]}" in st.peer_log("vfsd"):
-        fail(f"grants-cli: the kept grant's object {kept[1]} was retired")
-    rc, again = pbx_cmd(st, "cancel", "--dir", st.work, gone[0])
-    if rc != 1:
-        fail(f"grants-cli: a second cancel of {gone[0]} exited {rc}")
-    rc, bad = pbx_cmd(st, "cancel", "--dir", st.work, "x.y")
-    if rc != 2:
-        fail(f"grants-cli: a bad grant ID exited {rc}")
-    print(f"run: pbx cancel {gone[0]}: revoked at procd, removed at ttyd, "
-          f"object {gone[1]} retired at vfsd; grant {kept[0]} still live; "
-          f"a second cancel refused (exit 1)")
-    colon = gone[0].replace(".", ":")
-    user = [l for l in st.peer_log("launchd").splitlines()
-            if "event=user-cancel" in l and f"grant={colon}" in l]
-    if len(user) != 1:
-        fail(f"grants-cli: launchd logged user cancels {user}")
-    ends = [l for l in st.peer_log("powerboxd").splitlines()
-            if "event=grant-end" in l and f"grant={colon} " in l]
-    end = ends[0] if ends else (
-        f"powerboxd: event=grant-end grant={colon} request=1:1 job=81:1 "
-        f"entry=bin/grants-demo op=read object=docs/readme.txt "
-        f"lifetime=job end=cancelled reason=none")
-    stamp = "2025-01-01T00:00:00.000Z"
-    text = (f"{stamp} launchd[1]: {user[0]}\n"
-            f"{stamp} powerboxd[2]: {end}\n"
-            f"{stamp} powerboxd[2]: powerboxd: event=grant-end grant=90:1 "
-            f"request=91:1 job=12:1 entry=bin/other op=read "
-            f"object=docs/readme.txt lifetime=one-shot end=cancelled "
-            f"reason=none\n")
-    path = os.path.join(st.work, "grants-cli.log")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    rc, out = pbx_cmd(st, "log", "--file", path)
-    lines = out.splitlines()
-    if rc != 0 or len(lines) != 2 or \
-            not lines[0].endswith("cancelled by the user") or \
-            f"grant {colon} " not in lines[0] or \
-            not lines[1].endswith("cancelled by the program"):
-        fail(f"grants-cli: pbx log:\n{out}")
-    rc, out = pbx_cmd(st, "log", "--file", path, "--format", "kv")
-    if rc != 0 or f"grant={colon} " not in out or "by=user" not in out:
-        fail(f"grants-cli: pbx log --format kv:\n{out}")
-    print(f"run: pbx log: grant {colon} cancelled by the user "
-          f"({'powerboxd' if ends else 'a fixed'} grant-end line and "
-          f"launchd's user-cancel line), grant 90:1 by the program")
-    if job.close() != 0:
-        fail("grants-cli: the job's shell failed")
-    wait_for(lambda: read_rows(st.views) == [] and
-             read_rows(st.installs) == [], "grants-cli: rows left")
+def ttyd_escaped(sel):
+    """sel (str) as ttyd lists a selector: every byte outside 0x21..0x7E,
+    and backslash, as \\xNN."""
+    return "".join(chr(b) if 0x20 < b <= 0x7E and b != 0x5C else
+                   f"\\x{b:02x}" for b in sel.encode())
+
+
+def grants_cli(bin_dir, work):
+    """`pbx grants`, `pbx cancel` and `pbx log` on the stack `pbx up`
+    runs (standalone), so DIR/stack.log is the real log. The job (81:1,
+    a launched shell that outlives its clients) holds two job-lifetime
+    grants the policy allowed (no prompt) until the user cancels one and
+    the job's end expires the other; a third, one-shot, it consumes."""
+    u = Up(bin_dir, work)
+    pbx = os.path.join(bin_dir, "pbx")
+
+    def cmd(*args):
+        out = subprocess.run([pbx] + list(args) + ["--dir", u.dir],
+                             capture_output=True, text=True, check=False,
+                             timeout=30, stdin=subprocess.DEVNULL)
+        return out.returncode, out.stdout, out.stderr
+
+    def grants():
+        rc, out, err = cmd("grants", "--format", "kv")
+        if rc != 0:
+            fail(f"grants-cli: pbx grants exited {rc}: {err}")
+        rows = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
+        return {r.get("grant"): r for r in rows}, out
+
+    try:
+        with open(os.path.join(u.root, "docs", "my notes.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write("notes\n")
+        job = Shell(UpJobs(u), "81:1", entry="bin/grants-demo")
+        sels = {61: "docs/readme.txt", 62: "docs/my notes.txt"}
+        made = {}
+        for slot, sel in sels.items():
+            rc, kv = job.request("--selector", sel, "--lifetime", "job",
+                                 "--urgency", "routine", "--slot", str(slot),
+                                 "--label", f"doc{slot}")
+            if rc != 0 or kv.get("outcome") != "approved":
+                fail(f"grants-cli: slot {slot}: {kv}")
+            made[slot] = kv["grant"]
+        listed, out = grants()
+        if set(listed) != set(made.values()):
+            fail(f"grants-cli: pbx grants listed {sorted(listed)}, want "
+                 f"{sorted(made.values())}:\n{out}")
+        for slot, g in made.items():
+            sel = sels[slot]
+            want = {"program": "bin/grants-demo", "job": "81:1",
+                    "op": "read", "lifetime": "job", "label": f"doc{slot}",
+                    "selector": ttyd_escaped(sel), "selector-from": "log",
+                    "digest": hashlib.sha256(sel.encode()).hexdigest()}
+            r = listed[g]
+            if any(r.get(k) != v for k, v in want.items()) or \
+                    not r.get("since", "").endswith("Z"):
+                fail(f"grants-cli: row of grant {g}: {r}, want {want}")
+        rc, table, err = cmd("grants")
+        if rc != 0 or not table.startswith("GRANT") or \
+                ttyd_escaped(sels[62]) not in table or \
+                "(label)" in table or "digest only" in table:
+            fail(f"grants-cli: pbx grants table:\n{table}{err}")
+        print(f"run: pbx grants lists grants {made[61]} and {made[62]} "
+              f"(policy-allowed, no prompt) with their exact selectors "
+              f"from stack.log's decision lines, by digest:\n{table}",
+              end="")
+        rc, kv = job.request("--lifetime", "one-shot", "--urgency",
+                             "routine", "--slot", "63", "--then", "consume")
+        if rc != 0 or kv.get("consume") != "accepted":
+            fail(f"grants-cli: one-shot consume: {kv}")
+        used = kv["grant"]
+        gone, kept = made[61], made[62]
+        rc, out, err = cmd("cancel", gone)
+        if rc != 0 or f"grant {gone} cancelled" not in out:
+            fail(f"grants-cli: pbx cancel {gone}: rc {rc} {out}{err}")
+        procd = os.path.join(u.dir, "procd.sock")
+        ttyd = os.path.join(u.dir, "ttyd.sock")
+        slots = lambda s: [r for r in read_rows(procd) if f" slot {s} " in r]
+        wait_for(lambda: slots(61) == [] and len(slots(62)) == 1,
+                 f"grants-cli: procd holds {read_rows(procd)}")
+        wait_for(lambda: [r.split()[1] for r in read_rows(ttyd)] == [kept],
+                 f"grants-cli: ttyd shows {read_rows(ttyd)}")
+        if set(grants()[0]) != {kept}:
+            fail(f"grants-cli: pbx grants after the cancel: {grants()[1]}")
+        rc, _, _ = cmd("cancel", gone)
+        if rc != 1:
+            fail(f"grants-cli: a second cancel of {gone} exited {rc}")
+        rc, _, _ = cmd("cancel", "x.y")
+        if rc != 2:
+            fail(f"grants-cli: a bad grant ID exited {rc}")
+        print(f"run: pbx cancel {gone}: revoked at procd, gone from ttyd; "
+              f"grant {kept} still live; a second cancel refused (exit 1)")
+        if job.close() != 0:
+            fail("grants-cli: the job's shell failed")
+        ends = {gone: "cancelled by the user",
+                used: "consumed by the program",
+                kept: "expired (its job or invocation ended)"}
+
+        last = [""]
+
+        def ended():
+            rc, out, _ = cmd("log")
+            last[0] = out
+            got = {}
+            for l in out.splitlines():
+                m = re.match(r"\S+ grant (\d+):(\d+) \(bin/grants-demo, "
+                             r"job 81:1, read (\S+), \S+\): (.*)$", l)
+                if m:
+                    got[f"{m[1]}.{m[2]}"] = (m[3], m[4])
+            return rc == 0 and all(got.get(g, ("", ""))[1] == how
+                                   for g, how in ends.items())
+        deadline = time.monotonic() + 10.0
+        while not ended():
+            if time.monotonic() > deadline:
+                fail(f"grants-cli: pbx log on stack.log, want {ends}:\n"
+                     f"{last[0]}")
+            time.sleep(0.1)
+        rc, out, _ = cmd("log", "--format", "kv")
+        kv = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
+        by = {r.get("grant", "").replace(":", "."): r for r in kv}
+        if rc != 0 or by[gone].get("by") != "user" or \
+                by[used].get("by") != "program" or \
+                by[gone].get("object") != "docs/readme.txt" or \
+                by[kept].get("object") != "docs/my%20notes.txt":
+            fail(f"grants-cli: pbx log --format kv:\n{out}")
+        print(f"run: pbx log on {u.log}: {gone} cancelled by the user, "
+              f"{used} consumed by the program, {kept} expired")
+        wait_for(lambda: read_rows(ttyd) == [] and read_rows(procd) == [],
+                 "grants-cli: rows left")
+        u.stop()
+    finally:
+        u.close()
 
 
 def pbx_open(st):
@@ -4522,7 +4578,7 @@ SCENARIOS = {
     # Standalone: they start `pbx up` themselves, no Stack.
     "up": (up, False, STANDALONE, None),
     "up-restart": (up_restart, False, STANDALONE, None),
-    "grants-cli": (grants_cli, False, None, None),
+    "grants-cli": (grants_cli, False, STANDALONE, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
