@@ -157,15 +157,6 @@ static pbx_ipc_id g_grant;
 /* The runtime-reply alias kept for --then consume, or -1. */
 static int g_alias = -1;
 
-/* The name of a DENIED decision's reason (pbx_ipc_reason). */
-static const char *client_reason_name(uint16_t reason)
-{
-    static const char *const names[] = {
-        "none",         "policy",      "user",   "prompt-timeout",
-        "peer-timeout", "peer-failed", "resolve"};
-    return reason < PBX_ARRAY_LEN(names) ? names[reason] : "?";
-}
-
 /* Waits at most PBX_APP_GRACE_MS for the OBJ_STAT reply of seq on alias
  * into *st; returns false with a message. */
 static bool client_obj_stat(int alias, pbx_peer_vfs_stat *st)
@@ -277,7 +268,7 @@ static int client_report(const pbx_ipc_decision *d, pbx_ipc_id id,
                pbx_peer_name_of(PBX_PEER_NAMES_OUTCOME, d->outcome));
     }
     if (d->outcome == PBX_IPC_OUTCOME_DENIED) {
-        printf("reason=%s\n", client_reason_name(d->reason));
+        printf("reason=%s\n", pbx_ipc_reason_name(d->reason));
     }
     int rc = 3;
     if (d->outcome != PBX_IPC_OUTCOME_APPROVED) {
