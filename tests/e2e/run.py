@@ -3233,9 +3233,14 @@ class Up:
             return f.read()
 
     def stack(self):
-        """{name: pid} of the five stack processes (children of pbx up)."""
+        """{name: pid} of the five stack processes (children of pbx up;
+        a job launchd forked but has not yet exec'd, a grandchild, still
+        bears launchd's name)."""
         found = {}
+        table = proc_table()
         for pid in descendants([self.proc.pid]):
+            if table.get(pid, (0, 0))[0] != self.proc.pid:
+                continue
             comm = proc_comm(pid)
             if comm in ("pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd",
                         "powerboxd"):
