@@ -342,3 +342,74 @@ PBX_TEST(mut_m4_unwoken_runtime_approval_keeps_its_alias)
     PBX_CHECK(xfer != PBX_CORE_SLOT_NONE);
     th_free(h);
 }
+
+/* ---- core: classified fail-stops when the records disagree -------------- */
+
+/* A live grant on the cleanup lane without a row owed to a returned ttyd
+ * means the records disagree: the step fails INCONSISTENT and the core
+ * stops with the progress exit status. */
+PBX_TEST(mut_m4_live_grant_on_the_lane_without_resync_is_inconsistent)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m4_sel, M4_SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, m4_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    h->hold = true;
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    pbx_core_grant *gr = (pbx_core_grant *)pbx_core_inspect_fault(
+        &h->core, PBX_BOOTSTRAP_POOL_GRANTS, g.index);
+    PBX_REQUIRE((gr->flags & PBX_CORE_GRANT_F_RESYNC) != 0U);
+    PBX_REQUIRE(gr->link.state == (uint16_t)PBX_CORE_ST_LIVE);
+    gr->flags &= (uint16_t)~PBX_CORE_GRANT_F_RESYNC;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    th_free(h);
+}
+
+/* The harness whose transient pool the deletion below starves. */
+static th_h *m4_starved;
+/* The harness's own ops, which the starving ops wrap. */
+static const pbx_core_ops *m4_base_ops;
+/* The harness's ops with the starving deletion. */
+static pbx_core_ops m4_starve_ops;
+
+/* Deletes through the harness, then makes the records disagree: the
+ * transient pool reports no free record, as if its count were lost. */
+static pbx_core_delete m4_delete_then_starve(void *user, uint32_t slot)
+{
+    pbx_core_delete d = m4_base_ops->slot_delete(user, slot);
+    m4_starved->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count = 0U;
+    return d;
+}
+
+/* A receipt whose deletion stays transient needs a record to be tracked
+ * in; with none free (records that disagree) the delivery fails
+ * CLEANUP_REJECTED at once, under the progress exit status, instead of
+ * leaving the receipt untracked and judging on. */
+PBX_TEST(mut_m4_untrackable_transient_receipt_stops_the_delivery)
+{
+    th_h *h = th_new(4);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, 0, 0);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_SURPLUS, 0);
+    pbx_ipc_id id = m4_open(h, false);
+    uint32_t k = th_run_to(h, "view+");
+    PBX_REQUIRE(k != TH_NONE);
+    th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
+    m4_starved = h;
+    m4_base_ops = h->core.ops;
+    m4_starve_ops = *h->core.ops;
+    m4_starve_ops.slot_delete = m4_delete_then_starve;
+    uint32_t free_count =
+        h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count;
+    h->core.ops = &m4_starve_ops;
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_E_CORE_CLEANUP_REJECTED);
+    h->core.ops = m4_base_ops;
+    h->core.pools[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS].free_count = free_count;
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    /* Nothing was judged: the request still waits in ACTIVATE. */
+    PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, id.index)->link.state,
+                 (uint16_t)PBX_CORE_ST_ACTIVATE);
+    th_free(h);
+}
