@@ -216,7 +216,9 @@ const char *pbx_peer_grants_ended(const pbx_peer_grants_audit *a,
         *by = user ? "user" : "program";
         return user ? "cancelled by the user" : "cancelled by the program";
     }
-    if (strcmp(end, "revoked") != 0) {
+    /* powerboxd logs a grant its provider's or installer's loss ended as
+     * end=lost (pbx_core_inspect.c); "revoked" is the older word. */
+    if (strcmp(end, "revoked") != 0 && strcmp(end, "lost") != 0) {
         return "ended";
     }
     if (strstr(reason, "provider") != NULL || strstr(reason, "vfsd") != NULL) {

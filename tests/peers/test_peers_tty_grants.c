@@ -114,6 +114,8 @@ PBX_TEST(peers_tty_grants_log_judged)
         "x: event=grant-end grant=10:1 end=revoked reason=none",
         "x: event=decision request=4:9 outcome=approved",
         "x: ready, no event here",
+        "x: event=grant-end grant=11:1 end=lost reason=provider-lost",
+        "x: event=grant-end grant=12:1 end=lost reason=installer-lost",
     };
     static pbx_peer_grants_audit a;
     static pbx_peer_grants_event e;
@@ -150,6 +152,13 @@ PBX_TEST(peers_tty_grants_log_judged)
     PBX_CHECK(strcmp(tg_end(&a, lines[8], &by), "revoked") == 0);
     PBX_CHECK(strcmp(tg_end(&a, lines[9], &by), "") == 0);
     PBX_CHECK(!pbx_peer_grants_event_parse(lines[10], &e));
+    /* powerboxd's own word for a route loss's end (pbx_core_inspect.c). */
+    PBX_CHECK(strcmp(tg_end(&a, lines[11], &by),
+                     "revoked: its provider (vfsd) was lost") == 0 &&
+              strcmp(by, "vfsd-lost") == 0);
+    PBX_CHECK(strcmp(tg_end(&a, lines[12], &by),
+                     "revoked: its installer (procd) was lost") == 0 &&
+              strcmp(by, "procd-lost") == 0);
 }
 
 PBX_TEST(peers_tty_grants_user_cancel_codec)
