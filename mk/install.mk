@@ -1,8 +1,9 @@
 # mk/install.mk: make install, make uninstall and their checks.
 #
-#   make install   PREFIX=/usr/local DESTDIR=  every binary (pbx, powerboxd
-#                  and the reference peers), the man pages of docs/man/,
-#                  the libraries and the public headers, in the
+#   make install   PREFIX=/usr/local DESTDIR=  every binary (pbx, powerboxd,
+#                  the reference peers, pbx-stage and pbx-demo), the man
+#                  pages of docs/man/, the libraries and the public
+#                  headers, in the
 #                  conventional layout below $(DESTDIR)$(PREFIX)
 #   make uninstall the same PREFIX and DESTDIR: removes exactly the files
 #                  install wrote (both walk INSTALL_ITEMS), then the
@@ -29,9 +30,13 @@ MAN_PAGES := $(sort $(wildcard docs/man/*.[1-8]))
 INSTALL_HEADERS := $(shell python3 scripts/install_headers.py $(FREE_DIRS) \
     peers/app)
 
-# Every binary a user runs. The peers' list (pbx-demo too once it is one)
-# comes from mk/peers.mk; powerboxd-portcheck is a test driver and stays.
-INSTALL_BINS = $(PBX_BIN) $(PBXD_BIN) $(PEERS_BINS)
+# Every binary a user runs: pbx, powerboxd, the peers' list of
+# mk/peers.mk (pbx-stage, the first program of `pbx run --grant`, is in
+# it) and pbx-demo (the sandboxed demo of `make run`). Each has its page
+# in docs/man/ (tests/install/check.sh fails a binary without one).
+# powerboxd-portcheck and the pbx-test-* programs are test drivers and
+# stay.
+INSTALL_BINS = $(PBX_BIN) $(PBXD_BIN) $(PEERS_BINS) $(PEERS_DEMO_BIN)
 # libpbx.a and the app library programs link (mk/peers.mk's APP_LIB).
 INSTALL_LIBS = $(LIBPBX) $(APP_LIB)
 

@@ -4,8 +4,10 @@
 #
 # 1. make install PREFIX=/usr DESTDIR=$tmp/root writes exactly the files of
 #    the manifest (`make install-manifest`), nothing else.
-# 2. Every user binary is there and executable, with a man page; every man
-#    page of docs/man/ is there in its section and names a binary that is.
+# 2. Every binary of the manifest (each shipped one: pbx, powerboxd, the
+#    peers, pbx-client, pbx-stage, pbx-demo) is there and executable, with
+#    a man page; every man page of docs/man/ is there in its section and
+#    names a binary that is.
 # 3. Each installed header, alone, compiles against the installed tree
 #    only (-I$tmp/root/usr/include/powerboxd, from a directory outside the
 #    source tree), with gcc and clang: a header that needs another one
@@ -46,8 +48,15 @@ if [ -n "$(find "$dest" -mindepth 1 -maxdepth 1 ! -name "${prefix#/}")" ]; then
 fi
 
 # 2. Binaries and man pages, each against the other.
-bins="pbx powerboxd pbx-vfsd pbx-ttyd pbx-procd pbx-launchd pbx-client"
-[ -x build/bin/pbx-demo ] && bins="$bins pbx-demo"
+# Every binary the manifest installs, and at least these.
+bins=$(sed -n 's|^bin/||p' "$tmp/manifest" | tr '\n' ' ')
+for b in pbx powerboxd pbx-vfsd pbx-ttyd pbx-procd pbx-launchd pbx-client \
+    pbx-stage pbx-demo; do
+    case " $bins " in
+    *" $b "*) ;;
+    *) bad "binary $b is not in the install manifest" ;;
+    esac
+done
 for b in $bins; do
     [ -f "$root/bin/$b" ] && [ -x "$root/bin/$b" ] ||
         bad "binary bin/$b missing or not executable"
