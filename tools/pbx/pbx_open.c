@@ -288,14 +288,12 @@ static int pbx_open_use(const pbx_open_opts *o, int obj)
 /* The words for a DENIED decision's reason (pbx_ipc_reason). */
 static const char *pbx_open_reason(uint16_t reason)
 {
-    static const char *const names[] = {"no reason given",
-                                        "by policy",
-                                        "by the user",
-                                        "the prompt timed out",
-                                        "a peer timed out",
-                                        "a peer failed",
-                                        "the object could not be resolved"};
-    return reason < PBX_ARRAY_LEN(names) ? names[reason] : "unknown reason";
+    /* Plain words for the reasons a person meets most; every other one
+     * (the peer-loss reasons included) by ipc's own name for it. */
+    static const char *const words[] = {"no reason given", "by policy",
+                                        "by the user", "the prompt timed out"};
+    return reason < PBX_ARRAY_LEN(words) ? words[reason]
+                                         : pbx_ipc_reason_name(reason);
 }
 
 /* Prints the one line that says why the request gave no object. */
