@@ -12,8 +12,10 @@
 #include <string.h>
 
 /* " digest " and 64 hex digits: the end of every row. */
-#define GRANTS_DIGEST_HEX  (2U * PBX_IPC_DIGEST_BYTES)
+#define GRANTS_DIGEST_HEX  64U
 #define GRANTS_DIGEST_TAIL (8U + GRANTS_DIGEST_HEX)
+_Static_assert(GRANTS_DIGEST_HEX == 2U * PBX_IPC_DIGEST_BYTES,
+               "two hex digits per digest byte");
 
 /* The next blank-separated word of *p (NUL-terminated in place), or NULL
  * at the end; *p moves past it. */
