@@ -126,7 +126,8 @@ static int pbx_up_args(pbx_up *u, int argc, char **argv)
     static const char *const opts[] = {
         "--dir", "--root",     "--policy",           "--tty",
         "--bin", "--ready-fd", "--restart-window-ms"};
-    for (int i = 1; i < argc; i++) {
+    /* Every option takes a value: the loop steps over pairs. */
+    for (int i = 1; i < argc; i += 2) {
         bool known = false;
         for (size_t k = 0U; k < sizeof(opts) / sizeof(*opts); k++) {
             known = known || strcmp(argv[i], opts[k]) == 0;
@@ -140,7 +141,6 @@ static int pbx_up_args(pbx_up *u, int argc, char **argv)
         if (!pbx_up_option(u, argv[i], argv[i + 1])) {
             return pbx_tool_usage_error("up", "bad value", argv[i + 1]);
         }
-        i++;
     }
     return PBX_TOOL_EXIT_OK;
 }
