@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "bootstrap/pbx_bootstrap.h"
 #include "capabi/pbx_capabi.h"
+#include "peers/common/pbx_peer_io.h"
 #include "tools/pbx/pbx_tool.h"
 #include "tools/pbx/pbx_up.h"
 
@@ -174,28 +175,12 @@ static void pbx_up_child_slots(const pbx_up_fds *f)
 static void pbx_up_child_handoff(int ch, int type)
 {
     int sv[2];
-    char one = 'r';
-    struct iovec iov = {&one, 1U};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&ctl, 0, sizeof(ctl));
+    const uint8_t one = 'r';
     if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) != 0) {
         _exit(127);
     }
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl.buf;
-    mh.msg_controllen = sizeof(ctl.buf);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &sv[0], sizeof(int));
-    if (sendmsg(ch, &mh, MSG_NOSIGNAL) != 1 || dup2(sv[1], ch) != ch) {
+    if (pbx_peer_io_send_fds(ch, &one, 1U, &sv[0], 1U, 0) != 0 ||
+        dup2(sv[1], ch) != ch) {
         _exit(127);
     }
     (void)close(sv[0]);
@@ -789,26 +774,10 @@ static int pbx_up_attach(pbx_up *u, uint32_t route, pid_t pid, int fd)
     uint8_t in[64];
     pbx_capabi_attach a = {route, (uint32_t)pid};
     pbx_capabi_answer ans = {0, 0, 0};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {frame, sizeof(frame)};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&ctl, 0, sizeof(ctl));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl.buf;
-    mh.msg_controllen = sizeof(ctl.buf);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
     if (pbx_capabi_attach_encode(&a, frame, sizeof(frame)) != PBX_OK ||
         u->sup_fd < 0 ||
-        sendmsg(u->sup_fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(frame)) {
+        pbx_peer_io_send_fds(u->sup_fd, frame, sizeof(frame), &fd, 1U, 0) !=
+            0) {
         pbx_up_note(u, "attach %s route of pid %ld: cannot send to powerboxd",
                     pbx_up_route_name(route), (long)pid);
         return -1;
