@@ -26,7 +26,11 @@ TEXT
 say() { printf '%s\n' "make run: $*"; }
 
 POLICY=
+TTY=
 if [ -t 0 ] && [ -t 1 ]; then
+    # pbx up runs in the background below, where the shell gives it
+    # /dev/null as standard input: name this terminal to it explicitly.
+    TTY=$(tty)
     POLICY=$WORK/policy
     cat >"$POLICY" <<'TEXT'
 # make run on a terminal: every request is shown to you (SESSION REALM
@@ -44,7 +48,7 @@ say "vfsd serving $ROOT."
 # the story stays on this terminal.
 if [ -n "$POLICY" ]; then
     "$BIN/pbx" up --dir "$DIR" --root "$ROOT" --bin "$BIN" \
-        --policy "$POLICY" >"$WORK/up.out" 2>&1 &
+        --policy "$POLICY" --tty "$TTY" >"$WORK/up.out" 2>&1 &
 else
     "$BIN/pbx" up --dir "$DIR" --root "$ROOT" --bin "$BIN" \
         >"$WORK/up.out" 2>&1 </dev/null &

@@ -2,10 +2,11 @@
  * ttyd.c: the reference ttyd for the Linux host. POLICY answers from a
  * policy file; PROMPTs are queued (RETRY when the queue is full) and shown
  * one at a time on a real terminal, which is read without ever blocking
- * (RETRY while earlier input is pending); WITHDRAW takes a showing or
- * queued prompt away; VIEW keeps the ACTIVE rows in a table in memory,
- * listed to whoever connects to the --query socket (no file is written on
- * any call). Every reply echoes its call's seq. See docs/HOST.md.
+ * (RETRY while earlier input is pending), or denied at once when --tty is
+ * not a terminal (/dev/null); WITHDRAW takes a showing or queued prompt
+ * away; VIEW keeps the ACTIVE rows in a table in memory, listed to whoever
+ * connects to the --query socket (no file is written on any call). Every
+ * reply echoes its call's seq. See docs/HOST.md.
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
  *            [--query PATH] [--ready-fd N]
@@ -63,7 +64,8 @@ enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
 /* The whole daemon state (static storage). */
 typedef struct ttyd {
     int listen_fd;
-    int tty; /* non-blocking: ttyd never waits on the terminal */
+    int tty;     /* non-blocking: ttyd never waits on the terminal */
+    bool is_tty; /* false (/dev/null, a file): every prompt is denied */
     int routes[TTYD_ROUTES_MAX];
     size_t nroutes;
     int query_fd; /* the --query listener, or -1 */
@@ -220,6 +222,22 @@ static void ttyd_reply_prompt(const pbx_peer_tty_queued *e, bool retry,
     }
 }
 
+/* Denies the oldest waiting prompt at once when the --tty path is not a
+ * terminal (/dev/null when pbx up had none): nobody can ever answer it
+ * there, and RETRY would have powerboxd ask again forever. Logged once per
+ * prompt. Returns true when a prompt was denied. */
+static bool ttyd_deny_no_tty(const pbx_peer_tty_queued *e)
+{
+    if (g_ttyd.is_tty) {
+        return false;
+    }
+    pbx_peer_log("ttyd", "PROMPT %u.%u: deny (no terminal to ask on)",
+                 e->request.index, e->request.gen);
+    ttyd_reply_prompt(e, false, PBX_IPC_ANSWER_DENY);
+    (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
+    return true;
+}
+
 /* Shows the oldest waiting prompt when none is showing. A prompt about to
  * show while terminal input is pending is answered RETRY and the input
  * discarded (type-ahead must never answer a prompt nobody has seen); one
@@ -231,6 +249,9 @@ static void ttyd_next(void)
         const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
         if (e == NULL || g_ttyd.queue.showing) {
             return;
+        }
+        if (ttyd_deny_no_tty(e)) {
+            continue;
         }
         ttyd_line_reset();
         bool pending = g_ttyd.typed_ahead || ttyd_input_pending();
@@ -764,8 +785,10 @@ int main(int argc, char **argv)
         pbx_peer_log("ttyd", "terminal '%s': %s", tty, strerror(errno));
         return 2;
     }
-    pbx_peer_log("ttyd", "ready: %zu policy rule(s), terminal %s",
-                 g_ttyd.policy.count, tty);
+    g_ttyd.is_tty = isatty(g_ttyd.tty) == 1;
+    pbx_peer_log("ttyd", "ready: %zu policy rule(s), terminal %s%s",
+                 g_ttyd.policy.count, tty,
+                 g_ttyd.is_tty ? "" : " (not a terminal: prompts are denied)");
     pbx_peer_io_ready(ready_fd);
     for (;;) {
         if (ttyd_round() != 0) {

@@ -358,6 +358,14 @@ and its job connection.
                  it) and powerboxd maps as much as at start. powerboxd
                  exposes no use of its arena's pools, so pool use itself
                  is not compared
+  make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
+                 `make run` runs) in a tmux pane, a real terminal: the
+                 pane shows the trusted prompt naming pbx-demo and
+                 selector "docs/readme.txt"; y is typed; run.sh exits 0
+                 and its story shows the file's bytes exactly and ends
+                 "make run: done". Then run.sh again with standard input
+                 not a terminal: it says so (the routine policy of pbx
+                 up), no prompt appears, the same story, exit 0
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -4524,6 +4532,98 @@ def chaos(bin_dir, work):
         u.close()
 
 
+def demo_story_ok(text, want, what):
+    """Fails unless the `make run` story text ends with "make run: done"
+    and shows the file's bytes (want, str) exactly, each line after "| "."""
+    lines = [l.rstrip() for l in text.splitlines() if l.strip()]
+    if not any(l.startswith("make run: done") for l in lines[-2:]):
+        fail(f"{what}: the story does not end with 'make run: done':\n{text}")
+    at = [i for i, l in enumerate(lines)
+          if l.startswith("3. I read the file through the object (")]
+    if len(at) != 1 or f"({len(want.encode())} bytes)" not in lines[at[0]]:
+        fail(f"{what}: no read of {len(want.encode())} bytes:\n{text}")
+    shown = [l.split("| ", 1)[1] if "| " in l else None
+             for l in lines[at[0] + 1:at[0] + 1 + len(want.splitlines())]]
+    if shown != want.splitlines():
+        fail(f"{what}: it showed {shown}, the file holds {want!r}")
+
+
+def up_of(demo_work):
+    """The pid of the `pbx up` of a `make run` in demo_work (its lock
+    file holds it), or None."""
+    try:
+        with open(os.path.join(demo_work, "stack", "lock"),
+                  encoding="ascii") as f:
+            pid = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if proc_comm(pid) == "pbx" else None
+
+
+def make_run(bin_dir, work):
+    """`make run` (peers/demo/run.sh) on a real terminal, a tmux pane: the
+    pane shows the trusted prompt naming pbx-demo and docs/readme.txt, y
+    is typed, the story ends "make run: done" with the file's bytes shown
+    and exit 0; then with standard input not a terminal: no prompt, the
+    routine policy, the same story, exit 0."""
+    os.makedirs(work, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "peers", "demo", "run.sh")
+    bin_dir = os.path.abspath(bin_dir)
+    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
+            "A sandboxed program read it through a one-shot grant.\n")
+    tty_work, rc = os.path.join(work, "tty"), os.path.join(work, "tty.rc")
+    pane = Pane(work)
+    try:
+        cmd = (f"sh {shlex.quote(script)} {shlex.quote(bin_dir)} "
+               f"{shlex.quote(tty_work)}; echo $? > {shlex.quote(rc)}; "
+               f"sleep 900")
+        pane.tmux("respawn-pane", "-k", "-t", pane.pane, cmd)
+
+        def story():
+            return pane.tmux("capture-pane", "-p", "-J", "-S", "-", "-t",
+                             pane.pane)
+
+        def shown():
+            screen = story()
+            return "Approve?" in screen and \
+                'selector: "docs/readme.txt"' in screen
+        wait_for(shown, "make-run: the prompt never showed on the terminal",
+                 30.0)
+        if "program : pbx-demo" not in story():
+            fail(f"make-run: the prompt does not name pbx-demo:\n{story()}")
+        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        wait_for(lambda: os.path.exists(rc) and
+                 open(rc, encoding="ascii").read().strip() != "",
+                 f"make-run: run.sh never ended:\n{story()}", 60.0)
+        with open(rc, encoding="ascii") as f:
+            status = f.read().strip()
+        text = story()
+        if status != "0" or "you are on a terminal" not in text:
+            fail(f"make-run: on a terminal: exit {status}:\n{text}")
+        demo_story_ok(text, want, "make-run (terminal)")
+        print("run: on a tmux pane, make run showed the prompt naming "
+              "pbx-demo and docs/readme.txt, y approved it, and the story "
+              "ended 'make run: done' with the file's bytes")
+    finally:
+        pid = up_of(tty_work)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+        pane.stop()
+    if pid is not None:
+        gone([pid], "make-run: pbx up of the terminal run")
+    out = subprocess.run(["sh", script, bin_dir, os.path.join(work, "ci")],
+                         stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=120, check=False)
+    if out.returncode != 0 or "no terminal: " not in out.stdout or \
+            "Approve?" in out.stdout + out.stderr:
+        fail(f"make-run: without a terminal: exit {out.returncode}:\n"
+             f"{out.stdout}{out.stderr}")
+    demo_story_ok(out.stdout, want, "make-run (no terminal)")
+    print("run: without a terminal, make run used the routine policy (no "
+          "prompt), showed the file's bytes and exited 0")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -4588,6 +4688,7 @@ SCENARIOS = {
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
     "chaos": (chaos, False, STANDALONE, None),
+    "make-run": (make_run, False, STANDALONE, None),
 }
 
 

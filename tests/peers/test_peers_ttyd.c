@@ -10,7 +10,8 @@
  * one at a time and answered in order, WITHDRAW of the showing, a queued
  * and an unknown prompt, RETRY when the queue is full, every reply (error
  * replies included) echoing its call's seq, and a backlog served in order
- * after SIGSTOP/SIGCONT.
+ * after SIGSTOP/SIGCONT. With /dev/null as its terminal every PROMPT is
+ * denied at once, never RETRY.
  */
 #define _XOPEN_SOURCE 700
 
@@ -896,5 +897,53 @@ PBX_TEST(peers_ttyd_duplicate_active_and_unheld_remove_are_acknowledged)
     PBX_CHECK(first != NULL && strstr(first + 1, "grant 6.3 ") == NULL);
     (void)close(route);
     (void)close(master);
+    (void)tp_stop(pid);
+}
+
+/* ttyd given /dev/null as its terminal (pbx up without one): nobody can
+ * answer there, so every PROMPT is answered DENY at once, with every
+ * identity echoed, never RETRY (which would have powerboxd ask forever);
+ * POLICY is still served. */
+PBX_TEST(peers_ttyd_no_terminal_denies_prompts_at_once)
+{
+    static pbx_peer_msg m;
+    const char *d = tp_tmpdir();
+    char pol[512];
+    (void)snprintf(pol, sizeof(pol), "%s/policy-null", d);
+    static const char rules[] =
+        "1 * read file routine allow\n* * * * * prompt\n";
+    int pf = open(pol, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    PBX_REQUIRE(pf >= 0);
+    PBX_CHECK(write(pf, rules, sizeof(rules) - 1U) ==
+              (ssize_t)(sizeof(rules) - 1U));
+    (void)close(pf);
+    int rp[2];
+    PBX_REQUIRE(tp_seqpair(rp));
+    char rarg[16];
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[] = {"--policy",   pol,  "--tty", "/dev/null",
+                          "--route-fd", rarg, NULL};
+    pid_t pid = tp_spawn("ttyd", args, &rp[1], 1, -1);
+    (void)close(rp[1]);
+    PBX_REQUIRE(pid > 0);
+    int route = rp[0];
+    /* Three prompts in a row, the later ones queued behind the first:
+     * each is denied within a second, in order. */
+    for (uint32_t k = 0; k < 3U; k++) {
+        pbx_ipc_id id = {40U + k, 1};
+        tt_prompt_seq(route, id, 900U + k, "docs/readme.txt", 0x5000U + k);
+    }
+    for (uint32_t k = 0; k < 3U; k++) {
+        pbx_ipc_id id = {40U + k, 1};
+        PBX_REQUIRE(tp_readable(route, 1000));
+        PBX_REQUIRE(pbx_peer_io_recv_frame(route, &m) == 0);
+        PBX_REQUIRE(m.err == PBX_OK);
+        PBX_CHECK_EQ(m.frame.seq, 0x5000U + k);
+        tt_answer_is(&m, id, 900U + k, PBX_IPC_ANSWER_DENY);
+    }
+    /* Nothing else follows: no late RETRY of a denied prompt. */
+    PBX_CHECK(!tp_readable(route, 200));
+    tt_policy_seq(route, 0x6000U, &m);
+    (void)close(route);
     (void)tp_stop(pid);
 }
