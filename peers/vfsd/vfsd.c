@@ -64,12 +64,14 @@ static const char vfsd_usage[] =
     "[--scope-fd N[=SUBDIR]]...\n"
     "                [--lie-scope PATH[=SUBDIR]]... [--route PATH] "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
+    "                [--incarnation N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR); powerboxd's route (--route, --route-fd)\n"
     "takes DETACH and RETIRE (--route-pid: the process at the far end of a\n"
     "--route-fd pair vfsd made itself). Object ids carry this vfsd's\n"
-    "incarnation: RETIRE or DETACH of another's is echoed as absent. See\n"
-    "docs/HOST.md.\n";
+    "incarnation: RETIRE or DETACH of another's is echoed as absent.\n"
+    "--incarnation N (1..65535) sets it; without it, it is random (a\n"
+    "restarted vfsd may then repeat a dead one's). See docs/HOST.md.\n";
 
 /* The local part of an object id (the provider socket's inode); the top
  * 16 bits carry the incarnation. */
@@ -111,7 +113,8 @@ typedef struct vfsd {
     int data[PBX_PEER_VFS_OBJECTS_MAX];
     uint64_t owner[PBX_PEER_VFS_OBJECTS_MAX];
     uint64_t routes_made;
-    /* This vfsd's incarnation: random, nonzero, chosen at start, carried
+    /* This vfsd's incarnation: --incarnation's, else random; nonzero,
+     * chosen at start, carried
      * in the top 16 bits of every object id it mints, so a RETIRE or
      * DETACH of another incarnation's object is known absent, exactly. */
     uint16_t incarnation;
@@ -1293,14 +1296,32 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",  "--scope",    "--scope-fd", "--lie-scope",
-        "--route", "--route-fd", "--ready-fd", "--route-pid"};
+        "--root",     "--scope",    "--scope-fd",  "--lie-scope",  "--route",
+        "--route-fd", "--ready-fd", "--route-pid", "--incarnation"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
         }
     }
     return false;
+}
+
+/* Sets the incarnation from --incarnation's text (decimal 1..65535, the
+ * supervisor's choice, one no earlier vfsd of its stack had);
+ * returns false after a message naming the bad value. */
+static bool vfsd_incarnation_arg(const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || n < 1L ||
+        n > (long)UINT16_MAX) {
+        pbx_peer_log("vfsd", "bad argument: --incarnation '%s' (1..65535)",
+                     text);
+        return false;
+    }
+    g_vfsd.incarnation = (uint16_t)n;
+    return true;
 }
 
 /* Checks the command line's shape: returns 0 when it is well formed with
@@ -1335,6 +1356,10 @@ static int vfsd_args_check(int argc, char **argv, const char **root)
                 return 2;
             }
             g_vfsd.route_pid = (pid_t)pid;
+        }
+        if (strcmp(argv[i], "--incarnation") == 0 &&
+            !vfsd_incarnation_arg(argv[i + 1])) {
+            return 2;
         }
     }
     if (*root == NULL) {
@@ -1390,7 +1415,8 @@ int main(int argc, char **argv)
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         g_vfsd.data[r] = -1;
     }
-    /* A nonzero incarnation: 0 would read as "no incarnation". */
+    /* A nonzero incarnation: 0 would read as "no incarnation". This random
+     * choice stands unless --incarnation replaces it. */
     for (int i = 0; i < 64 && g_vfsd.incarnation == 0U; i++) {
         if (getrandom(&g_vfsd.incarnation, sizeof(g_vfsd.incarnation), 0) !=
             (ssize_t)sizeof(g_vfsd.incarnation)) {

@@ -250,7 +250,8 @@ and its job connection.
                  the job are gone, DIR/lock is free
   up-restart     (standalone) kill -9 of vfsd: stack.log shows its
                  death (signal 9), vfsd alone is started again no sooner
-                 than the 0.5 s backoff and its new route is accepted by
+                 than the 0.5 s backoff with another incarnation (logged
+                 at ready) and its new route is accepted by
                  the same powerboxd (ROUTE_ATTACH), a lifecycle succeeds;
                  then kill -9 of launchd with a job running: launchd
                  alone restarted after 0.5 s, the orphaned job killed,
@@ -3452,6 +3453,13 @@ def up_restart(bin_dir, work):
                  f"0.5 s backoff")
         if f"attach vfsd route of pid {started[1]}: accepted" not in text:
             fail("the new vfsd's route was not accepted by powerboxd")
+        incs = dict(re.findall(
+            r" vfsd\[(\d+)\]: vfsd: ready: .*, incarnation (\d+)", text))
+        was, now = incs.get(str(first["vfsd"])), incs.get(started[1])
+        if was is None or now is None or was == now:
+            fail(f"the restarted vfsd's incarnation {now} is not another "
+                 f"than the first one's {was}")
+        print(f"run: vfsd incarnation {was}, restarted as {now}")
         gone([first["vfsd"]], "after vfsd's restart")
         u.lifecycle("after vfsd's restart")
         second = u.stack()

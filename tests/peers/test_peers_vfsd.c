@@ -260,8 +260,9 @@ static void tv_file(const char *dir, const char *name)
     (void)close(fd);
 }
 
-/* Builds root/{secret,pub/{a.txt,dir/,links}} and starts vfsd on pub. */
-static void tv_up(tv *t)
+/* Builds root/{secret,pub/{a.txt,dir/,links}} and starts vfsd on pub,
+ * with --incarnation inc unless inc is NULL. */
+static void tv_up_inc(tv *t, const char *inc)
 {
     const char *d = tp_tmpdir();
     (void)snprintf(t->dir, sizeof(t->dir), "%s", d);
@@ -286,8 +287,12 @@ static void tv_up(tv *t)
     char rarg[32];
     (void)snprintf(sarg, sizeof(sarg), "%d=pub", sp[1]);
     (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
-    const char *args[] = {"--root",     d,    "--scope-fd", sarg,
-                          "--route-fd", rarg, NULL};
+    const char *args[] = {"--root", d,    "--scope-fd", sarg, "--route-fd",
+                          rarg,     NULL, NULL,         NULL};
+    if (inc != NULL) {
+        args[6] = "--incarnation";
+        args[7] = inc;
+    }
     int keep[2] = {sp[1], rp[1]};
     t->pid = tp_spawn("vfsd", args, keep, 2, -1);
     (void)close(sp[1]);
@@ -303,6 +308,15 @@ static void tv_up(tv *t)
     PBX_CHECK_EQ(t->scope_id, pbx_peer_io_inode(t->scope));
     t->route = rp[0];
 }
+
+/* Starts vfsd as tv_up_inc does, its incarnation its own random one. */
+static void tv_up(tv *t)
+{
+    tv_up_inc(t, NULL);
+}
+
+/* The local part of an object id (below the incarnation's 16 bits). */
+#define VFSD_TEST_LOCAL ((UINT64_C(1) << 48) - 1U)
 
 static void tv_down(tv *t)
 {
@@ -1276,4 +1290,77 @@ PBX_TEST(peers_vfsd_object_ids_carry_the_incarnation_and_others_are_absent)
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
     tv_down(&t);
+}
+
+PBX_TEST(peers_vfsd_incarnation_option_sets_the_top_bits)
+{
+    static tv t;
+    static pbx_peer_msg m;
+    tv_up_inc(&t, "7");
+    int base = tp_fd_count(t.pid);
+    pbx_ipc_resolve_reply rep;
+    int obj = tv_found(&t, &rep, &m);
+    /* --incarnation 7: every id minted carries 7 in its top 16 bits. */
+    PBX_CHECK_EQ(rep.object.id >> 48, UINT64_C(7));
+    /* A RETIRE of incarnation 8's object (the next one a supervisor would
+     * pass) is echoed as absent, exactly, and cuts nothing. */
+    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
+    rq.object.id = (UINT64_C(8) << 48) | (rep.object.id & VFSD_TEST_LOCAL);
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    pbx_ipc_retire echo;
+    PBX_CHECK_EQ(pbx_ipc_retire_reply_decode(&m.frame, &echo), PBX_OK);
+    PBX_CHECK(echo.object.id == rq.object.id &&
+              echo.object.gen == rq.object.gen && echo.scope_id == rq.scope_id);
+    PBX_CHECK(!tp_hung_up(obj, 100));
+    /* Its own RETIRE still cuts it. */
+    rq.object = rep.object;
+    PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
+    PBX_CHECK(tp_hung_up(obj, 2000));
+    (void)close(obj);
+    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 1000), base);
+    tv_down(&t);
+}
+
+/* Runs pbx-vfsd --root DIR --incarnation value with stderr to the file
+ * out; returns its exit status (5 s). */
+static int tv_cli_incarnation(const char *dir, const char *value,
+                              const char *out)
+{
+    pid_t pid = fork();
+    PBX_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+            _exit(126);
+        }
+        char path[512];
+        const char *bin = getenv("PBX_PEERS_BIN");
+        (void)snprintf(path, sizeof(path), "%s/pbx-vfsd",
+                       bin != NULL ? bin : "build/bin");
+        const char *argv[] = {"pbx-vfsd",      "--root", dir,
+                              "--incarnation", value,    NULL};
+        execv(path, (char *const *)(void *)argv);
+        _exit(127);
+    }
+    return tp_wait_exit(pid, 5000);
+}
+
+PBX_TEST(peers_vfsd_incarnation_usage_errors)
+{
+    const char *d = tp_tmpdir();
+    char out[600];
+    char text[1024];
+    (void)snprintf(out, sizeof(out), "%s/out", d);
+    /* 0 (no incarnation), 65536 (beyond 16 bits) and junk: exit 2 with
+     * one line naming the option and the value. */
+    static const char *const bad[] = {"0", "65536", "7x", "", "-1"};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
+        PBX_CHECK_EQ(tv_cli_incarnation(d, bad[i], out), 2);
+        char want[64];
+        (void)snprintf(want, sizeof(want), "--incarnation '%s'", bad[i]);
+        PBX_CHECK(tp_read_file(out, text, sizeof(text)) > 0 &&
+                  strstr(text, want) != NULL);
+        char *nl = strchr(text, '\n');
+        PBX_CHECK(nl != NULL && nl[1] == '\0');
+    }
 }

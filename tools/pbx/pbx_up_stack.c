@@ -443,6 +443,13 @@ static int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
 {
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "pbx-vfsd");
+    /* An incarnation no earlier vfsd of this supervisor had: a RETIRE of a
+     * dead vfsd's object is then echoed as absent, never refused. */
+    u->vfsd_incarnation = u->vfsd_incarnation >= UINT16_MAX
+                              ? 1U
+                              : (uint16_t)(u->vfsd_incarnation + 1U);
+    pbx_up_arg(&a, "--incarnation");
+    pbx_up_arg(&a, "%u", (unsigned)u->vfsd_incarnation);
     pbx_up_arg(&a, "--root");
     pbx_up_arg(&a, "%s", u->root);
     pbx_up_arg(&a, "--scope");
