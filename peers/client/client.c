@@ -823,6 +823,34 @@ static const char client_usage[] =
     "Exit: 0 approved or accepted, 3 denied, cancelled or not found,\n"
     "1 failure or mismatch, 2 usage error.\n";
 
+/* Names the first word in an option position of argv (argv[1] is the
+ * command) that is not one of client_option's names, on one line; false
+ * then. The list is client_option's; an option added there goes here. */
+static bool client_known_options(int argc, char **argv)
+{
+    static const char *const known[] = {
+        "--class",     "--control",       "--control-fd", "--entry",
+        "--grant",     "--invocation",    "--job",        "--label",
+        "--lifetime",  "--mode",          "--op",         "--public",
+        "--public-fd", "--ready-fd",      "--realm",      "--repeat",
+        "--request",   "--scope",         "--scope-fd",   "--selector",
+        "--session",   "--slot",          "--target",     "--then",
+        "--urgency",   "--verify-object", "--wait-ms"};
+    for (int i = 2; i < argc; i += 2) {
+        bool found = false;
+        for (size_t j = 0; j < PBX_ARRAY_LEN(known); j++) {
+            found = found || strcmp(argv[i], known[j]) == 0;
+        }
+        if (!found) {
+            pbx_peer_log("pbx-client",
+                         "unknown option '%s' (try 'pbx-client --help')",
+                         argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     static client_opts o;
@@ -834,6 +862,9 @@ int main(int argc, char **argv)
         }
     }
     const char *cmd = argc > 1 ? argv[1] : "";
+    if (!client_known_options(argc, argv)) {
+        return 2;
+    }
     bool ok = argc >= 2 && (argc % 2) == 0 && client_env(&o);
     for (int i = 2; ok && i + 1 < argc; i += 2) {
         errno = 0;

@@ -158,6 +158,13 @@ int main(int argc, char **argv)
             i++;
         }
     }
+    if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--direct") != 0 &&
+        strcmp(argv[i], "--exceptional") != 0) {
+        (void)fprintf(stderr,
+                      "pbx-demo: unknown option '%s' (try 'pbx-demo --help')\n",
+                      argv[i]);
+        return 2;
+    }
     if (i != argc - 1 || argv[i][0] == '\0' || argv[i][0] == '-') {
         (void)fputs(DEMO_USAGE, stderr);
         return 2;

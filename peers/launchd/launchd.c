@@ -439,6 +439,50 @@ static const char launchd_usage[] =
     "                   --public-fd N) --job ID:GEN [--invocation N]\n"
     "       pbx-launchd -h | --help\n";
 
+/* Whether k is one of the names in the NULL-terminated list known. */
+static bool launchd_in(const char *k, const char *const *known)
+{
+    for (size_t j = 0; j < 16U && known[j] != NULL; j++) {
+        if (strcmp(k, known[j]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Names the first word in an option position of subcommand argv[1]'s
+ * words (up to run's "--") that is not one of its options, on one line;
+ * false then. run's --sandbox alone takes no value. */
+static bool launchd_known_options(int argc, char **argv)
+{
+    static const char *const serve[] = {
+        "--wake",           "--wake-fd",   "--broker-fd",
+        "--control",        "--wake-log",  "--ready-fd",
+        "--wake-hold-file", "--stage",     "--max-conns",
+        "--idle-ms",        "--max-open",  "--max-jobs",
+        "--call-ms",        "--first-job", NULL};
+    static const char *const run[] = {"--control", "--sandbox", "--job",
+                                      "--entry",   "--session", "--realm",
+                                      NULL};
+    static const char *const expire[] = {
+        "--control", "--public", "--public-fd", "--job", "--invocation", NULL};
+    bool is_run = strcmp(argv[1], "run") == 0;
+    const char *const *known = is_run                          ? run
+                               : strcmp(argv[1], "serve") == 0 ? serve
+                                                               : expire;
+    int i = 2;
+    while (i < argc && !(is_run && strcmp(argv[i], "--") == 0)) {
+        if (!launchd_in(argv[i], known)) {
+            pbx_peer_log("pbx-launchd",
+                         "unknown option '%s' (try 'pbx-launchd %s --help')",
+                         argv[i], argv[1]);
+            return false;
+        }
+        i += strcmp(argv[i], "--sandbox") == 0 ? 1 : 2;
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     /* Neither serve (the broker end, every job connection) nor run (the
@@ -450,6 +494,17 @@ int main(int argc, char **argv)
         pbx_peer_log("launchd", "cannot make the process undumpable: %s",
                      strerror(errno));
         return 1;
+    }
+    bool sub = argc >= 2 &&
+               (strcmp(argv[1], "serve") == 0 || strcmp(argv[1], "run") == 0 ||
+                strcmp(argv[1], "expire") == 0);
+    if (sub && argc == 3 &&
+        (strcmp(argv[2], "-h") == 0 || strcmp(argv[2], "--help") == 0)) {
+        (void)fputs(launchd_usage, stdout);
+        return 0;
+    }
+    if (sub && !launchd_known_options(argc, argv)) {
+        return 2;
     }
     if (argc >= 2 && strcmp(argv[1], "serve") == 0) {
         return launchd_serve(argc, argv);

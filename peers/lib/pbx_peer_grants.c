@@ -407,8 +407,16 @@ bool pbx_peer_grants_end_line(const pbx_peer_grants_audit *a,
                        obj, lt, pbx_peer_grants_get(e, "end"), by,
                        pbx_peer_grants_get(e, "reason"));
     } else {
+        /* The log writes I:G; the human line uses I.G, the form pbx
+         * grants shows and pbx cancel takes. */
+        char gid[64];
+        (void)snprintf(gid, sizeof(gid), "%s", g);
+        char *colon = strchr(gid, ':');
+        if (colon != NULL) {
+            *colon = '.';
+        }
         (void)snprintf(out, cap, "%s grant %s (%s, job %s, %s %s, %s): %s", t,
-                       g, entry, job, op, obj, lt, how);
+                       gid, entry, job, op, obj, lt, how);
     }
     return true;
 }

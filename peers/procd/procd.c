@@ -599,6 +599,29 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
     return true;
 }
 
+/* Names the first word in an option position of argv that is not one of
+ * procd's options, on one line; false then. Checked before any option is
+ * applied, so a typo never leaves a half-opened socket behind. */
+static bool procd_known_options(int argc, char **argv)
+{
+    static const char *const known[] = {"--stage",    "--stage-sock",
+                                        "--route",    "--route-fd",
+                                        "--ready-fd", "--query"};
+    for (int i = 1; i < argc; i += 2) {
+        bool found = false;
+        for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
+            found = found || strcmp(argv[i], known[j]) == 0;
+        }
+        if (!found) {
+            pbx_peer_log("pbx-procd",
+                         "unknown option '%s' (try 'pbx-procd --help')",
+                         argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
@@ -619,6 +642,9 @@ int main(int argc, char **argv)
     }
     /* No argument at all is a usage error too: a procd with no staged
      * process and no route would serve nothing forever. */
+    if (!procd_known_options(argc, argv)) {
+        return 2;
+    }
     bool ok = argc > 1 && (argc % 2) == 1;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
         ok = procd_option(argv[i], argv[i + 1], &ready_fd);

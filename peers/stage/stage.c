@@ -93,7 +93,8 @@ static bool stage_grant_parse(const char *spec, stage_grant *g)
            pbx_app_class_for((uint16_t)g->op) != 0U;
 }
 
-/* Parses option k with value v into *o; false after a usage line. */
+/* Parses option k with value v into *o; false after one line naming an
+ * unknown option, or a line and the usage for a bad or missing value. */
 static bool stage_opt(const char *k, const char *v, stage_opts *o)
 {
     bool ok = v != NULL;
@@ -108,11 +109,15 @@ static bool stage_opt(const char *k, const char *v, stage_opts *o)
     } else if (ok && strcmp(k, "--wait-ms") == 0) {
         ok = pbx_peer_parse_u64(v, UINT32_MAX, &o->wait_ms);
     } else {
-        (void)fprintf(stderr, "pbx-stage: unknown option '%s'\n", k);
+        (void)fprintf(stderr,
+                      "pbx-stage: unknown option '%s' (try 'pbx-stage "
+                      "--help')\n",
+                      k);
         return false;
     }
     if (!ok) {
         (void)fprintf(stderr, "pbx-stage: bad or missing value for %s\n", k);
+        (void)fputs(STAGE_USAGE, stderr);
     }
     return ok;
 }
@@ -128,7 +133,6 @@ static int stage_args(int argc, char **argv, stage_opts *o)
     int i = 1;
     while (i < argc && strcmp(argv[i], "--") != 0) {
         if (!stage_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, o)) {
-            (void)fputs(STAGE_USAGE, stderr);
             return STAGE_EXIT_USAGE;
         }
         i += 2;

@@ -751,6 +751,28 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
     return true;
 }
 
+/* Names the first word in an option position of argv that is not one of
+ * ttyd's options, on one line; false then. Checked before any option is
+ * applied, so a typo never leaves a half-opened socket behind. */
+static bool ttyd_known_options(int argc, char **argv)
+{
+    static const char *const known[] = {"--policy", "--tty",      "--query",
+                                        "--route",  "--route-fd", "--ready-fd"};
+    for (int i = 1; i < argc; i += 2) {
+        bool found = false;
+        for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
+            found = found || strcmp(argv[i], known[j]) == 0;
+        }
+        if (!found) {
+            pbx_peer_log("pbx-ttyd",
+                         "unknown option '%s' (try 'pbx-ttyd --help')",
+                         argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
@@ -768,6 +790,9 @@ int main(int argc, char **argv)
     if (argc == 1) {
         /* Without a policy ttyd would serve nothing of use. */
         pbx_peer_log("ttyd", "%s", TTYD_USAGE);
+        return 2;
+    }
+    if (!ttyd_known_options(argc, argv)) {
         return 2;
     }
     pbx_peer_tty_views_init(&g_ttyd.views);

@@ -3581,6 +3581,7 @@ def grants_cli(bin_dir, work):
         rc, table, err = cmd("grants")
         if rc != 0 or not table.startswith("GRANT") or \
                 ttyd_escaped(sels[62]) not in table or \
+                " 81:1 " not in table or \
                 "(label)" in table or "digest only" in table:
             fail(f"grants-cli: pbx grants table:\n{table}{err}")
         print(f"run: pbx grants lists grants {made[61]} and {made[62]} "
@@ -3626,7 +3627,7 @@ def grants_cli(bin_dir, work):
             last[0] = out
             got = {}
             for l in out.splitlines():
-                m = re.match(r"\S+ grant (\d+):(\d+) \(bin/grants-demo, "
+                m = re.match(r"\S+ grant (\d+)\.(\d+) \(bin/grants-demo, "
                              r"job 81:1, read (\S+), \S+\): (.*)$", l)
                 if m:
                     got[f"{m[1]}.{m[2]}"] = (m[3], m[4])

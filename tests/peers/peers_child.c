@@ -247,3 +247,44 @@ int tp_fd_settle(pid_t pid, int want, int timeout_ms)
     }
     return n;
 }
+
+int tp_cli(const char *name, const char *const *args, char *out, char *err,
+           size_t cap)
+{
+    const char *dir = tp_tmpdir();
+    char paths[2][512];
+    (void)snprintf(paths[0], sizeof(paths[0]), "%s/stdout", dir);
+    (void)snprintf(paths[1], sizeof(paths[1]), "%s/stderr", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(paths[0], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(paths[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int nul = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || nul < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 ||
+            dup2(nul, 0) < 0) {
+            _exit(126);
+        }
+        char path[512];
+        const char *bin = getenv("PBX_PEERS_BIN");
+        (void)snprintf(path, sizeof(path), "%s/pbx-%s",
+                       bin != NULL ? bin : "build/bin", name);
+        char *argv[TP_ARGS_MAX + 2];
+        size_t n = 0;
+        argv[n++] = path;
+        for (size_t i = 0; args[i] != NULL && n < TP_ARGS_MAX; i++) {
+            argv[n++] = (char *)args[i];
+        }
+        argv[n] = NULL;
+        execv(path, argv);
+        _exit(127);
+    }
+    if (pid < 0) {
+        return -1;
+    }
+    int st = tp_wait_exit(pid, 5000);
+    if (tp_read_file(paths[0], out, cap) < 0 ||
+        tp_read_file(paths[1], err, cap) < 0) {
+        return -1;
+    }
+    return st;
+}

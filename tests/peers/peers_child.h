@@ -82,4 +82,14 @@ bool tp_readable(int fd, int timeout_ms);
  */
 long tp_read_file(const char *path, char *buf, size_t cap);
 
+/**
+ * tp_cli runs "pbx-<name>" with the NULL-terminated args (not counting
+ * argv[0]; at most TP_ARGS_MAX), stdin /dev/null, and waits up to 5 s for
+ * it to exit. Its stdout and stderr, up to cap-1 bytes each, are copied
+ * NUL-terminated into out and err (both cap bytes, the caller's). Returns
+ * its exit status, or -1 when it could not be run or did not exit.
+ */
+int tp_cli(const char *name, const char *const *args, char *out, char *err,
+           size_t cap);
+
 #endif /* PEERS_CHILD_H */

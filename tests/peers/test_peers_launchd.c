@@ -1974,3 +1974,94 @@ PBX_TEST(peers_launchd_refuses_a_sandbox_where_the_kernel_has_no_landlock)
         tl_stop(&s);
     }
 }
+
+/* Counts the newline-ended lines of s. */
+static size_t tl_lines(const char *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < 65536U && s[i] != '\0'; i++) {
+        n += s[i] == '\n' ? 1U : 0U;
+    }
+    return n;
+}
+
+/* Every peer binary and every launchd and client subcommand answers -h
+ * and --help with its usage on stdout, nothing on stderr, exit 0. */
+PBX_TEST(peers_cli_help_on_every_binary_and_subcommand)
+{
+    static const struct {
+        const char *name;
+        const char *args[3];
+        const char *names; /* what the usage must mention */
+    } cases[] = {
+        {"launchd", {NULL}, "pbx-launchd serve"},
+        {"launchd", {"serve", NULL}, "pbx-launchd serve"},
+        {"launchd", {"run", NULL}, "pbx-launchd run"},
+        {"launchd", {"expire", NULL}, "pbx-launchd expire"},
+        {"client", {NULL}, "pbx-client request"},
+        {"client", {"request", NULL}, "pbx-client request"},
+        {"client", {"cancel", NULL}, "pbx-client cancel"},
+        {"client", {"consume", NULL}, "pbx-client consume"},
+        {"ttyd", {NULL}, "pbx-ttyd --policy"},
+        {"procd", {NULL}, "pbx-procd [--stage"},
+        {"demo", {NULL}, "pbx-demo [--direct"},
+        {"stage", {NULL}, "pbx-stage [--stage-sock"},
+        {"vfsd", {NULL}, "pbx-vfsd"},
+    };
+    static const char *const flags[] = {"-h", "--help"};
+    static char out[4096];
+    static char err[4096];
+    for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
+        for (size_t f = 0; f < PBX_ARRAY_LEN(flags); f++) {
+            const char *args[3] = {cases[i].args[0], NULL, NULL};
+            args[args[0] != NULL ? 1 : 0] = flags[f];
+            PBX_CHECK_EQ(tp_cli(cases[i].name, args, out, err, sizeof(out)), 0);
+            PBX_CHECK(strncmp(out, "usage:", 6) == 0);
+            PBX_CHECK(strstr(out, cases[i].names) != NULL);
+            PBX_CHECK_EQ(err[0], '\0');
+        }
+    }
+}
+
+/* An unknown option, to any peer binary or subcommand, exits 2 with one
+ * line on stderr naming it and nothing on stdout; it is refused before
+ * any option is applied (serve's --wake socket is never made). */
+PBX_TEST(peers_cli_unknown_option_named_on_one_line)
+{
+    char wake[600];
+    (void)snprintf(wake, sizeof(wake), "%s/wake.sock", tp_tmpdir());
+    static const struct {
+        const char *name;
+        const char *args[5];
+    } cases[] = {
+        {"launchd", {"serve", "--bogus", NULL}},
+        {"launchd", {"serve", "--wake", "W", "--bogus", NULL}},
+        {"launchd", {"run", "--bogus", NULL}},
+        {"launchd", {"run", "--sandbox", "--bogus", NULL}},
+        {"launchd", {"expire", "--bogus", NULL}},
+        {"client", {"request", "--bogus", NULL}},
+        {"client", {"cancel", "--selector", "x", "--bogus", NULL}},
+        {"ttyd", {"--bogus", NULL}},
+        {"ttyd", {"--tty", "/dev/null", "--bogus", "x", NULL}},
+        {"procd", {"--bogus", NULL}},
+        {"demo", {"--bogus", NULL}},
+        {"demo", {"--exceptional", "--bogus", "x", NULL}},
+        {"stage", {"--bogus", NULL}},
+        {"vfsd", {"--bogus", NULL}},
+    };
+    static char out[4096];
+    static char err[4096];
+    for (size_t i = 0; i < PBX_ARRAY_LEN(cases); i++) {
+        const char *args[5];
+        for (size_t k = 0; k < 5U; k++) {
+            const char *a = cases[i].args[k];
+            args[k] = a != NULL && strcmp(a, "W") == 0 ? wake : a;
+        }
+        PBX_CHECK_EQ(tp_cli(cases[i].name, args, out, err, sizeof(out)), 2);
+        PBX_CHECK_EQ(out[0], '\0');
+        PBX_CHECK_EQ(tl_lines(err), 1U);
+        PBX_CHECK(strstr(err, "'--bogus'") != NULL);
+        PBX_CHECK(strstr(err, "unknown") != NULL);
+    }
+    PBX_CHECK(access(wake, F_OK) != 0);
+}

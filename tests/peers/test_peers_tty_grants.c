@@ -358,7 +358,7 @@ PBX_TEST(peers_tty_grants_end_lines)
     }
     PBX_REQUIRE(pbx_peer_grants_event_parse(log[0], &e));
     PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)));
-    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.000Z grant 3:1 "
+    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.000Z grant 3.1 "
                           "(bin/grants-demo, job 81:1, read docs/readme.txt, "
                           "job): cancelled by the user") == 0);
     PBX_CHECK(pbx_peer_grants_end_line(&a, &e, true, out, sizeof(out)));
@@ -371,7 +371,7 @@ PBX_TEST(peers_tty_grants_end_lines)
     PBX_CHECK(strcmp(out, "") == 0);
     PBX_REQUIRE(pbx_peer_grants_event_parse(log[2], &e));
     PBX_CHECK(pbx_peer_grants_end_line(&a, &e, false, out, sizeof(out)));
-    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.002Z grant 90:1 (bin/other, "
+    PBX_CHECK(strcmp(out, "2026-01-01T00:00:00.002Z grant 90.1 (bin/other, "
                           "job 12:1, read my%20notes.txt, one-shot): "
                           "cancelled by the program") == 0);
     PBX_CHECK(pbx_peer_grants_end_line(&a, &e, true, out, sizeof(out)) &&

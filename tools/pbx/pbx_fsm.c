@@ -52,6 +52,9 @@ int pbx_tool_fsm(int argc, char **argv)
         pbx_fsm_table(stdout);
         return PBX_TOOL_EXIT_OK;
     }
+    if (argc >= 2 && argv[1][0] == '-') {
+        return pbx_tool_usage_error(argv[0], "unknown option", argv[1]);
+    }
     (void)fputs("pbx: fsm: expected 'dot' or 'table'\n", stderr);
     return PBX_TOOL_EXIT_USAGE;
 }

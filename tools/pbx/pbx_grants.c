@@ -56,10 +56,16 @@ static int grants_args(int argc, char **argv, const char *path_opt,
         } else if (want_id && o->id == NULL && a[0] != '-') {
             o->id = a;
         } else {
+            /* Only an option this command takes can lack its value. */
+            bool known =
+                strcmp(a, "--dir") == 0 ||
+                (path_opt != NULL && strcmp(a, path_opt) == 0) ||
+                (strcmp(argv[0], "grants") == 0 && strcmp(a, "--log") == 0) ||
+                (!want_id && strcmp(a, "--format") == 0);
             return pbx_tool_usage_error(argv[0],
-                                        has_value || a[0] != '-'
-                                            ? "unexpected argument"
-                                            : "option needs a value",
+                                        a[0] != '-' ? "unexpected argument"
+                                        : known     ? "option needs a value"
+                                                    : "unknown option",
                                         a);
         }
     }
@@ -118,8 +124,10 @@ static void grants_print_row(const pbx_peer_grants_row *r,
     }
     /* Never the label in the object's place: without an exact selector
      * the digest is shown, and said to be one. */
+    char job[48];
+    (void)snprintf(job, sizeof(job), "%s:%s", r->job, r->job_gen);
     (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", r->grant,
-                 r->program, r->job, r->op, r->lifetime, since,
+                 r->program, job, r->op, r->lifetime, since,
                  from != NULL ? what : r->digest,
                  exact ? "" : " (digest only: no log line names it)");
 }
