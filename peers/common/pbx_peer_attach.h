@@ -1,0 +1,98 @@
+/*
+ * pbx_peer_attach.h: the attach channel a supervisor (`pbx up`) holds to
+ * every peer it starts with --attach-fd N (hosted; libc).
+ *
+ * The channel is one end of an AF_UNIX SOCK_SEQPACKET socketpair. Each
+ * message from the supervisor is one op byte ('R': adopt route(s); 'L':
+ * vfsd only, listen for a route at a path) and an optional body, with at
+ * most PBX_PEER_ATTACH_FDS_MAX descriptors. The peer answers with two
+ * bytes: the op in lower case, then a status byte (0 done, 1 refused).
+ * A peer polls the channel with its other descriptors and never blocks
+ * on it: receives and answers both use MSG_DONTWAIT.
+ */
+#ifndef PBX_PEER_ATTACH_H
+#define PBX_PEER_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** PBX_PEER_ATTACH_FDS_MAX is how many descriptors one message may carry. */
+#define PBX_PEER_ATTACH_FDS_MAX 2U
+
+/**
+ * PBX_PEER_ATTACH_BODY_MAX is the longest body accepted after the op byte;
+ * it holds the longest 'L' path (107 bytes). A longer message is
+ * truncated by the kernel and refused.
+ */
+#define PBX_PEER_ATTACH_BODY_MAX 120U
+
+/** PBX_PEER_ATTACH_OP_ROUTE is 'R': adopt the attached route(s). */
+#define PBX_PEER_ATTACH_OP_ROUTE 0x52U
+
+/** PBX_PEER_ATTACH_OP_LISTEN is 'L': listen for a route at the body path. */
+#define PBX_PEER_ATTACH_OP_LISTEN 0x4CU
+
+/** PBX_PEER_ATTACH_DONE is the answer status of an applied message. */
+#define PBX_PEER_ATTACH_DONE 0U
+
+/** PBX_PEER_ATTACH_REFUSED is the answer status of a refused message. */
+#define PBX_PEER_ATTACH_REFUSED 1U
+
+/**
+ * pbx_peer_attach_msg is one received channel message. body holds the
+ * bytes after the op (body_len of them, not NUL-terminated). The receiver
+ * owns every descriptor in fds[0..nfds) and must close or keep each one.
+ * ok is false when the message was truncated (bytes or descriptors) or
+ * carried foreign control data, or had no op byte: its descriptors are
+ * then already closed (nfds is 0) and the peer answers it refused.
+ */
+typedef struct pbx_peer_attach_msg {
+    /** op is the first byte (0 when the message had no bytes). */
+    uint8_t op;
+    /** ok is false for a message that must be refused as malformed. */
+    bool ok;
+    /** body is the bytes after the op. */
+    uint8_t body[PBX_PEER_ATTACH_BODY_MAX];
+    /** body_len is the number of valid bytes in body. */
+    size_t body_len;
+    /** fds are the descriptors received (owned by the receiver). */
+    int fds[PBX_PEER_ATTACH_FDS_MAX];
+    /** nfds is the number of valid entries in fds. */
+    size_t nfds;
+} pbx_peer_attach_msg;
+
+/**
+ * pbx_peer_attach_recv receives one message from the channel chan without
+ * waiting (MSG_DONTWAIT), its descriptors close-on-exec (MSG_CMSG_CLOEXEC).
+ * Descriptors beyond PBX_PEER_ATTACH_FDS_MAX are closed by the kernel and
+ * the message is marked not ok, as is one whose bytes were truncated.
+ * Returns 0 with a message in *m (check m->ok), 1 at end of file (the
+ * supervisor is gone), or -1 with errno set (EAGAIN when nothing waits).
+ */
+int pbx_peer_attach_recv(int chan, pbx_peer_attach_msg *m);
+
+/**
+ * pbx_peer_attach_answer sends the 2-byte answer to a message of op on
+ * chan: op in lower case (an op that is not an upper-case letter is sent
+ * as it is), then status. Sent with MSG_DONTWAIT and MSG_NOSIGNAL, so a
+ * supervisor that does not read never holds the peer up. Returns 0, or -1
+ * with errno set.
+ */
+int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status);
+
+/**
+ * pbx_peer_attach_is_socket reports whether fd is an AF_UNIX socket of
+ * type (SOCK_SEQPACKET, SOCK_DGRAM, ...).
+ */
+bool pbx_peer_attach_is_socket(int fd, int type);
+
+/**
+ * pbx_peer_attach_refuse closes every descriptor of m, logs
+ * "<who>: attach channel: refused: <reason>" and answers m's op refused
+ * on chan. who and reason are NUL-terminated and only read.
+ */
+void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
+                            const char *reason);
+
+#endif /* PBX_PEER_ATTACH_H */
