@@ -1,7 +1,8 @@
 /*
  * launchd.c: the reference launchd for the Linux host, in three commands.
  *
- *   pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]
+ *   pbx-launchd serve (--wake PATH | --wake-fd N | --attach-fd N)
+ *                     [--broker-fd N] [--attach-fd N]
  *                     [--control PATH] [--wake-log PATH] [--ready-fd N]
  *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
@@ -11,6 +12,11 @@
  *       logged, and appended as "wake request I.G job J.G" to
  *       --wake-log). With --wake-hold-file (a test aid) it leaves the wake
  *       route unread while PATH exists.
+ *       --attach-fd is launchd's end of the supervisor's attach channel
+ *       (launchd_attach.c): an 'R' message with a wake route and a broker
+ *       replaces both (the old broker lost first). With it launchd may
+ *       start with neither: no wakes, and callers answered ROUTE, until
+ *       routes arrive.
  *       --broker-fd is launchd's end of the broker connection (powerboxd's
  *       slot 10). Every public request that arrives on a connection is
  *       relayed over it stamped with launchd's own nonzero seq and kept
@@ -177,14 +183,15 @@ static void launchd_accept(launchd_srv *srv)
 /* One poll round over every route and connection, then the timers. */
 static void launchd_round(launchd_srv *srv)
 {
-    static struct pollfd p[LAUNCHD_CONNS_CAP + 3U];
-    static uint32_t who[LAUNCHD_CONNS_CAP + 3U];
+    static struct pollfd p[LAUNCHD_CONNS_CAP + 4U];
+    static uint32_t who[LAUNCHD_CONNS_CAP + 4U];
     nfds_t n = 0;
     bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
     /* A negative fd is skipped by poll: the wake route is left unread. */
     p[n++] = (struct pollfd){held ? -1 : srv->wake, POLLIN, 0};
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
     p[n++] = (struct pollfd){srv->broker, POLLIN, 0};
+    p[n++] = (struct pollfd){srv->attach, POLLIN, 0};
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         if (srv->conns[i].fd >= 0) {
             who[n] = i;
@@ -196,10 +203,13 @@ static void launchd_round(launchd_srv *srv)
     if (p[2].revents != 0) {
         launchd_broker_input(srv);
     }
-    if (p[0].revents != 0) {
+    if (p[0].revents != 0 && srv->wake == p[0].fd) {
         launchd_wake_input(srv);
     }
-    for (nfds_t i = 3; i < n; i++) {
+    if (p[3].revents != 0) {
+        launchd_attach_input(srv);
+    }
+    for (nfds_t i = 4; i < n; i++) {
         /* A connection closed earlier this round may have a new fd. */
         if (p[i].revents != 0 && srv->conns[who[i]].fd == p[i].fd) {
             launchd_conn_frame(srv, who[i]);
@@ -267,13 +277,22 @@ static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
 static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
                                int *ready)
 {
+    bool wake_given = false;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i];
         const char *v = argv[i + 1];
         if (strcmp(k, "--wake") == 0) {
+            wake_given = true;
             srv->wake = pbx_peer_io_listen(v, SOCK_DGRAM);
         } else if (strcmp(k, "--wake-fd") == 0) {
+            wake_given = true;
             srv->wake = pbx_peer_io_fd_arg(v);
+        } else if (strcmp(k, "--attach-fd") == 0) {
+            srv->attach = pbx_peer_io_fd_arg(v);
+            if (srv->attach < 0) {
+                pbx_peer_log("launchd", "invalid option %s '%s'", k, v);
+                return false;
+            }
         } else if (strcmp(k, "--broker-fd") == 0) {
             srv->broker = pbx_peer_io_fd_arg(v);
         } else if (strcmp(k, "--control") == 0) {
@@ -289,13 +308,16 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             return false;
         }
     }
-    return srv->wake >= 0 && (argc % 2) == 0;
+    /* Without --attach-fd the wake route is required; with it, routes
+     * may come later (but a wake route that was asked for must work). */
+    bool wake_ok = wake_given ? srv->wake >= 0 : srv->attach >= 0;
+    return wake_ok && (argc % 2) == 0;
 }
 
 /* Sets the defaults of every serve option. */
 static void launchd_defaults(launchd_srv *srv)
 {
-    srv->wake = srv->broker = srv->control = -1;
+    srv->wake = srv->broker = srv->control = srv->attach = -1;
     srv->max_conns = 96;
     srv->idle_ms = 10000;
     srv->max_open = 8;
@@ -315,7 +337,8 @@ static int launchd_serve(int argc, char **argv)
     launchd_defaults(srv);
     if (!launchd_serve_args(argc, argv, srv, &ready)) {
         pbx_peer_log("launchd", "usage: pbx-launchd serve (--wake PATH | "
-                                "--wake-fd N) [--broker-fd N] "
+                                "--wake-fd N | --attach-fd N) [--broker-fd N] "
+                                "[--attach-fd N] "
                                 "[--control PATH] [--wake-log PATH] "
                                 "[--wake-hold-file PATH] [--stage PID:GEN] "
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
@@ -323,8 +346,8 @@ static int launchd_serve(int argc, char **argv)
                                 "[--first-job N]");
         return 2;
     }
-    int fds[3] = {srv->wake, srv->broker, srv->control};
-    for (int i = 0; i < 3; i++) {
+    int fds[4] = {srv->wake, srv->broker, srv->control, srv->attach};
+    for (int i = 0; i < 4; i++) {
         if (fds[i] >= 0) {
             (void)fcntl(fds[i], F_SETFD, FD_CLOEXEC);
             launchd_nonblock(fds[i]);
@@ -340,8 +363,9 @@ static int launchd_serve(int argc, char **argv)
     }
     srv->self = getpid();
     srv->now = launchd_now_ms();
-    pbx_peer_log("launchd", "ready%s",
-                 srv->broker >= 0 ? " (broker connected)" : "");
+    pbx_peer_log("launchd", "ready%s%s",
+                 srv->broker >= 0 ? " (broker connected)" : "",
+                 srv->attach >= 0 ? " (attach channel open)" : "");
     pbx_peer_io_ready(ready);
     for (;;) {
         launchd_round(srv);
@@ -427,7 +451,8 @@ static int launchd_expire(int argc, char **argv)
 
 /* The synopsis of every command (docs/HOST.md says the rest). */
 static const char launchd_usage[] =
-    "usage: pbx-launchd serve (--wake PATH | --wake-fd N) [--broker-fd N]\n"
+    "usage: pbx-launchd serve (--wake PATH | --wake-fd N | --attach-fd N)\n"
+    "                   [--broker-fd N] [--attach-fd N]\n"
     "                   [--control PATH] [--wake-log PATH] [--ready-fd N]\n"
     "                   [--wake-hold-file PATH] [--stage PID:GEN ...]\n"
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
@@ -442,7 +467,7 @@ static const char launchd_usage[] =
 /* Whether k is one of the names in the NULL-terminated list known. */
 static bool launchd_in(const char *k, const char *const *known)
 {
-    for (size_t j = 0; j < 16U && known[j] != NULL; j++) {
+    for (size_t j = 0; j < 24U && known[j] != NULL; j++) {
         if (strcmp(k, known[j]) == 0) {
             return true;
         }
@@ -456,11 +481,10 @@ static bool launchd_in(const char *k, const char *const *known)
 static bool launchd_known_options(int argc, char **argv)
 {
     static const char *const serve[] = {
-        "--wake",           "--wake-fd",   "--broker-fd",
-        "--control",        "--wake-log",  "--ready-fd",
-        "--wake-hold-file", "--stage",     "--max-conns",
-        "--idle-ms",        "--max-open",  "--max-jobs",
-        "--call-ms",        "--first-job", NULL};
+        "--wake",      "--wake-fd",   "--broker-fd",      "--control",
+        "--wake-log",  "--ready-fd",  "--wake-hold-file", "--stage",
+        "--max-conns", "--idle-ms",   "--max-open",       "--max-jobs",
+        "--call-ms",   "--first-job", "--attach-fd",      NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       NULL};

@@ -2,7 +2,8 @@
  * launchd.h: the reference launchd's private state, shared by its files
  * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
  * relay and hang-up cleanup; launchd_wake.c: WAKE delivery and timers;
- * launchd_jobs.c: launching and reaping jobs; launchd_io.c: socket helpers).
+ * launchd_jobs.c: launching and reaping jobs; launchd_io.c: socket helpers;
+ * launchd_attach.c: the supervisor's attach channel).
  * Usage is documented at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
@@ -123,9 +124,10 @@ typedef struct launchd_stage {
 
 /* Everything serve holds. */
 typedef struct launchd_srv {
-    int wake;
-    int broker;
+    int wake;   /* -1: none (no wakes) */
+    int broker; /* -1: none (callers answered ROUTE) */
     int control;
+    int attach; /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
     uint32_t max_conns;
@@ -175,6 +177,11 @@ bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 /* launchd_relay.c */
 void launchd_conn_frame(launchd_srv *srv, uint32_t ci);
 void launchd_broker_input(launchd_srv *srv);
+/* The broker is lost (powerboxd closed it, or the attach channel brings a
+ * new one; why says which, for the log): it is closed, every call on it
+ * fails (callers answered ROUTE, EXPIREs end their jobs), and every
+ * grant, request and orphan of that powerboxd is logged and dropped. */
+void launchd_broker_lost(launchd_srv *srv, const char *why);
 void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why);
 bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
                       uint32_t ci, pbx_ipc_id id);
@@ -184,6 +191,10 @@ bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
 bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id);
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id);
 bool launchd_evictable(const launchd_srv *srv, uint32_t ci);
+
+/* launchd_attach.c: receives and applies what waits on srv->attach
+ * (routes in 'R'); at the channel's end it is closed (attach -1). */
+void launchd_attach_input(launchd_srv *srv);
 
 /* launchd_wake.c */
 void launchd_wake_input(launchd_srv *srv);

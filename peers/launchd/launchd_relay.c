@@ -881,25 +881,110 @@ static launchd_call *launchd_match(launchd_srv *srv)
     return NULL;
 }
 
-/* Fails every call after the broker closed: callers get ROUTE. */
-static void launchd_broker_lost(launchd_srv *srv)
+/* Answers caller seq on connection ci a status-only ROUTE reply to op
+ * of request id; false when the connection is gone (or was closed by a
+ * failed send). */
+static bool launchd_route_answer(launchd_srv *srv, uint32_t ci, uint16_t op,
+                                 pbx_ipc_id id, uint32_t seq)
 {
-    pbx_peer_log("launchd", "powerboxd closed the broker; calls answered "
-                            "ROUTE from now on");
+    uint8_t out[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if (srv->conns[ci].fd < 0) {
+        return false;
+    }
+    if (pbx_ipc_status_reply_encode(op, id, PBX_E_PEER_ROUTE, out, sizeof(out),
+                                    &n) != PBX_OK) {
+        return true;
+    }
+    return launchd_reply(srv, ci, out, n, seq, -1);
+}
+
+/* Fails one call of the lost broker: a waiting caller is answered ROUTE
+ * (a user's cancel its own answer), a job's EXPIRE ends the job, since
+ * no powerboxd will ever answer either. */
+static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
+{
+    k->used = false;
+    if (k->kind == LAUNCHD_CALL_EXPIRE) {
+        launchd_job_finish(srv, k->conn, "not answered: broker lost");
+        return;
+    }
+    if (k->detached || !launchd_conn_live(srv, k->conn, k->conn_gen)) {
+        return;
+    }
+    if (k->kind == LAUNCHD_CALL_RELAY) {
+        (void)launchd_route_answer(srv, k->conn, k->op, k->id, k->caller_seq);
+    } else if (k->kind == LAUNCHD_CALL_USER) {
+        launchd_user_answer(srv, k->conn, k->caller_seq, k->id,
+                            (uint16_t)PBX_PEER_E_ROUTE);
+    }
+}
+
+/* Ends, for connection ci, what only the lost broker's powerboxd knew:
+ * each grant it holds (one line each; the objects behind it died with
+ * that powerboxd's routes, and no later powerboxd knows the grant), each
+ * request it began (its end line) and each held DECISION (answered
+ * ROUTE). Its job keeps running. */
+static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
+{
+    launchd_conn *c = &srv->conns[ci];
+    pbx_peer_track *t = &c->track;
+    for (uint32_t i = 0; i < t->grant_count && i < PBX_PEER_TRACK_GRANTS_MAX;
+         i++) {
+        pbx_peer_log("launchd", "grant %u.%u of job %llu.%u ended: broker lost",
+                     t->grants[i].index, t->grants[i].gen,
+                     (unsigned long long)t->job_id, t->job_gen);
+    }
+    t->grant_count = 0U;
+    /* Copied out first: a failed answer closes the connection, and its
+     * table must then hold nothing to cancel at a new powerboxd. */
+    static pbx_peer_track_req reqs[PBX_PEER_TRACK_MAX];
+    uint32_t n = t->count < PBX_PEER_TRACK_MAX ? t->count : PBX_PEER_TRACK_MAX;
+    memcpy(reqs, t->reqs, sizeof(reqs[0]) * n);
+    t->count = 0U;
+    c->calls = c->begins = 0U;
+    char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
+    for (uint32_t i = 0; i < n; i++) {
+        const pbx_peer_track_req *r = &reqs[i];
+        if (r->wait == (uint8_t)PBX_PEER_TRACK_HELD ||
+            r->wait == (uint8_t)PBX_PEER_TRACK_REASK) {
+            (void)launchd_route_answer(srv, ci, PBX_IPC_OP_DECISION, r->id,
+                                       r->held_seq);
+        }
+        launchd_log_end(
+            r->id, r->job_id, r->job_gen,
+            launchd_entry_of(srv, r->job_id, r->job_gen, e, sizeof(e)), NULL,
+            "broker lost");
+    }
+}
+
+void launchd_broker_lost(launchd_srv *srv, const char *why)
+{
+    pbx_peer_log("launchd", "%s; calls answered ROUTE until a new broker", why);
     (void)close(srv->broker);
     srv->broker = -1;
     for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
-        launchd_call *k = &srv->calls[i];
-        if (k->used && k->kind == LAUNCHD_CALL_RELAY && !k->detached &&
-            launchd_conn_live(srv, k->conn, k->conn_gen)) {
-            uint8_t out[PBX_IPC_HEADER_BYTES];
-            size_t n = 0;
-            if (pbx_ipc_status_reply_encode(k->op, k->id, PBX_E_PEER_ROUTE, out,
-                                            sizeof(out), &n) == PBX_OK) {
-                (void)launchd_reply(srv, k->conn, out, n, k->caller_seq, -1);
-            }
+        if (srv->calls[i].used) {
+            launchd_call_lost(srv, &srv->calls[i]);
         }
-        k->used = false;
+    }
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        launchd_orphan *o = &srv->orphans[i];
+        if (o->used) {
+            char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U] = "-";
+            if (o->entry_len != 0U) {
+                memcpy(e, o->entry, o->entry_len);
+                e[o->entry_len] = '\0';
+            }
+            launchd_log_end(o->id, o->job_id, o->job_gen, e, NULL,
+                            "broker lost");
+            o->used = false;
+        }
+    }
+    for (uint32_t ci = 0; ci < LAUNCHD_CONNS_CAP; ci++) {
+        if (srv->conns[ci].fd >= 0) {
+            launchd_conn_lost(srv, ci);
+        }
     }
 }
 
@@ -909,7 +994,7 @@ void launchd_broker_input(launchd_srv *srv)
         int r = launchd_recv(srv->broker, &g_rep);
         if (r != 0) {
             if (r == 1 || errno != EAGAIN) {
-                launchd_broker_lost(srv);
+                launchd_broker_lost(srv, "powerboxd closed the broker");
             }
             return;
         }
