@@ -121,6 +121,26 @@ bool pbx_peer_attach_is_socket(int fd, int type)
     return got == type && domain == AF_UNIX;
 }
 
+const char *pbx_peer_attach_route_check(const pbx_peer_attach_msg *m,
+                                        const int *types, size_t ntypes)
+{
+    if (!m->ok || (m->op == PBX_PEER_ATTACH_OP_ROUTE && m->body_len != 0U)) {
+        return "malformed message";
+    }
+    if (m->op != PBX_PEER_ATTACH_OP_ROUTE) {
+        return "wrong op for this peer";
+    }
+    if (m->nfds != ntypes) {
+        return "wrong descriptor count";
+    }
+    for (size_t i = 0; i < ntypes && i < PBX_PEER_ATTACH_FDS_MAX; i++) {
+        if (!pbx_peer_attach_is_socket(m->fds[i], types[i])) {
+            return "wrong socket type";
+        }
+    }
+    return NULL;
+}
+
 void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
                             const char *reason)
 {

@@ -88,6 +88,18 @@ int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status);
 bool pbx_peer_attach_is_socket(int fd, int type);
 
 /**
+ * pbx_peer_attach_route_check judges an 'R' message m for a peer whose
+ * routes are ntypes descriptors of the socket types types[0..ntypes), in
+ * order (ttyd, procd: one SOCK_SEQPACKET; launchd: SOCK_DGRAM then
+ * SOCK_SEQPACKET). Changes nothing. Returns NULL when m is acceptable,
+ * else the refusal reason (a static string): "malformed message",
+ * "wrong op for this peer", "wrong descriptor count" or "wrong socket
+ * type".
+ */
+const char *pbx_peer_attach_route_check(const pbx_peer_attach_msg *m,
+                                        const int *types, size_t ntypes);
+
+/**
  * pbx_peer_attach_refuse closes every descriptor of m, logs
  * "<who>: attach channel: refused: <reason>" and answers m's op refused
  * on chan. who and reason are NUL-terminated and only read.

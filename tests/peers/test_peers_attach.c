@@ -17,6 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Checks that reason is the non-NULL string want. */
+#define TA_REASON(reason, want)                                                \
+    PBX_CHECK((reason) != NULL && strcmp((reason), (want)) == 0)
+
 /* Sends op plus body on chan with nfds copies of fd attached. */
 static void ta_send(int chan, uint8_t op, const char *body, int fd, size_t nfds)
 {
@@ -46,6 +50,13 @@ PBX_TEST(peers_attach_recv_route_and_listen)
     PBX_CHECK_EQ(m.body_len, 0U);
     PBX_REQUIRE(m.nfds == 1U);
     PBX_CHECK(pbx_peer_attach_is_socket(m.fds[0], SOCK_SEQPACKET));
+    static const int seq[1] = {SOCK_SEQPACKET};
+    static const int two[2] = {SOCK_DGRAM, SOCK_SEQPACKET};
+    PBX_CHECK(pbx_peer_attach_route_check(&m, seq, 1U) == NULL);
+    TA_REASON(pbx_peer_attach_route_check(&m, two, 2U),
+              "wrong descriptor count");
+    static const int dgram[1] = {SOCK_DGRAM};
+    TA_REASON(pbx_peer_attach_route_check(&m, dgram, 1U), "wrong socket type");
     PBX_CHECK(!pbx_peer_attach_is_socket(m.fds[0], SOCK_DGRAM));
     /* The received descriptor is the pair's end: bytes reach the other. */
     PBX_CHECK_EQ(write(m.fds[0], "x", 1), 1);
@@ -59,6 +70,8 @@ PBX_TEST(peers_attach_recv_route_and_listen)
     PBX_CHECK_EQ(m.op, 'L');
     PBX_CHECK_EQ(m.nfds, 0U);
     PBX_CHECK_EQ(m.body_len, 15U);
+    TA_REASON(pbx_peer_attach_route_check(&m, seq, 1U),
+              "wrong op for this peer");
     PBX_CHECK_MEM(m.body, "/tmp/route.sock", 15U);
     /* The answer: the op in lower case, then the status. */
     PBX_CHECK_EQ(pbx_peer_attach_answer(ch[1], 'R', PBX_PEER_ATTACH_REFUSED),
@@ -92,6 +105,8 @@ PBX_TEST(peers_attach_refuses_extra_fds_and_long_bodies)
     PBX_CHECK(!m.ok);
     PBX_CHECK_EQ(m.op, 'R');
     PBX_CHECK_EQ(m.nfds, 0U);
+    static const int seq[1] = {SOCK_SEQPACKET};
+    TA_REASON(pbx_peer_attach_route_check(&m, seq, 1U), "malformed message");
     PBX_CHECK(tp_hung_up(pair[0], 2000));
     char c = 0;
     PBX_CHECK_EQ(read(pair[0], &c, 1), 0);
