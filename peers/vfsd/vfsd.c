@@ -15,7 +15,11 @@
  * calls already queued on the object with an error status, then cuts the
  * object's connection so that every copy reads its end. When a route
  * closes, every object minted for it is retired the same way: no object
- * outlives the powerboxd that could revoke it. See docs/HOST.md.
+ * outlives the powerboxd that could revoke it (one RETIRE line per object,
+ * then a count line). With --attach-fd N the supervisor (`pbx up`) may
+ * start vfsd with no route and later send 'L' and a path: vfsd then
+ * listens there (mode 0600) for powerboxd's route, exactly as on --route,
+ * closing the listener an earlier 'L' made. See docs/HOST.md.
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
@@ -35,6 +39,7 @@
 #include <unistd.h>
 
 #include "ipc/pbx_ipc.h"
+#include "peers/common/pbx_peer_attach.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_vfs.h"
@@ -64,14 +69,16 @@ static const char vfsd_usage[] =
     "[--scope-fd N[=SUBDIR]]...\n"
     "                [--lie-scope PATH[=SUBDIR]]... [--route PATH] "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
-    "                [--incarnation N]\n"
+    "                [--incarnation N] [--attach-fd N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR); powerboxd's route (--route, --route-fd)\n"
     "takes DETACH and RETIRE (--route-pid: the process at the far end of a\n"
     "--route-fd pair vfsd made itself). Object ids carry this vfsd's\n"
     "incarnation: RETIRE or DETACH of another's is echoed as absent.\n"
     "--incarnation N (1..65535) sets it; without it, it is random (a\n"
-    "restarted vfsd may then repeat a dead one's). See docs/HOST.md.\n";
+    "restarted vfsd may then repeat a dead one's). --attach-fd N: the\n"
+    "supervisor's attach channel; its 'L' PATH makes vfsd listen at PATH\n"
+    "for a route (so vfsd may start with no route). See docs/HOST.md.\n";
 
 /* The local part of an object id (the provider socket's inode); the top
  * 16 bits carry the incarnation. */
@@ -121,6 +128,10 @@ typedef struct vfsd {
     /* --route-pid: the process at the far end of a --route-fd pair the
      * supervisor had this vfsd make (a restart), or 0: SO_PEERCRED. */
     pid_t route_pid;
+    /* --attach-fd: the supervisor's attach channel (-1: none, or closed
+     * at its end), and the route listener its last 'L' made (-1: none). */
+    int attach;
+    int attach_listen;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t obj_in[PBX_PEER_VFS_CALL_BYTES_MAX + 1U];
@@ -856,8 +867,8 @@ static void vfsd_obj_cut(int prov, uint64_t id, uint32_t gen)
 
 /* The route of serial closed: every object minted for it is retired at
  * once (its queued calls refused, its connection cut), so that no object
- * outlives the powerboxd that could revoke it. Logged once, with the
- * count. */
+ * outlives the powerboxd that could revoke it. Logged one line per
+ * object, then once with the count. */
 static void vfsd_route_lost(uint64_t serial, pid_t pid)
 {
     size_t n = 0;
@@ -867,9 +878,15 @@ static void vfsd_route_lost(uint64_t serial, pid_t pid)
             continue;
         }
         int prov = -1;
-        if (pbx_peer_objtab_retire(&g_vfsd.objs, o->id, o->gen, o->scope_id,
+        uint64_t id = o->id;
+        uint32_t gen = o->gen;
+        if (pbx_peer_objtab_retire(&g_vfsd.objs, id, gen, o->scope_id,
                                    o->object_class, &prov) == 0U) {
-            vfsd_obj_cut(prov, o->id, o->gen);
+            vfsd_obj_cut(prov, id, gen);
+            /* The per-object record of a dead powerboxd's grants. */
+            pbx_peer_log("vfsd",
+                         "RETIRE object %llu gen %u: route to pid %ld closed",
+                         vfsd_wire(id), gen, (long)pid);
             n++;
         }
     }
@@ -1037,8 +1054,11 @@ static bool vfsd_serve(vfsd_conn *c)
 }
 
 /* Adds a connection of kind named scope_id (0 for the route); on a full
- * table fd is closed and NULL returned. */
-static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id)
+ * table fd is closed and NULL returned. handed says a route came as
+ * --route-fd (a pair --route-pid may name the far end of), not accepted
+ * on a listener. */
+static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
+                                bool handed)
 {
     if (g_vfsd.nconns >= VFSD_CONNS_MAX) {
         pbx_peer_log("vfsd", "connection table full; refusing a connection");
@@ -1058,7 +1078,7 @@ static vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id)
         }
         /* A pair vfsd made itself names vfsd at both ends: the
          * supervisor says who holds the other (--route-pid). */
-        c->pid = g_vfsd.route_pid > 0 ? g_vfsd.route_pid : cr.pid;
+        c->pid = handed && g_vfsd.route_pid > 0 ? g_vfsd.route_pid : cr.pid;
         c->serial = ++g_vfsd.routes_made;
         pbx_peer_log("vfsd", "route from pid %ld: its RESOLVEs are served",
                      (long)c->pid);
@@ -1098,8 +1118,9 @@ static bool vfsd_hand_scope(int conn, int dirfd, bool lie)
     bool ok = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0 &&
               setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) == 0;
     uint64_t id = ok ? pbx_peer_io_inode(sv[1]) : 0U;
-    vfsd_conn *c =
-        id != 0U ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id) : NULL;
+    vfsd_conn *c = id != 0U
+                       ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id, false)
+                       : NULL;
     if (c == NULL) {
         pbx_peer_log("vfsd", "no scope handed out: %s",
                      ok ? "table full" : strerror(errno));
@@ -1152,15 +1173,99 @@ static void vfsd_accept(const vfsd_conn *l)
     if (fd >= 0 && l->kind == VFSD_KIND_SCOPE) {
         (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
     } else if (fd >= 0) {
-        (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U);
+        (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U, false);
     }
 }
 
-/* The poll set of one round: listeners, connections, then the provider
- * ends of live objects (rows[k] and gens[k] name the object polled). */
+/* Closes the route listener an earlier 'L' made, if any, and takes it
+ * out of the listeners (routes accepted on it stay). */
+static void vfsd_attach_unlisten(void)
+{
+    for (size_t i = 0; i < g_vfsd.nlistens && g_vfsd.attach_listen >= 0; i++) {
+        if (g_vfsd.listens[i].fd == g_vfsd.attach_listen) {
+            (void)close(g_vfsd.attach_listen);
+            g_vfsd.listens[i] = g_vfsd.listens[g_vfsd.nlistens - 1U];
+            g_vfsd.nlistens--;
+            g_vfsd.attach_listen = -1;
+        }
+    }
+}
+
+/* Applies the 'L' message m: a fresh private route listener at its path
+ * (the previous 'L' listener closed first). Returns NULL when done, else
+ * why it was refused (in why, cap bytes). */
+static const char *vfsd_attach_listen(const pbx_peer_attach_msg *m, char *why,
+                                      size_t cap)
+{
+    char path[108];
+    if (m->nfds != 0U) {
+        (void)snprintf(why, cap, "'L' carries %zu descriptor(s), not 0",
+                       m->nfds);
+        return why;
+    }
+    if (m->body_len == 0U || m->body_len >= sizeof(path) ||
+        memchr(m->body, 0, m->body_len) != NULL) {
+        return "bad path (1..107 bytes, no NUL)";
+    }
+    memcpy(path, m->body, m->body_len);
+    path[m->body_len] = '\0';
+    vfsd_attach_unlisten();
+    if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
+        return "listener table full";
+    }
+    int fd = pbx_peer_io_listen_private(path, SOCK_SEQPACKET);
+    if (fd < 0) {
+        (void)snprintf(why, cap, "bind failed at %s: %s", path,
+                       strerror(errno));
+        return why;
+    }
+    g_vfsd.listens[g_vfsd.nlistens++] =
+        (vfsd_conn){fd, VFSD_KIND_ROUTE, g_vfsd.root_fd, 0U, false, 0, 0U};
+    g_vfsd.attach_listen = fd;
+    pbx_peer_log("vfsd", "attach channel: listening for a route at %s", path);
+    return NULL;
+}
+
+/* Handles what waits on the attach channel: 'L' messages, answered 'l'
+ * and 0 or 1; every other op refused. At the channel's end (the
+ * supervisor is gone) it is closed and vfsd serves on. */
+static void vfsd_attach_input(void)
+{
+    static pbx_peer_attach_msg m;
+    for (int i = 0; i < 8 && g_vfsd.attach >= 0; i++) {
+        int r = pbx_peer_attach_recv(g_vfsd.attach, &m);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r != 0) {
+            pbx_peer_log("vfsd", "attach channel %s; serving on without it",
+                         r == 1 ? "closed" : strerror(errno));
+            (void)close(g_vfsd.attach);
+            g_vfsd.attach = -1;
+            return;
+        }
+        char buf[192];
+        const char *why = !m.ok ? "malformed message (truncated, or more than "
+                                  "2 descriptors)"
+                          : m.op != PBX_PEER_ATTACH_OP_LISTEN
+                              ? "op not served by vfsd (only 'L')"
+                              : vfsd_attach_listen(&m, buf, sizeof(buf));
+        if (why != NULL) {
+            pbx_peer_attach_refuse(g_vfsd.attach, &m, "vfsd", why);
+        } else if (pbx_peer_attach_answer(g_vfsd.attach, m.op,
+                                          PBX_PEER_ATTACH_DONE) != 0) {
+            pbx_peer_log("vfsd", "attach channel: answer not sent: %s",
+                         strerror(errno));
+        }
+    }
+}
+
+/* The poll set of one round: listeners, connections, the provider ends
+ * of live objects (rows[k] and gens[k] name the object polled), then the
+ * attach channel (-1, skipped by poll, when there is none). */
 typedef struct vfsd_pollset {
     struct pollfd
-        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX];
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 1U];
     size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
     uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl;
@@ -1192,6 +1297,7 @@ static void vfsd_pollset_fill(vfsd_pollset *ps)
                 (struct pollfd){o->provider, ev, 0};
         }
     }
+    ps->p[ps->nl + ps->nc + ps->no] = (struct pollfd){g_vfsd.attach, POLLIN, 0};
 }
 
 /* Handles what the round saw on the objects. A RETIRE served before may
@@ -1224,7 +1330,7 @@ static int vfsd_round(void)
 {
     static vfsd_pollset ps;
     vfsd_pollset_fill(&ps);
-    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no), -1) < 0) {
+    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 1U), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t i = 0; i < ps.nl; i++) {
@@ -1240,6 +1346,10 @@ static int vfsd_round(void)
         }
     }
     vfsd_objects(&ps);
+    /* Last: an 'L' changes the listeners this round's indexes name. */
+    if (ps.p[ps.nl + ps.nc + ps.no].revents != 0) {
+        vfsd_attach_input();
+    }
     return 0;
 }
 
@@ -1281,7 +1391,7 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
         return kind == VFSD_KIND_SCOPE
                    ? vfsd_hand_scope(fd, dirfd, lie)
-                   : vfsd_add_conn(fd, kind, dirfd, 0U) != NULL;
+                   : vfsd_add_conn(fd, kind, dirfd, 0U, true) != NULL;
     }
     if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
         pbx_peer_log("vfsd", "too many listening sockets");
@@ -1296,8 +1406,9 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",     "--scope",    "--scope-fd",  "--lie-scope",  "--route",
-        "--route-fd", "--ready-fd", "--route-pid", "--incarnation"};
+        "--root",        "--scope",    "--scope-fd", "--lie-scope",
+        "--route",       "--route-fd", "--ready-fd", "--route-pid",
+        "--incarnation", "--attach-fd"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -1400,6 +1511,10 @@ static int vfsd_args(int argc, char **argv, int *ready_fd)
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready_fd = pbx_peer_io_fd_arg(argv[i + 1]);
             ok = *ready_fd >= 0;
+        } else if (strcmp(k, "--attach-fd") == 0) {
+            g_vfsd.attach = pbx_peer_io_fd_arg(argv[i + 1]);
+            ok = g_vfsd.attach >= 0 &&
+                 fcntl(g_vfsd.attach, F_SETFD, FD_CLOEXEC) == 0;
         }
         if (!ok) {
             pbx_peer_log("vfsd", "bad argument: %s '%s'", k, argv[i + 1]);
@@ -1411,6 +1526,7 @@ static int vfsd_args(int argc, char **argv, int *ready_fd)
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
+    g_vfsd.attach = g_vfsd.attach_listen = -1;
     pbx_peer_objtab_init(&g_vfsd.objs);
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         g_vfsd.data[r] = -1;
@@ -1429,8 +1545,9 @@ int main(int argc, char **argv)
     }
     pbx_peer_log("vfsd",
                  "ready: %zu listener(s), %zu connection(s), "
-                 "incarnation %u",
-                 g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation);
+                 "incarnation %u%s",
+                 g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation,
+                 g_vfsd.attach >= 0 ? ", attach channel open" : "");
     pbx_peer_io_ready(ready_fd);
     /* Serve until killed; every round blocks in poll. */
     for (;;) {
