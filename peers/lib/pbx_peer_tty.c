@@ -467,7 +467,7 @@ static void tty_views_attach(pbx_peer_tty_views *v, size_t i)
 }
 
 uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
-                                  uint64_t now_ms)
+                                  int route, uint64_t now_ms)
 {
     size_t free_row = PBX_PEER_TTY_VIEWS_MAX;
     for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
@@ -485,6 +485,8 @@ uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
         }
         if (rq->kind == PBX_IPC_VIEW_REMOVE) {
             v->used[i] = false;
+        } else {
+            v->route[i] = route;
         }
         return 0U;
     }
@@ -498,8 +500,22 @@ uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
     v->rows[free_row] = *rq;
     v->rows[free_row].kind = PBX_IPC_VIEW_ACTIVE;
     v->since_ms[free_row] = now_ms;
+    v->route[free_row] = route;
     tty_views_attach(v, free_row);
     return 0U;
+}
+
+bool pbx_peer_tty_views_take_route(pbx_peer_tty_views *v, int route,
+                                   pbx_ipc_id *grant)
+{
+    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX; i++) {
+        if (v->used[i] && v->route[i] == route) {
+            *grant = v->rows[i].grant;
+            v->used[i] = false;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Appends one field value: "-" when n is 0, else every byte outside

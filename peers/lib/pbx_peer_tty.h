@@ -257,6 +257,8 @@ typedef struct pbx_peer_tty_views {
     pbx_ipc_view rows[PBX_PEER_TTY_VIEWS_MAX];
     /** since_ms is each row's ACTIVE time (ms since the Unix epoch). */
     uint64_t since_ms[PBX_PEER_TTY_VIEWS_MAX];
+    /** route is the I/O main's handle of the route each row came on. */
+    int route[PBX_PEER_TTY_VIEWS_MAX];
     /** request is each row's request id from its prompt ({0,0}: none). */
     pbx_ipc_id request[PBX_PEER_TTY_VIEWS_MAX];
     /** selector_len is each row's shown selector length (0: none). */
@@ -283,17 +285,29 @@ void pbx_peer_tty_views_seen(pbx_peer_tty_views *v, pbx_ipc_id request,
                              const pbx_ipc_prompt *p);
 
 /**
- * pbx_peer_tty_views_apply applies one VIEW at now_ms (ms since the Unix
- * epoch, the row's "since" when it is added). ACTIVE adds the row (an
- * identical repeat is acknowledged and keeps its first time; the same
- * grant with another row is PBX_PEER_E_CONFLICT; a full table
- * PBX_PEER_E_BUSY). REMOVE removes the row with the same grant after
- * checking the full row matches (PBX_PEER_E_MISMATCH otherwise); a REMOVE
- * of an absent grant is acknowledged, so a retried REMOVE reconciles.
- * Returns 0 or a status.
+ * pbx_peer_tty_views_apply applies one VIEW that arrived on route (the I/O
+ * main's handle of the connection) at now_ms (ms since the Unix epoch, the
+ * row's "since" when it is added). ACTIVE adds the row, remembering route
+ * (an identical repeat is acknowledged, keeps its first time and then
+ * belongs to the route it came on last: that powerboxd is the one that can
+ * remove it; the same grant with another row is PBX_PEER_E_CONFLICT; a
+ * full table PBX_PEER_E_BUSY). REMOVE removes the row with the same grant
+ * after checking the full row matches (PBX_PEER_E_MISMATCH otherwise); a
+ * REMOVE of an absent grant is acknowledged, so a retried REMOVE
+ * reconciles. Returns 0 or a status.
  */
 uint32_t pbx_peer_tty_views_apply(pbx_peer_tty_views *v, const pbx_ipc_view *rq,
-                                  uint64_t now_ms);
+                                  int route, uint64_t now_ms);
+
+/**
+ * pbx_peer_tty_views_take_route removes one row that came on route (the
+ * route closed: the powerboxd on it can no longer remove the row) and
+ * stores its grant in *grant. Returns false when no row of route is left;
+ * a caller removes them all by calling it until then (at most
+ * PBX_PEER_TTY_VIEWS_MAX times).
+ */
+bool pbx_peer_tty_views_take_route(pbx_peer_tty_views *v, int route,
+                                   pbx_ipc_id *grant);
 
 /**
  * pbx_peer_tty_views_row writes the line of row i (newline and NUL

@@ -6,10 +6,14 @@
  * not a terminal (/dev/null); WITHDRAW takes a showing or queued prompt
  * away; VIEW keeps the ACTIVE rows in a table in memory, listed to whoever
  * connects to the --query socket (no file is written on any call). Every
- * reply echoes its call's seq. See docs/HOST.md.
+ * reply echoes its call's seq. Each row remembers the route it came on:
+ * when that route closes, the powerboxd on it can no longer remove the
+ * row, so every such row is removed and logged. With --attach-fd the
+ * supervisor hands ttyd new routes ('R') and ttyd may start with none.
+ * See docs/HOST.md.
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
- *            [--query PATH] [--ready-fd N]
+ *            [--query PATH] [--attach-fd N] [--ready-fd N]
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -24,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peers/common/pbx_peer_attach.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_tty.h"
@@ -45,7 +50,7 @@
 /* The usage line, printed by -h and after a bad option. */
 #define TTYD_USAGE                                                             \
     "usage: pbx-ttyd --policy FILE [--tty PATH] [--route PATH] "               \
-    "[--route-fd N] [--query PATH] [--ready-fd N]"
+    "[--route-fd N] [--query PATH] [--attach-fd N] [--ready-fd N]"
 
 /* One query connection being served: the next row slot to list and the
  * part of the current row not yet written. */
@@ -68,7 +73,8 @@ typedef struct ttyd {
     bool is_tty; /* false (/dev/null, a file): every prompt is denied */
     int routes[TTYD_ROUTES_MAX];
     size_t nroutes;
-    int query_fd; /* the --query listener, or -1 */
+    int query_fd;  /* the --query listener, or -1 */
+    int attach_fd; /* the --attach-fd channel, or -1 */
     ttyd_reader readers[TTYD_READERS_MAX];
     pbx_peer_tty_policy policy;
     pbx_peer_tty_views views;
@@ -549,7 +555,8 @@ static void ttyd_view(int fd)
         ttyd_fail(fd, (uint32_t)e, "VIEW malformed");
         return;
     }
-    uint32_t st = pbx_peer_tty_views_apply(&g_ttyd.views, &rq, ttyd_wall_ms());
+    uint32_t st =
+        pbx_peer_tty_views_apply(&g_ttyd.views, &rq, fd, ttyd_wall_ms());
     if (st != 0U) {
         ttyd_fail(fd, st, "VIEW");
         return;
@@ -594,10 +601,31 @@ static bool ttyd_route(int fd)
     return true;
 }
 
+/* Route fd closed: the powerboxd on it can no longer remove the grant
+ * rows it published, so each is removed and logged, then counted. */
+static void ttyd_route_views_gone(int fd)
+{
+    size_t n = 0;
+    pbx_ipc_id g = {0, 0};
+    for (size_t i = 0; i < PBX_PEER_TTY_VIEWS_MAX &&
+                       pbx_peer_tty_views_take_route(&g_ttyd.views, fd, &g);
+         i++) {
+        pbx_peer_log("ttyd",
+                     "VIEW ended grant %u.%u: route closed (broker "
+                     "lost)",
+                     g.index, g.gen);
+        n++;
+    }
+    pbx_peer_log("ttyd", "route closed: %zu grant row(s) ended (broker lost)",
+                 n);
+}
+
 /* Route fd closed: the prompts that came on it have nobody left to
- * answer; the one showing leaves the terminal, and the next shows. */
+ * answer; the one showing leaves the terminal, and the next shows. Its
+ * grant rows end too. */
 static void ttyd_route_gone(int fd)
 {
+    ttyd_route_views_gone(fd);
     const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
     pbx_ipc_id showing = {0, 0};
     if (e != NULL && g_ttyd.queue.showing) {
@@ -662,6 +690,45 @@ static void ttyd_route_accept(void)
     }
 }
 
+/* Adopts a new route from the supervisor's attach channel; refused
+ * (every descriptor closed, status 1) unless it is exactly one
+ * SEQPACKET socket and the route table has room. */
+static void ttyd_attach_route(pbx_peer_attach_msg *m)
+{
+    static const int types[1] = {SOCK_SEQPACKET};
+    const char *why = pbx_peer_attach_route_check(m, types, 1U);
+    if (why == NULL && g_ttyd.nroutes >= TTYD_ROUTES_MAX) {
+        why = "route table full";
+    }
+    if (why != NULL) {
+        pbx_peer_attach_refuse(g_ttyd.attach_fd, m, "ttyd", why);
+        return;
+    }
+    g_ttyd.routes[g_ttyd.nroutes++] = m->fds[0];
+    m->nfds = 0;
+    pbx_peer_log("ttyd", "attach channel: route(s) adopted");
+    (void)pbx_peer_attach_answer(g_ttyd.attach_fd, m->op, PBX_PEER_ATTACH_DONE);
+}
+
+/* Serves the attach channel: one message, or its end (the supervisor is
+ * gone: the channel is closed and ttyd keeps serving). */
+static void ttyd_attach(void)
+{
+    static pbx_peer_attach_msg m;
+    int r = pbx_peer_attach_recv(g_ttyd.attach_fd, &m);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return;
+    }
+    if (r != 0) {
+        pbx_peer_log("ttyd", "attach channel closed: %s",
+                     r > 0 ? "the supervisor is gone" : strerror(errno));
+        (void)close(g_ttyd.attach_fd);
+        g_ttyd.attach_fd = -1;
+        return;
+    }
+    ttyd_attach_route(&m);
+}
+
 /* One poll round over the listeners, the routes, the query readers and,
  * while a prompt shows, the terminal. Routes are served first, one frame
  * each, so POLICY, VIEW and WITHDRAW are answered while a prompt waits
@@ -669,7 +736,7 @@ static void ttyd_route_accept(void)
  * showing when poll began; a reader gets what its socket takes now. */
 static int ttyd_round(void)
 {
-    struct pollfd p[3U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
+    struct pollfd p[4U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
     p[0] = (struct pollfd){g_ttyd.listen_fd, POLLIN, 0};
     size_t nr = g_ttyd.nroutes;
     for (size_t i = 0; i < nr; i++) {
@@ -679,7 +746,9 @@ static int ttyd_round(void)
     uint64_t shown = g_ttyd.shown;
     p[1U + nr] = (struct pollfd){showing ? g_ttyd.tty : -1, POLLIN, 0};
     bool reading = ttyd_poll_readers(&p[2U + nr]);
-    nfds_t n = (nfds_t)(3U + nr + TTYD_READERS_MAX);
+    size_t a = 3U + nr + TTYD_READERS_MAX;
+    p[a] = (struct pollfd){g_ttyd.attach_fd, POLLIN, 0};
+    nfds_t n = (nfds_t)(a + 1U);
     if (poll(p, n, reading ? (int)TTYD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
@@ -698,6 +767,9 @@ static int ttyd_round(void)
     ttyd_serve_readers(&p[2U + nr]);
     if ((p[0].revents & POLLIN) != 0) {
         ttyd_route_accept();
+    }
+    if (p[a].revents != 0 && g_ttyd.attach_fd >= 0) {
+        ttyd_attach();
     }
     return 0;
 }
@@ -739,6 +811,9 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
     } else if (strcmp(k, "--ready-fd") == 0) {
         fd = pbx_peer_io_fd_arg(v);
         *ready_fd = fd;
+    } else if (strcmp(k, "--attach-fd") == 0 && g_ttyd.attach_fd < 0) {
+        fd = pbx_peer_io_fd_arg(v);
+        g_ttyd.attach_fd = fd;
     } else {
         pbx_peer_log("ttyd", "unknown option '%s'", k);
         return false;
@@ -756,8 +831,9 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
  * applied, so a typo never leaves a half-opened socket behind. */
 static bool ttyd_known_options(int argc, char **argv)
 {
-    static const char *const known[] = {"--policy", "--tty",      "--query",
-                                        "--route",  "--route-fd", "--ready-fd"};
+    static const char *const known[] = {
+        "--policy",   "--tty",       "--query",   "--route",
+        "--route-fd", "--attach-fd", "--ready-fd"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -779,6 +855,7 @@ int main(int argc, char **argv)
     const char *tty = "/dev/tty";
     g_ttyd.listen_fd = -1;
     g_ttyd.query_fd = -1;
+    g_ttyd.attach_fd = -1;
     for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
         g_ttyd.readers[i].fd = -1;
     }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,21 +128,57 @@ PBX_TEST(peers_tty_prompt_text_and_views)
     row.grant.gen = 1;
     row.ctx = p.ctx;
     row.object = p.object;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 1000U), 0U);
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 2000U), 0U); /* repeat */
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 1000U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 2000U), 0U); /* repeat */
     row.object.gen = 6;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3000U),
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 3000U),
                  PBX_PEER_E_CONFLICT);
     row.kind = PBX_IPC_VIEW_REMOVE;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3000U),
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 3000U),
                  PBX_PEER_E_MISMATCH);
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 1U);
     /* The repeat kept the first ACTIVE time; no prompt: no selector. */
     PBX_CHECK(strstr(text, " since 1000 request - selector - label - "
                            "program /bin/cat digest ") != NULL);
     row.object.gen = 5;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U);
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4000U), 0U); /* again */
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 4000U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 4000U), 0U); /* again */
+    PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 0U);
+}
+
+PBX_TEST(peers_tty_views_remember_their_route)
+{
+    static pbx_peer_tty_views v;
+    pbx_peer_tty_views_init(&v);
+    static pbx_ipc_view row;
+    memset(&row, 0, sizeof(row));
+    row.kind = PBX_IPC_VIEW_ACTIVE;
+    row.ctx = tt_ctx(PBX_IPC_URGENCY_ROUTINE);
+    row.grant = (pbx_ipc_id){1, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 10U), 0U);
+    row.grant = (pbx_ipc_id){2, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 4, 10U), 0U);
+    row.grant = (pbx_ipc_id){3, 7};
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 10U), 0U);
+    /* An identical repeat on route 5 moves grant 2.1 there. */
+    row.grant = (pbx_ipc_id){2, 1};
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 5, 20U), 0U);
+    char text[4096];
+    PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 3U);
+    pbx_ipc_id g = {0, 0};
+    uint32_t seen = 0;
+    for (int i = 0; i < 4 && pbx_peer_tty_views_take_route(&v, 3, &g); i++) {
+        seen |= g.index == 1U && g.gen == 1U ? 1U : 0U;
+        seen |= g.index == 3U && g.gen == 7U ? 2U : 0U;
+        seen |= g.index == 2U ? 4U : 0U;
+    }
+    PBX_CHECK_EQ(seen, 3U);
+    PBX_CHECK(!pbx_peer_tty_views_take_route(&v, 3, &g));
+    PBX_CHECK(!pbx_peer_tty_views_take_route(&v, 4, &g));
+    PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 1U);
+    PBX_CHECK(strncmp(text, "grant 2.1 ", 10) == 0);
+    PBX_CHECK(pbx_peer_tty_views_take_route(&v, 5, &g));
+    PBX_CHECK(g.index == 2U && g.gen == 1U);
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 0U);
 }
 
@@ -351,14 +388,14 @@ PBX_TEST(peers_tty_views_take_the_selector_an_approved_prompt_showed)
     row.object = p.object;
     row.label = p.label;
     /* Another digest: not the prompt's grant, nothing taken. */
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 5U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 5U), 0U);
     row.grant = (pbx_ipc_id){2, 1};
     row.selector_digest[0] = 0xAB;
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 6U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 6U), 0U);
     /* The prompt is taken once: a second grant of the same object and
      * digest (a reused identity) gets no selector. */
     row.grant = (pbx_ipc_id){3, 1};
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 7U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 7U), 0U);
     static char text[4 * PBX_PEER_TTY_ROW_BYTES_MAX];
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 3U);
     /* Each row ends with its own selector digest. */
@@ -381,7 +418,7 @@ PBX_TEST(peers_tty_views_take_the_selector_an_approved_prompt_showed)
     row.grant = (pbx_ipc_id){4, 1};
     row.label.len = 1;
     row.label.bytes[0] = '-';
-    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 8U), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_views_apply(&v, &row, 3, 8U), 0U);
     PBX_CHECK_EQ(pbx_peer_tty_views_list(&v, text, sizeof(text)), 4U);
     PBX_CHECK(strstr(text, "label \\x2d program") != NULL);
     PBX_CHECK_EQ(
@@ -946,4 +983,188 @@ PBX_TEST(peers_ttyd_no_terminal_denies_prompts_at_once)
     tt_policy_seq(route, 0x6000U, &m);
     (void)close(route);
     (void)tp_stop(pid);
+}
+
+/* A ttyd started with --attach-fd and no route: the supervisor's end of
+ * the channel, the query socket path and the log ttyd writes. */
+typedef struct tt_attached {
+    pid_t pid;
+    int chan;
+    char views[512];
+    char log[512];
+} tt_attached;
+
+/* Starts ttyd on /dev/null with --attach-fd and no route, its log in a
+ * directory of its own ($TMPDIR for tp_spawn). */
+static void tt_attach_up(tt_attached *t)
+{
+    const char *d = tp_tmpdir();
+    char pol[512];
+    (void)snprintf(pol, sizeof(pol), "%s/policy", d);
+    (void)snprintf(t->views, sizeof(t->views), "%s/ttyd.sock", d);
+    (void)snprintf(t->log, sizeof(t->log), "%s/pbx-peer-ttyd.log", d);
+    static const char rules[] = "1 * read file routine allow\n";
+    int pf = open(pol, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    PBX_REQUIRE(pf >= 0);
+    PBX_CHECK(write(pf, rules, sizeof(rules) - 1U) ==
+              (ssize_t)(sizeof(rules) - 1U));
+    (void)close(pf);
+    int ch[2];
+    PBX_REQUIRE(tp_seqpair(ch));
+    char carg[16];
+    (void)snprintf(carg, sizeof(carg), "%d", ch[1]);
+    const char *args[] = {"--policy",    pol,       "--tty",
+                          "/dev/null",   "--query", t->views,
+                          "--attach-fd", carg,      NULL};
+    static char old[512];
+    const char *env = getenv("TMPDIR");
+    (void)snprintf(old, sizeof(old), "%s", env != NULL ? env : "");
+    PBX_REQUIRE(setenv("TMPDIR", d, 1) == 0);
+    t->pid = tp_spawn("ttyd", args, &ch[1], 1, -1);
+    if (env != NULL) {
+        (void)setenv("TMPDIR", old, 1);
+    } else {
+        (void)unsetenv("TMPDIR");
+    }
+    (void)close(ch[1]);
+    t->chan = ch[0];
+    PBX_REQUIRE(t->pid > 0);
+}
+
+/* Whether the log at path holds what within 2 s. */
+static bool tt_logged(const char *path, const char *what)
+{
+    static char text[65536];
+    for (int i = 0; i < 40; i++) {
+        if (tp_read_file(path, text, sizeof(text)) > 0 &&
+            strstr(text, what) != NULL) {
+            return true;
+        }
+        tp_sleep_ms(50);
+    }
+    return false;
+}
+
+/* Sends op with the nfds descriptors fds on the channel and returns the
+ * answer's status byte after checking its op byte is want (0xFF when no
+ * 2-byte answer came within 3 s). */
+static uint8_t tt_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
+                              uint8_t want)
+{
+    PBX_REQUIRE(pbx_peer_io_send_fds(chan, &op, 1U, fds, nfds, 0) == 0);
+    if (!tp_readable(chan, 3000)) {
+        return 0xFFU;
+    }
+    uint8_t a[4] = {0, 0, 0, 0};
+    if (read(chan, a, sizeof(a)) != 2) {
+        return 0xFFU;
+    }
+    PBX_CHECK_EQ(a[0], want);
+    return a[1];
+}
+
+/* Sends VIEW (kind) of grant g for object obj on route; checks the ack. */
+static void tt_view_grant(int route, uint8_t kind, pbx_ipc_id g, uint64_t obj)
+{
+    static pbx_ipc_view v;
+    static pbx_peer_msg m;
+    tt_view_row(&v, kind, obj);
+    v.grant = g;
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    PBX_CHECK_EQ(pbx_ipc_view_encode(g, &v, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK(pbx_peer_io_send_seq(route, buf, n, 77U, -1) == 0);
+    tt_reply_seq(route, &m, 77U);
+    PBX_CHECK_EQ(m.frame.status, 0U);
+}
+
+/* Refusals on the channel: wrong descriptor count, a DGRAM socket, an op
+ * that is not ttyd's; each answers status 1 and closes what came (the
+ * pair's other end then reads end of file). */
+static void tt_attach_refusals(const tt_attached *t)
+{
+    int a[2];
+    int b[2];
+    PBX_REQUIRE(tp_seqpair(a) && tp_seqpair(b));
+    int two[2] = {a[1], b[1]};
+    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', two, 2U, 'r'), 1U);
+    (void)close(a[1]);
+    (void)close(b[1]);
+    PBX_CHECK(tp_hung_up(a[0], 2000) && tp_hung_up(b[0], 2000));
+    PBX_CHECK(tt_logged(
+        t->log, "ttyd: attach channel: refused: wrong descriptor count"));
+    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', NULL, 0U, 'r'), 1U);
+    int dg[2];
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg) == 0);
+    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', &dg[1], 1U, 'r'), 1U);
+    PBX_CHECK(
+        tt_logged(t->log, "ttyd: attach channel: refused: wrong socket type"));
+    int c[2];
+    PBX_REQUIRE(tp_seqpair(c));
+    PBX_CHECK_EQ(tt_attach_send(t->chan, 'L', &c[1], 1U, 'l'), 1U);
+    (void)close(c[1]);
+    PBX_CHECK(tp_hung_up(c[0], 2000));
+    PBX_CHECK(tt_logged(
+        t->log, "ttyd: attach channel: refused: wrong op for this peer"));
+    pbx_peer_io_close_all(a, 1U);
+    pbx_peer_io_close_all(b, 1U);
+    pbx_peer_io_close_all(dg, 2U);
+    pbx_peer_io_close_all(c, 1U);
+}
+
+/* Adopts a fresh route over the channel; returns powerboxd's end. */
+static int tt_attach_route(const tt_attached *t)
+{
+    int r[2];
+    PBX_REQUIRE(tp_seqpair(r));
+    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', &r[1], 1U, 'r'), 0U);
+    (void)close(r[1]);
+    return r[0];
+}
+
+/* ttyd started with --attach-fd and no route serves its query socket and
+ * waits; refused channel messages answer status 1 with their descriptors
+ * closed; an adopted route serves frames; when a route closes, each grant
+ * row it published is removed and logged, then counted, and the query
+ * lists only the other route's row; the channel's end leaves ttyd
+ * serving. */
+PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
+{
+    static pbx_peer_msg m;
+    static tt_attached t;
+    char out[8192];
+    tt_attach_up(&t);
+    /* No route at all: ttyd stays up and lists no rows. */
+    tp_sleep_ms(100);
+    PBX_CHECK_EQ(tt_query(t.views, out, sizeof(out)), 0);
+    PBX_CHECK_EQ(waitpid(t.pid, NULL, WNOHANG), 0);
+    tt_attach_refusals(&t);
+    int ra = tt_attach_route(&t);
+    PBX_CHECK(tt_logged(t.log, "ttyd: attach channel: route(s) adopted"));
+    tt_policy_seq(ra, 0x100U, &m);
+    tt_view_grant(ra, PBX_IPC_VIEW_ACTIVE, (pbx_ipc_id){4, 2}, 600);
+    tt_view_grant(ra, PBX_IPC_VIEW_ACTIVE, (pbx_ipc_id){9, 3}, 601);
+    int rb = tt_attach_route(&t);
+    tt_view_grant(rb, PBX_IPC_VIEW_ACTIVE, (pbx_ipc_id){5, 1}, 602);
+    PBX_CHECK(tt_query(t.views, out, sizeof(out)) > 0);
+    PBX_CHECK(strstr(out, "grant 4.2 ") != NULL &&
+              strstr(out, "grant 9.3 ") != NULL &&
+              strstr(out, "grant 5.1 ") != NULL);
+    (void)close(ra);
+    PBX_CHECK(tt_logged(
+        t.log, "ttyd: VIEW ended grant 4.2: route closed (broker lost)\n"));
+    PBX_CHECK(tt_logged(
+        t.log, "ttyd: VIEW ended grant 9.3: route closed (broker lost)\n"));
+    PBX_CHECK(tt_logged(
+        t.log, "ttyd: route closed: 2 grant row(s) ended (broker lost)\n"));
+    PBX_CHECK(tt_query(t.views, out, sizeof(out)) > 0);
+    PBX_CHECK(strstr(out, "grant 4.2 ") == NULL &&
+              strstr(out, "grant 9.3 ") == NULL &&
+              strstr(out, "grant 5.1 ") != NULL);
+    /* The supervisor goes away: ttyd keeps serving its route. */
+    (void)close(t.chan);
+    PBX_CHECK(tt_logged(t.log, "ttyd: attach channel closed"));
+    tt_policy_seq(rb, 0x101U, &m);
+    (void)close(rb);
+    (void)tp_stop(t.pid);
 }
