@@ -178,7 +178,7 @@ bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 void launchd_conn_frame(launchd_srv *srv, uint32_t ci);
 void launchd_broker_input(launchd_srv *srv);
 /* The broker is lost (powerboxd closed it, or the attach channel brings a
- * new one; why says which, for the log): it is closed, every call on it
+ * new one; why, logged as it is, says which): it is closed, every call on it
  * fails (callers answered ROUTE, EXPIREs end their jobs), and every
  * grant, request and orphan of that powerboxd is logged and dropped. */
 void launchd_broker_lost(launchd_srv *srv, const char *why);

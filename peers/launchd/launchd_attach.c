@@ -55,7 +55,8 @@ static const char *launchd_attach_check(const pbx_peer_attach_msg *m, char *buf,
 static void launchd_attach_adopt(launchd_srv *srv, int wake, int broker)
 {
     if (srv->broker >= 0) {
-        launchd_broker_lost(srv, "broker replaced on the attach channel");
+        launchd_broker_lost(srv, "the old broker is lost: a new one came on "
+                                 "the attach channel");
     }
     if (srv->wake >= 0) {
         (void)close(srv->wake);

@@ -960,7 +960,7 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
 
 void launchd_broker_lost(launchd_srv *srv, const char *why)
 {
-    pbx_peer_log("launchd", "%s; calls answered ROUTE until a new broker", why);
+    pbx_peer_log("launchd", "%s", why);
     (void)close(srv->broker);
     srv->broker = -1;
     for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
@@ -994,7 +994,8 @@ void launchd_broker_input(launchd_srv *srv)
         int r = launchd_recv(srv->broker, &g_rep);
         if (r != 0) {
             if (r == 1 || errno != EAGAIN) {
-                launchd_broker_lost(srv, "powerboxd closed the broker");
+                launchd_broker_lost(srv, "powerboxd closed the broker; calls "
+                                         "answered ROUTE until a new broker");
             }
             return;
         }

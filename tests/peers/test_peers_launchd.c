@@ -17,7 +17,11 @@
  * connection has at most 64 calls out; idle control connections are
  * dropped (only accepted LAUNCH/EXPIRE count as use), the longest-silent
  * evicted at --max-conns, a newcomer refused only when none can be;
- * descriptors return to their baseline. */
+ * descriptors return to their baseline. With --attach-fd and no routes,
+ * callers are answered ROUTE until an 'R' brings a wake route and a
+ * broker (wrong counts and types refused, descriptors closed); a second
+ * 'R', or powerboxd closing the broker, ends every grant of the old one
+ * with a line each (the job keeps running). */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
 #include "../../peers/lib/pbx_peer.h"
@@ -491,68 +495,88 @@ typedef struct tl_srv {
     /* When set (before tl_start): launchd runs under pbx-sandbox-probe
      * --no-landlock with this errno (as text). */
     const char *no_landlock;
+    /* When set (before tl_start): launchd gets no wake route and no
+     * broker, only --attach-fd (our end in attach; wake and broker -1). */
+    bool attach_only;
+    int attach;
     char ctl[512];
     char log[512];
 } tl_srv;
 
+/* The serve options of s's launchd (its ends in w[1] and b[1], or the
+ * attach channel's in b[1] when attach_only) into args from n on;
+ * returns the new count. */
+static size_t tl_serve_args(tl_srv *s, const char **args, size_t n,
+                            const int *w, const int *b)
+{
+    static char warg[16];
+    static char barg[16];
+    (void)snprintf(warg, sizeof(warg), "%d", w[1]);
+    (void)snprintf(barg, sizeof(barg), "%d", b[1]);
+    args[n++] = "serve";
+    if (!s->attach_only) {
+        args[n++] = "--wake-fd";
+        args[n++] = warg;
+    }
+    args[n++] = s->attach_only ? "--attach-fd" : "--broker-fd";
+    args[n++] = barg;
+    args[n++] = "--control";
+    args[n++] = s->ctl;
+    args[n++] = "--stage";
+    args[n++] = "42:5";
+    return n;
+}
+
 /* Starts pbx-launchd serve with the extra NULL-terminated options. */
 static void tl_start(tl_srv *s, const char *const *extra)
 {
-    int w[2];
+    int w[2] = {-1, -1};
     int b[2];
-    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
+    if (!s->attach_only) {
+        PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
+    }
     PBX_REQUIRE(tp_seqpair(b));
     if (s->broker_sndbuf > 0) {
         PBX_REQUIRE(setsockopt(b[1], SOL_SOCKET, SO_SNDBUF, &s->broker_sndbuf,
                                sizeof(s->broker_sndbuf)) == 0);
     }
-    static char warg[16];
-    static char barg[16];
     const char *dir = tp_tmpdir();
     (void)snprintf(s->ctl, sizeof(s->ctl), "%s/launchd.sock", dir);
     (void)snprintf(s->log, sizeof(s->log), "%s/pbx-peer-%s.log", dir,
                    s->no_landlock != NULL ? "sandbox-probe" : "launchd");
-    (void)snprintf(warg, sizeof(warg), "%d", w[1]);
-    (void)snprintf(barg, sizeof(barg), "%d", b[1]);
     static char launchd[512];
     const char *bin = getenv("PBX_PEERS_BIN");
     (void)snprintf(launchd, sizeof(launchd), "%s/pbx-launchd",
                    bin != NULL ? bin : "build/bin");
     const char *args[TP_ARGS_MAX] = {"--no-landlock", s->no_landlock, "--",
                                      launchd};
-    size_t n = s->no_landlock != NULL ? 4U : 0U;
-    static const char *const serve[] = {"serve",       "--wake-fd", NULL,
-                                        "--broker-fd", NULL,        "--control",
-                                        NULL,          "--stage",   "42:5"};
-    for (size_t i = 0; i < sizeof(serve) / sizeof(serve[0]); i++) {
-        args[n++] = serve[i];
-    }
-    args[n - 7U] = warg;
-    args[n - 5U] = barg;
-    args[n - 3U] = s->ctl;
+    size_t n = tl_serve_args(s, args, s->no_landlock != NULL ? 4U : 0U, w, b);
     for (size_t i = 0;
          extra != NULL && extra[i] != NULL && n + 4U < TP_ARGS_MAX; i++) {
         args[n++] = extra[i];
     }
     args[n] = NULL;
-    int keep[2] = {w[1], b[1]};
+    int keep[2] = {b[1], w[1]};
     /* tp_spawn puts the log in $TMPDIR: this test's own directory. */
     static char old[512];
     const char *t = getenv("TMPDIR");
     (void)snprintf(old, sizeof(old), "%s", t != NULL ? t : "");
     PBX_REQUIRE(setenv("TMPDIR", dir, 1) == 0);
     s->pid = tp_spawn(s->no_landlock != NULL ? "sandbox-probe" : "launchd",
-                      args, keep, 2, -1);
+                      args, keep, s->attach_only ? 1U : 2U, -1);
     if (t != NULL) {
         (void)setenv("TMPDIR", old, 1);
     } else {
         (void)unsetenv("TMPDIR");
     }
-    (void)close(w[1]);
+    if (w[1] >= 0) {
+        (void)close(w[1]);
+    }
     (void)close(b[1]);
     PBX_REQUIRE(s->pid > 0);
     s->wake = w[0];
-    s->broker = b[0];
+    s->broker = s->attach_only ? -1 : b[0];
+    s->attach = s->attach_only ? b[0] : -1;
 }
 
 /* Whether launchd's log says what within 2 s. */
@@ -573,8 +597,12 @@ static bool tl_logged(const tl_srv *s, const char *what)
 static void tl_stop(tl_srv *s)
 {
     (void)tp_stop(s->pid);
-    (void)close(s->wake);
-    (void)close(s->broker);
+    int ends[3] = {s->wake, s->broker, s->attach};
+    for (size_t i = 0; i < 3U; i++) {
+        if (ends[i] >= 0) {
+            (void)close(ends[i]);
+        }
+    }
 }
 
 /* The launched helper: hands its job connection (fd 3) back over its
@@ -2064,4 +2092,181 @@ PBX_TEST(peers_cli_unknown_option_named_on_one_line)
         PBX_CHECK(strstr(err, "unknown") != NULL);
     }
     PBX_CHECK(access(wake, F_OK) != 0);
+}
+
+/* Sends one attach message (the len bytes of msg, the nfds descriptors
+ * fds) on chan and returns launchd's 2-byte answer as op << 8 | status. */
+static unsigned tl_attach(int chan, const char *msg, size_t len, const int *fds,
+                          size_t nfds)
+{
+    PBX_REQUIRE(pbx_peer_io_send_fds(chan, (const uint8_t *)msg, len, fds, nfds,
+                                     0) == 0);
+    uint8_t ans[4];
+    PBX_REQUIRE(tp_readable(chan, 3000));
+    PBX_REQUIRE(recv(chan, ans, sizeof(ans), 0) == 2);
+    return (unsigned)ans[0] << 8 | ans[1];
+}
+
+/* A fresh wake route (w) and broker (b) pair; hands launchd w[1] and
+ * b[1] in an 'R' on s's channel (our copies closed), keeps w[0] and b[0]
+ * as the fake powerboxd's ends; returns the answer. */
+static unsigned tl_attach_routes(tl_srv *s)
+{
+    int w[2];
+    int b[2];
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w) == 0);
+    PBX_REQUIRE(tp_seqpair(b));
+    int fds[2] = {w[1], b[1]};
+    unsigned a = tl_attach(s->attach, "R", 1, fds, 2);
+    (void)close(w[1]);
+    (void)close(b[1]);
+    s->wake = w[0];
+    s->broker = b[0];
+    return a;
+}
+
+/* Checks that 'R' with the n descriptors fds is refused ('r', 1) and that
+ * launchd closed them: the peer end of each reads its end. */
+static void tl_attach_refused(tl_srv *s, const int *fds, const int *peers,
+                              size_t n)
+{
+    PBX_CHECK_EQ(tl_attach(s->attach, "R", 1, fds, n), ('r' << 8) | 1U);
+    for (size_t i = 0; i < n; i++) {
+        (void)close(fds[i]);
+        PBX_CHECK(tp_hung_up(peers[i], 2000));
+        (void)close(peers[i]);
+    }
+}
+
+/* The job connection's DECISION of request a approved as grant g by the
+ * fake powerboxd on broker; the job gets it. */
+static void tl_approve(int conn, int broker, pbx_ipc_id a, pbx_ipc_id g)
+{
+    PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xA1U, -1) == 0);
+    uint32_t seq = tl_take(broker, PBX_IPC_OP_DECISION);
+    PBX_REQUIRE(pbx_peer_io_send_seq(broker, g_out, tl_approved(a, g, g_out),
+                                     seq, -1) == 0);
+    tl_recv(conn);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+    PBX_CHECK_EQ(g_m.frame.seq, 0xA1U);
+}
+
+PBX_TEST(peers_launchd_attach_channel_refuses_wrong_routes)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    s.attach_only = true;
+    tl_start(&s, NULL);
+    PBX_CHECK(tl_logged(&s, "launchd: ready (attach channel open)"));
+    int base = tp_fd_count(s.pid);
+    /* One descriptor, two of the wrong types, and none: refused, each
+     * descriptor closed (its pair's other end reads its end). */
+    int p1[2];
+    int p2[2];
+    int p3[2];
+    PBX_REQUIRE(tp_seqpair(p1) && tp_seqpair(p2) && tp_seqpair(p3));
+    int one[1] = {p1[1]};
+    int one_peer[1] = {p1[0]};
+    tl_attach_refused(&s, one, one_peer, 1);
+    PBX_CHECK(tl_logged(&s, "launchd: attach channel: refused: 'R' carries 1 "
+                            "descriptor(s), not 2"));
+    int two[2] = {p2[1], p3[1]};
+    int two_peer[2] = {p2[0], p3[0]};
+    tl_attach_refused(&s, two, two_peer, 2);
+    PBX_CHECK(tl_logged(&s, "launchd: attach channel: refused: descriptor 0 "
+                            "(wake) is not a SOCK_DGRAM socket"));
+    PBX_CHECK_EQ(tl_attach(s.attach, "R", 1, NULL, 0), ('r' << 8) | 1U);
+    /* 'L' is vfsd's; 'R' with a body is malformed. */
+    PBX_CHECK_EQ(tl_attach(s.attach, "L/tmp/x", 7, NULL, 0), ('l' << 8) | 1U);
+    PBX_CHECK_EQ(tl_attach(s.attach, "Rx", 2, NULL, 0), ('r' << 8) | 1U);
+    PBX_CHECK(tl_logged(&s, "op 0x4c is not served by launchd"));
+    PBX_CHECK_EQ(tp_fd_settle(s.pid, base, 2000), base);
+    /* The channel's end: launchd serves on (a control connection is
+     * still accepted and answered). */
+    (void)close(s.attach);
+    s.attach = -1;
+    PBX_CHECK(tl_logged(&s, "launchd: attach channel closed; serving on"));
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    PBX_CHECK(j.id == 11U);
+    (void)close(j.life);
+    PBX_CHECK(tl_logged(&s, "EXPIRE not sent: no broker"));
+    (void)close(j.launcher);
+    (void)close(j.conn);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    s.attach_only = true;
+    tl_start(&s, NULL);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id b = {4, 2};
+    const pbx_ipc_id g = {9, 4};
+    /* No broker yet: the job's BEGIN is answered ROUTE by launchd. */
+    size_t n = tl_request(PBX_IPC_OP_BEGIN, a, g_req);
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req, n, 0x61U, -1) == 0);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    /* Routes arrive: BEGIN and WAKE work on them. */
+    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    PBX_CHECK(tl_logged(&s, "launchd: attach channel: route(s) adopted"));
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, b, 0, 0), 0U);
+    tl_approve(j.conn, s.broker, a, g);
+    /* b's DECISION is held on PENDING. */
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, b, g_req),
+                                     0xB2U, -1) == 0);
+    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, b, 0,
+                   PBX_IPC_OUTCOME_PENDING);
+    tl_wake(s.wake, (pbx_ipc_id){8, 8});
+    PBX_CHECK(tl_logged(&s, "wake request 8.8 job 11.1"));
+    /* New routes: the old broker is lost first. Its grant ends with a
+     * line of its own, the held caller is answered ROUTE, the old ends
+     * are closed; the job keeps running. */
+    int old_wake = s.wake;
+    int old_broker = s.broker;
+    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0xB2U);
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    char line[96];
+    (void)snprintf(line, sizeof(line),
+                   "launchd: grant 9.4 of job %llu.%u ended: broker lost",
+                   (unsigned long long)j.id, j.gen);
+    PBX_CHECK(tl_logged(&s, line));
+    PBX_CHECK(tl_logged(&s, "request 4.2 job 11.1 entry cat outcome gone "
+                            "reason broker lost"));
+    PBX_CHECK(tp_hung_up(old_broker, 2000));
+    (void)close(old_broker);
+    (void)close(old_wake);
+    PBX_CHECK(!tp_hung_up(j.conn, 100));
+    /* The grant and the request are no longer the job's. */
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker, tl_consume(g, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
+                            tl_request(PBX_IPC_OP_DECISION, b, g_req), -1),
+                 PBX_PEER_E_NOT_YOURS);
+    /* The new broker serves; when powerboxd closes it, its grant ends
+     * the same way. */
+    const pbx_ipc_id g2 = {9, 5};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, b, 0, 0), 0U);
+    tl_approve(j.conn, s.broker, b, g2);
+    (void)close(s.broker);
+    (void)snprintf(line, sizeof(line),
+                   "launchd: grant 9.5 of job %llu.%u ended: broker lost",
+                   (unsigned long long)j.id, j.gen);
+    PBX_CHECK(tl_logged(&s, line));
+    PBX_CHECK(tl_logged(&s, "powerboxd closed the broker; calls answered "
+                            "ROUTE until a new broker"));
+    (void)close(s.wake);
+    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    tl_down(&s, &j);
 }
