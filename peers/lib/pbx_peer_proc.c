@@ -11,6 +11,7 @@ void pbx_peer_proctab_init(pbx_peer_proctab *t)
     for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
         t->rows[i].object = -1;
         t->rows[i].handle = -1;
+        t->rows[i].route = -1;
     }
     for (size_t i = 0; i < PBX_PEER_PROC_STAGED_MAX; i++) {
         t->conns[i] = -1;
@@ -178,6 +179,13 @@ void pbx_peer_proctab_install_apply(pbx_peer_proctab *t, size_t row,
                                     const pbx_ipc_install *rq, int object,
                                     int handle)
 {
+    pbx_peer_proctab_install_apply_on(t, row, rq, object, handle, -1);
+}
+
+void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
+                                       const pbx_ipc_install *rq, int object,
+                                       int handle, int route)
+{
     PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX && !t->rows[row].live);
     pbx_peer_install_row *r = &t->rows[row];
     r->live = true;
@@ -188,6 +196,19 @@ void pbx_peer_proctab_install_apply(pbx_peer_proctab *t, size_t row,
     r->lifetime = rq->lifetime;
     r->object = object;
     r->handle = handle;
+    r->route = route;
+}
+
+bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
+                               size_t *row)
+{
+    for (size_t i = 0; route >= 0 && i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+        if (t->rows[i].live && t->rows[i].route == route) {
+            *row = i;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool pbx_peer_proctab_by_handle(const pbx_peer_proctab *t, int handle,
@@ -225,6 +246,7 @@ void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
     pbx_mem_set(r, 0, sizeof(*r));
     r->object = -1;
     r->handle = -1;
+    r->route = -1;
 }
 
 size_t pbx_peer_proctab_live(const pbx_peer_proctab *t)

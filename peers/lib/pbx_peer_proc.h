@@ -38,6 +38,9 @@ typedef struct pbx_peer_install_row {
     int object;
     /** handle is procd's end of the revocation handle (an fd). */
     int handle;
+    /** route is the I/O main's handle of the route the INSTALL came on
+     * (-1: none recorded). */
+    int route;
 } pbx_peer_install_row;
 
 /** pbx_peer_proctab is procd's caller-allocated state. */
@@ -110,11 +113,30 @@ uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
 
 /**
  * pbx_peer_proctab_install_apply records the checked install in row with
- * the object and handle descriptors. Cannot fail.
+ * the object and handle descriptors, and no route (-1). Cannot fail.
  */
 void pbx_peer_proctab_install_apply(pbx_peer_proctab *t, size_t row,
                                     const pbx_ipc_install *rq, int object,
                                     int handle);
+
+/**
+ * pbx_peer_proctab_install_apply_on is pbx_peer_proctab_install_apply
+ * that also records route, the I/O main's handle of the route the INSTALL
+ * came on, so that the install can be ended when that route closes
+ * (pbx_peer_proctab_by_route). Cannot fail.
+ */
+void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
+                                       const pbx_ipc_install *rq, int object,
+                                       int handle, int route);
+
+/**
+ * pbx_peer_proctab_by_route finds a live row whose INSTALL came on route
+ * (never one recorded without a route, -1); returns true and its index
+ * in *row. A caller ending every install of a closed route drops each row
+ * found and asks again, at most PBX_PEER_PROC_INSTALLS_MAX times.
+ */
+bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
+                               size_t *row);
 
 /**
  * pbx_peer_proctab_by_handle finds the live row whose handle is handle;

@@ -15,8 +15,14 @@
  * are at that moment, one line per installed grant, and the connection is
  * closed.
  *
+ * Each install remembers the route its INSTALL came on: when that route
+ * closes, the powerboxd on it can no longer revoke through it, so every
+ * such install is dropped (procd closes its copy of the object) and
+ * logged. With --attach-fd the supervisor hands procd new routes ('R')
+ * and procd may start with none.
+ *
  *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] [--route PATH]
- *             [--route-fd N] [--query PATH] [--ready-fd N]
+ *             [--route-fd N] [--query PATH] [--attach-fd N] [--ready-fd N]
  *   pbx-procd -h | --help
  */
 /* accept4 is a Linux extension. */
@@ -31,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peers/common/pbx_peer_attach.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_proc.h"
@@ -50,7 +57,8 @@
 #define PROCD_USAGE                                                            \
     "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] "              \
     "[--route PATH]\n"                                                         \
-    "                 [--route-fd N] [--query PATH] [--ready-fd N]\n"          \
+    "                 [--route-fd N] [--query PATH] [--attach-fd N]\n"         \
+    "                 [--ready-fd N]\n"                                        \
     "       pbx-procd -h | --help\n"
 
 /* One query connection: the rows as they were when it connected, and how
@@ -70,6 +78,7 @@ typedef struct procd {
     size_t nroutes;
     int query_fd;                 /* the --query listener, or -1 */
     int stage_fd;                 /* the --stage-sock listener, or -1 */
+    int attach_fd;                /* the --attach-fd channel, or -1 */
     int stages[PROCD_STAGES_MAX]; /* stage connections, -1: free */
     uint32_t deliver_seq;
     procd_reader readers[PROCD_READERS_MAX];
@@ -256,7 +265,8 @@ static void procd_install(int fd)
         procd_fail(fd, st, "INSTALL");
         return;
     }
-    pbx_peer_proctab_install_apply(&g_procd.tab, row, &rq, m->fds[0], h[0]);
+    pbx_peer_proctab_install_apply_on(&g_procd.tab, row, &rq, m->fds[0], h[0],
+                                      fd);
     m->fds[0] = -1;
     pbx_peer_log(
         "procd", "INSTALL grant %u.%u into process %llu gen %u slot %u",
@@ -450,6 +460,70 @@ static bool procd_route(int fd)
     return true;
 }
 
+/* Route fd closed: the powerboxd on it can no longer revoke through it,
+ * so every install that came on it is dropped (procd's copy of the
+ * object and its handle end closed), logged one line each, then
+ * counted. */
+static void procd_route_lost(int fd)
+{
+    size_t n = 0;
+    size_t row = 0;
+    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX &&
+                       pbx_peer_proctab_by_route(&g_procd.tab, fd, &row);
+         i++) {
+        const pbx_peer_install_row *r = &g_procd.tab.rows[row];
+        pbx_peer_log("procd",
+                     "INSTALL ended grant %u.%u: route closed (broker lost)",
+                     r->grant.index, r->grant.gen);
+        int fds[2] = {-1, -1};
+        pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
+        pbx_peer_io_close_all(fds, 2);
+        n++;
+    }
+    pbx_peer_log("procd", "route closed: %zu install(s) ended (broker lost)",
+                 n);
+}
+
+/* Adopts a new route from the supervisor's attach channel; refused
+ * (every descriptor closed, status 1) unless it is exactly one
+ * SEQPACKET socket and the route table has room. */
+static void procd_attach_route(pbx_peer_attach_msg *m)
+{
+    static const int types[1] = {SOCK_SEQPACKET};
+    const char *why = pbx_peer_attach_route_check(m, types, 1U);
+    if (why == NULL && g_procd.nroutes >= PROCD_ROUTES_MAX) {
+        why = "route table full";
+    }
+    if (why != NULL) {
+        pbx_peer_attach_refuse(g_procd.attach_fd, m, "procd", why);
+        return;
+    }
+    g_procd.routes[g_procd.nroutes++] = m->fds[0];
+    m->nfds = 0;
+    pbx_peer_log("procd", "attach channel: route(s) adopted");
+    (void)pbx_peer_attach_answer(g_procd.attach_fd, m->op,
+                                 PBX_PEER_ATTACH_DONE);
+}
+
+/* Serves the attach channel: one message, or its end (the supervisor is
+ * gone: the channel is closed and procd keeps serving). */
+static void procd_attach(void)
+{
+    static pbx_peer_attach_msg m;
+    int r = pbx_peer_attach_recv(g_procd.attach_fd, &m);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return;
+    }
+    if (r != 0) {
+        pbx_peer_log("procd", "attach channel closed: %s",
+                     r > 0 ? "the supervisor is gone" : strerror(errno));
+        (void)close(g_procd.attach_fd);
+        g_procd.attach_fd = -1;
+        return;
+    }
+    procd_attach_route(&m);
+}
+
 /* Accepts one route connection from the listening socket. */
 static void procd_accept(void)
 {
@@ -504,11 +578,13 @@ static void procd_serve_readers(const struct pollfd *q)
  * every live handle. */
 static int procd_round(void)
 {
-    struct pollfd p[3U + PROCD_READERS_MAX + PROCD_STAGES_MAX +
+    struct pollfd p[4U + PROCD_READERS_MAX + PROCD_STAGES_MAX +
                     PROCD_ROUTES_MAX + PBX_PEER_PROC_INSTALLS_MAX];
     size_t rowof[PBX_PEER_PROC_INSTALLS_MAX];
     size_t n = 0;
     p[n++] = (struct pollfd){g_procd.listen_fd, POLLIN, 0};
+    size_t a0 = n;
+    p[n++] = (struct pollfd){g_procd.attach_fd, POLLIN, 0};
     bool reading = procd_poll_readers(&p[n]);
     n += 1U + PROCD_READERS_MAX;
     size_t s0 = n;
@@ -540,13 +616,18 @@ static int procd_round(void)
     for (size_t k = nr; k > 0U; k--) {
         if (p[r0 + k - 1U].revents != 0 &&
             !procd_route(g_procd.routes[k - 1U])) {
-            (void)close(g_procd.routes[k - 1U]);
+            int fd = g_procd.routes[k - 1U];
             g_procd.routes[k - 1U] = g_procd.routes[--g_procd.nroutes];
+            procd_route_lost(fd);
+            (void)close(fd);
         }
     }
-    procd_serve_readers(&p[1]);
+    procd_serve_readers(&p[a0 + 1U]);
     if ((p[0].revents & POLLIN) != 0) {
         procd_accept();
+    }
+    if (p[a0].revents != 0 && g_procd.attach_fd >= 0) {
+        procd_attach();
     }
     return 0;
 }
@@ -575,6 +656,9 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
     } else if (strcmp(k, "--ready-fd") == 0) {
         fd = pbx_peer_io_fd_arg(v);
         *ready_fd = fd;
+    } else if (strcmp(k, "--attach-fd") == 0 && g_procd.attach_fd < 0) {
+        fd = pbx_peer_io_fd_arg(v);
+        g_procd.attach_fd = fd;
     } else if (strcmp(k, "--query") == 0) {
         /* Mode 0600: the rows name the user's grants. */
         fd = pbx_peer_io_listen_private(v, SOCK_STREAM);
@@ -604,9 +688,9 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
  * applied, so a typo never leaves a half-opened socket behind. */
 static bool procd_known_options(int argc, char **argv)
 {
-    static const char *const known[] = {"--stage",    "--stage-sock",
-                                        "--route",    "--route-fd",
-                                        "--ready-fd", "--query"};
+    static const char *const known[] = {"--stage",    "--stage-sock", "--route",
+                                        "--route-fd", "--ready-fd",   "--query",
+                                        "--attach-fd"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -628,6 +712,7 @@ int main(int argc, char **argv)
     g_procd.listen_fd = -1;
     g_procd.query_fd = -1;
     g_procd.stage_fd = -1;
+    g_procd.attach_fd = -1;
     for (size_t i = 0; i < PROCD_STAGES_MAX; i++) {
         g_procd.stages[i] = -1;
     }

@@ -3,7 +3,9 @@
  * process over a real socketpair: INSTALL with the object passed as
  * SCM_RIGHTS, the MANAGE_ONLY handle in the reply, REVOKE through the
  * handle and the handle's close each dropping the installed descriptor
- * (observed as the object's provider end hanging up).
+ * (observed as the object's provider end hanging up). procd started with
+ * --attach-fd and no route: channel refusals, route adoption, and route
+ * loss ending every install that came on the route.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* An INSTALL record for process 7 gen g, slot s, grant (gi, gg). */
@@ -77,6 +80,34 @@ PBX_TEST(peers_proc_table)
     PBX_CHECK(o == 50 && h == 51);
     PBX_CHECK_EQ(pbx_peer_proctab_live(&t), 0U);
     PBX_CHECK(!pbx_peer_proctab_by_handle(&t, 51, &row));
+}
+
+PBX_TEST(peers_proc_table_rows_remember_their_route)
+{
+    static pbx_peer_proctab t;
+    pbx_peer_proctab_init(&t);
+    PBX_REQUIRE(pbx_peer_proctab_stage(&t, 7, 2) == 0U);
+    size_t row = 0;
+    pbx_ipc_install rq = tpr_install(2, 40, 1, 1);
+    PBX_REQUIRE(pbx_peer_proctab_install_check(&t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply_on(&t, row, &rq, 50, 51, 9);
+    rq = tpr_install(2, 41, 2, 1);
+    PBX_REQUIRE(pbx_peer_proctab_install_check(&t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply_on(&t, row, &rq, 52, 53, 10);
+    rq = tpr_install(2, 42, 3, 1);
+    PBX_REQUIRE(pbx_peer_proctab_install_check(&t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply(&t, row, &rq, 54, 55); /* no route */
+    PBX_CHECK(!pbx_peer_proctab_by_route(&t, -1, &row));
+    PBX_CHECK(!pbx_peer_proctab_by_route(&t, 11, &row));
+    PBX_REQUIRE(pbx_peer_proctab_by_route(&t, 9, &row));
+    PBX_CHECK(t.rows[row].grant.index == 1U && t.rows[row].object == 50);
+    int o = 0;
+    int h = 0;
+    pbx_peer_proctab_drop(&t, row, &o, &h);
+    PBX_CHECK(!pbx_peer_proctab_by_route(&t, 9, &row));
+    PBX_REQUIRE(pbx_peer_proctab_by_route(&t, 10, &row));
+    PBX_CHECK(t.rows[row].grant.index == 2U && t.rows[row].handle == 53);
+    PBX_CHECK_EQ(pbx_peer_proctab_live(&t), 2U);
 }
 
 /* Sends INSTALL of a fresh object; *provider keeps its other end. */
@@ -396,5 +427,180 @@ PBX_TEST(peers_procd_stalled_serves_its_backlog_in_order)
     pbx_peer_io_close_all(prov, 4);
     PBX_CHECK_EQ(tp_fd_settle(pid, base, 2000), base);
     (void)close(route);
+    (void)tp_stop(pid);
+}
+
+/* Whether the log at path holds what within 2 s. */
+static bool tpr_logged(const char *path, const char *what)
+{
+    static char text[65536];
+    for (int i = 0; i < 40; i++) {
+        if (tp_read_file(path, text, sizeof(text)) > 0 &&
+            strstr(text, what) != NULL) {
+            return true;
+        }
+        tp_sleep_ms(50);
+    }
+    return false;
+}
+
+/* Sends op with the nfds descriptors fds on the channel; returns the
+ * answer's status byte after checking its op byte is want (0xFF when no
+ * 2-byte answer came within 3 s). */
+static uint8_t tpr_attach_send(int chan, uint8_t op, const int *fds,
+                               size_t nfds, uint8_t want)
+{
+    PBX_REQUIRE(pbx_peer_io_send_fds(chan, &op, 1U, fds, nfds, 0) == 0);
+    if (!tp_readable(chan, 3000)) {
+        return 0xFFU;
+    }
+    uint8_t a[4] = {0, 0, 0, 0};
+    if (read(chan, a, sizeof(a)) != 2) {
+        return 0xFFU;
+    }
+    PBX_CHECK_EQ(a[0], want);
+    return a[1];
+}
+
+/* Starts procd (process 7 gen 2 staged) with --attach-fd and no route,
+ * its log in a directory of its own; stores the query path and log path
+ * (512 bytes each) and the supervisor's end of the channel. */
+static pid_t tpr_attach_up(char *query, char *log, int *chan)
+{
+    const char *d = tp_tmpdir();
+    (void)snprintf(query, 512, "%s/procd.sock", d);
+    (void)snprintf(log, 512, "%s/pbx-peer-procd.log", d);
+    int ch[2];
+    PBX_REQUIRE(tp_seqpair(ch));
+    char carg[16];
+    (void)snprintf(carg, sizeof(carg), "%d", ch[1]);
+    const char *args[] = {"--stage",     "7:2", "--query", query,
+                          "--attach-fd", carg,  NULL};
+    static char old[512];
+    const char *env = getenv("TMPDIR");
+    (void)snprintf(old, sizeof(old), "%s", env != NULL ? env : "");
+    PBX_REQUIRE(setenv("TMPDIR", d, 1) == 0);
+    pid_t pid = tp_spawn("procd", args, &ch[1], 1, -1);
+    if (env != NULL) {
+        (void)setenv("TMPDIR", old, 1);
+    } else {
+        (void)unsetenv("TMPDIR");
+    }
+    (void)close(ch[1]);
+    *chan = ch[0];
+    PBX_REQUIRE(pid > 0);
+    return pid;
+}
+
+/* Refusals on the channel: two descriptors, none, a DGRAM socket, an op
+ * that is not procd's; each answers status 1 and closes what came (the
+ * pair's other end then reads end of file). */
+static void tpr_attach_refusals(int chan, const char *log)
+{
+    int a[2];
+    int b[2];
+    PBX_REQUIRE(tp_seqpair(a) && tp_seqpair(b));
+    int two[2] = {a[1], b[1]};
+    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', two, 2U, 'r'), 1U);
+    (void)close(a[1]);
+    (void)close(b[1]);
+    PBX_CHECK(tp_hung_up(a[0], 2000) && tp_hung_up(b[0], 2000));
+    PBX_CHECK(tpr_logged(
+        log, "procd: attach channel: refused: wrong descriptor count\n"));
+    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', NULL, 0U, 'r'), 1U);
+    int dg[2];
+    PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg) == 0);
+    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', &dg[1], 1U, 'r'), 1U);
+    (void)close(dg[1]);
+    /* A datagram pair never hangs up: once procd closed its copy, a send
+     * to it is refused. */
+    bool gone = false;
+    for (int i = 0; i < 40 && !gone; i++) {
+        gone = send(dg[0], "x", 1U, MSG_DONTWAIT | MSG_NOSIGNAL) < 0;
+        tp_sleep_ms(gone ? 0 : 50);
+    }
+    PBX_CHECK(gone);
+    PBX_CHECK(
+        tpr_logged(log, "procd: attach channel: refused: wrong socket type\n"));
+    PBX_CHECK_EQ(tpr_attach_send(chan, 'L', NULL, 0U, 'l'), 1U);
+    PBX_CHECK(tpr_logged(
+        log, "procd: attach channel: refused: wrong op for this peer\n"));
+    (void)close(a[0]);
+    (void)close(b[0]);
+    (void)close(dg[0]);
+}
+
+/* Adopts a fresh route over the channel; returns powerboxd's end. */
+static int tpr_attach_route(int chan)
+{
+    int r[2];
+    PBX_REQUIRE(tp_seqpair(r));
+    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', &r[1], 1U, 'r'), 0U);
+    (void)close(r[1]);
+    return r[0];
+}
+
+/* procd started with --attach-fd and no route serves its query socket
+ * and waits; refused channel messages answer status 1 with their
+ * descriptors closed; an adopted route serves INSTALL; when a route
+ * closes, every install that came on it is dropped (procd's copy of the
+ * object and its handle end closed), logged one line each and counted,
+ * and the query lists only the other route's install; the channel's end
+ * leaves procd serving. */
+PBX_TEST(peers_procd_attach_channel_and_route_loss)
+{
+    static pbx_peer_msg m;
+    static char query[512];
+    static char log[512];
+    char text[1024];
+    int chan = -1;
+    pid_t pid = tpr_attach_up(query, log, &chan);
+    tp_sleep_ms(100);
+    PBX_CHECK_EQ(tpr_query(query, text, sizeof(text)), 0);
+    PBX_CHECK_EQ(waitpid(pid, NULL, WNOHANG), 0);
+    tpr_attach_refusals(chan, log);
+    int ra = tpr_attach_route(chan);
+    PBX_CHECK(tpr_logged(log, "procd: attach channel: route(s) adopted\n"));
+    int prov[3] = {-1, -1, -1};
+    int h[3] = {-1, -1, -1};
+    pbx_ipc_install rq = tpr_install(2, 40, 1, 1);
+    PBX_REQUIRE(tpr_call_install(ra, &rq, &prov[0], &h[0], &m) == 0U);
+    rq = tpr_install(2, 41, 2, 1);
+    PBX_REQUIRE(tpr_call_install(ra, &rq, &prov[1], &h[1], &m) == 0U);
+    int rb = tpr_attach_route(chan);
+    rq = tpr_install(2, 42, 3, 1);
+    PBX_REQUIRE(tpr_call_install(rb, &rq, &prov[2], &h[2], &m) == 0U);
+    PBX_CHECK(tpr_query(query, text, sizeof(text)) > 0);
+    PBX_CHECK(strstr(text, " grant 1.1 ") != NULL &&
+              strstr(text, " grant 2.1 ") != NULL &&
+              strstr(text, " grant 3.1 ") != NULL);
+    /* Route A closes; the handles stay open here, yet both of its
+     * installs end: procd's copies and handle ends are closed. */
+    (void)close(ra);
+    PBX_CHECK(tp_hung_up(prov[0], 2000) && tp_hung_up(prov[1], 2000));
+    PBX_CHECK(tp_hung_up(h[0], 2000) && tp_hung_up(h[1], 2000));
+    PBX_CHECK(!tp_hung_up(prov[2], 100));
+    PBX_CHECK(tpr_logged(
+        log, "procd: INSTALL ended grant 1.1: route closed (broker lost)\n"));
+    PBX_CHECK(tpr_logged(
+        log, "procd: INSTALL ended grant 2.1: route closed (broker lost)\n"));
+    PBX_CHECK(tpr_logged(
+        log, "procd: route closed: 2 install(s) ended (broker lost)\n"));
+    PBX_CHECK(tpr_query(query, text, sizeof(text)) > 0);
+    PBX_CHECK(strstr(text, " grant 1.1 ") == NULL &&
+              strstr(text, " grant 2.1 ") == NULL &&
+              strstr(text, " grant 3.1 ") != NULL);
+    /* The supervisor goes away: procd keeps serving route B. */
+    (void)close(chan);
+    PBX_CHECK(tpr_logged(log, "procd: attach channel closed"));
+    int p4 = -1;
+    int h4 = -1;
+    rq = tpr_install(2, 43, 4, 1);
+    PBX_CHECK_EQ(tpr_call_install(rb, &rq, &p4, &h4, &m), 0U);
+    pbx_peer_io_close_all(prov, 3U);
+    pbx_peer_io_close_all(h, 3U);
+    (void)close(p4);
+    (void)close(h4);
+    (void)close(rb);
     (void)tp_stop(pid);
 }
