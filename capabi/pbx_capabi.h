@@ -483,4 +483,118 @@ pbx_err pbx_capabi_answer_encode(const pbx_capabi_answer *ans, uint8_t *buf,
 pbx_err pbx_capabi_answer_decode(const uint8_t *buf, size_t len,
                                  pbx_capabi_answer *out);
 
+/*
+ * USAGE on slot 4.
+ *
+ * Besides ROUTE_ATTACH, slot 4 takes a USAGE query: a fixed little-endian
+ * datagram carrying no capability (PBX_CAPABI_USAGE_QUERY_BYTES): u32
+ * magic "PBXU", u16 version, u16 reserved (0), u32 nonce (any value,
+ * echoed), u32 reserved (0). The runtime tells the two frames apart by
+ * their magic alone (pbx_capabi_usage_is_query); every other frame,
+ * unknown magics included, goes the attach path and is refused there.
+ *
+ * Every query is answered with one USAGE report on slot 4
+ * (PBX_CAPABI_USAGE_REPORT_BYTES): u32 magic "PBXu", u16 version, u16
+ * reserved (0), u32 the nonce echoed (0 when the query was too short to
+ * hold one), u32 status (0 answered, else the pbx_err of the refusal),
+ * then for each of the PBX_CAPABI_USAGE_POOLS pools of the arena, in
+ * PBX1 pool order, u32 records in use and u32 capacity, then u32 open
+ * descriptors (non-empty slots from 0 to the end of the reservable range)
+ * and u32 log lines dropped since start. A refused query's report carries
+ * zeros after its status, and every capability the query carried is
+ * deleted. Pool 1 (selector bytes) is counted in selector chunks.
+ */
+
+/** PBX_CAPABI_USAGE_MAGIC is the u32 whose little-endian bytes are "PBXU". */
+#define PBX_CAPABI_USAGE_MAGIC 0x55584250U
+/** PBX_CAPABI_REPORT_MAGIC is the u32 whose little-endian bytes are "PBXu". */
+#define PBX_CAPABI_REPORT_MAGIC 0x75584250U
+/** PBX_CAPABI_USAGE_VERSION is the USAGE query and report version. */
+#define PBX_CAPABI_USAGE_VERSION 1U
+/** PBX_CAPABI_USAGE_QUERY_BYTES is the exact length of a USAGE query. */
+#define PBX_CAPABI_USAGE_QUERY_BYTES 16U
+/**
+ * PBX_CAPABI_USAGE_POOLS is the number of arena pools a report counts:
+ * the PBX1 pools (pbx_bootstrap_pool), in their order, which the runtime
+ * checks at build time.
+ */
+#define PBX_CAPABI_USAGE_POOLS 10U
+/** PBX_CAPABI_USAGE_REPORT_BYTES is the exact length of a USAGE report:
+ * a 16-byte head, two u32 per pool, open descriptors, dropped lines. */
+#define PBX_CAPABI_USAGE_REPORT_BYTES (16U + 8U * PBX_CAPABI_USAGE_POOLS + 8U)
+
+/**
+ * pbx_capabi_usage is a decoded USAGE report; plain data. used[i] and
+ * capacity[i] are pool i (pbx_bootstrap_pool order); used[i] never
+ * exceeds capacity[i] in a report that decoded.
+ */
+typedef struct pbx_capabi_usage {
+    /** The nonce of the query answered. */
+    uint32_t nonce;
+    /** PBX_OK when answered, else the refusal's pbx_err value. */
+    uint32_t status;
+    /** Records in use per pool (selector bytes: chunks in use). */
+    uint32_t used[PBX_CAPABI_USAGE_POOLS];
+    /** Records per pool (selector bytes: whole chunks). */
+    uint32_t capacity[PBX_CAPABI_USAGE_POOLS];
+    /** Descriptors (non-empty slots) powerboxd holds open. */
+    uint32_t fds;
+    /** Log lines powerboxd dropped since it started (saturating). */
+    uint32_t log_dropped;
+} pbx_capabi_usage;
+
+/**
+ * pbx_capabi_usage_is_query says whether len untrusted bytes of buf
+ * (buf may be NULL only when len is 0) begin with the USAGE query magic,
+ * so that slot 4 hands the frame to the USAGE path; anything shorter
+ * than the magic is not a query. Pure.
+ */
+bool pbx_capabi_usage_is_query(const uint8_t *buf, size_t len);
+
+/**
+ * pbx_capabi_usage_query_encode writes the USAGE query carrying nonce
+ * into buf, which must have cap >= PBX_CAPABI_USAGE_QUERY_BYTES bytes
+ * (PBX_E_CAPABI_USAGE_LENGTH and nothing written otherwise).
+ */
+pbx_err pbx_capabi_usage_query_encode(uint32_t nonce, uint8_t *buf, size_t cap);
+
+/**
+ * pbx_capabi_usage_query_decode judges len untrusted bytes of buf that
+ * arrived on slot 4 with receipts capabilities, in this order, returning
+ * the first failure: PBX_E_CAPABI_USAGE_LENGTH (len is not
+ * PBX_CAPABI_USAGE_QUERY_BYTES), _MAGIC, _VERSION, _RESERVED (either
+ * reserved field), _COUNT (receipts is not 0). *nonce is always written:
+ * the nonce when its bytes were present (even on failure, so the report
+ * can echo it), else 0.
+ */
+pbx_err pbx_capabi_usage_query_decode(const uint8_t *buf, size_t len,
+                                      uint32_t receipts, uint32_t *nonce);
+
+/**
+ * pbx_capabi_usage_encode writes the report u into buf (cap >=
+ * PBX_CAPABI_USAGE_REPORT_BYTES, else PBX_E_CAPABI_USAGE_LENGTH).
+ * PBX_E_CAPABI_USAGE_RANGE when a pool's used count exceeds its
+ * capacity. Nothing is written on error.
+ */
+pbx_err pbx_capabi_usage_encode(const pbx_capabi_usage *u, uint8_t *buf,
+                                size_t cap);
+
+/**
+ * pbx_capabi_usage_decode judges len untrusted bytes of a report, in this
+ * order: PBX_E_CAPABI_USAGE_LENGTH, _MAGIC, _VERSION, _RESERVED, _RANGE
+ * (a pool's used count above its capacity); PBX_OK with *out written
+ * (out untouched on error). The status is reported as sent.
+ */
+pbx_err pbx_capabi_usage_decode(const uint8_t *buf, size_t len,
+                                pbx_capabi_usage *out);
+
+/**
+ * pbx_capabi_usage_pool_name returns the short static name a usage line
+ * gives pool (below PBX_CAPABI_USAGE_POOLS, a programmer error
+ * otherwise): "requests", "selector_chunks", "grants", "prompts",
+ * "policies", "decisions", "tslots", "resolutions", "notifications",
+ * "calls". Never NULL; valid for the whole program.
+ */
+const char *pbx_capabi_usage_pool_name(uint32_t pool);
+
 #endif /* PBX_CAPABI_H */

@@ -251,3 +251,20 @@ pbx_core_startup_verdict pbx_core_startup_check(const uint8_t *rec, size_t len,
     }
     return pbx_core_startup_is(out, PBX_CORE_STARTUP_OK, PBX_OK);
 }
+
+void pbx_core_inspect_usage(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                            uint32_t *used, uint32_t *capacity)
+{
+    PBX_ASSERT(ctx != NULL && used != NULL && capacity != NULL &&
+               (uint32_t)pool < (uint32_t)PBX_BOOTSTRAP_POOL_COUNT);
+    /* Selector bytes are handed out in chunks, not records: the pool's
+     * own free count stays 0, the chunk list is what is used. */
+    if (pool == PBX_BOOTSTRAP_POOL_SELECTOR_BYTES) {
+        *capacity = ctx->chunk_count;
+        *used = ctx->chunk_count - ctx->chunk_free_count;
+        return;
+    }
+    const pbx_core_pool_state *p = &ctx->pools[pool];
+    *capacity = p->capacity;
+    *used = p->capacity - p->free_count;
+}

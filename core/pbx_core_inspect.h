@@ -297,4 +297,16 @@ typedef struct pbx_core_startup_result {
 pbx_core_startup_verdict pbx_core_startup_check(const uint8_t *rec, size_t len,
                                                 pbx_core_startup_result *out);
 
+/**
+ * pbx_core_inspect_usage stores in *used how many records of pool are in
+ * use now (taken from its free list: live, ending, or waiting for a
+ * deletion to finish) and in *capacity how many it holds. The
+ * selector-bytes pool is counted in selector chunks (those taken, and
+ * every whole chunk carved). pool must be below PBX_BOOTSTRAP_POOL_COUNT
+ * (a programmer error otherwise). O(1); changes nothing. The runtime's
+ * USAGE report on slot 4 is built from it.
+ */
+void pbx_core_inspect_usage(const pbx_core_ctx *ctx, pbx_bootstrap_pool pool,
+                            uint32_t *used, uint32_t *capacity);
+
 #endif /* PBX_CORE_INSPECT_H */

@@ -169,6 +169,10 @@ pbx_err rt_attach(rt_state *s, bool closed)
         rt_attach_answer(s, &a, rt_attach_recv_refusal(err));
         return PBX_OK;
     }
+    if (pbx_capabi_usage_is_query(buf, m.len_bytes)) {
+        rt_usage(s, buf, m.len_bytes, m.receipts);
+        return PBX_OK;
+    }
     err = pbx_capabi_attach_decode(buf, m.len_bytes, m.receipts, &a);
     if (err == PBX_OK) {
         err = rt_attach_judge(s, &a);

@@ -51,6 +51,8 @@ typedef struct rt_log_grant {
 typedef struct rt_log_state {
     /** Lines dropped since the last line written. */
     uint32_t dropped;
+    /** Lines dropped since start (saturating), for the USAGE report. */
+    uint32_t dropped_total;
     /** Length of the line being built. */
     uint32_t len;
     /** The line being built. */
@@ -151,6 +153,14 @@ static void rt_log_drop(void)
     if (rt_log_g.dropped != UINT32_MAX) {
         rt_log_g.dropped++;
     }
+    if (rt_log_g.dropped_total != UINT32_MAX) {
+        rt_log_g.dropped_total++;
+    }
+}
+
+uint32_t rt_log_dropped_total(void)
+{
+    return rt_log_g.dropped_total;
 }
 
 bool rt_log_write(const uint8_t *line, uint32_t len)

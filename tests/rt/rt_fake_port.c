@@ -5,6 +5,8 @@
  */
 #include "tests/rt/rt_fake_port.h"
 
+#include "capabi/pbx_capabi.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +223,11 @@ pbx_err pbx_port_call_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                         uint32_t len_bytes)
 {
+    size_t keep =
+        len_bytes < sizeof(fk.notified) ? len_bytes : sizeof(fk.notified);
+    memcpy(fk.notified, msg, keep);
+    fk.notified_len = len_bytes;
+    fk.notified_slot = slot;
     return pbx_port_send(ctx, slot, msg, len_bytes, PBX_PORT_SLOT_NONE);
 }
 
@@ -264,8 +271,12 @@ pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
     return PBX_E_PORT_NO_IDENTITY;
 }
 
-/* The fake has no supervisor connection: route re-attachment is tested
- * on the real image (tests/e2e), so these answer "not in this state". */
+/* The fake has no supervisor connection of its own: route
+ * re-attachment is tested on the real image (tests/e2e), so opening it
+ * answers "not in this state". A test may script one datagram (fk.sup,
+ * with its receipts staged as a public receive stages them), which the
+ * next supervisor_recv delivers; otherwise it answers as if none were
+ * open. */
 pbx_err pbx_port_supervisor_open(pbx_port_ctx *ctx, int32_t slot)
 {
     (void)ctx;
@@ -276,11 +287,27 @@ pbx_err pbx_port_supervisor_open(pbx_port_ctx *ctx, int32_t slot)
 pbx_err pbx_port_supervisor_recv(pbx_port_ctx *ctx, uint8_t *buf,
                                  uint32_t cap_bytes, pbx_port_msg *msg)
 {
-    (void)ctx;
-    (void)buf;
-    (void)cap_bytes;
     memset(msg, 0, sizeof(*msg));
-    return PBX_E_PORT_STATE;
+    if (fk.sup_ready == 0U) {
+        return PBX_E_PORT_STATE;
+    }
+    if (fk_staged_held(ctx) != 0U) {
+        return PBX_E_PORT_RECEIPTS_PENDING;
+    }
+    if (fk.sup.len > cap_bytes || fk.sup.receipts > PBX_PORT_RECEIPTS_MAX) {
+        return PBX_E_PORT_MSG_TRUNC;
+    }
+    fk.sup_ready = 0U;
+    memcpy(buf, fk.sup.bytes, fk.sup.len);
+    for (uint32_t i = 0; i < fk.sup.receipts; i++) {
+        ctx->staged[i] = FK_STAGE_FIRST + (int32_t)i;
+        fk.kind[FK_STAGE_FIRST + i] = PBX_PORT_KIND_ENDPOINT;
+    }
+    ctx->staged_count = fk.sup.receipts;
+    msg->from_slot = (int32_t)PBX_CAPABI_SLOT_SUPERVISOR;
+    msg->len_bytes = fk.sup.len;
+    msg->receipts = fk.sup.receipts;
+    return PBX_OK;
 }
 
 pbx_err pbx_port_receipt_query(pbx_port_ctx *ctx, uint32_t index,

@@ -71,6 +71,17 @@ typedef struct fk_state {
     uint32_t held;
     /** holds counts public_hold calls that held intake. */
     uint32_t holds;
+    /** sup is delivered once by the next supervisor_recv (slot 4). */
+    fk_msg sup;
+    /** sup_ready nonzero: sup has not been received yet. Without it a
+     * supervisor_recv answers PBX_E_PORT_STATE (no connection). */
+    uint32_t sup_ready;
+    /** notified holds the first bytes of the last notify sent. */
+    uint8_t notified[128];
+    /** notified_len is the last notify's whole length. */
+    uint32_t notified_len;
+    /** notified_slot is the slot the last notify went to. */
+    int32_t notified_slot;
 } fk_state;
 
 /** fk is the one fake kernel (static storage, reset by fk_reset). */

@@ -184,4 +184,18 @@ void pbx_up_stack_clean(const pbx_up *u);
 /** pbx_up_now_ms returns CLOCK_MONOTONIC in milliseconds. */
 int64_t pbx_up_now_ms(void);
 
+/**
+ * pbx_up_usage asks the running powerboxd for its usage report (a USAGE
+ * query with a fresh nonce on u->sup_fd, its slot 4) and waits at most
+ * two seconds, serving logs and signals (pbx_up_pump), for the report
+ * carrying that nonce; a few other datagrams are skipped meanwhile. On
+ * success it logs one line with pbx_up_note, "usage: powerboxd[PID]"
+ * then " NAME=USED/CAPACITY" per arena pool (requests, selector_chunks,
+ * grants, prompts, policies, decisions, tslots, resolutions,
+ * notifications, calls) and " fds=N log_dropped=N", and returns 0.
+ * Returns -1 after a note when powerboxd is not running, the query
+ * cannot be sent, no report comes, or powerboxd refused it.
+ */
+int pbx_up_usage(pbx_up *u);
+
 #endif /* PBX_UP_H */
