@@ -28,6 +28,12 @@ _Static_assert(PBX_ARRAY_LEN(pbx_capabi_usage_names) ==
                    (size_t)PBX_CAPABI_USAGE_POOLS,
                "one name per pool");
 
+/* The offset of pool i's pair of counts in a report. */
+static size_t pbx_capabi_usage_pool_at(uint32_t i)
+{
+    return (size_t)PBX_CAPABI_USAGE_POOLS_AT + (size_t)8U * (size_t)i;
+}
+
 bool pbx_capabi_usage_is_query(const uint8_t *buf, size_t len)
 {
     PBX_ASSERT(buf != NULL || len == 0U);
@@ -89,7 +95,7 @@ pbx_err pbx_capabi_usage_encode(const pbx_capabi_usage *u, uint8_t *buf,
     pbx_le_put32(buf + 8, u->nonce);
     pbx_le_put32(buf + 12, u->status);
     for (uint32_t i = 0; i < PBX_CAPABI_USAGE_POOLS; i++) {
-        uint8_t *p = buf + PBX_CAPABI_USAGE_POOLS_AT + 8U * i;
+        uint8_t *p = buf + pbx_capabi_usage_pool_at(i);
         pbx_le_put32(p, u->used[i]);
         pbx_le_put32(p + 4, u->capacity[i]);
     }
@@ -115,7 +121,7 @@ pbx_err pbx_capabi_usage_decode(const uint8_t *buf, size_t len,
         return PBX_E_CAPABI_USAGE_RESERVED;
     }
     for (uint32_t i = 0; i < PBX_CAPABI_USAGE_POOLS; i++) {
-        const uint8_t *p = buf + PBX_CAPABI_USAGE_POOLS_AT + 8U * i;
+        const uint8_t *p = buf + pbx_capabi_usage_pool_at(i);
         if (pbx_le_get32(p) > pbx_le_get32(p + 4)) {
             return PBX_E_CAPABI_USAGE_RANGE;
         }
@@ -123,7 +129,7 @@ pbx_err pbx_capabi_usage_decode(const uint8_t *buf, size_t len,
     out->nonce = pbx_le_get32(buf + 8);
     out->status = pbx_le_get32(buf + 12);
     for (uint32_t i = 0; i < PBX_CAPABI_USAGE_POOLS; i++) {
-        const uint8_t *p = buf + PBX_CAPABI_USAGE_POOLS_AT + 8U * i;
+        const uint8_t *p = buf + pbx_capabi_usage_pool_at(i);
         out->used[i] = pbx_le_get32(p);
         out->capacity[i] = pbx_le_get32(p + 4);
     }

@@ -158,8 +158,8 @@ PBX_TEST(capabi_usage_report_round_trips_with_its_exact_layout)
     PBX_CHECK_EQ(pbx_le_get32(buf + 8), 0xA1B2C3D4U);
     PBX_CHECK_EQ(pbx_le_get32(buf + 12), 0U);
     for (uint32_t i = 0; i < PBX_CAPABI_USAGE_POOLS; i++) {
-        PBX_CHECK_EQ(pbx_le_get32(buf + 16U + 8U * i), i * 3U);
-        PBX_CHECK_EQ(pbx_le_get32(buf + 20U + 8U * i), 100U + i);
+        PBX_CHECK_EQ(pbx_le_get32(buf + 16U + (size_t)8U * i), i * 3U);
+        PBX_CHECK_EQ(pbx_le_get32(buf + 20U + (size_t)8U * i), 100U + i);
     }
     PBX_CHECK_EQ(pbx_le_get32(buf + 96), 27U);
     PBX_CHECK_EQ(pbx_le_get32(buf + 100), 0xFFFFFFFFU);
@@ -207,14 +207,14 @@ PBX_TEST(capabi_usage_report_decode_refuses_every_malformed_form)
     /* A pool counting more in use than it holds, each pool alone. */
     for (uint32_t p = 0; p < PBX_CAPABI_USAGE_POOLS; p++) {
         usage_report(buf);
-        pbx_le_put32(buf + 16U + 8U * p, 101U + p);
+        pbx_le_put32(buf + 16U + (size_t)8U * p, 101U + p);
         got = untouched;
         PBX_CHECK_EQ(
             pbx_capabi_usage_decode(buf, PBX_CAPABI_USAGE_REPORT_BYTES, &got),
             PBX_E_CAPABI_USAGE_RANGE);
         PBX_CHECK_MEM(&got, &untouched, sizeof(got));
         /* Exactly full is valid. */
-        pbx_le_put32(buf + 16U + 8U * p, 100U + p);
+        pbx_le_put32(buf + 16U + (size_t)8U * p, 100U + p);
         PBX_CHECK_EQ(
             pbx_capabi_usage_decode(buf, PBX_CAPABI_USAGE_REPORT_BYTES, &got),
             PBX_OK);

@@ -170,7 +170,7 @@ pbx_err rt_attach(rt_state *s, bool closed)
         return PBX_OK;
     }
     if (pbx_capabi_usage_is_query(buf, m.len_bytes)) {
-        rt_usage(s, buf, m.len_bytes, m.receipts);
+        rt_usage_answer(s, buf, m.len_bytes, m.receipts);
         return PBX_OK;
     }
     err = pbx_capabi_attach_decode(buf, m.len_bytes, m.receipts, &a);

@@ -308,7 +308,7 @@ void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot);
 void rt_fail(rt_state *s, uint32_t status);
 
 /**
- * rt_usage answers one USAGE query that arrived on the supervisor
+ * rt_usage_answer answers one USAGE query that arrived on the supervisor
  * connection (rt_attach hands it every frame whose magic is the query's,
  * pbx_capabi_usage_is_query): len bytes at buf (borrowed for the call)
  * with receipts capabilities staged. A well-formed query without
@@ -318,7 +318,8 @@ void rt_fail(rt_state *s, uint32_t status);
  * with its refusal, every staged capability deleted first. Either way
  * one report goes back on slot 4 without blocking.
  */
-void rt_usage(rt_state *s, const uint8_t *buf, uint32_t len, uint32_t receipts);
+void rt_usage_answer(rt_state *s, const uint8_t *buf, uint32_t len,
+                     uint32_t receipts);
 
 /** rt_log_dropped_total returns how many log lines were dropped since
  * start (saturating at UINT32_MAX); unlike the pending count that the

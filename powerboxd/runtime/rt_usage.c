@@ -53,7 +53,8 @@ static void rt_usage_count(rt_state *s, pbx_capabi_usage *u)
     u->log_dropped = rt_log_dropped_total();
 }
 
-void rt_usage(rt_state *s, const uint8_t *buf, uint32_t len, uint32_t receipts)
+void rt_usage_answer(rt_state *s, const uint8_t *buf, uint32_t len,
+                     uint32_t receipts)
 {
     uint8_t out[PBX_CAPABI_USAGE_REPORT_BYTES];
     pbx_capabi_usage u;
