@@ -308,3 +308,20 @@ PBX_TEST(rt_usage_query_is_answered_from_the_loop)
     PBX_CHECK_EQ(r.status, 0U);
     PBX_CHECK_EQ(r.fds, (uint32_t)PBX_ARRAY_LEN(ru_base_slots));
 }
+
+PBX_TEST(rt_usage_query_too_long_for_the_port_gets_the_attach_refusal)
+{
+    uint8_t q[24];
+    pbx_capabi_answer ans = {0, 0, 0};
+    ru_setup();
+    memset(q, 0, sizeof(q));
+    PBX_REQUIRE(pbx_capabi_usage_query_encode(0x6006U, q, sizeof(q)) == PBX_OK);
+    /* Longer than slot 4's receive buffer: the port refuses it before
+     * its magic is read, so the refusal is the attach answer's. */
+    ru_script(q, sizeof(q), 0U);
+    PBX_CHECK_EQ(rt_attach(&ru, false), PBX_OK);
+    PBX_CHECK_EQ(fk.notified_len, PBX_CAPABI_ANSWER_BYTES);
+    PBX_REQUIRE(pbx_capabi_answer_decode(fk.notified, fk.notified_len, &ans) ==
+                PBX_OK);
+    PBX_CHECK_EQ(ans.status, (uint32_t)PBX_E_CAPABI_ATTACH_LENGTH);
+}
