@@ -939,8 +939,10 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
     /* Copied out first: a failed answer closes the connection, and its
      * table must then hold nothing to cancel at a new powerboxd. */
     static pbx_peer_track_req reqs[PBX_PEER_TRACK_MAX];
-    uint32_t n = t->count < PBX_PEER_TRACK_MAX ? t->count : PBX_PEER_TRACK_MAX;
-    memcpy(reqs, t->reqs, sizeof(reqs[0]) * n);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->count && i < PBX_PEER_TRACK_MAX; i++) {
+        reqs[n++] = t->reqs[i];
+    }
     t->count = 0U;
     c->calls = c->begins = 0U;
     char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];

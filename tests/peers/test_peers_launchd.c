@@ -2215,7 +2215,7 @@ PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
     tl_recv(j.conn);
     PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
     /* Routes arrive: BEGIN and WAKE work on them. */
-    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    PBX_CHECK_EQ(tl_attach_routes(&s), (unsigned)'r' << 8);
     PBX_CHECK(tl_logged(&s, "launchd: attach channel: route(s) adopted"));
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, b, 0, 0), 0U);
@@ -2233,7 +2233,7 @@ PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
      * are closed; the job keeps running. */
     int old_wake = s.wake;
     int old_broker = s.broker;
-    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    PBX_CHECK_EQ(tl_attach_routes(&s), (unsigned)'r' << 8);
     tl_recv(j.conn);
     PBX_CHECK_EQ(g_m.frame.seq, 0xB2U);
     PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
@@ -2267,6 +2267,6 @@ PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
     PBX_CHECK(tl_logged(&s, "powerboxd closed the broker; calls answered "
                             "ROUTE until a new broker"));
     (void)close(s.wake);
-    PBX_CHECK_EQ(tl_attach_routes(&s), ('r' << 8) | 0U);
+    PBX_CHECK_EQ(tl_attach_routes(&s), (unsigned)'r' << 8);
     tl_down(&s, &j);
 }

@@ -1466,6 +1466,7 @@ PBX_TEST(peers_vfsd_attach_listen_routes_and_refusals)
     int base = tp_fd_count(t.pid);
     /* No route yet: nobody's RESOLVE is served. */
     pbx_ipc_resolve_reply rep;
+    memset(&rep, 0, sizeof(rep));
     PBX_CHECK(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                          PBX_IPC_CLASS_FILE, &rep, &m) != PBX_OK);
     /* 'L' with a descriptor, 'R' (ttyd's, procd's, launchd's), an empty
