@@ -501,8 +501,11 @@ static void procd_attach_route(pbx_peer_attach_msg *m)
     g_procd.routes[g_procd.nroutes++] = m->fds[0];
     m->nfds = 0;
     pbx_peer_log("procd", "attach channel: route(s) adopted");
-    (void)pbx_peer_attach_answer(g_procd.attach_fd, m->op,
-                                 PBX_PEER_ATTACH_DONE);
+    if (pbx_peer_attach_answer(g_procd.attach_fd, m->op,
+                               PBX_PEER_ATTACH_DONE) != 0) {
+        pbx_peer_log("procd", "attach channel: answer not sent: %s",
+                     strerror(errno));
+    }
 }
 
 /* Serves the attach channel: one message, or its end (the supervisor is
@@ -515,8 +518,8 @@ static void procd_attach(void)
         return;
     }
     if (r != 0) {
-        pbx_peer_log("procd", "attach channel closed: %s",
-                     r > 0 ? "the supervisor is gone" : strerror(errno));
+        pbx_peer_log("procd", "attach channel %s; serving on without it",
+                     r > 0 ? "closed" : strerror(errno));
         (void)close(g_procd.attach_fd);
         g_procd.attach_fd = -1;
         return;

@@ -707,7 +707,11 @@ static void ttyd_attach_route(pbx_peer_attach_msg *m)
     g_ttyd.routes[g_ttyd.nroutes++] = m->fds[0];
     m->nfds = 0;
     pbx_peer_log("ttyd", "attach channel: route(s) adopted");
-    (void)pbx_peer_attach_answer(g_ttyd.attach_fd, m->op, PBX_PEER_ATTACH_DONE);
+    if (pbx_peer_attach_answer(g_ttyd.attach_fd, m->op, PBX_PEER_ATTACH_DONE) !=
+        0) {
+        pbx_peer_log("ttyd", "attach channel: answer not sent: %s",
+                     strerror(errno));
+    }
 }
 
 /* Serves the attach channel: one message, or its end (the supervisor is
@@ -720,8 +724,8 @@ static void ttyd_attach(void)
         return;
     }
     if (r != 0) {
-        pbx_peer_log("ttyd", "attach channel closed: %s",
-                     r > 0 ? "the supervisor is gone" : strerror(errno));
+        pbx_peer_log("ttyd", "attach channel %s; serving on without it",
+                     r > 0 ? "closed" : strerror(errno));
         (void)close(g_ttyd.attach_fd);
         g_ttyd.attach_fd = -1;
         return;
