@@ -8,12 +8,15 @@
  * process's standard error to DIR/stack.log, and stops everything on
  * SIGINT, SIGTERM or SIGHUP with exit 0.
  *
- * A peer (vfsd, ttyd, procd, launchd) that dies while the stack runs is
- * restarted alone after a backoff doubling from 0.5 s (at most 30 s), its
- * new route(s) handed to the running powerboxd by ROUTE_ATTACH on slot 4
- * (pbx_up_peer_restart); when powerboxd dies, the whole stack is stopped
- * and started again after the same backoff. The sixth restart of one
- * process within 60 s gives up with exit 1.
+ * Any process that dies while the stack runs is restarted alone after a
+ * backoff doubling from 0.5 s (at most 30 s). A peer (vfsd, ttyd, procd,
+ * launchd) gets its new route(s) to the running powerboxd by ROUTE_ATTACH
+ * on slot 4 (pbx_up_peer_restart), or none while powerboxd is down; a
+ * dead powerboxd is started again with fresh routes handed to the running
+ * peers over their attach channels (pbx_up_broker_restart), once no peer
+ * is down. The sixth restart of one process within 60 s (or
+ * --restart-window-ms) gives up with exit 1. SIGUSR1 logs powerboxd's
+ * usage report (pbx_up_usage).
  */
 #define _GNU_SOURCE
 #include "tools/pbx/pbx_up.h"
@@ -68,11 +71,12 @@ void pbx_tool_up_usage(FILE *fp)
         "      are found in --bin (default: beside pbx). Prints 'pbx up:\n"
         "      ready in DIR' (and writes 'ready' to --ready-fd N) once\n"
         "      every process is ready; logs to DIR/stack.log; restarts a\n"
-        "      dead peer alone and hands its new routes to powerboxd, or\n"
-        "      the whole stack when powerboxd dies (gives up after 5\n"
-        "      restarts of one process within 60 s: exit 1; a restart\n"
-        "      counts only within --restart-window-ms, default 60000);\n"
-        "      SIGINT or SIGTERM stops it: exit 0\n",
+        "      dead process alone (a peer's new routes go to powerboxd, a\n"
+        "      new powerboxd gets fresh routes to the running peers; gives\n"
+        "      up after 5 restarts of one process within 60 s: exit 1; a\n"
+        "      restart counts only within --restart-window-ms, default\n"
+        "      60000); SIGUSR1 logs powerboxd's usage; SIGINT or SIGTERM\n"
+        "      stops it: exit 0\n",
         fp);
 }
 
@@ -259,7 +263,7 @@ static int pbx_up_process(pbx_up *u)
     }
     sigset_t set;
     (void)sigemptyset(&set);
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1};
     for (size_t i = 0U; i < sizeof(sigs) / sizeof(*sigs); i++) {
         (void)sigaddset(&set, sigs[i]);
     }
@@ -273,15 +277,11 @@ static int pbx_up_process(pbx_up *u)
 }
 
 /* Tells the caller the stack is ready: the line, and --ready-fd once. */
-static void pbx_up_ready(pbx_up *u, int restarts)
+static void pbx_up_ready(pbx_up *u)
 {
-    if (restarts == 0) {
-        printf("pbx up: ready in %s\n", u->dir);
-        (void)fflush(stdout);
-        pbx_up_note(u, "stack ready in %s", u->dir);
-    } else {
-        pbx_up_note(u, "stack ready again after restart %d", restarts);
-    }
+    printf("pbx up: ready in %s\n", u->dir);
+    (void)fflush(stdout);
+    pbx_up_note(u, "stack ready in %s", u->dir);
     if (u->ready_fd >= 0) {
         (void)write(u->ready_fd, "ready\n", 6U);
         (void)close(u->ready_fd);
@@ -289,141 +289,137 @@ static void pbx_up_ready(pbx_up *u, int restarts)
     }
 }
 
-/* Waits for the backoff before a restart; false when stopped meanwhile or
- * when too many restarts came within the window (noted). times[] holds
- * the restarts' times (ms), *n how many. */
-static bool pbx_up_backoff(pbx_up *u, int64_t *times, int *n)
+/* Plans process p's restart at first sight: drops restart times older
+ * than the window and sets its due time after the doubling backoff.
+ * Returns false (noted) when it came back too often: give up. */
+static bool pbx_up_plan(pbx_up *u, pbx_up_proc *p, int64_t now)
 {
-    int64_t now = pbx_up_now_ms();
     int kept = 0;
-    for (int i = 0; i < *n; i++) {
-        if (now - times[i] < u->window_ms) {
-            times[kept++] = times[i];
+    for (int k = 0; k < p->nrestarts; k++) {
+        if (now - p->restarts[k] < u->window_ms) {
+            p->restarts[kept++] = p->restarts[k];
         }
     }
-    *n = kept;
+    p->nrestarts = kept;
     if (kept >= PBX_UP_RESTARTS_MAX) {
-        pbx_up_note(u,
-                    "giving up: the stack died again after %d restarts "
-                    "within %d s",
-                    kept, u->window_ms / 1000);
+        pbx_up_note(u, "giving up: %s died again after %d restarts within %d s",
+                    p->name, kept, u->window_ms / 1000);
         return false;
     }
     int delay = PBX_UP_BACKOFF_MS << kept;
     delay = delay > PBX_UP_BACKOFF_MAX_MS ? PBX_UP_BACKOFF_MAX_MS : delay;
-    pbx_up_note(u,
-                "restarting the whole stack in %d ms (restart %d within "
-                "%d s)",
-                delay, kept + 1, u->window_ms / 1000);
-    int64_t end = now + delay;
-    for (int r = 0; r < 100000 && !u->stopping; r++) {
-        int64_t left = end - pbx_up_now_ms();
-        if (left <= 0) {
-            break;
-        }
-        (void)pbx_up_pump(u, -1, (int)left);
-    }
-    times[(*n)++] = pbx_up_now_ms();
-    return !u->stopping;
+    p->due_ms = now + delay;
+    pbx_up_note(u, "restarting %s alone in %d ms (restart %d within %d s)",
+                p->name, delay, kept + 1, u->window_ms / 1000);
+    return true;
 }
 
-/* Plans and runs the restarts of peers that died while the stack ran:
- * each is due after its own backoff (pbx_up_backoff's rule per process),
- * and one that fails to come back is planned again. Stores in *wait_ms
- * how long the loop may wait before the next one is due (-1: none).
- * Returns false when a peer died too often (noted): give up. */
+/* Whether some peer is down (powerboxd's restart waits for it: a peer
+ * that is down when powerboxd starts could take no route). */
+static bool pbx_up_peer_down(const pbx_up *u)
+{
+    for (size_t i = 0U; i < PBX_UP_POWERBOXD; i++) {
+        if (u->proc[i].down) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Restarts process i, which is due; a failure plans it again. A peer
+ * started while powerboxd runs gets its routes by ROUTE_ATTACH, one
+ * started while powerboxd is down gets none yet, and powerboxd gets fresh
+ * routes to the running peers (pbx_up_broker_restart). */
+static void pbx_up_restart_one(pbx_up *u, size_t i, int64_t now)
+{
+    pbx_up_proc *p = &u->proc[i];
+    bool broker_up = u->proc[PBX_UP_POWERBOXD].pid > 0;
+    p->down = false;
+    p->due_ms = 0;
+    if (p->nrestarts < PBX_UP_RESTARTS_KEPT) {
+        p->restarts[p->nrestarts++] = now;
+    }
+    int rc = i == PBX_UP_POWERBOXD ? pbx_up_broker_restart(u)
+                                   : pbx_up_peer_restart(u, i);
+    if (rc == 0) {
+        pbx_up_note(u, "%s[%ld] restarted %s", p->name, (long)p->pid,
+                    i == PBX_UP_POWERBOXD ? "with fresh routes to the peers"
+                    : broker_up           ? "and attached"
+                                          : "without a route (powerboxd is "
+                                            "down)");
+        return;
+    }
+    if (u->stopping) {
+        return;
+    }
+    if (i != PBX_UP_POWERBOXD && p->pid > 0 &&
+        u->proc[PBX_UP_POWERBOXD].pid == 0) {
+        /* powerboxd died during the attach: the peer runs, and takes its
+         * route over its attach channel when powerboxd comes back. */
+        pbx_up_note(u, "%s[%ld] restarted; its route waits for powerboxd",
+                    p->name, (long)p->pid);
+        return;
+    }
+    /* Not back: stop what came up, and plan it again. */
+    if (p->pid > 0) {
+        (void)kill(p->pid, SIGKILL);
+    }
+    p->down = true;
+}
+
+/* Plans and runs the restarts of processes that died while the stack ran:
+ * each is due after its own backoff (pbx_up_plan), peers before powerboxd.
+ * Stores in *wait_ms how long the loop may wait before the next one is due
+ * (-1: none). Returns false when a process died too often (noted). */
 static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
 {
     *wait_ms = -1;
-    for (size_t i = 0U; i < PBX_UP_POWERBOXD && !u->died && !u->stopping; i++) {
+    for (size_t i = 0U; i < PBX_UP_PROCS && !u->stopping; i++) {
         pbx_up_proc *p = &u->proc[i];
+        int64_t now = pbx_up_now_ms();
         if (!p->down) {
             continue;
         }
-        int64_t now = pbx_up_now_ms();
-        if (p->due_ms == 0) {
-            int kept = 0;
-            for (int k = 0; k < p->nrestarts; k++) {
-                if (now - p->restarts[k] < u->window_ms) {
-                    p->restarts[kept++] = p->restarts[k];
-                }
-            }
-            p->nrestarts = kept;
-            if (kept >= PBX_UP_RESTARTS_MAX) {
-                pbx_up_note(u,
-                            "giving up: %s died again after %d restarts "
-                            "within %d s",
-                            p->name, kept, u->window_ms / 1000);
-                return false;
-            }
-            int delay = PBX_UP_BACKOFF_MS << kept;
-            delay =
-                delay > PBX_UP_BACKOFF_MAX_MS ? PBX_UP_BACKOFF_MAX_MS : delay;
-            p->due_ms = now + delay;
-            pbx_up_note(u,
-                        "restarting %s alone in %d ms (restart %d within %d s)",
-                        p->name, delay, kept + 1, u->window_ms / 1000);
+        if (p->due_ms == 0 && !pbx_up_plan(u, p, now)) {
+            return false;
         }
         if (now < p->due_ms) {
             int left = (int)(p->due_ms - now);
             *wait_ms = *wait_ms < 0 || left < *wait_ms ? left : *wait_ms;
-            continue;
-        }
-        p->down = false;
-        p->due_ms = 0;
-        if (p->nrestarts < PBX_UP_RESTARTS_KEPT) {
-            p->restarts[p->nrestarts++] = now;
-        }
-        if (pbx_up_peer_restart(u, i) == 0) {
-            pbx_up_note(u, "%s[%ld] restarted and attached", p->name,
-                        (long)p->pid);
-        } else if (!u->died && !u->stopping) {
-            /* Not back: stop what came up, and plan it again. */
-            if (p->pid > 0) {
-                (void)kill(p->pid, SIGKILL);
-            }
-            p->down = true;
-            *wait_ms = 0;
+        } else if (i != PBX_UP_POWERBOXD || !pbx_up_peer_down(u)) {
+            pbx_up_restart_one(u, i, now);
+            *wait_ms = p->down ? 0 : *wait_ms;
         }
     }
     return true;
 }
 
-/* Starts the stack and keeps it running until a stop or a give-up;
- * returns the exit status. */
+/* Starts the stack and keeps it running, each process that dies restarted
+ * alone, until a stop or a give-up; returns the exit status. */
 static int pbx_up_loop(pbx_up *u)
 {
-    int64_t times[PBX_UP_RESTARTS_MAX + 1];
-    int ntimes = 0;
-    int restarts = 0;
-    for (;;) {
-        if (pbx_up_stack_start(u) == 0) {
-            pbx_up_ready(u, restarts);
-        } else if (restarts == 0 && !u->stopping) {
+    if (pbx_up_stack_start(u) != 0) {
+        if (!u->stopping) {
             pbx_up_note(u, "the stack did not start");
-            pbx_up_stack_stop(u);
-            return PBX_TOOL_EXIT_FAIL;
-        } else {
-            u->died = true;
-        }
-        while (!u->stopping && !u->died) {
-            int wait = -1;
-            if (!pbx_up_restarts(u, &wait)) {
-                pbx_up_stack_stop(u);
-                return PBX_TOOL_EXIT_FAIL;
-            }
-            (void)pbx_up_pump(u, -1, wait);
         }
         pbx_up_stack_stop(u);
-        if (u->stopping) {
-            return PBX_TOOL_EXIT_OK;
-        }
-        if (!pbx_up_backoff(u, times, &ntimes)) {
-            return u->stopping ? PBX_TOOL_EXIT_OK : PBX_TOOL_EXIT_FAIL;
-        }
-        restarts++;
-        pbx_up_note(u, "restart %d: starting the whole stack", restarts);
+        return u->stopping ? PBX_TOOL_EXIT_OK : PBX_TOOL_EXIT_FAIL;
     }
+    pbx_up_ready(u);
+    while (!u->stopping) {
+        int wait = -1;
+        if (!pbx_up_restarts(u, &wait)) {
+            pbx_up_stack_stop(u);
+            return PBX_TOOL_EXIT_FAIL;
+        }
+        if (u->usage_wanted) {
+            u->usage_wanted = false;
+            (void)pbx_up_usage(u);
+        }
+        (void)pbx_up_pump(u, -1, wait);
+    }
+    pbx_up_stack_stop(u);
+    return PBX_TOOL_EXIT_OK;
 }
 
 int pbx_tool_up(int argc, char **argv)
@@ -441,6 +437,7 @@ int pbx_tool_up(int argc, char **argv)
     for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
         u.proc[i].name = names[i];
         u.proc[i].err = -1;
+        u.proc[i].chan = -1;
     }
     int rc = pbx_up_args(&u, argc, argv);
     if (rc == PBX_TOOL_EXIT_OK) {

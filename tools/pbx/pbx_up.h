@@ -54,7 +54,7 @@ typedef struct pbx_up_proc {
     size_t len;
     /** The part of a line read but not yet ended by a newline. */
     char line[PBX_UP_LINE_MAX];
-    /** A peer that died while the stack ran and awaits its restart. */
+    /** A process that died while the stack ran and awaits its restart. */
     bool down;
     /** When its restart is due (monotonic ms), or 0 while not planned. */
     int64_t due_ms;
@@ -63,6 +63,10 @@ typedef struct pbx_up_proc {
     int64_t restarts[PBX_UP_RESTARTS_KEPT];
     /** How many entries of restarts are valid. */
     int nrestarts;
+    /** The supervisor's end of a peer's attach channel (--attach-fd, a
+     * SOCK_SEQPACKET pair): new routes go over it when powerboxd is
+     * restarted; -1 for powerboxd and while the peer is not running. */
+    int chan;
 } pbx_up_proc;
 
 /**
@@ -94,13 +98,16 @@ typedef struct pbx_up {
     uint64_t dropped;
     /** Set by SIGINT, SIGTERM or SIGHUP: stop everything and exit 0. */
     bool stopping;
-    /** Set when a stack process exited while it was expected to run. */
+    /** Set when a stack process exited during the first start. */
     bool died;
     /** True while the stack is being stopped on purpose. */
     bool stopping_stack;
-    /** True once the whole stack is ready: a peer that dies from then on
-     * is restarted alone (powerboxd's death still restarts everything). */
+    /** True once the whole stack is ready: a process that dies from then
+     * on is restarted alone (pbx_up_peer_restart, pbx_up_broker_restart). */
     bool running;
+    /** Set by SIGUSR1: log powerboxd's usage report once the loop is
+     * free (pbx_up_usage). */
+    bool usage_wanted;
     /** The supervisor's end of powerboxd's slot 4 (a datagram pair):
      * readiness, then ROUTE_ATTACH and its answers; -1 when none. */
     int sup_fd;
@@ -137,8 +144,9 @@ void pbx_up_log_line(pbx_up *u, const char *name, pid_t pid, const char *text,
  * pbx_up_pump waits at most timeout_ms (negative: no bound) for a signal,
  * a child's output, or fd becoming readable (fd -1: none). It logs every
  * output line, reaps every exited child (noting a stack process's exit and
- * setting u->died when it was not being stopped) and sets u->stopping on
- * SIGINT, SIGTERM or SIGHUP. Returns true when fd is readable.
+ * marking it down, or setting u->died during the first start, when it was
+ * not being stopped), sets u->stopping on SIGINT, SIGTERM or SIGHUP and
+ * u->usage_wanted on SIGUSR1. Returns true when fd is readable.
  */
 bool pbx_up_pump(pbx_up *u, int fd, int timeout_ms);
 
@@ -167,13 +175,26 @@ void pbx_up_stack_stop(pbx_up *u);
 
 /**
  * pbx_up_peer_restart starts stack peer idx (vfsd, ttyd, procd or
- * launchd) alone, its route(s) made by the new process itself (so the
- * kernel names it as their peer), and hands each route to the running
- * powerboxd by ROUTE_ATTACH on slot 4, logging each answer. Before a
- * launchd starts, the dead launchd's orphaned jobs are killed. Returns 0
- * when the peer is ready and every route was accepted, else -1 (noted).
+ * launchd) alone. While powerboxd runs, its route(s) are made by the new
+ * process itself (so the kernel names it as their peer) and handed to
+ * powerboxd by ROUTE_ATTACH on slot 4, each answer logged; while
+ * powerboxd is down the peer starts with no route and gets one over its
+ * attach channel when powerboxd comes back. Before a launchd starts, the
+ * dead launchd's orphaned jobs are killed. Returns 0 when the peer is
+ * ready and every route was accepted (or none was due), else -1 (noted).
  */
 int pbx_up_peer_restart(pbx_up *u, size_t idx);
+
+/**
+ * pbx_up_broker_restart starts powerboxd alone while the peers run: vfsd
+ * is asked over its attach channel to listen for the new route (which
+ * powerboxd's process connects, as at a start), ttyd, procd and launchd
+ * are sent fresh routes over theirs, and powerboxd gets the other ends at
+ * its startup slots. Returns 0 once powerboxd's readiness report came,
+ * else -1 (noted); a peer that refused or was gone is logged, and its
+ * route is simply down in the new powerboxd until that peer is restarted.
+ */
+int pbx_up_broker_restart(pbx_up *u);
 
 /**
  * pbx_up_stack_clean removes the sockets a stack makes in DIR (a dead

@@ -177,10 +177,11 @@ static void pbx_up_exit_note(pbx_up *u, const pbx_up_proc *p, pid_t pid,
 }
 
 /* Reaps every exited child: a stack process is noted (and, unless the
- * stack is being stopped, marked down for a restart of its own, or
- * u->died set for powerboxd or a death during a start); any other child is a
- * launched job reparented here (the supervisor is a child subreaper) and only
- * reaped. Bounded: each round reaps one child, and there are finitely many. */
+ * stack is being stopped, marked down for a restart of its own once the
+ * stack has run, or u->died set for a death during the first start); any
+ * other child is a launched job reparented here (the supervisor is a child
+ * subreaper) and only reaped. Bounded: each round reaps one child, and
+ * there are finitely many. */
 static void pbx_up_reap(pbx_up *u)
 {
     for (int round = 0; round < 4096; round++) {
@@ -194,12 +195,17 @@ static void pbx_up_reap(pbx_up *u)
             if (p->pid == pid) {
                 p->pid = 0;
                 pbx_up_exit_note(u, p, pid, status);
-                /* A running stack's peer is restarted alone; powerboxd,
-                 * or anything during a start, restarts the stack. */
+                /* A running stack's process is restarted alone (its
+                 * attach channel is dead with it); a death during the
+                 * first start fails the start. */
+                if (p->chan >= 0) {
+                    (void)close(p->chan);
+                    p->chan = -1;
+                }
                 if (u->stopping_stack) {
                     continue;
                 }
-                if (u->running && i != PBX_UP_POWERBOXD) {
+                if (u->running) {
                     p->down = true;
                 } else {
                     u->died = true;
@@ -219,8 +225,10 @@ static void pbx_up_signals(pbx_up *u)
             return;
         }
         int sig = (int)si.ssi_signo;
-        if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) &&
-            !u->stopping) {
+        if (sig == SIGUSR1) {
+            u->usage_wanted = true;
+        } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) &&
+                   !u->stopping) {
             u->stopping = true;
             pbx_up_note(u, "signal %d (%s): stopping the stack", sig,
                         sigabbrev_np(sig) != NULL ? sigabbrev_np(sig) : "?");

@@ -263,12 +263,17 @@ static int pbx_up_spawn(pbx_up *u, size_t idx, const pbx_up_argv *a,
 }
 
 /* Waits (bounded, serving logs and signals) until fd is readable; false
- * (noted) on timeout, a stop, or a death in the stack. */
-static bool pbx_up_await(pbx_up *u, int fd, const char *name)
+ * (noted) on timeout, a stop, a death during the first start, or the
+ * death of stack process watch (the one expected to answer). */
+static bool pbx_up_await(pbx_up *u, int fd, const char *name, size_t watch)
 {
     int64_t end = pbx_up_now_ms() + PBX_UP_READY_MS;
     for (int round = 0; round < 100000; round++) {
         if (u->stopping || u->died) {
+            return false;
+        }
+        if (u->proc[watch].pid == 0) {
+            pbx_up_note(u, "%s: %s died meanwhile", name, u->proc[watch].name);
             return false;
         }
         int64_t left = end - pbx_up_now_ms();
@@ -290,27 +295,38 @@ typedef struct pbx_up_handoffs {
     size_t n;
 } pbx_up_handoffs;
 
-/* Starts a peer with a --ready-fd pipe and waits for its `ready` line;
+/* Starts a peer with a --ready-fd pipe and an --attach-fd channel (whose
+ * other end becomes u->proc[idx].chan) and waits for its `ready` line;
  * h (may be NULL) names route hand-offs whose channels the child keeps. */
 static int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
                          size_t nkeep, const pbx_up_handoffs *h)
 {
     int rp[2];
+    int ch[2];
     if (pipe2(rp, O_CLOEXEC) != 0) {
         pbx_up_note(u, "pipe: %s", strerror(errno));
         return -1;
     }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch) != 0) {
+        pbx_up_note(u, "socketpair: %s", strerror(errno));
+        (void)close(rp[0]);
+        (void)close(rp[1]);
+        return -1;
+    }
     int all[10];
     size_t n = 0U;
-    for (; n < nkeep && n < 7U; n++) {
+    for (; n < nkeep && n < 6U; n++) {
         all[n] = keep[n];
     }
     all[n++] = rp[1];
-    for (size_t i = 0U; h != NULL && i < h->n && n < 8U; i++) {
+    all[n++] = ch[1];
+    for (size_t i = 0U; h != NULL && i < h->n && n < 10U; i++) {
         all[n++] = h->ch[i];
     }
     pbx_up_arg(a, "--ready-fd");
     pbx_up_arg(a, "%d", rp[1]);
+    pbx_up_arg(a, "--attach-fd");
+    pbx_up_arg(a, "%d", ch[1]);
     pbx_up_fds f = {.keep = all,
                     .nkeep = n,
                     .handoff = h != NULL ? h->ch : NULL,
@@ -318,8 +334,13 @@ static int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
                     .nhandoff = h != NULL ? h->n : 0U};
     int rc = pbx_up_spawn(u, idx, a, &f);
     (void)close(rp[1]);
+    (void)close(ch[1]);
+    if (u->proc[idx].chan >= 0) {
+        (void)close(u->proc[idx].chan);
+    }
+    u->proc[idx].chan = ch[0];
     const char *name = u->proc[idx].name;
-    if (rc == 0 && pbx_up_await(u, rp[0], name)) {
+    if (rc == 0 && pbx_up_await(u, rp[0], name, idx)) {
         char line[16] = {0};
         ssize_t got = read(rp[0], line, sizeof(line) - 1U);
         if (got != 6 || strcmp(line, "ready\n") != 0) {
@@ -436,9 +457,10 @@ static void pbx_up_stages(pbx_up_argv *a)
 }
 
 /* Starts vfsd: its scope socket, and its route either a listener powerboxd
- * connects to (route -1, a whole-stack start) or the hand-off h (a
- * restart, whose route's far end is powerboxd: RESOLVE is served only to
- * pid, named by --route-pid since the pair is vfsd's own). */
+ * connects to (h NULL, a whole-stack start), the hand-off h (a restart
+ * while powerboxd runs, whose route's far end is powerboxd: RESOLVE is
+ * served only to pid, named by --route-pid since the pair is vfsd's own),
+ * or none (h->n 0: powerboxd is down; its attach channel brings one). */
 static int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
 {
     pbx_up_argv a = {0};
@@ -457,7 +479,7 @@ static int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
     if (h == NULL) {
         pbx_up_arg(&a, "--route");
         pbx_up_arg(&a, "%s/vfsd-route.sock", u->dir);
-    } else {
+    } else if (h->n > 0U) {
         pbx_up_arg(&a, "--route-fd");
         pbx_up_arg(&a, "%d", h->ch[0]);
         pbx_up_arg(&a, "--route-pid");
@@ -466,7 +488,17 @@ static int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
     return pbx_up_peer_h(u, PBX_UP_VFSD, &a, NULL, 0U, h);
 }
 
-/* Starts ttyd with its route at descriptor route (kept, or a hand-off). */
+/* Appends "--route-fd N" for a route at descriptor route (-1: none). */
+static void pbx_up_route_arg(pbx_up_argv *a, int route)
+{
+    if (route >= 0) {
+        pbx_up_arg(a, "--route-fd");
+        pbx_up_arg(a, "%d", route);
+    }
+}
+
+/* Starts ttyd with its route at descriptor route: kept (h NULL), a
+ * hand-off (h->n 1), or none (route -1: powerboxd is down). */
 static int pbx_up_start_ttyd(pbx_up *u, int route, const pbx_up_handoffs *h)
 {
     pbx_up_argv t = {0};
@@ -477,13 +509,12 @@ static int pbx_up_start_ttyd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_arg(&t, "%s", u->tty);
     pbx_up_arg(&t, "--query");
     pbx_up_arg(&t, "%s/ttyd.sock", u->dir);
-    pbx_up_arg(&t, "--route-fd");
-    pbx_up_arg(&t, "%d", route);
+    pbx_up_route_arg(&t, route);
     return pbx_up_peer_h(u, PBX_UP_TTYD, &t, h == NULL ? &route : NULL,
                          h == NULL ? 1U : 0U, h);
 }
 
-/* Starts procd with its route at descriptor route (kept, or a hand-off). */
+/* Starts procd with its route at descriptor route, as ttyd's. */
 static int pbx_up_start_procd(pbx_up *u, int route, const pbx_up_handoffs *h)
 {
     pbx_up_argv a = {0};
@@ -493,23 +524,25 @@ static int pbx_up_start_procd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_arg(&a, "%s/procd.sock", u->dir);
     pbx_up_arg(&a, "--stage-sock");
     pbx_up_arg(&a, "%s/stage.sock", u->dir);
-    pbx_up_arg(&a, "--route-fd");
-    pbx_up_arg(&a, "%d", route);
+    pbx_up_route_arg(&a, route);
     return pbx_up_peer_h(u, PBX_UP_PROCD, &a, h == NULL ? &route : NULL,
                          h == NULL ? 1U : 0U, h);
 }
 
-/* Starts launchd with its wake and broker ends at those descriptors. */
+/* Starts launchd with its wake and broker ends at those descriptors
+ * (kept, hand-offs, or both -1: powerboxd is down). */
 static int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
                                 const pbx_up_handoffs *h)
 {
     pbx_up_argv l = {0};
     pbx_up_prog(u, &l, "pbx-launchd");
     pbx_up_arg(&l, "serve");
-    pbx_up_arg(&l, "--wake-fd");
-    pbx_up_arg(&l, "%d", wake);
-    pbx_up_arg(&l, "--broker-fd");
-    pbx_up_arg(&l, "%d", broker);
+    if (wake >= 0) {
+        pbx_up_arg(&l, "--wake-fd");
+        pbx_up_arg(&l, "%d", wake);
+        pbx_up_arg(&l, "--broker-fd");
+        pbx_up_arg(&l, "%d", broker);
+    }
     pbx_up_arg(&l, "--control");
     pbx_up_arg(&l, "%s/launchd.sock", u->dir);
     pbx_up_stages(&l);
@@ -540,7 +573,7 @@ static int pbx_up_start_procd_launchd(pbx_up *u, const pbx_up_wires *w)
 static int pbx_up_report(pbx_up *u, const pbx_up_wires *w)
 {
     uint8_t rep[PBX_UP_READY_BYTES];
-    if (!pbx_up_await(u, w->sup[0], "powerboxd")) {
+    if (!pbx_up_await(u, w->sup[0], "powerboxd", PBX_UP_POWERBOXD)) {
         return -1;
     }
     ssize_t got = recv(w->sup[0], rep, sizeof(rep), MSG_DONTWAIT);
@@ -697,6 +730,10 @@ void pbx_up_stack_stop(pbx_up *u)
     for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
         u->proc[i].down = false;
         u->proc[i].due_ms = 0;
+        if (u->proc[i].chan >= 0) {
+            (void)close(u->proc[i].chan);
+            u->proc[i].chan = -1;
+        }
     }
     pbx_up_signal_all(u, SIGTERM);
     int64_t end = pbx_up_now_ms() + PBX_UP_TERM_MS;
@@ -789,7 +826,8 @@ static int pbx_up_attach(pbx_up *u, uint32_t route, pid_t pid, int fd)
                     pbx_up_route_name(route), (long)pid);
         return -1;
     }
-    ssize_t got = pbx_up_await(u, u->sup_fd, "powerboxd's attach answer")
+    ssize_t got = pbx_up_await(u, u->sup_fd, "powerboxd's attach answer",
+                               PBX_UP_POWERBOXD)
                       ? recv(u->sup_fd, in, sizeof(in), MSG_DONTWAIT)
                       : -1;
     if (got <= 0 || pbx_capabi_answer_decode(in, (size_t)got, &ans) != PBX_OK ||
@@ -810,18 +848,30 @@ static int pbx_up_attach(pbx_up *u, uint32_t route, pid_t pid, int fd)
 }
 
 /* Starts peer idx with the hand-offs h (their channel ends for the
- * child in h->ch). */
+ * child in h->ch; none when h->n is 0: no route). */
 static int pbx_up_restart_start(pbx_up *u, size_t idx, const pbx_up_handoffs *h)
 {
+    int r0 = h->n > 0U ? h->ch[0] : -1;
     switch (idx) {
     case PBX_UP_VFSD:
         return pbx_up_start_vfsd(u, h, u->proc[PBX_UP_POWERBOXD].pid);
     case PBX_UP_TTYD:
-        return pbx_up_start_ttyd(u, h->ch[0], h);
+        return pbx_up_start_ttyd(u, r0, h);
     case PBX_UP_PROCD:
-        return pbx_up_start_procd(u, h->ch[0], h);
+        return pbx_up_start_procd(u, r0, h);
     default:
-        return pbx_up_start_launchd(u, h->ch[0], h->ch[1], h);
+        return pbx_up_start_launchd(u, r0, h->n > 1U ? h->ch[1] : -1, h);
+    }
+}
+
+/* Kills the dead launchd's jobs before a new launchd starts: they were
+ * reparented here, no live launchd manages them, and powerboxd has ended
+ * (or, when it died too, vfsd has retired) their grants. */
+static void pbx_up_orphans(pbx_up *u, size_t idx)
+{
+    if (idx == PBX_UP_LAUNCHD) {
+        int killed = pbx_up_kill_children(u);
+        pbx_up_note(u, "launchd: %d orphaned job process(es) killed", killed);
     }
 }
 
@@ -838,6 +888,13 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
     if (idx > PBX_UP_LAUNCHD) {
         return -1;
     }
+    if (u->proc[PBX_UP_POWERBOXD].pid == 0) {
+        /* No powerboxd to attach to: the peer waits for the route its
+         * attach channel brings when powerboxd is started again. */
+        h.n = 0U;
+        pbx_up_orphans(u, idx);
+        return pbx_up_restart_start(u, idx, &h);
+    }
     h.n = idx == PBX_UP_LAUNCHD ? 2U : 1U;
     h.type[0] = idx == PBX_UP_LAUNCHD ? SOCK_DGRAM : SOCK_SEQPACKET;
     for (size_t i = 0U; i < h.n; i++) {
@@ -850,12 +907,7 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
         parent[i] = ch[0];
         h.ch[i] = ch[1];
     }
-    if (idx == PBX_UP_LAUNCHD) {
-        /* The dead launchd's jobs were reparented here: no live launchd
-         * manages them, and powerboxd has ended their grants. */
-        int killed = pbx_up_kill_children(u);
-        pbx_up_note(u, "launchd: %d orphaned job process(es) killed", killed);
-    }
+    pbx_up_orphans(u, idx);
     int rc = h.n == (idx == PBX_UP_LAUNCHD ? 2U : 1U)
                  ? pbx_up_restart_start(u, idx, &h)
                  : -1;
@@ -880,5 +932,93 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
             (void)close(got[i]);
         }
     }
+    return rc;
+}
+
+/* Sends one attach-channel message (len bytes of msg, op first, with the
+ * descriptors fds) to peer idx and waits for its two-byte answer (the op
+ * in lower case, then 0 when done). Returns 0 when the peer took it; the
+ * reason is noted when not. */
+static int pbx_up_chan_call(pbx_up *u, size_t idx, const uint8_t *msg,
+                            size_t len, const int *fds, size_t nfds)
+{
+    pbx_up_proc *p = &u->proc[idx];
+    uint8_t ans[8];
+    if (p->pid == 0 || p->chan < 0 ||
+        pbx_peer_io_send_fds(p->chan, msg, len, fds, nfds, MSG_DONTWAIT) != 0) {
+        pbx_up_note(u, "%s: cannot reach its attach channel", p->name);
+        return -1;
+    }
+    ssize_t got = pbx_up_await(u, p->chan, "attach channel answer", idx)
+                      ? recv(p->chan, ans, sizeof(ans), MSG_DONTWAIT)
+                      : -1;
+    if (got != 2 || ans[0] != (uint8_t)(msg[0] | 0x20U)) {
+        pbx_up_note(u, "%s: no answer on its attach channel", p->name);
+        return -1;
+    }
+    if (ans[1] != 0U) {
+        pbx_up_note(u, "%s: refused its new route (status %u)", p->name,
+                    (unsigned)ans[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Hands the running peers their ends of the new powerboxd's routes: vfsd
+ * listens at route for powerboxd's own connection, ttyd, procd and
+ * launchd take their ends of w. Whatever a peer did not take is closed by
+ * the caller, so the new powerboxd sees that route hung up (down until
+ * the peer is restarted) rather than waiting on it. */
+static void pbx_up_hand_routes(pbx_up *u, const pbx_up_wires *w,
+                               const char *route)
+{
+    /* 'L' then the path, without its NUL (the channel message's length
+     * ends it). */
+    char listen[PBX_UP_PATH_MAX + 2U];
+    int n = snprintf(listen, sizeof(listen), "L%s", route);
+    if (n > 1 && n < (int)sizeof(listen)) {
+        (void)pbx_up_chan_call(u, PBX_UP_VFSD, (const uint8_t *)listen,
+                               (size_t)n, NULL, 0U);
+    }
+    const uint8_t r = (uint8_t)'R';
+    (void)pbx_up_chan_call(u, PBX_UP_TTYD, &r, 1U, &w->tty[1], 1U);
+    (void)pbx_up_chan_call(u, PBX_UP_PROCD, &r, 1U, &w->proc[1], 1U);
+    const int lw[2] = {w->wake[1], w->broker[1]};
+    (void)pbx_up_chan_call(u, PBX_UP_LAUNCHD, &r, 1U, lw, 2U);
+}
+
+int pbx_up_broker_restart(pbx_up *u)
+{
+    pbx_up_wires w;
+    char route[PBX_UP_PATH_MAX];
+    memset(&w, 0xff, sizeof(w));
+    if (u->sup_fd >= 0) {
+        (void)close(u->sup_fd);
+        u->sup_fd = -1;
+    }
+    if (!pbx_up_path(u, "vfsd-route.sock", route) ||
+        !pbx_up_wires_make(u, &w)) {
+        pbx_up_wires_close(&w);
+        return -1;
+    }
+    /* The dead powerboxd's public endpoint and any route listener name
+     * are stale: the new powerboxd binds its own. */
+    char pub[PBX_UP_PATH_MAX];
+    if (pbx_up_path(u, "public.sock", pub)) {
+        (void)unlink(pub);
+    }
+    (void)unlink(route);
+    pbx_up_hand_routes(u, &w, route);
+    int *given[] = {&w.tty[1], &w.proc[1], &w.wake[1], &w.broker[1]};
+    for (size_t i = 0U; i < sizeof(given) / sizeof(*given); i++) {
+        (void)close(*given[i]);
+        *given[i] = -1;
+    }
+    int rc = pbx_up_start_powerboxd(u, &w);
+    if (rc == 0) {
+        u->sup_fd = w.sup[0];
+        w.sup[0] = -1;
+    }
+    pbx_up_wires_close(&w);
     return rc;
 }
