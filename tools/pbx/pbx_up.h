@@ -115,8 +115,8 @@ typedef struct pbx_up {
     pbx_up_proc proc[PBX_UP_PROCS];
     /** The incarnation passed to the last vfsd started (0: none yet);
      * each start passes the next (1, 2, ..., 65535, skipping 0), so no
-     * vfsd of this supervisor repeats an earlier one's within 65535 starts,
-     * whole-stack restarts included. */
+     * vfsd of this supervisor repeats an earlier one's within 65535
+     * starts. */
     uint16_t vfsd_incarnation;
     /** --restart-window-ms: how long a restart counts toward the
      * doubling backoff and the give-up rule (default 60000). */
