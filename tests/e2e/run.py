@@ -256,8 +256,14 @@ and its job connection.
                  then kill -9 of launchd with a job running: launchd
                  alone restarted after 0.5 s, the orphaned job killed,
                  its wake and broker routes accepted, a lifecycle
-                 succeeds; then kill -9 of powerboxd: the whole stack
-                 restarted, a lifecycle succeeds; SIGTERM: exit 0
+                 succeeds; then kill -9 of powerboxd: stack.log shows
+                 `restarting powerboxd alone in 500 ms (restart 1 within
+                 60 s)`, the new powerboxd's start and readiness lines,
+                 each peer's attach-channel line (vfsd listening for the
+                 route, ttyd, procd and launchd routes adopted) and
+                 `powerboxd[N] restarted with fresh routes to the peers`,
+                 never a whole-stack restart; the four peers keep their
+                 pids; a lifecycle succeeds; SIGTERM: exit 0
   grants-cli     (standalone, pbx up) two live job-lifetime grants of
                  one job (81:1, a launched shell), both allowed by
                  policy (no prompt), of docs/readme.txt and "docs/my
@@ -3425,12 +3431,43 @@ def log_time(text, line):
     fail(f"no '{line}' in stack.log")
 
 
+def broker_restarted(u, old, since, what):
+    """Waits until stack.log (after offset since) shows powerboxd[old]'s
+    death and powerboxd restarted alone: the 0.5 s plan, the new
+    powerboxd's start and readiness, its fresh routes handed to the
+    running peers (each peer's attach line), and no whole-stack restart;
+    returns the new powerboxd's pid."""
+    u.wait_log(f"powerboxd[{old}] killed unexpectedly by signal 9 (KILL)",
+               what)
+    pat = re.compile(r" up\[\d+\]: powerboxd\[(\d+)\] restarted with fresh "
+                     r"routes to the peers")
+    wait_for(lambda: pat.search(u.text()[since:]),
+             f"{what}: powerboxd never restarted with fresh routes", 20.0)
+    text = u.text()[since:]
+    new = int(pat.search(text).group(1))
+    for line in ("restarting powerboxd alone in 500 ms (restart 1 within "
+                 "60 s)", f"powerboxd[{new}] started: ",
+                 f"powerboxd[{new}] ready on {u.dir}/public.sock",
+                 "vfsd: attach channel: listening for a route at ",
+                 "ttyd: attach channel: route(s) adopted",
+                 "procd: attach channel: route(s) adopted",
+                 "launchd: attach channel: route(s) adopted"):
+        if line not in text:
+            fail(f"{what}: no '{line}' in stack.log after powerboxd's death")
+    for line in ("restarting the whole stack", "stack ready again"):
+        if line in text:
+            fail(f"{what}: stack.log says '{line}'")
+    gone([old], f"{what}: the old powerboxd")
+    return new
+
+
 def up_restart(bin_dir, work):
     """pbx up restarts a dead peer alone and attaches its new route(s):
     kill -9 of vfsd, then of launchd with a job running (killed as an
     orphan), each restarted after the 0.5 s backoff with its routes
-    accepted by the same powerboxd; then kill -9 of powerboxd restarts the
-    whole stack. A lifecycle succeeds after each; stack.log shows each
+    accepted by the same powerboxd; then kill -9 of powerboxd restarts
+    powerboxd alone with fresh routes handed to the four peers, which keep
+    their pids. A lifecycle succeeds after each; stack.log shows each
     start, exit, restart and attach answer."""
     u = Up(bin_dir, work)
     try:
@@ -3482,20 +3519,25 @@ def up_restart(bin_dir, work):
                 fail(f"launchd's new {route} route was not accepted")
         u.lifecycle("after launchd's restart")
         third = u.stack()
+        since = len(u.text())
         os.kill(third["powerboxd"], signal.SIGKILL)
-        u.wait_log("restarting the whole stack in 500 ms (restart 1",
-                   "powerboxd")
-        u.wait_log("stack ready again after restart 1", "powerboxd restart")
-        gone(list(third.values()), "after powerboxd's restart")
-        u.lifecycle("after powerboxd's restart")
+        fresh = broker_restarted(u, third["powerboxd"], since, "up-restart")
         fourth = u.stack()
+        peers = {n: p for n, p in third.items() if n != "powerboxd"}
+        if {n: fourth.get(n) for n in peers} != peers or \
+                fourth.get("powerboxd") != fresh:
+            fail(f"up-restart: after powerboxd's restart the stack is "
+                 f"{fourth}; the peers were {peers}, the new powerboxd "
+                 f"{fresh}")
+        u.lifecycle("after powerboxd's restart")
         u.stop()
         gone(list(fourth.values()), "after SIGTERM")
-        print("run: kill -9 of vfsd, then of launchd (its job killed): each "
-              "restarted alone after 0.5 s, its routes attached to the same "
-              "powerboxd; kill -9 of powerboxd: the whole stack restarted; "
-              "a lifecycle after each; every start, exit, restart and "
-              "attach logged")
+        print(f"run: kill -9 of vfsd, then of launchd (its job killed): each "
+              f"restarted alone after 0.5 s, its routes attached to the same "
+              f"powerboxd; kill -9 of powerboxd[{third['powerboxd']}]: "
+              f"powerboxd[{fresh}] restarted alone with fresh routes, the "
+              f"four peers kept their pids {peers}; a lifecycle after each; "
+              f"every start, exit, restart and attach logged")
     finally:
         u.close()
 
