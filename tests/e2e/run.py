@@ -344,11 +344,29 @@ and its job connection.
                  (the pane says withdrawn), the grant ended `expired
                  reason=expire`, both jobs were killed, the copy reads no
                  more; a lifecycle and a fresh held grant succeed
-  restart-powerboxd (standalone) two grants whose objects this process
-                 holds copies of, and a committed request whose client has
-                 not asked its decision; kill -9 of powerboxd: the whole
-                 stack restarted (every old process and job gone), both
-                 copies read no more; a lifecycle and a fresh held grant
+  restart-powerboxd (standalone) two runtime-reply job-lifetime grants
+                 whose objects this process holds copies of (sent by the
+                 holders), an install-mode grant (`pbx run --grant`, fd 5)
+                 and a committed request whose client has not asked its
+                 decision (installed into a staged process); kill -9 of
+                 powerboxd: powerboxd restarted alone (the lines of
+                 up-restart), the four peers keep their pids, the three
+                 holders' jobs still run (launchd was not restarted);
+                 vfsd logged `RETIRE object W gen G: route to pid OLD
+                 closed` for exactly the objects it held for the old
+                 powerboxd and the count line with that number (at least
+                 the three grants'); ttyd logged `VIEW ended grant I.G:
+                 route closed (broker lost)` for exactly the rows it
+                 showed, as many as the old powerboxd's approved
+                 decisions without a grant-end line, the two holders'
+                 grants among them; procd logged `INSTALL ended grant
+                 I.G: route closed (broker lost)` for exactly the
+                 installs it held (the install-mode grant's among them);
+                 launchd logged a broker-lost grant line for each
+                 holder's job; both copies and fd 5 read no more; `pbx
+                 grants` lists nothing and procd holds no install; the
+                 request in flight, asked for its decision, ends with an
+                 error within 20 s; a lifecycle and a fresh held grant
                  succeed
   chaos          (standalone, `pbx up --restart-window-ms 0` so that the
                  give-up rule never ends the run) 8 clients, each a loop of
@@ -4415,37 +4433,170 @@ def restart_launchd(bin_dir, work):
         pane.stop()
 
 
+def broker_events(text, pid, event):
+    """The key=value fields of powerboxd[pid]'s `event=EVENT` lines."""
+    return log_events("\n".join(l for l in text.splitlines()
+                                if f" powerboxd[{pid}]: " in l), event)
+
+
+def peer_lines(text, name, pid, pattern):
+    """The match groups of pattern in every stack.log line of name[pid]."""
+    pat = re.compile(pattern)
+    return [m.groups() for l in text.splitlines()
+            if f" {name}[{pid}]: " in l for m in [pat.search(l)] if m]
+
+
+def live_views(text, ttyd):
+    """The grants (I.G) ttyd[ttyd] logged ACTIVE and not yet REMOVEd or
+    ended."""
+    live = set()
+    for l in text.splitlines():
+        if f" ttyd[{ttyd}]: " not in l:
+            continue
+        m = re.search(r"VIEW ACTIVE grant (\d+\.\d+)", l)
+        if m:
+            live.add(m.group(1))
+        m = re.search(r"VIEW (REMOVE|ended) grant (\d+\.\d+)", l)
+        if m:
+            live.discard(m.group(2))
+    return live
+
+
+def live_installs(text, procd):
+    """The grants (I.G) procd[procd] logged INSTALLed and not yet dropped
+    (a handle closed or failed, an undeliverable install, a route
+    lost)."""
+    live = set()
+    for g in peer_lines(text, "procd", procd,
+                        r"INSTALL (grant|ended grant) (\d+\.\d+)"):
+        (live.add if g[0] == "grant" else live.discard)(g[1])
+    for (g,) in peer_lines(text, "procd", procd,
+                           r": grant (\d+\.\d+) leaves process "):
+        live.discard(g)
+    return live
+
+
 def restart_powerboxd(bin_dir, work):
-    """kill -9 of powerboxd with two live grants (their objects copied to
-    this process) and a request in flight."""
+    """kill -9 of powerboxd with two runtime-reply grants whose objects
+    this process holds copies of, an install-mode grant and a request in
+    flight: powerboxd restarted alone; every grant of the old powerboxd
+    ended with a per-grant record at the peers."""
     u = Up(bin_dir, work)
     hs, fds = [], []
+    what = "restart-powerboxd"
     try:
+        grants = []
         for mode in ("reply", "reply"):
             h = Holder(u, mode)
             hs.append(h)
-            h.opened("restart-powerboxd")
-            fds.append(h.take("restart-powerboxd"))
+            grants.append(h.opened(what).replace(":", "."))
+            fds.append(h.take(what))
+        inst = Holder(u, "install")
+        hs.append(inst)
+        inst.opened(what)
         if not all(obj_reads(bin_dir, fd) for fd in fds):
-            fail("restart-powerboxd: a copied object does not read")
+            fail(f"{what}: a copied object does not read")
         held = held_request(u)
-        time.sleep(1.0)
         old = u.stack()
+        text = u.text()
+        wait_for(lambda: broker_events(u.text(), old["powerboxd"],
+                                       "decision") and
+                 any(e.get("job") == "15:1" for e in broker_events(
+                     u.text(), old["powerboxd"], "decision")),
+                 f"{what}: the held request was never decided", 10.0)
+        text = u.text()
+        since = len(text)
+        approved = {e["request"] for e in broker_events(
+            text, old["powerboxd"], "decision")
+            if e.get("outcome") == "approved"}
+        ended_reqs = {e["request"] for e in broker_events(
+            text, old["powerboxd"], "grant-end")}
+        live_reqs = approved - ended_reqs
+        views = live_views(text, old["ttyd"])
+        mine = peer_lines(text, "procd", old["procd"],
+                          rf"INSTALL grant (\d+\.\d+) into process "
+                          rf"{inst.pid} ")
+        installed = live_installs(text, old["procd"])
+        objects = objects_of(text, old["vfsd"])
+        if len(live_reqs) != len(views) or not set(grants) <= views or \
+                len(mine) != 1 or mine[0][0] not in installed or \
+                not installed <= views:
+            fail(f"{what}: before the kill: approved requests not ended "
+                 f"{sorted(live_reqs)}, ttyd's live rows {sorted(views)}, "
+                 f"the holders' grants {grants}, procd's installs "
+                 f"{sorted(installed)}, the one into pid {inst.pid} {mine}")
         os.kill(old["powerboxd"], signal.SIGKILL)
-        u.wait_log("restarting the whole stack in 500 ms (restart 1",
-                   "restart-powerboxd")
-        u.wait_log("stack ready again after restart 1", "restart-powerboxd")
-        gone(list(old.values()), "after powerboxd's restart")
-        held.kill()
-        held.wait()
+        new = broker_restarted(u, old["powerboxd"], since, what)
+        now = u.stack()
+        peers = {n: p for n, p in old.items() if n != "powerboxd"}
+        if {n: now.get(n) for n in peers} != peers:
+            fail(f"{what}: the peers were {peers}, now {now}")
         for h in hs:
-            if h.end() == 0:
-                fail("restart-powerboxd: a job outlived the stack")
+            if h.proc.poll() is not None or proc_comm(h.pid) == "":
+                fail(f"{what}: job {h.job} (pid {h.pid}) did not survive "
+                     f"powerboxd's death")
+        broker = str(old["powerboxd"])
+        wait_for(lambda: peer_lines(u.text()[since:], "vfsd", old["vfsd"],
+                                    rf"route to pid {broker} closed: "
+                                    rf"(\d+) object"),
+                 f"{what}: vfsd logged no count line for pid {broker}")
+        text = u.text()[since:]
+        retired = {f"{w} gen {g}" for w, g in peer_lines(
+            text, "vfsd", old["vfsd"], rf"RETIRE object (\d+) gen (\d+): "
+            rf"route to pid {broker} closed$")}
+        k = int(peer_lines(text, "vfsd", old["vfsd"],
+                           rf"route to pid {broker} closed: (\d+) "
+                           rf"object")[0][0])
+        if retired != objects or k != len(retired) or k < len(fds) + 1:
+            fail(f"{what}: vfsd held {sorted(objects)} minted for "
+                 f"powerboxd[{broker}], retired {sorted(retired)} with "
+                 f"count line {k}")
+        wait_for(lambda: {g for (g,) in peer_lines(
+            u.text()[since:], "ttyd", old["ttyd"], r"VIEW ended grant "
+            r"(\d+\.\d+): route closed \(broker lost\)$")} == views,
+                 f"{what}: ttyd's broker-lost lines do not name exactly the "
+                 f"live grants {sorted(views)}")
+        wait_for(lambda: {g for (g,) in peer_lines(
+            u.text()[since:], "procd", old["procd"], r"INSTALL ended grant "
+            r"(\d+\.\d+): route closed \(broker lost\)$")} == installed,
+                 f"{what}: procd's broker-lost lines do not name exactly "
+                 f"the installs {sorted(installed)}")
+        lost = peer_lines(u.text()[since:], "launchd", old["launchd"],
+                          r"grant (\d+\.\d+) of job (\d+\.\d+) ended: "
+                          r"broker lost$")
+        lost_jobs = {j for _, j in lost}
+        if any(h.job.replace(":", ".") not in lost_jobs for h in hs):
+            fail(f"{what}: launchd's broker-lost grant lines {lost} do not "
+                 f"name every holder's job {[h.job for h in hs]}")
         if any(obj_reads(bin_dir, fd) for fd in fds):
-            fail("restart-powerboxd: an object of the old powerboxd reads")
-        print(f"run: kill -9 of powerboxd[{old['powerboxd']}]: the whole "
-              f"stack restarted, every job of the old one gone and both "
-              f"objects minted for it read no more")
+            fail(f"{what}: an object of the old powerboxd reads")
+        if inst.read(what):
+            fail(f"{what}: the installed object of the old powerboxd reads")
+        if grants_listed(u) != [] or \
+                read_rows(os.path.join(u.dir, "procd.sock")) != []:
+            fail(f"{what}: pbx grants lists {grants_listed(u)}, procd holds "
+                 f"{read_rows(os.path.join(u.dir, 'procd.sock'))}")
+        try:
+            out, err = held.communicate("\n", timeout=20)
+        except subprocess.TimeoutExpired:
+            held.kill()
+            fail(f"{what}: the request in flight still waits 20 s after "
+                 f"asking its decision")
+        kv = key_values(out)
+        if held.returncode == 0 or kv.get("outcome") == "approved":
+            fail(f"{what}: the request in flight ended rc "
+                 f"{held.returncode} {kv}: no error")
+        print(f"run: kill -9 of powerboxd[{broker}]: powerboxd[{new}] "
+              f"restarted alone, the peers kept {peers}, jobs "
+              f"{[h.job for h in hs]} still run; vfsd retired the "
+              f"{k} object(s) minted for it one line each; ttyd ended "
+              f"{sorted(views)} (broker lost), procd the installs "
+              f"{sorted(installed)} (job {inst.job}'s {mine[0][0]}), launchd logged {len(lost)} grant(s) "
+              f"broker lost; the copies and fd 5 read no more; nothing "
+              f"listed or installed; the request in flight ended rc "
+              f"{held.returncode} ({err.strip().splitlines()[-1:]})")
+        for h in hs:
+            h.end()
         honest(u, "after powerboxd's restart")
         u.stop()
     finally:
@@ -4454,7 +4605,6 @@ def restart_powerboxd(bin_dir, work):
         for h in hs:
             h.kill()
         u.close()
-
 
 
 def vm_size(pid):
