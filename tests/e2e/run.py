@@ -264,6 +264,17 @@ and its job connection.
                  `powerboxd[N] restarted with fresh routes to the peers`,
                  never a whole-stack restart; the four peers keep their
                  pids; a lifecycle succeeds; SIGTERM: exit 0
+  up-backoff     (standalone, pbx up with the default 60 s window, a
+                 held job running) vfsd killed -9 as soon as each restart
+                 logged `vfsd[N] restarted and attached`: for restarts
+                 K = 1..5 stack.log shows `restarting vfsd alone in D ms
+                 (restart K within 60 s)` with D = 500, 1000, 2000, 4000,
+                 8000, and each new vfsd's `started` line is stamped no
+                 sooner than D ms after the previous one's death line
+                 (stamps cut to the millisecond: 2 ms of rounding); the
+                 sixth kill: `giving up: vfsd died again after 5 restarts
+                 within 60 s`, no sixth restart planned, pbx up exits 1
+                 within 15 s, every stack process and the held job gone
   grants-cli     (standalone, pbx up) two live job-lifetime grants of
                  one job (81:1, a launched shell), both allowed by
                  policy (no prompt), of docs/readme.txt and "docs/my
@@ -3560,6 +3571,63 @@ def up_restart(bin_dir, work):
         u.close()
 
 
+def up_backoff(bin_dir, work):
+    """pbx up's backoff and give-up: vfsd killed as soon as each restart
+    attached; see the docstring list."""
+    u = Up(bin_dir, work)
+    try:
+        launcher, job = u.held_job()
+        first = u.stack()
+        pid, gaps = first["vfsd"], []
+        for k in range(1, 7):
+            since = len(u.text())
+            os.kill(pid, signal.SIGKILL)
+            died = f"vfsd[{pid}] killed unexpectedly by signal 9 (KILL)"
+            u.wait_log(died, f"up-backoff: kill {k}")
+            if k == 6:
+                break
+            delay = 500 << (k - 1)
+            plan = (f"restarting vfsd alone in {delay} ms (restart {k} "
+                    f"within 60 s)")
+            u.wait_log(plan, f"up-backoff: kill {k}")
+            pat = re.compile(r" up\[\d+\]: vfsd\[(\d+)\] restarted and "
+                             r"attached")
+            wait_for(lambda: pat.search(u.text()[since:]),
+                     f"up-backoff: vfsd never attached after kill {k}",
+                     delay / 1000.0 + 10.0)
+            text = u.text()
+            new = int(pat.search(text[since:]).group(1))
+            gap = log_time(text, f"vfsd[{new}] started: ") - \
+                log_time(text, died)
+            # Both stamps are cut to the millisecond, as is the monotonic
+            # clock the supervisor plans by: 2 ms of rounding at most.
+            if gap < delay / 1000.0 - 0.002:
+                fail(f"up-backoff: vfsd[{new}] started {gap:.3f} s after "
+                     f"kill {k}, sooner than the {delay} ms backoff")
+            gaps.append((delay, round(gap, 3)))
+            pid = new
+        u.wait_log("giving up: vfsd died again after 5 restarts within 60 s",
+                   "up-backoff: the sixth kill")
+        try:
+            rc = u.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            fail("up-backoff: pbx up still runs 15 s after giving up")
+        if rc != 1:
+            fail(f"up-backoff: pbx up exited {rc} after giving up, not 1")
+        plans = re.findall(r"restarting (\w+) alone in (\d+) ms", u.text())
+        if plans != [("vfsd", str(500 << k)) for k in range(5)]:
+            fail(f"up-backoff: restarts planned {plans}, want vfsd's five")
+        rest = [p for n, p in first.items() if n != "vfsd"]
+        gone(rest + [pid, job], "up-backoff: after giving up")
+        launcher.wait(timeout=10)
+        print(f"run: up-backoff: vfsd's restarts (backoff ms, measured s "
+              f"from its death to the new start): {gaps}; the sixth kill: "
+              f"'giving up', pbx up exit 1, the stack processes and held "
+              f"job {job} gone")
+    finally:
+        u.close()
+
+
 # Each scenario: its function, whether it prompts on a tmux pane, the
 # `pbx geometry make` arguments and the extra `pbx-launchd serve` options
 # of a stack of its own (both None: the shared stack). `all` runs them in
@@ -4879,6 +4947,7 @@ SCENARIOS = {
     # Standalone: they start `pbx up` themselves, no Stack.
     "up": (up, False, STANDALONE, None),
     "up-restart": (up_restart, False, STANDALONE, None),
+    "up-backoff": (up_backoff, False, STANDALONE, None),
     "grants-cli": (grants_cli, False, STANDALONE, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
