@@ -401,9 +401,10 @@ and its job connection.
                  child), and about a third (while some killed process's
                  restart is still to start) are aimed right after the
                  next `started` line appears (followed every 0.5 ms):
-                 at the process just started, or half the time at
-                 powerboxd (a peer's start) or a peer (powerboxd's
-                 start), while the routes are being handed over. The
+                 at the process just started, or half the time (when
+                 alive) at powerboxd (a peer's start) or a peer
+                 (powerboxd's start), while the routes are being handed
+                 over. The
                  kills per name, the number aimed and the client jobs'
                  exit statuses by kind are printed. Then, within 60 s,
                  the stack is whole with no restart pending (each
@@ -4785,16 +4786,17 @@ class Starts:
 def chaos_target(u, starts, rng, aimed):
     """The (name, pid) to kill now, or None when no stack process is
     alive: aimed, the process whose start line appears next, or half the
-    time the one it needs routes from or hands them to (powerboxd for a
-    peer, a peer for powerboxd); else any process alive at this moment
-    (its latest start, alive in /proc)."""
+    time (when alive) the one it needs routes from or hands them to
+    (powerboxd for a peer, a peer for powerboxd); else any process alive
+    at this moment (its latest start, alive in /proc)."""
     names = sorted(STACK_COMM)
     if aimed:
         name, pid = starts.next_after(starts.size())
         if rng.random() < 0.5:
-            name = "powerboxd" if name != "powerboxd" else \
+            other = "powerboxd" if name != "powerboxd" else \
                 rng.choice([n for n in names if n != "powerboxd"])
-            pid = starts.latest.get(name, 0)
+            if stack_child(u, other, starts.latest.get(other, 0)):
+                name, pid = other, starts.latest[other]
         return (name, pid) if stack_child(u, name, pid) else None
     starts.poll()
     alive = [n for n in names if stack_child(u, n, starts.latest[n])]
