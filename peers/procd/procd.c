@@ -48,6 +48,10 @@
 #define PROCD_READERS_MAX 4U
 /* How long a query connection may take to read its rows. */
 #define PROCD_READER_MS 2000U
+/* How long a hung-up handle waits for its route to hang up too before it
+ * counts as a revocation: a dying powerboxd's descriptors are released in
+ * no fixed order, so its handles may end a moment before its route. */
+#define PROCD_HANDLE_GRACE_MS 100U
 /* One row: "process P gen G slot S grant I.G object O\n". */
 #define PROCD_ROW_BYTES 128U
 /* Stage connections open at once (registered or not yet). */
@@ -83,6 +87,10 @@ typedef struct procd {
     uint32_t deliver_seq;
     procd_reader readers[PROCD_READERS_MAX];
     pbx_peer_proctab tab;
+    /* Per install row: when its handle hung up while its route had not,
+     * the time (monotonic ms) from which that counts as a revocation;
+     * 0 while its handle is open. */
+    uint64_t hung_ms[PBX_PEER_PROC_INSTALLS_MAX];
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
 } procd;
@@ -189,6 +197,7 @@ static void procd_drop(size_t row, const char *why)
                  r->grant.index, r->grant.gen,
                  (unsigned long long)r->target.process_id, r->target.slot);
     int fds[2] = {-1, -1};
+    g_procd.hung_ms[row] = 0U;
     pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
     pbx_peer_io_close_all(fds, 2);
 }
@@ -279,14 +288,54 @@ static void procd_install(int fd)
     (void)close(h[1]);
 }
 
-/* A message (or hang-up) on the revocation handle of row. */
+/* Whether the route row's INSTALL came on has hung up. A powerboxd that
+ * dies closes its route (a low descriptor) and then every handle, so a
+ * handle's hang-up is then not a revocation but the route's loss. */
+static bool procd_route_hung(size_t row)
+{
+    int rf = g_procd.tab.rows[row].route;
+    struct pollfd q = {rf, POLLRDHUP, 0};
+    return rf >= 0 && poll(&q, 1, 0) == 1 &&
+           (q.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
+/* Ends the installs whose handle hung up PROCD_HANDLE_GRACE_MS ago while
+ * their route still stands: powerboxd revoked them by closing the handle.
+ * Returns whether any hung-up handle is still waiting (the next poll must
+ * then wake up to sweep again). */
+static bool procd_hung_sweep(void)
+{
+    bool waiting = false;
+    uint64_t now = procd_mono_ms();
+    for (size_t row = 0; row < PBX_PEER_PROC_INSTALLS_MAX; row++) {
+        if (!g_procd.tab.rows[row].live || g_procd.hung_ms[row] == 0U ||
+            procd_route_hung(row)) {
+            continue;
+        }
+        if (now >= g_procd.hung_ms[row]) {
+            procd_drop(row, "handle closed");
+        } else {
+            waiting = true;
+        }
+    }
+    return waiting;
+}
+
+/* A message (or hang-up) on the revocation handle of row. A hang-up is
+ * not acted on at once: the row stops being polled and, unless its route
+ * hangs up meanwhile (then procd_route_lost records the route's loss),
+ * counts as a revocation PROCD_HANDLE_GRACE_MS later (procd_hung_sweep). */
 static void procd_handle(size_t row)
 {
     pbx_peer_msg *m = &g_procd.msg;
     int fd = g_procd.tab.rows[row].handle;
     int r = pbx_peer_io_recv_frame(fd, m);
+    if (r == 1) {
+        g_procd.hung_ms[row] = procd_mono_ms() + PROCD_HANDLE_GRACE_MS;
+        return;
+    }
     if (r != 0) {
-        procd_drop(row, r == 1 ? "handle closed" : "handle failed");
+        procd_drop(row, "handle failed");
         return;
     }
     if (m->err != PBX_OK) {
@@ -319,6 +368,7 @@ static void procd_handle(size_t row)
     int object = -1;
     int handle = -1;
     pbx_peer_log("procd", "REVOKE grant %u.%u", rq.grant.index, rq.grant.gen);
+    g_procd.hung_ms[row] = 0U;
     pbx_peer_proctab_drop(&g_procd.tab, row, &object, &handle);
     (void)close(object);
     if (pbx_peer_io_reply(handle, m, g_procd.out, n, -1) != 0) {
@@ -476,6 +526,7 @@ static void procd_route_lost(int fd)
                      "INSTALL ended grant %u.%u: route closed (broker lost)",
                      r->grant.index, r->grant.gen);
         int fds[2] = {-1, -1};
+        g_procd.hung_ms[row] = 0U;
         pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
         pbx_peer_io_close_all(fds, 2);
         n++;
@@ -599,12 +650,16 @@ static int procd_round(void)
     }
     size_t nh = 0;
     for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
-        if (g_procd.tab.rows[i].live) {
+        if (g_procd.tab.rows[i].live && g_procd.hung_ms[i] == 0U) {
             rowof[nh++] = i;
             p[n++] = (struct pollfd){g_procd.tab.rows[i].handle, POLLIN, 0};
         }
     }
-    if (poll(p, (nfds_t)n, reading ? (int)PROCD_READER_MS / 10 : -1) < 0) {
+    int wait = reading ? (int)PROCD_READER_MS / 10 : -1;
+    if (procd_hung_sweep()) {
+        wait = 10;
+    }
+    if (poll(p, (nfds_t)n, wait) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     /* Stage hang-ups first: an INSTALL read in the same round for a

@@ -4645,10 +4645,16 @@ def restart_powerboxd(bin_dir, work):
         k = int(peer_lines(text, "vfsd", old["vfsd"],
                            rf"route to pid {broker} closed: (\d+) "
                            rf"object")[0][0])
-        if retired != objects or k != len(retired) or k < len(fds) + 1:
+        # An object only the dead powerboxd held (the in-flight request's)
+        # may hang up (no copy left) before vfsd reads the route's end:
+        # it ended then; every other one is retired with the route.
+        hung = {f"{w} gen {g}" for w, g in peer_lines(
+            text, "vfsd", old["vfsd"], r"HANG-UP object (\d+) gen (\d+): ")}
+        if retired | (hung & objects) != objects or retired & hung or \
+                k != len(retired) or k < len(fds) + 1:
             fail(f"{what}: vfsd held {sorted(objects)} minted for "
                  f"powerboxd[{broker}], retired {sorted(retired)} with "
-                 f"count line {k}")
+                 f"count line {k}, hung up {sorted(hung)}")
         wait_for(lambda: {g for (g,) in peer_lines(
             u.text()[since:], "ttyd", old["ttyd"], r"VIEW ended grant "
             r"(\d+\.\d+): route closed \(broker lost\)$")} == views,

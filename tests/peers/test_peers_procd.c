@@ -444,6 +444,25 @@ static bool tpr_logged(const char *path, const char *what)
     return false;
 }
 
+/* How many times what occurs in the file at path (a log), read until
+ * that reaches want or 2 s pass. */
+static int tpr_count(const char *path, const char *what, int want)
+{
+    static char text[65536];
+    int n = 0;
+    for (int i = 0; i < 40 && n < want; i++) {
+        n = 0;
+        if (tp_read_file(path, text, sizeof(text)) > 0) {
+            for (const char *at = strstr(text, what); at != NULL && n < 1000;
+                 at = strstr(at + 1, what)) {
+                n++;
+            }
+        }
+        tp_sleep_ms(n < want ? 50 : 0);
+    }
+    return n;
+}
+
 /* Sends op with the nfds descriptors fds on the channel; returns the
  * answer's status byte after checking its op byte is want (0xFF when no
  * 2-byte answer came within 3 s). */
@@ -597,10 +616,27 @@ PBX_TEST(peers_procd_attach_channel_and_route_loss)
     int h4 = -1;
     rq = tpr_install(2, 43, 4, 1);
     PBX_CHECK_EQ(tpr_call_install(rb, &rq, &p4, &h4, &m), 0U);
+    /* A dying powerboxd's descriptors are released in no fixed order: its
+     * handles may end a moment before its route. Those hang-ups are the
+     * route's loss, recorded as such, never as revocations. */
+    (void)close(h[2]);
+    (void)close(h4);
+    h[2] = -1;
+    tp_sleep_ms(20);
+    (void)close(rb);
+    PBX_CHECK(tp_hung_up(prov[2], 2000) && tp_hung_up(p4, 2000));
+    PBX_CHECK(tpr_logged(
+        log, "procd: INSTALL ended grant 3.1: route closed (broker lost)\n"));
+    PBX_CHECK(tpr_logged(
+        log, "procd: INSTALL ended grant 4.1: route closed (broker lost)\n"));
+    PBX_CHECK_EQ(
+        tpr_count(log,
+                  "procd: route closed: 2 install(s) ended (broker lost)\n", 2),
+        2);
+    PBX_CHECK(!tpr_logged(log, "procd: handle closed: grant 3.1"));
+    PBX_CHECK(!tpr_logged(log, "procd: handle closed: grant 4.1"));
     pbx_peer_io_close_all(prov, 3U);
     pbx_peer_io_close_all(h, 3U);
     (void)close(p4);
-    (void)close(h4);
-    (void)close(rb);
     (void)tp_stop(pid);
 }
