@@ -7,11 +7,11 @@
  * counted while the deletion is retried, and is gone once the port
  * succeeds. A permanent rejection still fail-stops with 65.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "powerboxd/runtime/rt_int.h"
 #include "tests/rt/rt_fake_port.h"
+#include "tests/rt/rt_fixture.h"
 #include "tests/runner/pbx_test.h"
 
 /** The runtime under test (static: it embeds the core and buffers). */
@@ -21,59 +21,11 @@ static uint8_t *rt_arena;
 /** A small frame the effect table sends. */
 static const uint8_t rt_frame[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
-/* Derives a small arena layout: four records per pool. */
-static void rt_layout(pbx_bootstrap_layout *out)
-{
-    pbx_bootstrap_geometry g;
-    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
-    memset(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = 4096U;
-    pbx_core_pool_layouts(g.layout);
-    pbx_core_pool_layouts(want);
-    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        g.capacity[i] = 4U;
-    }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U * 4U + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
-    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
-        4U * 4U * PBX_CORE_SELECTOR_CHUNK_BYTES;
-    g.call_window = 4U;
-    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 4U;
-    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
-    }
-    PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
-    PBX_REQUIRE(pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK);
-    rs.geo = g;
-}
-
 /* A fresh fake kernel and a runtime whose core is ready, set up as
- * rt_startup does after PBX1 (transient range and core init). */
+ * rt_startup does after PBX1 (rt_fixture.h). */
 static void rt_setup(void)
 {
-    fk_reset();
-    memset(&rs, 0, sizeof(rs));
-    rt_layout(&rs.layout);
-    rs.port.slot_min = (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT;
-    rs.port.slot_max = (int32_t)(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT +
-                                 PBX_RT_TRANSIENT_MAX - 1U);
-    for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
-        rs.port.staged[i] = PBX_PORT_SLOT_NONE;
-    }
-    PBX_REQUIRE(pbx_capabi_layout_init(
-                    &rs.slots, PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
-                    rs.geo.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] +
-                        PBX_PORT_RECEIPTS_MAX) == PBX_OK);
-    if (rt_arena == NULL) {
-        rt_arena = aligned_alloc(4096U, rs.layout.arena_bytes);
-    }
-    PBX_REQUIRE(rt_arena != NULL);
-    rs.arena = rt_arena;
-    PBX_REQUIRE(pbx_core_init(&rs.core, &rs.layout, rs.arena,
-                              rs.layout.arena_bytes, &rs.slots, &rt_ops,
-                              &rs) == PBX_OK);
-    pbx_core_set_identity(&rs.core, rt_identity);
+    rt_fixture_setup(&rs, &rt_arena, NULL, 0U);
 }
 
 /* Stages one endpoint receipt and lets the runtime place it loose, as a

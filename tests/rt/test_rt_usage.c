@@ -9,12 +9,12 @@
  * its nonce echoed; a frame of another magic still gets the attach
  * refusal.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "powerboxd/runtime/rt_int.h"
 #include "sha2/pbx_sha2.h"
 #include "tests/rt/rt_fake_port.h"
+#include "tests/rt/rt_fixture.h"
 #include "tests/runner/pbx_test.h"
 
 /** The runtime under test (static: it embeds the core and buffers). */
@@ -25,62 +25,12 @@ static uint8_t *ru_arena;
  * stdio and the port's own): what the fake kernel holds at setup. */
 static const int32_t ru_base_slots[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 
-/* Derives a small arena layout: four records per pool. */
-static void ru_layout(pbx_bootstrap_layout *out)
-{
-    pbx_bootstrap_geometry g;
-    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
-    memset(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = 4096U;
-    pbx_core_pool_layouts(g.layout);
-    pbx_core_pool_layouts(want);
-    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        g.capacity[i] = 4U;
-    }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U * 4U + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
-    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
-        4U * 4U * PBX_CORE_SELECTOR_CHUNK_BYTES;
-    g.call_window = 4U;
-    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES * 4U;
-    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
-    }
-    PBX_REQUIRE(pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK);
-    PBX_REQUIRE(pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK);
-    ru.geo = g;
-}
-
 /* A fresh fake kernel holding the baseline slots and a runtime whose
- * core is ready, set up as rt_startup does after PBX1. */
+ * core is ready, set up as rt_startup does after PBX1 (rt_fixture.h). */
 static void ru_setup(void)
 {
-    fk_reset();
-    memset(&ru, 0, sizeof(ru));
-    ru_layout(&ru.layout);
-    ru.port.slot_min = (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT;
-    ru.port.slot_max = (int32_t)(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT +
-                                 PBX_RT_TRANSIENT_MAX - 1U);
-    for (uint32_t i = 0; i < PBX_PORT_RECEIPTS_MAX; i++) {
-        ru.port.staged[i] = PBX_PORT_SLOT_NONE;
-    }
-    for (size_t i = 0; i < PBX_ARRAY_LEN(ru_base_slots); i++) {
-        fk.kind[ru_base_slots[i]] = PBX_PORT_KIND_ENDPOINT;
-    }
-    PBX_REQUIRE(pbx_capabi_layout_init(
-                    &ru.slots, PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
-                    ru.geo.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] +
-                        PBX_PORT_RECEIPTS_MAX) == PBX_OK);
-    if (ru_arena == NULL) {
-        ru_arena = aligned_alloc(4096U, ru.layout.arena_bytes);
-    }
-    PBX_REQUIRE(ru_arena != NULL);
-    ru.arena = ru_arena;
-    PBX_REQUIRE(pbx_core_init(&ru.core, &ru.layout, ru.arena,
-                              ru.layout.arena_bytes, &ru.slots, &rt_ops,
-                              &ru) == PBX_OK);
-    pbx_core_set_identity(&ru.core, rt_identity);
+    rt_fixture_setup(&ru, &ru_arena, ru_base_slots,
+                     PBX_ARRAY_LEN(ru_base_slots));
 }
 
 /* Scripts len bytes of frame with receipts descriptors on slot 4. */
