@@ -246,6 +246,22 @@ static bool procd_deliver(const pbx_ipc_install *rq, int object)
     return true;
 }
 
+/* An INSTALL into the slot of an install whose handle hung up within the
+ * grace: powerboxd closed that handle to revoke it before it sent this
+ * INSTALL (it installs into a slot only once what was there is revoked),
+ * so that hang-up is a revocation, ended now so the slot is free. */
+static void procd_settle_slot(const pbx_ipc_install *rq)
+{
+    for (size_t row = 0; row < PBX_PEER_PROC_INSTALLS_MAX; row++) {
+        const pbx_peer_install_row *r = &g_procd.tab.rows[row];
+        if (r->live && g_procd.hung_ms[row] != 0U &&
+            r->target.process_id == rq->target.process_id &&
+            r->target.slot == rq->target.slot) {
+            procd_drop(row, "handle closed");
+        }
+    }
+}
+
 /* INSTALL on the route: the object goes into the exact staged slot. */
 static void procd_install(int fd)
 {
@@ -258,6 +274,7 @@ static void procd_install(int fd)
                    "INSTALL malformed");
         return;
     }
+    procd_settle_slot(&rq);
     size_t row = 0;
     uint32_t st = pbx_peer_proctab_install_check(&g_procd.tab, &rq, &row);
     int h[2] = {-1, -1};

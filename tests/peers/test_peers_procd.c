@@ -243,6 +243,21 @@ PBX_TEST(peers_procd_install_revoke)
     (void)close(h);
     PBX_CHECK(tp_hung_up(prov, 2000));
     (void)close(prov);
+    /* A handle closed and, at once, an INSTALL into the same slot: the
+     * close was the slot's revocation, so the slot is free (never SLOT),
+     * though the close is read within the grace that waits for a route's
+     * hang-up. */
+    rq = tpr_install(2, 41, 3, 1);
+    PBX_REQUIRE(tpr_call_install(rp[0], &rq, &prov, &h, &m) == 0U);
+    (void)close(h);
+    int prov2 = -1;
+    rq = tpr_install(2, 41, 4, 1);
+    PBX_CHECK_EQ(tpr_call_install(rp[0], &rq, &prov2, &h, &m), 0U);
+    PBX_CHECK(tp_hung_up(prov, 2000));
+    (void)close(prov);
+    (void)close(h);
+    PBX_CHECK(tp_hung_up(prov2, 2000));
+    (void)close(prov2);
     PBX_CHECK_EQ(tp_fd_settle(pid, base, 1000), base);
     PBX_CHECK(tpr_query(state, text, sizeof(text)) == 0);
     PBX_CHECK(tpr_only_entry(d, "procd.sock"));
