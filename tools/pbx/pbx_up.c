@@ -9,7 +9,7 @@
  * SIGINT, SIGTERM or SIGHUP with exit 0.
  *
  * Any process that dies while the stack runs is restarted alone after a
- * backoff doubling from 0.5 s (at most 30 s). A peer (vfsd, ttyd, procd,
+ * backoff doubling from 0.5 s (0.5, 1, 2, 4, 8 s). A peer (vfsd, ttyd, procd,
  * launchd) gets its new route(s) to the running powerboxd by ROUTE_ATTACH
  * on slot 4 (pbx_up_peer_restart), or none while powerboxd is down; a
  * dead powerboxd is started again with fresh routes handed to the running
@@ -33,16 +33,21 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Restart policy: the first restart waits PBX_UP_BACKOFF_MS, each further
- * one within the window twice as long (at most PBX_UP_BACKOFF_MAX_MS);
- * more than PBX_UP_RESTARTS_MAX restarts within the window (PBX_UP_WINDOW_MS,
- * or --restart-window-ms, at most that) give up. */
-#define PBX_UP_BACKOFF_MS     500
-#define PBX_UP_BACKOFF_MAX_MS 30000
-#define PBX_UP_RESTARTS_MAX   5
-#define PBX_UP_WINDOW_MS      60000
+ * one within the window twice as long; more than PBX_UP_RESTARTS_MAX
+ * restarts within the window (PBX_UP_WINDOW_MS, or --restart-window-ms, at
+ * most that) give up, so the longest wait is PBX_UP_BACKOFF_MS << 4. */
+#define PBX_UP_BACKOFF_MS   500
+#define PBX_UP_RESTARTS_MAX 5
+#define PBX_UP_WINDOW_MS    60000
+
+_Static_assert(PBX_UP_RESTARTS_MAX < PBX_UP_RESTARTS_KEPT &&
+                   (PBX_UP_BACKOFF_MS << (PBX_UP_RESTARTS_MAX - 1)) <= 8000,
+               "the give-up rule comes before a wait longer than 8 s and "
+               "before the kept restart times run out");
 
 /* The built-in routine policy written to DIR/policy when --policy is not
  * given: routine reads of files and lists of directories are allowed,
@@ -307,7 +312,6 @@ static bool pbx_up_plan(pbx_up *u, pbx_up_proc *p, int64_t now)
         return false;
     }
     int delay = PBX_UP_BACKOFF_MS << kept;
-    delay = delay > PBX_UP_BACKOFF_MAX_MS ? PBX_UP_BACKOFF_MAX_MS : delay;
     p->due_ms = now + delay;
     pbx_up_note(u, "restarting %s alone in %d ms (restart %d within %d s)",
                 p->name, delay, kept + 1, u->window_ms / 1000);
@@ -326,6 +330,16 @@ static bool pbx_up_peer_down(const pbx_up *u)
     return false;
 }
 
+/* Whether child pid has exited (its status not yet reaped: it stays for
+ * pbx_up_pump's reaping). */
+static bool pbx_up_exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == pid;
+}
+
 /* Restarts process i, which is due; a failure plans it again. A peer
  * started while powerboxd runs gets its routes by ROUTE_ATTACH, one
  * started while powerboxd is down gets none yet, and powerboxd gets fresh
@@ -341,6 +355,17 @@ static void pbx_up_restart_one(pbx_up *u, size_t i, int64_t now)
     }
     int rc = i == PBX_UP_POWERBOXD ? pbx_up_broker_restart(u)
                                    : pbx_up_peer_restart(u, i);
+    if (p->pid > 0 && pbx_up_exited(p->pid)) {
+        /* It died before its exit was reaped: not back; the reap marks
+         * it down again. */
+        pbx_up_note(u, "%s[%ld] died during its restart", p->name,
+                    (long)p->pid);
+        return;
+    }
+    if (rc == 0 && p->pid == 0) {
+        pbx_up_note(u, "%s died during its restart", p->name);
+        return;
+    }
     if (rc == 0) {
         pbx_up_note(u, "%s[%ld] restarted %s", p->name, (long)p->pid,
                     i == PBX_UP_POWERBOXD ? "with fresh routes to the peers"
@@ -408,6 +433,7 @@ static int pbx_up_loop(pbx_up *u)
     pbx_up_ready(u);
     while (!u->stopping) {
         int wait = -1;
+        u->reaped = false;
         if (!pbx_up_restarts(u, &wait)) {
             pbx_up_stack_stop(u);
             return PBX_TOOL_EXIT_FAIL;
@@ -416,7 +442,10 @@ static int pbx_up_loop(pbx_up *u)
             u->usage_wanted = false;
             (void)pbx_up_usage(u);
         }
-        (void)pbx_up_pump(u, -1, wait);
+        /* A process reaped during this round (inside a restart's or the
+         * usage report's waits) is planned before anything is waited
+         * for. */
+        (void)pbx_up_pump(u, -1, u->reaped ? 0 : wait);
     }
     pbx_up_stack_stop(u);
     return PBX_TOOL_EXIT_OK;

@@ -108,6 +108,10 @@ typedef struct pbx_up {
     /** Set by SIGUSR1: log powerboxd's usage report once the loop is
      * free (pbx_up_usage). */
     bool usage_wanted;
+    /** Set whenever a running stack's process is reaped and marked down:
+     * the loop plans its restart before it waits again (a death during
+     * another process's restart must not wait for some later wake-up). */
+    bool reaped;
     /** The supervisor's end of powerboxd's slot 4 (a datagram pair):
      * readiness, then ROUTE_ATTACH and its answers; -1 when none. */
     int sup_fd;

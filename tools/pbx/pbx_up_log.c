@@ -207,6 +207,7 @@ static void pbx_up_reap(pbx_up *u)
                 }
                 if (u->running) {
                     p->down = true;
+                    u->reaped = true;
                 } else {
                     u->died = true;
                 }

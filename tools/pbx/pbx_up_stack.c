@@ -826,12 +826,22 @@ static int pbx_up_attach(pbx_up *u, uint32_t route, pid_t pid, int fd)
                     pbx_up_route_name(route), (long)pid);
         return -1;
     }
-    ssize_t got = pbx_up_await(u, u->sup_fd, "powerboxd's attach answer",
-                               PBX_UP_POWERBOXD)
-                      ? recv(u->sup_fd, in, sizeof(in), MSG_DONTWAIT)
-                      : -1;
-    if (got <= 0 || pbx_capabi_answer_decode(in, (size_t)got, &ans) != PBX_OK ||
-        ans.route != route || ans.peer_pid != (uint32_t)pid) {
+    /* A late datagram (a usage report after its wait, an earlier attach's
+     * answer) is skipped: only the answer echoing this route and pid
+     * counts. */
+    bool answered = false;
+    for (int k = 0; k < 8 && !answered; k++) {
+        ssize_t got = pbx_up_await(u, u->sup_fd, "powerboxd's attach answer",
+                                   PBX_UP_POWERBOXD)
+                          ? recv(u->sup_fd, in, sizeof(in), MSG_DONTWAIT)
+                          : -1;
+        if (got < 0) {
+            break;
+        }
+        answered = pbx_capabi_answer_decode(in, (size_t)got, &ans) == PBX_OK &&
+                   ans.route == route && ans.peer_pid == (uint32_t)pid;
+    }
+    if (!answered) {
         pbx_up_note(u, "attach %s route of pid %ld: no answer from powerboxd",
                     pbx_up_route_name(route), (long)pid);
         return -1;
@@ -869,10 +879,21 @@ static int pbx_up_restart_start(pbx_up *u, size_t idx, const pbx_up_handoffs *h)
  * (or, when it died too, vfsd has retired) their grants. */
 static void pbx_up_orphans(pbx_up *u, size_t idx)
 {
-    if (idx == PBX_UP_LAUNCHD) {
-        int killed = pbx_up_kill_children(u);
-        pbx_up_note(u, "launchd: %d orphaned job process(es) killed", killed);
+    if (idx != PBX_UP_LAUNCHD) {
+        return;
     }
+    /* A killed job's own children reparent here in turn: kill level by
+     * level until no new one appears (bounded). */
+    int killed = 0;
+    for (int r = 0; r < 64; r++) {
+        int k = pbx_up_kill_children(u);
+        killed += k;
+        if (k == 0) {
+            break;
+        }
+        (void)pbx_up_pump(u, -1, 10);
+    }
+    pbx_up_note(u, "launchd: %d orphaned job process(es) killed", killed);
 }
 
 int pbx_up_peer_restart(pbx_up *u, size_t idx)
@@ -944,6 +965,12 @@ static int pbx_up_chan_call(pbx_up *u, size_t idx, const uint8_t *msg,
 {
     pbx_up_proc *p = &u->proc[idx];
     uint8_t ans[8];
+    /* An answer left from an earlier call that timed out is not this
+     * call's: drop whatever waits before sending. */
+    for (int k = 0; k < 8 && p->chan >= 0 &&
+                    recv(p->chan, ans, sizeof(ans), MSG_DONTWAIT) > 0;
+         k++) {
+    }
     if (p->pid == 0 || p->chan < 0 ||
         pbx_peer_io_send_fds(p->chan, msg, len, fds, nfds, MSG_DONTWAIT) != 0) {
         pbx_up_note(u, "%s: cannot reach its attach channel", p->name);
