@@ -51,7 +51,7 @@
 /* How long a hung-up handle waits for its route to hang up too before it
  * counts as a revocation: a dying powerboxd's descriptors are released in
  * no fixed order, so its handles may end a moment before its route. */
-#define PROCD_HANDLE_GRACE_MS 100U
+#define PROCD_HANDLE_GRACE_MS 250U
 /* One row: "process P gen G slot S grant I.G object O\n". */
 #define PROCD_ROW_BYTES 128U
 /* Stage connections open at once (registered or not yet). */
