@@ -275,6 +275,25 @@ and its job connection.
                  sixth kill: `giving up: vfsd died again after 5 restarts
                  within 60 s`, no sixth restart planned, pbx up exits 1
                  within 15 s, every stack process and the held job gone
+  restart-during-restart
+                 (standalone, no client runs, so nothing but the deaths
+                 wakes the supervisor) kill -9 of launchd and, as soon as
+                 stack.log shows the new launchd's `launchd[N] started`
+                 line, kill -9 of vfsd (the new launchd held stopped for
+                 0.3 s around that kill, so that the supervisor is surely
+                 still inside launchd's restart; vfsd's death line must
+                 come before launchd's `restarted` line): `restarting vfsd
+                 alone in 500 ms` stamped within 1.5 s of vfsd's death
+                 line, `vfsd[M] restarted and attached` within 5 s of it,
+                 `launchd[N] restarted and attached`; a lifecycle
+                 succeeds. Then the same with kill -9 of powerboxd and, at
+                 the new powerboxd's `started` line (held stopped the
+                 same way), of ttyd: ttyd's restart planned within 1.5 s
+                 of its death line, and within 10 s the stack whole again
+                 (chaos's rule) with the latest ttyd routed to the latest
+                 powerboxd (its route accepted by that powerboxd, or that
+                 powerboxd restarted with fresh routes after the ttyd's
+                 start and the ttyd adopted them); a lifecycle succeeds
   grants-cli     (standalone, pbx up) two live job-lifetime grants of
                  one job (81:1, a launched shell), both allowed by
                  policy (no prompt), of docs/readme.txt and "docs/my
@@ -3658,6 +3677,153 @@ def up_backoff(bin_dir, work):
         u.close()
 
 
+def stamp_of(line):
+    """The time (s since the epoch) a stack.log line is stamped with."""
+    stamp = time.strptime(line.split(".", 1)[0], "%Y-%m-%dT%H:%M:%S")
+    return calendar.timegm(stamp) + int(line[20:23]) / 1000.0
+
+
+def found_line(u, since, pattern, what, seconds):
+    """Waits (bounded) for the first stack.log line after byte offset
+    since that pattern (a regular expression) matches; returns (its
+    offset in the log, its stamp, the match)."""
+    pat = re.compile(pattern)
+    got = []
+
+    def seen():
+        text = u.text()
+        m = pat.search(text, since)
+        if m:
+            start = text.rfind("\n", 0, m.start()) + 1
+            got[:] = [(start, stamp_of(text[start:]), m)]
+        return bool(m)
+    wait_for(seen, f"{what}: no line /{pattern}/ in stack.log", seconds)
+    return got[0]
+
+
+def kill_mid_restart(u, first, victim, what):
+    """Kills first (name, pid) and, as soon as stack.log shows the
+    supervisor's `started` line of its successor, kill -9 victim (name,
+    pid); the successor is held stopped (SIGSTOP) for 0.3 s around that
+    kill, so that the supervisor is surely still inside the successor's
+    restart (waiting for its readiness) when victim dies, then continued.
+    Returns (the successor's pid, the byte offset before the first
+    kill)."""
+    starts = Starts(u)
+    try:
+        mark = starts.size()
+        os.kill(first[1], signal.SIGKILL)
+        name, pid = starts.next_after(mark, 10.0)
+        if name != first[0]:
+            fail(f"{what}: {name}[{pid}] started first after the kill of "
+                 f"{first[0]}[{first[1]}]")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            os.kill(victim[1], signal.SIGKILL)
+            time.sleep(0.3)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        starts.f.close()
+    return pid, mark
+
+
+def planned_at_once(u, since, victim, restarting, what):
+    """victim (name, pid) died while restarting (name, pid) was being
+    restarted (its death line before restarting's `restarted` line, if
+    any), and its restart was planned within 1.5 s of that death line.
+    Returns the death line's stamp."""
+    name, pid = victim
+    at, died, _ = found_line(
+        u, since, rf" {name}\[{pid}\] killed unexpectedly by signal 9 ",
+        what, 10.0)
+    done = re.search(rf" {restarting[0]}\[{restarting[1]}\] restarted ",
+                     u.text()[since:])
+    if done and since + done.start() < at:
+        fail(f"{what}: {name} died after {restarting[0]}'s restart was done: "
+             f"the kill missed the restart")
+    plan = re.compile(rf" up\[\d+\]: restarting {name} alone in 500 ms "
+                      rf"\(restart 1 within 60 s\)")
+    try:
+        _, planned, _ = found_line(u, at, plan.pattern, what, 3.0)
+    except SystemExit:
+        tail = u.text()[since:]
+        fail(f"{what}: the death of {name}[{pid}] during {restarting[0]}'s "
+             f"restart was never planned (no 'restarting {name} alone in "
+             f"500 ms' within 3 s); stack.log since the first kill:\n{tail}")
+    if planned - died > 1.5:
+        fail(f"{what}: {name}'s restart planned {planned - died:.3f} s after "
+             f"its death, not within 1.5 s")
+    return died
+
+
+def restart_during_restart(bin_dir, work):
+    """A process that dies while another is being restarted is planned
+    at once and restarted: see the docstring list."""
+    u = Up(bin_dir, work)
+    what = "restart-during-restart"
+    try:
+        first = u.stack()
+        # launchd's restart, vfsd killed during it.
+        launchd, since = kill_mid_restart(
+            u, ("launchd", first["launchd"]), ("vfsd", first["vfsd"]),
+            f"{what} (launchd)")
+        died = planned_at_once(u, since, ("vfsd", first["vfsd"]),
+                               ("launchd", launchd), what)
+        _, back, m = found_line(u, since, r" up\[\d+\]: vfsd\[(\d+)\] "
+                                r"restarted and attached", what, 6.0)
+        if back - died > 5.0:
+            fail(f"{what}: vfsd restarted and attached {back - died:.3f} s "
+                 f"after its death, not within 5 s")
+        vfsd = int(m.group(1))
+        found_line(u, since, rf" up\[\d+\]: launchd\[{launchd}\] restarted "
+                   r"and attached", what, 5.0)
+        gone([first["launchd"], first["vfsd"]], what)
+        now = u.stack()
+        if now != dict(first, launchd=launchd, vfsd=vfsd):
+            fail(f"{what}: the stack is {now}; want launchd[{launchd}] and "
+                 f"vfsd[{vfsd}] with the others of {first}")
+        u.lifecycle(f"{what}: after launchd's and vfsd's restarts")
+        # powerboxd's restart, ttyd killed during it.
+        broker, since = kill_mid_restart(
+            u, ("powerboxd", now["powerboxd"]), ("ttyd", now["ttyd"]),
+            f"{what} (powerboxd)")
+        planned_at_once(u, since, ("ttyd", now["ttyd"]),
+                        ("powerboxd", broker), what)
+        wait_for(lambda: chaos_quiet(u) and ttyd_routed(u),
+                 f"{what}: the stack was not whole again (ttyd routed to "
+                 f"the latest powerboxd) within 10 s of ttyd's death:\n"
+                 f"{u.text()[since:]}", 10.0)
+        gone([now["powerboxd"], now["ttyd"]], what)
+        last = u.stack()
+        print(f"run: {what}: vfsd[{first['vfsd']}] killed during launchd's "
+              f"restart: planned at once, vfsd[{vfsd}] and launchd[{launchd}] "
+              f"restarted and attached; ttyd[{now['ttyd']}] killed during "
+              f"powerboxd[{broker}]'s restart: planned at once, the stack "
+              f"whole again {last}")
+        u.lifecycle(f"{what}: after powerboxd's and ttyd's restarts")
+        u.stop()
+    finally:
+        u.close()
+
+
+def ttyd_routed(u):
+    """Whether the latest ttyd has a route to the latest powerboxd: its
+    route accepted by that powerboxd (ROUTE_ATTACH), or that powerboxd
+    restarted with fresh routes after the ttyd started and the ttyd
+    adopted them."""
+    text = u.text()
+    latest = latest_pids(text)
+    ttyd, broker = latest.get("ttyd"), latest.get("powerboxd")
+    if f" powerboxd[{broker}]: event=route-attach route=ttyd pid={ttyd} " \
+            f"outcome=accepted" in text:
+        return True
+    born = text.find(f" ttyd[{ttyd}] started: ")
+    fresh = text.find(f" powerboxd[{broker}] restarted with fresh routes")
+    return 0 <= born < fresh and \
+        f" ttyd[{ttyd}]: ttyd: attach channel: route(s) adopted" in text
+
+
 # Each scenario: its function, whether it prompts on a tmux pane, the
 # `pbx geometry make` arguments and the extra `pbx-launchd serve` options
 # of a stack of its own (both None: the shared stack). `all` runs them in
@@ -5215,6 +5381,8 @@ SCENARIOS = {
     "up": (up, False, STANDALONE, None),
     "up-restart": (up_restart, False, STANDALONE, None),
     "up-backoff": (up_backoff, False, STANDALONE, None),
+    "restart-during-restart": (restart_during_restart, False, STANDALONE,
+                               None),
     "grants-cli": (grants_cli, False, STANDALONE, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
