@@ -254,8 +254,10 @@ and its job connection.
                  at ready) and its new route is accepted by
                  the same powerboxd (ROUTE_ATTACH), a lifecycle succeeds;
                  then kill -9 of launchd with a job running: launchd
-                 alone restarted after 0.5 s, the orphaned job killed,
-                 its wake and broker routes accepted, a lifecycle
+                 alone restarted (`launchd[N] restarted and attached`,
+                 its start line stamped no sooner than 0.5 s after its
+                 death line), the orphaned job killed, the new launchd's
+                 wake and broker routes accepted, a lifecycle
                  succeeds; then kill -9 of powerboxd: stack.log shows
                  `restarting powerboxd alone in 500 ms (restart 1 within
                  60 s)`, the new powerboxd's start and readiness lines,
@@ -271,7 +273,8 @@ and its job connection.
                  (restart K within 60 s)` with D = 500, 1000, 2000, 4000,
                  8000, and each new vfsd's `started` line is stamped no
                  sooner than D ms after the previous one's death line
-                 (stamps cut to the millisecond: 2 ms of rounding); the
+                 (stamps cut to the millisecond: 2 ms of rounding) and
+                 less than D ms + 1 s after it; the
                  sixth kill: `giving up: vfsd died again after 5 restarts
                  within 60 s`, no sixth restart planned, pbx up exits 1
                  within 15 s, every stack process and the held job gone
@@ -279,10 +282,12 @@ and its job connection.
                  (standalone, no client runs, so nothing but the deaths
                  wakes the supervisor) kill -9 of launchd and, as soon as
                  stack.log shows the new launchd's `launchd[N] started`
-                 line, kill -9 of vfsd (the new launchd held stopped for
-                 0.3 s around that kill, so that the supervisor is surely
-                 still inside launchd's restart; vfsd's death line must
-                 come before launchd's `restarted` line): `restarting vfsd
+                 line, kill -9 of vfsd (the new launchd is stopped as
+                 soon as it appears as pbx up's child, followed every
+                 0.2 ms, and continued 0.3 s after that kill, so that the
+                 supervisor is surely still inside launchd's restart;
+                 vfsd's death line must come before launchd's `restarted`
+                 line): `restarting vfsd
                  alone in 500 ms` stamped within 1.5 s of vfsd's death
                  line, `vfsd[M] restarted and attached` within 5 s of it,
                  `launchd[N] restarted and attached`; a lifecycle
@@ -409,11 +414,18 @@ and its job connection.
                  launched jobs: 4 runtime-reply (pbx-test-fdcat --cycles
                  3, three one-shot lifecycles) and 4 install mode (`pbx
                  run --grant read:docs/readme.txt -- pbx-test-fdcat
-                 --again 5`: fd 5 read, the grant held 0..0.3 s, read
-                 again), while $PBX_CHAOS_KILLS (20; `make chaos`: 1,000)
+                 --again 5`: fd 5 read, the grant held 0..0.3 s after
+                 that read, read again; its job id taken from pbx run's
+                 job line, its standard error kept), while
+                 $PBX_CHAOS_KILLS (20; `make chaos`: 1,000)
                  kill -9s hit the stack at any moment, chosen by a seeded
                  random generator (seed printed; PBX_CHAOS_SEED repeats
                  the choices, not the timing): after a gap of 0..0.3 s
+                 (every fifth kill 0.6..0.9 s, more than the 0.5 s
+                 backoff, so that the stack is more often whole between
+                 kills; every fourth, unless aimed, first waits at most
+                 2 s until powerboxd's usage report shows a grant in use,
+                 and how many did is printed)
                  each targets a stack process alive at that moment (the
                  latest pid of each name from the supervisor's
                  `NAME[PID] started` lines, alive in /proc as pbx up's
@@ -434,9 +446,30 @@ and its job connection.
                  waited longer than 30 s and some succeeded; a lifecycle
                  and an install-mode job succeed; no grant is shown or
                  installed; the current vfsd holds no object it minted
-                 (its log); every grant-end line has a reason (the
-                 counts by reason are printed, with the peers' per-grant
-                 broker-lost lines); powerboxd's usage report (within
+                 (its log); every grant-end line has a reason, never
+                 empty, none or unknown (the counts by reason are
+                 printed, with the peers' per-grant broker-lost lines);
+                 for each powerboxd incarnation but the latest, its
+                 approved requests without a grant-end line are matched
+                 by as many distinct grants (I.G, none that ended with a
+                 grant-end line) recorded lost with its route by ttyd
+                 (`VIEW ended grant I.G: route closed (broker lost)`),
+                 launchd (`grant I.G of job ... ended: broker lost`) or
+                 procd (`INSTALL ended grant I.G: route closed (broker
+                 lost)`), logged between its start and the next
+                 powerboxd's start by a peer process started before its
+                 death (grant ids are per incarnation; peers' lines name
+                 grants, powerboxd's decision lines requests, so they are
+                 matched by count); the latest powerboxd's approved
+                 requests all have a grant-end line; every usage report
+                 says log_dropped=0 and stack.log has no dropped-lines
+                 note; with 20 kills or more at least one loss record (an
+                 `end=lost` grant-end line or a peer broker-lost line);
+                 no install-mode job whose grant-end `end=lost` line or
+                 launchd broker-lost line (its job id, stamped within its
+                 life) is stamped more than 0.2 s before its second read
+                 began read through fd 5 again (exit 0 or `read again:
+                 ok`); powerboxd's usage report (within
                  15 s) equals the baseline: every pool's use (all 0)
                  and capacity and its descriptor count; every peer holds
                  its baseline descriptor count (vfsd one fewer when it
@@ -3587,13 +3620,23 @@ def up_restart(bin_dir, work):
         u.wait_log("restarting launchd alone in 500 ms (restart 1",
                    "launchd")
         u.wait_log("attach broker route of pid ", "launchd attach")
-        u.wait_log("launchd[", "launchd restart")
+        died = (f"launchd[{second['launchd']}] killed unexpectedly by "
+                f"signal 9 (KILL)")
+        _, _, m = found_line(u, u.text().find(died), r" up\[\d+\]: launchd\[(\d+)\] "
+                             r"restarted and attached", "launchd restart",
+                             15.0)
         gone([second["launchd"], job], "after launchd's restart")
         launcher.wait(timeout=10)
         text = u.text()
+        waited = (log_time(text, f"launchd[{m.group(1)}] started") -
+                  log_time(text, died))
+        # Stamps cut to the millisecond: 2 ms of rounding (up-backoff).
+        if waited < 0.5 - 0.002:
+            fail(f"launchd restarted {waited:.3f} s after its death, before "
+                 f"the 0.5 s backoff")
         for route in ("wake", "broker"):
-            if not re.search(rf"attach {route} route of pid \d+: accepted",
-                             text):
+            if f"attach {route} route of pid {m.group(1)}: accepted" not in \
+                    text:
                 fail(f"launchd's new {route} route was not accepted")
         u.lifecycle("after launchd's restart")
         third = u.stack()
@@ -3653,6 +3696,10 @@ def up_backoff(bin_dir, work):
             if gap < delay / 1000.0 - 0.002:
                 fail(f"up-backoff: vfsd[{new}] started {gap:.3f} s after "
                      f"kill {k}, sooner than the {delay} ms backoff")
+            if gap >= delay / 1000.0 + 1.0:
+                fail(f"up-backoff: vfsd[{new}] started {gap:.3f} s after "
+                     f"kill {k}, a second or more past the {delay} ms "
+                     f"backoff")
             gaps.append((delay, round(gap, 3)))
             pid = new
         u.wait_log("giving up: vfsd died again after 5 restarts within 60 s",
@@ -3701,31 +3748,51 @@ def found_line(u, since, pattern, what, seconds):
     return got[0]
 
 
+def children(pid):
+    """The pids of pid's children now (its main thread's, from /proc)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return {int(w) for w in f.read().split()}
+    except OSError:
+        return set()
+
+
 def kill_mid_restart(u, first, victim, what):
     """Kills first (name, pid) and, as soon as stack.log shows the
     supervisor's `started` line of its successor, kill -9 victim (name,
-    pid); the successor is held stopped (SIGSTOP) for 0.3 s around that
-    kill, so that the supervisor is surely still inside the successor's
-    restart (waiting for its readiness) when victim dies, then continued.
-    Returns (the successor's pid, the byte offset before the first
-    kill)."""
+    pid). The successor is stopped (SIGSTOP) as soon as it appears as pbx
+    up's child (followed every 0.2 ms, before its start line is read) and
+    continued 0.3 s after victim's kill, so that the supervisor is surely
+    still inside the successor's restart (waiting for its readiness) when
+    victim dies. Returns (the successor's pid, the byte offset before the
+    first kill)."""
     starts = Starts(u)
+    held = None
     try:
         mark = starts.size()
+        known = children(u.proc.pid)
         os.kill(first[1], signal.SIGKILL)
+        deadline = time.monotonic() + 10.0
+        while held is None and time.monotonic() < deadline:
+            new = children(u.proc.pid) - known
+            for pid in new:
+                os.kill(pid, signal.SIGSTOP)
+                held = pid
+            time.sleep(0.0002)
+        if held is None:
+            fail(f"{what}: pbx up started no process within 10 s of the "
+                 f"kill of {first[0]}[{first[1]}]")
         name, pid = starts.next_after(mark, 10.0)
-        if name != first[0]:
+        if (name, pid) != (first[0], held):
             fail(f"{what}: {name}[{pid}] started first after the kill of "
-                 f"{first[0]}[{first[1]}]")
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            os.kill(victim[1], signal.SIGKILL)
-            time.sleep(0.3)
-        finally:
-            os.kill(pid, signal.SIGCONT)
+                 f"{first[0]}[{first[1]}], child {held} held")
+        os.kill(victim[1], signal.SIGKILL)
+        time.sleep(0.3)
     finally:
+        if held is not None:
+            os.kill(held, signal.SIGCONT)
         starts.f.close()
-    return pid, mark
+    return held, mark
 
 
 def planned_at_once(u, since, victim, restarting, what):
@@ -4978,14 +5045,51 @@ def chaos_target(u, starts, rng, aimed):
     return name, starts.latest[name]
 
 
-def chaos_client(u, stop, results, install, rng):
+def install_job(argv, rng):
+    """One install-mode client job (`pbx run --grant ... -- pbx-test-fdcat
+    --again 5`): waits (bounded) for its first read's bytes, holds the
+    grant 0..0.3 s, then sends "go" for the second read. Returns its
+    record: exit status ('hung' past CHAOS_BOUND_S), job (ID:GEN from
+    pbx run's job line, or None), wall times of its spawn and of the
+    "go" (None when the first read never came), its standard error."""
+    t0, rec = time.monotonic(), {"spawn": time.time(), "go": None}
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    got = b""
+    while len(got) < 16 and time.monotonic() - t0 < CHAOS_BOUND_S:
+        ready, _, _ = select.select([p.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(p.stdout.fileno(), 64)
+            if not chunk:
+                break
+            got += chunk
+    if got == b"hello from vfsd\n":
+        time.sleep(rng.uniform(0.0, 0.3))
+        rec["go"] = time.time()
+    try:
+        _, err = p.communicate(b"go\n", timeout=max(
+            0.1, CHAOS_BOUND_S - (time.monotonic() - t0)))
+        rec["rc"] = p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        rec["rc"] = "hung"
+    rec["err"] = err.decode("utf-8", "replace")
+    m = re.search(r"pbx run: \S+ is job (\d+:\d+) \(pid \d+\)", rec["err"])
+    rec["job"] = m.group(1) if m else None
+    return rec
+
+
+def chaos_client(u, stop, results, install, rng, installs):
     """One client: jobs in a loop until stop is set, each one's (kind,
     exit status) appended to results ('hung' when it did not end within
     CHAOS_BOUND_S). Runtime-reply: three one-shot lifecycles
     (pbx-test-fdcat --cycles 3, 0 when all approved). Install mode: `pbx
     run --grant read:docs/readme.txt -- pbx-test-fdcat --again 5`, which
-    reads fd 5, holds the grant (job lifetime) 0..0.3 s and reads again
-    (0: both read, 3: the second failed, the grant having ended)."""
+    reads fd 5, holds the grant (job lifetime) 0..0.3 s after that read
+    and reads again (0: both read, 3: the second failed, the grant having
+    ended); each install job's record (install_job) is appended to
+    installs."""
     pbx, fdcat = (os.path.join(u.bin_dir, n) for n in ("pbx",
                                                         "pbx-test-fdcat"))
     if install:
@@ -4996,22 +5100,54 @@ def chaos_client(u, stop, results, install, rng):
                 "docs/readme.txt"]
     kind = "install" if install else "reply"
     while not stop.is_set():
-        p = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        t0 = time.monotonic()
-        try:
-            if install:
-                time.sleep(rng.uniform(0.0, 0.3))
-            p.communicate(b"go\n" if install else None,
-                          timeout=CHAOS_BOUND_S - (time.monotonic() - t0))
-            results.append((kind, p.returncode))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            results.append((kind, "hung"))
+        if install:
+            rec = install_job(argv, rng)
+            installs.append(rec)
+            results.append((kind, rec["rc"]))
+        else:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                p.wait(timeout=CHAOS_BOUND_S)
+                results.append((kind, p.returncode))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                results.append((kind, "hung"))
         if results[-1][1] != 0:
             time.sleep(0.05)
+
+
+def grants_in_use(u, seconds=1.0):
+    """SIGUSR1 to pbx up; powerboxd's grants in use from the usage line
+    that follows (read from stack.log's end), or None when no report came
+    within seconds (powerboxd down or restarting)."""
+    since = os.path.getsize(u.log)
+    os.kill(u.proc.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + seconds
+    with open(u.log, "rb") as f:
+        while time.monotonic() < deadline:
+            f.seek(since)
+            text = f.read().decode("utf-8", "replace")
+            m = re.search(r" up\[\d+\]: usage: (.*)\n", text)
+            if m:
+                g = re.search(r" grants=(\d+)/\d+ ", m.group(1))
+                return int(g.group(1)) if g else None
+            time.sleep(0.01)
+    return None
+
+
+def wait_grants_live(u, seconds=2.0):
+    """Waits (bounded) until powerboxd's usage report shows a grant in
+    use; returns whether it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        n = grants_in_use(u)
+        if n:
+            return True
+        time.sleep(0.03)
+    return False
 
 
 USAGE_LINE = re.compile(r" up\[\d+\]: usage: (.*)$", re.M)
@@ -5100,10 +5236,15 @@ def chaos_quiet(u):
 
 def chaos_kills(u, rng, kills):
     """Kills kills stack processes, each alive at that moment, gaps of
-    0..0.3 s, about a third aimed right after a restart's start line (when
-    a killed process's restart is still to start); returns {name: count}
-    and the number aimed."""
+    0..0.3 s (every fifth, the third of five, 0.6..0.9 s: more than a
+    restart's 0.5 s backoff, so that the stack is more often whole between
+    kills), about a third aimed right after a restart's start line (when
+    a killed process's restart is still to start); every fourth waits (at
+    most 2 s) until powerboxd's usage report shows a grant in use.
+    Returns {name: count}, the number aimed, and (the number of kills that
+    waited for grants, how many of those found grants in use)."""
     killed, aimed, tries, dead = {}, 0, 0, set()
+    waited, live = 0, 0
     starts = Starts(u)
     try:
         while sum(killed.values()) < kills:
@@ -5111,12 +5252,16 @@ def chaos_kills(u, rng, kills):
             if tries > 5 * kills + 20:
                 fail(f"chaos: only {killed} kills found a live process in "
                      f"{tries} tries")
-            time.sleep(rng.uniform(0.0, 0.3))
+            k = sum(killed.values())
+            time.sleep(rng.uniform(0.6, 0.9) if k % 5 == 2 else
+                       rng.uniform(0.0, 0.3))
             starts.poll()
             # A restart is still to start while a killed pid is its
             # process's latest start.
             dead = {(n, p) for n, p in dead if starts.latest.get(n) == p}
             aim = rng.random() < 1 / 3 and bool(dead)
+            wait = k % 4 == 3 and not aim
+            with_grants = wait and wait_grants_live(u)
             target = chaos_target(u, starts, rng, aim)
             if target is None:
                 continue
@@ -5127,9 +5272,11 @@ def chaos_kills(u, rng, kills):
             dead.add(target)
             killed[target[0]] = killed.get(target[0], 0) + 1
             aimed += aim
+            waited += wait
+            live += with_grants
     finally:
         starts.f.close()
-    return killed, aimed
+    return killed, aimed, (waited, live)
 
 
 def chaos(bin_dir, work):
@@ -5141,19 +5288,19 @@ def chaos(bin_dir, work):
     print(f"run: chaos: seed {seed} (PBX_CHAOS_SEED), {kills} kills")
     rng = random.Random(seed)
     u = Up(bin_dir, work, ["--restart-window-ms", "0"])
-    stop, threads, results = threading.Event(), [], []
+    stop, threads, results, installs = threading.Event(), [], [], []
     try:
         first = u.stack()
         base = {n: settled_fds(p) for n, p in first.items()}
         use = usage_baseline(u)
         for i in range(8):
             t = threading.Thread(target=chaos_client, args=(
-                u, stop, results, i % 2 == 1, random.Random(seed + i)),
-                daemon=True)
+                u, stop, results, i % 2 == 1, random.Random(seed + i),
+                installs), daemon=True)
             t.start()
             threads.append(t)
         t0 = time.monotonic()
-        killed, aimed = chaos_kills(u, rng, kills)
+        killed, aimed, (waited, live) = chaos_kills(u, rng, kills)
         took = time.monotonic() - t0
         stop.set()
         for t in threads:
@@ -5167,8 +5314,9 @@ def chaos(bin_dir, work):
             outcome.setdefault(kind, {})
             outcome[kind][rc] = outcome[kind].get(rc, 0) + 1
         print(f"run: chaos: {kills} kills {killed} ({aimed} aimed right "
-              f"after a restart's start) in {took:.1f} s; client jobs by "
-              f"kind and exit status {outcome}")
+              f"after a restart's start; {waited} waited for grants in use, "
+              f"{live} of them landed with grants in use) in {took:.1f} s; "
+              f"client jobs by kind and exit status {outcome}")
         hung = sum(1 for _, rc in results if rc == "hung")
         if hung:
             fail(f"chaos: {hung} client job(s) waited longer than "
@@ -5176,6 +5324,8 @@ def chaos(bin_dir, work):
         if not any(o.get(0) for o in outcome.values()):
             fail("chaos: no client job succeeded")
         chaos_after(u, first, base, use)
+        chaos_records(u, kills)
+        chaos_objects(u, installs)
         u.stop()
     finally:
         stop.set()
@@ -5202,7 +5352,8 @@ def chaos_after(u, first, base, use):
              f"{objects_of(u.text(), now['vfsd'])} with no grant live", 15.0)
     text = u.text()
     ends = log_events(text, "grant-end")
-    bad = [e for e in ends if e.get("reason", "") in ("", "none")]
+    bad = [e for e in ends if e.get("reason", "") in ("", "none",
+                                                       "unknown")]
     if bad or not ends:
         fail(f"chaos: {len(bad)} of {len(ends)} grant ends without "
              f"a reason: {bad[:3]}")
@@ -5232,6 +5383,134 @@ def chaos_after(u, first, base, use):
           f"ends, each with its reason {reasons}; ended with a dead "
           f"powerboxd (broker lost) {lost}; no grant shown or installed, "
           f"no object left at vfsd[{now['vfsd']}]")
+
+
+# Peer lines recording the loss of a grant of a dead powerboxd, each with
+# the grant id (I.G) as group 1.
+LOSS_LINES = (
+    re.compile(r" ttyd\[(\d+)\]: ttyd: VIEW ended grant (\d+\.\d+): route "
+               r"closed \(broker lost\)$", re.M),
+    re.compile(r" launchd\[(\d+)\]: launchd: grant (\d+\.\d+) of job \S+ "
+               r"ended: broker lost$", re.M),
+    re.compile(r" procd\[(\d+)\]: procd: INSTALL ended grant (\d+\.\d+): "
+               r"route closed \(broker lost\)$", re.M))
+
+
+def incarnation_spans(text):
+    """[(pid, start, death, end)] of every powerboxd in stack.log text:
+    the byte offsets of its `started` line, of its death line (end when
+    none) and of the next powerboxd's `started` line (the text's end for
+    the last)."""
+    found = [(int(m.group(2)), m.start()) for m in STARTED.finditer(text)
+             if m.group(1) == "powerboxd"]
+    spans = []
+    for i, (pid, start) in enumerate(found):
+        end = found[i + 1][1] if i + 1 < len(found) else len(text)
+        m = re.compile(rf" up\[\d+\]: powerboxd\[{pid}\] (killed|exited)"
+                       ).search(text, start, end)
+        spans.append((pid, start, m.start() if m else end, end))
+    return spans
+
+
+def incarnation_account(text, pid, start, death, end, born):
+    """For powerboxd[pid]: (its approved requests without a grant-end
+    line, the grant ids its grant-end lines name, the grant ids (I.G)
+    peers recorded lost with its route between its start and the next
+    powerboxd's start, each logged by a peer process started before its
+    death; born maps a pid to the offset of its start line)."""
+    approved = {e["request"] for e in broker_events(text, pid, "decision")
+                if e.get("outcome") == "approved"}
+    ends = broker_events(text, pid, "grant-end")
+    unended = approved - {e["request"] for e in ends}
+    ended_ids = {e.get("grant", "").replace(":", ".") for e in ends}
+    lost = set()
+    for pat in LOSS_LINES:
+        for m in pat.finditer(text, start, end):
+            if born.get(int(m.group(1)), end) < death:
+                lost.add(m.group(2))
+    return unended, ended_ids, lost
+
+
+def chaos_records(u, kills):
+    """Every grant's end is on record (see the docstring list): no
+    grant-end line without a known reason, every dead powerboxd's
+    approved grants without a grant-end line matched by peers'
+    broker-lost records of that incarnation, the latest powerboxd's all
+    ended, no log line dropped, and (at 20 kills or more) some grant ended
+    by a loss."""
+    text = u.text()
+    ends = log_events(text, "grant-end")
+    drops = [int(n) for n in re.findall(r" up\[\d+\]: usage: .* "
+                                        r"log_dropped=(\d+)$", text, re.M)]
+    if not drops or any(drops) or "log line(s) dropped" in text or \
+            "event=log-dropped" in text:
+        fail(f"chaos: log lines dropped: usage reports' log_dropped "
+             f"{drops}, or a dropped-lines note in stack.log")
+    born = {int(m.group(2)): m.start() for m in STARTED.finditer(text)}
+    spans = incarnation_spans(text)
+    matched = 0
+    for pid, start, death, end in spans:
+        unended, ended_ids, lost = incarnation_account(
+            text, pid, start, death, end, born)
+        if pid == spans[-1][0]:
+            if unended:
+                fail(f"chaos: the latest powerboxd[{pid}]'s approved "
+                     f"requests {sorted(unended)} have no grant-end line "
+                     f"although no grant is in use")
+            continue
+        # Peers name grants, powerboxd's decision lines requests: each
+        # unended approved request needs a distinct grant recorded lost
+        # that did not end otherwise.
+        if len(lost - ended_ids) < len(unended):
+            fail(f"chaos: powerboxd[{pid}] died with approved requests "
+                 f"{sorted(unended)} without a grant-end line, but the "
+                 f"peers recorded only grants {sorted(lost - ended_ids)} "
+                 f"lost with its route")
+        matched += len(unended)
+    losses = sum(1 for e in ends if e.get("end") == "lost") + \
+        sum(len(p.findall(text)) for p in LOSS_LINES)
+    if kills >= 20 and losses == 0:
+        fail(f"chaos: no kill ended a grant by a loss (no end=lost line, no "
+             f"peer broker-lost line) in {kills} kills")
+    print(f"run: chaos: {len(spans)} powerboxd incarnation(s): {matched} "
+          f"grant(s) of dead ones without a grant-end line, each matched "
+          f"by a peer's broker-lost record; {losses} loss record(s) in all; "
+          f"log_dropped 0 in {len(drops)} usage "
+          f"report(s)")
+
+
+def chaos_objects(u, installs):
+    """No object outlived its grant during the run: an install-mode job
+    whose grant ended by a loss (an `end=lost` grant-end line of its job,
+    or launchd's broker-lost line naming it) stamped more than 0.2 s
+    before its second read began (the "go") must have failed that read.
+    Job ids are launchd's and may come again after a launchd restart, so
+    only records stamped within the job's own life count."""
+    text = u.text()
+    ends = [(stamp_of(l), e) for l in text.splitlines()
+            if "]: event=grant-end " in l
+            for e in [dict(w.split("=", 1) for w in
+                           l.split("]: ", 1)[1].split() if "=" in w)]]
+    lost_l = [(stamp_of(l), m.group(1)) for l in text.splitlines()
+              for m in [re.search(r" launchd: grant \S+ of job (\d+\.\d+) "
+                                  r"ended: broker lost$", l)] if m]
+    checked, outlived = 0, []
+    for rec in installs:
+        if rec["job"] is None or rec["go"] is None:
+            continue
+        checked += 1
+        job, lo, hi = rec["job"], rec["spawn"], rec["go"] - 0.2
+        lost = [t for t, e in ends if e.get("job") == job and
+                e.get("end") == "lost" and lo <= t < hi] + \
+            [t for t, j in lost_l if j == job.replace(":", ".") and
+             lo <= t < hi]
+        if lost and (rec["rc"] == 0 or "read again: ok" in rec["err"]):
+            outlived.append((job, rec["rc"], rec["err"].strip()[-200:]))
+    if outlived:
+        fail(f"chaos: {len(outlived)} install-mode job(s) read through their "
+             f"object after its grant was recorded lost: {outlived[:3]}")
+    print(f"run: chaos: {checked} install-mode jobs checked: none read "
+          f"through its object after its grant was recorded lost")
 
 
 def demo_story_ok(text, want, what):
