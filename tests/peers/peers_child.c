@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 
 #include "peers_child.h"
+#include "peers/common/pbx_peer_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -287,4 +288,31 @@ int tp_cli(const char *name, const char *const *args, char *out, char *err,
         return -1;
     }
     return st;
+}
+
+bool tp_logged(const char *path, const char *what)
+{
+    static char text[65536];
+    for (int i = 0; i < 200; i++) {
+        if (tp_read_file(path, text, sizeof(text)) > 0 &&
+            strstr(text, what) != NULL) {
+            return true;
+        }
+        tp_sleep_ms(10);
+    }
+    return false;
+}
+
+uint8_t tp_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
+                       uint8_t want)
+{
+    if (pbx_peer_io_send_fds(chan, &op, 1U, fds, nfds, 0) != 0 ||
+        !tp_readable(chan, 3000)) {
+        return 0xFFU;
+    }
+    uint8_t a[4] = {0, 0, 0, 0};
+    if (read(chan, a, sizeof(a)) != 2) {
+        return 0xFFU;
+    }
+    return a[0] == want ? a[1] : 0xFEU;
 }

@@ -83,6 +83,22 @@ bool tp_readable(int fd, int timeout_ms);
 long tp_read_file(const char *path, char *buf, size_t cap);
 
 /**
+ * tp_logged reports whether the file at path (a peer's log) holds the
+ * NUL-terminated text what, read again every 10 ms for at most 2 s.
+ */
+bool tp_logged(const char *path, const char *what);
+
+/**
+ * tp_attach_send sends the one-byte op with the nfds descriptors fds
+ * (copies: the caller keeps its own) on the attach channel chan and
+ * returns the status byte of the two-byte answer: 0xFF when the send
+ * failed or no such answer came within 3 s, 0xFE when the answer's op
+ * byte is not want (so a check for 0 or 1 fails either way).
+ */
+uint8_t tp_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
+                       uint8_t want);
+
+/**
  * tp_cli runs "pbx-<name>" with the NULL-terminated args (not counting
  * argv[0]; at most TP_ARGS_MAX), stdin /dev/null, and waits up to 5 s for
  * it to exit. Its stdout and stderr, up to cap-1 bytes each, are copied

@@ -445,20 +445,6 @@ PBX_TEST(peers_procd_stalled_serves_its_backlog_in_order)
     (void)tp_stop(pid);
 }
 
-/* Whether the log at path holds what within 2 s. */
-static bool tpr_logged(const char *path, const char *what)
-{
-    static char text[65536];
-    for (int i = 0; i < 40; i++) {
-        if (tp_read_file(path, text, sizeof(text)) > 0 &&
-            strstr(text, what) != NULL) {
-            return true;
-        }
-        tp_sleep_ms(50);
-    }
-    return false;
-}
-
 /* How many times what occurs in the file at path (a log), read until
  * that reaches want or 2 s pass. */
 static int tpr_count(const char *path, const char *what, int want)
@@ -476,24 +462,6 @@ static int tpr_count(const char *path, const char *what, int want)
         tp_sleep_ms(n < want ? 50 : 0);
     }
     return n;
-}
-
-/* Sends op with the nfds descriptors fds on the channel; returns the
- * answer's status byte after checking its op byte is want (0xFF when no
- * 2-byte answer came within 3 s). */
-static uint8_t tpr_attach_send(int chan, uint8_t op, const int *fds,
-                               size_t nfds, uint8_t want)
-{
-    PBX_REQUIRE(pbx_peer_io_send_fds(chan, &op, 1U, fds, nfds, 0) == 0);
-    if (!tp_readable(chan, 3000)) {
-        return 0xFFU;
-    }
-    uint8_t a[4] = {0, 0, 0, 0};
-    if (read(chan, a, sizeof(a)) != 2) {
-        return 0xFFU;
-    }
-    PBX_CHECK_EQ(a[0], want);
-    return a[1];
 }
 
 /* Starts procd (process 7 gen 2 staged) with --attach-fd and no route,
@@ -535,16 +503,16 @@ static void tpr_attach_refusals(int chan, const char *log)
     int b[2];
     PBX_REQUIRE(tp_seqpair(a) && tp_seqpair(b));
     int two[2] = {a[1], b[1]};
-    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', two, 2U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(chan, 'R', two, 2U, 'r'), 1U);
     (void)close(a[1]);
     (void)close(b[1]);
     PBX_CHECK(tp_hung_up(a[0], 2000) && tp_hung_up(b[0], 2000));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: attach channel: refused: wrong descriptor count\n"));
-    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', NULL, 0U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(chan, 'R', NULL, 0U, 'r'), 1U);
     int dg[2];
     PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg) == 0);
-    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', &dg[1], 1U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(chan, 'R', &dg[1], 1U, 'r'), 1U);
     (void)close(dg[1]);
     /* A datagram pair never hangs up: once procd closed its copy, a send
      * to it is refused. */
@@ -555,9 +523,9 @@ static void tpr_attach_refusals(int chan, const char *log)
     }
     PBX_CHECK(gone);
     PBX_CHECK(
-        tpr_logged(log, "procd: attach channel: refused: wrong socket type\n"));
-    PBX_CHECK_EQ(tpr_attach_send(chan, 'L', NULL, 0U, 'l'), 1U);
-    PBX_CHECK(tpr_logged(
+        tp_logged(log, "procd: attach channel: refused: wrong socket type\n"));
+    PBX_CHECK_EQ(tp_attach_send(chan, 'L', NULL, 0U, 'l'), 1U);
+    PBX_CHECK(tp_logged(
         log, "procd: attach channel: refused: wrong op for this peer\n"));
     (void)close(a[0]);
     (void)close(b[0]);
@@ -569,7 +537,7 @@ static int tpr_attach_route(int chan)
 {
     int r[2];
     PBX_REQUIRE(tp_seqpair(r));
-    PBX_CHECK_EQ(tpr_attach_send(chan, 'R', &r[1], 1U, 'r'), 0U);
+    PBX_CHECK_EQ(tp_attach_send(chan, 'R', &r[1], 1U, 'r'), 0U);
     (void)close(r[1]);
     return r[0];
 }
@@ -594,7 +562,7 @@ PBX_TEST(peers_procd_attach_channel_and_route_loss)
     PBX_CHECK_EQ(waitpid(pid, NULL, WNOHANG), 0);
     tpr_attach_refusals(chan, log);
     int ra = tpr_attach_route(chan);
-    PBX_CHECK(tpr_logged(log, "procd: attach channel: route(s) adopted\n"));
+    PBX_CHECK(tp_logged(log, "procd: attach channel: route(s) adopted\n"));
     int prov[3] = {-1, -1, -1};
     int h[3] = {-1, -1, -1};
     pbx_ipc_install rq = tpr_install(2, 40, 1, 1);
@@ -614,11 +582,11 @@ PBX_TEST(peers_procd_attach_channel_and_route_loss)
     PBX_CHECK(tp_hung_up(prov[0], 2000) && tp_hung_up(prov[1], 2000));
     PBX_CHECK(tp_hung_up(h[0], 2000) && tp_hung_up(h[1], 2000));
     PBX_CHECK(!tp_hung_up(prov[2], 100));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: INSTALL ended grant 1.1: route closed (broker lost)\n"));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: INSTALL ended grant 2.1: route closed (broker lost)\n"));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: route closed: 2 install(s) ended (broker lost)\n"));
     PBX_CHECK(tpr_query(query, text, sizeof(text)) > 0);
     PBX_CHECK(strstr(text, " grant 1.1 ") == NULL &&
@@ -626,7 +594,7 @@ PBX_TEST(peers_procd_attach_channel_and_route_loss)
               strstr(text, " grant 3.1 ") != NULL);
     /* The supervisor goes away: procd keeps serving route B. */
     (void)close(chan);
-    PBX_CHECK(tpr_logged(log, "procd: attach channel closed"));
+    PBX_CHECK(tp_logged(log, "procd: attach channel closed"));
     int p4 = -1;
     int h4 = -1;
     rq = tpr_install(2, 43, 4, 1);
@@ -640,16 +608,16 @@ PBX_TEST(peers_procd_attach_channel_and_route_loss)
     tp_sleep_ms(20);
     (void)close(rb);
     PBX_CHECK(tp_hung_up(prov[2], 2000) && tp_hung_up(p4, 2000));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: INSTALL ended grant 3.1: route closed (broker lost)\n"));
-    PBX_CHECK(tpr_logged(
+    PBX_CHECK(tp_logged(
         log, "procd: INSTALL ended grant 4.1: route closed (broker lost)\n"));
     PBX_CHECK_EQ(
         tpr_count(log,
                   "procd: route closed: 2 install(s) ended (broker lost)\n", 2),
         2);
-    PBX_CHECK(!tpr_logged(log, "procd: handle closed: grant 3.1"));
-    PBX_CHECK(!tpr_logged(log, "procd: handle closed: grant 4.1"));
+    PBX_CHECK(!tp_logged(log, "procd: handle closed: grant 3.1"));
+    PBX_CHECK(!tp_logged(log, "procd: handle closed: grant 4.1"));
     pbx_peer_io_close_all(prov, 3U);
     pbx_peer_io_close_all(h, 3U);
     (void)close(p4);

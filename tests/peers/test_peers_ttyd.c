@@ -1031,38 +1031,6 @@ static void tt_attach_up(tt_attached *t)
     PBX_REQUIRE(t->pid > 0);
 }
 
-/* Whether the log at path holds what within 2 s. */
-static bool tt_logged(const char *path, const char *what)
-{
-    static char text[65536];
-    for (int i = 0; i < 40; i++) {
-        if (tp_read_file(path, text, sizeof(text)) > 0 &&
-            strstr(text, what) != NULL) {
-            return true;
-        }
-        tp_sleep_ms(50);
-    }
-    return false;
-}
-
-/* Sends op with the nfds descriptors fds on the channel and returns the
- * answer's status byte after checking its op byte is want (0xFF when no
- * 2-byte answer came within 3 s). */
-static uint8_t tt_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
-                              uint8_t want)
-{
-    PBX_REQUIRE(pbx_peer_io_send_fds(chan, &op, 1U, fds, nfds, 0) == 0);
-    if (!tp_readable(chan, 3000)) {
-        return 0xFFU;
-    }
-    uint8_t a[4] = {0, 0, 0, 0};
-    if (read(chan, a, sizeof(a)) != 2) {
-        return 0xFFU;
-    }
-    PBX_CHECK_EQ(a[0], want);
-    return a[1];
-}
-
 /* Sends VIEW (kind) of grant g for object obj on route; checks the ack. */
 static void tt_view_grant(int route, uint8_t kind, pbx_ipc_id g, uint64_t obj)
 {
@@ -1087,24 +1055,24 @@ static void tt_attach_refusals(const tt_attached *t)
     int b[2];
     PBX_REQUIRE(tp_seqpair(a) && tp_seqpair(b));
     int two[2] = {a[1], b[1]};
-    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', two, 2U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(t->chan, 'R', two, 2U, 'r'), 1U);
     (void)close(a[1]);
     (void)close(b[1]);
     PBX_CHECK(tp_hung_up(a[0], 2000) && tp_hung_up(b[0], 2000));
-    PBX_CHECK(tt_logged(
+    PBX_CHECK(tp_logged(
         t->log, "ttyd: attach channel: refused: wrong descriptor count"));
-    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', NULL, 0U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(t->chan, 'R', NULL, 0U, 'r'), 1U);
     int dg[2];
     PBX_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg) == 0);
-    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', &dg[1], 1U, 'r'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(t->chan, 'R', &dg[1], 1U, 'r'), 1U);
     PBX_CHECK(
-        tt_logged(t->log, "ttyd: attach channel: refused: wrong socket type"));
+        tp_logged(t->log, "ttyd: attach channel: refused: wrong socket type"));
     int c[2];
     PBX_REQUIRE(tp_seqpair(c));
-    PBX_CHECK_EQ(tt_attach_send(t->chan, 'L', &c[1], 1U, 'l'), 1U);
+    PBX_CHECK_EQ(tp_attach_send(t->chan, 'L', &c[1], 1U, 'l'), 1U);
     (void)close(c[1]);
     PBX_CHECK(tp_hung_up(c[0], 2000));
-    PBX_CHECK(tt_logged(
+    PBX_CHECK(tp_logged(
         t->log, "ttyd: attach channel: refused: wrong op for this peer"));
     pbx_peer_io_close_all(a, 1U);
     pbx_peer_io_close_all(b, 1U);
@@ -1117,7 +1085,7 @@ static int tt_attach_route(const tt_attached *t)
 {
     int r[2];
     PBX_REQUIRE(tp_seqpair(r));
-    PBX_CHECK_EQ(tt_attach_send(t->chan, 'R', &r[1], 1U, 'r'), 0U);
+    PBX_CHECK_EQ(tp_attach_send(t->chan, 'R', &r[1], 1U, 'r'), 0U);
     (void)close(r[1]);
     return r[0];
 }
@@ -1140,7 +1108,7 @@ PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
     PBX_CHECK_EQ(waitpid(t.pid, NULL, WNOHANG), 0);
     tt_attach_refusals(&t);
     int ra = tt_attach_route(&t);
-    PBX_CHECK(tt_logged(t.log, "ttyd: attach channel: route(s) adopted"));
+    PBX_CHECK(tp_logged(t.log, "ttyd: attach channel: route(s) adopted"));
     tt_policy_seq(ra, 0x100U, &m);
     tt_view_grant(ra, PBX_IPC_VIEW_ACTIVE, (pbx_ipc_id){4, 2}, 600);
     tt_view_grant(ra, PBX_IPC_VIEW_ACTIVE, (pbx_ipc_id){9, 3}, 601);
@@ -1151,11 +1119,11 @@ PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
               strstr(out, "grant 9.3 ") != NULL &&
               strstr(out, "grant 5.1 ") != NULL);
     (void)close(ra);
-    PBX_CHECK(tt_logged(
+    PBX_CHECK(tp_logged(
         t.log, "ttyd: VIEW ended grant 4.2: route closed (broker lost)\n"));
-    PBX_CHECK(tt_logged(
+    PBX_CHECK(tp_logged(
         t.log, "ttyd: VIEW ended grant 9.3: route closed (broker lost)\n"));
-    PBX_CHECK(tt_logged(
+    PBX_CHECK(tp_logged(
         t.log, "ttyd: route closed: 2 grant row(s) ended (broker lost)\n"));
     PBX_CHECK(tt_query(t.views, out, sizeof(out)) > 0);
     PBX_CHECK(strstr(out, "grant 4.2 ") == NULL &&
@@ -1163,7 +1131,7 @@ PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
               strstr(out, "grant 5.1 ") != NULL);
     /* The supervisor goes away: ttyd keeps serving its route. */
     (void)close(t.chan);
-    PBX_CHECK(tt_logged(t.log, "ttyd: attach channel closed"));
+    PBX_CHECK(tp_logged(t.log, "ttyd: attach channel closed"));
     tt_policy_seq(rb, 0x101U, &m);
     (void)close(rb);
     (void)tp_stop(t.pid);

@@ -1443,26 +1443,12 @@ static unsigned tva_listen(const tva *t, const char *name, char *path,
     return tva_send(t, msg, (size_t)n, NULL, 0);
 }
 
-/* Whether the text of file path says what within 2 s. */
-static bool tva_logged(const char *path, const char *what)
-{
-    static char text[65536];
-    for (int i = 0; i < 200; i++) {
-        if (tp_read_file(path, text, sizeof(text)) > 0 &&
-            strstr(text, what) != NULL) {
-            return true;
-        }
-        tp_sleep_ms(10);
-    }
-    return false;
-}
-
 PBX_TEST(peers_vfsd_attach_listen_routes_and_refusals)
 {
     static tva t;
     static pbx_peer_msg m;
     tva_up(&t);
-    PBX_CHECK(tva_logged(t.log, "incarnation"));
+    PBX_CHECK(tp_logged(t.log, "incarnation"));
     int base = tp_fd_count(t.pid);
     /* No route yet: nobody's RESOLVE is served. */
     pbx_ipc_resolve_reply rep;
@@ -1487,16 +1473,16 @@ PBX_TEST(peers_vfsd_attach_listen_routes_and_refusals)
     PBX_CHECK_EQ(tva_send(&t, "L", 1, NULL, 0), ('l' << 8) | 1U);
     PBX_CHECK_EQ(tva_send(&t, "L/nonexistent-dir/x.sock", 24, NULL, 0),
                  ('l' << 8) | 1U);
-    PBX_CHECK(tva_logged(t.log, "vfsd: attach channel: refused: bad path"));
-    PBX_CHECK(tva_logged(t.log, "vfsd: attach channel: refused: op not "
-                                "served by vfsd"));
+    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel: refused: bad path"));
+    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel: refused: op not "
+                               "served by vfsd"));
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
     /* 'L': a private listener; a route connected to it is served. */
     PBX_CHECK_EQ(tva_listen(&t, "r1.sock", path, sizeof(path)), 'l' << 8);
     char want[512];
     (void)snprintf(want, sizeof(want),
                    "vfsd: attach channel: listening for a route at %s", path);
-    PBX_CHECK(tva_logged(t.log, want));
+    PBX_CHECK(tp_logged(t.log, want));
     struct stat st;
     PBX_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777U) == 0600U);
     int r1 = pbx_peer_io_connect(path, SOCK_SEQPACKET);
@@ -1518,7 +1504,7 @@ PBX_TEST(peers_vfsd_attach_listen_routes_and_refusals)
     (void)close(r1);
     /* The channel's end: vfsd serves on (r2 still its route). */
     (void)close(t.chan);
-    PBX_CHECK(tva_logged(t.log, "vfsd: attach channel closed; serving on"));
+    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel closed; serving on"));
     PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
@@ -1555,7 +1541,7 @@ PBX_TEST(peers_vfsd_route_close_logs_each_retired_object)
                    "vfsd: route to pid %ld closed: 2 object(s) minted for "
                    "it retired",
                    (long)getpid());
-    PBX_CHECK(tva_logged(t.log, count));
+    PBX_CHECK(tp_logged(t.log, count));
     static char text[65536];
     PBX_REQUIRE(tp_read_file(t.log, text, sizeof(text)) > 0);
     const char *end = strstr(text, count);
