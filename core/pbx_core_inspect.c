@@ -115,9 +115,12 @@ bool pbx_core_inspect_decision(const pbx_core_ctx *ctx, pbx_ipc_id request,
     out->request = request;
     out->grant.index = 0U;
     out->grant.gen = 0U;
+    out->object.id = 0U;
+    out->object.gen = 0U;
     if (r->outcome == (uint16_t)PBX_IPC_OUTCOME_APPROVED &&
         r->grant < ctx->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity) {
         out->grant = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, r->grant);
+        out->object = pbx_core_grant_at(ctx, r->grant)->object;
     }
     out->ctx = &r->ctx.ctx;
     out->selector_len = r->ctx.selector_len;
@@ -171,6 +174,7 @@ bool pbx_core_inspect_grant_end(const pbx_core_ctx *ctx, pbx_ipc_id grant,
         out->request.gen = gr->request_generation;
     }
     out->ctx = &gr->ctx.ctx;
+    out->object = gr->object;
     switch ((pbx_core_event)gr->end_reason) {
     case PBX_CORE_EV_CONSUME:
         out->end = "consumed";

@@ -172,6 +172,10 @@ typedef struct pbx_core_log_decision {
     pbx_ipc_id request;
     /** The grant an APPROVED decision names, else {0, 0}. */
     pbx_ipc_id grant;
+    /** The granted object's vfsd identity (as vfsd names it on the wire)
+     * for an APPROVED decision, else {0, 0}: what ties the grant to
+     * vfsd's own lines about that object. */
+    pbx_ipc_object object;
     /** The launchd-authenticated context from BEGIN (job, entry,
      * operation, lifetime, ...), borrowed from the request record. */
     const pbx_ipc_context *ctx;
@@ -220,6 +224,8 @@ typedef struct pbx_core_log_grant_end {
     /** The context copied from the request (job, entry, operation,
      * lifetime, ...). */
     const pbx_ipc_context *ctx;
+    /** The granted object's vfsd identity. */
+    pbx_ipc_object object;
     /** How it ended: "consumed" (CONSUME), "expired" (launchd's EXPIRE of
      * its invocation or job, or the loss of launchd's broker), "cancelled"
      * (CANCEL, by its job or by launchd), "lost" (a peer it depended on

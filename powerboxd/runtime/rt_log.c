@@ -255,6 +255,12 @@ void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len)
     rt_log_name("lifetime", pbx_ipc_lifetime_name(d.ctx->lifetime));
     rt_log_name("outcome", pbx_ipc_outcome_name(d.outcome));
     rt_log_name("reason", d.reason);
+    if (d.grant.gen != 0U) {
+        /* The grant and vfsd's name of its object: every later line about
+         * either (the peers', vfsd's RETIRE) can be joined to this one. */
+        rt_log_id("grant", d.grant.index, d.grant.gen);
+        rt_log_id("object-id", d.object.id, d.object.gen);
+    }
     rt_log_flush();
 }
 
@@ -286,6 +292,7 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
     rt_log_name("lifetime", pbx_ipc_lifetime_name(e.ctx->lifetime));
     rt_log_name("end", e.end);
     rt_log_name("reason", e.reason);
+    rt_log_id("object-id", e.object.id, e.object.gen);
     rt_log_flush();
 }
 

@@ -696,17 +696,21 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     e2e_grant_to_retire(&r, id, scope, &obj, &handle, &grant);
     /* powerboxd's log: one line for the decision, one for the grant's
      * end, each exactly once. */
+    /* An approved decision names its grant and vfsd's object (900 gen 1,
+     * as this test's vfsd answered), and so does the grant's end. */
     (void)snprintf(line, sizeof(line),
                    "event=decision request=%u:%u job=11:1 entry=bin/cat "
                    "op=read object=docs/readme.txt lifetime=one-shot "
-                   "outcome=approved reason=policy\n",
-                   id.index, id.gen);
+                   "outcome=approved reason=policy grant=%u:%u "
+                   "object-id=900:1\n",
+                   id.index, id.gen, grant.index, grant.gen);
     PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
     PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
     (void)snprintf(line, sizeof(line),
                    "event=grant-end grant=%u:%u request=%u:%u job=11:1 "
                    "entry=bin/cat op=read object=docs/readme.txt "
-                   "lifetime=one-shot end=consumed reason=consume\n",
+                   "lifetime=one-shot end=consumed reason=consume "
+                   "object-id=900:1\n",
                    grant.index, grant.gen, id.index, id.gen);
     PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
     PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
