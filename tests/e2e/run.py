@@ -448,20 +448,31 @@ and its job connection.
                  installed; the current vfsd holds no object it minted
                  (its log); every grant-end line has a reason, never
                  empty, none or unknown (the counts by reason are
-                 printed, with the peers' per-grant broker-lost lines);
-                 for each powerboxd incarnation but the latest, its
-                 approved requests without a grant-end line are matched
-                 by as many distinct grants (I.G, none that ended with a
-                 grant-end line) recorded lost with its route by ttyd
-                 (`VIEW ended grant I.G: route closed (broker lost)`),
-                 launchd (`grant I.G of job ... ended: broker lost`) or
-                 procd (`INSTALL ended grant I.G: route closed (broker
-                 lost)`), logged between its start and the next
-                 powerboxd's start by a peer process started before its
-                 death (grant ids are per incarnation; peers' lines name
-                 grants, powerboxd's decision lines requests, so they are
-                 matched by count); the latest powerboxd's approved
-                 requests all have a grant-end line; every usage report
+                 printed, with the peers' per-grant broker-lost lines)
+                 and names its object (`object-id=W:G`); stack.log is
+                 then read in one pass (each line parsed once, the time
+                 printed): for each powerboxd incarnation but the latest
+                 (its span: its start line to the next powerboxd's),
+                 every approved decision (`grant=I:G object-id=W:G`,
+                 both required) without a grant-end line of that grant
+                 has a record of its end (after the span's start, not the
+                 decision line: pbx up reads each pipe in turn, so a
+                 decision written just before the kill can be logged
+                 after the peers' route-close lines): (a) vfsd's
+                 `RETIRE object W gen G: route to pid N closed` naming
+                 that powerboxd, or a plain `RETIRE object W gen G` or
+                 `HANG-UP object W gen G` within the span; (b)
+                 within the span, by a peer process started before its
+                 death, ttyd's `VIEW ended grant I.G: route closed
+                 (broker lost)`, procd's `INSTALL ended grant I.G: ...
+                 (broker lost)` or launchd's `grant I.G of job ...
+                 ended: broker lost`; or (c) the vfsd whose incarnation
+                 minted W (its top 16 bits, vfsd's ready line) has a
+                 supervisor death line before the span's end, so the
+                 object died with it; else the request, grant and object
+                 are named (the counts by kind of record are printed);
+                 the latest powerboxd's approved grants all have a
+                 grant-end line; every usage report
                  says log_dropped=0 and stack.log has no dropped-lines
                  note; with 20 kills or more at least one loss record (an
                  `end=lost` grant-end line or a peer broker-lost line);
@@ -5385,98 +5396,219 @@ def chaos_after(u, first, base, use):
           f"no object left at vfsd[{now['vfsd']}]")
 
 
-# Peer lines recording the loss of a grant of a dead powerboxd, each with
-# the grant id (I.G) as group 1.
-LOSS_LINES = (
-    re.compile(r" ttyd\[(\d+)\]: ttyd: VIEW ended grant (\d+\.\d+): route "
-               r"closed \(broker lost\)$", re.M),
-    re.compile(r" launchd\[(\d+)\]: launchd: grant (\d+\.\d+) of job \S+ "
-               r"ended: broker lost$", re.M),
-    re.compile(r" procd\[(\d+)\]: procd: INSTALL ended grant (\d+\.\d+): "
-               r"route closed \(broker lost\)$", re.M))
+# The stack.log lines chaos's accounting reads (ChaosLog parses each line
+# once): the supervisor's start and death lines of a stack process, vfsd's
+# readiness (its incarnation) and its per-object ends, and the peers'
+# per-grant broker-lost lines (the grant id I.G as group 1).
+UP_PROC = re.compile(r"(vfsd|ttyd|procd|launchd|powerboxd)\[(\d+)\] "
+                     r"(started: |killed |exited )")
+VFSD_READY = re.compile(r"vfsd: ready: .*\bincarnation (\d+)")
+VFSD_END = re.compile(r"vfsd: (RETIRE|HANG-UP) object (\d+) gen (\d+)"
+                      r"(: route to pid (\d+) closed$)?")
+PEER_LOST = {
+    "ttyd": re.compile(r"ttyd: VIEW ended grant (\d+\.\d+): route closed "
+                       r"\(broker lost\)$"),
+    "procd": re.compile(r"procd: INSTALL ended grant (\d+\.\d+)\b.*"
+                        r"\(broker lost\)$"),
+    "launchd": re.compile(r"launchd: grant (\d+\.\d+) of job \S+ ended: "
+                          r"broker lost$")}
 
 
-def incarnation_spans(text):
-    """[(pid, start, death, end)] of every powerboxd in stack.log text:
-    the byte offsets of its `started` line, of its death line (end when
-    none) and of the next powerboxd's `started` line (the text's end for
-    the last)."""
-    found = [(int(m.group(2)), m.start()) for m in STARTED.finditer(text)
-             if m.group(1) == "powerboxd"]
-    spans = []
-    for i, (pid, start) in enumerate(found):
-        end = found[i + 1][1] if i + 1 < len(found) else len(text)
-        m = re.compile(rf" up\[\d+\]: powerboxd\[{pid}\] (killed|exited)"
-                       ).search(text, start, end)
-        spans.append((pid, start, m.start() if m else end, end))
-    return spans
+class ChaosLog:
+    """stack.log text read in one pass for chaos's accounting: every line
+    is parsed once into events keyed by process and kind; a position is
+    the line's index. Fields:
+    starts   [(pos, name, pid)] of the supervisor's `started` lines
+    deaths   {(name, pid): pos} of its `killed`/`exited` lines
+    incs     {incarnation: vfsd pid} from vfsd's ready lines
+    approved {powerboxd pid: [(pos, fields)]} approved decision lines
+    ends     {powerboxd pid: [(pos, fields)]} grant-end lines
+    objects  {"W:G": [(pos, route pid or 0)]} vfsd's RETIRE / HANG-UP
+             lines (the pid of a `route to pid N closed` RETIRE)
+    lost     {"I:G": [(pos, peer pid)]} peers' broker-lost grant lines
+    drops    the log_dropped values of the usage reports
+    noted    whether stack.log holds a dropped-lines note"""
+
+    def __init__(self, text):
+        self.starts, self.deaths, self.incs = [], {}, {}
+        self.approved, self.ends, self.objects, self.lost = {}, {}, {}, {}
+        self.drops, self.noted = [], False
+        handlers = {"up": self.up, "powerboxd": self.broker,
+                    "vfsd": self.vfsd, "ttyd": self.peer,
+                    "procd": self.peer, "launchd": self.peer}
+        for pos, line in enumerate(text.splitlines()):
+            i = line.find("]: ", 25)
+            name, _, pid = line[25:i].partition("[")
+            handler = handlers.get(name) if i > 0 else None
+            if handler is not None and pid.isdigit():
+                handler(pos, name, int(pid), line[i + 3:])
+
+    def up(self, pos, _name, _pid, rest):
+        """A supervisor line: a start, a death, a usage report or a note
+        of dropped lines."""
+        m = UP_PROC.match(rest)
+        if m and m.group(3) == "started: ":
+            self.starts.append((pos, m.group(1), int(m.group(2))))
+        elif m:
+            self.deaths[(m.group(1), int(m.group(2)))] = pos
+        elif rest.startswith("usage: ") and " log_dropped=" in rest:
+            tail = rest.rsplit(" log_dropped=", 1)[1]
+            self.drops.append(int(tail) if tail.isdigit() else -1)
+        self.noted |= "log line(s) dropped" in rest
+
+    def broker(self, pos, _name, pid, rest):
+        """A powerboxd line: an approved decision, a grant end, or the
+        note of dropped lines."""
+        if rest.startswith("event=decision ") and " outcome=approved" in rest:
+            self.approved.setdefault(pid, []).append((pos, dict(
+                w.split("=", 1) for w in rest.split() if "=" in w)))
+        elif rest.startswith("event=grant-end "):
+            self.ends.setdefault(pid, []).append((pos, dict(
+                w.split("=", 1) for w in rest.split() if "=" in w)))
+        self.noted |= rest.startswith("event=log-dropped")
+
+    def vfsd(self, pos, _name, pid, rest):
+        """A vfsd line: its readiness (its incarnation) or an object's
+        end."""
+        if rest.startswith(("vfsd: RETIRE object ", "vfsd: HANG-UP object ")):
+            m = VFSD_END.match(rest)
+            if m:
+                self.objects.setdefault(f"{m.group(2)}:{m.group(3)}", []) \
+                    .append((pos, int(m.group(5) or 0)))
+        elif rest.startswith("vfsd: ready: "):
+            m = VFSD_READY.match(rest)
+            if m:
+                self.incs[int(m.group(1))] = pid
+
+    def peer(self, pos, name, pid, rest):
+        """A ttyd, procd or launchd line: a grant's broker-lost record."""
+        if rest.endswith("broker lost") or rest.endswith("(broker lost)"):
+            m = PEER_LOST[name].match(rest)
+            if m:
+                self.lost.setdefault(m.group(1).replace(".", ":"), []) \
+                    .append((pos, pid))
+
+    def spans(self):
+        """[(pid, start, death, end)] of every powerboxd: the positions of
+        its `started` line, of its death line (end when none) and of the
+        next powerboxd's `started` line (past the last line for the
+        last)."""
+        found = [(pos, pid) for pos, name, pid in self.starts
+                 if name == "powerboxd"]
+        out = []
+        for i, (start, pid) in enumerate(found):
+            end = found[i + 1][0] if i + 1 < len(found) else 1 << 62
+            out.append((pid, start, min(self.deaths.get(("powerboxd", pid),
+                                                         end), end), end))
+        return out
 
 
-def incarnation_account(text, pid, start, death, end, born):
-    """For powerboxd[pid]: (its approved requests without a grant-end
-    line, the grant ids its grant-end lines name, the grant ids (I.G)
-    peers recorded lost with its route between its start and the next
-    powerboxd's start, each logged by a peer process started before its
-    death; born maps a pid to the offset of its start line)."""
-    approved = {e["request"] for e in broker_events(text, pid, "decision")
-                if e.get("outcome") == "approved"}
-    ends = broker_events(text, pid, "grant-end")
-    unended = approved - {e["request"] for e in ends}
-    ended_ids = {e.get("grant", "").replace(":", ".") for e in ends}
-    lost = set()
-    for pat in LOSS_LINES:
-        for m in pat.finditer(text, start, end):
-            if born.get(int(m.group(1)), end) < death:
-                lost.add(m.group(2))
-    return unended, ended_ids, lost
+def grant_end_record(log, span, decision, born):
+    """How the end of an approved grant of a dead powerboxd that has no
+    grant-end line is on record, or None: span is (pid, start, death,
+    end), decision (pos, fields); born maps a pid to its start line. (a)
+    vfsd's RETIRE of its object (`route to pid N closed` naming this
+    powerboxd, then anywhere after its start, or a plain one) or HANG-UP
+    within the span; (b) a ttyd, procd or launchd broker-lost line naming
+    its grant within the span, by a peer started before the death; (c)
+    its object's minting vfsd (the incarnation in the wire id's top 16
+    bits) died before the span's end (the supervisor's death line): the
+    object died with it. Records count from the span's start, not from
+    the decision line: pbx up reads each process's pipe in turn, so a
+    decision line written just before the kill can be logged after the
+    peers' lines about the route's close (seen with PBX_CHAOS_SEED=200,
+    200 kills: both in the same millisecond). An object id (its vfsd
+    incarnation and generation) names one object only, and a grant id
+    one grant of one powerboxd, so the span bounds them enough."""
+    pid, start, death, end = span
+    f = decision[1]
+    obj = f.get("object-id", "")
+    for at, route in log.objects.get(obj, ()):
+        if start < at and (route == pid or (route == 0 and at < end)):
+            return "vfsd" if route == 0 else "vfsd-route"
+    for at, peer in log.lost.get(f.get("grant", ""), ()):
+        if start < at < end and born.get(peer, end) < death:
+            return "peer"
+    w = obj.split(":")[0]
+    if w.isdigit():
+        vfsd = log.incs.get(int(w) >> 48)
+        if log.deaths.get(("vfsd", vfsd), end) < end:
+            return "vfsd-died"
+    return None
+
+
+def chaos_account(text):
+    """chaos's accounting of every grant's end from stack.log text, read
+    in one pass (ChaosLog): (the failures, each a sentence naming the
+    request, grant and object; the ChaosLog; the powerboxd spans; the
+    count of each kind of record grant_end_record found, None for none)
+    for chaos_records. A grant-end line without object-id, an approved
+    decision without grant= and object-id=, and an approved grant of the
+    latest powerboxd without a grant-end line are failures too."""
+    log = ChaosLog(text)
+    born = {pid: pos for pos, _, pid in log.starts}
+    bad, how, spans = [], {}, log.spans()
+    for pid, lines in log.ends.items():
+        for _, f in lines:
+            if "object-id" not in f:
+                bad.append(f"powerboxd[{pid}]'s grant-end line of grant "
+                           f"{f.get('grant')} has no object-id")
+    for span in spans:
+        pid = span[0]
+        ended = {f.get("grant") for _, f in log.ends.get(pid, ())}
+        for d in log.approved.get(pid, ()):
+            f = d[1]
+            if "grant" not in f or "object-id" not in f:
+                bad.append(f"powerboxd[{pid}]'s approved decision of "
+                           f"request {f.get('request')} names no grant= "
+                           f"and object-id=")
+            elif f["grant"] in ended:
+                continue
+            elif pid == spans[-1][0]:
+                bad.append(f"the latest powerboxd[{pid}]'s approved request "
+                           f"{f['request']} (grant {f['grant']}) has no "
+                           f"grant-end line although no grant is in use")
+            else:
+                rec = grant_end_record(log, span, d, born)
+                how[rec] = how.get(rec, 0) + 1
+                if rec is None:
+                    bad.append(f"powerboxd[{pid}] died with request "
+                               f"{f['request']} grant {f['grant']} object "
+                               f"{f['object-id']} approved, no grant-end "
+                               f"line and no record of its end (vfsd, "
+                               f"peer or its vfsd's death)")
+    return bad, log, spans, how
 
 
 def chaos_records(u, kills):
-    """Every grant's end is on record (see the docstring list): no
-    grant-end line without a known reason, every dead powerboxd's
-    approved grants without a grant-end line matched by peers'
-    broker-lost records of that incarnation, the latest powerboxd's all
-    ended, no log line dropped, and (at 20 kills or more) some grant ended
-    by a loss."""
-    text = u.text()
-    ends = log_events(text, "grant-end")
-    drops = [int(n) for n in re.findall(r" up\[\d+\]: usage: .* "
-                                        r"log_dropped=(\d+)$", text, re.M)]
-    if not drops or any(drops) or "log line(s) dropped" in text or \
-            "event=log-dropped" in text:
+    """Every grant's end is on record (see the docstring list and
+    chaos_account): every grant-end line names its object, each dead
+    powerboxd's approved grants without a grant-end line have a record of
+    their end, the latest powerboxd's all ended, no log line dropped, and
+    (at 20 kills or more) some grant ended by a loss."""
+    t0 = time.monotonic()
+    bad, log, spans, how = chaos_account(u.text())
+    took = time.monotonic() - t0
+    if not log.drops or any(log.drops) or log.noted:
         fail(f"chaos: log lines dropped: usage reports' log_dropped "
-             f"{drops}, or a dropped-lines note in stack.log")
-    born = {int(m.group(2)): m.start() for m in STARTED.finditer(text)}
-    spans = incarnation_spans(text)
-    matched = 0
-    for pid, start, death, end in spans:
-        unended, ended_ids, lost = incarnation_account(
-            text, pid, start, death, end, born)
-        if pid == spans[-1][0]:
-            if unended:
-                fail(f"chaos: the latest powerboxd[{pid}]'s approved "
-                     f"requests {sorted(unended)} have no grant-end line "
-                     f"although no grant is in use")
-            continue
-        # Peers name grants, powerboxd's decision lines requests: each
-        # unended approved request needs a distinct grant recorded lost
-        # that did not end otherwise.
-        if len(lost - ended_ids) < len(unended):
-            fail(f"chaos: powerboxd[{pid}] died with approved requests "
-                 f"{sorted(unended)} without a grant-end line, but the "
-                 f"peers recorded only grants {sorted(lost - ended_ids)} "
-                 f"lost with its route")
-        matched += len(unended)
-    losses = sum(1 for e in ends if e.get("end") == "lost") + \
-        sum(len(p.findall(text)) for p in LOSS_LINES)
+             f"{log.drops}, or a dropped-lines note in stack.log")
+    if bad:
+        fail(f"chaos: {len(bad)} grant record failure(s): "
+             + "; ".join(bad[:6]))
+    losses = sum(1 for lines in log.ends.values() for _, f in lines
+                 if f.get("end") == "lost") + \
+        sum(len(v) for v in log.lost.values())
     if kills >= 20 and losses == 0:
         fail(f"chaos: no kill ended a grant by a loss (no end=lost line, no "
              f"peer broker-lost line) in {kills} kills")
-    print(f"run: chaos: {len(spans)} powerboxd incarnation(s): {matched} "
-          f"grant(s) of dead ones without a grant-end line, each matched "
-          f"by a peer's broker-lost record; {losses} loss record(s) in all; "
-          f"log_dropped 0 in {len(drops)} usage "
-          f"report(s)")
+    print(f"run: chaos: {len(spans)} powerboxd incarnation(s): the approved "
+          f"grants of dead ones without a grant-end line each have a "
+          f"record of their end {how} (vfsd: RETIRE/HANG-UP of the object; "
+          f"vfsd-route: vfsd's RETIRE on that powerboxd's route; peer: a "
+          f"broker-lost line naming the grant; vfsd-died: its minting vfsd "
+          f"died); every grant-end line names its object-id; {losses} loss "
+          f"record(s) in all; log_dropped 0 in {len(log.drops)} usage "
+          f"report(s); accounted in {took:.2f} s")
 
 
 def chaos_objects(u, installs):
