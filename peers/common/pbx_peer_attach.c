@@ -149,3 +149,43 @@ void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
     pbx_peer_log(who, "attach channel: refused: %s", reason);
     (void)pbx_peer_attach_answer(chan, m->op, PBX_PEER_ATTACH_REFUSED);
 }
+
+bool pbx_peer_attach_next(int *chan, const char *who, pbx_peer_attach_msg *m)
+{
+    if (*chan < 0) {
+        return false;
+    }
+    int r = pbx_peer_attach_recv(*chan, m);
+    if (r == 0) {
+        return true;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return false;
+    }
+    pbx_peer_log(who, "attach channel %s; serving on without it",
+                 r > 0 ? "closed" : strerror(errno));
+    (void)close(*chan);
+    *chan = -1;
+    return false;
+}
+
+void pbx_peer_attach_adopt(int chan, pbx_peer_attach_msg *m, const char *who,
+                           int *routes, size_t *nroutes, size_t max)
+{
+    static const int types[1] = {SOCK_SEQPACKET};
+    const char *why = pbx_peer_attach_route_check(m, types, 1U);
+    if (why == NULL && *nroutes >= max) {
+        why = "route table full";
+    }
+    if (why != NULL) {
+        pbx_peer_attach_refuse(chan, m, who, why);
+        return;
+    }
+    routes[(*nroutes)++] = m->fds[0];
+    m->nfds = 0;
+    pbx_peer_log(who, "attach channel: route(s) adopted");
+    if (pbx_peer_attach_answer(chan, m->op, PBX_PEER_ATTACH_DONE) != 0) {
+        pbx_peer_log(who, "attach channel: answer not sent: %s",
+                     strerror(errno));
+    }
+}

@@ -107,4 +107,24 @@ const char *pbx_peer_attach_route_check(const pbx_peer_attach_msg *m,
 void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
                             const char *reason);
 
+/**
+ * pbx_peer_attach_next receives the next message on the attach channel
+ * *chan into m (the caller's, reused). Returns true when m holds one.
+ * Returns false when nothing waits, or when the channel ended or failed:
+ * the supervisor is gone, so *chan is closed, set to -1 and
+ * "<who>: attach channel closed; serving on without it" (or the error)
+ * logged; the peer serves on. who is NUL-terminated and only read.
+ */
+bool pbx_peer_attach_next(int *chan, const char *who, pbx_peer_attach_msg *m);
+
+/**
+ * pbx_peer_attach_adopt judges m as an 'R' carrying exactly one
+ * SOCK_SEQPACKET route (ttyd, procd): adopted as routes[*nroutes] when
+ * *nroutes < max (the table then owns the descriptor) and answered done,
+ * logged "<who>: attach channel: route(s) adopted"; anything else is
+ * refused (pbx_peer_attach_refuse, "route table full" when no room).
+ */
+void pbx_peer_attach_adopt(int chan, pbx_peer_attach_msg *m, const char *who,
+                           int *routes, size_t *nroutes, size_t max);
+
 #endif /* PBX_PEER_ATTACH_H */

@@ -88,20 +88,10 @@ static void launchd_attach_one(launchd_srv *srv, pbx_peer_attach_msg *m)
 void launchd_attach_input(launchd_srv *srv)
 {
     static pbx_peer_attach_msg m;
-    for (int i = 0; i < 8 && srv->attach >= 0; i++) {
-        int r = pbx_peer_attach_recv(srv->attach, &m);
-        if (r == 0) {
-            launchd_attach_one(srv, &m);
-            continue;
-        }
-        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            return;
-        }
-        /* The supervisor is gone (its death signal ends launchd anyway):
-         * launchd keeps serving what it has. */
-        pbx_peer_log("launchd", "attach channel %s; serving on without it",
-                     r == 1 ? "closed" : strerror(errno));
-        (void)close(srv->attach);
-        srv->attach = -1;
+    /* At the channel's end the supervisor is gone (its death signal ends
+     * launchd anyway): launchd keeps serving what it has. */
+    for (int i = 0; i < 8 && pbx_peer_attach_next(&srv->attach, "launchd", &m);
+         i++) {
+        launchd_attach_one(srv, &m);
     }
 }

@@ -552,47 +552,15 @@ static void procd_route_lost(int fd)
                  n);
 }
 
-/* Adopts a new route from the supervisor's attach channel; refused
- * (every descriptor closed, status 1) unless it is exactly one
- * SEQPACKET socket and the route table has room. */
-static void procd_attach_route(pbx_peer_attach_msg *m)
-{
-    static const int types[1] = {SOCK_SEQPACKET};
-    const char *why = pbx_peer_attach_route_check(m, types, 1U);
-    if (why == NULL && g_procd.nroutes >= PROCD_ROUTES_MAX) {
-        why = "route table full";
-    }
-    if (why != NULL) {
-        pbx_peer_attach_refuse(g_procd.attach_fd, m, "procd", why);
-        return;
-    }
-    g_procd.routes[g_procd.nroutes++] = m->fds[0];
-    m->nfds = 0;
-    pbx_peer_log("procd", "attach channel: route(s) adopted");
-    if (pbx_peer_attach_answer(g_procd.attach_fd, m->op,
-                               PBX_PEER_ATTACH_DONE) != 0) {
-        pbx_peer_log("procd", "attach channel: answer not sent: %s",
-                     strerror(errno));
-    }
-}
-
-/* Serves the attach channel: one message, or its end (the supervisor is
- * gone: the channel is closed and procd keeps serving). */
+/* Serves the attach channel: one message (a new route), or its end (the
+ * supervisor is gone: the channel is closed and procd keeps serving). */
 static void procd_attach(void)
 {
     static pbx_peer_attach_msg m;
-    int r = pbx_peer_attach_recv(g_procd.attach_fd, &m);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return;
+    if (pbx_peer_attach_next(&g_procd.attach_fd, "procd", &m)) {
+        pbx_peer_attach_adopt(g_procd.attach_fd, &m, "procd", g_procd.routes,
+                              &g_procd.nroutes, PROCD_ROUTES_MAX);
     }
-    if (r != 0) {
-        pbx_peer_log("procd", "attach channel %s; serving on without it",
-                     r > 0 ? "closed" : strerror(errno));
-        (void)close(g_procd.attach_fd);
-        g_procd.attach_fd = -1;
-        return;
-    }
-    procd_attach_route(&m);
 }
 
 /* Accepts one route connection from the listening socket. */

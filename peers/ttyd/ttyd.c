@@ -690,47 +690,15 @@ static void ttyd_route_accept(void)
     }
 }
 
-/* Adopts a new route from the supervisor's attach channel; refused
- * (every descriptor closed, status 1) unless it is exactly one
- * SEQPACKET socket and the route table has room. */
-static void ttyd_attach_route(pbx_peer_attach_msg *m)
-{
-    static const int types[1] = {SOCK_SEQPACKET};
-    const char *why = pbx_peer_attach_route_check(m, types, 1U);
-    if (why == NULL && g_ttyd.nroutes >= TTYD_ROUTES_MAX) {
-        why = "route table full";
-    }
-    if (why != NULL) {
-        pbx_peer_attach_refuse(g_ttyd.attach_fd, m, "ttyd", why);
-        return;
-    }
-    g_ttyd.routes[g_ttyd.nroutes++] = m->fds[0];
-    m->nfds = 0;
-    pbx_peer_log("ttyd", "attach channel: route(s) adopted");
-    if (pbx_peer_attach_answer(g_ttyd.attach_fd, m->op, PBX_PEER_ATTACH_DONE) !=
-        0) {
-        pbx_peer_log("ttyd", "attach channel: answer not sent: %s",
-                     strerror(errno));
-    }
-}
-
-/* Serves the attach channel: one message, or its end (the supervisor is
- * gone: the channel is closed and ttyd keeps serving). */
+/* Serves the attach channel: one message (a new route), or its end (the
+ * supervisor is gone: the channel is closed and ttyd keeps serving). */
 static void ttyd_attach(void)
 {
     static pbx_peer_attach_msg m;
-    int r = pbx_peer_attach_recv(g_ttyd.attach_fd, &m);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return;
+    if (pbx_peer_attach_next(&g_ttyd.attach_fd, "ttyd", &m)) {
+        pbx_peer_attach_adopt(g_ttyd.attach_fd, &m, "ttyd", g_ttyd.routes,
+                              &g_ttyd.nroutes, TTYD_ROUTES_MAX);
     }
-    if (r != 0) {
-        pbx_peer_log("ttyd", "attach channel %s; serving on without it",
-                     r > 0 ? "closed" : strerror(errno));
-        (void)close(g_ttyd.attach_fd);
-        g_ttyd.attach_fd = -1;
-        return;
-    }
-    ttyd_attach_route(&m);
 }
 
 /* One poll round over the listeners, the routes, the query readers and,

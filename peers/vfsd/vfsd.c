@@ -1232,18 +1232,8 @@ static const char *vfsd_attach_listen(const pbx_peer_attach_msg *m, char *why,
 static void vfsd_attach_input(void)
 {
     static pbx_peer_attach_msg m;
-    for (int i = 0; i < 8 && g_vfsd.attach >= 0; i++) {
-        int r = pbx_peer_attach_recv(g_vfsd.attach, &m);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            return;
-        }
-        if (r != 0) {
-            pbx_peer_log("vfsd", "attach channel %s; serving on without it",
-                         r == 1 ? "closed" : strerror(errno));
-            (void)close(g_vfsd.attach);
-            g_vfsd.attach = -1;
-            return;
-        }
+    for (int i = 0; i < 8 && pbx_peer_attach_next(&g_vfsd.attach, "vfsd", &m);
+         i++) {
         char buf[192];
         const char *why = !m.ok ? "malformed message (truncated, or more than "
                                   "2 descriptors)"
