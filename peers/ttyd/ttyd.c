@@ -32,65 +32,14 @@
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_tty.h"
-
-#define TTYD_ROUTES_MAX 8U
-#define TTYD_ASK_MAX    3
-/* How long a terminal that takes no output (flow control) may hold a
- * write in all, and the step of that wait. */
-#define TTYD_WRITE_WAIT_MS 1000
-#define TTYD_WRITE_STEP_MS 50
-/* Query readers served at once (more wait in the listen backlog), and how
- * long one may take to read every row before it is dropped. */
-#define TTYD_READERS_MAX 8U
-#define TTYD_READER_MS   2000U
-/* Rows formatted for one reader per poll round, so that a long list never
- * holds up the routes. */
-#define TTYD_READER_ROWS 64U
+#include "peers/ttyd/ttyd.h"
 
 /* The usage line, printed by -h and after a bad option. */
 #define TTYD_USAGE                                                             \
     "usage: pbx-ttyd --policy FILE [--tty PATH] [--route PATH] "               \
     "[--route-fd N] [--query PATH] [--attach-fd N] [--ready-fd N]"
 
-/* One query connection being served: the next row slot to list and the
- * part of the current row not yet written. */
-typedef struct ttyd_reader {
-    int fd; /* -1: free */
-    size_t slot;
-    size_t off;
-    size_t len;
-    uint64_t deadline_ms;
-    char line[PBX_PEER_TTY_ROW_BYTES_MAX];
-} ttyd_reader;
-
-/* What a write to the terminal came to. */
-enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
-
-/* The whole daemon state (static storage). */
-typedef struct ttyd {
-    int listen_fd;
-    int tty;     /* non-blocking: ttyd never waits on the terminal */
-    bool is_tty; /* false (/dev/null, a file): every prompt is denied */
-    int routes[TTYD_ROUTES_MAX];
-    size_t nroutes;
-    int query_fd;  /* the --query listener, or -1 */
-    int attach_fd; /* the --attach-fd channel, or -1 */
-    ttyd_reader readers[TTYD_READERS_MAX];
-    pbx_peer_tty_policy policy;
-    pbx_peer_tty_views views;
-    pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
-    uint64_t shown;           /* prompts shown so far (a showing's name) */
-    char line[64];            /* the answer being typed */
-    size_t line_len;
-    bool line_long;   /* the line outgrew line: not an answer */
-    int tries;        /* lines that were neither yes nor no */
-    bool typed_ahead; /* input came after the last answer, in its read */
-    pbx_peer_msg msg;
-    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
-    char text[32768]; /* a prompt's text: its fields escaped fit */
-} ttyd;
-
-static ttyd g_ttyd;
+ttyd g_ttyd;
 
 /* Sends the n encoded reply bytes in g_ttyd.out on fd, echoing the
  * current request's seq. */
@@ -457,95 +406,6 @@ static uint64_t ttyd_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
 }
 
-/* The monotonic clock in ms (reader deadlines). */
-static uint64_t ttyd_mono_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
-}
-
-/* Ends query reader r (its rows listed, or it gave up or was too slow). */
-static void ttyd_reader_end(ttyd_reader *r, const char *why)
-{
-    if (why != NULL) {
-        pbx_peer_log("ttyd", "query reader dropped: %s", why);
-    }
-    (void)close(r->fd);
-    r->fd = -1;
-}
-
-/* Writes what reader r can take now without waiting: the rest of its
- * current row, then the next rows (at most TTYD_READER_ROWS per call).
- * Rows are listed from the live table, slot by slot, so each row listed
- * was ACTIVE when it was formatted; the reader is closed after the last. */
-static void ttyd_reader_serve(ttyd_reader *r)
-{
-    for (unsigned k = 0; k <= TTYD_READER_ROWS; k++) {
-        if (r->off == r->len) {
-            r->off = r->len = 0;
-            while (r->len == 0U && r->slot < PBX_PEER_TTY_VIEWS_MAX) {
-                r->len = pbx_peer_tty_views_row(&g_ttyd.views, r->slot++,
-                                                r->line, sizeof(r->line));
-            }
-            if (r->len == 0U) {
-                ttyd_reader_end(r, NULL);
-                return;
-            }
-            if (k == TTYD_READER_ROWS) {
-                return;
-            }
-        }
-        ssize_t w = send(r->fd, r->line + r->off, r->len - r->off,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return;
-        }
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            ttyd_reader_end(r, w < 0 ? strerror(errno) : "wrote nothing");
-            return;
-        }
-        r->off += (size_t)w;
-    }
-}
-
-/* Takes one query connection into a free reader entry (the caller polls
- * the listener only while one is free) and starts listing. */
-static void ttyd_query_accept(void)
-{
-    int fd = accept4(g_ttyd.query_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-        return;
-    }
-    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
-        ttyd_reader *r = &g_ttyd.readers[i];
-        if (r->fd < 0) {
-            r->fd = fd;
-            r->slot = r->off = r->len = 0;
-            r->deadline_ms = ttyd_mono_ms() + TTYD_READER_MS;
-            ttyd_reader_serve(r);
-            return;
-        }
-    }
-    (void)close(fd);
-}
-
-/* Drops every reader past its deadline: a reader that does not read
- * holds one entry for TTYD_READER_MS at most. */
-static void ttyd_readers_timer(void)
-{
-    uint64_t now = ttyd_mono_ms();
-    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
-        ttyd_reader *r = &g_ttyd.readers[i];
-        if (r->fd >= 0 && now >= r->deadline_ms) {
-            ttyd_reader_end(r, "not read within its deadline");
-        }
-    }
-}
-
 /* VIEW: publish or remove one grant row. */
 static void ttyd_view(int fd)
 {
@@ -646,38 +506,6 @@ static void ttyd_route_gone(int fd)
     }
 }
 
-/* Fills p[0..TTYD_READERS_MAX] with the query listener (only while a
- * reader entry is free: more connections wait in the backlog) and the
- * readers; returns whether any reader is being served. */
-static bool ttyd_poll_readers(struct pollfd *p)
-{
-    bool busy = false;
-    bool room = false;
-    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
-        int fd = g_ttyd.readers[i].fd;
-        p[1U + i] = (struct pollfd){fd, POLLOUT, 0};
-        busy = busy || fd >= 0;
-        room = room || fd < 0;
-    }
-    p[0] = (struct pollfd){room ? g_ttyd.query_fd : -1, POLLIN, 0};
-    return busy;
-}
-
-/* Serves the readers and the query listener after poll (q as filled by
- * ttyd_poll_readers). */
-static void ttyd_serve_readers(const struct pollfd *q)
-{
-    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
-        if (g_ttyd.readers[i].fd >= 0 && q[1U + i].revents != 0) {
-            ttyd_reader_serve(&g_ttyd.readers[i]);
-        }
-    }
-    ttyd_readers_timer();
-    if ((q[0].revents & POLLIN) != 0) {
-        ttyd_query_accept();
-    }
-}
-
 /* Takes a new route connection on the --route listener. */
 static void ttyd_route_accept(void)
 {
@@ -744,18 +572,6 @@ static int ttyd_round(void)
         ttyd_attach();
     }
     return 0;
-}
-
-/* Opens the --query listener at path: a stream socket of mode 0600 (the
- * rows name the user's grants). */
-static int ttyd_query_listen(const char *path)
-{
-    int fd = pbx_peer_io_listen_private(path, SOCK_STREAM);
-    if (fd >= 0 && listen(fd, 16) != 0) {
-        (void)close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 /* Handles one option pair; false with a message when it is invalid. */

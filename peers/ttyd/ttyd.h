@@ -1,0 +1,85 @@
+/*
+ * ttyd.h: what the reference ttyd's files share: its limits, the reader
+ * table of the --query socket and the whole daemon state (ttyd.c: the
+ * routes, the terminal and main; ttyd_query.c: the query socket).
+ */
+#ifndef PBX_PEERS_TTYD_H
+#define PBX_PEERS_TTYD_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_tty.h"
+
+#define TTYD_ROUTES_MAX 8U
+#define TTYD_ASK_MAX    3
+/* How long a terminal that takes no output (flow control) may hold a
+ * write in all, and the step of that wait. */
+#define TTYD_WRITE_WAIT_MS 1000
+#define TTYD_WRITE_STEP_MS 50
+/* Query readers served at once (more wait in the listen backlog), and how
+ * long one may take to read every row before it is dropped. */
+#define TTYD_READERS_MAX 8U
+#define TTYD_READER_MS   2000U
+/* Rows formatted for one reader per poll round, so that a long list never
+ * holds up the routes. */
+#define TTYD_READER_ROWS 64U
+
+/* One query connection being served: the next row slot to list and the
+ * part of the current row not yet written. */
+typedef struct ttyd_reader {
+    int fd; /* -1: free */
+    size_t slot;
+    size_t off;
+    size_t len;
+    uint64_t deadline_ms;
+    char line[PBX_PEER_TTY_ROW_BYTES_MAX];
+} ttyd_reader;
+
+/* What a write to the terminal came to. */
+enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
+
+/* The whole daemon state (static storage). */
+typedef struct ttyd {
+    int listen_fd;
+    int tty;     /* non-blocking: ttyd never waits on the terminal */
+    bool is_tty; /* false (/dev/null, a file): every prompt is denied */
+    int routes[TTYD_ROUTES_MAX];
+    size_t nroutes;
+    int query_fd;  /* the --query listener, or -1 */
+    int attach_fd; /* the --attach-fd channel, or -1 */
+    ttyd_reader readers[TTYD_READERS_MAX];
+    pbx_peer_tty_policy policy;
+    pbx_peer_tty_views views;
+    pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
+    uint64_t shown;           /* prompts shown so far (a showing's name) */
+    char line[64];            /* the answer being typed */
+    size_t line_len;
+    bool line_long;   /* the line outgrew line: not an answer */
+    int tries;        /* lines that were neither yes nor no */
+    bool typed_ahead; /* input came after the last answer, in its read */
+    pbx_peer_msg msg;
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    char text[32768]; /* a prompt's text: its fields escaped fit */
+} ttyd;
+
+/* The daemon's one state (static storage), defined in ttyd.c. */
+extern ttyd g_ttyd;
+
+/* ttyd_query.c */
+
+/* Fills p[0..TTYD_READERS_MAX] with the query listener (only while a
+ * reader entry is free) and the readers; returns whether any reader is
+ * being served. */
+bool ttyd_poll_readers(struct pollfd *p);
+/* Serves the readers and the query listener after poll (q as filled by
+ * ttyd_poll_readers). */
+void ttyd_serve_readers(const struct pollfd *q);
+/* Opens the --query listener at path (mode 0600); -1 with errno set. */
+int ttyd_query_listen(const char *path);
+
+#endif
