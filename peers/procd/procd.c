@@ -42,20 +42,7 @@
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_proc.h"
 #include "peers/lib/pbx_peer_stage.h"
-
-#define PROCD_ROUTES_MAX 8U
-/* Query connections served at once (more wait in the listen backlog). */
-#define PROCD_READERS_MAX 4U
-/* How long a query connection may take to read its rows. */
-#define PROCD_READER_MS 2000U
-/* How long a hung-up handle waits for its route to hang up too before it
- * counts as a revocation: a dying powerboxd's descriptors are released in
- * no fixed order, so its handles may end a moment before its route. */
-#define PROCD_HANDLE_GRACE_MS 250U
-/* One row: "process P gen G slot S grant I.G object O\n". */
-#define PROCD_ROW_BYTES 128U
-/* Stage connections open at once (registered or not yet). */
-#define PROCD_STAGES_MAX PBX_PEER_PROC_STAGED_MAX
+#include "peers/procd/procd.h"
 
 /* The usage, printed by -h (stdout) and after a bad command line. */
 #define PROCD_USAGE                                                            \
@@ -65,121 +52,14 @@
     "                 [--ready-fd N]\n"                                        \
     "       pbx-procd -h | --help\n"
 
-/* One query connection: the rows as they were when it connected, and how
- * much of them it has taken. */
-typedef struct procd_reader {
-    int fd; /* -1: free */
-    size_t off;
-    size_t len;
-    uint64_t deadline_ms;
-    char text[PBX_PEER_PROC_INSTALLS_MAX * PROCD_ROW_BYTES];
-} procd_reader;
-
-/* The whole daemon state (static storage). */
-typedef struct procd {
-    int listen_fd;
-    int routes[PROCD_ROUTES_MAX];
-    size_t nroutes;
-    int query_fd;                 /* the --query listener, or -1 */
-    int stage_fd;                 /* the --stage-sock listener, or -1 */
-    int attach_fd;                /* the --attach-fd channel, or -1 */
-    int stages[PROCD_STAGES_MAX]; /* stage connections, -1: free */
-    uint32_t deliver_seq;
-    procd_reader readers[PROCD_READERS_MAX];
-    pbx_peer_proctab tab;
-    /* Per install row: when its handle hung up while its route had not,
-     * the time (monotonic ms) from which that counts as a revocation;
-     * 0 while its handle is open. */
-    uint64_t hung_ms[PBX_PEER_PROC_INSTALLS_MAX];
-    pbx_peer_msg msg;
-    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
-} procd;
-
-static procd g_procd;
+procd g_procd;
 
 /* The monotonic clock in milliseconds (query deadlines). */
-static uint64_t procd_mono_ms(void)
+uint64_t procd_mono_ms(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
-}
-
-/* Formats every live install row into out[0..cap) (the line format the
- * old --state-file held); returns the length. */
-static size_t procd_rows(char *out, size_t cap)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
-        const pbx_peer_install_row *r = &g_procd.tab.rows[i];
-        if (!r->live || cap - n < PROCD_ROW_BYTES) {
-            continue;
-        }
-        int w = snprintf(out + n, cap - n,
-                         "process %llu gen %u slot %u grant %u.%u "
-                         "object %llu\n",
-                         (unsigned long long)r->target.process_id,
-                         r->target.process_gen, r->target.slot, r->grant.index,
-                         r->grant.gen,
-                         (unsigned long long)pbx_peer_io_inode(r->object));
-        n += w > 0 && (size_t)w < cap - n ? (size_t)w : 0U;
-    }
-    return n;
-}
-
-/* Ends query reader r (all written, or it was too slow or went away). */
-static void procd_reader_end(procd_reader *r, const char *why)
-{
-    if (why != NULL) {
-        pbx_peer_log("procd", "query reader dropped: %s", why);
-    }
-    (void)close(r->fd);
-    r->fd = -1;
-}
-
-/* Writes what reader r takes now without waiting; closes it after the
- * last byte. */
-static void procd_reader_serve(procd_reader *r)
-{
-    for (unsigned k = 0; k < 64U && r->off < r->len; k++) {
-        ssize_t w = send(r->fd, r->text + r->off, r->len - r->off,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return;
-        }
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            procd_reader_end(r, w < 0 ? strerror(errno) : "wrote nothing");
-            return;
-        }
-        r->off += (size_t)w;
-    }
-    if (r->off == r->len) {
-        procd_reader_end(r, NULL);
-    }
-}
-
-/* Takes one query connection (the listener is polled only while a reader
- * entry is free) and starts writing the rows as they are now. */
-static void procd_query_accept(void)
-{
-    int fd = accept4(g_procd.query_fd, NULL, NULL, SOCK_CLOEXEC);
-    for (size_t i = 0; fd >= 0 && i < PROCD_READERS_MAX; i++) {
-        procd_reader *r = &g_procd.readers[i];
-        if (r->fd < 0) {
-            r->fd = fd;
-            r->off = 0;
-            r->len = procd_rows(r->text, sizeof(r->text));
-            r->deadline_ms = procd_mono_ms() + PROCD_READER_MS;
-            procd_reader_serve(r);
-            return;
-        }
-    }
-    if (fd >= 0) {
-        (void)close(fd);
-    }
 }
 
 /* Replies to the current message with an error status. */
@@ -576,41 +456,6 @@ static void procd_accept(void)
         return;
     }
     g_procd.routes[g_procd.nroutes++] = fd;
-}
-
-/* Fills q[0..PROCD_READERS_MAX] with the query listener (only while a
- * reader entry is free) and the readers; returns whether one is busy. */
-static bool procd_poll_readers(struct pollfd *q)
-{
-    bool busy = false;
-    bool room = false;
-    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
-        int fd = g_procd.readers[i].fd;
-        q[1U + i] = (struct pollfd){fd, POLLOUT, 0};
-        busy = busy || fd >= 0;
-        room = room || fd < 0;
-    }
-    q[0] = (struct pollfd){room ? g_procd.query_fd : -1, POLLIN, 0};
-    return busy;
-}
-
-/* Serves the readers (dropping those past their deadline) and the query
- * listener after poll. */
-static void procd_serve_readers(const struct pollfd *q)
-{
-    uint64_t now = procd_mono_ms();
-    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
-        procd_reader *r = &g_procd.readers[i];
-        if (r->fd >= 0 && q[1U + i].revents != 0) {
-            procd_reader_serve(r);
-        }
-        if (r->fd >= 0 && now >= r->deadline_ms) {
-            procd_reader_end(r, "not read within its deadline");
-        }
-    }
-    if ((q[0].revents & POLLIN) != 0) {
-        procd_query_accept();
-    }
 }
 
 /* One poll round over the listener, the routes, the query readers and
