@@ -7,6 +7,7 @@
  *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
  *                     [--max-jobs N] [--call-ms N] [--first-job N]
+ *                     [--max-per-pid N]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -55,7 +56,9 @@
  *       Limits: --max-conns control connections (96; at the limit a new
  *       one evicts the longest-silent control connection with nothing
  *       outstanding and no live job, or is refused and logged when there
- *       is none), --idle-ms (10000) without an accepted LAUNCH or EXPIRE
+ *       is none), --max-per-pid control connections one process (by
+ *       SO_PEERCRED pid) holds at once (16; refused beyond, before any
+ *       eviction), --idle-ms (10000) without an accepted LAUNCH or EXPIRE
  *       before such a control connection is dropped, --max-open open
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
  *       beyond), --max-jobs live jobs (64), --first-job the first job id
@@ -120,25 +123,47 @@ static bool launchd_evict(launchd_srv *srv)
     return true;
 }
 
-/* Whether the new control connection c may stay: not a launched job's
- * (or a descendant's), and room for it (evicting if need be). Closes it
- * with a log line otherwise. */
-static bool launchd_admit(launchd_srv *srv, int c)
+/* The control connections process pid holds now. */
+static uint32_t launchd_held_by(const launchd_srv *srv, pid_t pid)
 {
-    pid_t peer = 0;
-    int origin = launchd_peer_origin(c, srv->self, &peer);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
+        const launchd_conn *k = &srv->conns[i];
+        n += k->fd >= 0 && !k->job_conn && k->peer == pid ? 1U : 0U;
+    }
+    return n;
+}
+
+/* Whether the new control connection c may stay: not a launched job's
+ * (or a descendant's), its process below --max-per-pid, and room for it
+ * (evicting if need be). Closes it with a log line otherwise; *peer is
+ * its SO_PEERCRED pid. */
+static bool launchd_admit(launchd_srv *srv, int c, pid_t *peer)
+{
+    int origin = launchd_peer_origin(c, srv->self, peer);
     if (origin != LAUNCHD_ORIGIN_OUTSIDE) {
         if (origin == LAUNCHD_ORIGIN_JOB) {
             pbx_peer_log("launchd",
                          "control connection from a launched job refused "
                          "(pid %d)",
-                         (int)peer);
+                         (int)*peer);
         } else {
             pbx_peer_log("launchd",
                          "control connection refused: the ancestry of pid "
                          "%d cannot be read within %d steps",
-                         (int)peer, LAUNCHD_ANCESTRY_STEPS);
+                         (int)*peer, LAUNCHD_ANCESTRY_STEPS);
         }
+        (void)close(c);
+        return false;
+    }
+    /* Judged before any eviction: one process's many connections never
+     * push out another's. */
+    uint32_t held = launchd_held_by(srv, *peer);
+    if (held >= srv->max_per_pid) {
+        pbx_peer_log("launchd",
+                     "control connection refused: pid %d already holds %u "
+                     "(--max-per-pid %u)",
+                     (int)*peer, held, srv->max_per_pid);
         (void)close(c);
         return false;
     }
@@ -160,7 +185,8 @@ static void launchd_accept(launchd_srv *srv)
             return;
         }
         (void)fcntl(c, F_SETFD, FD_CLOEXEC);
-        if (!launchd_admit(srv, c)) {
+        pid_t peer = 0;
+        if (!launchd_admit(srv, c, &peer)) {
             continue;
         }
         int ci = launchd_conn_alloc(srv);
@@ -175,6 +201,7 @@ static void launchd_accept(launchd_srv *srv)
         k->job_conn = false;
         k->calls = k->begins = 0;
         k->last_ms = srv->now;
+        k->peer = peer;
         pbx_peer_track_init(&k->track);
         srv->ncontrol++;
     }
@@ -254,6 +281,9 @@ static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
     if (strcmp(k, "--max-conns") == 0) {
         return launchd_num(v, LAUNCHD_CONTROL_CAP, &srv->max_conns);
     }
+    if (strcmp(k, "--max-per-pid") == 0) {
+        return launchd_num(v, LAUNCHD_CONTROL_CAP, &srv->max_per_pid);
+    }
     if (strcmp(k, "--idle-ms") == 0) {
         return launchd_num(v, 86400000U, &srv->idle_ms);
     }
@@ -319,6 +349,7 @@ static void launchd_defaults(launchd_srv *srv)
 {
     srv->wake = srv->broker = srv->control = srv->attach = -1;
     srv->max_conns = 96;
+    srv->max_per_pid = 16;
     srv->idle_ms = 10000;
     srv->max_open = 8;
     srv->max_jobs = 64;
@@ -343,7 +374,7 @@ static int launchd_serve(int argc, char **argv)
                                 "[--wake-hold-file PATH] [--stage PID:GEN] "
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
                                 "[--max-jobs N] [--call-ms N] "
-                                "[--first-job N]");
+                                "[--first-job N] [--max-per-pid N]");
         return 2;
     }
     int fds[4] = {srv->wake, srv->broker, srv->control, srv->attach};
@@ -457,6 +488,7 @@ static const char launchd_usage[] =
     "                   [--wake-hold-file PATH] [--stage PID:GEN ...]\n"
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
+    "                   [--max-per-pid N]\n"
     "       pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]\n"
     "                   [--entry NAME] [--session N] [--realm N]\n"
     "                   -- PROG [ARG...]\n"
@@ -484,7 +516,8 @@ static bool launchd_known_options(int argc, char **argv)
         "--wake",      "--wake-fd",   "--broker-fd",      "--control",
         "--wake-log",  "--ready-fd",  "--wake-hold-file", "--stage",
         "--max-conns", "--idle-ms",   "--max-open",       "--max-jobs",
-        "--call-ms",   "--first-job", "--attach-fd",      NULL};
+        "--call-ms",   "--first-job", "--attach-fd",      "--max-per-pid",
+        NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       NULL};

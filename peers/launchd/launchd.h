@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "peers/common/pbx_peer_io.h"
+#include "peers/common/pbx_peer_origin.h"
 #include "peers/lib/pbx_peer_launch.h"
 #include "peers/lib/pbx_peer_track.h"
 
@@ -38,7 +39,7 @@
 #define LAUNCHD_CONN_CALLS_MAX 64U
 /* How far up the process tree the control socket's ancestry check walks
  * before it gives up (and refuses). */
-#define LAUNCHD_ANCESTRY_STEPS 64
+#define LAUNCHD_ANCESTRY_STEPS PBX_PEER_ORIGIN_STEPS
 
 /* What an outstanding broker call is for. */
 typedef enum launchd_call_kind {
@@ -77,6 +78,7 @@ typedef struct launchd_conn {
     uint32_t calls;   /* calls at powerboxd for it (not detached) */
     uint32_t begins;  /* of which BEGINs */
     uint64_t last_ms; /* accepted, or its last accepted LAUNCH/EXPIRE */
+    pid_t peer;       /* a control connection's SO_PEERCRED pid */
     pbx_peer_track track;
 } launchd_conn;
 
@@ -131,6 +133,7 @@ typedef struct launchd_srv {
     FILE *log;
     const char *hold;
     uint32_t max_conns;
+    uint32_t max_per_pid; /* control connections one process holds */
     uint32_t idle_ms;
     uint32_t max_open;
     uint32_t max_jobs;

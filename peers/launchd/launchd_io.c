@@ -105,57 +105,15 @@ int launchd_send_now(int fd, uint8_t *buf, size_t len, uint32_t seq, int cap)
                                 MSG_DONTWAIT);
 }
 
-/* The parent of process pid from /proc/PID/stat ("pid (comm) S ppid
- * ..."; comm may hold spaces and parentheses, so the last ')' ends it),
- * or -1 when it cannot be read. */
-static pid_t launchd_ppid(pid_t pid)
-{
-    char path[64];
-    char buf[512];
-    (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -1;
-    }
-    ssize_t n = read(fd, buf, sizeof(buf) - 1U);
-    (void)close(fd);
-    if (n <= 0) {
-        return -1;
-    }
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')');
-    if (end == NULL || end[1] != ' ' || end[2] == '\0' || end[3] != ' ') {
-        return -1;
-    }
-    char *stop = NULL;
-    long pp = strtol(end + 4, &stop, 10);
-    return stop != end + 4 && *stop == ' ' && pp >= 0 ? (pid_t)pp : -1;
-}
-
 int launchd_peer_origin(int fd, pid_t self, pid_t *peer)
 {
-    struct ucred uc;
-    socklen_t n = sizeof(uc);
-    memset(&uc, 0, sizeof(uc));
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &n) != 0 || uc.pid <= 0) {
-        *peer = 0;
-        return LAUNCHD_ORIGIN_UNKNOWN;
-    }
-    *peer = uc.pid;
     /* launchd is a child subreaper: every descendant of a job, however it
-     * detached, still has launchd above it. */
-    pid_t p = uc.pid;
-    for (int step = 0; step < LAUNCHD_ANCESTRY_STEPS; step++) {
-        if (p == self) {
-            return LAUNCHD_ORIGIN_JOB;
-        }
-        if (p <= 1) {
-            return LAUNCHD_ORIGIN_OUTSIDE;
-        }
-        p = launchd_ppid(p);
-        if (p < 0) {
-            return LAUNCHD_ORIGIN_UNKNOWN;
-        }
+     * detached, still has launchd above it (the walk is shared with ttyd's
+     * and procd's query sockets). */
+    pbx_peer_origin_kind k = pbx_peer_origin_of(fd, self, peer);
+    if (k == PBX_PEER_ORIGIN_OUTSIDE) {
+        return LAUNCHD_ORIGIN_OUTSIDE;
     }
-    return LAUNCHD_ORIGIN_UNKNOWN;
+    return k == PBX_PEER_ORIGIN_UNKNOWN ? LAUNCHD_ORIGIN_UNKNOWN
+                                        : LAUNCHD_ORIGIN_JOB;
 }

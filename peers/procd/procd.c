@@ -13,7 +13,8 @@
  * The install table lives in memory only (no file is written on any
  * call): whoever connects to the --query socket is sent the rows as they
  * are at that moment, one line per installed grant, and the connection is
- * closed.
+ * closed; a launched job (--jobs-below) or a process past --max-per-pid
+ * is sent one "refused: WHY" line instead.
  *
  * Each install remembers the route its INSTALL came on: when that route
  * closes, the powerboxd on it can no longer revoke through it, so every
@@ -22,7 +23,8 @@
  * and procd may start with none.
  *
  *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] [--route PATH]
- *             [--route-fd N] [--query PATH] [--attach-fd N] [--ready-fd N]
+ *             [--route-fd N] [--query PATH] [--jobs-below PID]
+ *             [--max-per-pid N] [--attach-fd N] [--ready-fd N]
  *   pbx-procd -h | --help
  */
 /* accept4 is a Linux extension. */
@@ -48,8 +50,8 @@
 #define PROCD_USAGE                                                            \
     "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] "              \
     "[--route PATH]\n"                                                         \
-    "                 [--route-fd N] [--query PATH] [--attach-fd N]\n"         \
-    "                 [--ready-fd N]\n"                                        \
+    "                 [--route-fd N] [--query PATH] [--jobs-below PID]\n"      \
+    "                 [--max-per-pid N] [--attach-fd N] [--ready-fd N]\n"      \
     "       pbx-procd -h | --help\n"
 
 procd g_procd;
@@ -533,6 +535,13 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
         }
         return true;
     }
+    int adm = pbx_peer_admit_option(&g_procd.admit, k, v, PROCD_READERS_MAX);
+    if (adm != 0) {
+        if (adm < 0) {
+            pbx_peer_log("procd", "invalid %s '%s'", k, v);
+        }
+        return adm > 0;
+    }
     int fd = -1;
     if (strcmp(k, "--route") == 0) {
         g_procd.listen_fd = pbx_peer_io_listen(v, SOCK_SEQPACKET);
@@ -576,9 +585,9 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
  * applied, so a typo never leaves a half-opened socket behind. */
 static bool procd_known_options(int argc, char **argv)
 {
-    static const char *const known[] = {"--stage",    "--stage-sock", "--route",
-                                        "--route-fd", "--ready-fd",   "--query",
-                                        "--attach-fd"};
+    static const char *const known[] = {
+        "--stage", "--stage-sock", "--route",      "--route-fd",   "--ready-fd",
+        "--query", "--attach-fd",  "--jobs-below", "--max-per-pid"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -601,6 +610,7 @@ int main(int argc, char **argv)
     g_procd.query_fd = -1;
     g_procd.stage_fd = -1;
     g_procd.attach_fd = -1;
+    g_procd.admit = (pbx_peer_admit){0, PROCD_READERS_PER_PID};
     for (size_t i = 0; i < PROCD_STAGES_MAX; i++) {
         g_procd.stages[i] = -1;
     }

@@ -13,12 +13,17 @@
 #include <stdint.h>
 
 #include "peers/common/pbx_peer_io.h"
+#include "peers/common/pbx_peer_origin.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_proc.h"
 
 #define PROCD_ROUTES_MAX 8U
 /* Query connections served at once (more wait in the listen backlog). */
 #define PROCD_READERS_MAX 4U
+/* Query readers one process (SO_PEERCRED pid) may hold at once, unless
+ * --max-per-pid says otherwise: below PROCD_READERS_MAX, so no single
+ * process takes the table others need. */
+#define PROCD_READERS_PER_PID 2U
 /* How long a query connection may take to read its rows. */
 #define PROCD_READER_MS 2000U
 /* How long a hung-up handle waits for its route to hang up too before it
@@ -33,7 +38,8 @@
 /* One query connection: the rows as they were when it connected, and how
  * much of them it has taken. */
 typedef struct procd_reader {
-    int fd; /* -1: free */
+    int fd;    /* -1: free */
+    pid_t pid; /* the reader's SO_PEERCRED pid (0: free) */
     size_t off;
     size_t len;
     uint64_t deadline_ms;
@@ -51,6 +57,7 @@ typedef struct procd {
     int stages[PROCD_STAGES_MAX]; /* stage connections, -1: free */
     uint32_t deliver_seq;
     procd_reader readers[PROCD_READERS_MAX];
+    pbx_peer_admit admit; /* who the query socket answers */
     pbx_peer_proctab tab;
     /* Per install row: when its handle hung up while its route had not,
      * the time (monotonic ms) from which that counts as a revocation;

@@ -46,6 +46,7 @@ static void procd_reader_end(procd_reader *r, const char *why)
     }
     (void)close(r->fd);
     r->fd = -1;
+    r->pid = 0;
 }
 
 /* Writes what reader r takes now without waiting; closes it after the
@@ -73,14 +74,29 @@ static void procd_reader_serve(procd_reader *r)
 }
 
 /* Takes one query connection (the listener is polled only while a reader
- * entry is free) and starts writing the rows as they are now. */
+ * entry is free) and, once it is admitted (not a launched job's,
+ * --jobs-below; its process below --max-per-pid readers: see
+ * pbx_peer_admit_query), starts writing the rows as they are now. */
 static void procd_query_accept(void)
 {
     int fd = accept4(g_procd.query_fd, NULL, NULL, SOCK_CLOEXEC);
-    for (size_t i = 0; fd >= 0 && i < PROCD_READERS_MAX; i++) {
+    if (fd < 0) {
+        return;
+    }
+    pid_t held[PROCD_READERS_MAX];
+    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
+        held[i] = g_procd.readers[i].fd >= 0 ? g_procd.readers[i].pid : 0;
+    }
+    pid_t pid = pbx_peer_admit_query(fd, &g_procd.admit, held,
+                                     PROCD_READERS_MAX, "procd");
+    if (pid == 0) {
+        return;
+    }
+    for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
         procd_reader *r = &g_procd.readers[i];
         if (r->fd < 0) {
             r->fd = fd;
+            r->pid = pid;
             r->off = 0;
             r->len = procd_rows(r->text, sizeof(r->text));
             r->deadline_ms = procd_mono_ms() + PROCD_READER_MS;
@@ -88,9 +104,7 @@ static void procd_query_accept(void)
             return;
         }
     }
-    if (fd >= 0) {
-        (void)close(fd);
-    }
+    (void)close(fd);
 }
 
 /* Fills q[0..PROCD_READERS_MAX] with the query listener (only while a

@@ -5,7 +5,8 @@
  * (RETRY while earlier input is pending), or denied at once when --tty is
  * not a terminal (/dev/null); WITHDRAW takes a showing or queued prompt
  * away; VIEW keeps the ACTIVE rows in a table in memory, listed to whoever
- * connects to the --query socket (no file is written on any call). Every
+ * connects to the --query socket (no file is written on any call), except
+ * a launched job (--jobs-below) or a process past --max-per-pid. Every
  * reply echoes its call's seq. Each row remembers the route it came on:
  * when that route closes, the powerboxd on it can no longer remove the
  * row, so every such row is removed and logged. With --attach-fd the
@@ -13,7 +14,8 @@
  * See docs/HOST.md.
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
- *            [--query PATH] [--attach-fd N] [--ready-fd N]
+ *            [--query PATH] [--jobs-below PID] [--max-per-pid N]
+ *            [--attach-fd N] [--ready-fd N]
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -37,7 +39,8 @@
 /* The usage line, printed by -h and after a bad option. */
 #define TTYD_USAGE                                                             \
     "usage: pbx-ttyd --policy FILE [--tty PATH] [--route PATH] "               \
-    "[--route-fd N] [--query PATH] [--attach-fd N] [--ready-fd N]"
+    "[--route-fd N] [--query PATH] [--jobs-below PID] [--max-per-pid N] "      \
+    "[--attach-fd N] [--ready-fd N]"
 
 ttyd g_ttyd;
 
@@ -586,6 +589,13 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
         *tty = v;
         return true;
     }
+    int a = pbx_peer_admit_option(&g_ttyd.admit, k, v, TTYD_READERS_MAX);
+    if (a != 0) {
+        if (a < 0) {
+            pbx_peer_log("ttyd", "invalid %s '%s'", k, v);
+        }
+        return a > 0;
+    }
     if (strcmp(k, "--query") == 0) {
         g_ttyd.query_fd = ttyd_query_listen(v);
         fd = g_ttyd.query_fd;
@@ -620,8 +630,9 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
 static bool ttyd_known_options(int argc, char **argv)
 {
     static const char *const known[] = {
-        "--policy",   "--tty",       "--query",   "--route",
-        "--route-fd", "--attach-fd", "--ready-fd"};
+        "--policy",   "--tty",        "--query",
+        "--route",    "--route-fd",   "--attach-fd",
+        "--ready-fd", "--jobs-below", "--max-per-pid"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -644,6 +655,7 @@ int main(int argc, char **argv)
     g_ttyd.listen_fd = -1;
     g_ttyd.query_fd = -1;
     g_ttyd.attach_fd = -1;
+    g_ttyd.admit = (pbx_peer_admit){0, TTYD_READERS_PER_PID};
     for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
         g_ttyd.readers[i].fd = -1;
     }

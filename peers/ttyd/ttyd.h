@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "peers/common/pbx_peer_io.h"
+#include "peers/common/pbx_peer_origin.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_tty.h"
 
@@ -25,6 +26,10 @@
  * long one may take to read every row before it is dropped. */
 #define TTYD_READERS_MAX 8U
 #define TTYD_READER_MS   2000U
+/* Query readers one process (SO_PEERCRED pid) may hold at once, unless
+ * --max-per-pid says otherwise: below TTYD_READERS_MAX, so no single
+ * process takes the table others need. */
+#define TTYD_READERS_PER_PID 2U
 /* Rows formatted for one reader per poll round, so that a long list never
  * holds up the routes. */
 #define TTYD_READER_ROWS 64U
@@ -32,7 +37,8 @@
 /* One query connection being served: the next row slot to list and the
  * part of the current row not yet written. */
 typedef struct ttyd_reader {
-    int fd; /* -1: free */
+    int fd;    /* -1: free */
+    pid_t pid; /* the reader's SO_PEERCRED pid (0: free) */
     size_t slot;
     size_t off;
     size_t len;
@@ -53,6 +59,7 @@ typedef struct ttyd {
     int query_fd;  /* the --query listener, or -1 */
     int attach_fd; /* the --attach-fd channel, or -1 */
     ttyd_reader readers[TTYD_READERS_MAX];
+    pbx_peer_admit admit; /* who the query socket answers */
     pbx_peer_tty_policy policy;
     pbx_peer_tty_views views;
     pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */

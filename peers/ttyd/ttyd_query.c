@@ -32,6 +32,7 @@ static void ttyd_reader_end(ttyd_reader *r, const char *why)
     }
     (void)close(r->fd);
     r->fd = -1;
+    r->pid = 0;
 }
 
 /* Writes what reader r can take now without waiting: the rest of its
@@ -72,17 +73,29 @@ static void ttyd_reader_serve(ttyd_reader *r)
 }
 
 /* Takes one query connection into a free reader entry (the caller polls
- * the listener only while one is free) and starts listing. */
+ * the listener only while one is free) and starts listing, once it is
+ * admitted: not a launched job's (--jobs-below), and its process below
+ * --max-per-pid readers (see pbx_peer_admit_query). */
 static void ttyd_query_accept(void)
 {
     int fd = accept4(g_ttyd.query_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) {
         return;
     }
+    pid_t held[TTYD_READERS_MAX];
+    for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
+        held[i] = g_ttyd.readers[i].fd >= 0 ? g_ttyd.readers[i].pid : 0;
+    }
+    pid_t pid =
+        pbx_peer_admit_query(fd, &g_ttyd.admit, held, TTYD_READERS_MAX, "ttyd");
+    if (pid == 0) {
+        return;
+    }
     for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
         ttyd_reader *r = &g_ttyd.readers[i];
         if (r->fd < 0) {
             r->fd = fd;
+            r->pid = pid;
             r->slot = r->off = r->len = 0;
             r->deadline_ms = ttyd_mono_ms() + TTYD_READER_MS;
             ttyd_reader_serve(r);

@@ -764,26 +764,32 @@ class Stack:
         # socketpair's peer would be this supervisor.
         route = os.path.join(w, "vfsd-route.sock")
         g = self.pgid
+        # launchd first: ttyd and procd refuse its jobs on their query
+        # sockets (--jobs-below, as pbx up names itself there).
+        launchd = peer([b("launchd"), "serve", "--wake-fd",
+                        str(wake[1].fileno()), "--broker-fd",
+                        str(broker[1].fileno()), "--control", self.control,
+                        "--wake-hold-file", self.wake_hold] +
+                       stages + self.launchd_args,
+                       [wake[1].fileno(), broker[1].fileno()],
+                       self.log("launchd"), g,
+                       dict(os.environ, **{STACK_MARK: self.work}))
+        jobs = ["--jobs-below", str(launchd.pid)]
         self.procs = [
             peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
                   "--lie-scope", self.lie_scope, "--route", route], [],
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
-                  str(ttyp[1].fileno())], [ttyp[1].fileno()],
+                  str(ttyp[1].fileno())] + jobs, [ttyp[1].fileno()],
                  self.log("ttyd"), g),
             peer([b("procd")] + stages + ["--query", self.installs,
                                           "--stage-sock",
                                           os.path.join(w, "stage.sock"),
                                           "--route-fd",
-                                          str(proc[1].fileno())],
+                                          str(proc[1].fileno())] + jobs,
                  [proc[1].fileno()], self.log("procd"), g),
-            peer([b("launchd"), "serve", "--wake-fd", str(wake[1].fileno()),
-                  "--broker-fd", str(broker[1].fileno()), "--control",
-                  self.control, "--wake-hold-file", self.wake_hold] +
-                 stages + self.launchd_args,
-                 [wake[1].fileno(), broker[1].fileno()], self.log("launchd"),
-                 g, dict(os.environ, **{STACK_MARK: self.work})),
+            launchd,
         ]
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
             pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(),

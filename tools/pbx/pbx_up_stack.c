@@ -509,6 +509,9 @@ static int pbx_up_start_ttyd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_arg(&t, "%s", u->tty);
     pbx_up_arg(&t, "--query");
     pbx_up_arg(&t, "%s/ttyd.sock", u->dir);
+    /* Jobs, and a dead launchd's orphans, are below this subreaper. */
+    pbx_up_arg(&t, "--jobs-below");
+    pbx_up_arg(&t, "%ld", (long)getpid());
     pbx_up_route_arg(&t, route);
     return pbx_up_peer_h(u, PBX_UP_TTYD, &t, h == NULL ? &route : NULL,
                          h == NULL ? 1U : 0U, h);
@@ -522,6 +525,8 @@ static int pbx_up_start_procd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_stages(&a);
     pbx_up_arg(&a, "--query");
     pbx_up_arg(&a, "%s/procd.sock", u->dir);
+    pbx_up_arg(&a, "--jobs-below");
+    pbx_up_arg(&a, "%ld", (long)getpid());
     pbx_up_arg(&a, "--stage-sock");
     pbx_up_arg(&a, "%s/stage.sock", u->dir);
     pbx_up_route_arg(&a, route);
