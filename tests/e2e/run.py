@@ -3165,6 +3165,118 @@ def quota(st):
              "cancelled")
 
 
+# A launched job's reader of the query sockets named in argv: one line
+# qN=WHAT per socket, WHAT the first line it was sent (or `nothing`).
+QUERY_READER = (
+    "import socket,sys\n"
+    "for i,p in enumerate(sys.argv[1:]):\n"
+    "    s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
+    "    s.settimeout(10)\n"
+    "    s.connect(p)\n"
+    "    d=b''\n"
+    "    while True:\n"
+    "        c=s.recv(65536)\n"
+    "        if not c:\n"
+    "            break\n"
+    "        d+=c\n"
+    "    l=d.decode(errors='replace').splitlines()\n"
+    "    print('q%d=%s' % (i, l[0] if l else 'nothing'), flush=True)\n")
+
+
+def query_admission(st):
+    """query-admission (own stack): ttyd's and procd's query sockets
+    answer the user, never a job. Job 11:1 (a launched shell) holds a
+    job-lifetime grant; a program it runs, and one that left its session
+    and was reparented to launchd, each read both sockets: each is sent
+    one refusal naming it as below launchd, no row, and each refusal is
+    logged once. The user (this process, `pbx grants`) is served the
+    rows. launchd's control socket: this process's 17th connection is
+    refused (--max-per-pid 16 by default) while another process's
+    launch still succeeds."""
+    launchd = st.procs[3].pid
+    job = Shell(st, "11:1")
+    rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
+                         "--slot", "21")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"query-admission: no grant: {kv}")
+    wait_for(lambda: len(read_rows(st.views)) == 1 and
+             len(read_rows(st.installs)) == 1,
+             "query-admission: the grant is not listed by ttyd and procd")
+    socks = [st.views, st.installs]
+    # The shell runs one line per command: the reader is a file.
+    script = os.path.join(st.work, "query-reader.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(QUERY_READER)
+    reader = [sys.executable, script] + socks
+    want = f"is a launched job (below pid {launchd}): this socket answers " \
+        "only the user's administrative processes"
+
+    def refused(said, who):
+        for i, name in enumerate(("ttyd", "procd")):
+            line = said.get(f"q{i}", "")
+            if not line.startswith("refused: pid ") or want not in line:
+                fail(f"query-admission: {who} read {name}'s query socket: "
+                     f"{line!r}")
+
+    rc, said = job.run(reader)
+    if rc != 0:
+        fail(f"query-admission: the job's reader exited {rc}")
+    refused(said, "a job's program")
+    # A descendant that left its session and lost its parent: launchd
+    # (a child subreaper) is still above it.
+    out = os.path.join(st.work, "detached.out")
+    rc, _ = job.sh(f"(setsid {shlex.join(reader)} >{shlex.quote(out)} "
+                   "2>&1 &)")
+    if rc != 0:
+        fail("query-admission: the detached reader did not start")
+    wait_for(lambda: len(read_rows(out)) == 2,
+             f"query-admission: the detached reader said {read_rows(out)}")
+    refused(key_values("\n".join(read_rows(out))), "a detached descendant")
+    for name in ("ttyd", "procd"):
+        n = count(st.peer_log(name), f"{name}: query connection refused: ")
+        if n != 2:
+            fail(f"query-admission: {name} logged {n} refusals, not 2")
+    print(f"run: a job's program and a detached descendant were each "
+          f"refused by ttyd's and procd's query sockets (below launchd "
+          f"pid {launchd}), each logged once")
+    # The user is served: the rows, and `pbx grants`.
+    views, installs = read_rows(st.views), read_rows(st.installs)
+    if len(views) != 1 or not views[0].startswith("grant ") or \
+            len(installs) != 1 or not installs[0].startswith("process "):
+        fail(f"query-admission: the user read {views} and {installs}")
+    g = subprocess.run([os.path.join(st.bin_dir, "pbx"), "grants", "--query",
+                        st.views, "--format", "kv"], capture_output=True,
+                       text=True, check=False, timeout=30)
+    if g.returncode != 0 or "job=11:1" not in g.stdout:
+        fail(f"query-admission: pbx grants exited {g.returncode}: "
+             f"{g.stdout}{g.stderr}")
+    print("run: the user reads both sockets, and `pbx grants` lists the "
+          "grant")
+    # launchd: one process holds at most 16 control connections.
+    refused0 = count(st.peer_log("launchd"), "control connection refused")
+    ctl = connect_all(st.control, 17)
+    if not all_closed(ctl[16:], 5.0):
+        fail("query-admission: a 17th control connection of one process "
+             "was not closed")
+    wait_for(lambda: count(st.peer_log("launchd"),
+                           f"control connection refused: pid {os.getpid()} "
+                           "already holds 16 (--max-per-pid 16)") == 1,
+             "query-admission: launchd did not log the refusal once")
+    if count(st.peer_log("launchd"), "control connection refused") != \
+            refused0 + 1:
+        fail("query-admission: launchd refused more than the 17th")
+    rc, kv = st.client("--job", "12:1", "--lifetime", "one-shot",
+                       "--urgency", "routine")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"query-admission: another process's launch failed: {kv}")
+    for c in ctl:
+        c.close()
+    print("run: launchd refused this process's 17th control connection "
+          "(logged once); another process launched a job meanwhile")
+    if job.close() != 0:
+        fail("query-admission: the job's shell failed")
+
+
 def job_spoof(st):
     """A program claiming another job's id, entry or staged process is
     refused; nothing is installed into the other job's staged process."""
@@ -5771,6 +5883,7 @@ SCENARIOS = {
     "wake-backpressure": (wake_backpressure, False, None, None),
     "quota": (quota, False, None, None),
     "job-spoof": (job_spoof, False, None, None),
+    "query-admission": (query_admission, False, [], None),
     "slow-prompt-isolation": (slow_prompt_isolation, True, [],
                               ["--call-ms", "1000"]),
     # Pools for 64 requests at once, with room for the grants whose
@@ -5791,7 +5904,10 @@ SCENARIOS = {
     "idle-flood": (idle_flood, False,
                    ["--prompts", "16", "--deadline-open-ms", "2000",
                     "--deadline-idle-ms", "3000"],
-                   ["--idle-ms", "3000", "--max-conns", "32"]),
+                   # The flood comes from this one process: launchd's
+                   # per-process bound (query-admission) is lifted here.
+                   ["--idle-ms", "3000", "--max-conns", "32",
+                    "--max-per-pid", "512"]),
     # Hidden: fails on purpose (tests/e2e/orphans.py).
     "fail-on-purpose": (fail_on_purpose, False, [], None),
     # Standalone: they start `pbx up` themselves, no Stack.
