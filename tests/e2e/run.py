@@ -3183,45 +3183,75 @@ QUERY_READER = (
     "    print('q%d=%s' % (i, l[0] if l else 'nothing'), flush=True)\n")
 
 
-def query_admission(st):
-    """query-admission (own stack): ttyd's and procd's query sockets
-    answer the user, never a job. Job 11:1 (a launched shell) holds a
-    job-lifetime grant; a program it runs, and one that left its session
-    and was reparented to launchd, each read both sockets: each is sent
-    one refusal naming it as below launchd, no row, and each refusal is
-    logged once. The user (this process, `pbx grants`) is served the
-    rows. launchd's control socket: this process's 17th connection is
-    refused (--max-per-pid 16 by default) while another process's
-    launch still succeeds."""
-    launchd = st.procs[3].pid
-    job = Shell(st, "11:1")
+def query_refused(said, who, below):
+    """query-admission: said (key=value lines of QUERY_READER) holds, for
+    ttyd's and procd's sockets in turn, the refusal of a launched job
+    below pid below."""
+    want = f"is a launched job (below pid {below}): this socket answers " \
+        "only the user's administrative processes"
+    for i, name in enumerate(("ttyd", "procd")):
+        line = said.get(f"q{i}", "")
+        if not line.startswith("refused: pid ") or want not in line:
+            fail(f"query-admission: {who} read {name}'s query socket: "
+                 f"{line!r}")
+
+
+def query_reader(work, socks):
+    """The argv of QUERY_READER over socks (its script written in work:
+    a launched shell runs one line per command)."""
+    script = os.path.join(work, "query-reader.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(QUERY_READER)
+    return [sys.executable, script] + socks
+
+
+def query_grant(job, views, installs):
+    """query-admission: job (a Shell) takes a job-lifetime grant, which
+    ttyd and procd then list."""
     rc, kv = job.request("--lifetime", "job", "--urgency", "routine",
                          "--slot", "21")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"query-admission: no grant: {kv}")
-    wait_for(lambda: len(read_rows(st.views)) == 1 and
-             len(read_rows(st.installs)) == 1,
+    wait_for(lambda: len(read_rows(views)) == 1 and
+             len(read_rows(installs)) == 1,
              "query-admission: the grant is not listed by ttyd and procd")
-    socks = [st.views, st.installs]
-    # The shell runs one line per command: the reader is a file.
-    script = os.path.join(st.work, "query-reader.py")
-    with open(script, "w", encoding="utf-8") as f:
-        f.write(QUERY_READER)
-    reader = [sys.executable, script] + socks
-    want = f"is a launched job (below pid {launchd}): this socket answers " \
-        "only the user's administrative processes"
 
-    def refused(said, who):
-        for i, name in enumerate(("ttyd", "procd")):
-            line = said.get(f"q{i}", "")
-            if not line.startswith("refused: pid ") or want not in line:
-                fail(f"query-admission: {who} read {name}'s query socket: "
-                     f"{line!r}")
 
+def query_admission(bin_dir, work):
+    """query-admission (standalone): ttyd's and procd's query sockets
+    answer the user, never a job, on run.py's stack (--jobs-below names
+    launchd) and on `pbx up`'s (it names itself); launchd bounds the
+    control connections one process holds."""
+    st = Stack(bin_dir, os.path.join(work, "stack"))
+    try:
+        query_admission_stack(st)
+    finally:
+        st.stop()
+    u = Up(bin_dir, os.path.join(work, "up"))
+    try:
+        query_admission_up(u)
+        u.stop()
+    finally:
+        u.close()
+
+
+def query_admission_stack(st):
+    """query-admission on run.py's stack. Job 11:1 (a launched shell)
+    holds a job-lifetime grant; a program it runs, and one that left its
+    session and was reparented to launchd, each read both sockets: each
+    is sent one refusal naming it as below launchd, no row, and each
+    refusal is logged once. The user (this process, `pbx grants`) is
+    served the rows. launchd's control socket: this process's 17th
+    connection is refused (--max-per-pid 16 by default) while another
+    process's launch still succeeds."""
+    launchd = st.procs[3].pid
+    job = Shell(st, "11:1")
+    query_grant(job, st.views, st.installs)
+    reader = query_reader(st.work, [st.views, st.installs])
     rc, said = job.run(reader)
     if rc != 0:
         fail(f"query-admission: the job's reader exited {rc}")
-    refused(said, "a job's program")
+    query_refused(said, "a job's program", launchd)
     # A descendant that left its session and lost its parent: launchd
     # (a child subreaper) is still above it.
     out = os.path.join(st.work, "detached.out")
@@ -3231,7 +3261,8 @@ def query_admission(st):
         fail("query-admission: the detached reader did not start")
     wait_for(lambda: len(read_rows(out)) == 2,
              f"query-admission: the detached reader said {read_rows(out)}")
-    refused(key_values("\n".join(read_rows(out))), "a detached descendant")
+    query_refused(key_values("\n".join(read_rows(out))),
+                  "a detached descendant", launchd)
     for name in ("ttyd", "procd"):
         n = count(st.peer_log(name), f"{name}: query connection refused: ")
         if n != 2:
@@ -3275,6 +3306,37 @@ def query_admission(st):
           "(logged once); another process launched a job meanwhile")
     if job.close() != 0:
         fail("query-admission: the job's shell failed")
+
+
+def query_admission_up(u):
+    """query-admission on `pbx up`'s stack: a job's program reading
+    DIR/ttyd.sock and DIR/procd.sock is refused as below pbx up (the
+    subreaper above launchd and a dead launchd's orphans), logged once
+    each in stack.log; `pbx grants --dir DIR` lists the job's grant."""
+    views = os.path.join(u.dir, "ttyd.sock")
+    installs = os.path.join(u.dir, "procd.sock")
+    job = Shell(UpJobs(u), "81:1", entry="bin/query-admission")
+    query_grant(job, views, installs)
+    rc, said = job.run(query_reader(os.path.dirname(u.dir),
+                                    [views, installs]))
+    if rc != 0:
+        fail(f"query-admission: the job's reader under pbx up exited {rc}")
+    query_refused(said, "a job of pbx up's stack", u.proc.pid)
+    for name in ("ttyd", "procd"):
+        wait_for(lambda n=name: count(u.text(), f"{n}: query connection "
+                                      "refused: ") == 1,
+                 f"query-admission: {name} did not log the refusal once")
+    g = subprocess.run([os.path.join(u.bin_dir, "pbx"), "grants", "--dir",
+                        u.dir, "--format", "kv"], capture_output=True,
+                       text=True, check=False, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    if g.returncode != 0 or "job=81:1" not in g.stdout:
+        fail(f"query-admission: pbx grants under pbx up exited "
+             f"{g.returncode}: {g.stdout}{g.stderr}")
+    print(f"run: under pbx up (pid {u.proc.pid}) a job's program was "
+          f"refused by both query sockets; pbx grants lists its grant")
+    if job.close() != 0:
+        fail("query-admission: the job's shell under pbx up failed")
 
 
 def job_spoof(st):
@@ -5883,7 +5945,7 @@ SCENARIOS = {
     "wake-backpressure": (wake_backpressure, False, None, None),
     "quota": (quota, False, None, None),
     "job-spoof": (job_spoof, False, None, None),
-    "query-admission": (query_admission, False, [], None),
+    "query-admission": (query_admission, False, STANDALONE, None),
     "slow-prompt-isolation": (slow_prompt_isolation, True, [],
                               ["--call-ms", "1000"]),
     # Pools for 64 requests at once, with room for the grants whose
