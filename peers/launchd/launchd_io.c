@@ -3,15 +3,14 @@
  * not have: a receive that keeps every descriptor whatever the frame (a
  * LAUNCH carries three and is not an ipc frame), a send of several
  * descriptors, a send that never waits, a connect that cannot block
- * forever, and the ancestry check of a control connection's peer.
+ * forever, and the ancestry check of a control connection's peer (the
+ * walk itself is shared: peers/common/pbx_peer_origin.c).
  */
 /* struct ucred (SO_PEERCRED) is a GNU extension of glibc's headers. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
