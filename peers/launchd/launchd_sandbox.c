@@ -292,6 +292,10 @@ static void launchd_sandbox_stage(char *const *argv)
     if (fd != LAUNCHD_STAGE_FD) {
         (void)close(fd);
     }
+    /* dup2 onto itself keeps close-on-exec: the job must inherit it. */
+    if (fcntl(LAUNCHD_STAGE_FD, F_SETFD, 0) != 0) {
+        launchd_sandbox_fail("stage: F_SETFD");
+    }
     (void)setenv("PBX_STAGE_FD", "5", 1);
 }
 
