@@ -126,8 +126,7 @@ static int launchd_sandbox_rule(const pbx_peer_sandbox_plan *plan, int rfd,
 static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog,
                                    int next)
 {
-    launchd_ll_attr attr = {plan->handled_fs, plan->handled_net,
-                            plan->scoped};
+    launchd_ll_attr attr = {plan->handled_fs, plan->handled_net, plan->scoped};
     /* Only the fields the ABI has: handled_net came with 4, scoped 6. */
     size_t size = plan->abi >= 6   ? sizeof(attr)
                   : plan->abi >= 4 ? 2U * sizeof(uint64_t)
@@ -303,9 +302,8 @@ static void launchd_sandbox_stage(char *const *argv)
  * closes it); 0 or -1 with errno set. */
 static int launchd_sandbox_close_rest(int keep, int prog)
 {
-    if (prog > keep &&
-        syscall(__NR_close_range, (unsigned)keep, (unsigned)prog - 1U, 0U) !=
-            0) {
+    if (prog > keep && syscall(__NR_close_range, (unsigned)keep,
+                               (unsigned)prog - 1U, 0U) != 0) {
         return -1;
     }
     unsigned from = (unsigned)(prog >= keep ? prog + 1 : keep);

@@ -137,7 +137,10 @@ static void sc_emit(sc_build *b, uint16_t code, uint32_t k, uint8_t lt,
 }
 
 /* Places label l at the next instruction. */
-static void sc_label(sc_build *b, uint8_t l) { b->at[l] = b->f->len; }
+static void sc_label(sc_build *b, uint8_t l)
+{
+    b->at[l] = b->f->len;
+}
 
 static void sc_ret(sc_build *b, uint32_t k)
 {
@@ -180,8 +183,8 @@ static void sc_blocks(sc_build *b, uint32_t self_pid)
     const uint16_t jeq = BPF_JMP | BPF_JEQ | BPF_K;
     sc_label(b, SC_L_CLONE);
     sc_load(b, SC_OFF_ARG(0));
-    sc_emit(b, BPF_JMP | BPF_JSET | BPF_K, PBX_PEER_SECCOMP_CLONE_NS,
-            SC_L_DENY, SC_L_NONE);
+    sc_emit(b, BPF_JMP | BPF_JSET | BPF_K, PBX_PEER_SECCOMP_CLONE_NS, SC_L_DENY,
+            SC_L_NONE);
     sc_ret(b, SECCOMP_RET_ALLOW);
     sc_label(b, SC_L_IOCTL);
     sc_load(b, SC_OFF_ARG(1));

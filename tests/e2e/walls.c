@@ -163,8 +163,7 @@ static void walls_connects(const walls_opts *o)
             struct sockaddr_un sa;
             memset(&sa, 0, sizeof(sa));
             sa.sun_family = AF_UNIX;
-            (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
-                           o->socks[i]);
+            (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", o->socks[i]);
             walls_connect(who[k], fds[k], o->socks[i], &sa, sizeof(sa));
         }
         if (o->tcp > 0) {
@@ -181,9 +180,9 @@ static void walls_connects(const walls_opts *o)
             sa.sun_family = AF_UNIX;
             size_t n = strnlen(o->abstract, sizeof(sa.sun_path) - 2U);
             memcpy(sa.sun_path + 1, o->abstract, n);
-            walls_connect(who[k], fds[k], "an abstract socket", &sa,
-                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-                                      1U + n));
+            walls_connect(
+                who[k], fds[k], "an abstract socket", &sa,
+                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1U + n));
         }
     }
 }
@@ -200,8 +199,7 @@ static void walls_sibling(long pid)
     struct iovec remote = {(void *)0x400000UL, sizeof(buf)};
     r = (long)process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
     walls_say("process_vm_readv sibling", r, errno);
-    static const char *const files[] = {"environ", "status", "cmdline",
-                                        "maps"};
+    static const char *const files[] = {"environ", "status", "cmdline", "maps"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[64];
         (void)snprintf(path, sizeof(path), "/proc/%ld/%s", pid, files[i]);
@@ -217,11 +215,9 @@ static void walls_sibling(long pid)
     if (r >= 0) {
         (void)close((int)r);
     }
-    struct rlimit {
-        unsigned long cur;
-        unsigned long max;
-    } lim;
-    r = syscall(SYS_prlimit64, pid, 7L /* RLIMIT_NOFILE */, NULL, &lim);
+    /* The limit's current and maximum values, read only. */
+    uint64_t lim[2] = {0U, 0U};
+    r = syscall(SYS_prlimit64, pid, 7L /* RLIMIT_NOFILE */, NULL, lim);
     walls_say("prlimit64 sibling", r, errno);
 }
 
@@ -347,7 +343,9 @@ static bool walls_honest(const char *selector)
         return false;
     }
     for (size_t i = 0; i < got; i++) {
-        buf[i] = buf[i] == '\n' ? '|' : buf[i];
+        if (buf[i] == '\n') {
+            buf[i] = '|';
+        }
     }
     buf[got] = '\0';
     (void)printf("honest: approved, %zu bytes: %s\n", got, buf);

@@ -550,9 +550,9 @@ static void tl_start(tl_srv *s, const char *const *extra)
     const char *bin = getenv("PBX_PEERS_BIN");
     (void)snprintf(launchd, sizeof(launchd), "%s/pbx-launchd",
                    bin != NULL ? bin : "build/bin");
-    const char *args[TP_ARGS_MAX] = {
-        s->fake != NULL ? s->fake : "--no-landlock", s->no_landlock, "--",
-        launchd};
+    const char *args[TP_ARGS_MAX] = {s->fake != NULL ? s->fake
+                                                     : "--no-landlock",
+                                     s->no_landlock, "--", launchd};
     size_t n = tl_serve_args(s, args, s->no_landlock != NULL ? 4U : 0U, w, b);
     for (size_t i = 0;
          extra != NULL && extra[i] != NULL && n + 4U < TP_ARGS_MAX; i++) {

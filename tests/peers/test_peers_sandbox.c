@@ -26,11 +26,9 @@ PBX_TEST(peers_sandbox_plans_every_abi_and_refuses_without_landlock)
         uint64_t scoped;
         uint64_t net;
     } cases[] = {
-        {1, 0x1FFFU, 0U, 0U},    {2, 0x3FFFU, 0U, 0U},
-        {3, 0x7FFFU, 0U, 0U},    {4, 0x7FFFU, 0U, 3U},
-        {5, 0xFFFFU, 0U, 3U},    {6, 0xFFFFU, 3U, 3U},
-        {7, 0xFFFFU, 3U, 3U},    {8, 0xFFFFU, 3U, 3U},
-        {1000, 0xFFFFU, 3U, 3U},
+        {1, 0x1FFFU, 0U, 0U}, {2, 0x3FFFU, 0U, 0U}, {3, 0x7FFFU, 0U, 0U},
+        {4, 0x7FFFU, 0U, 3U}, {5, 0xFFFFU, 0U, 3U}, {6, 0xFFFFU, 3U, 3U},
+        {7, 0xFFFFU, 3U, 3U}, {8, 0xFFFFU, 3U, 3U}, {1000, 0xFFFFU, 3U, 3U},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         pbx_peer_sandbox_plan p;

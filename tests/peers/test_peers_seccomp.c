@@ -107,12 +107,12 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
     }
     /* What a program needs to use what it was given. */
     static const uint32_t kept[] = {
-        0U /* read */,      1U /* write */,       3U /* close */,
-        7U /* poll */,      9U /* mmap */,        46U /* sendmsg */,
-        47U /* recvmsg */,  59U /* execve */,     60U /* exit */,
-        62U /* kill */,     231U /* exit_group */, 322U /* execveat */,
-        436U /* close_range */, 39U /* getpid */, 44U /* sendto */,
-        45U /* recvfrom */, 72U /* fcntl */,      317U /* seccomp */,
+        0U /* read */,          1U /* write */,        3U /* close */,
+        7U /* poll */,          9U /* mmap */,         46U /* sendmsg */,
+        47U /* recvmsg */,      59U /* execve */,      60U /* exit */,
+        62U /* kill */,         231U /* exit_group */, 322U /* execveat */,
+        436U /* close_range */, 39U /* getpid */,      44U /* sendto */,
+        45U /* recvfrom */,     72U /* fcntl */,       317U /* seccomp */,
     };
     for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
         PBX_CHECK_EQ(ts_call(&f, x64, kept[i], 0U, 0U), ts_allow);
@@ -129,8 +129,7 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
     /* clone3 is not read (its flags are behind a pointer): ENOSYS, so
      * libc falls back to clone, whose flags are read. */
     PBX_CHECK_EQ(ts_call(&f, x64, 435U, 0U, 0U), ts_enosys);
-    PBX_CHECK_EQ(ts_call(&f, x64, 56U, 0x3D0F00U /* a thread */, 0U),
-                 ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 56U, 0x3D0F00U /* a thread */, 0U), ts_allow);
     PBX_CHECK_EQ(ts_call(&f, x64, 56U, SIGCHLD /* fork */, 0U), ts_allow);
     static const uint32_t ns[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
                                   CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
@@ -139,8 +138,7 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
         PBX_CHECK_EQ(ts_call(&f, x64, 56U, ns[i] | SIGCHLD, 0U), ts_eperm);
     }
     /* ioctl: typing into the terminal refused, the rest allowed. */
-    PBX_CHECK_EQ(ts_call(&f, x64, 16U, 0U, PBX_PEER_SECCOMP_TIOCSTI),
-                 ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 16U, 0U, PBX_PEER_SECCOMP_TIOCSTI), ts_eperm);
     PBX_CHECK_EQ(ts_call(&f, x64, 16U, 0U, 0x5401U /* TCGETS */), ts_allow);
     /* Calls naming a process: the caller (0 or its pid) only. */
     const pbx_peer_seccomp_call *own = pbx_peer_seccomp_self_only(&n);
