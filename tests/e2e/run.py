@@ -349,9 +349,9 @@ and its job connection.
                  one line naming the selector and not-found, and PROG
                  (a shell writing a mark file) never ran
   sandbox-walls  `pbx run --sandbox -- pbx-test-walls ...` (static), its
-                 stdin an unconnected unix socket: socket() of every
-                 family, socketpair, connect() of stdin and of its job
-                 connection to each socket of the stack, to a TCP
+                 stdin an unconnected unix seqpacket socket: socket() of
+                 every family, socketpair, connect() of stdin and of its
+                 job connection to each socket of the stack, to a TCP
                  listener on localhost and to an abstract one, ptrace,
                  process_vm_readv, pidfd_open and prlimit64 of a sibling,
                  open of its /proc/PID/{environ,status,cmdline,maps},
@@ -359,11 +359,10 @@ and its job connection.
                  user namespace, an x32 call, bpf, perf_event_open,
                  userfaultfd, keyctl, mount, TIOCSTI: each refused with
                  EPERM or EACCES (clone3 ENOSYS), and no descriptor above
-                 4 open;
-                 no listener sees a connection, the sibling lives; its
-                 honest one-shot READ of docs/readme.txt is approved and
-                 reads the file's bytes; unsandboxed the same probe is
-                 let through (exit 1)
+                 4 open; no listener sees a connection, the sibling
+                 lives; its honest one-shot READ of docs/readme.txt is
+                 approved and reads the file's bytes; unsandboxed the
+                 same probe is let through (exit 1)
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -4207,7 +4206,7 @@ def walls_expected(socks):
 
 def sandbox_walls(st):
     """pbx-test-walls under `pbx run --sandbox`, its standard input an
-    unconnected unix socket: every socket family, connecting that socket
+    unconnected unix seqpacket socket: every socket family, connecting that socket
     and its job connection to every socket of the stack, TCP to a
     localhost listener and an abstract listener, ptrace, memory and /proc
     of a sibling, exec of another static program, io_uring, namespaces and
@@ -4231,7 +4230,9 @@ def sandbox_walls(st):
     abstract.bind("\0" + name)
     abstract.listen(4)
     abstract.setblocking(False)
-    loose = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # A seqpacket socket, as the stack's are: without the filter its
+    # connect() to the first of them would go through.
+    loose = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sibling = subprocess.Popen(["sleep", "120"], process_group=st.pgid,
                                stdin=subprocess.DEVNULL)
     try:

@@ -105,6 +105,20 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
         PBX_CHECK_EQ(ts_call(&f, x64, denied[i].nr, 0U, 0U), ts_eperm);
         PBX_CHECK_EQ(ts_call(&f, x64, denied[i].nr, ~0ULL, 1U), ts_eperm);
     }
+    /* The walls the issue names, by number, so that a call dropped from
+     * the table is caught here: socket, connect, accept, bind, listen,
+     * socketpair, accept4, ptrace, process_vm_readv/writev, kcmp,
+     * pidfd_send_signal, io_uring_setup/enter/register, pidfd_open,
+     * pidfd_getfd, bpf, perf_event_open, userfaultfd, add_key,
+     * request_key, keyctl, mount, umount2, unshare, setns. */
+    static const uint32_t named[] = {
+        41U,  42U,  43U,  49U,  50U,  53U,  288U, 101U, 310U,
+        311U, 312U, 424U, 425U, 426U, 427U, 434U, 438U, 321U,
+        298U, 323U, 248U, 249U, 250U, 165U, 166U, 272U, 308U,
+    };
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        PBX_CHECK_EQ(ts_call(&f, x64, named[i], 0U, 0U), ts_eperm);
+    }
     /* What a program needs to use what it was given. */
     static const uint32_t kept[] = {
         0U /* read */,          1U /* write */,        3U /* close */,
