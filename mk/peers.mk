@@ -29,7 +29,7 @@ PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
                                       tests/peers/sandbox/*.c) \
-                      tests/e2e/fdcat.c)
+                      tests/e2e/fdcat.c tests/e2e/walls.c)
 # Statically linked programs: launchd's --sandbox runs only those
 # (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
 # whose runtimes do not link statically.
@@ -74,6 +74,16 @@ $(PEERS_FDCAT_BIN): $(PEERS_FDCAT_SRCS) $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_FDCAT_SRCS) -o $@
 
+# The e2e scenario sandbox-walls's program: tries every wall, then asks
+# honestly (docs/HOST.md, "The walls"); static, from its sources.
+PEERS_WALLS_BIN  := $(BUILD)/bin/pbx-test-walls
+PEERS_WALLS_SRCS  = tests/e2e/walls.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
+                    $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+
+$(PEERS_WALLS_BIN): $(PEERS_WALLS_SRCS) $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_WALLS_SRCS) -o $@
+
 $(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $< -o $@
@@ -104,7 +114,8 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
 
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
-peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN)
+peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN) \
+       $(PEERS_WALLS_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

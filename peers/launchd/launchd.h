@@ -206,10 +206,12 @@ void launchd_timers(launchd_srv *srv);
 /* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
  * (both close-on-exec descriptors, -1 when absent). prepare's next, when
  * not NULL, is the program a stage program executes: checked and allowed
- * as prog is. */
+ * as prog is, and stage set (the child connects to the stage socket for
+ * it before the walls go up). */
 typedef struct launchd_sandbox {
     int prog;
     int ruleset;
+    bool stage;
 } launchd_sandbox;
 uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
                                  launchd_sandbox *sb);

@@ -265,7 +265,7 @@ static uint16_t launchd_launch_start(launchd_srv *srv, launchd_job *j,
                                      const int *fds,
                                      const pbx_peer_launch_req *req, int *jc)
 {
-    launchd_sandbox sb = {-1, -1};
+    launchd_sandbox sb = {-1, -1, false};
     uint16_t st = 0U;
     if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U) {
         st = launchd_launch_sandbox(req, &sb);

@@ -1,24 +1,32 @@
 /*
- * launchd_sandbox.c: the Landlock sandbox of a job launched with the
- * PBX_PEER_LAUNCH_SANDBOX flag (docs/HOST.md, "Sandboxed programs").
+ * launchd_sandbox.c: the walls of a job launched with the
+ * PBX_PEER_LAUNCH_SANDBOX flag (docs/HOST.md, "Sandboxed programs"):
+ * Landlock (files, TCP ports, abstract sockets, signals), a seccomp
+ * filter (peers/lib/pbx_peer_seccomp.h: sockets, other processes,
+ * io_uring, namespaces, ...) and only the descriptors it was given.
  *
  * Everything that can fail for a reason the caller should hear is done in
  * launchd itself before the fork, so the LAUNCH is refused with a status
- * that says why: finding and opening the program, checking that it is a
- * static ELF executable, asking the kernel's Landlock ABI, building the
- * ruleset and its one rule. The child then only sets no-new-privileges,
- * enforces the ruleset and executes the very file that was checked (by
- * descriptor); if either step fails it says so on the job's standard
- * error and exits without running the program.
+ * that says why: asking the kernel's Landlock ABI and whether it can
+ * install a seccomp filter, finding and opening the program, checking
+ * that it is a static ELF executable, building the ruleset and its one
+ * rule. The child then (for a stage job, after connecting to procd's
+ * stage socket for it) sets no-new-privileges, enforces the ruleset,
+ * closes every descriptor but the job's, installs the filter and executes
+ * the very file that was checked (by descriptor); if a step fails it says
+ * so on the job's standard error and exits without running the program.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +34,7 @@
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_sandbox.h"
+#include "peers/lib/pbx_peer_seccomp.h"
 
 /* How much of the program the static check reads (ELF header and the
  * program header table of every ordinary executable fit). */
@@ -36,6 +45,13 @@
 #define LAUNCHD_PATH_DIRS 64U
 /* What the child exits with when the sandbox could not be entered. */
 #define LAUNCHD_SANDBOX_EXIT 126
+/* The job's own descriptors are below this: 0..2 stdio, 3 the job
+ * connection, 4 the scope. A stage job also keeps its stage connection at
+ * LAUNCHD_STAGE_FD. */
+#define LAUNCHD_KEEP_FDS 5
+#define LAUNCHD_STAGE_FD 5
+/* The most arguments searched for --stage-sock. */
+#define LAUNCHD_STAGE_ARGS 64
 
 /* The ruleset attribute as of Landlock ABI 6 (handled filesystem rights,
  * handled network rights, scopes). The kernel takes a shorter prefix from
@@ -110,7 +126,7 @@ static int launchd_sandbox_rule(const pbx_peer_sandbox_plan *plan, int rfd,
 static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog,
                                    int next)
 {
-    launchd_ll_attr attr = {plan->handled_fs, 0U, plan->scoped};
+    launchd_ll_attr attr = {plan->handled_fs, plan->handled_net, plan->scoped};
     /* Only the fields the ABI has: handled_net came with 4, scoped 6. */
     size_t size = plan->abi >= 6   ? sizeof(attr)
                   : plan->abi >= 4 ? 2U * sizeof(uint64_t)
@@ -150,6 +166,25 @@ static int launchd_sandbox_next(const char *next, uint16_t *st)
     return fd;
 }
 
+/* Whether the kernel can install the walls' seccomp filter: filter mode
+ * with the ERRNO action, on the one architecture the filter is written
+ * for; false after a line saying why. */
+static bool launchd_sandbox_can_filter(void)
+{
+#if defined(__x86_64__)
+    uint32_t act = SECCOMP_RET_ERRNO;
+    if (syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0U, &act) == 0) {
+        return true;
+    }
+    pbx_peer_log("launchd", "sandbox: seccomp filter mode: %s",
+                 strerror(errno));
+#else
+    pbx_peer_log("launchd", "sandbox: seccomp: the walls' filter is written "
+                            "for x86_64 only");
+#endif
+    return false;
+}
+
 uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
                                  launchd_sandbox *sb)
 {
@@ -164,6 +199,10 @@ uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
                      abi < 0 ? strerror(errno) : "ABI below 1");
         return (uint16_t)e;
     }
+    if (!launchd_sandbox_can_filter()) {
+        return (uint16_t)PBX_E_PEER_NO_SECCOMP;
+    }
+    sb->stage = next != NULL;
     sb->prog = launchd_sandbox_open(prog);
     if (sb->prog < 0) {
         pbx_peer_log("launchd", "sandbox: %s: not an executable file", prog);
@@ -193,9 +232,11 @@ uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
     }
     pbx_peer_log("launchd",
                  "sandbox: %s%s%s: Landlock ABI %ld, filesystem rights 0x%llx "
-                 "handled, scopes 0x%llx",
+                 "handled, network rights 0x%llx, scopes 0x%llx; seccomp "
+                 "filter",
                  prog, next != NULL ? " then " : "", next != NULL ? next : "",
                  plan.abi, (unsigned long long)plan.handled_fs,
+                 (unsigned long long)plan.handled_net,
                  (unsigned long long)plan.scoped);
     return 0U;
 }
@@ -222,15 +263,89 @@ static void launchd_sandbox_fail(const char *what)
     _exit(LAUNCHD_SANDBOX_EXIT);
 }
 
+/* For a stage job: connects to procd's stage socket (the path after
+ * "--stage-sock" among the stage program's options, before "--") and puts
+ * the connection at LAUNCHD_STAGE_FD, named by PBX_STAGE_FD, so the
+ * stage program stages itself without a socket of its own. The pid procd
+ * reads from the connection is the job's: this process, which the exec
+ * keeps. Ends the child when it cannot. */
+static void launchd_sandbox_stage(char *const *argv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < LAUNCHD_STAGE_ARGS && argv[i] != NULL &&
+                    argv[i + 1] != NULL && strcmp(argv[i], "--") != 0;
+         i++) {
+        if (strcmp(argv[i], "--stage-sock") == 0) {
+            path = argv[i + 1];
+            break;
+        }
+    }
+    if (path == NULL) {
+        errno = EINVAL;
+        launchd_sandbox_fail("stage: no --stage-sock before \"--\"");
+    }
+    int fd = pbx_peer_io_connect(path, SOCK_SEQPACKET);
+    if (fd < 0 || dup2(fd, LAUNCHD_STAGE_FD) != LAUNCHD_STAGE_FD) {
+        launchd_sandbox_fail("stage: procd's stage socket");
+    }
+    if (fd != LAUNCHD_STAGE_FD) {
+        (void)close(fd);
+    }
+    /* dup2 onto itself keeps close-on-exec: the job must inherit it. */
+    if (fcntl(LAUNCHD_STAGE_FD, F_SETFD, 0) != 0) {
+        launchd_sandbox_fail("stage: F_SETFD");
+    }
+    (void)setenv("PBX_STAGE_FD", "5", 1);
+}
+
+/* Closes every descriptor from keep on but prog (close-on-exec: the exec
+ * closes it); 0 or -1 with errno set. */
+static int launchd_sandbox_close_rest(int keep, int prog)
+{
+    if (prog > keep && syscall(__NR_close_range, (unsigned)keep,
+                               (unsigned)prog - 1U, 0U) != 0) {
+        return -1;
+    }
+    unsigned from = (unsigned)(prog >= keep ? prog + 1 : keep);
+    return syscall(__NR_close_range, from, ~0U, 0U) == 0 ? 0 : -1;
+}
+
+/* Installs the walls' seccomp filter for this process (the job: its pid
+ * stays across exec). Ends the child when it cannot. */
+static void launchd_sandbox_filter(void)
+{
+    static pbx_peer_seccomp_filter f;
+    if (pbx_peer_seccomp_build((uint32_t)getpid(), &f) != PBX_OK) {
+        errno = E2BIG;
+        launchd_sandbox_fail("seccomp filter");
+    }
+    struct sock_fprog fp = {f.len, f.insns};
+    if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0U, &fp) != 0) {
+        launchd_sandbox_fail("seccomp");
+    }
+}
+
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
 {
     extern char **environ;
+    int keep = LAUNCHD_KEEP_FDS;
+    /* The one thing done for the job before the walls: its stage
+     * connection, which the stage program closes before PROG runs. */
+    if (sb->stage) {
+        launchd_sandbox_stage(argv);
+        keep = LAUNCHD_STAGE_FD + 1;
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) {
         launchd_sandbox_fail("PR_SET_NO_NEW_PRIVS");
     }
     if (syscall(__NR_landlock_restrict_self, sb->ruleset, 0U) != 0) {
         launchd_sandbox_fail("landlock_restrict_self");
     }
+    /* Only the job's descriptors go on (the ruleset's too is closed). */
+    if (launchd_sandbox_close_rest(keep, sb->prog) != 0) {
+        launchd_sandbox_fail("close_range");
+    }
+    launchd_sandbox_filter();
     /* The file that was checked, not whatever its name means now. */
     (void)syscall(__NR_execveat, sb->prog, "", argv, environ, AT_EMPTY_PATH);
     launchd_sandbox_fail("execveat");

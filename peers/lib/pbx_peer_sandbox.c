@@ -41,13 +41,17 @@ pbx_err pbx_peer_sandbox_decide(long abi, int err, pbx_peer_sandbox_plan *out)
     if (abi >= 3) {
         fs |= PBX_PEER_LL_FS_TRUNCATE;
     }
-    /* ABI 4 added network rights and ABI 7 audit flags: no new
-     * filesystem right, so nothing to add for them. */
+    /* ABI 4 added network rights (handled_net below) and ABI 7 audit
+     * flags: no new filesystem right, so nothing to add for them. */
     if (abi >= 5) {
         fs |= PBX_PEER_LL_FS_IOCTL_DEV;
     }
     out->abi = abi;
     out->handled_fs = fs;
+    /* No rule names a port, so a handled network right is denied. */
+    out->handled_net =
+        abi >= 4 ? (PBX_PEER_LL_NET_BIND_TCP | PBX_PEER_LL_NET_CONNECT_TCP)
+                 : 0U;
     out->scoped =
         abi >= 6 ? (PBX_PEER_LL_SCOPE_ABSTRACT_UNIX | PBX_PEER_LL_SCOPE_SIGNAL)
                  : 0U;

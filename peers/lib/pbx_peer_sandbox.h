@@ -29,6 +29,10 @@
 #define PBX_PEER_LL_FS_TRUNCATE (1ULL << 14)
 /** PBX_PEER_LL_FS_IOCTL_DEV: ioctl on a device file (ABI 5). */
 #define PBX_PEER_LL_FS_IOCTL_DEV (1ULL << 15)
+/** PBX_PEER_LL_NET_BIND_TCP: bind a TCP socket to a port (ABI 4). */
+#define PBX_PEER_LL_NET_BIND_TCP (1ULL << 0)
+/** PBX_PEER_LL_NET_CONNECT_TCP: connect a TCP socket to a port (ABI 4). */
+#define PBX_PEER_LL_NET_CONNECT_TCP (1ULL << 1)
 /** PBX_PEER_LL_SCOPE_ABSTRACT_UNIX: abstract unix sockets (ABI 6). */
 #define PBX_PEER_LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
 /** PBX_PEER_LL_SCOPE_SIGNAL: signals to processes outside (ABI 6). */
@@ -45,6 +49,9 @@ typedef struct pbx_peer_sandbox_plan {
     long abi;
     /** handled_fs is every filesystem right that ABI knows. */
     uint64_t handled_fs;
+    /** handled_net is BIND_TCP and CONNECT_TCP from ABI 4 (no rule
+     * allows either, so both are denied), else zero. */
+    uint64_t handled_net;
     /** scoped is the scopes enforced (zero before ABI 6). */
     uint64_t scoped;
     /** prog_access is what the rule on the program's file allows. */

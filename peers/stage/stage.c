@@ -7,8 +7,10 @@
  *             --grant OP:SELECTOR [--grant ...] -- PROG [ARG...]
  *   pbx-stage -h | --help
  *
- * It stages itself at procd (STAGE on procd's stage socket: procd names
- * it by the kernel's SO_PEERCRED pid and answers a fresh generation G),
+ * It stages itself at procd (STAGE on procd's stage socket, or on the
+ * connection to it launchd made for a sandboxed job, named by
+ * PBX_STAGE_FD: procd names it by the kernel's SO_PEERCRED pid and
+ * answers a fresh generation G),
  * asks for each grant in install mode with the target (its own pid, G,
  * slot 5, 6, ... in the order of the --grant options) over its job
  * connection, and takes each installed object from procd's DELIVER on
@@ -177,7 +179,12 @@ static int stage_register(const char *path, uint32_t *gen)
     static pbx_peer_msg m;
     uint8_t buf[PBX_PEER_STAGE_FRAME_MAX];
     size_t n = 0;
-    int fd = pbx_peer_io_connect(path, SOCK_SEQPACKET);
+    /* A sandboxed job may create no socket: launchd connected for it
+     * before the walls went up and names the connection here. */
+    const char *given = getenv("PBX_STAGE_FD");
+    int fd = given != NULL ? pbx_peer_io_fd_arg(given)
+                           : pbx_peer_io_connect(path, SOCK_SEQPACKET);
+    (void)unsetenv("PBX_STAGE_FD");
     if (fd < 0) {
         (void)fprintf(stderr, "pbx-stage: procd's stage socket %s: %s\n", path,
                       strerror(errno));

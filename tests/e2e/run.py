@@ -348,6 +348,21 @@ and its job connection.
                  a grant of docs/missing.txt makes `pbx run` exit 1 with
                  one line naming the selector and not-found, and PROG
                  (a shell writing a mark file) never ran
+  sandbox-walls  `pbx run --sandbox -- pbx-test-walls ...` (static), its
+                 stdin an unconnected unix seqpacket socket: socket() of
+                 every family, socketpair, connect() of stdin and of its
+                 job connection to each socket of the stack, to a TCP
+                 listener on localhost and to an abstract one, ptrace,
+                 process_vm_readv, pidfd_open and prlimit64 of a sibling,
+                 open of its /proc/PID/{environ,status,cmdline,maps},
+                 execve of pbx-demo, io_uring_setup, unshare/clone into a
+                 user namespace, an x32 call, bpf, perf_event_open,
+                 userfaultfd, keyctl, mount, TIOCSTI: each refused with
+                 EPERM or EACCES (clone3 ENOSYS), and no descriptor above
+                 4 open; no listener sees a connection, the sibling
+                 lives; its honest one-shot READ of docs/readme.txt is
+                 approved and reads the file's bytes; unsandboxed the
+                 same probe is let through (exit 1)
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -4348,6 +4363,124 @@ def sandbox(st):
           f"{out.stderr.strip()}")
 
 
+def walls_expected(socks):
+    """The attempt names pbx-test-walls prints for socks (paths), besides
+    the ones naming the sibling's pid and the executed file."""
+    names = ["a descriptor above 4", "socketpair AF_UNIX stream"]
+    names += ["socket " + f for f in (
+        "AF_UNIX stream", "AF_UNIX dgram", "AF_UNIX seqpacket",
+        "AF_INET stream", "AF_INET dgram", "AF_INET icmp", "AF_INET6 stream",
+        "AF_INET6 dgram", "AF_NETLINK route", "AF_PACKET raw",
+        "AF_VSOCK stream", "AF_ALG seqpacket")]
+    for who in ("stdin", "job connection"):
+        names += [f"connect {who} to {p}" for p in socks]
+        names += [f"connect {who} to tcp 127.0.0.1",
+                  f"connect {who} to an abstract socket"]
+    names += ["ptrace PTRACE_ATTACH sibling", "process_vm_readv sibling",
+              "pidfd_open sibling", "prlimit64 sibling", "io_uring_setup",
+              "unshare CLONE_NEWUSER", "clone CLONE_NEWUSER",
+              "clone3 CLONE_NEWUSER", "x32 getpid", "bpf", "perf_event_open",
+              "userfaultfd", "keyctl", "mount", "ioctl TIOCSTI"]
+    return names
+
+
+def sandbox_walls(st):
+    """pbx-test-walls under `pbx run --sandbox`, its standard input an
+    unconnected unix seqpacket socket: every socket family, connecting that socket
+    and its job connection to every socket of the stack, TCP to a
+    localhost listener and an abstract listener, ptrace, memory and /proc
+    of a sibling, exec of another static program, io_uring, namespaces and
+    more: each refused with EPERM or EACCES (clone3 ENOSYS), no listener
+    ever sees a connection, the sibling lives; its honest request beside
+    them is approved and reads the file. The same program unsandboxed is
+    let through (so the probe sees a missing wall)."""
+    with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
+        want = f.read().decode("utf-8").replace("\n", "|")
+    pbx = os.path.join(st.bin_dir, "pbx")
+    walls = os.path.join(st.bin_dir, "pbx-test-walls")
+    socks = [st.public, st.control, st.scope, st.lie_scope, st.views,
+             st.installs, os.path.join(st.work, "stage.sock"),
+             os.path.join(st.work, "vfsd-route.sock")]
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(4)
+    tcp.setblocking(False)
+    name = f"pbx-walls-{os.getpid()}"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0" + name)
+    abstract.listen(4)
+    abstract.setblocking(False)
+    # A seqpacket socket, as the stack's are: without the filter its
+    # connect() to the first of them would go through.
+    loose = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sibling = subprocess.Popen(["sleep", "120"], process_group=st.pgid,
+                               stdin=subprocess.DEVNULL)
+    try:
+        argv = [pbx, "--dir", st.work, "run", "--sandbox", "--", walls]
+        for p in socks:
+            argv += ["--sock", p]
+        argv += ["--sibling", str(sibling.pid), "--tcp",
+                 str(tcp.getsockname()[1]), "--abstract", name, "--exec",
+                 os.path.join(st.bin_dir, "pbx-demo"), "docs/readme.txt"]
+        out = subprocess.run(argv, capture_output=True, text=True,
+                             timeout=60, check=False, stdin=loose.fileno(),
+                             process_group=st.pgid)
+        print(out.stdout, end="")
+        lines = [l for l in out.stdout.splitlines() if l.startswith("wall ")]
+        seen = {l[len("wall "):l.rindex(": ")]: l[l.rindex(": ") + 2:]
+                for l in lines}
+        names = walls_expected(socks) + [
+            f"open /proc/{sibling.pid}/{f}"
+            for f in ("environ", "status", "cmdline", "maps")] + [
+            "execve " + os.path.join(st.bin_dir, "pbx-demo")]
+        missing = [n for n in names if n not in seen]
+        if missing or len(lines) != len(names):
+            fail(f"sandbox-walls: attempts missing {missing} or extra "
+                 f"({len(lines)} lines, {len(names)} expected): "
+                 f"{out.stdout!r} {out.stderr!r}")
+        bad = [f"{n}: {v}" for n, v in seen.items()
+               if v not in ("refused errno 1 EPERM", "refused errno 13 EACCES")
+               and not (n.startswith("clone3") and
+                        v == "refused errno 38 ENOSYS")
+               and not (n == "a descriptor above 4" and
+                        v == "refused errno 9 EBADF")]
+        if bad:
+            fail(f"sandbox-walls: not refused with EPERM or EACCES: {bad}")
+        honest = f"honest: approved, {len(want)} bytes: {want}"
+        if out.returncode != 0 or honest not in out.stdout.splitlines():
+            fail(f"sandbox-walls: the honest request: rc {out.returncode}, "
+                 f"want {honest!r} in {out.stdout!r}, {out.stderr!r}")
+        for lst, what in ((tcp, "TCP"), (abstract, "abstract")):
+            try:
+                lst.accept()[0].close()
+                fail(f"sandbox-walls: the {what} listener got a connection")
+            except BlockingIOError:
+                pass
+        if sibling.poll() is not None:
+            fail("sandbox-walls: the sibling did not survive")
+        if "network rights 0x3" not in st.peer_log("launchd") and \
+                "network rights 0x0" not in st.peer_log("launchd"):
+            fail("sandbox-walls: launchd did not log its walls")
+        print(f"run: sandboxed, {len(lines)} attempts each refused "
+              f"(EPERM/EACCES; clone3 ENOSYS); the honest request read the "
+              f"file")
+        free = subprocess.run([pbx, "--dir", st.work, "run", "--", walls,
+                               "--no-honest", "docs/readme.txt"],
+                              capture_output=True, text=True, timeout=60,
+                              check=False, stdin=subprocess.DEVNULL,
+                              process_group=st.pgid)
+        if free.returncode != 1 or \
+                "wall socket AF_UNIX stream: ALLOWED" not in free.stdout:
+            fail(f"sandbox-walls: unsandboxed, the probe saw no open wall: "
+                 f"rc {free.returncode} {free.stdout!r} {free.stderr!r}")
+        print("run: unsandboxed, the same probe was let through (exit 1)")
+    finally:
+        sibling.kill()
+        sibling.wait()
+        for s_ in (tcp, abstract, loose):
+            s_.close()
+
+
 def pbx_run_grant(st):
     """`pbx run --grant read:docs/readme.txt -- PROG` in install mode:
     PROG (pbx-test-fdcat, static) starts with the object at descriptor 5
@@ -5982,6 +6115,7 @@ SCENARIOS = {
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
+    "sandbox-walls": (sandbox_walls, False, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

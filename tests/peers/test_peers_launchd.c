@@ -493,8 +493,10 @@ typedef struct tl_srv {
     int broker;
     int broker_sndbuf;
     /* When set (before tl_start): launchd runs under pbx-sandbox-probe
-     * --no-landlock with this errno (as text). */
+     * --no-landlock (or fake, when set: --no-seccomp) with this errno (as
+     * text). */
     const char *no_landlock;
+    const char *fake;
     /* When set (before tl_start): launchd gets no wake route and no
      * broker, only --attach-fd (our end in attach; wake and broker -1). */
     bool attach_only;
@@ -548,8 +550,9 @@ static void tl_start(tl_srv *s, const char *const *extra)
     const char *bin = getenv("PBX_PEERS_BIN");
     (void)snprintf(launchd, sizeof(launchd), "%s/pbx-launchd",
                    bin != NULL ? bin : "build/bin");
-    const char *args[TP_ARGS_MAX] = {"--no-landlock", s->no_landlock, "--",
-                                     launchd};
+    const char *args[TP_ARGS_MAX] = {s->fake != NULL ? s->fake
+                                                     : "--no-landlock",
+                                     s->no_landlock, "--", launchd};
     size_t n = tl_serve_args(s, args, s->no_landlock != NULL ? 4U : 0U, w, b);
     for (size_t i = 0;
          extra != NULL && extra[i] != NULL && n + 4U < TP_ARGS_MAX; i++) {
@@ -2001,6 +2004,75 @@ PBX_TEST(peers_launchd_refuses_a_sandbox_where_the_kernel_has_no_landlock)
         PBX_CHECK(strcmp(out, "nnp=1\n") == 0);
         tl_stop(&s);
     }
+}
+
+PBX_TEST(peers_launchd_refuses_a_sandbox_where_the_kernel_has_no_seccomp)
+{
+    /* launchd under a seccomp filter that answers seccomp() as a kernel
+     * without seccomp does (ENOSYS) or without filter mode (EINVAL): the
+     * sandboxed LAUNCH is refused, naming the wall it cannot build, and
+     * the program never runs (it is never run with fewer walls); an
+     * ordinary LAUNCH still runs. */
+    static const char *const errs[] = {"38", "22"};
+    for (size_t i = 0; i < 2; i++) {
+        tl_srv s;
+        memset(&s, 0, sizeof(s));
+        s.no_landlock = errs[i];
+        s.fake = "--no-seccomp";
+        tl_start(&s, NULL);
+        const char *args[] = {tl_probe_path(), "nnp", NULL};
+        static char out[256];
+        PBX_CHECK_EQ(
+            tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
+            (uint16_t)PBX_E_PEER_NO_SECCOMP);
+        PBX_CHECK(out[0] == '\0');
+        PBX_CHECK(tl_logged(&s, "sandbox: seccomp filter mode: "));
+        PBX_CHECK(tl_logged(&s, "LAUNCH refused: sandbox: this kernel "
+                                "cannot install a seccomp filter"));
+        PBX_CHECK(tl_quiet(s.broker, 100));
+        PBX_CHECK_EQ(tl_probe_run(&s, args, 0U, out, sizeof(out)), 0U);
+        PBX_CHECK(strcmp(out, "nnp=1\n") == 0);
+        tl_stop(&s);
+    }
+}
+
+PBX_TEST(peers_launchd_never_runs_a_sandboxed_job_whose_filter_failed)
+{
+    /* launchd's check passes but installing the filter fails in the job's
+     * child: the child says so on the job's stderr and exits 126 without
+     * running the program (it prints nothing). */
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    s.no_landlock = "22";
+    s.fake = "--no-seccomp-install";
+    tl_start(&s, NULL);
+    int p[2];
+    int e[2];
+    PBX_REQUIRE(tl_pipe(p) && tl_pipe(e));
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    PBX_REQUIRE(nul >= 0);
+    int c = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    const char *args[] = {tl_probe_path(), "nnp", NULL};
+    int io[3] = {nul, p[1], e[1]};
+    pbx_peer_launch_reply rep;
+    PBX_CHECK_EQ(tl_launch_with(c, args, io, 3, PBX_PEER_LAUNCH_SANDBOX, &rep),
+                 0U);
+    (void)close(p[1]);
+    (void)close(e[1]);
+    (void)close(nul);
+    static char out[256];
+    static char err[512];
+    tl_slurp(p[0], out, sizeof(out));
+    tl_slurp(e[0], err, sizeof(err));
+    PBX_CHECK(out[0] == '\0');
+    PBX_CHECK(strstr(err, "pbx-launchd: sandbox: seccomp: ") != NULL &&
+              strstr(err, "the program was not run") != NULL);
+    tl_expect_end(&s, c, rep.job_id, rep.job_gen, 126U << 8);
+    pbx_peer_io_close_all(p, 1);
+    pbx_peer_io_close_all(e, 1);
+    (void)close(c);
+    tl_stop(&s);
 }
 
 /* Counts the newline-ended lines of s. */

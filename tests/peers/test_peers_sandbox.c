@@ -18,15 +18,17 @@ PBX_TEST(peers_sandbox_plans_every_abi_and_refuses_without_landlock)
 {
     /* The filesystem rights each ABI knows: 13 with ABI 1, REFER with 2,
      * TRUNCATE with 3, none new with 4, IOCTL_DEV with 5, none new with
-     * 6 and 7 (6 brought the two scopes). A newer ABI keeps them all. */
+     * 6 and 7 (6 brought the two scopes, 4 the two TCP rights). A newer
+     * ABI keeps them all. */
     static const struct {
         long abi;
         uint64_t fs;
         uint64_t scoped;
+        uint64_t net;
     } cases[] = {
-        {1, 0x1FFFU, 0U}, {2, 0x3FFFU, 0U}, {3, 0x7FFFU, 0U},
-        {4, 0x7FFFU, 0U}, {5, 0xFFFFU, 0U}, {6, 0xFFFFU, 3U},
-        {7, 0xFFFFU, 3U}, {8, 0xFFFFU, 3U}, {1000, 0xFFFFU, 3U},
+        {1, 0x1FFFU, 0U, 0U}, {2, 0x3FFFU, 0U, 0U}, {3, 0x7FFFU, 0U, 0U},
+        {4, 0x7FFFU, 0U, 3U}, {5, 0xFFFFU, 0U, 3U}, {6, 0xFFFFU, 3U, 3U},
+        {7, 0xFFFFU, 3U, 3U}, {8, 0xFFFFU, 3U, 3U}, {1000, 0xFFFFU, 3U, 3U},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         pbx_peer_sandbox_plan p;
@@ -35,6 +37,9 @@ PBX_TEST(peers_sandbox_plans_every_abi_and_refuses_without_landlock)
         PBX_CHECK(p.abi == cases[i].abi);
         PBX_CHECK(p.handled_fs == cases[i].fs);
         PBX_CHECK(p.scoped == cases[i].scoped);
+        /* From ABI 4 TCP bind and connect are handled with no rule that
+         * allows a port: denied (the seccomp socket ban holds anyway). */
+        PBX_CHECK(p.handled_net == cases[i].net);
         /* The one rule: execute and read the program's own file, both
          * handled (so nothing else is allowed). */
         PBX_CHECK(p.prog_access ==

@@ -17,6 +17,13 @@
  * has it disabled) and executes PROG: the tests run launchd so, to see
  * that a kernel without Landlock refuses a sandboxed LAUNCH. The filter
  * lives in this test program only; launchd has no such hook.
+ * `pbx-sandbox-probe --no-seccomp ERRNO -- PROG [ARG...]` does the same
+ * for seccomp itself: the seccomp() call and prctl(PR_SET_SECCOMP) fail
+ * with ERRNO (ENOSYS: a kernel without seccomp; EINVAL: one without filter
+ * mode), so the tests see launchd refuse a sandbox it cannot wall in.
+ * `--no-seccomp-install ERRNO` fails only seccomp(SECCOMP_SET_MODE_FILTER)
+ * (launchd's check before the fork passes; the install in the job's child
+ * fails), so the tests see the child stop without running the program.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,11 +121,46 @@ static bool probe_no_landlock(int err)
            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
+/* Makes seccomp() and prctl(PR_SET_SECCOMP) fail with err in this
+ * process and every program it executes (only seccomp() installing a
+ * filter when install_only); false when the filter could not be
+ * installed. */
+static bool probe_no_seccomp(int err, bool install_only)
+{
+    const unsigned ret_err =
+        SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA);
+    /* seccomp(): any operation fails (install_only: only installing a
+     * filter); prctl(PR_SET_SECCOMP) fails; everything else is allowed. */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_SET_MODE_FILTER, 3,
+                 install_only ? 4 : 3),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, ret_err),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc >= 5 && strcmp(argv[1], "--no-landlock") == 0 &&
-        strcmp(argv[3], "--") == 0) {
-        if (!probe_no_landlock((int)strtol(argv[2], NULL, 10))) {
+    bool no_ll = argc >= 5 && strcmp(argv[1], "--no-landlock") == 0;
+    bool no_sc = argc >= 5 && strcmp(argv[1], "--no-seccomp") == 0;
+    bool no_in = argc >= 5 && strcmp(argv[1], "--no-seccomp-install") == 0;
+    if ((no_ll || no_sc || no_in) && strcmp(argv[3], "--") == 0) {
+        int err = (int)strtol(argv[2], NULL, 10);
+        if (no_ll ? !probe_no_landlock(err) : !probe_no_seccomp(err, no_in)) {
             perror("pbx-sandbox-probe: seccomp");
             return 1;
         }
