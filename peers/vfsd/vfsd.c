@@ -16,10 +16,14 @@
  * object's connection so that every copy reads its end. When a route
  * closes, every object minted for it is retired the same way: no object
  * outlives the powerboxd that could revoke it (one RETIRE line per object,
- * then a count line). With --attach-fd N the supervisor (`pbx up`) may
- * start vfsd with no route and later send 'L' and a path: vfsd then
- * listens there (mode 0600) for powerboxd's route, exactly as on --route,
- * closing the listener an earlier 'L' made. See docs/HOST.md.
+ * then a count line). vfsd listens for no route: a route is a descriptor
+ * handed over (--route-fd, serving --route-pid or the SO_PEERCRED pid of
+ * its far end) or, with --attach-fd N, a pair vfsd makes when the
+ * supervisor (`pbx up`) sends 'P' and a pid: vfsd serves RESOLVE on it to
+ * that pid alone and answers with the far end, which the supervisor gives
+ * to the powerboxd it forked and holds before exec. One process (the
+ * SO_PEERCRED pid of its scope-socket connection) holds at most
+ * --scopes-per-pid scopes at once. See docs/HOST.md.
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
@@ -50,84 +54,95 @@
 static const char vfsd_usage[] =
     "usage: pbx-vfsd --root DIR [--scope PATH[=SUBDIR]]... "
     "[--scope-fd N[=SUBDIR]]...\n"
-    "                [--lie-scope PATH[=SUBDIR]]... [--route PATH] "
+    "                [--lie-scope PATH[=SUBDIR]]... "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
-    "                [--incarnation N] [--attach-fd N]\n"
+    "                [--incarnation N] [--attach-fd N] [--scopes-per-pid N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
-    "scope of DIR (or its SUBDIR); powerboxd's route (--route, --route-fd)\n"
-    "takes DETACH and RETIRE (--route-pid: the process at the far end of a\n"
-    "--route-fd pair vfsd made itself). Object ids carry this vfsd's\n"
-    "incarnation: RETIRE or DETACH of another's is echoed as absent.\n"
-    "--incarnation N (1..65535) sets it; without it, it is random (a\n"
-    "restarted vfsd may then repeat a dead one's). --attach-fd N: the\n"
-    "supervisor's attach channel; its 'L' PATH makes vfsd listen at PATH\n"
-    "for a route (so vfsd may start with no route). See docs/HOST.md.\n";
+    "scope of DIR (or its SUBDIR), at most N held by one process at once\n"
+    "(--scopes-per-pid, default 32). RESOLVE is served only to the one\n"
+    "process a route names; the route takes DETACH and RETIRE. A route is\n"
+    "never a connection to a listener: --route-fd N is a descriptor handed\n"
+    "over (--route-pid: the process at its far end; else SO_PEERCRED's), and\n"
+    "--attach-fd N is the supervisor's attach channel, whose 'P' PID makes a\n"
+    "route pair for PID and answers with its far end (so vfsd may start\n"
+    "with no route). Object ids carry this vfsd's incarnation: RETIRE or\n"
+    "DETACH of another's is echoed as absent. --incarnation N (1..65535)\n"
+    "sets it; without it, it is random. See docs/HOST.md.\n";
 
 vfsd g_vfsd;
 
-/* Accepts what listener l has waiting: a scope hand-out or a route. */
+/* Accepts what scope listener l has waiting: one scope hand-out. No
+ * listener of vfsd ever makes a route: every route is a pair whose far
+ * end the supervisor gives to the process it names. */
 static void vfsd_accept(const vfsd_conn *l)
 {
     int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0 && l->kind == VFSD_KIND_SCOPE) {
+    if (fd >= 0) {
         (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
-    } else if (fd >= 0) {
-        (void)vfsd_add_conn(fd, l->kind, l->dirfd, 0U, false);
     }
 }
 
-/* Closes the route listener an earlier 'L' made, if any, and takes it
- * out of the listeners (routes accepted on it stay). */
-static void vfsd_attach_unlisten(void)
+/* The pid a 'P' body names (4 bytes, little-endian), or 0 when the body
+ * is not one (wrong length, 0, or beyond INT32_MAX). */
+static pid_t vfsd_pair_pid(const pbx_peer_attach_msg *m)
 {
-    for (size_t i = 0; i < g_vfsd.nlistens && g_vfsd.attach_listen >= 0; i++) {
-        if (g_vfsd.listens[i].fd == g_vfsd.attach_listen) {
-            (void)close(g_vfsd.attach_listen);
-            g_vfsd.listens[i] = g_vfsd.listens[g_vfsd.nlistens - 1U];
-            g_vfsd.nlistens--;
-            g_vfsd.attach_listen = -1;
-        }
+    if (m->body_len != PBX_PEER_ATTACH_PID_BYTES) {
+        return 0;
     }
+    uint32_t v = (uint32_t)m->body[0] | (uint32_t)m->body[1] << 8 |
+                 (uint32_t)m->body[2] << 16 | (uint32_t)m->body[3] << 24;
+    return v == 0U || v > (uint32_t)INT32_MAX ? 0 : (pid_t)v;
 }
 
-/* Applies the 'L' message m: a fresh private route listener at its path
- * (the previous 'L' listener closed first). Returns NULL when done, else
- * why it was refused (in why, cap bytes). */
-static const char *vfsd_attach_listen(const pbx_peer_attach_msg *m, char *why,
-                                      size_t cap)
+/*
+ * Applies the 'P' message m: a fresh route socketpair whose end vfsd keeps
+ * serves RESOLVE to the named pid alone, and its far end goes back in the
+ * answer ('p' 0 with the descriptor). The supervisor forked that process
+ * and holds it before exec until it has the end, so no other process can
+ * be the one served, whatever connects where. Returns NULL when answered,
+ * else why it was refused (in why, cap bytes; nothing was made).
+ */
+static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
+                                    size_t cap)
 {
-    char path[108];
+    pid_t pid = vfsd_pair_pid(m);
+    int sv[2] = {-1, -1};
     if (m->nfds != 0U) {
-        (void)snprintf(why, cap, "'L' carries %zu descriptor(s), not 0",
+        (void)snprintf(why, cap, "'P' carries %zu descriptor(s), not 0",
                        m->nfds);
         return why;
     }
-    if (m->body_len == 0U || m->body_len >= sizeof(path) ||
-        memchr(m->body, 0, m->body_len) != NULL) {
-        return "bad path (1..107 bytes, no NUL)";
+    if (pid == 0) {
+        return "bad pid (4 bytes, little-endian, 1..2147483647)";
     }
-    memcpy(path, m->body, m->body_len);
-    path[m->body_len] = '\0';
-    vfsd_attach_unlisten();
-    if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
-        return "listener table full";
+    if (g_vfsd.nconns >= VFSD_CONNS_MAX) {
+        return "connection table full";
     }
-    int fd = pbx_peer_io_listen_private(path, SOCK_SEQPACKET);
-    if (fd < 0) {
-        (void)snprintf(why, cap, "bind failed at %s: %s", path,
-                       strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        (void)snprintf(why, cap, "socketpair: %s", strerror(errno));
         return why;
     }
-    g_vfsd.listens[g_vfsd.nlistens++] =
-        (vfsd_conn){fd, VFSD_KIND_ROUTE, g_vfsd.root_fd, 0U, false, 0, 0U};
-    g_vfsd.attach_listen = fd;
-    pbx_peer_log("vfsd", "attach channel: listening for a route at %s", path);
+    /* Cannot fail: the table has room (checked above). */
+    (void)vfsd_add_conn(sv[0], VFSD_KIND_ROUTE, g_vfsd.root_fd, 0U, pid);
+    if (pbx_peer_attach_answer_fd(g_vfsd.attach, m->op, PBX_PEER_ATTACH_DONE,
+                                  sv[1]) != 0) {
+        pbx_peer_log("vfsd", "attach channel: route end not sent: %s",
+                     strerror(errno));
+        vfsd_drop_conn(g_vfsd.nconns - 1U);
+    } else {
+        pbx_peer_log("vfsd",
+                     "attach channel: route pair made for pid %ld (its far "
+                     "end handed to the supervisor)",
+                     (long)pid);
+    }
+    (void)close(sv[1]);
     return NULL;
 }
 
-/* Handles what waits on the attach channel: 'L' messages, answered 'l'
- * and 0 or 1; every other op refused. At the channel's end (the
- * supervisor is gone) it is closed and vfsd serves on. */
+/* Handles what waits on the attach channel: 'P' messages, answered 'p'
+ * 0 with a route's far end, or 'p' 1; every other op (the retired 'L'
+ * included: vfsd listens for no route) refused. At the channel's end
+ * (the supervisor is gone) it is closed and vfsd serves on. */
 static void vfsd_attach_input(void)
 {
     static pbx_peer_attach_msg m;
@@ -136,15 +151,11 @@ static void vfsd_attach_input(void)
         char buf[192];
         const char *why = !m.ok ? "malformed message (truncated, or more than "
                                   "2 descriptors)"
-                          : m.op != PBX_PEER_ATTACH_OP_LISTEN
-                              ? "op not served by vfsd (only 'L')"
-                              : vfsd_attach_listen(&m, buf, sizeof(buf));
+                          : m.op != PBX_PEER_ATTACH_OP_PAIR
+                              ? "op not served by vfsd (only 'P')"
+                              : vfsd_attach_pair(&m, buf, sizeof(buf));
         if (why != NULL) {
             pbx_peer_attach_refuse(g_vfsd.attach, &m, "vfsd", why);
-        } else if (pbx_peer_attach_answer(g_vfsd.attach, m.op,
-                                          PBX_PEER_ATTACH_DONE) != 0) {
-            pbx_peer_log("vfsd", "attach channel: answer not sent: %s",
-                         strerror(errno));
         }
     }
 }
@@ -280,7 +291,8 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
         return kind == VFSD_KIND_SCOPE
                    ? vfsd_hand_scope(fd, dirfd, lie)
-                   : vfsd_add_conn(fd, kind, dirfd, 0U, true) != NULL;
+                   : vfsd_add_conn(fd, kind, dirfd, 0U, g_vfsd.route_pid) !=
+                         NULL;
     }
     if (g_vfsd.nlistens >= VFSD_LISTEN_MAX) {
         pbx_peer_log("vfsd", "too many listening sockets");
@@ -295,9 +307,9 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",        "--scope",    "--scope-fd", "--lie-scope",
-        "--route",       "--route-fd", "--ready-fd", "--route-pid",
-        "--incarnation", "--attach-fd"};
+        "--root",        "--scope",     "--scope-fd",      "--lie-scope",
+        "--route",       "--route-fd",  "--ready-fd",      "--route-pid",
+        "--incarnation", "--attach-fd", "--scopes-per-pid"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -324,6 +336,51 @@ static bool vfsd_incarnation_arg(const char *text)
     return true;
 }
 
+/* A positive decimal of at most max from text, or 0 when it is not one. */
+static long vfsd_positive(const char *text, long max)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    return end == text || *end != '\0' || errno != 0 || n < 1L || n > max ? 0L
+                                                                          : n;
+}
+
+/* Checks and applies option k's value v where it is a number, and refuses
+ * --route: a listener would make its first connector the route (every
+ * route is now a pair: --route-fd, or the attach channel's 'P'). Returns
+ * false after a message naming the bad argument. */
+static bool vfsd_value_arg(const char *k, const char *v)
+{
+    if (strcmp(k, "--route") == 0) {
+        pbx_peer_log("vfsd",
+                     "bad argument: --route '%s': vfsd listens for no route "
+                     "(its first connector would become one); use --route-fd "
+                     "or the attach channel's 'P'",
+                     v);
+        return false;
+    }
+    if (strcmp(k, "--incarnation") == 0) {
+        return vfsd_incarnation_arg(v);
+    }
+    bool pid = strcmp(k, "--route-pid") == 0;
+    if (!pid && strcmp(k, "--scopes-per-pid") != 0) {
+        return true;
+    }
+    long n = vfsd_positive(v, pid ? (long)INT32_MAX : (long)VFSD_CONNS_MAX);
+    if (n == 0L) {
+        pbx_peer_log("vfsd", "bad argument: %s '%s' (1..%ld)", k, v,
+                     pid ? (long)INT32_MAX : (long)VFSD_CONNS_MAX);
+        return false;
+    }
+    if (pid) {
+        g_vfsd.route_pid = (pid_t)n;
+    } else {
+        g_vfsd.scopes_per_pid = (uint32_t)n;
+    }
+    return true;
+}
+
 /* Checks the command line's shape: returns 0 when it is well formed with
  * *root set, 1 for -h/--help, 2 with a message naming the bad argument. */
 static int vfsd_args_check(int argc, char **argv, const char **root)
@@ -346,19 +403,7 @@ static int vfsd_args_check(int argc, char **argv, const char **root)
         if (strcmp(argv[i], "--root") == 0) {
             *root = argv[i + 1];
         }
-        if (strcmp(argv[i], "--route-pid") == 0) {
-            char *end = NULL;
-            long pid = strtol(argv[i + 1], &end, 10);
-            if (end == argv[i + 1] || *end != '\0' || pid <= 0 ||
-                pid > INT32_MAX) {
-                pbx_peer_log("vfsd", "bad argument: --route-pid '%s'",
-                             argv[i + 1]);
-                return 2;
-            }
-            g_vfsd.route_pid = (pid_t)pid;
-        }
-        if (strcmp(argv[i], "--incarnation") == 0 &&
-            !vfsd_incarnation_arg(argv[i + 1])) {
+        if (!vfsd_value_arg(argv[i], argv[i + 1])) {
             return 2;
         }
     }
@@ -394,9 +439,8 @@ static int vfsd_args(int argc, char **argv, int *ready_fd)
             ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_SCOPE,
                                    strcmp(k, "--scope-fd") == 0,
                                    strcmp(k, "--lie-scope") == 0);
-        } else if (strcmp(k, "--route") == 0 || strcmp(k, "--route-fd") == 0) {
-            ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_ROUTE,
-                                   strcmp(k, "--route-fd") == 0, false);
+        } else if (strcmp(k, "--route-fd") == 0) {
+            ok = vfsd_endpoint_arg(argv[i + 1], VFSD_KIND_ROUTE, true, false);
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready_fd = pbx_peer_io_fd_arg(argv[i + 1]);
             ok = *ready_fd >= 0;
@@ -415,7 +459,8 @@ static int vfsd_args(int argc, char **argv, int *ready_fd)
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
-    g_vfsd.attach = g_vfsd.attach_listen = -1;
+    g_vfsd.attach = -1;
+    g_vfsd.scopes_per_pid = VFSD_SCOPES_PER_PID;
     pbx_peer_objtab_init(&g_vfsd.objs);
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         g_vfsd.data[r] = -1;

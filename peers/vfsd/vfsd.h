@@ -19,11 +19,16 @@
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_vfs.h"
 
+/* Scope listeners (--scope, --lie-scope): vfsd listens for nothing else. */
 #define VFSD_LISTEN_MAX 9U
 /* Scope and route connections: every scope handed out stays one until
  * the last copy of it is closed, so 64 concurrent clients with a scope
  * each need more than 64 (run.py many-clients). */
-#define VFSD_CONNS_MAX      256U
+#define VFSD_CONNS_MAX 256U
+/* The scopes one process (SO_PEERCRED pid of its connection to a scope
+ * socket) may hold at once by default (--scopes-per-pid): well below
+ * VFSD_CONNS_MAX, so that no one process fills the table others need. */
+#define VFSD_SCOPES_PER_PID 32U
 #define VFSD_COMPONENTS_MAX 256U
 /* Calls served per object per poll round: a holder that floods its object
  * delays only itself, the rest waits for the next round. */
@@ -50,7 +55,8 @@ typedef struct vfsd_conn {
     int dirfd;         /* the scope's subtree (scopes only; shared) */
     uint64_t scope_id; /* scope connections: inode of the end handed out */
     bool lie;          /* fault switch (--lie-scope): misname the scope */
-    pid_t pid;         /* routes: the process at the other end */
+    pid_t pid;         /* routes: the one process served RESOLVE on it; scopes:
+                        * the process it was handed to (SO_PEERCRED) */
     uint64_t serial;   /* routes: which route this is (never reused) */
 } vfsd_conn;
 
@@ -85,9 +91,10 @@ typedef struct vfsd {
      * supervisor had this vfsd make (a restart), or 0: SO_PEERCRED. */
     pid_t route_pid;
     /* --attach-fd: the supervisor's attach channel (-1: none, or closed
-     * at its end), and the route listener its last 'L' made (-1: none). */
+     * at its end); its 'P' makes a route pair for a named pid. */
     int attach;
-    int attach_listen;
+    /* --scopes-per-pid: the most scopes one process may hold at once. */
+    uint32_t scopes_per_pid;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t obj_in[PBX_PEER_VFS_CALL_BYTES_MAX + 1U];
@@ -121,10 +128,11 @@ bool vfsd_obj_serve(size_t row);
 void vfsd_hangup(size_t row);
 
 /* vfsd_route.c: serving one message on a connection (false: close it),
- * adding and dropping connections, handing out one scope. */
+ * adding a connection (a route's one process is named, else SO_PEERCRED
+ * of fd names it), dropping one, handing out one scope. */
 bool vfsd_serve(vfsd_conn *c);
 vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
-                         bool handed);
+                         pid_t named);
 void vfsd_drop_conn(size_t i);
 bool vfsd_hand_scope(int conn, int dirfd, bool lie);
 

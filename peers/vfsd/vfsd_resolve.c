@@ -273,6 +273,21 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
     (void)close(sv[1]);
 }
 
+/* Whether the far end of route fd is gone (closed or shut). The pid a
+ * route names can only be reused by another process after that one died,
+ * and its death closes its end: a route that is not hung up still names
+ * the very process it was made for, so no RESOLVE is ever served to a
+ * later holder of its pid, even before vfsd's poll drops the route. */
+static bool vfsd_route_hung(int fd)
+{
+    struct pollfd p = {fd, POLLRDHUP, 0};
+    int n = poll(&p, 1U, 0);
+    /* A failed look counts as hung: refusing is the safe answer. */
+    return n < 0 ||
+           (n > 0 &&
+            (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0);
+}
+
 /* The route whose process sent the RESOLVE just received (pid from its
  * SCM_CREDENTIALS, 0 when none came), or NULL: only the process at the
  * other end of a route (powerboxd) may RESOLVE. */
@@ -280,7 +295,8 @@ static const vfsd_conn *vfsd_route_of(pid_t pid)
 {
     for (size_t i = 0; pid > 0 && i < g_vfsd.nconns; i++) {
         const vfsd_conn *r = &g_vfsd.conns[i];
-        if (r->kind == VFSD_KIND_ROUTE && r->pid == pid) {
+        if (r->kind == VFSD_KIND_ROUTE && r->pid == pid &&
+            !vfsd_route_hung(r->fd)) {
             return r;
         }
     }

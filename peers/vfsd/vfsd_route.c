@@ -263,12 +263,27 @@ bool vfsd_serve(vfsd_conn *c)
     return true;
 }
 
-/* Adds a connection of kind named scope_id (0 for the route); on a full
- * table fd is closed and NULL returned. handed says a route came as
- * --route-fd (a pair --route-pid may name the far end of), not accepted
- * on a listener. */
+/* The pid the kernel names at the other end of socket fd (SO_PEERCRED:
+ * the process that connected, or that made a socketpair), or 0. */
+static pid_t vfsd_peer_pid(int fd)
+{
+    struct ucred cr;
+    socklen_t cl = sizeof(cr);
+    memset(&cr, 0, sizeof(cr));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+        cr.pid = 0;
+    }
+    return cr.pid;
+}
+
+/* Adds a connection of kind named scope_id (0 for a route); on a full
+ * table fd is closed and NULL returned. A route serves RESOLVE to one
+ * process: named when the caller knows it exactly (a pair vfsd made
+ * itself names vfsd at both ends: 'P' names the pid, --route-pid the far
+ * end of --route-fd), else the one SO_PEERCRED of fd names. A scope
+ * connection records named as the process it was handed to. */
 vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
-                         bool handed)
+                         pid_t named)
 {
     if (g_vfsd.nconns >= VFSD_CONNS_MAX) {
         pbx_peer_log("vfsd", "connection table full; refusing a connection");
@@ -276,19 +291,9 @@ vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
         return NULL;
     }
     vfsd_conn *c = &g_vfsd.conns[g_vfsd.nconns++];
-    *c = (vfsd_conn){fd, kind, dirfd, scope_id, false, 0, 0U};
+    *c = (vfsd_conn){fd, kind, dirfd, scope_id, false, named, 0U};
     if (kind == VFSD_KIND_ROUTE) {
-        /* The process at the other end: the one that connected (or, for
-         * a handed-over socketpair, made it). Only it may RESOLVE. */
-        struct ucred cr;
-        socklen_t cl = sizeof(cr);
-        memset(&cr, 0, sizeof(cr));
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
-            cr.pid = 0;
-        }
-        /* A pair vfsd made itself names vfsd at both ends: the
-         * supervisor says who holds the other (--route-pid). */
-        c->pid = handed && g_vfsd.route_pid > 0 ? g_vfsd.route_pid : cr.pid;
+        c->pid = named > 0 ? named : vfsd_peer_pid(fd);
         c->serial = ++g_vfsd.routes_made;
         pbx_peer_log("vfsd", "route from pid %ld: its RESOLVEs are served",
                      (long)c->pid);
@@ -317,10 +322,29 @@ void vfsd_drop_conn(size_t i)
  * copy it receives at COMMIT reports that very inode: an identity the
  * kernel vouches for and the client cannot choose. The inode alone is the
  * name: every socket lives on the one sockfs, so st_dev is the same for
- * all of them and the 64-bit wire field keeps the inode whole.
+ * all of them and the 64-bit wire field keeps the inode whole. A process
+ * (SO_PEERCRED of conn) that already holds --scopes-per-pid scopes is
+ * refused: conn is closed with no scope, and the refusal logged.
  */
 bool vfsd_hand_scope(int conn, int dirfd, bool lie)
 {
+    pid_t holder = vfsd_peer_pid(conn);
+    uint32_t held = 0U;
+    for (size_t i = 0; i < g_vfsd.nconns; i++) {
+        if (g_vfsd.conns[i].kind == VFSD_KIND_SCOPE &&
+            g_vfsd.conns[i].pid == holder) {
+            held++;
+        }
+    }
+    if (held >= g_vfsd.scopes_per_pid) {
+        /* Admission: one process cannot fill the table others need. */
+        pbx_peer_log("vfsd",
+                     "scope refused to pid %ld: it holds %u scope(s), the "
+                     "most one process may (--scopes-per-pid %u)",
+                     (long)holder, held, g_vfsd.scopes_per_pid);
+        (void)close(conn);
+        return false;
+    }
     int sv[2] = {-1, -1};
     int on = 1;
     /* SO_PASSCRED on the end vfsd keeps, before anyone can send on the
@@ -328,9 +352,9 @@ bool vfsd_hand_scope(int conn, int dirfd, bool lie)
     bool ok = socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0 &&
               setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) == 0;
     uint64_t id = ok ? pbx_peer_io_inode(sv[1]) : 0U;
-    vfsd_conn *c = id != 0U
-                       ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id, false)
-                       : NULL;
+    vfsd_conn *c =
+        id != 0U ? vfsd_add_conn(sv[0], VFSD_KIND_SCOPE, dirfd, id, holder)
+                 : NULL;
     if (c == NULL) {
         pbx_peer_log("vfsd", "no scope handed out: %s",
                      ok ? "table full" : strerror(errno));

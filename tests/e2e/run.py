@@ -483,10 +483,8 @@ and its job connection.
                  ok`); powerboxd's usage report (within
                  15 s) equals the baseline: every pool's use (all 0)
                  and capacity and its descriptor count; every peer holds
-                 its baseline descriptor count (vfsd one fewer when it
-                 is not the first vfsd, whose --route listener it keeps,
-                 and one more once it listens for a restarted
-                 powerboxd's route)
+                 its baseline descriptor count (vfsd included: it
+                 listens for no route, so every vfsd holds the same)
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
                  pane shows the trusted prompt naming pbx-demo and
@@ -595,24 +593,44 @@ def pbx1(bin_dir, work, geometry=()):
     return fd
 
 
-def exec_powerboxd(bin_dir, public, fds, pgid, log):
+# exec_powerboxd's mark of the slot vfsd's route goes to (slot 5).
+VFSD_GATE = "vfsd-gate"
+
+
+def vfsd_pair(chan, pid):
+    """Asks vfsd over its attach channel chan (our end) for a route pair
+    made for pid ('P', the pid as 4 bytes little-endian) and returns the
+    far end vfsd answers with ('p' 0 and the descriptor)."""
+    chan.settimeout(10)
+    chan.send(b"P" + struct.pack("<I", pid))
+    msg, fds, _, _ = socket.recv_fds(chan, 8, 1)
+    if msg != b"p\x00" or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        fail(f"vfsd answered 'P' {pid} with {msg!r} and {len(fds)} fd(s)")
+    return fds[0]
+
+
+def exec_powerboxd(bin_dir, public, fds, pgid, log, chan=None):
     """Forks and execs powerboxd in process group pgid with fds[i] at slot
-    3 + i (None: empty; a path: a SEQPACKET connection to it made by the
-    child itself, so that its SO_PEERCRED names powerboxd: vfsd serves
-    RESOLVE only from the process at the other end of its route) and its
-    standard error (its log) on file log."""
+    3 + i (None: empty; VFSD_GATE: the descriptor the child waits for
+    before exec on a gate, vfsd's route end made by vfsd over its attach
+    channel chan for the child's exact pid: vfsd serves RESOLVE only to
+    the process its route names, and no socket anyone could connect to is
+    a route) and its standard error (its log) on file log."""
+    gate = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) \
+        if VFSD_GATE in fds else None
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, pgid)
             os.dup2(log.fileno(), 2)
-            conns = []
             for i, fd in enumerate(fds):
-                if isinstance(fd, str):
-                    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-                    c.connect(fd)
-                    conns.append(c)
-                    fds[i] = c.fileno()
+                if fd == VFSD_GATE:
+                    _, got, _, _ = socket.recv_fds(gate[1], 1, 1)
+                    if len(got) != 1:
+                        os._exit(127)
+                    fds[i] = got[0]
             high = [None if fd is None else os.dup(fd) for fd in fds]
             for i, fd in enumerate(high):
                 if fd is None:
@@ -623,6 +641,14 @@ def exec_powerboxd(bin_dir, public, fds, pgid, log):
             os.execv(os.path.join(bin_dir, "powerboxd"), ["powerboxd", public])
         finally:
             os._exit(127)
+    if gate is not None:
+        gate[1].close()
+        try:
+            route = vfsd_pair(chan, pid)
+            socket.send_fds(gate[0], [b"g"], [route])
+            os.close(route)
+        finally:
+            gate[0].close()
     return pid
 
 
@@ -729,6 +755,8 @@ class Stack:
         self.procs = []
         self.logs = {}
         self.pid = 0
+        # Our end of vfsd's attach channel (its 'P' makes powerboxd's route).
+        self.vfsd_chan = None
         self.keeper = subprocess.Popen(["sleep", "86400"], process_group=0,
                                        stdin=subprocess.DEVNULL)
         self.pgid = self.keeper.pid
@@ -758,15 +786,18 @@ class Stack:
             for _ in range(3)]
         wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         stages = [a for s in STAGES for a in ("--stage", s)]
-        # vfsd's route is a connection to vfsd's own --route listener, not
-        # a socketpair made here: powerboxd accepts a scope only from the
-        # process at the other end of slot 5 (SO_PEERCRED), and a
-        # socketpair's peer would be this supervisor.
-        route = os.path.join(w, "vfsd-route.sock")
+        # vfsd's route is a pair vfsd makes itself for powerboxd's exact
+        # pid ('P' on its attach channel), not a socketpair made here:
+        # powerboxd accepts a scope only from the process at the other end
+        # of slot 5 (SO_PEERCRED), and a socketpair's peer would be this
+        # supervisor. vfsd listens for no route.
+        self.vfsd_chan, chan = socket.socketpair(socket.AF_UNIX,
+                                                 socket.SOCK_SEQPACKET)
         g = self.pgid
         self.procs = [
             peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
-                  "--lie-scope", self.lie_scope, "--route", route], [],
+                  "--lie-scope", self.lie_scope, "--attach-fd",
+                  str(chan.fileno())], [chan.fileno()],
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
@@ -787,9 +818,10 @@ class Stack:
         ]
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
             pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(),
-            route, ttyp[0].fileno(), proc[0].fileno(),
+            VFSD_GATE, ttyp[0].fileno(), proc[0].fileno(),
             wake[0].fileno(), None, broker[0].fileno()], g,
-            self.log("powerboxd"))
+            self.log("powerboxd"), self.vfsd_chan)
+        chan.close()
         for s in (ttyp, proc, broker, wake):
             s[0].close()
             s[1].close()
@@ -885,6 +917,9 @@ class Stack:
                 p.kill()
                 p.wait()
         self.kill_jobs()
+        if self.vfsd_chan is not None:
+            self.vfsd_chan.close()
+            self.vfsd_chan = None
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except ProcessLookupError:
@@ -3570,7 +3605,8 @@ def broker_restarted(u, old, since, what):
     for line in ("restarting powerboxd alone in 500 ms (restart 1 within "
                  "60 s)", f"powerboxd[{new}] started: ",
                  f"powerboxd[{new}] ready on {u.dir}/public.sock",
-                 "vfsd: attach channel: listening for a route at ",
+                 f"vfsd: attach channel: route pair made for pid {new} (",
+                 f"vfsd: route from pid {new}: its RESOLVEs are served",
                  "ttyd: attach channel: route(s) adopted",
                  "procd: attach channel: route(s) adopted",
                  "launchd: attach channel: route(s) adopted"):
@@ -5369,14 +5405,10 @@ def chaos_after(u, first, base, use):
         fail(f"chaos: {len(bad)} of {len(ends)} grant ends without "
              f"a reason: {bad[:3]}")
     line = usage_settled(u, use, "chaos: after the kills")
-    # vfsd holds one descriptor more while it keeps the route listener of
-    # its start (--route: the first vfsd only) and one more once told to
-    # listen for a restarted powerboxd's route ('L', which replaces any
-    # earlier one).
+    # Every vfsd holds the same descriptors: it listens for no route, and
+    # its one route is a pair (handed over at a restart, or made by 'P'
+    # for each powerboxd), whichever vfsd and powerboxd now run.
     want = dict(base)
-    want["vfsd"] = base["vfsd"] - (now["vfsd"] != first["vfsd"]) + \
-        (f" vfsd[{now['vfsd']}]: vfsd: attach channel: listening for a "
-         f"route at " in text)
     fds = {n: settled_fds(p) for n, p in now.items()}
     if fds != want:
         fail(f"chaos: descriptors {fds}, want {want} (baseline {base})")

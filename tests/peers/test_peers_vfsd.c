@@ -14,10 +14,8 @@
  * refuse every other op, a malformed call and any call after RETIRE
  * (queued calls answered before the cut), and never stall vfsd: a holder
  * that floods without reading, or shuts its writing side, costs nothing
- * else. With --attach-fd and no route, 'L' PATH makes a private route
- * listener (the previous one closed), wrong messages are refused with
- * their descriptors closed, the channel's end leaves vfsd serving, and a
- * route's close logs one RETIRE line per object before the count line.
+ * else. vfsd's attach channel, route pairs and scope admission are
+ * tested in test_peers_vfsd_attach.c.
  */
 #include "../../ipc/pbx_ipc.h"
 #include "../../peers/common/pbx_peer_io.h"
@@ -26,6 +24,7 @@
 #include "../../sha2/pbx_sha2.h"
 #include "../runner/pbx_test.h"
 #include "peers_child.h"
+#include "vfsd_test.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -253,7 +252,7 @@ typedef struct tv {
 } tv;
 
 /* Writes a small file. */
-static void tv_file(const char *dir, const char *name)
+void tv_file(const char *dir, const char *name)
 {
     char p[512];
     (void)snprintf(p, sizeof(p), "%s/%s", dir, name);
@@ -329,8 +328,8 @@ static void tv_down(tv *t)
 }
 
 /* Sends RESOLVE for sel on fd and decodes the reply into *rep. */
-static pbx_err tv_resolve(int fd, const char *sel, uint16_t op, uint16_t cls,
-                          pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
+pbx_err tv_resolve(int fd, const char *sel, uint16_t op, uint16_t cls,
+                   pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
 {
     pbx_ipc_resolve rq;
     memset(&rq, 0, sizeof(rq));
@@ -438,7 +437,7 @@ static uint32_t tv_detach(int route, pbx_ipc_object obj, int cap,
 }
 
 /* Sends a RETIRE on fd; returns the status. */
-static uint32_t tv_retire(int fd, const pbx_ipc_retire *rq, pbx_peer_msg *m)
+uint32_t tv_retire(int fd, const pbx_ipc_retire *rq, pbx_peer_msg *m)
 {
     uint8_t buf[128];
     size_t n = 0;
@@ -615,14 +614,18 @@ PBX_TEST(peers_vfsd_scope_socket)
     tv_file(p, "f");
     tv_file(d, "outside");
     (void)snprintf(sock, sizeof(sock), "%s/scope.sock=sub", d);
-    char rpath[600];
-    (void)snprintf(rpath, sizeof(rpath), "%s/route.sock", d);
-    const char *args[] = {"--root", d, "--scope", sock, "--route", rpath, NULL};
-    pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
+    /* This process made the route pair (SO_PEERCRED of --route-fd names
+     * it), so its RESOLVEs are served. */
+    int rp[2];
+    PBX_REQUIRE(tp_seqpair(rp));
+    char rarg[32];
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[] = {"--root",     d,    "--scope", sock,
+                          "--route-fd", rarg, NULL};
+    pid_t pid = tp_spawn("vfsd", args, &rp[1], 1U, -1);
+    (void)close(rp[1]);
     PBX_REQUIRE(pid > 0);
-    /* This process holds the route, so its RESOLVEs are served. */
-    int route = pbx_peer_io_connect(rpath, SOCK_SEQPACKET);
-    PBX_REQUIRE(route >= 0);
+    int route = rp[0];
     (void)snprintf(sock, sizeof(sock), "%s/scope.sock", d);
     uint64_t id = 0;
     uint64_t id2 = 0;
@@ -672,14 +675,17 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     tv_file(d, "f");
     (void)snprintf(honest, sizeof(honest), "%s/honest.sock", d);
     (void)snprintf(liar, sizeof(liar), "%s/liar.sock", d);
-    char rpath[600];
-    (void)snprintf(rpath, sizeof(rpath), "%s/route.sock", d);
-    const char *args[] = {"--root", d,         "--scope", honest, "--lie-scope",
-                          liar,     "--route", rpath,     NULL};
-    pid_t pid = tp_spawn("vfsd", args, NULL, 0, -1);
+    int rp[2];
+    PBX_REQUIRE(tp_seqpair(rp));
+    char rarg[32];
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[] = {"--root",      d,    "--scope",    honest,
+                          "--lie-scope", liar, "--route-fd", rarg,
+                          NULL};
+    pid_t pid = tp_spawn("vfsd", args, &rp[1], 1U, -1);
+    (void)close(rp[1]);
     PBX_REQUIRE(pid > 0);
-    int route = pbx_peer_io_connect(rpath, SOCK_SEQPACKET);
-    PBX_REQUIRE(route >= 0);
+    int route = rp[0];
     uint64_t hid = 0;
     uint64_t lid = 0;
     int h = -1;
@@ -1366,198 +1372,4 @@ PBX_TEST(peers_vfsd_incarnation_usage_errors)
         char *nl = strchr(text, '\n');
         PBX_CHECK(nl != NULL && nl[1] == '\0');
     }
-}
-
-/* A vfsd started with a scope and --attach-fd only (no route); its log
- * is dir/pbx-peer-vfsd.log. */
-typedef struct tva {
-    pid_t pid;
-    int scope;
-    uint64_t scope_id;
-    int chan; /* our end of the attach channel */
-    char dir[256];
-    char log[512];
-} tva;
-
-/* Starts vfsd on dir/pub (a.txt in it) with a handed-over scope and the
- * attach channel, and no route at all. */
-static void tva_up(tva *t)
-{
-    const char *d = tp_tmpdir();
-    (void)snprintf(t->dir, sizeof(t->dir), "%s", d);
-    (void)snprintf(t->log, sizeof(t->log), "%s/pbx-peer-vfsd.log", d);
-    char p[512];
-    (void)snprintf(p, sizeof(p), "%s/pub", d);
-    PBX_REQUIRE(mkdir(p, 0700) == 0);
-    tv_file(p, "a.txt");
-    int sp[2];
-    int ap[2];
-    PBX_REQUIRE(tp_seqpair(sp) && tp_seqpair(ap));
-    char sarg[32];
-    char aarg[32];
-    (void)snprintf(sarg, sizeof(sarg), "%d=pub", sp[1]);
-    (void)snprintf(aarg, sizeof(aarg), "%d", ap[1]);
-    const char *args[] = {"--root",      d,    "--scope-fd", sarg,
-                          "--attach-fd", aarg, NULL};
-    int keep[2] = {sp[1], ap[1]};
-    /* tp_spawn puts the log in $TMPDIR: this test's own directory. */
-    static char old[512];
-    const char *tmp = getenv("TMPDIR");
-    (void)snprintf(old, sizeof(old), "%s", tmp != NULL ? tmp : "");
-    PBX_REQUIRE(setenv("TMPDIR", d, 1) == 0);
-    t->pid = tp_spawn("vfsd", args, keep, 2, -1);
-    if (tmp != NULL) {
-        (void)setenv("TMPDIR", old, 1);
-    } else {
-        (void)unsetenv("TMPDIR");
-    }
-    (void)close(sp[1]);
-    (void)close(ap[1]);
-    PBX_REQUIRE(t->pid > 0);
-    t->scope = pbx_peer_io_scope_take(sp[0], 3000, &t->scope_id);
-    PBX_REQUIRE(t->scope >= 0);
-    (void)close(sp[0]);
-    t->chan = ap[0];
-}
-
-/* Sends one attach message (len bytes of msg, nfds descriptors fds) and
- * returns vfsd's 2-byte answer as op << 8 | status. */
-static unsigned tva_send(const tva *t, const char *msg, size_t len,
-                         const int *fds, size_t nfds)
-{
-    PBX_REQUIRE(pbx_peer_io_send_fds(t->chan, (const uint8_t *)msg, len, fds,
-                                     nfds, 0) == 0);
-    uint8_t ans[4];
-    PBX_REQUIRE(tp_readable(t->chan, 3000));
-    PBX_REQUIRE(recv(t->chan, ans, sizeof(ans), 0) == 2);
-    return (unsigned)ans[0] << 8 | ans[1];
-}
-
-/* Asks vfsd to listen for a route at dir/name; returns the answer. */
-static unsigned tva_listen(const tva *t, const char *name, char *path,
-                           size_t cap)
-{
-    (void)snprintf(path, cap, "%s/%s", t->dir, name);
-    char msg[160];
-    int n = snprintf(msg, sizeof(msg), "L%s", path);
-    return tva_send(t, msg, (size_t)n, NULL, 0);
-}
-
-PBX_TEST(peers_vfsd_attach_listen_routes_and_refusals)
-{
-    static tva t;
-    static pbx_peer_msg m;
-    tva_up(&t);
-    PBX_CHECK(tp_logged(t.log, "incarnation"));
-    int base = tp_fd_count(t.pid);
-    /* No route yet: nobody's RESOLVE is served. */
-    pbx_ipc_resolve_reply rep;
-    memset(&rep, 0, sizeof(rep));
-    PBX_CHECK(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                         PBX_IPC_CLASS_FILE, &rep, &m) != PBX_OK);
-    /* 'L' with a descriptor, 'R' (ttyd's, procd's, launchd's), an empty
-     * path and an unbindable one: refused, descriptors closed. */
-    int p[2];
-    PBX_REQUIRE(tp_seqpair(p));
-    char path[400];
-    int n = snprintf(path, sizeof(path), "L%s/r0.sock", t.dir);
-    PBX_CHECK_EQ(tva_send(&t, path, (size_t)n, &p[1], 1), ('l' << 8) | 1U);
-    (void)close(p[1]);
-    PBX_CHECK(tp_hung_up(p[0], 2000));
-    (void)close(p[0]);
-    PBX_REQUIRE(tp_seqpair(p));
-    PBX_CHECK_EQ(tva_send(&t, "R", 1, &p[1], 1), ('r' << 8) | 1U);
-    (void)close(p[1]);
-    PBX_CHECK(tp_hung_up(p[0], 2000));
-    (void)close(p[0]);
-    PBX_CHECK_EQ(tva_send(&t, "L", 1, NULL, 0), ('l' << 8) | 1U);
-    PBX_CHECK_EQ(tva_send(&t, "L/nonexistent-dir/x.sock", 24, NULL, 0),
-                 ('l' << 8) | 1U);
-    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel: refused: bad path"));
-    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel: refused: op not "
-                               "served by vfsd"));
-    PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
-    /* 'L': a private listener; a route connected to it is served. */
-    PBX_CHECK_EQ(tva_listen(&t, "r1.sock", path, sizeof(path)), 'l' << 8);
-    char want[512];
-    (void)snprintf(want, sizeof(want),
-                   "vfsd: attach channel: listening for a route at %s", path);
-    PBX_CHECK(tp_logged(t.log, want));
-    struct stat st;
-    PBX_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777U) == 0600U);
-    int r1 = pbx_peer_io_connect(path, SOCK_SEQPACKET);
-    PBX_REQUIRE(r1 >= 0);
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                            PBX_IPC_CLASS_FILE, &rep, &m),
-                 PBX_OK);
-    PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
-    pbx_peer_io_close_all(m.fds, m.nfds);
-    /* A second 'L' closes the first listener (its route stays). */
-    char path2[400];
-    PBX_CHECK_EQ(tva_listen(&t, "r2.sock", path2, sizeof(path2)), 'l' << 8);
-    PBX_CHECK(pbx_peer_io_connect(path, SOCK_SEQPACKET) < 0);
-    pbx_ipc_retire rq = {rep.object, rep.scope_id, PBX_IPC_CLASS_FILE};
-    PBX_CHECK_EQ(tv_retire(r1, &rq, &m), 0U);
-    int r2 = pbx_peer_io_connect(path2, SOCK_SEQPACKET);
-    PBX_REQUIRE(r2 >= 0);
-    PBX_CHECK_EQ(tv_retire(r2, &rq, &m), 0U);
-    (void)close(r1);
-    /* The channel's end: vfsd serves on (r2 still its route). */
-    (void)close(t.chan);
-    PBX_CHECK(tp_logged(t.log, "vfsd: attach channel closed; serving on"));
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                            PBX_IPC_CLASS_FILE, &rep, &m),
-                 PBX_OK);
-    PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
-    pbx_peer_io_close_all(m.fds, m.nfds);
-    (void)close(r2);
-    (void)close(t.scope);
-    (void)tp_stop(t.pid);
-}
-
-PBX_TEST(peers_vfsd_route_close_logs_each_retired_object)
-{
-    static tva t;
-    static pbx_peer_msg m;
-    tva_up(&t);
-    char path[400];
-    PBX_CHECK_EQ(tva_listen(&t, "route.sock", path, sizeof(path)), 'l' << 8);
-    int route = pbx_peer_io_connect(path, SOCK_SEQPACKET);
-    PBX_REQUIRE(route >= 0);
-    /* Two objects minted for the route (this process, by SO_PEERCRED). */
-    pbx_ipc_resolve_reply rep[2];
-    int obj[2];
-    for (int i = 0; i < 2; i++) {
-        memset(&rep[i], 0, sizeof(rep[i]));
-        PBX_REQUIRE(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                               PBX_IPC_CLASS_FILE, &rep[i], &m) == PBX_OK);
-        PBX_REQUIRE(m.nfds == 1U);
-        obj[i] = m.fds[0];
-    }
-    /* powerboxd dies: one RETIRE line per object, then the count. */
-    (void)close(route);
-    char count[128];
-    (void)snprintf(count, sizeof(count),
-                   "vfsd: route to pid %ld closed: 2 object(s) minted for "
-                   "it retired",
-                   (long)getpid());
-    PBX_CHECK(tp_logged(t.log, count));
-    static char text[65536];
-    PBX_REQUIRE(tp_read_file(t.log, text, sizeof(text)) > 0);
-    const char *end = strstr(text, count);
-    for (int i = 0; i < 2; i++) {
-        PBX_CHECK(tp_hung_up(obj[i], 2000));
-        (void)close(obj[i]);
-        char line[160];
-        (void)snprintf(line, sizeof(line),
-                       "vfsd: RETIRE object %llu gen %u: route to pid %ld "
-                       "closed\n",
-                       (unsigned long long)rep[i].object.id, rep[i].object.gen,
-                       (long)getpid());
-        const char *at = strstr(text, line);
-        PBX_CHECK(at != NULL && end != NULL && at < end);
-    }
-    (void)close(t.chan);
-    (void)close(t.scope);
-    (void)tp_stop(t.pid);
 }

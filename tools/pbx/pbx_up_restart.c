@@ -218,86 +218,143 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
     return rc;
 }
 
+/* Receives one answer of at most cap bytes on chan without waiting, and
+ * the descriptor that came with it into *fd (-1 when none; more than one,
+ * or one when fd is NULL, are closed and the answer counted malformed).
+ * Returns its length, or -1. */
+static ssize_t pbx_up_chan_answer(int chan, uint8_t *ans, size_t cap, int *fd)
+{
+    struct iovec iov = {ans, cap};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    ssize_t got = recvmsg(chan, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    const struct cmsghdr *c = got >= 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+    int in = -1;
+    if (c != NULL && c->cmsg_level == SOL_SOCKET &&
+        c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+        memcpy(&in, CMSG_DATA(c), sizeof(int));
+    }
+    bool odd = (c != NULL && in < 0) || (mh.msg_flags & MSG_CTRUNC) != 0 ||
+               (fd == NULL && in >= 0);
+    if (odd && in >= 0) {
+        (void)close(in);
+        in = -1;
+    }
+    if (fd != NULL) {
+        *fd = in;
+    }
+    return odd ? -1 : got;
+}
+
 /* Sends one attach-channel message (len bytes of msg, op first, with the
  * descriptors fds) to peer idx and waits for its two-byte answer (the op
- * in lower case, then 0 when done). Returns 0 when the peer took it; the
- * reason is noted when not. */
+ * in lower case, then 0 when done). With got non-NULL the answer must
+ * carry one descriptor, stored there (owned by the caller; -1 on any
+ * failure). Returns 0 when the peer took it; the reason is noted when
+ * not. */
 static int pbx_up_chan_call(pbx_up *u, size_t idx, const uint8_t *msg,
-                            size_t len, const int *fds, size_t nfds)
+                            size_t len, const int *fds, size_t nfds, int *got)
 {
     pbx_up_proc *p = &u->proc[idx];
     uint8_t ans[8];
+    int in = -1;
     /* An answer left from an earlier call that timed out is not this
-     * call's: drop whatever waits before sending. */
+     * call's: drop whatever waits before sending (a descriptor with it is
+     * closed by the kernel, no control buffer being given). */
     for (int k = 0; k < 8 && p->chan >= 0 &&
                     recv(p->chan, ans, sizeof(ans), MSG_DONTWAIT) > 0;
          k++) {
+    }
+    if (got != NULL) {
+        *got = -1;
     }
     if (p->pid == 0 || p->chan < 0 ||
         pbx_peer_io_send_fds(p->chan, msg, len, fds, nfds, MSG_DONTWAIT) != 0) {
         pbx_up_note(u, "%s: cannot reach its attach channel", p->name);
         return -1;
     }
-    ssize_t got = pbx_up_await(u, p->chan, "attach channel answer", idx)
-                      ? recv(p->chan, ans, sizeof(ans), MSG_DONTWAIT)
-                      : -1;
-    if (got != 2 || ans[0] != (uint8_t)(msg[0] | 0x20U)) {
+    ssize_t n = pbx_up_await(u, p->chan, "attach channel answer", idx)
+                    ? pbx_up_chan_answer(p->chan, ans, sizeof(ans),
+                                         got != NULL ? &in : NULL)
+                    : -1;
+    if (n != 2 || ans[0] != (uint8_t)(msg[0] | 0x20U)) {
         pbx_up_note(u, "%s: no answer on its attach channel", p->name);
-        return -1;
-    }
-    if (ans[1] != 0U) {
+    } else if (ans[1] != 0U) {
         pbx_up_note(u, "%s: refused its new route (status %u)", p->name,
                     (unsigned)ans[1]);
-        return -1;
+    } else if (got != NULL && in < 0) {
+        pbx_up_note(u, "%s: its answer carried no route", p->name);
+    } else {
+        if (got != NULL) {
+            *got = in;
+        }
+        return 0;
     }
-    return 0;
+    if (in >= 0) {
+        (void)close(in);
+    }
+    return -1;
 }
 
-/* Hands the running peers their ends of the new powerboxd's routes: vfsd
- * listens at route for powerboxd's own connection, ttyd, procd and
- * launchd take their ends of w. Whatever a peer did not take is closed by
- * the caller, so the new powerboxd sees that route hung up (down until
- * the peer is restarted) rather than waiting on it. */
-static void pbx_up_hand_routes(pbx_up *u, const pbx_up_wires *w,
-                               const char *route)
+int pbx_up_vfsd_pair(pbx_up *u, pid_t pid)
 {
-    /* 'L' then the path, without its NUL (the channel message's length
-     * ends it). */
-    char listen[PBX_UP_PATH_MAX + 2U];
-    int n = snprintf(listen, sizeof(listen), "L%s", route);
-    if (n > 1 && n < (int)sizeof(listen)) {
-        (void)pbx_up_chan_call(u, PBX_UP_VFSD, (const uint8_t *)listen,
-                               (size_t)n, NULL, 0U);
+    uint8_t msg[1U + 4U];
+    uint32_t v = (uint32_t)pid;
+    msg[0] = (uint8_t)'P';
+    for (size_t i = 0U; i < 4U; i++) {
+        msg[1U + i] = (uint8_t)(v >> (8U * i));
     }
+    int fd = -1;
+    if (pbx_up_chan_call(u, PBX_UP_VFSD, msg, sizeof(msg), NULL, 0U, &fd) !=
+        0) {
+        return -1;
+    }
+    pbx_up_note(u, "vfsd: route pair made for pid %ld", (long)pid);
+    return fd;
+}
+
+/* Hands the running peers ttyd, procd and launchd their ends of the new
+ * powerboxd's routes (vfsd makes its own when powerboxd's child exists:
+ * pbx_up_start_powerboxd). Whatever a peer did not take is closed by the
+ * caller, so the new powerboxd sees that route hung up (down until the
+ * peer is restarted) rather than waiting on it. */
+static void pbx_up_hand_routes(pbx_up *u, const pbx_up_wires *w)
+{
     const uint8_t r = (uint8_t)'R';
-    (void)pbx_up_chan_call(u, PBX_UP_TTYD, &r, 1U, &w->tty[1], 1U);
-    (void)pbx_up_chan_call(u, PBX_UP_PROCD, &r, 1U, &w->proc[1], 1U);
+    (void)pbx_up_chan_call(u, PBX_UP_TTYD, &r, 1U, &w->tty[1], 1U, NULL);
+    (void)pbx_up_chan_call(u, PBX_UP_PROCD, &r, 1U, &w->proc[1], 1U, NULL);
     const int lw[2] = {w->wake[1], w->broker[1]};
-    (void)pbx_up_chan_call(u, PBX_UP_LAUNCHD, &r, 1U, lw, 2U);
+    (void)pbx_up_chan_call(u, PBX_UP_LAUNCHD, &r, 1U, lw, 2U, NULL);
 }
 
 int pbx_up_broker_restart(pbx_up *u)
 {
     pbx_up_wires w;
-    char route[PBX_UP_PATH_MAX];
     memset(&w, 0xff, sizeof(w));
     if (u->sup_fd >= 0) {
         (void)close(u->sup_fd);
         u->sup_fd = -1;
     }
-    if (!pbx_up_path(u, "vfsd-route.sock", route) ||
-        !pbx_up_wires_make(u, &w)) {
+    if (!pbx_up_wires_make(u, &w)) {
         pbx_up_wires_close(&w);
         return -1;
     }
-    /* The dead powerboxd's public endpoint and any route listener name
-     * are stale: the new powerboxd binds its own. */
+    /* The dead powerboxd's public endpoint is stale: the new powerboxd
+     * binds its own. */
     char pub[PBX_UP_PATH_MAX];
     if (pbx_up_path(u, "public.sock", pub)) {
         (void)unlink(pub);
     }
-    (void)unlink(route);
-    pbx_up_hand_routes(u, &w, route);
+    pbx_up_hand_routes(u, &w);
     int *given[] = {&w.tty[1], &w.proc[1], &w.wake[1], &w.broker[1]};
     for (size_t i = 0U; i < sizeof(given) / sizeof(*given); i++) {
         (void)close(*given[i]);

@@ -5,12 +5,12 @@
  * the bounded wait for its readiness (docs/HOST.md, "The supervisor").
  */
 #define _GNU_SOURCE
+#include "tools/pbx/pbx_up_spawn.h"
 #include "bootstrap/pbx_bootstrap.h"
 #include "capabi/pbx_capabi.h"
 #include "peers/common/pbx_peer_io.h"
 #include "tools/pbx/pbx_tool.h"
 #include "tools/pbx/pbx_up.h"
-#include "tools/pbx/pbx_up_spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,7 +56,44 @@ bool pbx_up_path(const pbx_up *u, const char *name, char *out)
     return n > 0 && n < (int)PBX_UP_PATH_MAX;
 }
 
-static int pbx_up_connect(const char *path);
+/* In the child, before exec: waits on gate for the one descriptor the
+ * supervisor sends (one byte with it by SCM_RIGHTS) and returns it; exits
+ * 127 when the gate closes first or anything else comes. The wait ends:
+ * the supervisor always sends or closes its end, and the child dies with
+ * the supervisor (PR_SET_PDEATHSIG). */
+static int pbx_up_child_gate(int gate)
+{
+    char one = 0;
+    struct iovec iov = {&one, 1U};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof(ctl.buf);
+    ssize_t got = -1;
+    for (int tries = 0; tries < 64; tries++) {
+        got = recvmsg(gate, &mh, MSG_CMSG_CLOEXEC);
+        if (got >= 0 || errno != EINTR) {
+            break;
+        }
+    }
+    const struct cmsghdr *c = got == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+    int fd = -1;
+    if (c == NULL || c->cmsg_level != SOL_SOCKET ||
+        c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
+        (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) {
+        (void)fprintf(stderr, "pbx up: no route came through the gate\n");
+        _exit(127);
+    }
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
+}
 
 /* Puts slot[i] at 3 + i, every other descriptor from 3 up closed. */
 static void pbx_up_child_slots(const pbx_up_fds *f)
@@ -64,13 +101,8 @@ static void pbx_up_child_slots(const pbx_up_fds *f)
     int high[16];
     for (size_t i = 0U; i < f->nslot && i < 16U; i++) {
         int from = f->slot[i];
-        if (f->connect != NULL && i == f->connect_slot) {
-            from = pbx_up_connect(f->connect);
-            if (from < 0) {
-                (void)fprintf(stderr, "pbx up: cannot connect to %s\n",
-                              f->connect);
-                _exit(127);
-            }
+        if (f->gate >= 0 && i == f->gate_slot) {
+            from = pbx_up_child_gate(f->gate);
         }
         high[i] = from < 0 ? -1 : fcntl(from, F_DUPFD, 64);
         if (from >= 0 && high[i] < 0) {
@@ -239,7 +271,8 @@ int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
     pbx_up_arg(a, "%d", rp[1]);
     pbx_up_arg(a, "--attach-fd");
     pbx_up_arg(a, "%d", ch[1]);
-    pbx_up_fds f = {.keep = all,
+    pbx_up_fds f = {.gate = -1,
+                    .keep = all,
                     .nkeep = n,
                     .handoff = h != NULL ? h->ch : NULL,
                     .handoff_type = h != NULL ? h->type : NULL,
@@ -264,20 +297,4 @@ int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
     }
     (void)close(rp[0]);
     return rc;
-}
-
-/* Connects a SOCK_SEQPACKET socket to the listener at path, or -1. */
-static int pbx_up_connect(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        return -1;
-    }
-    (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        (void)close(fd);
-        fd = -1;
-    }
-    return fd;
 }

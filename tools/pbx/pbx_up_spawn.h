@@ -33,18 +33,18 @@ typedef struct pbx_up_argv {
 
 /* What a child gets besides its standard streams: keep[] stay at their
  * numbers (a peer's --X-fd N), or slot[] are moved to 3, 4, ... in order
- * (powerboxd; -1 leaves that slot empty). With connect set, slot
- * connect_slot is instead a connection the child itself makes to the
- * listener at path connect before exec, so that the listener's
- * SO_PEERCRED names the exec'd program (vfsd serves RESOLVE only to the
- * process that connected its route). */
+ * (powerboxd; -1 leaves that slot empty). With gate at 0 or more, slot
+ * gate_slot is instead the one descriptor the supervisor sends over the
+ * gate (the child's end of a socketpair) while the child waits before
+ * exec: vfsd's route end, made for this child's exact pid ('P'); the
+ * child exits 127 when the gate closes without one. */
 typedef struct pbx_up_fds {
     const int *keep;
     size_t nkeep;
     const int *slot;
     size_t nslot;
-    const char *connect;
-    size_t connect_slot;
+    int gate;
+    size_t gate_slot;
     /* Route hand-offs (a restarted peer): channel ends kept in the child,
      * each replaced by the child's end of a pair it makes itself, whose
      * other end goes back over the channel (pbx_up_child_handoff). */
@@ -112,6 +112,12 @@ int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
 /** pbx_up_start_powerboxd starts powerboxd with the slots of w and waits
  * for its readiness report. Returns 0, or -1 (noted). */
 int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w);
+
+/** pbx_up_vfsd_pair asks the running vfsd over its attach channel ('P')
+ * for a route pair whose RESOLVEs it serves to pid alone, and returns the
+ * far end (the caller's to close), or -1 (noted) when vfsd is gone,
+ * refused or did not answer within PBX_UP_READY_MS. */
+int pbx_up_vfsd_pair(pbx_up *u, pid_t pid);
 
 /** pbx_up_kill_children SIGKILLs every child of the supervisor that is
  * not a live stack process; returns how many. */

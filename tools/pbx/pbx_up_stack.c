@@ -7,9 +7,10 @@
  * (its `ready` line on a pipe) before the next; powerboxd then starts with
  * descriptors 3..10 as capabi/pbx_capabi.h lays them out: the PBX1 record
  * (the embedded default geometry, built here and sealed in a memfd), the
- * readiness route, a connection to vfsd's own route listener (powerboxd
- * accepts scopes only from slot 5's peer process, so a socketpair made
- * here would not do), the ttyd and procd routes (socketpairs), launchd's
+ * readiness route, vfsd's route (a pair vfsd makes for the exact pid of
+ * powerboxd's child, which waits for it before exec: powerboxd accepts
+ * scopes only from slot 5's peer process, so a socketpair made here would
+ * not do), the ttyd and procd routes (socketpairs), launchd's
  * wake datagram socket, nothing at 9 (powerboxd makes its public
  * endpoint), launchd's broker connection. The stack is ready when
  * powerboxd's typed readiness report arrives.
@@ -58,8 +59,8 @@
 
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
-    "public.sock", "launchd.sock",    "scope.sock", "ttyd.sock",
-    "procd.sock",  "vfsd-route.sock", "stage.sock",
+    "public.sock", "launchd.sock", "scope.sock",
+    "ttyd.sock",   "procd.sock",   "stage.sock",
 };
 
 void pbx_up_stack_clean(const pbx_up *u)
@@ -149,11 +150,12 @@ static void pbx_up_stages(pbx_up_argv *a)
     }
 }
 
-/* Starts vfsd: its scope socket, and its route either a listener powerboxd
- * connects to (h NULL, a whole-stack start), the hand-off h (a restart
- * while powerboxd runs, whose route's far end is powerboxd: RESOLVE is
- * served only to pid, named by --route-pid since the pair is vfsd's own),
- * or none (h->n 0: powerboxd is down; its attach channel brings one). */
+/* Starts vfsd: its scope socket, and its route either none (h NULL, a
+ * whole-stack start, or h->n 0, powerboxd is down: each powerboxd start
+ * asks vfsd for a pair over its attach channel) or the hand-off h (a
+ * restart while powerboxd runs, whose route's far end is powerboxd:
+ * RESOLVE is served only to pid, named by --route-pid since the pair is
+ * vfsd's own). vfsd listens for no route. */
 int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
 {
     pbx_up_argv a = {0};
@@ -169,10 +171,7 @@ int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
     pbx_up_arg(&a, "%s", u->root);
     pbx_up_arg(&a, "--scope");
     pbx_up_arg(&a, "%s/scope.sock", u->dir);
-    if (h == NULL) {
-        pbx_up_arg(&a, "--route");
-        pbx_up_arg(&a, "%s/vfsd-route.sock", u->dir);
-    } else if (h->n > 0U) {
+    if (h != NULL && h->n > 0U) {
         pbx_up_arg(&a, "--route-fd");
         pbx_up_arg(&a, "%d", h->ch[0]);
         pbx_up_arg(&a, "--route-pid");
@@ -244,7 +243,7 @@ int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
                          h == NULL ? 2U : 0U, h);
 }
 
-/* Starts vfsd (scope socket, route listener) and ttyd. */
+/* Starts vfsd (scope socket, no route yet) and ttyd. */
 static int pbx_up_start_vfsd_ttyd(pbx_up *u, const pbx_up_wires *w)
 {
     if (pbx_up_start_vfsd(u, NULL, 0) != 0) {
@@ -284,18 +283,41 @@ static int pbx_up_report(pbx_up *u, const pbx_up_wires *w)
     return 0;
 }
 
-/* Starts powerboxd with slots 3..10 and waits for its report. */
+/* Gives the held child at the far end of gate its slot-5 route: asks
+ * vfsd for a pair made for pid, sends the far end through gate, and
+ * closes gate either way (the child execs with the route, or exits 127
+ * when none came). */
+static void pbx_up_open_gate(pbx_up *u, int gate, pid_t pid)
+{
+    int route = pbx_up_vfsd_pair(u, pid);
+    const uint8_t one = (uint8_t)'g';
+    if (route >= 0 &&
+        pbx_peer_io_send_fds(gate, &one, 1U, &route, 1U, 0) != 0) {
+        pbx_up_note(u, "powerboxd[%ld]: route not sent through the gate: %s",
+                    (long)pid, strerror(errno));
+    }
+    if (route >= 0) {
+        (void)close(route);
+    }
+    (void)close(gate);
+}
+
+/* Starts powerboxd with slots 3..10 and waits for its report. Slot 5 is
+ * vfsd's route, made by vfsd itself for this child's exact pid while the
+ * child waits before exec (a gate socketpair): RESOLVE is served to that
+ * pid alone, and no socket anyone could connect to is ever a route. */
 int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
 {
-    char route[PBX_UP_PATH_MAX];
-    if (!pbx_up_path(u, "vfsd-route.sock", route)) {
-        return -1;
-    }
+    int gate[2] = {-1, -1};
     w->pbx1 = pbx_up_pbx1(u);
     if (w->pbx1 < 0) {
         return -1;
     }
-    /* Slot 5 (index 2) is connected by powerboxd's own process. */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gate) != 0) {
+        pbx_up_note(u, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    /* Slot 5 (index 2) comes through the gate. */
     const int slot[] = {w->pbx1,    w->sup[1],  -1, w->tty[0],
                         w->proc[0], w->wake[0], -1, w->broker[0]};
     pbx_up_argv a = {0};
@@ -303,15 +325,16 @@ int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
     pbx_up_arg(&a, "%s/public.sock", u->dir);
     pbx_up_fds f = {.slot = slot,
                     .nslot = sizeof(slot) / sizeof(*slot),
-                    .connect = route,
-                    .connect_slot = 2U};
-    int rc = pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f) == 0
-                 ? pbx_up_report(u, w)
-                 : -1;
-    /* The listener was for powerboxd's one connection: removing its name
-     * leaves nobody else a way to reach vfsd's route. */
-    (void)unlink(route);
-    return rc;
+                    .gate = gate[1],
+                    .gate_slot = 2U};
+    int rc = pbx_up_spawn(u, PBX_UP_POWERBOXD, &a, &f);
+    (void)close(gate[1]);
+    if (rc != 0) {
+        (void)close(gate[0]);
+        return -1;
+    }
+    pbx_up_open_gate(u, gate[0], u->proc[PBX_UP_POWERBOXD].pid);
+    return pbx_up_report(u, w);
 }
 
 int pbx_up_stack_start(pbx_up *u)
