@@ -46,6 +46,10 @@ and its job connection.
                  relayed (exact id over the broker) and collects its
                  CANCELLED decision; no grant is left at procd or ttyd and
                  powerboxd's and launchd's descriptors return to baseline
+  scope-hoard    this process takes scopes from vfsd's scope socket until
+                 refused: exactly 32 (--scopes-per-pid's default), vfsd
+                 logs the refusal naming its pid; a lifecycle through
+                 launchd is approved while it holds them
   lie-scope      the same request with a scope from vfsd's --lie-scope
                  socket, whose FOUND names another scope identity: DENIED,
                  nothing installed, no row shown
@@ -485,6 +489,22 @@ and its job connection.
                  and capacity and its descriptor count; every peer holds
                  its baseline descriptor count (vfsd included: it
                  listens for no route, so every vfsd holds the same)
+  route-hijack   (standalone, `pbx up --restart-window-ms 0`) two plain
+                 foreign programs and one started with `pbx run
+                 --sandbox` (pbx-test-hijack) keep connecting to every
+                 socket in DIR and to the old route listener's name
+                 (vfsd-route.sock) with SEQPACKET, STREAM and DGRAM
+                 sockets, sending RESOLVE-shaped frames and resolving
+                 through every scope they get (the sandboxed one also
+                 through its fd 4), while vfsd and powerboxd are each
+                 killed and restarted 20 times (each restart awaited in
+                 stack.log). No foreign program ever got an object, a
+                 FOUND or any descriptor but a scope; each plain one had
+                 RESOLVEs refused and vfsd logged refusing its pid; the
+                 sandboxed one tried (a socket refused by its walls counts);
+                 every vfsd `route from pid N` line names a powerboxd pbx
+                 up started (at least 41 routes); a lifecycle succeeds
+                 at the end
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
                  pane shows the trusted prompt naming pbx-demo and
@@ -5768,6 +5788,195 @@ def make_run(bin_dir, work):
     print("run: without a terminal, make run used the routine policy (no "
           "prompt), showed the file's bytes and exited 0")
 
+# route-hijack: how many times each of vfsd and powerboxd is killed (and
+# restarted by pbx up) while foreign programs try to become vfsd's route.
+HIJACK_RESTARTS = 20
+
+
+def hijack_last(path):
+    """The key=value fields of the last whole line pbx-test-hijack wrote
+    to path ({} when none)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = [l for l in f.read().split("\n")[:-1] if l.startswith("round=")]
+    return dict(w.split("=", 1) for w in lines[-1].split()) if lines else {}
+
+
+def hijack_restart(u, name, what):
+    """Kills stack process name with SIGKILL and waits (20 s) until pbx up
+    logged its restart (powerboxd: with fresh routes; a peer: attached to
+    the running powerboxd); returns the new pid."""
+    old = u.stack()[name]
+    since = len(u.text())
+    os.kill(old, signal.SIGKILL)
+    tail = "with fresh routes to the peers" if name == "powerboxd" else \
+        "and attached"
+    pat = re.compile(rf" up\[\d+\]: {name}\[(\d+)\] restarted {tail}")
+    wait_for(lambda: pat.search(u.text()[since:]),
+             f"{what}: {name}[{old}] never restarted {tail}", 20.0)
+    return int(pat.search(u.text()[since:]).group(1))
+
+
+def hijack_routes(u, what):
+    """Every route vfsd served RESOLVE on (its `route from pid N` lines in
+    stack.log) names a powerboxd pbx up started; returns how many."""
+    text = u.text()
+    pbx = set(re.findall(r" up\[\d+\]: powerboxd\[(\d+)\] started: ", text))
+    routes = re.findall(r" vfsd\[\d+\]: vfsd: route from pid (\d+): its "
+                        r"RESOLVEs are served", text)
+    foreign = sorted(set(r for r in routes if r not in pbx))
+    if foreign:
+        fail(f"{what}: vfsd served RESOLVE on routes of pids {foreign}, "
+             f"none of them a powerboxd (powerboxds: {sorted(pbx)})")
+    if len(routes) < 2 * HIJACK_RESTARTS + 1:
+        fail(f"{what}: {len(routes)} routes, fewer than the "
+             f"{2 * HIJACK_RESTARTS + 1} the restarts make")
+    return len(routes)
+
+
+def route_hijack(bin_dir, work):
+    """Foreign programs (two plain, one `pbx run --sandbox`) keep
+    connecting to every socket of the stack, the old route listener's name
+    included, sending RESOLVE-shaped frames and resolving through every
+    scope they get, while vfsd and powerboxd are each killed and restarted
+    HIJACK_RESTARTS times; see the docstring list."""
+    what = "route-hijack"
+    u = Up(bin_dir, work, ["--restart-window-ms", "0"])
+    plain, outs = [], []
+    run = None
+    try:
+        socks = sorted(os.path.join(u.dir, n) for n in os.listdir(u.dir)
+                       if stat.S_ISSOCK(os.stat(os.path.join(u.dir,
+                                                             n)).st_mode))
+        scope = os.path.join(u.dir, "scope.sock")
+        others = [p for p in socks if p != scope] + \
+            [os.path.join(u.dir, "vfsd-route.sock")]
+        hj = [os.path.join(bin_dir, "pbx-test-hijack"), "--scope", scope] + \
+            others
+        for i in range(3):
+            outs.append(open(os.path.join(work, f"hijack{i}.out"), "w+",
+                             encoding="utf-8"))
+        for i in range(2):
+            plain.append(subprocess.Popen(
+                hj, stdout=outs[i], stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL))
+        run = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run",
+             "--sandbox", "--"] + hj[:1] + ["--scope-fd", "4"] + hj[1:],
+            stdout=outs[2], stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        wait_for(lambda: all(hijack_last(f.name) for f in outs),
+                 f"{what}: a foreign program never finished a round", 20.0)
+        t0 = time.monotonic()
+        for i in range(HIJACK_RESTARTS):
+            hijack_restart(u, "vfsd", what)
+            hijack_restart(u, "powerboxd", what)
+        took = time.monotonic() - t0
+        # A round of each after the last restart, then they end.
+        ends = [int(hijack_last(f.name)["round"]) + 1 for f in outs]
+        wait_for(lambda: all(int(hijack_last(f.name)["round"]) >= n
+                             for f, n in zip(outs, ends)),
+                 f"{what}: a foreign program stopped making rounds", 20.0)
+        hijack_check(u, plain, outs, what)
+        print(f"run: {what}: vfsd and powerboxd each restarted "
+              f"{HIJACK_RESTARTS} times in {took:.1f} s; "
+              f"{hijack_routes(u, what)} routes, every one a powerboxd's")
+        # The sandboxed job holds the stage a lone job gets (42:5), which
+        # the lifecycle's job claims: it ends first.
+        hijack_stop(plain, run)
+        u.lifecycle(f"{what}: after the restarts")
+        u.stop()
+    finally:
+        hijack_stop(plain, run)
+        for f in outs:
+            f.close()
+        u.close()
+
+
+def hijack_stop(plain, run):
+    """Ends the foreign programs: the plain ones and the sandboxed job
+    (by its command name below pbx run), then pbx run."""
+    for p in plain:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    if run is not None and run.poll() is None:
+        for pid in descendants([run.pid]):
+            if proc_comm(pid) == "pbx-test-hijack":
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for pid in [p for p in proc_table()
+                    if proc_comm(p) == "pbx-test-hijack"]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            run.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+
+
+def hijack_check(u, plain, outs, what):
+    """No foreign program ever got an object or a FOUND; each plain one
+    connected, got scopes and had its RESOLVEs refused by vfsd (logged
+    naming its pid); the sandboxed one connected or was refused a socket,
+    never more."""
+    text = u.text()
+    for i, f in enumerate(outs):
+        last = hijack_last(f.name)
+        kind = "sandboxed" if i == 2 else f"plain {i}"
+        if last.get("found") != "0" or last.get("objects") != "0":
+            fail(f"{what}: the {kind} foreign program got authority: {last}")
+        if i < 2 and (int(last["scopes"]) == 0 or
+                      int(last["resolve_refused"]) == 0):
+            fail(f"{what}: the {kind} foreign program never had a RESOLVE "
+                 f"refused: {last}")
+        if i == 2 and int(last["connected"]) + \
+                int(last["sockets_refused"]) == 0:
+            fail(f"{what}: the sandboxed foreign program tried nothing: "
+                 f"{last}")
+        print(f"run: {what}: {kind} foreign program: {last}")
+    for p in plain:
+        if f"refused: sent by pid {p.pid}, not by the route's process" \
+                not in text:
+            fail(f"{what}: vfsd never logged refusing pid {p.pid}'s RESOLVE")
+
+
+def scope_hoard(st):
+    """One process takes scopes from vfsd's scope socket until refused:
+    it gets exactly vfsd's default --scopes-per-pid (32) and vfsd logs the
+    refusal naming it; while it holds them, an honest request (a job
+    through launchd) is approved; once they are given back, another
+    process's scope is handed out as before."""
+    held = []
+    try:
+        for _ in range(300):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.settimeout(5)
+            s.connect(st.scope)
+            _, fds, _, _ = socket.recv_fds(s, 64, 1)
+            s.close()
+            if not fds:
+                break
+            held.extend(fds)
+        if len(held) != 32:
+            fail(f"scope-hoard: this process got {len(held)} scopes, not "
+                 f"the 32 of --scopes-per-pid")
+        want = (f"vfsd: scope refused to pid {os.getpid()}: it holds 32 "
+                f"scope(s), the most one process may (--scopes-per-pid 32)")
+        wait_for(lambda: want in st.peer_log("vfsd"),
+                 f"scope-hoard: vfsd never logged '{want}'")
+        lifecycle(st)
+        print(f"run: scope-hoard: {len(held)} scopes held by pid "
+              f"{os.getpid()}, the next refused and logged; an honest "
+              f"request approved meanwhile")
+    finally:
+        for fd in held:
+            os.close(fd)
+
 
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
@@ -5777,6 +5986,7 @@ SCENARIOS = {
     "hangup": (hangup, False, None, None),
     "lie-scope": (lie_scope, False, None, None),
     "foreign": (foreign, False, None, None),
+    "scope-hoard": (scope_hoard, False, None, None),
     "prompt": (prompt, True, None, None),
     "prompt-pending": (prompt_pending, True, None, None),
     "prompt-cancel": (prompt_cancel, True, None, None),
@@ -5836,6 +6046,7 @@ SCENARIOS = {
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
     "chaos": (chaos, False, STANDALONE, None),
+    "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
 }
 
