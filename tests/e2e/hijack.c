@@ -174,7 +174,7 @@ int main(int argc, char **argv)
             scope_path = argv[++i];
             paths[npaths++] = scope_path;
         } else if (strcmp(argv[i], "--scope-fd") == 0 && has) {
-            scope_fd = atoi(argv[++i]);
+            scope_fd = (int)strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--rounds") == 0 && has) {
             rounds = strtoul(argv[++i], NULL, 10);
         } else {

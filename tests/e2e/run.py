@@ -297,7 +297,9 @@ and its job connection.
                  `launchd[N] restarted and attached`; a lifecycle
                  succeeds. Then the same with kill -9 of powerboxd and, at
                  the new powerboxd's `started` line (held stopped the
-                 same way), of ttyd: ttyd's restart planned within 1.5 s
+                 same way, and vfsd stopped from before powerboxd's kill
+                 until then, so that the supervisor surely waits inside
+                 powerboxd's restart for vfsd's route pair), of ttyd: ttyd's restart planned within 1.5 s
                  of its death line, and within 10 s the stack whole again
                  (chaos's rule) with the latest ttyd routed to the latest
                  powerboxd (its route accepted by that powerboxd, or that
@@ -3824,18 +3826,24 @@ def children(pid):
         return set()
 
 
-def kill_mid_restart(u, first, victim, what):
+def kill_mid_restart(u, first, victim, what, hold=None):
     """Kills first (name, pid) and, as soon as stack.log shows the
     supervisor's `started` line of its successor, kill -9 victim (name,
     pid). The successor is stopped (SIGSTOP) as soon as it appears as pbx
     up's child (followed every 0.2 ms, before its start line is read) and
     continued 0.3 s after victim's kill, so that the supervisor is surely
     still inside the successor's restart (waiting for its readiness) when
-    victim dies. Returns (the successor's pid, the byte offset before the
-    first kill)."""
+    victim dies. hold (a pid, or None) is stopped before the first kill
+    and continued with the successor: powerboxd's successor becomes ready
+    within a millisecond of its start, so holding vfsd, whose route pair
+    its start waits for, keeps the supervisor inside the restart however
+    late the successor is caught. Returns (the successor's pid, the byte
+    offset before the first kill)."""
     starts = Starts(u)
     held = None
     try:
+        if hold is not None:
+            os.kill(hold, signal.SIGSTOP)
         mark = starts.size()
         known = children(u.proc.pid)
         os.kill(first[1], signal.SIGKILL)
@@ -3858,6 +3866,8 @@ def kill_mid_restart(u, first, victim, what):
     finally:
         if held is not None:
             os.kill(held, signal.SIGCONT)
+        if hold is not None:
+            os.kill(hold, signal.SIGCONT)
         starts.f.close()
     return held, mark
 
@@ -3921,7 +3931,7 @@ def restart_during_restart(bin_dir, work):
         # powerboxd's restart, ttyd killed during it.
         broker, since = kill_mid_restart(
             u, ("powerboxd", now["powerboxd"]), ("ttyd", now["ttyd"]),
-            f"{what} (powerboxd)")
+            f"{what} (powerboxd)", hold=now["vfsd"])
         planned_at_once(u, since, ("ttyd", now["ttyd"]),
                         ("powerboxd", broker), what)
         wait_for(lambda: chaos_quiet(u) and ttyd_routed(u),

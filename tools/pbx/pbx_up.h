@@ -194,9 +194,10 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx);
  * procd and launchd are sent fresh routes over their attach channels,
  * vfsd is asked over its own for a route pair made for the exact pid of
  * powerboxd's child (held before exec until it has it, as at a start),
- * and powerboxd gets the other ends at its startup slots. Returns 0 once powerboxd's readiness report came,
- * else -1 (noted); a peer that refused or was gone is logged, and its
- * route is simply down in the new powerboxd until that peer is restarted.
+ * and powerboxd gets the other ends at its startup slots. Returns 0 once
+ * powerboxd's readiness report came, else -1 (noted); a peer that refused or
+ * was gone is logged, and its route is simply down in the new powerboxd until
+ * that peer is restarted.
  */
 int pbx_up_broker_restart(pbx_up *u);
 
