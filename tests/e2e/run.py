@@ -499,8 +499,8 @@ and its job connection.
                  sockets, sending RESOLVE-shaped frames and resolving
                  through every scope they get (the sandboxed one also
                  through its fd 4), while vfsd and powerboxd are each
-                 killed and restarted 20 times (each restart awaited in
-                 stack.log). No foreign program ever got an object, a
+                 killed and restarted 20 times, ttyd and procd 4 times
+                 (each restart awaited in stack.log). No foreign program ever got an object, a
                  FOUND or any descriptor but a scope; each plain one had
                  RESOLVEs refused and vfsd logged refusing its pid; the
                  sandboxed one tried (a socket refused by its walls counts);
@@ -5848,7 +5848,8 @@ def route_hijack(bin_dir, work):
     connecting to every socket of the stack, the old route listener's name
     included, sending RESOLVE-shaped frames and resolving through every
     scope they get, while vfsd and powerboxd are each killed and restarted
-    HIJACK_RESTARTS times; see the docstring list."""
+    HIJACK_RESTARTS times (ttyd and procd a fifth as often); see the
+    docstring list."""
     what = "route-hijack"
     u = Up(bin_dir, work, ["--restart-window-ms", "0"])
     plain, outs = [], []
@@ -5880,6 +5881,10 @@ def route_hijack(bin_dir, work):
         for i in range(HIJACK_RESTARTS):
             hijack_restart(u, "vfsd", what)
             hijack_restart(u, "powerboxd", what)
+            # ttyd's and procd's routes too are only ever handed over.
+            if i % 5 == 4:
+                hijack_restart(u, "ttyd", what)
+                hijack_restart(u, "procd", what)
         took = time.monotonic() - t0
         # A round of each after the last restart, then they end.
         ends = [int(hijack_last(f.name)["round"]) + 1 for f in outs]
@@ -5888,7 +5893,8 @@ def route_hijack(bin_dir, work):
                  f"{what}: a foreign program stopped making rounds", 20.0)
         hijack_check(u, plain, outs, what)
         print(f"run: {what}: vfsd and powerboxd each restarted "
-              f"{HIJACK_RESTARTS} times in {took:.1f} s; "
+              f"{HIJACK_RESTARTS} times, ttyd and procd "
+              f"{HIJACK_RESTARTS // 5} times, in {took:.1f} s; "
               f"{hijack_routes(u, what)} routes, every one a powerboxd's")
         # The sandboxed job holds the stage a lone job gets (42:5), which
         # the lifecycle's job claims: it ends first.
