@@ -6,8 +6,9 @@
  * in the answer and whose RESOLVEs are served to PID alone (a holder of
  * a scope that is not PID is refused, even while that route lives); wrong
  * messages (the retired 'L' included) are refused with their descriptors
- * closed; the channel's end leaves vfsd serving; a route's close logs one
- * RETIRE line per object before the count line. One process holds at
+ * closed; the channel's end leaves vfsd serving; a route whose far end
+ * closed serves nobody even before vfsd drops it; a route's close logs
+ * one RETIRE line per object before the count line. One process holds at
  * most --scopes-per-pid scopes: beyond, its connection is closed with no
  * scope and the refusal logged, and a scope it gives back makes room.
  */
@@ -15,6 +16,7 @@
 #include "../../peers/common/pbx_peer_attach.h"
 #include "../../peers/common/pbx_peer_io.h"
 #include "../../peers/lib/pbx_peer.h"
+#include "../../sha2/pbx_sha2.h"
 #include "../runner/pbx_test.h"
 #include "peers_child.h"
 #include "vfsd_test.h"
@@ -279,6 +281,101 @@ PBX_TEST(peers_vfsd_attach_pair_serves_only_its_pid)
                    "vfsd: route to pid %ld closed: 0 object(s)", (long)other);
     PBX_CHECK(tp_logged(t.log, want));
     (void)close(t.scope);
+    (void)tp_stop(t.pid);
+}
+
+/* Encodes a RESOLVE of a.txt (read, file) into buf; returns its length. */
+static size_t tva_resolve_frame(uint8_t *buf, size_t cap)
+{
+    static const char sel[] = "a.txt";
+    pbx_ipc_resolve rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.operation = PBX_IPC_OPERATION_READ;
+    rq.object_class = PBX_IPC_CLASS_FILE;
+    rq.selector = (const uint8_t *)sel;
+    rq.selector_len = (uint32_t)(sizeof(sel) - 1U);
+    PBX_CHECK_EQ(
+        pbx_sha2_digest(rq.selector, rq.selector_len, rq.selector_digest),
+        PBX_OK);
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rq, buf, cap, &n), PBX_OK);
+    return n;
+}
+
+/* Whether pid is stopped (state T in /proc/PID/stat), waiting up to 2 s:
+ * kill(SIGSTOP) returns before the stop has happened. */
+static bool tva_stopped(pid_t pid)
+{
+    char path[64];
+    (void)snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    for (int i = 0; i < 200; i++) {
+        char text[512];
+        if (tp_read_file(path, text, sizeof(text)) > 0) {
+            const char *paren = strrchr(text, ')');
+            if (paren != NULL && paren[1] == ' ' && paren[2] == 'T') {
+                return true;
+            }
+        }
+        (void)usleep(10000);
+    }
+    return false;
+}
+
+PBX_TEST(peers_vfsd_hung_route_serves_nobody)
+{
+    static pbx_peer_msg m;
+    const char *d = tp_tmpdir();
+    tv_file(d, "a.txt");
+    char sock[600];
+    (void)snprintf(sock, sizeof(sock), "%s/scope.sock", d);
+    int ap[2];
+    PBX_REQUIRE(tp_seqpair(ap));
+    char aarg[32];
+    (void)snprintf(aarg, sizeof(aarg), "%d", ap[1]);
+    const char *args[] = {"--root",      d,    "--scope", sock,
+                          "--attach-fd", aarg, NULL};
+    tva t;
+    memset(&t, 0, sizeof(t));
+    t.pid = tva_spawn(d, args, &ap[1], 1U);
+    (void)close(ap[1]);
+    PBX_REQUIRE(t.pid > 0);
+    t.chan = ap[0];
+    /* The route first, the scope after it: vfsd walks its connections
+     * from the last, so in one round it serves the scope's RESOLVE before
+     * it drops the route. */
+    int route = -1;
+    PBX_CHECK_EQ(tva_pair(&t, getpid(), &route), 'p' << 8);
+    PBX_REQUIRE(route >= 0);
+    uint64_t id = 0;
+    int scope = pbx_peer_io_scope_acquire(sock, 3000, &id);
+    PBX_REQUIRE(scope >= 0);
+    /* While vfsd is stopped: the route's far end closes (its process
+     * gone, as far as vfsd can tell) and a RESOLVE from its pid waits. */
+    PBX_REQUIRE(kill(t.pid, SIGSTOP) == 0);
+    PBX_REQUIRE(tva_stopped(t.pid));
+    (void)close(route);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = tva_resolve_frame(buf, sizeof(buf));
+    PBX_REQUIRE(pbx_peer_io_send_fds(scope, buf, n, NULL, 0U, 0) == 0);
+    PBX_REQUIRE(kill(t.pid, SIGCONT) == 0);
+    /* Refused, nothing minted, though the route was still in vfsd's
+     * table when the RESOLVE was served. */
+    PBX_REQUIRE(tp_readable(scope, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(scope, &m) == 0);
+    PBX_CHECK_EQ(m.nfds, 0U);
+    PBX_CHECK_EQ(m.frame.status, (uint32_t)PBX_E_PEER_NOT_ROUTE);
+    pbx_peer_io_close_all(m.fds, m.nfds);
+    char log[600];
+    (void)snprintf(log, sizeof(log), "%s/pbx-peer-vfsd.log", d);
+    PBX_CHECK(tp_logged(log, "not by the route's process"));
+    char want[128];
+    (void)snprintf(want, sizeof(want),
+                   "vfsd: route to pid %ld closed: 0 object(s)",
+                   (long)getpid());
+    PBX_CHECK(tp_logged(log, want));
+    (void)close(scope);
+    (void)close(t.chan);
     (void)tp_stop(t.pid);
 }
 
