@@ -29,7 +29,8 @@ PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
                                       tests/peers/sandbox/*.c) \
-                      tests/e2e/fdcat.c tests/e2e/walls.c)
+                      tests/e2e/fdcat.c tests/e2e/walls.c \
+                      tests/e2e/hijack.c)
 # Statically linked programs: launchd's --sandbox runs only those
 # (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
 # whose runtimes do not link statically.
@@ -65,6 +66,15 @@ PEERS_BINS       += $(PEERS_STAGE_BIN)
 PEERS_FDCAT_BIN  := $(BUILD)/bin/pbx-test-fdcat
 PEERS_FDCAT_SRCS  = tests/e2e/fdcat.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
                     $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+
+# The e2e scenario route-hijack's foreign program (also run sandboxed).
+PEERS_HIJACK_BIN  := $(BUILD)/bin/pbx-test-hijack
+PEERS_HIJACK_SRCS  = tests/e2e/hijack.c $(PEERS_LIB_SRCS) \
+                     $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+
+$(PEERS_HIJACK_BIN): $(PEERS_HIJACK_SRCS) $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_HIJACK_SRCS) -o $@
 
 $(PEERS_STAGE_BIN): $(PEERS_STAGE_SRCS) $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
@@ -115,7 +125,7 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
 peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN) \
-       $(PEERS_WALLS_BIN)
+       $(PEERS_WALLS_BIN) $(PEERS_HIJACK_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

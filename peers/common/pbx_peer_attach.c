@@ -104,6 +104,15 @@ int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status)
     return -1;
 }
 
+int pbx_peer_attach_answer_fd(int chan, uint8_t op, uint8_t status, int fd)
+{
+    uint8_t out[2];
+    out[0] =
+        (op >= (uint8_t)'A' && op <= (uint8_t)'Z') ? (uint8_t)(op + 32U) : op;
+    out[1] = status;
+    return pbx_peer_io_send_fds(chan, out, sizeof(out), &fd, 1U, MSG_DONTWAIT);
+}
+
 bool pbx_peer_attach_is_socket(int fd, int type)
 {
     int got = -1;

@@ -3,10 +3,13 @@
  * every peer it starts with --attach-fd N (hosted; libc).
  *
  * The channel is one end of an AF_UNIX SOCK_SEQPACKET socketpair. Each
- * message from the supervisor is one op byte ('R': adopt route(s); 'L':
- * vfsd only, listen for a route at a path) and an optional body, with at
- * most PBX_PEER_ATTACH_FDS_MAX descriptors. The peer answers with two
- * bytes: the op in lower case, then a status byte (0 done, 1 refused).
+ * message from the supervisor is one op byte ('R': adopt route(s); 'P':
+ * vfsd only, make a route pair for the process whose pid is the body) and
+ * an optional body, with at most PBX_PEER_ATTACH_FDS_MAX descriptors. The
+ * peer answers with two bytes: the op in lower case, then a status byte
+ * (0 done, 1 refused); vfsd's answer to 'P' carries the route's far end.
+ * There is no listening op: no socket of the stack makes its first
+ * connector a route (docs/HOST.md, "The attach channel").
  * A peer polls the channel with its other descriptors and never blocks
  * on it: receives and answers both use MSG_DONTWAIT.
  */
@@ -21,17 +24,26 @@
 #define PBX_PEER_ATTACH_FDS_MAX 2U
 
 /**
- * PBX_PEER_ATTACH_BODY_MAX is the longest body accepted after the op byte;
- * it holds the longest 'L' path (107 bytes). A longer message is
- * truncated by the kernel and refused.
+ * PBX_PEER_ATTACH_BODY_MAX is the longest body accepted after the op byte
+ * (every op's body is shorter). A longer message is truncated by the
+ * kernel and refused.
  */
 #define PBX_PEER_ATTACH_BODY_MAX 120U
 
 /** PBX_PEER_ATTACH_OP_ROUTE is 'R': adopt the attached route(s). */
 #define PBX_PEER_ATTACH_OP_ROUTE 0x52U
 
-/** PBX_PEER_ATTACH_OP_LISTEN is 'L': listen for a route at the body path. */
-#define PBX_PEER_ATTACH_OP_LISTEN 0x4CU
+/**
+ * PBX_PEER_ATTACH_OP_PAIR is 'P' (vfsd only): the body is a pid (4 bytes,
+ * little-endian, 1..INT32_MAX). vfsd makes a route socketpair, serves
+ * RESOLVE on it to that pid alone, and answers 'p' 0 with the far end
+ * attached (pbx_peer_attach_answer_fd). The supervisor gives that end to
+ * the process it forked and holds before exec (powerboxd's slot 5).
+ */
+#define PBX_PEER_ATTACH_OP_PAIR 0x50U
+
+/** PBX_PEER_ATTACH_PID_BYTES is the length of the 'P' body. */
+#define PBX_PEER_ATTACH_PID_BYTES 4U
 
 /** PBX_PEER_ATTACH_DONE is the answer status of an applied message. */
 #define PBX_PEER_ATTACH_DONE 0U
@@ -80,6 +92,13 @@ int pbx_peer_attach_recv(int chan, pbx_peer_attach_msg *m);
  * with errno set.
  */
 int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status);
+
+/**
+ * pbx_peer_attach_answer_fd is pbx_peer_attach_answer with descriptor fd
+ * attached (a copy: the caller keeps fd and closes it). Returns 0, or -1
+ * with errno set (the descriptor then did not leave).
+ */
+int pbx_peer_attach_answer_fd(int chan, uint8_t op, uint8_t status, int fd);
 
 /**
  * pbx_peer_attach_is_socket reports whether fd is an AF_UNIX socket of

@@ -46,6 +46,10 @@ and its job connection.
                  relayed (exact id over the broker) and collects its
                  CANCELLED decision; no grant is left at procd or ttyd and
                  powerboxd's and launchd's descriptors return to baseline
+  scope-hoard    this process takes scopes from vfsd's scope socket until
+                 refused: exactly 32 (--scopes-per-pid's default), vfsd
+                 logs the refusal naming its pid; a lifecycle through
+                 launchd is approved while it holds them
   lie-scope      the same request with a scope from vfsd's --lie-scope
                  socket, whose FOUND names another scope identity: DENIED,
                  nothing installed, no row shown
@@ -293,7 +297,9 @@ and its job connection.
                  `launchd[N] restarted and attached`; a lifecycle
                  succeeds. Then the same with kill -9 of powerboxd and, at
                  the new powerboxd's `started` line (held stopped the
-                 same way), of ttyd: ttyd's restart planned within 1.5 s
+                 same way, and vfsd stopped from before powerboxd's kill
+                 until then, so that the supervisor surely waits inside
+                 powerboxd's restart for vfsd's route pair), of ttyd: ttyd's restart planned within 1.5 s
                  of its death line, and within 10 s the stack whole again
                  (chaos's rule) with the latest ttyd routed to the latest
                  powerboxd (its route accepted by that powerboxd, or that
@@ -498,10 +504,24 @@ and its job connection.
                  ok`); powerboxd's usage report (within
                  15 s) equals the baseline: every pool's use (all 0)
                  and capacity and its descriptor count; every peer holds
-                 its baseline descriptor count (vfsd one fewer when it
-                 is not the first vfsd, whose --route listener it keeps,
-                 and one more once it listens for a restarted
-                 powerboxd's route)
+                 its baseline descriptor count (vfsd included: it
+                 listens for no route, so every vfsd holds the same)
+  route-hijack   (standalone, `pbx up --restart-window-ms 0`) two plain
+                 foreign programs and one started with `pbx run
+                 --sandbox` (pbx-test-hijack) keep connecting to every
+                 socket in DIR and to the old route listener's name
+                 (vfsd-route.sock) with SEQPACKET, STREAM and DGRAM
+                 sockets, sending RESOLVE-shaped frames and resolving
+                 through every scope they get (the sandboxed one also
+                 through its fd 4), while vfsd and powerboxd are each
+                 killed and restarted 20 times, ttyd and procd 4 times
+                 (each restart awaited in stack.log). No foreign program ever got an object, a
+                 FOUND or any descriptor but a scope; each plain one had
+                 RESOLVEs refused and vfsd logged refusing its pid; the
+                 sandboxed one tried (a socket refused by its walls counts);
+                 every vfsd `route from pid N` line names a powerboxd pbx
+                 up started (at least 41 routes); a lifecycle succeeds
+                 at the end
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
                  pane shows the trusted prompt naming pbx-demo and
@@ -610,24 +630,44 @@ def pbx1(bin_dir, work, geometry=()):
     return fd
 
 
-def exec_powerboxd(bin_dir, public, fds, pgid, log):
+# exec_powerboxd's mark of the slot vfsd's route goes to (slot 5).
+VFSD_GATE = "vfsd-gate"
+
+
+def vfsd_pair(chan, pid):
+    """Asks vfsd over its attach channel chan (our end) for a route pair
+    made for pid ('P', the pid as 4 bytes little-endian) and returns the
+    far end vfsd answers with ('p' 0 and the descriptor)."""
+    chan.settimeout(10)
+    chan.send(b"P" + struct.pack("<I", pid))
+    msg, fds, _, _ = socket.recv_fds(chan, 8, 1)
+    if msg != b"p\x00" or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        fail(f"vfsd answered 'P' {pid} with {msg!r} and {len(fds)} fd(s)")
+    return fds[0]
+
+
+def exec_powerboxd(bin_dir, public, fds, pgid, log, chan=None):
     """Forks and execs powerboxd in process group pgid with fds[i] at slot
-    3 + i (None: empty; a path: a SEQPACKET connection to it made by the
-    child itself, so that its SO_PEERCRED names powerboxd: vfsd serves
-    RESOLVE only from the process at the other end of its route) and its
-    standard error (its log) on file log."""
+    3 + i (None: empty; VFSD_GATE: the descriptor the child waits for
+    before exec on a gate, vfsd's route end made by vfsd over its attach
+    channel chan for the child's exact pid: vfsd serves RESOLVE only to
+    the process its route names, and no socket anyone could connect to is
+    a route) and its standard error (its log) on file log."""
+    gate = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) \
+        if VFSD_GATE in fds else None
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, pgid)
             os.dup2(log.fileno(), 2)
-            conns = []
             for i, fd in enumerate(fds):
-                if isinstance(fd, str):
-                    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-                    c.connect(fd)
-                    conns.append(c)
-                    fds[i] = c.fileno()
+                if fd == VFSD_GATE:
+                    _, got, _, _ = socket.recv_fds(gate[1], 1, 1)
+                    if len(got) != 1:
+                        os._exit(127)
+                    fds[i] = got[0]
             high = [None if fd is None else os.dup(fd) for fd in fds]
             for i, fd in enumerate(high):
                 if fd is None:
@@ -638,6 +678,14 @@ def exec_powerboxd(bin_dir, public, fds, pgid, log):
             os.execv(os.path.join(bin_dir, "powerboxd"), ["powerboxd", public])
         finally:
             os._exit(127)
+    if gate is not None:
+        gate[1].close()
+        try:
+            route = vfsd_pair(chan, pid)
+            socket.send_fds(gate[0], [b"g"], [route])
+            os.close(route)
+        finally:
+            gate[0].close()
     return pid
 
 
@@ -744,6 +792,8 @@ class Stack:
         self.procs = []
         self.logs = {}
         self.pid = 0
+        # Our end of vfsd's attach channel (its 'P' makes powerboxd's route).
+        self.vfsd_chan = None
         self.keeper = subprocess.Popen(["sleep", "86400"], process_group=0,
                                        stdin=subprocess.DEVNULL)
         self.pgid = self.keeper.pid
@@ -773,11 +823,13 @@ class Stack:
             for _ in range(3)]
         wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         stages = [a for s in STAGES for a in ("--stage", s)]
-        # vfsd's route is a connection to vfsd's own --route listener, not
-        # a socketpair made here: powerboxd accepts a scope only from the
-        # process at the other end of slot 5 (SO_PEERCRED), and a
-        # socketpair's peer would be this supervisor.
-        route = os.path.join(w, "vfsd-route.sock")
+        # vfsd's route is a pair vfsd makes itself for powerboxd's exact
+        # pid ('P' on its attach channel), not a socketpair made here:
+        # powerboxd accepts a scope only from the process at the other end
+        # of slot 5 (SO_PEERCRED), and a socketpair's peer would be this
+        # supervisor. vfsd listens for no route.
+        self.vfsd_chan, chan = socket.socketpair(socket.AF_UNIX,
+                                                 socket.SOCK_SEQPACKET)
         g = self.pgid
         # launchd first: ttyd and procd refuse its jobs on their query
         # sockets (--jobs-below, as pbx up names itself there).
@@ -792,7 +844,8 @@ class Stack:
         jobs = ["--jobs-below", str(launchd.pid)]
         self.procs = [
             peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
-                  "--lie-scope", self.lie_scope, "--route", route], [],
+                  "--lie-scope", self.lie_scope, "--attach-fd",
+                  str(chan.fileno())], [chan.fileno()],
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
@@ -808,9 +861,10 @@ class Stack:
         ]
         self.pid = exec_powerboxd(self.bin_dir, self.public, [
             pbx1(self.bin_dir, w, self.geometry), sup[1].fileno(),
-            route, ttyp[0].fileno(), proc[0].fileno(),
+            VFSD_GATE, ttyp[0].fileno(), proc[0].fileno(),
             wake[0].fileno(), None, broker[0].fileno()], g,
-            self.log("powerboxd"))
+            self.log("powerboxd"), self.vfsd_chan)
+        chan.close()
         for s in (ttyp, proc, broker, wake):
             s[0].close()
             s[1].close()
@@ -906,6 +960,9 @@ class Stack:
                 p.kill()
                 p.wait()
         self.kill_jobs()
+        if self.vfsd_chan is not None:
+            self.vfsd_chan.close()
+            self.vfsd_chan = None
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except ProcessLookupError:
@@ -3765,7 +3822,8 @@ def broker_restarted(u, old, since, what):
     for line in ("restarting powerboxd alone in 500 ms (restart 1 within "
                  "60 s)", f"powerboxd[{new}] started: ",
                  f"powerboxd[{new}] ready on {u.dir}/public.sock",
-                 "vfsd: attach channel: listening for a route at ",
+                 f"vfsd: attach channel: route pair made for pid {new} (",
+                 f"vfsd: route from pid {new}: its RESOLVEs are served",
                  "ttyd: attach channel: route(s) adopted",
                  "procd: attach channel: route(s) adopted",
                  "launchd: attach channel: route(s) adopted"):
@@ -3963,18 +4021,24 @@ def children(pid):
         return set()
 
 
-def kill_mid_restart(u, first, victim, what):
+def kill_mid_restart(u, first, victim, what, hold=None):
     """Kills first (name, pid) and, as soon as stack.log shows the
     supervisor's `started` line of its successor, kill -9 victim (name,
     pid). The successor is stopped (SIGSTOP) as soon as it appears as pbx
     up's child (followed every 0.2 ms, before its start line is read) and
     continued 0.3 s after victim's kill, so that the supervisor is surely
     still inside the successor's restart (waiting for its readiness) when
-    victim dies. Returns (the successor's pid, the byte offset before the
-    first kill)."""
+    victim dies. hold (a pid, or None) is stopped before the first kill
+    and continued with the successor: powerboxd's successor becomes ready
+    within a millisecond of its start, so holding vfsd, whose route pair
+    its start waits for, keeps the supervisor inside the restart however
+    late the successor is caught. Returns (the successor's pid, the byte
+    offset before the first kill)."""
     starts = Starts(u)
     held = None
     try:
+        if hold is not None:
+            os.kill(hold, signal.SIGSTOP)
         mark = starts.size()
         known = children(u.proc.pid)
         os.kill(first[1], signal.SIGKILL)
@@ -3997,6 +4061,8 @@ def kill_mid_restart(u, first, victim, what):
     finally:
         if held is not None:
             os.kill(held, signal.SIGCONT)
+        if hold is not None:
+            os.kill(hold, signal.SIGCONT)
         starts.f.close()
     return held, mark
 
@@ -4060,7 +4126,7 @@ def restart_during_restart(bin_dir, work):
         # powerboxd's restart, ttyd killed during it.
         broker, since = kill_mid_restart(
             u, ("powerboxd", now["powerboxd"]), ("ttyd", now["ttyd"]),
-            f"{what} (powerboxd)")
+            f"{what} (powerboxd)", hold=now["vfsd"])
         planned_at_once(u, since, ("ttyd", now["ttyd"]),
                         ("powerboxd", broker), what)
         wait_for(lambda: chaos_quiet(u) and ttyd_routed(u),
@@ -5682,14 +5748,10 @@ def chaos_after(u, first, base, use):
         fail(f"chaos: {len(bad)} of {len(ends)} grant ends without "
              f"a reason: {bad[:3]}")
     line = usage_settled(u, use, "chaos: after the kills")
-    # vfsd holds one descriptor more while it keeps the route listener of
-    # its start (--route: the first vfsd only) and one more once told to
-    # listen for a restarted powerboxd's route ('L', which replaces any
-    # earlier one).
+    # Every vfsd holds the same descriptors: it listens for no route, and
+    # its one route is a pair (handed over at a restart, or made by 'P'
+    # for each powerboxd), whichever vfsd and powerboxd now run.
     want = dict(base)
-    want["vfsd"] = base["vfsd"] - (now["vfsd"] != first["vfsd"]) + \
-        (f" vfsd[{now['vfsd']}]: vfsd: attach channel: listening for a "
-         f"route at " in text)
     fds = {n: settled_fds(p) for n, p in now.items()}
     if fds != want:
         fail(f"chaos: descriptors {fds}, want {want} (baseline {base})")
@@ -6049,6 +6111,201 @@ def make_run(bin_dir, work):
     print("run: without a terminal, make run used the routine policy (no "
           "prompt), showed the file's bytes and exited 0")
 
+# route-hijack: how many times each of vfsd and powerboxd is killed (and
+# restarted by pbx up) while foreign programs try to become vfsd's route.
+HIJACK_RESTARTS = 20
+
+
+def hijack_last(path):
+    """The key=value fields of the last whole line pbx-test-hijack wrote
+    to path ({} when none)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = [l for l in f.read().split("\n")[:-1] if l.startswith("round=")]
+    return dict(w.split("=", 1) for w in lines[-1].split()) if lines else {}
+
+
+def hijack_restart(u, name, what):
+    """Kills stack process name with SIGKILL and waits (20 s) until pbx up
+    logged its restart (powerboxd: with fresh routes; a peer: attached to
+    the running powerboxd); returns the new pid."""
+    old = u.stack()[name]
+    since = len(u.text())
+    os.kill(old, signal.SIGKILL)
+    tail = "with fresh routes to the peers" if name == "powerboxd" else \
+        "and attached"
+    pat = re.compile(rf" up\[\d+\]: {name}\[(\d+)\] restarted {tail}")
+    wait_for(lambda: pat.search(u.text()[since:]),
+             f"{what}: {name}[{old}] never restarted {tail}", 20.0)
+    return int(pat.search(u.text()[since:]).group(1))
+
+
+def hijack_routes(u, what):
+    """Every route vfsd served RESOLVE on (its `route from pid N` lines in
+    stack.log) names a powerboxd pbx up started; returns how many."""
+    text = u.text()
+    pbx = set(re.findall(r" up\[\d+\]: powerboxd\[(\d+)\] started: ", text))
+    routes = re.findall(r" vfsd\[\d+\]: vfsd: route from pid (\d+): its "
+                        r"RESOLVEs are served", text)
+    foreign = sorted(set(r for r in routes if r not in pbx))
+    if foreign:
+        fail(f"{what}: vfsd served RESOLVE on routes of pids {foreign}, "
+             f"none of them a powerboxd (powerboxds: {sorted(pbx)})")
+    if len(routes) < 2 * HIJACK_RESTARTS + 1:
+        fail(f"{what}: {len(routes)} routes, fewer than the "
+             f"{2 * HIJACK_RESTARTS + 1} the restarts make")
+    return len(routes)
+
+
+def route_hijack(bin_dir, work):
+    """Foreign programs (two plain, one `pbx run --sandbox`) keep
+    connecting to every socket of the stack, the old route listener's name
+    included, sending RESOLVE-shaped frames and resolving through every
+    scope they get, while vfsd and powerboxd are each killed and restarted
+    HIJACK_RESTARTS times (ttyd and procd a fifth as often); see the
+    docstring list."""
+    what = "route-hijack"
+    u = Up(bin_dir, work, ["--restart-window-ms", "0"])
+    plain, outs = [], []
+    run = None
+    try:
+        socks = sorted(os.path.join(u.dir, n) for n in os.listdir(u.dir)
+                       if stat.S_ISSOCK(os.stat(os.path.join(u.dir,
+                                                             n)).st_mode))
+        scope = os.path.join(u.dir, "scope.sock")
+        others = [p for p in socks if p != scope] + \
+            [os.path.join(u.dir, "vfsd-route.sock")]
+        hj = [os.path.join(bin_dir, "pbx-test-hijack"), "--scope", scope] + \
+            others
+        for i in range(3):
+            outs.append(open(os.path.join(work, f"hijack{i}.out"), "w+",
+                             encoding="utf-8"))
+        for i in range(2):
+            plain.append(subprocess.Popen(
+                hj, stdout=outs[i], stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL))
+        run = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run",
+             "--sandbox", "--"] + hj[:1] + ["--scope-fd", "4"] + hj[1:],
+            stdout=outs[2], stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        wait_for(lambda: all(hijack_last(f.name) for f in outs),
+                 f"{what}: a foreign program never finished a round", 20.0)
+        t0 = time.monotonic()
+        for i in range(HIJACK_RESTARTS):
+            hijack_restart(u, "vfsd", what)
+            hijack_restart(u, "powerboxd", what)
+            # ttyd's and procd's routes too are only ever handed over.
+            if i % 5 == 4:
+                hijack_restart(u, "ttyd", what)
+                hijack_restart(u, "procd", what)
+        took = time.monotonic() - t0
+        # A round of each after the last restart, then they end.
+        ends = [int(hijack_last(f.name)["round"]) + 1 for f in outs]
+        wait_for(lambda: all(int(hijack_last(f.name)["round"]) >= n
+                             for f, n in zip(outs, ends)),
+                 f"{what}: a foreign program stopped making rounds", 20.0)
+        hijack_check(u, plain, outs, what)
+        print(f"run: {what}: vfsd and powerboxd each restarted "
+              f"{HIJACK_RESTARTS} times, ttyd and procd "
+              f"{HIJACK_RESTARTS // 5} times, in {took:.1f} s; "
+              f"{hijack_routes(u, what)} routes, every one a powerboxd's")
+        # The sandboxed job holds the stage a lone job gets (42:5), which
+        # the lifecycle's job claims: it ends first.
+        hijack_stop(plain, run)
+        u.lifecycle(f"{what}: after the restarts")
+        u.stop()
+    finally:
+        hijack_stop(plain, run)
+        for f in outs:
+            f.close()
+        u.close()
+
+
+def hijack_stop(plain, run):
+    """Ends the foreign programs: the plain ones and the sandboxed job
+    (by its command name below pbx run), then pbx run."""
+    for p in plain:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    if run is not None and run.poll() is None:
+        for pid in descendants([run.pid]):
+            if proc_comm(pid) == "pbx-test-hijack":
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for pid in [p for p in proc_table()
+                    if proc_comm(p) == "pbx-test-hijack"]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            run.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+
+
+def hijack_check(u, plain, outs, what):
+    """No foreign program ever got an object or a FOUND; each plain one
+    connected, got scopes and had its RESOLVEs refused by vfsd (logged
+    naming its pid); the sandboxed one connected or was refused a socket,
+    never more."""
+    text = u.text()
+    for i, f in enumerate(outs):
+        last = hijack_last(f.name)
+        kind = "sandboxed" if i == 2 else f"plain {i}"
+        if last.get("found") != "0" or last.get("objects") != "0":
+            fail(f"{what}: the {kind} foreign program got authority: {last}")
+        if i < 2 and (int(last["scopes"]) == 0 or
+                      int(last["resolve_refused"]) == 0):
+            fail(f"{what}: the {kind} foreign program never had a RESOLVE "
+                 f"refused: {last}")
+        if i == 2 and int(last["connected"]) + \
+                int(last["sockets_refused"]) == 0:
+            fail(f"{what}: the sandboxed foreign program tried nothing: "
+                 f"{last}")
+        print(f"run: {what}: {kind} foreign program: {last}")
+    for p in plain:
+        if f"refused: sent by pid {p.pid}, not by the route's process" \
+                not in text:
+            fail(f"{what}: vfsd never logged refusing pid {p.pid}'s RESOLVE")
+
+
+def scope_hoard(st):
+    """One process takes scopes from vfsd's scope socket until refused:
+    it gets exactly vfsd's default --scopes-per-pid (32) and vfsd logs the
+    refusal naming it; while it holds them, an honest request (a job
+    through launchd) is approved; once they are given back, another
+    process's scope is handed out as before."""
+    held = []
+    try:
+        for _ in range(300):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.settimeout(5)
+            s.connect(st.scope)
+            _, fds, _, _ = socket.recv_fds(s, 64, 1)
+            s.close()
+            if not fds:
+                break
+            held.extend(fds)
+        if len(held) != 32:
+            fail(f"scope-hoard: this process got {len(held)} scopes, not "
+                 f"the 32 of --scopes-per-pid")
+        want = (f"vfsd: scope refused to pid {os.getpid()}: it holds 32 "
+                f"scope(s), the most one process may (--scopes-per-pid 32)")
+        wait_for(lambda: want in st.peer_log("vfsd"),
+                 f"scope-hoard: vfsd never logged '{want}'")
+        lifecycle(st)
+        print(f"run: scope-hoard: {len(held)} scopes held by pid "
+              f"{os.getpid()}, the next refused and logged; an honest "
+              f"request approved meanwhile")
+    finally:
+        for fd in held:
+            os.close(fd)
+
 
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
@@ -6058,6 +6315,7 @@ SCENARIOS = {
     "hangup": (hangup, False, None, None),
     "lie-scope": (lie_scope, False, None, None),
     "foreign": (foreign, False, None, None),
+    "scope-hoard": (scope_hoard, False, None, None),
     "prompt": (prompt, True, None, None),
     "prompt-pending": (prompt_pending, True, None, None),
     "prompt-cancel": (prompt_cancel, True, None, None),
@@ -6122,6 +6380,7 @@ SCENARIOS = {
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
     "chaos": (chaos, False, STANDALONE, None),
+    "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
 }
 

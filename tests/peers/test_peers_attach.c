@@ -64,7 +64,7 @@ PBX_TEST(peers_attach_recv_route_and_listen)
     PBX_CHECK_EQ(read(pair[0], &c, 1), 1);
     PBX_CHECK_EQ(c, 'x');
     (void)close(m.fds[0]);
-    ta_send(ch[0], PBX_PEER_ATTACH_OP_LISTEN, "/tmp/route.sock", -1, 0U);
+    ta_send(ch[0], (uint8_t)'L', "/tmp/route.sock", -1, 0U);
     PBX_REQUIRE(pbx_peer_attach_recv(ch[1], &m) == 0);
     PBX_CHECK(m.ok);
     PBX_CHECK_EQ(m.op, 'L');
@@ -115,12 +115,12 @@ PBX_TEST(peers_attach_refuses_extra_fds_and_long_bodies)
     char big[200];
     memset(big, 'a', sizeof(big) - 1U);
     big[sizeof(big) - 1U] = '\0';
-    ta_send(ch[0], PBX_PEER_ATTACH_OP_LISTEN, big, -1, 0U);
+    ta_send(ch[0], (uint8_t)'L', big, -1, 0U);
     PBX_REQUIRE(pbx_peer_attach_recv(ch[1], &m) == 0);
     PBX_CHECK(!m.ok);
     /* refuse closes what came and answers status 1. */
     PBX_REQUIRE(tp_seqpair(pair));
-    ta_send(ch[0], PBX_PEER_ATTACH_OP_LISTEN, "/x", pair[1], 1U);
+    ta_send(ch[0], (uint8_t)'L', "/x", pair[1], 1U);
     (void)close(pair[1]);
     PBX_REQUIRE(pbx_peer_attach_recv(ch[1], &m) == 0);
     PBX_CHECK(m.ok);

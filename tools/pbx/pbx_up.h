@@ -190,13 +190,14 @@ void pbx_up_stack_stop(pbx_up *u);
 int pbx_up_peer_restart(pbx_up *u, size_t idx);
 
 /**
- * pbx_up_broker_restart starts powerboxd alone while the peers run: vfsd
- * is asked over its attach channel to listen for the new route (which
- * powerboxd's process connects, as at a start), ttyd, procd and launchd
- * are sent fresh routes over theirs, and powerboxd gets the other ends at
- * its startup slots. Returns 0 once powerboxd's readiness report came,
- * else -1 (noted); a peer that refused or was gone is logged, and its
- * route is simply down in the new powerboxd until that peer is restarted.
+ * pbx_up_broker_restart starts powerboxd alone while the peers run: ttyd,
+ * procd and launchd are sent fresh routes over their attach channels,
+ * vfsd is asked over its own for a route pair made for the exact pid of
+ * powerboxd's child (held before exec until it has it, as at a start),
+ * and powerboxd gets the other ends at its startup slots. Returns 0 once
+ * powerboxd's readiness report came, else -1 (noted); a peer that refused or
+ * was gone is logged, and its route is simply down in the new powerboxd until
+ * that peer is restarted.
  */
 int pbx_up_broker_restart(pbx_up *u);
 
