@@ -186,7 +186,7 @@ static bool rt_streq(const char *str, const char *word)
 
 /* The usage powerboxd -h prints on its standard output. */
 static const char rt_usage[] =
-    "usage: powerboxd [--incarnation N | --incarnation=N] ENDPOINT-NAME\n"
+    "usage: powerboxd [--incarnation N] ENDPOINT-NAME\n"
     "       powerboxd -h | --help\n"
     "powerboxd, the capability broker. Its supervisor (pbx up) starts it\n"
     "with its startup inventory in place: slot 3 the sealed PBX1 record,\n"
@@ -197,8 +197,9 @@ static const char rt_usage[] =
     "refusal prints one line and exits with its own status (10..31);\n"
     "once running it logs one line per decision and per grant end to its\n"
     "standard error, each request and grant id written N-I.G: N the\n"
-    "incarnation (--incarnation, 1 to 4294967295; 1 when absent), the\n"
-    "number its supervisor gave this start, I.G the id on the wire.\n"
+    "incarnation (--incarnation N or --incarnation=N, 1 to 4294967295;\n"
+    "1 when absent), the number its supervisor gave this start, I.G the\n"
+    "id on the wire.\n"
     "See powerboxd(8) and docs/HOST.md.\n";
 
 /* Whether str begins with word (both NUL-terminated; bounded by word). */

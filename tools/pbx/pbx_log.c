@@ -58,6 +58,7 @@ typedef struct log_state {
     long up;      /* the pid of the stack's `pbx up` (its lines' [PID]) */
     long life;    /* how many stacks the file held so far */
     uint32_t inc; /* the live incarnation at the line being read */
+    bool stopping; /* `pbx up` is stopping the stack at that line */
     bool kv;
 } log_state;
 
@@ -154,9 +155,18 @@ static void log_follow(const pbx_ids_line *l)
         log_g.up = l->pid;
         log_g.life++;
         log_g.inc = 1U;
+        log_g.stopping = false;
     }
     uint32_t n = pbx_ids_note(l);
     log_g.inc = n != 0U ? n : log_g.inc;
+    /* From a stop's first line on (a signal, or the give-up rule), a
+     * grant powerboxd logs lost was lost to the stop: the supervisor
+     * signals the peers a moment before powerboxd. */
+    if ((strncmp(l->rest, "signal ", 7) == 0 &&
+         strstr(l->rest, ": stopping the stack") != NULL) ||
+        strncmp(l->rest, "giving up: ", 11) == 0) {
+        log_g.stopping = true;
+    }
 }
 
 /* Notes a death line of `pbx up` ("powerboxd[P] killed ..."): 1 when it
@@ -336,6 +346,8 @@ static void log_print_derived(const pbx_peer_grants_event *e, const char *t,
     const char *obj = pbx_peer_grants_get(e, "object");
     const char *lt = pbx_peer_grants_get(e, "lifetime");
     bool died = how == 1;
+    /* A grant-end line powerboxd wrote while the stack stopped. */
+    bool logged = strcmp(pbx_peer_grants_get(e, "event"), "grant-end") == 0;
     log_records(e, pid, recs, sizeof(recs));
     if (log_g.kv) {
         (void)printf("time=%s grant=%s request=%s job=%s entry=%s op=%s "
@@ -345,12 +357,19 @@ static void log_print_derived(const pbx_peer_grants_event *e, const char *t,
                      obj, lt, died ? "lost" : "stack-stopped",
                      died ? "powerboxd-lost" : "pbx-up",
                      died ? "broker-lost" : "stack-stopped",
-                     died ? recs : "-");
+                     died     ? recs
+                     : logged ? "powerboxd"
+                              : "-");
         return;
     }
     (void)printf("%s grant %s (%s, job %s, %s %s, %s): ", t, g, entry, job, op,
                  obj, lt);
-    if (!died) {
+    if (!died && logged) {
+        (void)printf("stack stopped while it was live (powerboxd logged it "
+                     "%s, reason %s, as the stack stopped)\n",
+                     pbx_peer_grants_get(e, "end"),
+                     pbx_peer_grants_get(e, "reason"));
+    } else if (!died) {
         (void)printf("stack stopped while it was live\n");
     } else if (strcmp(recs, "-") == 0) {
         (void)printf("lost with its broker (powerboxd[%ld] died; no peer "
@@ -445,7 +464,10 @@ static void log_show(FILE *f, const char *line, long offset)
     }
     const char *ev = pbx_peer_grants_get(&e, "event");
     const char *g = pbx_peer_grants_get(&e, "grant");
-    if (strcmp(ev, "grant-end") == 0) {
+    if (strcmp(ev, "grant-end") == 0 && log_g.stopping &&
+        strcmp(pbx_peer_grants_get(&e, "end"), "lost") == 0) {
+        log_print_derived(&e, e.time[0] != '\0' ? e.time : "-", 2, l.pid);
+    } else if (strcmp(ev, "grant-end") == 0) {
         /* The user's cancel was logged by launchd as I:G at this
          * incarnation; the audit gets the one grant in question. */
         static char out[PBX_PEER_GRANTS_LINE_MAX];
@@ -472,6 +494,7 @@ static void log_rewind(void)
     log_g.up = -1;
     log_g.life = 0;
     log_g.inc = 1U;
+    log_g.stopping = false;
 }
 
 /* Both passes over f. Returns 0 or PBX_TOOL_EXIT_FAIL (message). */
