@@ -310,7 +310,8 @@ and its job connection.
                  consumes a third, one-shot grant; `pbx cancel` of the
                  first: revoked at procd, gone from ttyd and from `pbx
                  grants`, the other still live; a second cancel exits 1,
-                 a bad ID 2; after the job ends, `pbx log` on the real
+                 a bad ID 2; every id is 1-I.G (the stack's first
+                 powerboxd), I.G the job's; after the job ends, `pbx log` on the real
                  stack.log says the first was cancelled by the user
                  (by=user), the one-shot consumed by the program, the
                  second expired
@@ -403,6 +404,30 @@ and its job connection.
                  request in flight, asked for its decision, ends with an
                  error within 20 s; a lifecycle and a fresh held grant
                  succeed
+  ids-across-restarts (standalone, `pbx up --restart-window-ms 0`) in
+                 each of four powerboxd incarnations (three kill -9
+                 restarts, each waited for by the supervisor's death and
+                 `restarted with fresh routes` lines) a job holds a
+                 job-lifetime grant, the new powerboxd's first (wire id
+                 0.1 every time), and another job consumes a one-shot
+                 grant (pbx-test-fdcat --cycles 1); in the second an
+                 exceptional request is denied (no terminal). `pbx
+                 grants --format kv` lists exactly N-0.1 in incarnation
+                 N, four distinct ids; every request= and grant= that
+                 powerboxd wrote to stack.log is N-I.G with N the
+                 incarnation of `pbx up`'s `powerboxd incarnation N
+                 starting` line before that pid's start, and the
+                 approved grant ids are all distinct; `pbx cancel 1-0.1`
+                 (the live grant is 4-0.1) exits 1 saying it is not live,
+                 incarnation 1 having ended, and `pbx cancel 9-0.1` that
+                 no incarnation 9 has run, and `pbx grants` still lists
+                 exactly 4-0.1; `pbx log` shows each dead powerboxd's
+                 held grant once, lost with its broker (powerboxd[PID]
+                 died) and recorded by vfsd and ttyd (waited for 10 s),
+                 a consumed grant in each incarnation and the one denial
+                 (grant=-, request 2-I.G, its reason); after `pbx up`
+                 stops, 4-0.1 is shown once, "stack stopped while it was
+                 live" (kv end=stack-stopped), the dead ones end=lost
   chaos          (standalone, `pbx up --restart-window-ms 0` so that the
                  give-up rule never ends the run) powerboxd's usage report
                  (SIGUSR1 to pbx up: `usage: powerboxd[PID] requests=N/CAP
@@ -453,7 +478,7 @@ and its job connection.
                  then read in one pass (each line parsed once, the time
                  printed): for each powerboxd incarnation but the latest
                  (its span: its start line to the next powerboxd's),
-                 every approved decision (`grant=I:G object-id=W:G`,
+                 every approved decision (`grant=N-I.G object-id=W:G`,
                  both required) without a grant-end line of that grant
                  has a record of its end (after the span's start, not the
                  decision line: pbx up reads each pipe in turn, so a
@@ -466,7 +491,9 @@ and its job connection.
                  death, ttyd's `VIEW ended grant I.G: route closed
                  (broker lost)`, procd's `INSTALL ended grant I.G: ...
                  (broker lost)` or launchd's `grant I.G of job ...
-                 ended: broker lost`; or (c) the vfsd whose incarnation
+                 ended: broker lost` (I.G the grant's N-I.G without its
+                 incarnation, which the peers never knew); or (c) the
+                 vfsd whose incarnation
                  minted W (its top 16 bits, vfsd's ready line) has a
                  supervisor death line before the span's end, so the
                  object died with it; else the request, grant and object
