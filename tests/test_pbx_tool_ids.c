@@ -135,23 +135,23 @@ static int ids_count(const char *text, const char *needle)
 #define T0 "2026-01-01T00:00:00.000Z "
 #define T1 "2026-01-01T00:00:01.000Z "
 #define T2 "2026-01-01T00:00:02.000Z "
-#define DEC(pid, req, job, entry, rest)                                      \
-    T0 "powerboxd[" pid "]: event=decision request=" req " job=" job        \
+#define DEC(pid, req, job, entry, rest)                                        \
+    T0 "powerboxd[" pid "]: event=decision request=" req " job=" job           \
        " entry=" entry " op=read object=" entry ".txt lifetime=job " rest "\n"
 
 /* Two stacks' lives in one log: the first's powerboxd 1 dies (killed,
  * with records of some grants, and one decision logged after its death
  * line), its powerboxd 2 is stopped with the stack; the second stack's
  * powerboxd 1 runs on, its grant 1-0.1 live. */
-static const char ids_log[] =
-    T0 "up[100]: powerboxd incarnation 1 starting\n" T0
-       "up[100]: powerboxd[200] started: /bin/powerboxd\n" DEC(
-           "200", "1-0.1", "11:1", "bin/a",
-           "outcome=approved reason=policy grant=1-0.1 object-id=5:1")
+static const char ids_log[] = T0
+    "up[100]: powerboxd incarnation 1 starting\n" T0
+    "up[100]: powerboxd[200] started: /bin/powerboxd\n" DEC(
+        "200", "1-0.1", "11:1", "bin/a",
+        "outcome=approved reason=policy grant=1-0.1 object-id=5:1")
         DEC("200", "1-0.2", "12:1", "bin/b",
             "outcome=approved reason=policy grant=1-1.1 object-id=6:2")
-            DEC("200", "1-0.3", "13:1", "bin/c",
-                "outcome=denied reason=policy") T1
+            DEC("200", "1-0.3", "13:1", "bin/c", "outcome=denied reason=policy")
+                T1
     "up[100]: powerboxd[200] killed unexpectedly by signal 9 (KILL)\n" T1
     "vfsd[201]: vfsd: RETIRE object 5 gen 1: route to pid 200 closed\n" T1
     "ttyd[202]: ttyd: VIEW ended grant 0.1: route closed (broker lost)\n" T1
@@ -195,9 +195,9 @@ PBX_TEST(pbx_tool_log_every_end_and_refusal_once)
     ids_pbx(dir, table, &r);
     PBX_CHECK_EQ(r.status, 0);
     PBX_CHECK_EQ(ids_count(r.out, "\n"), 7);
-    PBX_CHECK(strstr(r.out, T0 "request 1-0.3 (bin/c, job 13:1, read "
-                            "bin/c.txt, job): denied (reason policy)\n") !=
-              NULL);
+    PBX_CHECK(strstr(r.out,
+                     T0 "request 1-0.3 (bin/c, job 13:1, read "
+                        "bin/c.txt, job): denied (reason policy)\n") != NULL);
     PBX_CHECK(strstr(r.out, "2026-01-01T00:00:01.000Z grant 1-0.1 (bin/a, "
                             "job 11:1, read bin/a.txt, job): lost with its "
                             "broker (powerboxd[200] died; recorded by "
@@ -254,8 +254,8 @@ PBX_TEST(pbx_tool_cancel_refuses_an_ended_incarnation)
             T0 "up[100]: powerboxd incarnation 1 starting\n" T0
                "up[100]: powerboxd incarnation 2 starting\n" T0
                "up[100]: powerboxd incarnation 3 starting\n");
-    static const char *const bad[] = {"0.1", "0:1", "0-0.1", "1-0.0",
-                                      "1-0.1x", "a-0.1"};
+    static const char *const bad[] = {"0.1",   "0:1",    "0-0.1",
+                                      "1-0.0", "1-0.1x", "a-0.1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *args[] = {"cancel", "--dir", dir, bad[i], NULL};
         ids_pbx(dir, args, &r);
@@ -265,10 +265,10 @@ PBX_TEST(pbx_tool_cancel_refuses_an_ended_incarnation)
     const char *old[] = {"cancel", "--dir", dir, "2-0.1", NULL};
     ids_pbx(dir, old, &r);
     PBX_CHECK_EQ(r.status, 1);
-    PBX_CHECK(strcmp(r.err, "pbx cancel: grant 2-0.1 is not live: it was "
-                            "granted by powerboxd incarnation 2, which has "
-                            "ended (the live powerboxd is incarnation 3)\n") ==
-              0);
+    PBX_CHECK(strcmp(r.err,
+                     "pbx cancel: grant 2-0.1 is not live: it was "
+                     "granted by powerboxd incarnation 2, which has "
+                     "ended (the live powerboxd is incarnation 3)\n") == 0);
     PBX_CHECK(r.out[0] == '\0');
     const char *future[] = {"cancel", "--dir", dir, "4-0.1", NULL};
     ids_pbx(dir, future, &r);

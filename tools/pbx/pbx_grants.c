@@ -131,16 +131,15 @@ static void grants_print_row(const pbx_peer_grants_row *r,
                      "label=%s lifetime=%s since=%s request=%s slot=%s\n",
                      grant, r->program, r->job, r->job_gen, r->op, r->cls,
                      r->object, exact ? what : "-", exact ? from : "-",
-                     r->digest, r->label, r->lifetime, since, request,
-                     r->slot);
+                     r->digest, r->label, r->lifetime, since, request, r->slot);
         return;
     }
     /* Never the label in the object's place: without an exact selector
      * the digest is shown, and said to be one. */
     char job[48];
     (void)snprintf(job, sizeof(job), "%s:%s", r->job, r->job_gen);
-    (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", grant,
-                 r->program, job, r->op, r->lifetime, since,
+    (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", grant, r->program,
+                 job, r->op, r->lifetime, since,
                  from != NULL ? what : r->digest,
                  exact ? "" : " (digest only: no log line names it)");
 }
@@ -247,9 +246,9 @@ int pbx_tool_grants(int argc, char **argv)
      * lines of the stack's log. */
     grants_opts lo = {o.log, NULL, false, NULL};
     uint32_t inc = 1U;
-    if (n != 0U && (grants_path(&lo, "stack.log", path, sizeof(path)) != 0 ||
-                    !pbx_ids_live(path, &inc) ||
-                    !grants_log_objects(path, objs, n, n))) {
+    if (n != 0U &&
+        (grants_path(&lo, "stack.log", path, sizeof(path)) != 0 ||
+         !pbx_ids_live(path, &inc) || !grants_log_objects(path, objs, n, n))) {
         (void)fprintf(stderr,
                       "pbx grants: no log at '%s': objects the user was "
                       "not asked about are shown by digest, ids with "
@@ -341,8 +340,7 @@ int pbx_tool_cancel(int argc, char **argv)
     }
     if (!pbx_ids_parse(o.id, &id)) {
         return pbx_tool_usage_error(
-            argv[0], "bad grant ID (want N-I.G, as pbx grants shows it)",
-            o.id);
+            argv[0], "bad grant ID (want N-I.G, as pbx grants shows it)", o.id);
     }
     pbx_ipc_id g = {id.index, id.gen};
     char path[4096];
@@ -363,8 +361,8 @@ int pbx_tool_cancel(int argc, char **argv)
         return rc;
     }
     if (rep.status != 0U) {
-        (void)fprintf(stderr, "pbx cancel: grant %s not cancelled: %s\n",
-                      o.id, pbx_peer_status_text(rep.status));
+        (void)fprintf(stderr, "pbx cancel: grant %s not cancelled: %s\n", o.id,
+                      pbx_peer_status_text(rep.status));
         return PBX_TOOL_EXIT_FAIL;
     }
     (void)printf("grant %s cancelled (request %u-%u.%u)\n", o.id,

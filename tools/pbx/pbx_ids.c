@@ -52,8 +52,8 @@ bool pbx_ids_split(const char *line, pbx_ids_line *out)
     const char *open = sp != NULL ? strchr(sp, '[') : NULL;
     const char *close = open != NULL ? strchr(open, ']') : NULL;
     uint32_t pid = 0;
-    if (close == NULL || close[1] != ':' || close[2] != ' ' ||
-        open == sp + 1 || memchr(sp + 1, ' ', (size_t)(open - sp - 1)) ||
+    if (close == NULL || close[1] != ':' || close[2] != ' ' || open == sp + 1 ||
+        memchr(sp + 1, ' ', (size_t)(open - sp - 1)) ||
         !ids_number(open + 1, (size_t)(close - open - 1), &pid)) {
         return false;
     }
@@ -81,8 +81,7 @@ uint32_t pbx_ids_note(const pbx_ids_line *l)
     uint32_t inc = 0;
     size_t h = sizeof(head) - 1U;
     size_t t = sizeof(tail) - 1U;
-    if (!pbx_ids_is(l, "up") || n <= h + t ||
-        strncmp(l->rest, head, h) != 0 ||
+    if (!pbx_ids_is(l, "up") || n <= h + t || strncmp(l->rest, head, h) != 0 ||
         strncmp(l->rest + n - t, tail, t) != 0 ||
         !ids_number(l->rest + h, n - h - t, &inc)) {
         return 0U;

@@ -55,9 +55,9 @@ typedef struct log_state {
     size_t lost;
     log_pending pending[LOG_PENDING];
     size_t npending;
-    long up;      /* the pid of the stack's `pbx up` (its lines' [PID]) */
-    long life;    /* how many stacks the file held so far */
-    uint32_t inc; /* the live incarnation at the line being read */
+    long up;       /* the pid of the stack's `pbx up` (its lines' [PID]) */
+    long life;     /* how many stacks the file held so far */
+    uint32_t inc;  /* the live incarnation at the line being read */
     bool stopping; /* `pbx up` is stopping the stack at that line */
     bool kv;
 } log_state;
@@ -131,8 +131,7 @@ static bool log_peer_id(const char *g, size_t n, char *out, size_t cap)
     if (n == 0U || n >= sizeof(buf) - 12U) {
         return false;
     }
-    (void)snprintf(buf, sizeof(buf), "%u-%.*s", (unsigned)log_g.inc, (int)n,
-                   g);
+    (void)snprintf(buf, sizeof(buf), "%u-%.*s", (unsigned)log_g.inc, (int)n, g);
     char *c = strchr(buf, ':');
     if (c != NULL) {
         *c = '.';
@@ -193,8 +192,7 @@ static void log_note_vfsd(const pbx_ids_line *l)
     long pid = 0;
     char word[16];
     char key[48];
-    if (sscanf(l->rest, "vfsd: %15s object %llu gen %llu", word, &w, &g) !=
-            3 ||
+    if (sscanf(l->rest, "vfsd: %15s object %llu gen %llu", word, &w, &g) != 3 ||
         (strcmp(word, "RETIRE") != 0 && strcmp(word, "HANG-UP") != 0)) {
         return;
     }
@@ -292,16 +290,15 @@ static void log_print_refusal(const pbx_peer_grants_event *e)
     if (log_g.kv) {
         (void)printf("time=%s grant=- request=%s job=%s entry=%s op=%s "
                      "object=%s lifetime=%s end=%s by=%s reason=%s\n",
-                     t, req, job, entry, op, obj, lt, out,
-                     log_refused_by(why), why);
+                     t, req, job, entry, op, obj, lt, out, log_refused_by(why),
+                     why);
         return;
     }
     (void)printf("%s request %s (%s, job %s, %s %s, %s): %s (reason %s)\n", t,
                  req, entry, job, op, obj, lt,
-                 strcmp(out, "not-found") == 0 ? "not found, nothing granted"
-                 : strcmp(out, "cancelled") == 0
-                     ? "cancelled before a grant"
-                     : "denied",
+                 strcmp(out, "not-found") == 0   ? "not found, nothing granted"
+                 : strcmp(out, "cancelled") == 0 ? "cancelled before a grant"
+                                                 : "denied",
                  why);
 }
 
