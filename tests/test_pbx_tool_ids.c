@@ -12,6 +12,7 @@
 #include "runner/pbx_test.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,11 @@ static void ids_bin(char *out, size_t cap)
     PBX_REQUIRE(n > 0);
     self[n] = '\0';
     char *slash = strrchr(self, '/');
-    PBX_REQUIRE(slash != NULL);
-    *slash = '\0';
+    if (slash != NULL) {
+        *slash = '\0';
+    } else {
+        pbx_test_failf(__FILE__, __LINE__, "no directory in '%s'", self);
+    }
     ids_path(out, cap, self, "pbx");
 }
 
@@ -105,8 +109,11 @@ static void ids_dir(char *dir, size_t cap, const char *text)
     PBX_REQUIRE(mkdtemp(dir) != NULL);
     ids_path(path, sizeof(path), dir, "stack.log");
     FILE *f = fopen(path, "w");
-    PBX_REQUIRE(f != NULL);
-    PBX_REQUIRE(fputs(text, f) >= 0 && fclose(f) == 0);
+    bool ok = f != NULL && fputs(text, f) >= 0;
+    if (f != NULL && fclose(f) != 0) {
+        ok = false;
+    }
+    PBX_REQUIRE(ok);
 }
 
 /* Removes what ids_dir and ids_pbx left. */

@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Records one log can hold (ended grants, user cancels, peers' records,
@@ -168,18 +169,45 @@ static void log_follow(const pbx_ids_line *l)
     }
 }
 
+/* Parses the decimal number at s (digits only, below 2^63) into *v and
+ * returns the text after it, or NULL when s does not start with one. */
+static const char *log_number(const char *s, unsigned long long *v)
+{
+    char *end = NULL;
+    if (s[0] < '0' || s[0] > '9') {
+        return NULL;
+    }
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return errno == 0 && *v <= (unsigned long long)INT64_MAX ? end : NULL;
+}
+
+/* Whether rest is `pbx up`'s death line of a powerboxd ("powerboxd[P]
+ * killed ..." or "... exited ..."); stores P in *pid and P as text in
+ * key (24 bytes). */
+static bool log_death(const char *rest, long *pid, char *key)
+{
+    unsigned long long v = 0;
+    const char *after =
+        strncmp(rest, "powerboxd[", 10) == 0 ? log_number(rest + 10, &v) : NULL;
+    if (after == NULL || (strncmp(after, "] killed ", 9) != 0 &&
+                          strncmp(after, "] exited ", 9) != 0)) {
+        return false;
+    }
+    *pid = (long)v;
+    (void)snprintf(key, 24, "%ld", *pid);
+    return true;
+}
+
 /* Notes a death line of `pbx up` ("powerboxd[P] killed ..."): 1 when it
  * died unexpectedly, 2 when the stack was being stopped. */
 static void log_note_death(const pbx_ids_line *l)
 {
     long pid = 0;
-    char word[16];
     char key[24];
-    if (sscanf(l->rest, "powerboxd[%ld] %15s", &pid, word) != 2 ||
-        (strcmp(word, "killed") != 0 && strcmp(word, "exited") != 0)) {
+    if (!log_death(l->rest, &pid, key)) {
         return;
     }
-    (void)snprintf(key, sizeof(key), "%ld", pid);
     log_put('D', key, strstr(l->rest, " unexpectedly ") != NULL ? 1 : 2, true);
 }
 
@@ -189,19 +217,23 @@ static void log_note_vfsd(const pbx_ids_line *l)
 {
     unsigned long long w = 0;
     unsigned long long g = 0;
-    long pid = 0;
-    char word[16];
+    unsigned long long pid = 0;
     char key[48];
-    if (sscanf(l->rest, "vfsd: %15s object %llu gen %llu", word, &w, &g) != 3 ||
-        (strcmp(word, "RETIRE") != 0 && strcmp(word, "HANG-UP") != 0)) {
+    const char *p =
+        strncmp(l->rest, "vfsd: RETIRE object ", 20) == 0    ? l->rest + 20
+        : strncmp(l->rest, "vfsd: HANG-UP object ", 21) == 0 ? l->rest + 21
+                                                             : NULL;
+    p = p != NULL ? log_number(p, &w) : NULL;
+    p = p != NULL && strncmp(p, " gen ", 5) == 0 ? log_number(p + 5, &g) : NULL;
+    if (p == NULL) {
         return;
     }
-    const char *route = strstr(l->rest, ": route to pid ");
-    if (route != NULL && sscanf(route, ": route to pid %ld", &pid) != 1) {
+    const char *route = strstr(p, ": route to pid ");
+    if (route == NULL || log_number(route + 15, &pid) == NULL) {
         pid = 0;
     }
     (void)snprintf(key, sizeof(key), "%llu:%llu", w, g);
-    log_put('V', key, pid, false);
+    log_put('V', key, (long)pid, false);
 }
 
 /* Notes a peer's broker-lost line naming a grant (ttyd, procd, launchd)
@@ -409,14 +441,11 @@ static void log_flush(FILE *f, long pid, const char *t, long how)
 static void log_show_up(FILE *f, const pbx_ids_line *l, const char *line)
 {
     long pid = 0;
-    char word[16];
     char key[24];
     char t[64];
-    if (sscanf(l->rest, "powerboxd[%ld] %15s", &pid, word) != 2 ||
-        (strcmp(word, "killed") != 0 && strcmp(word, "exited") != 0)) {
+    if (!log_death(l->rest, &pid, key)) {
         return;
     }
-    (void)snprintf(key, sizeof(key), "%ld", pid);
     (void)snprintf(t, sizeof(t), "%.*s", (int)strcspn(line, " "), line);
     log_put('X', key, 1, true);
     log_flush(f, pid, t, log_get('D', key));
