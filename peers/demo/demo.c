@@ -74,10 +74,9 @@ static bool demo_ask(const char *selector, bool exceptional, pbx_app_grant *g)
         return false;
     }
     /* The job sees the id on the wire; the log and pbx prefix it with
-     * powerboxd's incarnation, which a job does not know. */
-    (void)printf("   approved: grant %u.%u, one object for that file alone\n"
-                 "   (pbx grants and pbx log write it N-%u.%u, N being "
-                 "powerboxd's incarnation).\n",
+     * powerboxd's incarnation N, which a job does not know. */
+    (void)printf("   approved: grant %u.%u (pbx grants: N-%u.%u), one object "
+                 "for that file alone.\n",
                  g->grant.index, g->grant.gen, g->grant.index, g->grant.gen);
     return true;
 }
