@@ -5948,6 +5948,12 @@ def make_run(bin_dir, work):
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
         with open(rc, encoding="ascii") as f:
             status = f.read().strip()
+        # tmux may show the pane's last lines a moment after run.sh
+        # ended: wait (bounded) for its closing line before judging.
+        wait_for(lambda: "make run: done" in story() or
+                 "pbx-demo exited" in story(),
+                 f"make-run: run.sh ended {status} but the pane never "
+                 f"showed its closing line:\n{story()}", 10.0)
         text = story()
         if status != "0" or "you are on a terminal" not in text:
             fail(f"make-run: on a terminal: exit {status}:\n{text}")
