@@ -17,7 +17,8 @@
  * second prints, in log order, each end and each decision that granted
  * nothing, and the derived ends at their powerboxd's death line. Ids
  * from different stacks that shared the file (one `pbx up` after
- * another) are kept apart by the stack's `up[PID]`.
+ * another) are kept apart: a stack's incarnations only grow, so a note
+ * whose number does not begins the next stack.
  */
 #include "tools/pbx/pbx_tool.h"
 
@@ -56,7 +57,7 @@ typedef struct log_state {
     size_t lost;
     log_pending pending[LOG_PENDING];
     size_t npending;
-    long up;       /* the pid of the stack's `pbx up` (its lines' [PID]) */
+    bool noted;    /* a "powerboxd incarnation N starting" line was read */
     long life;     /* how many stacks the file held so far */
     uint32_t inc;  /* the live incarnation at the line being read */
     bool stopping; /* `pbx up` is stopping the stack at that line */
@@ -144,20 +145,21 @@ static bool log_peer_id(const char *g, size_t n, char *out, size_t cap)
     return true;
 }
 
-/* Follows the stack: a new `pbx up` pid starts a new life, a note a new
- * incarnation. */
+/* Follows the stack: a note starts a new incarnation, or a new stack's
+ * life when its number does not grow. */
 static void log_follow(const pbx_ids_line *l)
 {
     if (!pbx_ids_is(l, "up")) {
         return;
     }
-    if (l->pid != log_g.up) {
-        log_g.up = l->pid;
+    /* Within one stack the incarnations only grow: a note that does not
+     * is the next stack's first (`pbx up` appends to the log). */
+    uint32_t n = pbx_ids_note(l);
+    if (n != 0U && log_g.noted && n <= log_g.inc) {
         log_g.life++;
-        log_g.inc = 1U;
         log_g.stopping = false;
     }
-    uint32_t n = pbx_ids_note(l);
+    log_g.noted |= n != 0U;
     log_g.inc = n != 0U ? n : log_g.inc;
     /* From a stop's first line on (a signal, or the give-up rule), a
      * grant powerboxd logs lost was lost to the stop: the supervisor
@@ -517,7 +519,7 @@ static void log_show(FILE *f, const char *line, long offset)
 /* Rewinds the stack's position for a pass. */
 static void log_rewind(void)
 {
-    log_g.up = -1;
+    log_g.noted = false;
     log_g.life = 0;
     log_g.inc = 1U;
     log_g.stopping = false;
