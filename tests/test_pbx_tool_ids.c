@@ -149,7 +149,8 @@ static int ids_count(const char *text, const char *needle)
 /* Two stacks' lives in one log: the first's powerboxd 1 dies (killed,
  * with records of some grants, and one decision logged after its death
  * line), its powerboxd 2 is stopped with the stack; the second stack's
- * powerboxd 1 runs on, its grant 1-0.1 live. */
+ * powerboxd 1 runs on, its grant 1-0.1 live and its 1-1.1 cancelled by
+ * the program (an end that must not hide the first stack's 1-1.1). */
 static const char ids_log[] = T0
     "up[100]: powerboxd incarnation 1 starting\n" T0
     "up[100]: powerboxd[200] started: /bin/powerboxd\n" DEC(
@@ -186,7 +187,12 @@ static const char ids_log[] = T0
     "up[400]: powerboxd incarnation 1 starting\n" T2
     "up[400]: powerboxd[500] started: /bin/powerboxd\n" DEC(
         "500", "1-0.1", "18:1", "bin/h",
-        "outcome=approved reason=policy grant=1-0.1 object-id=11:1");
+        "outcome=approved reason=policy grant=1-0.1 object-id=11:1")
+        DEC("500", "1-0.2", "19:1", "bin/i",
+            "outcome=approved reason=policy grant=1-1.1 object-id=12:1") T2
+    "powerboxd[500]: event=grant-end grant=1-1.1 request=1-0.2 job=19:1 "
+    "entry=bin/i op=read object=bin/i.txt lifetime=job end=cancelled "
+    "reason=cancel object-id=12:1\n";
 
 /* pbx log shows one line per end and per refusal, each id N-I.G: the
  * dead powerboxd's grants at its death line with the peers' records (or
@@ -201,7 +207,7 @@ PBX_TEST(pbx_tool_log_every_end_and_refusal_once)
     const char *table[] = {"log", "--dir", dir, NULL};
     ids_pbx(dir, table, &r);
     PBX_CHECK_EQ(r.status, 0);
-    PBX_CHECK_EQ(ids_count(r.out, "\n"), 7);
+    PBX_CHECK_EQ(ids_count(r.out, "\n"), 8);
     PBX_CHECK(strstr(r.out,
                      T0 "request 1-0.3 (bin/c, job 13:1, read "
                         "bin/c.txt, job): denied (reason policy)\n") != NULL);
@@ -225,6 +231,8 @@ PBX_TEST(pbx_tool_log_every_end_and_refusal_once)
                             "17:1, read bin/g.txt, job): stack stopped while "
                             "it was live\n") != NULL);
     PBX_CHECK_EQ(ids_count(r.out, " grant 1-0.1 "), 1);
+    PBX_CHECK(strstr(r.out, "grant 1-1.1 (bin/i, job 19:1, read bin/i.txt, "
+                            "job): cancelled by the program\n") != NULL);
     PBX_CHECK(r.err[0] == '\0');
     const char *kv[] = {"log", "--format", "kv", "--file", NULL, NULL};
     char path[PATH_MAX];
@@ -232,7 +240,7 @@ PBX_TEST(pbx_tool_log_every_end_and_refusal_once)
     kv[4] = path;
     ids_pbx(dir, kv, &r);
     PBX_CHECK_EQ(r.status, 0);
-    PBX_CHECK_EQ(ids_count(r.out, "\n"), 7);
+    PBX_CHECK_EQ(ids_count(r.out, "\n"), 8);
     PBX_CHECK(strstr(r.out, " grant=1-0.1 request=1-0.1 job=11:1 entry=bin/a "
                             "op=read object=bin/a.txt lifetime=job end=lost "
                             "by=powerboxd-lost reason=broker-lost "
