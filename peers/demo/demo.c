@@ -73,8 +73,11 @@ static bool demo_ask(const char *selector, bool exceptional, pbx_app_grant *g)
         (void)printf("   no: %s.\n", pbx_app_strerror(st));
         return false;
     }
-    (void)printf("   approved: grant %u.%u, one object for that file alone.\n",
-                 g->grant.index, g->grant.gen);
+    /* The job sees the id on the wire; the log and pbx prefix it with
+     * powerboxd's incarnation N, which a job does not know. */
+    (void)printf("   approved: grant %u.%u (pbx grants: N-%u.%u), one object "
+                 "for that file alone.\n",
+                 g->grant.index, g->grant.gen, g->grant.index, g->grant.gen);
     return true;
 }
 

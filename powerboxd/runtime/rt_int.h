@@ -133,6 +133,9 @@ typedef struct rt_state {
     pbx_err refused_err;
     /** The startup slot a refusal concerns, or -1. */
     int32_t refused_slot;
+    /** This start's incarnation (--incarnation N, else 1): the prefix of
+     * every request and grant id the log writes (rt_log.c). */
+    uint32_t incarnation;
 } rt_state;
 
 /** rt_ops is the core's effect table over the port; user is rt_state. */
@@ -152,10 +155,12 @@ uint64_t rt_identity(void *user, uint32_t slot);
 
 /**
  * rt_args judges the command line: RT_ARGS_HELP for exactly "-h" or
- * "--help", 0 for exactly one argument (the public endpoint's name, not
- * empty, not beginning with '-'), else PBX_RT_EXIT_ARGS.
+ * "--help", 0 for the public endpoint's name (the last argument, not
+ * empty, not beginning with '-') alone or after "--incarnation N" (N
+ * decimal, 1 to UINT32_MAX), else PBX_RT_EXIT_ARGS. *incarnation is set
+ * to N, to 1 when the option is absent, or to 0 when N is malformed.
  */
-uint8_t rt_args(const pbx_port_start *start);
+uint8_t rt_args(const pbx_port_start *start, uint32_t *incarnation);
 
 /**
  * rt_startup runs every startup check in order and sends the readiness

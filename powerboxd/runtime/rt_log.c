@@ -121,6 +121,22 @@ static void rt_log_id(const char *key, uint64_t index, uint32_t gen)
     rt_log_u64(gen);
 }
 
+/* Appends " key=N-I.G": one of powerboxd's own ids (a request or a
+ * grant) prefixed with this powerboxd's incarnation, so that ids of
+ * different incarnations of one stack never read alike (docs/HOST.md,
+ * "powerboxd's log"). */
+static void rt_log_own(const rt_state *s, const char *key, pbx_ipc_id id)
+{
+    rt_log_str(" ");
+    rt_log_str(key);
+    rt_log_str("=");
+    rt_log_u64(s->incarnation);
+    rt_log_str("-");
+    rt_log_u64(id.index);
+    rt_log_str(".");
+    rt_log_u64(id.gen);
+}
+
 /* Appends n bytes as one value: printable ASCII except '%' and '=' as
  * is, every other byte (space included) as %XX. */
 static void rt_log_escaped(const uint8_t *b, uint32_t n)
@@ -249,7 +265,7 @@ void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len)
     }
     rt_log_g.len = 0U;
     rt_log_str("event=decision");
-    rt_log_id("request", id.index, id.gen);
+    rt_log_own(s, "request", id);
     rt_log_context(d.ctx);
     rt_log_object(rt_log_g.object, n, d.selector_len > n);
     rt_log_name("lifetime", pbx_ipc_lifetime_name(d.ctx->lifetime));
@@ -258,7 +274,7 @@ void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len)
     if (d.grant.gen != 0U) {
         /* The grant and vfsd's name of its object: every later line about
          * either (the peers', vfsd's RETIRE) can be joined to this one. */
-        rt_log_id("grant", d.grant.index, d.grant.gen);
+        rt_log_own(s, "grant", d.grant);
         rt_log_id("object-id", d.object.id, d.object.gen);
     }
     rt_log_flush();
@@ -283,8 +299,8 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
     pbx_ipc_id req = kept ? k->request : e.request;
     rt_log_g.len = 0U;
     rt_log_str("event=grant-end");
-    rt_log_id("grant", id.index, id.gen);
-    rt_log_id("request", req.index, req.gen);
+    rt_log_own(s, "grant", id);
+    rt_log_own(s, "request", req);
     rt_log_context(e.ctx);
     /* A selector the log no longer keeps is written empty: no selector
      * is empty, so an empty value only ever means "not known". */
@@ -300,8 +316,8 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
  * Long texts are split literals on purpose: the count is asserted below. */
 // NOLINTBEGIN(bugprone-suspicious-missing-comma)
 static const char *const rt_log_refusals[] = {
-    "usage: powerboxd ENDPOINT-NAME (one argument, the public endpoint's "
-    "name; see powerboxd -h)",
+    "usage: powerboxd [--incarnation N] ENDPOINT-NAME (the public "
+    "endpoint's name; N 1 to 4294967295; see powerboxd -h)",
     "the syscall port could not be prepared",
     "slot 3 (PBX1) holds nothing",
     "slot 3 (PBX1) is not a memory object",

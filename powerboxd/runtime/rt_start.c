@@ -143,7 +143,7 @@ static pbx_err rt_ready_send(rt_state *s)
 /* Creates the public endpoint at its slot, re-validates, starts the core. */
 static uint8_t rt_go_live(rt_state *s, const pbx_port_start *start)
 {
-    const char *name = start->argv[1];
+    const char *name = start->argv[start->argc - 1U];
     if (pbx_port_public_open(&s->port, PBX_CAPABI_SLOT_PUBLIC,
                              (const uint8_t *)name,
                              rt_strlen(name)) != PBX_OK) {
@@ -186,7 +186,7 @@ static bool rt_streq(const char *str, const char *word)
 
 /* The usage powerboxd -h prints on its standard output. */
 static const char rt_usage[] =
-    "usage: powerboxd ENDPOINT-NAME\n"
+    "usage: powerboxd [--incarnation N] ENDPOINT-NAME\n"
     "       powerboxd -h | --help\n"
     "powerboxd, the capability broker. Its supervisor (pbx up) starts it\n"
     "with its startup inventory in place: slot 3 the sealed PBX1 record,\n"
@@ -196,18 +196,66 @@ static const char rt_usage[] =
     "@NAME for an abstract one; it may not begin with '-'). Every startup\n"
     "refusal prints one line and exits with its own status (10..31);\n"
     "once running it logs one line per decision and per grant end to its\n"
-    "standard error. See powerboxd(8) and docs/HOST.md.\n";
+    "standard error, each request and grant id written N-I.G: N the\n"
+    "incarnation (--incarnation N or --incarnation=N, 1 to 4294967295;\n"
+    "1 when absent), the number its supervisor gave this start, I.G the\n"
+    "id on the wire.\n"
+    "See powerboxd(8) and docs/HOST.md.\n";
 
-uint8_t rt_args(const pbx_port_start *start)
+/* Whether str begins with word (both NUL-terminated; bounded by word). */
+static bool rt_prefix(const char *str, const char *word)
 {
-    if (start->argc == 2U && start->argv[1] != NULL &&
+    for (uint32_t i = 0; word[i] != '\0'; i++) {
+        if (str[i] != word[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Parses a decimal incarnation: 1 to UINT32_MAX, digits only, at most
+ * ten of them. Returns 0 when str is not one. */
+static uint32_t rt_incarnation_parse(const char *str)
+{
+    uint64_t v = 0;
+    uint32_t i = 0;
+    while (i < 11U && str[i] >= '0' && str[i] <= '9') {
+        v = v * 10U + (uint64_t)(str[i] - '0');
+        i++;
+    }
+    if (i == 0U || i > 10U || str[i] != '\0' || v > UINT32_MAX) {
+        return 0U;
+    }
+    return (uint32_t)v;
+}
+
+uint8_t rt_args(const pbx_port_start *start, uint32_t *incarnation)
+{
+    uint32_t argc = start->argc;
+    *incarnation = 1U;
+    if (argc == 2U && start->argv[1] != NULL &&
         (rt_streq(start->argv[1], "-h") ||
          rt_streq(start->argv[1], "--help"))) {
         return RT_ARGS_HELP;
     }
-    /* Exactly one argument, a name that is not an option. */
-    if (start->argc != 2U || start->argv[1] == NULL ||
-        rt_strlen(start->argv[1]) == 0U || start->argv[1][0] == '-') {
+    /* An optional "--incarnation N" or "--incarnation=N" first: the
+     * supervisor's number of this start, which prefixes every request
+     * and grant id logged. */
+    const char *opt = argc > 2U ? start->argv[1] : NULL;
+    if (argc == 4U && opt != NULL && start->argv[2] != NULL &&
+        rt_streq(opt, "--incarnation")) {
+        *incarnation = rt_incarnation_parse(start->argv[2]);
+    } else if (argc == 3U && opt != NULL && rt_prefix(opt, "--incarnation=")) {
+        *incarnation = rt_incarnation_parse(opt + 14);
+    } else if (argc != 2U) {
+        return PBX_RT_EXIT_ARGS;
+    }
+    if (*incarnation == 0U) {
+        return PBX_RT_EXIT_ARGS;
+    }
+    /* Then exactly one name that is not an option. */
+    const char *name = start->argv[argc - 1U];
+    if (name == NULL || rt_strlen(name) == 0U || name[0] == '-') {
         return PBX_RT_EXIT_ARGS;
     }
     return 0;
@@ -219,7 +267,7 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
     pbx_err err;
     s->refused_err = PBX_OK;
     s->refused_slot = -1;
-    if (rt_args(start) != 0U) {
+    if (rt_args(start, &s->incarnation) != 0U) {
         return PBX_RT_EXIT_ARGS;
     }
     if (pbx_port_init(&s->port, (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
@@ -256,7 +304,8 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
 
 uint8_t pbx_port_main(const pbx_port_start *start)
 {
-    if (rt_args(start) == RT_ARGS_HELP) {
+    uint32_t incarnation = 0;
+    if (rt_args(start, &incarnation) == RT_ARGS_HELP) {
         /* Help is asked for, not a refusal: usage on stdout, status 0. */
         bool ok = pbx_port_print((const uint8_t *)rt_usage,
                                  (uint32_t)(sizeof(rt_usage) - 1U));

@@ -316,7 +316,8 @@ and its job connection.
                  consumes a third, one-shot grant; `pbx cancel` of the
                  first: revoked at procd, gone from ttyd and from `pbx
                  grants`, the other still live; a second cancel exits 1,
-                 a bad ID 2; after the job ends, `pbx log` on the real
+                 a bad ID 2; every id is 1-I.G (the stack's first
+                 powerboxd), I.G the job's; after the job ends, `pbx log` on the real
                  stack.log says the first was cancelled by the user
                  (by=user), the one-shot consumed by the program, the
                  second expired
@@ -424,6 +425,30 @@ and its job connection.
                  request in flight, asked for its decision, ends with an
                  error within 20 s; a lifecycle and a fresh held grant
                  succeed
+  ids-across-restarts (standalone, `pbx up --restart-window-ms 0`) in
+                 each of four powerboxd incarnations (three kill -9
+                 restarts, each waited for by the supervisor's death and
+                 `restarted with fresh routes` lines) a job holds a
+                 job-lifetime grant, the new powerboxd's first (wire id
+                 0.1 every time), and another job consumes a one-shot
+                 grant (pbx-test-fdcat --cycles 1); in the second an
+                 exceptional request is denied (no terminal). `pbx
+                 grants --format kv` lists exactly N-0.1 in incarnation
+                 N, four distinct ids; every request= and grant= that
+                 powerboxd wrote to stack.log is N-I.G with N the
+                 incarnation of `pbx up`'s `powerboxd incarnation N
+                 starting` line before that pid's start, and the
+                 approved grant ids are all distinct; `pbx cancel 1-0.1`
+                 (the live grant is 4-0.1) exits 1 saying it is not live,
+                 incarnation 1 having ended, and `pbx cancel 9-0.1` that
+                 no incarnation 9 has run, and `pbx grants` still lists
+                 exactly 4-0.1; `pbx log` shows each dead powerboxd's
+                 held grant once, lost with its broker (powerboxd[PID]
+                 died) and recorded by vfsd and ttyd (waited for 10 s),
+                 a consumed grant in each incarnation and the one denial
+                 (grant=-, request 2-I.G, its reason); after `pbx up`
+                 stops, 4-0.1 is shown once, "stack stopped while it was
+                 live" (kv end=stack-stopped), the dead ones end=lost
   chaos          (standalone, `pbx up --restart-window-ms 0` so that the
                  give-up rule never ends the run) powerboxd's usage report
                  (SIGUSR1 to pbx up: `usage: powerboxd[PID] requests=N/CAP
@@ -474,7 +499,7 @@ and its job connection.
                  then read in one pass (each line parsed once, the time
                  printed): for each powerboxd incarnation but the latest
                  (its span: its start line to the next powerboxd's),
-                 every approved decision (`grant=I:G object-id=W:G`,
+                 every approved decision (`grant=N-I.G object-id=W:G`,
                  both required) without a grant-end line of that grant
                  has a record of its end (after the span's start, not the
                  decision line: pbx up reads each pipe in turn, so a
@@ -487,7 +512,9 @@ and its job connection.
                  death, ttyd's `VIEW ended grant I.G: route closed
                  (broker lost)`, procd's `INSTALL ended grant I.G: ...
                  (broker lost)` or launchd's `grant I.G of job ...
-                 ended: broker lost`; or (c) the vfsd whose incarnation
+                 ended: broker lost` (I.G the grant's N-I.G without its
+                 incarnation, which the peers never knew); or (c) the
+                 vfsd whose incarnation
                  minted W (its top 16 bits, vfsd's ready line) has a
                  supervisor death line before the span's end, so the
                  object died with it; else the request, grant and object
@@ -3636,16 +3663,17 @@ class Up:
                 found[comm.replace("pbx-", "")] = pid
         return found
 
-    def lifecycle(self, what):
+    def lifecycle(self, what, job="12:1"):
         """A routine one-shot read of docs/readme.txt by a job launchd
-        launches (as simple() does, against DIR's sockets): approved and
-        consumed; afterwards ttyd shows no row and procd holds no install
-        (their query sockets in DIR)."""
+        launches (as simple() does, against DIR's sockets; job 12:1
+        unless job says another): approved and consumed; afterwards ttyd
+        shows no row and procd holds no install (their query sockets in
+        DIR). Returns the grant's wire id (I.G)."""
         b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
         out = subprocess.run(
             [b("launchd"), "run", "--control",
              os.path.join(self.dir, "launchd.sock"), "--session", "7",
-             "--realm", "3", "--job", "12:1", "--entry", "bin/other", "--",
+             "--realm", "3", "--job", job, "--entry", "bin/other", "--",
              b("client"), "request", "--scope",
              os.path.join(self.dir, "scope.sock"), "--selector",
              "docs/readme.txt", "--op", "read", "--class", "file",
@@ -3665,6 +3693,7 @@ class Up:
                  [], f"{what}: procd still holds an install")
         print(f"run: {what}: grant {kv.get('grant')} approved and consumed "
               f"through {self.dir}/launchd.sock")
+        return kv.get("grant")
 
     def held_job(self):
         """A launched job that sleeps (its launcher is returned); waits
@@ -4226,7 +4255,9 @@ def grants_cli(bin_dir, work):
                                  "--label", f"doc{slot}")
             if rc != 0 or kv.get("outcome") != "approved":
                 fail(f"grants-cli: slot {slot}: {kv}")
-            made[slot] = kv["grant"]
+            # The job sees the wire id; pbx and the log prefix the
+            # incarnation: 1, this stack's first powerboxd.
+            made[slot] = "1-" + kv["grant"]
         listed, out = grants()
         if set(listed) != set(made.values()):
             fail(f"grants-cli: pbx grants listed {sorted(listed)}, want "
@@ -4255,7 +4286,7 @@ def grants_cli(bin_dir, work):
                              "routine", "--slot", "63", "--then", "consume")
         if rc != 0 or kv.get("consume") != "accepted":
             fail(f"grants-cli: one-shot consume: {kv}")
-        used = kv["grant"]
+        used = "1-" + kv["grant"]
         gone, kept = made[61], made[62]
         rc, out, err = cmd("cancel", gone)
         if rc != 0 or f"grant {gone} cancelled" not in out:
@@ -4265,7 +4296,8 @@ def grants_cli(bin_dir, work):
         slots = lambda s: [r for r in read_rows(procd) if f" slot {s} " in r]
         wait_for(lambda: slots(61) == [] and len(slots(62)) == 1,
                  f"grants-cli: procd holds {read_rows(procd)}")
-        wait_for(lambda: [r.split()[1] for r in read_rows(ttyd)] == [kept],
+        wait_for(lambda: ["1-" + r.split()[1] for r in read_rows(ttyd)] ==
+                 [kept],
                  f"grants-cli: ttyd shows {read_rows(ttyd)}")
         if set(grants()[0]) != {kept}:
             fail(f"grants-cli: pbx grants after the cancel: {grants()[1]}")
@@ -4290,10 +4322,10 @@ def grants_cli(bin_dir, work):
             last[0] = out
             got = {}
             for l in out.splitlines():
-                m = re.match(r"\S+ grant (\d+)\.(\d+) \(bin/grants-demo, "
+                m = re.match(r"\S+ grant (\d+-\d+\.\d+) \(bin/grants-demo, "
                              r"job 81:1, read (\S+), \S+\): (.*)$", l)
                 if m:
-                    got[f"{m[1]}.{m[2]}"] = (m[3], m[4])
+                    got[m[1]] = (m[2], m[3])
             return rc == 0 and all(got.get(g, ("", ""))[1] == how
                                    for g, how in ends.items())
         deadline = time.monotonic() + 10.0
@@ -4304,7 +4336,7 @@ def grants_cli(bin_dir, work):
             time.sleep(0.1)
         rc, out, _ = cmd("log", "--format", "kv")
         kv = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
-        by = {r.get("grant", "").replace(":", "."): r for r in kv}
+        by = {r.get("grant", ""): r for r in kv}
         if rc != 0 or by[gone].get("by") != "user" or \
                 by[used].get("by") != "program" or \
                 by[gone].get("object") != "docs/readme.txt" or \
@@ -4825,14 +4857,19 @@ def restarted(u, name, pid, routes, since):
 
 
 def grants_listed(u):
-    """The grant ids `pbx grants` (ttyd's query) lists, as ID:GEN."""
+    """The grant ids `pbx grants` (ttyd's query) lists, as ID:GEN: the
+    wire part of each N-ID.GEN it prints (a job knows only that part),
+    each checked to be of that form."""
     out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,
                           "grants", "--format", "kv"], capture_output=True,
                          text=True, timeout=20, check=False)
     if out.returncode != 0:
         fail(f"pbx grants: rc {out.returncode} {out.stderr}")
-    return sorted(key_values(l.replace(" ", "\n")).get("grant", "")
-                  .replace(".", ":") for l in out.stdout.splitlines())
+    ids = [key_values(l.replace(" ", "\n")).get("grant", "")
+           for l in out.stdout.splitlines()]
+    if any(not re.fullmatch(r"[1-9]\d*-\d+\.\d+", g) for g in ids):
+        fail(f"pbx grants: an id not spelled N-I.G in {ids}")
+    return sorted(g.split("-", 1)[1].replace(".", ":") for g in ids)
 
 
 def in_flight(u):
@@ -5898,10 +5935,12 @@ def grant_end_record(log, span, decision, born):
     pid, start, death, end = span
     f = decision[1]
     obj = f.get("object-id", "")
+    # powerboxd writes N-I.G; the peers, which never knew N, write I.G.
+    wire = f.get("grant", "").split("-", 1)[-1].replace(".", ":")
     for at, route in log.objects.get(obj, ()):
         if start < at and (route == pid or (route == 0 and at < end)):
             return "vfsd" if route == 0 else "vfsd-route"
-    for at, peer in log.lost.get(f.get("grant", ""), ()):
+    for at, peer in log.lost.get(wire, ()):
         if start < at < end and born.get(peer, end) < death:
             return "peer"
     w = obj.split(":")[0]
@@ -6020,6 +6059,204 @@ def chaos_objects(u, installs):
           f"through its object after its grant was recorded lost")
 
 
+def pbx_cmd(u, *args):
+    """`pbx ARGS --dir DIR` on u's runtime directory: (rc, out, err)."""
+    out = subprocess.run([os.path.join(u.bin_dir, "pbx")] + list(args) +
+                         ["--dir", u.dir], capture_output=True, text=True,
+                         check=False, timeout=30, stdin=subprocess.DEVNULL)
+    return out.returncode, out.stdout, out.stderr
+
+
+def ids_restart(u, what):
+    """kill -9 of the live powerboxd; waits for its death line and the
+    new one's `restarted with fresh routes` line; returns (old, new)."""
+    old = u.stack()["powerboxd"]
+    since = len(u.text())
+    os.kill(old, signal.SIGKILL)
+    u.wait_log(f"powerboxd[{old}] killed unexpectedly by signal 9 (KILL)",
+               what)
+    pat = re.compile(r" up\[\d+\]: powerboxd\[(\d+)\] restarted with fresh "
+                     r"routes to the peers")
+    wait_for(lambda: pat.search(u.text()[since:]),
+             f"{what}: powerboxd never restarted with fresh routes", 20.0)
+    return old, int(pat.search(u.text()[since:]).group(1))
+
+
+def ids_in_log(text, what):
+    """Every powerboxd line of stack.log text, checked: each request= and
+    grant= is N-I.G with N the incarnation of `pbx up`'s "powerboxd
+    incarnation N starting" line before that pid's start. Returns
+    ({pid: N}, [approved grant ids in order])."""
+    inc, pids, approved = None, {}, []
+    for l in text.splitlines():
+        m = re.search(r" up\[\d+\]: powerboxd incarnation (\d+) starting$", l)
+        if m:
+            inc = int(m.group(1))
+        m = re.search(r" up\[\d+\]: powerboxd\[(\d+)\] started: ", l)
+        if m:
+            pids[int(m.group(1))] = inc
+        m = re.search(r" powerboxd\[(\d+)\]: (event=\S+ .*)$", l)
+        if not m:
+            continue
+        f = key_values(m.group(2).replace(" ", "\n"))
+        n = pids.get(int(m.group(1)))
+        for k in ("request", "grant"):
+            if k in f and not re.fullmatch(rf"{n}-\d+\.\d+", f[k]):
+                fail(f"{what}: powerboxd[{m.group(1)}] (incarnation {n}) "
+                     f"wrote {k}={f[k]}: {l}")
+        if f.get("event") == "decision" and f.get("outcome") == "approved":
+            approved.append(f["grant"])
+    return pids, approved
+
+
+def ids_log_lines(u, ids, what):
+    """`pbx log` (table) lines of each grant id in ids, waited for (10 s)
+    until each id has exactly one; returns {id: line}."""
+    got = {}
+
+    def each():
+        rc, out, _ = pbx_cmd(u, "log")
+        got.clear()
+        for g in ids:
+            got[g] = [l for l in out.splitlines() if f" grant {g} (" in l]
+        return rc == 0 and all(len(v) == 1 for v in got.values())
+    wait_for(each, f"{what}: pbx log lines per grant: {got}", 10.0)
+    return {g: v[0] for g, v in got.items()}
+
+
+def ids_across_restarts(bin_dir, work):
+    """Grant ids stay unique across powerboxd restarts, and every end is
+    recorded (standalone, `pbx up --restart-window-ms 0`). In each of
+    four powerboxd incarnations (three kill -9 restarts) a job holds a
+    job-lifetime grant and a lifecycle consumes a one-shot one; in the
+    second an exceptional request is denied (no terminal). Each held
+    grant's wire id is the same (each powerboxd numbers from 0.1), yet
+    `pbx grants` lists it as N-I.G with its own incarnation N, distinct
+    across the four; every id powerboxd wrote to stack.log carries its
+    incarnation and the approved grant ids are all distinct; `pbx cancel`
+    of incarnation 1's held grant (the same wire id as the live one) is
+    refused as not live (exit 1) and the live grant stays listed; `pbx
+    log` shows each dead powerboxd's held grant lost with its broker,
+    recorded by vfsd and ttyd, each lifecycle grant consumed and the
+    denial with its reason; after `pbx up` stops, the live grant is
+    shown as "stack stopped"."""
+    what = "ids-across-restarts"
+    u = Up(bin_dir, work, ["--restart-window-ms", "0"])
+    hs, held, dead = [], [], {}
+    try:
+        for inc in range(1, 5):
+            # The held grant is each powerboxd's first: wire id 0.1.
+            h = Holder(u)
+            hs.append(h)
+            g = f"{inc}-" + h.opened(what).replace(":", ".")
+            rc, out, err = pbx_cmd(u, "grants", "--format", "kv")
+            listed = [key_values(l.replace(" ", "\n")).get("grant")
+                      for l in out.splitlines()]
+            if rc != 0 or listed != [g]:
+                fail(f"{what}: incarnation {inc}: pbx grants lists "
+                     f"{listed}, want [{g}]: {err}")
+            held.append(g)
+            # A one-shot lifecycle (open, read, consume) of another job.
+            p = subprocess.run(
+                [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run", "--",
+                 os.path.join(bin_dir, "pbx-test-fdcat"), "--cycles", "1",
+                 "docs/readme.txt"], capture_output=True, text=True,
+                timeout=60, check=False, stdin=subprocess.DEVNULL)
+            if p.returncode != 0 or "cycles=1 ok=1" not in p.stdout:
+                fail(f"{what}: incarnation {inc}: a one-shot lifecycle "
+                     f"failed: {p.stdout}{p.stderr}")
+            if inc == 2:
+                p = subprocess.run(
+                    [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run",
+                     "--", os.path.join(bin_dir, "pbx-test-fdcat"), "--open",
+                     "--exceptional", "docs/readme.txt"],
+                    capture_output=True, text=True, timeout=60, check=False,
+                    stdin=subprocess.DEVNULL)
+                if p.returncode == 0 or "outcome=approved" in p.stdout:
+                    fail(f"{what}: an exceptional request without a "
+                         f"terminal was not refused: {p.stdout}{p.stderr}")
+            if inc < 4:
+                old, _ = ids_restart(u, f"{what}: restart {inc}")
+                dead[g] = old
+                wait_for(lambda: grants_listed(u) == [],
+                         f"{what}: ttyd still lists a grant of powerboxd "
+                         f"incarnation {inc}")
+                # Its grant ended with its powerboxd; the job ends now.
+                h.end()
+        wires = [g.split("-", 1)[1] for g in held]
+        if len(set(held)) != 4 or wires != ["0.1"] * 4:
+            fail(f"{what}: held grants {held}: want four ids, one wire id")
+        pids, approved = ids_in_log(u.text(), what)
+        if sorted(pids.values()) != [1, 2, 3, 4] or \
+                len(set(approved)) != len(approved) or \
+                not set(held) <= set(approved):
+            fail(f"{what}: stack.log: incarnations {pids}, approved grant "
+                 f"ids {approved}")
+        print(f"run: {what}: held grants {held} (wire id {wires[0]} each "
+              f"time) listed by pbx grants as such; stack.log's "
+              f"{len(approved)} approved grant ids all distinct, each "
+              f"prefixed by its powerboxd's incarnation {pids}")
+        rc, out, err = pbx_cmd(u, "cancel", held[0])
+        if rc != 1 or "is not live" not in err or \
+                "incarnation 1, which has ended" not in err:
+            fail(f"{what}: pbx cancel {held[0]}: rc {rc} {out}{err}")
+        rc, out, err2 = pbx_cmd(u, "cancel", "9-" + wires[0])
+        if rc != 1 or "no powerboxd incarnation 9 has run" not in err2:
+            fail(f"{what}: pbx cancel 9-{wires[0]}: rc {rc} {out}{err2}")
+        rc, out, _ = pbx_cmd(u, "grants", "--format", "kv")
+        if rc != 0 or f"grant={held[3]} " not in out or \
+                len(out.splitlines()) != 1:
+            fail(f"{what}: after the refused cancels pbx grants lists:\n{out}")
+        print(f"run: {what}: pbx cancel {held[0]} refused (exit 1): "
+              f"{err.strip()}; {held[3]} still live")
+        lines = {}
+
+        def recorded():
+            """Each dead powerboxd's held grant is shown lost with it,
+            recorded by vfsd and ttyd (their lines may still be on their
+            way to stack.log)."""
+            lines.update(ids_log_lines(u, held[:3], what))
+            for g, pid in dead.items():
+                m = re.search(rf"\): lost with its broker \(powerboxd\[{pid}"
+                              rf"\] died; recorded by (\S+)\)$", lines[g])
+                recs = m.group(1).split(",") if m else []
+                if "vfsd" not in recs or "ttyd" not in recs:
+                    return False
+            return True
+        wait_for(recorded, f"{what}: pbx log of the dead powerboxds' "
+                 f"grants: {lines}", 10.0)
+        rc, out, _ = pbx_cmd(u, "log", "--format", "kv")
+        kv = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
+        used = {r["grant"].split("-")[0] for r in kv
+                if r.get("end") == "consumed" and r.get("by") == "program"}
+        denied = [r for r in kv if r.get("end") == "denied"]
+        if used != {"1", "2", "3", "4"} or len(denied) != 1 or \
+                not denied[0].get("request", "").startswith("2-") or \
+                denied[0].get("reason") in (None, "", "-") or \
+                denied[0].get("grant") != "-":
+            fail(f"{what}: pbx log --format kv: consumed in incarnations "
+                 f"{sorted(used)}, denials {denied}:\n{out}")
+        u.stop()
+        last = ids_log_lines(u, held, what)[held[3]]
+        rc, out, _ = pbx_cmd(u, "log", "--format", "kv")
+        kv = {r.get("grant"): r for r in
+              (key_values(l.replace(" ", "\n")) for l in out.splitlines())}
+        if ": stack stopped while it was live" not in last or \
+                kv.get(held[3], {}).get("end") != "stack-stopped" or \
+                any(kv.get(g, {}).get("end") != "lost" for g in held[:3]):
+            fail(f"{what}: after the stop, pbx log of {held[3]}: {last!r}; "
+                 f"kv: {[kv.get(g) for g in held]}")
+        print(f"run: {what}: pbx log: {held[:3]} lost with their dead "
+              f"powerboxd (vfsd's and ttyd's records), the denial "
+              f"{denied[0]['request']} ({denied[0]['reason']}), every "
+              f"lifecycle grant consumed, and after the stop {held[3]}: "
+              f"stack stopped")
+    finally:
+        for h in hs:
+            h.kill()
+        u.close()
+
+
 def demo_story_ok(text, want, what):
     """Fails unless the `make run` story text ends with "make run: done"
     and shows the file's bytes (want, str) exactly, each line after "| "."""
@@ -6086,6 +6323,12 @@ def make_run(bin_dir, work):
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
         with open(rc, encoding="ascii") as f:
             status = f.read().strip()
+        # tmux may show the pane's last lines a moment after run.sh
+        # ended: wait (bounded) for its closing line before judging.
+        wait_for(lambda: "make run: done" in story() or
+                 "pbx-demo exited" in story(),
+                 f"make-run: run.sh ended {status} but the pane never "
+                 f"showed its closing line:\n{story()}", 10.0)
         text = story()
         if status != "0" or "you are on a terminal" not in text:
             fail(f"make-run: on a terminal: exit {status}:\n{text}")
@@ -6379,6 +6622,7 @@ SCENARIOS = {
     "restart-procd": (restart_procd, False, STANDALONE, None),
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
+    "ids-across-restarts": (ids_across_restarts, False, STANDALONE, None),
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),

@@ -138,6 +138,46 @@ PBX_TEST(e2e_refuses_any_command_line_but_one_name_with_a_line)
     PBX_CHECK_EQ(e2e_args(empty), PBX_RT_EXIT_ARGS);
     PBX_CHECK_EQ(e2e_args(option), PBX_RT_EXIT_ARGS);
     PBX_CHECK_EQ(e2e_args(help_extra), PBX_RT_EXIT_ARGS);
+    /* --incarnation takes 1 to 4294967295, in decimal, before the name. */
+    const char *inc_zero[] = {NULL, "--incarnation", "0", "@pbx-e2e-a", NULL};
+    const char *inc_word[] = {NULL, "--incarnation", "x", "@pbx-e2e-a", NULL};
+    const char *inc_big[] = {NULL, "--incarnation", "4294967296", "@pbx-e2e-a",
+                             NULL};
+    const char *inc_sign[] = {NULL, "--incarnation", "+1", "@pbx-e2e-a", NULL};
+    const char *inc_bare[] = {NULL, "--incarnation", "@pbx-e2e-a", NULL};
+    const char *inc_empty[] = {NULL, "--incarnation=", "@pbx-e2e-a", NULL};
+    const char *inc_after[] = {NULL, "@pbx-e2e-a", "--incarnation", "2", NULL};
+    PBX_CHECK_EQ(e2e_args(inc_zero), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_word), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_big), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_sign), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_bare), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_empty), PBX_RT_EXIT_ARGS);
+    PBX_CHECK_EQ(e2e_args(inc_after), PBX_RT_EXIT_ARGS);
+}
+
+/* Starts powerboxd with argv (as e2e_args) and returns whether it got
+ * ready; it is then stopped. */
+static bool e2e_args_ready(const char **argv)
+{
+    e2e_proc p;
+    if (!e2e_prepare(&p, E2E_PBX1_GOOD)) {
+        return false;
+    }
+    argv[0] = getenv("PBX_POWERBOXD");
+    p.argv = argv;
+    bool ready = e2e_start(&p) && e2e_wait_ready(&p);
+    e2e_close(&p);
+    return ready;
+}
+
+PBX_TEST(e2e_takes_its_incarnation_before_the_name)
+{
+    const char *two[] = {NULL, "--incarnation", "7", "@pbx-e2e-inc-a", NULL};
+    const char *one[] = {NULL, "--incarnation=4294967295", "@pbx-e2e-inc-b",
+                         NULL};
+    PBX_CHECK(e2e_args_ready(two));
+    PBX_CHECK(e2e_args_ready(one));
 }
 
 /* Runs `powerboxd FLAG` with stdout and stderr in memory files; stores
@@ -175,7 +215,9 @@ PBX_TEST(e2e_help_prints_usage_on_stdout_and_exits_0)
         char out[256];
         char err[256];
         PBX_CHECK_EQ(e2e_help(flags[i], out, err, sizeof(err)), 0);
-        PBX_CHECK(strncmp(out, "usage: powerboxd ENDPOINT-NAME\n", 31) == 0);
+        static const char want[] =
+            "usage: powerboxd [--incarnation N] ENDPOINT-NAME\n";
+        PBX_CHECK(strncmp(out, want, sizeof(want) - 1U) == 0);
         PBX_CHECK(err[0] == '\0');
     }
 }
@@ -699,15 +741,15 @@ PBX_TEST(e2e_routine_grant_from_begin_to_retire)
     /* An approved decision names its grant and vfsd's object (900 gen 1,
      * as this test's vfsd answered), and so does the grant's end. */
     (void)snprintf(line, sizeof(line),
-                   "event=decision request=%u:%u job=11:1 entry=bin/cat "
+                   "event=decision request=1-%u.%u job=11:1 entry=bin/cat "
                    "op=read object=docs/readme.txt lifetime=one-shot "
-                   "outcome=approved reason=policy grant=%u:%u "
+                   "outcome=approved reason=policy grant=1-%u.%u "
                    "object-id=900:1\n",
                    id.index, id.gen, grant.index, grant.gen);
     PBX_CHECK(e2e_log_wait(&r.p, line, 1, 5000));
     PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
     (void)snprintf(line, sizeof(line),
-                   "event=grant-end grant=%u:%u request=%u:%u job=11:1 "
+                   "event=grant-end grant=1-%u.%u request=1-%u.%u job=11:1 "
                    "entry=bin/cat op=read object=docs/readme.txt "
                    "lifetime=one-shot end=consumed reason=consume "
                    "object-id=900:1\n",
@@ -1168,7 +1210,7 @@ PBX_TEST(e2e_silent_scope_is_denied_within_its_deadline_others_served)
     /* The denial's log line says why: the resolution got no answer. */
     char line[512];
     (void)snprintf(line, sizeof(line),
-                   "event=decision request=%u:%u job=11:1 entry=bin/cat "
+                   "event=decision request=1-%u.%u job=11:1 entry=bin/cat "
                    "op=read object=docs/readme.txt lifetime=one-shot "
                    "outcome=denied reason=peer-timeout\n",
                    id.index, id.gen);

@@ -1,9 +1,10 @@
 /*
- * pbx_grants.c: `pbx grants` (the live grants, from ttyd's query socket),
- * `pbx cancel ID` (the user ends one live grant, through launchd's
- * control socket: USER_CANCEL, peers/lib/pbx_peer_admin.h) and `pbx log`
- * (how each grant ended and by whom, from the stack's log). The text work
- * is in peers/lib/pbx_peer_grants.c; this file does the I/O.
+ * pbx_grants.c: `pbx grants` (the live grants, from ttyd's query socket)
+ * and `pbx cancel N-I.G` (the user ends one live grant, through launchd's
+ * control socket: USER_CANCEL, peers/lib/pbx_peer_admin.h). Ids are
+ * spelled N-I.G, N the live powerboxd's incarnation (pbx_ids.h). The text
+ * work is in peers/lib/pbx_peer_grants.c; this file does the I/O. `pbx
+ * log` is in pbx_log.c.
  */
 #include "tools/pbx/pbx_tool.h"
 
@@ -11,6 +12,7 @@
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_admin.h"
 #include "peers/lib/pbx_peer_grants.h"
+#include "tools/pbx/pbx_ids.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -103,11 +105,22 @@ static void grants_time(uint64_t ms, char *out, size_t cap)
 }
 
 /* Prints one parsed row r, whose exact object is o, as a table line or
- * key=value line. */
+ * key=value line; its grant and request ids as inc-I.G, the spelling of
+ * powerboxd's log and of pbx cancel (ttyd knows only I.G: every row it
+ * lists came from the powerboxd attached now, incarnation inc). */
 static void grants_print_row(const pbx_peer_grants_row *r,
-                             const pbx_peer_grants_object *o, bool kv)
+                             const pbx_peer_grants_object *o, bool kv,
+                             uint32_t inc)
 {
     char since[32];
+    char grant[40];
+    char request[40];
+    (void)snprintf(grant, sizeof(grant), "%u-%s", (unsigned)inc, r->grant);
+    (void)snprintf(request, sizeof(request), "%u-%s", (unsigned)inc,
+                   r->request);
+    if (strcmp(r->request, "-") == 0) {
+        (void)snprintf(request, sizeof(request), "-");
+    }
     static char what[PBX_PEER_TTY_ROW_BYTES_MAX];
     grants_time(r->since_ms, since, sizeof(since));
     const char *from = pbx_peer_grants_object_text(r, o, what, sizeof(what));
@@ -116,18 +129,17 @@ static void grants_print_row(const pbx_peer_grants_row *r,
         (void)printf("grant=%s program=%s job=%s:%s op=%s class=%s "
                      "object=%s selector=%s selector-from=%s digest=%s "
                      "label=%s lifetime=%s since=%s request=%s slot=%s\n",
-                     r->grant, r->program, r->job, r->job_gen, r->op, r->cls,
+                     grant, r->program, r->job, r->job_gen, r->op, r->cls,
                      r->object, exact ? what : "-", exact ? from : "-",
-                     r->digest, r->label, r->lifetime, since, r->request,
-                     r->slot);
+                     r->digest, r->label, r->lifetime, since, request, r->slot);
         return;
     }
     /* Never the label in the object's place: without an exact selector
      * the digest is shown, and said to be one. */
     char job[48];
     (void)snprintf(job, sizeof(job), "%s:%s", r->job, r->job_gen);
-    (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", r->grant,
-                 r->program, job, r->op, r->lifetime, since,
+    (void)printf("%-10s %-20s %-8s %-6s %-10s %-20s %s%s\n", grant, r->program,
+                 job, r->op, r->lifetime, since,
                  from != NULL ? what : r->digest,
                  exact ? "" : " (digest only: no log line names it)");
 }
@@ -233,11 +245,14 @@ int pbx_tool_grants(int argc, char **argv)
     /* The exact object of every row, by its digest, from the decision
      * lines of the stack's log. */
     grants_opts lo = {o.log, NULL, false, NULL};
-    if (n != 0U && (grants_path(&lo, "stack.log", path, sizeof(path)) != 0 ||
-                    !grants_log_objects(path, objs, n, n))) {
+    uint32_t inc = 1U;
+    if (n != 0U &&
+        (grants_path(&lo, "stack.log", path, sizeof(path)) != 0 ||
+         !pbx_ids_live(path, &inc) || !grants_log_objects(path, objs, n, n))) {
         (void)fprintf(stderr,
                       "pbx grants: no log at '%s': objects the user was "
-                      "not asked about are shown by digest\n",
+                      "not asked about are shown by digest, ids with "
+                      "incarnation 1\n",
                       path);
     }
     if (!o.kv) {
@@ -247,7 +262,7 @@ int pbx_tool_grants(int argc, char **argv)
     static pbx_peer_grants_row row;
     for (size_t i = 0; i < n; i++) {
         if (pbx_peer_grants_row_parse(lines[i], &row)) {
-            grants_print_row(&row, &objs[i], o.kv);
+            grants_print_row(&row, &objs[i], o.kv, inc);
         }
     }
     return PBX_TOOL_EXIT_OK;
@@ -263,29 +278,6 @@ void pbx_tool_grants_usage(FILE *fp)
                 "      the prompt, else from DIR/stack.log's decision\n"
                 "      lines), else the digest itself, said to be one\n",
                 fp);
-}
-
-/* Parses "I.G" or "I:G" into *g (gen nonzero). */
-static bool grants_id(const char *s, pbx_ipc_id *g)
-{
-    char buf[32];
-    size_t n = strlen(s);
-    const char *sep = strpbrk(s, ".:");
-    if (n >= sizeof(buf) || sep == NULL) {
-        return false;
-    }
-    memcpy(buf, s, n + 1U);
-    buf[sep - s] = '\0';
-    uint64_t i = 0;
-    uint64_t gen = 0;
-    if (!pbx_peer_parse_u64(buf, UINT32_MAX, &i) ||
-        !pbx_peer_parse_u64(buf + (sep - s) + 1, UINT32_MAX, &gen) ||
-        gen == 0U) {
-        return false;
-    }
-    g->index = (uint32_t)i;
-    g->gen = (uint32_t)gen;
-    return true;
 }
 
 /* Sends USER_CANCEL of g on fd and waits for launchd's answer into *rep.
@@ -313,19 +305,47 @@ static int grants_cancel_call(int fd, pbx_ipc_id g,
     return 0;
 }
 
+/* Refuses id when it is not of the live powerboxd, whose incarnation
+ * DIR/stack.log names (pbx_ids_live): a grant of an ended incarnation
+ * ended with it, and its I.G may name another grant now. Returns 0 or
+ * PBX_TOOL_EXIT_FAIL after a message. */
+static int grants_cancel_live(const pbx_ids_id *id, const char *arg)
+{
+    char path[4096];
+    uint32_t live = 1U;
+    if (pbx_tool_dir_path("stack.log", path, sizeof(path)) != 0) {
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    bool read = pbx_ids_live(path, &live);
+    if (id->inc == live) {
+        return 0;
+    }
+    (void)fprintf(stderr,
+                  "pbx cancel: grant %s is not live: %s powerboxd "
+                  "incarnation %u%s (the live powerboxd is incarnation %u%s)\n",
+                  arg, id->inc < live ? "it was granted by" : "no",
+                  (unsigned)id->inc,
+                  id->inc < live ? ", which has ended" : " has run",
+                  (unsigned)live, read ? "" : ": no stack.log names another");
+    return PBX_TOOL_EXIT_FAIL;
+}
+
 int pbx_tool_cancel(int argc, char **argv)
 {
     grants_opts o;
-    pbx_ipc_id g = {0, 0};
+    pbx_ids_id id;
     int rc = grants_args(argc, argv, "--control", true, &o);
     if (rc != 0) {
         return rc;
     }
-    if (!grants_id(o.id, &g)) {
-        return pbx_tool_usage_error(argv[0], "bad grant ID (want I.G)", o.id);
+    if (!pbx_ids_parse(o.id, &id)) {
+        return pbx_tool_usage_error(
+            argv[0], "bad grant ID (want N-I.G, as pbx grants shows it)", o.id);
     }
+    pbx_ipc_id g = {id.index, id.gen};
     char path[4096];
-    if ((rc = grants_path(&o, "launchd.sock", path, sizeof(path))) != 0) {
+    if ((rc = grants_cancel_live(&id, o.id)) != 0 ||
+        (rc = grants_path(&o, "launchd.sock", path, sizeof(path))) != 0) {
         return rc;
     }
     int fd = pbx_peer_io_connect(path, SOCK_SEQPACKET);
@@ -341,79 +361,21 @@ int pbx_tool_cancel(int argc, char **argv)
         return rc;
     }
     if (rep.status != 0U) {
-        (void)fprintf(stderr, "pbx cancel: grant %u.%u not cancelled: %s\n",
-                      g.index, g.gen, pbx_peer_status_text(rep.status));
+        (void)fprintf(stderr, "pbx cancel: grant %s not cancelled: %s\n", o.id,
+                      pbx_peer_status_text(rep.status));
         return PBX_TOOL_EXIT_FAIL;
     }
-    (void)printf("grant %u.%u cancelled (request %u.%u)\n", g.index, g.gen,
-                 rep.request.index, rep.request.gen);
+    (void)printf("grant %s cancelled (request %u-%u.%u)\n", o.id,
+                 (unsigned)id.inc, rep.request.index, rep.request.gen);
     return PBX_TOOL_EXIT_OK;
 }
 
 void pbx_tool_cancel_usage(FILE *fp)
 {
-    (void)fputs("  cancel [--dir DIR] [--control PATH] I.G\n"
-                "      ends live grant I.G as the user (through launchd);\n"
-                "      exit 1 with the reason when it is unknown or ended\n",
-                fp);
-}
-
-/* One pass over the log f: with audit_only, notes the user's cancels;
- * otherwise prints each grant end. */
-static void grants_log_pass(FILE *f, pbx_peer_grants_audit *a, bool audit_only,
-                            bool kv)
-{
-    static char line[PBX_PEER_GRANTS_LINE_MAX];
-    static pbx_peer_grants_event e;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (!pbx_peer_grants_event_parse(line, &e)) {
-            continue;
-        }
-        if (audit_only) {
-            pbx_peer_grants_audit_note(a, &e);
-            continue;
-        }
-        static char out[PBX_PEER_GRANTS_LINE_MAX];
-        if (pbx_peer_grants_end_line(a, &e, kv, out, sizeof(out))) {
-            (void)printf("%s\n", out);
-        }
-    }
-}
-
-int pbx_tool_log(int argc, char **argv)
-{
-    grants_opts o;
-    int rc = grants_args(argc, argv, "--file", false, &o);
-    char path[4096];
-    if (rc != 0 ||
-        (rc = grants_path(&o, "stack.log", path, sizeof(path))) != 0) {
-        return rc;
-    }
-    FILE *f = fopen(path, "re");
-    if (f == NULL) {
-        (void)fprintf(stderr, "pbx log: '%s': %s\n", path, strerror(errno));
-        return PBX_TOOL_EXIT_FAIL;
-    }
-    static pbx_peer_grants_audit a;
-    pbx_peer_grants_audit_init(&a);
-    /* Two passes: launchd's user-cancel line and powerboxd's grant-end
-     * line may reach the log in either order. */
-    grants_log_pass(f, &a, true, o.kv);
-    if (fseek(f, 0, SEEK_SET) != 0) {
-        (void)fprintf(stderr, "pbx log: '%s' cannot be read twice\n", path);
-        (void)fclose(f);
-        return PBX_TOOL_EXIT_FAIL;
-    }
-    grants_log_pass(f, &a, false, o.kv);
-    (void)fclose(f);
-    return PBX_TOOL_EXIT_OK;
-}
-
-void pbx_tool_log_usage(FILE *fp)
-{
-    (void)fputs("  log [--dir DIR] [--file PATH] [--format table|kv]\n"
-                "      how each grant ended and by whom (consumed, expired,\n"
-                "      cancelled by the program or the user, revoked), from\n"
-                "      DIR/stack.log\n",
+    (void)fputs("  cancel [--dir DIR] [--control PATH] N-I.G\n"
+                "      ends live grant N-I.G (as pbx grants shows it) as the\n"
+                "      user (through launchd); exit 1 with the reason when\n"
+                "      it is unknown or ended, or when N is not the live\n"
+                "      powerboxd's incarnation (DIR/stack.log)\n",
                 fp);
 }

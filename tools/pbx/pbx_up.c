@@ -281,6 +281,16 @@ static int pbx_up_process(pbx_up *u)
     return PBX_TOOL_EXIT_OK;
 }
 
+unsigned pbx_up_incarnation(pbx_up *u)
+{
+    /* 2^32 - 1 starts never happen: the give-up rule stops far sooner. */
+    u->broker_incarnation =
+        u->broker_incarnation == UINT32_MAX ? 1U : u->broker_incarnation + 1U;
+    pbx_up_note(u, "powerboxd incarnation %u starting",
+                (unsigned)u->broker_incarnation);
+    return (unsigned)u->broker_incarnation;
+}
+
 /* Tells the caller the stack is ready: the line, and --ready-fd once. */
 static void pbx_up_ready(pbx_up *u)
 {

@@ -122,6 +122,9 @@ typedef struct pbx_up {
      * vfsd of this supervisor repeats an earlier one's within 65535
      * starts. */
     uint16_t vfsd_incarnation;
+    /** The incarnation passed to the last powerboxd started (0: none
+     * yet); each start passes the next, 1, 2, ... (pbx_up_incarnation). */
+    uint32_t broker_incarnation;
     /** --restart-window-ms: how long a restart counts toward the
      * doubling backoff and the give-up rule (default 60000). */
     int window_ms;
@@ -159,6 +162,16 @@ bool pbx_up_pump(pbx_up *u, int fd, int timeout_ms);
  * words are logged), leaving p->err at -1.
  */
 void pbx_up_proc_closed(pbx_up *u, pbx_up_proc *p);
+
+/**
+ * pbx_up_incarnation numbers a powerboxd start: returns the next
+ * incarnation (1 for the stack's first powerboxd, then 2, 3, ...; never
+ * 0) after logging "powerboxd incarnation N starting" (pbx_up_note).
+ * Called once per start while its command line is built, so the note
+ * precedes every line of that powerboxd in stack.log; `pbx log`, `pbx
+ * grants` and `pbx cancel` read the latest note as the live incarnation.
+ */
+unsigned pbx_up_incarnation(pbx_up *u);
 
 /**
  * pbx_up_stack_start starts the five processes in order, each ready

@@ -327,6 +327,7 @@ int pbx_up_start_powerboxd(pbx_up *u, pbx_up_wires *w)
                         w->proc[0], w->wake[0], -1, w->broker[0]};
     pbx_up_argv a = {0};
     pbx_up_prog(u, &a, "powerboxd");
+    pbx_up_arg(&a, "--incarnation=%u", pbx_up_incarnation(u));
     pbx_up_arg(&a, "%s/public.sock", u->dir);
     pbx_up_fds f = {.slot = slot,
                     .nslot = sizeof(slot) / sizeof(*slot),
