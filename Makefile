@@ -24,7 +24,10 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
             -fno-omit-frame-pointer
 endif
 CPPFLAGS += -I.
-CFLAGS   += $(WARN) $(OPT) $(SANFLAGS)
+# -MMD -MP: every object also depends on every header it includes, as the
+# compiler saw them (the .d files beside the objects, included below), so
+# editing a header rebuilds exactly the objects that include it.
+CFLAGS   += $(WARN) $(OPT) $(SANFLAGS) -MMD -MP
 LDFLAGS  += $(SANFLAGS)
 # Hosted code (tests, tools, peers) may use POSIX; the libraries may not.
 HOSTED   := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
@@ -222,6 +225,9 @@ BENCH_TARGETS :=
 include $(sort $(wildcard mk/*.mk))
 
 all: $(ALL_EXTRA)
+
+# The header dependencies the compiler wrote (see -MMD above).
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 bench: $(BENCH_TARGETS)
 

@@ -22,7 +22,7 @@
  * logged. With --attach-fd the supervisor hands procd new routes ('R')
  * and procd may start with none.
  *
- *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] [--route PATH]
+ *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH]
  *             [--route-fd N] [--query PATH] [--jobs-below PID]
  *             [--max-per-pid N] [--attach-fd N] [--ready-fd N]
  *   pbx-procd -h | --help
@@ -48,8 +48,7 @@
 
 /* The usage, printed by -h (stdout) and after a bad command line. */
 #define PROCD_USAGE                                                            \
-    "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH] "              \
-    "[--route PATH]\n"                                                         \
+    "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH]\n"             \
     "                 [--route-fd N] [--query PATH] [--jobs-below PID]\n"      \
     "                 [--max-per-pid N] [--attach-fd N] [--ready-fd N]\n"      \
     "       pbx-procd -h | --help\n"
@@ -445,22 +444,7 @@ static void procd_attach(void)
     }
 }
 
-/* Accepts one route connection from the listening socket. */
-static void procd_accept(void)
-{
-    int fd = accept4(g_procd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-        return;
-    }
-    if (g_procd.nroutes >= PROCD_ROUTES_MAX) {
-        pbx_peer_log("procd", "route table full; refusing a connection");
-        (void)close(fd);
-        return;
-    }
-    g_procd.routes[g_procd.nroutes++] = fd;
-}
-
-/* One poll round over the listener, the routes, the query readers and
+/* One poll round over the routes, the query readers and
  * every live handle. */
 static int procd_round(void)
 {
@@ -468,7 +452,6 @@ static int procd_round(void)
                     PROCD_ROUTES_MAX + PBX_PEER_PROC_INSTALLS_MAX];
     size_t rowof[PBX_PEER_PROC_INSTALLS_MAX];
     size_t n = 0;
-    p[n++] = (struct pollfd){g_procd.listen_fd, POLLIN, 0};
     size_t a0 = n;
     p[n++] = (struct pollfd){g_procd.attach_fd, POLLIN, 0};
     bool reading = procd_poll_readers(&p[n]);
@@ -513,9 +496,6 @@ static int procd_round(void)
         }
     }
     procd_serve_readers(&p[a0 + 1U]);
-    if ((p[0].revents & POLLIN) != 0) {
-        procd_accept();
-    }
     if (p[a0].revents != 0 && g_procd.attach_fd >= 0) {
         procd_attach();
     }
@@ -544,8 +524,12 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
     }
     int fd = -1;
     if (strcmp(k, "--route") == 0) {
-        g_procd.listen_fd = pbx_peer_io_listen(v, SOCK_SEQPACKET);
-        fd = g_procd.listen_fd;
+        pbx_peer_log("procd",
+                     "bad argument: --route '%s': procd listens for no route "
+                     "(its first connector would become one); use --route-fd "
+                     "or the attach channel",
+                     v);
+        return false;
     } else if (strcmp(k, "--route-fd") == 0 &&
                g_procd.nroutes < PROCD_ROUTES_MAX) {
         fd = pbx_peer_io_fd_arg(v);
@@ -606,7 +590,6 @@ static bool procd_known_options(int argc, char **argv)
 int main(int argc, char **argv)
 {
     int ready_fd = -1;
-    g_procd.listen_fd = -1;
     g_procd.query_fd = -1;
     g_procd.stage_fd = -1;
     g_procd.attach_fd = -1;

@@ -48,7 +48,6 @@ typedef struct procd_reader {
 
 /* The whole daemon state (static storage). */
 typedef struct procd {
-    int listen_fd;
     int routes[PROCD_ROUTES_MAX];
     size_t nroutes;
     int query_fd;                 /* the --query listener, or -1 */

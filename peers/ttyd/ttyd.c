@@ -13,7 +13,7 @@
  * supervisor hands ttyd new routes ('R') and ttyd may start with none.
  * See docs/HOST.md.
  *
- *   pbx-ttyd --policy FILE [--tty PATH] [--route PATH] [--route-fd N]
+ *   pbx-ttyd --policy FILE [--tty PATH] [--route-fd N]
  *            [--query PATH] [--jobs-below PID] [--max-per-pid N]
  *            [--attach-fd N] [--ready-fd N]
  */
@@ -38,7 +38,7 @@
 
 /* The usage line, printed by -h and after a bad option. */
 #define TTYD_USAGE                                                             \
-    "usage: pbx-ttyd --policy FILE [--tty PATH] [--route PATH] "               \
+    "usage: pbx-ttyd --policy FILE [--tty PATH] "                              \
     "[--route-fd N] [--query PATH] [--jobs-below PID] [--max-per-pid N] "      \
     "[--attach-fd N] [--ready-fd N]"
 
@@ -509,18 +509,6 @@ static void ttyd_route_gone(int fd)
     }
 }
 
-/* Takes a new route connection on the --route listener. */
-static void ttyd_route_accept(void)
-{
-    int fd = accept4(g_ttyd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0 && g_ttyd.nroutes < TTYD_ROUTES_MAX) {
-        g_ttyd.routes[g_ttyd.nroutes++] = fd;
-    } else if (fd >= 0) {
-        pbx_peer_log("ttyd", "route table full; refusing a connection");
-        (void)close(fd);
-    }
-}
-
 /* Serves the attach channel: one message (a new route), or its end (the
  * supervisor is gone: the channel is closed and ttyd keeps serving). */
 static void ttyd_attach(void)
@@ -532,45 +520,41 @@ static void ttyd_attach(void)
     }
 }
 
-/* One poll round over the listeners, the routes, the query readers and,
+/* One poll round over the routes, the query readers and,
  * while a prompt shows, the terminal. Routes are served first, one frame
  * each, so POLICY, VIEW and WITHDRAW are answered while a prompt waits
  * for the user; terminal input is read only for the prompt that was
  * showing when poll began; a reader gets what its socket takes now. */
 static int ttyd_round(void)
 {
-    struct pollfd p[4U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
-    p[0] = (struct pollfd){g_ttyd.listen_fd, POLLIN, 0};
+    struct pollfd p[3U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
     size_t nr = g_ttyd.nroutes;
     for (size_t i = 0; i < nr; i++) {
-        p[1U + i] = (struct pollfd){g_ttyd.routes[i], POLLIN, 0};
+        p[i] = (struct pollfd){g_ttyd.routes[i], POLLIN, 0};
     }
     bool showing = g_ttyd.queue.showing;
     uint64_t shown = g_ttyd.shown;
-    p[1U + nr] = (struct pollfd){showing ? g_ttyd.tty : -1, POLLIN, 0};
-    bool reading = ttyd_poll_readers(&p[2U + nr]);
-    size_t a = 3U + nr + TTYD_READERS_MAX;
+    p[nr] = (struct pollfd){showing ? g_ttyd.tty : -1, POLLIN, 0};
+    bool reading = ttyd_poll_readers(&p[1U + nr]);
+    size_t a = 2U + nr + TTYD_READERS_MAX;
     p[a] = (struct pollfd){g_ttyd.attach_fd, POLLIN, 0};
     nfds_t n = (nfds_t)(a + 1U);
     if (poll(p, n, reading ? (int)TTYD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t k = nr; k > 0U; k--) {
-        if (p[k].revents != 0 && !ttyd_route(g_ttyd.routes[k - 1U])) {
+        if (p[k - 1U].revents != 0 && !ttyd_route(g_ttyd.routes[k - 1U])) {
             int fd = g_ttyd.routes[k - 1U];
             g_ttyd.routes[k - 1U] = g_ttyd.routes[--g_ttyd.nroutes];
             ttyd_route_gone(fd);
             (void)close(fd);
         }
     }
-    if (showing && p[1U + nr].revents != 0 && g_ttyd.queue.showing &&
+    if (showing && p[nr].revents != 0 && g_ttyd.queue.showing &&
         g_ttyd.shown == shown) {
         ttyd_tty_input();
     }
-    ttyd_serve_readers(&p[2U + nr]);
-    if ((p[0].revents & POLLIN) != 0) {
-        ttyd_route_accept();
-    }
+    ttyd_serve_readers(&p[1U + nr]);
     if (p[a].revents != 0 && g_ttyd.attach_fd >= 0) {
         ttyd_attach();
     }
@@ -600,8 +584,12 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
         g_ttyd.query_fd = ttyd_query_listen(v);
         fd = g_ttyd.query_fd;
     } else if (strcmp(k, "--route") == 0) {
-        g_ttyd.listen_fd = pbx_peer_io_listen(v, SOCK_SEQPACKET);
-        fd = g_ttyd.listen_fd;
+        pbx_peer_log("ttyd",
+                     "bad argument: --route '%s': ttyd listens for no route "
+                     "(its first connector would become one); use --route-fd "
+                     "or the attach channel",
+                     v);
+        return false;
     } else if (strcmp(k, "--route-fd") == 0 &&
                g_ttyd.nroutes < TTYD_ROUTES_MAX) {
         fd = pbx_peer_io_fd_arg(v);
@@ -652,7 +640,6 @@ int main(int argc, char **argv)
 {
     int ready_fd = -1;
     const char *tty = "/dev/tty";
-    g_ttyd.listen_fd = -1;
     g_ttyd.query_fd = -1;
     g_ttyd.attach_fd = -1;
     g_ttyd.admit = (pbx_peer_admit){0, TTYD_READERS_PER_PID};

@@ -51,7 +51,6 @@ enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
 
 /* The whole daemon state (static storage). */
 typedef struct ttyd {
-    int listen_fd;
     int tty;     /* non-blocking: ttyd never waits on the terminal */
     bool is_tty; /* false (/dev/null, a file): every prompt is denied */
     int routes[TTYD_ROUTES_MAX];

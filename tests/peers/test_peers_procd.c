@@ -265,9 +265,10 @@ PBX_TEST(peers_procd_install_revoke)
     (void)tp_stop(pid);
 }
 
-/* Runs pbx-procd with the NULL-terminated args, stdout and stderr to the
- * file out; returns its exit status (5 s). */
-static int tpr_cli(const char *const *args, const char *out)
+/* Runs pbx-<name> with the NULL-terminated args, stdout and stderr to
+ * the file out; returns its exit status (5 s). */
+static int tpr_cli_of(const char *name, const char *const *args,
+                      const char *out)
 {
     pid_t pid = fork();
     PBX_REQUIRE(pid >= 0);
@@ -278,9 +279,11 @@ static int tpr_cli(const char *const *args, const char *out)
         }
         char path[512];
         const char *bin = getenv("PBX_PEERS_BIN");
-        (void)snprintf(path, sizeof(path), "%s/pbx-procd",
-                       bin != NULL ? bin : "build/bin");
-        const char *argv[8] = {"pbx-procd"};
+        char argv0[32];
+        (void)snprintf(path, sizeof(path), "%s/pbx-%s",
+                       bin != NULL ? bin : "build/bin", name);
+        (void)snprintf(argv0, sizeof(argv0), "pbx-%s", name);
+        const char *argv[8] = {argv0};
         for (size_t k = 0; k < 6U && args[k] != NULL; k++) {
             argv[k + 1U] = args[k];
         }
@@ -288,6 +291,43 @@ static int tpr_cli(const char *const *args, const char *out)
         _exit(127);
     }
     return tp_wait_exit(pid, 5000);
+}
+
+/* Runs pbx-procd with the NULL-terminated args, as tpr_cli_of. */
+static int tpr_cli(const char *const *args, const char *out)
+{
+    return tpr_cli_of("procd", args, out);
+}
+
+/* A route listener would make its first connector a route (issue 20):
+ * ttyd and procd refuse --route PATH with a line naming it, exit 2, and
+ * leave no socket at the path. */
+PBX_TEST(peers_ttyd_and_procd_refuse_a_route_listener)
+{
+    char out[600];
+    char path[600];
+    char pol[600];
+    char text[1024];
+    (void)snprintf(out, sizeof(out), "%s/out", tp_tmpdir());
+    (void)snprintf(path, sizeof(path), "%s/route.sock", tp_tmpdir());
+    (void)snprintf(pol, sizeof(pol), "%s/policy", tp_tmpdir());
+    FILE *f = fopen(pol, "w");
+    PBX_REQUIRE(f != NULL);
+    (void)fputs("* * read file routine allow\n", f);
+    (void)fclose(f);
+    const char *pr[] = {"--stage", "7:2", "--route", path, NULL};
+    const char *tr[] = {"--policy", pol,  "--tty", "/dev/null",
+                        "--route",  path, NULL};
+    const char *const *args[] = {pr, tr};
+    const char *names[] = {"procd", "ttyd"};
+    for (size_t i = 0; i < 2U; i++) {
+        PBX_CHECK_EQ(tpr_cli_of(names[i], args[i], out), 2);
+        PBX_CHECK(tp_read_file(out, text, sizeof(text)) > 0 &&
+                  strstr(text, "listens for no route") != NULL &&
+                  strstr(text, path) != NULL);
+        struct stat st;
+        PBX_CHECK(stat(path, &st) != 0);
+    }
 }
 
 PBX_TEST(peers_procd_usage_and_help)
