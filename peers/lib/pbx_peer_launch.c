@@ -126,6 +126,36 @@ static bool launch_printable(const uint8_t *bytes, size_t len)
     return true;
 }
 
+/* Decodes the profile path that starts at body offset off, the last
+ * field of a LAUNCH with the profile flag. */
+static pbx_err launch_profile_decode(const pbx_peer_launch_frame *f, size_t off,
+                                     pbx_peer_launch_req *out)
+{
+    if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        return PBX_E_IPC_BOUND;
+    }
+    if (f->body_len - off < 2U) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    uint16_t n = pbx_le_get16(f->body + off);
+    off += 2U;
+    if (n == 0U || n > PBX_PEER_LAUNCH_PROFILE_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    if (f->body_len - off < n) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (f->body_len - off != n) {
+        return PBX_E_IPC_TRAILING;
+    }
+    if (memchr(f->body + off, 0, n) != NULL || f->body[off] != '/') {
+        return PBX_E_IPC_TEXT;
+    }
+    out->profile_len = n;
+    out->profile = f->body + off;
+    return PBX_OK;
+}
+
 /* Decodes the arguments that start at body offset off. */
 static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
                                   pbx_peer_launch_req *out)
@@ -150,17 +180,24 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
         off += n;
     }
     out->flags = 0U;
+    out->profile_len = 0U;
+    out->profile = NULL;
     if (off == f->body_len) {
         return PBX_OK;
     }
-    if (f->body_len - off != 4U) {
+    if (f->body_len - off < 4U) {
         return PBX_E_IPC_TRAILING;
     }
     out->flags = pbx_le_get32(f->body + off);
-    return out->flags != 0U &&
-                   (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) == 0U
-               ? PBX_OK
-               : PBX_E_IPC_BOUND;
+    off += 4U;
+    if (out->flags == 0U ||
+        (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U) {
+        return PBX_E_IPC_BOUND;
+    }
+    if ((out->flags & PBX_PEER_LAUNCH_PROFILE) != 0U) {
+        return launch_profile_decode(f, off, out);
+    }
+    return off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
 }
 
 pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
@@ -221,6 +258,12 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     /* The flags word is written only when a flag is set, so an ordinary
      * LAUNCH is byte for byte what older senders write. */
     n += rec->flags != 0U ? 4U : 0U;
+    bool prof = (rec->flags & PBX_PEER_LAUNCH_PROFILE) != 0U;
+    if (prof && (rec->profile_len == 0U ||
+                 rec->profile_len > PBX_PEER_LAUNCH_PROFILE_MAX)) {
+        return PBX_E_IPC_BOUND;
+    }
+    n += prof ? 2U + (size_t)rec->profile_len : 0U;
     uint16_t caps =
         rec->scope ? PBX_PEER_LAUNCH_FDS_SCOPE : PBX_PEER_LAUNCH_FDS;
     if (n > buf_len || n > PBX_IPC_FRAME_BYTES_MAX) {
@@ -245,6 +288,11 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     }
     if (rec->flags != 0U) {
         pbx_le_put32(b + off, rec->flags);
+        off += 4U;
+    }
+    if (prof) {
+        pbx_le_put16(b + off, rec->profile_len);
+        memcpy(b + off + 2U, rec->profile, rec->profile_len);
     }
     /* Check the output as the receiver will, so only valid frames leave. */
     pbx_peer_launch_frame f;
