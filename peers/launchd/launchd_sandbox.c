@@ -8,10 +8,13 @@
  * Everything that can fail for a reason the caller should hear is done in
  * launchd itself before the fork, so the LAUNCH is refused with a status
  * that says why: asking the kernel's Landlock ABI and whether it can
- * install a seccomp filter, finding and opening the program, checking
- * that it is a static ELF executable, building the ruleset and its one
- * rule. The child then (for a stage job, after connecting to procd's
- * stage socket for it) sets no-new-privileges, enforces the ruleset,
+ * install a seccomp filter, finding and opening the program (a regular
+ * executable file, static or dynamic), reading and checking the profile
+ * file (--profile), building the ruleset with a rule for each path of
+ * the profile (pbx_peer_profile.h) and one for the program's own file.
+ * The child then (for a stage job, after connecting to procd's stage
+ * socket for it) adds the rule on its own /proc/PID (only it can name
+ * it), sets no-new-privileges, enforces the ruleset,
  * closes every descriptor but the job's, installs the filter and executes
  * the very file that was checked (by descriptor); if a step fails it says
  * so on the job's standard error and exits without running the program.

@@ -380,9 +380,13 @@ and its job connection.
                  `--profile` with `+r DIR` lets cat read a file in DIR;
                  `-/usr` makes python3 fail to start with the kernel's
                  EACCES (launchd's child: "execveat: Permission denied",
-                 exit 126); a profile line naming the stack directory, an
-                 unknown line and `--profile` without `--sandbox` are
-                 refused before anything runs, naming the line
+                 exit 126); a profile line naming the stack directory,
+                 its parent, an unknown line and `--profile` without
+                 `--sandbox` are refused before anything runs, naming
+                 the line; `pbx-launchd run --sandbox --profile` works
+                 as pbx run does; a profile adding a missing path is
+                 refused by launchd itself (exit 125, its log names the
+                 line)
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -4571,6 +4575,33 @@ def sandbox_dynamic(st):
                 fail(f"sandbox-dynamic: profile {text!r}: rc "
                      f"{out.returncode}, {out.stderr!r}")
             print(f"run: profile refused: {out.stderr.strip()}")
+        # pbx-launchd run takes --profile too.
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {extra}\n")
+        out = subprocess.run(
+            [os.path.join(st.bin_dir, "pbx-launchd"), "run", "--control",
+             st.control, "--sandbox", "--profile", prof, "--", "/bin/cat",
+             note], capture_output=True, text=True, timeout=60, check=False,
+            stdin=subprocess.DEVNULL)
+        if out.returncode != 0 or out.stdout != "added by the profile\n":
+            fail(f"sandbox-dynamic: pbx-launchd run --profile: rc "
+                 f"{out.returncode}, {out.stdout!r} {out.stderr!r}")
+        print("run: pbx-launchd run --sandbox --profile: cat read the file")
+        # launchd checks the file itself: a path that the format allows
+        # but that does not exist is refused there, not by the launcher.
+        gone = os.path.join(extra, "gone")
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {extra}\n+r {gone}\n")
+        out = run("/bin/cat", note, profile=prof)
+        if out.returncode != 125 or "profile was refused" not in out.stderr \
+                or out.stdout:
+            fail(f"sandbox-dynamic: launchd's own check: rc "
+                 f"{out.returncode}, {out.stderr!r}")
+        said = f"sandbox: profile line 2: {gone}: No such file or directory"
+        wait_for(lambda: said in st.peer_log("launchd"),
+                 f"sandbox-dynamic: launchd never logged '{said}'")
+        print(f"run: launchd refused a profile naming {gone}: "
+              f"{out.stderr.strip()}")
         out = run("/bin/cat", note, profile=prof, sandbox=False)
         if out.returncode != 2 or "--sandbox" not in out.stderr:
             fail(f"sandbox-dynamic: --profile alone: rc {out.returncode}, "
