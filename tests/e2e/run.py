@@ -373,8 +373,9 @@ and its job connection.
                  same probe is let through (exit 1)
   sandbox-dynamic
                  dynamic programs under `pbx run --sandbox` and the system
-                 profile: /bin/cat prints /etc/passwd exactly, /bin/sh
-                 reads it, python3 prints /usr/lib/os-release exactly;
+                 profile: /bin/cat prints /etc/passwd exactly and its own
+                 /proc/self/status, /bin/sh reads /etc/passwd, python3
+                 prints /usr/lib/os-release exactly;
                  cat, sh and python3 opening a file of the user's (outside
                  any grant) get EACCES ("Permission denied", errno 13);
                  `--profile` with `+r DIR` lets cat read a file in DIR;
@@ -4524,6 +4525,13 @@ def sandbox_dynamic(st):
          run(py, "-c", f"open({secret!r})"), 1, "",
          "PermissionError: [Errno 13] Permission denied"),
     ]
+    # The job's own /proc/PID (cat is the job's process: the exec keeps
+    # launchd's child's pid); a process it forks has another pid.
+    out = run("/bin/cat", "/proc/self/status")
+    if out.returncode != 0 or "Name:\tcat\n" not in out.stdout:
+        fail(f"sandbox-dynamic: cat /proc/self/status: rc "
+             f"{out.returncode}, {out.stderr!r}")
+    print("run: cat /proc/self/status: exit 0, its own status")
     for what, out, rc, want_out, want_err in checks:
         if out.returncode != rc or (want_err is None and (
                 out.stdout != want_out or out.stderr != "")) or \
