@@ -385,9 +385,9 @@ and its job connection.
                  its parent, an unknown line and `--profile` without
                  `--sandbox` are refused before anything runs, naming
                  the line; `pbx-launchd run --sandbox --profile` works
-                 as pbx run does; a profile adding a missing path is
-                 refused by launchd itself (exit 125, its log names the
-                 line)
+                 as pbx run does; a profile adding a missing path, or a
+                 link into the stack directory, is refused by launchd
+                 itself (exit 125, its log names the line)
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -4610,6 +4610,24 @@ def sandbox_dynamic(st):
                  f"sandbox-dynamic: launchd never logged '{said}'")
         print(f"run: launchd refused a profile naming {gone}: "
               f"{out.stderr.strip()}")
+        # A link into the stack directory: the launcher sees a plain path
+        # beside it; launchd judges where the link leads and refuses.
+        link = os.path.join(extra, "into-stack")
+        os.symlink(real, link)
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {link}\n")
+        out = run("/bin/cat", os.path.join(link, "launchd.pid"),
+                  profile=prof)
+        said = (f"sandbox: profile line 1: {link} is {real}: a path at, "
+                f"beneath or above the stack directory")
+        if out.returncode != 125 or "profile was refused" not in out.stderr \
+                or out.stdout:
+            fail(f"sandbox-dynamic: a link into the stack directory: rc "
+                 f"{out.returncode}, {out.stderr!r}")
+        wait_for(lambda: said in st.peer_log("launchd"),
+                 f"sandbox-dynamic: launchd never logged '{said}'")
+        print(f"run: launchd refused a profile whose path links into the "
+              f"stack directory: {said}")
         out = run("/bin/cat", note, profile=prof, sandbox=False)
         if out.returncode != 2 or "--sandbox" not in out.stderr:
             fail(f"sandbox-dynamic: --profile alone: rc {out.returncode}, "
