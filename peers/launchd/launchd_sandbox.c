@@ -376,7 +376,7 @@ void launchd_sandbox_release(launchd_sandbox *sb)
 
 /* Writes "pbx-launchd: sandbox: what: <errno text>" to the job's stderr
  * and ends the child without running the program. */
-static void launchd_sandbox_fail(const char *what)
+_Noreturn static void launchd_sandbox_fail(const char *what)
 {
     (void)dprintf(STDERR_FILENO,
                   "pbx-launchd: sandbox: %s: %s; the program was not run\n",
@@ -404,6 +404,7 @@ static void launchd_sandbox_stage(char *const *argv)
     if (path == NULL) {
         errno = EINVAL;
         launchd_sandbox_fail("stage: no --stage-sock before \"--\"");
+        return; /* Not reached: the child has ended. */
     }
     int fd = pbx_peer_io_connect(path, SOCK_SEQPACKET);
     if (fd < 0 || dup2(fd, LAUNCHD_STAGE_FD) != LAUNCHD_STAGE_FD) {

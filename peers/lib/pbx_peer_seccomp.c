@@ -98,6 +98,10 @@ static const pbx_peer_seccomp_call sc_self_only[] = {
     {302U, 0U, "prlimit64"},         {256U, 0U, "migrate_pages"},
     {279U, 0U, "move_pages"},        {274U, 0U, "get_robust_list"},
 };
+/* Each self-only call takes one label of its own after SC_L_SELF. */
+_Static_assert(SC_L_SELF + sizeof(sc_self_only) / sizeof(sc_self_only[0]) <=
+                   SC_L_MAX,
+               "a label for every self-only call");
 
 const pbx_peer_seccomp_call *pbx_peer_seccomp_denied(size_t *n)
 {
@@ -157,7 +161,7 @@ static void sc_load(sc_build *b, uint32_t off)
 static bool sc_resolve(sc_build *b)
 {
     for (uint16_t i = 0; i < b->f->len; i++) {
-        uint8_t ls[2] = {b->jt_label[i], b->jf_label[i]};
+        const uint8_t ls[2] = {b->jt_label[i], b->jf_label[i]};
         /* A jump with no label keeps the offset it was written with. */
         uint8_t off[2] = {b->f->insns[i].jt, b->f->insns[i].jf};
         for (uint32_t j = 0; j < 2U; j++) {
@@ -211,10 +215,6 @@ pbx_err pbx_peer_seccomp_build(uint32_t self_pid, pbx_peer_seccomp_filter *out)
     static sc_build b;
     pbx_mem_set(&b, 0U, sizeof(b));
     out->len = 0U;
-    size_t nself = sizeof(sc_self_only) / sizeof(sc_self_only[0]);
-    if (SC_L_SELF + nself > SC_L_MAX) {
-        return PBX_E_BASE_OVERFLOW;
-    }
     b.f = out;
     const uint16_t jeq = BPF_JMP | BPF_JEQ | BPF_K;
     sc_load(&b, SC_OFF_ARCH);
@@ -228,7 +228,8 @@ pbx_err pbx_peer_seccomp_build(uint32_t self_pid, pbx_peer_seccomp_filter *out)
     for (size_t i = 0; i < sizeof(sc_denied) / sizeof(sc_denied[0]); i++) {
         sc_emit(&b, jeq, sc_denied[i].nr, SC_L_DENY, SC_L_NONE);
     }
-    for (size_t i = 0; i < nself; i++) {
+    for (size_t i = 0; i < sizeof(sc_self_only) / sizeof(sc_self_only[0]);
+         i++) {
         sc_emit(&b, jeq, sc_self_only[i].nr, (uint8_t)(SC_L_SELF + i),
                 SC_L_NONE);
     }
