@@ -35,6 +35,7 @@ static const pbx_tool_cmd g_pbx_cmds[] = {
     {"cancel", pbx_tool_cancel, pbx_tool_cancel_usage},
     {"log", pbx_tool_log, pbx_tool_log_usage},
     {"run", pbx_tool_run, pbx_tool_run_usage},
+    {"policy", pbx_tool_policy, pbx_tool_policy_usage},
 };
 
 /* The runtime directory named on the command line, or NULL. */

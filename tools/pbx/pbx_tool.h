@@ -173,4 +173,15 @@ int pbx_tool_run(int argc, char **argv);
 /** pbx_tool_run_usage prints the run synopsis to stream fp. */
 void pbx_tool_run_usage(FILE *fp);
 
+/**
+ * pbx_tool_policy runs `pbx policy [--file FILE]` (the rules in effect)
+ * and `pbx policy check ... PROG OP PATH` (what ttyd would answer, asking
+ * nobody; exit 0 allow, 3 deny, 4 prompt). argv[0] is the word "policy";
+ * strings are only read.
+ */
+int pbx_tool_policy(int argc, char **argv);
+
+/** pbx_tool_policy_usage prints the policy synopsis to stream fp. */
+void pbx_tool_policy_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */
