@@ -6,7 +6,9 @@
  * (0 allow, 3 deny, 4 prompt) with the deciding rule named, an absolute
  * PATH beneath --root, and the failures: a bad policy line named with
  * its file and line (exit 1), a missing file (1), an unknown operation
- * and an absolute PATH outside --root (2, one line on stderr).
+ * and an absolute PATH outside --root (2, one line on stderr). Also
+ * `pbx run --grant`'s errors: one line naming the bad value, what is
+ * wrong and the valid operations.
  */
 #include "runner/pbx_test.h"
 
@@ -207,5 +209,29 @@ PBX_TEST(pbx_policy_refusals_name_what_is_wrong)
     tp_run(dir, list, &r);
     PBX_CHECK_EQ(r.status, 1);
     PBX_CHECK(strstr(r.err, "No such file") != NULL);
+    tp_cleanup(dir);
+}
+
+PBX_TEST(pbx_run_grant_errors_show_the_value_and_the_operations)
+{
+    char dir[PATH_MAX];
+    tp_dir(dir, sizeof(dir), tp_text);
+    tp_result r;
+    static const char *const bad[] = {"red:docs/a.txt", "read",
+                                      "read:", ":docs/a.txt"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *args[] = {"run", "--grant", bad[i], "--", "true", NULL};
+        tp_run(dir, args, &r);
+        PBX_CHECK_EQ(r.status, 2);
+        char quoted[64];
+        (void)snprintf(quoted, sizeof(quoted), "'%s'", bad[i]);
+        PBX_CHECK(strstr(r.err, quoted) != NULL);
+        PBX_CHECK(strstr(r.err, "read, write, execute, list") != NULL);
+        /* One line: the error alone. */
+        PBX_CHECK(strchr(r.err, '\n') == r.err + strlen(r.err) - 1U);
+    }
+    const char *op[] = {"policy", "check", "cat", "frob", "x", NULL};
+    tp_run(dir, op, &r);
+    PBX_CHECK(strstr(r.err, "read, write, execute, list") != NULL);
     tp_cleanup(dir);
 }

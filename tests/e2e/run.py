@@ -557,6 +557,13 @@ and its job connection.
                  "make run: done". Then run.sh again with standard input
                  not a terminal: it says so (the routine policy of pbx
                  up), no prompt appears, the same story, exit 0
+  make-run-slow-start (standalone) run.sh without a terminal where the
+                 stack takes 12 s to start (a `pbx` whose `up` first
+                 sleeps: a loaded machine) and WORK/up.out is left from a
+                 previous run saying "ready in": run.sh waits for pbx
+                 up's own ready event (--ready-fd on a fresh FIFO), never
+                 the stale file nor a time limit of its own: the story
+                 ends "make run: done" with the file's bytes, exit 0
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -6371,6 +6378,41 @@ def make_run(bin_dir, work):
     print("run: without a terminal, make run used the routine policy (no "
           "prompt), showed the file's bytes and exited 0")
 
+def make_run_slow_start(bin_dir, work):
+    """run.sh without a terminal, its stack slow to start (a `pbx` whose
+    `up` sleeps 12 s first) and a stale WORK/up.out saying ready: it waits
+    for pbx up's own ready event and exits 0 with the file's bytes."""
+    os.makedirs(work, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "peers", "demo", "run.sh")
+    bin_dir = os.path.abspath(bin_dir)
+    fake = os.path.join(work, "bin")
+    shutil.rmtree(fake, ignore_errors=True)
+    os.makedirs(fake)
+    for name in os.listdir(bin_dir):
+        if name != "pbx":
+            os.symlink(os.path.join(bin_dir, name), os.path.join(fake, name))
+    with open(os.path.join(fake, "pbx"), "w", encoding="utf-8") as f:
+        f.write("#!/bin/sh\nif [ \"$1\" = up ]; then sleep 12; fi\n"
+                f"exec {shlex.quote(os.path.join(bin_dir, 'pbx'))} \"$@\"\n")
+    os.chmod(os.path.join(fake, "pbx"), 0o755)
+    demo = os.path.join(work, "demo")
+    os.makedirs(demo, exist_ok=True)
+    with open(os.path.join(demo, "up.out"), "w", encoding="utf-8") as f:
+        f.write("pbx up: ready in /a/previous/run\n")
+    out = subprocess.run(["sh", script, fake, demo], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=180,
+                         check=False)
+    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
+            "A sandboxed program read it through a one-shot grant.\n")
+    if out.returncode != 0 or "make run: done" not in out.stdout:
+        fail(f"make-run-slow-start: exit {out.returncode}:\n"
+             f"{out.stdout}{out.stderr}")
+    demo_story_ok(out.stdout, want, "make-run-slow-start")
+    print("run: a stack 12 s slow to start, with a stale up.out saying "
+          "ready: make run waited for pbx up's ready event and exited 0")
+
+
 # route-hijack: how many times each of vfsd and powerboxd is killed (and
 # restarted by pbx up) while foreign programs try to become vfsd's route.
 HIJACK_RESTARTS = 20
@@ -6643,6 +6685,7 @@ SCENARIOS = {
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
+    "make-run-slow-start": (make_run_slow_start, False, STANDALONE, None),
 }
 
 

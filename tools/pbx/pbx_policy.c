@@ -210,7 +210,12 @@ static int pbx_policy_check(int argc, char **argv)
     }
     uint32_t op = 0;
     if (!pbx_peer_name_parse(PBX_PEER_NAMES_OPERATION, argv[i + 1], &op)) {
-        return pbx_tool_usage_error("policy", "unknown operation", argv[i + 1]);
+        char ops[256];
+        pbx_tool_names(PBX_PEER_NAMES_OPERATION, ops, sizeof(ops));
+        (void)fprintf(stderr,
+                      "pbx policy: unknown operation '%s' (one of: %s)\n",
+                      argv[i + 1], ops);
+        return PBX_TOOL_EXIT_USAGE;
     }
     const char *sel = pbx_policy_selector(&q, argv[i + 2]);
     char path[PATH_MAX];
@@ -228,6 +233,25 @@ static int pbx_policy_check(int argc, char **argv)
     uint8_t v = pbx_peer_tty_decide_selector(
         &g_policy, &c, (const uint8_t *)sel, strlen(sel), &rule);
     return pbx_policy_answer(v, rule);
+}
+
+void pbx_tool_names(int kind, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    /* Every table's values are small numbers from 1 (pbx_ipc.h). */
+    for (uint32_t v = 1; v <= 64U && used < cap; v++) {
+        const char *name = pbx_peer_name_of((pbx_peer_name_kind)kind, v);
+        if (strcmp(name, "?") == 0) {
+            continue;
+        }
+        int n = snprintf(out + used, cap - used, "%s%s", used == 0U ? "" : ", ",
+                         name);
+        if (n < 0) {
+            break;
+        }
+        used += (size_t)n;
+    }
 }
 
 void pbx_tool_policy_usage(FILE *fp)

@@ -184,4 +184,12 @@ int pbx_tool_policy(int argc, char **argv);
 /** pbx_tool_policy_usage prints the policy synopsis to stream fp. */
 void pbx_tool_policy_usage(FILE *fp);
 
+/**
+ * pbx_tool_names writes the names of every value of the pbx_peer name
+ * table kind (a pbx_peer_name_kind: operations, classes, ...), in value
+ * order, separated by ", ", NUL-terminated into out (cap bytes, at least
+ * 1; truncated to fit), for error lines that list the valid words.
+ */
+void pbx_tool_names(int kind, char *out, size_t cap);
+
 #endif /* PBX_TOOL_H */
