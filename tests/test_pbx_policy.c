@@ -8,10 +8,12 @@
  * its file and line (exit 1), a missing file (1), an unknown operation
  * and an absolute PATH outside --root (2, one line on stderr). Also
  * `pbx run --grant`'s errors: one line naming the bad value, what is
- * wrong and the valid operations.
+ * wrong and the valid operations. And `pbx up` with a --root that does
+ * not exist prints vfsd's reason on its own stderr.
  */
 #include "runner/pbx_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 typedef struct tp_result {
     int status; /* exit status, or -1 when killed by a signal */
     char out[4096];
-    char err[1024];
+    char err[4096];
 } tp_result;
 
 /* Joins dir and name into path; a path that does not fit fails the test. */
@@ -234,4 +236,44 @@ PBX_TEST(pbx_run_grant_errors_show_the_value_and_the_operations)
     tp_run(dir, op, &r);
     PBX_CHECK(strstr(r.err, "read, write, execute, list") != NULL);
     tp_cleanup(dir);
+}
+
+/* Removes every file in dir (no subdirectories) and dir itself. */
+static void tp_rm_flat(const char *dir)
+{
+    DIR *d = opendir(dir);
+    PBX_REQUIRE(d != NULL);
+    char path[PATH_MAX];
+    for (int i = 0; i < 64; i++) {
+        const struct dirent *e = readdir(d);
+        if (e == NULL) {
+            break;
+        }
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            tp_join(path, sizeof(path), dir, e->d_name);
+            (void)unlink(path);
+        }
+    }
+    (void)closedir(d);
+    PBX_CHECK(rmdir(dir) == 0);
+}
+
+PBX_TEST(pbx_up_prints_the_reason_a_bad_root_fails)
+{
+    char dir[PATH_MAX];
+    tp_dir(dir, sizeof(dir), "");
+    char root[PATH_MAX];
+    tp_join(root, sizeof(root), dir, "no-such-root");
+    tp_result r;
+    const char *args[] = {"up", "--root", root, "--tty", "/dev/null", NULL};
+    tp_run(dir, args, &r);
+    PBX_CHECK_EQ(r.status, 1);
+    char want[PATH_MAX + 64];
+    (void)snprintf(want, sizeof(want), "said: vfsd: --root '%s': No such file",
+                   root);
+    PBX_CHECK(strstr(r.err, want) != NULL);
+    if (strstr(r.err, want) == NULL) {
+        (void)fprintf(stderr, "pbx up's stderr:\n%s", r.err);
+    }
+    tp_rm_flat(dir);
 }

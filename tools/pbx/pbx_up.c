@@ -487,6 +487,22 @@ static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
     return true;
 }
 
+/* The first start failed and the stack is stopped (every pipe read to
+ * its end): the last line of the process whose failure ended the start
+ * (its reason, such as vfsd's "--root '/x': No such file or directory")
+ * is printed on pbx up's own stderr as well as logged. */
+static void pbx_up_start_reason(pbx_up *u)
+{
+    if (u->start_failed == 0U || u->start_failed > PBX_UP_PROCS) {
+        return;
+    }
+    const pbx_up_proc *p = &u->proc[u->start_failed - 1U];
+    if (p->said_len > 0U) {
+        pbx_up_note(u, "%s[%ld] said: %.*s", p->name, (long)p->last_pid,
+                    (int)p->said_len, p->said);
+    }
+}
+
 /* Starts the stack and keeps it running, each process that dies restarted
  * alone, until a stop or a give-up; returns the exit status. */
 static int pbx_up_loop(pbx_up *u)
@@ -496,6 +512,7 @@ static int pbx_up_loop(pbx_up *u)
             pbx_up_note(u, "the stack did not start");
         }
         pbx_up_stack_stop(u);
+        pbx_up_start_reason(u);
         return u->stopping ? PBX_TOOL_EXIT_OK : PBX_TOOL_EXIT_FAIL;
     }
     pbx_up_ready(u);
