@@ -557,6 +557,14 @@ and its job connection.
                  "make run: done". Then run.sh again with standard input
                  not a terminal: it says so (the routine policy of pbx
                  up), no prompt appears, the same story, exit 0
+  stop-status    (standalone) pbx status on a running pbx up: its pid
+                 and "ready", the five processes with the pids they run
+                 as and incarnation 1, "grants 0 live", then "grants 1
+                 live" while a job holds a grant; kill -9 of vfsd: once
+                 restarted, vfsd's new pid and incarnation 2; pbx stop
+                 exits 0 only once pbx up has ended (exit 0, every stack
+                 process gone, DIR/lock free); then pbx status and pbx
+                 stop exit 1 saying no stack runs
   make-run-slow-start (standalone) run.sh without a terminal where the
                  stack takes 12 s to start (a `pbx` whose `up` first
                  sleeps: a loaded machine) and WORK/up.out is left from a
@@ -6378,6 +6386,74 @@ def make_run(bin_dir, work):
     print("run: without a terminal, make run used the routine policy (no "
           "prompt), showed the file's bytes and exited 0")
 
+def pbx_status_lines(u):
+    """`pbx status` of u's stack: (exit status, stdout lines, stderr)."""
+    out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,
+                          "status"], capture_output=True, text=True,
+                         timeout=30, check=False)
+    return out.returncode, out.stdout.splitlines(), out.stderr
+
+
+def stop_status(bin_dir, work):
+    """pbx status (pids, incarnations, live grants) and pbx stop."""
+    u = Up(bin_dir, work)
+    h = None
+    try:
+        procs = u.stack()
+        rc, lines, err = pbx_status_lines(u)
+        want = [f"stack {u.dir}", f"pbx-up {u.proc.pid} ready"] + \
+            [f"{n} {procs[n]} running incarnation 1" for n in
+             ("vfsd", "ttyd", "procd", "launchd", "powerboxd")] + \
+            ["grants 0 live"]
+        if rc != 0 or lines != want:
+            fail(f"stop-status: pbx status: rc {rc} {lines} {err}, want "
+                 f"{want}")
+        h = Holder(u)
+        h.opened("stop-status")
+        wait_for(lambda: pbx_status_lines(u)[1][-1:] == ["grants 1 live"],
+                 f"stop-status: pbx status never said 1 live grant: "
+                 f"{pbx_status_lines(u)}")
+        since = len(u.text())
+        os.kill(procs["vfsd"], signal.SIGKILL)
+        new = restarted(u, "vfsd", procs["vfsd"], ["vfsd"], since)
+        wait_for(lambda: f"vfsd {new} running incarnation 2" in
+                 pbx_status_lines(u)[1],
+                 f"stop-status: pbx status after vfsd's restart: "
+                 f"{pbx_status_lines(u)}")
+        print(f"run: pbx status named pbx up {u.proc.pid}, the five "
+              f"processes' pids, 0 then 1 live grant, and vfsd[{new}] "
+              f"incarnation 2 after its restart")
+        h.kill()
+        h = None
+        stop = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir", u.dir,
+                               "stop"], capture_output=True, text=True,
+                              timeout=90, check=False)
+        # pbx stop returned: pbx up must already have ended.
+        ended_rc = u.proc.poll()
+        if stop.returncode != 0 or ended_rc != 0:
+            fail(f"stop-status: pbx stop rc {stop.returncode} "
+                 f"{stop.stdout}{stop.stderr}; pbx up {ended_rc}")
+        gone(list(procs.values()) + [new], "after pbx stop")
+        with open(os.path.join(u.dir, "lock"), "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        rc, lines, err = pbx_status_lines(u)
+        again = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir", u.dir,
+                                "stop"], capture_output=True, text=True,
+                               timeout=30, check=False)
+        if rc != 1 or "no stack runs" not in err or again.returncode != 1 \
+                or "no stack runs" not in again.stderr:
+            fail(f"stop-status: after the stop: status rc {rc} {err!r}, "
+                 f"stop rc {again.returncode} {again.stderr!r}")
+        print("run: pbx stop returned once pbx up had ended (exit 0, the "
+              "stack gone, lock free); then status and stop exit 1")
+    finally:
+        if h is not None:
+            h.kill()
+        if u.proc.poll() is None:
+            u.kill()
+        u.close()
+
+
 def make_run_slow_start(bin_dir, work):
     """run.sh without a terminal, its stack slow to start (a `pbx` whose
     `up` sleeps 12 s first) and a stale WORK/up.out saying ready: it waits
@@ -6686,6 +6762,7 @@ SCENARIOS = {
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
     "make-run-slow-start": (make_run_slow_start, False, STANDALONE, None),
+    "stop-status": (stop_status, False, STANDALONE, None),
 }
 
 

@@ -192,4 +192,25 @@ void pbx_tool_policy_usage(FILE *fp);
  */
 void pbx_tool_names(int kind, char *out, size_t cap);
 
+/**
+ * pbx_tool_status runs `pbx status [--dir DIR]`: whether a stack runs in
+ * DIR (DIR/lock held), pbx up's pid and state, each process's pid, state
+ * and incarnation (DIR/status) and the live grant count (ttyd's query
+ * socket). argv[0] is the word "status"; strings are only read.
+ */
+int pbx_tool_status(int argc, char **argv);
+
+/** pbx_tool_status_usage prints the status synopsis to stream fp. */
+void pbx_tool_status_usage(FILE *fp);
+
+/**
+ * pbx_tool_stop runs `pbx stop [--dir DIR]`: SIGTERM to the pbx up that
+ * holds DIR/lock, then a bounded wait until the lock is free (pbx up has
+ * ended). argv[0] is the word "stop"; strings are only read.
+ */
+int pbx_tool_stop(int argc, char **argv);
+
+/** pbx_tool_stop_usage prints the stop synopsis to stream fp. */
+void pbx_tool_stop_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */

@@ -355,6 +355,7 @@ static void pbx_up_ready(pbx_up *u)
     printf("pbx up: ready in %s\n", u->dir);
     (void)fflush(stdout);
     pbx_up_note(u, "stack ready in %s", u->dir);
+    pbx_up_status_write(u);
     if (u->ready_fd >= 0) {
         (void)write(u->ready_fd, "ready\n", 6U);
         (void)close(u->ready_fd);

@@ -60,6 +60,9 @@ typedef struct pbx_up_proc {
     char said[PBX_UP_LINE_MAX];
     /** Bytes of said in use. */
     size_t said_len;
+    /** How many times this supervisor started it (its incarnation in
+     * DIR/status, `pbx status`). */
+    unsigned starts;
     /** A process that died while the stack ran and awaits its restart. */
     bool down;
     /** When its restart is due (monotonic ms), or 0 while not planned. */
@@ -245,5 +248,16 @@ int64_t pbx_up_now_ms(void);
  * cannot be sent, no report comes, or powerboxd refused it.
  */
 int pbx_up_usage(pbx_up *u);
+
+/**
+ * pbx_up_status_write replaces DIR/status (written to DIR/status.tmp, then
+ * renamed, so a reader sees a whole file) with the supervisor's view: the
+ * line "pbx-up PID STATE" (starting, ready or stopping), then one line per
+ * process, "NAME PID STATE incarnation N" (STATE running or down, PID 0
+ * when down; N powerboxd's and vfsd's incarnation numbers, the start
+ * count for the others). `pbx status` reads it while DIR/lock is held.
+ * Failures are ignored: the file is a convenience, never authority.
+ */
+void pbx_up_status_write(const pbx_up *u);
 
 #endif /* PBX_UP_H */

@@ -204,6 +204,7 @@ static void pbx_up_reap(pbx_up *u)
             if (p->pid == pid) {
                 p->pid = 0;
                 pbx_up_exit_note(u, p, pid, status);
+                pbx_up_status_write(u);
                 /* A running stack's process is restarted alone (its
                  * attach channel is dead with it); a death during the
                  * first start fails the start. */

@@ -209,7 +209,9 @@ int pbx_up_spawn(pbx_up *u, size_t idx, const pbx_up_argv *a,
     p->len = 0U;
     p->pid = pid;
     p->last_pid = pid;
+    p->starts++;
     pbx_up_note(u, "%s[%ld] started: %s", p->name, (long)pid, a->arg[0]);
+    pbx_up_status_write(u);
     return 0;
 }
 
