@@ -87,13 +87,14 @@ const char *pbx_peer_tty_policy_line(pbx_peer_tty_policy *p, const char *line);
 /**
  * pbx_peer_tty_glob reports whether text (len bytes, any bytes) matches
  * pattern (NUL-terminated). Both are split on '/' into components, and
- * component k of the pattern must match component k of the text, with the
- * same number of components, except that a last pattern component "**"
- * matches one or more remaining components whole (the pattern docs, slash,
- * two stars matches "docs/a" and "docs/a/b", not "docs"). Inside a component '*' matches any
- * run of bytes (none included, never '/'), '?' exactly one byte (never
- * '/'), every other byte itself. Matching is iterative: its work is at most
- * (pattern length + 1) * (len + 1) steps, with no recursion.
+ * component k of the pattern must match component k of the text, with
+ * the same number of components, except that a last pattern component
+ * "**" matches one or more remaining components whole (the pattern docs,
+ * slash, two stars matches "docs/a" and "docs/a/b", not "docs"). Inside a
+ * component '*' matches any run of bytes (none included, never '/'), '?'
+ * exactly one byte (never '/'), every other byte itself. Matching is
+ * iterative, with no recursion: fewer than 2 * (component pattern length
+ * + 1) * (component text length + 1) steps per component.
  */
 bool pbx_peer_tty_glob(const char *pattern, const uint8_t *text, size_t len);
 

@@ -197,12 +197,21 @@ static bool tty_glob_part(const char *pc, size_t pn, const uint8_t *tc,
 /* The length of the component starting at s (n bytes left): up to '/'. */
 static size_t tty_part_len(const uint8_t *s, size_t n)
 {
+    if (n == 0U) {
+        return 0U;
+    }
     const uint8_t *slash = memchr(s, '/', n);
     return slash != NULL ? (size_t)(slash - s) : n;
 }
 
 bool pbx_peer_tty_glob(const char *pattern, const uint8_t *text, size_t len)
 {
+    /* No text (a prompt without a selector) is the empty text. */
+    static const uint8_t none[1] = {0};
+    if (text == NULL) {
+        text = none;
+        len = 0U;
+    }
     size_t pn = strlen(pattern);
     size_t pi = 0;
     size_t ti = 0;
