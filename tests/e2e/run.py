@@ -557,6 +557,16 @@ and its job connection.
                  "make run: done". Then run.sh again with standard input
                  not a terminal: it says so (the routine policy of pbx
                  up), no prompt appears, the same story, exit 0
+  policy-rules   (standalone) pbx up --policy FILE with rules by program
+                 entry and selector pattern, no terminal: entry cat reads
+                 docs/*.txt approved by its rule (POLICY answers prompt,
+                 the PROMPT's selector decides, nothing is shown), is
+                 denied secrets/** by another (reason user), and an
+                 exceptional request of the same entry and file is
+                 denied (never allowed by a rule); bin/other is denied
+                 docs/readme.txt (no rule); `pbx policy` lists FILE
+                 through DIR/policy and `pbx policy check` gives each of
+                 these verdicts (exit 0, 3, 4, 3) without asking anyone
   stop-status    (standalone) pbx status on a running pbx up: its pid
                  and "ready", the five processes with the pids they run
                  as and incarnation 1, "grants 0 live", then "grants 1
@@ -6394,6 +6404,87 @@ def pbx_status_lines(u):
     return out.returncode, out.stdout.splitlines(), out.stderr
 
 
+def policy_request(u, entry, selector, urgency="routine"):
+    """A one-shot read of selector by a job of entry through u's launchd:
+    pbx-client's key=value lines and exit status."""
+    b = lambda n: os.path.join(u.bin_dir, "pbx-" + n)
+    out = subprocess.run(
+        [b("launchd"), "run", "--control",
+         os.path.join(u.dir, "launchd.sock"), "--session", "1",
+         "--realm", "1", "--job", "21:1", "--entry", entry, "--",
+         b("client"), "request", "--scope",
+         os.path.join(u.dir, "scope.sock"), "--selector", selector,
+         "--op", "read", "--class", "file", "--session", "1", "--realm",
+         "1", "--wait-ms", "20000", "--lifetime", "one-shot", "--urgency",
+         urgency, "--target", "42:5", "--slot", "21", "--then", "consume"],
+        capture_output=True, text=True, check=False, timeout=60,
+        stdin=subprocess.DEVNULL)
+    return out.returncode, key_values(out.stdout)
+
+
+def policy_rules(bin_dir, work):
+    """Rules by entry and selector decide through POLICY then PROMPT, and
+    pbx policy / pbx policy check agree with what ttyd did."""
+    os.makedirs(work, exist_ok=True)
+    pol = os.path.join(work, "rules.policy")
+    with open(pol, "w", encoding="utf-8") as f:
+        f.write("* * * * exceptional * * prompt\n"
+                "* * read file routine cat secrets/** deny\n"
+                "* * read file routine cat docs/*.txt allow\n")
+    u = Up(bin_dir, work, ["--policy", pol])
+    try:
+        with open(os.path.join(u.root, "secrets.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write("no\n")
+        os.makedirs(os.path.join(u.root, "secrets"), exist_ok=True)
+        with open(os.path.join(u.root, "secrets", "key"), "w",
+                  encoding="utf-8") as f:
+            f.write("no\n")
+        cases = [("cat", "docs/readme.txt", "routine", 0, "approved"),
+                 ("cat", "secrets/key", "routine", 3, "denied"),
+                 ("cat", "docs/readme.txt", "exceptional", 3, "denied"),
+                 ("bin/other", "docs/readme.txt", "routine", 3, "denied")]
+        for entry, sel, urg, want_rc, want in cases:
+            rc, kv = policy_request(u, entry, sel, urg)
+            if rc != want_rc or kv.get("outcome") != want:
+                fail(f"policy-rules: {entry} {sel} {urg}: rc {rc} {kv}, "
+                     f"want {want}")
+        log = u.text()
+        if "by a selector rule (not shown)" not in log or "Approve?" in log:
+            fail("policy-rules: ttyd's log does not show the selector rules "
+                 "deciding without a prompt")
+        pbx = os.path.join(bin_dir, "pbx")
+        listed = subprocess.run([pbx, "--dir", u.dir, "policy"],
+                                capture_output=True, text=True, timeout=20,
+                                check=False)
+        if listed.returncode != 0 or \
+                "3 * * read file routine cat docs/*.txt allow" not in \
+                listed.stdout:
+            fail(f"policy-rules: pbx policy: {listed.returncode} "
+                 f"{listed.stdout}{listed.stderr}")
+        checks = [(["cat", "read", "docs/readme.txt"], 0),
+                  (["cat", "read", "secrets/key"], 3),
+                  (["--urgency", "exceptional", "cat", "read",
+                    "docs/readme.txt"], 4),
+                  (["--entry", "bin/other", "x", "read", "docs/readme.txt"],
+                   3)]
+        for args, want_rc in checks:
+            c = subprocess.run([pbx, "--dir", u.dir, "policy", "check"] +
+                               args, capture_output=True, text=True,
+                               timeout=20, check=False)
+            if c.returncode != want_rc:
+                fail(f"policy-rules: pbx policy check {args}: "
+                     f"{c.returncode} {c.stdout}{c.stderr}, want {want_rc}")
+        print("run: cat's docs/*.txt read approved and secrets/** denied by "
+              "selector rules, no prompt shown; exceptional and unmatched "
+              "denied; pbx policy lists the file, pbx policy check agrees")
+        u.stop()
+    finally:
+        if u.proc.poll() is None:
+            u.kill()
+        u.close()
+
+
 def stop_status(bin_dir, work):
     """pbx status (pids, incarnations, live grants) and pbx stop."""
     u = Up(bin_dir, work)
@@ -6763,6 +6854,7 @@ SCENARIOS = {
     "make-run": (make_run, False, STANDALONE, None),
     "make-run-slow-start": (make_run_slow_start, False, STANDALONE, None),
     "stop-status": (stop_status, False, STANDALONE, None),
+    "policy-rules": (policy_rules, False, STANDALONE, None),
 }
 
 
