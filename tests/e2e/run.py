@@ -567,6 +567,12 @@ and its job connection.
                  docs/readme.txt (no rule); `pbx policy` lists FILE
                  through DIR/policy and `pbx policy check` gives each of
                  these verdicts (exit 0, 3, 4, 3) without asking anyone
+  policy-terminal (standalone) pbx up with a tmux pane as its terminal
+                 and no --policy: DIR/policy is the built-in terminal
+                 policy, under which `pbx policy check` says prompt (4)
+                 for cat's routine read (a brokered open) and allow (0)
+                 for pbx-demo's; without a terminal the routine one
+                 (cat's read allowed)
   stop-status    (standalone) pbx status on a running pbx up: its pid
                  and "ready", the five processes with the pids they run
                  as and incarnation 1, "grants 0 live", then "grants 1
@@ -6485,6 +6491,44 @@ def policy_rules(bin_dir, work):
         u.close()
 
 
+def policy_terminal(bin_dir, work):
+    """pbx up's built-in policy: on a terminal it asks for what a program
+    of another entry than pbx-* requests; without one, routine reads."""
+    os.makedirs(work, exist_ok=True)
+    pbx = os.path.join(bin_dir, "pbx")
+
+    def check(u, prog):
+        return subprocess.run([pbx, "--dir", u.dir, "policy", "check", prog,
+                               "read", "docs/readme.txt"],
+                              capture_output=True, text=True, timeout=20,
+                              check=False).returncode
+    pane = Pane(work)
+    u = None
+    try:
+        u = Up(bin_dir, os.path.join(work, "tty"), ["--tty", pane.tty])
+        with open(os.path.join(u.dir, "policy"), encoding="utf-8") as f:
+            text = f.read()
+        got = (check(u, "/bin/cat"), check(u, "pbx-demo"))
+        if "* * * * routine * * prompt" not in text or got != (4, 0):
+            fail(f"policy-terminal: on a terminal: checks {got}, policy:\n"
+                 f"{text}")
+        u.stop()
+        u.close()
+        u = Up(bin_dir, os.path.join(work, "notty"))
+        got = (check(u, "/bin/cat"), check(u, "pbx-demo"))
+        if got != (0, 0):
+            fail(f"policy-terminal: without a terminal: checks {got}")
+        u.stop()
+        print("run: on a terminal the built-in policy prompts for cat's "
+              "read and allows pbx-demo's; without one both are allowed")
+    finally:
+        if u is not None:
+            if u.proc.poll() is None:
+                u.kill()
+            u.close()
+        pane.stop()
+
+
 def stop_status(bin_dir, work):
     """pbx status (pids, incarnations, live grants) and pbx stop."""
     u = Up(bin_dir, work)
@@ -6855,6 +6899,7 @@ SCENARIOS = {
     "make-run-slow-start": (make_run_slow_start, False, STANDALONE, None),
     "stop-status": (stop_status, False, STANDALONE, None),
     "policy-rules": (policy_rules, False, STANDALONE, None),
+    "policy-terminal": (policy_terminal, False, STANDALONE, None),
 }
 
 
