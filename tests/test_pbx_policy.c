@@ -9,7 +9,8 @@
  * and an absolute PATH outside --root (2, one line on stderr). Also
  * `pbx run --grant`'s errors: one line naming the bad value, what is
  * wrong and the valid operations. And `pbx up` with a --root that does
- * not exist prints vfsd's reason on its own stderr.
+ * not exist prints vfsd's reason on its own stderr; pbx status and pbx
+ * stop exit 1 where no stack runs.
  */
 #include "runner/pbx_test.h"
 
@@ -284,6 +285,25 @@ PBX_TEST(pbx_up_prints_the_reason_a_bad_root_fails)
     PBX_CHECK(strstr(r.err, want) != NULL);
     if (strstr(r.err, want) == NULL) {
         (void)fprintf(stderr, "pbx up's stderr:\n%s", r.err);
+    }
+    tp_rm_flat(dir);
+}
+
+PBX_TEST(pbx_status_and_stop_without_a_stack_exit_1)
+{
+    char dir[PATH_MAX];
+    tp_dir(dir, sizeof(dir), "");
+    tp_result r;
+    static const char *const cmds[] = {"status", "stop"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        const char *args[] = {cmds[i], NULL};
+        tp_run(dir, args, &r);
+        PBX_CHECK_EQ(r.status, 1);
+        PBX_CHECK(strstr(r.err, "no stack runs in") != NULL);
+        PBX_CHECK_EQ(r.out[0], '\0');
+        const char *extra[] = {cmds[i], "bogus", NULL};
+        tp_run(dir, extra, &r);
+        PBX_CHECK_EQ(r.status, 2);
     }
     tp_rm_flat(dir);
 }
