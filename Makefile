@@ -233,6 +233,25 @@ bench: $(BENCH_TARGETS)
 
 # ---- everything ------------------------------------------------------------
 
+# make check's quiet mode (the default; V=1 turns it off): no command is
+# echoed and every recipe line runs under scripts/quiet.sh, which prints a
+# line's output only when it fails (then in full, with the line itself) and
+# otherwise only its summary lines. Only when check (QUIET_GOALS) is a
+# goal, so other targets (make run's prompt above all) are untouched;
+# tests/quiet/check.sh (quiet-check, in check) tests it.
+.PHONY: quiet-check
+quiet-check:
+	sh tests/quiet/check.sh
+CHECK_EXTRA += quiet-check
+
+QUIET_GOALS ?= check
+ifneq ($(V),1)
+ifneq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
+.SILENT:
+$(QUIET_GOALS): SHELL := $(CURDIR)/scripts/quiet.sh
+endif
+endif
+
 check: format-check doccheck docs-check layers freestanding cppcheck tidy analyzer check-gcc check-clang \
        check-asan fuzz-smoke $(CHECK_EXTRA)
 	@echo "make check: every gate passed"

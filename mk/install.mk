@@ -15,6 +15,11 @@
 #                  the installed tree, checks every binary and man page,
 #                  uninstalls and asserts no file is left (in CHECK_EXTRA)
 #
+# The pkg-config file peers/app/pbx-app.pc goes to lib/pkgconfig: the link
+# line of the app library is `pkg-config --cflags --libs pbx-app`
+# (-lpbx-app -lpbx; -lpbx-app alone does not link), and install-check
+# links a program with exactly that line.
+#
 # Headers are installed below include/powerboxd/ at the same relative path
 # they have in the tree (core/pbx_core.h, base/err/core.def), because that
 # is how they include each other: `-I$(PREFIX)/include/powerboxd` is the
@@ -46,6 +51,7 @@ INSTALL_LIBS = $(LIBPBX) $(APP_LIB)
 INSTALL_ITEMS = \
     $(foreach b,$(INSTALL_BINS),$(b):0755:bin/$(notdir $(b))) \
     $(foreach l,$(INSTALL_LIBS),$(l):0644:lib/$(notdir $(l))) \
+    peers/app/pbx-app.pc:0644:lib/pkgconfig/pbx-app.pc \
     $(foreach h,$(INSTALL_HEADERS),$(h):0644:include/powerboxd/$(h)) \
     $(foreach m,$(MAN_PAGES),$(m):0644:share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
     $(foreach d,README.md $(wildcard docs/*.md),$(d):0644:share/doc/powerboxd/$(notdir $(d)))

@@ -44,14 +44,26 @@ fi
 
 say "starting the stack (powerboxd, vfsd, ttyd, procd, launchd) in $DIR,"
 say "vfsd serving $ROOT."
+# Readiness is pbx up's own event, never a file a previous run may have
+# left: pbx up writes "ready" to --ready-fd once every process is ready and
+# closes it. That descriptor is a FIFO made fresh here, so the read below
+# returns that line, or end of file when pbx up exits first (it closes the
+# FIFO on any end): no stale state, no polling, no time limit of our own.
+READY=$WORK/ready
+rm -f "$READY" "$WORK/up.out"
+if ! mkfifo -m 600 "$READY"; then
+    say "cannot make $READY"
+    exit 1
+fi
 # pbx up's own lines and every process's log go to stack.log and up.out;
 # the story stays on this terminal.
 if [ -n "$POLICY" ]; then
     "$BIN/pbx" up --dir "$DIR" --root "$ROOT" --bin "$BIN" \
-        --policy "$POLICY" --tty "$TTY" >"$WORK/up.out" 2>&1 &
+        --policy "$POLICY" --tty "$TTY" --ready-fd 3 \
+        3>"$READY" >"$WORK/up.out" 2>&1 &
 else
-    "$BIN/pbx" up --dir "$DIR" --root "$ROOT" --bin "$BIN" \
-        >"$WORK/up.out" 2>&1 </dev/null &
+    "$BIN/pbx" up --dir "$DIR" --root "$ROOT" --bin "$BIN" --ready-fd 3 \
+        3>"$READY" >"$WORK/up.out" 2>&1 </dev/null &
 fi
 UP=$!
 stop() {
@@ -59,17 +71,15 @@ stop() {
     wait "$UP" 2>/dev/null
 }
 trap 'stop; exit 130' INT TERM
-i=0
-until grep -q "ready in" "$WORK/up.out" 2>/dev/null; do
-    i=$((i + 1))
-    if [ "$i" -gt 100 ] || ! kill -0 "$UP" 2>/dev/null; then
-        say "the stack did not start; its output:"
-        cat "$WORK/up.out"
-        stop
-        exit 1
-    fi
-    sleep 0.1
-done
+ready=
+read -r ready <"$READY" || ready=
+rm -f "$READY"
+if [ "$ready" != "ready" ]; then
+    say "the stack did not start; its output:"
+    cat "$WORK/up.out"
+    stop
+    exit 1
+fi
 say "the stack is up. Now: pbx run --sandbox -- pbx-demo docs/readme.txt"
 say "(pbx-demo runs under Landlock: no file access of its own.)"
 echo

@@ -1,5 +1,6 @@
 /*
- * pbx_peer_tty.c: ttyd's policy table, prompt bookkeeping and VIEW rows.
+ * pbx_peer_tty.c: ttyd's prompt bookkeeping and VIEW rows (the policy
+ * table is pbx_peer_tty_policy.c's).
  * Pure: formatting goes to caller buffers, nothing is read or written.
  */
 #include "peers/lib/pbx_peer_tty.h"
@@ -8,126 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-#define TTY_FIELDS 6U
-
-/* Splits line into at most TTY_FIELDS blank-separated fields in buf. */
-static size_t tty_split(const char *line, char *buf, size_t buf_len,
-                        char *fields[TTY_FIELDS + 1U])
-{
-    size_t n = strlen(line);
-    n = n < buf_len - 1U ? n : buf_len - 1U;
-    memcpy(buf, line, n);
-    buf[n] = '\0';
-    char *hash = strchr(buf, '#');
-    if (hash != NULL) {
-        *hash = '\0';
-    }
-    size_t count = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, " \t\r\n", &save);
-         t != NULL && count <= TTY_FIELDS;
-         t = strtok_r(NULL, " \t\r\n", &save)) {
-        fields[count++] = t;
-    }
-    return count;
-}
-
-/* Parses "*" or a name of kind or a number into *v (0 means any). */
-static bool tty_field(const char *s, pbx_peer_name_kind kind, uint32_t *v)
-{
-    uint64_t n = 0;
-    if (strcmp(s, "*") == 0) {
-        *v = PBX_PEER_TTY_ANY;
-        return true;
-    }
-    if (pbx_peer_name_parse(kind, s, v)) {
-        return true;
-    }
-    if (pbx_peer_parse_u64(s, 0xFFFFU, &n) && n != 0U) {
-        *v = (uint32_t)n;
-        return true;
-    }
-    return false;
-}
-
-const char *pbx_peer_tty_policy_line(pbx_peer_tty_policy *p, const char *line)
-{
-    char buf[512];
-    char *f[TTY_FIELDS + 1U];
-    size_t n = tty_split(line, buf, sizeof(buf), f);
-    if (n == 0U) {
-        return NULL;
-    }
-    if (n != TTY_FIELDS) {
-        return "need 6 fields: SESSION REALM OPERATION CLASS URGENCY VERDICT";
-    }
-    pbx_peer_tty_rule r;
-    memset(&r, 0, sizeof(r));
-    uint64_t num = 0;
-    uint32_t op = 0;
-    uint32_t cls = 0;
-    uint32_t urg = 0;
-    uint32_t verdict = 0;
-    r.any_session = strcmp(f[0], "*") == 0;
-    r.any_realm = strcmp(f[1], "*") == 0;
-    if (!r.any_session && !pbx_peer_parse_u64(f[0], UINT64_MAX, &r.session)) {
-        return "SESSION must be a number or *";
-    }
-    if (!r.any_realm && !pbx_peer_parse_u64(f[1], UINT32_MAX, &num)) {
-        return "REALM must be a number or *";
-    }
-    r.realm = (uint32_t)num;
-    if (!tty_field(f[2], PBX_PEER_NAMES_OPERATION, &op) ||
-        !tty_field(f[3], PBX_PEER_NAMES_CLASS, &cls) ||
-        !tty_field(f[4], PBX_PEER_NAMES_URGENCY, &urg)) {
-        return "unknown OPERATION, CLASS or URGENCY";
-    }
-    if (!pbx_peer_name_parse(PBX_PEER_NAMES_VERDICT, f[5], &verdict)) {
-        return "VERDICT must be allow, deny or prompt";
-    }
-    if (verdict == PBX_IPC_VERDICT_ALLOW && urg != PBX_IPC_URGENCY_ROUTINE) {
-        return "allow needs urgency routine: exceptional requests are "
-               "deny-or-prompt only";
-    }
-    if (p->count >= PBX_PEER_TTY_RULES_MAX) {
-        return "too many rules";
-    }
-    r.operation = (uint16_t)op;
-    r.object_class = (uint16_t)cls;
-    r.urgency = (uint8_t)urg;
-    r.verdict = (uint8_t)verdict;
-    p->rules[p->count++] = r;
-    return NULL;
-}
-
-/* Reports whether rule r matches ctx. */
-static bool tty_match(const pbx_peer_tty_rule *r, const pbx_ipc_context *ctx)
-{
-    return (r->any_session || r->session == ctx->session) &&
-           (r->any_realm || r->realm == ctx->realm) &&
-           (r->operation == PBX_PEER_TTY_ANY ||
-            r->operation == ctx->operation) &&
-           (r->object_class == PBX_PEER_TTY_ANY ||
-            r->object_class == ctx->object_class) &&
-           (r->urgency == PBX_PEER_TTY_ANY || r->urgency == ctx->urgency);
-}
-
-uint8_t pbx_peer_tty_decide(const pbx_peer_tty_policy *p,
-                            const pbx_ipc_context *ctx)
-{
-    uint8_t v = PBX_IPC_VERDICT_DENY;
-    for (size_t i = 0; i < p->count && i < PBX_PEER_TTY_RULES_MAX; i++) {
-        if (tty_match(&p->rules[i], ctx)) {
-            v = p->rules[i].verdict;
-            break;
-        }
-    }
-    if (v == PBX_IPC_VERDICT_ALLOW && ctx->urgency != PBX_IPC_URGENCY_ROUTINE) {
-        v = PBX_IPC_VERDICT_DENY;
-    }
-    return v;
-}
 
 bool pbx_peer_tty_prompt_admit(bool input_pending)
 {

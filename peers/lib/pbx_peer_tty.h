@@ -21,6 +21,9 @@
  * answers ACTIVE with PBX_PEER_E_BUSY and powerboxd denies that request
  * (PEER_FAILED); a REMOVE always frees its row. */
 #define PBX_PEER_TTY_VIEWS_MAX 1024U
+/** PBX_PEER_TTY_PATTERN_MAX bounds a rule's entry or selector pattern, its
+ * NUL included (a longer one is refused when the line is parsed). */
+#define PBX_PEER_TTY_PATTERN_MAX 192U
 /** PBX_PEER_TTY_ANY is the wildcard value of a rule field ("*"). */
 #define PBX_PEER_TTY_ANY 0U
 
@@ -46,6 +49,12 @@ typedef struct pbx_peer_tty_rule {
     uint8_t urgency;
     /** verdict is the pbx_ipc_verdict given on a match. */
     uint8_t verdict;
+    /** entry is the program entry pattern (see pbx_peer_tty_glob),
+     * NUL-terminated; "" matches every entry ("*" in the file). */
+    char entry[PBX_PEER_TTY_PATTERN_MAX];
+    /** selector is the selector pattern (see pbx_peer_tty_glob),
+     * NUL-terminated; "" matches every selector ("*" in the file). */
+    char selector[PBX_PEER_TTY_PATTERN_MAX];
 } pbx_peer_tty_rule;
 
 /** pbx_peer_tty_policy is the caller-allocated policy table. */
@@ -57,22 +66,83 @@ typedef struct pbx_peer_tty_policy {
 } pbx_peer_tty_policy;
 
 /**
- * pbx_peer_tty_policy_line parses one configuration line (NUL-terminated)
- * "SESSION REALM OPERATION CLASS URGENCY VERDICT" (each field a number,
- * a name from pbx_peer.h, or "*"; '#' starts a comment; blank lines are
- * skipped) and appends the rule to p. ALLOW is accepted only with urgency
+ * pbx_peer_tty_policy_line parses one configuration line (NUL-terminated,
+ * at most 511 bytes are read) and appends the rule to p. Two forms:
+ *
+ *   SESSION REALM OPERATION CLASS URGENCY VERDICT                (6 fields)
+ *   SESSION REALM OPERATION CLASS URGENCY ENTRY SELECTOR VERDICT (8 fields)
+ *
+ * The 6-field form (every older policy file) still parses, as the 8-field
+ * form with ENTRY and SELECTOR "*". SESSION and REALM are numbers or "*";
+ * OPERATION, CLASS and URGENCY a name from pbx_peer.h, a number or "*";
+ * ENTRY and SELECTOR "*" (any) or a pattern (pbx_peer_tty_glob; printable
+ * ASCII without blanks, shorter than PBX_PEER_TTY_PATTERN_MAX, "**" only
+ * as a whole last component); VERDICT allow, deny or prompt. '#' starts a
+ * comment; blank lines are skipped. ALLOW is accepted only with urgency
  * "routine", so no rule can ever allow an exceptional request. Returns
- * NULL on success or a static message naming what is wrong.
+ * NULL on success or a static message naming what is wrong (p unchanged).
  */
 const char *pbx_peer_tty_policy_line(pbx_peer_tty_policy *p, const char *line);
 
 /**
- * pbx_peer_tty_decide returns the verdict for a POLICY request: the first
- * matching rule, DENY when none matches, and never ALLOW for an
- * exceptional request (turned into DENY as a second line of defence).
+ * pbx_peer_tty_glob reports whether text (len bytes, any bytes) matches
+ * pattern (NUL-terminated). Both are split on '/' into components, and
+ * component k of the pattern must match component k of the text, with
+ * the same number of components, except that a last pattern component
+ * "**" matches one or more remaining components whole (the pattern docs,
+ * slash, two stars matches "docs/a" and "docs/a/b", not "docs"). Inside a
+ * component '*' matches any run of bytes (none included, never '/'), '?'
+ * exactly one byte (never '/'), every other byte itself. Matching is
+ * iterative, with no recursion: fewer than 2 * (component pattern length
+ * + 1) * (component text length + 1) steps per component.
+ */
+bool pbx_peer_tty_glob(const char *pattern, const uint8_t *text, size_t len);
+
+/**
+ * pbx_peer_tty_decide returns the verdict for a POLICY request, whose body
+ * carries the program entry but not the selector: the verdict of the
+ * first rule matching every field but the selector when that rule's
+ * selector is "*"; PROMPT when that rule has a selector pattern (the
+ * answer needs the selector, which the PROMPT call carries: see
+ * pbx_peer_tty_decide_prompt); DENY when no rule matches; and never ALLOW
+ * for an exceptional request (turned into DENY as a second line of
+ * defence).
  */
 uint8_t pbx_peer_tty_decide(const pbx_peer_tty_policy *p,
                             const pbx_ipc_context *ctx);
+
+/**
+ * pbx_peer_tty_decide_selector returns the verdict for ctx and the
+ * scope-relative selector sel (len bytes): the first rule matching every
+ * field, selector pattern included, decides; DENY when none matches; never
+ * ALLOW for an exceptional request. *rule (may be NULL) gets the deciding
+ * rule's index, or p->count when none matched. This is the whole answer
+ * `pbx policy check` prints.
+ */
+uint8_t pbx_peer_tty_decide_selector(const pbx_peer_tty_policy *p,
+                                     const pbx_ipc_context *ctx,
+                                     const uint8_t *sel, size_t len,
+                                     size_t *rule);
+
+/**
+ * pbx_peer_tty_decide_prompt decides what ttyd does with PROMPT pr: PROMPT
+ * (show it) unless pbx_peer_tty_decide answered PROMPT for pr's context
+ * only because a selector pattern was in the way; then the verdict of
+ * pbx_peer_tty_decide_selector with pr's selector (ALLOW: answer approve
+ * without showing, DENY: answer deny, PROMPT: show). A policy without
+ * selector patterns therefore shows every PROMPT, as before.
+ */
+uint8_t pbx_peer_tty_decide_prompt(const pbx_peer_tty_policy *p,
+                                   const pbx_ipc_prompt *pr);
+
+/**
+ * pbx_peer_tty_rule_text writes rule r in the 8-field form (the form
+ * pbx_peer_tty_policy_line parses, names for names) NUL-terminated into
+ * out (out_len bytes, at least 1; truncated to fit). Returns the length
+ * written without the NUL.
+ */
+size_t pbx_peer_tty_rule_text(const pbx_peer_tty_rule *r, char *out,
+                              size_t out_len);
 
 /**
  * pbx_peer_tty_prompt_admit decides whether a PROMPT may be shown now:

@@ -326,6 +326,39 @@ static void ttyd_tty_input(void)
     }
 }
 
+/* A PROMPT that a rule's selector pattern decides (POLICY answered PROMPT
+ * only because the rule needed the selector, which the PROMPT carries):
+ * answered at once, approve or deny, without showing anything. Returns
+ * false when the prompt is to be shown. */
+static bool ttyd_prompt_by_rule(int fd, const pbx_ipc_prompt *rq,
+                                pbx_ipc_id request)
+{
+    uint8_t v = pbx_peer_tty_decide_prompt(&g_ttyd.policy, rq);
+    if (v == PBX_IPC_VERDICT_PROMPT) {
+        return false;
+    }
+    uint8_t a = v == PBX_IPC_VERDICT_ALLOW ? PBX_IPC_ANSWER_APPROVE
+                                           : PBX_IPC_ANSWER_DENY;
+    pbx_ipc_prompt_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    pbx_peer_tty_answer_fill(rq, request, a, &rep);
+    size_t n = 0;
+    pbx_err e = pbx_ipc_prompt_reply_encode(request, &rep, g_ttyd.out,
+                                            sizeof(g_ttyd.out), &n);
+    PBX_ASSERT(e == PBX_OK);
+    if (a == PBX_IPC_ANSWER_APPROVE) {
+        pbx_peer_tty_views_seen(&g_ttyd.views, request, rq);
+    }
+    pbx_peer_log("ttyd", "PROMPT %u.%u: %s by a selector rule (not shown)",
+                 request.index, request.gen,
+                 pbx_peer_name_of(PBX_PEER_NAMES_VERDICT, v));
+    if (pbx_peer_io_send_seq(fd, g_ttyd.out, n, g_ttyd.msg.frame.seq, -1) !=
+        0) {
+        pbx_peer_log("ttyd", "reply send failed: %s", strerror(errno));
+    }
+    return true;
+}
+
 /* PROMPT: taken into the queue (RETRY when it is full) and shown when its
  * turn comes; the call is answered when the user answers. */
 static void ttyd_prompt(int fd)
@@ -337,6 +370,9 @@ static void ttyd_prompt(int fd)
         return;
     }
     pbx_ipc_id request = g_ttyd.msg.frame.request;
+    if (ttyd_prompt_by_rule(fd, &rq, request)) {
+        return;
+    }
     uint32_t st = pbx_peer_tty_queue_push(&g_ttyd.queue, fd,
                                           g_ttyd.msg.frame.seq, request, &rq);
     if (st == PBX_PEER_E_BUSY) {

@@ -575,6 +575,37 @@ and its job connection.
                  "make run: done". Then run.sh again with standard input
                  not a terminal: it says so (the routine policy of pbx
                  up), no prompt appears, the same story, exit 0
+  policy-rules   (standalone) pbx up --policy FILE with rules by program
+                 entry and selector pattern, no terminal: entry cat reads
+                 docs/*.txt approved by its rule (POLICY answers prompt,
+                 the PROMPT's selector decides, nothing is shown), is
+                 denied secrets/** by another (reason user), and an
+                 exceptional request of the same entry and file is
+                 denied (never allowed by a rule); bin/other is denied
+                 docs/readme.txt (no rule); `pbx policy` lists FILE
+                 through DIR/policy and `pbx policy check` gives each of
+                 these verdicts (exit 0, 3, 4, 3) without asking anyone
+  policy-terminal (standalone) pbx up with a tmux pane as its terminal
+                 and no --policy: DIR/policy is the built-in terminal
+                 policy, under which `pbx policy check` says prompt (4)
+                 for cat's routine read (a brokered open) and allow (0)
+                 for pbx-demo's; without a terminal the routine one
+                 (cat's read allowed)
+  stop-status    (standalone) pbx status on a running pbx up: its pid
+                 and "ready", the five processes with the pids they run
+                 as and incarnation 1, "grants 0 live", then "grants 1
+                 live" while a job holds a grant; kill -9 of vfsd: once
+                 restarted, vfsd's new pid and incarnation 2; pbx stop
+                 exits 0 only once pbx up has ended (exit 0, every stack
+                 process gone, DIR/lock free); then pbx status and pbx
+                 stop exit 1 saying no stack runs
+  make-run-slow-start (standalone) run.sh without a terminal where the
+                 stack takes 12 s to start (a `pbx` whose `up` first
+                 sleeps: a loaded machine) and WORK/up.out is left from a
+                 previous run saying "ready in": run.sh waits for pbx
+                 up's own ready event (--ready-fd on a fresh FIFO), never
+                 the stale file nor a time limit of its own: the story
+                 ends "make run: done" with the file's bytes, exit 0
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -5237,6 +5268,21 @@ class Pane:
                        capture_output=True, check=False)
 
 
+def routine_policy(work):
+    """Writes pbx up's built-in policy for a stack without a terminal
+    (routine reads and lists allowed for every entry, exceptional requests
+    asked) to WORK/routine.policy and returns its path: a scenario that
+    prompts on a pane but is not about the policy passes it as --policy,
+    since on a terminal the built-in policy asks for every routine request
+    of an entry that is not pbx-* (docs/HOST.md, "Policy rules")."""
+    path = os.path.join(work, "routine.policy")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("* * read file routine allow\n"
+                "* * list directory routine allow\n"
+                "* * * * exceptional prompt\n")
+    return path
+
+
 def restart_ttyd(bin_dir, work):
     """kill -9 of ttyd (prompting on a tmux pane) with two live grants and
     a prompt showing."""
@@ -5245,7 +5291,8 @@ def restart_ttyd(bin_dir, work):
     u = None
     hs = []
     try:
-        u = Up(bin_dir, work, ["--tty", pane.tty])
+        u = Up(bin_dir, work, ["--tty", pane.tty, "--policy",
+                                 routine_policy(work)])
         reply, inst = Holder(u), Holder(u, "install")
         hs += [reply, inst]
         g = reply.opened("restart-ttyd")
@@ -5322,7 +5369,8 @@ def restart_launchd(bin_dir, work):
     hs = []
     fd = -1
     try:
-        u = Up(bin_dir, work, ["--tty", pane.tty])
+        u = Up(bin_dir, work, ["--tty", pane.tty, "--policy",
+                                 routine_policy(work)])
         reply = Holder(u)
         hs.append(reply)
         g = reply.opened("restart-launchd")
@@ -6529,6 +6577,228 @@ def make_run(bin_dir, work):
     print("run: without a terminal, make run used the routine policy (no "
           "prompt), showed the file's bytes and exited 0")
 
+def pbx_status_lines(u):
+    """`pbx status` of u's stack: (exit status, stdout lines, stderr)."""
+    out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,
+                          "status"], capture_output=True, text=True,
+                         timeout=30, check=False)
+    return out.returncode, out.stdout.splitlines(), out.stderr
+
+
+def policy_request(u, entry, selector, urgency="routine"):
+    """A one-shot read of selector by a job of entry through u's launchd:
+    pbx-client's key=value lines and exit status."""
+    b = lambda n: os.path.join(u.bin_dir, "pbx-" + n)
+    out = subprocess.run(
+        [b("launchd"), "run", "--control",
+         os.path.join(u.dir, "launchd.sock"), "--session", "1",
+         "--realm", "1", "--job", "21:1", "--entry", entry, "--",
+         b("client"), "request", "--scope",
+         os.path.join(u.dir, "scope.sock"), "--selector", selector,
+         "--op", "read", "--class", "file", "--session", "1", "--realm",
+         "1", "--wait-ms", "20000", "--lifetime", "one-shot", "--urgency",
+         urgency, "--target", "42:5", "--slot", "21", "--then", "consume"],
+        capture_output=True, text=True, check=False, timeout=60,
+        stdin=subprocess.DEVNULL)
+    return out.returncode, key_values(out.stdout)
+
+
+def policy_rules(bin_dir, work):
+    """Rules by entry and selector decide through POLICY then PROMPT, and
+    pbx policy / pbx policy check agree with what ttyd did."""
+    os.makedirs(work, exist_ok=True)
+    pol = os.path.join(work, "rules.policy")
+    with open(pol, "w", encoding="utf-8") as f:
+        f.write("* * * * exceptional * * prompt\n"
+                "* * read file routine cat secrets/** deny\n"
+                "* * read file routine cat docs/*.txt allow\n")
+    u = Up(bin_dir, work, ["--policy", pol])
+    try:
+        with open(os.path.join(u.root, "secrets.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write("no\n")
+        os.makedirs(os.path.join(u.root, "secrets"), exist_ok=True)
+        with open(os.path.join(u.root, "secrets", "key"), "w",
+                  encoding="utf-8") as f:
+            f.write("no\n")
+        cases = [("cat", "docs/readme.txt", "routine", 0, "approved"),
+                 ("cat", "secrets/key", "routine", 3, "denied"),
+                 ("cat", "docs/readme.txt", "exceptional", 3, "denied"),
+                 ("bin/other", "docs/readme.txt", "routine", 3, "denied")]
+        for entry, sel, urg, want_rc, want in cases:
+            rc, kv = policy_request(u, entry, sel, urg)
+            if rc != want_rc or kv.get("outcome") != want:
+                fail(f"policy-rules: {entry} {sel} {urg}: rc {rc} {kv}, "
+                     f"want {want}")
+        log = u.text()
+        if "by a selector rule (not shown)" not in log or "Approve?" in log:
+            fail("policy-rules: ttyd's log does not show the selector rules "
+                 "deciding without a prompt")
+        pbx = os.path.join(bin_dir, "pbx")
+        listed = subprocess.run([pbx, "--dir", u.dir, "policy"],
+                                capture_output=True, text=True, timeout=20,
+                                check=False)
+        if listed.returncode != 0 or \
+                "3 * * read file routine cat docs/*.txt allow" not in \
+                listed.stdout:
+            fail(f"policy-rules: pbx policy: {listed.returncode} "
+                 f"{listed.stdout}{listed.stderr}")
+        checks = [(["cat", "read", "docs/readme.txt"], 0),
+                  (["cat", "read", "secrets/key"], 3),
+                  (["--urgency", "exceptional", "cat", "read",
+                    "docs/readme.txt"], 4),
+                  (["--entry", "bin/other", "x", "read", "docs/readme.txt"],
+                   3)]
+        for args, want_rc in checks:
+            c = subprocess.run([pbx, "--dir", u.dir, "policy", "check"] +
+                               args, capture_output=True, text=True,
+                               timeout=20, check=False)
+            if c.returncode != want_rc:
+                fail(f"policy-rules: pbx policy check {args}: "
+                     f"{c.returncode} {c.stdout}{c.stderr}, want {want_rc}")
+        print("run: cat's docs/*.txt read approved and secrets/** denied by "
+              "selector rules, no prompt shown; exceptional and unmatched "
+              "denied; pbx policy lists the file, pbx policy check agrees")
+        u.stop()
+    finally:
+        if u.proc.poll() is None:
+            u.kill()
+        u.close()
+
+
+def policy_terminal(bin_dir, work):
+    """pbx up's built-in policy: on a terminal it asks for what a program
+    of another entry than pbx-* requests; without one, routine reads."""
+    os.makedirs(work, exist_ok=True)
+    pbx = os.path.join(bin_dir, "pbx")
+
+    def check(u, prog):
+        return subprocess.run([pbx, "--dir", u.dir, "policy", "check", prog,
+                               "read", "docs/readme.txt"],
+                              capture_output=True, text=True, timeout=20,
+                              check=False).returncode
+    pane = Pane(work)
+    u = None
+    try:
+        u = Up(bin_dir, os.path.join(work, "tty"), ["--tty", pane.tty])
+        with open(os.path.join(u.dir, "policy"), encoding="utf-8") as f:
+            text = f.read()
+        got = (check(u, "/bin/cat"), check(u, "pbx-demo"))
+        if "* * * * routine * * prompt" not in text or got != (4, 0):
+            fail(f"policy-terminal: on a terminal: checks {got}, policy:\n"
+                 f"{text}")
+        u.stop()
+        u.close()
+        u = Up(bin_dir, os.path.join(work, "notty"))
+        got = (check(u, "/bin/cat"), check(u, "pbx-demo"))
+        if got != (0, 0):
+            fail(f"policy-terminal: without a terminal: checks {got}")
+        u.stop()
+        print("run: on a terminal the built-in policy prompts for cat's "
+              "read and allows pbx-demo's; without one both are allowed")
+    finally:
+        if u is not None:
+            if u.proc.poll() is None:
+                u.kill()
+            u.close()
+        pane.stop()
+
+
+def stop_status(bin_dir, work):
+    """pbx status (pids, incarnations, live grants) and pbx stop."""
+    u = Up(bin_dir, work)
+    h = None
+    try:
+        procs = u.stack()
+        rc, lines, err = pbx_status_lines(u)
+        want = [f"stack {u.dir}", f"pbx-up {u.proc.pid} ready"] + \
+            [f"{n} {procs[n]} running incarnation 1" for n in
+             ("vfsd", "ttyd", "procd", "launchd", "powerboxd")] + \
+            ["grants 0 live"]
+        if rc != 0 or lines != want:
+            fail(f"stop-status: pbx status: rc {rc} {lines} {err}, want "
+                 f"{want}")
+        h = Holder(u)
+        h.opened("stop-status")
+        wait_for(lambda: pbx_status_lines(u)[1][-1:] == ["grants 1 live"],
+                 f"stop-status: pbx status never said 1 live grant: "
+                 f"{pbx_status_lines(u)}")
+        since = len(u.text())
+        os.kill(procs["vfsd"], signal.SIGKILL)
+        new = restarted(u, "vfsd", procs["vfsd"], ["vfsd"], since)
+        wait_for(lambda: f"vfsd {new} running incarnation 2" in
+                 pbx_status_lines(u)[1],
+                 f"stop-status: pbx status after vfsd's restart: "
+                 f"{pbx_status_lines(u)}")
+        print(f"run: pbx status named pbx up {u.proc.pid}, the five "
+              f"processes' pids, 0 then 1 live grant, and vfsd[{new}] "
+              f"incarnation 2 after its restart")
+        h.kill()
+        h = None
+        stop = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir", u.dir,
+                               "stop"], capture_output=True, text=True,
+                              timeout=90, check=False)
+        # pbx stop returned: pbx up must already have ended.
+        ended_rc = u.proc.poll()
+        if stop.returncode != 0 or ended_rc != 0:
+            fail(f"stop-status: pbx stop rc {stop.returncode} "
+                 f"{stop.stdout}{stop.stderr}; pbx up {ended_rc}")
+        gone(list(procs.values()) + [new], "after pbx stop")
+        with open(os.path.join(u.dir, "lock"), "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        rc, lines, err = pbx_status_lines(u)
+        again = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir", u.dir,
+                                "stop"], capture_output=True, text=True,
+                               timeout=30, check=False)
+        if rc != 1 or "no stack runs" not in err or again.returncode != 1 \
+                or "no stack runs" not in again.stderr:
+            fail(f"stop-status: after the stop: status rc {rc} {err!r}, "
+                 f"stop rc {again.returncode} {again.stderr!r}")
+        print("run: pbx stop returned once pbx up had ended (exit 0, the "
+              "stack gone, lock free); then status and stop exit 1")
+    finally:
+        if h is not None:
+            h.kill()
+        if u.proc.poll() is None:
+            u.kill()
+        u.close()
+
+
+def make_run_slow_start(bin_dir, work):
+    """run.sh without a terminal, its stack slow to start (a `pbx` whose
+    `up` sleeps 12 s first) and a stale WORK/up.out saying ready: it waits
+    for pbx up's own ready event and exits 0 with the file's bytes."""
+    os.makedirs(work, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "peers", "demo", "run.sh")
+    bin_dir = os.path.abspath(bin_dir)
+    fake = os.path.join(work, "bin")
+    shutil.rmtree(fake, ignore_errors=True)
+    os.makedirs(fake)
+    for name in os.listdir(bin_dir):
+        if name != "pbx":
+            os.symlink(os.path.join(bin_dir, name), os.path.join(fake, name))
+    with open(os.path.join(fake, "pbx"), "w", encoding="utf-8") as f:
+        f.write("#!/bin/sh\nif [ \"$1\" = up ]; then sleep 12; fi\n"
+                f"exec {shlex.quote(os.path.join(bin_dir, 'pbx'))} \"$@\"\n")
+    os.chmod(os.path.join(fake, "pbx"), 0o755)
+    demo = os.path.join(work, "demo")
+    os.makedirs(demo, exist_ok=True)
+    with open(os.path.join(demo, "up.out"), "w", encoding="utf-8") as f:
+        f.write("pbx up: ready in /a/previous/run\n")
+    out = subprocess.run(["sh", script, fake, demo], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=180,
+                         check=False)
+    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
+            "A sandboxed program read it through a one-shot grant.\n")
+    if out.returncode != 0 or "make run: done" not in out.stdout:
+        fail(f"make-run-slow-start: exit {out.returncode}:\n"
+             f"{out.stdout}{out.stderr}")
+    demo_story_ok(out.stdout, want, "make-run-slow-start")
+    print("run: a stack 12 s slow to start, with a stale up.out saying "
+          "ready: make run waited for pbx up's ready event and exited 0")
+
+
 # route-hijack: how many times each of vfsd and powerboxd is killed (and
 # restarted by pbx up) while foreign programs try to become vfsd's route.
 HIJACK_RESTARTS = 20
@@ -6802,6 +7072,10 @@ SCENARIOS = {
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
+    "make-run-slow-start": (make_run_slow_start, False, STANDALONE, None),
+    "stop-status": (stop_status, False, STANDALONE, None),
+    "policy-rules": (policy_rules, False, STANDALONE, None),
+    "policy-terminal": (policy_terminal, False, STANDALONE, None),
 }
 
 

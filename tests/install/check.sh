@@ -15,6 +15,9 @@
 # 4. No private header of scripts/layers.py was installed.
 # 5. make uninstall with the same PREFIX and DESTDIR leaves no file and no
 #    directory of the package's own (include/powerboxd, share/doc/powerboxd).
+# 6. (before 5) A program that calls the app library compiles and links
+#    with `pkg-config --cflags --libs pbx-app` of the installed
+#    lib/pkgconfig/pbx-app.pc alone, and runs.
 set -eu
 
 MAKE=${MAKE:-make}
@@ -101,6 +104,20 @@ import layers; print(" ".join(sorted(layers.PRIVATE)))')
 for p in $private; do
     [ ! -e "$inc/$p" ] || bad "private header $p installed"
 done
+
+# 6. The installed pkg-config file's link line alone links an app program.
+if command -v pkg-config >/dev/null 2>&1; then
+    flags=$(PKG_CONFIG_PATH="$root/lib/pkgconfig" PKG_CONFIG_LIBDIR= \
+        pkg-config --cflags --libs pbx-app) ||
+        bad "pkg-config --cflags --libs pbx-app failed"
+    (cd "$tmp/cc" && cc -std=c11 "$OLDPWD/tests/install/app_link.c" \
+        $flags -o "$tmp/app_link") >"$tmp/cc.log" 2>&1 ||
+        { bad "an app program does not link with '$flags':"; cat "$tmp/cc.log"; }
+    [ ! -x "$tmp/app_link" ] || "$tmp/app_link" >/dev/null ||
+        bad "the program linked with pbx-app.pc does not run"
+else
+    bad "pkg-config is not installed (.ci/run installs it)"
+fi
 
 # 5. Uninstall leaves nothing of the package.
 $MAKE --no-print-directory -s uninstall PREFIX=$prefix DESTDIR="$dest" \

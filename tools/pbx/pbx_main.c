@@ -30,11 +30,14 @@ static const pbx_tool_cmd g_pbx_cmds[] = {
     {"fsm", pbx_tool_fsm, pbx_tool_fsm_usage},
     {"digest", pbx_tool_digest, pbx_tool_digest_usage},
     {"up", pbx_tool_up, pbx_tool_up_usage},
+    {"status", pbx_tool_status, pbx_tool_status_usage},
+    {"stop", pbx_tool_stop, pbx_tool_stop_usage},
     {"open", pbx_tool_open, pbx_tool_open_usage},
     {"grants", pbx_tool_grants, pbx_tool_grants_usage},
     {"cancel", pbx_tool_cancel, pbx_tool_cancel_usage},
     {"log", pbx_tool_log, pbx_tool_log_usage},
     {"run", pbx_tool_run, pbx_tool_run_usage},
+    {"policy", pbx_tool_policy, pbx_tool_policy_usage},
 };
 
 /* The runtime directory named on the command line, or NULL. */

@@ -90,9 +90,45 @@ static bool pbx_run_num(const char *v, uint64_t max, uint64_t *out)
     return pbx_peer_parse_u64(v, max, out) && *out != 0U;
 }
 
+/* Takes --grant OP:SELECTOR's value v into o; returns 2, or -2 after one
+ * line on stderr naming the bad value, what is wrong and the valid
+ * operations (so the caller prints nothing more). */
+static int pbx_run_grant(pbx_run_opts *o, const char *v)
+{
+    const char *colon = v != NULL ? strchr(v, ':') : NULL;
+    char op[32];
+    size_t n = colon != NULL ? (size_t)(colon - v) : 0U;
+    const char *why = NULL;
+    uint32_t x = 0;
+    if (v == NULL) {
+        why = "missing value";
+    } else if (o->ngrants >= PBX_RUN_GRANTS_MAX) {
+        why = "too many grants (at most 8)";
+    } else if (colon == NULL || n == 0U || colon[1] == '\0') {
+        why = "OP or SELECTOR missing";
+    } else {
+        (void)snprintf(op, sizeof(op), "%.*s", (int)n, v);
+        if (n >= sizeof(op) ||
+            !pbx_peer_name_parse(PBX_PEER_NAMES_OPERATION, op, &x)) {
+            why = "unknown operation";
+        }
+    }
+    if (why != NULL) {
+        char ops[256];
+        pbx_tool_names(PBX_PEER_NAMES_OPERATION, ops, sizeof(ops));
+        (void)fprintf(stderr,
+                      "pbx run: bad --grant '%s': %s (want OP:SELECTOR, e.g. "
+                      "read:docs/a.txt; OP one of: %s)\n",
+                      v != NULL ? v : "", why, ops);
+        return -2;
+    }
+    o->grants[o->ngrants++] = v;
+    return 2;
+}
+
 /* Parses option k with value v (NULL at the end of argv) into *o and
  * *req; returns the words taken (1 or 2), 0 for an unknown option, -1
- * for a bad or missing value. */
+ * for a bad or missing value, -2 for one already reported. */
 static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
                        pbx_peer_launch_req *req)
 {
@@ -112,18 +148,7 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
     }
     uint32_t x = 0;
     if (strcmp(k, "--grant") == 0) {
-        const char *colon = v != NULL ? strchr(v, ':') : NULL;
-        char op[32];
-        size_t n = colon != NULL ? (size_t)(colon - v) : 0U;
-        bool ok = n != 0U && n < sizeof(op) && colon[1] != '\0' &&
-                  o->ngrants < PBX_RUN_GRANTS_MAX;
-        if (ok) {
-            memcpy(op, v, n);
-            op[n] = '\0';
-            ok = pbx_peer_name_parse(PBX_PEER_NAMES_OPERATION, op, &x);
-            o->grants[o->ngrants++] = v;
-        }
-        return ok ? 2 : -1;
+        return pbx_run_grant(o, v);
     }
     if (strcmp(k, "--lifetime") == 0) {
         o->lifetime = v;
@@ -168,6 +193,9 @@ static int pbx_run_args(int argc, char **argv, pbx_run_opts *o,
     while (i < argc && strcmp(argv[i], "--") != 0 && argv[i][0] == '-') {
         int took =
             pbx_run_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL, o, req);
+        if (took == -2) {
+            return PBX_TOOL_EXIT_USAGE;
+        }
         if (took <= 0) {
             return pbx_tool_usage_error("run",
                                         took == 0 ? "unknown option"

@@ -173,4 +173,44 @@ int pbx_tool_run(int argc, char **argv);
 /** pbx_tool_run_usage prints the run synopsis to stream fp. */
 void pbx_tool_run_usage(FILE *fp);
 
+/**
+ * pbx_tool_policy runs `pbx policy [--file FILE]` (the rules in effect)
+ * and `pbx policy check ... PROG OP PATH` (what ttyd would answer, asking
+ * nobody; exit 0 allow, 3 deny, 4 prompt). argv[0] is the word "policy";
+ * strings are only read.
+ */
+int pbx_tool_policy(int argc, char **argv);
+
+/** pbx_tool_policy_usage prints the policy synopsis to stream fp. */
+void pbx_tool_policy_usage(FILE *fp);
+
+/**
+ * pbx_tool_names writes the names of every value of the pbx_peer name
+ * table kind (a pbx_peer_name_kind: operations, classes, ...), in value
+ * order, separated by ", ", NUL-terminated into out (cap bytes, at least
+ * 1; truncated to fit), for error lines that list the valid words.
+ */
+void pbx_tool_names(int kind, char *out, size_t cap);
+
+/**
+ * pbx_tool_status runs `pbx status [--dir DIR]`: whether a stack runs in
+ * DIR (DIR/lock held), pbx up's pid and state, each process's pid, state
+ * and incarnation (DIR/status) and the live grant count (ttyd's query
+ * socket). argv[0] is the word "status"; strings are only read.
+ */
+int pbx_tool_status(int argc, char **argv);
+
+/** pbx_tool_status_usage prints the status synopsis to stream fp. */
+void pbx_tool_status_usage(FILE *fp);
+
+/**
+ * pbx_tool_stop runs `pbx stop [--dir DIR]`: SIGTERM to the pbx up that
+ * holds DIR/lock, then a bounded wait until the lock is free (pbx up has
+ * ended). argv[0] is the word "stop"; strings are only read.
+ */
+int pbx_tool_stop(int argc, char **argv);
+
+/** pbx_tool_stop_usage prints the stop synopsis to stream fp. */
+void pbx_tool_stop_usage(FILE *fp);
+
 #endif /* PBX_TOOL_H */

@@ -50,16 +50,31 @@ _Static_assert(PBX_UP_RESTARTS_MAX < PBX_UP_RESTARTS_KEPT &&
                "before the kept restart times run out");
 
 /* The built-in routine policy written to DIR/policy when --policy is not
- * given: routine reads of files and lists of directories are allowed,
- * every exceptional request is asked on the terminal (with no terminal,
- * ttyd denies it), anything else is denied (no rule matches). */
+ * given and pbx up has no terminal: routine reads of files and lists of
+ * directories are allowed, every exceptional request is asked (with no
+ * terminal, ttyd denies it), anything else is denied (no rule matches). */
 static const char pbx_up_policy_text[] =
     "# pbx up's built-in routine policy (ttyd's format: SESSION REALM\n"
-    "# OPERATION CLASS URGENCY VERDICT; the first match wins; no match\n"
-    "# denies). Pass --policy FILE to use another.\n"
+    "# OPERATION CLASS URGENCY [ENTRY SELECTOR] VERDICT; the first match\n"
+    "# wins; no match denies). Pass --policy FILE to use another.\n"
     "* * read file routine allow\n"
     "* * list directory routine allow\n"
     "* * * * exceptional prompt\n";
+
+/* The built-in policy when pbx up has a terminal (its --tty, or standard
+ * input's, is one): this project's own programs (entries pbx-*) read and
+ * list routinely without asking; every other request, each brokered open
+ * of an unmodified program among them, is asked on the terminal. */
+static const char pbx_up_policy_tty_text[] =
+    "# pbx up's built-in policy on a terminal (ttyd's format: SESSION\n"
+    "# REALM OPERATION CLASS URGENCY [ENTRY SELECTOR] VERDICT; the first\n"
+    "# match wins; no match denies). Programs of this project (entries\n"
+    "# pbx-*) read routinely; every other program's request, a brokered\n"
+    "# open included, is asked. Pass --policy FILE to use another.\n"
+    "* * * * exceptional * * prompt\n"
+    "* * read file routine pbx-* * allow\n"
+    "* * list directory routine pbx-* * allow\n"
+    "* * * * routine * * prompt\n";
 
 void pbx_tool_up_usage(FILE *fp)
 {
@@ -70,8 +85,11 @@ void pbx_tool_up_usage(FILE *fp)
         "      foreground in runtime directory DIR (default: $PBX_DIR, else\n"
         "      $XDG_RUNTIME_DIR/powerboxd, else /tmp/powerboxd-UID); vfsd\n"
         "      serves --root (default: the current directory); ttyd uses\n"
-        "      --policy (default: a built-in routine policy written to\n"
-        "      DIR/policy) and prompts on --tty (default: the controlling\n"
+        "      --policy (default: a built-in policy written to DIR/policy;\n"
+        "      on a terminal it asks for every request but this project's\n"
+        "      own pbx-* programs' routine reads; DIR/policy links to\n"
+        "      --policy FILE, see pbx policy) and prompts on --tty\n"
+        "      (default: the controlling\n"
         "      terminal when stdin is one, else /dev/null); the programs\n"
         "      are found in --bin (default: beside pbx). Prints 'pbx up:\n"
         "      ready in DIR' (and writes 'ready' to --ready-fd N) once\n"
@@ -221,6 +239,64 @@ static int pbx_up_lock(pbx_up *u)
     return PBX_TOOL_EXIT_OK;
 }
 
+/* True when pbx up's terminal (u->tty) opens as a terminal. */
+static bool pbx_up_has_terminal(const pbx_up *u)
+{
+    int fd = open(u->tty, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    bool yes = fd >= 0 && isatty(fd) == 1;
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+    return yes;
+}
+
+/* DIR/policy is the stack's policy file, the one `pbx policy` lists: with
+ * --policy FILE it becomes a symbolic link to FILE (unless FILE is
+ * DIR/policy itself), else it is written with the built-in policy (the
+ * terminal one when pbx up has a terminal). A stale one is replaced. */
+static int pbx_up_policy_file(pbx_up *u)
+{
+    char own[PBX_UP_PATH_MAX + 16U];
+    (void)snprintf(own, sizeof(own), "%s/policy", u->dir);
+    char given[PATH_MAX];
+    if (u->policy[0] != '\0' && realpath(u->policy, given) != NULL) {
+        char here[PATH_MAX];
+        if (realpath(own, here) != NULL && strcmp(here, given) == 0) {
+            return PBX_TOOL_EXIT_OK;
+        }
+        (void)unlink(own);
+        if (symlink(given, own) != 0) {
+            (void)fprintf(stderr,
+                          "pbx up: %s: %s (pbx policy will not list "
+                          "the rules)\n",
+                          own, strerror(errno));
+        }
+        return PBX_TOOL_EXIT_OK;
+    }
+    if (u->policy[0] != '\0') {
+        return PBX_TOOL_EXIT_OK;
+    }
+    if (!pbx_up_copy(u->policy, own)) {
+        (void)fprintf(stderr, "pbx up: %s: path too long\n", own);
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    bool tty = pbx_up_has_terminal(u);
+    const char *text = tty ? pbx_up_policy_tty_text : pbx_up_policy_text;
+    (void)unlink(own);
+    int fd =
+        open(own, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t len = strlen(text);
+    bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len;
+    if (fd >= 0) {
+        ok = close(fd) == 0 && ok;
+    }
+    if (!ok) {
+        (void)fprintf(stderr, "pbx up: %s: %s\n", own, strerror(errno));
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    return PBX_TOOL_EXIT_OK;
+}
+
 /* Opens stack.log and writes the built-in policy when none was given. */
 static int pbx_up_files(pbx_up *u)
 {
@@ -234,25 +310,7 @@ static int pbx_up_files(pbx_up *u)
         (void)fprintf(stderr, "pbx up: %s: %s\n", path, strerror(errno));
         return PBX_TOOL_EXIT_FAIL;
     }
-    if (u->policy[0] != '\0') {
-        return PBX_TOOL_EXIT_OK;
-    }
-    int n = snprintf(u->policy, sizeof(u->policy), "%s/policy", u->dir);
-    int fd =
-        n < 0 || n >= (int)sizeof(u->policy)
-            ? -1
-            : open(u->policy,
-                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    size_t len = sizeof(pbx_up_policy_text) - 1U;
-    bool ok = fd >= 0 && write(fd, pbx_up_policy_text, len) == (ssize_t)len;
-    if (fd >= 0) {
-        ok = close(fd) == 0 && ok;
-    }
-    if (!ok) {
-        (void)fprintf(stderr, "pbx up: %s: %s\n", u->policy, strerror(errno));
-        return PBX_TOOL_EXIT_FAIL;
-    }
-    return PBX_TOOL_EXIT_OK;
+    return pbx_up_policy_file(u);
 }
 
 /* Marks every inherited descriptor from 3 up close-on-exec (a child gets
@@ -297,6 +355,7 @@ static void pbx_up_ready(pbx_up *u)
     printf("pbx up: ready in %s\n", u->dir);
     (void)fflush(stdout);
     pbx_up_note(u, "stack ready in %s", u->dir);
+    pbx_up_status_write(u);
     if (u->ready_fd >= 0) {
         (void)write(u->ready_fd, "ready\n", 6U);
         (void)close(u->ready_fd);
@@ -429,6 +488,22 @@ static bool pbx_up_restarts(pbx_up *u, int *wait_ms)
     return true;
 }
 
+/* The first start failed and the stack is stopped (every pipe read to
+ * its end): the last line of the process whose failure ended the start
+ * (its reason, such as vfsd's "--root '/x': No such file or directory")
+ * is printed on pbx up's own stderr as well as logged. */
+static void pbx_up_start_reason(pbx_up *u)
+{
+    if (u->start_failed == 0U || u->start_failed > PBX_UP_PROCS) {
+        return;
+    }
+    const pbx_up_proc *p = &u->proc[u->start_failed - 1U];
+    if (p->said_len > 0U) {
+        pbx_up_note(u, "%s[%ld] said: %.*s", p->name, (long)p->last_pid,
+                    (int)p->said_len, p->said);
+    }
+}
+
 /* Starts the stack and keeps it running, each process that dies restarted
  * alone, until a stop or a give-up; returns the exit status. */
 static int pbx_up_loop(pbx_up *u)
@@ -438,6 +513,7 @@ static int pbx_up_loop(pbx_up *u)
             pbx_up_note(u, "the stack did not start");
         }
         pbx_up_stack_stop(u);
+        pbx_up_start_reason(u);
         return u->stopping ? PBX_TOOL_EXIT_OK : PBX_TOOL_EXIT_FAIL;
     }
     pbx_up_ready(u);

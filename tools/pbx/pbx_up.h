@@ -54,6 +54,15 @@ typedef struct pbx_up_proc {
     size_t len;
     /** The part of a line read but not yet ended by a newline. */
     char line[PBX_UP_LINE_MAX];
+    /** The last whole line it wrote (said_len bytes), kept so that a
+     * process that dies during the first start has its reason printed on
+     * pbx up's own stderr, not only in stack.log. */
+    char said[PBX_UP_LINE_MAX];
+    /** Bytes of said in use. */
+    size_t said_len;
+    /** How many times this supervisor started it (its incarnation in
+     * DIR/status, `pbx status`). */
+    unsigned starts;
     /** A process that died while the stack ran and awaits its restart. */
     bool down;
     /** When its restart is due (monotonic ms), or 0 while not planned. */
@@ -117,6 +126,9 @@ typedef struct pbx_up {
     int sup_fd;
     /** The stack's processes, indexed by pbx_up_proc_index. */
     pbx_up_proc proc[PBX_UP_PROCS];
+    /** The process whose failure ended the first start (1 + its index;
+     * 0: none): its last line is printed once the stack is stopped. */
+    size_t start_failed;
     /** The incarnation passed to the last vfsd started (0: none yet);
      * each start passes the next (1, 2, ..., 65535, skipping 0), so no
      * vfsd of this supervisor repeats an earlier one's within 65535
@@ -236,5 +248,16 @@ int64_t pbx_up_now_ms(void);
  * cannot be sent, no report comes, or powerboxd refused it.
  */
 int pbx_up_usage(pbx_up *u);
+
+/**
+ * pbx_up_status_write replaces DIR/status (written to DIR/status.tmp, then
+ * renamed, so a reader sees a whole file) with the supervisor's view: the
+ * line "pbx-up PID STATE" (starting, ready or stopping), then one line per
+ * process, "NAME PID STATE incarnation N" (STATE running or down, PID 0
+ * when down; N powerboxd's and vfsd's incarnation numbers, the start
+ * count for the others). `pbx status` reads it while DIR/lock is held.
+ * Failures are ignored: the file is a convenience, never authority.
+ */
+void pbx_up_status_write(const pbx_up *u);
 
 #endif /* PBX_UP_H */

@@ -108,6 +108,16 @@ void pbx_up_note(pbx_up *u, const char *fmt, ...)
     pbx_up_log_line(u, "up", getpid(), text, len);
 }
 
+/* Logs one line of p's and keeps it as the last thing p said. */
+static void pbx_up_proc_said(pbx_up *u, pbx_up_proc *p, const char *text,
+                             size_t len)
+{
+    pbx_up_log_line(u, p->name, p->last_pid, text, len);
+    len = len < sizeof(p->said) ? len : sizeof(p->said);
+    memmove(p->said, text, len);
+    p->said_len = len;
+}
+
 /* Logs the whole lines in p's buffer and keeps the unfinished rest; a
  * full buffer without a newline is logged as one piece. */
 static void pbx_up_proc_lines(pbx_up *u, pbx_up_proc *p)
@@ -115,13 +125,12 @@ static void pbx_up_proc_lines(pbx_up *u, pbx_up_proc *p)
     size_t start = 0U;
     for (size_t i = 0U; i < p->len; i++) {
         if (p->line[i] == '\n') {
-            pbx_up_log_line(u, p->name, p->last_pid, p->line + start,
-                            i - start);
+            pbx_up_proc_said(u, p, p->line + start, i - start);
             start = i + 1U;
         }
     }
     if (start == 0U && p->len == sizeof(p->line)) {
-        pbx_up_log_line(u, p->name, p->last_pid, p->line, p->len);
+        pbx_up_proc_said(u, p, p->line, p->len);
         start = p->len;
     }
     memmove(p->line, p->line + start, p->len - start);
@@ -152,7 +161,7 @@ void pbx_up_proc_closed(pbx_up *u, pbx_up_proc *p)
     }
     (void)pbx_up_proc_read(u, p);
     if (p->len > 0U) {
-        pbx_up_log_line(u, p->name, p->last_pid, p->line, p->len);
+        pbx_up_proc_said(u, p, p->line, p->len);
         p->len = 0U;
     }
     (void)close(p->err);
@@ -195,6 +204,7 @@ static void pbx_up_reap(pbx_up *u)
             if (p->pid == pid) {
                 p->pid = 0;
                 pbx_up_exit_note(u, p, pid, status);
+                pbx_up_status_write(u);
                 /* A running stack's process is restarted alone (its
                  * attach channel is dead with it); a death during the
                  * first start fails the start. */
@@ -210,6 +220,8 @@ static void pbx_up_reap(pbx_up *u)
                     u->reaped = true;
                 } else {
                     u->died = true;
+                    u->start_failed =
+                        u->start_failed != 0U ? u->start_failed : i + 1U;
                 }
             }
         }

@@ -209,7 +209,9 @@ int pbx_up_spawn(pbx_up *u, size_t idx, const pbx_up_argv *a,
     p->len = 0U;
     p->pid = pid;
     p->last_pid = pid;
+    p->starts++;
     pbx_up_note(u, "%s[%ld] started: %s", p->name, (long)pid, a->arg[0]);
+    pbx_up_status_write(u);
     return 0;
 }
 
@@ -290,9 +292,12 @@ int pbx_up_peer_h(pbx_up *u, size_t idx, pbx_up_argv *a, const int *keep,
         ssize_t got = read(rp[0], line, sizeof(line) - 1U);
         if (got != 6 || strcmp(line, "ready\n") != 0) {
             pbx_up_note(u, "%s did not become ready", name);
+            u->start_failed =
+                u->start_failed != 0U ? u->start_failed : idx + 1U;
             rc = -1;
         }
     } else {
+        u->start_failed = u->start_failed != 0U ? u->start_failed : idx + 1U;
         rc = -1;
     }
     (void)close(rp[0]);

@@ -445,6 +445,7 @@ void pbx_up_stack_stop(pbx_up *u)
 {
     u->stopping_stack = true;
     u->running = false;
+    pbx_up_status_write(u);
     if (u->sup_fd >= 0) {
         (void)close(u->sup_fd);
         u->sup_fd = -1;
