@@ -377,6 +377,18 @@ void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i);
 void pbx_core_route_lost(pbx_core_ctx *ctx, pbx_core_route route);
 
 /**
+ * pbx_core_route_lost_requests ends, before any of vfsd's calls is ended
+ * for the route's loss, every request in flight whose object the lost
+ * vfsd minted or is about to name (resolved, or RESOLVE outstanding):
+ * each is DENIED with reason PROVIDER_LOST and released on the ordinary
+ * lane (its prompt withdrawn, its calls cancelled, its object copy given
+ * back or deleted, an INSTALL that may have placed the object retired),
+ * so a dead incarnation's object is never approved. Other routes: no-op.
+ * One pass over the requests pool; cannot fail.
+ */
+void pbx_core_route_lost_requests(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
  * pbx_core_resync_step sends live grant g's ACTIVE row again to a
  * returned ttyd (PBX_CORE_GRANT_F_RESYNC set, no call outstanding).
  */
