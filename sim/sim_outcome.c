@@ -61,8 +61,8 @@ static bool sim_grant_ended(const sim_world *w, uint32_t i)
  * the request ended unanswered (its deadline or its route's loss): a
  * PROMPT's as PROMPT_TIMEOUT, any other progression call's as
  * PEER_TIMEOUT; one ended by the loss of the vfsd whose object it held
- * says PROVIDER_LOST (issue 20, item 5). Such a decision never carries authority (checked for
- * every unapproved decision in sim_check_terminal). */
+ * says PROVIDER_LOST (issue 20, item 5). Such a decision never carries
+ * authority (checked for every unapproved decision in sim_check_terminal). */
 static void sim_check_denied(sim_world *w, uint32_t i,
                              const pbx_ipc_decision *d)
 {

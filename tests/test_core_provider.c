@@ -28,8 +28,8 @@ static uint16_t pv_state(const th_h *h, pbx_ipc_id id)
  * row): the only path to an APPROVED decision. */
 static uint32_t pv_approvals(const th_h *h)
 {
-    size_t row = pbx_core_fsm_find(PBX_CORE_MACHINE_REQUEST,
-                                   PBX_CORE_ST_ACTIVATE, PBX_CORE_EV_ACTIVE_ACK);
+    size_t row = pbx_core_fsm_find(
+        PBX_CORE_MACHINE_REQUEST, PBX_CORE_ST_ACTIVATE, PBX_CORE_EV_ACTIVE_ACK);
     return row < (size_t)PBX_CORE_FSM_ROWS ? h->core.fsm_hits[row] : UINT32_MAX;
 }
 

@@ -4707,6 +4707,73 @@ def restart_ttyd(bin_dir, work):
         pane.stop()
 
 
+def vfsd_restart_pending_prompt(bin_dir, work):
+    """Issue 20, item 5: kill -9 of vfsd while an exceptional request's
+    prompt shows on a tmux pane. The request's object died with that vfsd,
+    so powerboxd ends the request DENIED provider-lost at once and
+    withdraws its prompt; the user's "y" afterwards approves nothing; the
+    program is told it was refused; `pbx grants` lists nothing; the new
+    vfsd is never asked to DETACH the dead object. A fresh request then
+    succeeds (tests/test_core_provider.c shows every stage in the core)."""
+    os.makedirs(work, exist_ok=True)
+    pane = Pane(work)
+    u = None
+    hs = []
+    what = "vfsd-restart-pending-prompt"
+    try:
+        u = Up(bin_dir, work, ["--tty", pane.tty])
+        asking = Holder(u, exceptional=True)
+        hs.append(asking)
+        wait_for(lambda: "Approve?" in pane.text(),
+                 f"{what}: the prompt never showed", 10.0)
+        asking.launched(what)
+        screen = pane.text()
+        request = screen.split("request : ", 1)[1].splitlines()[0].strip()
+        shown = screen.split("object  : ", 1)[1].splitlines()[0].strip()
+        old = u.stack()["vfsd"]
+        if len(objects_of(u.text(), old)) != 1:
+            fail(f"{what}: vfsd holds {objects_of(u.text(), old)}, not the "
+                 f"one object the prompt shows ({shown})")
+        since = len(u.text())
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "vfsd", old, ["vfsd"], since)
+        wait_for(lambda: f"[prompt for request {request} withdrawn]" in
+                 pane.text(), f"{what}: the prompt of request {request} was "
+                 f"not withdrawn after vfsd's death", 10.0)
+        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        said = asking.line(0, what, 20.0)
+        if not said.startswith("outcome=failed"):
+            fail(f"{what}: the program was told {said!r} after vfsd's death")
+        wait_for(lambda: [e for e in log_events(u.text()[since:], "decision")
+                          if e.get("job") == asking.job],
+                 f"{what}: no decision line for job {asking.job}", 10.0)
+        decided = [e for e in log_events(u.text()[since:], "decision")
+                   if e.get("job") == asking.job]
+        if [(e.get("outcome"), e.get("reason")) for e in decided] != \
+                [("denied", "provider-lost")]:
+            fail(f"{what}: decisions of job {asking.job}: {decided}, want "
+                 f"one denied provider-lost")
+        if grants_listed(u) != []:
+            fail(f"{what}: pbx grants lists {grants_listed(u)} after the "
+                 f"denial")
+        if re.search(rf" vfsd\[{new}\]: vfsd: DETACH ", u.text()[since:]):
+            fail(f"{what}: the new vfsd was asked to DETACH a dead object")
+        asking.end()
+        print(f"run: kill -9 of vfsd[{old}] while request {request}'s prompt "
+              f"showed (object {shown}): the prompt was withdrawn, y "
+              f"approved nothing, the program was told {said!r}, decision "
+              f"denied provider-lost, pbx grants lists none; vfsd[{new}] "
+              f"took over")
+        honest(u, f"{what}: after vfsd's restart")
+        u.stop()
+    finally:
+        for h in hs:
+            h.kill()
+        if u is not None:
+            u.close()
+        pane.stop()
+
+
 def held_request(u):
     """A request begun and committed whose decision its client asks only
     when a line comes (pbx-client --then hold, job 15:1): in flight."""
@@ -5803,6 +5870,8 @@ SCENARIOS = {
     "restart-procd": (restart_procd, False, STANDALONE, None),
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
+    "vfsd-restart-pending-prompt": (vfsd_restart_pending_prompt, False,
+                                    STANDALONE, None),
     "chaos": (chaos, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
 }
