@@ -63,15 +63,19 @@ static bool pbx_core_req_published(const pbx_core_ctx *ctx, uint32_t i)
            st == (uint16_t)PBX_CORE_ST_DELIVERED;
 }
 
-/* Looks a request up by the header id and checks it belongs to badge. */
+/* Looks a request up by the header id and checks it belongs to badge.
+ * The public endpoint gives one refusal, PBX_E_CORE_UNKNOWN, for an id
+ * that names nothing (out of range, free, stale generation) and for a live
+ * request that is not the caller's, so no holder of the endpoint learns
+ * whether someone else's id is live (issue 20, item 3). */
 static pbx_err pbx_core_find_req(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                  uint32_t badge, uint32_t *index)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, index);
-    if (err == PBX_OK && pbx_core_req(ctx, *index)->caller_badge != badge) {
-        return PBX_E_CORE_PARTITION;
+    if (err != PBX_OK || pbx_core_req(ctx, *index)->caller_badge != badge) {
+        return PBX_E_CORE_UNKNOWN;
     }
-    return err;
+    return PBX_OK;
 }
 
 /* Whether badge may end what owner began: the owner itself, or launchd's
@@ -466,6 +470,7 @@ static pbx_err pbx_core_cancel_correlate(pbx_core_ctx *ctx,
                                          uint32_t badge, uint32_t *index)
 {
     uint32_t found = 0;
+    bool foreign = false;
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
     uint32_t i = pbx_core_index_head(ctx, PBX_BOOTSTRAP_POOL_REQUESTS,
                                      c->job_id, c->job_gen);
@@ -475,49 +480,48 @@ static pbx_err pbx_core_cancel_correlate(pbx_core_ctx *ctx,
             r->ctx.ctx.job_gen == c->job_gen &&
             r->ctx.ctx.session == c->session && pbx_core_cancellable(ctx, i)) {
             found++;
+            foreign = foreign || !pbx_core_owner_ok(r->caller_badge, badge);
             *index = i;
         }
         i = pbx_core_index_next(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     }
-    if (found == 0U) {
+    /* Someone else's match is answered as no match at all, and before
+     * ambiguity, which would otherwise say that it exists. */
+    if (found == 0U || foreign) {
         return PBX_E_CORE_UNKNOWN;
     }
-    if (found != 1U) {
-        return PBX_E_CORE_AMBIGUOUS;
-    }
-    return pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)
-               ? PBX_OK
-               : PBX_E_CORE_NOT_OWNER;
+    return found == 1U ? PBX_OK : PBX_E_CORE_AMBIGUOUS;
 }
 
-/* Finds the exact request of a CANCEL and checks the caller owns it. */
+/* Finds the exact request of a CANCEL and checks the caller owns it:
+ * one refusal (PBX_E_CORE_UNKNOWN) for "names nothing" and "not yours". */
 static pbx_err pbx_core_cancel_exact(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                      uint32_t badge, uint32_t *index)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, index);
-    if (err == PBX_OK &&
+    if (err != PBX_OK ||
         !pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)) {
-        return PBX_E_CORE_NOT_OWNER;
+        return PBX_E_CORE_UNKNOWN;
     }
-    return err;
+    return PBX_OK;
 }
 
 /* Finds an installed grant by its exact identity for CONSUME or CANCEL:
  * unknown, stale and not-yet-installed ids name nothing, and only the
- * badge that began it (or launchd) may end it. */
+ * badge that began it (or launchd) may end it; all of these get the one
+ * refusal PBX_E_CORE_UNKNOWN, so a live grant that is not the caller's
+ * cannot be told from a missing one. */
 static pbx_err pbx_core_find_grant(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                    uint32_t badge, uint32_t *g)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_GRANTS, id, g);
     if (err != PBX_OK) {
-        return err;
-    }
-    const pbx_core_grant *gr = pbx_core_grant_at(ctx, *g);
-    if (gr->link.state == (uint16_t)PBX_CORE_ST_FREE) {
         return PBX_E_CORE_UNKNOWN;
     }
-    if (!pbx_core_owner_ok(gr->caller_badge, badge)) {
-        return PBX_E_CORE_NOT_OWNER;
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, *g);
+    if (gr->link.state == (uint16_t)PBX_CORE_ST_FREE ||
+        !pbx_core_owner_ok(gr->caller_badge, badge)) {
+        return PBX_E_CORE_UNKNOWN;
     }
     return gr->link.state == (uint16_t)PBX_CORE_ST_LIVE ? PBX_OK
                                                         : PBX_E_CORE_STATE;
