@@ -417,6 +417,22 @@ void pbx_core_prompts_resend(pbx_core_ctx *ctx);
  */
 size_t pbx_core_prompt_encode(pbx_core_ctx *ctx, uint32_t i);
 
+/**
+ * pbx_core_prompt_take gives request i (in state PROMPT, holding no
+ * prompt record) a prompt record, opened for its exact request and
+ * object, when one is free and i's job holds fewer than
+ * ctx->prompt_share; returns false (nothing changed) otherwise. Walks only
+ * the job's request chain, bounded by the requests capacity.
+ */
+bool pbx_core_prompt_take(pbx_core_ctx *ctx, uint32_t i);
+
+/**
+ * pbx_core_prompt_give frees request i's prompt record, if it holds one,
+ * and sends every request waiting for one (PBX_CORE_Q_WAIT_PROMPT) back to
+ * the intake lane, in order, in O(1).
+ */
+void pbx_core_prompt_give(pbx_core_ctx *ctx, uint32_t i);
+
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);
 

@@ -85,14 +85,17 @@ static bool pbx_core_owner_ok(uint32_t owner, uint32_t badge)
     return badge == owner || badge == PBX_CORE_BADGE_LAUNCHD;
 }
 
-/* Every record a request may need, so no later step can run short. */
+/* Every record a request may need, so no later step can run short; all
+ * but a prompt record, which only a request whose policy asks for a prompt
+ * needs: it is taken then (pbx_core_prompt_take), and a request that finds
+ * none waits for one keeping everything else (issue 20, item 4), so a
+ * routine request never waits for storage only prompts need. */
 static bool pbx_core_begin_space(const pbx_core_ctx *ctx, uint32_t chunks)
 {
     static const pbx_bootstrap_pool one[] = {
-        PBX_BOOTSTRAP_POOL_REQUESTS,      PBX_BOOTSTRAP_POOL_GRANTS,
-        PBX_BOOTSTRAP_POOL_PROMPTS,       PBX_BOOTSTRAP_POOL_POLICIES,
-        PBX_BOOTSTRAP_POOL_DECISIONS,     PBX_BOOTSTRAP_POOL_RESOLUTIONS,
-        PBX_BOOTSTRAP_POOL_NOTIFICATIONS,
+        PBX_BOOTSTRAP_POOL_REQUESTS,    PBX_BOOTSTRAP_POOL_GRANTS,
+        PBX_BOOTSTRAP_POOL_POLICIES,    PBX_BOOTSTRAP_POOL_DECISIONS,
+        PBX_BOOTSTRAP_POOL_RESOLUTIONS, PBX_BOOTSTRAP_POOL_NOTIFICATIONS,
     };
     for (size_t i = 0; i < PBX_ARRAY_LEN(one); i++) {
         if (pbx_core_free_count(ctx, one[i]) == 0U) {
@@ -141,7 +144,7 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->handle_tslot = pbx_core_tslot_new(ctx, i);
     r->resolution = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS);
     r->policy = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_POLICIES);
-    r->prompt = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_PROMPTS);
+    r->prompt = PBX_CORE_NIL; /* Taken only when a prompt is due. */
     r->grant = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_GRANTS);
     pbx_core_grant_at(ctx, r->grant)->caller_badge = badge;
     pbx_core_grant_at(ctx, r->grant)->call_remove = PBX_CORE_NIL;

@@ -793,6 +793,9 @@ typedef struct sim_totals {
     uint64_t replies, refused;
     /** Calls ended by their deadline or a lost route. */
     uint64_t timeouts;
+    /** Times a request whose policy asked for a prompt waited for a prompt
+     * record (the core's prompt_waits, summed). */
+    uint64_t prompt_waits;
     /** The seed whose grant cleanup came nearest its bound: the steps it
      * took after its routes answered, and that seed's bound. */
     uint64_t cleanup_age, cleanup_bound;
