@@ -237,3 +237,30 @@ PBX_TEST(core_prompts_waiter_cancelled_leaves_the_lane_cleanly)
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
+
+/* Every request record is taken by one job's exceptional requests, so
+ * its chain in the requests index is as long as the pool: the share still
+ * counts the oldest, which holds the one record the share allows, and the
+ * other three wait. */
+PBX_TEST(core_prompts_share_counts_a_full_chain)
+{
+    th_h *h = th_new_prompts(4, 8);
+    pbx_ipc_begin b;
+    pbx_ipc_id ids[4];
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    for (uint32_t k = 0; k < 4U; k++) {
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+        PBX_CHECK_EQ(th_open(h, &b, sel, &ids[k]), 0U);
+    }
+    pr_pump(h);
+    PBX_CHECK_EQ(pr_used(h, PBX_BOOTSTRAP_POOL_PROMPTS), 1U);
+    PBX_CHECK_EQ(pr_prompts_pending(h), 1U);
+    PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_WAIT_PROMPT].count, 3U);
+    PBX_CHECK(pr_req(h, ids[0])->prompt != PBX_CORE_NIL);
+    for (uint32_t k = 1; k < 4U; k++) {
+        pr_waiting(h, ids[k]);
+    }
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
