@@ -573,8 +573,14 @@ bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms);
 /**
  * pbx_core_on_route_down tells the core that route (below
  * PBX_CORE_ROUTE_COUNT) stopped carrying replies (the peer hung up or
- * died). Work parked on its backpressure goes back to its lanes, and
- * every call outstanding on it ends as if its deadline had passed, except
+ * died). Work parked on its backpressure goes back to its lanes. For
+ * VFSD, every request in flight that holds an object vfsd minted
+ * (resolved: POLICY to ACTIVATE) or whose RESOLVE is outstanding ends
+ * first, DENIED with reason PROVIDER_LOST, its calls cancelled and its
+ * release (prompt withdrawn, object copy given back or deleted, a possibly
+ * placed INSTALL retired) queued: a dead incarnation's object is never
+ * approved (one pass over the requests pool). Then every call
+ * outstanding on the route ends as if its deadline had passed, except
  * ttyd's trusted prompts: those stay outstanding until their own deadline
  * (then DENIED, PROMPT_TIMEOUT) and are shown again by
  * pbx_core_on_route_up. Then, in one pass over the grants pool:

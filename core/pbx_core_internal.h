@@ -372,7 +372,8 @@ void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i);
 /**
  * pbx_core_route_lost ends what route's loss ends beyond its calls (see
  * pbx_core_on_route_down): the LIVE grants that depended on vfsd or on
- * procd. One pass over the grants pool.
+ * procd. One pass over the grants pool. (The requests holding a lost
+ * vfsd's object ended before the calls: pbx_core_route_lost_requests.)
  */
 void pbx_core_route_lost(pbx_core_ctx *ctx, pbx_core_route route);
 
