@@ -4878,14 +4878,15 @@ def prompt_fairness(st):
             st, "--job", f"{300 + k}:1", "--entry", f"bin/asker{k}",
             "--mode", "runtime-reply", "--urgency", "exceptional",
             "--lifetime", "one-shot", "--wait-ms", "300000"))
-    reqs = [a.committed() for a in askers]
+    # Generous bounds: 128 processes start at once on a loaded machine.
+    reqs = [a.wait_key("request", 60.0) for a in askers]
     wait_for(lambda: "Approve?" in pane_text(st),
-             "prompt-fairness: no prompt shows", 10.0)
+             "prompt-fairness: no prompt shows", 30.0)
     many = [FairProgram(st, f"{400 + k}:1", f"bin/many{k}")
             for k in range(2)]
     held = []
     for m in many:  # each job's 8 requests, committed one after another
-        out = m.cmd(f"exceptional 8 {st.scope}")
+        out = m.cmd(f"exceptional 8 {st.scope}", 60.0)
         if len(out) != 8 or not all(l.startswith("committed=") for l in out):
             fail(f"prompt-fairness: a job's 8 exceptional requests: {out}")
         held += [(m, l.split("=", 1)[1]) for l in out]
