@@ -229,6 +229,14 @@ typedef enum pbx_core_queue_id {
      * cleanup lane whenever any call ends. */
     PBX_CORE_Q_WAIT_CALL_GRANT,
     /**
+     * Requests whose policy asked for a prompt while no prompt record was
+     * free, or while their job held its share (pbx_core_prompt_share):
+     * they keep every record and capability they hold (retryable
+     * backpressure, never a drop) and go back to the intake lane, in
+     * order, whenever a prompt record is freed.
+     */
+    PBX_CORE_Q_WAIT_PROMPT,
+    /**
      * Requests begun and not yet committed, in BEGIN order. Every one has
      * the same OPEN deadline and the runtime's clock never goes back, so
      * the FIFO is sorted by deadline: its head is the next to end
@@ -328,6 +336,13 @@ typedef struct pbx_core_ctx {
     uint32_t public_orphans;
     /** Outstanding calls allowed per deadline class (PBX1 call_window). */
     uint32_t call_window;
+    /** Prompt records one job (id and generation) may hold at once:
+     * pbx_core_prompt_share of the PBX1 prompts capacity. */
+    uint32_t prompt_share;
+    /** Times a request whose policy asked for a prompt found no prompt
+     * record it could take and waited (PBX_CORE_Q_WAIT_PROMPT) since init
+     * (saturating); an observable for tests and the simulator. */
+    uint32_t prompt_waits;
     /** Timeout per deadline class in milliseconds (PBX1 time_ms). */
     uint32_t call_ms[PBX_CORE_CALL_CLASSES];
     /** Outstanding calls per deadline class. */
@@ -558,8 +573,14 @@ bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms);
 /**
  * pbx_core_on_route_down tells the core that route (below
  * PBX_CORE_ROUTE_COUNT) stopped carrying replies (the peer hung up or
- * died). Work parked on its backpressure goes back to its lanes, and
- * every call outstanding on it ends as if its deadline had passed, except
+ * died). Work parked on its backpressure goes back to its lanes. For
+ * VFSD, every request in flight that holds an object vfsd minted
+ * (resolved: POLICY to ACTIVATE) or whose RESOLVE is outstanding ends
+ * first, DENIED with reason PROVIDER_LOST, its calls cancelled and its
+ * release (prompt withdrawn, object copy given back or deleted, a possibly
+ * placed INSTALL retired) queued: a dead incarnation's object is never
+ * approved (one pass over the requests pool). Then every call
+ * outstanding on the route ends as if its deadline had passed, except
  * ttyd's trusted prompts: those stay outstanding until their own deadline
  * (then DENIED, PROMPT_TIMEOUT) and are shown again by
  * pbx_core_on_route_up. Then, in one pass over the grants pool:
@@ -623,5 +644,22 @@ pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx);
 
 /** pbx_core_held_caps returns how many capabilities the core holds now. */
 uint32_t pbx_core_held_caps(const pbx_core_ctx *ctx);
+
+/**
+ * PBX_CORE_PROMPT_SHARE_DIVISOR: one job (id and generation from the
+ * launchd-authenticated BEGIN body) may hold at most this fraction of the
+ * prompt records at once (one eighth), so at least that many jobs are
+ * needed to take them all.
+ */
+#define PBX_CORE_PROMPT_SHARE_DIVISOR 8U
+
+/**
+ * pbx_core_prompt_share returns how many prompt records one job may hold
+ * at once under a PBX1 prompts capacity of prompts: prompts divided by
+ * PBX_CORE_PROMPT_SHARE_DIVISOR, rounded down, and at least 1 (so every
+ * job can always be shown a prompt). Pure; the operator sets it through
+ * the prompts capacity (`pbx geometry show` prints it).
+ */
+uint32_t pbx_core_prompt_share(uint32_t prompts);
 
 #endif /* PBX_CORE_H */

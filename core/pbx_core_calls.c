@@ -247,6 +247,9 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
      * writability that never comes: it goes back to its lanes, where its
      * next send fails and takes its failure path. */
     pbx_core_on_route_ready(ctx, route);
+    /* First, so that a request whose object dies with vfsd says so
+     * (PROVIDER_LOST) rather than that its DETACH went unanswered. */
+    pbx_core_route_lost_requests(ctx, route);
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         /* A prompt outlives its ttyd: it stays outstanding until its own

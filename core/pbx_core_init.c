@@ -147,6 +147,9 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
         ctx->calls_out[k] = 0U;
     }
     ctx->open_ms = layout->time_ms[PBX_BOOTSTRAP_TIME_OPEN];
+    ctx->prompt_share = pbx_core_prompt_share(
+        layout->pools[PBX_BOOTSTRAP_POOL_PROMPTS].capacity);
+    ctx->prompt_waits = 0U;
     ctx->opens_expired = 0U;
     ctx->now_ms = 0U;
     ctx->replies_refused = 0U;

@@ -16,8 +16,6 @@ bool pbx_core_allow_evidence(const pbx_core_ctx *ctx, uint32_t i)
     uint32_t gen = r->link.generation;
     const pbx_core_policy *p = (const pbx_core_policy *)pbx_core_rec(
         ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
-    const pbx_core_prompt *q = (const pbx_core_prompt *)pbx_core_rec(
-        ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
     pbx_ipc_object o = pbx_core_req_object(ctx, r);
     if (p->request != i || p->request_generation != gen) {
         return false;
@@ -25,6 +23,11 @@ bool pbx_core_allow_evidence(const pbx_core_ctx *ctx, uint32_t i)
     if (p->verdict == (uint32_t)PBX_IPC_VERDICT_ALLOW && p->exceptional == 0U) {
         return true;
     }
+    if (r->prompt == PBX_CORE_NIL) {
+        return false; /* No prompt record: no prompt was ever answered. */
+    }
+    const pbx_core_prompt *q = (const pbx_core_prompt *)pbx_core_rec(
+        ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
     return p->verdict == (uint32_t)PBX_IPC_VERDICT_PROMPT && q->request == i &&
            q->request_generation == gen && q->object.id == o.id &&
            q->object.gen == o.gen &&

@@ -372,9 +372,22 @@ void pbx_core_grant_copy_gone(pbx_core_ctx *ctx, uint32_t i);
 /**
  * pbx_core_route_lost ends what route's loss ends beyond its calls (see
  * pbx_core_on_route_down): the LIVE grants that depended on vfsd or on
- * procd. One pass over the grants pool.
+ * procd. One pass over the grants pool. (The requests holding a lost
+ * vfsd's object ended before the calls: pbx_core_route_lost_requests.)
  */
 void pbx_core_route_lost(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_route_lost_requests ends, before any of vfsd's calls is ended
+ * for the route's loss, every request in flight whose object the lost
+ * vfsd minted or is about to name (resolved, or RESOLVE outstanding):
+ * each is DENIED with reason PROVIDER_LOST and released on the ordinary
+ * lane (its prompt withdrawn, its calls cancelled, its object copy given
+ * back or deleted, an INSTALL that may have placed the object retired),
+ * so a dead incarnation's object is never approved. Other routes: no-op.
+ * One pass over the requests pool; cannot fail.
+ */
+void pbx_core_route_lost_requests(pbx_core_ctx *ctx, pbx_core_route route);
 
 /**
  * pbx_core_resync_step sends live grant g's ACTIVE row again to a
@@ -404,6 +417,22 @@ void pbx_core_prompts_resend(pbx_core_ctx *ctx);
  * returns its length (the sequence is stamped by the sender).
  */
 size_t pbx_core_prompt_encode(pbx_core_ctx *ctx, uint32_t i);
+
+/**
+ * pbx_core_prompt_take gives request i (in state PROMPT, holding no
+ * prompt record) a prompt record, opened for its exact request and
+ * object, when one is free and i's job holds fewer than
+ * ctx->prompt_share; returns false (nothing changed) otherwise. Walks only
+ * the job's request chain, bounded by the requests capacity.
+ */
+bool pbx_core_prompt_take(pbx_core_ctx *ctx, uint32_t i);
+
+/**
+ * pbx_core_prompt_give frees request i's prompt record, if it holds one,
+ * and sends every request waiting for one (PBX_CORE_Q_WAIT_PROMPT) back to
+ * the intake lane, in order, in O(1).
+ */
+void pbx_core_prompt_give(pbx_core_ctx *ctx, uint32_t i);
 
 /** pbx_core_req_retire frees request index and every record it reserved. */
 void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t index);

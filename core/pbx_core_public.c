@@ -63,15 +63,19 @@ static bool pbx_core_req_published(const pbx_core_ctx *ctx, uint32_t i)
            st == (uint16_t)PBX_CORE_ST_DELIVERED;
 }
 
-/* Looks a request up by the header id and checks it belongs to badge. */
+/* Looks a request up by the header id and checks it belongs to badge.
+ * The public endpoint gives one refusal, PBX_E_CORE_UNKNOWN, for an id
+ * that names nothing (out of range, free, stale generation) and for a live
+ * request that is not the caller's, so no holder of the endpoint learns
+ * whether someone else's id is live (issue 20, item 3). */
 static pbx_err pbx_core_find_req(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                  uint32_t badge, uint32_t *index)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, index);
-    if (err == PBX_OK && pbx_core_req(ctx, *index)->caller_badge != badge) {
-        return PBX_E_CORE_PARTITION;
+    if (err != PBX_OK || pbx_core_req(ctx, *index)->caller_badge != badge) {
+        return PBX_E_CORE_UNKNOWN;
     }
-    return err;
+    return PBX_OK;
 }
 
 /* Whether badge may end what owner began: the owner itself, or launchd's
@@ -81,14 +85,17 @@ static bool pbx_core_owner_ok(uint32_t owner, uint32_t badge)
     return badge == owner || badge == PBX_CORE_BADGE_LAUNCHD;
 }
 
-/* Every record a request may need, so no later step can run short. */
+/* Every record a request may need, so no later step can run short; all
+ * but a prompt record, which only a request whose policy asks for a prompt
+ * needs: it is taken then (pbx_core_prompt_take), and a request that finds
+ * none waits for one keeping everything else (issue 20, item 4), so a
+ * routine request never waits for storage only prompts need. */
 static bool pbx_core_begin_space(const pbx_core_ctx *ctx, uint32_t chunks)
 {
     static const pbx_bootstrap_pool one[] = {
-        PBX_BOOTSTRAP_POOL_REQUESTS,      PBX_BOOTSTRAP_POOL_GRANTS,
-        PBX_BOOTSTRAP_POOL_PROMPTS,       PBX_BOOTSTRAP_POOL_POLICIES,
-        PBX_BOOTSTRAP_POOL_DECISIONS,     PBX_BOOTSTRAP_POOL_RESOLUTIONS,
-        PBX_BOOTSTRAP_POOL_NOTIFICATIONS,
+        PBX_BOOTSTRAP_POOL_REQUESTS,    PBX_BOOTSTRAP_POOL_GRANTS,
+        PBX_BOOTSTRAP_POOL_POLICIES,    PBX_BOOTSTRAP_POOL_DECISIONS,
+        PBX_BOOTSTRAP_POOL_RESOLUTIONS, PBX_BOOTSTRAP_POOL_NOTIFICATIONS,
     };
     for (size_t i = 0; i < PBX_ARRAY_LEN(one); i++) {
         if (pbx_core_free_count(ctx, one[i]) == 0U) {
@@ -137,7 +144,7 @@ static uint32_t pbx_core_begin_apply(pbx_core_ctx *ctx, const pbx_ipc_begin *b,
     r->handle_tslot = pbx_core_tslot_new(ctx, i);
     r->resolution = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS);
     r->policy = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_POLICIES);
-    r->prompt = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_PROMPTS);
+    r->prompt = PBX_CORE_NIL; /* Taken only when a prompt is due. */
     r->grant = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_GRANTS);
     pbx_core_grant_at(ctx, r->grant)->caller_badge = badge;
     pbx_core_grant_at(ctx, r->grant)->call_remove = PBX_CORE_NIL;
@@ -466,6 +473,7 @@ static pbx_err pbx_core_cancel_correlate(pbx_core_ctx *ctx,
                                          uint32_t badge, uint32_t *index)
 {
     uint32_t found = 0;
+    bool foreign = false;
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
     uint32_t i = pbx_core_index_head(ctx, PBX_BOOTSTRAP_POOL_REQUESTS,
                                      c->job_id, c->job_gen);
@@ -475,49 +483,48 @@ static pbx_err pbx_core_cancel_correlate(pbx_core_ctx *ctx,
             r->ctx.ctx.job_gen == c->job_gen &&
             r->ctx.ctx.session == c->session && pbx_core_cancellable(ctx, i)) {
             found++;
+            foreign = foreign || !pbx_core_owner_ok(r->caller_badge, badge);
             *index = i;
         }
         i = pbx_core_index_next(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     }
-    if (found == 0U) {
+    /* Someone else's match is answered as no match at all, and before
+     * ambiguity, which would otherwise say that it exists. */
+    if (found == 0U || foreign) {
         return PBX_E_CORE_UNKNOWN;
     }
-    if (found != 1U) {
-        return PBX_E_CORE_AMBIGUOUS;
-    }
-    return pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)
-               ? PBX_OK
-               : PBX_E_CORE_NOT_OWNER;
+    return found == 1U ? PBX_OK : PBX_E_CORE_AMBIGUOUS;
 }
 
-/* Finds the exact request of a CANCEL and checks the caller owns it. */
+/* Finds the exact request of a CANCEL and checks the caller owns it:
+ * one refusal (PBX_E_CORE_UNKNOWN) for "names nothing" and "not yours". */
 static pbx_err pbx_core_cancel_exact(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                      uint32_t badge, uint32_t *index)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, id, index);
-    if (err == PBX_OK &&
+    if (err != PBX_OK ||
         !pbx_core_owner_ok(pbx_core_req(ctx, *index)->caller_badge, badge)) {
-        return PBX_E_CORE_NOT_OWNER;
+        return PBX_E_CORE_UNKNOWN;
     }
-    return err;
+    return PBX_OK;
 }
 
 /* Finds an installed grant by its exact identity for CONSUME or CANCEL:
  * unknown, stale and not-yet-installed ids name nothing, and only the
- * badge that began it (or launchd) may end it. */
+ * badge that began it (or launchd) may end it; all of these get the one
+ * refusal PBX_E_CORE_UNKNOWN, so a live grant that is not the caller's
+ * cannot be told from a missing one. */
 static pbx_err pbx_core_find_grant(const pbx_core_ctx *ctx, pbx_ipc_id id,
                                    uint32_t badge, uint32_t *g)
 {
     pbx_err err = pbx_core_lookup(ctx, PBX_BOOTSTRAP_POOL_GRANTS, id, g);
     if (err != PBX_OK) {
-        return err;
-    }
-    const pbx_core_grant *gr = pbx_core_grant_at(ctx, *g);
-    if (gr->link.state == (uint16_t)PBX_CORE_ST_FREE) {
         return PBX_E_CORE_UNKNOWN;
     }
-    if (!pbx_core_owner_ok(gr->caller_badge, badge)) {
-        return PBX_E_CORE_NOT_OWNER;
+    const pbx_core_grant *gr = pbx_core_grant_at(ctx, *g);
+    if (gr->link.state == (uint16_t)PBX_CORE_ST_FREE ||
+        !pbx_core_owner_ok(gr->caller_badge, badge)) {
+        return PBX_E_CORE_UNKNOWN;
     }
     return gr->link.state == (uint16_t)PBX_CORE_ST_LIVE ? PBX_OK
                                                         : PBX_E_CORE_STATE;

@@ -293,7 +293,7 @@ void pbx_core_req_retire(pbx_core_ctx *ctx, uint32_t i)
     }
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution);
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
-    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
+    pbx_core_prompt_give(ctx, i);
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_DECISIONS, r->decision);
     pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_NOTIFICATIONS, r->notification);
     r->link.state = (uint16_t)PBX_CORE_ST_FREE;

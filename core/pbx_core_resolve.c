@@ -114,20 +114,6 @@ pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
     return PBX_OK;
 }
 
-/* Opens request i's prompt record: the exact request and object to show,
- * no RETRY yet, no answer yet. */
-static void pbx_core_prompt_open(pbx_core_ctx *ctx, uint32_t i)
-{
-    const pbx_core_request *r = pbx_core_req(ctx, i);
-    pbx_core_prompt *p = (pbx_core_prompt *)pbx_core_rec(
-        ctx, PBX_BOOTSTRAP_POOL_PROMPTS, r->prompt);
-    p->object = pbx_core_req_object(ctx, r);
-    p->request = i;
-    p->request_generation = r->link.generation;
-    p->retries = 0U;
-    p->answer = 0U;
-}
-
 pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
@@ -178,9 +164,6 @@ pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
         p->request_generation = id.gen;
         p->verdict = pr.verdict;
         p->exceptional = exceptional ? 1U : 0U;
-        if (ev == PBX_CORE_EV_PROMPT) {
-            pbx_core_prompt_open(ctx, i);
-        }
     }
     if (c != NULL &&
         pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {
@@ -231,6 +214,13 @@ pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
 {
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_call c;
+    if (r->prompt == PBX_CORE_NIL && !pbx_core_prompt_take(ctx, i)) {
+        /* No prompt record for it now: it waits, keeping everything it
+         * holds, until one is freed (never polled, never dropped). */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_WAIT_PROMPT, i);
+        ctx->prompt_waits += ctx->prompt_waits == UINT32_MAX ? 0U : 1U;
+        return PBX_OK;
+    }
     size_t n = pbx_core_prompt_encode(ctx, i);
     pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
     if (pbx_core_req_send(ctx, i, &c, PBX_CORE_CALL_PROMPT,

@@ -66,6 +66,43 @@ void pbx_core_route_lost(pbx_core_ctx *ctx, pbx_core_route route)
     }
 }
 
+/* Whether request r, in flight, holds (or is about to receive) an object
+ * the lost vfsd minted: it was resolved (POLICY to ACTIVATE), or its
+ * RESOLVE is outstanding, whose reply, written before vfsd died, would
+ * still name an object of the dead incarnation. */
+static bool pbx_core_req_on_provider(const pbx_core_request *r)
+{
+    switch ((pbx_core_state)r->link.state) {
+    case PBX_CORE_ST_POLICY:
+    case PBX_CORE_ST_PROMPT:
+    case PBX_CORE_ST_INSTALL:
+    case PBX_CORE_ST_DETACH:
+    case PBX_CORE_ST_ACTIVATE:
+        return true;
+    case PBX_CORE_ST_RESOLVE:
+        return r->call != PBX_CORE_NIL;
+    default:
+        return false;
+    }
+}
+
+void pbx_core_route_lost_requests(pbx_core_ctx *ctx, pbx_core_route route)
+{
+    if (route != PBX_CORE_ROUTE_VFSD) {
+        return;
+    }
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    /* Denying request i frees no request record and moves it to RELEASE,
+     * which this pass skips: one pass sees each request once. */
+    for (uint32_t i = 0; i < cap; i++) {
+        const pbx_core_link *l =
+            pbx_core_link_of(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
+        if (l->live != 0U && pbx_core_req_on_provider(pbx_core_req(ctx, i))) {
+            pbx_core_deny(ctx, i, PBX_IPC_REASON_PROVIDER_LOST);
+        }
+    }
+}
+
 void pbx_core_resync_step(pbx_core_ctx *ctx, uint32_t g)
 {
     pbx_core_call c;

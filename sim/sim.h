@@ -196,6 +196,10 @@ typedef struct sim_req {
     /** Op of a progression call of this request that ended by its
      * deadline or a lost route (0: none): the only cause of a timeout. */
     uint32_t expired_op;
+    /** Nonzero once vfsd's route was lost while this request held (or was
+     * about to be told) an object vfsd minted: the core ended it DENIED,
+     * PROVIDER_LOST, whatever its calls then did (sim_routes_lost_reqs). */
+    uint32_t provider_lost;
     /** PROMPTs the kernel took toward ttyd for this request. */
     uint32_t prompts;
     /** Nonzero while a PROMPT ttyd received may still be showing: no
@@ -708,6 +712,14 @@ void sim_routes_before(sim_world *w, uint8_t *live);
 /** sim_routes_lost checks route r's loss ended exactly the grants it
  * must, with the loss's reason (live: sim_routes_before's note). */
 void sim_routes_lost(sim_world *w, uint32_t r, const uint8_t *live);
+/** sim_routes_before_reqs notes which request records hold (or are
+ * about to be told) an object vfsd minted: resolved and in flight, or
+ * with RESOLVE outstanding (held[i]). */
+void sim_routes_before_reqs(sim_world *w, uint8_t *held);
+/** sim_routes_lost_reqs checks a lost vfsd (r) ended every request noted
+ * in held DENIED with reason PROVIDER_LOST, so none is ever approved with
+ * a dead incarnation's object (issue 20, item 5). */
+void sim_routes_lost_reqs(sim_world *w, uint32_t r, const uint8_t *held);
 /** sim_routes_reasons checks every grant that left LIVE says why. */
 void sim_routes_reasons(sim_world *w);
 /** sim_routes_view checks, once a returned ttyd is owed no row, that it
@@ -781,6 +793,9 @@ typedef struct sim_totals {
     uint64_t replies, refused;
     /** Calls ended by their deadline or a lost route. */
     uint64_t timeouts;
+    /** Times a request whose policy asked for a prompt waited for a prompt
+     * record (the core's prompt_waits, summed). */
+    uint64_t prompt_waits;
     /** The seed whose grant cleanup came nearest its bound: the steps it
      * took after its routes answered, and that seed's bound. */
     uint64_t cleanup_age, cleanup_bound;

@@ -278,6 +278,53 @@ static void sim_check_open(sim_world *w)
     }
 }
 
+/* Invariant 19 (issue 20, item 4): a request holds a prompt record only
+ * once its policy asked for a prompt (state PROMPT or later, never OPEN,
+ * RESOLVE or POLICY: BEGIN takes none), a request waiting for one is in
+ * PROMPT, and no job (id and generation) holds more than the core's
+ * prompt share at once. */
+static void sim_check_prompt_share(sim_world *w)
+{
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    const pbx_core_queue *wq = &w->core->queues[PBX_CORE_Q_WAIT_PROMPT];
+    for (uint32_t i = 0; i < cap && i < SIM_REQ_MAX; i++) {
+        const pbx_core_request *r = sim_core_req(w, i);
+        pbx_core_state st = (pbx_core_state)r->link.state;
+        if (r->link.live == 0U || r->prompt == PBX_CORE_NIL) {
+            continue;
+        }
+        uint32_t held = 0U;
+        for (uint32_t k = 0; k < cap && k < SIM_REQ_MAX; k++) {
+            const pbx_core_request *q = sim_core_req(w, k);
+            held += q->link.live != 0U && q->prompt != PBX_CORE_NIL &&
+                            q->ctx.ctx.job_id == r->ctx.ctx.job_id &&
+                            q->ctx.ctx.job_gen == r->ctx.ctx.job_gen
+                        ? 1U
+                        : 0U;
+        }
+        if (st == PBX_CORE_ST_OPEN || st == PBX_CORE_ST_RESOLVE ||
+            st == PBX_CORE_ST_POLICY || held > w->core->prompt_share) {
+            sim_fail(w,
+                     "invariant 19: request %u in state %s holds a prompt "
+                     "record; its job holds %u (share %u)",
+                     i, pbx_core_state_name(st), held, w->core->prompt_share);
+            return;
+        }
+    }
+    for (uint32_t k = wq->head, n = 0; k != PBX_CORE_NIL && n < cap; n++) {
+        const pbx_core_request *r = sim_core_req(w, k);
+        if (r->link.state != (uint16_t)PBX_CORE_ST_PROMPT ||
+            r->prompt != PBX_CORE_NIL) {
+            sim_fail(w,
+                     "invariant 19: request %u waits for a prompt record "
+                     "in state %s holding one",
+                     k, pbx_core_state_name((pbx_core_state)r->link.state));
+            return;
+        }
+        k = r->link.next;
+    }
+}
+
 void sim_check_step(sim_world *w)
 {
     /* The index changes only when a request or grant record moves, and
@@ -288,6 +335,7 @@ void sim_check_step(sim_world *w)
         sim_check_index(w, PBX_BOOTSTRAP_POOL_GRANTS);
         sim_routes_reasons(w);
         sim_routes_view(w);
+        sim_check_prompt_share(w);
     }
     if (w->dirty != 0U) {
         w->dirty = 0U;

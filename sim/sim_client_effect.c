@@ -89,17 +89,22 @@ static uint32_t sim_effect_via_grants(const sim_effect *e)
 }
 
 /* Checks request i after the frame: covered (or owning a covered grant
- * whose approval is unpublished), it ended CANCELLED unless nothing of it
- * could end; otherwise it is exactly as it was. A published decision
- * never changes. */
+ * whose approval is unpublished and still possible), it ended CANCELLED
+ * unless nothing of it could end; otherwise it is exactly as it was. A
+ * published decision never changes. */
 static void sim_effect_req(sim_world *w, const sim_effect *e, uint32_t i,
                            uint32_t must, const char *what)
 {
     const uint32_t *q = e->req[i];
     const pbx_core_request *r = sim_core_req(w, i);
     bool covered = (e->reqs & (1U << i)) != 0U;
-    bool end = (must & (1U << i)) != 0U ||
-               (covered && sim_effect_inflight(q[SE_STATE]));
+    /* Through its grant only a request that could still be approved ends:
+     * one already ending without approval (a denial before its release
+     * revoked the grant) keeps its own outcome and reason. */
+    bool via = (must & (1U << i)) != 0U &&
+               (sim_effect_inflight(q[SE_STATE]) ||
+                q[SE_OUTCOME] == (uint32_t)PBX_IPC_OUTCOME_APPROVED);
+    bool end = via || (covered && sim_effect_inflight(q[SE_STATE]));
     bool ended = r->outcome == (uint16_t)PBX_IPC_OUTCOME_CANCELLED &&
                  (r->flags & PBX_CORE_REQ_F_CANCELLED) != 0U;
     bool same = r->link.live == q[SE_LIVE] && r->link.generation == q[SE_GEN] &&

@@ -307,11 +307,12 @@ void sim_client_cancel(sim_world *w, uint32_t i, bool correlate)
     sim_effect_check(w, &e, st == 0U,
                      correlate ? "correlated CANCEL" : "CANCEL");
     if (refuse && sim_core_cancellable(w, target) &&
-        (st != (uint16_t)PBX_E_CORE_NOT_OWNER ||
+        (st != (uint16_t)PBX_E_CORE_UNKNOWN ||
          sim_core_req(w, target)->link.state != before)) {
         sim_fail(w,
                  "CANCEL of %u/%u from foreign badge %#x answered %#x "
-                 "(state %u -> %u), not NOT_OWNER and no change",
+                 "(state %u -> %u), not UNKNOWN (one answer for not yours and "
+                 "missing) and no change",
                  target, w->reqs[target].gen, badge, st, before,
                  sim_core_req(w, target)->link.state);
         return;
@@ -363,10 +364,11 @@ void sim_client_cancel_grant(sim_world *w, uint32_t g)
     uint16_t st = sim_reply_status(o, NULL);
     sim_effect_check(w, &e, st == 0U, "grant CANCEL");
     if (foreign && known &&
-        (st != (uint16_t)PBX_E_CORE_NOT_OWNER || cg->link.state != before)) {
+        (st != (uint16_t)PBX_E_CORE_UNKNOWN || cg->link.state != before)) {
         sim_fail(w,
                  "grant CANCEL of %u/%u from foreign badge %#x answered "
-                 "%#x, not NOT_OWNER and no change",
+                 "%#x, not UNKNOWN (one answer for not yours and missing) "
+                 "and no change",
                  g, gr->gen, badge, st);
         return;
     }

@@ -244,12 +244,15 @@ static bool sim_hangup(sim_world *w, uint32_t r)
         w->resync_pending = 0U;
     }
     uint8_t live[SIM_GRANT_MAX];
+    uint8_t held[SIM_REQ_MAX];
     sim_routes_before(w, live);
+    sim_routes_before_reqs(w, held);
     uint32_t expired = w->core->calls_expired;
     pbx_err err = pbx_core_on_route_down(w->core, (pbx_core_route)r);
     sim_calls_route_down(w, r);
     if (err == PBX_OK) {
         sim_routes_lost(w, r, live);
+        sim_routes_lost_reqs(w, r, held);
     }
     w->stat_timeouts += w->core->calls_expired - expired;
     sim_after_core(w);

@@ -60,13 +60,16 @@ static bool sim_grant_ended(const sim_world *w, uint32_t i)
 /* A DENIED decision says why, and says timeout exactly when a call of
  * the request ended unanswered (its deadline or its route's loss): a
  * PROMPT's as PROMPT_TIMEOUT, any other progression call's as
- * PEER_TIMEOUT. Such a decision never carries authority (checked for
- * every unapproved decision in sim_check_terminal). */
+ * PEER_TIMEOUT; one ended by the loss of the vfsd whose object it held
+ * says PROVIDER_LOST (issue 20, item 5). Such a decision never carries
+ * authority (checked for every unapproved decision in sim_check_terminal). */
 static void sim_check_denied(sim_world *w, uint32_t i,
                              const pbx_ipc_decision *d)
 {
     const sim_req *s = &w->reqs[i];
-    uint32_t want = s->expired_op == 0U ? 0U
+    uint32_t want = s->provider_lost != 0U
+                        ? (uint32_t)PBX_IPC_REASON_PROVIDER_LOST
+                    : s->expired_op == 0U ? 0U
                     : s->expired_op == (uint32_t)PBX_IPC_OP_PROMPT
                         ? (uint32_t)PBX_IPC_REASON_PROMPT_TIMEOUT
                         : (uint32_t)PBX_IPC_REASON_PEER_TIMEOUT;

@@ -6,7 +6,9 @@
  * with reason INSTALLER_LOST, and nothing else moves. After a ttyd
  * returns (pbx_core_on_route_up, a ttyd that starts empty), once no row
  * is owed to it any more, ttyd shows exactly the live grants whose row
- * went out. Every grant that left LIVE always says why it ended.
+ * went out. Every grant that left LIVE always says why it ended. A lost
+ * vfsd also ends every request holding its object (resolved, or RESOLVE
+ * outstanding) DENIED with reason PROVIDER_LOST (issue 20, item 5).
  */
 #include "core/pbx_core_inspect.h"
 #include "sim/sim.h"
@@ -55,6 +57,46 @@ void sim_routes_lost(sim_world *w, uint32_t r, const uint8_t *live)
                      gr->end_reason, gr->flags, r,
                      r == (uint32_t)PBX_CORE_ROUTE_VFSD ? "provider"
                                                         : "installer");
+        }
+    }
+}
+
+void sim_routes_before_reqs(sim_world *w, uint8_t *held)
+{
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
+        const pbx_core_request *r = i < cap ? sim_core_req(w, i) : NULL;
+        pbx_core_state st =
+            r != NULL ? (pbx_core_state)r->link.state : PBX_CORE_ST_FREE;
+        bool on = r != NULL && r->link.live != 0U &&
+                  ((st >= PBX_CORE_ST_POLICY && st <= PBX_CORE_ST_ACTIVATE) ||
+                   (st == PBX_CORE_ST_RESOLVE && r->call != PBX_CORE_NIL));
+        held[i] = on ? 1U : 0U;
+    }
+}
+
+void sim_routes_lost_reqs(sim_world *w, uint32_t r, const uint8_t *held)
+{
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    if (r != (uint32_t)PBX_CORE_ROUTE_VFSD) {
+        return;
+    }
+    for (uint32_t i = 0; i < cap && i < SIM_REQ_MAX; i++) {
+        const pbx_core_request *q = sim_core_req(w, i);
+        if (held[i] == 0U) {
+            continue;
+        }
+        w->reqs[i].provider_lost = 1U;
+        if (q->link.state != (uint16_t)PBX_CORE_ST_RELEASE ||
+            q->outcome != (uint16_t)PBX_IPC_OUTCOME_DENIED ||
+            q->reason != (uint16_t)PBX_IPC_REASON_PROVIDER_LOST) {
+            sim_fail(w,
+                     "route loss: request %u holding the lost vfsd's object "
+                     "is %s (outcome %u, reason %u): it must end DENIED, "
+                     "provider-lost",
+                     i, pbx_core_state_name((pbx_core_state)q->link.state),
+                     q->outcome, q->reason);
+            return;
         }
     }
 }

@@ -401,6 +401,7 @@ static void sim_add_totals(const sim_world *w, sim_totals *t)
     t->replies += w->stat_replies;
     t->refused += w->stat_late;
     t->timeouts += w->stat_timeouts;
+    t->prompt_waits += w->core->prompt_waits;
     if (w->retire_bound != 0U && w->stat_retire_max * t->cleanup_bound >=
                                      t->cleanup_age * w->retire_bound) {
         t->cleanup_age = w->stat_retire_max;

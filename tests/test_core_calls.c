@@ -1009,8 +1009,8 @@ PBX_TEST(core_calls_public_identifier_edges)
     /* DECISION. */
     PBX_CHECK_EQ(calls_decision_raw(h, past), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(calls_decision_raw(h, zero_r), PBX_E_IPC_REQUEST_ID);
-    PBX_CHECK_EQ(calls_decision_raw(h, below_r), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(calls_decision_raw(h, wrap_r), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(calls_decision_raw(h, below_r), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_decision_raw(h, wrap_r), PBX_E_CORE_UNKNOWN);
     calls_unchanged(h, r, PBX_CORE_ST_DECIDED, held);
     /* CANCEL (exact form). */
     PBX_CHECK_EQ(calls_cancel_raw(h, past), PBX_E_CORE_UNKNOWN);
@@ -1020,14 +1020,14 @@ PBX_TEST(core_calls_public_identifier_edges)
     PBX_CHECK_EQ(calls_cancel_raw(h, zero_r), PBX_E_IPC_GENERATION);
     pbx_ipc_id zero_other = {1U, 0U};
     PBX_CHECK_EQ(calls_cancel_raw(h, zero_other), PBX_E_IPC_REQUEST_ID);
-    PBX_CHECK_EQ(calls_cancel_raw(h, below_r), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(calls_cancel_raw(h, wrap_r), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(calls_cancel_raw(h, below_r), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_cancel_raw(h, wrap_r), PBX_E_CORE_UNKNOWN);
     calls_unchanged(h, r, PBX_CORE_ST_DECIDED, held);
     /* CONSUME. */
     PBX_CHECK_EQ(calls_consume_raw(h, past), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(calls_consume_raw(h, zero_g), PBX_E_IPC_GENERATION);
-    PBX_CHECK_EQ(calls_consume_raw(h, below_g), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(calls_consume_raw(h, wrap_g), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(calls_consume_raw(h, below_g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_consume_raw(h, wrap_g), PBX_E_CORE_UNKNOWN);
     calls_unchanged(h, r, PBX_CORE_ST_DECIDED, held);
     PBX_CHECK_EQ(calls_grant_state(h, g), PBX_CORE_ST_LIVE);
     /* The largest generation itself names the live records. */
@@ -1046,9 +1046,9 @@ PBX_TEST(core_calls_public_identifier_edges)
     PBX_CHECK_EQ(r2.gen, 1U);
     PBX_CHECK_EQ(g2.index, g.index);
     PBX_CHECK_EQ(g2.gen, 1U);
-    PBX_CHECK_EQ(calls_decision_raw(h, r), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(calls_cancel_raw(h, r), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(calls_consume_raw(h, g), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(calls_decision_raw(h, r), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_cancel_raw(h, r), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(calls_consume_raw(h, g), PBX_E_CORE_UNKNOWN);
     calls_unchanged(h, r2, PBX_CORE_ST_DECIDED, 1U);
     PBX_CHECK_EQ(calls_cancel_raw(h, r2), 0U);
     PBX_CHECK_EQ(calls_grant_state(h, g2), PBX_CORE_ST_REVOKE);

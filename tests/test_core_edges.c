@@ -174,7 +174,7 @@ PBX_TEST(core_edges_selector_and_commit_at_the_last_record)
                               {r.index, UINT32_MAX - 1U},
                               {r.index, 1U}};
     const uint32_t want[] = {PBX_E_CORE_UNKNOWN, PBX_E_IPC_REQUEST_ID,
-                             PBX_E_CORE_STALE, PBX_E_CORE_STALE};
+                             PBX_E_CORE_UNKNOWN, PBX_E_CORE_UNKNOWN};
     for (size_t k = 0; k < PBX_ARRAY_LEN(bad); k++) {
         PBX_CHECK_EQ(edge_selector(h, bad[k], 0U), want[k]);
         PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, r.index)
@@ -224,7 +224,7 @@ PBX_TEST(core_edges_selector_and_commit_at_the_last_record)
     PBX_CHECK_EQ(r.index, EDGE_N - 1U);
     PBX_CHECK_EQ(r.gen, 1U);
     pbx_ipc_id old = {r.index, UINT32_MAX};
-    PBX_CHECK_EQ(edge_selector(h, old, 0U), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(edge_selector(h, old, 0U), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(th_cancel(h, r), 0U);
     edge_drain_front(h, open, nf);
     th_run(h);
@@ -255,7 +255,7 @@ PBX_TEST(core_edges_grant_cancel_at_the_last_record)
                               {g.index, 1U}};
     /* Generation zero with a nonzero index breaks CANCEL's header rule. */
     const uint32_t want[] = {PBX_E_CORE_UNKNOWN, PBX_E_IPC_REQUEST_ID,
-                             PBX_E_CORE_STALE, PBX_E_CORE_STALE};
+                             PBX_E_CORE_UNKNOWN, PBX_E_CORE_UNKNOWN};
     uint32_t held = pbx_core_held_caps(&h->core);
     for (size_t k = 0; k < PBX_ARRAY_LEN(bad); k++) {
         PBX_CHECK_EQ(edge_cancel_grant(h, bad[k]), want[k]);
@@ -278,7 +278,7 @@ PBX_TEST(core_edges_grant_cancel_at_the_last_record)
     pbx_ipc_id g2 = th_approve(h, &b, sel, false, &r, NULL);
     PBX_CHECK_EQ(g2.index, g.index);
     PBX_CHECK_EQ(g2.gen, 1U);
-    PBX_CHECK_EQ(edge_cancel_grant(h, g), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(edge_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(edge_cancel_grant(h, g2), 0U);
     th_run(h);
     edge_drain_front(h, open, nf);

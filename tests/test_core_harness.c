@@ -703,6 +703,9 @@ static const pbx_core_ops th_ops = {
 
 /* Derives the arena layout for pools of n records and window calls
  * outstanding per deadline class. */
+/* The prompts capacity the next harness gets (0: the default above). */
+static uint32_t th_prompts;
+
 static bool th_layout(uint32_t n, uint32_t window, const uint32_t *time_ms,
                       pbx_bootstrap_layout *out)
 {
@@ -723,6 +726,10 @@ static bool th_layout(uint32_t n, uint32_t window, const uint32_t *time_ms,
         3U * n + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
     g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
         4U * n * PBX_CORE_SELECTOR_CHUNK_BYTES;
+    /* n prompt records per job (pbx_core_prompt_share), so one job's
+     * requests never wait for one unless a test says so (th_new_prompts). */
+    g.capacity[PBX_BOOTSTRAP_POOL_PROMPTS] =
+        th_prompts != 0U ? th_prompts : PBX_CORE_PROMPT_SHARE_DIVISOR * n;
     g.call_window = window < PBX_BOOTSTRAP_CALL_WINDOW_MAX
                         ? window
                         : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
@@ -739,6 +746,14 @@ th_h *th_new(uint32_t n)
 {
     /* A window of n calls on every peer route. */
     return th_new_window(n, n);
+}
+
+th_h *th_new_prompts(uint32_t n, uint32_t prompts)
+{
+    th_prompts = prompts;
+    th_h *h = th_new_times(n, n, NULL);
+    th_prompts = 0U;
+    return h;
 }
 
 th_h *th_new_window(uint32_t n, uint32_t window)

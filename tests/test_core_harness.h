@@ -266,11 +266,16 @@ typedef struct th_h {
     char trace[TH_TRACE_MAX];
 } th_h;
 
-/** th_new creates a harness whose pools hold n records (tslots 3n+10:
+/** th_new creates a harness whose pools hold n records (prompts 8n, so
+ * one job may hold n; tslots 3n+10:
  * three per request, two spare, four for BEGIN's deletion-retry spare and
  * four of public headroom), with a window of n calls per deadline class
  * and 5000 ms deadlines; the clock starts at 0. */
 th_h *th_new(uint32_t n);
+/** th_new_prompts is th_new with a prompts pool of prompts records, so
+ * that one job may hold pbx_core_prompt_share(prompts) of them (th_new
+ * gives PBX_CORE_PROMPT_SHARE_DIVISOR * n records: n per job). */
+th_h *th_new_prompts(uint32_t n, uint32_t prompts);
 /** th_new_window is th_new with window calls outstanding per deadline
  * class (PBX1 call_window; th_new uses n), and a calls pool of three
  * windows. Every deadline is 5000 ms. */

@@ -202,8 +202,8 @@ PBX_TEST(core_index_stale_generation_after_slot_reuse)
     PBX_CHECK(gk.gen != gj.gen);
     /* J's old identities are stale, and J's correlation finds nothing:
      * the reused records are chained under K only. */
-    PBX_CHECK_EQ(th_cancel(h, rj), PBX_E_CORE_STALE);
-    PBX_CHECK_EQ(th_cancel_grant(h, gj), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(th_cancel(h, rj), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_cancel_grant(h, gj), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(
         th_cancel_corr(h, bj.ctx.job_id, bj.ctx.job_gen, bj.ctx.session),
         PBX_E_CORE_UNKNOWN);

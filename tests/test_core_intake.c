@@ -238,7 +238,7 @@ PBX_TEST(core_selector_exact_offsets)
     PBX_CHECK_EQ(th_selector(h, id, 50, big, 51), PBX_E_CORE_SELECTOR_OVERRUN);
     /* Only the owner may stream; a stale generation is refused. */
     pbx_ipc_id stale = {id.index, id.gen + 1U};
-    PBX_CHECK_EQ(th_selector(h, stale, 50, big + 50, 50), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(th_selector(h, stale, 50, big + 50, 50), PBX_E_CORE_UNKNOWN);
     /* The rest crosses a chunk boundary (60 bytes per chunk). */
     PBX_CHECK_EQ(th_selector(h, id, 50, big + 50, 50), 0U);
     PBX_CHECK_EQ(th_selector(h, id, 100, big, 1), PBX_E_CORE_SELECTOR_OVERRUN);

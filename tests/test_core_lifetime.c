@@ -41,7 +41,7 @@ PBX_TEST(core_consume_one_shot_revokes_removes_retires_in_order)
     pbx_ipc_id g2 = life_approve(h, &b, &req2);
     PBX_CHECK_EQ(g2.index, g.index);
     PBX_CHECK(g2.gen != g.gen);
-    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(req2.index, req.index);
     PBX_CHECK_EQ(th_cancel(h, req), PBX_E_CORE_UNKNOWN);
     TH_TRACE(h, "");
@@ -229,8 +229,8 @@ PBX_TEST(core_cancel_generation_zero_only_when_unambiguous)
     th_clear_trace(h);
     /* Another caller cannot use the correlation of this one. */
     h->badge = TH_BADGE + 1U;
-    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_NOT_OWNER);
-    PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_cancel(h, a), PBX_E_CORE_UNKNOWN);
     h->badge = TH_BROKER;
     /* Exactly one left: generation zero cancels it. */
     PBX_CHECK_EQ(th_cancel_corr(h, job, gen, ses), 0U);

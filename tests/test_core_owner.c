@@ -54,17 +54,17 @@ static void own_foreign_request(th_h *h, uint32_t badge, pbx_ipc_id id,
     uint32_t owner = h->badge;
     uint32_t held = pbx_core_held_caps(&h->core);
     h->badge = badge;
-    PBX_CHECK_EQ(th_selector(h, id, 0, sel, SEL_LEN), PBX_E_CORE_PARTITION);
-    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(th_selector(h, id, 0, sel, SEL_LEN), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_decision(h, id, &d, &xfer), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
-    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(
         th_cancel_corr(h, b->ctx.job_id, b->ctx.job_gen, b->ctx.session),
-        PBX_E_CORE_NOT_OWNER);
+        PBX_E_CORE_UNKNOWN);
     TH_TRACE(h, "");
     /* A foreign COMMIT's scope is deleted at once and owned by no
      * request (the reserved destination keeps its placeholder). */
-    PBX_CHECK_EQ(th_commit(h, id, dest, 90U), PBX_E_CORE_PARTITION);
+    PBX_CHECK_EQ(th_commit(h, id, dest, 90U), PBX_E_CORE_UNKNOWN);
     TH_TRACE(h, "del=90");
     h->badge = owner;
     PBX_CHECK_EQ(th_run(h), 0U);
@@ -80,8 +80,8 @@ static void own_foreign_grant(th_h *h, uint32_t badge, pbx_ipc_id g)
     uint32_t owner = h->badge;
     uint32_t held = pbx_core_held_caps(&h->core);
     h->badge = badge;
-    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
-    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
     h->badge = owner;
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
@@ -149,16 +149,16 @@ PBX_TEST(core_consume_and_cancel_only_by_the_broker)
     pbx_ipc_id g = own_approve(h, &b, false, &req);
     /* Other callers that guessed the grant id change nothing. */
     h->badge = OTHER;
-    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
-    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(th_cancel_grant(h, g), PBX_E_CORE_UNKNOWN);
     h->badge = TH_BADGE;
-    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_consume(h, g), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
     /* A stale generation is refused before ownership is even asked. */
     pbx_ipc_id stale = {g.index, g.gen + 1U};
-    PBX_CHECK_EQ(th_consume(h, stale), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(th_consume(h, stale), PBX_E_CORE_UNKNOWN);
     /* launchd's broker, which began it, consumes it. */
     h->badge = TH_BROKER;
     PBX_CHECK_EQ(th_consume(h, g), 0U);
@@ -168,7 +168,7 @@ PBX_TEST(core_consume_and_cancel_only_by_the_broker)
     /* An in-flight request: others are refused, the broker cancels it. */
     pbx_ipc_id id = own_parked(h, &b);
     h->badge = OTHER;
-    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_NOT_OWNER);
+    PBX_CHECK_EQ(th_cancel(h, id), PBX_E_CORE_UNKNOWN);
     PBX_CHECK_EQ(th_run(h), 0U);
     TH_TRACE(h, "");
     h->badge = TH_BROKER;
@@ -192,7 +192,7 @@ PBX_TEST(core_cancel_grant_form_after_request_retired)
      * still name the grant. */
     PBX_CHECK_EQ(th_cancel(h, req), PBX_E_CORE_UNKNOWN);
     pbx_ipc_id stale = {g.index, g.gen + 1U};
-    PBX_CHECK_EQ(th_cancel_grant(h, stale), PBX_E_CORE_STALE);
+    PBX_CHECK_EQ(th_cancel_grant(h, stale), PBX_E_CORE_UNKNOWN);
     pbx_ipc_id wild = {1000U, g.gen};
     PBX_CHECK_EQ(th_cancel_grant(h, wild), PBX_E_CORE_UNKNOWN);
     TH_TRACE(h, "");

@@ -63,10 +63,11 @@ PBX_TEST(core_usage_follows_a_grant_and_returns_to_zero)
     PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
     /* Open: one request with every record it takes at BEGIN, its
      * selector, and its three transient-slot records (the committed
-     * scope's and the two it keeps for the object and the handle). */
+     * scope's and the two it keeps for the object and the handle); no
+     * prompt record: a routine request never takes one. */
     PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_REQUESTS), 1U);
     PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_GRANTS), 1U);
-    PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_PROMPTS), 1U);
+    PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_PROMPTS), 0U);
     PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_POLICIES), 1U);
     PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_DECISIONS), 1U);
     PBX_CHECK_EQ(usage_used(h, PBX_BOOTSTRAP_POOL_RESOLUTIONS), 1U);

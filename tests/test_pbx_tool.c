@@ -230,6 +230,8 @@ PBX_TEST(pbx_tool_make_check_show_default)
     }
     PBX_CHECK(strstr(r.out, "matches") != NULL);
     PBX_CHECK(strstr(r.out, "call window      16 per route") != NULL);
+    PBX_CHECK(strstr(r.out, "prompt share     4 prompt records per job") !=
+              NULL);
     PBX_CHECK(strstr(r.out, "deadline prompt  300000 ms") != NULL);
     for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
         PBX_CHECK(strstr(r.out, pbx_bootstrap_time_name(

@@ -205,14 +205,14 @@ and its job connection.
                  is launched at once (its launcher evicts one more) and
                  its request, refused PBX_E_CORE_BUSY (retryable, retried
                  by the job) only while the half-begun requests hold every
-                 prompt record, completes within the idle timeout of the
+                 request record, completes within the idle timeout of the
                  flood's start; a public connection is answered within
                  1.5 s more. With all 32 control connections held by
                  launchers of live jobs, one more is refused ("control
                  connection refused: limit 32", end of file), none evicted;
                  every half-begun request ended CANCELLED no sooner than
                  the OPEN deadline with its reservation returned (the
-                 honest BEGIN got a prompt record while their decisions
+                 honest BEGIN got a request record while their decisions
                  were still uncollected); descriptors back to baseline
   quota          one program (raw frames on its job connection) holds 8
                  open requests, launchd's per-connection bound: its next
@@ -606,6 +606,22 @@ and its job connection.
                  up's own ready event (--ready-fd on a fresh FIFO), never
                  the stale file nor a time limit of its own: the story
                  ends "make run: done" with the file's bytes, exit 0
+  vfsd-restart-pending-prompt (standalone, a tmux pane) kill -9 of vfsd
+                 while an exceptional request's prompt shows (issue 20,
+                 item 5): the prompt is withdrawn, the decision is
+                 `outcome=denied reason=provider-lost`, a y typed
+                 afterwards approves nothing, the program is told it was
+                 denied, pbx grants lists nothing and the new vfsd is
+                 never asked to DETACH the dead object; then a lifecycle
+                 and a held grant succeed
+  prompt-fairness (own stack: pbx up's default geometry, launchd
+                 --max-jobs 80; a tmux pane) 64 jobs each hold an
+                 unanswered exceptional request, then 2 jobs hold 8 each
+                 (raw frames, run.py --fair-program): a third program's
+                 100 routine lifecycles (pbx-client --repeat 100) are all
+                 approved with no BUSY retry while all 80 exceptional
+                 requests stay undecided (issue 20, item 4); prints the
+                 lifecycle latency, asserts none
 
 The scenarios marked "own powerboxd" or "own stack" run on a stack of
 their own, started with their own `pbx geometry make` arguments and
@@ -3126,7 +3142,7 @@ def idle_flood(st):
     limit, public_limit = st.launchd_opt("--max-conns", 96), 32
     launchd = st.procs[3].pid
     base = (settled_fds(st.pid), settled_fds(launchd))
-    # 16 half-begun requests of two programs fill powerboxd's 16 prompt
+    # 16 half-begun requests of two programs fill powerboxd's 16 request
     # records: a third program's BEGIN is refused BUSY.
     t_begun = time.monotonic()
     p1, ids1 = half_begun(st, "80:1", "bin/half1", 8)
@@ -3145,7 +3161,7 @@ def idle_flood(st):
         mark = len(p2.lines)
     p2.write(f"decision {ids2[0]}\n")
     print(f"run: 16 half-begun requests (8 BEGIN alone, 8 with one "
-          f"selector chunk of two) hold every prompt record: another "
+          f"selector chunk of two) hold every request record: another "
           f"program's BEGIN refused PBX_E_CORE_BUSY")
     # The flood: twice launchd's control connection limit, twice
     # powerboxd's public one (a quarter of those send a BEGIN, answered
@@ -3183,7 +3199,7 @@ def idle_flood(st):
     # launcher's control connection evicts an idle one) and is served
     # within the idle timeout of the flood's start: its BEGIN is refused
     # PBX_E_CORE_BUSY (retryable) only while the half-begun requests hold
-    # every prompt record, and retried by the job. A public connection
+    # every request record, and retried by the job. A public connection
     # asking something is answered once powerboxd closed the idle ones.
     job = Shell(st, "83:1", "bin/honest")
     errf = os.path.join(st.work, "logs", "honest.err")
@@ -3237,7 +3253,7 @@ def idle_flood(st):
     control_refused(st, limit, 2)
     # Every half-begun request ended CANCELLED at its OPEN deadline; its
     # reservation had returned before its decision was collected (the
-    # honest BEGIN above got a prompt record).
+    # honest BEGIN above got a request record).
     i = p2.wait_line(lambda l: l.startswith("decision="), "decision=", 5.0,
                      mark)
     p2.wait_line(lambda l: l == "done", "done", 5.0, i)
@@ -5345,6 +5361,202 @@ def restart_ttyd(bin_dir, work):
         pane.stop()
 
 
+def vfsd_restart_pending_prompt(bin_dir, work):
+    """Issue 20, item 5: kill -9 of vfsd while an exceptional request's
+    prompt shows on a tmux pane. The request's object died with that vfsd,
+    so powerboxd ends the request DENIED provider-lost at once and
+    withdraws its prompt; the user's "y" afterwards approves nothing; the
+    program is told it was refused; `pbx grants` lists nothing; the new
+    vfsd is never asked to DETACH the dead object. A fresh request then
+    succeeds (tests/test_core_provider.c shows every stage in the core)."""
+    os.makedirs(work, exist_ok=True)
+    pane = Pane(work)
+    u = None
+    hs = []
+    what = "vfsd-restart-pending-prompt"
+    try:
+        u = Up(bin_dir, work, ["--tty", pane.tty])
+        asking = Holder(u, exceptional=True)
+        hs.append(asking)
+        wait_for(lambda: "Approve?" in pane.text(),
+                 f"{what}: the prompt never showed", 10.0)
+        asking.launched(what)
+        screen = pane.text()
+        request = screen.split("request : ", 1)[1].splitlines()[0].strip()
+        shown = screen.split("object  : ", 1)[1].splitlines()[0].strip()
+        old = u.stack()["vfsd"]
+        if len(objects_of(u.text(), old)) != 1:
+            fail(f"{what}: vfsd holds {objects_of(u.text(), old)}, not the "
+                 f"one object the prompt shows ({shown})")
+        since = len(u.text())
+        os.kill(old, signal.SIGKILL)
+        new = restarted(u, "vfsd", old, ["vfsd"], since)
+        wait_for(lambda: f"[prompt for request {request} withdrawn]" in
+                 pane.text(), f"{what}: the prompt of request {request} was "
+                 f"not withdrawn after vfsd's death", 10.0)
+        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        said = asking.line(0, what, 20.0)
+        if not said.startswith("outcome=failed"):
+            fail(f"{what}: the program was told {said!r} after vfsd's death")
+        wait_for(lambda: [e for e in log_events(u.text()[since:], "decision")
+                          if e.get("job") == asking.job],
+                 f"{what}: no decision line for job {asking.job}", 10.0)
+        decided = [e for e in log_events(u.text()[since:], "decision")
+                   if e.get("job") == asking.job]
+        if [(e.get("outcome"), e.get("reason")) for e in decided] != \
+                [("denied", "provider-lost")]:
+            fail(f"{what}: decisions of job {asking.job}: {decided}, want "
+                 f"one denied provider-lost")
+        if grants_listed(u) != []:
+            fail(f"{what}: pbx grants lists {grants_listed(u)} after the "
+                 f"denial")
+        if re.search(rf" vfsd\[{new}\]: vfsd: DETACH ", u.text()[since:]):
+            fail(f"{what}: the new vfsd was asked to DETACH a dead object")
+        asking.end()
+        print(f"run: kill -9 of vfsd[{old}] while request {request}'s prompt "
+              f"showed (object {shown}): the prompt was withdrawn, y "
+              f"approved nothing, the program was told {said!r}, decision "
+              f"denied provider-lost, pbx grants lists none; vfsd[{new}] "
+              f"took over")
+        honest(u, f"{what}: after vfsd's restart")
+        u.stop()
+    finally:
+        for h in hs:
+            h.kill()
+        if u is not None:
+            u.close()
+        pane.stop()
+
+
+OP_COMMIT = 0x0003
+
+
+def fair_program():
+    """run.py --fair-program: a raw program (like job_program) that holds
+    many exceptional requests at once on its one job connection. Command
+    `exceptional N SCOPE`: N runtime-reply exceptional one-shot reads of
+    docs/readme.txt, each BEGIN, its whole SELECTOR and a COMMIT carrying
+    a fresh scope from vfsd's scope socket SCOPE, printing committed=I.G
+    (or refused=0xSTATUS) each; `decision I.G` as job_program; then done."""
+    conn = socket.socket(fileno=int(os.environ["PBX_LAUNCHD_FD"]))
+    conn.settimeout(60)
+    jid, jgen = (int(x) for x in os.environ["PBX_JOB"].split(":"))
+    entry = os.environ["PBX_ENTRY"].encode()
+    seq = [0]
+
+    def call(op, body=b"", req=(0, 0), fd=None):
+        seq[0] += 1
+        msg = frame(op, body, 0 if fd is None else 1, req, seq[0])
+        if fd is None:
+            conn.send(msg)
+        else:
+            socket.send_fds(conn, [msg], [fd])
+        reply, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+        for f in fds:
+            os.close(f)
+        _, _, rop, status, _, idx, gen, _, rseq, _ = \
+            struct.unpack("<IHHHHIIIII", reply[:32])
+        if rop != op | REPLY_BIT or rseq != seq[0]:
+            raise SystemExit(f"fair program: reply op {rop:#x} seq {rseq}")
+        return status, (idx, gen), reply[32:]
+    sel = b"docs/readme.txt"
+    for line in sys.stdin:
+        w = line.split()
+        if w and w[0] == "exceptional":
+            for _ in range(int(w[1])):
+                body = bytearray(begin_body((jid, jgen), entry, sel))
+                body[50] = 2  # urgency EXCEPTIONAL
+                st, rid, rep = call(OP_BEGIN, bytes(body))
+                if st == 0:
+                    st, _, _ = call(OP_SELECTOR, struct.pack(
+                        "<II", 0, len(sel)) + sel, rid)
+                if st == 0:
+                    sc = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    sc.settimeout(10)
+                    sc.connect(w[2])
+                    _, sfds, _, _ = socket.recv_fds(sc, 64, 1)
+                    sc.close()
+                    st, _, _ = call(OP_COMMIT, struct.pack(
+                        "<II", struct.unpack("<I", rep[:4])[0], 0), rid,
+                        sfds[0])
+                    os.close(sfds[0])
+                print(f"committed={rid[0]}.{rid[1]}" if st == 0 else
+                      f"refused={st:#06x}")
+        elif w and w[0] == "decision":
+            st, rid, body = call(OP_DECISION, b"", tuple(
+                int(x) for x in w[1].split(".")))
+            said = OUTCOMES.get(body[0], "?") if st == 0 and body else \
+                f"{st:#06x}"
+            print(f"decision={rid[0]}.{rid[1]} {said}")
+        print("done", flush=True)
+    return 0
+
+
+class FairProgram(Program):
+    """A launched job running fair_program."""
+
+    def __init__(self, st, job, entry):  # pylint: disable=super-init-not-called
+        Launched.__init__(self, st, st.launch_argv(
+            [sys.executable, os.path.abspath(__file__), "--fair-program"],
+            job, entry))
+
+
+def prompt_fairness(st):
+    """Issue 20, item 4 (own stack: pbx up's default geometry, launchd
+    --max-jobs 80 for 67 jobs): 64 jobs each hold an unanswered exceptional
+    request, then 2 jobs hold 8 each (80 in flight: the prompt records, 32
+    by default, are taken only when a prompt is due and at most 4 per job;
+    the rest wait for one); a third program's 100 routine lifecycles are
+    all approved, none refused BUSY, while every exceptional request is
+    still pending. The latency figures are printed, not asserted."""
+    clear_pane(st)
+    askers = []
+    for k in range(64):
+        askers.append(Client(
+            st, "--job", f"{300 + k}:1", "--entry", f"bin/asker{k}",
+            "--mode", "runtime-reply", "--urgency", "exceptional",
+            "--lifetime", "one-shot", "--wait-ms", "300000"))
+    # Generous bounds: 128 processes start at once on a loaded machine.
+    reqs = [a.wait_key("request", 60.0) for a in askers]
+    wait_for(lambda: "Approve?" in pane_text(st),
+             "prompt-fairness: no prompt shows", 30.0)
+    many = [FairProgram(st, f"{400 + k}:1", f"bin/many{k}")
+            for k in range(2)]
+    held = []
+    for m in many:  # each job's 8 requests, committed one after another
+        out = m.cmd(f"exceptional 8 {st.scope}", 60.0)
+        if len(out) != 8 or not all(l.startswith("committed=") for l in out):
+            fail(f"prompt-fairness: a job's 8 exceptional requests: {out}")
+        held += [(m, l.split("=", 1)[1]) for l in out]
+    print(f"run: {len(reqs)} jobs hold one exceptional request each and 2 "
+          f"jobs 8 each: {len(reqs) + len(held)} in flight, unanswered")
+    routine = Launched(st, st.launch_argv(st.client_argv(
+        "--mode", "runtime-reply", "--then", "consume", "--repeat", "100"),
+        "500:1", "bin/routine"))
+    rc, kv = routine.finish(120)
+    if rc != 0 or kv.get("repeat") != "100" or \
+            kv.get("mismatches") != "0" or kv.get("busy_retries") != "0":
+        fail(f"prompt-fairness: the routine program: rc {rc} {kv}")
+    approved = request_lines(st, "500.1", "bin/routine", "approved")
+    if approved != 100:
+        fail(f"prompt-fairness: launchd logged {approved} approvals of the "
+             f"routine program, not 100")
+    for a in askers:
+        if not a.running() or "outcome" in a.kv():
+            fail(f"prompt-fairness: an exceptional request ended: {a.kv()}")
+    # No exceptional request was decided (powerboxd logs every decision).
+    decided = [l for l in st.peer_log("powerboxd").splitlines()
+               if l.startswith("event=decision ") and " job=500:1 " not in l]
+    if decided or any(not m.running() for m in many):
+        fail(f"prompt-fairness: exceptional requests were decided: "
+             f"{decided}")
+    print(f"run: the routine program's 100 lifecycles were all approved "
+          f"(none refused BUSY) while all {len(reqs) + len(held)} "
+          f"exceptional requests stayed pending; latency median "
+          f"{int(kv.get('median_ns', '0')) / 1e6:.2f} ms, p99 "
+          f"{int(kv.get('p99_ns', '0')) / 1e6:.2f} ms")
+
+
 def held_request(u):
     """A request begun and committed whose decision its client asks only
     when a line comes (pbx-client --then hold, job 15:1): in flight."""
@@ -7043,7 +7255,7 @@ SCENARIOS = {
     # refused BUSY until the half-begun requests end, must then complete
     # within the idle timeout of the flood.
     "idle-flood": (idle_flood, False,
-                   ["--prompts", "16", "--deadline-open-ms", "2000",
+                   ["--requests", "16", "--deadline-open-ms", "2000",
                     "--deadline-idle-ms", "3000"],
                    # The flood comes from this one process: launchd's
                    # per-process bound (query-admission) is lifted here.
@@ -7069,6 +7281,14 @@ SCENARIOS = {
     "restart-launchd": (restart_launchd, False, STANDALONE, None),
     "restart-powerboxd": (restart_powerboxd, False, STANDALONE, None),
     "ids-across-restarts": (ids_across_restarts, False, STANDALONE, None),
+    "vfsd-restart-pending-prompt": (vfsd_restart_pending_prompt, False,
+                                    STANDALONE, None),
+    # pbx up's default geometry (the stack's --transient-slots 64 put
+    # back to tools/pbx/pbx_geometry.c's 448), and room in launchd for the
+    # 67 jobs (its default is 64).
+    "prompt-fairness": (prompt_fairness, True,
+                        ["--transient-slots", "448"],
+                        ["--max-jobs", "80"]),
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
@@ -7124,6 +7344,8 @@ def on_term(signum, _frame):
 def main():
     if sys.argv[1:2] == ["--program"]:
         return job_program()
+    if sys.argv[1:2] == ["--fair-program"]:
+        return fair_program()
     bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["lifecycle"]
     if names == ["all"]:

@@ -1317,7 +1317,7 @@ static bool e2e_decision_refused(int conn, pbx_ipc_id id)
                                 &n) == PBX_OK &&
            e2e_send(conn, out, n, NULL, 0) &&
            e2e_frame(conn, in, sizeof(in), &f, NULL, &nfds) &&
-           f.status == (uint16_t)PBX_E_CORE_PARTITION && nfds == 0;
+           f.status == (uint16_t)PBX_E_CORE_UNKNOWN && nfds == 0;
 }
 
 PBX_TEST(e2e_port_badge_keeps_requests_to_their_connection)

@@ -144,14 +144,15 @@ PBX_TEST(rt_usage_reports_live_counts_that_return_to_baseline)
                  ru.geo.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS]);
     PBX_CHECK_EQ(before.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES],
                  ru.core.chunk_count);
-    /* A begun request holds a grant record, its other records, and a
-     * reserved destination: one placeholder descriptor more. */
+    /* A begun request holds a grant record, its other records (no prompt
+     * record: one is taken only when a prompt is due), and a reserved
+     * destination: one placeholder descriptor more. */
     pbx_ipc_id id = ru_begin();
     ru_query(0x1002U, &during);
     PBX_CHECK_EQ(during.status, 0U);
     PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_REQUESTS], 1U);
     PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_GRANTS], 1U);
-    PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_PROMPTS], 1U);
+    PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_PROMPTS], 0U);
     PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_DECISIONS], 1U);
     PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS], 3U);
     PBX_CHECK_EQ(during.used[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES], 1U);

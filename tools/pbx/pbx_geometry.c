@@ -20,22 +20,31 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The default geometry `make` starts from: small, valid and page-sized. */
+/* The default geometry `make` (and `pbx up`) starts from: small, valid and
+ * page-sized, and sized so that 64 programs can each hold an exceptional
+ * request and two more hold 8 each (80 requests in flight, each holding a
+ * request, grant, policy, decision, resolution and notification record,
+ * three transient slots and a selector chunk) while other programs' routine
+ * requests still find every record they need (issue 20, item 4; run.py
+ * prompt-fairness). Prompt records are taken only when a prompt is due;
+ * 32 of them give each job a share of 4 (pbx_core_prompt_share). */
 static const uint32_t pbx_geom_default_capacity[PBX_BOOTSTRAP_POOL_COUNT] = {
-    [PBX_BOOTSTRAP_POOL_REQUESTS] = 64U,
-    [PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 16384U,
-    [PBX_BOOTSTRAP_POOL_GRANTS] = 64U,
-    [PBX_BOOTSTRAP_POOL_PROMPTS] = 16U,
-    [PBX_BOOTSTRAP_POOL_POLICIES] = 32U,
-    [PBX_BOOTSTRAP_POOL_DECISIONS] = 64U,
-    [PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 256U,
-    [PBX_BOOTSTRAP_POOL_RESOLUTIONS] = 64U,
-    [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] = 64U,
+    [PBX_BOOTSTRAP_POOL_REQUESTS] = 128U,
+    [PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 32768U,
+    [PBX_BOOTSTRAP_POOL_GRANTS] = 128U,
+    [PBX_BOOTSTRAP_POOL_PROMPTS] = 32U,
+    [PBX_BOOTSTRAP_POOL_POLICIES] = 128U,
+    [PBX_BOOTSTRAP_POOL_DECISIONS] = 128U,
+    [PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 448U,
+    [PBX_BOOTSTRAP_POOL_RESOLUTIONS] = 128U,
+    [PBX_BOOTSTRAP_POOL_NOTIFICATIONS] = 128U,
     [PBX_BOOTSTRAP_POOL_CALLS] = 48U,
 };
 
 /* The default call window: 16 outstanding calls on each of the three call
- * routes, which the default calls pool (48) holds exactly. */
+ * routes, which the default calls pool (48) holds exactly; outstanding
+ * PROMPTs (their own deadline class) take at most 16 of them, so 32 stay
+ * for everyone else's calls. */
 #define PBX_GEOM_DEFAULT_CALL_WINDOW 16U
 
 /* The default deadlines in ms: 5 s for a peer call, 2 s for a resolution
@@ -508,6 +517,10 @@ static int pbx_geom_show(const char *path)
     printf("call window      %u per route, %u routes, %u calls pooled\n",
            g.call_window, PBX_BOOTSTRAP_CALL_ROUTES,
            g.capacity[PBX_BOOTSTRAP_POOL_CALLS]);
+    printf("prompt share     %u prompt records per job (prompts / %u, at "
+           "least 1)\n",
+           pbx_core_prompt_share(g.capacity[PBX_BOOTSTRAP_POOL_PROMPTS]),
+           PBX_CORE_PROMPT_SHARE_DIVISOR);
     for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; i++) {
         printf("deadline %-7s %u ms\n",
                pbx_bootstrap_time_name((pbx_bootstrap_time)i), g.time_ms[i]);
