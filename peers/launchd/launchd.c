@@ -61,7 +61,7 @@
  *       eviction), --idle-ms (10000) without an accepted LAUNCH or EXPIRE
  *       before such a control connection is dropped, --max-open open
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
- *       beyond), --max-jobs live jobs (64), --first-job the first job id
+ *       beyond), --max-jobs live jobs (128), --first-job the first job id
  *       allocated (11).
  *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
@@ -353,7 +353,10 @@ static void launchd_defaults(launchd_srv *srv)
     srv->max_per_pid = 16;
     srv->idle_ms = 10000;
     srv->max_open = 8;
-    srv->max_jobs = 64;
+    /* As many jobs as pbx geometry's default requests pool (128), so
+     * that 64 programs may each hold an exceptional request beside others
+     * (issue 20, prompt-fairness). */
+    srv->max_jobs = 128;
     srv->call_ms = 10000;
     srv->next_job = 11;
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {

@@ -614,8 +614,8 @@ and its job connection.
                  denied, pbx grants lists nothing and the new vfsd is
                  never asked to DETACH the dead object; then a lifecycle
                  and a held grant succeed
-  prompt-fairness (own stack: pbx up's default geometry, launchd
-                 --max-jobs 80; a tmux pane) 64 jobs each hold an
+  prompt-fairness (own stack: pbx up's default geometry and launchd's
+                 default --max-jobs; a tmux pane) 64 jobs each hold an
                  unanswered exceptional request, then 2 jobs hold 8 each
                  (raw frames, run.py --fair-program): a third program's
                  100 routine lifecycles (pbx-client --repeat 100) are all
@@ -7284,11 +7284,10 @@ SCENARIOS = {
     "vfsd-restart-pending-prompt": (vfsd_restart_pending_prompt, False,
                                     STANDALONE, None),
     # pbx up's default geometry (the stack's --transient-slots 64 put
-    # back to tools/pbx/pbx_geometry.c's 448), and room in launchd for the
-    # 67 jobs (its default is 64).
+    # back to tools/pbx/pbx_geometry.c's 448) and launchd's default
+    # --max-jobs (128, room for the 67 jobs).
     "prompt-fairness": (prompt_fairness, True,
-                        ["--transient-slots", "448"],
-                        ["--max-jobs", "80"]),
+                        ["--transient-slots", "448"], []),
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),
