@@ -68,6 +68,8 @@ static size_t vfs_obj_fixed(uint16_t op, bool *known)
         return PBX_PEER_VFS_LIST_BODY_BYTES;
     case PBX_PEER_OP_OBJ_WRITE:
         return PBX_PEER_VFS_WRITE_FIXED_BYTES;
+    case PBX_PEER_OP_OBJ_OPEN:
+        return PBX_PEER_VFS_OPEN_BODY_BYTES;
     default:
         *known = false;
         return 0U;
@@ -92,10 +94,13 @@ static uint32_t vfs_obj_shape(const uint8_t *buf, size_t len, bool extra,
     const uint8_t *b = buf + PBX_IPC_HEADER_BYTES;
     bool zero_tail =
         call->op != PBX_PEER_OP_OBJ_READ && call->op != PBX_PEER_OP_OBJ_WRITE;
+    bool open = call->op == PBX_PEER_OP_OBJ_OPEN;
     if (pbx_le_get32(buf + PBX_IPC_RESERVED_OFFSET) != 0U ||
-        (!zero_tail && pbx_le_get32(b + 12) != 0U)) {
+        (!zero_tail && pbx_le_get32(b + 12) != 0U) ||
+        (open && pbx_le_get32(b + 4) != 0U)) {
         return (uint32_t)PBX_E_IPC_RESERVED;
     }
+    call->mode = open ? pbx_le_get32(b) : 0U;
     if (pbx_le_get16(buf + VFS_H_STATUS) != 0U) {
         return (uint32_t)PBX_E_IPC_STATUS;
     }
@@ -147,6 +152,28 @@ static uint32_t vfs_obj_grant_rule(uint16_t op, pbx_peer_vfs_grant g)
     }
 }
 
+/* The grant rule for an OPEN of mode on an object granted g: the mode
+ * must be one the grant covers, on a regular file. */
+static uint32_t vfs_obj_open_rule(uint32_t mode, pbx_peer_vfs_grant g)
+{
+    bool read = g.operation == PBX_IPC_OPERATION_READ;
+    bool write = g.operation == PBX_IPC_OPERATION_WRITE;
+    if (mode < PBX_PEER_VFS_MODE_READ || mode > PBX_PEER_VFS_MODE_RDWR) {
+        return (uint32_t)PBX_E_OBJ_ARG;
+    }
+    if (g.object_class != PBX_IPC_CLASS_FILE) {
+        return g.object_class == PBX_IPC_CLASS_DIRECTORY
+                   ? (uint32_t)PBX_E_OBJ_IS_DIR
+                   : (uint32_t)PBX_E_OBJ_KIND;
+    }
+    if ((mode == PBX_PEER_VFS_MODE_READ && read) ||
+        (mode == PBX_PEER_VFS_MODE_WRITE && write)) {
+        return 0U;
+    }
+    return read ? (uint32_t)PBX_E_OBJ_READ_ONLY
+                : (uint32_t)PBX_E_OBJ_NOT_GRANTED;
+}
+
 /* The length rule of a call that passed the grant rule. */
 static uint32_t vfs_obj_length_rule(const pbx_peer_vfs_call *call)
 {
@@ -189,7 +216,9 @@ bool pbx_peer_vfs_obj_call_judge(const uint8_t *buf, size_t len, bool extra,
         call->status = vfs_obj_shape(buf, len, extra, call);
     }
     if (call->status == 0U) {
-        call->status = vfs_obj_grant_rule(op, *g);
+        call->status = op == PBX_PEER_OP_OBJ_OPEN
+                           ? vfs_obj_open_rule(call->mode, *g)
+                           : vfs_obj_grant_rule(op, *g);
     }
     if (call->status == 0U) {
         call->status = vfs_obj_length_rule(call);
@@ -526,5 +555,71 @@ pbx_err pbx_peer_vfs_obj_write_reply_decode(const uint8_t *buf, size_t len,
     }
     *put = s == 0U ? (size_t)pbx_le_get32(b) : 0U;
     *status = s;
+    return PBX_OK;
+}
+
+pbx_err pbx_peer_vfs_obj_open_encode(uint32_t seq, uint32_t mode, uint8_t *buf,
+                                     size_t cap, size_t *out_len)
+{
+    if (!vfs_obj_call_head(PBX_PEER_OP_OBJ_OPEN, seq,
+                           PBX_PEER_VFS_OPEN_BODY_BYTES, buf, cap)) {
+        return PBX_E_IPC_NO_SPACE;
+    }
+    pbx_le_put32(buf + PBX_IPC_HEADER_BYTES, mode);
+    pbx_le_put32(buf + PBX_IPC_HEADER_BYTES + 4U, 0U);
+    *out_len = PBX_IPC_HEADER_BYTES + PBX_PEER_VFS_OPEN_BODY_BYTES;
+    return PBX_OK;
+}
+
+pbx_err pbx_peer_vfs_obj_open_reply_encode(const pbx_peer_vfs_call *call,
+                                           uint8_t *buf, size_t cap,
+                                           size_t *out_len)
+{
+    if (call->status != 0U || call->op != PBX_PEER_OP_OBJ_OPEN) {
+        return PBX_E_IPC_STATUS;
+    }
+    if (cap < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_NO_SPACE;
+    }
+    vfs_obj_header(buf, (uint16_t)(PBX_PEER_OP_OBJ_OPEN | PBX_IPC_REPLY_BIT),
+                   0U, call->request, 0U, call->seq);
+    pbx_le_put16(buf + VFS_H_CAPS, 1U);
+    *out_len = PBX_IPC_HEADER_BYTES;
+    return PBX_OK;
+}
+
+pbx_err pbx_peer_vfs_obj_open_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
+                                           uint32_t *status)
+{
+    if (len < PBX_IPC_HEADER_BYTES) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (pbx_le_get32(buf + VFS_H_MAGIC) != PBX_IPC_MAGIC) {
+        return PBX_E_IPC_MAGIC;
+    }
+    if (pbx_le_get16(buf + VFS_H_VERSION) != PBX_IPC_VERSION) {
+        return PBX_E_IPC_VERSION;
+    }
+    if (pbx_le_get16(buf + VFS_H_OP) !=
+        (uint16_t)(PBX_PEER_OP_OBJ_OPEN | PBX_IPC_REPLY_BIT)) {
+        return PBX_E_IPC_OP_MISMATCH;
+    }
+    if (pbx_le_get32(buf + PBX_IPC_SEQ_OFFSET) != seq) {
+        return PBX_E_PEER_MISMATCH;
+    }
+    uint16_t st = pbx_le_get16(buf + VFS_H_STATUS);
+    size_t want = st == 0U ? 1U : 0U;
+    if (pbx_le_get16(buf + VFS_H_CAPS) != want || nfds != want) {
+        return PBX_E_IPC_CAP_COUNT;
+    }
+    if (pbx_le_get32(buf + PBX_IPC_RESERVED_OFFSET) != 0U) {
+        return PBX_E_IPC_RESERVED;
+    }
+    if (len != PBX_IPC_HEADER_BYTES ||
+        pbx_le_get32(buf + VFS_H_BODY_LEN) != 0U) {
+        return PBX_E_IPC_BODY_LEN;
+    }
+    *status = st;
     return PBX_OK;
 }
