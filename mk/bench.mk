@@ -35,6 +35,16 @@ $(BENCH_BIN): $(BENCH_OBJS) $(LIBPBX)
 BENCH_HOST_BINS := $(addprefix $(BUILD)/bin/,powerboxd pbx pbx-vfsd \
                    pbx-ttyd pbx-procd pbx-launchd pbx-client)
 
+# pbx-bench-fd (docs/BENCH.md, "Revocable descriptor"): a read through
+# vfsd's OPEN descriptor beside a plain read of the same file. It links
+# the app library (named by path: mk/peers.mk is read after this file).
+BENCH_FD_BIN := $(BUILD)/bin/pbx-bench-fd
+$(BENCH_FD_BIN): bench/fd/bench_fd.c $(BUILD)/lib/libpbx-app.a $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) $(LDFLAGS) bench/fd/bench_fd.c \
+	    $(BUILD)/lib/libpbx-app.a $(LIBPBX) -o $@
+BENCH_HOST_BINS += $(BENCH_FD_BIN)
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
 bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
