@@ -166,10 +166,11 @@ static void vfsd_attach_input(void)
 
 /* The poll set of one round: listeners, connections, the provider ends
  * of live objects (rows[k] and gens[k] name the object polled), then the
- * attach channel (-1, skipped by poll, when there is none). */
+ * attach channel and the FUSE server's channel (each -1, skipped by poll,
+ * when there is none). */
 typedef struct vfsd_pollset {
     struct pollfd
-        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 1U];
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 2U];
     size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
     uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl;
@@ -202,6 +203,8 @@ static void vfsd_pollset_fill(vfsd_pollset *ps)
         }
     }
     ps->p[ps->nl + ps->nc + ps->no] = (struct pollfd){g_vfsd.attach, POLLIN, 0};
+    ps->p[ps->nl + ps->nc + ps->no + 1U] =
+        (struct pollfd){g_vfsd.fuse.chan, POLLIN, 0};
 }
 
 /* Handles what the round saw on the objects. A RETIRE served before may
@@ -234,7 +237,7 @@ static int vfsd_round(void)
 {
     static vfsd_pollset ps;
     vfsd_pollset_fill(&ps);
-    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 1U), -1) < 0) {
+    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 2U), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t i = 0; i < ps.nl; i++) {
@@ -253,6 +256,9 @@ static int vfsd_round(void)
     /* Last: an 'L' changes the listeners this round's indexes name. */
     if (ps.p[ps.nl + ps.nc + ps.no].revents != 0) {
         vfsd_attach_input();
+    }
+    if (ps.p[ps.nl + ps.nc + ps.no + 1U].revents != 0) {
+        vfsd_fuse_input();
     }
     return 0;
 }

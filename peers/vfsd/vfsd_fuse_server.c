@@ -164,8 +164,11 @@ static void fs_drain(void)
             e->named = false;
             fs_maybe_free(e);
         } else if (m.kind == 'R' && e != NULL) {
+            /* Freed at once, still open or not: a node number is never
+             * reused, and every request on an unknown node is EIO. */
             fs_revoke(e);
-            fs_maybe_free(e);
+            memset(e, 0, sizeof(*e));
+            e->fd = -1;
         }
         if (fd >= 0) {
             (void)close(fd);
@@ -334,6 +337,15 @@ static void fs_release(fuse_req_t req, fuse_ino_t node,
         e->opened = false;
         e->named = false;
         fs_maybe_free(e);
+        /* vfsd frees its row: the bound counts open descriptors. A full
+         * channel loses this, and the row waits for the revocation. */
+        if (g_fs.chan >= 0) {
+            vfsd_fuse_msg m;
+            memset(&m, 0, sizeof(m));
+            m.kind = 'C';
+            m.node = (uint64_t)node;
+            (void)vfsd_fuse_send_msg_flags(g_fs.chan, &m, -1, MSG_DONTWAIT);
+        }
     }
     (void)fuse_reply_err(req, 0);
 }
