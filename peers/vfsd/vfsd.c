@@ -10,7 +10,8 @@
  * a scope is refused. RESOLVE mints a fresh object connection: vfsd keeps
  * its provider end and serves on it what the object was granted for
  * (STAT always; READ, LIST or WRITE by the grant, the file opened for that
- * alone); every other call there is refused with a distinct status. The
+ * alone; OPEN hands out a revocable descriptor on vfsd's FUSE mount,
+ * vfsd_fuse.c); every other call there is refused with a distinct status. The
  * route (from powerboxd) takes DETACH and RETIRE; RETIRE answers the
  * calls already queued on the object with an error status, then cuts the
  * object's connection so that every copy reads its end. When a route

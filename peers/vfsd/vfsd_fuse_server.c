@@ -312,7 +312,12 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t node, struct stat *attr,
         (void)fuse_reply_err(req, EIO);
         return;
     }
-    if ((to_set & ~FUSE_SET_ATTR_SIZE) != 0 || e->mode != 2U) {
+    /* A truncation may come with the times the kernel sets on it; every
+     * other change (mode, owner, times alone) is refused. */
+    const int times =
+        FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+    if ((to_set & FUSE_SET_ATTR_SIZE) == 0 ||
+        (to_set & ~(FUSE_SET_ATTR_SIZE | times)) != 0 || e->mode != 2U) {
         (void)fuse_reply_err(req, EPERM);
         return;
     }
@@ -428,7 +433,8 @@ static void fs_loop(void)
 static void fs_child(int chan, const char *mnt, bool own_dir, size_t rows,
                      pid_t vfsd)
 {
-    static char *argv0[] = {"pbx-vfsd-fuse", "-o", "fsname=pbx-vfsd", NULL};
+    static char *argv0[] = {"pbx-vfsd-fuse", "-o", "fsname=pbx-vfsd,noexec",
+                            NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, argv0);
     (void)signal(SIGTERM, SIG_IGN);
     (void)signal(SIGINT, SIG_IGN);
