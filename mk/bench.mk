@@ -58,8 +58,9 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_TIDY_OKS := $(BENCH_SRCS:%.c=build/tidy/%.ok)
-TIDY_SRCS      += $(BENCH_SRCS)
+BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c
+BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
+TIDY_SRCS      += $(BENCH_LINT_SRCS)
 $(BENCH_TIDY_OKS): $(BENCH_HDRS)
 bench-tidy: $(BENCH_TIDY_OKS)
 	@echo "bench-tidy: $(words $(BENCH_TIDY_OKS)) file(s) clean"
@@ -68,7 +69,7 @@ tidy: $(BENCH_TIDY_OKS)
 bench-cppcheck:
 	cppcheck --std=c11 --enable=warning,style,performance,portability \
 	    --error-exitcode=1 --inline-suppr --quiet -I. \
-	    --suppress=missingIncludeSystem $(HOSTED) $(BENCH_SRCS)
+	    --suppress=missingIncludeSystem $(HOSTED) $(BENCH_LINT_SRCS)
 cppcheck: bench-cppcheck
 
 bench-doccheck:

@@ -202,13 +202,13 @@ int main(int argc, char **argv)
                    : o == &reps ? FD_REPS_MAX
                                 : FD_CHUNK_MAX;
         if (o == NULL || (*o = fd_num(argv[i + 1], max)) == 0L) {
-            fprintf(stderr, "pbx-bench-fd: bad option %s\n", argv[i]);
+            (void)fprintf(stderr, "pbx-bench-fd: bad option %s\n", argv[i]);
             return 2;
         }
     }
     if (argc < 3 || argc % 2 == 0) {
-        fprintf(stderr, "usage: pbx-bench-fd BIN_DIR WORKDIR [--mib N] "
-                        "[--chunk B] [--reps R]\n");
+        (void)fprintf(stderr, "usage: pbx-bench-fd BIN_DIR WORKDIR [--mib N] "
+                              "[--chunk B] [--reps R]\n");
         return 2;
     }
     size_t len = (size_t)mib << 20;
@@ -240,11 +240,12 @@ int main(int argc, char **argv)
     if (ok) {
         double df = (double)len / 1048576.0 / ((double)tf / 1e9);
         double dd = (double)len / 1048576.0 / ((double)td / 1e9);
-        printf("fd mib=%ld chunk=%ld reps=%ld direct_mb_s=%.1f fuse_mb_s=%.1f "
-               "ratio=%.3f same=%s\n",
-               mib, chunk, reps, dd, df, df / dd, same ? "yes" : "no");
+        (void)printf(
+            "fd mib=%ld chunk=%ld reps=%ld direct_mb_s=%.1f fuse_mb_s=%.1f "
+            "ratio=%.3f same=%s\n",
+            mib, chunk, reps, dd, df, df / dd, same ? "yes" : "no");
     } else {
-        fprintf(stderr, "pbx-bench-fd: setup or a read failed\n");
+        (void)fprintf(stderr, "pbx-bench-fd: setup or a read failed\n");
     }
     int mine[3] = {fd, direct, obj};
     for (size_t i = 0; i < 3U; i++) {
