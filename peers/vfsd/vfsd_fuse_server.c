@@ -409,6 +409,9 @@ static void fs_loop(void)
         if (poll(p, g_fs.chan >= 0 ? 2U : 1U, -1) < 0 && errno != EINTR) {
             break;
         }
+        /* One poll sees both: a message vfsd sent before a request was
+         * made (a revocation before its RETIRE was acknowledged) is
+         * readable whenever that request is, and is applied first. */
         if (g_fs.chan >= 0 && p[1].revents != 0) {
             fs_drain();
         }
@@ -420,7 +423,6 @@ static void fs_loop(void)
             if (r <= 0) {
                 break;
             }
-            fs_drain();
             fuse_session_process_buf(g_fs.se, &buf);
         } else if ((p[0].revents & (POLLERR | POLLHUP)) != 0) {
             break;
