@@ -10,7 +10,8 @@
  * a scope is refused. RESOLVE mints a fresh object connection: vfsd keeps
  * its provider end and serves on it what the object was granted for
  * (STAT always; READ, LIST or WRITE by the grant, the file opened for that
- * alone); every other call there is refused with a distinct status. The
+ * alone; OPEN hands out a revocable descriptor on vfsd's FUSE mount,
+ * vfsd_fuse.c); every other call there is refused with a distinct status. The
  * route (from powerboxd) takes DETACH and RETIRE; RETIRE answers the
  * calls already queued on the object with an error status, then cuts the
  * object's connection so that every copy reads its end. When a route
@@ -57,6 +58,7 @@ static const char vfsd_usage[] =
     "                [--lie-scope PATH[=SUBDIR]]... "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
     "                [--incarnation N] [--attach-fd N] [--scopes-per-pid N]\n"
+    "                [--fuse-dir DIR] [--fuse-open-max N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR), at most N held by one process at once\n"
     "(--scopes-per-pid, default 32). RESOLVE is served only to the one\n"
@@ -67,7 +69,10 @@ static const char vfsd_usage[] =
     "route pair for PID and answers with its far end (so vfsd may start\n"
     "with no route). Object ids carry this vfsd's incarnation: RETIRE or\n"
     "DETACH of another's is echoed as absent. --incarnation N (1..65535)\n"
-    "sets it; without it, it is random. See docs/HOST.md.\n";
+    "sets it; without it, it is random. OPEN on an object hands out a\n"
+    "revocable descriptor on vfsd's FUSE mount at DIR (--fuse-dir, made\n"
+    "0700; default a fresh directory under /tmp), at most N open at once\n"
+    "(--fuse-open-max, default 256). See docs/HOST.md.\n";
 
 vfsd g_vfsd;
 
@@ -162,10 +167,11 @@ static void vfsd_attach_input(void)
 
 /* The poll set of one round: listeners, connections, the provider ends
  * of live objects (rows[k] and gens[k] name the object polled), then the
- * attach channel (-1, skipped by poll, when there is none). */
+ * attach channel and the FUSE server's channel (each -1, skipped by poll,
+ * when there is none). */
 typedef struct vfsd_pollset {
     struct pollfd
-        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 1U];
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 2U];
     size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
     uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl;
@@ -198,6 +204,8 @@ static void vfsd_pollset_fill(vfsd_pollset *ps)
         }
     }
     ps->p[ps->nl + ps->nc + ps->no] = (struct pollfd){g_vfsd.attach, POLLIN, 0};
+    ps->p[ps->nl + ps->nc + ps->no + 1U] =
+        (struct pollfd){g_vfsd.fuse.chan, POLLIN, 0};
 }
 
 /* Handles what the round saw on the objects. A RETIRE served before may
@@ -230,7 +238,7 @@ static int vfsd_round(void)
 {
     static vfsd_pollset ps;
     vfsd_pollset_fill(&ps);
-    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 1U), -1) < 0) {
+    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 2U), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t i = 0; i < ps.nl; i++) {
@@ -249,6 +257,9 @@ static int vfsd_round(void)
     /* Last: an 'L' changes the listeners this round's indexes name. */
     if (ps.p[ps.nl + ps.nc + ps.no].revents != 0) {
         vfsd_attach_input();
+    }
+    if (ps.p[ps.nl + ps.nc + ps.no + 1U].revents != 0) {
+        vfsd_fuse_input();
     }
     return 0;
 }
@@ -307,9 +318,10 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",        "--scope",     "--scope-fd",      "--lie-scope",
-        "--route",       "--route-fd",  "--ready-fd",      "--route-pid",
-        "--incarnation", "--attach-fd", "--scopes-per-pid"};
+        "--root",         "--scope",     "--scope-fd",       "--lie-scope",
+        "--route",        "--route-fd",  "--ready-fd",       "--route-pid",
+        "--incarnation",  "--attach-fd", "--scopes-per-pid", "--fuse-dir",
+        "--fuse-open-max"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -362,6 +374,19 @@ static bool vfsd_value_arg(const char *k, const char *v)
     }
     if (strcmp(k, "--incarnation") == 0) {
         return vfsd_incarnation_arg(v);
+    }
+    if (strcmp(k, "--fuse-dir") == 0) {
+        g_vfsd.fuse.dir = v;
+        return true;
+    }
+    if (strcmp(k, "--fuse-open-max") == 0) {
+        long m = vfsd_positive(v, (long)VFSD_FUSE_OPEN_CAP);
+        if (m == 0L) {
+            pbx_peer_log("vfsd", "bad argument: %s '%s' (1..%ld)", k, v,
+                         (long)VFSD_FUSE_OPEN_CAP);
+        }
+        g_vfsd.fuse.max = (size_t)m;
+        return m != 0L;
     }
     bool pid = strcmp(k, "--route-pid") == 0;
     if (!pid && strcmp(k, "--scopes-per-pid") != 0) {
@@ -482,6 +507,7 @@ int main(int argc, char **argv)
                  "incarnation %u%s",
                  g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation,
                  g_vfsd.attach >= 0 ? ", attach channel open" : "");
+    vfsd_fuse_start();
     pbx_peer_io_ready(ready_fd);
     /* Serve until killed; every round blocks in poll. */
     for (;;) {
