@@ -171,6 +171,10 @@ int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
     pbx_up_arg(&a, "%s", u->root);
     pbx_up_arg(&a, "--scope");
     pbx_up_arg(&a, "%s/scope.sock", u->dir);
+    /* The revocable descriptors' FUSE mount: in the stack's directory,
+     * which no sandbox profile may name, rather than under /tmp. */
+    pbx_up_arg(&a, "--fuse-dir");
+    pbx_up_arg(&a, "%s/fuse", u->dir);
     if (h != NULL && h->n > 0U) {
         pbx_up_arg(&a, "--route-fd");
         pbx_up_arg(&a, "%d", h->ch[0]);
