@@ -797,6 +797,25 @@ def proc_table():
     return table
 
 
+def detach_mounts(path):
+    """Detaches (lazily) every mount left at path: vfsd's FUSE mount when
+    its server was killed with the stack's process group before it could
+    detach it itself. A dead mount would otherwise stay behind, and stop
+    any later removal of the work directory."""
+    path = os.path.abspath(path)
+    for _ in range(8):
+        # /proc/self/mounts, not os.path.ismount: a dead FUSE mount fails
+        # every stat (ENOTCONN), which ismount reads as "no mount".
+        with open("/proc/self/mounts", encoding="utf-8") as f:
+            points = [ln.split()[1] for ln in f if len(ln.split()) > 1]
+        if path not in points:
+            return
+        if subprocess.run(["umount", "-l", path], capture_output=True,
+                          check=False).returncode != 0:
+            subprocess.run(["fusermount3", "-u", "-z", path],
+                           capture_output=True, check=False)
+
+
 def descendants(roots):
     """Every process below the pids in roots, as {pid: pgid}."""
     table = proc_table()
@@ -869,6 +888,7 @@ class Stack:
         self.root = os.path.join(work, "root")
         self.scope = os.path.join(work, "scope.sock")
         self.lie_scope = os.path.join(work, "lie-scope.sock")
+        self.fuse = os.path.join(work, "fuse")
         self.public = os.path.join(work, "public.sock")
         self.control = os.path.join(work, "launchd.sock")
         # ttyd's query socket (plan: DIR/ttyd.sock): the stack's work
@@ -938,7 +958,8 @@ class Stack:
         self.procs = [
             peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
                   "--lie-scope", self.lie_scope, "--attach-fd",
-                  str(chan.fileno())], [chan.fileno()],
+                  str(chan.fileno()), "--fuse-dir", self.fuse],
+                 [chan.fileno()],
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
@@ -1077,6 +1098,7 @@ class Stack:
         if killed:
             print(f"run: {len(killed)} process(es) launchd no longer held "
                   "killed")
+        detach_mounts(self.fuse)
         for name, f in sorted(self.logs.items()):
             f.seek(0)
             lines = f.read().decode(errors="replace").splitlines(True)

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -445,6 +446,35 @@ static bool pbx_up_any_alive(const pbx_up *u)
     return false;
 }
 
+/* Detaches (lazily) what is still mounted at DIR/fuse: vfsd's FUSE
+ * server, a child of vfsd that reparents here when vfsd ends, may have
+ * been killed with the stack's other orphans before it detached its
+ * mount itself; a dead mount would stay behind in DIR. Bounded: mounts
+ * stacked by restarted vfsds are detached one per call. */
+static void pbx_up_fuse_detach(const pbx_up *u)
+{
+    char path[PBX_UP_PATH_MAX];
+    if (!pbx_up_path(u, "fuse", path)) {
+        return;
+    }
+    int detached = 0;
+    while (detached < 8 && umount2(path, MNT_DETACH) == 0) {
+        detached++;
+    }
+    if (errno == EPERM) {
+        /* Not root: the FUSE helper detaches the user's own mount. */
+        pid_t p = fork();
+        if (p == 0) {
+            execlp("fusermount3", "fusermount3", "-u", "-z", "--", path,
+                   (char *)NULL);
+            _exit(127);
+        }
+        if (p > 0) {
+            (void)waitpid(p, NULL, 0);
+        }
+    }
+}
+
 void pbx_up_stack_stop(pbx_up *u)
 {
     u->stopping_stack = true;
@@ -491,5 +521,6 @@ void pbx_up_stack_stop(pbx_up *u)
     for (size_t i = 0U; i < PBX_UP_PROCS; i++) {
         pbx_up_proc_closed(u, &u->proc[i]);
     }
+    pbx_up_fuse_detach(u);
     u->stopping_stack = false;
 }
