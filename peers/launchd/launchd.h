@@ -1,10 +1,11 @@
 /*
  * launchd.h: the reference launchd's private state, shared by its files
  * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
- * relay and hang-up cleanup; launchd_wake.c: WAKE delivery and timers;
- * launchd_jobs.c: launching and reaping jobs; launchd_io.c: socket helpers;
- * launchd_attach.c: the supervisor's attach channel).
- * Usage is documented at the top of launchd.c and in docs/HOST.md.
+ * relay and hang-up cleanup; launchd_reply.c: the broker's replies;
+ * launchd_wake.c: WAKE delivery and timers; launchd_jobs.c: launching and
+ * reaping jobs; launchd_io.c: socket helpers; launchd_attach.c: the
+ * supervisor's attach channel). Usage is documented at the top of launchd.c and
+ * in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
@@ -194,6 +195,27 @@ bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
 bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id);
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id);
 bool launchd_evictable(const launchd_srv *srv, uint32_t ci);
+/* Shared by launchd_relay.c and launchd_reply.c (the broker's replies).
+ * The entry of job job_id:job_gen into buf[0..cap) ("-" for none). */
+const char *launchd_entry_of(const launchd_srv *srv, uint64_t job_id,
+                             uint32_t job_gen, char *buf, size_t cap);
+/* Logs the end of one relayed request: its decision rep, or why. */
+void launchd_log_end(pbx_ipc_id id, uint64_t job_id, uint32_t job_gen,
+                     const char *e, const pbx_ipc_frame *rep, const char *why);
+/* Takes over request id of a caller that went away (its exact CANCEL). */
+void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
+                        uint32_t job_gen, const uint8_t *entry,
+                        uint16_t entry_len, bool woken);
+/* An orphan's decision rep arrived: final or gone ends the orphan. */
+void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
+                            const pbx_ipc_frame *rep);
+/* Remembers the grant of an APPROVED DECISION reply rep of request. */
+void launchd_note_approval(pbx_ipc_id request, const pbx_ipc_frame *rep);
+/* The request of grant as launchd delivered its approval, or {0,0}. */
+pbx_ipc_id launchd_request_of(pbx_ipc_id grant);
+/* Answers the USER_CANCEL of grant on ci (seq) with status st. */
+void launchd_user_answer(launchd_srv *srv, uint32_t ci, uint32_t seq,
+                         pbx_ipc_id grant, uint16_t st);
 
 /* launchd_attach.c: receives and applies what waits on srv->attach
  * (routes in 'R'); at the channel's end it is closed (attach -1). */
