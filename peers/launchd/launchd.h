@@ -10,8 +10,11 @@
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
 
+#include <poll.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "peers/common/pbx_peer_io.h"
 #include "peers/common/pbx_peer_origin.h"
@@ -41,6 +44,34 @@
 /* How far up the process tree the control socket's ancestry check walks
  * before it gives up (and refuses). */
 #define LAUNCHD_ANCESTRY_STEPS PBX_PEER_ORIGIN_STEPS
+
+/* Bytes a sandboxed job's pty relay buffers each way: when the output
+ * buffer is full launchd stops reading the pty master, so the program
+ * blocks in write and nothing is lost. */
+#define LAUNCHD_PTY_BUF 4096U
+/* Poll entries per job relay: the master, the keyboard, the terminal. */
+#define LAUNCHD_PTY_FDS 3U
+/* The longest line on the hold channel. */
+#define LAUNCHD_TTYD_LINE 32U
+
+/* A sandboxed job's pseudo-terminal relay: the job's stdio that were
+ * terminals are the slave; launchd relays the master to and from its own
+ * non-blocking reopens of the terminal the LAUNCH handed it. */
+typedef struct launchd_pty {
+    int master;   /* -1: no relay */
+    int term_in;  /* the keyboard (the LAUNCH's stdin terminal), or -1 */
+    int term_out; /* where the job's output goes, or -1 (dropped) */
+    bool raw;     /* term_in was put in raw mode; saved restores it */
+    bool eof;     /* the job's side is closed (the master gave EIO) */
+    bool noted;   /* "output held" logged during the current hold */
+    dev_t rdev;   /* the keyboard terminal's device (shared raw mode) */
+    struct termios saved;
+    struct winsize ws;
+    size_t out_len;
+    size_t in_len;
+    uint8_t out[LAUNCHD_PTY_BUF];
+    uint8_t in[LAUNCHD_PTY_BUF];
+} launchd_pty;
 
 /* What an outstanding broker call is for. */
 typedef enum launchd_call_kind {
@@ -98,9 +129,11 @@ typedef struct launchd_job {
     uint32_t launcher; /* the control connection that launched it */
     uint32_t launcher_gen;
     uint32_t launch_seq;
-    int conn;  /* its job connection, or -1 */
-    int stage; /* its staged process, or -1 */
+    int conn;           /* its job connection, or -1 */
+    int stage;          /* its staged process, or -1 */
+    bool finish_wanted; /* its EXPIRE was answered while its pty drained */
     pbx_peer_launch_binding bind;
+    launchd_pty pty;
 } launchd_job;
 
 /* A request whose caller went away: cancelled, decision to collect. */
@@ -146,6 +179,12 @@ typedef struct launchd_srv {
     uint32_t nstage;
     pid_t self;
     uint64_t now;
+    /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
+    int hold_listen; /* the --hold listener, or -1 */
+    int ttyd_fd;     /* ttyd's subscription, or -1 */
+    bool tty_held;   /* a prompt shows: no job output, no keys */
+    size_t ttyd_len;
+    char ttyd_in[LAUNCHD_TTYD_LINE];
     launchd_conn conns[LAUNCHD_CONNS_CAP];
     launchd_call calls[LAUNCHD_CALLS_MAX];
     launchd_orphan orphans[LAUNCHD_ORPHANS_MAX];
@@ -239,6 +278,33 @@ uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
                                  launchd_sandbox *sb);
 void launchd_sandbox_release(launchd_sandbox *sb);
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv);
+
+/* launchd_pty.c: the sandboxed jobs' pty relays. Whether any of the
+ * LAUNCH's stdio fds[0..2] is a terminal (then the job gets a pty). */
+bool launchd_pty_wanted(const int *fds);
+/* Opens p's master and the slave (*slave, close-on-exec) for the stdio
+ * fds[0..2], the terminal's settings and size copied to the slave and
+ * the keyboard put in raw mode; 0, or -1 with nothing left open. */
+int launchd_pty_open(launchd_srv *srv, launchd_pty *p, const int *fds,
+                     int *slave);
+/* Closes p's relay (the keyboard's settings restored unless another
+ * relay still uses that terminal). */
+void launchd_pty_close(launchd_srv *srv, launchd_pty *p);
+/* Appends the relays' poll entries to p (who: LAUNCHD_PTY_FDS * job +
+ * entry); returns how many. */
+size_t launchd_pty_poll(const launchd_srv *srv, struct pollfd *p,
+                        uint32_t *who);
+/* Moves what poll found ready (n entries as launchd_pty_poll made). */
+void launchd_pty_serve(launchd_srv *srv, const struct pollfd *p,
+                       const uint32_t *who, size_t n);
+/* Window sizes followed; drained relays of ended jobs closed. */
+void launchd_pty_timer(launchd_srv *srv);
+
+/* launchd_hold.c: the prompt hold's listener (--hold PATH) and its one
+ * subscriber, ttyd. Fills p[0..2) (listener, subscriber); returns 2. */
+size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p);
+/* Serves them after poll: HOLD held and acknowledged, RELEASE. */
+void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p);
 
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,

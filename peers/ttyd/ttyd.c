@@ -550,7 +550,7 @@ static int ttyd_round(void)
     size_t a = 2U + nr + TTYD_READERS_MAX;
     p[a] = (struct pollfd){g_ttyd.attach_fd, POLLIN, 0};
     bool asked = ttyd_hold_poll(&p[a + 1U]);
-    nfds_t n = (nfds_t)(a + 2U + TTYD_HOLDERS_MAX);
+    nfds_t n = (nfds_t)(a + 1U + TTYD_HOLDERS_MAX);
     if (poll(p, n, reading || asked ? (int)TTYD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
@@ -590,6 +590,10 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
         *tty = v;
         return true;
     }
+    if (strcmp(k, "--hold") == 0) {
+        g_ttyd.hold_path = v;
+        return true;
+    }
     int a = pbx_peer_admit_option(&g_ttyd.admit, k, v, TTYD_READERS_MAX);
     if (a != 0) {
         if (a < 0) {
@@ -600,9 +604,6 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
     if (strcmp(k, "--query") == 0) {
         g_ttyd.query_fd = ttyd_query_listen(v);
         fd = g_ttyd.query_fd;
-    } else if (strcmp(k, "--hold") == 0 && g_ttyd.hold_fd < 0) {
-        g_ttyd.hold_fd = ttyd_hold_listen(v);
-        fd = g_ttyd.hold_fd;
     } else if (strcmp(k, "--route") == 0) {
         pbx_peer_log("ttyd",
                      "bad argument: --route '%s': ttyd listens for no route "
@@ -662,7 +663,6 @@ int main(int argc, char **argv)
     const char *tty = "/dev/tty";
     g_ttyd.query_fd = -1;
     g_ttyd.attach_fd = -1;
-    g_ttyd.hold_fd = -1;
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
         g_ttyd.holders[i].fd = -1;
     }

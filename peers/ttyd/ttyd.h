@@ -46,19 +46,19 @@ typedef struct ttyd_reader {
     char line[PBX_PEER_TTY_ROW_BYTES_MAX];
 } ttyd_reader;
 
-/* Hold subscribers (launchd) served at once, how long ttyd waits for all
- * of them to acknowledge a HOLD before it answers the prompt RETRY
- * (drawn later, never over output that is not held), and the longest
- * line on the hold channel. */
-#define TTYD_HOLDERS_MAX  2U
+/* Connections to launchd's hold socket (one launchd), how long ttyd waits for
+ * all of them to acknowledge a HOLD before it answers the prompt RETRY (drawn
+ * later, never over output that is not held), and the longest line on the hold
+ * channel. */
+#define TTYD_HOLDERS_MAX  1U
 #define TTYD_HOLD_WAIT_MS 2000U
 #define TTYD_HOLD_LINE    32U
 
 /* Where the hold of every subscriber's job output stands. */
 enum { TTYD_HOLD_NONE = 0, TTYD_HOLD_ASKED = 1, TTYD_HOLD_HELD = 2 };
 
-/* One hold subscriber: its connection, whether it acknowledged the
- * current HOLD, and the part of a line it sent so far. */
+/* One connection to launchd's hold socket: whether launchd acknowledged
+ * the current HOLD, and the part of a line it sent so far. */
 typedef struct ttyd_holder {
     int fd; /* -1: free */
     bool acked;
@@ -86,7 +86,7 @@ typedef struct ttyd {
     bool typed_ahead; /* input came after the last answer, in its read */
     bool raw;         /* the terminal is in one-key mode (saved below) */
     struct termios saved;
-    int hold_fd; /* the --hold listener, or -1 */
+    const char *hold_path; /* launchd's --hold socket, or NULL */
     ttyd_holder holders[TTYD_HOLDERS_MAX];
     int hold_state;         /* TTYD_HOLD_* */
     uint32_t hold_serial;   /* the HOLD asked or held */
@@ -109,15 +109,14 @@ void ttyd_retry_head(const char *why);
 uint64_t ttyd_mono_ms(void);
 
 /* ttyd_hold.c: the hold channel (docs/PROTOCOL.md, "Prompt hold").
- * Opens the --hold listener at path (mode 0600); -1 with errno set. */
-int ttyd_hold_listen(const char *path);
-/* Fills p[0..TTYD_HOLDERS_MAX] with the listener (while an entry is free)
- * and the subscribers; returns whether a HOLD waits for its acks. */
+ * Fills p[0..TTYD_HOLDERS_MAX) with the connections to launchd; returns
+ * whether a HOLD waits for its acks. */
 bool ttyd_hold_poll(struct pollfd *p);
 /* Serves the subscribers and the listener after poll (p as filled). */
 void ttyd_hold_serve(const struct pollfd *p);
-/* Whether a prompt may be drawn now: no subscriber, or every one has
- * acknowledged the HOLD. Otherwise a HOLD is sent (once) and false. */
+/* Whether a prompt may be drawn now: nothing listens at --hold, or
+ * launchd acknowledged the HOLD. Otherwise a HOLD is sent (once) and
+ * false. */
 bool ttyd_hold_ready(void);
 /* Releases the hold when no prompt shows or waits; gives up a HOLD not
  * acknowledged by its deadline (the waiting prompt RETRY). */

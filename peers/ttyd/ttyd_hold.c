@@ -1,39 +1,38 @@
 /*
- * ttyd_hold.c: the prompt hold (docs/PROTOCOL.md, "Prompt hold"). launchd
- * subscribes on ttyd's --hold socket; before ttyd draws a prompt it sends
- * every subscriber "HOLD n\n" and draws only once each has answered
- * "HELD n\n" (launchd then writes no job output to the terminal and reads
- * no keyboard). When no prompt shows or waits any more ttyd sends
- * "RELEASE n\n". A HOLD not acknowledged within TTYD_HOLD_WAIT_MS answers
- * the waiting prompt RETRY: ttyd never draws over output that is not held.
- * A subscriber that closes holds nothing any more (its relays ended with
- * it). Admission: a subscriber must be a direct child of --jobs-below (a
- * stack peer started by `pbx up`), never a job.
+ * ttyd_hold.c: the prompt hold, ttyd's side (docs/PROTOCOL.md, "Prompt
+ * hold"). With --hold PATH, before ttyd draws a prompt it connects to
+ * launchd's hold socket (when not connected: launchd admits ttyd only
+ * from outside its process tree) and sends "HOLD n\n"; it draws only once
+ * launchd answered "HELD n\n" (launchd then writes no job output to the
+ * terminal and reads no keyboard). When no prompt shows or waits any more
+ * ttyd sends "RELEASE n\n". A HOLD not acknowledged within
+ * TTYD_HOLD_WAIT_MS answers the waiting prompt RETRY: ttyd never draws
+ * over output that is not held. Where nothing listens at PATH (launchd
+ * is down, and its relays with it) there is nothing to hold and the
+ * prompt is drawn.
  */
-/* accept4 is a Linux extension. */
-#define _GNU_SOURCE
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "peers/ttyd/ttyd.h"
 
-/* Ends subscriber h. */
+/* Ends the connection to launchd h. */
 static void ttyd_holder_end(ttyd_holder *h, const char *why)
 {
-    pbx_peer_log("ttyd", "hold subscriber gone: %s", why);
+    pbx_peer_log("ttyd", "hold channel to launchd closed: %s", why);
     (void)close(h->fd);
     h->fd = -1;
     h->acked = false;
     h->len = 0;
 }
 
-/* Sends one line to subscriber h without waiting (a full socket ends
- * the subscriber: its launchd does not read). */
+/* Sends one line to launchd on h without waiting (a full socket ends
+ * the connection: launchd does not read). */
 static void ttyd_holder_say(ttyd_holder *h, const char *verb)
 {
     char line[TTYD_HOLD_LINE];
@@ -44,7 +43,7 @@ static void ttyd_holder_say(ttyd_holder *h, const char *verb)
     }
 }
 
-/* Whether every subscriber acknowledged the current HOLD. */
+/* Whether launchd (every connection) acknowledged the current HOLD. */
 static bool ttyd_hold_all_acked(void)
 {
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
@@ -56,69 +55,37 @@ static bool ttyd_hold_all_acked(void)
     return true;
 }
 
-/* The parent pid of pid from /proc/PID/stat, or 0. */
-static pid_t ttyd_ppid(pid_t pid)
+/* Connects to launchd's hold socket when not connected; false when
+ * nothing listens there. */
+static bool ttyd_hold_connect(ttyd_holder *h)
 {
-    char path[64];
-    char buf[512];
-    (void)snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL) {
-        return 0;
+    if (h->fd >= 0) {
+        return true;
     }
-    size_t n = fread(buf, 1, sizeof(buf) - 1U, f);
-    (void)fclose(f);
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: after the last
-     * ')' come the state and the parent pid. */
-    const char *p = strrchr(buf, ')');
-    char state = 0;
-    long ppid = 0;
-    if (p == NULL || sscanf(p + 1, " %c %ld", &state, &ppid) != 2) {
-        return 0;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    size_t n = strlen(g_ttyd.hold_path);
+    if (n >= sizeof(sa.sun_path)) {
+        return false;
     }
-    return (pid_t)ppid;
-}
-
-/* Takes one subscriber, when admitted: with --jobs-below, only a direct
- * child of that process (a stack peer; every job is deeper). */
-static void ttyd_hold_accept(void)
-{
-    int fd = accept4(g_ttyd.hold_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-        return;
-    }
-    pid_t pid = pbx_peer_origin_pid(fd);
-    if (g_ttyd.admit.jobs_below != 0 &&
-        (pid <= 0 || ttyd_ppid(pid) != g_ttyd.admit.jobs_below)) {
-        pbx_peer_log("ttyd",
-                     "hold subscriber pid %ld refused: not a stack "
-                     "peer",
-                     (long)pid);
-        (void)close(fd);
-        return;
-    }
-    for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
-        ttyd_holder *h = &g_ttyd.holders[i];
-        if (h->fd < 0) {
-            h->fd = fd;
-            h->len = 0;
-            h->acked = false;
-            pbx_peer_log("ttyd", "hold subscriber pid %ld", (long)pid);
-            if (g_ttyd.hold_state != TTYD_HOLD_NONE) {
-                /* A prompt is up or asked: the newcomer holds too; it
-                 * relays nothing drawn yet, so it counts as held. */
-                ttyd_holder_say(h, "HOLD");
-                h->acked = g_ttyd.hold_state == TTYD_HOLD_HELD;
-            }
-            return;
+    memcpy(sa.sun_path, g_ttyd.hold_path, n);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        if (fd >= 0) {
+            (void)close(fd);
         }
+        return false;
     }
-    (void)close(fd);
+    h->fd = fd;
+    h->len = 0;
+    h->acked = false;
+    pbx_peer_log("ttyd", "hold channel to launchd connected");
+    return true;
 }
 
-/* One complete line from subscriber h: "HELD n" for the current serial
- * acknowledges; anything else ends the subscriber. */
+/* One complete line from launchd on h: "HELD n" for the current serial
+ * acknowledges; anything else ends the connection. */
 static void ttyd_holder_line(ttyd_holder *h)
 {
     unsigned long n = 0;
@@ -138,7 +105,7 @@ static void ttyd_holder_line(ttyd_holder *h)
     }
 }
 
-/* Reads what subscriber h sent (poll said so). */
+/* Reads what launchd sent on h (poll said so). */
 static void ttyd_holder_read(ttyd_holder *h)
 {
     char buf[TTYD_HOLD_LINE];
@@ -162,25 +129,11 @@ static void ttyd_holder_read(ttyd_holder *h)
     }
 }
 
-int ttyd_hold_listen(const char *path)
-{
-    int fd = pbx_peer_io_listen_private(path, SOCK_STREAM);
-    if (fd >= 0 && listen(fd, 4) != 0) {
-        (void)close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 bool ttyd_hold_poll(struct pollfd *p)
 {
-    bool room = false;
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
-        int fd = g_ttyd.holders[i].fd;
-        p[1U + i] = (struct pollfd){fd, POLLIN, 0};
-        room = room || fd < 0;
+        p[i] = (struct pollfd){g_ttyd.holders[i].fd, POLLIN, 0};
     }
-    p[0] = (struct pollfd){room ? g_ttyd.hold_fd : -1, POLLIN, 0};
     return g_ttyd.hold_state == TTYD_HOLD_ASKED;
 }
 
@@ -188,12 +141,9 @@ void ttyd_hold_serve(const struct pollfd *p)
 {
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
         ttyd_holder *h = &g_ttyd.holders[i];
-        if (h->fd >= 0 && p[1U + i].revents != 0) {
+        if (h->fd >= 0 && p[i].revents != 0) {
             ttyd_holder_read(h);
         }
-    }
-    if ((p[0].revents & POLLIN) != 0) {
-        ttyd_hold_accept();
     }
     if (g_ttyd.hold_state == TTYD_HOLD_ASKED && ttyd_hold_all_acked()) {
         g_ttyd.hold_state = TTYD_HOLD_HELD;
@@ -214,7 +164,7 @@ bool ttyd_hold_ready(void)
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
         ttyd_holder *h = &g_ttyd.holders[i];
         h->acked = false;
-        if (h->fd >= 0) {
+        if (g_ttyd.hold_path != NULL && ttyd_hold_connect(h)) {
             ttyd_holder_say(h, "HOLD");
             any = any || h->fd >= 0;
         }
@@ -227,7 +177,7 @@ bool ttyd_hold_ready(void)
     return false;
 }
 
-/* Sends RELEASE to every subscriber: no prompt holds the output now. */
+/* Sends RELEASE to launchd: no prompt holds the output now. */
 static void ttyd_hold_release(void)
 {
     for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {

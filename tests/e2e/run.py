@@ -355,6 +355,14 @@ and its job connection.
                  a grant of docs/missing.txt makes `pbx run` exit 1 with
                  one line naming the selector and not-found, and PROG
                  (a shell writing a mark file) never ran
+  any-spoof      `pbx run --sandbox -- pbx-test-spoof` with the tmux
+                 pane's terminal as its stdio: while the real prompt for
+                 docs/readme.txt shows, the program prints look-alike
+                 prompts (screen clears, cursor moves) and reads its
+                 input; launchd logs its output held and nothing follows
+                 the intact prompt on the pane; y approves it and the
+                 program read 0 keys; its own fake prompt's y reaches it
+                 and ttyd logged exactly one approval
   sandbox-walls  `pbx run --sandbox -- pbx-test-walls ...` (static), its
                  stdin an unconnected unix seqpacket socket: socket() of
                  every family, socketpair, connect() of stdin and of its
@@ -809,6 +817,8 @@ class Stack:
         # directory is laid out as `pbx --dir` expects (public.sock,
         # launchd.sock, scope.sock, ttyd.sock, procd.sock).
         self.views = os.path.join(work, "ttyd.sock")
+        # launchd's prompt hold socket (ttyd connects before each prompt).
+        self.hold = os.path.join(work, "hold.sock")
         self.installs = os.path.join(work, "procd.sock")
         # While this file exists launchd leaves its wake route unread.
         self.wake_hold = os.path.join(work, "wake.hold")
@@ -863,7 +873,8 @@ class Stack:
         launchd = peer([b("launchd"), "serve", "--wake-fd",
                         str(wake[1].fileno()), "--broker-fd",
                         str(broker[1].fileno()), "--control", self.control,
-                        "--wake-hold-file", self.wake_hold] +
+                        "--wake-hold-file", self.wake_hold,
+                        "--hold", self.hold] +
                        stages + self.launchd_args,
                        [wake[1].fileno(), broker[1].fileno()],
                        self.log("launchd"), g,
@@ -876,7 +887,8 @@ class Stack:
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
-                  str(ttyp[1].fileno())] + jobs, [ttyp[1].fileno()],
+                  str(ttyp[1].fileno()), "--hold", self.hold] + jobs,
+                 [ttyp[1].fileno()],
                  self.log("ttyd"), g),
             peer([b("procd")] + stages + ["--query", self.installs,
                                           "--stage-sock",
@@ -4461,6 +4473,74 @@ def sandbox(st):
           f"{out.stderr.strip()}")
 
 
+def any_spoof(st):
+    """While a real prompt shows, a sandboxed program on the same terminal
+    prints a look-alike prompt (escape sequences included) and reads its
+    input: none of its output reaches the pane until the prompt is
+    answered, the person's y reaches ttyd alone, and the program's own
+    fake prompt grants nothing."""
+    clear_pane(st)
+    flush_typed(st)
+    pbx = os.path.join(st.bin_dir, "pbx")
+    def approvals():
+        return sum(1 for l in st.peer_log("ttyd").splitlines()
+                   if l.endswith(": approve"))
+    ttyd_before = approvals()
+    since = len(st.peer_log("launchd"))
+    term = os.open(st.tty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        job = subprocess.Popen(
+            [pbx, "--dir", st.work, "run", "--sandbox", "--",
+             os.path.join(st.bin_dir, "pbx-test-spoof"), "docs/readme.txt"],
+            stdin=term, stdout=term, stderr=term, process_group=st.pgid)
+    finally:
+        os.close(term)
+    intact = "Approve? [y/n] (press y or n, no Enter)"
+
+    def shown():
+        screen = pane_text(st)
+        return intact in screen and 'selector: "docs/readme.txt"' in screen
+    wait_for(shown, "any-spoof: the real prompt never showed", 20.0)
+    # launchd says when a held job's output fills its buffer: the program
+    # has written look-alikes since the hold began, and is blocked now.
+    wait_for(lambda: "output held" in st.peer_log("launchd")[since:],
+             "any-spoof: launchd never held the program's output", 20.0)
+    screen = pane_text(st)
+    tail = screen[screen.index(intact) + len(intact):]
+    if "SPOOF" in tail or tail.strip() != "" or \
+            'selector: "docs/readme.txt"' not in screen or \
+            "program : pbx-test-spoof" not in screen:
+        fail(f"any-spoof: the prompt was drawn over:\n{screen}")
+    print("run: the real prompt, intact while the program is held:\n" +
+          "\n".join("    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y")
+    wait_for(lambda: "SPOOF-ASK" in pane_text(st),
+             "any-spoof: the program never reached its own fake prompt",
+             20.0)
+    screen = pane_text(st)
+    if "spoof: raw ok" not in screen:
+        fail(f"any-spoof: the program could not make its input raw (a "
+             f"leaked key would go unseen):\n{screen}")
+    if "spoof: decision approved" not in screen or \
+            "spoof: read 0 key(s) meant for the prompt" not in screen:
+        fail(f"any-spoof: the program saw the answer or no approval:\n"
+             f"{screen}")
+    # Its own look-alike is answered y: that reaches the program (no
+    # prompt shows), and grants nothing.
+    tmux("send-keys", "-t", st.pane, "y")
+    wait_for(lambda: "spoof: got y" in pane_text(st),
+             "any-spoof: the program never read its own answer", 20.0)
+    if job.wait(timeout=30) != 0:
+        fail(f"any-spoof: pbx run exited {job.returncode}")
+    got = approvals() - ttyd_before
+    if got != 1 or "docs/secret.txt" in st.peer_log("ttyd"):
+        fail(f"any-spoof: ttyd logged {got} approvals (want the one "
+             f"real prompt), or a prompt for docs/secret.txt")
+    print("run: any-spoof: no look-alike reached the pane while the prompt "
+          "showed; y went to ttyd (the program read 0 keys); its own fake "
+          "prompt's y reached it and granted nothing (one approval)")
+
+
 def walls_expected(socks):
     """The attempt names pbx-test-walls prints for socks (paths), besides
     the ones naming the sibling's pid and the executed file."""
@@ -6615,6 +6695,7 @@ SCENARIOS = {
     "grants-cli": (grants_cli, False, STANDALONE, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
+    "any-spoof": (any_spoof, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
     "sandbox-walls": (sandbox_walls, False, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
