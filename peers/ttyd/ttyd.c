@@ -237,14 +237,16 @@ void ttyd_next(void)
         if (!ttyd_hold_ready()) {
             return; /* drawn once every relay holds its job's output */
         }
+        /* One-key mode first: a key typed ahead without Enter (a partial
+         * line, invisible in canonical mode) then shows as pending and
+         * is discarded, never taken as the answer; no key pressed after
+         * the prompt appears is echoed or waits for Enter. */
+        ttyd_key_mode_on();
         bool pending = g_ttyd.typed_ahead || ttyd_input_pending();
         g_ttyd.typed_ahead = false;
         int out = TTYD_OUT_SLOW;
         if (pbx_peer_tty_prompt_admit(pending)) {
-            /* One-key mode before the prompt shows, so no key pressed
-             * after it appears is echoed or waits for Enter; the soft
-             * reset undoes what a program left on the terminal. */
-            ttyd_key_mode_on();
+            /* The soft reset undoes what a program left on the terminal. */
             static const char reset[] = PBX_PEER_TTY_RESET;
             size_t n = pbx_peer_tty_prompt_text(
                 &e->prompt, e->request, g_ttyd.text, sizeof(g_ttyd.text));

@@ -1764,7 +1764,7 @@ def prompt(st):
              f"{last_object(st)}")
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = cli.finish()
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
@@ -1850,7 +1850,7 @@ def prompt_pending(st):
     if read_rows(st.installs) or read_rows(st.views):
         fail("prompt-pending: rows left after the lifecycles")
     print(f"run: the prompt of request {req} still shows, unanswered")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = cli.finish()
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
@@ -1934,7 +1934,7 @@ def prompt_cancel(st):
     if f"WITHDRAW {req} object {obj}: withdrawn from the terminal" not in \
             st.peer_log("ttyd"):
         fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     untouched(st, req, installs)
     rc, kv = cli.finish()
     if rc != 3 or kv.get("outcome") != "cancelled":
@@ -1958,7 +1958,7 @@ def prompt_cancel(st):
     if f"WITHDRAW {req2} object {obj}: withdrawn from the terminal" not in \
             st.peer_log("ttyd"):
         fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     untouched(st, req2, installs)
     cli.go()
     rc, kv = cli.finish()
@@ -2312,7 +2312,7 @@ def user_deny(st):
         fail(f"user-deny: powerboxd holds {fd_count(st.pid)} descriptors "
              f"with the prompt showing, baseline {base}")
     held = fd_count(st.pid)
-    tmux("send-keys", "-t", st.pane, "n", "Enter")
+    tmux("send-keys", "-t", st.pane, "n")
     wait_for(lambda: f"PROMPT {req}: deny" in st.peer_log("ttyd"),
              f"ttyd never took the n for request {req}")
     cli.go()
@@ -2720,7 +2720,7 @@ def slow_prompt_isolation(st):
     # Stamped before the keys are typed: ttyd may read them, and A get
     # its decision, before tmux returns.
     answered = time.monotonic()
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = a.finish(30)
     if rc != 0 or kv.get("request") != req or \
             kv.get("outcome") != "approved" or \
@@ -4442,7 +4442,7 @@ def sandbox(st):
         fail(f"sandbox: the prompt does not name pbx-demo:\n{screen}")
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     at = demo.wait_line(lambda l: l.startswith("3. I read the file"),
                         "the bytes it read")
     ended = demo.wait_line(lambda l: l.startswith("4. "), "its consume",
@@ -5178,7 +5178,7 @@ def restart_ttyd(bin_dir, work):
             fail("restart-ttyd: a grant ended for a ttyd death")
         if not reply.read("restart-ttyd"):
             fail("restart-ttyd: the runtime-reply grant stopped working")
-        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        pane.tmux("send-keys", "-t", pane.pane, "y")
         g3 = asking.opened("restart-ttyd")
         print(f"run: kill -9 of ttyd[{old}]: no grant ended; ttyd[{new}] "
               f"lists {listed} again; the showing prompt was shown again "
@@ -6397,7 +6397,7 @@ def make_run(bin_dir, work):
                  30.0)
         if "program : pbx-demo" not in story():
             fail(f"make-run: the prompt does not name pbx-demo:\n{story()}")
-        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        pane.tmux("send-keys", "-t", pane.pane, "y")
         wait_for(lambda: os.path.exists(rc) and
                  open(rc, encoding="ascii").read().strip() != "",
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
