@@ -44,7 +44,7 @@ static int pt_terminal(char *name, size_t cap)
     PBX_REQUIRE(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0);
     const char *s = ptsname(m);
     PBX_REQUIRE(s != NULL);
-    (void)snprintf(name, cap, "%s", s);
+    (void)snprintf(name, cap, "%s", s != NULL ? s : "");
     PBX_REQUIRE(fcntl(m, F_SETFL, O_NONBLOCK) == 0);
     return m;
 }
@@ -108,7 +108,7 @@ static bool pt_say(int fd, const char *line, const char *want)
     if (want == NULL) {
         return true;
     }
-    char got[64];
+    char got[64] = {0};
     size_t n = 0;
     while (n < strlen(want) && tp_readable(fd, 5000)) {
         ssize_t r = recv(fd, got + n, strlen(want) - n, 0);

@@ -1148,7 +1148,7 @@ PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
 /* Expects exactly line from the hold connection c within 5 s. */
 static bool tt_hold_hears(int c, const char *line)
 {
-    char got[64];
+    char got[64] = {0};
     size_t n = 0;
     size_t want = strlen(line);
     while (n < want && tp_readable(c, 5000)) {
