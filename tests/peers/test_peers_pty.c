@@ -2,7 +2,8 @@
  * test_peers_pty.c: the prompt hold end to end on real processes with a
  * fake terminal (a pty pair the test holds). launchd: a sandboxed job
  * whose stdio is the terminal runs on a pty of launchd's own (its
- * controlling terminal, not the user's), its output relayed; while the
+ * controlling terminal, not the user's), its output relayed, its window
+ * size following the terminal's; while the
  * test, as ttyd, holds (HOLD n, HELD n) no key is read from the terminal
  * and no output reaches it, the program blocking once the relay's buffer
  * is full; after RELEASE both flow again, nothing lost. ttyd: a prompt is
@@ -201,13 +202,22 @@ PBX_TEST(peers_launchd_relays_a_sandboxed_jobs_pty_and_holds_it)
     PBX_REQUIRE(slave >= 0);
     int conn = pbx_peer_io_connect(ctl, SOCK_SEQPACKET);
     PBX_REQUIRE(conn >= 0);
-    const char *args[] = {probe, "tty", "line", "line", "spam:262144", NULL};
+    const char *args[] = {probe,  "tty",         "rows:33", "line",
+                          "line", "spam:262144", NULL};
+    /* The terminal's size (24 rows here) is the pty's at the start. */
+    struct winsize ws = {24, 80, 0, 0};
+    PBX_REQUIRE(ioctl(master, TIOCSWINSZ, &ws) == 0);
     pt_launch(conn, args, slave);
     out[0] = '\0';
     /* Its stdio are terminals, its own session's controlling one, and
      * not the user's terminal. */
     PBX_CHECK(pt_until(master, out, sizeof(out), &len,
                        "tty 0=1 1=1 2=1 leader=1 ctty=1 outer=0", 5000));
+    /* The terminal grows to 33 rows: the job's pty follows. */
+    ws.ws_row = 33;
+    PBX_REQUIRE(ioctl(master, TIOCSWINSZ, &ws) == 0);
+    PBX_CHECK(
+        pt_until(master, out, sizeof(out), &len, "rows 33: got 33", 8000));
     /* Held: a line typed stays on the terminal, unread. */
     PBX_CHECK(pt_say(ttyd, "HOLD 7\n", "HELD 7\n"));
     PBX_CHECK(write(master, "one\r", 4) == 4);

@@ -10,7 +10,7 @@
  *                    "abstract NAME: ok" or "abstract NAME: errno N"
  *   exec:PATH        execv(PATH) of the file itself; prints only when the
  *                    exec failed: "exec PATH: errno N"
- *   tty, line, spam:N  the terminal probes (see probe_tty)
+ *   tty, line, rows:N, spam:N  the terminal probes (see probe_tty)
  *
  * As a wrapper, `pbx-sandbox-probe --no-landlock ERRNO -- PROG [ARG...]`
  * installs a seccomp filter under which landlock_create_ruleset fails with
@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Prints "what arg: ok" for r == 0, else "what arg: errno N". */
@@ -84,8 +85,9 @@ static int probe_abstract(const char *name)
  * stdin is its controlling terminal (TIOCGSID names its session), and
  * whether stdin is the terminal named by $PBX_PROBE_OUTER ("outer=1":
  * the user's own, not a relay); "line": one line read from stdin,
- * printed as "line: TEXT"; "spam:N": N bytes of 'x' written, then
- * "spam done". */
+ * printed as "line: TEXT"; "rows:N": waits (at most 5 s) until the
+ * terminal has N rows, then prints "rows N: got M"; "spam:N": N bytes of
+ * 'x' written, then "spam done". */
 static bool probe_tty(const char *w)
 {
     if (strcmp(w, "tty") == 0) {
@@ -104,6 +106,19 @@ static bool probe_tty(const char *w)
             line[strcspn(line, "\r\n")] = '\0';
             (void)printf("line: %s\n", line);
         }
+    } else if (strncmp(w, "rows:", 5) == 0) {
+        /* Waits (at most 5 s) for the terminal to have N rows. */
+        long want = strtol(w + 5, NULL, 10);
+        struct winsize ws;
+        memset(&ws, 0, sizeof(ws));
+        for (int i = 0; i < 500; i++) {
+            if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row == want) {
+                break;
+            }
+            struct timespec ts = {0, 10L * 1000L * 1000L};
+            (void)nanosleep(&ts, NULL);
+        }
+        (void)printf("rows %ld: got %u\n", want, (unsigned)ws.ws_row);
     } else if (strncmp(w, "spam:", 5) == 0) {
         long n = strtol(w + 5, NULL, 10);
         for (long i = 0; i < n && i < (1L << 24); i++) {
