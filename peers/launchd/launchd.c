@@ -63,6 +63,10 @@
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
  *       beyond), --max-jobs live jobs (64), --first-job the first job id
  *       allocated (11).
+ *       A sandboxed job's terminal stdio is a pty launchd relays
+ *       (launchd_pty.c). --hold PATH is the prompt hold's socket
+ *       (launchd_hold.c): while ttyd holds (HOLD n, answered HELD n,
+ *       until RELEASE n) no job output is written and no key is read.
  *   pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
  *                   -- PROG [ARG...]

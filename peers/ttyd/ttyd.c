@@ -19,9 +19,9 @@
  *
  * A prompt is answered by one key (y or n, no Enter) in non-canonical
  * mode without echo, the terminal's settings restored afterwards; a soft
- * reset (PBX_PEER_TTY_RESET) precedes it. With --hold, launchd
- * subscribes there and every prompt is drawn only after each subscriber
- * holds its jobs' output (ttyd_hold.c).
+ * reset (PBX_PEER_TTY_RESET) precedes it. With --hold PATH (launchd's
+ * hold socket) every prompt is drawn only after launchd holds its jobs'
+ * terminal output and keyboard (ttyd_hold.c).
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE

@@ -54,7 +54,7 @@ typedef struct ttyd_reader {
 #define TTYD_HOLD_WAIT_MS 2000U
 #define TTYD_HOLD_LINE    32U
 
-/* Where the hold of every subscriber's job output stands. */
+/* Where the hold of launchd's job output stands. */
 enum { TTYD_HOLD_NONE = 0, TTYD_HOLD_ASKED = 1, TTYD_HOLD_HELD = 2 };
 
 /* One connection to launchd's hold socket: whether launchd acknowledged
@@ -112,7 +112,7 @@ uint64_t ttyd_mono_ms(void);
  * Fills p[0..TTYD_HOLDERS_MAX) with the connections to launchd; returns
  * whether a HOLD waits for its acks. */
 bool ttyd_hold_poll(struct pollfd *p);
-/* Serves the subscribers and the listener after poll (p as filled). */
+/* Serves the connections to launchd after poll (p as filled). */
 void ttyd_hold_serve(const struct pollfd *p);
 /* Whether a prompt may be drawn now: nothing listens at --hold, or
  * launchd acknowledged the HOLD. Otherwise a HOLD is sent (once) and
