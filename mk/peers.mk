@@ -30,7 +30,7 @@ PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
                                       tests/peers/sandbox/*.c) \
                       tests/e2e/fdcat.c tests/e2e/walls.c \
-                      tests/e2e/hijack.c)
+                      tests/e2e/hijack.c tests/e2e/spoof.c)
 # Statically linked programs: launchd's --sandbox runs only those
 # (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
 # whose runtimes do not link statically.
@@ -102,6 +102,16 @@ $(PEERS_WALLS_BIN): $(PEERS_WALLS_SRCS) $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_WALLS_SRCS) -o $@
 
+# The e2e scenario any-spoof's program: a look-alike prompt printed
+# while a real one shows (docs/HOST.md, "The job's terminal"); static.
+PEERS_SPOOF_BIN  := $(BUILD)/bin/pbx-test-spoof
+PEERS_SPOOF_SRCS  = tests/e2e/spoof.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
+                    $(filter-out core/% bootstrap/%,$(LIB_SRCS))
+
+$(PEERS_SPOOF_BIN): $(PEERS_SPOOF_SRCS) $(HEADERS) $(PEERS_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_SPOOF_SRCS) -o $@
+
 $(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $< -o $@
@@ -133,7 +143,7 @@ $(TOOL_OBJS): $(PEERS_HEADERS)
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck
 peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN) \
-       $(PEERS_WALLS_BIN) $(PEERS_HIJACK_BIN)
+       $(PEERS_WALLS_BIN) $(PEERS_HIJACK_BIN) $(PEERS_SPOOF_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
 	PBX_PEERS_BIN=$(BUILD)/bin $(PEERS_TEST_BIN) $(TESTS)

@@ -7,7 +7,7 @@
  *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
  *                     [--max-jobs N] [--call-ms N] [--first-job N]
- *                     [--max-per-pid N]
+ *                     [--max-per-pid N] [--hold PATH]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -63,6 +63,10 @@
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
  *       beyond), --max-jobs live jobs (128), --first-job the first job id
  *       allocated (11).
+ *       A sandboxed job's terminal stdio is a pty launchd relays
+ *       (launchd_pty.c). --hold PATH is the prompt hold's socket
+ *       (launchd_hold.c): while ttyd holds (HOLD n, answered HELD n,
+ *       until RELEASE n) no job output is written and no key is read.
  *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
  *                   -- PROG [ARG...]
@@ -210,8 +214,10 @@ static void launchd_accept(launchd_srv *srv)
 /* One poll round over every route and connection, then the timers. */
 static void launchd_round(launchd_srv *srv)
 {
-    static struct pollfd p[LAUNCHD_CONNS_CAP + 4U];
-    static uint32_t who[LAUNCHD_CONNS_CAP + 4U];
+    static struct pollfd
+        p[LAUNCHD_CONNS_CAP + 6U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
+    static uint32_t
+        who[LAUNCHD_CONNS_CAP + 6U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
     nfds_t n = 0;
     bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
     /* A negative fd is skipped by poll: the wake route is left unread. */
@@ -219,6 +225,11 @@ static void launchd_round(launchd_srv *srv)
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
     p[n++] = (struct pollfd){srv->broker, POLLIN, 0};
     p[n++] = (struct pollfd){srv->attach, POLLIN, 0};
+    n += (nfds_t)launchd_hold_poll(srv, &p[n]);
+    nfds_t ptys = n;
+    size_t npty = launchd_pty_poll(srv, &p[n], &who[n]);
+    n += (nfds_t)npty;
+    nfds_t conns = n;
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         if (srv->conns[i].fd >= 0) {
             who[n] = i;
@@ -236,7 +247,10 @@ static void launchd_round(launchd_srv *srv)
     if (p[3].revents != 0) {
         launchd_attach_input(srv);
     }
-    for (nfds_t i = 4; i < n; i++) {
+    /* The hold first: output read this round is not written once held. */
+    launchd_hold_serve(srv, &p[4]);
+    launchd_pty_serve(srv, &p[ptys], &who[ptys], npty);
+    for (nfds_t i = conns; i < n; i++) {
         /* A connection closed earlier this round may have a new fd. */
         if (p[i].revents != 0 && srv->conns[who[i]].fd == p[i].fd) {
             launchd_conn_frame(srv, who[i]);
@@ -247,6 +261,7 @@ static void launchd_round(launchd_srv *srv)
     }
     launchd_reap(srv);
     launchd_timers(srv);
+    launchd_pty_timer(srv);
 }
 
 /* Parses one numeric serve option v into *out (1..max); false if bad. */
@@ -330,6 +345,13 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             srv->control_path = v;
         } else if (strcmp(k, "--wake-log") == 0) {
             srv->log = fopen(v, "ae");
+        } else if (strcmp(k, "--hold") == 0) {
+            srv->hold_listen = pbx_peer_io_listen_private(v, SOCK_STREAM);
+            if (srv->hold_listen < 0 || listen(srv->hold_listen, 4) != 0) {
+                pbx_peer_log("launchd", "cannot listen on --hold '%s': %s", v,
+                             strerror(errno));
+                return false;
+            }
         } else if (strcmp(k, "--wake-hold-file") == 0) {
             srv->hold = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
@@ -349,6 +371,7 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
 static void launchd_defaults(launchd_srv *srv)
 {
     srv->wake = srv->broker = srv->control = srv->attach = -1;
+    srv->ttyd_fd = srv->hold_listen = -1;
     srv->max_conns = 96;
     srv->max_per_pid = 16;
     srv->idle_ms = 10000;
@@ -378,11 +401,13 @@ static int launchd_serve(int argc, char **argv)
                                 "[--wake-hold-file PATH] [--stage PID:GEN] "
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
                                 "[--max-jobs N] [--call-ms N] "
-                                "[--first-job N] [--max-per-pid N]");
+                                "[--first-job N] [--max-per-pid N] "
+                                "[--hold PATH]");
         return 2;
     }
-    int fds[4] = {srv->wake, srv->broker, srv->control, srv->attach};
-    for (int i = 0; i < 4; i++) {
+    int fds[5] = {srv->wake, srv->broker, srv->control, srv->attach,
+                  srv->hold_listen};
+    for (int i = 0; i < 5; i++) {
         if (fds[i] >= 0) {
             (void)fcntl(fds[i], F_SETFD, FD_CLOEXEC);
             launchd_nonblock(fds[i]);
@@ -492,7 +517,7 @@ static const char launchd_usage[] =
     "                   [--wake-hold-file PATH] [--stage PID:GEN ...]\n"
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
-    "                   [--max-per-pid N]\n"
+    "                   [--max-per-pid N] [--hold PATH]\n"
     "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
     "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
     "                   [--realm N]\n"
@@ -522,7 +547,7 @@ static bool launchd_known_options(int argc, char **argv)
         "--wake-log",  "--ready-fd",  "--wake-hold-file", "--stage",
         "--max-conns", "--idle-ms",   "--max-open",       "--max-jobs",
         "--call-ms",   "--first-job", "--attach-fd",      "--max-per-pid",
-        NULL};
+        "--hold",      NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       "--profile", NULL};

@@ -1,16 +1,20 @@
 /*
  * launchd.h: the reference launchd's private state, shared by its files
  * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
- * relay and hang-up cleanup; launchd_wake.c: WAKE delivery and timers;
- * launchd_jobs.c: launching and reaping jobs; launchd_io.c: socket helpers;
- * launchd_attach.c: the supervisor's attach channel).
- * Usage is documented at the top of launchd.c and in docs/HOST.md.
+ * relay and hang-up cleanup; launchd_reply.c: the broker's replies;
+ * launchd_wake.c: WAKE delivery and timers; launchd_jobs.c: launching and
+ * reaping jobs; launchd_io.c: socket helpers; launchd_attach.c: the
+ * supervisor's attach channel). Usage is documented at the top of launchd.c and
+ * in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
 
+#include <poll.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "peers/common/pbx_peer_io.h"
 #include "peers/common/pbx_peer_origin.h"
@@ -40,6 +44,34 @@
 /* How far up the process tree the control socket's ancestry check walks
  * before it gives up (and refuses). */
 #define LAUNCHD_ANCESTRY_STEPS PBX_PEER_ORIGIN_STEPS
+
+/* Bytes a sandboxed job's pty relay buffers each way: when the output
+ * buffer is full launchd stops reading the pty master, so the program
+ * blocks in write and nothing is lost. */
+#define LAUNCHD_PTY_BUF 4096U
+/* Poll entries per job relay: the master, the keyboard, the terminal. */
+#define LAUNCHD_PTY_FDS 3U
+/* The longest line on the hold channel. */
+#define LAUNCHD_TTYD_LINE 32U
+
+/* A sandboxed job's pseudo-terminal relay: the job's stdio that were
+ * terminals are the slave; launchd relays the master to and from its own
+ * non-blocking reopens of the terminal the LAUNCH handed it. */
+typedef struct launchd_pty {
+    int master;   /* -1: no relay */
+    int term_in;  /* the keyboard (the LAUNCH's stdin terminal), or -1 */
+    int term_out; /* where the job's output goes, or -1 (dropped) */
+    bool raw;     /* term_in was put in raw mode; saved restores it */
+    bool eof;     /* the job's side is closed (the master gave EIO) */
+    bool noted;   /* "output held" logged during the current hold */
+    dev_t rdev;   /* the keyboard terminal's device (shared raw mode) */
+    struct termios saved;
+    struct winsize ws;
+    size_t out_len;
+    size_t in_len;
+    uint8_t out[LAUNCHD_PTY_BUF];
+    uint8_t in[LAUNCHD_PTY_BUF];
+} launchd_pty;
 
 /* What an outstanding broker call is for. */
 typedef enum launchd_call_kind {
@@ -97,9 +129,11 @@ typedef struct launchd_job {
     uint32_t launcher; /* the control connection that launched it */
     uint32_t launcher_gen;
     uint32_t launch_seq;
-    int conn;  /* its job connection, or -1 */
-    int stage; /* its staged process, or -1 */
+    int conn;           /* its job connection, or -1 */
+    int stage;          /* its staged process, or -1 */
+    bool finish_wanted; /* its EXPIRE was answered while its pty drained */
     pbx_peer_launch_binding bind;
+    launchd_pty pty;
 } launchd_job;
 
 /* A request whose caller went away: cancelled, decision to collect. */
@@ -146,6 +180,12 @@ typedef struct launchd_srv {
     uint32_t nstage;
     pid_t self;
     uint64_t now;
+    /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
+    int hold_listen; /* the --hold listener, or -1 */
+    int ttyd_fd;     /* ttyd's subscription, or -1 */
+    bool tty_held;   /* a prompt shows: no job output, no keys */
+    size_t ttyd_len;
+    char ttyd_in[LAUNCHD_TTYD_LINE];
     launchd_conn conns[LAUNCHD_CONNS_CAP];
     launchd_call calls[LAUNCHD_CALLS_MAX];
     launchd_orphan orphans[LAUNCHD_ORPHANS_MAX];
@@ -195,6 +235,27 @@ bool launchd_reply(launchd_srv *srv, uint32_t ci, uint8_t *buf, size_t len,
 bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id);
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id);
 bool launchd_evictable(const launchd_srv *srv, uint32_t ci);
+/* Shared by launchd_relay.c and launchd_reply.c (the broker's replies).
+ * The entry of job job_id:job_gen into buf[0..cap) ("-" for none). */
+const char *launchd_entry_of(const launchd_srv *srv, uint64_t job_id,
+                             uint32_t job_gen, char *buf, size_t cap);
+/* Logs the end of one relayed request: its decision rep, or why. */
+void launchd_log_end(pbx_ipc_id id, uint64_t job_id, uint32_t job_gen,
+                     const char *e, const pbx_ipc_frame *rep, const char *why);
+/* Takes over request id of a caller that went away (its exact CANCEL). */
+void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
+                        uint32_t job_gen, const uint8_t *entry,
+                        uint16_t entry_len, bool woken);
+/* An orphan's decision rep arrived: final or gone ends the orphan. */
+void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
+                            const pbx_ipc_frame *rep);
+/* Remembers the grant of an APPROVED DECISION reply rep of request. */
+void launchd_note_approval(pbx_ipc_id request, const pbx_ipc_frame *rep);
+/* The request of grant as launchd delivered its approval, or {0,0}. */
+pbx_ipc_id launchd_request_of(pbx_ipc_id grant);
+/* Answers the USER_CANCEL of grant on ci (seq) with status st. */
+void launchd_user_answer(launchd_srv *srv, uint32_t ci, uint32_t seq,
+                         pbx_ipc_id grant, uint16_t st);
 
 /* launchd_attach.c: receives and applies what waits on srv->attach
  * (routes in 'R'); at the channel's end it is closed (attach -1). */
@@ -228,6 +289,33 @@ uint16_t launchd_sandbox_prepare(const launchd_sandbox_want *w,
                                  launchd_sandbox *sb);
 void launchd_sandbox_release(launchd_sandbox *sb);
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv);
+
+/* launchd_pty.c: the sandboxed jobs' pty relays. Whether any of the
+ * LAUNCH's stdio fds[0..2] is a terminal (then the job gets a pty). */
+bool launchd_pty_wanted(const int *fds);
+/* Opens p's master and the slave (*slave, close-on-exec) for the stdio
+ * fds[0..2], the terminal's settings and size copied to the slave and
+ * the keyboard put in raw mode; 0, or -1 with nothing left open. */
+int launchd_pty_open(launchd_srv *srv, launchd_pty *p, const int *fds,
+                     int *slave);
+/* Closes p's relay (the keyboard's settings restored unless another
+ * relay still uses that terminal). */
+void launchd_pty_close(launchd_srv *srv, launchd_pty *p);
+/* Appends the relays' poll entries to p (who: LAUNCHD_PTY_FDS * job +
+ * entry); returns how many. */
+size_t launchd_pty_poll(const launchd_srv *srv, struct pollfd *p,
+                        uint32_t *who);
+/* Moves what poll found ready (n entries as launchd_pty_poll made). */
+void launchd_pty_serve(launchd_srv *srv, const struct pollfd *p,
+                       const uint32_t *who, size_t n);
+/* Window sizes followed; drained relays of ended jobs closed. */
+void launchd_pty_timer(launchd_srv *srv);
+
+/* launchd_hold.c: the prompt hold's listener (--hold PATH) and its one
+ * subscriber, ttyd. Fills p[0..2) (listener, subscriber); returns 2. */
+size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p);
+/* Serves them after poll: HOLD held and acknowledged, RELEASE. */
+void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p);
 
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,

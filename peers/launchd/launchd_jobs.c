@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,9 +113,16 @@ static void launchd_child_env(const launchd_job *j, bool scope)
  * close on exec), the environment set; then exec, sandboxed when sb
  * holds a ruleset. Never returns. */
 static void launchd_child(const int *src, int nsrc, const launchd_job *j,
-                          launchd_sandbox sb, char *const *argv)
+                          launchd_sandbox sb, char *const *argv, int slave)
 {
-    (void)setpgid(0, 0);
+    /* With a pty: a session of its own whose controlling terminal is the
+     * slave, so the program never reaches the user's terminal (/dev/tty
+     * names the pty). Otherwise a process group of its own. */
+    if (slave < 0) {
+        (void)setpgid(0, 0);
+    } else if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) != 0) {
+        _exit(127);
+    }
     /* Decided once: a sandboxed job whose setup fails below is never run
      * unconfined. */
     bool sandboxed = sb.ruleset >= 0;
@@ -199,17 +207,35 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     }
     char *argv[PBX_PEER_LAUNCH_ARGS_MAX + 1U];
     launchd_argv(req, argv);
+    int slave = -1;
+    j->pty.master = j->pty.term_in = j->pty.term_out = -1;
+    if (sb->ruleset >= 0 && launchd_pty_wanted(fds) &&
+        launchd_pty_open(srv, &j->pty, fds, &slave) != 0) {
+        (void)close(sv[0]);
+        (void)close(sv[1]);
+        return -1;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         int src[5] = {fds[0], fds[1], fds[2], sv[1], req->scope ? fds[3] : -1};
-        launchd_child(src, req->scope ? 5 : 4, j, *sb, argv);
+        for (int i = 0; i < 3 && slave >= 0; i++) {
+            src[i] = isatty(fds[i]) == 1 ? slave : fds[i];
+        }
+        launchd_child(src, req->scope ? 5 : 4, j, *sb, argv, slave);
     }
     (void)close(sv[1]);
+    if (slave >= 0) {
+        (void)close(slave);
+    }
     if (pid < 0) {
         (void)close(sv[0]);
+        launchd_pty_close(srv, &j->pty);
         return -1;
     }
-    (void)setpgid(pid, pid);
+    if (j->pty.master < 0) {
+        /* A pty job makes its own session (its group): never moved. */
+        (void)setpgid(pid, pid);
+    }
     j->pid = pid;
     /* The job's real process: its install-mode BEGINs may target it. */
     j->bind.own_pid = (uint64_t)pid;
@@ -328,6 +354,7 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     int jc = -1;
     if (j != NULL) {
         memset(j, 0, sizeof(*j));
+        j->pty.master = j->pty.term_in = j->pty.term_out = -1;
         j->bind.job_id = id;
         j->bind.job_gen = gen;
         j->bind.session = req.session;
@@ -394,6 +421,11 @@ void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
         return;
     }
     launchd_job *j = &srv->jobs[ji];
+    if (j->pty.master >= 0) {
+        /* Its output is still on the way: finished when it is out. */
+        j->finish_wanted = true;
+        return;
+    }
     pbx_peer_log("launchd", "job %llu.%u ended: EXPIRE %s",
                  (unsigned long long)j->bind.job_id, j->bind.job_gen, expire);
     launchd_job_exit(srv, j);

@@ -106,7 +106,8 @@ size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
     tty_hex(&t, p->selector_digest, PBX_IPC_DIGEST_BYTES);
     tty_str(&t, "\r\n  label   : \"");
     tty_bytes(&t, p->label.bytes, p->label.len);
-    tty_str(&t, "\" (display only)\r\nApprove? [y/n] ");
+    tty_str(&t, "\" (display only)\r\nApprove? [y/n] (press y or n, "
+                "no Enter) ");
     return t.pos;
 }
 
@@ -132,6 +133,17 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len)
         return PBX_IPC_ANSWER_APPROVE;
     }
     if (strcmp(w, "n") == 0 || strcmp(w, "no") == 0) {
+        return PBX_IPC_ANSWER_DENY;
+    }
+    return 0U;
+}
+
+uint8_t pbx_peer_tty_key(uint8_t ch)
+{
+    if (ch == (uint8_t)'y' || ch == (uint8_t)'Y') {
+        return PBX_IPC_ANSWER_APPROVE;
+    }
+    if (ch == (uint8_t)'n' || ch == (uint8_t)'N') {
         return PBX_IPC_ANSWER_DENY;
     }
     return 0U;

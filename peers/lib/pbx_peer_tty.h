@@ -172,6 +172,28 @@ size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
 uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len);
 
 /**
+ * PBX_PEER_TTY_RESET is what ttyd writes before every prompt, so that no
+ * state a program left on the terminal changes how the prompt looks: a
+ * soft reset, never a screen clear. In order: SGR reset (ESC [ 0 m), show
+ * the cursor (ESC [ ? 25 h), leave the alternate screen (ESC [ ? 1049 l),
+ * the whole screen as scroll region (ESC [ r), insert mode off
+ * (ESC [ 4 l), autowrap on (ESC [ ? 7 h), origin mode off (ESC [ ? 6 l),
+ * G0 as US ASCII (ESC ( B) and G0 shifted in (SI, 0x0F); then a new line
+ * and erase below (CR LF, ESC [ J), so nothing written before stays on
+ * the lines the prompt draws over.
+ */
+#define PBX_PEER_TTY_RESET                                                     \
+    "\033[0m\033[?25h\033[?1049l\033[r\033[4l\033[?7h\033[?6l\033(B\017"       \
+    "\r\n\033[J"
+
+/**
+ * pbx_peer_tty_key reads one keypress toward a showing prompt: 'y' or 'Y'
+ * approves, 'n' or 'N' denies, any other byte is ignored (returns 0).
+ * The answer is one key, without Enter.
+ */
+uint8_t pbx_peer_tty_key(uint8_t ch);
+
+/**
  * pbx_peer_tty_answer_fill fills *out with the ANSWER reply that echoes
  * the prompt's session, realm, job, request and object with answer.
  */

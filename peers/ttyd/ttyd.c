@@ -15,7 +15,13 @@
  *
  *   pbx-ttyd --policy FILE [--tty PATH] [--route-fd N]
  *            [--query PATH] [--jobs-below PID] [--max-per-pid N]
- *            [--attach-fd N] [--ready-fd N]
+ *            [--attach-fd N] [--ready-fd N] [--hold PATH]
+ *
+ * A prompt is answered by one key (y or n, no Enter) in non-canonical
+ * mode without echo, the terminal's settings restored afterwards; a soft
+ * reset (PBX_PEER_TTY_RESET) precedes it. With --hold PATH (launchd's
+ * hold socket) every prompt is drawn only after launchd holds its jobs'
+ * terminal output and keyboard (ttyd_hold.c).
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -40,7 +46,7 @@
 #define TTYD_USAGE                                                             \
     "usage: pbx-ttyd --policy FILE [--tty PATH] "                              \
     "[--route-fd N] [--query PATH] [--jobs-below PID] [--max-per-pid N] "      \
-    "[--attach-fd N] [--ready-fd N]"
+    "[--attach-fd N] [--ready-fd N] [--hold PATH]"
 
 ttyd g_ttyd;
 
@@ -151,12 +157,29 @@ static void ttyd_say(const char *s)
     (void)ttyd_write(s, strlen(s));
 }
 
-/* Forgets whatever was typed toward the prompt that showed. */
-static void ttyd_line_reset(void)
+/* Puts the terminal in one-key mode for a prompt: non-canonical, no
+ * echo, each byte readable at once (the settings before are kept and
+ * restored by ttyd_key_mode_off when the prompt ends). */
+static void ttyd_key_mode_on(void)
 {
-    g_ttyd.line_len = 0;
-    g_ttyd.line_long = false;
-    g_ttyd.tries = 0;
+    struct termios t;
+    if (g_ttyd.raw || tcgetattr(g_ttyd.tty, &g_ttyd.saved) != 0) {
+        return;
+    }
+    t = g_ttyd.saved;
+    t.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ECHONL);
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    g_ttyd.raw = tcsetattr(g_ttyd.tty, TCSANOW, &t) == 0;
+}
+
+/* Restores the terminal's settings from before the prompt. */
+static void ttyd_key_mode_off(void)
+{
+    if (g_ttyd.raw) {
+        (void)tcsetattr(g_ttyd.tty, TCSANOW, &g_ttyd.saved);
+        g_ttyd.raw = false;
+    }
 }
 
 /* Answers the PROMPT call of queued prompt e: RETRY, or answer a with
@@ -201,7 +224,7 @@ static bool ttyd_deny_no_tty(const pbx_peer_tty_queued *e)
  * discarded (type-ahead must never answer a prompt nobody has seen); one
  * the terminal would not take in time is answered RETRY, one it failed
  * to show DENY; then the next is tried. */
-static void ttyd_next(void)
+void ttyd_next(void)
 {
     for (size_t i = 0; i < PBX_PEER_TTY_QUEUE_MAX + 1U; i++) {
         const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
@@ -211,14 +234,24 @@ static void ttyd_next(void)
         if (ttyd_deny_no_tty(e)) {
             continue;
         }
-        ttyd_line_reset();
+        if (!ttyd_hold_ready()) {
+            return; /* drawn once every relay holds its job's output */
+        }
+        /* One-key mode first: a key typed ahead without Enter (a partial
+         * line, invisible in canonical mode) then shows as pending and
+         * is discarded, never taken as the answer; no key pressed after
+         * the prompt appears is echoed or waits for Enter. */
+        ttyd_key_mode_on();
         bool pending = g_ttyd.typed_ahead || ttyd_input_pending();
         g_ttyd.typed_ahead = false;
         int out = TTYD_OUT_SLOW;
         if (pbx_peer_tty_prompt_admit(pending)) {
+            /* The soft reset undoes what a program left on the terminal. */
+            static const char reset[] = PBX_PEER_TTY_RESET;
             size_t n = pbx_peer_tty_prompt_text(
                 &e->prompt, e->request, g_ttyd.text, sizeof(g_ttyd.text));
-            out = ttyd_write(g_ttyd.text, n);
+            out = ttyd_write(reset, sizeof(reset) - 1U);
+            out = out == TTYD_OUT_OK ? ttyd_write(g_ttyd.text, n) : out;
         } else {
             (void)tcflush(g_ttyd.tty, TCIFLUSH);
         }
@@ -257,44 +290,31 @@ static void ttyd_finish(uint8_t a)
         pbx_peer_tty_views_seen(&g_ttyd.views, e->request, &e->prompt);
     }
     (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
-    ttyd_line_reset();
     ttyd_next();
 }
 
-/* One complete line typed toward the showing prompt: an answer, a blank
- * line (ignored) or anything else (asked again, at most TTYD_ASK_MAX
- * times, then DENY). Returns true when the prompt was answered. */
-static bool ttyd_line(void)
+void ttyd_retry_head(const char *why)
 {
-    const char *l = g_ttyd.line;
-    size_t n = g_ttyd.line_len;
-    bool blank = !g_ttyd.line_long && strspn(l, " \t") == n;
-    uint8_t a = g_ttyd.line_long ? 0U : pbx_peer_tty_answer_parse(l, n);
-    g_ttyd.line_len = 0;
-    g_ttyd.line_long = false;
-    if (a != 0U) {
-        ttyd_finish(a);
-        return true;
+    const pbx_peer_tty_queued *e = pbx_peer_tty_queue_head(&g_ttyd.queue);
+    if (e == NULL || g_ttyd.queue.showing) {
+        return;
     }
-    if (blank) {
-        return false;
-    }
-    if (++g_ttyd.tries >= TTYD_ASK_MAX) {
-        ttyd_finish(PBX_IPC_ANSWER_DENY);
-        return true;
-    }
-    ttyd_say("please answer y or n: ");
-    return false;
+    pbx_peer_log("ttyd", "PROMPT %u.%u: %s", e->request.index, e->request.gen,
+                 why);
+    ttyd_reply_prompt(e, true, PBX_IPC_ANSWER_DENY);
+    (void)pbx_peer_tty_queue_pop(&g_ttyd.queue);
 }
 
 /* Reads what the terminal has (it is non-blocking, and polled only while
- * a prompt shows) toward the showing prompt. End of input or a terminal
- * failure is DENY: no trusted answer. Bytes left after the answer were
- * typed before the next prompt showed: they count as type-ahead. */
+ * a prompt shows) toward the showing prompt, one key at a time: y or n
+ * answers at once, any other byte is ignored. End of input or a terminal
+ * failure is DENY: no trusted answer. Bytes left after the answer (other
+ * than blanks and line ends) were typed before the next prompt showed:
+ * they count as type-ahead. */
 static void ttyd_tty_input(void)
 {
-    char buf[256];
-    ssize_t r = read(g_ttyd.tty, buf, sizeof(buf) - 1U);
+    uint8_t buf[256];
+    ssize_t r = read(g_ttyd.tty, buf, sizeof(buf));
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         return;
     }
@@ -302,27 +322,20 @@ static void ttyd_tty_input(void)
         ttyd_finish(PBX_IPC_ANSWER_DENY);
         return;
     }
-    buf[r] = '\0';
     for (ssize_t i = 0; i < r; i++) {
-        char ch = buf[i];
-        if (ch != '\n' && ch != '\r') {
-            if (g_ttyd.line_len + 1U < sizeof(g_ttyd.line)) {
-                g_ttyd.line[g_ttyd.line_len++] = ch;
-                g_ttyd.line[g_ttyd.line_len] = '\0';
-            } else {
-                g_ttyd.line_long = true;
-            }
+        uint8_t a = pbx_peer_tty_key(buf[i]);
+        if (a == 0U) {
             continue;
         }
-        g_ttyd.line[g_ttyd.line_len] = '\0';
-        /* Set before the line is judged: an answer shows the next prompt
-         * at once, and what follows it was typed before that prompt. */
-        const char *rest = buf + i + 1;
-        g_ttyd.typed_ahead = strspn(rest, " \t\r\n") != strlen(rest);
-        if (ttyd_line()) {
-            return;
+        bool ahead = false;
+        for (ssize_t k = i + 1; k < r; k++) {
+            ahead = ahead || strchr(" \t\r\n", buf[k]) == NULL;
         }
-        g_ttyd.typed_ahead = false;
+        /* Set before the answer: it shows the next prompt at once, and
+         * what follows it was typed before that prompt. */
+        g_ttyd.typed_ahead = ahead;
+        ttyd_finish(a);
+        return;
     }
 }
 
@@ -563,7 +576,7 @@ static void ttyd_attach(void)
  * showing when poll began; a reader gets what its socket takes now. */
 static int ttyd_round(void)
 {
-    struct pollfd p[3U + TTYD_ROUTES_MAX + TTYD_READERS_MAX];
+    struct pollfd p[4U + TTYD_ROUTES_MAX + TTYD_READERS_MAX + TTYD_HOLDERS_MAX];
     size_t nr = g_ttyd.nroutes;
     for (size_t i = 0; i < nr; i++) {
         p[i] = (struct pollfd){g_ttyd.routes[i], POLLIN, 0};
@@ -574,8 +587,9 @@ static int ttyd_round(void)
     bool reading = ttyd_poll_readers(&p[1U + nr]);
     size_t a = 2U + nr + TTYD_READERS_MAX;
     p[a] = (struct pollfd){g_ttyd.attach_fd, POLLIN, 0};
-    nfds_t n = (nfds_t)(a + 1U);
-    if (poll(p, n, reading ? (int)TTYD_READER_MS / 10 : -1) < 0) {
+    bool asked = ttyd_hold_poll(&p[a + 1U]);
+    nfds_t n = (nfds_t)(a + 1U + TTYD_HOLDERS_MAX);
+    if (poll(p, n, reading || asked ? (int)TTYD_READER_MS / 10 : -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t k = nr; k > 0U; k--) {
@@ -594,6 +608,11 @@ static int ttyd_round(void)
     if (p[a].revents != 0 && g_ttyd.attach_fd >= 0) {
         ttyd_attach();
     }
+    ttyd_hold_serve(&p[a + 1U]);
+    if (!g_ttyd.queue.showing) {
+        ttyd_key_mode_off(); /* before RELEASE: the relay reads keys again */
+    }
+    ttyd_hold_settle();
     return 0;
 }
 
@@ -607,6 +626,10 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
     }
     if (strcmp(k, "--tty") == 0) {
         *tty = v;
+        return true;
+    }
+    if (strcmp(k, "--hold") == 0) {
+        g_ttyd.hold_path = v;
         return true;
     }
     int a = pbx_peer_admit_option(&g_ttyd.admit, k, v, TTYD_READERS_MAX);
@@ -654,9 +677,9 @@ static bool ttyd_option(const char *k, const char *v, int *ready_fd,
 static bool ttyd_known_options(int argc, char **argv)
 {
     static const char *const known[] = {
-        "--policy",   "--tty",        "--query",
-        "--route",    "--route-fd",   "--attach-fd",
-        "--ready-fd", "--jobs-below", "--max-per-pid"};
+        "--policy",      "--tty",       "--query",    "--route",
+        "--route-fd",    "--attach-fd", "--ready-fd", "--jobs-below",
+        "--max-per-pid", "--hold"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -678,6 +701,9 @@ int main(int argc, char **argv)
     const char *tty = "/dev/tty";
     g_ttyd.query_fd = -1;
     g_ttyd.attach_fd = -1;
+    for (size_t i = 0; i < TTYD_HOLDERS_MAX; i++) {
+        g_ttyd.holders[i].fd = -1;
+    }
     g_ttyd.admit = (pbx_peer_admit){0, TTYD_READERS_PER_PID};
     for (size_t i = 0; i < TTYD_READERS_MAX; i++) {
         g_ttyd.readers[i].fd = -1;

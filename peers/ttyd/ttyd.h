@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <termios.h>
 
 #include "peers/common/pbx_peer_io.h"
 #include "peers/common/pbx_peer_origin.h"
@@ -17,7 +18,6 @@
 #include "peers/lib/pbx_peer_tty.h"
 
 #define TTYD_ROUTES_MAX 8U
-#define TTYD_ASK_MAX    3
 /* How long a terminal that takes no output (flow control) may hold a
  * write in all, and the step of that wait. */
 #define TTYD_WRITE_WAIT_MS 1000
@@ -46,6 +46,26 @@ typedef struct ttyd_reader {
     char line[PBX_PEER_TTY_ROW_BYTES_MAX];
 } ttyd_reader;
 
+/* Connections to launchd's hold socket (one launchd), how long ttyd waits for
+ * all of them to acknowledge a HOLD before it answers the prompt RETRY (drawn
+ * later, never over output that is not held), and the longest line on the hold
+ * channel. */
+#define TTYD_HOLDERS_MAX  1U
+#define TTYD_HOLD_WAIT_MS 2000U
+#define TTYD_HOLD_LINE    32U
+
+/* Where the hold of launchd's job output stands. */
+enum { TTYD_HOLD_NONE = 0, TTYD_HOLD_ASKED = 1, TTYD_HOLD_HELD = 2 };
+
+/* One connection to launchd's hold socket: whether launchd acknowledged
+ * the current HOLD, and the part of a line it sent so far. */
+typedef struct ttyd_holder {
+    int fd; /* -1: free */
+    bool acked;
+    size_t len;
+    char in[TTYD_HOLD_LINE];
+} ttyd_holder;
+
 /* What a write to the terminal came to. */
 enum { TTYD_OUT_OK = 0, TTYD_OUT_SLOW = 1, TTYD_OUT_FAILED = 2 };
 
@@ -63,11 +83,14 @@ typedef struct ttyd {
     pbx_peer_tty_views views;
     pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
     uint64_t shown;           /* prompts shown so far (a showing's name) */
-    char line[64];            /* the answer being typed */
-    size_t line_len;
-    bool line_long;   /* the line outgrew line: not an answer */
-    int tries;        /* lines that were neither yes nor no */
     bool typed_ahead; /* input came after the last answer, in its read */
+    bool raw;         /* the terminal is in one-key mode (saved below) */
+    struct termios saved;
+    const char *hold_path; /* launchd's --hold socket, or NULL */
+    ttyd_holder holders[TTYD_HOLDERS_MAX];
+    int hold_state;         /* TTYD_HOLD_* */
+    uint32_t hold_serial;   /* the HOLD asked or held */
+    uint64_t hold_deadline; /* monotonic ms: ASKED gives up then */
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     char text[32768]; /* a prompt's text: its fields escaped fit */
@@ -75,6 +98,29 @@ typedef struct ttyd {
 
 /* The daemon's one state (static storage), defined in ttyd.c. */
 extern ttyd g_ttyd;
+
+/* ttyd.c: shows the oldest waiting prompt when none is showing (and the
+ * hold allows it). */
+void ttyd_next(void);
+/* ttyd.c: answers the waiting head prompt RETRY and drops it (its hold
+ * was not acknowledged in time). */
+void ttyd_retry_head(const char *why);
+/* ttyd_query.c: the monotonic clock in ms. */
+uint64_t ttyd_mono_ms(void);
+
+/* ttyd_hold.c: the hold channel (docs/PROTOCOL.md, "Prompt hold").
+ * Fills p[0..TTYD_HOLDERS_MAX) with the connections to launchd; returns
+ * whether a HOLD waits for its acks. */
+bool ttyd_hold_poll(struct pollfd *p);
+/* Serves the connections to launchd after poll (p as filled). */
+void ttyd_hold_serve(const struct pollfd *p);
+/* Whether a prompt may be drawn now: nothing listens at --hold, or
+ * launchd acknowledged the HOLD. Otherwise a HOLD is sent (once) and
+ * false. */
+bool ttyd_hold_ready(void);
+/* Releases the hold when no prompt shows or waits; gives up a HOLD not
+ * acknowledged by its deadline (the waiting prompt RETRY). */
+void ttyd_hold_settle(void);
 
 /* ttyd_query.c */
 

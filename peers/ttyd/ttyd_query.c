@@ -17,7 +17,7 @@
 #include "peers/ttyd/ttyd.h"
 
 /* The monotonic clock in ms (reader deadlines). */
-static uint64_t ttyd_mono_ms(void)
+uint64_t ttyd_mono_ms(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -356,6 +356,14 @@ and its job connection.
                  a grant of docs/missing.txt makes `pbx run` exit 1 with
                  one line naming the selector and not-found, and PROG
                  (a shell writing a mark file) never ran
+  any-spoof      `pbx run --sandbox -- pbx-test-spoof` with the tmux
+                 pane's terminal as its stdio: while the real prompt for
+                 docs/readme.txt shows, the program prints look-alike
+                 prompts (screen clears, cursor moves) and reads its
+                 input; launchd logs its output held and nothing follows
+                 the intact prompt on the pane; y approves it and the
+                 program read 0 keys; its own fake prompt's y reaches it
+                 and ttyd logged exactly one approval
   sandbox-walls  `pbx run --sandbox -- pbx-test-walls ...` (static), its
                  stdin an unconnected unix seqpacket socket: socket() of
                  every family, socketpair, connect() of stdin and of its
@@ -895,6 +903,8 @@ class Stack:
         # directory is laid out as `pbx --dir` expects (public.sock,
         # launchd.sock, scope.sock, ttyd.sock, procd.sock).
         self.views = os.path.join(work, "ttyd.sock")
+        # launchd's prompt hold socket (ttyd connects before each prompt).
+        self.hold = os.path.join(work, "hold.sock")
         self.installs = os.path.join(work, "procd.sock")
         # While this file exists launchd leaves its wake route unread.
         self.wake_hold = os.path.join(work, "wake.hold")
@@ -949,7 +959,8 @@ class Stack:
         launchd = peer([b("launchd"), "serve", "--wake-fd",
                         str(wake[1].fileno()), "--broker-fd",
                         str(broker[1].fileno()), "--control", self.control,
-                        "--wake-hold-file", self.wake_hold] +
+                        "--wake-hold-file", self.wake_hold,
+                        "--hold", self.hold] +
                        stages + self.launchd_args,
                        [wake[1].fileno(), broker[1].fileno()],
                        self.log("launchd"), g,
@@ -963,7 +974,8 @@ class Stack:
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
                   tty, "--query", self.views, "--route-fd",
-                  str(ttyp[1].fileno())] + jobs, [ttyp[1].fileno()],
+                  str(ttyp[1].fileno()), "--hold", self.hold] + jobs,
+                 [ttyp[1].fileno()],
                  self.log("ttyd"), g),
             peer([b("procd")] + stages + ["--query", self.installs,
                                           "--stage-sock",
@@ -1840,7 +1852,7 @@ def prompt(st):
              f"{last_object(st)}")
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = cli.finish()
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
@@ -1926,7 +1938,7 @@ def prompt_pending(st):
     if read_rows(st.installs) or read_rows(st.views):
         fail("prompt-pending: rows left after the lifecycles")
     print(f"run: the prompt of request {req} still shows, unanswered")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = cli.finish()
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
@@ -2010,7 +2022,7 @@ def prompt_cancel(st):
     if f"WITHDRAW {req} object {obj}: withdrawn from the terminal" not in \
             st.peer_log("ttyd"):
         fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     untouched(st, req, installs)
     rc, kv = cli.finish()
     if rc != 3 or kv.get("outcome") != "cancelled":
@@ -2034,7 +2046,7 @@ def prompt_cancel(st):
     if f"WITHDRAW {req2} object {obj}: withdrawn from the terminal" not in \
             st.peer_log("ttyd"):
         fail("prompt-cancel: ttyd logged no WITHDRAW from the terminal")
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     untouched(st, req2, installs)
     cli.go()
     rc, kv = cli.finish()
@@ -2388,7 +2400,7 @@ def user_deny(st):
         fail(f"user-deny: powerboxd holds {fd_count(st.pid)} descriptors "
              f"with the prompt showing, baseline {base}")
     held = fd_count(st.pid)
-    tmux("send-keys", "-t", st.pane, "n", "Enter")
+    tmux("send-keys", "-t", st.pane, "n")
     wait_for(lambda: f"PROMPT {req}: deny" in st.peer_log("ttyd"),
              f"ttyd never took the n for request {req}")
     cli.go()
@@ -2796,7 +2808,7 @@ def slow_prompt_isolation(st):
     # Stamped before the keys are typed: ttyd may read them, and A get
     # its decision, before tmux returns.
     answered = time.monotonic()
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     rc, kv = a.finish(30)
     if rc != 0 or kv.get("request") != req or \
             kv.get("outcome") != "approved" or \
@@ -4518,7 +4530,7 @@ def sandbox(st):
         fail(f"sandbox: the prompt does not name pbx-demo:\n{screen}")
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
-    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    tmux("send-keys", "-t", st.pane, "y")
     at = demo.wait_line(lambda l: l.startswith("3. I read the file"),
                         "the bytes it read")
     ended = demo.wait_line(lambda l: l.startswith("4. "), "its consume",
@@ -4703,6 +4715,74 @@ def sandbox_dynamic(st):
                  f"{out.stderr!r}")
     finally:
         shutil.rmtree(extra, ignore_errors=True)
+
+
+def any_spoof(st):
+    """While a real prompt shows, a sandboxed program on the same terminal
+    prints a look-alike prompt (escape sequences included) and reads its
+    input: none of its output reaches the pane until the prompt is
+    answered, the person's y reaches ttyd alone, and the program's own
+    fake prompt grants nothing."""
+    clear_pane(st)
+    flush_typed(st)
+    pbx = os.path.join(st.bin_dir, "pbx")
+    def approvals():
+        return sum(1 for l in st.peer_log("ttyd").splitlines()
+                   if l.endswith(": approve"))
+    ttyd_before = approvals()
+    since = len(st.peer_log("launchd"))
+    term = os.open(st.tty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        job = subprocess.Popen(
+            [pbx, "--dir", st.work, "run", "--sandbox", "--",
+             os.path.join(st.bin_dir, "pbx-test-spoof"), "docs/readme.txt"],
+            stdin=term, stdout=term, stderr=term, process_group=st.pgid)
+    finally:
+        os.close(term)
+    intact = "Approve? [y/n] (press y or n, no Enter)"
+
+    def shown():
+        screen = pane_text(st)
+        return intact in screen and 'selector: "docs/readme.txt"' in screen
+    wait_for(shown, "any-spoof: the real prompt never showed", 20.0)
+    # launchd says when a held job's output fills its buffer: the program
+    # has written look-alikes since the hold began, and is blocked now.
+    wait_for(lambda: "output held" in st.peer_log("launchd")[since:],
+             "any-spoof: launchd never held the program's output", 20.0)
+    screen = pane_text(st)
+    tail = screen[screen.index(intact) + len(intact):]
+    if "SPOOF" in tail or tail.strip() != "" or \
+            'selector: "docs/readme.txt"' not in screen or \
+            "program : pbx-test-spoof" not in screen:
+        fail(f"any-spoof: the prompt was drawn over:\n{screen}")
+    print("run: the real prompt, intact while the program is held:\n" +
+          "\n".join("    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y")
+    wait_for(lambda: "SPOOF-ASK" in pane_text(st),
+             "any-spoof: the program never reached its own fake prompt",
+             20.0)
+    screen = pane_text(st)
+    if "spoof: raw ok" not in screen:
+        fail(f"any-spoof: the program could not make its input raw (a "
+             f"leaked key would go unseen):\n{screen}")
+    if "spoof: decision approved" not in screen or \
+            "spoof: read 0 key(s) meant for the prompt" not in screen:
+        fail(f"any-spoof: the program saw the answer or no approval:\n"
+             f"{screen}")
+    # Its own look-alike is answered y: that reaches the program (no
+    # prompt shows), and grants nothing.
+    tmux("send-keys", "-t", st.pane, "y")
+    wait_for(lambda: "spoof: got y" in pane_text(st),
+             "any-spoof: the program never read its own answer", 20.0)
+    if job.wait(timeout=30) != 0:
+        fail(f"any-spoof: pbx run exited {job.returncode}")
+    got = approvals() - ttyd_before
+    if got != 1 or "docs/secret.txt" in st.peer_log("ttyd"):
+        fail(f"any-spoof: ttyd logged {got} approvals (want the one "
+             f"real prompt), or a prompt for docs/secret.txt")
+    print("run: any-spoof: no look-alike reached the pane while the prompt "
+          "showed; y went to ttyd (the program read 0 keys); its own fake "
+          "prompt's y reached it and granted nothing (one approval)")
 
 
 def walls_expected(socks):
@@ -5358,7 +5438,7 @@ def restart_ttyd(bin_dir, work):
             fail("restart-ttyd: a grant ended for a ttyd death")
         if not reply.read("restart-ttyd"):
             fail("restart-ttyd: the runtime-reply grant stopped working")
-        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        pane.tmux("send-keys", "-t", pane.pane, "y")
         g3 = asking.opened("restart-ttyd")
         print(f"run: kill -9 of ttyd[{old}]: no grant ended; ttyd[{new}] "
               f"lists {listed} again; the showing prompt was shown again "
@@ -6774,7 +6854,7 @@ def make_run(bin_dir, work):
                  30.0)
         if "program : pbx-demo" not in story():
             fail(f"make-run: the prompt does not name pbx-demo:\n{story()}")
-        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        pane.tmux("send-keys", "-t", pane.pane, "y")
         wait_for(lambda: os.path.exists(rc) and
                  open(rc, encoding="ascii").read().strip() != "",
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
@@ -7294,6 +7374,7 @@ SCENARIOS = {
     "grants-cli": (grants_cli, False, STANDALONE, None),
     "pbx-open": (pbx_open, False, None, None),
     "sandbox": (sandbox, True, None, None),
+    "any-spoof": (any_spoof, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),

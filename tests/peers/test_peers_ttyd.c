@@ -246,6 +246,9 @@ static long tt_query(const char *path, char *buf, size_t cap)
     return result;
 }
 
+/* When set (before tt_up): ttyd gets --hold with this path. */
+static const char *g_tt_hold;
+
 /* Starts ttyd on a fresh pty; returns the pid, the master and route. */
 static pid_t tt_up(int *master, int *route, char *views, size_t views_len)
 {
@@ -269,8 +272,12 @@ static pid_t tt_up(int *master, int *route, char *views, size_t views_len)
     PBX_REQUIRE(tp_seqpair(rp));
     char rarg[16];
     (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
-    const char *args[] = {"--policy", pol,       "--tty", slave, "--route-fd",
-                          rarg,       "--query", views,   NULL};
+    const char *args[] = {"--policy", pol,   "--tty", slave, "--route-fd", rarg,
+                          "--query",  views, NULL,    NULL,  NULL};
+    if (g_tt_hold != NULL) {
+        args[8] = "--hold";
+        args[9] = g_tt_hold;
+    }
     pid_t pid = tp_spawn("ttyd", args, &rp[1], 1, -1);
     (void)close(rp[1]);
     *route = rp[0];
@@ -664,9 +671,10 @@ PBX_TEST(peers_ttyd_two_prompts_shown_one_at_a_time_answered_in_order)
     PBX_CHECK(tt_read_until(master, out, sizeof(out), "docs/second.txt"));
     PBX_CHECK(strstr(out, "object  : 700 gen 1") != NULL);
     PBX_CHECK(!tp_readable(route, 50));
-    PBX_CHECK(write(master, "maybe\n", 6) == 6);
-    PBX_CHECK(tt_read_until(master, out, sizeof(out), "please answer y or n"));
-    PBX_CHECK(write(master, "n\n", 2) == 2);
+    /* One key answers, without Enter; any other key is ignored. */
+    PBX_CHECK(write(master, "m\r", 2) == 2);
+    PBX_CHECK(!tp_readable(route, 200));
+    PBX_CHECK(write(master, "n", 1) == 1);
     tt_reply_seq(route, &m, 22);
     tt_answer_is(&m, b, 700, PBX_IPC_ANSWER_DENY);
     PBX_CHECK(!tp_readable(route, 100));
@@ -1135,4 +1143,82 @@ PBX_TEST(peers_ttyd_attach_channel_and_route_loss)
     tt_policy_seq(rb, 0x101U, &m);
     (void)close(rb);
     (void)tp_stop(t.pid);
+}
+
+/* Expects exactly line from the hold connection c within 5 s. */
+static bool tt_hold_hears(int c, const char *line)
+{
+    char got[64] = {0};
+    size_t n = 0;
+    size_t want = strlen(line);
+    while (n < want && tp_readable(c, 5000)) {
+        ssize_t r = recv(c, got + n, want - n, 0);
+        if (r <= 0) {
+            return false;
+        }
+        n += (size_t)r;
+    }
+    return n == want && memcmp(got, line, n) == 0;
+}
+
+PBX_TEST(peers_ttyd_draws_a_prompt_only_over_held_output)
+{
+    static pbx_peer_msg m;
+    int master = -1;
+    int route = -1;
+    char views[512];
+    static char out[16384];
+    /* The test plays launchd: it listens where ttyd holds. */
+    char hold[512];
+    (void)snprintf(hold, sizeof(hold), "%s/hold.sock", tp_tmpdir());
+    int lis = pbx_peer_io_listen_private(hold, SOCK_STREAM);
+    PBX_REQUIRE(lis >= 0 && listen(lis, 4) == 0);
+    g_tt_hold = hold;
+    pid_t pid = tt_up(&master, &route, views, sizeof(views));
+    g_tt_hold = NULL;
+    const pbx_ipc_id a = {6, 3};
+    tt_prompt_seq(route, a, 600, "docs/held.txt", 41);
+    PBX_REQUIRE(tp_readable(lis, 5000));
+    int c = accept(lis, NULL, NULL);
+    PBX_REQUIRE(c >= 0);
+    PBX_CHECK(tt_hold_hears(c, "HOLD 1\n"));
+    /* Not drawn before launchd holds; then drawn after the soft reset. */
+    PBX_CHECK(!tt_read_for(master, out, sizeof(out), "Approve?", 300));
+    PBX_CHECK(send(c, "HELD 1\n", 7, MSG_NOSIGNAL) == 7);
+    PBX_CHECK(tt_read_until(master, out, sizeof(out), "Approve? [y/n]"));
+    /* The soft reset, then erase below, then the prompt (the terminal's
+     * ONLCR turns the reset's CR LF into CR CR LF). */
+    const char *r = strstr(out, "\033[0m\033[?25h\033[?1049l\033[r\033[4l"
+                                "\033[?7h\033[?6l\033(B\017\r");
+    const char *j = r != NULL ? strstr(r, "\033[J") : NULL;
+    PBX_CHECK(j != NULL && strstr(j, "=== powerboxd") != NULL);
+    PBX_CHECK(strstr(out, "press y or n, no Enter") != NULL);
+    /* One key, no Enter, answers; then the hold is released. */
+    PBX_CHECK(write(master, "y", 1) == 1);
+    tt_reply_seq(route, &m, 41);
+    tt_answer_is(&m, a, 600, PBX_IPC_ANSWER_APPROVE);
+    PBX_CHECK(tt_hold_hears(c, "RELEASE 1\n"));
+    /* launchd never acknowledges: RETRY after the bound, never drawn. */
+    const pbx_ipc_id b = {7, 1};
+    tt_prompt_seq(route, b, 700, "docs/unheld.txt", 42);
+    PBX_CHECK(tt_hold_hears(c, "HOLD 2\n"));
+    tt_reply_seq(route, &m, 42);
+    tt_answer_is(&m, b, 700, 0U);
+    PBX_CHECK(!tt_read_for(master, out, sizeof(out), "docs/unheld.txt", 100));
+    PBX_CHECK(tt_hold_hears(c, "RELEASE 2\n"));
+    /* A key typed ahead without Enter is discarded, never the answer. */
+    PBX_CHECK(write(master, "y", 1) == 1);
+    tp_sleep_ms(100);
+    const pbx_ipc_id k = {8, 4};
+    tt_prompt_seq(route, k, 800, "docs/ahead.txt", 43);
+    PBX_CHECK(tt_hold_hears(c, "HOLD 3\n"));
+    PBX_CHECK(send(c, "HELD 3\n", 7, MSG_NOSIGNAL) == 7);
+    tt_reply_seq(route, &m, 43);
+    tt_answer_is(&m, k, 800, 0U);
+    PBX_CHECK(tt_hold_hears(c, "RELEASE 3\n"));
+    (void)close(c);
+    (void)close(lis);
+    (void)close(route);
+    (void)close(master);
+    (void)tp_stop(pid);
 }

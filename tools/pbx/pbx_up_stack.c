@@ -60,8 +60,8 @@
 
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
-    "public.sock", "launchd.sock", "scope.sock",
-    "ttyd.sock",   "procd.sock",   "stage.sock",
+    "public.sock", "launchd.sock", "scope.sock", "ttyd.sock",
+    "procd.sock",  "stage.sock",   "hold.sock",
 };
 
 void pbx_up_stack_clean(const pbx_up *u)
@@ -206,6 +206,9 @@ int pbx_up_start_ttyd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_arg(&t, "%s", u->tty);
     pbx_up_arg(&t, "--query");
     pbx_up_arg(&t, "%s/ttyd.sock", u->dir);
+    /* launchd's prompt hold: each prompt drawn over held job output. */
+    pbx_up_arg(&t, "--hold");
+    pbx_up_arg(&t, "%s/hold.sock", u->dir);
     /* Jobs, and a dead launchd's orphans, are below this subreaper. */
     pbx_up_arg(&t, "--jobs-below");
     pbx_up_arg(&t, "%ld", (long)getpid());
@@ -247,6 +250,8 @@ int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
     }
     pbx_up_arg(&l, "--control");
     pbx_up_arg(&l, "%s/launchd.sock", u->dir);
+    pbx_up_arg(&l, "--hold");
+    pbx_up_arg(&l, "%s/hold.sock", u->dir);
     pbx_up_stages(&l);
     const int keep[] = {wake, broker};
     return pbx_up_peer_h(u, PBX_UP_LAUNCHD, &l, h == NULL ? keep : NULL,

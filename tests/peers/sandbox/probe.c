@@ -10,6 +10,7 @@
  *                    "abstract NAME: ok" or "abstract NAME: errno N"
  *   exec:PATH        execv(PATH) of the file itself; prints only when the
  *                    exec failed: "exec PATH: errno N"
+ *   tty, line, rows:N, spam:N  the terminal probes (see probe_tty)
  *
  * As a wrapper, `pbx-sandbox-probe --no-landlock ERRNO -- PROG [ARG...]`
  * installs a seccomp filter under which landlock_create_ruleset fails with
@@ -36,10 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Prints "what arg: ok" for r == 0, else "what arg: errno N". */
@@ -77,9 +80,64 @@ static int probe_abstract(const char *name)
     return r;
 }
 
+/* The terminal probes (launchd's pty relay): "tty": whether 0, 1 and 2
+ * are terminals, whether the process leads its session and whether
+ * stdin is its controlling terminal (TIOCGSID names its session), and
+ * whether stdin is the terminal named by $PBX_PROBE_OUTER ("outer=1":
+ * the user's own, not a relay); "line": one line read from stdin,
+ * printed as "line: TEXT"; "rows:N": waits (at most 5 s) until the
+ * terminal has N rows, then prints "rows N: got M"; "spam:N": N bytes of
+ * 'x' written, then "spam done". */
+static bool probe_tty(const char *w)
+{
+    if (strcmp(w, "tty") == 0) {
+        pid_t sid = 0;
+        bool ctty = ioctl(0, TIOCGSID, &sid) == 0 && sid == getsid(0);
+        const char *outer = getenv("PBX_PROBE_OUTER");
+        const char *name = ttyname(0);
+        (void)printf("tty 0=%d 1=%d 2=%d leader=%d ctty=%d outer=%d\n",
+                     isatty(0), isatty(1), isatty(2), getsid(0) == getpid(),
+                     ctty,
+                     outer != NULL && name != NULL && strcmp(outer, name) == 0);
+    } else if (strcmp(w, "line") == 0) {
+        char line[128];
+        (void)fflush(stdout);
+        if (fgets(line, sizeof(line), stdin) != NULL) {
+            line[strcspn(line, "\r\n")] = '\0';
+            (void)printf("line: %s\n", line);
+        }
+    } else if (strncmp(w, "rows:", 5) == 0) {
+        /* Waits (at most 5 s) for the terminal to have N rows. */
+        long want = strtol(w + 5, NULL, 10);
+        struct winsize ws;
+        memset(&ws, 0, sizeof(ws));
+        for (int i = 0; i < 500; i++) {
+            if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row == want) {
+                break;
+            }
+            struct timespec ts = {0, 10L * 1000L * 1000L};
+            (void)nanosleep(&ts, NULL);
+        }
+        (void)printf("rows %ld: got %u\n", want, (unsigned)ws.ws_row);
+    } else if (strncmp(w, "spam:", 5) == 0) {
+        long n = strtol(w + 5, NULL, 10);
+        for (long i = 0; i < n && i < (1L << 24); i++) {
+            (void)putchar('x');
+        }
+        (void)printf("\nspam done\n");
+    } else {
+        return false;
+    }
+    (void)fflush(stdout);
+    return true;
+}
+
 /* Runs one probe word. */
 static void probe_one(const char *w)
 {
+    if (probe_tty(w)) {
+        return;
+    }
     if (strcmp(w, "nnp") == 0) {
         (void)printf("nnp=%d\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
     } else if (strncmp(w, "open:", 5) == 0) {
