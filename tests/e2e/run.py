@@ -5496,7 +5496,7 @@ def vfsd_restart_pending_prompt(bin_dir, work):
         wait_for(lambda: f"[prompt for request {request} withdrawn]" in
                  pane.text(), f"{what}: the prompt of request {request} was "
                  f"not withdrawn after vfsd's death", 10.0)
-        pane.tmux("send-keys", "-t", pane.pane, "y", "Enter")
+        pane.tmux("send-keys", "-t", pane.pane, "y")
         said = asking.line(0, what, 20.0)
         if not said.startswith("outcome=failed"):
             fail(f"{what}: the program was told {said!r} after vfsd's death")
