@@ -90,7 +90,9 @@ test: $(TEST_BIN) $(PBX_BIN)
 
 # ---- gates -----------------------------------------------------------------
 
-C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build/*')
+# Simple (:=): expanded here, never under check's quiet SHELL, whose
+# recipe-time $(shell) output would be swallowed (an empty list).
+C_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build/*')
 
 format:
 	clang-format -i $(C_FILES)

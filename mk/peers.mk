@@ -57,11 +57,12 @@ endef
 # vfsd's FUSE server (revocable descriptors, docs/HOST.md) links Debian's
 # libfuse3 (.ci/run installs fuse3, libfuse3-dev and pkg-config); its
 # headers are system headers, outside the warning flags.
+# Both are simple (:=) variables, expanded here: a recipe-time $(shell)
+# would run under make check's quiet SHELL, which swallows its output.
 PEERS_LIBS_vfsd  := $(shell pkg-config --libs fuse3)
-$(BUILD)/obj/peers/vfsd/vfsd_fuse_server.o: CPPFLAGS += \
-    $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
-build/tidy/peers/vfsd/vfsd_fuse_server.ok: TIDY_FLAGS += \
-    $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
+PEERS_FUSE_FLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
+$(BUILD)/obj/peers/vfsd/vfsd_fuse_server.o: CPPFLAGS += $(PEERS_FUSE_FLAGS)
+build/tidy/peers/vfsd/vfsd_fuse_server.ok: TIDY_FLAGS += $(PEERS_FUSE_FLAGS)
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
 
 # pbx-stage (install mode, `pbx run --grant`) is a job's first program,
