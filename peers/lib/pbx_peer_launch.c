@@ -126,6 +126,48 @@ static bool launch_printable(const uint8_t *bytes, size_t len)
     return true;
 }
 
+/* Decodes one path of the broker block at body offset *off. */
+static pbx_err launch_dir_decode(const pbx_peer_launch_frame *f, size_t *off,
+                                 const uint8_t **p, uint16_t *len)
+{
+    if (f->body_len - *off < 2U) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    uint16_t n = pbx_le_get16(f->body + *off);
+    *off += 2U;
+    if (n == 0U || n > PBX_PEER_LAUNCH_DIR_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    if (f->body_len - *off < n) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (f->body[*off] != '/' || memchr(f->body + *off, 0, n) != NULL) {
+        return PBX_E_IPC_TEXT;
+    }
+    *p = f->body + *off;
+    *len = n;
+    *off += n;
+    return PBX_OK;
+}
+
+/* Decodes the broker block (scope, root) at body offset off, which must
+ * end the body; flags must also ask for the sandbox. */
+static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f, size_t off,
+                                    pbx_peer_launch_req *out)
+{
+    if ((out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U ||
+        (out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        return PBX_E_IPC_BOUND;
+    }
+    pbx_err e = launch_dir_decode(f, &off, &out->broker_scope,
+                                  &out->broker_scope_len);
+    if (e == PBX_OK) {
+        e = launch_dir_decode(f, &off, &out->broker_root,
+                              &out->broker_root_len);
+    }
+    return e != PBX_OK ? e : off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
+}
+
 /* Decodes the arguments that start at body offset off. */
 static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
                                   pbx_peer_launch_req *out)
@@ -150,14 +192,21 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
         off += n;
     }
     out->flags = 0U;
+    out->broker_scope = out->broker_root = NULL;
+    out->broker_scope_len = out->broker_root_len = 0U;
     if (off == f->body_len) {
         return PBX_OK;
     }
-    if (f->body_len - off != 4U) {
+    out->flags = f->body_len - off >= 4U ? pbx_le_get32(f->body + off) : 0U;
+    if (f->body_len - off != 4U &&
+        (out->flags & PBX_PEER_LAUNCH_BROKERED) == 0U) {
         return PBX_E_IPC_TRAILING;
     }
-    out->flags = pbx_le_get32(f->body + off);
-    return out->flags != 0U &&
+    bool brokered = (out->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
+    if (brokered && f->body_len - off > 4U) {
+        return launch_broker_decode(f, off + 4U, out);
+    }
+    return out->flags != 0U && !brokered &&
                    (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) == 0U
                ? PBX_OK
                : PBX_E_IPC_BOUND;
@@ -221,6 +270,10 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     /* The flags word is written only when a flag is set, so an ordinary
      * LAUNCH is byte for byte what older senders write. */
     n += rec->flags != 0U ? 4U : 0U;
+    bool brokered = (rec->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
+    if (brokered) {
+        n += 4U + (size_t)rec->broker_scope_len + rec->broker_root_len;
+    }
     uint16_t caps =
         rec->scope ? PBX_PEER_LAUNCH_FDS_SCOPE : PBX_PEER_LAUNCH_FDS;
     if (n > buf_len || n > PBX_IPC_FRAME_BYTES_MAX) {
@@ -245,6 +298,14 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     }
     if (rec->flags != 0U) {
         pbx_le_put32(b + off, rec->flags);
+        off += 4U;
+    }
+    if (brokered) {
+        pbx_le_put16(b + off, rec->broker_scope_len);
+        memcpy(b + off + 2U, rec->broker_scope, rec->broker_scope_len);
+        off += 2U + (size_t)rec->broker_scope_len;
+        pbx_le_put16(b + off, rec->broker_root_len);
+        memcpy(b + off + 2U, rec->broker_root, rec->broker_root_len);
     }
     /* Check the output as the receiver will, so only valid frames leave. */
     pbx_peer_launch_frame f;

@@ -109,7 +109,7 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     PBX_CHECK(d.flags == PBX_PEER_LAUNCH_SANDBOX && d.scope);
     /* A zero flags word (a second encoding of "no flag") and an unknown
      * bit are refused; so are two or five descriptors. */
-    static const uint32_t words[] = {0U, 4U, 0x80000000U};
+    static const uint32_t words[] = {0U, 8U, 0x80000000U};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         pbx_le_put32(g_buf + n - 4U, words[i]);
         PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
@@ -129,7 +129,7 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
     PBX_CHECK_EQ(d.flags, PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_SANDBOX);
     /* The encoder refuses an unknown flag. */
-    r.flags = 4U;
+    r.flags = 8U;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);
 }
@@ -350,4 +350,53 @@ PBX_TEST(peers_launch_binds_begin_to_its_job)
                  PBX_PEER_BIND_OK);
     PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 9), &rec),
                  PBX_PEER_BIND_TARGET);
+}
+
+PBX_TEST(peers_launch_carries_the_broker_block)
+{
+    static pbx_peer_launch_req r;
+    static pbx_peer_launch_req d;
+    static const char *const arg = "cat";
+    static const char scope[] = "/home/u/docs";
+    static const char root[] = "/home/u";
+    pbx_peer_launch_frame f;
+    memset(&r, 0, sizeof(r));
+    r.session = 1;
+    r.realm = 1;
+    r.entry_len = 3;
+    memcpy(r.entry, "cat", 3);
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 3;
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED;
+    r.broker_scope = (const uint8_t *)scope;
+    r.broker_scope_len = (uint16_t)strlen(scope);
+    r.broker_root = (const uint8_t *)root;
+    r.broker_root_len = (uint16_t)strlen(root);
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK_EQ(d.flags, PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED);
+    PBX_CHECK_EQ(d.broker_scope_len, strlen(scope));
+    PBX_CHECK(memcmp(d.broker_scope, scope, strlen(scope)) == 0);
+    PBX_CHECK_EQ(d.broker_root_len, strlen(root));
+    PBX_CHECK(memcmp(d.broker_root, root, strlen(root)) == 0);
+    /* A byte after the block; a relative root; brokered opens without
+     * the sandbox; the flag without its block. */
+    g_buf[n] = 'x';
+    pbx_le_put32(g_buf + 20, (uint32_t)(n + 1U - PBX_IPC_HEADER_BYTES));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n + 1U, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRAILING);
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    g_buf[n - strlen(root)] = 'h';
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+    r.flags = PBX_PEER_LAUNCH_BROKERED;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED;
+    r.broker_root_len = 0U;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
 }
