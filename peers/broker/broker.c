@@ -1,8 +1,8 @@
 /*
  * broker.c: pbx-broker, one sandboxed job's open broker (broker.h).
  *
- *   pbx-broker --listener-fd N --scope DIR --root DIR [--mount DIR]
- *              [--burst N] [--per-ms N]
+ *   pbx-broker (--listener-fd N | --listener-sock N) --scope DIR
+ *              --root DIR [--mount DIR] [--burst N] [--per-ms N]
  *
  * launchd runs it beside a job launched with the brokered-open flag, with
  * the job's claims in the environment and a second job connection bound
@@ -30,6 +30,7 @@
 #include "peers/app/pbx_app.h"
 #include "peers/broker/broker.h"
 #include "peers/broker/broker_open.h"
+#include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 
 /* The objects one job's broker keeps (each an approved open). */
@@ -98,6 +99,24 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     return 0;
 }
 
+/* Receives the seccomp listener launchd's child sends on sock (one
+ * message, one descriptor), then closes sock; the listener or -1 after
+ * a line saying why. */
+static int broker_recv_listener(int sock)
+{
+    static pbx_peer_msg m;
+    int r = pbx_peer_io_recv_raw(sock, &m, 0);
+    (void)close(sock);
+    if (r != 0 || m.nfds != 1U) {
+        (void)fprintf(stderr, "pbx-broker: no listener came from the job\n");
+        if (r == 0) {
+            pbx_peer_io_close_all(m.fds, m.nfds);
+        }
+        return -1;
+    }
+    return m.fds[0];
+}
+
 /* Parses argv into *o; false after the usage line. */
 static bool broker_args(int argc, char **argv, broker_opts *o)
 {
@@ -111,6 +130,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
         bool num = pbx_peer_parse_u64(v, INT_MAX, &n);
         if (strcmp(k, "--listener-fd") == 0 && num) {
             o->listener = (int)n;
+        } else if (strcmp(k, "--listener-sock") == 0 && num) {
+            o->listener = broker_recv_listener((int)n);
         } else if (strcmp(k, "--burst") == 0 && num && n > 0U) {
             o->burst = (uint32_t)n;
         } else if (strcmp(k, "--per-ms") == 0 && num && n > 0U) {
@@ -128,9 +149,9 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
     }
     if (o->listener < 0 || o->scope == NULL || o->root == NULL ||
         (argc % 2) != 1) {
-        (void)fprintf(stderr, "usage: pbx-broker --listener-fd N --scope DIR "
-                              "--root DIR [--mount DIR] [--burst N] "
-                              "[--per-ms N]\n");
+        (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
+                              "--listener-sock N) --scope DIR --root DIR "
+                              "[--mount DIR] [--burst N] [--per-ms N]\n");
         return false;
     }
     return true;
