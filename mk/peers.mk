@@ -52,8 +52,14 @@ define peers_bin
 PEERS_OBJS_$(1) := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(wildcard peers/$(1)/*.c))
 $$(BUILD)/bin/pbx-$(1): $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX) -o $$@
+	$$(CC) $$(LDFLAGS) $$(PEERS_OBJS_$(1)) $$(PEERS_LIB_OBJS) $$(APP_LIB) $$(LIBPBX) $$(PEERS_LIBS_$(1)) -o $$@
 endef
+# vfsd's FUSE server (revocable descriptors, docs/HOST.md) links Debian's
+# libfuse3 (.ci/run installs fuse3, libfuse3-dev and pkg-config); its
+# headers are system headers, outside the warning flags.
+PEERS_LIBS_vfsd  := $(shell pkg-config --libs fuse3)
+$(BUILD)/obj/peers/vfsd/vfsd_fuse_server.o: CPPFLAGS += \
+    $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
 
 # pbx-stage (install mode, `pbx run --grant`) is a job's first program,

@@ -27,6 +27,8 @@ typedef struct obj_xfer {
     uint8_t reply[PBX_PEER_VFS_REPLY_BYTES_MAX + 1U];
     size_t len;  /* reply bytes received */
     size_t nfds; /* descriptors that came with it (closed at once) */
+    bool keep;   /* keep the first descriptor in fd (an OPEN's reply) */
+    int fd;      /* the kept descriptor, or -1 (owned) */
 } obj_xfer;
 
 /* The status of a failed send or receive on an object connection. */
@@ -65,7 +67,11 @@ static int obj_recv(int obj, obj_xfer *x)
         for (size_t i = 0; i < n; i++) {
             int fd = -1;
             memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-            (void)close(fd);
+            if (x->keep && x->fd < 0) {
+                x->fd = fd;
+            } else {
+                (void)close(fd);
+            }
             x->nfds++;
         }
     }
@@ -81,9 +87,13 @@ static int obj_recv(int obj, obj_xfer *x)
 
 /* Sends the call of n bytes in x->call (seq stamped by its encoder) and
  * waits for the reply that echoes seq. Returns 0 with the reply in x, or
- * a status. */
-static int obj_call(int obj, obj_xfer *x, size_t n, uint32_t seq)
+ * a status. With keep, the first descriptor of that reply stays open in
+ * x->fd (the caller's to close); every other one is closed. */
+static int obj_call_keep(int obj, obj_xfer *x, size_t n, uint32_t seq,
+                         bool keep)
 {
+    x->keep = keep;
+    x->fd = -1;
     ssize_t s = -1;
     for (int tries = 0; tries < 64 && s < 0; tries++) {
         s = send(obj, x->call, n, MSG_NOSIGNAL);
@@ -108,13 +118,24 @@ static int obj_call(int obj, obj_xfer *x, size_t n, uint32_t seq)
         if (st != 0) {
             return st;
         }
-        /* A reply to an earlier call that timed out is skipped. */
+        /* A reply to an earlier call that timed out is skipped, with the
+         * descriptor it may have carried. */
         if (x->len < PBX_IPC_HEADER_BYTES ||
             pbx_le_get32(x->reply + PBX_IPC_SEQ_OFFSET) == seq) {
             return 0;
         }
+        if (x->fd >= 0) {
+            (void)close(x->fd);
+            x->fd = -1;
+        }
     }
     return (int)PBX_E_OBJ_TRANSPORT;
+}
+
+/* obj_call_keep for a reply whose descriptors are all closed. */
+static int obj_call(int obj, obj_xfer *x, size_t n, uint32_t seq)
+{
+    return obj_call_keep(obj, x, n, seq, false);
 }
 
 /* The next call's seq. */
@@ -289,6 +310,34 @@ int pbx_obj_write(int obj, uint64_t offset, const void *buf, size_t len,
         }
     }
     return 0;
+}
+
+int pbx_obj_open_fd(int obj, uint32_t mode, int *fd_out)
+{
+    obj_xfer x;
+    size_t n = 0;
+    uint32_t seq = obj_next_seq();
+    if (fd_out == NULL) {
+        return (int)PBX_E_OBJ_ARG;
+    }
+    *fd_out = -1;
+    (void)pbx_peer_vfs_obj_open_encode(seq, mode, x.call, sizeof(x.call), &n);
+    int st = obj_call_keep(obj, &x, n, seq, true);
+    if (st != 0) {
+        return st;
+    }
+    uint32_t status = 0;
+    pbx_err e = pbx_peer_vfs_obj_open_reply_decode(x.reply, x.len, x.nfds, seq,
+                                                   &status);
+    st = obj_outcome(e, status);
+    if (st == 0 && x.fd >= 0) {
+        *fd_out = x.fd;
+        return 0;
+    }
+    if (x.fd >= 0) {
+        (void)close(x.fd);
+    }
+    return st != 0 ? st : (int)PBX_E_IPC_CAP_COUNT;
 }
 
 const char *pbx_obj_strerror(int status)

@@ -88,6 +88,20 @@ int pbx_obj_write(int obj, uint64_t offset, const void *buf, size_t len,
                   size_t *put);
 
 /**
+ * pbx_obj_open_fd asks vfsd for a revocable descriptor on a file object
+ * (OPEN): mode 1 reads, 2 writes, 3 both (PBX_PEER_VFS_MODE_*). On success
+ * *fd_out is a regular-file descriptor (close-on-exec, the caller's to
+ * close) on vfsd's FUSE mount: read, pread, lseek and fstat work (write
+ * and ftruncate for mode 2), every access reaches vfsd, and after the
+ * grant ends or vfsd dies the next one fails with EIO. On a failure
+ * *fd_out is -1 and nothing is held: vfsd's refusals are those of READ
+ * and WRITE (PBX_E_OBJ_NOT_GRANTED, PBX_E_OBJ_READ_ONLY, ...), plus
+ * PBX_E_OBJ_NO_REVOCABLE where vfsd could not mount FUSE and
+ * PBX_E_PEER_BUSY where its table of open descriptors is full.
+ */
+int pbx_obj_open_fd(int obj, uint32_t mode, int *fd_out);
+
+/**
  * pbx_obj_strerror returns a static description of status (0: "ok"); the
  * string lives for the whole program.
  */

@@ -276,6 +276,20 @@ typedef struct pbx_peer_vfs_stat {
  * PBX_PEER_VFS_IO_BYTES_MAX). The reply's body
  * (PBX_PEER_VFS_WRITE_REPLY_BYTES): u32 bytes written. */
 #define PBX_PEER_OP_OBJ_WRITE 0x0F13U
+/** PBX_PEER_OP_OBJ_OPEN asks for a revocable descriptor on a file object.
+ * Body PBX_PEER_VFS_OPEN_BODY_BYTES: u32 mode (PBX_PEER_VFS_MODE_*), u32
+ * zero. A status-0 reply has no body, cap count 1, and carries exactly one
+ * descriptor (SCM_RIGHTS): a regular file on vfsd's FUSE mount that
+ * serves this object alone (docs/HOST.md, "Revocable descriptors"). */
+#define PBX_PEER_OP_OBJ_OPEN 0x0F14U
+/** PBX_PEER_VFS_OPEN_BODY_BYTES is the body length of an OPEN call. */
+#define PBX_PEER_VFS_OPEN_BODY_BYTES 8U
+/** PBX_PEER_VFS_MODE_READ opens for reading (needs a READ grant). */
+#define PBX_PEER_VFS_MODE_READ 1U
+/** PBX_PEER_VFS_MODE_WRITE opens for writing (needs a WRITE grant). */
+#define PBX_PEER_VFS_MODE_WRITE 2U
+/** PBX_PEER_VFS_MODE_RDWR opens for both (no single grant allows it). */
+#define PBX_PEER_VFS_MODE_RDWR 3U
 
 /** PBX_PEER_VFS_IO_BYTES_MAX bounds the bytes one READ or WRITE moves. */
 #define PBX_PEER_VFS_IO_BYTES_MAX 4096U
@@ -325,6 +339,8 @@ typedef struct pbx_peer_vfs_call {
     /** data borrows the WRITE bytes from the judged buffer (length of
      * them); NULL for other ops. Valid while that buffer is. */
     const uint8_t *data;
+    /** mode is an OPEN's PBX_PEER_VFS_MODE_* (0 for other ops). */
+    uint32_t mode;
 } pbx_peer_vfs_call;
 
 /** pbx_peer_vfs_grant is what an object was minted for: the RESOLVE's
@@ -365,7 +381,7 @@ pbx_peer_vfs_open pbx_peer_vfs_open_for(pbx_peer_vfs_grant g);
  * Returns false when nothing can be answered: shorter than a header,
  * another magic or version, or a reply (reply bit set). Otherwise fills
  * *call (its data borrows buf) with the first fault in this order:
- * PBX_E_OBJ_RETIRED (g NULL), PBX_E_OBJ_NO_OP (not one of the four
+ * PBX_E_OBJ_RETIRED (g NULL), PBX_E_OBJ_NO_OP (not one of the five
  * object ops), the pbx_err of a malformed call (PBX_E_IPC_CAP_COUNT,
  * PBX_E_IPC_BODY_LEN, PBX_E_IPC_RESERVED, PBX_E_IPC_STATUS), then the
  * grant rules: STAT is served on every object; READ of a directory
@@ -373,11 +389,15 @@ pbx_peer_vfs_open pbx_peer_vfs_open_for(pbx_peer_vfs_grant g);
  * READ grant PBX_E_OBJ_NOT_GRANTED; LIST of anything but a directory
  * PBX_E_OBJ_NOT_DIR, without a LIST grant PBX_E_OBJ_NOT_GRANTED; WRITE
  * of a directory PBX_E_OBJ_IS_DIR, of a device or endpoint
- * PBX_E_OBJ_KIND, without a WRITE grant PBX_E_OBJ_READ_ONLY; last the
- * lengths: a READ or WRITE length above PBX_PEER_VFS_IO_BYTES_MAX, or a
- * LIST cap outside PBX_PEER_VFS_NAME_BYTES_MAX..PBX_PEER_VFS_LIST_NAMES_MAX,
- * PBX_E_OBJ_LENGTH. Status 0 means serve it. buf may be NULL only when
- * len is 0.
+ * PBX_E_OBJ_KIND, without a WRITE grant PBX_E_OBJ_READ_ONLY; OPEN of a
+ * mode outside 1..3 PBX_E_OBJ_ARG, of a directory PBX_E_OBJ_IS_DIR, of
+ * a device or endpoint PBX_E_OBJ_KIND, then mode READ without a READ
+ * grant PBX_E_OBJ_NOT_GRANTED, WRITE or RDWR on a READ grant
+ * PBX_E_OBJ_READ_ONLY, any other mode the grant does not cover
+ * PBX_E_OBJ_NOT_GRANTED; last the lengths: a READ or WRITE length above
+ * PBX_PEER_VFS_IO_BYTES_MAX, or a LIST cap outside
+ * PBX_PEER_VFS_NAME_BYTES_MAX..PBX_PEER_VFS_LIST_NAMES_MAX, PBX_E_OBJ_LENGTH.
+ * Status 0 means serve it. buf may be NULL only when len is 0.
  */
 bool pbx_peer_vfs_obj_call_judge(const uint8_t *buf, size_t len, bool extra,
                                  const pbx_peer_vfs_grant *g,
@@ -567,6 +587,42 @@ pbx_err pbx_peer_vfs_obj_reply_encode(const pbx_peer_vfs_call *call,
 pbx_err pbx_peer_vfs_obj_stat_reply_decode(const uint8_t *buf, size_t len,
                                            size_t nfds, uint32_t seq,
                                            pbx_peer_vfs_stat *st,
+                                           uint32_t *status);
+
+/**
+ * pbx_peer_vfs_obj_open_encode writes an OPEN call for mode with seq
+ * (request identity zero) into buf (cap bytes) and its length into
+ * *out_len. mode is not checked (vfsd judges it). Returns
+ * PBX_E_IPC_NO_SPACE when cap is too short.
+ */
+pbx_err pbx_peer_vfs_obj_open_encode(uint32_t seq, uint32_t mode, uint8_t *buf,
+                                     size_t cap, size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_open_reply_encode writes the status-0 reply to the OPEN
+ * call (header only, cap count 1: the caller sends the descriptor with
+ * it) into buf (cap bytes) and its length into *out_len. Returns
+ * PBX_E_IPC_NO_SPACE when cap is too short, PBX_E_IPC_STATUS when call is
+ * no OPEN or its status is not 0 (refusals use
+ * pbx_peer_vfs_obj_reply_encode).
+ */
+pbx_err pbx_peer_vfs_obj_open_reply_encode(const pbx_peer_vfs_call *call,
+                                           uint8_t *buf, size_t cap,
+                                           size_t *out_len);
+
+/**
+ * pbx_peer_vfs_obj_open_reply_decode checks that the len bytes in buf
+ * (which came with nfds descriptors) are the reply to the OPEN call of
+ * seq: the header, op OPEN | reply bit, seq echoed, reserved zero, no
+ * body, and either status 0 with cap count 1 and exactly one descriptor
+ * or a nonzero status with none. Stores the status in *status and returns
+ * PBX_OK, or the first fault (PBX_E_IPC_TRUNCATED, _MAGIC, _VERSION,
+ * _OP_MISMATCH, PBX_E_PEER_MISMATCH for another seq, _CAP_COUNT,
+ * _RESERVED, _BODY_LEN) leaving *status untouched. The caller owns and
+ * closes the descriptors whatever this returns.
+ */
+pbx_err pbx_peer_vfs_obj_open_reply_decode(const uint8_t *buf, size_t len,
+                                           size_t nfds, uint32_t seq,
                                            uint32_t *status);
 
 #endif /* PBX_PEER_VFS_H */

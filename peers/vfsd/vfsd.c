@@ -57,6 +57,7 @@ static const char vfsd_usage[] =
     "                [--lie-scope PATH[=SUBDIR]]... "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
     "                [--incarnation N] [--attach-fd N] [--scopes-per-pid N]\n"
+    "                [--fuse-dir DIR] [--fuse-open-max N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR), at most N held by one process at once\n"
     "(--scopes-per-pid, default 32). RESOLVE is served only to the one\n"
@@ -67,7 +68,10 @@ static const char vfsd_usage[] =
     "route pair for PID and answers with its far end (so vfsd may start\n"
     "with no route). Object ids carry this vfsd's incarnation: RETIRE or\n"
     "DETACH of another's is echoed as absent. --incarnation N (1..65535)\n"
-    "sets it; without it, it is random. See docs/HOST.md.\n";
+    "sets it; without it, it is random. OPEN on an object hands out a\n"
+    "revocable descriptor on vfsd's FUSE mount at DIR (--fuse-dir, made\n"
+    "0700; default a fresh directory under /tmp), at most N open at once\n"
+    "(--fuse-open-max, default 256). See docs/HOST.md.\n";
 
 vfsd g_vfsd;
 
@@ -307,9 +311,10 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",        "--scope",     "--scope-fd",      "--lie-scope",
-        "--route",       "--route-fd",  "--ready-fd",      "--route-pid",
-        "--incarnation", "--attach-fd", "--scopes-per-pid"};
+        "--root",         "--scope",     "--scope-fd",       "--lie-scope",
+        "--route",        "--route-fd",  "--ready-fd",       "--route-pid",
+        "--incarnation",  "--attach-fd", "--scopes-per-pid", "--fuse-dir",
+        "--fuse-open-max"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -362,6 +367,19 @@ static bool vfsd_value_arg(const char *k, const char *v)
     }
     if (strcmp(k, "--incarnation") == 0) {
         return vfsd_incarnation_arg(v);
+    }
+    if (strcmp(k, "--fuse-dir") == 0) {
+        g_vfsd.fuse.dir = v;
+        return true;
+    }
+    if (strcmp(k, "--fuse-open-max") == 0) {
+        long m = vfsd_positive(v, (long)VFSD_FUSE_OPEN_CAP);
+        if (m == 0L) {
+            pbx_peer_log("vfsd", "bad argument: %s '%s' (1..%ld)", k, v,
+                         (long)VFSD_FUSE_OPEN_CAP);
+        }
+        g_vfsd.fuse.max = (size_t)m;
+        return m != 0L;
     }
     bool pid = strcmp(k, "--route-pid") == 0;
     if (!pid && strcmp(k, "--scopes-per-pid") != 0) {
@@ -482,6 +500,7 @@ int main(int argc, char **argv)
                  "incarnation %u%s",
                  g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation,
                  g_vfsd.attach >= 0 ? ", attach channel open" : "");
+    vfsd_fuse_start();
     pbx_peer_io_ready(ready_fd);
     /* Serve until killed; every round blocks in poll. */
     for (;;) {

@@ -2,7 +2,8 @@
  * vfsd.h: the reference vfsd's private state, shared by its files
  * (vfsd.c: the command line, the poll loop and the attach channel;
  * vfsd_resolve.c: lookups and RESOLVE; vfsd_objects.c: serving and
- * cutting minted objects; vfsd_route.c: routes, scope connections,
+ * cutting minted objects; vfsd_fuse.c and vfsd_fuse_server.c: OPEN's
+ * revocable descriptors; vfsd_route.c: routes, scope connections,
  * DETACH and RETIRE). Usage is documented at the top of vfsd.c and in
  * docs/HOST.md.
  */
@@ -18,6 +19,7 @@
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_vfs.h"
+#include "peers/vfsd/vfsd_fuse.h"
 
 /* Scope listeners (--scope, --lie-scope): vfsd listens for nothing else. */
 #define VFSD_LISTEN_MAX 9U
@@ -95,6 +97,8 @@ typedef struct vfsd {
     int attach;
     /* --scopes-per-pid: the most scopes one process may hold at once. */
     uint32_t scopes_per_pid;
+    /* The revocable descriptors' FUSE server (vfsd_fuse.c). */
+    vfsd_fuse fuse;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t obj_in[PBX_PEER_VFS_CALL_BYTES_MAX + 1U];

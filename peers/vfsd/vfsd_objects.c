@@ -63,6 +63,8 @@ static const char *vfsd_obj_op_name(uint16_t op)
         return "list";
     case PBX_PEER_OP_OBJ_WRITE:
         return "write";
+    case PBX_PEER_OP_OBJ_OPEN:
+        return "open";
     default:
         return "no object operation";
     }
@@ -246,7 +248,18 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
         call.status != (uint32_t)PBX_E_OBJ_NO_OP) {
         call.status = (uint32_t)PBX_E_OBJ_LENGTH;
     }
-    size_t n = call.status == 0U ? vfsd_obj_do((size_t)row, &call) : 0U;
+    int rfd = -1;
+    size_t n = 0;
+    if (call.status == 0U && call.op == PBX_PEER_OP_OBJ_OPEN) {
+        call.status = vfsd_fuse_open((size_t)row, call.mode, &rfd);
+        if (call.status == 0U) {
+            pbx_err e = pbx_peer_vfs_obj_open_reply_encode(
+                &call, g_vfsd.obj_out, sizeof(g_vfsd.obj_out), &n);
+            PBX_ASSERT(e == PBX_OK);
+        }
+    } else if (call.status == 0U) {
+        n = vfsd_obj_do((size_t)row, &call);
+    }
     if (call.status != 0U) {
         pbx_err e = pbx_peer_vfs_obj_reply_encode(&call, NULL, g_vfsd.obj_out,
                                                   sizeof(g_vfsd.obj_out), &n);
@@ -257,9 +270,14 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
     } else {
         t->served++;
     }
-    if (send(fd, g_vfsd.obj_out, n, MSG_DONTWAIT | MSG_NOSIGNAL) !=
-        (ssize_t)n) {
+    /* An OPEN's descriptor goes with its reply and is closed here: the
+     * holder has its copy, or (dropped) nobody does. */
+    if (pbx_peer_io_send_fds(fd, g_vfsd.obj_out, n, &rfd, rfd >= 0 ? 1U : 0U,
+                             MSG_DONTWAIT) != 0) {
         t->dropped++;
+    }
+    if (rfd >= 0) {
+        (void)close(rfd);
     }
 }
 
@@ -358,6 +376,8 @@ static void vfsd_obj_drain(int fd, uint64_t id, uint32_t gen)
  * files of every row no longer live. */
 void vfsd_obj_cut(int prov, uint64_t id, uint32_t gen)
 {
+    /* The descriptors OPEN handed out fail from the next access on. */
+    vfsd_fuse_revoke(id, gen);
     if (prov >= 0) {
         vfsd_obj_drain(prov, id, gen);
         (void)shutdown(prov, SHUT_RDWR);

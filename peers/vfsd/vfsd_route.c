@@ -84,6 +84,11 @@ static void vfsd_route_lost(uint64_t serial, pid_t pid)
     size_t n = 0;
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         pbx_peer_obj *o = &g_vfsd.objs.rows[r];
+        if (o->state == PBX_PEER_OBJ_HUNG && g_vfsd.owner[r] == serial) {
+            /* Nobody holds its connection, but an OPEN's descriptor may
+             * still be open: it ends with the route too. */
+            vfsd_fuse_revoke(o->id, o->gen);
+        }
         if (o->state != PBX_PEER_OBJ_LIVE || g_vfsd.owner[r] != serial) {
             continue;
         }

@@ -1,0 +1,455 @@
+/*
+ * vfsd_fuse_server.c: vfsd's FUSE server (docs/HOST.md, "Revocable
+ * descriptors"). It runs in a child process of vfsd, so that vfsd's own
+ * open of a file on the mount never waits on its own event loop, and so
+ * that the mount outlives vfsd long enough to answer every later access
+ * with EIO rather than leave the kernel's "not connected". It serves a
+ * flat directory of one-use entries that vfsd adds over its channel:
+ * each names one object's file (a descriptor vfsd sent), may be looked
+ * up and opened only by vfsd, and answers every read, write and stat of
+ * the open file (direct I/O) only while vfsd has not revoked it. Uses
+ * Debian's libfuse3 low-level API.
+ */
+#define _GNU_SOURCE
+#define FUSE_USE_VERSION 31
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+#include "peers/vfsd/vfsd_fuse.h"
+
+/* One entry: an object's file, named until vfsd has opened it. */
+typedef struct fs_entry {
+    bool used;
+    bool named;  /* the name still resolves (until vfsd's 'N') */
+    bool opened; /* opened once: a second OPEN is refused */
+    bool live;   /* false once revoked: every access is EIO */
+    uint32_t mode;
+    uint64_t node;
+    int fd; /* the object's file (owned; -1 once revoked) */
+    char name[VFSD_FUSE_NAME_BYTES + 1U];
+} fs_entry;
+
+/* The server's whole state (the child process's static storage). */
+typedef struct fs_state {
+    fs_entry *rows;
+    size_t nrows;
+    int chan; /* the channel to vfsd; -1 once vfsd is gone */
+    pid_t vfsd;
+    const char *mnt;
+    bool own_dir; /* vfsd made the mount point: removed at the end */
+    struct fuse_session *se;
+} fs_state;
+
+static fs_state g_fs;
+
+/* The entry of node, or NULL. */
+static fs_entry *fs_find(fuse_ino_t node)
+{
+    for (size_t i = 0; i < g_fs.nrows; i++) {
+        if (g_fs.rows[i].used && g_fs.rows[i].node == (uint64_t)node) {
+            return &g_fs.rows[i];
+        }
+    }
+    return NULL;
+}
+
+/* Frees e once nothing can reach it: no name and no open file. */
+static void fs_maybe_free(fs_entry *e)
+{
+    if (e->named || e->opened) {
+        return;
+    }
+    if (e->fd >= 0) {
+        (void)close(e->fd);
+    }
+    memset(e, 0, sizeof(*e));
+    e->fd = -1;
+}
+
+/* Revokes e: its file is closed and every later access is EIO. */
+static void fs_revoke(fs_entry *e)
+{
+    e->live = false;
+    e->named = false;
+    if (e->fd >= 0) {
+        (void)close(e->fd);
+        e->fd = -1;
+    }
+}
+
+/* Adds the entry message m (with descriptor fd, owned) sent by vfsd. */
+static void fs_add(const vfsd_fuse_msg *m, int fd)
+{
+    for (size_t i = 0; i < g_fs.nrows; i++) {
+        fs_entry *e = &g_fs.rows[i];
+        if (!e->used) {
+            e->used = true;
+            e->named = true;
+            e->live = true;
+            e->mode = m->mode;
+            e->node = m->node;
+            e->fd = fd;
+            memcpy(e->name, m->name, VFSD_FUSE_NAME_BYTES);
+            e->name[VFSD_FUSE_NAME_BYTES] = '\0';
+            return;
+        }
+    }
+    pbx_peer_log("vfsd-fuse", "entry table full (%zu): open refused",
+                 g_fs.nrows);
+    (void)close(fd);
+}
+
+/* vfsd is gone: every entry is revoked, and the mount is detached so
+ * that the server ends once the last descriptor on it is closed. */
+static void fs_vfsd_gone(void)
+{
+    for (size_t i = 0; i < g_fs.nrows; i++) {
+        if (g_fs.rows[i].used) {
+            fs_revoke(&g_fs.rows[i]);
+        }
+    }
+    (void)close(g_fs.chan);
+    g_fs.chan = -1;
+    if (umount2(g_fs.mnt, MNT_DETACH) != 0) {
+        pid_t p = fork();
+        if (p == 0) {
+            execlp("fusermount3", "fusermount3", "-u", "-z", "--", g_fs.mnt,
+                   (char *)NULL);
+            _exit(127);
+        }
+        if (p > 0) {
+            (void)waitpid(p, NULL, 0);
+        }
+    }
+    if (g_fs.own_dir) {
+        (void)rmdir(g_fs.mnt);
+    }
+}
+
+/* Applies every message vfsd has queued, without waiting: called before
+ * each request is served, so that a revocation vfsd sent before it
+ * answered RETIRE is applied before any later access. */
+static void fs_drain(void)
+{
+    for (size_t i = 0; i < 4096U && g_fs.chan >= 0; i++) {
+        vfsd_fuse_msg m;
+        int fd = -1;
+        ssize_t r = vfsd_fuse_recv(g_fs.chan, &m, &fd, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r <= 0) {
+            fs_vfsd_gone();
+            return;
+        }
+        fs_entry *e = m.kind == 'A' ? NULL : fs_find((fuse_ino_t)m.node);
+        if (m.kind == 'A' && fd >= 0) {
+            fs_add(&m, fd);
+            fd = -1;
+        } else if (m.kind == 'N' && e != NULL) {
+            e->named = false;
+            fs_maybe_free(e);
+        } else if (m.kind == 'R' && e != NULL) {
+            fs_revoke(e);
+            fs_maybe_free(e);
+        }
+        if (fd >= 0) {
+            (void)close(fd);
+        }
+    }
+}
+
+/* Whether req comes from vfsd itself: nobody else looks up or opens. */
+static bool fs_from_vfsd(fuse_req_t req)
+{
+    const struct fuse_ctx *c = fuse_req_ctx(req);
+    return c != NULL && c->pid == g_fs.vfsd;
+}
+
+/* The attributes of e (live) or of the root directory (e NULL). */
+static int fs_attr(const fs_entry *e, fuse_ino_t node, struct stat *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->st_ino = node;
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    if (e == NULL) {
+        st->st_mode = S_IFDIR | 0500;
+        st->st_nlink = 2;
+        return 0;
+    }
+    struct stat real;
+    if (!e->live || e->fd < 0 || fstat(e->fd, &real) != 0) {
+        return EIO;
+    }
+    st->st_mode = (mode_t)(S_IFREG | (e->mode == 1U ? 0400 : 0200));
+    st->st_nlink = 1;
+    st->st_size = real.st_size;
+    st->st_blksize = 65536;
+    st->st_blocks = real.st_blocks;
+    st->st_atim = real.st_atim;
+    st->st_mtim = real.st_mtim;
+    st->st_ctim = real.st_ctim;
+    return 0;
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct fuse_entry_param ep;
+    memset(&ep, 0, sizeof(ep));
+    if (parent != FUSE_ROOT_ID || !fs_from_vfsd(req)) {
+        (void)fuse_reply_err(req, parent != FUSE_ROOT_ID ? ENOENT : EACCES);
+        return;
+    }
+    for (size_t i = 0; i < g_fs.nrows; i++) {
+        fs_entry *e = &g_fs.rows[i];
+        if (e->used && e->named && !e->opened && e->live &&
+            strcmp(e->name, name) == 0 &&
+            fs_attr(e, (fuse_ino_t)e->node, &ep.attr) == 0) {
+            ep.ino = (fuse_ino_t)e->node;
+            ep.generation = 1;
+            (void)fuse_reply_entry(req, &ep);
+            return;
+        }
+    }
+    (void)fuse_reply_err(req, ENOENT);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t node,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    struct stat st;
+    fs_entry *e = node == FUSE_ROOT_ID ? NULL : fs_find(node);
+    if (node != FUSE_ROOT_ID && e == NULL) {
+        (void)fuse_reply_err(req, EIO);
+        return;
+    }
+    int err = fs_attr(e, node, &st);
+    if (err != 0) {
+        (void)fuse_reply_err(req, err);
+        return;
+    }
+    (void)fuse_reply_attr(req, &st, 0.0);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
+{
+    fs_entry *e = fs_find(node);
+    int acc = fi->flags & O_ACCMODE;
+    int want = e != NULL && e->mode == 2U ? O_WRONLY : O_RDONLY;
+    if (e == NULL || !fs_from_vfsd(req) || e->opened || !e->named || !e->live ||
+        acc != want || (fi->flags & O_TRUNC) != 0) {
+        (void)fuse_reply_err(req, EACCES);
+        return;
+    }
+    e->opened = true;
+    fi->fh = e->node;
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    (void)fuse_reply_open(req, fi);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    static char buf[1U << 20];
+    (void)fi;
+    fs_entry *e = fs_find(node);
+    if (e == NULL || !e->live || e->fd < 0 || e->mode != 1U) {
+        (void)fuse_reply_err(req, e != NULL && e->live ? EBADF : EIO);
+        return;
+    }
+    size_t want = size < sizeof(buf) ? size : sizeof(buf);
+    ssize_t r = pread(e->fd, buf, want, off);
+    if (r < 0) {
+        (void)fuse_reply_err(req, EIO);
+        return;
+    }
+    (void)fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t node, const char *data,
+                     size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)fi;
+    fs_entry *e = fs_find(node);
+    if (e == NULL || !e->live || e->fd < 0 || e->mode != 2U) {
+        (void)fuse_reply_err(req, e != NULL && e->live ? EBADF : EIO);
+        return;
+    }
+    ssize_t r = pwrite(e->fd, data, size, off);
+    if (r < 0) {
+        (void)fuse_reply_err(req, EIO);
+        return;
+    }
+    (void)fuse_reply_write(req, (size_t)r);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t node, struct stat *attr,
+                       int to_set, struct fuse_file_info *fi)
+{
+    (void)fi;
+    fs_entry *e = fs_find(node);
+    struct stat st;
+    if (e == NULL || !e->live || e->fd < 0) {
+        (void)fuse_reply_err(req, EIO);
+        return;
+    }
+    if ((to_set & ~FUSE_SET_ATTR_SIZE) != 0 || e->mode != 2U) {
+        (void)fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (ftruncate(e->fd, attr->st_size) != 0) {
+        (void)fuse_reply_err(req, EIO);
+        return;
+    }
+    int err = fs_attr(e, node, &st);
+    if (err != 0) {
+        (void)fuse_reply_err(req, err);
+        return;
+    }
+    (void)fuse_reply_attr(req, &st, 0.0);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t node,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    fs_entry *e = fs_find(node);
+    if (e != NULL) {
+        e->opened = false;
+        e->named = false;
+        fs_maybe_free(e);
+    }
+    (void)fuse_reply_err(req, 0);
+}
+
+static void fs_fsync(fuse_req_t req, fuse_ino_t node, int datasync,
+                     struct fuse_file_info *fi)
+{
+    (void)datasync;
+    (void)fi;
+    fs_entry *e = fs_find(node);
+    bool ok = e != NULL && e->live && e->fd >= 0 && fdatasync(e->fd) == 0;
+    (void)fuse_reply_err(req, ok ? 0 : EIO);
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t node,
+                       struct fuse_file_info *fi)
+{
+    (void)node;
+    (void)fi;
+    /* Nobody lists the mount: names are handed to vfsd alone. */
+    (void)fuse_reply_err(req, EACCES);
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+    .lookup = fs_lookup,
+    .getattr = fs_getattr,
+    .setattr = fs_setattr,
+    .open = fs_open,
+    .read = fs_read,
+    .write = fs_write,
+    .release = fs_release,
+    .fsync = fs_fsync,
+    .opendir = fs_opendir,
+};
+
+/* Serves the mount until the kernel ends the connection (the mount was
+ * detached and its last open file closed). */
+static void fs_loop(void)
+{
+    struct fuse_buf buf;
+    memset(&buf, 0, sizeof(buf));
+    int ffd = fuse_session_fd(g_fs.se);
+    for (;;) {
+        struct pollfd p[2] = {{ffd, POLLIN, 0}, {g_fs.chan, POLLIN, 0}};
+        if (poll(p, g_fs.chan >= 0 ? 2U : 1U, -1) < 0 && errno != EINTR) {
+            break;
+        }
+        if (g_fs.chan >= 0 && p[1].revents != 0) {
+            fs_drain();
+        }
+        if ((p[0].revents & POLLIN) != 0) {
+            int r = fuse_session_receive_buf(g_fs.se, &buf);
+            if (r == -EINTR || r == -EAGAIN) {
+                continue;
+            }
+            if (r <= 0) {
+                break;
+            }
+            fs_drain();
+            fuse_session_process_buf(g_fs.se, &buf);
+        } else if ((p[0].revents & (POLLERR | POLLHUP)) != 0) {
+            break;
+        }
+    }
+    free(buf.mem);
+}
+
+/* The child's whole life: mount, report to vfsd, serve. Never returns. */
+static void fs_child(int chan, const char *mnt, bool own_dir, size_t rows,
+                     pid_t vfsd)
+{
+    static char *argv0[] = {"pbx-vfsd-fuse", "-o", "fsname=pbx-vfsd", NULL};
+    struct fuse_args args = FUSE_ARGS_INIT(3, argv0);
+    (void)signal(SIGTERM, SIG_IGN);
+    (void)signal(SIGINT, SIG_IGN);
+    (void)signal(SIGHUP, SIG_IGN);
+    (void)signal(SIGPIPE, SIG_IGN);
+    g_fs.chan = chan;
+    g_fs.mnt = mnt;
+    g_fs.own_dir = own_dir;
+    g_fs.vfsd = vfsd;
+    g_fs.nrows = rows;
+    g_fs.rows = calloc(rows, sizeof(fs_entry));
+    g_fs.se = g_fs.rows != NULL
+                  ? fuse_session_new(&args, &fs_ops, sizeof(fs_ops), NULL)
+                  : NULL;
+    if (g_fs.se == NULL || fuse_session_mount(g_fs.se, mnt) != 0) {
+        (void)vfsd_fuse_send(chan, 'F', 0U, -1);
+        _exit(1);
+    }
+    for (size_t i = 0; i < rows; i++) {
+        g_fs.rows[i].fd = -1;
+    }
+    if (vfsd_fuse_send(chan, 'K', 0U, fuse_session_fd(g_fs.se)) != 0) {
+        _exit(1);
+    }
+    fs_loop();
+    _exit(0);
+}
+
+pid_t vfsd_fuse_fork(int chan_child, int chan_parent, const char *mnt,
+                     bool own_dir, size_t rows)
+{
+    pid_t vfsd = getpid();
+    pid_t p = fork();
+    if (p != 0) {
+        return p;
+    }
+    /* The child holds nothing of vfsd's but its channel end: a copy of an
+     * object's provider end would keep the object from hanging up. */
+    (void)close(chan_parent);
+    if (dup2(chan_child, 3) != 3) {
+        _exit(1);
+    }
+    (void)close_range(4U, ~0U, 0);
+    fs_child(3, mnt, own_dir, rows, vfsd);
+    return -1;
+}

@@ -1,0 +1,433 @@
+/*
+ * test_obj_fd.c: OPEN on objects of a live pbx-vfsd (pbx_obj_open_fd):
+ * the revocable descriptor on vfsd's FUSE mount reads, preads, seeks and
+ * stats as the file does; a write grant writes and truncates exactly and
+ * nothing else does; after RETIRE, the route's loss or vfsd's death the
+ * next access fails with EIO and the holder keeps running; a shared
+ * mapping is refused and a private one is cut at RETIRE; the entry's
+ * name is one-use and the mount refuses every other process; and where
+ * FUSE cannot be mounted OPEN answers PBX_E_OBJ_NO_REVOCABLE.
+ */
+#define _GNU_SOURCE
+
+#include "../../ipc/pbx_ipc.h"
+#include "../../peers/app/pbx_obj.h"
+#include "../../peers/common/pbx_peer_io.h"
+#include "../../peers/lib/pbx_peer.h"
+#include "../../peers/lib/pbx_peer_vfs.h"
+#include "../../sha2/pbx_sha2.h"
+#include "../runner/pbx_test.h"
+#include "peers_child.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A running vfsd with one scope and a route held by this process. */
+typedef struct of {
+    pid_t pid;
+    int scope;
+    int route;
+    char dir[256];
+} of;
+
+/* The byte at offset i of big.bin. */
+static char of_byte(size_t i)
+{
+    return (char)('a' + (i * 7U) % 26U);
+}
+
+/* Writes n bytes to dir/name: text, or big.bin's pattern (text NULL). */
+static void of_file(const char *dir, const char *name, const char *text,
+                    size_t n)
+{
+    static char buf[1U << 20];
+    char p[512];
+    (void)snprintf(p, sizeof(p), "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    PBX_REQUIRE(fd >= 0 && n <= sizeof(buf));
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = text != NULL ? text[i] : of_byte(i);
+    }
+    PBX_REQUIRE(write(fd, buf, n) == (ssize_t)n);
+    (void)close(fd);
+}
+
+/* Builds root/pub/{a.txt, big.bin, w.txt} and starts vfsd with a scope on
+ * pub, a route made here and extra arguments (NULL-terminated, or
+ * NULL). */
+static void of_up(of *t, const char *const *extra)
+{
+    const char *d = tp_tmpdir();
+    (void)snprintf(t->dir, sizeof(t->dir), "%s/pub", d);
+    PBX_REQUIRE(mkdir(t->dir, 0700) == 0);
+    of_file(t->dir, "a.txt", "hello\n", 6);
+    of_file(t->dir, "big.bin", NULL, 10000);
+    of_file(t->dir, "w.txt", "0123", 4);
+    int sp[2];
+    int rp[2];
+    PBX_REQUIRE(tp_seqpair(sp) && tp_seqpair(rp));
+    char sarg[32];
+    char rarg[32];
+    (void)snprintf(sarg, sizeof(sarg), "%d=pub", sp[1]);
+    (void)snprintf(rarg, sizeof(rarg), "%d", rp[1]);
+    const char *args[16] = {"--root",     d,    "--scope-fd", sarg,
+                            "--route-fd", rarg, NULL};
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && i < 8U; i++) {
+        args[6U + i] = extra[i];
+        args[7U + i] = NULL;
+    }
+    int keep[2] = {sp[1], rp[1]};
+    t->pid = tp_spawn("vfsd", args, keep, 2, -1);
+    (void)close(sp[1]);
+    (void)close(rp[1]);
+    PBX_REQUIRE(t->pid > 0);
+    uint64_t scope_id = 0;
+    t->scope = pbx_peer_io_scope_take(sp[0], 3000, &scope_id);
+    PBX_REQUIRE(t->scope >= 0);
+    (void)close(sp[0]);
+    t->route = rp[0];
+}
+
+static void of_down(of *t)
+{
+    (void)close(t->scope);
+    if (t->route >= 0) {
+        (void)close(t->route);
+    }
+    if (t->pid > 0) {
+        (void)tp_stop(t->pid);
+    }
+}
+
+/* Resolves sel for (op, file) through t's scope, which must be FOUND;
+ * returns the object and stores its identity in *rep. */
+static int of_obj(const of *t, const char *sel, uint16_t op,
+                  pbx_ipc_resolve_reply *rep)
+{
+    static pbx_peer_msg m;
+    pbx_ipc_resolve rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.operation = op;
+    rq.object_class = PBX_IPC_CLASS_FILE;
+    rq.selector = (const uint8_t *)sel;
+    rq.selector_len = (uint32_t)strlen(sel);
+    PBX_REQUIRE(pbx_sha2_digest(rq.selector, rq.selector_len,
+                                rq.selector_digest) == PBX_OK);
+    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    PBX_REQUIRE(pbx_ipc_resolve_encode(id, &rq, buf, sizeof(buf), &n) ==
+                PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_call(t->scope, buf, n, -1, &m, 3000) == 0);
+    PBX_REQUIRE(m.err == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_resolve_reply_decode(&m.frame, rep) == PBX_OK);
+    PBX_REQUIRE(rep->result == PBX_IPC_RESOLVE_FOUND && m.nfds == 1U);
+    return m.fds[0];
+}
+
+/* RETIREs rep's object on t's route; vfsd must acknowledge it. */
+static void of_retire(const of *t, const pbx_ipc_resolve_reply *rep)
+{
+    static pbx_peer_msg m;
+    pbx_ipc_retire rq = {rep->object, rep->scope_id, PBX_IPC_CLASS_FILE};
+    uint8_t fr[128];
+    size_t n = 0;
+    pbx_ipc_id rid = {3, 9};
+    PBX_REQUIRE(pbx_ipc_retire_encode(rid, &rq, fr, sizeof(fr), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_call(t->route, fr, n, -1, &m, 3000) == 0);
+    PBX_REQUIRE(pbx_le_get16(m.buf + 8) == 0U);
+}
+
+/* Whether read(fd) now fails with EIO (the holder keeps running). */
+static bool of_read_eio(int fd)
+{
+    char b[16];
+    errno = 0;
+    return read(fd, b, sizeof(b)) == -1 && errno == EIO;
+}
+
+PBX_TEST(obj_fd_reads_preads_seeks_and_stats_as_the_file)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "big.bin", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    PBX_REQUIRE(fd >= 0);
+    static char buf[12000];
+    size_t got = 0;
+    for (int i = 0; i < 64; i++) {
+        ssize_t r = read(fd, buf + got, 3000);
+        PBX_REQUIRE(r >= 0);
+        if (r == 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    PBX_CHECK_EQ(got, 10000U);
+    bool same = true;
+    for (size_t i = 0; i < got; i++) {
+        same = same && buf[i] == of_byte(i);
+    }
+    PBX_CHECK(same);
+    PBX_CHECK_EQ(pread(fd, buf, 5000, 9000), 1000);
+    PBX_CHECK(buf[0] == of_byte(9000));
+    PBX_CHECK_EQ(lseek(fd, 0, SEEK_END), 10000);
+    PBX_CHECK_EQ(lseek(fd, 20, SEEK_SET), 20);
+    PBX_CHECK_EQ(read(fd, buf, 1), 1);
+    PBX_CHECK(buf[0] == of_byte(20));
+    struct stat sb;
+    PBX_CHECK_EQ(fstat(fd, &sb), 0);
+    PBX_CHECK(S_ISREG(sb.st_mode) && sb.st_size == 10000);
+    /* A read grant's descriptor never writes or truncates. */
+    PBX_CHECK_EQ(write(fd, "x", 1), -1);
+    PBX_CHECK_EQ(ftruncate(fd, 1), -1);
+    /* The holder's other modes are refused, and nothing is handed over. */
+    int no = 7;
+    PBX_CHECK_EQ(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_WRITE, &no),
+                 PBX_E_OBJ_READ_ONLY);
+    PBX_CHECK_EQ(no, -1);
+    PBX_CHECK_EQ(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_RDWR, &no),
+                 PBX_E_OBJ_READ_ONLY);
+    PBX_CHECK_EQ(pbx_obj_open_fd(obj, 0U, &no), PBX_E_OBJ_ARG);
+    PBX_CHECK_EQ(no, -1);
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_write_grant_writes_exactly)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "w.txt", PBX_IPC_OPERATION_WRITE, &rep);
+    int fd = -1;
+    int no = 7;
+    PBX_CHECK_EQ(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &no),
+                 PBX_E_OBJ_NOT_GRANTED);
+    PBX_CHECK_EQ(no, -1);
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_WRITE, &fd) == 0);
+    PBX_CHECK_EQ(pwrite(fd, "AB", 2, 1), 2);
+    char p[512];
+    char text[64];
+    (void)snprintf(p, sizeof(p), "%s/w.txt", t.dir);
+    PBX_CHECK_EQ(tp_read_file(p, text, sizeof(text)), 4);
+    PBX_CHECK(strcmp(text, "0AB3") == 0);
+    PBX_CHECK_EQ(ftruncate(fd, 2), 0);
+    PBX_CHECK_EQ(tp_read_file(p, text, sizeof(text)), 2);
+    PBX_CHECK(strcmp(text, "0A") == 0);
+    /* A write grant's descriptor does not read. */
+    PBX_CHECK_EQ(read(fd, text, 1), -1);
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_retire_fails_the_next_access_with_eio)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    char b[8];
+    PBX_CHECK_EQ(read(fd, b, 2), 2);
+    of_retire(&t, &rep);
+    /* This process is the holder: it gets EIO and keeps running. */
+    PBX_CHECK(of_read_eio(fd));
+    errno = 0;
+    PBX_CHECK_EQ(pread(fd, b, 2, 0), -1);
+    PBX_CHECK_EQ(errno, EIO);
+    struct stat sb;
+    errno = 0;
+    PBX_CHECK_EQ(fstat(fd, &sb), -1);
+    PBX_CHECK_EQ(errno, EIO);
+    /* A retired object opens nothing more. */
+    int no = 7;
+    PBX_CHECK(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &no) != 0);
+    PBX_CHECK_EQ(no, -1);
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_route_loss_fails_the_next_access_with_eio)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    /* The holder closes its object connection: the descriptor stays. */
+    (void)close(obj);
+    char b[8];
+    PBX_CHECK_EQ(read(fd, b, 2), 2);
+    /* powerboxd's route closes: vfsd retires what it minted, and the
+     * hang-up of a second object shows it has. */
+    int other = of_obj(&t, "w.txt", PBX_IPC_OPERATION_READ, &rep);
+    (void)close(t.route);
+    t.route = -1;
+    PBX_CHECK(tp_hung_up(other, 3000));
+    PBX_CHECK(of_read_eio(fd));
+    (void)close(other);
+    (void)close(fd);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_vfsd_death_fails_the_next_access_with_eio)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    char b[8];
+    PBX_CHECK_EQ(pread(fd, b, 2, 0), 2);
+    PBX_REQUIRE(kill(t.pid, SIGKILL) == 0);
+    int status = 0;
+    PBX_REQUIRE(waitpid(t.pid, &status, 0) == t.pid);
+    t.pid = -1;
+    PBX_CHECK(of_read_eio(fd));
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_mmap_shared_refused_private_cut_at_retire)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "big.bin", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    PBX_CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED);
+    volatile const char *m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    PBX_REQUIRE(m != MAP_FAILED);
+    PBX_CHECK(m[0] == of_byte(0) && m[100] == of_byte(100));
+    of_retire(&t, &rep);
+    /* The mapped page was dropped at RETIRE: touching it again reaches
+     * vfsd, which refuses, and the kernel reports it as SIGBUS. */
+    pid_t c = fork();
+    PBX_REQUIRE(c >= 0);
+    if (c == 0) {
+        _exit(m[100] == of_byte(100) ? 0 : 3);
+    }
+    int status = 0;
+    PBX_REQUIRE(waitpid(c, &status, 0) == c);
+    PBX_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS);
+    (void)munmap((void *)(uintptr_t)m, 4096);
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_name_is_one_use_and_the_mount_refuses_others)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    char link[64];
+    char path[512];
+    (void)snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1U);
+    PBX_REQUIRE(n > 0);
+    path[n] = '\0';
+    /* The name is 128 random bits in hex. */
+    const char *name = strrchr(path, '/');
+    PBX_REQUIRE(name != NULL);
+    name++;
+    PBX_CHECK_EQ(strlen(name), 32U);
+    PBX_CHECK_EQ(strspn(name, "0123456789abcdef"), 32U);
+    /* Reopening it fails (used once, and nobody but vfsd looks up). */
+    PBX_CHECK_EQ(open(path, O_RDONLY | O_CLOEXEC), -1);
+    /* Neither the mount nor a path above it is listed. */
+    char dir[512];
+    (void)snprintf(dir, sizeof(dir), "%.*s", (int)(name - 1 - path), path);
+    PBX_CHECK(opendir(dir) == NULL);
+    char again[600];
+    (void)snprintf(again, sizeof(again), "%s/../%s", dir, name);
+    PBX_CHECK_EQ(open(again, O_RDONLY | O_CLOEXEC), -1);
+    /* The descriptor handed out still reads. */
+    char b[8];
+    PBX_CHECK_EQ(pread(fd, b, 5, 0), 5);
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
+
+/* The path of vfsd's log (tp_spawn's). */
+static void of_log_path(char *p, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    (void)snprintf(p, cap, "%s/pbx-peer-vfsd.log", tmp != NULL ? tmp : "/tmp");
+}
+
+/* The size of vfsd's log now. */
+static long of_log_size(void)
+{
+    char p[512];
+    struct stat sb;
+    of_log_path(p, sizeof(p));
+    return stat(p, &sb) == 0 ? (long)sb.st_size : 0L;
+}
+
+/* Whether vfsd's log holds what after offset (the log is shared by every
+ * test's vfsd). */
+static bool of_logged_since(long offset, const char *what)
+{
+    static char buf[65536];
+    char p[512];
+    of_log_path(p, sizeof(p));
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1U, (off_t)offset);
+    (void)close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strstr(buf, what) != NULL;
+}
+
+PBX_TEST(obj_fd_without_fuse_answers_no_revocable_descriptors)
+{
+    static of t;
+    const char *extra[] = {"--fuse-dir", "/proc/pbx-no-such-dir/mnt", NULL};
+    long mark = of_log_size();
+    of_up(&t, extra);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = 7;
+    PBX_CHECK_EQ(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd),
+                 PBX_E_OBJ_NO_REVOCABLE);
+    PBX_CHECK_EQ(fd, -1);
+    PBX_CHECK(strstr(pbx_obj_strerror(PBX_E_OBJ_NO_REVOCABLE),
+                     "no revocable descriptors") != NULL);
+    /* The object itself still serves its calls. */
+    char b[8];
+    size_t got = 0;
+    PBX_CHECK_EQ(pbx_obj_read(obj, 0, b, 5, &got), 0);
+    /* vfsd said why at its start (before it was ready). */
+    PBX_CHECK(of_logged_since(
+        mark, "FUSE unavailable at /proc/pbx-no-such-dir/mnt: No such file"));
+    (void)close(obj);
+    of_down(&t);
+}
