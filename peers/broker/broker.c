@@ -15,7 +15,7 @@
  * Each brokered open is a runtime-reply request made as the job (urgency
  * routine, set here, never by the program; lifetime: the job's), labelled
  * with the path the broker resolved; an approved object is asked for a
- * revocable descriptor (OPEN, broker_open.c) and exactly that descriptor
+ * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
  * is injected. The object connections are kept (bounded) until the job
  * ends, so each descriptor lives as long as its grant.
  */
@@ -29,7 +29,7 @@
 
 #include "peers/app/pbx_app.h"
 #include "peers/broker/broker.h"
-#include "peers/broker/broker_open.h"
+#include "peers/app/pbx_obj.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 
@@ -51,14 +51,6 @@ typedef struct broker_opts {
     int objs[BROKER_OBJS_MAX];
 } broker_opts;
 
-/* The request operation and OPEN mode for a broker operation. */
-static uint16_t broker_operation(uint8_t op, uint32_t *mode)
-{
-    *mode = op == PBX_PEER_BROKER_OP_READ ? PBX_BROKER_OPEN_READ
-                                          : PBX_BROKER_OPEN_READ_WRITE;
-    return op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
-                                         : PBX_IPC_OPERATION_WRITE;
-}
 
 /* broker.h's ask: the powerbox request, then OPEN on the object. */
 static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
@@ -76,11 +68,11 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
                       q->path, BROKER_OBJS_MAX);
         return EMFILE;
     }
-    uint32_t mode = 0;
     pbx_app_request rq;
     memset(&rq, 0, sizeof(rq));
     rq.selector = q->selector;
-    rq.operation = broker_operation(q->op, &mode);
+    rq.operation = q->op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
+                                                    : PBX_IPC_OPERATION_WRITE;
     rq.lifetime = PBX_IPC_LIFETIME_JOB;
     rq.label = q->path;
     pbx_app_grant g;
@@ -90,8 +82,11 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
                       pbx_app_strerror(r));
         return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
     }
-    int st = pbx_broker_open_fd(g.obj, mode, fd);
+    int st = pbx_obj_open_fd(g.obj, q->mode, fd);
     if (st != 0) {
+        /* Nothing is handed over without revocation. */
+        (void)fprintf(stderr, "pbx-broker: %s: %s\n", q->path,
+                      pbx_obj_strerror(st));
         (void)close(g.obj);
         return EACCES;
     }

@@ -35,6 +35,9 @@ typedef struct pbx_broker_ask {
     const char *selector;
     /** op is a pbx_peer_broker_op. */
     uint8_t op;
+    /** mode is the access the descriptor gets (OPEN's mode: 1 read, 2
+     * write, 3 both), from the open's access mode. */
+    uint32_t mode;
     /** pid is the notifying thread (the broker's pid namespace). */
     uint32_t pid;
 } pbx_broker_ask;

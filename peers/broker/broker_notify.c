@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@
 #define BN_NR_OPENAT2 437U
 /* AT_FDCWD as the low 32 bits of a call argument. */
 #define BN_AT_FDCWD ((uint32_t)-100)
+/* FUSE's filesystem type (statfs f_type): vfsd's revocable mount. */
+#define BN_FUSE_MAGIC 0x65735546L
 /* The pages read for one path (each read stops at a page's end). */
 #define BN_PAGE 4096U
 
@@ -159,6 +162,14 @@ static bool bn_fd_path(int fd, char *out)
     return strstr(out, " (deleted)") == NULL;
 }
 
+/* Whether our descriptor fd is on a FUSE filesystem (vfsd's mount is
+ * one: its files are never reopened or resolved into). */
+static bool bn_on_fuse(int fd)
+{
+    struct statfs sf;
+    return fstatfs(fd, &sf) == 0 && (long)sf.f_type == BN_FUSE_MAGIC;
+}
+
 /* Makes c->path absolute into c->abs: against the thread's cwd or the
  * program's directory descriptor; 0 or the errno the open fails with. */
 static int bn_absolute(bn_call *c)
@@ -266,10 +277,12 @@ static int bn_resolve(const pbx_broker *b, const bn_call *c, const char *rest,
     if (fd >= 0) {
         struct stat st;
         bool ok = fstat(fd, &st) == 0 && bn_fd_path(fd, real);
+        bool fuse = ok && bn_on_fuse(fd);
         bool reg = ok && S_ISREG(st.st_mode);
         bool dir = ok && S_ISDIR(st.st_mode);
         (void)close(fd);
-        return !ok                   ? ENOENT
+        return fuse                  ? EACCES
+               : !ok                 ? ENOENT
                : S_ISLNK(st.st_mode) ? ELOOP
                : reg                 ? 0
                : dir                 ? EISDIR
@@ -370,7 +383,9 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
                       real[0] != '\0' ? real : "?", strerror(e), why);
         return e;
     }
-    pbx_broker_ask q = {real, sel, op, c->tid};
+    uint64_t acc = c->flags & O_ACCMODE;
+    uint32_t mode = acc == O_WRONLY ? 2U : acc == O_RDWR ? 3U : 1U;
+    pbx_broker_ask q = {real, sel, op, mode, c->tid};
     int fd = -1;
     b->asked++;
     e = b->ask(b->ask_ctx, &q, &fd);
@@ -390,7 +405,15 @@ static int bn_reopen(pbx_broker *b, bn_call *c, uint32_t fd)
     }
     static char target[PBX_BROKER_PATH_MAX];
     bool named = bn_fd_path(copy, target);
+    bool fuse = bn_on_fuse(copy);
     (void)close(copy);
+    if (fuse) {
+        (void)fprintf(stderr,
+                      "pbx-broker: %s: a reopen of a brokered descriptor is "
+                      "refused (ask again by the file's own path)\n",
+                      c->path);
+        return EACCES;
+    }
     if (!named) {
         /* A pipe, socket or deleted file: the kernel decides, Landlock
          * allowing (the profile covers /proc/self). */

@@ -63,7 +63,7 @@
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
  *       beyond), --max-jobs live jobs (64), --first-job the first job id
  *       allocated (11).
- *   pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]
+ *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
  *                   -- PROG [ARG...]
  *       launches PROG as a job (session and realm default 1; sandboxed
@@ -327,6 +327,7 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             srv->broker = pbx_peer_io_fd_arg(v);
         } else if (strcmp(k, "--control") == 0) {
             srv->control = pbx_peer_io_listen_private(v, SOCK_SEQPACKET);
+            srv->control_path = v;
         } else if (strcmp(k, "--wake-log") == 0) {
             srv->log = fopen(v, "ae");
         } else if (strcmp(k, "--wake-hold-file") == 0) {
@@ -489,8 +490,9 @@ static const char launchd_usage[] =
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
     "                   [--max-per-pid N]\n"
-    "       pbx-launchd run --control PATH [--sandbox] [--job ID:GEN]\n"
-    "                   [--entry NAME] [--session N] [--realm N]\n"
+    "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
+    "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
+    "                   [--realm N]\n"
     "                   -- PROG [ARG...]\n"
     "       pbx-launchd expire (--control PATH | --public PATH |\n"
     "                   --public-fd N) --job ID:GEN [--invocation N]\n"
@@ -520,7 +522,7 @@ static bool launchd_known_options(int argc, char **argv)
         NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
-                                      NULL};
+                                      "--profile", NULL};
     static const char *const expire[] = {
         "--control", "--public", "--public-fd", "--job", "--invocation", NULL};
     bool is_run = strcmp(argv[1], "run") == 0;

@@ -130,7 +130,8 @@ typedef struct launchd_srv {
     int wake;   /* -1: none (no wakes) */
     int broker; /* -1: none (callers answered ROUTE) */
     int control;
-    int attach; /* --attach-fd, or -1 */
+    const char *control_path; /* --control's PATH, or NULL */
+    int attach;               /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
     uint32_t max_conns;
@@ -206,20 +207,30 @@ void launchd_timers(launchd_srv *srv);
 
 /* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
  * (both close-on-exec descriptors, -1 when absent). prepare's next, when
- * not NULL, is the program a stage program executes: checked and allowed
- * as prog is, and stage set (the child connects to the stage socket for
- * it before the walls go up). */
+ * not NULL, is the program a stage program executes: allowed as prog
+ * is, and stage set (the child connects to the stage socket for it
+ * before the walls go up). profile, when not NULL, is the absolute path
+ * of a profile file that changes the system profile; stack is the stack
+ * directory no rule may reach (NULL: none known). proc_rights are the
+ * rights the child's rule on its own /proc/PID gets (0: none). */
 typedef struct launchd_sandbox {
     int prog;
     int ruleset;
     bool stage;
+    uint64_t proc_rights;
     /* Brokered opens (launchd_broker.c): where the child sends its open
      * family's seccomp listener (-1: none), and the broker's pid (its
      * ptracer under Yama). */
     int notify;
     pid_t broker_pid;
 } launchd_sandbox;
-uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
+typedef struct launchd_sandbox_want {
+    const char *prog;
+    const char *next;
+    const char *profile;
+    const char *stack;
+} launchd_sandbox_want;
+uint16_t launchd_sandbox_prepare(const launchd_sandbox_want *w,
                                  launchd_sandbox *sb);
 void launchd_sandbox_release(launchd_sandbox *sb);
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv);

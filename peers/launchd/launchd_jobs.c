@@ -234,22 +234,48 @@ static void launchd_arg(const pbx_peer_launch_req *req, uint16_t i, char *out,
                    (const char *)req->args[i]);
 }
 
-/* The sandbox of a LAUNCH with the sandbox flag: the program's file and,
- * with the stage flag, the file of the program the stage program runs
- * (the argument after its first "--"; none refuses the LAUNCH). */
-static uint16_t launchd_launch_sandbox(const pbx_peer_launch_req *req,
+/* The directory of launchd's control socket (the stack directory: no
+ * profile may open it to a job), or NULL when there is none. */
+static const char *launchd_stack_dir(const launchd_srv *srv)
+{
+    static char dir[PBX_IPC_FRAME_BYTES_MAX];
+    const char *c = srv->control_path;
+    const char *slash = c != NULL ? strrchr(c, '/') : NULL;
+    if (c == NULL) {
+        return NULL;
+    }
+    if (slash == NULL) {
+        return ".";
+    }
+    (void)snprintf(dir, sizeof(dir), "%.*s", slash == c ? 1 : (int)(slash - c),
+                   c);
+    return dir;
+}
+
+/* The sandbox of a LAUNCH with the sandbox flag: the program's file,
+ * the profile (when the LAUNCH names one) and, with the stage flag, the
+ * file of the program the stage program runs (the argument after its
+ * first "--"; none refuses the LAUNCH). */
+static uint16_t launchd_launch_sandbox(const launchd_srv *srv,
+                                       const pbx_peer_launch_req *req,
                                        launchd_sandbox *sb)
 {
     static char prog[PBX_IPC_FRAME_BYTES_MAX];
     static char next[PBX_IPC_FRAME_BYTES_MAX];
+    static char prof[PBX_PEER_LAUNCH_PROFILE_MAX + 1U];
     launchd_arg(req, 0, prog, sizeof(prog));
+    (void)snprintf(prof, sizeof(prof), "%.*s", (int)req->profile_len,
+                   (const char *)req->profile);
+    launchd_sandbox_want w = {prog, NULL, req->profile_len != 0U ? prof : NULL,
+                              launchd_stack_dir(srv)};
     if ((req->flags & PBX_PEER_LAUNCH_STAGE) == 0U) {
-        return launchd_sandbox_prepare(prog, NULL, sb);
+        return launchd_sandbox_prepare(&w, sb);
     }
     for (uint16_t i = 1; i + 1U < req->argc; i++) {
         if (req->arg_lens[i] == 2U && memcmp(req->args[i], "--", 2) == 0) {
             launchd_arg(req, (uint16_t)(i + 1U), next, sizeof(next));
-            return launchd_sandbox_prepare(prog, next, sb);
+            w.next = next;
+            return launchd_sandbox_prepare(&w, sb);
         }
     }
     pbx_peer_log("launchd",
@@ -266,11 +292,11 @@ static uint16_t launchd_launch_start(launchd_srv *srv, launchd_job *j,
                                      const int *fds,
                                      const pbx_peer_launch_req *req, int *jc)
 {
-    launchd_sandbox sb = {-1, -1, false, -1, 0};
+    launchd_sandbox sb = {-1, -1, false, 0U, -1, 0};
     uint16_t st = 0U;
     j->broker_conn = -1;
     if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U) {
-        st = launchd_launch_sandbox(req, &sb);
+        st = launchd_launch_sandbox(srv, req, &sb);
     }
     if (st == 0U && (req->flags & PBX_PEER_LAUNCH_BROKERED) != 0U) {
         st = launchd_broker_start(srv, j, req, fds, &sb);

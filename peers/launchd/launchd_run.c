@@ -5,10 +5,12 @@
  * the wait for the job's EXIT, whose status becomes this process's.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "peers/common/pbx_peer_profile_file.h"
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
 
@@ -30,7 +32,8 @@ static bool launchd_run_num(const char *v, uint64_t max, uint64_t *out)
  * path or *req; returns how many words it took (1 or 2), or 0 when it is
  * not a valid option. */
 static int launchd_run_opt(const char *k, const char *v, const char **path,
-                           const char **entry, pbx_peer_launch_req *req)
+                           const char **entry, const char **profile,
+                           pbx_peer_launch_req *req)
 {
     uint64_t a = 0;
     uint64_t b = 0;
@@ -43,6 +46,8 @@ static int launchd_run_opt(const char *k, const char *v, const char **path,
     }
     if (strcmp(k, "--control") == 0) {
         *path = v;
+    } else if (strcmp(k, "--profile") == 0) {
+        *profile = v;
     } else if (strcmp(k, "--job") == 0 &&
                pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) &&
                b != 0U) {
@@ -59,6 +64,30 @@ static int launchd_run_opt(const char *k, const char *v, const char **path,
     return 2;
 }
 
+/* --profile FILE (only with --sandbox): checked here for a message with
+ * its line, then named in the LAUNCH; the stack directory is the control
+ * socket's. True when there is none or it was taken. */
+static bool launchd_run_profile(const char *file, const char *control,
+                                pbx_peer_launch_req *req)
+{
+    static char abs[PBX_PEER_LAUNCH_PROFILE_MAX + 1U];
+    static char stack[PBX_PEER_LAUNCH_PROFILE_MAX + 1U];
+    if (file == NULL) {
+        return true;
+    }
+    if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        pbx_peer_log("launchd", "run: --profile needs --sandbox");
+        return false;
+    }
+    const char *slash = strrchr(control, '/');
+    (void)snprintf(stack, sizeof(stack), "%.*s",
+                   slash != NULL ? (int)(slash - control) : 1,
+                   slash != NULL ? control : ".");
+    return pbx_peer_profile_file_take("pbx-launchd run", file,
+                                      stack[0] != '\0' ? stack : "/", abs,
+                                      sizeof(abs), req);
+}
+
 /* Parses run's options up to "--" into path, job and *req (session and
  * realm default 1); returns the index of PROG, or -1 on a usage error. */
 static int launchd_run_args(int argc, char **argv, const char **path,
@@ -66,17 +95,19 @@ static int launchd_run_args(int argc, char **argv, const char **path,
 {
     int i = 2;
     const char *entry = NULL;
+    const char *profile = NULL;
     req->session = 1;
     req->realm = 1;
     while (i < argc && strcmp(argv[i], "--") != 0) {
         int took = launchd_run_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL,
-                                   path, &entry, req);
+                                   path, &entry, &profile, req);
         if (took == 0) {
             return -1;
         }
         i += took;
     }
-    if (i >= argc || i + 1 >= argc || *path == NULL) {
+    if (i >= argc || i + 1 >= argc || *path == NULL ||
+        !launchd_run_profile(profile, *path, req)) {
         return -1;
     }
     if (entry == NULL) {
@@ -182,7 +213,8 @@ int launchd_run(int argc, char **argv)
     int first = launchd_run_args(argc, argv, &path, &req);
     if (first < 0 || !launchd_run_argv(argc, argv, first, &req)) {
         pbx_peer_log("launchd", "usage: pbx-launchd run --control PATH "
-                                "[--sandbox] [--job ID:GEN] [--entry NAME] "
+                                "[--sandbox [--profile FILE]] [--job ID:GEN] "
+                                "[--entry NAME] "
                                 "[--session N] [--realm N] -- PROG "
                                 "[ARG...] (session and realm nonzero, "
                                 "default 1)");

@@ -8,10 +8,13 @@
  * Everything that can fail for a reason the caller should hear is done in
  * launchd itself before the fork, so the LAUNCH is refused with a status
  * that says why: asking the kernel's Landlock ABI and whether it can
- * install a seccomp filter, finding and opening the program, checking
- * that it is a static ELF executable, building the ruleset and its one
- * rule. The child then (for a stage job, after connecting to procd's
- * stage socket for it) sets no-new-privileges, enforces the ruleset,
+ * install a seccomp filter, finding and opening the program (a regular
+ * executable file, static or dynamic), reading and checking the profile
+ * file (--profile), building the ruleset with a rule for each path of
+ * the profile (pbx_peer_profile.h) and one for the program's own file.
+ * The child then (for a stage job, after connecting to procd's stage
+ * socket for it) adds the rule on its own /proc/PID (only it can name
+ * it), sets no-new-privileges, enforces the ruleset,
  * closes every descriptor but the job's, installs the filter and executes
  * the very file that was checked (by descriptor); if a step fails it says
  * so on the job's standard error and exits without running the program.
@@ -33,12 +36,10 @@
 
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_profile.h"
 #include "peers/lib/pbx_peer_sandbox.h"
 #include "peers/lib/pbx_peer_seccomp.h"
 
-/* How much of the program the static check reads (ELF header and the
- * program header table of every ordinary executable fit). */
-#define LAUNCHD_ELF_HEAD 4096U
 /* The longest program path tried while searching PATH. */
 #define LAUNCHD_PATH_MAX 4096U
 /* The most PATH entries searched. */
@@ -65,6 +66,14 @@ typedef struct launchd_ll_attr {
     // cppcheck-suppress unusedStructMember
     uint64_t scoped;
 } launchd_ll_attr;
+
+/* What a profile's rules may not reach, and the rights the ruleset
+ * handles (a rule may carry only those). */
+typedef struct launchd_sandbox_walls {
+    const char *forbidden[PBX_PEER_PROFILE_FORBIDDEN];
+    size_t n;
+    uint64_t handled;
+} launchd_sandbox_walls;
 
 /* Opens the regular, executable file at path read-only (close-on-exec);
  * -1 when it is not one. */
@@ -105,14 +114,13 @@ static int launchd_sandbox_open(const char *prog)
     return -1;
 }
 
-/* Adds the rule that allows plan's program access (execute and read) on
- * the file open at fd to ruleset rfd; 0 or -1 with errno set. */
-static int launchd_sandbox_rule(const pbx_peer_sandbox_plan *plan, int rfd,
-                                int fd)
+/* Adds a rule allowing access on the file open at fd to ruleset rfd; 0
+ * or -1 with errno set. */
+static int launchd_sandbox_rule(int rfd, int fd, uint64_t access)
 {
     struct landlock_path_beneath_attr rule;
     memset(&rule, 0, sizeof(rule));
-    rule.allowed_access = plan->prog_access;
+    rule.allowed_access = access;
     rule.parent_fd = fd;
     return syscall(__NR_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH,
                    &rule, 0U) == 0
@@ -120,11 +128,8 @@ static int launchd_sandbox_rule(const pbx_peer_sandbox_plan *plan, int rfd,
                : -1;
 }
 
-/* Builds the ruleset for plan with its rules (the program's file and,
- * when next >= 0, the next program's, execute and read); returns its
- * descriptor or -1. */
-static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog,
-                                   int next)
+/* Makes an empty ruleset for plan; its descriptor or -1. */
+static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan)
 {
     launchd_ll_attr attr = {plan->handled_fs, plan->handled_net, plan->scoped};
     /* Only the fields the ABI has: handled_net came with 4, scoped 6. */
@@ -132,36 +137,106 @@ static int launchd_sandbox_ruleset(const pbx_peer_sandbox_plan *plan, int prog,
                   : plan->abi >= 4 ? 2U * sizeof(uint64_t)
                                    : sizeof(uint64_t);
     long rfd = syscall(__NR_landlock_create_ruleset, &attr, size, 0U);
-    if (rfd < 0) {
-        return -1;
-    }
-    if (launchd_sandbox_rule(plan, (int)rfd, prog) != 0 ||
-        (next >= 0 && launchd_sandbox_rule(plan, (int)rfd, next) != 0)) {
-        int e = errno;
-        (void)close((int)rfd);
-        errno = e;
-        return -1;
-    }
-    return (int)rfd;
+    return rfd >= 0 ? (int)rfd : -1;
 }
 
-/* Opens and checks (regular, executable, static ELF) the program the
- * stage program runs; returns its descriptor, or -1 and the refusal
- * status in *st. */
-static int launchd_sandbox_next(const char *next, uint16_t *st)
+/* Reads the profile file at path (absolute, a regular file of at most
+ * PBX_PEER_PROFILE_BYTES) and applies it to *p; 0, or the refusal
+ * status after a log line naming the file, the line and why. */
+static uint16_t launchd_sandbox_profile(const char *path,
+                                        const char *const *forbidden,
+                                        size_t nforbidden, pbx_peer_profile *p)
 {
-    int fd = launchd_sandbox_open(next);
-    static uint8_t head[LAUNCHD_ELF_HEAD];
-    ssize_t got = fd >= 0 ? pread(fd, head, sizeof(head), 0) : -1;
-    pbx_err e = fd < 0 ? PBX_E_PEER_NOT_ELF
-                       : pbx_peer_sandbox_elf(head, got > 0 ? (size_t)got : 0U);
-    if (e != PBX_OK) {
-        pbx_peer_log("launchd", "sandbox: %s: %s", next, pbx_err_text(e));
+    static uint8_t text[PBX_PEER_PROFILE_BYTES + 1U];
+    int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+    struct stat st;
+    ssize_t got = -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        got = read(fd, text, sizeof(text));
+    }
+    int e = errno;
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+    if (got < 0) {
+        pbx_peer_log("launchd", "sandbox: profile %s: %s", path,
+                     path[0] != '/' ? "not an absolute path"
+                     : fd >= 0      ? "not a readable regular file"
+                                    : strerror(e));
+        return (uint16_t)PBX_E_PEER_PROFILE;
+    }
+    pbx_peer_profile_refusal why;
+    if (pbx_peer_profile_apply(p, text, (size_t)got, forbidden, nforbidden,
+                               &why) != PBX_OK) {
+        pbx_peer_log("launchd", "sandbox: profile %s, line %u: %s", path,
+                     (unsigned)why.line, why.why);
+        return (uint16_t)PBX_E_PEER_PROFILE;
+    }
+    return 0U;
+}
+
+/* Adds the rule of profile entry e to ruleset rfd: a missing path of the
+ * system profile is skipped, as is one whose resolved path a later
+ * removal names; 0, or the refusal status after a log line. */
+static uint16_t launchd_sandbox_entry(const pbx_peer_profile *p,
+                                      const pbx_peer_profile_entry *e,
+                                      const launchd_sandbox_walls *w, int rfd)
+{
+    static char real[LAUNCHD_PATH_MAX];
+    int fd = open(e->path, O_PATH | O_CLOEXEC);
+    if (fd < 0 || realpath(e->path, real) == NULL) {
+        int err = errno;
         if (fd >= 0) {
             (void)close(fd);
         }
-        *st = (uint16_t)e;
-        return -1;
+        if (e->line == 0U && err == ENOENT) {
+            return 0U;
+        }
+        pbx_peer_log("launchd", "sandbox: profile line %u: %s: %s",
+                     (unsigned)e->line, e->path, strerror(err));
+        return (uint16_t)PBX_E_PEER_PROFILE;
+    }
+    const char *no = pbx_peer_profile_forbidden(real, w->forbidden, w->n);
+    struct stat st;
+    uint16_t rc = 0U;
+    if (no != NULL) {
+        pbx_peer_log("launchd", "sandbox: profile line %u: %s is %s: %s",
+                     (unsigned)e->line, e->path, real, no);
+        rc = (uint16_t)PBX_E_PEER_PROFILE;
+    } else if (!pbx_peer_profile_removed(p, real, e->line)) {
+        uint64_t r = fstat(fd, &st) == 0
+                         ? pbx_peer_profile_rights(
+                               e->access, S_ISDIR(st.st_mode), w->handled)
+                         : 0U;
+        rc = r != 0U && launchd_sandbox_rule(rfd, fd, r) == 0
+                 ? 0U
+                 : (uint16_t)PBX_E_PEER_SANDBOX;
+    }
+    (void)close(fd);
+    return rc;
+}
+
+/* Adds a rule for every entry of profile p to ruleset rfd; 0 or the
+ * refusal status. */
+static uint16_t launchd_sandbox_rules(const pbx_peer_profile *p,
+                                      const launchd_sandbox_walls *w, int rfd)
+{
+    uint16_t st = 0U;
+    for (uint32_t i = 0; i < p->n && i < PBX_PEER_PROFILE_ENTRIES && st == 0U;
+         i++) {
+        st = launchd_sandbox_entry(p, &p->entries[i], w, rfd);
+    }
+    return st;
+}
+
+/* Opens and checks (regular, executable) the program the stage program
+ * runs; returns its descriptor, or -1 and the refusal status in *st. */
+static int launchd_sandbox_next(const char *next, uint16_t *st)
+{
+    int fd = launchd_sandbox_open(next);
+    if (fd < 0) {
+        pbx_peer_log("launchd", "sandbox: %s: not an executable file", next);
+        *st = (uint16_t)PBX_E_PEER_NOT_EXEC;
     }
     return fd;
 }
@@ -185,59 +260,105 @@ static bool launchd_sandbox_can_filter(void)
     return false;
 }
 
-uint16_t launchd_sandbox_prepare(const char *prog, const char *next,
-                                 launchd_sandbox *sb)
+/* The kernel's Landlock plan and whether it can filter; 0 or the
+ * refusal status after a log line. */
+static uint16_t launchd_sandbox_plan(pbx_peer_sandbox_plan *plan)
 {
-    sb->prog = -1;
-    sb->ruleset = -1;
     long abi = syscall(__NR_landlock_create_ruleset, NULL, 0U,
                        LANDLOCK_CREATE_RULESET_VERSION);
-    pbx_peer_sandbox_plan plan;
-    pbx_err e = pbx_peer_sandbox_decide(abi, abi < 0 ? errno : 0, &plan);
+    pbx_err e = pbx_peer_sandbox_decide(abi, abi < 0 ? errno : 0, plan);
     if (e != PBX_OK) {
         pbx_peer_log("launchd", "sandbox: Landlock ABI query: %s",
                      abi < 0 ? strerror(errno) : "ABI below 1");
         return (uint16_t)e;
     }
-    if (!launchd_sandbox_can_filter()) {
-        return (uint16_t)PBX_E_PEER_NO_SECCOMP;
+    return launchd_sandbox_can_filter() ? 0U : (uint16_t)PBX_E_PEER_NO_SECCOMP;
+}
+
+/* The forbidden directories of w: the stack directory (resolved), when
+ * known. */
+static void launchd_sandbox_forbid(const launchd_sandbox_want *want,
+                                   launchd_sandbox_walls *w)
+{
+    static char stack[LAUNCHD_PATH_MAX];
+    w->n = 0U;
+    if (want->stack != NULL && realpath(want->stack, stack) != NULL) {
+        w->forbidden[w->n++] = stack;
     }
-    sb->stage = next != NULL;
-    sb->prog = launchd_sandbox_open(prog);
+}
+
+/* Builds sb's ruleset: the profile's rules, then the program's own file
+ * and the next program's (execute and read); 0 or the refusal status. */
+static uint16_t launchd_sandbox_build(const launchd_sandbox_want *want,
+                                      const pbx_peer_sandbox_plan *plan,
+                                      int nfd, launchd_sandbox *sb)
+{
+    static pbx_peer_profile prof;
+    launchd_sandbox_walls w;
+    launchd_sandbox_forbid(want, &w);
+    w.handled = plan->handled_fs;
+    pbx_peer_profile_system(&prof);
+    uint16_t st =
+        want->profile != NULL
+            ? launchd_sandbox_profile(want->profile, w.forbidden, w.n, &prof)
+            : 0U;
+    sb->ruleset = st == 0U ? launchd_sandbox_ruleset(plan) : -1;
+    if (st == 0U && sb->ruleset < 0) {
+        st = (uint16_t)PBX_E_PEER_SANDBOX;
+    }
+    st = st == 0U ? launchd_sandbox_rules(&prof, &w, sb->ruleset) : st;
+    if (st == 0U &&
+        (launchd_sandbox_rule(sb->ruleset, sb->prog, plan->prog_access) != 0 ||
+         (nfd >= 0 &&
+          launchd_sandbox_rule(sb->ruleset, nfd, plan->prog_access) != 0))) {
+        st = (uint16_t)PBX_E_PEER_SANDBOX;
+    }
+    sb->proc_rights = prof.proc_self
+                          ? pbx_peer_profile_rights(PBX_PEER_PROFILE_R, true,
+                                                    plan->handled_fs)
+                          : 0U;
+    return st;
+}
+
+uint16_t launchd_sandbox_prepare(const launchd_sandbox_want *want,
+                                 launchd_sandbox *sb)
+{
+    sb->prog = -1;
+    sb->ruleset = -1;
+    sb->proc_rights = 0U;
+    pbx_peer_sandbox_plan plan;
+    uint16_t st = launchd_sandbox_plan(&plan);
+    if (st != 0U) {
+        return st;
+    }
+    sb->stage = want->next != NULL;
+    sb->prog = launchd_sandbox_open(want->prog);
     if (sb->prog < 0) {
-        pbx_peer_log("launchd", "sandbox: %s: not an executable file", prog);
-        return (uint16_t)PBX_E_PEER_NOT_ELF;
+        pbx_peer_log("launchd", "sandbox: %s: not an executable file",
+                     want->prog);
+        return (uint16_t)PBX_E_PEER_NOT_EXEC;
     }
-    static uint8_t head[LAUNCHD_ELF_HEAD];
-    ssize_t got = pread(sb->prog, head, sizeof(head), 0);
-    e = pbx_peer_sandbox_elf(head, got > 0 ? (size_t)got : 0U);
-    uint16_t nst = 0U;
-    int nfd =
-        e == PBX_OK && next != NULL ? launchd_sandbox_next(next, &nst) : -1;
-    if (nst != 0U) {
-        launchd_sandbox_release(sb);
-        return nst;
-    }
-    if (e == PBX_OK) {
-        sb->ruleset = launchd_sandbox_ruleset(&plan, sb->prog, nfd);
-        e = sb->ruleset >= 0 ? PBX_OK : PBX_E_PEER_SANDBOX;
-    }
+    int nfd = want->next != NULL ? launchd_sandbox_next(want->next, &st) : -1;
+    st = st == 0U ? launchd_sandbox_build(want, &plan, nfd, sb) : st;
     if (nfd >= 0) {
         (void)close(nfd);
     }
-    if (e != PBX_OK) {
-        pbx_peer_log("launchd", "sandbox: %s: %s", prog, pbx_err_text(e));
+    if (st != 0U) {
+        pbx_peer_log("launchd", "sandbox: %s: %s", want->prog,
+                     pbx_err_text((pbx_err)st));
         launchd_sandbox_release(sb);
-        return (uint16_t)e;
+        return st;
     }
     pbx_peer_log("launchd",
                  "sandbox: %s%s%s: Landlock ABI %ld, filesystem rights 0x%llx "
-                 "handled, network rights 0x%llx, scopes 0x%llx; seccomp "
-                 "filter",
-                 prog, next != NULL ? " then " : "", next != NULL ? next : "",
-                 plan.abi, (unsigned long long)plan.handled_fs,
+                 "handled, network rights 0x%llx, scopes 0x%llx; profile %s; "
+                 "seccomp filter",
+                 want->prog, want->next != NULL ? " then " : "",
+                 want->next != NULL ? want->next : "", plan.abi,
+                 (unsigned long long)plan.handled_fs,
                  (unsigned long long)plan.handled_net,
-                 (unsigned long long)plan.scoped);
+                 (unsigned long long)plan.scoped,
+                 want->profile != NULL ? want->profile : "system");
     return 0U;
 }
 
@@ -325,6 +446,23 @@ static void launchd_sandbox_filter(void)
     }
 }
 
+/* Adds the rule on the job's own /proc/PID (this process: the exec keeps
+ * its pid), which only the child can name, when the profile keeps it.
+ * Ends the child when it cannot. */
+static void launchd_sandbox_proc_self(const launchd_sandbox *sb)
+{
+    if (sb->proc_rights == 0U) {
+        return;
+    }
+    char path[32];
+    (void)snprintf(path, sizeof(path), "/proc/%ld", (long)getpid());
+    int fd = open(path, O_PATH | O_CLOEXEC | O_DIRECTORY);
+    if (fd < 0 || launchd_sandbox_rule(sb->ruleset, fd, sb->proc_rights) != 0) {
+        launchd_sandbox_fail("the rule on /proc/self");
+    }
+    (void)close(fd);
+}
+
 void launchd_sandbox_notify(const launchd_sandbox *sb)
 {
     if (sb->notify < 0) {
@@ -361,6 +499,7 @@ void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
         launchd_sandbox_stage(argv);
         keep = LAUNCHD_STAGE_FD + 1;
     }
+    launchd_sandbox_proc_self(sb);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) {
         launchd_sandbox_fail("PR_SET_NO_NEW_PRIVS");
     }

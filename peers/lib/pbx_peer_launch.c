@@ -126,6 +126,35 @@ static bool launch_printable(const uint8_t *bytes, size_t len)
     return true;
 }
 
+/* Decodes the profile path that starts at body offset *off (moved past
+ * it), the field after the flags word of a LAUNCH with the profile flag. */
+static pbx_err launch_profile_decode(const pbx_peer_launch_frame *f,
+                                     size_t *poff, pbx_peer_launch_req *out)
+{
+    if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        return PBX_E_IPC_BOUND;
+    }
+    size_t off = *poff;
+    if (f->body_len - off < 2U) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    uint16_t n = pbx_le_get16(f->body + off);
+    off += 2U;
+    if (n == 0U || n > PBX_PEER_LAUNCH_PROFILE_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    if (f->body_len - off < n) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (memchr(f->body + off, 0, n) != NULL || f->body[off] != '/') {
+        return PBX_E_IPC_TEXT;
+    }
+    out->profile_len = n;
+    out->profile = f->body + off;
+    *poff = off + n;
+    return PBX_OK;
+}
+
 /* Decodes one path of the broker block at body offset *off. */
 static pbx_err launch_dir_decode(const pbx_peer_launch_frame *f, size_t *off,
                                  const uint8_t **p, uint16_t *len)
@@ -150,22 +179,21 @@ static pbx_err launch_dir_decode(const pbx_peer_launch_frame *f, size_t *off,
     return PBX_OK;
 }
 
-/* Decodes the broker block (scope, root) at body offset off, which must
- * end the body; flags must also ask for the sandbox. */
-static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f, size_t off,
-                                    pbx_peer_launch_req *out)
+/* Decodes the broker block (scope, root) at body offset *off (moved
+ * past it); flags must also ask for the sandbox. */
+static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f,
+                                    size_t *off, pbx_peer_launch_req *out)
 {
-    if ((out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U ||
-        (out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+    if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
         return PBX_E_IPC_BOUND;
     }
-    pbx_err e = launch_dir_decode(f, &off, &out->broker_scope,
+    pbx_err e = launch_dir_decode(f, off, &out->broker_scope,
                                   &out->broker_scope_len);
     if (e == PBX_OK) {
-        e = launch_dir_decode(f, &off, &out->broker_root,
+        e = launch_dir_decode(f, off, &out->broker_root,
                               &out->broker_root_len);
     }
-    return e != PBX_OK ? e : off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
+    return e;
 }
 
 /* Decodes the arguments that start at body offset off. */
@@ -192,24 +220,30 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
         off += n;
     }
     out->flags = 0U;
+    out->profile_len = 0U;
+    out->profile = NULL;
     out->broker_scope = out->broker_root = NULL;
     out->broker_scope_len = out->broker_root_len = 0U;
     if (off == f->body_len) {
         return PBX_OK;
     }
-    out->flags = f->body_len - off >= 4U ? pbx_le_get32(f->body + off) : 0U;
-    if (f->body_len - off != 4U &&
-        (out->flags & PBX_PEER_LAUNCH_BROKERED) == 0U) {
+    if (f->body_len - off < 4U) {
         return PBX_E_IPC_TRAILING;
     }
-    bool brokered = (out->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
-    if (brokered && f->body_len - off > 4U) {
-        return launch_broker_decode(f, off + 4U, out);
+    out->flags = pbx_le_get32(f->body + off);
+    off += 4U;
+    if (out->flags == 0U ||
+        (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U) {
+        return PBX_E_IPC_BOUND;
     }
-    return out->flags != 0U && !brokered &&
-                   (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) == 0U
-               ? PBX_OK
-               : PBX_E_IPC_BOUND;
+    pbx_err e = PBX_OK;
+    if ((out->flags & PBX_PEER_LAUNCH_PROFILE) != 0U) {
+        e = launch_profile_decode(f, &off, out);
+    }
+    if (e == PBX_OK && (out->flags & PBX_PEER_LAUNCH_BROKERED) != 0U) {
+        e = launch_broker_decode(f, &off, out);
+    }
+    return e != PBX_OK ? e : off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
 }
 
 pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
@@ -270,6 +304,12 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     /* The flags word is written only when a flag is set, so an ordinary
      * LAUNCH is byte for byte what older senders write. */
     n += rec->flags != 0U ? 4U : 0U;
+    bool prof = (rec->flags & PBX_PEER_LAUNCH_PROFILE) != 0U;
+    if (prof && (rec->profile_len == 0U ||
+                 rec->profile_len > PBX_PEER_LAUNCH_PROFILE_MAX)) {
+        return PBX_E_IPC_BOUND;
+    }
+    n += prof ? 2U + (size_t)rec->profile_len : 0U;
     bool brokered = (rec->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
     if (brokered) {
         n += 4U + (size_t)rec->broker_scope_len + rec->broker_root_len;
@@ -299,6 +339,11 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     if (rec->flags != 0U) {
         pbx_le_put32(b + off, rec->flags);
         off += 4U;
+    }
+    if (prof) {
+        pbx_le_put16(b + off, rec->profile_len);
+        memcpy(b + off + 2U, rec->profile, rec->profile_len);
+        off += 2U + (size_t)rec->profile_len;
     }
     if (brokered) {
         pbx_le_put16(b + off, rec->broker_scope_len);

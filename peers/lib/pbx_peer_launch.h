@@ -37,16 +37,24 @@
  * "--": a sandboxed job's rule then allows executing both files
  * (docs/HOST.md, "Install mode on the host"). */
 #define PBX_PEER_LAUNCH_STAGE 0x2U
+/** PBX_PEER_LAUNCH_PROFILE is the LAUNCH flag saying that a profile
+ * file's path follows the flags word (u16 length, then the path): launchd
+ * reads that file and changes the sandbox's system profile by it
+ * (docs/HOST.md, "Profile files"). Only with PBX_PEER_LAUNCH_SANDBOX. */
+#define PBX_PEER_LAUNCH_PROFILE 0x4U
+/** PBX_PEER_LAUNCH_PROFILE_MAX bounds the profile path's length. */
+#define PBX_PEER_LAUNCH_PROFILE_MAX 1024U
 /** PBX_PEER_LAUNCH_BROKERED is the LAUNCH flag asking, with
  * PBX_PEER_LAUNCH_SANDBOX, for brokered opens (docs/HOST.md, "Brokered
- * opens"): the body then ends with the broker block (the scope directory
- * and vfsd's root, pbx_peer_launch_decode). */
-#define PBX_PEER_LAUNCH_BROKERED 0x4U
+ * opens"): the broker block (the scope directory and vfsd's root) then
+ * ends the body (pbx_peer_launch_decode). */
+#define PBX_PEER_LAUNCH_BROKERED 0x8U
 /** PBX_PEER_LAUNCH_DIR_MAX bounds each path of the broker block. */
 #define PBX_PEER_LAUNCH_DIR_MAX 1024U
 /** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
 #define PBX_PEER_LAUNCH_FLAGS_KNOWN                                            \
-    (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_BROKERED)
+    (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE |                         \
+     PBX_PEER_LAUNCH_PROFILE | PBX_PEER_LAUNCH_BROKERED)
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */
@@ -105,6 +113,12 @@ typedef struct pbx_peer_launch_req {
     uint32_t flags;
     /** scope is true when the frame carries a fourth descriptor. */
     bool scope;
+    /** profile_len is the profile path's length (nonzero exactly when
+     * flags holds PBX_PEER_LAUNCH_PROFILE). */
+    uint16_t profile_len;
+    /** profile points at the profile path's bytes (borrowed, not
+     * NUL-terminated; absolute: it starts with '/'). */
+    const uint8_t *profile;
     /** broker_scope is the brokered job's scope directory (absolute,
      * broker_scope_len bytes, borrowed, not NUL-terminated); set only
      * with PBX_PEER_LAUNCH_BROKERED. */
@@ -167,12 +181,16 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
  * argument an optional u32 flags word may follow: absent means zero
  * (the frame an older sender writes); present, it must be nonzero and
  * hold only PBX_PEER_LAUNCH_FLAGS_KNOWN bits (PBX_E_IPC_BOUND), so each
- * request has one encoding. With PBX_PEER_LAUNCH_BROKERED (only beside
- * PBX_PEER_LAUNCH_SANDBOX) the broker block follows the flags: u16 length
- * + the scope directory, u16 length + vfsd's root, each 1..
- * PBX_PEER_LAUNCH_DIR_MAX bytes of an absolute path without NUL
- * (PBX_E_IPC_BOUND, PBX_E_IPC_TEXT). out->scope is f->caps == 4. out->args borrow
- * f's buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
+ * request has one encoding. With PBX_PEER_LAUNCH_PROFILE (which needs
+ * PBX_PEER_LAUNCH_SANDBOX) a u16 length and the profile path follow the
+ * flags word: 1..PBX_PEER_LAUNCH_PROFILE_MAX bytes, no NUL, starting
+ * with '/' (PBX_E_IPC_BOUND, PBX_E_IPC_TEXT). With
+ * PBX_PEER_LAUNCH_BROKERED (also only beside the sandbox flag) the broker
+ * block comes next: u16 length + the scope directory, u16 length + vfsd's
+ * root, each 1..PBX_PEER_LAUNCH_DIR_MAX bytes of an absolute path
+ * without NUL. Nothing may follow the last field.
+ * out->scope is f->caps == 4. out->args and out->profile borrow f's
+ * buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
  * (a field runs past the body), PBX_E_IPC_TRAILING (bytes after the last
  * argument), PBX_E_IPC_BOUND, PBX_E_IPC_TEXT or PBX_E_IPC_GENERATION.
  */

@@ -1,10 +1,10 @@
 /*
  * pbx_peer_sandbox.h: the pure decisions behind launchd's sandboxed jobs
  * (docs/HOST.md, "Sandboxed programs"): which Landlock rights a ruleset
- * handles for the ABI the running kernel reports, whether that kernel can
- * sandbox at all, and whether a program image is statically linked. No
- * system call is made here, so each decision is tested for every ABI and
- * every image shape without a kernel that has (or lacks) Landlock.
+ * handles for the ABI the running kernel reports and whether that kernel
+ * can sandbox at all. No system call is made here, so each decision is
+ * tested for every ABI without a kernel that has (or lacks) Landlock.
+ * The paths a job may use are the profile's (pbx_peer_profile.h).
  */
 #ifndef PBX_PEER_SANDBOX_H
 #define PBX_PEER_SANDBOX_H
@@ -69,17 +69,5 @@ typedef struct pbx_peer_sandbox_plan {
  * written only on PBX_OK.
  */
 pbx_err pbx_peer_sandbox_decide(long abi, int err, pbx_peer_sandbox_plan *out);
-
-/**
- * pbx_peer_sandbox_elf judges a program image from its first len bytes
- * (img: at least the ELF header and the whole program header table must
- * be in them; reading 4096 bytes covers every ordinary executable). A
- * 64-bit little-endian ELF executable (ET_EXEC, or ET_DYN as a static-pie
- * is) without a PT_INTERP program header is static: PBX_OK. One with
- * PT_INTERP is PBX_E_PEER_DYNAMIC. Anything else (not ELF, another class
- * or byte order, another type, a header table past len or with an odd
- * entry size) is PBX_E_PEER_NOT_ELF. Reads only img[0..len).
- */
-pbx_err pbx_peer_sandbox_elf(const uint8_t *img, size_t len);
 
 #endif /* PBX_PEER_SANDBOX_H */

@@ -340,9 +340,10 @@ and its job connection.
                  approves; the bytes it prints are the file's exactly;
                  after it consumed the one-shot grant its next read
                  through the same object fails; it exits 0. Then a
-                 dynamically linked PROG (/bin/sh) under --sandbox: pbx
-                 run exits 125 saying it must be statically linked, and
-                 the shell never ran (its mark file was never made)
+                 dynamically linked PROG (/bin/sh) under --sandbox runs
+                 under the system profile: its write of a mark file in
+                 the work directory is refused (Permission denied, exit
+                 2) and the mark is never made
   pbx-run-grant  `pbx --dir WORK_DIR run --grant read:docs/readme.txt --
                  pbx-test-fdcat --again 5` (install mode: pbx-stage
                  stages itself at procd's stage.sock, asks, takes procd's
@@ -370,6 +371,22 @@ and its job connection.
                  lives; its honest one-shot READ of docs/readme.txt is
                  approved and reads the file's bytes; unsandboxed the
                  same probe is let through (exit 1)
+  sandbox-dynamic
+                 dynamic programs under `pbx run --sandbox` and the system
+                 profile: /bin/cat prints /etc/passwd exactly, /bin/sh
+                 reads it, python3 prints /usr/lib/os-release exactly;
+                 cat, sh and python3 opening a file of the user's (outside
+                 any grant) get EACCES ("Permission denied", errno 13);
+                 `--profile` with `+r DIR` lets cat read a file in DIR;
+                 `-/usr` makes python3 fail to start with the kernel's
+                 EACCES (launchd's child: "execveat: Permission denied",
+                 exit 126); a profile line naming the stack directory,
+                 its parent, an unknown line and `--profile` without
+                 `--sandbox` are refused before anything runs, naming
+                 the line; `pbx-launchd run --sandbox --profile` works
+                 as pbx run does; a profile adding a missing path is
+                 refused by launchd itself (exit 125, its log names the
+                 line)
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -591,6 +608,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 import time
@@ -4453,12 +4471,143 @@ def sandbox(st):
                           "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
                          capture_output=True, text=True, timeout=30,
                          check=False, stdin=subprocess.DEVNULL)
-    if out.returncode != 125 or "statically linked" not in out.stderr or \
+    if out.returncode != 2 or "Permission denied" not in out.stderr or \
             os.path.exists(mark):
         fail(f"sandbox: a dynamic program: rc {out.returncode}, "
-             f"{out.stderr!r}, ran: {os.path.exists(mark)}")
-    print(f"run: /bin/sh under --sandbox refused and never ran: "
-          f"{out.stderr.strip()}")
+             f"{out.stderr!r}, wrote: {os.path.exists(mark)}")
+    print(f"run: /bin/sh under --sandbox ran and its write was refused: "
+          f"{out.stderr.strip().splitlines()[-1]}")
+
+
+def sandbox_dynamic(st):
+    """Dynamic programs under `pbx run --sandbox`: /bin/cat, /bin/sh and
+    python3 start under the system profile and read system files; a file
+    of the user's gives EACCES; --profile adds a directory, or removes
+    /usr so that python3 fails to start; bad profiles are refused with
+    their line."""
+    pbx = os.path.join(st.bin_dir, "pbx")
+
+    def run(*argv, profile=None, sandbox=True):
+        cmd = [pbx, "--dir", st.work, "run"]
+        cmd += ["--sandbox"] if sandbox else []
+        cmd += ["--profile", profile] if profile is not None else []
+        return subprocess.run(cmd + ["--quiet", "--"] + list(argv),
+                              capture_output=True, text=True, timeout=60,
+                              check=False, stdin=subprocess.DEVNULL)
+
+    with open("/etc/passwd", encoding="utf-8") as f:
+        passwd = f.read()
+    with open("/usr/lib/os-release", encoding="utf-8") as f:
+        release = f.read()
+    secret = os.path.join(st.work, "dynamic-secret.txt")
+    with open(secret, "w", encoding="utf-8") as f:
+        f.write("the user's own\n")
+    # The system's python3 (a python3 of the user's, such as pyenv's
+    # under $HOME, lies outside the system profile, as it should).
+    py = "/usr/bin/python3"
+    if not os.access(py, os.X_OK):
+        fail("sandbox-dynamic: no /usr/bin/python3 (.ci/run installs it)")
+    checks = [
+        ("cat /etc/passwd", run("/bin/cat", "/etc/passwd"), 0, passwd, None),
+        ("sh reads /etc/passwd",
+         run("/bin/sh", "-c", "read l < /etc/passwd && echo sh:ok"), 0,
+         "sh:ok\n", None),
+        ("python3 /usr/lib/os-release",
+         run(py, "-c", "import sys; sys.stdout.write(open("
+             "'/usr/lib/os-release').read())"), 0, release, None),
+        ("cat the user's file", run("/bin/cat", secret), 1, "",
+         "Permission denied"),
+        ("sh the user's file",
+         run("/bin/sh", "-c", "read l < " + shlex.quote(secret)), 2, "",
+         "Permission denied"),
+        ("python3 the user's file",
+         run(py, "-c", f"open({secret!r})"), 1, "",
+         "PermissionError: [Errno 13] Permission denied"),
+    ]
+    for what, out, rc, want_out, want_err in checks:
+        if out.returncode != rc or (want_err is None and (
+                out.stdout != want_out or out.stderr != "")) or \
+                (want_err is not None and want_err not in out.stderr):
+            fail(f"sandbox-dynamic: {what}: rc {out.returncode} (want "
+                 f"{rc}), out {out.stdout[:200]!r}, err {out.stderr!r}")
+        print(f"run: {what}: exit {out.returncode}"
+              + (f", {want_err}" if want_err else ", exact bytes"))
+    # A directory of the user's beside the stack directory (not in it).
+    extra = tempfile.mkdtemp(prefix="pbx-dynamic-",
+                             dir=os.path.dirname(os.path.abspath(st.work)))
+    try:
+        note = os.path.join(extra, "note.txt")
+        with open(note, "w", encoding="utf-8") as f:
+            f.write("added by the profile\n")
+        prof = os.path.join(extra, "add.profile")
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"# read one directory of mine\n+r {extra}\n")
+        out = run("/bin/cat", note, profile=prof)
+        if out.returncode != 0 or out.stdout != "added by the profile\n":
+            fail(f"sandbox-dynamic: --profile +r: rc {out.returncode}, "
+                 f"{out.stdout!r} {out.stderr!r}")
+        out = run("/bin/cat", note)
+        if out.returncode != 1 or "Permission denied" not in out.stderr:
+            fail(f"sandbox-dynamic: without the profile: rc "
+                 f"{out.returncode}, {out.stderr!r}")
+        print("run: --profile '+r DIR' lets cat read DIR/note.txt; "
+              "without it, Permission denied")
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write("-/usr\n")
+        out = run(py, "-c", "print('started')", profile=prof)
+        if out.returncode != 126 or "started" in out.stdout or \
+                "execveat: Permission denied" not in out.stderr:
+            fail(f"sandbox-dynamic: -/usr: rc {out.returncode}, "
+                 f"{out.stdout!r} {out.stderr!r}")
+        print(f"run: --profile '-/usr': python3 never started: "
+              f"{out.stderr.strip()}")
+        real = os.path.realpath(st.work)
+        bad = [(f"# ok\n+r {real}/root\n", "line 2", "stack directory"),
+               ("+w /opt\n", "line 1", "not a line of the format"),
+               (f"+r {os.path.dirname(real)}\n",
+                "line 1", "stack directory")]
+        for text, line, why in bad:
+            with open(prof, "w", encoding="utf-8") as f:
+                f.write(text)
+            out = run("/bin/cat", note, profile=prof)
+            if out.returncode != 125 or line not in out.stderr or \
+                    why not in out.stderr or out.stdout:
+                fail(f"sandbox-dynamic: profile {text!r}: rc "
+                     f"{out.returncode}, {out.stderr!r}")
+            print(f"run: profile refused: {out.stderr.strip()}")
+        # pbx-launchd run takes --profile too.
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {extra}\n")
+        out = subprocess.run(
+            [os.path.join(st.bin_dir, "pbx-launchd"), "run", "--control",
+             st.control, "--sandbox", "--profile", prof, "--", "/bin/cat",
+             note], capture_output=True, text=True, timeout=60, check=False,
+            stdin=subprocess.DEVNULL)
+        if out.returncode != 0 or out.stdout != "added by the profile\n":
+            fail(f"sandbox-dynamic: pbx-launchd run --profile: rc "
+                 f"{out.returncode}, {out.stdout!r} {out.stderr!r}")
+        print("run: pbx-launchd run --sandbox --profile: cat read the file")
+        # launchd checks the file itself: a path that the format allows
+        # but that does not exist is refused there, not by the launcher.
+        gone = os.path.join(extra, "gone")
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {extra}\n+r {gone}\n")
+        out = run("/bin/cat", note, profile=prof)
+        if out.returncode != 125 or "profile was refused" not in out.stderr \
+                or out.stdout:
+            fail(f"sandbox-dynamic: launchd's own check: rc "
+                 f"{out.returncode}, {out.stderr!r}")
+        said = f"sandbox: profile line 2: {gone}: No such file or directory"
+        wait_for(lambda: said in st.peer_log("launchd"),
+                 f"sandbox-dynamic: launchd never logged '{said}'")
+        print(f"run: launchd refused a profile naming {gone}: "
+              f"{out.stderr.strip()}")
+        out = run("/bin/cat", note, profile=prof, sandbox=False)
+        if out.returncode != 2 or "--sandbox" not in out.stderr:
+            fail(f"sandbox-dynamic: --profile alone: rc {out.returncode}, "
+                 f"{out.stderr!r}")
+    finally:
+        shutil.rmtree(extra, ignore_errors=True)
 
 
 def walls_expected(socks):
@@ -6617,6 +6766,7 @@ SCENARIOS = {
     "sandbox": (sandbox, True, None, None),
     "pbx-run-grant": (pbx_run_grant, False, None, None),
     "sandbox-walls": (sandbox_walls, False, None, None),
+    "sandbox-dynamic": (sandbox_dynamic, False, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

@@ -109,7 +109,7 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     PBX_CHECK(d.flags == PBX_PEER_LAUNCH_SANDBOX && d.scope);
     /* A zero flags word (a second encoding of "no flag") and an unknown
      * bit are refused; so are two or five descriptors. */
-    static const uint32_t words[] = {0U, 8U, 0x80000000U};
+    static const uint32_t words[] = {0U, 0x100U, 0x80000000U};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         pbx_le_put32(g_buf + n - 4U, words[i]);
         PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
@@ -129,7 +129,67 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
     PBX_CHECK_EQ(d.flags, PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_SANDBOX);
     /* The encoder refuses an unknown flag. */
-    r.flags = 8U;
+    r.flags = 0x100U;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+}
+
+PBX_TEST(peers_launch_carries_a_profile_path_after_the_flags)
+{
+    static pbx_peer_launch_req r;
+    static pbx_peer_launch_req d;
+    static const char *const arg = "cat";
+    static const char *const prof = "/home/u/my.profile";
+    pbx_peer_launch_frame f;
+    memset(&r, 0, sizeof(r));
+    r.session = 1;
+    r.realm = 1;
+    r.entry_len = 3;
+    memcpy(r.entry, "cat", 3);
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 3;
+    r.flags = PBX_PEER_LAUNCH_SANDBOX;
+    size_t sb = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &sb) ==
+                PBX_OK);
+    /* The flag, then u16 length and the path: the last field. */
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_PROFILE;
+    r.profile = (const uint8_t *)prof;
+    r.profile_len = (uint16_t)strlen(prof);
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_CHECK_EQ(n, sb + 2U + strlen(prof));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK_EQ(d.profile_len, strlen(prof));
+    PBX_CHECK(memcmp(d.profile, prof, d.profile_len) == 0);
+    /* Without the sandbox flag, empty, relative, with a NUL, cut short,
+     * or followed by a byte: refused. */
+    size_t at = n - strlen(prof);
+    pbx_le_put32(g_buf + at - 6U, PBX_PEER_LAUNCH_PROFILE);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_BOUND);
+    pbx_le_put32(g_buf + at - 6U, r.flags);
+    g_buf[at] = 'h';
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+    g_buf[at] = '/';
+    g_buf[at + 3U] = 0;
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+    g_buf[at + 3U] = 'm';
+    pbx_le_put16(g_buf + at - 2U, 0);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_BOUND);
+    pbx_le_put16(g_buf + at - 2U, (uint16_t)(strlen(prof) + 1U));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRUNCATED);
+    pbx_le_put16(g_buf + at - 2U, (uint16_t)(strlen(prof) - 1U));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRAILING);
+    /* The encoder refuses the flag without a path. */
+    r.profile_len = 0U;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);
 }
@@ -392,6 +452,18 @@ PBX_TEST(peers_launch_carries_the_broker_block)
     g_buf[n - strlen(root)] = 'h';
     PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
     PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+    /* With a profile path too: the profile first, then the block. */
+    static const char prof[] = "/home/u/my.profile";
+    r.flags |= PBX_PEER_LAUNCH_PROFILE;
+    r.profile = (const uint8_t *)prof;
+    r.profile_len = (uint16_t)strlen(prof);
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.profile_len == strlen(prof) &&
+              memcmp(d.profile, prof, d.profile_len) == 0);
+    PBX_CHECK(d.broker_root_len == strlen(root) &&
+              memcmp(d.broker_root, root, strlen(root)) == 0);
     r.flags = PBX_PEER_LAUNCH_BROKERED;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);

@@ -1901,43 +1901,57 @@ PBX_TEST(peers_launchd_sandboxes_a_static_program)
     int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     PBX_REQUIRE(fd >= 0 && write(fd, "s\n", 2) == 2);
     (void)close(fd);
+    /* A program of the user's own (executable, outside the profile). */
+    char tool[600];
+    char etool[640];
+    (void)snprintf(tool, sizeof(tool), "%s/tool", dir);
+    fd = open(tool, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    PBX_REQUIRE(fd >= 0 && write(fd, "#!/bin/sh\nexit 0\n", 17) == 17);
+    (void)close(fd);
+    (void)snprintf(etool, sizeof(etool), "exec:%s", tool);
     (void)snprintf(fopen_, sizeof(fopen_), "open:%s", file);
     (void)snprintf(self, sizeof(self), "open:%s", tl_probe_path());
-    /* Sandboxed: no new privileges; the user's own file, /etc/passwd and
-     * another program refused by the kernel (EACCES); its own file
-     * readable; no signal to a process outside (EPERM, ABI 6 scopes). */
-    const char *args[] = {tl_probe_path(),    "nnp",    fopen_,         self,
-                          "open:/etc/passwd", "kill:1", "exec:/bin/sh", NULL};
+    /* Sandboxed: no new privileges; the user's own file and program
+     * refused by the kernel (EACCES); its own file and /etc/passwd (the
+     * system profile) readable; no signal to a process outside (EPERM,
+     * ABI 6 scopes). */
+    const char *args[] = {tl_probe_path(),    "nnp",    fopen_, self,
+                          "open:/etc/passwd", "kill:1", etool,  NULL};
     static char out[4096];
     PBX_CHECK_EQ(
         tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
     char want[4096];
     (void)snprintf(want, sizeof(want),
                    "nnp=1\nopen %s: errno 13\nopen %s: ok\nopen /etc/passwd: "
-                   "errno 13\nkill 1: errno 1\nexec /bin/sh: errno 13\n",
-                   file, tl_probe_path());
+                   "ok\nkill 1: errno 1\nexec %s: errno 13\n",
+                   file, tl_probe_path(), tool);
     PBX_CHECK(strcmp(out, want) == 0);
-    PBX_CHECK(tl_logged(&s, "sandbox: ") && tl_logged(&s, " sandboxed"));
+    PBX_CHECK(tl_logged(&s, "sandbox: ") && tl_logged(&s, " sandboxed") &&
+              tl_logged(&s, "; profile system; "));
     /* The same probe unsandboxed reads the file: the refusals above are
      * the sandbox's. */
     const char *plain[] = {tl_probe_path(), "nnp", fopen_, NULL};
     PBX_CHECK_EQ(tl_probe_run(&s, plain, 0U, out, sizeof(out)), 0U);
     (void)snprintf(want, sizeof(want), "nnp=0\nopen %s: ok\n", file);
     PBX_CHECK(strcmp(out, want) == 0);
-    /* A dynamically linked program is refused and never runs: no job, no
-     * EXPIRE, no mark; so is a name that is no file. */
-    char touch[700];
-    (void)snprintf(touch, sizeof(touch), "echo x > %s", mark);
+    /* A dynamically linked program runs under the system profile: it
+     * reads /etc/passwd, its write into the user's directory is refused
+     * (no mark); a name that is no file is refused and never runs. */
+    char touch[900];
+    (void)snprintf(touch, sizeof(touch),
+                   "read l < /etc/passwd && echo passwd:ok; "
+                   "(echo x > %s) 2>/dev/null || echo mark:refused",
+                   mark);
     const char *dyn[] = {"/bin/sh", "-c", touch, NULL};
     PBX_CHECK_EQ(
-        tl_probe_run(&s, dyn, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
-        (uint16_t)PBX_E_PEER_DYNAMIC);
+        tl_probe_run(&s, dyn, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
+    PBX_CHECK(strcmp(out, "passwd:ok\nmark:refused\n") == 0);
     const char *none[] = {"/nonexistent/prog", NULL};
     PBX_CHECK_EQ(
         tl_probe_run(&s, none, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
-        (uint16_t)PBX_E_PEER_NOT_ELF);
-    PBX_CHECK(tl_logged(&s, "LAUNCH refused: sandbox: the program is "
-                            "dynamically linked"));
+        (uint16_t)PBX_E_PEER_NOT_EXEC);
+    PBX_CHECK(tl_logged(&s, "LAUNCH refused: sandbox: the program is not a "
+                            "regular executable file"));
     PBX_CHECK(access(mark, F_OK) != 0);
     PBX_CHECK(tl_quiet(s.broker, 100));
     tl_stop(&s);

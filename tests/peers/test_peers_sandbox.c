@@ -1,18 +1,13 @@
 /*
  * test_peers_sandbox.c: the pure decisions of launchd's sandbox: the
  * Landlock plan for every ABI a kernel may report (and for a kernel that
- * has none), and the static-program check on built images and on crafted
- * headers.
+ * has none). The profile's are in test_peers_profile.c.
  */
 #include "../../peers/lib/pbx_peer_sandbox.h"
 #include "../runner/pbx_test.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 PBX_TEST(peers_sandbox_plans_every_abi_and_refuses_without_landlock)
 {
@@ -68,82 +63,4 @@ PBX_TEST(peers_sandbox_plans_every_abi_and_refuses_without_landlock)
                      no[i].want);
         PBX_CHECK(p.handled_fs == 0xA5A5A5A5A5A5A5A5ULL);
     }
-}
-
-/* Reads up to cap bytes of the file at path into buf; returns the count
- * (the test stops when the file cannot be read). */
-static size_t ts_image(const char *path, uint8_t *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    PBX_REQUIRE(fd >= 0);
-    ssize_t n = read(fd, buf, cap);
-    (void)close(fd);
-    PBX_REQUIRE(n > 0);
-    return (size_t)n;
-}
-
-/* A minimal ELF64 header with phnum program headers of the given types
- * right after it; returns its length. */
-static size_t ts_elf(uint8_t *img, const uint32_t *types, uint16_t phnum)
-{
-    size_t n = 64U + (size_t)56U * phnum;
-    memset(img, 0, n);
-    static const uint8_t magic[4] = {0x7FU, 'E', 'L', 'F'};
-    memcpy(img, magic, sizeof(magic));
-    img[4] = 2;                 /* 64-bit */
-    img[5] = 1;                 /* little-endian */
-    pbx_le_put16(img + 16, 2);  /* ET_EXEC */
-    pbx_le_put64(img + 32, 64); /* e_phoff */
-    pbx_le_put16(img + 54, 56); /* e_phentsize */
-    pbx_le_put16(img + 56, phnum);
-    for (uint16_t i = 0; i < phnum; i++) {
-        pbx_le_put32(img + 64U + (size_t)56U * i, types[i]);
-    }
-    return n;
-}
-
-PBX_TEST(peers_sandbox_tells_static_from_dynamic_programs)
-{
-    static uint8_t img[4096];
-    /* The built probe is static; the test binary itself and /bin/sh are
-     * dynamically linked. */
-    char path[512];
-    const char *bin = getenv("PBX_PEERS_BIN");
-    (void)snprintf(path, sizeof(path), "%s/pbx-sandbox-probe",
-                   bin != NULL ? bin : "build/bin");
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, ts_image(path, img, sizeof(img))),
-                 PBX_OK);
-    PBX_CHECK_EQ(
-        pbx_peer_sandbox_elf(img, ts_image("/bin/sh", img, sizeof(img))),
-        PBX_E_PEER_DYNAMIC);
-    /* Crafted: LOAD only; INTERP anywhere; a static-pie (ET_DYN). */
-    static const uint32_t load[] = {1, 1, 6};
-    static const uint32_t interp[] = {6, 1, 3};
-    size_t n = ts_elf(img, load, 3);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n), PBX_OK);
-    pbx_le_put16(img + 16, 3);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n), PBX_OK);
-    n = ts_elf(img, interp, 3);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n), PBX_E_PEER_DYNAMIC);
-    /* The table past what was read, the last entry cut short: not judged
-     * static (refused). */
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n - 1U), PBX_E_PEER_NOT_ELF);
-    n = ts_elf(img, load, 1);
-    pbx_le_put64(img + 32, 1ULL << 62);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n), PBX_E_PEER_NOT_ELF);
-    /* Not ELF, 32-bit, big-endian, a relocatable object, an odd entry
-     * size, no program header, a short file, a script. */
-    static const struct {
-        size_t off;
-        uint8_t val;
-    } bad[] = {{0, 0x7E}, {4, 1}, {5, 2}, {16, 1}, {54, 57}, {56, 0}};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        n = ts_elf(img, load, 1);
-        img[bad[i].off] = bad[i].val;
-        PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, n), PBX_E_PEER_NOT_ELF);
-    }
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(img, 63), PBX_E_PEER_NOT_ELF);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf((const uint8_t *)"#!/bin/sh\n", 10),
-                 PBX_E_PEER_NOT_ELF);
-    PBX_CHECK_EQ(pbx_peer_sandbox_elf(NULL, 0), PBX_E_PEER_NOT_ELF);
 }

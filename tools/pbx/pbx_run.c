@@ -19,6 +19,7 @@
 #include "tools/pbx/pbx_tool.h"
 
 #include "peers/common/pbx_peer_io.h"
+#include "peers/common/pbx_peer_profile_file.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_launch.h"
 
@@ -55,6 +56,7 @@ typedef struct pbx_run_opts {
     const char *lifetime;
     uint32_t ngrants;
     const char *grants[PBX_RUN_GRANTS_MAX]; /* OP:SELECTOR */
+    const char *profile;                    /* --profile FILE, or NULL */
     const char *scope; /* --scope DIR: brokered opens below DIR */
     bool brokered;     /* --scope given */
 } pbx_run_opts;
@@ -62,16 +64,20 @@ typedef struct pbx_run_opts {
 void pbx_tool_run_usage(FILE *fp)
 {
     (void)fputs(
-        "  pbx run [--sandbox] [--grant OP:SELECTOR]... [--lifetime LT]\n"
+        "  pbx run [--sandbox [--profile FILE]] [--grant OP:SELECTOR]...\n"
+        "          [--lifetime LT]\n"
         "          [--job ID:GEN] [--entry NAME] [--session N] [--realm N]\n"
         "          [--control PATH] [--quiet] -- PROG [ARG...]\n"
         "      run PROG as a job of the stack's launchd (DIR/launchd.sock)\n"
         "      with this terminal, a scope at fd 4 (PBX_SCOPE_FD) from\n"
         "      DIR/scope.sock when it gives one, and exit with PROG's\n"
         "      status (128+N for signal N; 125 when it was not run).\n"
-        "      --sandbox: under Landlock with no filesystem access of its\n"
-        "      own and no new privileges; PROG must be statically linked;\n"
-        "      a kernel without Landlock refuses (never run unconfined).\n"
+        "      --sandbox: under Landlock and seccomp with the system\n"
+        "      profile (read and execute /usr and the libraries, a few\n"
+        "      files of /etc, three devices, /proc/self; nothing of yours)\n"
+        "      and no new privileges; a kernel without Landlock refuses\n"
+        "      (never run unconfined). --profile FILE: lines '+r PATH',\n"
+        "      '+rx PATH', '-PATH' change that profile (pbx(1)).\n"
         "      --grant OP:SELECTOR (up to 8; OP read, write, list, ...):\n"
         "      asked for in install mode before PROG runs; PROG starts with\n"
         "      the objects at fds 5, 6, ... in order; one not approved:\n"
@@ -101,6 +107,10 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
     if (strcmp(k, "--sandbox") == 0) {
         req->flags |= PBX_PEER_LAUNCH_SANDBOX;
         return 1;
+    }
+    if (strcmp(k, "--profile") == 0) {
+        o->profile = v;
+        return v != NULL ? 2 : -1;
     }
     if (strcmp(k, "--quiet") == 0) {
         o->quiet = true;
@@ -185,6 +195,10 @@ static int pbx_run_args(int argc, char **argv, pbx_run_opts *o,
         o->ngrants != 0U ? PBX_RUN_STAGE_ARGS + 2U * o->ngrants : 0U;
     if (argc - i + (int)extra > (int)PBX_PEER_LAUNCH_ARGS_MAX) {
         return pbx_tool_usage_error("run", "too many arguments for", argv[i]);
+    }
+    if (o->profile != NULL && (req->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        return pbx_tool_usage_error("run", "--sandbox is needed by",
+                                    "--profile");
     }
     o->first = i;
     return PBX_TOOL_EXIT_OK;
@@ -432,6 +446,26 @@ static int pbx_run_launch(const char *control, pbx_peer_launch_req *req,
     return fd;
 }
 
+/* --profile FILE: checked here for a message with its line, then named
+ * in the LAUNCH (launchd reads and checks it again); the stack directory
+ * is the control socket's. True when there is none or it was taken. */
+static bool pbx_run_profile(const pbx_run_opts *o, const char *control,
+                            pbx_peer_launch_req *req)
+{
+    static char abs[PBX_PEER_LAUNCH_PROFILE_MAX + 1U];
+    static char stack[PATH_MAX];
+    if (o->profile == NULL) {
+        return true;
+    }
+    const char *slash = strrchr(control, '/');
+    (void)snprintf(stack, sizeof(stack), "%.*s",
+                   slash != NULL ? (int)(slash - control) : 1,
+                   slash != NULL ? control : ".");
+    return pbx_peer_profile_file_take("pbx run", o->profile,
+                                      stack[0] != '\0' ? stack : "/", abs,
+                                      sizeof(abs), req);
+}
+
 int pbx_tool_run(int argc, char **argv)
 {
     static pbx_peer_launch_req req;
@@ -468,6 +502,9 @@ int pbx_tool_run(int argc, char **argv)
                0) {
         return PBX_RUN_REFUSED;
     }
+    if (!pbx_run_profile(&o, control, &req)) {
+        return PBX_RUN_REFUSED;
+    }
     pbx_peer_launch_reply rep;
     int fd = pbx_run_launch(control, &req, &m, &rep);
     if (fd < 0) {
@@ -478,7 +515,7 @@ int pbx_tool_run(int argc, char **argv)
                       req.entry, (unsigned long long)rep.job_id, rep.job_gen,
                       rep.pid,
                       (req.flags & PBX_PEER_LAUNCH_SANDBOX) != 0U
-                          ? ", sandboxed: no file of its own"
+                          ? ", sandboxed: the system profile, nothing of yours"
                           : "");
     }
     /* Only EXIT comes from here on, whenever the job ends. */
