@@ -13,7 +13,7 @@
  * notification at a time: a prompt holds only this job's next open.
  *
  * Each brokered open is a runtime-reply request made as the job (urgency
- * routine, set here, never by the program; lifetime: the job's), labelled
+ * exceptional, set here, never by the program; lifetime: the job's), labelled
  * with the path the broker resolved; an approved object is asked for a
  * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
  * is injected. The object connections are kept (bounded) until the job
@@ -74,7 +74,19 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     rq.operation = q->op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
                                                     : PBX_IPC_OPERATION_WRITE;
     rq.lifetime = PBX_IPC_LIFETIME_JOB;
-    rq.label = q->path;
+    /* The broker, never the program, says how urgent an open is: every
+     * brokered open is exceptional, so the default policy prompts. */
+    rq.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    /* The label (display only, at most 64 bytes) shows the resolved
+     * path, its end when it is longer; the selector names the object. */
+    size_t plen = strlen(q->path);
+    static char label[PBX_IPC_LABEL_LEN_BYTES_MAX + 1U];
+    (void)snprintf(label, sizeof(label), "%s%s",
+                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX ? "..." : "",
+                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX
+                       ? q->path + plen - (PBX_IPC_LABEL_LEN_BYTES_MAX - 3U)
+                       : q->path);
+    rq.label = label;
     pbx_app_grant g;
     int r = pbx_app_open(&rq, &g);
     if (r != PBX_APP_OK) {

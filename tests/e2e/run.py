@@ -6699,6 +6699,89 @@ def scope_hoard(st):
             os.close(fd)
 
 
+# --- Brokered opens (issue 21: any-cat, any-escape, any-revoke,
+# any-flood). A job run with `pbx run --sandbox --scope root` has its
+# open family reported to its own pbx-broker (docs/HOST.md, "Brokered
+# opens"); `pbx run` reads the stack's root from DIR/root.path, which
+# pbx up writes and these scenarios write for the test stack.
+
+
+def broker_root_file(st):
+    """Names st's vfsd root in DIR/root.path, as pbx up does."""
+    with open(os.path.join(st.work, "root.path"), "w",
+              encoding="utf-8") as f:
+        f.write(os.path.realpath(st.root) + "\n")
+
+
+def broker_run(st, argv, stderr_path):
+    """A brokered sandboxed job (scope: the whole root) in the background:
+    its stdout collected by Launched, its stderr into stderr_path."""
+    err = open(stderr_path, "w", encoding="utf-8")
+    job = Launched(st, [os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
+                        "run", "--sandbox", "--scope", "root", "--quiet",
+                        "--"] + list(argv),
+                   stdin=subprocess.DEVNULL, stderr=err)
+    err.close()
+    return job
+
+
+def broker_prompt(st, selector, program, seconds=15.0):
+    """Waits for the pane's prompt naming program and selector; returns
+    the screen."""
+    def shown():
+        screen = pane_text(st)
+        return "Approve?" in screen and \
+            f'selector: "{selector}"' in screen and \
+            f"program : {program}" in screen
+    wait_for(shown, f"no prompt for {program} {selector}", seconds)
+    return pane_text(st)
+
+
+def any_cat(st):
+    """Dynamic /bin/cat, sandboxed with brokered opens, opens a file in
+    its scope: the prompt names cat, the selector and the resolved path;
+    `y` prints exactly the file's bytes (through vfsd's revocable
+    descriptor); a second file answered `n` gives cat's own
+    "Permission denied"."""
+    broker_root_file(st)
+    docs = os.path.join(os.path.realpath(st.root), "docs")
+    a, b = os.path.join(docs, "cat-a.txt"), os.path.join(docs, "cat-b.txt")
+    with open(a, "w", encoding="utf-8") as f:
+        f.write("the bytes cat prints\n")
+    with open(b, "w", encoding="utf-8") as f:
+        f.write("never shown\n")
+    err = os.path.join(st.work, "any-cat.err")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/cat", a], err)
+    screen = broker_prompt(st, "docs/cat-a.txt", "cat")
+    if a[-50:] not in screen:
+        fail(f"any-cat: the prompt does not name the path {a}:\n{screen}")
+    print("run: the terminal shows:\n" + "\n".join(
+        "    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    job.wait_line(lambda l: l == "the bytes cat prints", "the file's bytes",
+                  seconds=20)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-cat: cat exited {job.proc.returncode}")
+    with job.cv:
+        got = [l for l in job.lines if l is not None]
+    if got != ["the bytes cat prints"]:
+        fail(f"any-cat: cat printed {got!r}")
+    print("run: y: cat printed exactly the file's bytes")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/cat", b], err)
+    broker_prompt(st, "docs/cat-b.txt", "cat")
+    tmux("send-keys", "-t", st.pane, "n", "Enter")
+    rc = job.proc.wait(timeout=30)
+    with open(err, encoding="utf-8") as f:
+        said = f.read()
+    if rc != 1 or f"cat: {b}: Permission denied" not in said or \
+            any(l for l in job.lines if l):
+        fail(f"any-cat: n: rc {rc}, stderr {said!r}, out {job.lines!r}")
+    print(f"run: n: cat exited 1 with its own 'cat: {b}: Permission "
+          f"denied'")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -6767,6 +6850,7 @@ SCENARIOS = {
     "pbx-run-grant": (pbx_run_grant, False, None, None),
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
+    "any-cat": (any_cat, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

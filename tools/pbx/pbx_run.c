@@ -345,12 +345,12 @@ static bool pbx_run_recv(int fd, int wait_ms, pbx_peer_msg *m,
     return true;
 }
 
-/* Reads the stack's root (DIR/root, written by pbx up) into out; false
+/* Reads the stack's root (DIR/root.path, written by pbx up) into out; false
  * when there is none. */
 static bool pbx_run_root(char *out, size_t cap)
 {
     char path[PATH_MAX];
-    if (pbx_tool_dir_path("root", path, sizeof(path)) != 0) {
+    if (pbx_tool_dir_path("root.path", path, sizeof(path)) != 0) {
         return false;
     }
     FILE *fp = fopen(path, "re");
@@ -380,7 +380,7 @@ static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
     }
     if (!have_root) {
         (void)fprintf(stderr, "pbx run: --scope: the stack names no root "
-                              "(no DIR/root: is pbx up running?)\n");
+                              "(no DIR/root.path: is pbx up running?)\n");
         return false;
     }
     bool whole = strcmp(o->scope, "root") == 0;

@@ -255,7 +255,7 @@ static int pbx_up_files(pbx_up *u)
     return PBX_TOOL_EXIT_OK;
 }
 
-/* Writes DIR/root: the served root's real path and a newline, so that
+/* Writes DIR/root.path: the served root's real path and a newline, so that
  * `pbx run --scope` can name a brokered job's scope below it (docs/
  * HOST.md, "Brokered opens"). A failure is noted, not fatal: only
  * brokered opens need it. */
@@ -263,7 +263,7 @@ static void pbx_up_root_file(pbx_up *u)
 {
     char path[PBX_UP_PATH_MAX + 16U];
     char real[PATH_MAX];
-    (void)snprintf(path, sizeof(path), "%s/root", u->dir);
+    (void)snprintf(path, sizeof(path), "%s/root.path", u->dir);
     int fd = realpath(u->root, real) != NULL
                  ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
                                   O_NOFOLLOW,
