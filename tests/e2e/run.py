@@ -6713,14 +6713,15 @@ def broker_root_file(st):
         f.write(os.path.realpath(st.root) + "\n")
 
 
-def broker_run(st, argv, stderr_path):
+def broker_run(st, argv, stderr_path, stdin=subprocess.DEVNULL):
     """A brokered sandboxed job (scope: the whole root) in the background:
-    its stdout collected by Launched, its stderr into stderr_path."""
+    its stdout collected by Launched, its stderr into stderr_path, its
+    stdin a pipe when stdin is None."""
     err = open(stderr_path, "w", encoding="utf-8")
     job = Launched(st, [os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
                         "run", "--sandbox", "--scope", "root", "--quiet",
                         "--"] + list(argv),
-                   stdin=subprocess.DEVNULL, stderr=err)
+                   stdin=stdin, stderr=err)
     err.close()
     return job
 
@@ -6780,6 +6781,93 @@ def any_cat(st):
         fail(f"any-cat: n: rc {rc}, stderr {said!r}, out {job.lines!r}")
     print(f"run: n: cat exited 1 with its own 'cat: {b}: Permission "
           f"denied'")
+
+
+def tree_of(top):
+    """Every path under top with its bytes (None for a directory, the
+    target for a symlink)."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            if os.path.islink(p):
+                out[p] = "-> " + os.readlink(p)
+            elif os.path.isdir(p):
+                out[p] = None
+            else:
+                with open(p, "rb") as f:
+                    out[p] = f.read()
+    return out
+
+
+def any_escape(st):
+    """Inside the sandbox (python3, tests/e2e/any_escape.py), with a read
+    grant of docs/esc-a.txt: /proc/self/fd/N reopened (write or read),
+    a directory of the scope, openat with the grant's descriptor and
+    `..`, `..` out of the scope, a symlink in the scope pointing out,
+    O_PATH, a hard link, a rename, a write on the read grant, vfsd's
+    FUSE mount listed or opened, and a second thread rewriting the path
+    buffer while the prompt shows: each refused or harmless; the raced
+    open gets exactly the object its prompt named; nothing under the
+    root changes."""
+    broker_root_file(st)
+    root = os.path.realpath(st.root)
+    docs = os.path.join(root, "docs")
+    secret = os.path.join(os.path.realpath(st.work), "esc-secret.txt")
+    for path, text in ((os.path.join(docs, "esc-a.txt"), "A-bytes\n"),
+                       (os.path.join(docs, "esc-b.txt"), "B-bytes\n"),
+                       (secret, "SECRET\n")):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    link = os.path.join(docs, "esc-link")
+    if not os.path.islink(link):
+        os.symlink(secret, link)
+    with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
+        m = re.search(rb"FUSE server mounted at (\S+) ", f.read())
+    if m is None:
+        fail("any-escape: vfsd never said where its FUSE server is mounted")
+    mount = m.group(1).decode()
+    before = tree_of(root)
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "any_escape.py")
+    clear_pane(st)
+    with open(prog, encoding="utf-8") as f:
+        source = f.read()
+    # The script's own file is outside the sandbox's reach: its text goes
+    # as -c (argv then starts with "-c", as the script expects).
+    job = broker_run(st, ["/usr/bin/python3", "-c", source, root, secret,
+                          mount],
+                     os.path.join(st.work, "any-escape.err"), stdin=None)
+    broker_prompt(st, "docs/esc-a.txt", "python3")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    job.wait_line(lambda l: l == "racing=1", "racing=1", seconds=30)
+    screen = broker_prompt(st, "docs/esc-b.txt", "python3")
+    if os.path.join(docs, "esc-b.txt")[-50:] not in screen:
+        fail(f"any-escape: the raced prompt names another path:\n{screen}")
+    job.write("go\n")
+    job.wait_line(lambda l: l == "rewritten=1", "rewritten=1")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    job.wait_line(lambda l: l == "done=1", "done=1", seconds=30)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-escape: python3 exited {job.proc.returncode}")
+    kv = job.kv()
+    want = {"reopen-write": "EACCES", "reopen-read": "EACCES",
+            "dir": "EACCES", "dotdot": "ENOTDIR", "dotdot-scope": "EACCES",
+            "symlink": "EACCES", "o-path": "EACCES", "write-grant": "EBADF",
+            "mount-list": "EACCES", "mount-open": "EACCES",
+            "race": "ok:B-bytes"}
+    want["granted"] = "A-bytes"
+    for k, v in want.items():
+        if kv.get(k) != v:
+            fail(f"any-escape: {k}={kv.get(k)!r}, want {v!r} ({kv})")
+    for k in ("hardlink", "rename"):
+        if kv.get(k) not in ("EACCES", "EXDEV", "EPERM"):
+            fail(f"any-escape: {k}={kv.get(k)!r} ({kv})")
+    after = tree_of(root)
+    if after != before:
+        fail(f"any-escape: the root changed: "
+             f"{set(after.items()) ^ set(before.items())}")
+    print("run: any-escape: " + " ".join(f"{k}={kv[k]}" for k in sorted(kv)))
 
 
 SCENARIOS = {
@@ -6851,6 +6939,7 @@ SCENARIOS = {
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
     "any-cat": (any_cat, True, None, None),
+    "any-escape": (any_escape, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
