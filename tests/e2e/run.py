@@ -6870,6 +6870,64 @@ def any_escape(st):
     print("run: any-escape: " + " ".join(f"{k}={kv[k]}" for k in sorted(kv)))
 
 
+ANY_REVOKE_PROG = """
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("first=" + str(len(os.read(fd, 100))), flush=True)
+sys.stdin.readline()
+try:
+    print("after=ok:" + str(len(os.read(fd, 100))), flush=True)
+except OSError as e:
+    print("after=" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+print("alive=1", flush=True)
+"""
+
+
+def any_revoke(st):
+    """A dynamic reader (python3) reading a 1 MiB file of its scope in
+    100-byte pieces through its brokered descriptor; `pbx cancel` of its
+    grant; its next read fails EIO and it keeps running (exit 0); vfsd
+    retired the object."""
+    broker_root_file(st)
+    big = os.path.join(os.path.realpath(st.root), "docs", "big.bin")
+    with open(big, "wb") as f:
+        f.write(bytes(range(256)) * 4096)
+    pbx = os.path.join(st.bin_dir, "pbx")
+    clear_pane(st)
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_REVOKE_PROG, big],
+                     os.path.join(st.work, "any-revoke.err"), stdin=None)
+    broker_prompt(st, "docs/big.bin", "python3")
+    tmux("send-keys", "-t", st.pane, "y", "Enter")
+    job.wait_line(lambda l: l == "first=100", "first=100", seconds=20)
+    out = subprocess.run([pbx, "--dir", st.work, "grants", "--format", "kv"],
+                         capture_output=True, text=True, timeout=20,
+                         check=False)
+    ids = [key_values(l.replace(" ", "\n")).get("grant", "")
+           for l in out.stdout.splitlines() if "big.bin" in l]
+    if out.returncode != 0 or len(ids) != 1:
+        fail(f"any-revoke: pbx grants: rc {out.returncode} {out.stdout!r} "
+             f"{out.stderr!r}")
+    out = subprocess.run([pbx, "--dir", st.work, "cancel", ids[0]],
+                         capture_output=True, text=True, timeout=20,
+                         check=False)
+    if out.returncode != 0:
+        fail(f"any-revoke: pbx cancel {ids[0]}: rc {out.returncode} "
+             f"{out.stdout!r} {out.stderr!r}")
+
+    def retired():
+        with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
+            return re.search(rb"RETIRE object \d+ gen \d+", f.read())
+    wait_for(retired, "any-revoke: vfsd never retired the object", 20)
+    job.write("next\n")
+    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
+    if job.proc.wait(timeout=30) != 0 or job.kv().get("after") != "EIO":
+        fail(f"any-revoke: after the cancel: {job.kv()} rc "
+             f"{job.proc.returncode}")
+    print(f"run: any-revoke: grant {ids[0]} cancelled; the next read "
+          f"failed EIO, the reader kept running and exited 0; vfsd "
+          f"retired the object")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -6940,6 +6998,7 @@ SCENARIOS = {
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
     "any-cat": (any_cat, True, None, None),
     "any-escape": (any_escape, True, None, None),
+    "any-revoke": (any_revoke, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
