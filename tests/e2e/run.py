@@ -6928,6 +6928,83 @@ def any_revoke(st):
           f"retired the object")
 
 
+ANY_FLOOD_PROG = """
+import errno, os, sys
+ok = refused = 0
+for i in range(1000):
+    try:
+        os.close(os.open(os.path.join(sys.argv[1], "f%04d" % i), os.O_RDONLY))
+        ok += 1
+    except OSError as e:
+        refused += e.errno == errno.EACCES
+print("opened=%d" % ok, flush=True)
+print("refused=%d" % refused, flush=True)
+"""
+# pbx-broker's default prompt budget (peers/broker/broker.c, docs/HOST.md
+# "Brokered opens"): a burst of 5, then one more every 2000 ms.
+BROKER_BURST, BROKER_PER_MS = 5, 2000
+
+
+def any_flood(st):
+    """A program (python3) opens 1,000 distinct files of its scope in a
+    loop, each prompt answered `n`: it is prompted at most the burst plus
+    one per period of the time it ran, every other open refused EACCES
+    without a prompt (pbx-broker says so); while its prompt shows,
+    another program's request is served; the pane then prompts again."""
+    broker_root_file(st)
+    flood = os.path.join(os.path.realpath(st.root), "flood")
+    os.makedirs(flood, exist_ok=True)
+    for i in range(1000):
+        with open(os.path.join(flood, "f%04d" % i), "w") as f:
+            f.write("x")
+    ttyd_log = os.path.join(st.work, "logs", "ttyd.log")
+
+    def showing():
+        with open(ttyd_log, "rb") as f:
+            return len(re.findall(rb"PROMPT \S+: showing", f.read()))
+    base = showing()
+    err = os.path.join(st.work, "any-flood.err")
+    clear_pane(st)
+    t0 = time.monotonic()
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_FLOOD_PROG, flood],
+                     err)
+    answered = 0
+    other = None
+    for _ in range(1100):
+        wait_for(lambda: showing() > base + answered or not job.running(),
+                 "any-flood: neither a prompt nor the program's end", 30)
+        if not job.running() and showing() == base + answered:
+            break
+        if other is None:
+            # Another program's routine request, while the flood waits.
+            other = subprocess.run(
+                [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+                 "--quiet", "--grant", "read:docs/readme.txt", "--",
+                 st.bin("test-fdcat"), "5"],
+                capture_output=True, text=True, timeout=30, check=False,
+                stdin=subprocess.DEVNULL)
+        tmux("send-keys", "-t", st.pane, "n", "Enter")
+        answered += 1
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-flood: the program exited {job.proc.returncode}")
+    ran_ms = (time.monotonic() - t0) * 1000.0
+    bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
+    kv = job.kv()
+    with open(err, encoding="utf-8") as f:
+        limited = f.read().count("over the job's prompt rate")
+    if answered > bound or kv.get("opened") != "0" or \
+            kv.get("refused") != "1000" or limited != 1000 - answered:
+        fail(f"any-flood: {answered} prompts (bound {bound}), {kv}, "
+             f"{limited} refused by the rate")
+    if other is None or other.returncode != 0 or \
+            "hello from vfsd" not in other.stdout:
+        fail(f"any-flood: the other program was not served: {other}")
+    print(f"run: any-flood: {answered} prompts for 1000 opens in "
+          f"{ran_ms:.0f} ms (bound {bound}), {limited} refused by the "
+          f"rate without a prompt; another program read its file while "
+          f"the flood waited")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -6999,6 +7076,7 @@ SCENARIOS = {
     "any-cat": (any_cat, True, None, None),
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
+    "any-flood": (any_flood, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
