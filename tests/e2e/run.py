@@ -387,6 +387,30 @@ and its job connection.
                  as pbx run does; a profile adding a missing path is
                  refused by launchd itself (exit 125, its log names the
                  line)
+  any-cat        dynamic /bin/cat under `pbx run --sandbox --scope root`
+                 opens a file of its scope: its open is brokered
+                 (pbx-broker), the pane's prompt names cat, the selector
+                 and the resolved path; `y` prints exactly the bytes
+                 (vfsd's revocable descriptor); a second file answered `n`
+                 gives cat's own "Permission denied" (exit 1)
+  any-escape     python3 with a read grant tries /proc/self/fd/N reopened
+                 for write or read, a directory of the scope, openat with
+                 the grant's descriptor and `..`, `..` out of the scope, a
+                 symlink in the scope pointing out, O_PATH, a hard link, a
+                 rename, a write on the read grant, vfsd's FUSE mount, and
+                 a second thread rewriting the path buffer while the
+                 prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
+                 raced open gets exactly the object its prompt named, the
+                 root is unchanged
+  any-revoke     python3 reads a 1 MiB file of its scope in 100-byte
+                 pieces through its brokered descriptor; `pbx cancel` of
+                 the grant: vfsd retires the object, the next read fails
+                 EIO, the reader keeps running and exits 0
+  any-flood      python3 opens 1,000 distinct files in a loop, each prompt
+                 answered `n`: at most pbx-broker's burst (5) plus one per
+                 2000 ms it ran are prompted, every other open is refused
+                 EACCES without a prompt; another program's request is
+                 served while the flood's prompt shows
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
