@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "peers/app/pbx_app.h"
-#include "peers/broker/broker.h"
 #include "peers/app/pbx_obj.h"
+#include "peers/broker/broker.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 
@@ -50,7 +50,6 @@ typedef struct broker_opts {
     uint32_t nobjs;
     int objs[BROKER_OBJS_MAX];
 } broker_opts;
-
 
 /* broker.h's ask: the powerbox request, then OPEN on the object. */
 static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)

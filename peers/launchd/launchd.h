@@ -97,9 +97,9 @@ typedef struct launchd_job {
     uint32_t launcher; /* the control connection that launched it */
     uint32_t launcher_gen;
     uint32_t launch_seq;
-    int conn;  /* its job connection, or -1 */
+    int conn;        /* its job connection, or -1 */
     int broker_conn; /* its broker's job connection, or -1 */
-    int stage; /* its staged process, or -1 */
+    int stage;       /* its staged process, or -1 */
     pbx_peer_launch_binding bind;
 } launchd_job;
 

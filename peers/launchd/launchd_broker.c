@@ -57,8 +57,7 @@ static bool lb_prog(char *out, size_t cap)
     ssize_t n = readlink("/proc/self/exe", out, cap - 1U);
     out[n > 0 ? (size_t)n : 0U] = '\0';
     char *slash = strrchr(out, '/');
-    if (slash == NULL ||
-        (size_t)(slash - out) + sizeof("/" LB_PROG) > cap) {
+    if (slash == NULL || (size_t)(slash - out) + sizeof("/" LB_PROG) > cap) {
         return false;
     }
     memcpy(slash, "/" LB_PROG, sizeof("/" LB_PROG));
@@ -154,8 +153,8 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int src[6] = {null,   fds[2], fds[2], jc[1],
-                      req->scope ? fds[3] : -1, lp[0]};
+        int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
+                      lp[0]};
         lb_child(j, src, req->scope, argv);
     }
     (void)close(jc[1]);
@@ -166,8 +165,8 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     }
     pbx_peer_log("launchd",
                  "job %llu.%u: open broker pid %d, scope %s under root %s",
-                 (unsigned long long)j->bind.job_id, j->bind.job_gen,
-                 (int)pid, scope, root);
+                 (unsigned long long)j->bind.job_id, j->bind.job_gen, (int)pid,
+                 scope, root);
     sb->notify = lp[1];
     sb->broker_pid = pid;
     return 0U;

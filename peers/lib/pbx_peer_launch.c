@@ -181,17 +181,16 @@ static pbx_err launch_dir_decode(const pbx_peer_launch_frame *f, size_t *off,
 
 /* Decodes the broker block (scope, root) at body offset *off (moved
  * past it); flags must also ask for the sandbox. */
-static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f,
-                                    size_t *off, pbx_peer_launch_req *out)
+static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f, size_t *off,
+                                    pbx_peer_launch_req *out)
 {
     if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
         return PBX_E_IPC_BOUND;
     }
-    pbx_err e = launch_dir_decode(f, off, &out->broker_scope,
-                                  &out->broker_scope_len);
+    pbx_err e =
+        launch_dir_decode(f, off, &out->broker_scope, &out->broker_scope_len);
     if (e == PBX_OK) {
-        e = launch_dir_decode(f, off, &out->broker_root,
-                              &out->broker_root_len);
+        e = launch_dir_decode(f, off, &out->broker_root, &out->broker_root_len);
     }
     return e;
 }

@@ -390,13 +390,15 @@ static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
         return false;
     }
     size_t nr = strlen(root);
-    bool under = strcmp(root, "/") == 0 ||
-                 (strncmp(scope, root, nr) == 0 &&
-                  (scope[nr] == '\0' || scope[nr] == '/'));
+    bool under =
+        strcmp(root, "/") == 0 || (strncmp(scope, root, nr) == 0 &&
+                                   (scope[nr] == '\0' || scope[nr] == '/'));
     if (!under || strlen(scope) > PBX_PEER_LAUNCH_DIR_MAX ||
         nr > PBX_PEER_LAUNCH_DIR_MAX) {
-        (void)fprintf(stderr, "pbx run: --scope %s is not below the stack's "
-                              "root %s\n", scope, root);
+        (void)fprintf(stderr,
+                      "pbx run: --scope %s is not below the stack's "
+                      "root %s\n",
+                      scope, root);
         return false;
     }
     req->flags |= PBX_PEER_LAUNCH_BROKERED;

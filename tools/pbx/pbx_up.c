@@ -264,11 +264,11 @@ static void pbx_up_root_file(pbx_up *u)
     char path[PBX_UP_PATH_MAX + 16U];
     char real[PATH_MAX];
     (void)snprintf(path, sizeof(path), "%s/root.path", u->dir);
-    int fd = realpath(u->root, real) != NULL
-                 ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-                                  O_NOFOLLOW,
-                        0600)
-                 : -1;
+    int fd =
+        realpath(u->root, real) != NULL
+            ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                   0600)
+            : -1;
     bool ok = fd >= 0 && dprintf(fd, "%s\n", real) > 0;
     if (fd >= 0) {
         ok = close(fd) == 0 && ok;
