@@ -179,9 +179,9 @@ static int bn_absolute(bn_call *c)
         return ENOENT;
     }
     if (c->path[0] != '/') {
-        char p[64];
         int fd = -1;
         if ((uint32_t)c->dirfd == BN_AT_FDCWD) {
+            char p[64];
             (void)snprintf(p, sizeof(p), "/proc/%u/cwd", c->tid);
             fd = open(p, O_PATH | O_CLOEXEC);
         } else {

@@ -148,10 +148,10 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
         }
         return PBX_PEER_E_BUSY;
     }
-    char *argv[] = {prog,  "--listener-sock", "5",  "--scope",
-                    scope, "--root",          root, NULL};
     pid_t pid = fork();
     if (pid == 0) {
+        char *argv[] = {prog,  "--listener-sock", "5",  "--scope",
+                        scope, "--root",          root, NULL};
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
                       lp[0]};

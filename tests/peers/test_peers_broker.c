@@ -28,11 +28,10 @@ PBX_TEST(peers_broker_places_a_path_on_component_boundaries)
     const char *rest = NULL;
     PBX_CHECK_EQ(pbx_peer_broker_place(&pl, "/home/u/docs/a.txt", &rest),
                  PBX_PEER_BROKER_SCOPE);
-    PBX_REQUIRE(rest != NULL);
-    PBX_CHECK(strcmp(rest, "a.txt") == 0);
+    PBX_CHECK(rest != NULL && strcmp(rest, "a.txt") == 0);
     PBX_CHECK_EQ(pbx_peer_broker_place(&pl, "/home/u/docs//x/../b", &rest),
                  PBX_PEER_BROKER_SCOPE);
-    PBX_CHECK(strcmp(rest, "x/../b") == 0);
+    PBX_CHECK(rest != NULL && strcmp(rest, "x/../b") == 0);
     /* A sibling whose name starts the same is not inside. */
     PBX_CHECK_EQ(pbx_peer_broker_place(&pl, "/home/u/docsx/a", &rest),
                  PBX_PEER_BROKER_OUTSIDE);
