@@ -64,7 +64,12 @@ if [ "$SMOKE" = 1 ]; then
     [ "$(field repeat "$line")" = 3 ] ||
         { echo "bench: host lifecycles did not all complete: $line" >&2; exit 1; }
     positive "$(field median_ns "$line")" "host lifecycle latency"
-    echo "bench-smoke: core, floor, sha2, seqpacket and 3 powerboxd lifecycles ran and look sane"
+    # The revocable descriptor (pbx-bench-fd): reads complete and match.
+    line=$("$BIN_DIR/pbx-bench-fd" "$BIN_DIR" "$WORK/fd" --reps 1 2>/dev/null)
+    [ "$(field same "$line")" = yes ] ||
+        { echo "bench: revocable descriptor read failed: $line" >&2; exit 1; }
+    positive "$(field fuse_mb_s "$line")" "revocable descriptor MB/s"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles and the revocable descriptor ran and look sane"
     exit 0
 fi
 
@@ -210,3 +215,21 @@ printf 'CPU µs per lifecycle: client %s, powerboxd %s, vfsd %s, ttyd %s, procd 
     "$(us "$(field cpu_ns_client "$h")")" "$(us "$(field cpu_ns_powerboxd "$h")")" \
     "$(us "$(field cpu_ns_vfsd "$h")")" "$(us "$(field cpu_ns_ttyd "$h")")" \
     "$(us "$(field cpu_ns_procd "$h")")" "$(us "$(field cpu_ns_launchd "$h")")"
+
+# The revocable descriptor (docs/BENCH.md): 1 MiB read through vfsd's
+# OPEN descriptor (FUSE, direct I/O) beside a plain read of the same
+# file, 64 KiB and 4 KiB preads, best of 20 each.
+echo
+echo "## revocable descriptor: 1 MiB read through vfsd's OPEN descriptor beside a direct read"
+echo
+echo "| read size | direct MB/s | revocable MB/s | ratio (target >= 0.5 at 64 KiB) |"
+echo "|---:|---:|---:|---:|"
+for chunk in 65536 4096; do
+    line=$("$BIN_DIR/pbx-bench-fd" "$BIN_DIR" "$WORK/fd" --chunk "$chunk" \
+        --reps 20 2>/dev/null)
+    [ "$(field same "$line")" = yes ] ||
+        { echo "bench: revocable descriptor read failed: $line" >&2; exit 1; }
+    printf '| %s KiB | %s | %s | %s |\n' "$((chunk / 1024))" \
+        "$(field direct_mb_s "$line")" "$(field fuse_mb_s "$line")" \
+        "$(field ratio "$line")"
+done

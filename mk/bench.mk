@@ -35,6 +35,16 @@ $(BENCH_BIN): $(BENCH_OBJS) $(LIBPBX)
 BENCH_HOST_BINS := $(addprefix $(BUILD)/bin/,powerboxd pbx pbx-vfsd \
                    pbx-ttyd pbx-procd pbx-launchd pbx-client)
 
+# pbx-bench-fd (docs/BENCH.md, "Revocable descriptor"): a read through
+# vfsd's OPEN descriptor beside a plain read of the same file. It links
+# the app library (named by path: mk/peers.mk is read after this file).
+BENCH_FD_BIN := $(BUILD)/bin/pbx-bench-fd
+$(BENCH_FD_BIN): bench/fd/bench_fd.c $(BUILD)/lib/libpbx-app.a $(LIBPBX)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) $(LDFLAGS) bench/fd/bench_fd.c \
+	    $(BUILD)/lib/libpbx-app.a $(LIBPBX) -o $@
+BENCH_HOST_BINS += $(BENCH_FD_BIN)
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
 bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
@@ -48,8 +58,9 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_TIDY_OKS := $(BENCH_SRCS:%.c=build/tidy/%.ok)
-TIDY_SRCS      += $(BENCH_SRCS)
+BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c
+BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
+TIDY_SRCS      += $(BENCH_LINT_SRCS)
 $(BENCH_TIDY_OKS): $(BENCH_HDRS)
 bench-tidy: $(BENCH_TIDY_OKS)
 	@echo "bench-tidy: $(words $(BENCH_TIDY_OKS)) file(s) clean"
@@ -58,7 +69,7 @@ tidy: $(BENCH_TIDY_OKS)
 bench-cppcheck:
 	cppcheck --std=c11 --enable=warning,style,performance,portability \
 	    --error-exitcode=1 --inline-suppr --quiet -I. \
-	    --suppress=missingIncludeSystem $(HOSTED) $(BENCH_SRCS)
+	    --suppress=missingIncludeSystem $(HOSTED) $(BENCH_LINT_SRCS)
 cppcheck: bench-cppcheck
 
 bench-doccheck:

@@ -60,6 +60,8 @@ endef
 PEERS_LIBS_vfsd  := $(shell pkg-config --libs fuse3)
 $(BUILD)/obj/peers/vfsd/vfsd_fuse_server.o: CPPFLAGS += \
     $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
+build/tidy/peers/vfsd/vfsd_fuse_server.ok: TIDY_FLAGS += \
+    $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
 $(foreach p,$(PEERS_NAMES),$(eval $(call peers_bin,$(p))))
 
 # pbx-stage (install mode, `pbx run --grant`) is a job's first program,

@@ -5,7 +5,8 @@
  *
  * An object serves STAT always, and READ, LIST or WRITE only when it was
  * granted for that operation: a READ grant on a file reads, a LIST grant
- * on a directory lists, a WRITE grant on a file writes. Every other call
+ * on a directory lists, a WRITE grant on a file writes; OPEN turns a READ
+ * or WRITE grant on a file into a revocable descriptor. Every other call
  * is refused by vfsd with a distinct status, and after the grant ends
  * (RETIRE, or vfsd's route to powerboxd closed) every call fails at once.
  *

@@ -10,7 +10,8 @@
  * a scope is refused. RESOLVE mints a fresh object connection: vfsd keeps
  * its provider end and serves on it what the object was granted for
  * (STAT always; READ, LIST or WRITE by the grant, the file opened for that
- * alone); every other call there is refused with a distinct status. The
+ * alone; OPEN hands out a revocable descriptor on vfsd's FUSE mount,
+ * vfsd_fuse.c); every other call there is refused with a distinct status. The
  * route (from powerboxd) takes DETACH and RETIRE; RETIRE answers the
  * calls already queued on the object with an error status, then cuts the
  * object's connection so that every copy reads its end. When a route
@@ -166,10 +167,11 @@ static void vfsd_attach_input(void)
 
 /* The poll set of one round: listeners, connections, the provider ends
  * of live objects (rows[k] and gens[k] name the object polled), then the
- * attach channel (-1, skipped by poll, when there is none). */
+ * attach channel and the FUSE server's channel (each -1, skipped by poll,
+ * when there is none). */
 typedef struct vfsd_pollset {
     struct pollfd
-        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 1U];
+        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 2U];
     size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
     uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
     size_t nl;
@@ -202,6 +204,8 @@ static void vfsd_pollset_fill(vfsd_pollset *ps)
         }
     }
     ps->p[ps->nl + ps->nc + ps->no] = (struct pollfd){g_vfsd.attach, POLLIN, 0};
+    ps->p[ps->nl + ps->nc + ps->no + 1U] =
+        (struct pollfd){g_vfsd.fuse.chan, POLLIN, 0};
 }
 
 /* Handles what the round saw on the objects. A RETIRE served before may
@@ -234,7 +238,7 @@ static int vfsd_round(void)
 {
     static vfsd_pollset ps;
     vfsd_pollset_fill(&ps);
-    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 1U), -1) < 0) {
+    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 2U), -1) < 0) {
         return errno == EINTR ? 0 : -1;
     }
     for (size_t i = 0; i < ps.nl; i++) {
@@ -253,6 +257,9 @@ static int vfsd_round(void)
     /* Last: an 'L' changes the listeners this round's indexes name. */
     if (ps.p[ps.nl + ps.nc + ps.no].revents != 0) {
         vfsd_attach_input();
+    }
+    if (ps.p[ps.nl + ps.nc + ps.no + 1U].revents != 0) {
+        vfsd_fuse_input();
     }
     return 0;
 }

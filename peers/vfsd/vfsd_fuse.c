@@ -30,6 +30,12 @@
 
 int vfsd_fuse_send_msg(int chan, const vfsd_fuse_msg *m, int fd)
 {
+    return vfsd_fuse_send_msg_flags(chan, m, fd, 0);
+}
+
+int vfsd_fuse_send_msg_flags(int chan, const vfsd_fuse_msg *m, int fd,
+                             int flags)
+{
     uint8_t b[VFSD_FUSE_WIRE_BYTES];
     memset(b, 0, sizeof(b));
     b[0] = (uint8_t)m->kind;
@@ -55,7 +61,8 @@ int vfsd_fuse_send_msg(int chan, const vfsd_fuse_msg *m, int fd)
         c->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(c), &fd, sizeof(int));
     }
-    return sendmsg(chan, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(b) ? 0 : -1;
+    return sendmsg(chan, &mh, MSG_NOSIGNAL | flags) == (ssize_t)sizeof(b) ? 0
+                                                                          : -1;
 }
 
 int vfsd_fuse_send(int chan, char kind, uint64_t node, int fd)
@@ -313,5 +320,44 @@ void vfsd_fuse_revoke(uint64_t id, uint32_t gen)
         (void)vfsd_fuse_send(f->chan, 'R', n->node, -1);
         vfsd_fuse_inval(n->node);
         memset(n, 0, sizeof(*n));
+    }
+}
+
+/* Frees the node table's row of node (its descriptor was closed). */
+static void vfsd_fuse_closed(uint64_t node)
+{
+    for (size_t i = 0; i < g_vfsd.fuse.max; i++) {
+        if (g_vfsd.fuse.nodes[i].used && g_vfsd.fuse.nodes[i].node == node) {
+            memset(&g_vfsd.fuse.nodes[i], 0, sizeof(g_vfsd.fuse.nodes[i]));
+            return;
+        }
+    }
+}
+
+void vfsd_fuse_input(void)
+{
+    vfsd_fuse *f = &g_vfsd.fuse;
+    for (size_t i = 0; i < 64U && f->chan >= 0; i++) {
+        vfsd_fuse_msg m;
+        int fd = -1;
+        ssize_t r = vfsd_fuse_recv(f->chan, &m, &fd, MSG_DONTWAIT);
+        if (fd >= 0) {
+            (void)close(fd);
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r <= 0) {
+            /* The server is gone: nothing more is handed out. */
+            pbx_peer_log("vfsd", "FUSE server gone; OPEN answers \"no "
+                                 "revocable descriptors\" from now on");
+            (void)close(f->chan);
+            f->chan = -1;
+            f->up = false;
+            return;
+        }
+        if (m.kind == 'C') {
+            vfsd_fuse_closed(m.node);
+        }
     }
 }

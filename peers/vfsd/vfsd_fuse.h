@@ -25,7 +25,7 @@
  * name, the object's file attached), 'N' (node's name is no longer
  * needed: vfsd has opened it) and 'R' (revoke node); the server sends
  * 'K' once mounted (its /dev/fuse descriptor attached) or 'F' when the
- * mount failed. */
+ * mount failed, then 'C' with a node whose last descriptor was closed. */
 typedef struct vfsd_fuse_msg {
     char kind;
     uint32_t mode;
@@ -58,6 +58,9 @@ typedef struct vfsd_fuse {
 /* Sends message kind (with node, and for 'A' mode and name from m) on
  * chan, with descriptor fd attached when fd >= 0. Returns 0 or -1. */
 int vfsd_fuse_send_msg(int chan, const vfsd_fuse_msg *m, int fd);
+/* vfsd_fuse_send_msg with sendmsg flags (MSG_DONTWAIT: never wait). */
+int vfsd_fuse_send_msg_flags(int chan, const vfsd_fuse_msg *m, int fd,
+                             int flags);
 /* vfsd_fuse_send_msg of a message of kind and node alone. */
 int vfsd_fuse_send(int chan, char kind, uint64_t node, int fd);
 /* Receives one message from chan into *m (flags for recvmsg); a
@@ -77,5 +80,9 @@ pid_t vfsd_fuse_fork(int chan_child, int chan_parent, const char *mnt,
 void vfsd_fuse_start(void);
 uint32_t vfsd_fuse_open(size_t row, uint32_t mode, int *fd);
 void vfsd_fuse_revoke(uint64_t id, uint32_t gen);
+/* vfsd_fuse.c: what the server sent ('C': a descriptor was closed, its
+ * row is freed), or its end: OPEN then answers "no revocable
+ * descriptors". Never waits. */
+void vfsd_fuse_input(void);
 
 #endif /* VFSD_FUSE_H */

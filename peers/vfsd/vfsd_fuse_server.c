@@ -164,8 +164,11 @@ static void fs_drain(void)
             e->named = false;
             fs_maybe_free(e);
         } else if (m.kind == 'R' && e != NULL) {
+            /* Freed at once, still open or not: a node number is never
+             * reused, and every request on an unknown node is EIO. */
             fs_revoke(e);
-            fs_maybe_free(e);
+            memset(e, 0, sizeof(*e));
+            e->fd = -1;
         }
         if (fd >= 0) {
             (void)close(fd);
@@ -267,20 +270,19 @@ static void fs_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 static void fs_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    static char buf[1U << 20];
     (void)fi;
     fs_entry *e = fs_find(node);
     if (e == NULL || !e->live || e->fd < 0 || e->mode != 1U) {
         (void)fuse_reply_err(req, e != NULL && e->live ? EBADF : EIO);
         return;
     }
-    size_t want = size < sizeof(buf) ? size : sizeof(buf);
-    ssize_t r = pread(e->fd, buf, want, off);
-    if (r < 0) {
-        (void)fuse_reply_err(req, EIO);
-        return;
-    }
-    (void)fuse_reply_buf(req, buf, (size_t)r);
+    /* The bytes go from the object's file to the kernel by splice where
+     * it can (libfuse falls back to a copy): fewer copies per read. */
+    struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+    bv.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    bv.buf[0].fd = e->fd;
+    bv.buf[0].pos = off;
+    (void)fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 }
 
 static void fs_write(fuse_req_t req, fuse_ino_t node, const char *data,
@@ -310,7 +312,12 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t node, struct stat *attr,
         (void)fuse_reply_err(req, EIO);
         return;
     }
-    if ((to_set & ~FUSE_SET_ATTR_SIZE) != 0 || e->mode != 2U) {
+    /* A truncation may come with the times the kernel sets on it; every
+     * other change (mode, owner, times alone) is refused. */
+    const int times =
+        FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+    if ((to_set & FUSE_SET_ATTR_SIZE) == 0 ||
+        (to_set & ~(FUSE_SET_ATTR_SIZE | times)) != 0 || e->mode != 2U) {
         (void)fuse_reply_err(req, EPERM);
         return;
     }
@@ -335,6 +342,15 @@ static void fs_release(fuse_req_t req, fuse_ino_t node,
         e->opened = false;
         e->named = false;
         fs_maybe_free(e);
+        /* vfsd frees its row: the bound counts open descriptors. A full
+         * channel loses this, and the row waits for the revocation. */
+        if (g_fs.chan >= 0) {
+            vfsd_fuse_msg m;
+            memset(&m, 0, sizeof(m));
+            m.kind = 'C';
+            m.node = (uint64_t)node;
+            (void)vfsd_fuse_send_msg_flags(g_fs.chan, &m, -1, MSG_DONTWAIT);
+        }
     }
     (void)fuse_reply_err(req, 0);
 }
@@ -358,7 +374,18 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t node,
     (void)fuse_reply_err(req, EACCES);
 }
 
+/* Asks the kernel for spliced replies (reads without a copy through this
+ * process) and nothing that would cache: no writeback cache. */
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    conn->want |=
+        conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+}
+
 static const struct fuse_lowlevel_ops fs_ops = {
+    .init = fs_init,
     .lookup = fs_lookup,
     .getattr = fs_getattr,
     .setattr = fs_setattr,
@@ -382,6 +409,9 @@ static void fs_loop(void)
         if (poll(p, g_fs.chan >= 0 ? 2U : 1U, -1) < 0 && errno != EINTR) {
             break;
         }
+        /* One poll sees both: a message vfsd sent before a request was
+         * made (a revocation before its RETIRE was acknowledged) is
+         * readable whenever that request is, and is applied first. */
         if (g_fs.chan >= 0 && p[1].revents != 0) {
             fs_drain();
         }
@@ -393,7 +423,6 @@ static void fs_loop(void)
             if (r <= 0) {
                 break;
             }
-            fs_drain();
             fuse_session_process_buf(g_fs.se, &buf);
         } else if ((p[0].revents & (POLLERR | POLLHUP)) != 0) {
             break;
@@ -406,7 +435,8 @@ static void fs_loop(void)
 static void fs_child(int chan, const char *mnt, bool own_dir, size_t rows,
                      pid_t vfsd)
 {
-    static char *argv0[] = {"pbx-vfsd-fuse", "-o", "fsname=pbx-vfsd", NULL};
+    static char *argv0[] = {"pbx-vfsd-fuse", "-o", "fsname=pbx-vfsd,noexec",
+                            NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, argv0);
     (void)signal(SIGTERM, SIG_IGN);
     (void)signal(SIGINT, SIG_IGN);

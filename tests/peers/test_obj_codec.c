@@ -105,7 +105,7 @@ PBX_TEST(obj_grant_rules_table)
     }
     /* An op that is no object call. */
     size_t n = oc_call(PBX_PEER_OP_OBJ_STAT, buf, sizeof(buf));
-    pbx_le_put16(buf + 6, 0x0F14U);
+    pbx_le_put16(buf + 6, 0x0F15U);
     pbx_peer_vfs_grant g = {R, F};
     pbx_peer_vfs_call call;
     PBX_CHECK(pbx_peer_vfs_obj_call_judge(buf, n, false, &g, &call));

@@ -56,7 +56,11 @@ static void of_file(const char *dir, const char *name, const char *text,
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     PBX_REQUIRE(fd >= 0 && n <= sizeof(buf));
     for (size_t i = 0; i < n; i++) {
-        buf[i] = text != NULL ? text[i] : of_byte(i);
+        if (text != NULL) {
+            buf[i] = text[i];
+        } else {
+            buf[i] = of_byte(i);
+        }
     }
     PBX_REQUIRE(write(fd, buf, n) == (ssize_t)n);
     (void)close(fd);
@@ -317,8 +321,9 @@ PBX_TEST(obj_fd_mmap_shared_refused_private_cut_at_retire)
     int fd = -1;
     PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
     PBX_CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED);
-    volatile const char *m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
-    PBX_REQUIRE(m != MAP_FAILED);
+    void *map = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    PBX_REQUIRE(map != MAP_FAILED);
+    volatile const char *m = map;
     PBX_CHECK(m[0] == of_byte(0) && m[100] == of_byte(100));
     of_retire(&t, &rep);
     /* The mapped page was dropped at RETIRE: touching it again reaches
@@ -331,7 +336,7 @@ PBX_TEST(obj_fd_mmap_shared_refused_private_cut_at_retire)
     int status = 0;
     PBX_REQUIRE(waitpid(c, &status, 0) == c);
     PBX_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS);
-    (void)munmap((void *)(uintptr_t)m, 4096);
+    (void)munmap(map, 4096);
     (void)close(fd);
     (void)close(obj);
     of_down(&t);
@@ -352,9 +357,9 @@ PBX_TEST(obj_fd_name_is_one_use_and_the_mount_refuses_others)
     PBX_REQUIRE(n > 0);
     path[n] = '\0';
     /* The name is 128 random bits in hex. */
-    const char *name = strrchr(path, '/');
-    PBX_REQUIRE(name != NULL);
-    name++;
+    const char *slash = strrchr(path, '/');
+    PBX_REQUIRE(slash != NULL);
+    const char *name = slash != NULL ? slash + 1 : path;
     PBX_CHECK_EQ(strlen(name), 32U);
     PBX_CHECK_EQ(strspn(name, "0123456789abcdef"), 32U);
     /* Reopening it fails (used once, and nobody but vfsd looks up). */
@@ -430,4 +435,61 @@ PBX_TEST(obj_fd_without_fuse_answers_no_revocable_descriptors)
         mark, "FUSE unavailable at /proc/pbx-no-such-dir/mnt: No such file"));
     (void)close(obj);
     of_down(&t);
+}
+
+PBX_TEST(obj_fd_open_bound_freed_by_close_and_retire)
+{
+    static of t;
+    const char *extra[] = {"--fuse-open-max", "1", NULL};
+    of_up(&t, extra);
+    pbx_ipc_resolve_reply ra;
+    pbx_ipc_resolve_reply rb;
+    int a = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &ra);
+    int b = of_obj(&t, "big.bin", PBX_IPC_OPERATION_READ, &rb);
+    int fa = -1;
+    int fb = 7;
+    PBX_REQUIRE(pbx_obj_open_fd(a, PBX_PEER_VFS_MODE_READ, &fa) == 0);
+    /* The one row is taken: a second OPEN is busy, nothing handed. */
+    PBX_CHECK_EQ(pbx_obj_open_fd(b, PBX_PEER_VFS_MODE_READ, &fb),
+                 PBX_E_PEER_BUSY);
+    PBX_CHECK_EQ(fb, -1);
+    /* Closing the descriptor frees it (the server tells vfsd; wait for
+     * that, bounded). */
+    (void)close(fa);
+    int st = -1;
+    for (int i = 0; i < 300 && st != 0; i++) {
+        st = pbx_obj_open_fd(b, PBX_PEER_VFS_MODE_READ, &fb);
+        if (st != 0) {
+            PBX_CHECK_EQ(st, PBX_E_PEER_BUSY);
+            tp_sleep_ms(10);
+        }
+    }
+    PBX_REQUIRE(st == 0);
+    /* RETIRE frees it at once. */
+    of_retire(&t, &rb);
+    PBX_CHECK(of_read_eio(fb));
+    PBX_CHECK_EQ(pbx_obj_open_fd(a, PBX_PEER_VFS_MODE_READ, &fa), 0);
+    char c[8];
+    PBX_CHECK_EQ(pread(fa, c, 5, 0), 5);
+    PBX_CHECK(memcmp(c, "hello", 5) == 0);
+    (void)close(fa);
+    (void)close(fb);
+    (void)close(a);
+    (void)close(b);
+    of_down(&t);
+}
+
+PBX_TEST(obj_fd_open_max_usage_errors)
+{
+    const char *d = tp_tmpdir();
+    static const char *const bad[] = {"0", "65537", "x"};
+    for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
+        char out[4096];
+        char err[4096];
+        const char *args[] = {"--root", d, "--fuse-open-max", bad[i], NULL};
+        PBX_CHECK_EQ(tp_cli("vfsd", args, out, err, sizeof(err)), 2);
+        char want[64];
+        (void)snprintf(want, sizeof(want), "--fuse-open-max '%s'", bad[i]);
+        PBX_CHECK(strstr(err, want) != NULL);
+    }
 }

@@ -422,7 +422,7 @@ PBX_TEST(peers_vfsd_object_stat_and_refusals)
         PBX_CHECK_EQ(tv_stat_reply(obj, s, &st, &m), 0U);
     }
     /* An op that is no object call is refused, an ipc op too. */
-    PBX_CHECK_EQ(tv_obj_op(obj, 0x0F14U, 6, &m), (uint32_t)PBX_E_OBJ_NO_OP);
+    PBX_CHECK_EQ(tv_obj_op(obj, 0x0F15U, 6, &m), (uint32_t)PBX_E_OBJ_NO_OP);
     PBX_CHECK_EQ(tv_obj_op(obj, PBX_IPC_OP_DECISION, 7, &m),
                  (uint32_t)PBX_E_OBJ_NO_OP);
     /* A STAT with a body, or with a descriptor (deleted), is refused. */
