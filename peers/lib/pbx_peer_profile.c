@@ -64,8 +64,10 @@ static bool profile_within(const char *a, size_t alen, const char *b)
     if (blen == 1U) {
         return true; /* everything lies beneath "/" */
     }
-    return alen >= blen && memcmp(a, b, blen) == 0 &&
-           (alen == blen || a[blen] == '/');
+    if (alen < blen || memcmp(a, b, blen) != 0) {
+        return false;
+    }
+    return alen == blen || a[blen] == '/';
 }
 
 /* Whether path (length len) is written plainly: absolute, no empty, "."
@@ -174,6 +176,7 @@ static const char *profile_split(const char *s, size_t len, profile_line *out)
         i++;
     }
     out->op = 0;
+    out->access = 0U;
     if (i == len || s[i] == '#') {
         return NULL;
     }
@@ -211,7 +214,7 @@ static const char *profile_add(pbx_peer_profile *p, const profile_line *l,
                                uint32_t line, const char *const *forbidden,
                                size_t nforbidden)
 {
-    char path[PBX_PEER_PROFILE_PATH];
+    char path[PBX_PEER_PROFILE_PATH] = {0};
     memcpy(path, l->path, l->len);
     path[l->len] = '\0';
     const char *no = pbx_peer_profile_forbidden(path, forbidden, nforbidden);
@@ -301,7 +304,7 @@ pbx_err pbx_peer_profile_apply(pbx_peer_profile *p, const uint8_t *text,
     while (off < len && why->why == NULL) {
         const char *nl = memchr(s + off, '\n', len - off);
         size_t n = nl != NULL ? (size_t)(nl - (s + off)) : len - off;
-        profile_line l;
+        profile_line l = {0, 0U, NULL, 0U};
         line++;
         why->line = line;
         why->why = line > PBX_PEER_PROFILE_LINES

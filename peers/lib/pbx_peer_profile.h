@@ -17,8 +17,9 @@
  * component, no trailing '/' (but "/" itself), no control byte. Lines
  * apply in order, after the system profile. Refused, with the line's
  * number: any other line; a PATH at, beneath or above a forbidden
- * directory (the stack directory, the FUSE mount, /proc: the job's own
- * /proc/PID is in the system profile, never another process's); a
+ * directory (the caller's: the stack directory and, once there is one,
+ * the FUSE mount; and always /proc: the job's own /proc/PID is in the
+ * system profile, never another process's); a
  * removal beneath an entry that stays (Landlock only adds rights, so a
  * part of an allowed tree cannot be taken back); more entries than
  * PBX_PEER_PROFILE_ENTRIES.

@@ -373,8 +373,9 @@ and its job connection.
                  same probe is let through (exit 1)
   sandbox-dynamic
                  dynamic programs under `pbx run --sandbox` and the system
-                 profile: /bin/cat prints /etc/passwd exactly, /bin/sh
-                 reads it, python3 prints /usr/lib/os-release exactly;
+                 profile: /bin/cat prints /etc/passwd exactly and its own
+                 /proc/self/status, /bin/sh reads /etc/passwd, python3
+                 prints /usr/lib/os-release exactly;
                  cat, sh and python3 opening a file of the user's (outside
                  any grant) get EACCES ("Permission denied", errno 13);
                  `--profile` with `+r DIR` lets cat read a file in DIR;
@@ -384,9 +385,9 @@ and its job connection.
                  its parent, an unknown line and `--profile` without
                  `--sandbox` are refused before anything runs, naming
                  the line; `pbx-launchd run --sandbox --profile` works
-                 as pbx run does; a profile adding a missing path is
-                 refused by launchd itself (exit 125, its log names the
-                 line)
+                 as pbx run does; a profile adding a missing path, or a
+                 link into the stack directory, is refused by launchd
+                 itself (exit 125, its log names the line)
   any-cat        dynamic /bin/cat under `pbx run --sandbox --scope root`
                  opens a file of its scope: its open is brokered
                  (pbx-broker), the pane's prompt names cat, the selector
@@ -4548,6 +4549,13 @@ def sandbox_dynamic(st):
          run(py, "-c", f"open({secret!r})"), 1, "",
          "PermissionError: [Errno 13] Permission denied"),
     ]
+    # The job's own /proc/PID (cat is the job's process: the exec keeps
+    # launchd's child's pid); a process it forks has another pid.
+    out = run("/bin/cat", "/proc/self/status")
+    if out.returncode != 0 or "Name:\tcat\n" not in out.stdout:
+        fail(f"sandbox-dynamic: cat /proc/self/status: rc "
+             f"{out.returncode}, {out.stderr!r}")
+    print("run: cat /proc/self/status: exit 0, its own status")
     for what, out, rc, want_out, want_err in checks:
         if out.returncode != rc or (want_err is None and (
                 out.stdout != want_out or out.stderr != "")) or \
@@ -4626,6 +4634,24 @@ def sandbox_dynamic(st):
                  f"sandbox-dynamic: launchd never logged '{said}'")
         print(f"run: launchd refused a profile naming {gone}: "
               f"{out.stderr.strip()}")
+        # A link into the stack directory: the launcher sees a plain path
+        # beside it; launchd judges where the link leads and refuses.
+        link = os.path.join(extra, "into-stack")
+        os.symlink(real, link)
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {link}\n")
+        out = run("/bin/cat", os.path.join(link, "launchd.pid"),
+                  profile=prof)
+        said = (f"sandbox: profile line 1: {link} is {real}: a path at, "
+                f"beneath or above the stack directory")
+        if out.returncode != 125 or "profile was refused" not in out.stderr \
+                or out.stdout:
+            fail(f"sandbox-dynamic: a link into the stack directory: rc "
+                 f"{out.returncode}, {out.stderr!r}")
+        wait_for(lambda: said in st.peer_log("launchd"),
+                 f"sandbox-dynamic: launchd never logged '{said}'")
+        print(f"run: launchd refused a profile whose path links into the "
+              f"stack directory: {said}")
         out = run("/bin/cat", note, profile=prof, sandbox=False)
         if out.returncode != 2 or "--sandbox" not in out.stderr:
             fail(f"sandbox-dynamic: --profile alone: rc {out.returncode}, "

@@ -2070,6 +2070,7 @@ PBX_TEST(peers_launchd_never_runs_a_sandboxed_job_whose_filter_failed)
     const char *args[] = {tl_probe_path(), "nnp", NULL};
     int io[3] = {nul, p[1], e[1]};
     pbx_peer_launch_reply rep;
+    memset(&rep, 0, sizeof(rep));
     PBX_CHECK_EQ(tl_launch_with(c, args, io, 3, PBX_PEER_LAUNCH_SANDBOX, &rep),
                  0U);
     (void)close(p[1]);
