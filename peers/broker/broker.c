@@ -3,6 +3,7 @@
  *
  *   pbx-broker (--listener-fd N | --listener-sock N) --scope DIR
  *              --root DIR [--mount DIR] [--burst N] [--per-ms N]
+ *              [--urgency routine|exceptional]
  *
  * launchd runs it beside a job launched with the brokered-open flag, with
  * the job's claims in the environment and a second job connection bound
@@ -13,7 +14,8 @@
  * notification at a time: a prompt holds only this job's next open.
  *
  * Each brokered open is a runtime-reply request made as the job (urgency
- * exceptional, set here, never by the program; lifetime: the job's), labelled
+ * --urgency's, default exceptional: set by launchd from the launching
+ * user's LAUNCH, never by the program; lifetime: the job's), labelled
  * with the path the broker resolved; an approved object is asked for a
  * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
  * is injected. The object connections are kept (bounded) until the job
@@ -47,6 +49,7 @@ typedef struct broker_opts {
     const char *mount;
     uint32_t burst;
     uint32_t per_ms;
+    uint8_t urgency;
     uint32_t nobjs;
     int objs[BROKER_OBJS_MAX];
 } broker_opts;
@@ -73,9 +76,10 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     rq.operation = q->op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
                                                     : PBX_IPC_OPERATION_WRITE;
     rq.lifetime = PBX_IPC_LIFETIME_JOB;
-    /* The broker, never the program, says how urgent an open is: every
-     * brokered open is exceptional, so the default policy prompts. */
-    rq.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    /* The broker, never the program, says how urgent an open is:
+     * exceptional (the policies prompt) unless the launching user asked
+     * for routine opens. */
+    rq.urgency = o->urgency;
     /* The label (display only, at most 64 bytes) shows the resolved
      * path, its end when it is longer; the selector names the object. */
     size_t plen = strlen(q->path);
@@ -129,6 +133,7 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
     o->listener = -1;
     o->burst = BROKER_BURST;
     o->per_ms = BROKER_PER_MS;
+    o->urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i];
         const char *v = argv[i + 1];
@@ -148,6 +153,11 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
             o->root = v;
         } else if (strcmp(k, "--mount") == 0) {
             o->mount = v;
+        } else if (strcmp(k, "--urgency") == 0 &&
+                   (strcmp(v, "routine") == 0 ||
+                    strcmp(v, "exceptional") == 0)) {
+            o->urgency = v[0] == 'r' ? PBX_IPC_URGENCY_ROUTINE
+                                     : PBX_IPC_URGENCY_EXCEPTIONAL;
         } else {
             o->listener = -1;
             break;
@@ -157,7 +167,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
         (argc % 2) != 1) {
         (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
                               "--listener-sock N) --scope DIR --root DIR "
-                              "[--mount DIR] [--burst N] [--per-ms N]\n");
+                              "[--mount DIR] [--burst N] [--per-ms N] "
+                              "[--urgency routine|exceptional]\n");
         return false;
     }
     return true;

@@ -150,8 +150,17 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     }
     pid_t pid = fork();
     if (pid == 0) {
-        char *argv[] = {prog,  "--listener-sock", "5",  "--scope",
-                        scope, "--root",          root, NULL};
+        bool routine = (req->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U;
+        char *argv[] = {prog,
+                        "--listener-sock",
+                        "5",
+                        "--scope",
+                        scope,
+                        "--root",
+                        root,
+                        "--urgency",
+                        routine ? "routine" : "exceptional",
+                        NULL};
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
                       lp[0]};

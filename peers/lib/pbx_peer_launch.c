@@ -241,6 +241,8 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
     }
     if (e == PBX_OK && (out->flags & PBX_PEER_LAUNCH_BROKERED) != 0U) {
         e = launch_broker_decode(f, &off, out);
+    } else if ((out->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U) {
+        e = PBX_E_IPC_BOUND;
     }
     return e != PBX_OK ? e : off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
 }

@@ -49,12 +49,18 @@
  * opens"): the broker block (the scope directory and vfsd's root) then
  * ends the body (pbx_peer_launch_decode). */
 #define PBX_PEER_LAUNCH_BROKERED 0x8U
+/** PBX_PEER_LAUNCH_ROUTINE_OPENS is the LAUNCH flag (only beside
+ * PBX_PEER_LAUNCH_BROKERED) by which the launching user marks the job's
+ * brokered opens routine instead of exceptional (the program itself never
+ * chooses); no field comes with it. */
+#define PBX_PEER_LAUNCH_ROUTINE_OPENS 0x10U
 /** PBX_PEER_LAUNCH_DIR_MAX bounds each path of the broker block. */
 #define PBX_PEER_LAUNCH_DIR_MAX 1024U
 /** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
 #define PBX_PEER_LAUNCH_FLAGS_KNOWN                                            \
     (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE |                         \
-     PBX_PEER_LAUNCH_PROFILE | PBX_PEER_LAUNCH_BROKERED)
+     PBX_PEER_LAUNCH_PROFILE | PBX_PEER_LAUNCH_BROKERED |                      \
+     PBX_PEER_LAUNCH_ROUTINE_OPENS)
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */

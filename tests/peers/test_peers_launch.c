@@ -464,6 +464,15 @@ PBX_TEST(peers_launch_carries_the_broker_block)
               memcmp(d.profile, prof, d.profile_len) == 0);
     PBX_CHECK(d.broker_root_len == strlen(root) &&
               memcmp(d.broker_root, root, strlen(root)) == 0);
+    /* Routine opens: a flag of brokered opens only. */
+    r.flags |= PBX_PEER_LAUNCH_ROUTINE_OPENS;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK((d.flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U);
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_ROUTINE_OPENS;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
     r.flags = PBX_PEER_LAUNCH_BROKERED;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);

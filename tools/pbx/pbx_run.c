@@ -59,6 +59,7 @@ typedef struct pbx_run_opts {
     const char *profile;                    /* --profile FILE, or NULL */
     const char *scope; /* --scope DIR: brokered opens below DIR */
     bool brokered;     /* --scope given */
+    bool routine;      /* --opens routine */
 } pbx_run_opts;
 
 void pbx_tool_run_usage(FILE *fp)
@@ -86,7 +87,8 @@ void pbx_tool_run_usage(FILE *fp)
         "      --scope DIR (with --sandbox; \"root\": the stack's root):\n"
         "      PROG's opens of files below DIR are brokered: each asks, as\n"
         "      the job, for exactly that file (docs/HOST.md, \"Brokered\n"
-        "      opens\").\n",
+        "      opens\"); --opens routine|exceptional: their urgency\n"
+        "      (default exceptional: the default policies prompt).\n",
         fp);
 }
 
@@ -130,6 +132,11 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
             o->grants[o->ngrants++] = v;
         }
         return ok ? 2 : -1;
+    }
+    if (strcmp(k, "--opens") == 0) {
+        bool routine = v != NULL && strcmp(v, "routine") == 0;
+        o->routine = routine;
+        return routine || (v != NULL && strcmp(v, "exceptional") == 0) ? 2 : -1;
     }
     if (strcmp(k, "--scope") == 0) {
         o->scope = v;
@@ -371,7 +378,10 @@ static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
     static char scope[PATH_MAX];
     bool sandbox = (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U;
     if (!o->brokered) {
-        return true;
+        if (o->routine) {
+            (void)fprintf(stderr, "pbx run: --opens needs --scope\n");
+        }
+        return !o->routine;
     }
     bool have_root = pbx_run_root(root, sizeof(root));
     if (!sandbox) {
@@ -401,7 +411,8 @@ static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
                       scope, root);
         return false;
     }
-    req->flags |= PBX_PEER_LAUNCH_BROKERED;
+    req->flags |= PBX_PEER_LAUNCH_BROKERED |
+                  (o->routine ? PBX_PEER_LAUNCH_ROUTINE_OPENS : 0U);
     req->broker_scope = (const uint8_t *)scope;
     req->broker_scope_len = (uint16_t)strlen(scope);
     req->broker_root = (const uint8_t *)root;
