@@ -326,10 +326,33 @@ static const char *bn_selector(const pbx_broker *b, const char *real)
     return real[n] != '\0' ? real + n : NULL;
 }
 
+/* Applies what the open's flags ask of the new descriptor fd before it
+ * is injected: O_TRUNC on a write truncates (through vfsd, so a grant
+ * that does not allow it fails), O_APPEND and O_NONBLOCK become its
+ * status flags (shared with the injected copy: one open file). 0 or the
+ * errno to answer. */
+static int bn_apply_flags(int fd, uint64_t flags)
+{
+    if ((flags & O_TRUNC) != 0U && (flags & O_ACCMODE) != O_RDONLY &&
+        ftruncate(fd, 0) != 0) {
+        return errno == EIO ? EIO : EACCES;
+    }
+    int fl = (int)(flags & (uint64_t)(O_APPEND | O_NONBLOCK));
+    if (fl != 0 && fcntl(fd, F_SETFL, fl) != 0) {
+        return EINVAL;
+    }
+    return 0;
+}
+
 /* Injects the addfd record for notification id: srcfd as the call's
  * result (close-on-exec as flags asked); 0 or the errno to answer. */
 static int bn_inject(pbx_broker *b, uint64_t id, int srcfd, uint64_t flags)
 {
+    int e = bn_apply_flags(srcfd, flags);
+    if (e != 0) {
+        (void)close(srcfd);
+        return e;
+    }
     struct seccomp_notif_addfd add;
     memset(&add, 0, sizeof(add));
     add.id = id;

@@ -412,6 +412,13 @@ and its job connection.
                  2000 ms it ran are prompted, every other open is refused
                  EACCES without a prompt; another program's request is
                  served while the flood's prompt shows
+  any-python     (standalone: `pbx up` on its own tmux pane, built-in
+                 policy) python3 with brokered opens reads one file (read
+                 prompt, `y`: exactly its bytes) and rewrites another
+                 with open(..., "w") (write prompt, `y`: it holds exactly
+                 the new bytes, truncated through vfsd); creating a third
+                 is refused EACCES without a prompt (no create operation
+                 yet); nothing else under the root changes
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -637,6 +644,7 @@ import tempfile
 import termios
 import threading
 import time
+import types
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
@@ -7055,6 +7063,83 @@ def any_flood(st):
           f"the flood waited")
 
 
+ANY_PYTHON_PROG = """
+import errno, os, sys
+docs = os.path.join(sys.argv[1], "docs")
+with open(os.path.join(docs, "py-a.txt")) as f:
+    print("read=" + f.read().strip(), flush=True)
+with open(os.path.join(docs, "py-b.txt"), "w") as f:
+    f.write("written by python\\n")
+print("wrote=1", flush=True)
+try:
+    with open(os.path.join(docs, "py-c.txt"), "x") as f:
+        f.write("created\\n")
+    print("created=ok", flush=True)
+except OSError as e:
+    print("created=" + errno.errorcode.get(e.errno, str(e.errno)),
+          flush=True)
+"""
+
+
+def any_python(bin_dir, work):
+    """(standalone: `pbx up` on a tmux pane, its built-in policy) python3
+    under `pbx run --sandbox --scope root` reads one file (a read prompt,
+    `y`) and rewrites another with open(..., "w") (a write prompt, `y`):
+    the bytes read are the file's, the rewritten file holds exactly the
+    new bytes (the broker truncated it through vfsd); creating a third is
+    refused EACCES without a prompt (creating is not a powerbox operation
+    yet); nothing else under the root changes."""
+    saved = TMUX_SOCKET[:]
+    os.makedirs(work, exist_ok=True)
+    panes = Panes(work)
+    up = None
+    try:
+        pane, tty = panes.new()
+        up = Up(bin_dir, work, ["--tty", tty])
+        view = types.SimpleNamespace(pane=pane, tty=tty)
+        root = os.path.realpath(up.root)
+        docs = os.path.join(root, "docs")
+        with open(os.path.join(docs, "py-a.txt"), "w") as f:
+            f.write("read by python\n")
+        with open(os.path.join(docs, "py-b.txt"), "w") as f:
+            f.write("the old, longer content of the second file\n")
+        before = tree_of(root)
+        err = open(os.path.join(work, "any-python.err"), "w")
+        job = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "--dir", up.dir, "run",
+             "--sandbox", "--scope", "root", "--quiet", "--",
+             "/usr/bin/python3", "-c", ANY_PYTHON_PROG, root],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            text=True)
+        err.close()
+        for sel, op in (("docs/py-a.txt", "wants   : read"),
+                        ("docs/py-b.txt", "wants   : write")):
+            broker_prompt(view, sel, "python3", 30)
+            if op not in pane_text(view):
+                fail(f"any-python: the prompt for {sel} is not a {op}")
+            tmux("send-keys", "-t", pane, "y", "Enter")
+        out, _ = job.communicate(timeout=60)
+        kv = key_values(out)
+        with open(os.path.join(docs, "py-b.txt")) as f:
+            b = f.read()
+        if job.returncode != 0 or kv.get("read") != "read by python" or \
+                kv.get("wrote") != "1" or kv.get("created") != "EACCES" or \
+                b != "written by python\n":
+            fail(f"any-python: rc {job.returncode}, {kv}, py-b {b!r}")
+        after = tree_of(root)
+        changed = {p for p in set(after) | set(before)
+                   if after.get(p) != before.get(p)}
+        if changed != {os.path.join(docs, "py-b.txt")}:
+            fail(f"any-python: changed under the root: {changed}")
+        print("run: any-python: read exactly, rewrote exactly (truncated "
+              "through vfsd), create refused EACCES; nothing else changed")
+    finally:
+        if up is not None:
+            up.kill()
+        panes.stop()
+        TMUX_SOCKET[:] = saved
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -7127,6 +7212,7 @@ SCENARIOS = {
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
     "any-flood": (any_flood, True, None, None),
+    "any-python": (any_python, False, STANDALONE, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
