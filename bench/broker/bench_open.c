@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     }
     qsort(ns, (size_t)ok, sizeof(ns[0]), bo_cmp);
     (void)printf("open n=%ld best_ns=%llu median_ns=%llu failed=%ld\n", n,
-                 (unsigned long long)ns[0],
-                 (unsigned long long)ns[ok / 2L], failed);
+                 (unsigned long long)ns[0], (unsigned long long)ns[ok / 2L],
+                 failed);
     return 0;
 }

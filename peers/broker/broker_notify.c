@@ -333,8 +333,7 @@ static const char *bn_selector(const pbx_broker *b, const char *real)
  * errno to answer. */
 static int bn_apply_flags(int fd, uint64_t flags)
 {
-    if ((flags & O_TRUNC) != 0U && (flags & O_ACCMODE) != O_RDONLY &&
-        ftruncate(fd, 0) != 0) {
+    if ((flags & O_TRUNC) != 0U && ftruncate(fd, 0) != 0) {
         return errno == EIO ? EIO : EACCES;
     }
     int fl = (int)(flags & (uint64_t)(O_APPEND | O_NONBLOCK));
@@ -407,7 +406,11 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
         return e;
     }
     uint64_t acc = c->flags & O_ACCMODE;
-    uint32_t mode = acc == O_WRONLY ? 2U : acc == O_RDWR ? 3U : 1U;
+    /* O_RDONLY|O_TRUNC asked for a write: its descriptor is write-only
+     * (the grant is a write grant), truncated before it is injected. */
+    uint32_t mode = acc == O_RDWR                    ? 3U
+                    : op == PBX_PEER_BROKER_OP_WRITE ? 2U
+                                                     : 1U;
     pbx_broker_ask q = {real, sel, op, mode, c->tid};
     int fd = -1;
     b->asked++;
