@@ -241,10 +241,13 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
     }
     }
     int e = bn_path(c, addr);
+    e = e != 0 ? e : bn_absolute(c);
+    /* Checked after the last read (memory, cwd, descriptor): the thread
+     * still waits in its call, so everything read was its own. */
     if (!bn_valid(b, n->id) || c->tgid == 0U) {
         return -1;
     }
-    return e != 0 ? e : bn_absolute(c);
+    return e;
 }
 
 /* Resolves rest beneath the scope (no magic links, no escape) with
@@ -369,6 +372,26 @@ static int bn_inject(pbx_broker *b, uint64_t id, int srcfd, uint64_t flags)
     return 0;
 }
 
+/* Whether openat2's resolve flags of c can be honoured beneath the
+ * scope: RESOLVE_IN_ROOT, and RESOLVE_BENEATH with an absolute path or
+ * "..", name their objects relative to the program's directory
+ * descriptor, which is not mapped exactly here: refused (false, after a
+ * line), as the kernel refuses an escape. */
+static bool bn_resolve_mappable(const bn_call *c)
+{
+    bool dotdot = strstr(c->path, "..") != NULL;
+    if ((c->resolve & RESOLVE_IN_ROOT) != 0U ||
+        ((c->resolve & RESOLVE_BENEATH) != 0U &&
+         (c->path[0] == '/' || dotdot))) {
+        (void)fprintf(stderr,
+                      "pbx-broker: %s: openat2 RESOLVE_IN_ROOT or "
+                      "RESOLVE_BENEATH with \"..\" is not brokered\n",
+                      c->path);
+        return false;
+    }
+    return true;
+}
+
 /* Asks for the scope object c names (rest below the scope) and injects
  * the answer; returns the errno to answer (0: injected, answered). */
 static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
@@ -376,6 +399,9 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
 {
     static char real[PBX_BROKER_PATH_MAX];
     real[0] = '\0';
+    if (!bn_resolve_mappable(c)) {
+        return EXDEV;
+    }
     bool exists = false;
     int e = bn_resolve(b, c, rest, real, &exists);
     /* A directory cannot be handed over revocably: O_PATH cannot be
@@ -422,10 +448,17 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
 }
 
 /* A reopen of descriptor fd through /proc: checked again as the object
- * it names. Stores the path to go on with in c->abs; 0, or the errno. */
-static int bn_reopen(pbx_broker *b, bn_call *c, uint32_t fd)
+ * it names. Stores the path to go on with in c->abs; 0, the errno, or -1
+ * when notification id is gone (the descriptor read was not its). */
+static int bn_reopen(pbx_broker *b, uint64_t id, bn_call *c, uint32_t fd)
 {
     int copy = bn_getfd(c->tgid, (int)fd);
+    if (!bn_valid(b, id)) {
+        if (copy >= 0) {
+            (void)close(copy);
+        }
+        return -1;
+    }
     if (copy < 0) {
         return EBADF;
     }
@@ -482,7 +515,10 @@ int pbx_broker_serve_one(pbx_broker *b)
     uint32_t fd = 0;
     bool reopen = e == 0 && pbx_peer_broker_fd_path(c.abs, c.tgid, c.tid, &fd);
     if (reopen) {
-        e = bn_reopen(b, &c, fd);
+        e = bn_reopen(b, n.id, &c, fd);
+        if (e < 0) {
+            return 0;
+        }
     }
     const char *rest = NULL;
     pbx_peer_broker_where w = pbx_peer_broker_place(&b->pl, c.abs, &rest);

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ enum {
     TL_TRUNC_DENIED, /* relative "a.txt" O_RDONLY|O_TRUNC: asked as a
                         write, denied: EACCES */
     TL_REOPEN,       /* /proc/self/fd/N of the grant, for write: EACCES */
+    TL_IN_ROOT,      /* openat2 RESOLVE_IN_ROOT of a scope file: EXDEV */
     TL_RATE_LAST,    /* scope/b.txt: the burst's last prompt */
     TL_RATE_OVER,    /* scope/c.txt: over the rate, EACCES, not asked */
     TL_N
@@ -112,6 +114,11 @@ static void tl_child_opens(const char *dir, int d, int wfd)
         chdir(p) == 0 ? tl_res(open("a.txt", O_RDONLY | O_TRUNC), NULL) : -1;
     (void)snprintf(p, sizeof(p), "/proc/self/fd/%d", g);
     r[TL_REOPEN] = tl_res(open(p, O_WRONLY), NULL);
+    struct open_how how = {0};
+    how.flags = O_RDONLY;
+    how.resolve = RESOLVE_IN_ROOT;
+    r[TL_IN_ROOT] = tl_res(
+        (int)syscall(SYS_openat2, AT_FDCWD, "a.txt", &how, sizeof(how)), NULL);
     r[TL_RATE_LAST] = tl_res(open("b.txt", O_RDONLY), NULL);
     r[TL_RATE_OVER] = tl_res(open("c.txt", O_RDONLY), NULL);
     (void)!write(wfd, r, sizeof(r));
@@ -261,6 +268,7 @@ PBX_TEST(peers_broker_serves_a_sandboxed_child_in_the_kernel)
     PBX_CHECK_EQ(r[TL_MISSING], ENOENT);
     PBX_CHECK_EQ(r[TL_TRUNC_DENIED], EACCES);
     PBX_CHECK_EQ(r[TL_REOPEN], EACCES);
+    PBX_CHECK_EQ(r[TL_IN_ROOT], EXDEV);
     PBX_CHECK_EQ(r[TL_RATE_LAST], 0);
     PBX_CHECK_EQ(r[TL_RATE_OVER], EACCES);
     /* Asked exactly three times (the burst): a.txt read, a.txt as a
