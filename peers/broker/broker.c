@@ -58,13 +58,6 @@ typedef struct broker_opts {
 static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
 {
     broker_opts *o = ctx;
-    if (q->op == PBX_PEER_BROKER_OP_CREATE) {
-        (void)fprintf(stderr,
-                      "pbx-broker: %s: creating a file is not a powerbox "
-                      "operation yet; refused\n",
-                      q->path);
-        return EACCES;
-    }
     if (o->nobjs >= BROKER_OBJS_MAX) {
         (void)fprintf(stderr, "pbx-broker: %s: %u objects kept; refused\n",
                       q->path, BROKER_OBJS_MAX);
@@ -74,7 +67,9 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     memset(&rq, 0, sizeof(rq));
     rq.selector = q->selector;
     rq.operation = q->op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
-                                                    : PBX_IPC_OPERATION_WRITE;
+                   : q->op == PBX_PEER_BROKER_OP_WRITE
+                       ? PBX_IPC_OPERATION_WRITE
+                       : PBX_IPC_OPERATION_CREATE;
     rq.lifetime = PBX_IPC_LIFETIME_JOB;
     /* The broker, never the program, says how urgent an open is:
      * exceptional (the policies prompt) unless the launching user asked

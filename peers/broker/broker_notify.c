@@ -434,9 +434,9 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
     uint64_t acc = c->flags & O_ACCMODE;
     /* O_RDONLY|O_TRUNC asked for a write: its descriptor is write-only
      * (the grant is a write grant), truncated before it is injected. */
-    uint32_t mode = acc == O_RDWR                    ? 3U
-                    : op == PBX_PEER_BROKER_OP_WRITE ? 2U
-                                                     : 1U;
+    uint32_t mode = acc == O_RDWR                   ? 3U
+                    : op != PBX_PEER_BROKER_OP_READ ? 2U
+                                                    : 1U;
     pbx_broker_ask q = {real, sel, op, mode, c->tid};
     int fd = -1;
     b->asked++;

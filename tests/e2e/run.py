@@ -416,9 +416,9 @@ and its job connection.
                  policy) python3 with brokered opens reads one file (read
                  prompt, `y`: exactly its bytes) and rewrites another
                  with open(..., "w") (write prompt, `y`: it holds exactly
-                 the new bytes, truncated through vfsd); creating a third
-                 is refused EACCES without a prompt (no create operation
-                 yet); nothing else under the root changes
+                 the new bytes, truncated through vfsd) and creates a
+                 third (create prompt, `y`: vfsd makes it, exactly its
+                 bytes); nothing else under the root changes
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -7086,9 +7086,9 @@ def any_python(bin_dir, work):
     under `pbx run --sandbox --scope root` reads one file (a read prompt,
     `y`) and rewrites another with open(..., "w") (a write prompt, `y`):
     the bytes read are the file's, the rewritten file holds exactly the
-    new bytes (the broker truncated it through vfsd); creating a third is
-    refused EACCES without a prompt (creating is not a powerbox operation
-    yet); nothing else under the root changes."""
+    new bytes (the broker truncated it through vfsd); it creates a third
+    (a create prompt, `y`: vfsd makes the file, which holds exactly its
+    bytes); nothing else under the root changes."""
     saved = TMUX_SOCKET[:]
     os.makedirs(work, exist_ok=True)
     panes = Panes(work)
@@ -7103,6 +7103,9 @@ def any_python(bin_dir, work):
             f.write("read by python\n")
         with open(os.path.join(docs, "py-b.txt"), "w") as f:
             f.write("the old, longer content of the second file\n")
+        # A run before this one (the work directory is kept) made it.
+        if os.path.exists(os.path.join(docs, "py-c.txt")):
+            os.unlink(os.path.join(docs, "py-c.txt"))
         before = tree_of(root)
         err = open(os.path.join(work, "any-python.err"), "w")
         job = subprocess.Popen(
@@ -7113,7 +7116,8 @@ def any_python(bin_dir, work):
             text=True)
         err.close()
         for sel, op in (("docs/py-a.txt", "wants   : read"),
-                        ("docs/py-b.txt", "wants   : write")):
+                        ("docs/py-b.txt", "wants   : write"),
+                        ("docs/py-c.txt", "wants   : create")):
             broker_prompt(view, sel, "python3", 30)
             if op not in pane_text(view):
                 fail(f"any-python: the prompt for {sel} is not a {op}")
@@ -7122,17 +7126,22 @@ def any_python(bin_dir, work):
         kv = key_values(out)
         with open(os.path.join(docs, "py-b.txt")) as f:
             b = f.read()
+        c_path = os.path.join(docs, "py-c.txt")
+        with open(c_path) as f:
+            c = f.read()
         if job.returncode != 0 or kv.get("read") != "read by python" or \
-                kv.get("wrote") != "1" or kv.get("created") != "EACCES" or \
-                b != "written by python\n":
-            fail(f"any-python: rc {job.returncode}, {kv}, py-b {b!r}")
+                kv.get("wrote") != "1" or kv.get("created") != "ok" or \
+                b != "written by python\n" or c != "created\n":
+            fail(f"any-python: rc {job.returncode}, {kv}, py-b {b!r}, "
+                 f"py-c {c!r}")
         after = tree_of(root)
         changed = {p for p in set(after) | set(before)
                    if after.get(p) != before.get(p)}
-        if changed != {os.path.join(docs, "py-b.txt")}:
+        if changed != {os.path.join(docs, "py-b.txt"), c_path}:
             fail(f"any-python: changed under the root: {changed}")
         print("run: any-python: read exactly, rewrote exactly (truncated "
-              "through vfsd), create refused EACCES; nothing else changed")
+              "through vfsd), created exactly (vfsd made the file on "
+              "approval); nothing else changed")
     finally:
         if up is not None:
             up.kill()
