@@ -5,8 +5,10 @@
  * nothing else does; after RETIRE, the route's loss or vfsd's death the
  * next access fails with EIO and the holder keeps running; a shared
  * mapping is refused and a private one is cut at RETIRE; the entry's
- * name is one-use and the mount refuses every other process; and where
- * FUSE cannot be mounted OPEN answers PBX_E_OBJ_NO_REVOCABLE.
+ * name is one-use and the mount refuses every other process; where FUSE
+ * cannot be mounted OPEN answers PBX_E_OBJ_NO_REVOCABLE; and
+ * --fuse-open-max bounds the descriptors open at once (freed by close and
+ * by RETIRE).
  */
 #define _GNU_SOURCE
 
