@@ -69,7 +69,13 @@ if [ "$SMOKE" = 1 ]; then
     [ "$(field same "$line")" = yes ] ||
         { echo "bench: revocable descriptor read failed: $line" >&2; exit 1; }
     positive "$(field fuse_mb_s "$line")" "revocable descriptor MB/s"
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles and the revocable descriptor ran and look sane"
+    # The brokered open (pbx up, one sandboxed job of 5 brokered opens).
+    line=$(sh "$(dirname "$0")/broker/bench_broker.sh" "$BIN_DIR" \
+        "$WORK/broker" 1)
+    [ "$(field failed "$line")" = 0 ] ||
+        { echo "bench: brokered opens failed: $line" >&2; exit 1; }
+    positive "$(field brokered_ns "$line")" "brokered open time"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor and the brokered open ran and look sane"
     exit 0
 fi
 
@@ -233,3 +239,18 @@ for chunk in 65536 4096; do
         "$(field direct_mb_s "$line")" "$(field fuse_mb_s "$line")" \
         "$(field ratio "$line")"
 done
+
+# The brokered open (docs/BENCH.md, "Brokered open"): open() of one file
+# of the root under `pbx run --sandbox --scope root --opens routine`
+# (request as the job, routine policy answer, OPEN, injected descriptor)
+# beside a plain open() of the same file.
+echo
+echo "## brokered open: one open() through pbx-broker beside a plain open() of the same file"
+echo
+echo "| plain open ns (median) | brokered open ns (median) | ratio |"
+echo "|---:|---:|---:|"
+line=$(sh "$(dirname "$0")/broker/bench_broker.sh" "$BIN_DIR" "$WORK/broker" 8)
+[ "$(field failed "$line")" = 0 ] ||
+    { echo "bench: brokered opens failed: $line" >&2; exit 1; }
+printf '| %s | %s | %s |\n' "$(field plain_ns "$line")" \
+    "$(field brokered_ns "$line")" "$(field ratio "$line")"

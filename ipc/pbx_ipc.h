@@ -231,7 +231,11 @@ typedef enum pbx_ipc_operation {
     PBX_IPC_OPERATION_EXECUTE = 3,
     PBX_IPC_OPERATION_LIST = 4,
     PBX_IPC_OPERATION_ENTRY_METADATA_READ = 5,
-    PBX_IPC_OPERATION_ENTRY_TOUCH = 6
+    PBX_IPC_OPERATION_ENTRY_TOUCH = 6,
+    /* CREATE asks for a file that does not exist yet: vfsd creates it
+     * only when the approved object is first opened (docs/HOST.md,
+     * "Brokered opens"); admitted only with the class FILE. */
+    PBX_IPC_OPERATION_CREATE = 7
 } pbx_ipc_operation;
 
 /** pbx_ipc_class is the class of the object (u16 on the wire). */
@@ -360,8 +364,8 @@ const char *pbx_ipc_op_name(uint16_t op);
 
 /**
  * pbx_ipc_operation_name names a pbx_ipc_operation: "read", "write",
- * "execute", "list", "stat" (ENTRY_METADATA_READ), "touch" (ENTRY_TOUCH);
- * any other value "unknown". Static string, never NULL.
+ * "execute", "list", "stat" (ENTRY_METADATA_READ), "touch" (ENTRY_TOUCH),
+ * "create"; any other value "unknown". Static string, never NULL.
  */
 const char *pbx_ipc_operation_name(uint32_t operation);
 
@@ -404,7 +408,8 @@ const char *pbx_ipc_verdict_name(uint32_t verdict);
  * entry operations ENTRY_METADATA_READ and ENTRY_TOUCH with lifetime
  * ONE_SHOT, never widened: any other operation or lifetime with that class
  * is PBX_E_IPC_DIR_ENTRY_WIDENED. The entry operations are admitted only
- * for that class (PBX_E_IPC_ADMISSION otherwise). Returns PBX_OK or one of
+ * for that class, and CREATE only for the class FILE (PBX_E_IPC_ADMISSION
+ * otherwise). Returns PBX_OK or one of
  * those errors. Pure; every decoder carrying the triple (BEGIN, POLICY,
  * PROMPT, VIEW, INSTALL) calls it.
  */

@@ -93,7 +93,7 @@ bool pbx_ipc_caps_allowed(uint16_t op, uint16_t status, uint16_t caps)
 
 bool pbx_ipc_operation_known(uint32_t v)
 {
-    return v >= PBX_IPC_OPERATION_READ && v <= PBX_IPC_OPERATION_ENTRY_TOUCH;
+    return v >= PBX_IPC_OPERATION_READ && v <= PBX_IPC_OPERATION_CREATE;
 }
 
 bool pbx_ipc_class_known(uint32_t v)
@@ -118,7 +118,10 @@ pbx_err pbx_ipc_admission_check(uint16_t operation, uint16_t object_class,
                    ? PBX_OK
                    : PBX_E_IPC_DIR_ENTRY_WIDENED;
     }
-    return entry_op ? PBX_E_IPC_ADMISSION : PBX_OK;
+    /* A file that does not exist yet is only ever a file. */
+    bool bad_create = operation == PBX_IPC_OPERATION_CREATE &&
+                      object_class != PBX_IPC_CLASS_FILE;
+    return entry_op || bad_create ? PBX_E_IPC_ADMISSION : PBX_OK;
 }
 
 /* Applies the header request-identity rule of a status-zero frame. */

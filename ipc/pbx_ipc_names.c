@@ -65,8 +65,8 @@ static const char *pbx_ipc_name_of(const char *const *names, uint32_t first,
 
 const char *pbx_ipc_operation_name(uint32_t operation)
 {
-    static const char *const names[] = {"read", "write", "execute",
-                                        "list", "stat",  "touch"};
+    static const char *const names[] = {"read", "write", "execute", "list",
+                                        "stat", "touch", "create"};
     return pbx_ipc_name_of(names, PBX_IPC_OPERATION_READ,
                            (uint32_t)(sizeof(names) / sizeof(names[0])),
                            operation);

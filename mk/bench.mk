@@ -45,6 +45,16 @@ $(BENCH_FD_BIN): bench/fd/bench_fd.c $(BUILD)/lib/libpbx-app.a $(LIBPBX)
 	    $(BUILD)/lib/libpbx-app.a $(LIBPBX) -o $@
 BENCH_HOST_BINS += $(BENCH_FD_BIN)
 
+# pbx-bench-open (docs/BENCH.md, "Brokered open"): open() timed plainly
+# and under `pbx run --sandbox --scope` (brokered); static, as launchd's
+# sandbox runs it by descriptor.
+BENCH_OPEN_BIN := $(BUILD)/bin/pbx-bench-open
+$(BENCH_OPEN_BIN): bench/broker/bench_open.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static \
+	    bench/broker/bench_open.c -o $@
+BENCH_HOST_BINS += $(BENCH_OPEN_BIN) $(BUILD)/bin/pbx-broker
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
 bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
@@ -58,7 +68,7 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c
+BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c
 BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(BENCH_LINT_SRCS)
 $(BENCH_TIDY_OKS): $(BENCH_HDRS)

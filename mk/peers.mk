@@ -14,7 +14,7 @@
 #                          and peer-test source
 #   make peers-check       both (in CHECK_EXTRA)
 
-PEERS_NAMES      := vfsd ttyd procd launchd client
+PEERS_NAMES      := vfsd ttyd procd launchd client broker
 PEERS_LIB_SRCS   := $(wildcard peers/lib/*.c peers/common/*.c)
 PEERS_LIB_OBJS   := $(PEERS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PEERS_HEADERS    := $(wildcard peers/lib/*.h peers/common/*.h peers/app/*.h)
@@ -126,9 +126,13 @@ $(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
-$(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(APP_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX)
+# The broker's notification handler is tested in the kernel as well.
+PEERS_TEST_EXTRA := $(BUILD)/obj/peers/broker/broker_notify.o
+$(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(PEERS_TEST_EXTRA) $(APP_OBJS) \
+                   $(PEERS_LIB_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(PEERS_TEST_OBJS) $(APP_OBJS) $(PEERS_LIB_OBJS) $(LIBPBX) -o $@
+	$(CC) $(LDFLAGS) $(PEERS_TEST_OBJS) $(PEERS_TEST_EXTRA) $(APP_OBJS) \
+	      $(PEERS_LIB_OBJS) $(LIBPBX) -o $@
 
 $(APP_LIB): $(APP_OBJS) $(PEERS_LIB_OBJS)
 	@mkdir -p $(dir $@)

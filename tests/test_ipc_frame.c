@@ -242,24 +242,27 @@ PBX_TEST(ipc_empty_records)
 
 PBX_TEST(ipc_admission_rule)
 {
-    for (uint16_t op = 1; op <= 6U; op++) {
+    for (uint16_t op = 1; op <= 7U; op++) {
         for (uint16_t cls = 1; cls <= 5U; cls++) {
             for (uint8_t life = 1; life <= 3U; life++) {
                 bool entry = op == PBX_IPC_OPERATION_ENTRY_METADATA_READ ||
                              op == PBX_IPC_OPERATION_ENTRY_TOUCH;
                 bool dir_entry = cls == PBX_IPC_CLASS_DIRECTORY_ENTRY;
                 bool exact = entry && life == PBX_IPC_LIFETIME_ONE_SHOT;
+                bool bad_create =
+                    op == PBX_IPC_OPERATION_CREATE && cls != PBX_IPC_CLASS_FILE;
                 pbx_err want =
                     dir_entry ? (exact ? PBX_OK : PBX_E_IPC_DIR_ENTRY_WIDENED)
-                    : entry   ? PBX_E_IPC_ADMISSION
-                              : PBX_OK;
+                    : entry || bad_create ? PBX_E_IPC_ADMISSION
+                                          : PBX_OK;
                 PBX_CHECK_EQ(pbx_ipc_admission_check(op, cls, life), want);
             }
         }
     }
     PBX_CHECK(pbx_ipc_operation_known(PBX_IPC_OPERATION_ENTRY_TOUCH));
     PBX_CHECK(!pbx_ipc_operation_known(0U));
-    PBX_CHECK(!pbx_ipc_operation_known(7U));
+    PBX_CHECK(pbx_ipc_operation_known(PBX_IPC_OPERATION_CREATE));
+    PBX_CHECK(!pbx_ipc_operation_known(8U));
     PBX_CHECK(pbx_ipc_class_known(PBX_IPC_CLASS_ENDPOINT));
     PBX_CHECK(!pbx_ipc_class_known(6U));
     PBX_CHECK(pbx_ipc_lifetime_known(PBX_IPC_LIFETIME_JOB));

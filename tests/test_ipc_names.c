@@ -87,8 +87,8 @@ static void check_table(const char *(*fn)(uint32_t), uint32_t first,
 
 PBX_TEST(ipc_names_every_discriminant)
 {
-    static const char *const operations[] = {"read", "write", "execute",
-                                             "list", "stat",  "touch"};
+    static const char *const operations[] = {"read", "write", "execute", "list",
+                                             "stat", "touch", "create"};
     static const char *const classes[] = {
         "file", "directory", "directory-entry", "device", "endpoint"};
     static const char *const lifetimes[] = {"one-shot", "invocation", "job"};
@@ -102,7 +102,7 @@ PBX_TEST(ipc_names_every_discriminant)
         "resolve",        "provider-lost", "installer-lost"};
     static const char *const results[] = {"found", "not-found", "denied"};
     static const char *const verdicts[] = {"allow", "deny", "prompt"};
-    check_table(pbx_ipc_operation_name, PBX_IPC_OPERATION_READ, operations, 6);
+    check_table(pbx_ipc_operation_name, PBX_IPC_OPERATION_READ, operations, 7);
     check_table(pbx_ipc_class_name, PBX_IPC_CLASS_FILE, classes, 5);
     check_table(pbx_ipc_lifetime_name, PBX_IPC_LIFETIME_ONE_SHOT, lifetimes, 3);
     check_table(pbx_ipc_mode_name, PBX_IPC_MODE_INSTALL, modes, 2);

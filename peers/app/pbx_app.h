@@ -196,7 +196,7 @@ const char *pbx_app_strerror(int status);
 
 /**
  * pbx_app_class_for returns the object class an operation asks for when a
- * request gives none: FILE for READ, WRITE and EXECUTE, DIRECTORY for
+ * request gives none: FILE for READ, WRITE, EXECUTE and CREATE, DIRECTORY for
  * LIST, DIRECTORY_ENTRY for ENTRY_METADATA_READ and ENTRY_TOUCH; 0 for
  * any other value.
  */

@@ -68,6 +68,7 @@ uint16_t pbx_app_class_for(uint16_t operation)
     case PBX_IPC_OPERATION_READ:
     case PBX_IPC_OPERATION_WRITE:
     case PBX_IPC_OPERATION_EXECUTE:
+    case PBX_IPC_OPERATION_CREATE:
         return PBX_IPC_CLASS_FILE;
     case PBX_IPC_OPERATION_LIST:
         return PBX_IPC_CLASS_DIRECTORY;

@@ -130,6 +130,7 @@ typedef struct launchd_job {
     uint32_t launcher_gen;
     uint32_t launch_seq;
     int conn;           /* its job connection, or -1 */
+    int broker_conn;    /* its broker's job connection, or -1 */
     int stage;          /* its staged process, or -1 */
     bool finish_wanted; /* its EXPIRE was answered while its pty drained */
     pbx_peer_launch_binding bind;
@@ -278,6 +279,11 @@ typedef struct launchd_sandbox {
     int ruleset;
     bool stage;
     uint64_t proc_rights;
+    /* Brokered opens (launchd_broker.c): where the child sends its open
+     * family's seccomp listener (-1: none), and the broker's pid (its
+     * ptracer under Yama). */
+    int notify;
+    pid_t broker_pid;
 } launchd_sandbox;
 typedef struct launchd_sandbox_want {
     const char *prog;
@@ -324,5 +330,22 @@ void launchd_reap(launchd_srv *srv);
 void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci);
 int launchd_conn_alloc(launchd_srv *srv);
 int launchd_run(int argc, char **argv);
+void launchd_child_env(const launchd_job *j, bool scope);
+
+/* launchd_broker.c: the open broker of a job launched with
+ * PBX_PEER_LAUNCH_BROKERED (docs/HOST.md, "Brokered opens"). start runs
+ * pbx-broker beside job j (before the job's fork) with a second job
+ * connection bound to j, j's stderr and scope (fds[2], fds[3] when
+ * req->scope), and sets sb->notify to the end the job's child sends its
+ * listener on; 0 or the LAUNCH's refusal status (nothing started). done
+ * closes launchd's end after the job's fork. conn_gone forgets job ji's
+ * connection ci (its job or broker connection) when it is closed. */
+uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
+                              const pbx_peer_launch_req *req, const int *fds,
+                              launchd_sandbox *sb);
+void launchd_broker_done(launchd_sandbox *sb);
+void launchd_job_conn_gone(launchd_srv *srv, uint32_t ji, uint32_t ci);
+/* launchd_sandbox.c: the child's half of brokered opens. */
+void launchd_sandbox_notify(const launchd_sandbox *sb);
 
 #endif /* LAUNCHD_H */

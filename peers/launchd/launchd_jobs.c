@@ -79,7 +79,7 @@ static int launchd_job_slot(launchd_srv *srv, const pbx_peer_launch_req *req,
 
 /* Sets the job's environment: its identity, its launchd connection and,
  * when one came with the LAUNCH, its scope at fd 4. */
-static void launchd_child_env(const launchd_job *j, bool scope)
+void launchd_child_env(const launchd_job *j, bool scope)
 {
     char v[96];
     (void)snprintf(v, sizeof(v), "%llu:%u", (unsigned long long)j->bind.job_id,
@@ -134,6 +134,7 @@ static void launchd_child(const int *src, int nsrc, const launchd_job *j,
     if (sandboxed) {
         sb.prog = fcntl(sb.prog, F_DUPFD_CLOEXEC, 16);
         sb.ruleset = fcntl(sb.ruleset, F_DUPFD_CLOEXEC, 16);
+        sb.notify = sb.notify >= 0 ? fcntl(sb.notify, F_DUPFD_CLOEXEC, 16) : -1;
     }
     for (int i = 0; i < nsrc; i++) {
         if (high[i] < 0 || dup2(high[i], i) < 0) {
@@ -142,7 +143,7 @@ static void launchd_child(const int *src, int nsrc, const launchd_job *j,
     }
     long max = sysconf(_SC_OPEN_MAX);
     for (int fd = nsrc; fd < LAUNCHD_CHILD_FDS_MAX && fd < max; fd++) {
-        if (fd != sb.prog && fd != sb.ruleset) {
+        if (fd != sb.prog && fd != sb.ruleset && fd != sb.notify) {
             (void)close(fd);
         }
     }
@@ -317,16 +318,26 @@ static uint16_t launchd_launch_start(launchd_srv *srv, launchd_job *j,
                                      const int *fds,
                                      const pbx_peer_launch_req *req, int *jc)
 {
-    launchd_sandbox sb = {-1, -1, false, 0U};
+    launchd_sandbox sb = {-1, -1, false, 0U, -1, 0};
     uint16_t st = 0U;
+    j->broker_conn = -1;
     if ((req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U) {
         st = launchd_launch_sandbox(srv, req, &sb);
+    }
+    if (st == 0U && (req->flags & PBX_PEER_LAUNCH_BROKERED) != 0U) {
+        st = launchd_broker_start(srv, j, req, fds, &sb);
     }
     if (st == 0U) {
         *jc = launchd_start(srv, j, fds, req, &sb);
         st = *jc < 0 ? PBX_PEER_E_INTERNAL : 0U;
     }
+    launchd_broker_done(&sb);
     launchd_sandbox_release(&sb);
+    if (st != 0U && j->broker_conn >= 0) {
+        /* The broker ends when its listener never comes. */
+        launchd_conn_close(srv, (uint32_t)j->broker_conn, NULL);
+        j->broker_conn = -1;
+    }
     if (st != 0U && j->stage >= 0) {
         srv->stage[j->stage].used = false;
     }
@@ -471,6 +482,10 @@ static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
     if (j->conn >= 0) {
         launchd_conn_close(srv, (uint32_t)j->conn, NULL);
         j->conn = -1;
+    }
+    if (j->broker_conn >= 0) {
+        launchd_conn_close(srv, (uint32_t)j->broker_conn, NULL);
+        j->broker_conn = -1;
     }
     launchd_job_expire(srv, ji);
 }

@@ -353,7 +353,7 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
     }
     pbx_peer_track_init(&c->track);
     if (c->job_conn) {
-        srv->jobs[c->job].conn = -1;
+        launchd_job_conn_gone(srv, c->job, ci);
     } else {
         srv->ncontrol--;
         launchd_jobs_hangup(srv, ci);

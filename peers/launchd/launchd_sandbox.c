@@ -464,6 +464,32 @@ static void launchd_sandbox_proc_self(const launchd_sandbox *sb)
     (void)close(fd);
 }
 
+void launchd_sandbox_notify(const launchd_sandbox *sb)
+{
+    if (sb->notify < 0) {
+        return;
+    }
+    /* Under Yama's restricted ptrace the broker (not an ancestor) may
+     * read this process's memory and take its descriptors only so; no
+     * Yama: EINVAL, nothing needed. */
+    (void)prctl(PR_SET_PTRACER, (unsigned long)sb->broker_pid, 0UL, 0UL, 0UL);
+    static pbx_peer_seccomp_filter f;
+    pbx_peer_seccomp_build_notify(&f);
+    struct sock_fprog fp = {f.len, f.insns};
+    long lfd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+                       SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
+    if (lfd < 0) {
+        launchd_sandbox_fail("seccomp user notification");
+    }
+    int one = (int)lfd;
+    uint8_t c = 'L';
+    if (launchd_send_fds(sb->notify, &c, 1U, &one, 1U) != 0) {
+        launchd_sandbox_fail("handing the open listener to the broker");
+    }
+    (void)close(one);
+    (void)close(sb->notify);
+}
+
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
 {
     extern char **environ;
@@ -481,6 +507,9 @@ void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
     if (syscall(__NR_landlock_restrict_self, sb->ruleset, 0U) != 0) {
         launchd_sandbox_fail("landlock_restrict_self");
     }
+    /* Brokered opens: the open family reports to the broker from here
+     * on (the walls' filter below lets it through: ERRNO would win). */
+    launchd_sandbox_notify(sb);
     /* Only the job's descriptors go on (the ruleset's too is closed). */
     if (launchd_sandbox_close_rest(keep, sb->prog) != 0) {
         launchd_sandbox_fail("close_range");

@@ -20,6 +20,7 @@ static const peer_name peer_operations[] = {
     {PBX_IPC_OPERATION_LIST, "list"},
     {PBX_IPC_OPERATION_ENTRY_METADATA_READ, "entry-metadata-read"},
     {PBX_IPC_OPERATION_ENTRY_TOUCH, "entry-touch"},
+    {PBX_IPC_OPERATION_CREATE, "create"},
 };
 static const peer_name peer_classes[] = {
     {PBX_IPC_CLASS_FILE, "file"},

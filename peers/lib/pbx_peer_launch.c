@@ -126,14 +126,15 @@ static bool launch_printable(const uint8_t *bytes, size_t len)
     return true;
 }
 
-/* Decodes the profile path that starts at body offset off, the last
- * field of a LAUNCH with the profile flag. */
-static pbx_err launch_profile_decode(const pbx_peer_launch_frame *f, size_t off,
-                                     pbx_peer_launch_req *out)
+/* Decodes the profile path that starts at body offset *off (moved past
+ * it), the field after the flags word of a LAUNCH with the profile flag. */
+static pbx_err launch_profile_decode(const pbx_peer_launch_frame *f,
+                                     size_t *poff, pbx_peer_launch_req *out)
 {
     if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
         return PBX_E_IPC_BOUND;
     }
+    size_t off = *poff;
     if (f->body_len - off < 2U) {
         return PBX_E_IPC_TRUNCATED;
     }
@@ -145,15 +146,53 @@ static pbx_err launch_profile_decode(const pbx_peer_launch_frame *f, size_t off,
     if (f->body_len - off < n) {
         return PBX_E_IPC_TRUNCATED;
     }
-    if (f->body_len - off != n) {
-        return PBX_E_IPC_TRAILING;
-    }
     if (memchr(f->body + off, 0, n) != NULL || f->body[off] != '/') {
         return PBX_E_IPC_TEXT;
     }
     out->profile_len = n;
     out->profile = f->body + off;
+    *poff = off + n;
     return PBX_OK;
+}
+
+/* Decodes one path of the broker block at body offset *off. */
+static pbx_err launch_dir_decode(const pbx_peer_launch_frame *f, size_t *off,
+                                 const uint8_t **p, uint16_t *len)
+{
+    if (f->body_len - *off < 2U) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    uint16_t n = pbx_le_get16(f->body + *off);
+    *off += 2U;
+    if (n == 0U || n > PBX_PEER_LAUNCH_DIR_MAX) {
+        return PBX_E_IPC_BOUND;
+    }
+    if (f->body_len - *off < n) {
+        return PBX_E_IPC_TRUNCATED;
+    }
+    if (f->body[*off] != '/' || memchr(f->body + *off, 0, n) != NULL) {
+        return PBX_E_IPC_TEXT;
+    }
+    *p = f->body + *off;
+    *len = n;
+    *off += n;
+    return PBX_OK;
+}
+
+/* Decodes the broker block (scope, root) at body offset *off (moved
+ * past it); flags must also ask for the sandbox. */
+static pbx_err launch_broker_decode(const pbx_peer_launch_frame *f, size_t *off,
+                                    pbx_peer_launch_req *out)
+{
+    if ((out->flags & PBX_PEER_LAUNCH_SANDBOX) == 0U) {
+        return PBX_E_IPC_BOUND;
+    }
+    pbx_err e =
+        launch_dir_decode(f, off, &out->broker_scope, &out->broker_scope_len);
+    if (e == PBX_OK) {
+        e = launch_dir_decode(f, off, &out->broker_root, &out->broker_root_len);
+    }
+    return e;
 }
 
 /* Decodes the arguments that start at body offset off. */
@@ -182,6 +221,8 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
     out->flags = 0U;
     out->profile_len = 0U;
     out->profile = NULL;
+    out->broker_scope = out->broker_root = NULL;
+    out->broker_scope_len = out->broker_root_len = 0U;
     if (off == f->body_len) {
         return PBX_OK;
     }
@@ -194,10 +235,16 @@ static pbx_err launch_args_decode(const pbx_peer_launch_frame *f, size_t off,
         (out->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U) {
         return PBX_E_IPC_BOUND;
     }
+    pbx_err e = PBX_OK;
     if ((out->flags & PBX_PEER_LAUNCH_PROFILE) != 0U) {
-        return launch_profile_decode(f, off, out);
+        e = launch_profile_decode(f, &off, out);
     }
-    return off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
+    if (e == PBX_OK && (out->flags & PBX_PEER_LAUNCH_BROKERED) != 0U) {
+        e = launch_broker_decode(f, &off, out);
+    } else if ((out->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U) {
+        e = PBX_E_IPC_BOUND;
+    }
+    return e != PBX_OK ? e : off == f->body_len ? PBX_OK : PBX_E_IPC_TRAILING;
 }
 
 pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
@@ -264,6 +311,10 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
         return PBX_E_IPC_BOUND;
     }
     n += prof ? 2U + (size_t)rec->profile_len : 0U;
+    bool brokered = (rec->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
+    if (brokered) {
+        n += 4U + (size_t)rec->broker_scope_len + rec->broker_root_len;
+    }
     uint16_t caps =
         rec->scope ? PBX_PEER_LAUNCH_FDS_SCOPE : PBX_PEER_LAUNCH_FDS;
     if (n > buf_len || n > PBX_IPC_FRAME_BYTES_MAX) {
@@ -293,6 +344,14 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     if (prof) {
         pbx_le_put16(b + off, rec->profile_len);
         memcpy(b + off + 2U, rec->profile, rec->profile_len);
+        off += 2U + (size_t)rec->profile_len;
+    }
+    if (brokered) {
+        pbx_le_put16(b + off, rec->broker_scope_len);
+        memcpy(b + off + 2U, rec->broker_scope, rec->broker_scope_len);
+        off += 2U + (size_t)rec->broker_scope_len;
+        pbx_le_put16(b + off, rec->broker_root_len);
+        memcpy(b + off + 2U, rec->broker_root, rec->broker_root_len);
     }
     /* Check the output as the receiver will, so only valid frames leave. */
     pbx_peer_launch_frame f;

@@ -44,9 +44,23 @@
 #define PBX_PEER_LAUNCH_PROFILE 0x4U
 /** PBX_PEER_LAUNCH_PROFILE_MAX bounds the profile path's length. */
 #define PBX_PEER_LAUNCH_PROFILE_MAX 1024U
+/** PBX_PEER_LAUNCH_BROKERED is the LAUNCH flag asking, with
+ * PBX_PEER_LAUNCH_SANDBOX, for brokered opens (docs/HOST.md, "Brokered
+ * opens"): the broker block (the scope directory and vfsd's root) then
+ * ends the body (pbx_peer_launch_decode). */
+#define PBX_PEER_LAUNCH_BROKERED 0x8U
+/** PBX_PEER_LAUNCH_ROUTINE_OPENS is the LAUNCH flag (only beside
+ * PBX_PEER_LAUNCH_BROKERED) by which the launching user marks the job's
+ * brokered opens routine instead of exceptional (the program itself never
+ * chooses); no field comes with it. */
+#define PBX_PEER_LAUNCH_ROUTINE_OPENS 0x10U
+/** PBX_PEER_LAUNCH_DIR_MAX bounds each path of the broker block. */
+#define PBX_PEER_LAUNCH_DIR_MAX 1024U
 /** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
 #define PBX_PEER_LAUNCH_FLAGS_KNOWN                                            \
-    (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE | PBX_PEER_LAUNCH_PROFILE)
+    (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE |                         \
+     PBX_PEER_LAUNCH_PROFILE | PBX_PEER_LAUNCH_BROKERED |                      \
+     PBX_PEER_LAUNCH_ROUTINE_OPENS)
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */
@@ -111,6 +125,16 @@ typedef struct pbx_peer_launch_req {
     /** profile points at the profile path's bytes (borrowed, not
      * NUL-terminated; absolute: it starts with '/'). */
     const uint8_t *profile;
+    /** broker_scope is the brokered job's scope directory (absolute,
+     * broker_scope_len bytes, borrowed, not NUL-terminated); set only
+     * with PBX_PEER_LAUNCH_BROKERED. */
+    const uint8_t *broker_scope;
+    /** broker_scope_len is its length (1..PBX_PEER_LAUNCH_DIR_MAX). */
+    uint16_t broker_scope_len;
+    /** broker_root is vfsd's root directory (as broker_scope). */
+    const uint8_t *broker_root;
+    /** broker_root_len is its length (1..PBX_PEER_LAUNCH_DIR_MAX). */
+    uint16_t broker_root_len;
 } pbx_peer_launch_req;
 
 /** pbx_peer_launch_reply is the body of a status-zero LAUNCH reply. */
@@ -166,7 +190,11 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
  * request has one encoding. With PBX_PEER_LAUNCH_PROFILE (which needs
  * PBX_PEER_LAUNCH_SANDBOX) a u16 length and the profile path follow the
  * flags word: 1..PBX_PEER_LAUNCH_PROFILE_MAX bytes, no NUL, starting
- * with '/' (PBX_E_IPC_BOUND, PBX_E_IPC_TEXT); nothing may follow it.
+ * with '/' (PBX_E_IPC_BOUND, PBX_E_IPC_TEXT). With
+ * PBX_PEER_LAUNCH_BROKERED (also only beside the sandbox flag) the broker
+ * block comes next: u16 length + the scope directory, u16 length + vfsd's
+ * root, each 1..PBX_PEER_LAUNCH_DIR_MAX bytes of an absolute path
+ * without NUL. Nothing may follow the last field.
  * out->scope is f->caps == 4. out->args and out->profile borrow f's
  * buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
  * (a field runs past the body), PBX_E_IPC_TRAILING (bytes after the last

@@ -241,3 +241,27 @@ pbx_err pbx_peer_seccomp_build(uint32_t self_pid, pbx_peer_seccomp_filter *out)
     }
     return PBX_OK;
 }
+
+void pbx_peer_seccomp_build_notify(pbx_peer_seccomp_filter *out)
+{
+    const uint16_t jeq = BPF_JMP | BPF_JEQ | BPF_K;
+    /* The open family by number; jt counts the instructions to skip to
+     * the notify return, from each compare. */
+    static const uint32_t nrs[] = {2U, 85U, 257U, 437U};
+    uint16_t n = 0;
+    out->insns[n++] =
+        (struct sock_filter){BPF_LD | BPF_W | BPF_ABS, 0U, 0U, SC_OFF_ARCH};
+    out->insns[n++] =
+        (struct sock_filter){jeq, 0U, 5U, PBX_PEER_SECCOMP_ARCH_X86_64};
+    out->insns[n++] =
+        (struct sock_filter){BPF_LD | BPF_W | BPF_ABS, 0U, 0U, SC_OFF_NR};
+    for (uint8_t i = 0; i < 4U; i++) {
+        out->insns[n++] =
+            (struct sock_filter){jeq, (uint8_t)(4U - i), 0U, nrs[i]};
+    }
+    out->insns[n++] =
+        (struct sock_filter){BPF_RET | BPF_K, 0U, 0U, SECCOMP_RET_ALLOW};
+    out->insns[n++] =
+        (struct sock_filter){BPF_RET | BPF_K, 0U, 0U, SECCOMP_RET_USER_NOTIF};
+    out->len = n;
+}

@@ -81,4 +81,18 @@ const pbx_peer_seccomp_call *pbx_peer_seccomp_self_only(size_t *n);
  */
 pbx_err pbx_peer_seccomp_build(uint32_t self_pid, pbx_peer_seccomp_filter *out);
 
+/** PBX_PEER_SECCOMP_NOTIFY_INSNS is the open filter's length. */
+#define PBX_PEER_SECCOMP_NOTIFY_INSNS 9U
+
+/**
+ * pbx_peer_seccomp_build_notify writes the brokered-open filter into
+ * *out: open (2), creat (85), openat (257) and openat2 (437) of x86_64
+ * return SECCOMP_RET_USER_NOTIF (their caller waits for the broker, which
+ * holds the listener the kernel returns for this filter); every other
+ * call, and every call of another architecture, is allowed here (the
+ * walls' filter refuses those, and ERRNO beats USER_NOTIF, so the walls
+ * must, and do, let the open family through). Makes no system call.
+ */
+void pbx_peer_seccomp_build_notify(pbx_peer_seccomp_filter *out);
+
 #endif /* PBX_PEER_SECCOMP_H */

@@ -90,6 +90,7 @@ bool pbx_peer_vfs_class_allows(uint16_t operation, uint16_t object_class)
     case PBX_IPC_OPERATION_WRITE:
         return data;
     case PBX_IPC_OPERATION_EXECUTE:
+    case PBX_IPC_OPERATION_CREATE:
         return object_class == PBX_IPC_CLASS_FILE;
     case PBX_IPC_OPERATION_LIST:
         return object_class == PBX_IPC_CLASS_DIRECTORY;

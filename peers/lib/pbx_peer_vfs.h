@@ -97,8 +97,9 @@ typedef struct pbx_peer_vfs_verdict {
 /**
  * pbx_peer_vfs_class_allows reports whether operation may be asked of an
  * object of object_class: LIST needs a directory, EXECUTE a file, the entry
- * operations a directory entry; READ and WRITE any file, device or
- * endpoint (READ also a directory). Unknown values are never allowed.
+ * operations a directory entry, CREATE a file; READ and WRITE any file,
+ * device or endpoint (READ also a directory). Unknown values are never
+ * allowed.
  */
 bool pbx_peer_vfs_class_allows(uint16_t operation, uint16_t object_class);
 

@@ -144,7 +144,9 @@ static uint32_t vfs_obj_grant_rule(uint16_t op, pbx_peer_vfs_grant g)
         if (dir || !file) {
             return dir ? (uint32_t)PBX_E_OBJ_IS_DIR : (uint32_t)PBX_E_OBJ_KIND;
         }
-        return g.operation == PBX_IPC_OPERATION_WRITE
+        /* A created file is written as a write grant's is. */
+        return g.operation == PBX_IPC_OPERATION_WRITE ||
+                       g.operation == PBX_IPC_OPERATION_CREATE
                    ? 0U
                    : (uint32_t)PBX_E_OBJ_READ_ONLY;
     default:
@@ -157,7 +159,8 @@ static uint32_t vfs_obj_grant_rule(uint16_t op, pbx_peer_vfs_grant g)
 static uint32_t vfs_obj_open_rule(uint32_t mode, pbx_peer_vfs_grant g)
 {
     bool read = g.operation == PBX_IPC_OPERATION_READ;
-    bool write = g.operation == PBX_IPC_OPERATION_WRITE;
+    bool write = g.operation == PBX_IPC_OPERATION_WRITE ||
+                 g.operation == PBX_IPC_OPERATION_CREATE;
     if (mode < PBX_PEER_VFS_MODE_READ || mode > PBX_PEER_VFS_MODE_RDWR) {
         return (uint32_t)PBX_E_OBJ_ARG;
     }

@@ -489,6 +489,7 @@ int main(int argc, char **argv)
     pbx_peer_objtab_init(&g_vfsd.objs);
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         g_vfsd.data[r] = -1;
+        g_vfsd.create_dir[r] = -1;
     }
     /* A nonzero incarnation: 0 would read as "no incarnation". This random
      * choice stands unless --incarnation replaces it. */

@@ -32,6 +32,8 @@
  * VFSD_CONNS_MAX, so that no one process fills the table others need. */
 #define VFSD_SCOPES_PER_PID 32U
 #define VFSD_COMPONENTS_MAX 256U
+/* The longest name a CREATE object's file may have, NUL included. */
+#define VFSD_CREATE_NAME_MAX 256U
 /* Calls served per object per poll round: a holder that floods its object
  * delays only itself, the rest waits for the next round. */
 #define VFSD_OBJ_CALLS_PER_ROUND 8U
@@ -83,6 +85,10 @@ typedef struct vfsd {
     pbx_peer_vfs_grant grant[PBX_PEER_VFS_OBJECTS_MAX];
     int data[PBX_PEER_VFS_OBJECTS_MAX];
     uint64_t owner[PBX_PEER_VFS_OBJECTS_MAX];
+    /* A CREATE object's file to be (vfsd_create.c): its directory (O_PATH,
+     * -1: none) and its name, until the first call that needs data. */
+    int create_dir[PBX_PEER_VFS_OBJECTS_MAX];
+    char create_name[PBX_PEER_VFS_OBJECTS_MAX][VFSD_CREATE_NAME_MAX];
     uint64_t routes_made;
     /* This vfsd's incarnation: --incarnation's, else random; nonzero,
      * chosen at start, carried
@@ -111,6 +117,8 @@ typedef struct vfsd_mint {
     pbx_peer_vfs_grant grant;
     int data;       /* the file opened for the grant, or -1 (owned) */
     uint64_t owner; /* the route the RESOLVE came from */
+    int create_dir; /* CREATE: the directory (O_PATH, owned), else -1 */
+    char create_name[VFSD_CREATE_NAME_MAX]; /* CREATE: the file's name */
 } vfsd_mint;
 
 /* The daemon's one state (vfsd.c). */
@@ -122,6 +130,15 @@ void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
 void vfsd_data_sweep(void);
 void vfsd_resolve(vfsd_conn *c, pid_t pid);
+
+/* vfsd_create.c: RESOLVE of a CREATE (the file must be missing and its
+ * directory present beneath the scope: fills *mt, true for FOUND; the
+ * verdict in *v either way), and the file's creation on the first call of
+ * row that needs its data (0, or the call's refusal status). */
+bool vfsd_create_resolve(int dirfd, char *path, vfsd_mint *mt,
+                         pbx_peer_vfs_verdict *v);
+uint32_t vfsd_create_now(size_t row);
+void vfsd_create_sweep(void);
 
 /* vfsd_objects.c: the wire id of a local id, cutting a retired object's
  * provider end, serving one round of calls on a live row (true when its

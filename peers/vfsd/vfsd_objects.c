@@ -250,6 +250,12 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
     }
     int rfd = -1;
     size_t n = 0;
+    /* A CREATE object's file comes into being with its first OPEN or
+     * WRITE: only an approved grant's holder can make one. */
+    if (call.status == 0U &&
+        (call.op == PBX_PEER_OP_OBJ_OPEN || call.op == PBX_PEER_OP_OBJ_WRITE)) {
+        call.status = vfsd_create_now((size_t)row);
+    }
     if (call.status == 0U && call.op == PBX_PEER_OP_OBJ_OPEN) {
         call.status = vfsd_fuse_open((size_t)row, call.mode, &rfd);
         if (call.status == 0U) {

@@ -196,6 +196,7 @@ void vfsd_fail(int fd, uint32_t status, const char *what)
  * retired or hung-up object serves nothing, so it keeps no file open. */
 void vfsd_data_sweep(void)
 {
+    vfsd_create_sweep();
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
             g_vfsd.data[r] >= 0) {
@@ -229,6 +230,9 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
         if (mt->data >= 0) {
             (void)close(mt->data);
         }
+        if (mt->create_dir >= 0) {
+            (void)close(mt->create_dir);
+        }
         vfsd_fail(c->fd, st, "RESOLVE");
         return;
     }
@@ -240,6 +244,9 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
     g_vfsd.grant[row] = mt->grant;
     g_vfsd.data[row] = mt->data;
     g_vfsd.owner[row] = mt->owner;
+    g_vfsd.create_dir[row] = mt->create_dir;
+    (void)snprintf(g_vfsd.create_name[row], sizeof(g_vfsd.create_name[row]),
+                   "%s", mt->create_name);
     g_vfsd.mute[row] = false;
     g_vfsd.logs[row] = 0U;
     /* --lie-scope: name another scope than the one resolved through, so
@@ -267,7 +274,9 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
             (unsigned long long)rep->scope_id,
             pbx_peer_name_of(PBX_PEER_NAMES_OPERATION, mt->grant.operation),
             pbx_peer_name_of(PBX_PEER_NAMES_CLASS, mt->grant.object_class),
-            mt->data >= 0 ? "open" : "not open (stat only)",
+            mt->data >= 0         ? "open"
+            : mt->create_dir >= 0 ? "to be created when first used"
+                                  : "not open (stat only)",
             c->lie ? " (a lie: --lie-scope)" : "");
     }
     (void)close(sv[1]);
@@ -344,16 +353,26 @@ void vfsd_resolve(vfsd_conn *c, pid_t pid)
                                                    path, sizeof(path));
     pbx_peer_lookup lk = PBX_PEER_LOOKUP_OTHER;
     pbx_peer_ftype ft = PBX_PEER_FT_OTHER;
-    vfsd_mint mt = {
-        {0U, 0U, 0U}, {rq.operation, rq.object_class}, -1, route->serial};
-    if (sel == PBX_PEER_SEL_OK &&
+    static vfsd_mint mt;
+    memset(&mt, 0, sizeof(mt));
+    mt.grant = (pbx_peer_vfs_grant){rq.operation, rq.object_class};
+    mt.data = -1;
+    mt.owner = route->serial;
+    mt.create_dir = -1;
+    bool create = rq.operation == PBX_IPC_OPERATION_CREATE;
+    pbx_peer_vfs_verdict cv = {PBX_IPC_RESOLVE_DENIED, 0U};
+    if (create && sel == PBX_PEER_SEL_OK &&
         pbx_peer_vfs_class_allows(rq.operation, rq.object_class)) {
+        (void)vfsd_create_resolve(c->dirfd, path, &mt, &cv);
+    } else if (sel == PBX_PEER_SEL_OK &&
+               pbx_peer_vfs_class_allows(rq.operation, rq.object_class)) {
         lk = vfsd_lookup(
             c->dirfd, path, pbx_peer_vfs_follow_final(rq.object_class),
             pbx_peer_vfs_open_for(mt.grant), &mt.data, &ft, &mt.named);
     }
     pbx_peer_vfs_verdict v =
-        pbx_peer_vfs_judge(rq.operation, rq.object_class, sel, lk, ft);
+        create ? cv
+               : pbx_peer_vfs_judge(rq.operation, rq.object_class, sel, lk, ft);
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
     rep.result = v.result;
@@ -366,6 +385,9 @@ void vfsd_resolve(vfsd_conn *c, pid_t pid)
     }
     if (mt.data >= 0) {
         (void)close(mt.data);
+    }
+    if (mt.create_dir >= 0) {
+        (void)close(mt.create_dir);
     }
     pbx_peer_log("vfsd", "RESOLVE %s (selector: %s, lookup %d)",
                  pbx_peer_name_of(PBX_PEER_NAMES_RESULT, v.result),

@@ -396,6 +396,37 @@ and its job connection.
                  as pbx run does; a profile adding a missing path, or a
                  link into the stack directory, is refused by launchd
                  itself (exit 125, its log names the line)
+  any-cat        dynamic /bin/cat under `pbx run --sandbox --scope root`
+                 opens a file of its scope: its open is brokered
+                 (pbx-broker), the pane's prompt names cat, the selector
+                 and the resolved path; `y` prints exactly the bytes
+                 (vfsd's revocable descriptor); a second file answered `n`
+                 gives cat's own "Permission denied" (exit 1)
+  any-escape     python3 with a read grant tries /proc/self/fd/N reopened
+                 for write or read, a directory of the scope, openat with
+                 the grant's descriptor and `..`, `..` out of the scope, a
+                 symlink in the scope pointing out, O_PATH, a hard link, a
+                 rename, a write on the read grant, vfsd's FUSE mount, and
+                 a second thread rewriting the path buffer while the
+                 prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
+                 raced open gets exactly the object its prompt named, the
+                 root is unchanged
+  any-revoke     python3 reads a 1 MiB file of its scope in 100-byte
+                 pieces through its brokered descriptor; `pbx cancel` of
+                 the grant: vfsd retires the object, the next read fails
+                 EIO, the reader keeps running and exits 0
+  any-flood      python3 opens 1,000 distinct files in a loop, each prompt
+                 answered `n`: at most pbx-broker's burst (5) plus one per
+                 2000 ms it ran are prompted, every other open is refused
+                 EACCES without a prompt; another program's request is
+                 served while the flood's prompt shows
+  any-python     (standalone: `pbx up` on its own tmux pane, built-in
+                 policy) python3 with brokered opens reads one file (read
+                 prompt, `y`: exactly its bytes) and rewrites another
+                 with open(..., "w") (write prompt, `y`: it holds exactly
+                 the new bytes, truncated through vfsd) and creates a
+                 third (create prompt, `y`: vfsd makes it, exactly its
+                 bytes); nothing else under the root changes
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -668,6 +699,7 @@ import tempfile
 import termios
 import threading
 import time
+import types
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
@@ -7309,6 +7341,398 @@ def scope_hoard(st):
             os.close(fd)
 
 
+# --- Brokered opens (issue 21: any-cat, any-escape, any-revoke,
+# any-flood). A job run with `pbx run --sandbox --scope root` has its
+# open family reported to its own pbx-broker (docs/HOST.md, "Brokered
+# opens"); `pbx run` reads the stack's root from DIR/root.path, which
+# pbx up writes and these scenarios write for the test stack.
+
+
+def broker_root_file(st):
+    """Names st's vfsd root in DIR/root.path, as pbx up does."""
+    with open(os.path.join(st.work, "root.path"), "w",
+              encoding="utf-8") as f:
+        f.write(os.path.realpath(st.root) + "\n")
+
+
+def broker_run(st, argv, stderr_path, stdin=subprocess.DEVNULL):
+    """A brokered sandboxed job (scope: the whole root) in the background:
+    its stdout collected by Launched, its stderr into stderr_path, its
+    stdin a pipe when stdin is None."""
+    err = open(stderr_path, "w", encoding="utf-8")
+    job = Launched(st, [os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
+                        "run", "--sandbox", "--scope", "root", "--quiet",
+                        "--"] + list(argv),
+                   stdin=stdin, stderr=err)
+    err.close()
+    return job
+
+
+def broker_prompt(st, selector, program, seconds=15.0):
+    """Waits for the pane's prompt naming program and selector; returns
+    the screen."""
+    def shown():
+        screen = pane_text(st)
+        return "Approve?" in screen and \
+            f'selector: "{selector}"' in screen and \
+            f"program : {program}" in screen
+    wait_for(shown, f"no prompt for {program} {selector}", seconds)
+    return pane_text(st)
+
+
+def any_cat(st):
+    """Dynamic /bin/cat, sandboxed with brokered opens, opens a file in
+    its scope: the prompt names cat, the selector and the resolved path;
+    `y` prints exactly the file's bytes (through vfsd's revocable
+    descriptor); a second file answered `n` gives cat's own
+    "Permission denied"."""
+    broker_root_file(st)
+    docs = os.path.join(os.path.realpath(st.root), "docs")
+    a, b = os.path.join(docs, "cat-a.txt"), os.path.join(docs, "cat-b.txt")
+    with open(a, "w", encoding="utf-8") as f:
+        f.write("the bytes cat prints\n")
+    with open(b, "w", encoding="utf-8") as f:
+        f.write("never shown\n")
+    err = os.path.join(st.work, "any-cat.err")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/cat", a], err)
+    screen = broker_prompt(st, "docs/cat-a.txt", "cat")
+    if a[-50:] not in screen:
+        fail(f"any-cat: the prompt does not name the path {a}:\n{screen}")
+    print("run: the terminal shows:\n" + "\n".join(
+        "    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "the bytes cat prints", "the file's bytes",
+                  seconds=20)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-cat: cat exited {job.proc.returncode}")
+    with job.cv:
+        got = [l for l in job.lines if l is not None]
+    if got != ["the bytes cat prints"]:
+        fail(f"any-cat: cat printed {got!r}")
+    print("run: y: cat printed exactly the file's bytes")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/cat", b], err)
+    broker_prompt(st, "docs/cat-b.txt", "cat")
+    tmux("send-keys", "-t", st.pane, "n")
+    rc = job.proc.wait(timeout=30)
+    with open(err, encoding="utf-8") as f:
+        said = f.read()
+    if rc != 1 or f"cat: {b}: Permission denied" not in said or \
+            any(l for l in job.lines if l):
+        fail(f"any-cat: n: rc {rc}, stderr {said!r}, out {job.lines!r}")
+    print(f"run: n: cat exited 1 with its own 'cat: {b}: Permission "
+          f"denied'")
+
+
+def tree_of(top):
+    """Every path under top with its bytes (None for a directory, the
+    target for a symlink)."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            if os.path.islink(p):
+                out[p] = "-> " + os.readlink(p)
+            elif os.path.isdir(p):
+                out[p] = None
+            else:
+                with open(p, "rb") as f:
+                    out[p] = f.read()
+    return out
+
+
+def any_escape(st):
+    """Inside the sandbox (python3, tests/e2e/any_escape.py), with a read
+    grant of docs/esc-a.txt: /proc/self/fd/N reopened (write or read),
+    a directory of the scope, openat with the grant's descriptor and
+    `..`, `..` out of the scope, a symlink in the scope pointing out,
+    O_PATH, a hard link, a rename, a write on the read grant, vfsd's
+    FUSE mount listed or opened, and a second thread rewriting the path
+    buffer while the prompt shows: each refused or harmless; the raced
+    open gets exactly the object its prompt named; nothing under the
+    root changes."""
+    broker_root_file(st)
+    root = os.path.realpath(st.root)
+    docs = os.path.join(root, "docs")
+    secret = os.path.join(os.path.realpath(st.work), "esc-secret.txt")
+    for path, text in ((os.path.join(docs, "esc-a.txt"), "A-bytes\n"),
+                       (os.path.join(docs, "esc-b.txt"), "B-bytes\n"),
+                       (secret, "SECRET\n")):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    link = os.path.join(docs, "esc-link")
+    if not os.path.islink(link):
+        os.symlink(secret, link)
+    with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
+        m = re.search(rb"FUSE server mounted at (\S+) ", f.read())
+    if m is None:
+        fail("any-escape: vfsd never said where its FUSE server is mounted")
+    mount = m.group(1).decode()
+    before = tree_of(root)
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "any_escape.py")
+    clear_pane(st)
+    with open(prog, encoding="utf-8") as f:
+        source = f.read()
+    # The script's own file is outside the sandbox's reach: its text goes
+    # as -c (argv then starts with "-c", as the script expects).
+    job = broker_run(st, ["/usr/bin/python3", "-c", source, root, secret,
+                          mount],
+                     os.path.join(st.work, "any-escape.err"), stdin=None)
+    broker_prompt(st, "docs/esc-a.txt", "python3")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "racing=1", "racing=1", seconds=30)
+    screen = broker_prompt(st, "docs/esc-b.txt", "python3")
+    if os.path.join(docs, "esc-b.txt")[-50:] not in screen:
+        fail(f"any-escape: the raced prompt names another path:\n{screen}")
+    job.write("go\n")
+    job.wait_line(lambda l: l == "rewritten=1", "rewritten=1")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "done=1", "done=1", seconds=30)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-escape: python3 exited {job.proc.returncode}")
+    kv = job.kv()
+    want = {"reopen-write": "EACCES", "reopen-read": "EACCES",
+            "dir": "EACCES", "dotdot": "ENOTDIR", "dotdot-scope": "EACCES",
+            "symlink": "EACCES", "o-path": "EACCES", "write-grant": "EBADF",
+            "mount-list": "EACCES", "mount-open": "EACCES",
+            "race": "ok:B-bytes"}
+    want["granted"] = "A-bytes"
+    for k, v in want.items():
+        if kv.get(k) != v:
+            fail(f"any-escape: {k}={kv.get(k)!r}, want {v!r} ({kv})")
+    for k in ("hardlink", "rename"):
+        if kv.get(k) not in ("EACCES", "EXDEV", "EPERM"):
+            fail(f"any-escape: {k}={kv.get(k)!r} ({kv})")
+    after = tree_of(root)
+    if after != before:
+        fail(f"any-escape: the root changed: "
+             f"{set(after.items()) ^ set(before.items())}")
+    print("run: any-escape: " + " ".join(f"{k}={kv[k]}" for k in sorted(kv)))
+
+
+ANY_REVOKE_PROG = """
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("first=" + str(len(os.read(fd, 100))), flush=True)
+sys.stdin.readline()
+try:
+    print("after=ok:" + str(len(os.read(fd, 100))), flush=True)
+except OSError as e:
+    print("after=" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+print("alive=1", flush=True)
+"""
+
+
+def any_revoke(st):
+    """A dynamic reader (python3) reading a 1 MiB file of its scope in
+    100-byte pieces through its brokered descriptor; `pbx cancel` of its
+    grant; its next read fails EIO and it keeps running (exit 0); vfsd
+    retired the object."""
+    broker_root_file(st)
+    big = os.path.join(os.path.realpath(st.root), "docs", "big.bin")
+    with open(big, "wb") as f:
+        f.write(bytes(range(256)) * 4096)
+    pbx = os.path.join(st.bin_dir, "pbx")
+    clear_pane(st)
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_REVOKE_PROG, big],
+                     os.path.join(st.work, "any-revoke.err"), stdin=None)
+    broker_prompt(st, "docs/big.bin", "python3")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "first=100", "first=100", seconds=20)
+    out = subprocess.run([pbx, "--dir", st.work, "grants", "--format", "kv"],
+                         capture_output=True, text=True, timeout=20,
+                         check=False)
+    ids = [key_values(l.replace(" ", "\n")).get("grant", "")
+           for l in out.stdout.splitlines() if "big.bin" in l]
+    if out.returncode != 0 or len(ids) != 1:
+        fail(f"any-revoke: pbx grants: rc {out.returncode} {out.stdout!r} "
+             f"{out.stderr!r}")
+    out = subprocess.run([pbx, "--dir", st.work, "cancel", ids[0]],
+                         capture_output=True, text=True, timeout=20,
+                         check=False)
+    if out.returncode != 0:
+        fail(f"any-revoke: pbx cancel {ids[0]}: rc {out.returncode} "
+             f"{out.stdout!r} {out.stderr!r}")
+
+    def retired():
+        with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
+            return re.search(rb"RETIRE object \d+ gen \d+", f.read())
+    wait_for(retired, "any-revoke: vfsd never retired the object", 20)
+    job.write("next\n")
+    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
+    if job.proc.wait(timeout=30) != 0 or job.kv().get("after") != "EIO":
+        fail(f"any-revoke: after the cancel: {job.kv()} rc "
+             f"{job.proc.returncode}")
+    print(f"run: any-revoke: grant {ids[0]} cancelled; the next read "
+          f"failed EIO, the reader kept running and exited 0; vfsd "
+          f"retired the object")
+
+
+ANY_FLOOD_PROG = """
+import errno, os, sys
+ok = refused = 0
+for i in range(1000):
+    try:
+        os.close(os.open(os.path.join(sys.argv[1], "f%04d" % i), os.O_RDONLY))
+        ok += 1
+    except OSError as e:
+        refused += e.errno == errno.EACCES
+print("opened=%d" % ok, flush=True)
+print("refused=%d" % refused, flush=True)
+"""
+# pbx-broker's default prompt budget (peers/broker/broker.c, docs/HOST.md
+# "Brokered opens"): a burst of 5, then one more every 2000 ms.
+BROKER_BURST, BROKER_PER_MS = 5, 2000
+
+
+def any_flood(st):
+    """A program (python3) opens 1,000 distinct files of its scope in a
+    loop, each prompt answered `n`: it is prompted at most the burst plus
+    one per period of the time it ran, every other open refused EACCES
+    without a prompt (pbx-broker says so); while its prompt shows,
+    another program's request is served; the pane then prompts again."""
+    broker_root_file(st)
+    flood = os.path.join(os.path.realpath(st.root), "flood")
+    os.makedirs(flood, exist_ok=True)
+    for i in range(1000):
+        with open(os.path.join(flood, "f%04d" % i), "w") as f:
+            f.write("x")
+    ttyd_log = os.path.join(st.work, "logs", "ttyd.log")
+
+    def showing():
+        with open(ttyd_log, "rb") as f:
+            return len(re.findall(rb"PROMPT \S+: showing", f.read()))
+    base = showing()
+    err = os.path.join(st.work, "any-flood.err")
+    clear_pane(st)
+    t0 = time.monotonic()
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_FLOOD_PROG, flood],
+                     err)
+    answered = 0
+    other = None
+    for _ in range(1100):
+        wait_for(lambda: showing() > base + answered or not job.running(),
+                 "any-flood: neither a prompt nor the program's end", 30)
+        if not job.running() and showing() == base + answered:
+            break
+        if other is None:
+            # Another program's routine request, while the flood waits.
+            other = subprocess.run(
+                [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+                 "--quiet", "--grant", "read:docs/readme.txt", "--",
+                 st.bin("test-fdcat"), "5"],
+                capture_output=True, text=True, timeout=30, check=False,
+                stdin=subprocess.DEVNULL)
+        tmux("send-keys", "-t", st.pane, "n")
+        answered += 1
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-flood: the program exited {job.proc.returncode}")
+    ran_ms = (time.monotonic() - t0) * 1000.0
+    bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
+    kv = job.kv()
+    with open(err, encoding="utf-8") as f:
+        limited = f.read().count("over the job's prompt rate")
+    if answered > bound or kv.get("opened") != "0" or \
+            kv.get("refused") != "1000" or limited != 1000 - answered:
+        fail(f"any-flood: {answered} prompts (bound {bound}), {kv}, "
+             f"{limited} refused by the rate")
+    if other is None or other.returncode != 0 or \
+            "hello from vfsd" not in other.stdout:
+        fail(f"any-flood: the other program was not served: {other}")
+    print(f"run: any-flood: {answered} prompts for 1000 opens in "
+          f"{ran_ms:.0f} ms (bound {bound}), {limited} refused by the "
+          f"rate without a prompt; another program read its file while "
+          f"the flood waited")
+
+
+ANY_PYTHON_PROG = """
+import errno, os, sys
+docs = os.path.join(sys.argv[1], "docs")
+with open(os.path.join(docs, "py-a.txt")) as f:
+    print("read=" + f.read().strip(), flush=True)
+with open(os.path.join(docs, "py-b.txt"), "w") as f:
+    f.write("written by python\\n")
+print("wrote=1", flush=True)
+try:
+    with open(os.path.join(docs, "py-c.txt"), "x") as f:
+        f.write("created\\n")
+    print("created=ok", flush=True)
+except OSError as e:
+    print("created=" + errno.errorcode.get(e.errno, str(e.errno)),
+          flush=True)
+"""
+
+
+def any_python(bin_dir, work):
+    """(standalone: `pbx up` on a tmux pane, its built-in policy) python3
+    under `pbx run --sandbox --scope root` reads one file (a read prompt,
+    `y`) and rewrites another with open(..., "w") (a write prompt, `y`):
+    the bytes read are the file's, the rewritten file holds exactly the
+    new bytes (the broker truncated it through vfsd); it creates a third
+    (a create prompt, `y`: vfsd makes the file, which holds exactly its
+    bytes); nothing else under the root changes."""
+    saved = TMUX_SOCKET[:]
+    os.makedirs(work, exist_ok=True)
+    panes = Panes(work)
+    up = None
+    try:
+        pane, tty = panes.new()
+        up = Up(bin_dir, work, ["--tty", tty])
+        view = types.SimpleNamespace(pane=pane, tty=tty)
+        root = os.path.realpath(up.root)
+        docs = os.path.join(root, "docs")
+        with open(os.path.join(docs, "py-a.txt"), "w") as f:
+            f.write("read by python\n")
+        with open(os.path.join(docs, "py-b.txt"), "w") as f:
+            f.write("the old, longer content of the second file\n")
+        # A run before this one (the work directory is kept) made it.
+        if os.path.exists(os.path.join(docs, "py-c.txt")):
+            os.unlink(os.path.join(docs, "py-c.txt"))
+        before = tree_of(root)
+        err = open(os.path.join(work, "any-python.err"), "w")
+        job = subprocess.Popen(
+            [os.path.join(bin_dir, "pbx"), "--dir", up.dir, "run",
+             "--sandbox", "--scope", "root", "--quiet", "--",
+             "/usr/bin/python3", "-c", ANY_PYTHON_PROG, root],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            text=True)
+        err.close()
+        for sel, op in (("docs/py-a.txt", "wants   : read"),
+                        ("docs/py-b.txt", "wants   : write"),
+                        ("docs/py-c.txt", "wants   : create")):
+            broker_prompt(view, sel, "python3", 30)
+            if op not in pane_text(view):
+                fail(f"any-python: the prompt for {sel} is not a {op}")
+            tmux("send-keys", "-t", pane, "y")
+        out, _ = job.communicate(timeout=60)
+        kv = key_values(out)
+        with open(os.path.join(docs, "py-b.txt")) as f:
+            b = f.read()
+        c_path = os.path.join(docs, "py-c.txt")
+        with open(c_path) as f:
+            c = f.read()
+        if job.returncode != 0 or kv.get("read") != "read by python" or \
+                kv.get("wrote") != "1" or kv.get("created") != "ok" or \
+                b != "written by python\n" or c != "created\n":
+            fail(f"any-python: rc {job.returncode}, {kv}, py-b {b!r}, "
+                 f"py-c {c!r}")
+        after = tree_of(root)
+        changed = {p for p in set(after) | set(before)
+                   if after.get(p) != before.get(p)}
+        if changed != {os.path.join(docs, "py-b.txt"), c_path}:
+            fail(f"any-python: changed under the root: {changed}")
+        print("run: any-python: read exactly, rewrote exactly (truncated "
+              "through vfsd), created exactly (vfsd made the file on "
+              "approval); nothing else changed")
+    finally:
+        if up is not None:
+            up.kill()
+        panes.stop()
+        TMUX_SOCKET[:] = saved
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -7378,6 +7802,11 @@ SCENARIOS = {
     "pbx-run-grant": (pbx_run_grant, False, None, None),
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
+    "any-cat": (any_cat, True, None, None),
+    "any-escape": (any_escape, True, None, None),
+    "any-revoke": (any_revoke, True, None, None),
+    "any-flood": (any_flood, True, None, None),
+    "any-python": (any_python, False, STANDALONE, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

@@ -411,3 +411,73 @@ PBX_TEST(peers_launch_binds_begin_to_its_job)
     PBX_CHECK_EQ(tn_bind(&j, tn_begin(11, 1, "cat", 42, 9), &rec),
                  PBX_PEER_BIND_TARGET);
 }
+
+PBX_TEST(peers_launch_carries_the_broker_block)
+{
+    static pbx_peer_launch_req r;
+    static pbx_peer_launch_req d;
+    static const char *const arg = "cat";
+    static const char scope[] = "/home/u/docs";
+    static const char root[] = "/home/u";
+    pbx_peer_launch_frame f;
+    memset(&r, 0, sizeof(r));
+    r.session = 1;
+    r.realm = 1;
+    r.entry_len = 3;
+    memcpy(r.entry, "cat", 3);
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 3;
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED;
+    r.broker_scope = (const uint8_t *)scope;
+    r.broker_scope_len = (uint16_t)strlen(scope);
+    r.broker_root = (const uint8_t *)root;
+    r.broker_root_len = (uint16_t)strlen(root);
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK_EQ(d.flags, PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED);
+    PBX_CHECK_EQ(d.broker_scope_len, strlen(scope));
+    PBX_CHECK(memcmp(d.broker_scope, scope, strlen(scope)) == 0);
+    PBX_CHECK_EQ(d.broker_root_len, strlen(root));
+    PBX_CHECK(memcmp(d.broker_root, root, strlen(root)) == 0);
+    /* A byte after the block; a relative root; brokered opens without
+     * the sandbox; the flag without its block. */
+    g_buf[n] = 'x';
+    pbx_le_put32(g_buf + 20, (uint32_t)(n + 1U - PBX_IPC_HEADER_BYTES));
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n + 1U, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TRAILING);
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    g_buf[n - strlen(root)] = 'h';
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_TEXT);
+    /* With a profile path too: the profile first, then the block. */
+    static const char prof[] = "/home/u/my.profile";
+    r.flags |= PBX_PEER_LAUNCH_PROFILE;
+    r.profile = (const uint8_t *)prof;
+    r.profile_len = (uint16_t)strlen(prof);
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.profile_len == strlen(prof) &&
+              memcmp(d.profile, prof, d.profile_len) == 0);
+    PBX_CHECK(d.broker_root_len == strlen(root) &&
+              memcmp(d.broker_root, root, strlen(root)) == 0);
+    /* Routine opens: a flag of brokered opens only. */
+    r.flags |= PBX_PEER_LAUNCH_ROUTINE_OPENS;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK((d.flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U);
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_ROUTINE_OPENS;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+    r.flags = PBX_PEER_LAUNCH_BROKERED;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+    r.flags = PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_BROKERED;
+    r.broker_root_len = 0U;
+    PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
+                 PBX_E_IPC_BOUND);
+}

@@ -227,3 +227,32 @@ PBX_TEST(peers_seccomp_filter_holds_in_the_kernel)
     PBX_CHECK(WIFEXITED(st));
     PBX_CHECK_EQ(WEXITSTATUS(st), 0);
 }
+
+PBX_TEST(peers_seccomp_notify_filter_reports_the_open_family_only)
+{
+    static pbx_peer_seccomp_filter f;
+    const uint32_t x64 = PBX_PEER_SECCOMP_ARCH_X86_64;
+    const uint32_t notif = SECCOMP_RET_USER_NOTIF;
+    pbx_peer_seccomp_build_notify(&f);
+    PBX_CHECK_EQ(f.len, PBX_PEER_SECCOMP_NOTIFY_INSNS);
+    /* open, creat, openat, openat2: whatever their arguments. */
+    PBX_CHECK_EQ(ts_call(&f, x64, 2U, 0U, 0U), notif);
+    PBX_CHECK_EQ(ts_call(&f, x64, 85U, 0U, 0U), notif);
+    PBX_CHECK_EQ(ts_call(&f, x64, 257U, ~0ULL, 0101U), notif);
+    PBX_CHECK_EQ(ts_call(&f, x64, 437U, 0U, 0U), notif);
+    /* Everything else goes on to the walls' filter: read, close, stat,
+     * execve, and another architecture's open. */
+    PBX_CHECK_EQ(ts_call(&f, x64, 0U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 3U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 4U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 59U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, TS_ARCH_I386, 5U, 0U, 0U), ts_allow);
+    /* The walls let the open family through to the notifier (ERRNO
+     * would beat USER_NOTIF). */
+    static pbx_peer_seccomp_filter w;
+    PBX_REQUIRE(pbx_peer_seccomp_build(4242U, &w) == PBX_OK);
+    PBX_CHECK_EQ(ts_call(&w, x64, 2U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&w, x64, 85U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&w, x64, 257U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&w, x64, 437U, 0U, 0U), ts_allow);
+}

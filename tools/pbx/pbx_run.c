@@ -57,6 +57,9 @@ typedef struct pbx_run_opts {
     uint32_t ngrants;
     const char *grants[PBX_RUN_GRANTS_MAX]; /* OP:SELECTOR */
     const char *profile;                    /* --profile FILE, or NULL */
+    const char *scope; /* --scope DIR: brokered opens below DIR */
+    bool brokered;     /* --scope given */
+    bool routine;      /* --opens routine */
 } pbx_run_opts;
 
 void pbx_tool_run_usage(FILE *fp)
@@ -80,7 +83,12 @@ void pbx_tool_run_usage(FILE *fp)
         "      asked for in install mode before PROG runs; PROG starts with\n"
         "      the objects at fds 5, 6, ... in order; one not approved:\n"
         "      PROG is not run (exit 1, one line naming it). --lifetime:\n"
-        "      the grants' lifetime (default job; one-shot, invocation).\n",
+        "      the grants' lifetime (default job; one-shot, invocation).\n"
+        "      --scope DIR (with --sandbox; \"root\": the stack's root):\n"
+        "      PROG's opens of files below DIR are brokered: each asks, as\n"
+        "      the job, for exactly that file (docs/HOST.md, \"Brokered\n"
+        "      opens\"); --opens routine|exceptional: their urgency\n"
+        "      (default exceptional: the default policies prompt).\n",
         fp);
 }
 
@@ -149,6 +157,16 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
     uint32_t x = 0;
     if (strcmp(k, "--grant") == 0) {
         return pbx_run_grant(o, v);
+    }
+    if (strcmp(k, "--opens") == 0) {
+        bool routine = v != NULL && strcmp(v, "routine") == 0;
+        o->routine = routine;
+        return routine || (v != NULL && strcmp(v, "exceptional") == 0) ? 2 : -1;
+    }
+    if (strcmp(k, "--scope") == 0) {
+        o->scope = v;
+        o->brokered = true;
+        return v != NULL && v[0] != '\0' ? 2 : -1;
     }
     if (strcmp(k, "--lifetime") == 0) {
         o->lifetime = v;
@@ -362,6 +380,74 @@ static bool pbx_run_recv(int fd, int wait_ms, pbx_peer_msg *m,
     return true;
 }
 
+/* Reads the stack's root (DIR/root.path, written by pbx up) into out; false
+ * when there is none. */
+static bool pbx_run_root(char *out, size_t cap)
+{
+    char path[PATH_MAX];
+    if (pbx_tool_dir_path("root.path", path, sizeof(path)) != 0) {
+        return false;
+    }
+    FILE *fp = fopen(path, "re");
+    bool ok = fp != NULL && fgets(out, (int)cap, fp) != NULL;
+    if (fp != NULL) {
+        (void)fclose(fp);
+    }
+    size_t n = ok ? strcspn(out, "\n") : 0U;
+    out[n] = '\0';
+    return n > 0U && out[0] == '/';
+}
+
+/* Fills req's broker block for --scope DIR ("root": the stack's root):
+ * the scope's and the root's real paths. False after a line saying why. */
+static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
+{
+    static char root[PATH_MAX];
+    static char scope[PATH_MAX];
+    bool sandbox = (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U;
+    if (!o->brokered) {
+        if (o->routine) {
+            (void)fprintf(stderr, "pbx run: --opens needs --scope\n");
+        }
+        return !o->routine;
+    }
+    bool have_root = pbx_run_root(root, sizeof(root));
+    if (!sandbox) {
+        (void)fprintf(stderr, "pbx run: --scope needs --sandbox\n");
+        return false;
+    }
+    if (!have_root) {
+        (void)fprintf(stderr, "pbx run: --scope: the stack names no root "
+                              "(no DIR/root.path: is pbx up running?)\n");
+        return false;
+    }
+    bool whole = strcmp(o->scope, "root") == 0;
+    if (realpath(whole ? root : o->scope, scope) == NULL) {
+        (void)fprintf(stderr, "pbx run: --scope %s: %s\n", o->scope,
+                      strerror(errno));
+        return false;
+    }
+    size_t nr = strlen(root);
+    bool under =
+        strcmp(root, "/") == 0 || (strncmp(scope, root, nr) == 0 &&
+                                   (scope[nr] == '\0' || scope[nr] == '/'));
+    if (!under || strlen(scope) > PBX_PEER_LAUNCH_DIR_MAX ||
+        nr > PBX_PEER_LAUNCH_DIR_MAX) {
+        (void)fprintf(stderr,
+                      "pbx run: --scope %s is not below the stack's "
+                      "root %s\n",
+                      scope, root);
+        return false;
+    }
+    req->flags |= PBX_PEER_LAUNCH_BROKERED |
+                  (o->routine ? PBX_PEER_LAUNCH_ROUTINE_OPENS : 0U);
+    req->broker_scope = (const uint8_t *)scope;
+    req->broker_scope_len = (uint16_t)strlen(scope);
+    req->broker_root = (const uint8_t *)root;
+    req->broker_root_len = (uint16_t)nr;
+    return true;
+}
+
 /* Sends the LAUNCH (stdio, and the scope when there is one) on a new
  * control connection and reads its answer; returns the connection, or
  * -1 after a line saying why. */
@@ -447,6 +533,9 @@ int pbx_tool_run(int argc, char **argv)
     if (!pbx_run_fill(argc, argv, &o, prog, pre, npre, &req)) {
         return pbx_tool_usage_error("run", "bad entry or argument for",
                                     argv[o.first]);
+    }
+    if (!pbx_run_broker(&o, &req)) {
+        return PBX_RUN_REFUSED;
     }
     if (o.control != NULL) {
         (void)snprintf(control, sizeof(control), "%s", o.control);

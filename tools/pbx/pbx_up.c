@@ -313,6 +313,29 @@ static int pbx_up_files(pbx_up *u)
     return pbx_up_policy_file(u);
 }
 
+/* Writes DIR/root.path: the served root's real path and a newline, so that
+ * `pbx run --scope` can name a brokered job's scope below it (docs/
+ * HOST.md, "Brokered opens"). A failure is noted, not fatal: only
+ * brokered opens need it. */
+static void pbx_up_root_file(pbx_up *u)
+{
+    char path[PBX_UP_PATH_MAX + 16U];
+    char real[PATH_MAX];
+    (void)snprintf(path, sizeof(path), "%s/root.path", u->dir);
+    int fd =
+        realpath(u->root, real) != NULL
+            ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                   0600)
+            : -1;
+    bool ok = fd >= 0 && dprintf(fd, "%s\n", real) > 0;
+    if (fd >= 0) {
+        ok = close(fd) == 0 && ok;
+    }
+    if (!ok) {
+        (void)fprintf(stderr, "pbx up: %s: %s\n", path, strerror(errno));
+    }
+}
+
 /* Marks every inherited descriptor from 3 up close-on-exec (a child gets
  * only what its spawn hands it), blocks the signals the loop reads from a
  * signalfd, and becomes a child subreaper so launched jobs reparent here
@@ -570,6 +593,7 @@ int pbx_tool_up(int argc, char **argv)
     if (rc != PBX_TOOL_EXIT_OK) {
         return rc;
     }
+    pbx_up_root_file(&u);
     rc = pbx_up_loop(&u);
     pbx_up_stack_clean(&u);
     pbx_up_note(&u, "stopped (exit %d)", rc);

@@ -1,0 +1,197 @@
+/*
+ * broker.c: pbx-broker, one sandboxed job's open broker (broker.h).
+ *
+ *   pbx-broker (--listener-fd N | --listener-sock N) --scope DIR
+ *              --root DIR [--mount DIR] [--burst N] [--per-ms N]
+ *              [--urgency routine|exceptional]
+ *
+ * launchd runs it beside a job launched with the brokered-open flag, with
+ * the job's claims in the environment and a second job connection bound
+ * to the same job at $PBX_LAUNCHD_FD (so its requests are the job's), the
+ * job's scope at $PBX_SCOPE_FD when it has one, and the seccomp listener
+ * of the job's open family at descriptor N. It serves the listener until
+ * the job's last thread exits (the listener then reports its end), one
+ * notification at a time: a prompt holds only this job's next open.
+ *
+ * Each brokered open is a runtime-reply request made as the job (urgency
+ * --urgency's, default exceptional: set by launchd from the launching
+ * user's LAUNCH, never by the program; lifetime: the job's), labelled
+ * with the path the broker resolved; an approved object is asked for a
+ * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
+ * is injected. The object connections are kept (bounded) until the job
+ * ends, so each descriptor lives as long as its grant.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "peers/app/pbx_app.h"
+#include "peers/app/pbx_obj.h"
+#include "peers/broker/broker.h"
+#include "peers/common/pbx_peer_io.h"
+#include "peers/lib/pbx_peer.h"
+
+/* The objects one job's broker keeps (each an approved open). */
+#define BROKER_OBJS_MAX 1024U
+/* The default prompt budget: 5 in a row, then one every 2 seconds. */
+#define BROKER_BURST  5U
+#define BROKER_PER_MS 2000U
+
+/* The broker's options and its kept objects. */
+typedef struct broker_opts {
+    int listener;
+    const char *scope;
+    const char *root;
+    const char *mount;
+    uint32_t burst;
+    uint32_t per_ms;
+    uint8_t urgency;
+    uint32_t nobjs;
+    int objs[BROKER_OBJS_MAX];
+} broker_opts;
+
+/* broker.h's ask: the powerbox request, then OPEN on the object. */
+static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
+{
+    broker_opts *o = ctx;
+    if (o->nobjs >= BROKER_OBJS_MAX) {
+        (void)fprintf(stderr, "pbx-broker: %s: %u objects kept; refused\n",
+                      q->path, BROKER_OBJS_MAX);
+        return EMFILE;
+    }
+    pbx_app_request rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.selector = q->selector;
+    rq.operation = q->op == PBX_PEER_BROKER_OP_READ ? PBX_IPC_OPERATION_READ
+                   : q->op == PBX_PEER_BROKER_OP_WRITE
+                       ? PBX_IPC_OPERATION_WRITE
+                       : PBX_IPC_OPERATION_CREATE;
+    rq.lifetime = PBX_IPC_LIFETIME_JOB;
+    /* The broker, never the program, says how urgent an open is:
+     * exceptional (the policies prompt) unless the launching user asked
+     * for routine opens. */
+    rq.urgency = o->urgency;
+    /* The label (display only, at most 64 bytes) shows the resolved
+     * path, its end when it is longer; the selector names the object. */
+    size_t plen = strlen(q->path);
+    static char label[PBX_IPC_LABEL_LEN_BYTES_MAX + 1U];
+    (void)snprintf(label, sizeof(label), "%s%s",
+                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX ? "..." : "",
+                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX
+                       ? q->path + plen - (PBX_IPC_LABEL_LEN_BYTES_MAX - 3U)
+                       : q->path);
+    rq.label = label;
+    pbx_app_grant g;
+    int r = pbx_app_open(&rq, &g);
+    if (r != PBX_APP_OK) {
+        (void)fprintf(stderr, "pbx-broker: %s: %s\n", q->path,
+                      pbx_app_strerror(r));
+        return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
+    }
+    int st = pbx_obj_open_fd(g.obj, q->mode, fd);
+    if (st != 0) {
+        /* Nothing is handed over without revocation. */
+        (void)fprintf(stderr, "pbx-broker: %s: %s\n", q->path,
+                      pbx_obj_strerror(st));
+        (void)close(g.obj);
+        return EACCES;
+    }
+    o->objs[o->nobjs++] = g.obj;
+    return 0;
+}
+
+/* Receives the seccomp listener launchd's child sends on sock (one
+ * message, one descriptor), then closes sock; the listener or -1 after
+ * a line saying why. */
+static int broker_recv_listener(int sock)
+{
+    static pbx_peer_msg m;
+    int r = pbx_peer_io_recv_raw(sock, &m, 0);
+    (void)close(sock);
+    if (r != 0 || m.nfds != 1U) {
+        (void)fprintf(stderr, "pbx-broker: no listener came from the job\n");
+        if (r == 0) {
+            pbx_peer_io_close_all(m.fds, m.nfds);
+        }
+        return -1;
+    }
+    return m.fds[0];
+}
+
+/* Parses argv into *o; false after the usage line. */
+static bool broker_args(int argc, char **argv, broker_opts *o)
+{
+    o->listener = -1;
+    o->burst = BROKER_BURST;
+    o->per_ms = BROKER_PER_MS;
+    o->urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i];
+        const char *v = argv[i + 1];
+        uint64_t n = 0;
+        bool num = pbx_peer_parse_u64(v, INT_MAX, &n);
+        if (strcmp(k, "--listener-fd") == 0 && num) {
+            o->listener = (int)n;
+        } else if (strcmp(k, "--listener-sock") == 0 && num) {
+            o->listener = broker_recv_listener((int)n);
+        } else if (strcmp(k, "--burst") == 0 && num && n > 0U) {
+            o->burst = (uint32_t)n;
+        } else if (strcmp(k, "--per-ms") == 0 && num && n > 0U) {
+            o->per_ms = (uint32_t)n;
+        } else if (strcmp(k, "--scope") == 0) {
+            o->scope = v;
+        } else if (strcmp(k, "--root") == 0) {
+            o->root = v;
+        } else if (strcmp(k, "--mount") == 0) {
+            o->mount = v;
+        } else if (strcmp(k, "--urgency") == 0 &&
+                   (strcmp(v, "routine") == 0 ||
+                    strcmp(v, "exceptional") == 0)) {
+            o->urgency = v[0] == 'r' ? PBX_IPC_URGENCY_ROUTINE
+                                     : PBX_IPC_URGENCY_EXCEPTIONAL;
+        } else {
+            o->listener = -1;
+            break;
+        }
+    }
+    if (o->listener < 0 || o->scope == NULL || o->root == NULL ||
+        (argc % 2) != 1) {
+        (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
+                              "--listener-sock N) --scope DIR --root DIR "
+                              "[--mount DIR] [--burst N] [--per-ms N] "
+                              "[--urgency routine|exceptional]\n");
+        return false;
+    }
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    static broker_opts o;
+    static pbx_broker b;
+    static char scope_real[PBX_BROKER_PATH_MAX];
+    static char root_real[PBX_BROKER_PATH_MAX];
+    if (!broker_args(argc, argv, &o)) {
+        return 2;
+    }
+    if (pbx_broker_init(&b, o.listener, o.scope, o.root, scope_real, root_real,
+                        o.burst, o.per_ms) != 0) {
+        /* Closing the listener fails every open of the job (ENOSYS). */
+        pbx_broker_release(&b);
+        return 1;
+    }
+    b.pl.mount = o.mount;
+    b.ask = broker_ask;
+    b.ask_ctx = &o;
+    while (pbx_broker_serve_one(&b) == 0) {
+    }
+    pbx_broker_release(&b);
+    for (uint32_t i = 0; i < o.nobjs; i++) {
+        (void)close(o.objs[i]);
+    }
+    return 0;
+}

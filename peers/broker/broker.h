@@ -1,0 +1,101 @@
+/*
+ * broker.h: pbx-broker, the open broker of one sandboxed job (docs/
+ * HOST.md, "Brokered opens"). launchd starts it beside the job, outside
+ * the sandbox, with the seccomp listener of the job's open family and a
+ * second job connection bound to the same job. For each open the broker
+ * reads the path once from the notifying thread's memory, decides where
+ * it lies (peers/lib/pbx_peer_broker.h), lets a system path go on as the
+ * program's own call (Landlock decides), refuses a path outside the scope
+ * and resolves a scope path itself beneath the scope; it then asks (as
+ * the job) and injects exactly the descriptor the answer carries.
+ *
+ * broker_notify.c handles the notifications and is linked into the peer
+ * tests; broker.c is the program (its asking: a powerbox request over the
+ * job connection, then OPEN on the object).
+ */
+#ifndef PBX_BROKER_H
+#define PBX_BROKER_H
+
+#include <stdint.h>
+
+#include "peers/lib/pbx_peer_broker.h"
+
+/** PBX_BROKER_PATH_MAX bounds a path read from the program (PATH_MAX). */
+#define PBX_BROKER_PATH_MAX 4096U
+
+/**
+ * pbx_broker_ask is one question the broker asks: the object it resolved
+ * (path, absolute, the name shown in the prompt; selector, the same under
+ * vfsd's root) and the operation. Borrowed strings, valid during the call.
+ */
+typedef struct pbx_broker_ask {
+    /** path is the resolved absolute path. */
+    const char *path;
+    /** selector is path below vfsd's root, without a leading slash. */
+    const char *selector;
+    /** op is a pbx_peer_broker_op. */
+    uint8_t op;
+    /** mode is the access the descriptor gets (OPEN's mode: 1 read, 2
+     * write, 3 both), from the open's access mode. */
+    uint32_t mode;
+    /** pid is the notifying thread (the broker's pid namespace). */
+    uint32_t pid;
+} pbx_broker_ask;
+
+/**
+ * pbx_broker_ask_fn asks for q's object; on approval stores a descriptor
+ * the broker then owns in *fd and returns 0, else returns the positive
+ * errno the program's open fails with (EACCES denied, ENOENT not found).
+ */
+typedef int (*pbx_broker_ask_fn)(void *ctx, const pbx_broker_ask *q, int *fd);
+
+/**
+ * pbx_broker is one job's broker. Caller-allocated; pbx_broker_init fills
+ * it. The strings are borrowed and must outlive it.
+ */
+typedef struct pbx_broker {
+    /** listener is the seccomp notification listener (owned). */
+    int listener;
+    /** scope_fd is an O_PATH descriptor of the scope directory (owned). */
+    int scope_fd;
+    /** root is vfsd's root (its real path). */
+    const char *root;
+    /** pl holds the scope's real path, the mount and the profile. */
+    pbx_peer_broker_places pl;
+    /** rate is the job's prompt budget. */
+    pbx_peer_broker_rate rate;
+    /** ask makes the request; ask_ctx is passed to it. */
+    pbx_broker_ask_fn ask;
+    /** ask_ctx is ask's context (borrowed). */
+    void *ask_ctx;
+    /** counts of the notifications continued, refused, asked, injected. */
+    uint64_t continued, refused, asked, injected;
+} pbx_broker;
+
+/**
+ * pbx_broker_init fills *b for listener (taken over), the scope directory
+ * scope (opened O_PATH here), vfsd's root root (scope must be root or
+ * below it; both resolved to their real paths into the caller's buffers
+ * scope_real and root_real of PBX_BROKER_PATH_MAX bytes), the prompt
+ * budget (burst, per_ms). The caller sets ask and ask_ctx after it.
+ * Returns 0, or -1 after a line on stderr saying why; either way b owns
+ * listener from then on (pbx_broker_release closes it).
+ */
+int pbx_broker_init(pbx_broker *b, int listener, const char *scope,
+                    const char *root, char *scope_real, char *root_real,
+                    uint32_t burst, uint32_t per_ms);
+
+/**
+ * pbx_broker_serve_one waits for one notification on b->listener and
+ * answers it. Returns 0 when one was handled (or had gone), -1 when the
+ * listener is closed (the job and all its threads exited) or fails.
+ */
+int pbx_broker_serve_one(pbx_broker *b);
+
+/** pbx_broker_now_ms is CLOCK_MONOTONIC in milliseconds (the rate's). */
+uint64_t pbx_broker_now_ms(void);
+
+/** pbx_broker_release closes what b owns. */
+void pbx_broker_release(pbx_broker *b);
+
+#endif /* PBX_BROKER_H */
