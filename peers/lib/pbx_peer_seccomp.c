@@ -98,16 +98,22 @@ static const pbx_peer_seccomp_call sc_denied[] = {
 };
 
 static const pbx_peer_seccomp_call sc_self_only[] = {
-    {142U, 0U, "sched_setparam"},    {144U, 0U, "sched_setscheduler"},
-    {203U, 0U, "sched_setaffinity"}, {314U, 0U, "sched_setattr"},
-    {141U, 1U, "setpriority"},       {251U, 1U, "ioprio_set"},
-    {302U, 0U, "prlimit64"},         {256U, 0U, "migrate_pages"},
-    {279U, 0U, "move_pages"},        {274U, 0U, "get_robust_list"},
+    {142U, 0U, "sched_setparam"},
+    {144U, 0U, "sched_setscheduler"},
+    {203U, 0U, "sched_setaffinity"},
+    {314U, 0U, "sched_setattr"},
+    {141U, 1U, "setpriority"},
+    {251U, 1U, "ioprio_set"},
+    {302U, 0U, "prlimit64"},
+    {256U, 0U, "migrate_pages"},
+    {279U, 0U, "move_pages"},
+    {274U, 0U, "get_robust_list"},
     /* Signals: kill to 0 (its own group: launchd makes each job lead
      * one) or itself, never -1, another pid or another group; tgkill to
      * a thread of its own (raise() and abort() keep working). Below
      * Landlock ABI 6 nothing else keeps a job from signalling powerboxd. */
-    {62U, 0U, "kill"},               {234U, 0U, "tgkill"},
+    {62U, 0U, "kill"},
+    {234U, 0U, "tgkill"},
 };
 /* Each self-only call takes one label of its own after SC_L_SELF. */
 _Static_assert(SC_L_SELF + sizeof(sc_self_only) / sizeof(sc_self_only[0]) <=

@@ -43,6 +43,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -55,7 +56,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <linux/capability.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -277,6 +277,8 @@ static void walls_sibling(long pid)
     walls_say("ptrace PTRACE_SEIZE sibling", r, errno);
     char buf[16];
     struct iovec local = {buf, sizeof(buf)};
+    /* An address in the sibling, not in this process. */
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
     struct iovec remote = {(void *)walls_mapped(pid), sizeof(buf)};
     r = (long)process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
     walls_say("process_vm_readv sibling", r, errno);
@@ -335,8 +337,7 @@ static void walls_forge(void)
 /* Whether the capability set key ("CapEff:") of /proc/self/status is
  * empty: a wall refused (EPERM) when it is, let through when not or when
  * the status cannot be read. */
-static void walls_capset(const char *status, const char *key,
-                         const char *what)
+static void walls_capset(const char *status, const char *key, const char *what)
 {
     const char *at = strstr(status, key);
     bool empty = at != NULL && strtoull(at + strlen(key), NULL, 16) == 0ULL;
@@ -486,8 +487,7 @@ static void walls_kernel(void)
     }
     r = syscall(SYS_keyctl, 0L /* KEYCTL_GET_KEYRING_ID */, -3L, 0L);
     walls_say("keyctl", r, errno);
-    r = syscall(SYS_mount, "none", "/nonexistent-pbx-walls", "tmpfs", 0L,
-                NULL);
+    r = syscall(SYS_mount, "none", "/nonexistent-pbx-walls", "tmpfs", 0L, NULL);
     walls_say("mount", r, errno);
     char c = 'x';
     r = ioctl(0, TIOCSTI, &c);

@@ -1937,8 +1937,8 @@ PBX_TEST(peers_launchd_sandboxes_a_static_program)
      * and program refused by the kernel (EACCES); its own file and
      * /etc/passwd (the system profile) readable; no signal to a process
      * outside (EPERM: the filter, and ABI 6 scopes). */
-    const char *args[] = {tl_probe_path(), "nnp",  "caps", fopen_, self,
-                          "open:/etc/passwd", ksib, etool,  NULL};
+    const char *args[] = {tl_probe_path(),    "nnp", "caps", fopen_, self,
+                          "open:/etc/passwd", ksib,  etool,  NULL};
     static char out[4096];
     PBX_CHECK_EQ(
         tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
@@ -2006,9 +2006,9 @@ PBX_TEST(peers_launchd_refuses_a_fifo_at_once)
     /* A FIFO as the profile: refused at once as not a regular file. */
     const char *nnp[] = {tl_probe_path(), "nnp", NULL};
     g_tl_profile = fifo;
-    uint16_t st = tl_probe_run(
-        &s, nnp, PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_PROFILE, out,
-        sizeof(out));
+    uint16_t st =
+        tl_probe_run(&s, nnp, PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_PROFILE,
+                     out, sizeof(out));
     g_tl_profile = NULL;
     PBX_CHECK_EQ(st, (uint16_t)PBX_E_PEER_PROFILE);
     PBX_CHECK(tl_logged(&s, "not a readable regular file"));

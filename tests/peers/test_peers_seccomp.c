@@ -174,7 +174,7 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
     PBX_CHECK_EQ(ts_call(&f, x64, 62U, self, 9U), ts_allow);
     PBX_CHECK_EQ(ts_call(&f, x64, 62U, 0xFFFFFFFFU, 0U), ts_eperm);
     PBX_CHECK_EQ(ts_call(&f, x64, 62U, ~0ULL, 0U), ts_eperm);
-    PBX_CHECK_EQ(ts_call(&f, x64, 62U, (uint32_t)-(int32_t)self, 0U),
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, (uint32_t) - (int32_t)self, 0U),
                  ts_eperm);
     PBX_CHECK_EQ(ts_call(&f, x64, 62U, 1U, 0U), ts_eperm);
     PBX_CHECK_EQ(ts_call(&f, x64, 234U, self, self + 1U), ts_allow);
