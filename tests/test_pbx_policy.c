@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,9 +276,33 @@ PBX_TEST(pbx_up_prints_the_reason_a_bad_root_fails)
     tp_dir(dir, sizeof(dir), "");
     char root[PATH_MAX];
     tp_join(root, sizeof(root), dir, "no-such-root");
+    /* A stand-in vfsd that refuses the root as the real one does: this is
+     * pbx up's behaviour under test (the failing process's reason on its
+     * own stderr), and it holds where no peer is built (the mutation
+     * runner's tree has the pbx binary only). */
+    char bin[PATH_MAX];
+    char vfsd[PATH_MAX];
+    tp_join(bin, sizeof(bin), dir, "bin");
+    tp_join(vfsd, sizeof(vfsd), bin, "pbx-vfsd");
+    PBX_REQUIRE(mkdir(bin, 0700) == 0);
+    FILE *f = fopen(vfsd, "w");
+    if (f == NULL) {
+        PBX_CHECK(f != NULL);
+        return;
+    }
+    (void)fputs("#!/bin/sh\n"
+                "while [ $# -gt 0 ] && [ \"$1\" != --root ]; do shift; done\n"
+                "echo \"vfsd: --root '$2': No such file or directory\" >&2\n"
+                "exit 2\n",
+                f);
+    (void)fclose(f);
+    PBX_REQUIRE(chmod(vfsd, 0700) == 0);
     tp_result r;
-    const char *args[] = {"up", "--root", root, "--tty", "/dev/null", NULL};
+    const char *args[] = {"up",        "--root", root, "--tty",
+                          "/dev/null", "--bin",  bin,  NULL};
     tp_run(dir, args, &r);
+    (void)unlink(vfsd);
+    (void)rmdir(bin);
     PBX_CHECK_EQ(r.status, 1);
     char want[PATH_MAX + 64];
     (void)snprintf(want, sizeof(want), "said: vfsd: --root '%s': No such file",

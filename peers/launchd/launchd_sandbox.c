@@ -14,7 +14,8 @@
  * the profile (pbx_peer_profile.h) and one for the program's own file.
  * The child then (for a stage job, after connecting to procd's stage
  * socket for it) adds the rule on its own /proc/PID (only it can name
- * it), sets no-new-privileges, enforces the ruleset,
+ * it), sets no-new-privileges, drops every capability (ambient,
+ * bounding, effective, permitted, inheritable), enforces the ruleset,
  * closes every descriptor but the job's, installs the filter and executes
  * the very file that was checked (by descriptor); if a step fails it says
  * so on the job's standard error and exits without running the program.
@@ -22,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
@@ -51,6 +53,9 @@
  * LAUNCHD_STAGE_FD. */
 #define LAUNCHD_KEEP_FDS 5
 #define LAUNCHD_STAGE_FD 5
+/* More capabilities than any kernel has: the bounding set is dropped up
+ * to the first number the kernel refuses as no capability (EINVAL). */
+#define LAUNCHD_CAPS_MAX 64UL
 /* The most arguments searched for --stage-sock. */
 #define LAUNCHD_STAGE_ARGS 64
 
@@ -76,10 +81,12 @@ typedef struct launchd_sandbox_walls {
 } launchd_sandbox_walls;
 
 /* Opens the regular, executable file at path read-only (close-on-exec);
- * -1 when it is not one. */
+ * -1 when it is not one. Non-blocking, so that a FIFO (or a device) is
+ * opened at once and refused by its type instead of holding launchd's
+ * loop until a writer comes. */
 static int launchd_sandbox_open_one(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
                     faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)) {
@@ -148,7 +155,10 @@ static uint16_t launchd_sandbox_profile(const char *path,
                                         size_t nforbidden, pbx_peer_profile *p)
 {
     static uint8_t text[PBX_PEER_PROFILE_BYTES + 1U];
-    int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+    /* Non-blocking: a FIFO opens at once and is refused by its type. */
+    int fd = path[0] == '/'
+                 ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+                 : -1;
     struct stat st;
     ssize_t got = -1;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -490,6 +500,52 @@ void launchd_sandbox_notify(const launchd_sandbox *sb)
     (void)close(sb->notify);
 }
 
+/* Drops every capability from the bounding set (numbers 0 up to the
+ * first the kernel calls no capability). A process that holds no
+ * capability (held false) cannot drop them (EPERM) and needs not: with
+ * no-new-privileges set, no exec gives it any. 0, or -1 with errno. */
+static int launchd_sandbox_drop_bounding(bool held)
+{
+    for (unsigned long cap = 0UL; cap < LAUNCHD_CAPS_MAX; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0UL, 0UL, 0UL) == 0) {
+            continue;
+        }
+        if (errno == EINVAL && cap > 0UL) {
+            return 0;
+        }
+        return errno == EPERM && !held ? 0 : -1;
+    }
+    return 0;
+}
+
+/* Leaves the child no capability at all, so that a job started by root
+ * cannot, say, forge SCM_CREDENTIALS naming powerboxd's pid (which vfsd
+ * trusts): the ambient set cleared, the bounding set dropped, then the
+ * effective, permitted and inheritable sets zeroed. Runs after
+ * no-new-privileges is set. Ends the child when a step fails. */
+static void launchd_sandbox_drop_caps(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    memset(d, 0, sizeof(d));
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) != 0) {
+        launchd_sandbox_fail("clearing the ambient capabilities");
+    }
+    if (syscall(__NR_capget, &h, d) != 0) {
+        launchd_sandbox_fail("capget");
+    }
+    bool held = (d[0].permitted | d[1].permitted) != 0U;
+    if (launchd_sandbox_drop_bounding(held) != 0) {
+        launchd_sandbox_fail("dropping the bounding capabilities");
+    }
+    memset(d, 0, sizeof(d));
+    h.version = _LINUX_CAPABILITY_VERSION_3;
+    h.pid = 0;
+    if (syscall(__NR_capset, &h, d) != 0) {
+        launchd_sandbox_fail("capset");
+    }
+}
+
 void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
 {
     extern char **environ;
@@ -504,6 +560,7 @@ void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) {
         launchd_sandbox_fail("PR_SET_NO_NEW_PRIVS");
     }
+    launchd_sandbox_drop_caps();
     if (syscall(__NR_landlock_restrict_self, sb->ruleset, 0U) != 0) {
         launchd_sandbox_fail("landlock_restrict_self");
     }

@@ -56,6 +56,12 @@ static const pbx_peer_seccomp_call sc_denied[] = {
     {311U, 0U, "process_vm_writev"},
     {312U, 0U, "kcmp"},
     {424U, 0U, "pidfd_send_signal"},
+    /* A signal by thread id alone (tkill) cannot be checked against the
+     * caller's own threads; glibc's raise() uses tgkill, which is. */
+    {200U, 0U, "tkill"},
+    /* Advice on and reaping of another process's memory. */
+    {440U, 0U, "process_madvise"},
+    {448U, 0U, "process_mrelease"},
     {434U, 0U, "pidfd_open"},
     {438U, 0U, "pidfd_getfd"},
     /* io_uring does its work outside these checks. */
@@ -92,11 +98,22 @@ static const pbx_peer_seccomp_call sc_denied[] = {
 };
 
 static const pbx_peer_seccomp_call sc_self_only[] = {
-    {142U, 0U, "sched_setparam"},    {144U, 0U, "sched_setscheduler"},
-    {203U, 0U, "sched_setaffinity"}, {314U, 0U, "sched_setattr"},
-    {141U, 1U, "setpriority"},       {251U, 1U, "ioprio_set"},
-    {302U, 0U, "prlimit64"},         {256U, 0U, "migrate_pages"},
-    {279U, 0U, "move_pages"},        {274U, 0U, "get_robust_list"},
+    {142U, 0U, "sched_setparam"},
+    {144U, 0U, "sched_setscheduler"},
+    {203U, 0U, "sched_setaffinity"},
+    {314U, 0U, "sched_setattr"},
+    {141U, 1U, "setpriority"},
+    {251U, 1U, "ioprio_set"},
+    {302U, 0U, "prlimit64"},
+    {256U, 0U, "migrate_pages"},
+    {279U, 0U, "move_pages"},
+    {274U, 0U, "get_robust_list"},
+    /* Signals: kill to 0 (its own group: launchd makes each job lead
+     * one) or itself, never -1, another pid or another group; tgkill to
+     * a thread of its own (raise() and abort() keep working). Below
+     * Landlock ABI 6 nothing else keeps a job from signalling powerboxd. */
+    {62U, 0U, "kill"},
+    {234U, 0U, "tgkill"},
 };
 /* Each self-only call takes one label of its own after SC_L_SELF. */
 _Static_assert(SC_L_SELF + sizeof(sc_self_only) / sizeof(sc_self_only[0]) <=

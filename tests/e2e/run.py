@@ -680,6 +680,7 @@ Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
 the end (a long log only its head and tail).
 """
 import calendar
+import errno
 import fcntl
 import hashlib
 import os
@@ -4830,12 +4831,85 @@ def walls_expected(socks):
         names += [f"connect {who} to {p}" for p in socks]
         names += [f"connect {who} to tcp 127.0.0.1",
                   f"connect {who} to an abstract socket"]
-    names += ["ptrace PTRACE_ATTACH sibling", "process_vm_readv sibling",
-              "pidfd_open sibling", "prlimit64 sibling", "io_uring_setup",
+    names += ["ptrace PTRACE_SEIZE sibling", "process_vm_readv sibling",
+              "pidfd_open sibling", "prlimit64 sibling", "kill sibling",
+              "tgkill sibling", "kill -1",
+              "sendmsg SCM_CREDENTIALS naming the parent",
+              "capabilities effective", "capabilities permitted",
+              "io_uring_setup",
               "unshare CLONE_NEWUSER", "clone CLONE_NEWUSER",
               "clone3 CLONE_NEWUSER", "x32 getpid", "bpf", "perf_event_open",
               "userfaultfd", "keyctl", "mount", "ioctl TIOCSTI"]
+    # Only root can drop its bounding set (the probe asks only then).
+    if os.geteuid() == 0:
+        names.append("capabilities bounding")
     return names
+
+
+def walls_host_int(path, default):
+    """The integer in /proc file path, or default when it is absent."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def walls_control_other(socks):
+    """What the unsandboxed probe may see besides ALLOWED, wall by wall:
+    the errno numbers that show the call reached the kernel and was
+    refused for a reason of this host or of the attempt itself, never the
+    sandbox's. Every other wall must be ALLOWED, so a wall the sandboxed
+    run refuses for an unrelated reason (ENOTSOCK, a wrong pid) fails."""
+    root = os.geteuid() == 0
+    other = {
+        # Cannot be ALLOWED: launchd gives every job, sandboxed or not,
+        # only its own descriptors.
+        "a descriptor above 4": {errno.EBADF},
+        # Cannot be ALLOWED: the probe names a directory that does not
+        # exist (a mount that went through would change the host's).
+        "mount": {errno.ENOENT},
+        # Cannot be ALLOWED: standard input is a socket, not a terminal
+        # (typing into the user's terminal is not tried).
+        "ioctl TIOCSTI": {errno.ENOTTY},
+        # Kernel build options: the family or x32 may be absent.
+        "socket AF_VSOCK stream": {errno.EAFNOSUPPORT},
+        "socket AF_ALG seqpacket": {errno.EAFNOSUPPORT},
+        "x32 getpid": {errno.ENOSYS},
+    }
+    low, high = 1, 0
+    try:
+        with open("/proc/sys/net/ipv4/ping_group_range",
+                  encoding="ascii") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        pass
+    if not low <= os.getegid() <= high:
+        other["socket AF_INET icmp"] = {errno.EACCES}
+    for p in socks:
+        # A socket of the stack that is not there while it runs (the
+        # route socket exists only while powerboxd restarts).
+        if not os.path.exists(p):
+            for who in ("stdin", "job connection"):
+                other[f"connect {who} to {p}"] = {errno.ENOENT}
+    if walls_host_int("/proc/sys/kernel/io_uring_disabled", 0) != 0:
+        other["io_uring_setup"] = {errno.EPERM}
+    if walls_host_int("/proc/sys/user/max_user_namespaces", 1) == 0:
+        for n in ("unshare", "clone", "clone3"):
+            other[f"{n} CLONE_NEWUSER"] = {errno.ENOSPC}
+    if not root:
+        # Another user holds no capability and may not name another pid.
+        for n in ("socket AF_PACKET raw",
+                  "sendmsg SCM_CREDENTIALS naming the parent",
+                  "capabilities effective", "capabilities permitted"):
+            other[n] = {errno.EPERM}
+        if walls_host_int("/proc/sys/kernel/unprivileged_bpf_disabled",
+                          0) != 0:
+            other["bpf"] = {errno.EPERM}
+        if walls_host_int("/proc/sys/kernel/yama/ptrace_scope", 0) != 0:
+            other["ptrace PTRACE_SEIZE sibling"] = {errno.EPERM}
+            other["process_vm_readv sibling"] = {errno.EPERM}
+    return other
 
 
 def sandbox_walls(st):
@@ -4918,21 +4992,45 @@ def sandbox_walls(st):
         print(f"run: sandboxed, {len(lines)} attempts each refused "
               f"(EPERM/EACCES; clone3 ENOSYS); the honest request read the "
               f"file")
-        free = subprocess.run([pbx, "--dir", st.work, "run", "--", walls,
-                               "--no-honest", "docs/readme.txt"],
-                              capture_output=True, text=True, timeout=60,
-                              check=False, stdin=subprocess.DEVNULL,
-                              process_group=st.pgid)
-        if free.returncode != 1 or \
-                "wall socket AF_UNIX stream: ALLOWED" not in free.stdout:
-            fail(f"sandbox-walls: unsandboxed, the probe saw no open wall: "
-                 f"rc {free.returncode} {free.stdout!r} {free.stderr!r}")
-        print("run: unsandboxed, the same probe was let through (exit 1)")
+        sandbox_walls_control(st, argv, names, socks, loose)
     finally:
         sibling.kill()
         sibling.wait()
         for s_ in (tcp, abstract, loose):
             s_.close()
+
+
+def sandbox_walls_control(st, argv, names, socks, loose):
+    """The same probe, same arguments and standard input, unsandboxed:
+    every wall must be ALLOWED, or refused with an errno that
+    walls_control_other names for it (never the sandbox's answer for a
+    reason of its own)."""
+    free_argv = [a for a in argv if a != "--sandbox"]
+    free_argv.insert(free_argv.index("--") + 2, "--no-honest")
+    free = subprocess.run(free_argv, capture_output=True, text=True,
+                          timeout=60, check=False, stdin=loose.fileno(),
+                          process_group=st.pgid)
+    print(free.stdout, end="")
+    lines = [l for l in free.stdout.splitlines() if l.startswith("wall ")]
+    seen = {l[len("wall "):l.rindex(": ")]: l[l.rindex(": ") + 2:]
+            for l in lines}
+    other = walls_control_other(socks)
+    bad = []
+    for n in names:
+        v = seen.get(n)
+        ok = v == "ALLOWED" or any(
+            v is not None and v.startswith(f"refused errno {e} ")
+            for e in other.get(n, ()))
+        if not ok:
+            bad.append(f"{n}: {v}")
+    if bad or free.returncode != 1:
+        fail(f"sandbox-walls: unsandboxed, walls not let through (or not "
+             f"for the host's reason): {bad}; rc {free.returncode} "
+             f"{free.stderr!r}")
+    allowed = sum(1 for v in seen.values() if v == "ALLOWED")
+    print(f"run: unsandboxed, the same probe was let through: {allowed} of "
+          f"{len(names)} walls ALLOWED, the rest refused for the host's or "
+          f"the attempt's own reason")
 
 
 def pbx_run_grant(st):

@@ -10,13 +10,16 @@
  * create a socket of every family, a socket pair, connect its standard
  * input and its job connection to each PATH (the stack's sockets), to TCP
  * PORT on localhost and to the abstract unix socket NAME, trace the
- * process PID or read its memory, open its /proc files, execute PATH,
- * set up io_uring, enter new namespaces, and more. Each attempt prints one
- * line:
+ * process PID, read its memory, open its /proc files or signal it (and
+ * signal every process), forge SCM_CREDENTIALS naming its parent's pid on
+ * the job connection, keep a capability (CapEff, CapPrm and, run by root,
+ * CapBnd of /proc/self/status), execute PATH, set up io_uring, enter new
+ * namespaces, and more. Each attempt prints one line:
  *
  *   wall WHAT: refused errno N NAME     (the kernel said no; for "a
  *                                       descriptor above 4", EBADF:
- *                                       none is open)
+ *                                       none is open; for a capability
+ *                                       set, EPERM: the set is empty)
  *   wall WHAT: ALLOWED                  (it went through)
  *
  * Then, unless --no-honest, it asks for a one-shot READ of SELECTOR on
@@ -25,6 +28,14 @@
  * newlines as "|") or "honest: failed: WHY". Exit 0 when every wall
  * refused and the honest request was approved and read, 1 when a wall let
  * it through, 2 when the honest request failed, 3 on a bad command line.
+ *
+ * Run unsandboxed (the scenario's control), every attempt must reach the
+ * kernel: a connect of an inherited socket that is already connected, or
+ * of another family or type than the address's, is retried on a fresh
+ * socket of the address's family; the mount names a directory that does
+ * not exist (a mount that went through would change the host's mounts);
+ * the new user namespace is entered in a child; the ptrace is a SEIZE
+ * (the sibling never stops); every signal is signal 0.
  */
 #define _GNU_SOURCE
 #include "peers/app/pbx_app.h"
@@ -32,6 +43,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -142,14 +154,50 @@ static void walls_sockets(void)
     }
 }
 
-/* Tries connect() of the given descriptor fd (named who) to sa. */
+/* Connects a fresh socket of sa's family to sa (unix: each type until
+ * one is not the wrong type); 0 or -1 with errno. Reached only when the
+ * inherited descriptor's connect got past the walls (unsandboxed). */
+static int walls_connect_fresh(const void *sa, socklen_t len)
+{
+    static const int types[] = {SOCK_SEQPACKET, SOCK_STREAM, SOCK_DGRAM};
+    int family = ((const struct sockaddr *)sa)->sa_family;
+    int r = -1;
+    for (size_t i = 0; i < 3U; i++) {
+        int fd = socket(family, types[i] | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            continue;
+        }
+        r = connect(fd, (const struct sockaddr *)sa, len);
+        int e = errno;
+        (void)close(fd);
+        errno = e;
+        /* An abstract name is looked up with the socket's type: the
+         * wrong type finds nothing (ECONNREFUSED). */
+        if (r == 0 || (e != EPROTOTYPE && e != ESOCKTNOSUPPORT &&
+                       e != EPROTONOSUPPORT && e != ECONNREFUSED)) {
+            break;
+        }
+    }
+    return r;
+}
+
+/* Tries connect() of the given descriptor fd (named who) to sa. When the
+ * kernel refuses it for the socket's own state (already connected, or
+ * another family or type), only a fresh socket could tell whether the
+ * address is reachable: that connect's answer is reported. */
 static void walls_connect(const char *who, int fd, const char *to,
                           const void *sa, socklen_t len)
 {
     char what[600];
     (void)snprintf(what, sizeof(what), "connect %s to %s", who, to);
     int r = connect(fd, (const struct sockaddr *)sa, len);
-    walls_say(what, r, errno);
+    int e = errno;
+    if (r != 0 && (e == EISCONN || e == EINVAL || e == EAFNOSUPPORT ||
+                   e == EPROTOTYPE || e == ECONNREFUSED)) {
+        r = walls_connect_fresh(sa, len);
+        e = errno;
+    }
+    walls_say(what, r, e);
 }
 
 /* Connects the given descriptors (stdin and the job connection) to the
@@ -187,16 +235,51 @@ static void walls_connects(const walls_opts *o)
     }
 }
 
+/* The start of pid's first mapping (from /proc/PID/maps), so that a read
+ * of its memory that gets through succeeds; 0x400000 when unreadable. */
+static unsigned long walls_mapped(long pid)
+{
+    char path[64];
+    char line[128];
+    (void)snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1U) : -1;
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+    if (n <= 0) {
+        return 0x400000UL;
+    }
+    line[n] = '\0';
+    return strtoul(line, NULL, 16);
+}
+
+/* Signals (signal 0: nothing is delivered) the sibling pid, its thread
+ * pid, and every process (-1). */
+static void walls_signals(long pid)
+{
+    long r = kill((pid_t)pid, 0);
+    walls_say("kill sibling", r, errno);
+    r = syscall(SYS_tgkill, pid, pid, 0L);
+    walls_say("tgkill sibling", r, errno);
+    r = kill(-1, 0);
+    walls_say("kill -1", r, errno);
+}
+
 /* Tries to reach the sibling process pid: trace it, read its memory,
  * open its /proc files, take a pidfd of it, lower its limits. */
 static void walls_sibling(long pid)
 {
     char what[128];
-    long r = syscall(SYS_ptrace, 16L /* PTRACE_ATTACH */, pid, 0L, 0L);
-    walls_say("ptrace PTRACE_ATTACH sibling", r, errno);
+    /* A seize does not stop the sibling; the exit of this program ends
+     * the tracing. */
+    long r = syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, pid, 0L, 0L);
+    walls_say("ptrace PTRACE_SEIZE sibling", r, errno);
     char buf[16];
     struct iovec local = {buf, sizeof(buf)};
-    struct iovec remote = {(void *)0x400000UL, sizeof(buf)};
+    /* An address in the sibling, not in this process. */
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
+    struct iovec remote = {(void *)walls_mapped(pid), sizeof(buf)};
     r = (long)process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
     walls_say("process_vm_readv sibling", r, errno);
     static const char *const files[] = {"environ", "status", "cmdline", "maps"};
@@ -219,32 +302,126 @@ static void walls_sibling(long pid)
     uint64_t lim[2] = {0U, 0U};
     r = syscall(SYS_prlimit64, pid, 7L /* RLIMIT_NOFILE */, NULL, lim);
     walls_say("prlimit64 sibling", r, errno);
+    walls_signals(pid);
+}
+
+/* Sends one byte on the job connection (descriptor 3) with
+ * SCM_CREDENTIALS naming its parent's pid: only a process holding
+ * CAP_SYS_ADMIN may name another pid than its own (vfsd trusts
+ * powerboxd's). */
+static void walls_forge(void)
+{
+    struct ucred cred = {getppid(), getuid(), getgid()};
+    union {
+        struct cmsghdr h;
+        uint8_t b[CMSG_SPACE(sizeof(struct ucred))];
+    } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    char byte = 0;
+    struct iovec io = {&byte, 1U};
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &io;
+    m.msg_iovlen = 1U;
+    m.msg_control = ctl.b;
+    m.msg_controllen = sizeof(ctl.b);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+    memcpy(CMSG_DATA(c), &cred, sizeof(cred));
+    long r = sendmsg(3, &m, MSG_NOSIGNAL);
+    walls_say("sendmsg SCM_CREDENTIALS naming the parent", r, errno);
+}
+
+/* Whether the capability set key ("CapEff:") of /proc/self/status is
+ * empty: a wall refused (EPERM) when it is, let through when not or when
+ * the status cannot be read. */
+static void walls_capset(const char *status, const char *key, const char *what)
+{
+    const char *at = strstr(status, key);
+    bool empty = at != NULL && strtoull(at + strlen(key), NULL, 16) == 0ULL;
+    walls_say(what, empty ? -1 : 0, EPERM);
+}
+
+/* The capabilities it holds: none (the bounding set too when root runs
+ * it; another user cannot drop its bounding set and holds nothing an exec
+ * could raise under no-new-privileges). */
+static void walls_caps(void)
+{
+    static char status[8192];
+    status[0] = '\0';
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, status, sizeof(status) - 1U);
+        status[n > 0 ? n : 0] = '\0';
+        (void)close(fd);
+    }
+    walls_capset(status, "CapEff:", "capabilities effective");
+    walls_capset(status, "CapPrm:", "capabilities permitted");
+    if (getuid() == 0) {
+        walls_capset(status, "CapBnd:", "capabilities bounding");
+    }
 }
 
 /* Executes path in a child (so that a success cannot replace this
- * program) and reports whether the exec went through. */
+ * program; without its descriptors above 2) and reports whether the exec
+ * went through: the child writes the exec's errno into a close-on-exec
+ * pipe, which a successful exec closes with nothing written. */
 static void walls_exec(const char *path)
 {
     char what[600];
     (void)snprintf(what, sizeof(what), "execve %s", path);
     (void)fflush(stdout);
-    pid_t c = fork();
+    int p[2];
+    pid_t c = pipe2(p, O_CLOEXEC) == 0 ? fork() : -1;
     if (c == 0) {
         char *const argv[] = {(char *)path, NULL};
         char *const envp[] = {NULL};
+        (void)close(p[0]);
+        (void)syscall(SYS_close_range, 3U, (unsigned)p[1] - 1U, 0U);
         (void)execve(path, argv, envp);
-        _exit(errno & 0xFF);
+        int e = errno;
+        (void)write(p[1], &e, sizeof(e));
+        _exit(127);
     }
-    int st = 0;
-    if (c < 0 || waitpid(c, &st, 0) != c) {
+    int e = 0;
+    ssize_t n = -1;
+    if (c > 0) {
+        (void)close(p[1]);
+        n = read(p[0], &e, sizeof(e));
+        (void)close(p[0]);
+    }
+    if (c < 0 || waitpid(c, NULL, 0) != c || n < 0) {
         (void)printf("wall %s: could not try (%s)\n", what, strerror(errno));
         g_allowed++;
         return;
     }
-    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    /* An exit status of EPERM or EACCES is the exec's refusal; anything
-     * else is the other program's own. */
-    walls_say(what, code == EPERM || code == EACCES ? -1 : 0, code);
+    walls_say(what, n == 0 ? 0 : -1, e);
+}
+
+/* Tries unshare(CLONE_NEWUSER) in a child (one that got through would
+ * change what every later attempt means) and reports its answer, passed
+ * through a pipe. */
+static void walls_unshare(void)
+{
+    int p[2];
+    pid_t c = pipe2(p, O_CLOEXEC) == 0 ? fork() : -1;
+    if (c == 0) {
+        int e = unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
+        (void)write(p[1], &e, sizeof(e));
+        _exit(0);
+    }
+    int e = EBADF;
+    if (c > 0) {
+        (void)close(p[1]);
+        if (read(p[0], &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+            e = EBADF;
+        }
+        (void)close(p[0]);
+        (void)waitpid(c, NULL, 0);
+    }
+    walls_say("unshare CLONE_NEWUSER", e == 0 ? 0 : -1, e);
 }
 
 /* Kernel surfaces: io_uring, namespaces (clone, unshare, clone3), x32
@@ -258,8 +435,7 @@ static void walls_kernel(void)
     if (r >= 0) {
         (void)close((int)r);
     }
-    r = unshare(CLONE_NEWUSER);
-    walls_say("unshare CLONE_NEWUSER", r, errno);
+    walls_unshare();
     /* A raw clone into a new user namespace; a child that got through
      * exits at once. */
     r = syscall(SYS_clone, (long)(CLONE_NEWUSER | SIGCHLD), 0L, 0L, 0L, 0L);
@@ -282,15 +458,36 @@ static void walls_kernel(void)
     walls_say("clone3 CLONE_NEWUSER", r, errno);
     r = syscall(SYS_getpid | WALLS_X32_BIT);
     walls_say("x32 getpid", r, errno);
-    r = syscall(SYS_bpf, 0L, NULL, 0L);
+    /* A real request: an array map of one 4-byte entry (BPF_MAP_CREATE;
+     * map_type, key_size, value_size, max_entries). */
+    uint32_t battr[12] = {2U, 4U, 4U, 1U};
+    r = syscall(SYS_bpf, 0L, battr, sizeof(battr));
     walls_say("bpf", r, errno);
-    r = syscall(SYS_perf_event_open, NULL, 0L, -1L, -1L, 0L);
+    if (r >= 0) {
+        (void)close((int)r);
+    }
+    /* A real request any user may make: the software dummy counter of
+     * this process, user space only (type, size, config, flags with
+     * exclude_kernel and exclude_hv). */
+    uint64_t pattr[16];
+    memset(pattr, 0, sizeof(pattr));
+    pattr[0] = 1U | ((uint64_t)sizeof(pattr) << 32U);
+    pattr[1] = 9U;
+    pattr[5] = (1U << 0U) | (1U << 5U) | (1U << 6U);
+    r = syscall(SYS_perf_event_open, pattr, 0L, -1L, -1L, 0L);
     walls_say("perf_event_open", r, errno);
-    r = syscall(SYS_userfaultfd, 0L);
+    if (r >= 0) {
+        (void)close((int)r);
+    }
+    /* UFFD_USER_MODE_ONLY: what any user may ask for. */
+    r = syscall(SYS_userfaultfd, 1L | (long)O_CLOEXEC);
     walls_say("userfaultfd", r, errno);
+    if (r >= 0) {
+        (void)close((int)r);
+    }
     r = syscall(SYS_keyctl, 0L /* KEYCTL_GET_KEYRING_ID */, -3L, 0L);
     walls_say("keyctl", r, errno);
-    r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0L, NULL);
+    r = syscall(SYS_mount, "none", "/nonexistent-pbx-walls", "tmpfs", 0L, NULL);
     walls_say("mount", r, errno);
     char c = 'x';
     r = ioctl(0, TIOCSTI, &c);
@@ -400,6 +597,8 @@ int main(int argc, char **argv)
     if (o.sibling > 0) {
         walls_sibling(o.sibling);
     }
+    walls_forge();
+    walls_caps();
     if (o.exec != NULL) {
         walls_exec(o.exec);
     }

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static pbx_peer_msg g_m;
@@ -1798,6 +1799,10 @@ PBX_TEST(peers_launchd_bounds_calls_per_connection)
 /* Sends a LAUNCH of PROG args (NULL-terminated) on conn with the flags
  * and the nio descriptors io (3: stdio; 4: stdio and a scope) as a job
  * launchd numbers; returns the reply's status (body in *rep). */
+/* The profile path the next tl_launch_with names (with
+ * PBX_PEER_LAUNCH_PROFILE in its flags), or NULL. */
+static const char *g_tl_profile;
+
 static uint16_t tl_launch_with(int conn, const char *const *args, const int *io,
                                size_t nio, uint32_t flags,
                                pbx_peer_launch_reply *rep)
@@ -1810,6 +1815,10 @@ static uint16_t tl_launch_with(int conn, const char *const *args, const int *io,
     memcpy(r.entry, "probe", 5);
     r.flags = flags;
     r.scope = nio == 4U;
+    if (g_tl_profile != NULL) {
+        r.profile = (const uint8_t *)g_tl_profile;
+        r.profile_len = (uint16_t)strlen(g_tl_profile);
+    }
     for (; args[r.argc] != NULL; r.argc++) {
         r.args[r.argc] = (const uint8_t *)args[r.argc];
         r.arg_lens[r.argc] = (uint16_t)strlen(args[r.argc]);
@@ -1911,29 +1920,50 @@ PBX_TEST(peers_launchd_sandboxes_a_static_program)
     (void)snprintf(etool, sizeof(etool), "exec:%s", tool);
     (void)snprintf(fopen_, sizeof(fopen_), "open:%s", file);
     (void)snprintf(self, sizeof(self), "open:%s", tl_probe_path());
-    /* Sandboxed: no new privileges; the user's own file and program
-     * refused by the kernel (EACCES); its own file and /etc/passwd (the
-     * system profile) readable; no signal to a process outside (EPERM,
-     * ABI 6 scopes). */
-    const char *args[] = {tl_probe_path(),    "nnp",    fopen_, self,
-                          "open:/etc/passwd", "kill:1", etool,  NULL};
+    /* A process of the same user outside the job, which it must not
+     * signal (kill(1) would be refused to a non-root user anyway). */
+    pid_t sib = fork();
+    PBX_REQUIRE(sib >= 0);
+    if (sib == 0) {
+        (void)pause();
+        _exit(0);
+    }
+    char ksib[64];
+    (void)snprintf(ksib, sizeof(ksib), "kill:%ld", (long)sib);
+    /* Root's bounding set can be dropped; another user's cannot (it
+     * holds no capability, and no-new-privileges keeps it so). */
+    const char *bnd = geteuid() == 0 ? "0" : "set";
+    /* Sandboxed: no new privileges, no capability; the user's own file
+     * and program refused by the kernel (EACCES); its own file and
+     * /etc/passwd (the system profile) readable; no signal to a process
+     * outside (EPERM: the filter, and ABI 6 scopes). */
+    const char *args[] = {tl_probe_path(),    "nnp", "caps", fopen_, self,
+                          "open:/etc/passwd", ksib,  etool,  NULL};
     static char out[4096];
     PBX_CHECK_EQ(
         tl_probe_run(&s, args, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
     char want[4096];
     (void)snprintf(want, sizeof(want),
-                   "nnp=1\nopen %s: errno 13\nopen %s: ok\nopen /etc/passwd: "
-                   "ok\nkill 1: errno 1\nexec %s: errno 13\n",
-                   file, tl_probe_path(), tool);
+                   "nnp=1\ncaps eff=0 prm=0 bnd=%s\nopen %s: errno 13\nopen "
+                   "%s: ok\nopen /etc/passwd: ok\nkill %ld: errno 1\nexec %s: "
+                   "errno 13\n",
+                   bnd, file, tl_probe_path(), (long)sib, tool);
     PBX_CHECK(strcmp(out, want) == 0);
     PBX_CHECK(tl_logged(&s, "sandbox: ") && tl_logged(&s, " sandboxed") &&
               tl_logged(&s, "; profile system; "));
-    /* The same probe unsandboxed reads the file: the refusals above are
-     * the sandbox's. */
-    const char *plain[] = {tl_probe_path(), "nnp", fopen_, NULL};
+    /* The same probe unsandboxed reads the file and signals the sibling
+     * (root keeps its capabilities): the refusals above are the
+     * sandbox's. */
+    const char *plain[] = {tl_probe_path(), "nnp", "caps", fopen_, ksib, NULL};
     PBX_CHECK_EQ(tl_probe_run(&s, plain, 0U, out, sizeof(out)), 0U);
-    (void)snprintf(want, sizeof(want), "nnp=0\nopen %s: ok\n", file);
+    const char *eff = geteuid() == 0 ? "set" : "0";
+    (void)snprintf(want, sizeof(want),
+                   "nnp=0\ncaps eff=%s prm=%s bnd=set\nopen %s: ok\nkill "
+                   "%ld: ok\n",
+                   eff, eff, file, (long)sib);
     PBX_CHECK(strcmp(out, want) == 0);
+    (void)kill(sib, SIGKILL);
+    (void)waitpid(sib, NULL, 0);
     /* A dynamically linked program runs under the system profile: it
      * reads /etc/passwd, its write into the user's directory is refused
      * (no mark); a name that is no file is refused and never runs. */
@@ -1954,6 +1984,38 @@ PBX_TEST(peers_launchd_sandboxes_a_static_program)
                             "regular executable file"));
     PBX_CHECK(access(mark, F_OK) != 0);
     PBX_CHECK(tl_quiet(s.broker, 100));
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_refuses_a_fifo_at_once)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    char fifo[600];
+    (void)snprintf(fifo, sizeof(fifo), "%s/fifo", tp_tmpdir());
+    PBX_REQUIRE(mkfifo(fifo, 0700) == 0);
+    /* A FIFO as the program: refused at once (no writer ever comes; a
+     * blocking open would hold launchd's loop, and the reply would not
+     * come within tl_launch_with's 5 s). */
+    static char out[4096];
+    const char *prog[] = {fifo, NULL};
+    PBX_CHECK_EQ(
+        tl_probe_run(&s, prog, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)),
+        (uint16_t)PBX_E_PEER_NOT_EXEC);
+    /* A FIFO as the profile: refused at once as not a regular file. */
+    const char *nnp[] = {tl_probe_path(), "nnp", NULL};
+    g_tl_profile = fifo;
+    uint16_t st =
+        tl_probe_run(&s, nnp, PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_PROFILE,
+                     out, sizeof(out));
+    g_tl_profile = NULL;
+    PBX_CHECK_EQ(st, (uint16_t)PBX_E_PEER_PROFILE);
+    PBX_CHECK(tl_logged(&s, "not a readable regular file"));
+    /* launchd serves the next LAUNCH. */
+    PBX_CHECK_EQ(
+        tl_probe_run(&s, nnp, PBX_PEER_LAUNCH_SANDBOX, out, sizeof(out)), 0U);
+    PBX_CHECK(strcmp(out, "nnp=1\n") == 0);
     tl_stop(&s);
 }
 

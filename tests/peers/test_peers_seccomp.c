@@ -110,11 +110,12 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
      * socketpair, accept4, ptrace, process_vm_readv/writev, kcmp,
      * pidfd_send_signal, io_uring_setup/enter/register, pidfd_open,
      * pidfd_getfd, bpf, perf_event_open, userfaultfd, add_key,
-     * request_key, keyctl, mount, umount2, unshare, setns. */
+     * request_key, keyctl, mount, umount2, unshare, setns, tkill,
+     * process_madvise, process_mrelease. */
     static const uint32_t named[] = {
-        41U,  42U,  43U,  49U,  50U,  53U,  288U, 101U, 310U,
-        311U, 312U, 424U, 425U, 426U, 427U, 434U, 438U, 321U,
-        298U, 323U, 248U, 249U, 250U, 165U, 166U, 272U, 308U,
+        41U,  42U,  43U,  49U,  50U,  53U,  288U, 101U, 310U, 311U,
+        312U, 424U, 425U, 426U, 427U, 434U, 438U, 321U, 298U, 323U,
+        248U, 249U, 250U, 165U, 166U, 272U, 308U, 200U, 440U, 448U,
     };
     for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
         PBX_CHECK_EQ(ts_call(&f, x64, named[i], 0U, 0U), ts_eperm);
@@ -166,6 +167,19 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
         a[own[i].arg] = self + 1U;
         PBX_CHECK_EQ(ts_call(&f, x64, own[i].nr, a[0], a[1]), ts_eperm);
     }
+    /* Signals: kill of itself or its own group (0) only, never every
+     * process (-1, in the low half the kernel reads), another group or
+     * another pid; tgkill of its own thread group only. */
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, 0U, 0U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, self, 9U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, 0xFFFFFFFFU, 0U), ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, ~0ULL, 0U), ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, (uint32_t) - (int32_t)self, 0U),
+                 ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 62U, 1U, 0U), ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 234U, self, self + 1U), ts_allow);
+    PBX_CHECK_EQ(ts_call(&f, x64, 234U, self + 1U, self + 1U), ts_eperm);
+    PBX_CHECK_EQ(ts_call(&f, x64, 200U, self, 0U), ts_eperm);
 }
 
 /* In a child: installs the filter for itself and makes real calls; exits
@@ -200,6 +214,22 @@ static int ts_child(void)
     }
     if (syscall(SYS_prlimit64, 1L, 7L, NULL, NULL) != -1 || errno != EPERM) {
         return 8;
+    }
+    /* Signals: another process (its parent, every process) refused,
+     * raise() (tgkill of its own thread) still works. */
+    if (kill(getppid(), 0) != -1 || errno != EPERM) {
+        return 10;
+    }
+    if (kill(-1, 0) != -1 || errno != EPERM) {
+        return 11;
+    }
+    if (syscall(SYS_tgkill, (long)getppid(), (long)getppid(), 0L) != -1 ||
+        errno != EPERM) {
+        return 12;
+    }
+    (void)signal(SIGURG, SIG_IGN);
+    if (raise(SIGURG) != 0 || kill(getpid(), 0) != 0 || kill(0, 0) != 0) {
+        return 13;
     }
     /* Still allowed: its own pid, a fork, a write. */
     pid_t c = fork();

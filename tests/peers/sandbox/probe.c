@@ -8,6 +8,8 @@
  *   kill:PID         kill(PID, 0): "kill PID: ok" or "kill PID: errno N"
  *   abstract:NAME    connect to the abstract unix socket NAME (stream):
  *                    "abstract NAME: ok" or "abstract NAME: errno N"
+ *   caps             "caps eff=E prm=P bnd=B", each "0" when that set of
+ *                    /proc/self/status is empty, else "set" ("?" unread)
  *   exec:PATH        execv(PATH) of the file itself; prints only when the
  *                    exec failed: "exec PATH: errno N"
  *   tty, line, rows:N, spam:N  the terminal probes (see probe_tty)
@@ -132,13 +134,43 @@ static bool probe_tty(const char *w)
     return true;
 }
 
+/* Whether the capability set named key ("CapEff:") of /proc/self/status
+ * is empty: "0", "set", or "?" when it could not be read. */
+static const char *probe_capset(const char *status, const char *key)
+{
+    const char *at = strstr(status, key);
+    if (at == NULL) {
+        return "?";
+    }
+    unsigned long long v = strtoull(at + strlen(key), NULL, 16);
+    return v == 0ULL ? "0" : "set";
+}
+
+/* Prints which capability sets the process holds. */
+static void probe_caps(void)
+{
+    static char status[8192];
+    status[0] = '\0';
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, status, sizeof(status) - 1U);
+        status[n > 0 ? n : 0] = '\0';
+        (void)close(fd);
+    }
+    (void)printf("caps eff=%s prm=%s bnd=%s\n", probe_capset(status, "CapEff:"),
+                 probe_capset(status, "CapPrm:"),
+                 probe_capset(status, "CapBnd:"));
+}
+
 /* Runs one probe word. */
 static void probe_one(const char *w)
 {
     if (probe_tty(w)) {
         return;
     }
-    if (strcmp(w, "nnp") == 0) {
+    if (strcmp(w, "caps") == 0) {
+        probe_caps();
+    } else if (strcmp(w, "nnp") == 0) {
         (void)printf("nnp=%d\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
     } else if (strncmp(w, "open:", 5) == 0) {
         int fd = open(w + 5, O_RDONLY | O_CLOEXEC);
