@@ -7,8 +7,9 @@
  * still has is treated as lost first, exactly as when powerboxd closes
  * it (waiting callers answered ROUTE, every grant of the old powerboxd
  * logged and dropped), so nothing of the dead powerboxd's reaches the
- * new one. Every message is answered ('r' then 0 done or 1 refused,
- * never waiting) and logged; a refused one has its descriptors closed.
+ * new one. Every message is answered ('r', 0 done or 1 refused, then
+ * the call number it carried, never waiting) and logged; a refused one has its
+ * descriptors closed.
  */
 #include <errno.h>
 #include <fcntl.h>

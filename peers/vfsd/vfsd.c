@@ -147,9 +147,9 @@ static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
 }
 
 /* Handles what waits on the attach channel: 'P' messages, answered 'p'
- * 0 with a route's far end, or 'p' 1; every other op (the retired 'L'
- * included: vfsd listens for no route) refused. At the channel's end
- * (the supervisor is gone) it is closed and vfsd serves on. */
+ * 0 with the pid echoed and a route's far end, or 'p' 1; every other op (the
+ * retired 'L' included: vfsd listens for no route) refused. At the channel's
+ * end (the supervisor is gone) it is closed and vfsd serves on. */
 static void vfsd_attach_input(void)
 {
     static pbx_peer_attach_msg m;

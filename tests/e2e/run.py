@@ -744,11 +744,12 @@ VFSD_GATE = "vfsd-gate"
 def vfsd_pair(chan, pid):
     """Asks vfsd over its attach channel chan (our end) for a route pair
     made for pid ('P', the pid as 4 bytes little-endian) and returns the
-    far end vfsd answers with ('p' 0 and the descriptor)."""
+    far end vfsd answers with ('p' 0, the pid echoed, and the
+    descriptor)."""
     chan.settimeout(10)
     chan.send(b"P" + struct.pack("<I", pid))
     msg, fds, _, _ = socket.recv_fds(chan, 8, 1)
-    if msg != b"p\x00" or len(fds) != 1:
+    if msg != b"p\x00" + struct.pack("<I", pid) or len(fds) != 1:
         for fd in fds:
             os.close(fd)
         fail(f"vfsd answered 'P' {pid} with {msg!r} and {len(fds)} fd(s)")

@@ -222,7 +222,8 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
 /* Receives one answer of at most cap bytes on chan without waiting, and
  * the descriptor that came with it into *fd (-1 when none; more than one
  * are closed and the answer counted malformed, as is a truncated one).
- * Returns its length, or -1 (nothing received, or malformed). */
+ * Returns its length, or -1 with errno set (EBADMSG: one was received but
+ * malformed). */
 static ssize_t pbx_up_chan_answer(int chan, uint8_t *ans, size_t cap, int *fd)
 {
     struct iovec iov = {ans, cap};
@@ -251,6 +252,10 @@ static ssize_t pbx_up_chan_answer(int chan, uint8_t *ans, size_t cap, int *fd)
         in = -1;
     }
     *fd = in;
+    if (odd) {
+        /* Received but malformed: told from a failed receive. */
+        errno = EBADMSG;
+    }
     return odd ? -1 : got;
 }
 
@@ -279,8 +284,8 @@ static int pbx_up_chan_await(pbx_up *u, size_t idx, const uint8_t *msg,
         }
         /* The channel's end (0 bytes) or a failed receive: no answer
          * will come. */
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-                       errno != EINTR)) {
+        if (n == 0 || (n < 0 && errno != EBADMSG && errno != EAGAIN &&
+                       errno != EWOULDBLOCK && errno != EINTR)) {
             return -1;
         }
         pbx_up_note(u,
