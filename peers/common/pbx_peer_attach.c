@@ -104,13 +104,36 @@ int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status)
     return -1;
 }
 
-int pbx_peer_attach_answer_fd(int chan, uint8_t op, uint8_t status, int fd)
+int pbx_peer_attach_reply(int chan, const pbx_peer_attach_msg *m,
+                          uint8_t status, int fd)
 {
-    uint8_t out[2];
+    uint8_t out[PBX_PEER_ATTACH_ANSWER_MAX];
+    const uint8_t op = m->op;
     out[0] =
         (op >= (uint8_t)'A' && op <= (uint8_t)'Z') ? (uint8_t)(op + 32U) : op;
     out[1] = status;
-    return pbx_peer_io_send_fds(chan, out, sizeof(out), &fd, 1U, MSG_DONTWAIT);
+    size_t len = 2U;
+    /* The tag lets the supervisor tell this answer from a late one of an
+     * earlier call; a longer body is no tag and is not echoed. */
+    if (m->body_len <= PBX_PEER_ATTACH_TAG_MAX) {
+        memcpy(out + 2, m->body, m->body_len);
+        len += m->body_len;
+    }
+    const int *fds = fd >= 0 ? &fd : NULL;
+    return pbx_peer_io_send_fds(chan, out, len, fds, fd >= 0 ? 1U : 0U,
+                                MSG_DONTWAIT);
+}
+
+bool pbx_peer_attach_echoes(const uint8_t *ans, size_t n, const uint8_t *msg,
+                            size_t len)
+{
+    if (len == 0U || len > 1U + PBX_PEER_ATTACH_TAG_MAX || n != len + 1U) {
+        return false;
+    }
+    const uint8_t op = msg[0];
+    const uint8_t lower =
+        (op >= (uint8_t)'A' && op <= (uint8_t)'Z') ? (uint8_t)(op + 32U) : op;
+    return ans[0] == lower && memcmp(ans + 2, msg + 1, len - 1U) == 0;
 }
 
 bool pbx_peer_attach_is_socket(int fd, int type)
@@ -133,7 +156,8 @@ bool pbx_peer_attach_is_socket(int fd, int type)
 const char *pbx_peer_attach_route_check(const pbx_peer_attach_msg *m,
                                         const int *types, size_t ntypes)
 {
-    if (!m->ok || (m->op == PBX_PEER_ATTACH_OP_ROUTE && m->body_len != 0U)) {
+    if (!m->ok || (m->op == PBX_PEER_ATTACH_OP_ROUTE && m->body_len != 0U &&
+                   m->body_len != PBX_PEER_ATTACH_TAG_MAX)) {
         return "malformed message";
     }
     if (m->op != PBX_PEER_ATTACH_OP_ROUTE) {
@@ -156,7 +180,7 @@ void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
     pbx_peer_io_close_all(m->fds, m->nfds);
     m->nfds = 0;
     pbx_peer_log(who, "attach channel: refused: %s", reason);
-    (void)pbx_peer_attach_answer(chan, m->op, PBX_PEER_ATTACH_REFUSED);
+    (void)pbx_peer_attach_reply(chan, m, PBX_PEER_ATTACH_REFUSED, -1);
 }
 
 bool pbx_peer_attach_next(int *chan, const char *who, pbx_peer_attach_msg *m)
@@ -193,7 +217,7 @@ void pbx_peer_attach_adopt(int chan, pbx_peer_attach_msg *m, const char *who,
     routes[(*nroutes)++] = m->fds[0];
     m->nfds = 0;
     pbx_peer_log(who, "attach channel: route(s) adopted");
-    if (pbx_peer_attach_answer(chan, m->op, PBX_PEER_ATTACH_DONE) != 0) {
+    if (pbx_peer_attach_reply(chan, m, PBX_PEER_ATTACH_DONE, -1) != 0) {
         pbx_peer_log(who, "attach channel: answer not sent: %s",
                      strerror(errno));
     }

@@ -6,8 +6,12 @@
  * message from the supervisor is one op byte ('R': adopt route(s); 'P':
  * vfsd only, make a route pair for the process whose pid is the body) and
  * an optional body, with at most PBX_PEER_ATTACH_FDS_MAX descriptors. The
- * peer answers with two bytes: the op in lower case, then a status byte
- * (0 done, 1 refused); vfsd's answer to 'P' carries the route's far end.
+ * peer answers with the op in lower case, a status byte (0 done, 1
+ * refused) and the message's tag echoed (its body when it has at most
+ * PBX_PEER_ATTACH_TAG_MAX bytes: 'P''s pid, 'R''s call number), so the
+ * supervisor takes only the answer to the message it sent and skips a
+ * late one of an earlier call; vfsd's answer to 'P' carries the route's
+ * far end.
  * There is no listening op: no socket of the stack makes its first
  * connector a route (docs/HOST.md, "The attach channel").
  * A peer polls the channel with its other descriptors and never blocks
@@ -30,20 +34,33 @@
  */
 #define PBX_PEER_ATTACH_BODY_MAX 120U
 
-/** PBX_PEER_ATTACH_OP_ROUTE is 'R': adopt the attached route(s). */
+/**
+ * PBX_PEER_ATTACH_OP_ROUTE is 'R': adopt the attached route(s). The body
+ * is empty or a call number (PBX_PEER_ATTACH_TAG_MAX bytes, any value)
+ * that the answer echoes.
+ */
 #define PBX_PEER_ATTACH_OP_ROUTE 0x52U
 
 /**
  * PBX_PEER_ATTACH_OP_PAIR is 'P' (vfsd only): the body is a pid (4 bytes,
  * little-endian, 1..INT32_MAX). vfsd makes a route socketpair, serves
- * RESOLVE on it to that pid alone, and answers 'p' 0 with the far end
- * attached (pbx_peer_attach_answer_fd). The supervisor gives that end to
- * the process it forked and holds before exec (powerboxd's slot 5).
+ * RESOLVE on it to that pid alone, and answers 'p' 0, the pid echoed,
+ * with the far end attached (pbx_peer_attach_reply). The supervisor gives that
+ * end to the process it forked and holds before exec (powerboxd's slot 5).
  */
 #define PBX_PEER_ATTACH_OP_PAIR 0x50U
 
 /** PBX_PEER_ATTACH_PID_BYTES is the length of the 'P' body. */
 #define PBX_PEER_ATTACH_PID_BYTES 4U
+
+/**
+ * PBX_PEER_ATTACH_TAG_MAX is the longest body an answer echoes (a longer
+ * body is not echoed: its answer is the op and status alone).
+ */
+#define PBX_PEER_ATTACH_TAG_MAX 4U
+
+/** PBX_PEER_ATTACH_ANSWER_MAX is the longest answer: op, status, tag. */
+#define PBX_PEER_ATTACH_ANSWER_MAX (2U + PBX_PEER_ATTACH_TAG_MAX)
 
 /** PBX_PEER_ATTACH_DONE is the answer status of an applied message. */
 #define PBX_PEER_ATTACH_DONE 0U
@@ -85,8 +102,8 @@ typedef struct pbx_peer_attach_msg {
 int pbx_peer_attach_recv(int chan, pbx_peer_attach_msg *m);
 
 /**
- * pbx_peer_attach_answer sends the 2-byte answer to a message of op on
- * chan: op in lower case (an op that is not an upper-case letter is sent
+ * pbx_peer_attach_answer sends a 2-byte answer (no tag) to a message of
+ * op on chan: op in lower case (an op that is not an upper-case letter is sent
  * as it is), then status. Sent with MSG_DONTWAIT and MSG_NOSIGNAL, so a
  * supervisor that does not read never holds the peer up. Returns 0, or -1
  * with errno set.
@@ -94,11 +111,26 @@ int pbx_peer_attach_recv(int chan, pbx_peer_attach_msg *m);
 int pbx_peer_attach_answer(int chan, uint8_t op, uint8_t status);
 
 /**
- * pbx_peer_attach_answer_fd is pbx_peer_attach_answer with descriptor fd
- * attached (a copy: the caller keeps fd and closes it). Returns 0, or -1
- * with errno set (the descriptor then did not leave).
+ * pbx_peer_attach_reply answers the received message m on chan with
+ * status: m's op in lower case, status, then m's tag (its body when
+ * body_len <= PBX_PEER_ATTACH_TAG_MAX), with descriptor fd attached when
+ * fd >= 0 (a copy: the caller keeps fd and closes it). m is only read.
+ * Sent with MSG_DONTWAIT and MSG_NOSIGNAL. Returns 0, or -1 with errno
+ * set (nothing left).
  */
-int pbx_peer_attach_answer_fd(int chan, uint8_t op, uint8_t status, int fd);
+int pbx_peer_attach_reply(int chan, const pbx_peer_attach_msg *m,
+                          uint8_t status, int fd);
+
+/**
+ * pbx_peer_attach_echoes is the supervisor's test of an answer: whether
+ * ans (n bytes) answers exactly the message msg (len bytes, op first, a
+ * body of at most PBX_PEER_ATTACH_TAG_MAX bytes): msg's op in lower case,
+ * any status byte, then msg's body echoed byte for byte. A 'p' for another
+ * pid, or an 'r' of another call number, is not msg's answer. Both
+ * buffers are only read.
+ */
+bool pbx_peer_attach_echoes(const uint8_t *ans, size_t n, const uint8_t *msg,
+                            size_t len);
 
 /**
  * pbx_peer_attach_is_socket reports whether fd is an AF_UNIX socket of
@@ -110,8 +142,9 @@ bool pbx_peer_attach_is_socket(int fd, int type);
  * pbx_peer_attach_route_check judges an 'R' message m for a peer whose
  * routes are ntypes descriptors of the socket types types[0..ntypes), in
  * order (ttyd, procd: one SOCK_SEQPACKET; launchd: SOCK_DGRAM then
- * SOCK_SEQPACKET). Changes nothing. Returns NULL when m is acceptable,
- * else the refusal reason (a static string): "malformed message",
+ * SOCK_SEQPACKET), with an empty body or a call number
+ * (PBX_PEER_ATTACH_TAG_MAX bytes). Changes nothing. Returns NULL when m is
+ * acceptable, else the refusal reason (a static string): "malformed message",
  * "wrong op for this peer", "wrong descriptor count" or "wrong socket
  * type".
  */
@@ -120,8 +153,9 @@ const char *pbx_peer_attach_route_check(const pbx_peer_attach_msg *m,
 
 /**
  * pbx_peer_attach_refuse closes every descriptor of m, logs
- * "<who>: attach channel: refused: <reason>" and answers m's op refused
- * on chan. who and reason are NUL-terminated and only read.
+ * "<who>: attach channel: refused: <reason>" and answers m refused on
+ * chan (pbx_peer_attach_reply, its tag echoed). who and reason are
+ * NUL-terminated and only read.
  */
 void pbx_peer_attach_refuse(int chan, pbx_peer_attach_msg *m, const char *who,
                             const char *reason);

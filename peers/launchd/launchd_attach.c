@@ -7,8 +7,9 @@
  * still has is treated as lost first, exactly as when powerboxd closes
  * it (waiting callers answered ROUTE, every grant of the old powerboxd
  * logged and dropped), so nothing of the dead powerboxd's reaches the
- * new one. Every message is answered ('r' then 0 done or 1 refused,
- * never waiting) and logged; a refused one has its descriptors closed.
+ * new one. Every message is answered ('r', 0 done or 1 refused, then
+ * the call number it carried, never waiting) and logged; a refused one has its
+ * descriptors closed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +34,8 @@ static const char *launchd_attach_check(const pbx_peer_attach_msg *m, char *buf,
                        (unsigned)m->op);
         return buf;
     }
-    if (m->body_len != 0U) {
-        return "'R' carries no body";
+    if (m->body_len != 0U && m->body_len != PBX_PEER_ATTACH_TAG_MAX) {
+        return "'R' carries no body but a call number (4 bytes)";
     }
     if (m->nfds != 2U) {
         (void)snprintf(buf, cap, "'R' carries %zu descriptor(s), not 2",
@@ -79,7 +80,7 @@ static void launchd_attach_one(launchd_srv *srv, pbx_peer_attach_msg *m)
     launchd_attach_adopt(srv, m->fds[0], m->fds[1]);
     m->nfds = 0;
     pbx_peer_log("launchd", "attach channel: route(s) adopted");
-    if (pbx_peer_attach_answer(srv->attach, m->op, PBX_PEER_ATTACH_DONE) != 0) {
+    if (pbx_peer_attach_reply(srv->attach, m, PBX_PEER_ATTACH_DONE, -1) != 0) {
         pbx_peer_log("launchd", "attach channel: answer not sent: %s",
                      strerror(errno));
     }

@@ -102,10 +102,10 @@ static pid_t vfsd_pair_pid(const pbx_peer_attach_msg *m)
 /*
  * Applies the 'P' message m: a fresh route socketpair whose end vfsd keeps
  * serves RESOLVE to the named pid alone, and its far end goes back in the
- * answer ('p' 0 with the descriptor). The supervisor forked that process
- * and holds it before exec until it has the end, so no other process can
- * be the one served, whatever connects where. Returns NULL when answered,
- * else why it was refused (in why, cap bytes; nothing was made).
+ * answer ('p' 0, the pid echoed, with the descriptor). The supervisor forked
+ * that process and holds it before exec until it has the end, so no other
+ * process can be the one served, whatever connects where. Returns NULL when
+ * answered, else why it was refused (in why, cap bytes; nothing was made).
  */
 static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
                                     size_t cap)
@@ -129,8 +129,10 @@ static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
     }
     /* Cannot fail: the table has room (checked above). */
     (void)vfsd_add_conn(sv[0], VFSD_KIND_ROUTE, g_vfsd.root_fd, 0U, pid);
-    if (pbx_peer_attach_answer_fd(g_vfsd.attach, m->op, PBX_PEER_ATTACH_DONE,
-                                  sv[1]) != 0) {
+    /* The answer echoes the pid (the tag), so the supervisor never takes
+     * it for the answer to a later 'P' for another process. */
+    if (pbx_peer_attach_reply(g_vfsd.attach, m, PBX_PEER_ATTACH_DONE, sv[1]) !=
+        0) {
         pbx_peer_log("vfsd", "attach channel: route end not sent: %s",
                      strerror(errno));
         vfsd_drop_conn(g_vfsd.nconns - 1U);
@@ -145,9 +147,9 @@ static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
 }
 
 /* Handles what waits on the attach channel: 'P' messages, answered 'p'
- * 0 with a route's far end, or 'p' 1; every other op (the retired 'L'
- * included: vfsd listens for no route) refused. At the channel's end
- * (the supervisor is gone) it is closed and vfsd serves on. */
+ * 0 with the pid echoed and a route's far end, or 'p' 1; every other op (the
+ * retired 'L' included: vfsd listens for no route) refused. At the channel's
+ * end (the supervisor is gone) it is closed and vfsd serves on. */
 static void vfsd_attach_input(void)
 {
     static pbx_peer_attach_msg m;

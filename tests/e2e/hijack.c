@@ -6,16 +6,21 @@
  *   pbx-test-hijack [--scope PATH] [--scope-fd N] [--rounds N] PATH...
  *
  * Each round connects to every PATH with a SOCK_SEQPACKET, a SOCK_STREAM
- * and a SOCK_DGRAM socket and sends each connection a RESOLVE-shaped
- * frame (docs/readme.txt, read, file), as a process that wants to become
- * vfsd's route would; whatever comes back within 20 ms is taken. A
- * descriptor that comes from the --scope PATH is a scope: a RESOLVE is
- * sent through it, as through the scope at --scope-fd N (a sandboxed
- * job's descriptor 4), and must be refused. A descriptor from any other
- * path, and any object or FOUND a RESOLVE brings, is authority this
- * process must never get. After every round one line is printed and
- * flushed: "round=R sockets_refused=A connects_refused=B connected=C
- * scopes=D resolve_refused=E found=F objects=G" (cumulative; socket()
+ * and a SOCK_DGRAM socket and sends each connection the frames powerboxd
+ * sends on its routes: RESOLVE (docs/readme.txt, read, file), INSTALL
+ * (with one descriptor, a pipe end), VIEW, POLICY and PROMPT, as a
+ * process that wants to become a route would; what comes back is read
+ * until the connection closes or stays silent 20 ms. A descriptor that
+ * comes first from the --scope PATH is a scope: a RESOLVE is sent
+ * through it, as through the scope at --scope-fd N (a sandboxed job's
+ * descriptor 4), and must be refused. Any other descriptor, and any
+ * object or FOUND a RESOLVE brings, is authority this process must never
+ * get. A reply is a refusal when it is a reply frame with a nonzero
+ * status (an ipc frame, or a local wire's bare header); any other reply
+ * is counted in replies_other and described on stderr. After every
+ * round one line is printed and flushed: "round=R sockets_refused=A
+ * connects_refused=B connected=C scopes=D resolve_refused=E found=F
+ * objects=G replies_refused=H replies_other=I" (cumulative; socket()
  * refused, e.g. EPERM under the sandbox's walls, counts in A). The
  * scenario kills the program and reads the last line; --rounds bounds it
  * (default 100000). Exits 0.
@@ -46,27 +51,100 @@ typedef struct hijack_tally {
     unsigned long resolve_refused;
     unsigned long found;
     unsigned long objects;
+    unsigned long replies_refused;
+    unsigned long replies_other;
 } hijack_tally;
 
-/* The RESOLVE-shaped frame every connection is sent (encoded once). */
-static uint8_t g_frame[PBX_IPC_FRAME_BYTES_MAX];
-static size_t g_frame_len;
+/* How many request frames every connection is sent. */
+#define HIJACK_FRAMES 5U
 
-/* Encodes the RESOLVE frame; false when the codec refuses. */
+/* The request frames every connection is sent (encoded once): RESOLVE
+ * (vfsd's route call), INSTALL (procd's, with one descriptor), VIEW,
+ * POLICY and PROMPT (ttyd's), as powerboxd would send them on a route. */
+static uint8_t g_frames[HIJACK_FRAMES][PBX_IPC_FRAME_BYTES_MAX];
+static size_t g_lens[HIJACK_FRAMES];
+
+/* The RESOLVE frame (g_frames[0]), also sent through every scope. */
+#define g_frame     (g_frames[0])
+#define g_frame_len (g_lens[0])
+
+/* The selector every frame names. */
+static const char g_sel[] = "docs/readme.txt";
+
+/* A request context as launchd would have tagged a job's request. */
+static void hijack_context(pbx_ipc_context *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->session = 1U;
+    c->job_id = 11U;
+    c->job_gen = 1U;
+    c->realm = 1U;
+    c->operation = PBX_IPC_OPERATION_READ;
+    c->object_class = PBX_IPC_CLASS_FILE;
+    c->lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+    c->mode = PBX_IPC_MODE_INSTALL;
+    c->urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    c->entry.len = 4U;
+    memcpy(c->entry.bytes, "/bin", 4U);
+}
+
+/* Encodes the ttyd and procd frames (g_frames[1..4]); false when the
+ * codec refuses one. */
+static bool hijack_frames_more(const uint8_t *digest)
+{
+    const pbx_ipc_id id = {1U, 1U};
+    const pbx_ipc_object obj = {1U, 1U};
+    pbx_ipc_install in = {{1U, 1U, 3U},
+                          id,
+                          PBX_IPC_OPERATION_READ,
+                          PBX_IPC_CLASS_FILE,
+                          PBX_IPC_LIFETIME_ONE_SHOT};
+    pbx_ipc_view v;
+    memset(&v, 0, sizeof(v));
+    v.kind = 1U;
+    v.grant = id;
+    hijack_context(&v.ctx);
+    v.object = obj;
+    v.scope_id = 1U;
+    v.target = in.target;
+    v.installed_slot = 3U;
+    memcpy(v.selector_digest, digest, PBX_IPC_DIGEST_BYTES);
+    pbx_ipc_policy po;
+    hijack_context(&po.ctx);
+    po.object = obj;
+    pbx_ipc_prompt pr;
+    memset(&pr, 0, sizeof(pr));
+    hijack_context(&pr.ctx);
+    pr.object = obj;
+    pr.selector = (const uint8_t *)g_sel;
+    pr.selector_len = (uint32_t)(sizeof(g_sel) - 1U);
+    memcpy(pr.selector_digest, digest, PBX_IPC_DIGEST_BYTES);
+    const size_t cap = PBX_IPC_FRAME_BYTES_MAX;
+    return pbx_ipc_install_encode(id, &in, g_frames[1], cap, &g_lens[1]) ==
+               PBX_OK &&
+           pbx_ipc_view_encode(id, &v, g_frames[2], cap, &g_lens[2]) ==
+               PBX_OK &&
+           pbx_ipc_policy_encode(id, &po, g_frames[3], cap, &g_lens[3]) ==
+               PBX_OK &&
+           pbx_ipc_prompt_encode(id, &pr, g_frames[4], cap, &g_lens[4]) ==
+               PBX_OK;
+}
+
+/* Encodes every frame; false when the codec refuses one. */
 static bool hijack_frame(void)
 {
-    static const char sel[] = "docs/readme.txt";
     pbx_ipc_resolve rq;
     memset(&rq, 0, sizeof(rq));
     rq.operation = PBX_IPC_OPERATION_READ;
     rq.object_class = PBX_IPC_CLASS_FILE;
-    rq.selector = (const uint8_t *)sel;
-    rq.selector_len = (uint32_t)(sizeof(sel) - 1U);
+    rq.selector = (const uint8_t *)g_sel;
+    rq.selector_len = (uint32_t)(sizeof(g_sel) - 1U);
     pbx_ipc_id id = {1U, 1U};
     return pbx_sha2_digest(rq.selector, rq.selector_len, rq.selector_digest) ==
                PBX_OK &&
-           pbx_ipc_resolve_encode(id, &rq, g_frame, sizeof(g_frame),
-                                  &g_frame_len) == PBX_OK;
+           pbx_ipc_resolve_encode(id, &rq, g_frames[0], sizeof(g_frames[0]),
+                                  &g_lens[0]) == PBX_OK &&
+           hijack_frames_more(rq.selector_digest);
 }
 
 /* Sends a RESOLVE through scope and counts what the answer gives: an
@@ -94,50 +172,101 @@ static void hijack_resolve(int scope, hijack_tally *t)
     }
 }
 
-/* Takes whatever conn has for us within 20 ms: descriptors from the
- * scope path are scopes (each tried), any other is an object. */
-static void hijack_take(int conn, bool from_scope, hijack_tally *t)
+/* Judges one message (n bytes of buf, ncaps descriptors) that came back
+ * on a connection to path: a decoded reply with a nonzero status is a
+ * refusal; anything else is a reply that must never come, noted on
+ * stderr. */
+static void hijack_judge(const char *path, const uint8_t *buf, ssize_t n,
+                         size_t ncaps, hijack_tally *t)
 {
-    struct pollfd p = {conn, POLLIN, 0};
-    if (poll(&p, 1U, 20) != 1) {
+    pbx_ipc_frame f;
+    memset(&f, 0, sizeof(f));
+    pbx_err e = pbx_ipc_frame_decode(buf, (size_t)n, (uint16_t)ncaps, &f);
+    /* A local wire's refusal (procd's stage wire: an op outside the ipc
+     * table) is a bare header: the ipc magic, the reply bit, a nonzero
+     * status, no body and no descriptor. */
+    if (e != PBX_OK && n == (ssize_t)PBX_IPC_HEADER_BYTES && ncaps == 0U &&
+        memcmp(buf, g_frame, 4U) == 0) {
+        f.op = (uint16_t)(buf[6] | buf[7] << 8);
+        f.status = (uint16_t)(buf[8] | buf[9] << 8);
+        e = PBX_OK;
+    }
+    if (e == PBX_OK && (f.op & PBX_IPC_REPLY_BIT) != 0U && f.status != 0U) {
+        t->replies_refused++;
         return;
     }
-    uint8_t buf[256];
-    union {
-        char b[CMSG_SPACE(sizeof(int) * 8U)];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {buf, sizeof(buf)};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof(mh));
-    memset(&ctl, 0, sizeof(ctl));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl.b;
-    mh.msg_controllen = sizeof(ctl.b);
-    if (recvmsg(conn, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) {
-        return;
-    }
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL;
-         c = CMSG_NXTHDR(&mh, c)) {
+    t->replies_other++;
+    (void)fprintf(stderr,
+                  "pbx-test-hijack: %s answered %zd byte(s), %zu fd(s), op "
+                  "0x%04x status %u (decode %u): not a refusal\n",
+                  path, n, ncaps, (unsigned)f.op, (unsigned)f.status,
+                  (unsigned)e);
+}
+
+/* Takes the descriptors of mh: from the scope path, with no reply yet,
+ * a scope (tried, then closed); any other is authority this program must
+ * never get (counted as an object, closed). Returns how many came. */
+static size_t hijack_fds(struct msghdr *mh, bool scope, hijack_tally *t)
+{
+    size_t got = 0U;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL;
+         c = CMSG_NXTHDR(mh, c)) {
         size_t n = c->cmsg_type == SCM_RIGHTS
                        ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int)
                        : 0U;
         for (size_t i = 0; i < n && i < 8U; i++) {
             int fd = -1;
             memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-            if (from_scope) {
+            if (scope) {
                 t->scopes++;
                 hijack_resolve(fd, t);
             } else {
                 t->objects++;
             }
             (void)close(fd);
+            got++;
+        }
+    }
+    return got;
+}
+
+/* Reads what conn (to path) sends back, each message waited for at most
+ * 20 ms, until it closes or falls silent: the scope socket's first
+ * message is the scope hand-off; every other message is judged. */
+static void hijack_take(int conn, const char *path, bool from_scope,
+                        hijack_tally *t)
+{
+    for (int k = 0; k < 8; k++) {
+        struct pollfd p = {conn, POLLIN, 0};
+        if (poll(&p, 1U, 20) != 1) {
+            return;
+        }
+        uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
+        union {
+            char b[CMSG_SPACE(sizeof(int) * 8U)];
+            struct cmsghdr align;
+        } ctl;
+        struct iovec iov = {buf, sizeof(buf)};
+        struct msghdr mh;
+        memset(&mh, 0, sizeof(mh));
+        memset(&ctl, 0, sizeof(ctl));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl.b;
+        mh.msg_controllen = sizeof(ctl.b);
+        ssize_t n = recvmsg(conn, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n <= 0) {
+            return;
+        }
+        size_t fds = hijack_fds(&mh, from_scope && k == 0, t);
+        if (!(from_scope && k == 0 && fds > 0U)) {
+            hijack_judge(path, buf, n, fds, t);
         }
     }
 }
 
-/* One connection of type to path: refused, or sent the frame and read. */
+/* One connection of type to path: refused, or sent every frame (INSTALL
+ * with one descriptor, as powerboxd's carries the object) and read. */
 static void hijack_one(const char *path, int type, bool from_scope,
                        hijack_tally *t)
 {
@@ -156,8 +285,18 @@ static void hijack_one(const char *path, int type, bool from_scope,
         return;
     }
     t->connected++;
-    (void)send(fd, g_frame, g_frame_len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    hijack_take(fd, from_scope, t);
+    int obj[2] = {-1, -1};
+    bool have = pipe(obj) == 0;
+    for (size_t i = 0; i < HIJACK_FRAMES; i++) {
+        bool with = i == 1U && have;
+        (void)pbx_peer_io_send_fds(fd, g_frames[i], g_lens[i], obj,
+                                   with ? 1U : 0U, MSG_DONTWAIT);
+    }
+    if (have) {
+        (void)close(obj[0]);
+        (void)close(obj[1]);
+    }
+    hijack_take(fd, path, from_scope, t);
     (void)close(fd);
 }
 
@@ -186,7 +325,7 @@ int main(int argc, char **argv)
         }
     }
     if (!hijack_frame()) {
-        (void)fputs("pbx-test-hijack: cannot encode RESOLVE\n", stderr);
+        (void)fputs("pbx-test-hijack: cannot encode the frames\n", stderr);
         return 2;
     }
     static const int types[3] = {SOCK_SEQPACKET, SOCK_STREAM, SOCK_DGRAM};
@@ -203,9 +342,10 @@ int main(int argc, char **argv)
         }
         (void)printf("round=%lu sockets_refused=%lu connects_refused=%lu "
                      "connected=%lu scopes=%lu resolve_refused=%lu found=%lu "
-                     "objects=%lu\n",
+                     "objects=%lu replies_refused=%lu replies_other=%lu\n",
                      r, t.sockets_refused, t.connects_refused, t.connected,
-                     t.scopes, t.resolve_refused, t.found, t.objects);
+                     t.scopes, t.resolve_refused, t.found, t.objects,
+                     t.replies_refused, t.replies_other);
         (void)fflush(stdout);
         struct timespec ts = {0, 20L * 1000L * 1000L};
         (void)nanosleep(&ts, NULL);

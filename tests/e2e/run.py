@@ -595,16 +595,22 @@ and its job connection.
                  --sandbox` (pbx-test-hijack) keep connecting to every
                  socket in DIR and to the old route listener's name
                  (vfsd-route.sock) with SEQPACKET, STREAM and DGRAM
-                 sockets, sending RESOLVE-shaped frames and resolving
-                 through every scope they get (the sandboxed one also
-                 through its fd 4), while vfsd and powerboxd are each
-                 killed and restarted 20 times, ttyd and procd 4 times
-                 (each restart awaited in stack.log). No foreign program ever got an object, a
-                 FOUND or any descriptor but a scope; each plain one had
-                 RESOLVEs refused and vfsd logged refusing its pid; the
-                 sandboxed one tried (a socket refused by its walls counts);
-                 every vfsd `route from pid N` line names a powerboxd pbx
-                 up started (at least 41 routes); a lifecycle succeeds
+                 sockets, sending each connection RESOLVE-, INSTALL- (with
+                 a descriptor), VIEW-, POLICY- and PROMPT-shaped frames
+                 and resolving through every scope they get (the
+                 sandboxed one also through its fd 4), while vfsd and
+                 powerboxd are each killed and restarted 20 times, ttyd
+                 and procd 4 times and launchd 5 times (each restart
+                 awaited in stack.log; the sandboxed program, a job that
+                 dies with its launchd, is started again after each
+                 launchd restart). No foreign program ever got an object,
+                 a FOUND, any descriptor but a scope, or any reply but a
+                 refusal (a reply frame with a nonzero status) or a close;
+                 each plain one had RESOLVEs refused and vfsd logged
+                 refusing its pid; the sandboxed ones tried (a socket
+                 refused by its walls counts); every vfsd `route from pid
+                 N` line names a powerboxd pbx up started (at least 41
+                 routes); a lifecycle succeeds
                  at the end
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
@@ -771,11 +777,12 @@ VFSD_GATE = "vfsd-gate"
 def vfsd_pair(chan, pid):
     """Asks vfsd over its attach channel chan (our end) for a route pair
     made for pid ('P', the pid as 4 bytes little-endian) and returns the
-    far end vfsd answers with ('p' 0 and the descriptor)."""
+    far end vfsd answers with ('p' 0, the pid echoed, and the
+    descriptor)."""
     chan.settimeout(10)
     chan.send(b"P" + struct.pack("<I", pid))
     msg, fds, _, _ = socket.recv_fds(chan, 8, 1)
-    if msg != b"p\x00" or len(fds) != 1:
+    if msg != b"p\x00" + struct.pack("<I", pid) or len(fds) != 1:
         for fd in fds:
             os.close(fd)
         fail(f"vfsd answered 'P' {pid} with {msg!r} and {len(fds)} fd(s)")
@@ -7246,6 +7253,9 @@ def make_run_slow_start(bin_dir, work):
 # route-hijack: how many times each of vfsd and powerboxd is killed (and
 # restarted by pbx up) while foreign programs try to become vfsd's route.
 HIJACK_RESTARTS = 20
+# ... and how many times launchd is (its jobs, the sandboxed foreign
+# program included, die with it).
+HIJACK_LAUNCHD_RESTARTS = 5
 
 
 def hijack_last(path):
@@ -7288,41 +7298,56 @@ def hijack_routes(u, what):
     return len(routes)
 
 
+def hijack_sandboxed(bin_dir, u, hj, work, k):
+    """Starts pbx-test-hijack command hj as a job of `pbx run --sandbox`
+    (its scope at fd 4), writing to work/hijack-sandboxed{k}.out; returns
+    (the pbx run process, the open output file)."""
+    out = open(os.path.join(work, f"hijack-sandboxed{k}.out"), "w+",
+               encoding="utf-8")
+    run = subprocess.Popen(
+        [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run",
+         "--sandbox", "--"] + hj[:1] + ["--scope-fd", "4"] + hj[1:],
+        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return run, out
+
+
 def route_hijack(bin_dir, work):
     """Foreign programs (two plain, one `pbx run --sandbox`) keep
     connecting to every socket of the stack, the old route listener's name
-    included, sending RESOLVE-shaped frames and resolving through every
-    scope they get, while vfsd and powerboxd are each killed and restarted
-    HIJACK_RESTARTS times (ttyd and procd a fifth as often); see the
-    docstring list."""
+    included, sending RESOLVE-, INSTALL-, VIEW-, POLICY- and PROMPT-shaped
+    frames and resolving through every scope they get, while vfsd and
+    powerboxd are each killed and restarted HIJACK_RESTARTS times (ttyd
+    and procd a fifth as often, launchd HIJACK_LAUNCHD_RESTARTS times,
+    the sandboxed program started again after each); see the docstring
+    list."""
     what = "route-hijack"
     u = Up(bin_dir, work, ["--restart-window-ms", "0"])
     plain, outs = [], []
     run = None
     try:
-        socks = sorted(os.path.join(u.dir, n) for n in os.listdir(u.dir)
-                       if stat.S_ISSOCK(os.stat(os.path.join(u.dir,
-                                                             n)).st_mode))
+        # The directory's entry types (readdir's), so that a FUSE mount
+        # point is never stat'ed.
+        with os.scandir(u.dir) as it:
+            socks = sorted(
+                e.path for e in it if not e.is_dir(follow_symlinks=False) and
+                stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode))
         scope = os.path.join(u.dir, "scope.sock")
         others = [p for p in socks if p != scope] + \
             [os.path.join(u.dir, "vfsd-route.sock")]
         hj = [os.path.join(bin_dir, "pbx-test-hijack"), "--scope", scope] + \
             others
-        for i in range(3):
+        for i in range(2):
             outs.append(open(os.path.join(work, f"hijack{i}.out"), "w+",
                              encoding="utf-8"))
-        for i in range(2):
             plain.append(subprocess.Popen(
                 hj, stdout=outs[i], stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL))
-        run = subprocess.Popen(
-            [os.path.join(bin_dir, "pbx"), "--dir", u.dir, "run",
-             "--sandbox", "--"] + hj[:1] + ["--scope-fd", "4"] + hj[1:],
-            stdout=outs[2], stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
+        run, out = hijack_sandboxed(bin_dir, u, hj, work, 0)
+        outs.append(out)
         wait_for(lambda: all(hijack_last(f.name) for f in outs),
                  f"{what}: a foreign program never finished a round", 20.0)
         t0 = time.monotonic()
+        every = HIJACK_RESTARTS // HIJACK_LAUNCHD_RESTARTS
         for i in range(HIJACK_RESTARTS):
             hijack_restart(u, "vfsd", what)
             hijack_restart(u, "powerboxd", what)
@@ -7330,16 +7355,29 @@ def route_hijack(bin_dir, work):
             if i % 5 == 4:
                 hijack_restart(u, "ttyd", what)
                 hijack_restart(u, "procd", what)
+            if i % every == every - 1:
+                # launchd's death ends its jobs, the sandboxed program
+                # with them: a new one is started and awaited.
+                hijack_restart(u, "launchd", what)
+                hijack_stop([], run)
+                run, out = hijack_sandboxed(bin_dir, u, hj, work,
+                                            i // every + 1)
+                outs.append(out)
+                wait_for(lambda: hijack_last(outs[-1].name),
+                         f"{what}: the sandboxed foreign program never "
+                         f"finished a round after launchd's restart", 20.0)
         took = time.monotonic() - t0
         # A round of each after the last restart, then they end.
-        ends = [int(hijack_last(f.name)["round"]) + 1 for f in outs]
+        live = outs[:2] + outs[-1:]
+        ends = [int(hijack_last(f.name)["round"]) + 1 for f in live]
         wait_for(lambda: all(int(hijack_last(f.name)["round"]) >= n
-                             for f, n in zip(outs, ends)),
+                             for f, n in zip(live, ends)),
                  f"{what}: a foreign program stopped making rounds", 20.0)
         hijack_check(u, plain, outs, what)
         print(f"run: {what}: vfsd and powerboxd each restarted "
               f"{HIJACK_RESTARTS} times, ttyd and procd "
-              f"{HIJACK_RESTARTS // 5} times, in {took:.1f} s; "
+              f"{HIJACK_RESTARTS // 5} times, launchd "
+              f"{HIJACK_LAUNCHD_RESTARTS} times, in {took:.1f} s; "
               f"{hijack_routes(u, what)} routes, every one a powerboxd's")
         # The sandboxed job holds the stage a lone job gets (42:5), which
         # the lifecycle's job claims: it ends first.
@@ -7381,21 +7419,27 @@ def hijack_stop(plain, run):
 
 
 def hijack_check(u, plain, outs, what):
-    """No foreign program ever got an object or a FOUND; each plain one
-    connected, got scopes and had its RESOLVEs refused by vfsd (logged
-    naming its pid); the sandboxed one connected or was refused a socket,
-    never more."""
+    """No foreign program ever got an object, a FOUND or a reply that is
+    not a refusal; each plain one connected, got scopes and had its
+    RESOLVEs refused by vfsd (logged naming its pid); each sandboxed one
+    (outs[2:], one per launchd incarnation) connected or was refused a
+    socket, never more."""
     text = u.text()
     for i, f in enumerate(outs):
         last = hijack_last(f.name)
-        kind = "sandboxed" if i == 2 else f"plain {i}"
+        kind = f"sandboxed {i - 2}" if i >= 2 else f"plain {i}"
         if last.get("found") != "0" or last.get("objects") != "0":
             fail(f"{what}: the {kind} foreign program got authority: {last}")
+        if last.get("replies_other") != "0":
+            f.seek(0)
+            said = [l for l in f.read().split("\n") if "not a refusal" in l]
+            fail(f"{what}: the {kind} foreign program got replies that are "
+                 f"not refusals: {last}; {said[:5]}")
         if i < 2 and (int(last["scopes"]) == 0 or
                       int(last["resolve_refused"]) == 0):
             fail(f"{what}: the {kind} foreign program never had a RESOLVE "
                  f"refused: {last}")
-        if i == 2 and int(last["connected"]) + \
+        if i >= 2 and int(last["connected"]) + \
                 int(last["sockets_refused"]) == 0:
             fail(f"{what}: the sandboxed foreign program tried nothing: "
                  f"{last}")

@@ -128,15 +128,57 @@ PBX_TEST(peers_attach_refuses_extra_fds_and_long_bodies)
     pbx_peer_attach_refuse(ch[1], &m, "test", "wrong descriptor count");
     PBX_CHECK_EQ(m.nfds, 0U);
     PBX_CHECK(tp_hung_up(pair[0], 2000));
-    uint8_t a[4];
-    PBX_CHECK_EQ(read(ch[0], a, sizeof(a)), 2);
+    uint8_t a[8];
+    /* The refusal echoes the short body ("/x") as its tag. */
+    PBX_CHECK_EQ(read(ch[0], a, sizeof(a)), 4);
     PBX_CHECK_EQ(a[0], 'l');
     PBX_CHECK_EQ(a[1], 1U);
+    PBX_CHECK_MEM(a + 2, "/x", 2U);
     int p[2];
     PBX_REQUIRE(pipe(p) == 0);
     PBX_CHECK(!pbx_peer_attach_is_socket(p[0], SOCK_SEQPACKET));
     (void)close(p[0]);
     (void)close(p[1]);
+    (void)close(pair[0]);
+    (void)close(ch[0]);
+    (void)close(ch[1]);
+}
+
+/* An 'R' tagged with a call number is adopted and answered 'r' 0 with the
+ * number echoed; the supervisor's test takes that answer for its own call
+ * and not for a later call of another number (a late answer of a call
+ * that timed out), nor a 'p' for another pid for a 'P'. */
+PBX_TEST(peers_attach_answer_echoes_its_call)
+{
+    int ch[2];
+    int pair[2];
+    PBX_REQUIRE(tp_seqpair(ch));
+    PBX_REQUIRE(tp_seqpair(pair));
+    pbx_peer_attach_msg m;
+    ta_send(ch[0], (uint8_t)'R', "\x07\x01\x02\x03", pair[1], 1U);
+    (void)close(pair[1]);
+    PBX_REQUIRE(pbx_peer_attach_recv(ch[1], &m) == 0);
+    PBX_CHECK(m.ok);
+    int routes[1] = {-1};
+    size_t nroutes = 0U;
+    pbx_peer_attach_adopt(ch[1], &m, "test", routes, &nroutes, 1U);
+    PBX_CHECK_EQ(nroutes, 1U);
+    uint8_t a[8];
+    PBX_CHECK_EQ(read(ch[0], a, sizeof(a)), 6);
+    static const uint8_t call7[5] = {'R', 7, 1, 2, 3};
+    static const uint8_t call8[5] = {'R', 8, 1, 2, 3};
+    PBX_CHECK_EQ(a[1], PBX_PEER_ATTACH_DONE);
+    PBX_CHECK(pbx_peer_attach_echoes(a, 6U, call7, sizeof(call7)));
+    PBX_CHECK(!pbx_peer_attach_echoes(a, 6U, call8, sizeof(call8)));
+    /* An op-only answer never matches a tagged call. */
+    PBX_CHECK(!pbx_peer_attach_echoes(a, 2U, call7, sizeof(call7)));
+    /* A 'p' for pid 0x0a00 is not the answer to a 'P' for pid 0x0b00. */
+    static const uint8_t pa[6] = {'p', 0, 0, 0x0a, 0, 0};
+    static const uint8_t pmsg[5] = {'P', 0, 0x0b, 0, 0};
+    PBX_CHECK(!pbx_peer_attach_echoes(pa, sizeof(pa), pmsg, sizeof(pmsg)));
+    static const uint8_t pb[6] = {'p', 0, 0, 0x0b, 0, 0};
+    PBX_CHECK(pbx_peer_attach_echoes(pb, sizeof(pb), pmsg, sizeof(pmsg)));
+    (void)close(routes[0]);
     (void)close(pair[0]);
     (void)close(ch[0]);
     (void)close(ch[1]);

@@ -2250,9 +2250,12 @@ static unsigned tl_attach(int chan, const char *msg, size_t len, const int *fds,
 {
     PBX_REQUIRE(pbx_peer_io_send_fds(chan, (const uint8_t *)msg, len, fds, nfds,
                                      0) == 0);
-    uint8_t ans[4];
+    uint8_t ans[8];
     PBX_REQUIRE(tp_readable(chan, 3000));
-    PBX_REQUIRE(recv(chan, ans, sizeof(ans), 0) == 2);
+    /* The answer echoes a body of at most 4 bytes (its tag). */
+    size_t want = len <= 5U ? len + 1U : 2U;
+    PBX_REQUIRE(recv(chan, ans, sizeof(ans), 0) == (ssize_t)want);
+    PBX_CHECK(want == 2U || memcmp(ans + 2, msg + 1, len - 1U) == 0);
     return (unsigned)ans[0] << 8 | ans[1];
 }
 

@@ -91,16 +91,12 @@ static void tva_up(tva *t)
     t->chan = ap[0];
 }
 
-/* Sends one attach message (len bytes of msg, nfds descriptors fds) and
- * returns vfsd's 2-byte answer as op << 8 | status; the descriptor the
- * answer carried goes to *got (-1: none; got NULL: none may come). */
-static unsigned tva_call(const tva *t, const uint8_t *msg, size_t len,
-                         const int *fds, size_t nfds, int *got)
+/* Receives one answer on t's channel into ans (cap bytes); returns its
+ * length, the descriptor it carried in *fd (-1: none). */
+static size_t tva_answer(const tva *t, uint8_t *ans, size_t cap, int *fd)
 {
-    PBX_REQUIRE(pbx_peer_io_send_fds(t->chan, msg, len, fds, nfds, 0) == 0);
     PBX_REQUIRE(tp_readable(t->chan, 3000));
-    uint8_t ans[4];
-    struct iovec iov = {ans, sizeof(ans)};
+    struct iovec iov = {ans, cap};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -112,12 +108,33 @@ static unsigned tva_call(const tva *t, const uint8_t *msg, size_t len,
     mh.msg_iovlen = 1;
     mh.msg_control = ctl.buf;
     mh.msg_controllen = sizeof(ctl.buf);
-    PBX_REQUIRE(recvmsg(t->chan, &mh, MSG_CMSG_CLOEXEC) == 2);
+    ssize_t n = recvmsg(t->chan, &mh, MSG_CMSG_CLOEXEC);
+    PBX_REQUIRE(n >= 2);
     const struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    int fd = -1;
+    *fd = -1;
     if (c != NULL && c->cmsg_type == SCM_RIGHTS &&
         c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        memcpy(fd, CMSG_DATA(c), sizeof(int));
+    }
+    return (size_t)n;
+}
+
+/* Sends one attach message (len bytes of msg, nfds descriptors fds) and
+ * returns vfsd's answer as op << 8 | status, checking that it echoes
+ * msg's tag (a body of at most 4 bytes) or is 2 bytes (a longer body);
+ * the descriptor the answer carried goes to *got (-1: none; got NULL:
+ * none may come). */
+static unsigned tva_call(const tva *t, const uint8_t *msg, size_t len,
+                         const int *fds, size_t nfds, int *got)
+{
+    PBX_REQUIRE(pbx_peer_io_send_fds(t->chan, msg, len, fds, nfds, 0) == 0);
+    uint8_t ans[PBX_PEER_ATTACH_ANSWER_MAX + 1U];
+    int fd = -1;
+    size_t n = tva_answer(t, ans, sizeof(ans), &fd);
+    if (len <= 1U + PBX_PEER_ATTACH_TAG_MAX) {
+        PBX_CHECK(pbx_peer_attach_echoes(ans, n, msg, len));
+    } else {
+        PBX_CHECK_EQ(n, 2U);
     }
     if (got != NULL) {
         *got = fd;
@@ -280,6 +297,48 @@ PBX_TEST(peers_vfsd_attach_pair_serves_only_its_pid)
     (void)snprintf(want, sizeof(want),
                    "vfsd: route to pid %ld closed: 0 object(s)", (long)other);
     PBX_CHECK(tp_logged(t.log, want));
+    (void)close(t.scope);
+    (void)tp_stop(t.pid);
+}
+
+/* The answer to a 'P' echoes its pid: when two 'P's wait, the answer to
+ * the first (another process's pid, say one whose call timed out) is not
+ * taken for the second's, and each carries its own route end. */
+PBX_TEST(peers_vfsd_attach_pair_answer_echoes_its_pid)
+{
+    static tva t;
+    pid_t other = tva_sleeper();
+    tva_up(&t);
+    const pid_t pids[2] = {other, getpid()};
+    uint8_t msg[2][1U + PBX_PEER_ATTACH_PID_BYTES];
+    for (size_t i = 0U; i < 2U; i++) {
+        uint32_t v = (uint32_t)pids[i];
+        msg[i][0] = (uint8_t)PBX_PEER_ATTACH_OP_PAIR;
+        for (size_t k = 0U; k < 4U; k++) {
+            msg[i][1U + k] = (uint8_t)(v >> (8U * k));
+        }
+        PBX_REQUIRE(pbx_peer_io_send_fds(t.chan, msg[i], sizeof(msg[i]), NULL,
+                                         0U, 0) == 0);
+    }
+    uint8_t ans[PBX_PEER_ATTACH_ANSWER_MAX + 1U];
+    for (size_t i = 0U; i < 2U; i++) {
+        int fd = -1;
+        size_t n = tva_answer(&t, ans, sizeof(ans), &fd);
+        PBX_CHECK_EQ(n, 2U + PBX_PEER_ATTACH_PID_BYTES);
+        PBX_CHECK_EQ(ans[1], PBX_PEER_ATTACH_DONE);
+        PBX_CHECK(fd >= 0);
+        /* Its own message's answer, and not the other's, although both
+         * are 'p' 0 with a route end. */
+        PBX_CHECK(pbx_peer_attach_echoes(ans, n, msg[i], sizeof(msg[i])));
+        PBX_CHECK(
+            !pbx_peer_attach_echoes(ans, n, msg[1U - i], sizeof(msg[1U - i])));
+        if (fd >= 0) {
+            (void)close(fd);
+        }
+    }
+    (void)close(t.chan);
+    (void)kill(other, SIGKILL);
+    (void)waitpid(other, NULL, 0);
     (void)close(t.scope);
     (void)tp_stop(t.pid);
 }

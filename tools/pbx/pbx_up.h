@@ -76,6 +76,9 @@ typedef struct pbx_up_proc {
      * SOCK_SEQPACKET pair): new routes go over it when powerboxd is
      * restarted; -1 for powerboxd and while the peer is not running. */
     int chan;
+    /** The number of the last 'R' sent on chan (its tag: the answer
+     * echoes it, so a late answer to an earlier call is never taken). */
+    uint32_t chan_calls;
 } pbx_up_proc;
 
 /**

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "bootstrap/pbx_bootstrap.h"
 #include "capabi/pbx_capabi.h"
+#include "peers/common/pbx_peer_attach.h"
 #include "peers/common/pbx_peer_io.h"
 #include "tools/pbx/pbx_tool.h"
 #include "tools/pbx/pbx_up.h"
@@ -219,9 +220,10 @@ int pbx_up_peer_restart(pbx_up *u, size_t idx)
 }
 
 /* Receives one answer of at most cap bytes on chan without waiting, and
- * the descriptor that came with it into *fd (-1 when none; more than one,
- * or one when fd is NULL, are closed and the answer counted malformed).
- * Returns its length, or -1. */
+ * the descriptor that came with it into *fd (-1 when none; more than one
+ * are closed and the answer counted malformed, as is a truncated one).
+ * Returns its length, or -1 with errno set (EBADMSG: one was received but
+ * malformed). */
 static ssize_t pbx_up_chan_answer(int chan, uint8_t *ans, size_t cap, int *fd)
 {
     struct iovec iov = {ans, cap};
@@ -243,21 +245,61 @@ static ssize_t pbx_up_chan_answer(int chan, uint8_t *ans, size_t cap, int *fd)
         c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
         memcpy(&in, CMSG_DATA(c), sizeof(int));
     }
-    bool odd = (c != NULL && in < 0) || (mh.msg_flags & MSG_CTRUNC) != 0 ||
-               (fd == NULL && in >= 0);
+    bool odd =
+        (c != NULL && in < 0) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0;
     if (odd && in >= 0) {
         (void)close(in);
         in = -1;
     }
-    if (fd != NULL) {
-        *fd = in;
+    *fd = in;
+    if (odd) {
+        /* Received but malformed: told from a failed receive. */
+        errno = EBADMSG;
     }
     return odd ? -1 : got;
 }
 
-/* Sends one attach-channel message (len bytes of msg, op first, with the
- * descriptors fds) to peer idx and waits for its two-byte answer (the op
- * in lower case, then 0 when done). With got non-NULL the answer must
+/* Waits for the answer to msg (len bytes) on peer idx's channel: answers
+ * that are not its exact echo (late ones of earlier calls that timed out)
+ * are skipped, their descriptors closed. Returns the status byte with
+ * the descriptor that came with it in *in (-1 when none), or -1 with *in
+ * -1 when no such answer came in time. */
+static int pbx_up_chan_await(pbx_up *u, size_t idx, const uint8_t *msg,
+                             size_t len, int *in)
+{
+    pbx_up_proc *p = &u->proc[idx];
+    uint8_t ans[PBX_PEER_ATTACH_ANSWER_MAX + 1U];
+    *in = -1;
+    for (int k = 0; k < 16; k++) {
+        if (!pbx_up_await(u, p->chan, "attach channel answer", idx)) {
+            return -1;
+        }
+        ssize_t n = pbx_up_chan_answer(p->chan, ans, sizeof(ans), in);
+        if (n >= 0 && pbx_peer_attach_echoes(ans, (size_t)n, msg, len)) {
+            return ans[1];
+        }
+        if (*in >= 0) {
+            (void)close(*in);
+            *in = -1;
+        }
+        /* The channel's end (0 bytes) or a failed receive: no answer
+         * will come. */
+        if (n == 0 || (n < 0 && errno != EBADMSG && errno != EAGAIN &&
+                       errno != EWOULDBLOCK && errno != EINTR)) {
+            return -1;
+        }
+        pbx_up_note(u,
+                    "%s: an attach answer that is not this call's "
+                    "skipped",
+                    p->name);
+    }
+    return -1;
+}
+
+/* Sends one attach-channel message (len bytes of msg, op first, its body
+ * the tag the answer must echo, at most PBX_PEER_ATTACH_TAG_MAX bytes)
+ * with the descriptors fds to peer idx and waits for its answer (the op in
+ * lower case, 0 when done, the tag). With got non-NULL the answer must
  * carry one descriptor, stored there (owned by the caller; -1 on any
  * failure). Returns 0 when the peer took it; the reason is noted when
  * not. */
@@ -265,15 +307,7 @@ static int pbx_up_chan_call(pbx_up *u, size_t idx, const uint8_t *msg,
                             size_t len, const int *fds, size_t nfds, int *got)
 {
     pbx_up_proc *p = &u->proc[idx];
-    uint8_t ans[8];
     int in = -1;
-    /* An answer left from an earlier call that timed out is not this
-     * call's: drop whatever waits before sending (a descriptor with it is
-     * closed by the kernel, no control buffer being given). */
-    for (int k = 0; k < 8 && p->chan >= 0 &&
-                    recv(p->chan, ans, sizeof(ans), MSG_DONTWAIT) > 0;
-         k++) {
-    }
     if (got != NULL) {
         *got = -1;
     }
@@ -282,17 +316,14 @@ static int pbx_up_chan_call(pbx_up *u, size_t idx, const uint8_t *msg,
         pbx_up_note(u, "%s: cannot reach its attach channel", p->name);
         return -1;
     }
-    ssize_t n = pbx_up_await(u, p->chan, "attach channel answer", idx)
-                    ? pbx_up_chan_answer(p->chan, ans, sizeof(ans),
-                                         got != NULL ? &in : NULL)
-                    : -1;
-    if (n != 2 || ans[0] != (uint8_t)(msg[0] | 0x20U)) {
+    int st = pbx_up_chan_await(u, idx, msg, len, &in);
+    if (st < 0) {
         pbx_up_note(u, "%s: no answer on its attach channel", p->name);
-    } else if (ans[1] != 0U) {
-        pbx_up_note(u, "%s: refused its new route (status %u)", p->name,
-                    (unsigned)ans[1]);
-    } else if (got != NULL && in < 0) {
-        pbx_up_note(u, "%s: its answer carried no route", p->name);
+    } else if (st != 0) {
+        pbx_up_note(u, "%s: refused its new route (status %d)", p->name, st);
+    } else if ((got != NULL) != (in >= 0)) {
+        pbx_up_note(u, "%s: its answer carried %s", p->name,
+                    in < 0 ? "no route" : "an unasked descriptor");
     } else {
         if (got != NULL) {
             *got = in;
@@ -322,6 +353,20 @@ int pbx_up_vfsd_pair(pbx_up *u, pid_t pid)
     return fd;
 }
 
+/* Sends peer idx an 'R' with the route ends fds, tagged with a fresh call
+ * number so that its answer is told from a late one of an earlier 'R'.
+ * Returns pbx_up_chan_call's result. */
+static int pbx_up_chan_route(pbx_up *u, size_t idx, const int *fds, size_t nfds)
+{
+    uint8_t msg[1U + PBX_PEER_ATTACH_TAG_MAX];
+    uint32_t call = ++u->proc[idx].chan_calls;
+    msg[0] = (uint8_t)PBX_PEER_ATTACH_OP_ROUTE;
+    for (size_t i = 0U; i < PBX_PEER_ATTACH_TAG_MAX; i++) {
+        msg[1U + i] = (uint8_t)(call >> (8U * i));
+    }
+    return pbx_up_chan_call(u, idx, msg, sizeof(msg), fds, nfds, NULL);
+}
+
 /* Hands the running peers ttyd, procd and launchd their ends of the new
  * powerboxd's routes (vfsd makes its own when powerboxd's child exists:
  * pbx_up_start_powerboxd). Whatever a peer did not take is closed by the
@@ -329,11 +374,10 @@ int pbx_up_vfsd_pair(pbx_up *u, pid_t pid)
  * peer is restarted) rather than waiting on it. */
 static void pbx_up_hand_routes(pbx_up *u, const pbx_up_wires *w)
 {
-    const uint8_t r = (uint8_t)'R';
-    (void)pbx_up_chan_call(u, PBX_UP_TTYD, &r, 1U, &w->tty[1], 1U, NULL);
-    (void)pbx_up_chan_call(u, PBX_UP_PROCD, &r, 1U, &w->proc[1], 1U, NULL);
+    (void)pbx_up_chan_route(u, PBX_UP_TTYD, &w->tty[1], 1U);
+    (void)pbx_up_chan_route(u, PBX_UP_PROCD, &w->proc[1], 1U);
     const int lw[2] = {w->wake[1], w->broker[1]};
-    (void)pbx_up_chan_call(u, PBX_UP_LAUNCHD, &r, 1U, lw, 2U, NULL);
+    (void)pbx_up_chan_route(u, PBX_UP_LAUNCHD, lw, 2U);
 }
 
 int pbx_up_broker_restart(pbx_up *u)
