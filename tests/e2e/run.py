@@ -3882,6 +3882,8 @@ class Up:
         except ProcessLookupError:
             pass
         self.proc.wait()
+        # pbx up killed cannot detach vfsd's FUSE mount itself.
+        detach_mounts(os.path.join(self.dir, "fuse"))
 
     def close(self):
         """Ends pbx up if a failure left it running; closes its files."""
