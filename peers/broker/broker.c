@@ -15,7 +15,9 @@
  *
  * Each brokered open is a runtime-reply request made as the job (urgency
  * --urgency's, default exceptional: set by launchd from the launching
- * user's LAUNCH, never by the program; lifetime: the job's), labelled
+ * user's LAUNCH, never by the program; lifetime: invocation, the job's
+ * one invocation BROKER_INVOCATION, which ends when the program exits
+ * since launchd EXPIREs the whole job then), labelled
  * with the path the broker resolved; an approved object is asked for a
  * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
  * is injected. The object connections are kept (bounded) until the job
@@ -37,6 +39,10 @@
 
 /* The objects one job's broker keeps (each an approved open). */
 #define BROKER_OBJS_MAX 1024U
+/* The invocation every brokered grant is made within: a job run by pbx
+ * run is one invocation of one program, so its grants end with it (the
+ * job's EXPIRE when it exits ends them; docs/HOST.md, "Brokered opens"). */
+#define BROKER_INVOCATION 1U
 /* The default prompt budget: 5 in a row, then one every 2 seconds. */
 #define BROKER_BURST  5U
 #define BROKER_PER_MS 2000U
@@ -70,7 +76,8 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
                    : q->op == PBX_PEER_BROKER_OP_WRITE
                        ? PBX_IPC_OPERATION_WRITE
                        : PBX_IPC_OPERATION_CREATE;
-    rq.lifetime = PBX_IPC_LIFETIME_JOB;
+    rq.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    rq.invocation = BROKER_INVOCATION;
     /* The broker, never the program, says how urgent an open is:
      * exceptional (the policies prompt) unless the launching user asked
      * for routine opens. */
