@@ -6826,20 +6826,68 @@ def ids_across_restarts(bin_dir, work):
         u.close()
 
 
+# The file `make run` (peers/demo/run.sh) serves and shows.
+DEMO_TEXT = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
+             "An unchanged /bin/cat read it through a revocable "
+             "descriptor.\n")
+
+
 def demo_story_ok(text, want, what):
-    """Fails unless the `make run` story text ends with "make run: done"
-    and shows the file's bytes (want, str) exactly, each line after "| "."""
+    """Fails unless the `make run` story text tells the new story in order:
+    step 1 (/bin/cat under --sandbox) followed by exactly the file's
+    lines (want, str) and "cat exited 0."; step 2 the reader's first line
+    after "| ", the `pbx cancel` line, cat's own "Input/output error" and
+    the reader's line saying it still runs; the story ends "make run:
+    done". Other lines (a prompt on a terminal) may come between steps."""
     lines = [l.rstrip() for l in text.splitlines() if l.strip()]
-    if not any(l.startswith("make run: done") for l in lines[-2:]):
+
+    def at(pred, start, name):
+        for i in range(start, len(lines)):
+            if pred(lines[i]):
+                return i
+        fail(f"{what}: no {name} after line {start}:\n{text}")
+    one = at(lambda l: l.startswith("make run: 1. an unchanged program: "
+                                    "pbx run --sandbox -- /bin/cat "
+                                    "docs/readme.txt"), 0, "step 1")
+    ended = at(lambda l: l == "make run:    cat exited 0.", one, "cat's exit")
+    want_lines = want.splitlines()
+    shown = lines[ended - len(want_lines):ended]
+    if shown != want_lines:
+        fail(f"{what}: before cat's exit it showed {shown}, the file holds "
+             f"{want!r}:\n{text}")
+    two = at(lambda l: l.startswith("make run: 2. a reader keeps the file "
+                                    "open; then pbx cancel"), ended, "step 2")
+    first = at(lambda l: l == "   | " + want_lines[0], two,
+               "the reader's first line")
+    cancel = at(lambda l: re.match(r"make run:    pbx cancel \d+-\d+\.\d+: "
+                                   r"the grant ended", l), first,
+                "the pbx cancel line")
+    eio = at(lambda l: l == "   | cat: -: Input/output error", cancel,
+             "the reader's EIO")
+    at(lambda l: l == "   | reader: that read failed (EIO); I am still "
+       "running", eio, "the reader's line after its failed read")
+    if not any(l.startswith("make run: done") for l in lines[-4:]):
         fail(f"{what}: the story does not end with 'make run: done':\n{text}")
-    at = [i for i, l in enumerate(lines)
-          if l.startswith("3. I read the file through the object (")]
-    if len(at) != 1 or f"({len(want.encode())} bytes)" not in lines[at[0]]:
-        fail(f"{what}: no read of {len(want.encode())} bytes:\n{text}")
-    shown = [l.split("| ", 1)[1] if "| " in l else None
-             for l in lines[at[0] + 1:at[0] + 1 + len(want.splitlines())]]
-    if shown != want.splitlines():
-        fail(f"{what}: it showed {shown}, the file holds {want!r}")
+
+
+def demo_log_ok(bin_dir, demo_work, what):
+    """Fails unless `pbx log` of a finished `make run` in demo_work shows
+    cat's brokered grant with lifetime invocation, ended by launchd's
+    EXPIRE when cat exited, and the reader's ended by the user's cancel."""
+    out = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir",
+                          os.path.join(demo_work, "stack"), "log", "--format",
+                          "kv"], capture_output=True, text=True, timeout=30,
+                         check=False)
+    rows = [key_values(l.replace(" ", "\n")) for l in out.stdout.splitlines()]
+    got = [(r.get("entry"), r.get("object"), r.get("lifetime"), r.get("end"),
+            r.get("by"), r.get("reason")) for r in rows]
+    want = [("cat", "docs/readme.txt", "invocation", "expired", "launchd",
+             "expire"),
+            ("sh", "docs/readme.txt", "invocation", "cancelled", "user",
+             "cancel")]
+    if out.returncode != 0 or got != want:
+        fail(f"{what}: pbx log: rc {out.returncode} {got}, want {want}:\n"
+             f"{out.stdout}{out.stderr}")
 
 
 def up_of(demo_work):
@@ -6856,17 +6904,22 @@ def up_of(demo_work):
 
 def make_run(bin_dir, work):
     """`make run` (peers/demo/run.sh) on a real terminal, a tmux pane: the
-    pane shows the trusted prompt naming pbx-demo and docs/readme.txt, y
-    is typed, the story ends "make run: done" with the file's bytes shown
-    and exit 0; then with standard input not a terminal: no prompt, the
-    routine policy, the same story, exit 0."""
+    pane shows the trusted prompt naming cat and docs/readme.txt, y is
+    typed, cat prints the file's bytes; then the reader's prompt (sh), y,
+    its first line, pbx cancel and its EIO while it keeps running; the
+    story ends "make run: done", exit 0. Then with standard input not a
+    terminal: no prompt, the routine rule, the same story, exit 0. Both
+    runs' logs show cat's grant (lifetime invocation) expired when cat
+    exited and the reader's cancelled by the user."""
     os.makedirs(work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     script = os.path.join(here, "..", "..", "peers", "demo", "run.sh")
     bin_dir = os.path.abspath(bin_dir)
-    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
-            "A sandboxed program read it through a one-shot grant.\n")
+    want = DEMO_TEXT
     tty_work, rc = os.path.join(work, "tty"), os.path.join(work, "tty.rc")
+    # A previous run's status is never read as this run's.
+    if os.path.exists(rc):
+        os.remove(rc)
     pane = Pane(work)
     try:
         cmd = (f"sh {shlex.quote(script)} {shlex.quote(bin_dir)} "
@@ -6878,15 +6931,18 @@ def make_run(bin_dir, work):
             return pane.tmux("capture-pane", "-p", "-J", "-S", "-", "-t",
                              pane.pane)
 
-        def shown():
-            screen = story()
-            return "Approve?" in screen and \
-                'selector: "docs/readme.txt"' in screen
-        wait_for(shown, "make-run: the prompt never showed on the terminal",
-                 30.0)
-        if "program : pbx-demo" not in story():
-            fail(f"make-run: the prompt does not name pbx-demo:\n{story()}")
-        pane.tmux("send-keys", "-t", pane.pane, "y")
+        def prompts(program):
+            # How many prompts the pane showed, and whether the last one
+            # names program and docs/readme.txt.
+            parts = story().split("Approve?")
+            last = parts[-2] if len(parts) > 1 else ""
+            return len(parts) - 1, 'selector: "docs/readme.txt"' in last \
+                and f"program : {program}" in last
+        for n, program in ((1, "cat"), (2, "sh")):
+            wait_for(lambda: prompts(program) == (n, True),
+                     f"make-run: prompt {n} (naming {program} and "
+                     f"docs/readme.txt) never showed:\n{story()}", 30.0)
+            pane.tmux("send-keys", "-t", pane.pane, "y")
         wait_for(lambda: os.path.exists(rc) and
                  open(rc, encoding="ascii").read().strip() != "",
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
@@ -6895,16 +6951,18 @@ def make_run(bin_dir, work):
         # tmux may show the pane's last lines a moment after run.sh
         # ended: wait (bounded) for its closing line before judging.
         wait_for(lambda: "make run: done" in story() or
-                 "pbx-demo exited" in story(),
+                 "a step failed" in story(),
                  f"make-run: run.sh ended {status} but the pane never "
                  f"showed its closing line:\n{story()}", 10.0)
         text = story()
         if status != "0" or "you are on a terminal" not in text:
             fail(f"make-run: on a terminal: exit {status}:\n{text}")
         demo_story_ok(text, want, "make-run (terminal)")
-        print("run: on a tmux pane, make run showed the prompt naming "
-              "pbx-demo and docs/readme.txt, y approved it, and the story "
-              "ended 'make run: done' with the file's bytes")
+        print("run: on a tmux pane, make run showed the prompt naming cat "
+              "and docs/readme.txt, y approved it and cat printed the "
+              "file's bytes; the reader's prompt (sh), y, its first line, "
+              "pbx cancel, its next read failed with EIO and it ran on; "
+              "the story ended 'make run: done'")
     finally:
         pid = up_of(tty_work)
         if pid is not None:
@@ -6912,7 +6970,9 @@ def make_run(bin_dir, work):
         pane.stop()
     if pid is not None:
         gone([pid], "make-run: pbx up of the terminal run")
-    out = subprocess.run(["sh", script, bin_dir, os.path.join(work, "ci")],
+    demo_log_ok(bin_dir, tty_work, "make-run (terminal)")
+    ci = os.path.join(work, "ci")
+    out = subprocess.run(["sh", script, bin_dir, ci],
                          stdin=subprocess.DEVNULL, capture_output=True,
                          text=True, timeout=120, check=False)
     if out.returncode != 0 or "no terminal: " not in out.stdout or \
@@ -6920,8 +6980,13 @@ def make_run(bin_dir, work):
         fail(f"make-run: without a terminal: exit {out.returncode}:\n"
              f"{out.stdout}{out.stderr}")
     demo_story_ok(out.stdout, want, "make-run (no terminal)")
-    print("run: without a terminal, make run used the routine policy (no "
-          "prompt), showed the file's bytes and exited 0")
+    demo_log_ok(bin_dir, ci, "make-run (no terminal)")
+    print("run: without a terminal, make run used the routine rule (no "
+          "prompt): cat's bytes exact, the reader's EIO after pbx cancel, "
+          "exit 0")
+    print("run: pbx log of both runs: cat's grant, lifetime invocation, "
+          "expired by launchd when cat exited; the reader's cancelled by "
+          "the user")
 
 def pbx_status_lines(u):
     """`pbx status` of u's stack: (exit status, stdout lines, stderr)."""
@@ -7135,8 +7200,7 @@ def make_run_slow_start(bin_dir, work):
     out = subprocess.run(["sh", script, fake, demo], stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=180,
                          check=False)
-    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
-            "A sandboxed program read it through a one-shot grant.\n")
+    want = DEMO_TEXT
     if out.returncode != 0 or "make run: done" not in out.stdout:
         fail(f"make-run-slow-start: exit {out.returncode}:\n"
              f"{out.stdout}{out.stderr}")
