@@ -3,7 +3,7 @@
  *
  *   pbx-broker (--listener-fd N | --listener-sock N) --scope DIR
  *              --root DIR [--mount DIR] [--burst N] [--per-ms N]
- *              [--urgency routine|exceptional]
+ *              [--urgency routine|exceptional] [--profile FILE]
  *
  * launchd runs it beside a job launched with the brokered-open flag, with
  * the job's claims in the environment and a second job connection bound
@@ -53,6 +53,7 @@ typedef struct broker_opts {
     const char *scope;
     const char *root;
     const char *mount;
+    const char *profile;
     uint32_t burst;
     uint32_t per_ms;
     uint8_t urgency;
@@ -155,6 +156,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
             o->root = v;
         } else if (strcmp(k, "--mount") == 0) {
             o->mount = v;
+        } else if (strcmp(k, "--profile") == 0) {
+            o->profile = v;
         } else if (strcmp(k, "--urgency") == 0 &&
                    (strcmp(v, "routine") == 0 ||
                     strcmp(v, "exceptional") == 0)) {
@@ -170,7 +173,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
         (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
                               "--listener-sock N) --scope DIR --root DIR "
                               "[--mount DIR] [--burst N] [--per-ms N] "
-                              "[--urgency routine|exceptional]\n");
+                              "[--urgency routine|exceptional] "
+                              "[--profile FILE]\n");
         return false;
     }
     return true;
@@ -192,6 +196,11 @@ int main(int argc, char **argv)
         return 1;
     }
     b.pl.mount = o.mount;
+    /* Without the profile's own paths their opens are refused as outside
+     * the scope: never more than the file allows, so the job still runs. */
+    if (o.profile != NULL) {
+        (void)pbx_broker_profile_load(&b, o.profile);
+    }
     b.ask = broker_ask;
     b.ask_ctx = &o;
     while (pbx_broker_serve_one(&b) == 0) {

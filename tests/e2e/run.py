@@ -926,6 +926,11 @@ class Stack:
         with open(os.path.join(work, "policy"), "w", encoding="utf-8") as f:
             f.write(POLICY)
         self.root = os.path.join(work, "root")
+        # The stack's root in DIR/root.path, as pbx up writes it: `pbx run
+        # --sandbox` brokers opens below it by default.
+        with open(os.path.join(work, "root.path"), "w",
+                  encoding="utf-8") as f:
+            f.write(os.path.realpath(self.root) + "\n")
         self.scope = os.path.join(work, "scope.sock")
         self.lie_scope = os.path.join(work, "lie-scope.sock")
         self.fuse = os.path.join(work, "fuse")
@@ -4538,30 +4543,40 @@ def pbx_open(st):
 
 
 def sandbox(st):
-    """pbx-demo under `pbx run --sandbox`: refused by the kernel, prompted
-    on the pane, approved, reads exactly the file once; a dynamically
-    linked program is refused and never runs."""
+    """`pbx run --sandbox` brokers by default (no --scope): dynamic /bin/cat
+    opening a file of the stack's root is prompted for on the pane, naming
+    cat and the file, and y prints exactly its bytes. With --no-broker
+    pbx-demo's direct open is refused by the kernel, then it asks, is
+    prompted for, reads exactly the file once. A write outside the root is
+    refused without a prompt (a dynamic /bin/sh never writes its mark);
+    --no-broker with --scope is refused before anything runs."""
     with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
         want = f.read().decode("utf-8")
-    clear_pane(st)
     pbx = os.path.join(st.bin_dir, "pbx")
     direct = os.path.join(st.root, "docs", "readme.txt")
-    demo = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox", "--",
+    clear_pane(st)
+    cat = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox", "--quiet",
+                        "--", "/bin/cat", direct])
+    screen = broker_prompt(st, "docs/readme.txt", "cat")
+    print("run: the terminal shows:\n" + "\n".join(
+        "    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y")
+    if cat.proc.wait(timeout=30) != 0:
+        fail(f"sandbox: cat exited {cat.proc.returncode}")
+    with cat.cv:
+        got = "".join(l + "\n" for l in cat.lines if l is not None)
+    if got != want:
+        fail(f"sandbox: cat printed {got!r}, the file holds {want!r}")
+    print("run: --sandbox alone: cat's open was brokered, prompted for "
+          "naming cat and docs/readme.txt, y printed exactly its bytes")
+    clear_pane(st)
+    demo = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox",
+                         "--no-broker", "--",
                          os.path.join(st.bin_dir, "pbx-demo"), "--direct",
                          direct, "--exceptional", "docs/readme.txt"])
     demo.wait_line(lambda l: l.startswith("   the kernel refused: ") and
                    "(errno 13)" in l, "the kernel's refusal of its open()")
-
-    def shown():
-        screen = pane_text(st)
-        return "Approve?" in screen and 'selector: "docs/readme.txt"' in \
-            screen
-    wait_for(shown, "sandbox: the prompt never appeared on the pane")
-    screen = pane_text(st)
-    if "program : pbx-demo" not in screen:
-        fail(f"sandbox: the prompt does not name pbx-demo:\n{screen}")
-    print("run: the terminal shows:\n" + "\n".join(
-        "    " + l for l in screen.splitlines() if l.strip()))
+    screen = broker_prompt(st, "docs/readme.txt", "pbx-demo")
     tmux("send-keys", "-t", st.pane, "y")
     at = demo.wait_line(lambda l: l.startswith("3. I read the file"),
                         "the bytes it read")
@@ -4577,20 +4592,33 @@ def sandbox(st):
                    start=ended)
     if demo.proc.wait(timeout=30) != 0:
         fail(f"sandbox: pbx-demo exited {demo.proc.returncode}")
-    print("run: pbx-demo was refused its file by the kernel, prompted for "
-          "on the pane, read exactly the file's bytes, and its read after "
-          "consuming the one-shot grant failed")
+    print("run: --no-broker: pbx-demo was refused its file by the kernel, "
+          "prompted for on the pane, read exactly the file's bytes, and "
+          "its read after consuming the one-shot grant failed")
     mark = os.path.join(st.work, "sandbox.mark")
+    clear_pane(st)
     out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox", "--",
                           "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
                          capture_output=True, text=True, timeout=30,
                          check=False, stdin=subprocess.DEVNULL)
     if out.returncode != 2 or "Permission denied" not in out.stderr or \
-            os.path.exists(mark):
+            os.path.exists(mark) or "Approve?" in pane_text(st):
         fail(f"sandbox: a dynamic program: rc {out.returncode}, "
              f"{out.stderr!r}, wrote: {os.path.exists(mark)}")
-    print(f"run: /bin/sh under --sandbox ran and its write was refused: "
+    print(f"run: /bin/sh under --sandbox ran and its write outside the "
+          f"root was refused without a prompt: "
           f"{out.stderr.strip().splitlines()[-1]}")
+    out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox",
+                          "--no-broker", "--scope", "root", "--", "/bin/sh",
+                          "-c", "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    if out.returncode != 125 or "--no-broker takes neither --scope" not in \
+            out.stderr or os.path.exists(mark):
+        fail(f"sandbox: --no-broker --scope: rc {out.returncode}, "
+             f"{out.stderr!r}")
+    print("run: --no-broker with --scope: refused before anything ran "
+          "(exit 125)")
 
 
 def sandbox_dynamic(st):
