@@ -332,18 +332,19 @@ and its job connection.
                  `--op write` (no policy rule) exits 1 "denied (by
                  policy)"; outside a job exits 1 naming PBX_LAUNCHD_FD;
                  no SELECTOR exits 2
-  sandbox        `pbx --dir WORK_DIR run --sandbox -- pbx-demo
-                 --exceptional docs/readme.txt` (a static program, under
-                 Landlock): its own open() of the file is refused by the
-                 kernel (EACCES); the tmux pane shows the prompt naming
-                 program pbx-demo and selector "docs/readme.txt"; y
-                 approves; the bytes it prints are the file's exactly;
-                 after it consumed the one-shot grant its next read
-                 through the same object fails; it exits 0. Then a
-                 dynamically linked PROG (/bin/sh) under --sandbox runs
-                 under the system profile: its write of a mark file in
-                 the work directory is refused (Permission denied, exit
-                 2) and the mark is never made
+  sandbox        `pbx --dir WORK_DIR run --sandbox -- /bin/cat FILE` (no
+                 --scope: brokered by default below the stack's root,
+                 DIR/root.path): the pane's prompt names cat and
+                 "docs/readme.txt", y, cat prints the file's bytes
+                 exactly. `--sandbox --no-broker -- pbx-demo --direct
+                 FILE --exceptional docs/readme.txt`: its own open() is
+                 refused by the kernel (EACCES), the prompt names
+                 pbx-demo, y, the bytes exact, its read after the
+                 one-shot grant's consume fails, exit 0. A dynamic
+                 /bin/sh writing a mark outside the root: Permission
+                 denied (exit 2), no prompt, no mark. --no-broker with
+                 --scope, and --sandbox on a directory that names no
+                 root: refused, exit 125
   pbx-run-grant  `pbx --dir WORK_DIR run --grant read:docs/readme.txt --
                  pbx-test-fdcat --again 5` (install mode: pbx-stage
                  stages itself at procd's stage.sock, asks, takes procd's
@@ -608,12 +609,18 @@ and its job connection.
                  at the end
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
-                 pane shows the trusted prompt naming pbx-demo and
-                 selector "docs/readme.txt"; y is typed; run.sh exits 0
-                 and its story shows the file's bytes exactly and ends
-                 "make run: done". Then run.sh again with standard input
-                 not a terminal: it says so (the routine policy of pbx
-                 up), no prompt appears, the same story, exit 0
+                 prompt names cat and "docs/readme.txt" (an unchanged
+                 /bin/cat under `pbx run --sandbox`), y, the file's bytes
+                 exactly; a second prompt names sh (the reader), y, its
+                 first line, the `pbx cancel` line, cat's "Input/output
+                 error" and the reader's line that it still runs; the
+                 story ends "make run: done", exit 0, and the first
+                 prompt's story stays on the pane. Then run.sh with
+                 standard input not a terminal: no prompt, the routine
+                 rule (--opens routine), the same story, exit 0. `pbx
+                 log` of both: cat's grant lifetime=invocation ended
+                 expired by launchd (cat's exit), the reader's cancelled
+                 by the user
   policy-rules   (standalone) pbx up --policy FILE with rules by program
                  entry and selector pattern, no terminal: entry cat reads
                  docs/*.txt approved by its rule (POLICY answers prompt,
@@ -644,7 +651,7 @@ and its job connection.
                  previous run saying "ready in": run.sh waits for pbx
                  up's own ready event (--ready-fd on a fresh FIFO), never
                  the stale file nor a time limit of its own: the story
-                 ends "make run: done" with the file's bytes, exit 0
+                 (make-run's, checked alike) ends "make run: done", exit 0
   vfsd-restart-pending-prompt (standalone, a tmux pane) kill -9 of vfsd
                  while an exceptional request's prompt shows (issue 20,
                  item 5): the prompt is withdrawn, the decision is
@@ -4549,7 +4556,8 @@ def sandbox(st):
     pbx-demo's direct open is refused by the kernel, then it asks, is
     prompted for, reads exactly the file once. A write outside the root is
     refused without a prompt (a dynamic /bin/sh never writes its mark);
-    --no-broker with --scope is refused before anything runs."""
+    --no-broker with --scope, and --sandbox where the stack names no root,
+    are refused before anything runs."""
     with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
         want = f.read().decode("utf-8")
     pbx = os.path.join(st.bin_dir, "pbx")
@@ -4619,6 +4627,18 @@ def sandbox(st):
              f"{out.stderr!r}")
     print("run: --no-broker with --scope: refused before anything ran "
           "(exit 125)")
+    # A runtime directory that names no root: refused, never unbrokered.
+    bare = tempfile.mkdtemp(prefix="pbx-noroot-", dir=st.work)
+    out = subprocess.run([pbx, "--dir", bare, "run", "--sandbox", "--",
+                          "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    shutil.rmtree(bare, ignore_errors=True)
+    if out.returncode != 125 or "names none" not in out.stderr or \
+            "--no-broker" not in out.stderr or os.path.exists(mark):
+        fail(f"sandbox: no root.path: rc {out.returncode}, {out.stderr!r}")
+    print("run: a stack that names no root: --sandbox refused (exit 125), "
+          "naming --no-broker")
 
 
 def sandbox_dynamic(st):
