@@ -56,8 +56,8 @@ int pbx_broker_profile_load(pbx_broker *b, const char *file)
     }
     pbx_peer_profile_system(&g_profile);
     pbx_peer_profile_refusal why;
-    if (pbx_peer_profile_apply(&g_profile, text, (size_t)got, NULL, 0U,
-                               &why) != PBX_OK) {
+    if (pbx_peer_profile_apply(&g_profile, text, (size_t)got, NULL, 0U, &why) !=
+        PBX_OK) {
         (void)fprintf(stderr, "pbx-broker: profile %s, line %u: %s\n", file,
                       (unsigned)why.line, why.why);
         return -1;
@@ -65,8 +65,9 @@ int pbx_broker_profile_load(pbx_broker *b, const char *file)
     /* Checked first, then added: either every path is added or none. */
     size_t room = PBX_PEER_BROKER_PROFILE_MAX - b->pl.nprofile;
     if (g_profile.n > room) {
-        (void)fprintf(stderr, "pbx-broker: profile %s: %u paths, room for "
-                              "%zu\n",
+        (void)fprintf(stderr,
+                      "pbx-broker: profile %s: %u paths, room for "
+                      "%zu\n",
                       file, (unsigned)g_profile.n, room);
         return -1;
     }

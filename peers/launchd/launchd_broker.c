@@ -153,20 +153,12 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     pid_t pid = fork();
     if (pid == 0) {
         bool routine = (req->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U;
-        char *argv[] = {prog,
-                        "--listener-sock",
-                        "5",
-                        "--scope",
-                        scope,
-                        "--root",
-                        root,
-                        "--urgency",
+        char *argv[] = {prog, "--listener-sock", "5", "--scope", scope,
+                        "--root", root, "--urgency",
                         routine ? "routine" : "exceptional",
                         /* The job's profile file: its paths go on as
                          * the program's own opens, as the system's. */
-                        prof[0] != '\0' ? "--profile" : NULL,
-                        prof,
-                        NULL};
+                        prof[0] != '\0' ? "--profile" : NULL, prof, NULL};
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
                       lp[0]};

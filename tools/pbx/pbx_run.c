@@ -434,8 +434,8 @@ static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
     static char root[PATH_MAX];
     static char scope[PATH_MAX];
     bool want = false;
-    if (!pbx_run_wants_broker(
-            o, (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U, &want)) {
+    if (!pbx_run_wants_broker(o, (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U,
+                              &want)) {
         return false;
     }
     if (!want) {
