@@ -65,7 +65,8 @@ typedef struct pbx_run_opts {
 void pbx_tool_run_usage(FILE *fp)
 {
     (void)fputs(
-        "  pbx run [--sandbox [--profile FILE]] [--grant OP:SELECTOR]...\n"
+        "  pbx run [--sandbox [--profile FILE] [--scope DIR | --no-broker]\n"
+        "          [--opens routine|exceptional]] [--grant OP:SELECTOR]...\n"
         "          [--lifetime LT]\n"
         "          [--job ID:GEN] [--entry NAME] [--session N] [--realm N]\n"
         "          [--control PATH] [--quiet] -- PROG [ARG...]\n"
