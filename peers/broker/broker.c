@@ -3,7 +3,7 @@
  *
  *   pbx-broker (--listener-fd N | --listener-sock N) --scope DIR
  *              --root DIR [--mount DIR] [--burst N] [--per-ms N]
- *              [--urgency routine|exceptional]
+ *              [--urgency routine|exceptional] [--profile FILE]
  *
  * launchd runs it beside a job launched with the brokered-open flag, with
  * the job's claims in the environment and a second job connection bound
@@ -15,7 +15,9 @@
  *
  * Each brokered open is a runtime-reply request made as the job (urgency
  * --urgency's, default exceptional: set by launchd from the launching
- * user's LAUNCH, never by the program; lifetime: the job's), labelled
+ * user's LAUNCH, never by the program; lifetime: invocation, the job's
+ * one invocation BROKER_INVOCATION, which ends when the program exits
+ * since launchd EXPIREs the whole job then), labelled
  * with the path the broker resolved; an approved object is asked for a
  * revocable descriptor (OPEN, pbx_obj_open_fd) and exactly that descriptor
  * is injected. The object connections are kept (bounded) until the job
@@ -37,6 +39,10 @@
 
 /* The objects one job's broker keeps (each an approved open). */
 #define BROKER_OBJS_MAX 1024U
+/* The invocation every brokered grant is made within: a job run by pbx
+ * run is one invocation of one program, so its grants end with it (the
+ * job's EXPIRE when it exits ends them; docs/HOST.md, "Brokered opens"). */
+#define BROKER_INVOCATION 1U
 /* The default prompt budget: 5 in a row, then one every 2 seconds. */
 #define BROKER_BURST  5U
 #define BROKER_PER_MS 2000U
@@ -47,6 +53,7 @@ typedef struct broker_opts {
     const char *scope;
     const char *root;
     const char *mount;
+    const char *profile;
     uint32_t burst;
     uint32_t per_ms;
     uint8_t urgency;
@@ -70,7 +77,8 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
                    : q->op == PBX_PEER_BROKER_OP_WRITE
                        ? PBX_IPC_OPERATION_WRITE
                        : PBX_IPC_OPERATION_CREATE;
-    rq.lifetime = PBX_IPC_LIFETIME_JOB;
+    rq.lifetime = PBX_IPC_LIFETIME_INVOCATION;
+    rq.invocation = BROKER_INVOCATION;
     /* The broker, never the program, says how urgent an open is:
      * exceptional (the policies prompt) unless the launching user asked
      * for routine opens. */
@@ -148,6 +156,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
             o->root = v;
         } else if (strcmp(k, "--mount") == 0) {
             o->mount = v;
+        } else if (strcmp(k, "--profile") == 0) {
+            o->profile = v;
         } else if (strcmp(k, "--urgency") == 0 &&
                    (strcmp(v, "routine") == 0 ||
                     strcmp(v, "exceptional") == 0)) {
@@ -163,7 +173,8 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
         (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
                               "--listener-sock N) --scope DIR --root DIR "
                               "[--mount DIR] [--burst N] [--per-ms N] "
-                              "[--urgency routine|exceptional]\n");
+                              "[--urgency routine|exceptional] "
+                              "[--profile FILE]\n");
         return false;
     }
     return true;
@@ -185,6 +196,11 @@ int main(int argc, char **argv)
         return 1;
     }
     b.pl.mount = o.mount;
+    /* Without the profile's own paths their opens are refused as outside
+     * the scope: never more than the file allows, so the job still runs. */
+    if (o.profile != NULL) {
+        (void)pbx_broker_profile_load(&b, o.profile);
+    }
     b.ask = broker_ask;
     b.ask_ctx = &o;
     while (pbx_broker_serve_one(&b) == 0) {

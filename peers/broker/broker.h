@@ -95,6 +95,16 @@ int pbx_broker_serve_one(pbx_broker *b);
 /** pbx_broker_now_ms is CLOCK_MONOTONIC in milliseconds (the rate's). */
 uint64_t pbx_broker_now_ms(void);
 
+/**
+ * pbx_broker_profile_load reads the job's profile file (absolute path;
+ * the format of docs/HOST.md, "Profile files") and adds every path of the
+ * changed profile to the paths b lets go on as the program's own opens
+ * (Landlock decides them). Call after pbx_broker_init; b borrows the
+ * paths from a static table, so call it at most once per process.
+ * Returns 0, or -1 after a line on stderr saying why (b then unchanged).
+ */
+int pbx_broker_profile_load(pbx_broker *b, const char *file);
+
 /** pbx_broker_release closes what b owns. */
 void pbx_broker_release(pbx_broker *b);
 

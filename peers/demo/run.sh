@@ -1,14 +1,23 @@
 #!/bin/sh
-# peers/demo/run.sh BIN_DIR WORK_DIR: `make run`, the demo of a sandboxed
-# program that gets exactly one file (README.md, "make run").
+# peers/demo/run.sh BIN_DIR WORK_DIR: `make run`, the demo of an unchanged
+# system program that is asked for, and loses, exactly one file
+# (README.md, "make run").
 #
 # It starts the stack with `pbx up` in WORK_DIR/stack, serving
-# WORK_DIR/root (which holds docs/readme.txt), then runs
-# `pbx run --sandbox -- pbx-demo docs/readme.txt` and stops the stack.
-# On a terminal the policy prompts for every read, so ttyd asks you on
-# this terminal and waits for your answer; without one (CI) the routine
-# policy of `pbx up` approves routine reads, so the run still exits 0.
-# Exits with pbx-demo's status (0: every step went as told).
+# WORK_DIR/root (which holds docs/readme.txt), then:
+#   1. `pbx run --sandbox -- /bin/cat ROOT/docs/readme.txt`: cat's own
+#      open() is brokered, the prompt names cat and docs/readme.txt, and
+#      the file's bytes appear;
+#   2. a reader (/bin/sh) opens the same file, prints its first line and
+#      waits for a line on its standard input; this script then runs
+#      `pbx cancel` of that grant and only then writes the line, so the
+#      reader's next read fails with EIO while the reader keeps running
+#      (no sleep, no timing: each step waits for the one before).
+# On a terminal the policy prompts for every request, so ttyd asks you on
+# this terminal (one key: y) and waits; without one (CI) pbx up's routine
+# policy allows routine reads, and this script, the launcher, marks the
+# brokered opens routine (--opens routine: the program never chooses).
+# Exits 0 when every step went as told, else 1.
 set -u
 BIN=$(cd "$1" && pwd)
 WORK=$2
@@ -20,7 +29,7 @@ rm -rf "$ROOT" "$DIR"
 mkdir -p "$ROOT/docs" "$DIR"
 cat >"$ROOT/docs/readme.txt" <<'TEXT'
 This is docs/readme.txt, served by vfsd from the demo's root.
-A sandboxed program read it through a one-shot grant.
+An unchanged /bin/cat read it through a revocable descriptor.
 TEXT
 
 say() { printf '%s\n' "make run: $*"; }
@@ -80,18 +89,66 @@ if [ "$ready" != "ready" ]; then
     stop
     exit 1
 fi
-say "the stack is up. Now: pbx run --sandbox -- pbx-demo docs/readme.txt"
-say "(pbx-demo runs under Landlock: no file access of its own.)"
+FILE=$ROOT/docs/readme.txt
+run() { "$BIN/pbx" --dir "$DIR" run --sandbox --opens routine --quiet "$@"; }
+say "the stack is up."
 echo
-"$BIN/pbx" --dir "$DIR" run --sandbox --quiet -- "$BIN/pbx-demo" \
-    --direct "$ROOT/docs/readme.txt" docs/readme.txt
-st=$?
+say "1. an unchanged program: pbx run --sandbox -- /bin/cat docs/readme.txt"
+say "   cat's own open() of the file is brokered: it asks for exactly it."
+run -- /bin/cat "$FILE"
+cat_st=$?
+say "   cat exited $cat_st."
+echo
+say "2. a reader keeps the file open; then pbx cancel ends its grant."
+# The reader prints the first line through its descriptor (head -c: that
+# many bytes, no more), waits for a line on its stdin, then reads on.
+N=$(head -n 1 "$FILE" | wc -c)
+READER='exec 3<"$1" || exit 2; head -c "$2" <&3; read -r line
+if cat <&3; then echo "reader: read on, the grant was not revoked"
+else echo "reader: that read failed (EIO); I am still running"; fi'
+IN=$WORK/reader.in
+rm -f "$IN" "$WORK/reader.rc" "$WORK/revoked"
+if ! mkfifo -m 600 "$IN"; then
+    say "cannot make $IN"
+    stop
+    exit 1
+fi
+# Held open read-write here, so the reader's open of it never blocks and
+# its stdin sees a line only when this script writes one.
+exec 4<>"$IN"
+{
+    run -- /bin/sh -c "$READER" reader "$FILE" "$N" <"$IN" 2>&1
+    echo $? >"$WORK/reader.rc"
+} | {
+    n=0
+    while IFS= read -r line; do
+        printf '   | %s\n' "$line"
+        n=$((n + 1))
+        case $line in *"Input/output error"*) : >"$WORK/revoked" ;; esac
+        [ "$n" -eq 1 ] || continue
+        # The first line is out: the reader holds its grant and waits.
+        g=$("$BIN/pbx" --dir "$DIR" grants --format kv |
+            sed -n 's/^grant=\([^ ]*\) .* selector=docs\/readme.txt .*/\1/p' |
+            tail -n 1)
+        if [ -n "$g" ] && "$BIN/pbx" --dir "$DIR" cancel "$g" >/dev/null; then
+            say "   pbx cancel $g: the grant ended; the reader reads on:"
+        else
+            say "   no live grant to cancel"
+        fi
+        printf '\n' >&4
+    done
+}
+exec 4>&-
+rm -f "$IN"
+rd_st=$(cat "$WORK/reader.rc" 2>/dev/null)
 echo
 stop
-if [ "$st" -eq 0 ]; then
-    say "done: the program read exactly the granted file, once. The stack's"
-    say "log is $DIR/stack.log."
-else
-    say "pbx-demo exited $st; the stack's log is $DIR/stack.log."
+if [ "$cat_st" -eq 0 ] && [ "$rd_st" = 0 ] && [ -e "$WORK/revoked" ]; then
+    say "done: cat was asked for exactly docs/readme.txt and read it; the"
+    say "reader's next read after pbx cancel failed while it kept running."
+    say "The stack's log is $DIR/stack.log."
+    exit 0
 fi
-exit "$st"
+say "a step failed (cat $cat_st, reader ${rd_st:-?}); the stack's log is"
+say "$DIR/stack.log."
+exit 1

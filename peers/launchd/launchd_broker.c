@@ -125,6 +125,7 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     static char prog[LB_PATH_MAX];
     static char scope[LB_PATH_MAX];
     static char root[LB_PATH_MAX];
+    static char prof[LB_PATH_MAX];
     if (!lb_can_notify()) {
         return (uint16_t)PBX_E_PEER_NO_SECCOMP;
     }
@@ -135,6 +136,7 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     }
     lb_str(scope, req->broker_scope, req->broker_scope_len);
     lb_str(root, req->broker_root, req->broker_root_len);
+    lb_str(prof, req->profile, req->profile_len);
     int jc[2] = {-1, -1};
     int lp[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, jc) != 0 ||
@@ -151,16 +153,12 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     pid_t pid = fork();
     if (pid == 0) {
         bool routine = (req->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U;
-        char *argv[] = {prog,
-                        "--listener-sock",
-                        "5",
-                        "--scope",
-                        scope,
-                        "--root",
-                        root,
-                        "--urgency",
+        char *argv[] = {prog, "--listener-sock", "5", "--scope", scope,
+                        "--root", root, "--urgency",
                         routine ? "routine" : "exceptional",
-                        NULL};
+                        /* The job's profile file: its paths go on as
+                         * the program's own opens, as the system's. */
+                        prof[0] != '\0' ? "--profile" : NULL, prof, NULL};
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
                       lp[0]};

@@ -174,17 +174,22 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len);
 /**
  * PBX_PEER_TTY_RESET is what ttyd writes before every prompt, so that no
  * state a program left on the terminal changes how the prompt looks: a
- * soft reset, never a screen clear. In order: SGR reset (ESC [ 0 m), show
- * the cursor (ESC [ ? 25 h), leave the alternate screen (ESC [ ? 1049 l),
- * the whole screen as scroll region (ESC [ r), insert mode off
- * (ESC [ 4 l), autowrap on (ESC [ ? 7 h), origin mode off (ESC [ ? 6 l),
- * G0 as US ASCII (ESC ( B) and G0 shifted in (SI, 0x0F); then a new line
- * and erase below (CR LF, ESC [ J), so nothing written before stays on
- * the lines the prompt draws over.
+ * soft reset that keeps the cursor where the output ended, never a screen
+ * clear. In order: SGR reset (ESC [ 0 m), show the cursor (ESC [ ? 25 h),
+ * leave the alternate screen without restoring a saved cursor
+ * (ESC [ ? 1047 l); then, between a cursor save and restore (ESC 7,
+ * ESC 8) because each of them moves the cursor home, the whole screen as
+ * scroll region (ESC [ r) and origin mode off (ESC [ ? 6 l); insert mode
+ * off (ESC [ 4 l), autowrap on (ESC [ ? 7 h), G0 as US ASCII (ESC ( B)
+ * and G0 shifted in (SI, 0x0F); then a new line and erase below (CR LF,
+ * ESC [ J), so nothing written before stays on the lines the prompt draws
+ * over, while the lines above it (the story so far) stay on the screen.
+ * The restore may bring back origin mode, which with the whole screen as
+ * scroll region addresses the same cells.
  */
 #define PBX_PEER_TTY_RESET                                                     \
-    "\033[0m\033[?25h\033[?1049l\033[r\033[4l\033[?7h\033[?6l\033(B\017"       \
-    "\r\n\033[J"
+    "\033[0m\033[?25h\033[?1047l\0337\033[r\033[?6l\0338\033[4l\033[?7h"       \
+    "\033(B\017\r\n\033[J"
 
 /**
  * pbx_peer_tty_key reads one keypress toward a showing prompt: 'y' or 'Y'

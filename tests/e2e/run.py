@@ -332,18 +332,19 @@ and its job connection.
                  `--op write` (no policy rule) exits 1 "denied (by
                  policy)"; outside a job exits 1 naming PBX_LAUNCHD_FD;
                  no SELECTOR exits 2
-  sandbox        `pbx --dir WORK_DIR run --sandbox -- pbx-demo
-                 --exceptional docs/readme.txt` (a static program, under
-                 Landlock): its own open() of the file is refused by the
-                 kernel (EACCES); the tmux pane shows the prompt naming
-                 program pbx-demo and selector "docs/readme.txt"; y
-                 approves; the bytes it prints are the file's exactly;
-                 after it consumed the one-shot grant its next read
-                 through the same object fails; it exits 0. Then a
-                 dynamically linked PROG (/bin/sh) under --sandbox runs
-                 under the system profile: its write of a mark file in
-                 the work directory is refused (Permission denied, exit
-                 2) and the mark is never made
+  sandbox        `pbx --dir WORK_DIR run --sandbox -- /bin/cat FILE` (no
+                 --scope: brokered by default below the stack's root,
+                 DIR/root.path): the pane's prompt names cat and
+                 "docs/readme.txt", y, cat prints the file's bytes
+                 exactly. `--sandbox --no-broker -- pbx-demo --direct
+                 FILE --exceptional docs/readme.txt`: its own open() is
+                 refused by the kernel (EACCES), the prompt names
+                 pbx-demo, y, the bytes exact, its read after the
+                 one-shot grant's consume fails, exit 0. A dynamic
+                 /bin/sh writing a mark outside the root: Permission
+                 denied (exit 2), no prompt, no mark. --no-broker with
+                 --scope, and --sandbox on a directory that names no
+                 root: refused, exit 125
   pbx-run-grant  `pbx --dir WORK_DIR run --grant read:docs/readme.txt --
                  pbx-test-fdcat --again 5` (install mode: pbx-stage
                  stages itself at procd's stage.sock, asks, takes procd's
@@ -614,12 +615,18 @@ and its job connection.
                  at the end
   make-run       (standalone) `sh peers/demo/run.sh BIN_DIR WORK` (what
                  `make run` runs) in a tmux pane, a real terminal: the
-                 pane shows the trusted prompt naming pbx-demo and
-                 selector "docs/readme.txt"; y is typed; run.sh exits 0
-                 and its story shows the file's bytes exactly and ends
-                 "make run: done". Then run.sh again with standard input
-                 not a terminal: it says so (the routine policy of pbx
-                 up), no prompt appears, the same story, exit 0
+                 prompt names cat and "docs/readme.txt" (an unchanged
+                 /bin/cat under `pbx run --sandbox`), y, the file's bytes
+                 exactly; a second prompt names sh (the reader), y, its
+                 first line, the `pbx cancel` line, cat's "Input/output
+                 error" and the reader's line that it still runs; the
+                 story ends "make run: done", exit 0, and the first
+                 prompt's story stays on the pane. Then run.sh with
+                 standard input not a terminal: no prompt, the routine
+                 rule (--opens routine), the same story, exit 0. `pbx
+                 log` of both: cat's grant lifetime=invocation ended
+                 expired by launchd (cat's exit), the reader's cancelled
+                 by the user
   policy-rules   (standalone) pbx up --policy FILE with rules by program
                  entry and selector pattern, no terminal: entry cat reads
                  docs/*.txt approved by its rule (POLICY answers prompt,
@@ -650,7 +657,7 @@ and its job connection.
                  previous run saying "ready in": run.sh waits for pbx
                  up's own ready event (--ready-fd on a fresh FIFO), never
                  the stale file nor a time limit of its own: the story
-                 ends "make run: done" with the file's bytes, exit 0
+                 (make-run's, checked alike) ends "make run: done", exit 0
   vfsd-restart-pending-prompt (standalone, a tmux pane) kill -9 of vfsd
                  while an exceptional request's prompt shows (issue 20,
                  item 5): the prompt is withdrawn, the decision is
@@ -934,6 +941,11 @@ class Stack:
         with open(os.path.join(work, "policy"), "w", encoding="utf-8") as f:
             f.write(POLICY)
         self.root = os.path.join(work, "root")
+        # The stack's root in DIR/root.path, as pbx up writes it: `pbx run
+        # --sandbox` brokers opens below it by default.
+        with open(os.path.join(work, "root.path"), "w",
+                  encoding="utf-8") as f:
+            f.write(os.path.realpath(self.root) + "\n")
         self.scope = os.path.join(work, "scope.sock")
         self.lie_scope = os.path.join(work, "lie-scope.sock")
         self.fuse = os.path.join(work, "fuse")
@@ -4548,30 +4560,41 @@ def pbx_open(st):
 
 
 def sandbox(st):
-    """pbx-demo under `pbx run --sandbox`: refused by the kernel, prompted
-    on the pane, approved, reads exactly the file once; a dynamically
-    linked program is refused and never runs."""
+    """`pbx run --sandbox` brokers by default (no --scope): dynamic /bin/cat
+    opening a file of the stack's root is prompted for on the pane, naming
+    cat and the file, and y prints exactly its bytes. With --no-broker
+    pbx-demo's direct open is refused by the kernel, then it asks, is
+    prompted for, reads exactly the file once. A write outside the root is
+    refused without a prompt (a dynamic /bin/sh never writes its mark);
+    --no-broker with --scope, and --sandbox where the stack names no root,
+    are refused before anything runs."""
     with open(os.path.join(st.root, "docs", "readme.txt"), "rb") as f:
         want = f.read().decode("utf-8")
-    clear_pane(st)
     pbx = os.path.join(st.bin_dir, "pbx")
     direct = os.path.join(st.root, "docs", "readme.txt")
-    demo = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox", "--",
+    clear_pane(st)
+    cat = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox", "--quiet",
+                        "--", "/bin/cat", direct])
+    screen = broker_prompt(st, "docs/readme.txt", "cat")
+    print("run: the terminal shows:\n" + "\n".join(
+        "    " + l for l in screen.splitlines() if l.strip()))
+    tmux("send-keys", "-t", st.pane, "y")
+    if cat.proc.wait(timeout=30) != 0:
+        fail(f"sandbox: cat exited {cat.proc.returncode}")
+    with cat.cv:
+        got = "".join(l + "\n" for l in cat.lines if l is not None)
+    if got != want:
+        fail(f"sandbox: cat printed {got!r}, the file holds {want!r}")
+    print("run: --sandbox alone: cat's open was brokered, prompted for "
+          "naming cat and docs/readme.txt, y printed exactly its bytes")
+    clear_pane(st)
+    demo = Launched(st, [pbx, "--dir", st.work, "run", "--sandbox",
+                         "--no-broker", "--",
                          os.path.join(st.bin_dir, "pbx-demo"), "--direct",
                          direct, "--exceptional", "docs/readme.txt"])
     demo.wait_line(lambda l: l.startswith("   the kernel refused: ") and
                    "(errno 13)" in l, "the kernel's refusal of its open()")
-
-    def shown():
-        screen = pane_text(st)
-        return "Approve?" in screen and 'selector: "docs/readme.txt"' in \
-            screen
-    wait_for(shown, "sandbox: the prompt never appeared on the pane")
-    screen = pane_text(st)
-    if "program : pbx-demo" not in screen:
-        fail(f"sandbox: the prompt does not name pbx-demo:\n{screen}")
-    print("run: the terminal shows:\n" + "\n".join(
-        "    " + l for l in screen.splitlines() if l.strip()))
+    screen = broker_prompt(st, "docs/readme.txt", "pbx-demo")
     tmux("send-keys", "-t", st.pane, "y")
     at = demo.wait_line(lambda l: l.startswith("3. I read the file"),
                         "the bytes it read")
@@ -4587,20 +4610,45 @@ def sandbox(st):
                    start=ended)
     if demo.proc.wait(timeout=30) != 0:
         fail(f"sandbox: pbx-demo exited {demo.proc.returncode}")
-    print("run: pbx-demo was refused its file by the kernel, prompted for "
-          "on the pane, read exactly the file's bytes, and its read after "
-          "consuming the one-shot grant failed")
+    print("run: --no-broker: pbx-demo was refused its file by the kernel, "
+          "prompted for on the pane, read exactly the file's bytes, and "
+          "its read after consuming the one-shot grant failed")
     mark = os.path.join(st.work, "sandbox.mark")
+    clear_pane(st)
     out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox", "--",
                           "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
                          capture_output=True, text=True, timeout=30,
                          check=False, stdin=subprocess.DEVNULL)
     if out.returncode != 2 or "Permission denied" not in out.stderr or \
-            os.path.exists(mark):
+            os.path.exists(mark) or "Approve?" in pane_text(st):
         fail(f"sandbox: a dynamic program: rc {out.returncode}, "
              f"{out.stderr!r}, wrote: {os.path.exists(mark)}")
-    print(f"run: /bin/sh under --sandbox ran and its write was refused: "
+    print(f"run: /bin/sh under --sandbox ran and its write outside the "
+          f"root was refused without a prompt: "
           f"{out.stderr.strip().splitlines()[-1]}")
+    out = subprocess.run([pbx, "--dir", st.work, "run", "--sandbox",
+                          "--no-broker", "--scope", "root", "--", "/bin/sh",
+                          "-c", "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    if out.returncode != 125 or "--no-broker takes neither --scope" not in \
+            out.stderr or os.path.exists(mark):
+        fail(f"sandbox: --no-broker --scope: rc {out.returncode}, "
+             f"{out.stderr!r}")
+    print("run: --no-broker with --scope: refused before anything ran "
+          "(exit 125)")
+    # A runtime directory that names no root: refused, never unbrokered.
+    bare = tempfile.mkdtemp(prefix="pbx-noroot-", dir=st.work)
+    out = subprocess.run([pbx, "--dir", bare, "run", "--sandbox", "--",
+                          "/bin/sh", "-c", "echo ran > " + shlex.quote(mark)],
+                         capture_output=True, text=True, timeout=30,
+                         check=False, stdin=subprocess.DEVNULL)
+    shutil.rmtree(bare, ignore_errors=True)
+    if out.returncode != 125 or "names none" not in out.stderr or \
+            "--no-broker" not in out.stderr or os.path.exists(mark):
+        fail(f"sandbox: no root.path: rc {out.returncode}, {out.stderr!r}")
+    print("run: a stack that names no root: --sandbox refused (exit 125), "
+          "naming --no-broker")
 
 
 def sandbox_dynamic(st):
@@ -6933,20 +6981,68 @@ def ids_across_restarts(bin_dir, work):
         u.close()
 
 
+# The file `make run` (peers/demo/run.sh) serves and shows.
+DEMO_TEXT = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
+             "An unchanged /bin/cat read it through a revocable "
+             "descriptor.\n")
+
+
 def demo_story_ok(text, want, what):
-    """Fails unless the `make run` story text ends with "make run: done"
-    and shows the file's bytes (want, str) exactly, each line after "| "."""
+    """Fails unless the `make run` story text tells the new story in order:
+    step 1 (/bin/cat under --sandbox) followed by exactly the file's
+    lines (want, str) and "cat exited 0."; step 2 the reader's first line
+    after "| ", the `pbx cancel` line, cat's own "Input/output error" and
+    the reader's line saying it still runs; the story ends "make run:
+    done". Other lines (a prompt on a terminal) may come between steps."""
     lines = [l.rstrip() for l in text.splitlines() if l.strip()]
-    if not any(l.startswith("make run: done") for l in lines[-2:]):
+
+    def at(pred, start, name):
+        for i in range(start, len(lines)):
+            if pred(lines[i]):
+                return i
+        fail(f"{what}: no {name} after line {start}:\n{text}")
+    one = at(lambda l: l.startswith("make run: 1. an unchanged program: "
+                                    "pbx run --sandbox -- /bin/cat "
+                                    "docs/readme.txt"), 0, "step 1")
+    ended = at(lambda l: l == "make run:    cat exited 0.", one, "cat's exit")
+    want_lines = want.splitlines()
+    shown = lines[ended - len(want_lines):ended]
+    if shown != want_lines:
+        fail(f"{what}: before cat's exit it showed {shown}, the file holds "
+             f"{want!r}:\n{text}")
+    two = at(lambda l: l.startswith("make run: 2. a reader keeps the file "
+                                    "open; then pbx cancel"), ended, "step 2")
+    first = at(lambda l: l == "   | " + want_lines[0], two,
+               "the reader's first line")
+    cancel = at(lambda l: re.match(r"make run:    pbx cancel \d+-\d+\.\d+: "
+                                   r"the grant ended", l), first,
+                "the pbx cancel line")
+    eio = at(lambda l: l == "   | cat: -: Input/output error", cancel,
+             "the reader's EIO")
+    at(lambda l: l == "   | reader: that read failed (EIO); I am still "
+       "running", eio, "the reader's line after its failed read")
+    if not any(l.startswith("make run: done") for l in lines[-4:]):
         fail(f"{what}: the story does not end with 'make run: done':\n{text}")
-    at = [i for i, l in enumerate(lines)
-          if l.startswith("3. I read the file through the object (")]
-    if len(at) != 1 or f"({len(want.encode())} bytes)" not in lines[at[0]]:
-        fail(f"{what}: no read of {len(want.encode())} bytes:\n{text}")
-    shown = [l.split("| ", 1)[1] if "| " in l else None
-             for l in lines[at[0] + 1:at[0] + 1 + len(want.splitlines())]]
-    if shown != want.splitlines():
-        fail(f"{what}: it showed {shown}, the file holds {want!r}")
+
+
+def demo_log_ok(bin_dir, demo_work, what):
+    """Fails unless `pbx log` of a finished `make run` in demo_work shows
+    cat's brokered grant with lifetime invocation, ended by launchd's
+    EXPIRE when cat exited, and the reader's ended by the user's cancel."""
+    out = subprocess.run([os.path.join(bin_dir, "pbx"), "--dir",
+                          os.path.join(demo_work, "stack"), "log", "--format",
+                          "kv"], capture_output=True, text=True, timeout=30,
+                         check=False)
+    rows = [key_values(l.replace(" ", "\n")) for l in out.stdout.splitlines()]
+    got = [(r.get("entry"), r.get("object"), r.get("lifetime"), r.get("end"),
+            r.get("by"), r.get("reason")) for r in rows]
+    want = [("cat", "docs/readme.txt", "invocation", "expired", "launchd",
+             "expire"),
+            ("sh", "docs/readme.txt", "invocation", "cancelled", "user",
+             "cancel")]
+    if out.returncode != 0 or got != want:
+        fail(f"{what}: pbx log: rc {out.returncode} {got}, want {want}:\n"
+             f"{out.stdout}{out.stderr}")
 
 
 def up_of(demo_work):
@@ -6963,17 +7059,22 @@ def up_of(demo_work):
 
 def make_run(bin_dir, work):
     """`make run` (peers/demo/run.sh) on a real terminal, a tmux pane: the
-    pane shows the trusted prompt naming pbx-demo and docs/readme.txt, y
-    is typed, the story ends "make run: done" with the file's bytes shown
-    and exit 0; then with standard input not a terminal: no prompt, the
-    routine policy, the same story, exit 0."""
+    pane shows the trusted prompt naming cat and docs/readme.txt, y is
+    typed, cat prints the file's bytes; then the reader's prompt (sh), y,
+    its first line, pbx cancel and its EIO while it keeps running; the
+    story ends "make run: done", exit 0. Then with standard input not a
+    terminal: no prompt, the routine rule, the same story, exit 0. Both
+    runs' logs show cat's grant (lifetime invocation) expired when cat
+    exited and the reader's cancelled by the user."""
     os.makedirs(work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     script = os.path.join(here, "..", "..", "peers", "demo", "run.sh")
     bin_dir = os.path.abspath(bin_dir)
-    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
-            "A sandboxed program read it through a one-shot grant.\n")
+    want = DEMO_TEXT
     tty_work, rc = os.path.join(work, "tty"), os.path.join(work, "tty.rc")
+    # A previous run's status is never read as this run's.
+    if os.path.exists(rc):
+        os.remove(rc)
     pane = Pane(work)
     try:
         cmd = (f"sh {shlex.quote(script)} {shlex.quote(bin_dir)} "
@@ -6985,15 +7086,18 @@ def make_run(bin_dir, work):
             return pane.tmux("capture-pane", "-p", "-J", "-S", "-", "-t",
                              pane.pane)
 
-        def shown():
-            screen = story()
-            return "Approve?" in screen and \
-                'selector: "docs/readme.txt"' in screen
-        wait_for(shown, "make-run: the prompt never showed on the terminal",
-                 30.0)
-        if "program : pbx-demo" not in story():
-            fail(f"make-run: the prompt does not name pbx-demo:\n{story()}")
-        pane.tmux("send-keys", "-t", pane.pane, "y")
+        def prompts(program):
+            # How many prompts the pane showed, and whether the last one
+            # names program and docs/readme.txt.
+            parts = story().split("Approve?")
+            last = parts[-2] if len(parts) > 1 else ""
+            return len(parts) - 1, 'selector: "docs/readme.txt"' in last \
+                and f"program : {program}" in last
+        for n, program in ((1, "cat"), (2, "sh")):
+            wait_for(lambda: prompts(program) == (n, True),
+                     f"make-run: prompt {n} (naming {program} and "
+                     f"docs/readme.txt) never showed:\n{story()}", 30.0)
+            pane.tmux("send-keys", "-t", pane.pane, "y")
         wait_for(lambda: os.path.exists(rc) and
                  open(rc, encoding="ascii").read().strip() != "",
                  f"make-run: run.sh never ended:\n{story()}", 60.0)
@@ -7002,16 +7106,18 @@ def make_run(bin_dir, work):
         # tmux may show the pane's last lines a moment after run.sh
         # ended: wait (bounded) for its closing line before judging.
         wait_for(lambda: "make run: done" in story() or
-                 "pbx-demo exited" in story(),
+                 "a step failed" in story(),
                  f"make-run: run.sh ended {status} but the pane never "
                  f"showed its closing line:\n{story()}", 10.0)
         text = story()
         if status != "0" or "you are on a terminal" not in text:
             fail(f"make-run: on a terminal: exit {status}:\n{text}")
         demo_story_ok(text, want, "make-run (terminal)")
-        print("run: on a tmux pane, make run showed the prompt naming "
-              "pbx-demo and docs/readme.txt, y approved it, and the story "
-              "ended 'make run: done' with the file's bytes")
+        print("run: on a tmux pane, make run showed the prompt naming cat "
+              "and docs/readme.txt, y approved it and cat printed the "
+              "file's bytes; the reader's prompt (sh), y, its first line, "
+              "pbx cancel, its next read failed with EIO and it ran on; "
+              "the story ended 'make run: done'")
     finally:
         pid = up_of(tty_work)
         if pid is not None:
@@ -7019,7 +7125,9 @@ def make_run(bin_dir, work):
         pane.stop()
     if pid is not None:
         gone([pid], "make-run: pbx up of the terminal run")
-    out = subprocess.run(["sh", script, bin_dir, os.path.join(work, "ci")],
+    demo_log_ok(bin_dir, tty_work, "make-run (terminal)")
+    ci = os.path.join(work, "ci")
+    out = subprocess.run(["sh", script, bin_dir, ci],
                          stdin=subprocess.DEVNULL, capture_output=True,
                          text=True, timeout=120, check=False)
     if out.returncode != 0 or "no terminal: " not in out.stdout or \
@@ -7027,8 +7135,13 @@ def make_run(bin_dir, work):
         fail(f"make-run: without a terminal: exit {out.returncode}:\n"
              f"{out.stdout}{out.stderr}")
     demo_story_ok(out.stdout, want, "make-run (no terminal)")
-    print("run: without a terminal, make run used the routine policy (no "
-          "prompt), showed the file's bytes and exited 0")
+    demo_log_ok(bin_dir, ci, "make-run (no terminal)")
+    print("run: without a terminal, make run used the routine rule (no "
+          "prompt): cat's bytes exact, the reader's EIO after pbx cancel, "
+          "exit 0")
+    print("run: pbx log of both runs: cat's grant, lifetime invocation, "
+          "expired by launchd when cat exited; the reader's cancelled by "
+          "the user")
 
 def pbx_status_lines(u):
     """`pbx status` of u's stack: (exit status, stdout lines, stderr)."""
@@ -7242,8 +7355,7 @@ def make_run_slow_start(bin_dir, work):
     out = subprocess.run(["sh", script, fake, demo], stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=180,
                          check=False)
-    want = ("This is docs/readme.txt, served by vfsd from the demo's root.\n"
-            "A sandboxed program read it through a one-shot grant.\n")
+    want = DEMO_TEXT
     if out.returncode != 0 or "make run: done" not in out.stdout:
         fail(f"make-run-slow-start: exit {out.returncode}:\n"
              f"{out.stdout}{out.stderr}")

@@ -1188,8 +1188,8 @@ PBX_TEST(peers_ttyd_draws_a_prompt_only_over_held_output)
     PBX_CHECK(tt_read_until(master, out, sizeof(out), "Approve? [y/n]"));
     /* The soft reset, then erase below, then the prompt (the terminal's
      * ONLCR turns the reset's CR LF into CR CR LF). */
-    const char *r = strstr(out, "\033[0m\033[?25h\033[?1049l\033[r\033[4l"
-                                "\033[?7h\033[?6l\033(B\017\r");
+    const char *r = strstr(out, "\033[0m\033[?25h\033[?1047l\0337\033[r"
+                                "\033[?6l\0338\033[4l\033[?7h\033(B\017\r");
     const char *j = r != NULL ? strstr(r, "\033[J") : NULL;
     PBX_CHECK(j != NULL && strstr(j, "=== powerboxd") != NULL);
     PBX_CHECK(strstr(out, "press y or n, no Enter") != NULL);

@@ -58,14 +58,15 @@ typedef struct pbx_run_opts {
     const char *grants[PBX_RUN_GRANTS_MAX]; /* OP:SELECTOR */
     const char *profile;                    /* --profile FILE, or NULL */
     const char *scope; /* --scope DIR: brokered opens below DIR */
-    bool brokered;     /* --scope given */
+    bool no_broker;    /* --no-broker: the kernel refuses every open */
     bool routine;      /* --opens routine */
 } pbx_run_opts;
 
 void pbx_tool_run_usage(FILE *fp)
 {
     (void)fputs(
-        "  pbx run [--sandbox [--profile FILE]] [--grant OP:SELECTOR]...\n"
+        "  pbx run [--sandbox [--profile FILE] [--scope DIR | --no-broker]\n"
+        "          [--opens routine|exceptional]] [--grant OP:SELECTOR]...\n"
         "          [--lifetime LT]\n"
         "          [--job ID:GEN] [--entry NAME] [--session N] [--realm N]\n"
         "          [--control PATH] [--quiet] -- PROG [ARG...]\n"
@@ -84,11 +85,13 @@ void pbx_tool_run_usage(FILE *fp)
         "      the objects at fds 5, 6, ... in order; one not approved:\n"
         "      PROG is not run (exit 1, one line naming it). --lifetime:\n"
         "      the grants' lifetime (default job; one-shot, invocation).\n"
-        "      --scope DIR (with --sandbox; \"root\": the stack's root):\n"
-        "      PROG's opens of files below DIR are brokered: each asks, as\n"
-        "      the job, for exactly that file (docs/HOST.md, \"Brokered\n"
-        "      opens\"); --opens routine|exceptional: their urgency\n"
-        "      (default exceptional: the default policies prompt).\n",
+        "      Under --sandbox PROG's opens of files below the stack's\n"
+        "      root (DIR/root.path) are brokered: each asks, as the job,\n"
+        "      for exactly that file (docs/HOST.md, \"Brokered opens\").\n"
+        "      --scope DIR narrows that to below DIR (\"root\": the whole\n"
+        "      root); --no-broker: none is, the kernel refuses them;\n"
+        "      --opens routine|exceptional: their urgency (default\n"
+        "      exceptional: the default policies prompt).\n",
         fp);
 }
 
@@ -165,8 +168,11 @@ static int pbx_run_opt(const char *k, const char *v, pbx_run_opts *o,
     }
     if (strcmp(k, "--scope") == 0) {
         o->scope = v;
-        o->brokered = true;
         return v != NULL && v[0] != '\0' ? 2 : -1;
+    }
+    if (strcmp(k, "--no-broker") == 0) {
+        o->no_broker = true;
+        return 1;
     }
     if (strcmp(k, "--lifetime") == 0) {
         o->lifetime = v;
@@ -398,32 +404,56 @@ static bool pbx_run_root(char *out, size_t cap)
     return n > 0U && out[0] == '/';
 }
 
-/* Fills req's broker block for --scope DIR ("root": the stack's root):
+/* Whether the options ask for brokered opens; false after a line saying
+ * why when they contradict each other (or when --opens or --scope come
+ * without --sandbox). */
+static bool pbx_run_wants_broker(const pbx_run_opts *o, bool sandbox,
+                                 bool *want)
+{
+    const char *bad = NULL;
+    if (o->no_broker && (o->scope != NULL || o->routine)) {
+        bad = "--no-broker takes neither --scope nor --opens";
+    } else if (!sandbox && (o->scope != NULL || o->routine)) {
+        bad = o->scope != NULL ? "--scope needs --sandbox"
+                               : "--opens needs --sandbox";
+    } else if (!sandbox && o->no_broker) {
+        bad = "--no-broker needs --sandbox";
+    }
+    if (bad != NULL) {
+        (void)fprintf(stderr, "pbx run: %s\n", bad);
+        return false;
+    }
+    *want = sandbox && !o->no_broker;
+    return true;
+}
+
+/* Fills req's broker block: brokered opens are the default of --sandbox,
+ * beneath the stack's root or --scope DIR ("root": the whole root), with
  * the scope's and the root's real paths. False after a line saying why. */
 static bool pbx_run_broker(const pbx_run_opts *o, pbx_peer_launch_req *req)
 {
     static char root[PATH_MAX];
     static char scope[PATH_MAX];
-    bool sandbox = (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U;
-    if (!o->brokered) {
-        if (o->routine) {
-            (void)fprintf(stderr, "pbx run: --opens needs --scope\n");
-        }
-        return !o->routine;
-    }
-    bool have_root = pbx_run_root(root, sizeof(root));
-    if (!sandbox) {
-        (void)fprintf(stderr, "pbx run: --scope needs --sandbox\n");
+    bool want = false;
+    if (!pbx_run_wants_broker(o, (req->flags & PBX_PEER_LAUNCH_SANDBOX) != 0U,
+                              &want)) {
         return false;
     }
-    if (!have_root) {
-        (void)fprintf(stderr, "pbx run: --scope: the stack names no root "
-                              "(no DIR/root.path: is pbx up running?)\n");
+    if (!want) {
+        return true;
+    }
+    if (!pbx_run_root(root, sizeof(root))) {
+        /* Never a silent fallback: the user asks for no broker by name. */
+        (void)fprintf(stderr, "pbx run: --sandbox brokers opens below the "
+                              "stack's root, but the stack names none (no "
+                              "DIR/root.path: is pbx up running?); "
+                              "--no-broker runs without\n");
         return false;
     }
-    bool whole = strcmp(o->scope, "root") == 0;
-    if (realpath(whole ? root : o->scope, scope) == NULL) {
-        (void)fprintf(stderr, "pbx run: --scope %s: %s\n", o->scope,
+    const char *dir = o->scope != NULL ? o->scope : "root";
+    bool whole = strcmp(dir, "root") == 0;
+    if (realpath(whole ? root : dir, scope) == NULL) {
+        (void)fprintf(stderr, "pbx run: --scope %s: %s\n", dir,
                       strerror(errno));
         return false;
     }
