@@ -47,7 +47,9 @@ static void t_bin(char *path, size_t cap)
         self[len] = '\0';
         char *slash = strrchr(self, '/');
         PBX_REQUIRE(slash != NULL);
-        *slash = '\0';
+        if (slash != NULL) {
+            *slash = '\0';
+        }
         n = snprintf(path, cap, "%s/pbx", self);
     }
     PBX_REQUIRE(n > 0 && (size_t)n < cap && access(path, X_OK) == 0);
