@@ -26,7 +26,9 @@ WORK=$(cd "$WORK" && pwd)
 ROOT=$WORK/root
 DIR=$WORK/stack
 rm -rf "$ROOT" "$DIR"
-mkdir -p "$ROOT/docs" "$DIR"
+mkdir -p "$ROOT/docs"
+# pbx up uses only a private DIR of this user (docs/SECURITY.md 3.2).
+mkdir -m 700 "$DIR"
 cat >"$ROOT/docs/readme.txt" <<'TEXT'
 This is docs/readme.txt, served by vfsd from the demo's root.
 An unchanged /bin/cat read it through a revocable descriptor.

@@ -7,7 +7,8 @@
  *                     [--wake-hold-file PATH] [--stage PID:GEN ...]
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
  *                     [--max-jobs N] [--call-ms N] [--first-job N]
- *                     [--max-per-pid N] [--hold PATH]
+ *                     [--max-per-pid N] [--max-jobs-per-pid N]
+ *                     [--hold PATH]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -61,8 +62,11 @@
  *       eviction), --idle-ms (10000) without an accepted LAUNCH or EXPIRE
  *       before such a control connection is dropped, --max-open open
  *       requests per connection, hence per job (8; PBX_PEER_E_BUSY
- *       beyond), --max-jobs live jobs (128), --first-job the first job id
- *       allocated (11).
+ *       beyond), --max-jobs live jobs (128), --max-jobs-per-pid live jobs
+ *       launched by one process (by its control connection's SO_PEERCRED
+ *       pid; 8, so one process's jobs hold at most 64 of the default 128
+ *       request records; PBX_PEER_E_BUSY and a log line beyond),
+ *       --first-job the first job id allocated (11).
  *       A sandboxed job's terminal stdio is a pty launchd relays
  *       (launchd_pty.c). --hold PATH is the prompt hold's socket
  *       (launchd_hold.c): while ttyd holds (HOLD n, answered HELD n,
@@ -308,6 +312,9 @@ static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
     if (strcmp(k, "--max-jobs") == 0) {
         return launchd_num(v, LAUNCHD_JOBS_CAP, &srv->max_jobs);
     }
+    if (strcmp(k, "--max-jobs-per-pid") == 0) {
+        return launchd_num(v, LAUNCHD_JOBS_CAP, &srv->max_jobs_per_pid);
+    }
     if (strcmp(k, "--call-ms") == 0) {
         return launchd_num(v, 86400000U, &srv->call_ms);
     }
@@ -380,6 +387,10 @@ static void launchd_defaults(launchd_srv *srv)
      * that 64 programs may each hold an exceptional request beside others
      * (issue 20, prompt-fairness). */
     srv->max_jobs = 128;
+    /* One launching process's jobs, each with --max-open requests, hold
+     * at most 8 x 8 = 64 request records: half the default pool, so that
+     * one process cannot take them all (issue 20, item 3). */
+    srv->max_jobs_per_pid = 8;
     srv->call_ms = 10000;
     srv->next_job = 11;
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
@@ -402,7 +413,7 @@ static int launchd_serve(int argc, char **argv)
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
                                 "[--max-jobs N] [--call-ms N] "
                                 "[--first-job N] [--max-per-pid N] "
-                                "[--hold PATH]");
+                                "[--max-jobs-per-pid N] [--hold PATH]");
         return 2;
     }
     int fds[5] = {srv->wake, srv->broker, srv->control, srv->attach,
@@ -517,7 +528,8 @@ static const char launchd_usage[] =
     "                   [--wake-hold-file PATH] [--stage PID:GEN ...]\n"
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
-    "                   [--max-per-pid N] [--hold PATH]\n"
+    "                   [--max-per-pid N] [--max-jobs-per-pid N]\n"
+    "                   [--hold PATH]\n"
     "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
     "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
     "                   [--realm N]\n"
@@ -542,12 +554,25 @@ static bool launchd_in(const char *k, const char *const *known)
  * false then. run's --sandbox alone takes no value. */
 static bool launchd_known_options(int argc, char **argv)
 {
-    static const char *const serve[] = {
-        "--wake",      "--wake-fd",   "--broker-fd",      "--control",
-        "--wake-log",  "--ready-fd",  "--wake-hold-file", "--stage",
-        "--max-conns", "--idle-ms",   "--max-open",       "--max-jobs",
-        "--call-ms",   "--first-job", "--attach-fd",      "--max-per-pid",
-        "--hold",      NULL};
+    static const char *const serve[] = {"--wake",
+                                        "--wake-fd",
+                                        "--broker-fd",
+                                        "--control",
+                                        "--wake-log",
+                                        "--ready-fd",
+                                        "--wake-hold-file",
+                                        "--stage",
+                                        "--max-conns",
+                                        "--idle-ms",
+                                        "--max-open",
+                                        "--max-jobs",
+                                        "--call-ms",
+                                        "--first-job",
+                                        "--attach-fd",
+                                        "--max-per-pid",
+                                        "--hold",
+                                        "--max-jobs-per-pid",
+                                        NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       "--profile", NULL};

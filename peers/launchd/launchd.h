@@ -126,7 +126,8 @@ typedef struct launchd_job {
     int ws;          /* its wait status, for EXIT */
     uint64_t ended_ms;
     pid_t pid;
-    uint32_t launcher; /* the control connection that launched it */
+    uint32_t launcher;  /* the control connection that launched it */
+    pid_t launcher_pid; /* that connection's SO_PEERCRED pid */
     uint32_t launcher_gen;
     uint32_t launch_seq;
     int conn;           /* its job connection, or -1 */
@@ -173,6 +174,7 @@ typedef struct launchd_srv {
     uint32_t idle_ms;
     uint32_t max_open;
     uint32_t max_jobs;
+    uint32_t max_jobs_per_pid; /* live jobs one launching process holds */
     uint32_t call_ms;
     uint64_t next_job;
     uint32_t ncontrol;

@@ -77,6 +77,27 @@ static int launchd_job_slot(launchd_srv *srv, const pbx_peer_launch_req *req,
     return want != 0U && srv->njobs < srv->max_jobs ? slot : -1;
 }
 
+/* Whether the process behind control connection ci already has
+ * --max-jobs-per-pid live jobs (logged then): its LAUNCH is refused BUSY
+ * so that one process cannot take every job and, through them, every
+ * request record. A job stays counted until its id is freed. */
+static bool launchd_pid_full(const launchd_srv *srv, uint32_t ci)
+{
+    pid_t pid = srv->conns[ci].peer;
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+        n += srv->jobs[j].live && srv->jobs[j].launcher_pid == pid ? 1U : 0U;
+    }
+    if (n < srv->max_jobs_per_pid) {
+        return false;
+    }
+    pbx_peer_log("launchd",
+                 "LAUNCH refused: pid %d has %u live jobs "
+                 "(--max-jobs-per-pid %u)",
+                 (int)pid, n, srv->max_jobs_per_pid);
+    return true;
+}
+
 /* Sets the job's environment: its identity, its launchd connection and,
  * when one came with the LAUNCH, its scope at fd 4. */
 void launchd_child_env(const launchd_job *j, bool scope)
@@ -357,6 +378,9 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     if (st == 0U && srv->conns[ci].job_conn) {
         st = PBX_PEER_E_NOT_YOURS;
     }
+    if (st == 0U && launchd_pid_full(srv, ci)) {
+        st = PBX_PEER_E_BUSY;
+    }
     if (st == 0U) {
         slot = launchd_job_slot(srv, &req, &id, &gen);
         st = slot < 0 ? PBX_PEER_E_BUSY : 0U;
@@ -383,6 +407,7 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     j->live = true;
     j->conn = jc;
     j->launcher = ci;
+    j->launcher_pid = srv->conns[ci].peer;
     j->launcher_gen = srv->conns[ci].gen;
     j->launch_seq = seq;
     srv->njobs++;

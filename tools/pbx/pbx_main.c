@@ -14,7 +14,9 @@
 #include "peers/app/pbx_app.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 /* One command: its word, its entry point and its synopsis printer. */
 typedef struct pbx_tool_cmd {
@@ -146,6 +148,17 @@ static int pbx_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* pbx run, open and up hold connections to launchd and the stack
+     * (launch, expire, cancel, the public endpoint) while the user's other
+     * processes run beside them, some of them jobs pbx run started. A
+     * dumpable pbx lets any process of the same user take those
+     * descriptors (pidfd_getfd, ptrace), so every command makes pbx
+     * non-dumpable before it connects anywhere. Programs pbx starts are
+     * dumpable again after their execve. */
+    if (prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) != 0) {
+        perror("pbx: prctl(PR_SET_DUMPABLE)");
+        return PBX_TOOL_EXIT_FAIL;
+    }
     int i = 1;
     /* pbx's own options come before the command word. */
     for (; i < argc && argv[i][0] == '-'; i++) {

@@ -202,14 +202,14 @@ static int pbx_up_defaults(pbx_up *u)
     return PBX_TOOL_EXIT_OK;
 }
 
-/* Makes DIR (mode 0700) and takes DIR/lock; a held lock is refused with
+/* Makes DIR (mode 0700) or checks the one there (pbx_up_dir_secure: ours,
+ * private, not a link) and takes DIR/lock; a held lock is refused with
  * the holder's pid. A dead supervisor's lock is free (flock dies with its
  * holder), so it is simply taken over. */
 static int pbx_up_lock(pbx_up *u)
 {
     char path[PBX_UP_PATH_MAX + 8U];
-    if (mkdir(u->dir, 0700) != 0 && errno != EEXIST) {
-        (void)fprintf(stderr, "pbx up: %s: %s\n", u->dir, strerror(errno));
+    if (pbx_up_dir_secure(u->dir) != 0) {
         return PBX_TOOL_EXIT_FAIL;
     }
     (void)snprintf(path, sizeof(path), "%s/lock", u->dir);

@@ -263,4 +263,15 @@ int pbx_up_usage(pbx_up *u);
  */
 void pbx_up_status_write(const pbx_up *u);
 
+/**
+ * Makes the runtime directory dir (mode 0700) when it is missing, then
+ * checks it: it must be a directory, not a symbolic link (lstat), owned by
+ * the effective user, with no access for group or others, and its parent
+ * must be owned by that user or root and not writable by others unless
+ * sticky (like /tmp). Returns 0 when dir may be used; otherwise prints one
+ * line on stderr naming dir and why, and returns -1. dir is a NUL-ended
+ * path shorter than PBX_UP_PATH_MAX; nothing is kept.
+ */
+int pbx_up_dir_secure(const char *dir);
+
 #endif /* PBX_UP_H */
