@@ -117,7 +117,8 @@ typedef struct vfsd_mint {
 extern vfsd g_vfsd;
 
 /* vfsd_resolve.c: replies on the current message, the data sweep, and
- * RESOLVE through scope connection c whose message came from pid. */
+ * RESOLVE through scope connection c whose message came from pid (its
+ * answer goes on pid's route, never on c). */
 void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
 void vfsd_data_sweep(void);

@@ -2,7 +2,8 @@
  * vfsd_route.c: the reference vfsd's connections: routes (DETACH,
  * RETIRE, and every object of a closed route retired) and scope
  * connections (each handed out as one end of a fresh pair, RESOLVE
- * received with its sender's credentials). See docs/HOST.md.
+ * received with its sender's credentials and answered on that sender's
+ * route, never on the scope). See docs/HOST.md.
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
