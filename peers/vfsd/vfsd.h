@@ -123,6 +123,9 @@ void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
 void vfsd_data_sweep(void);
 void vfsd_resolve(vfsd_conn *c, pid_t pid);
+/* The descriptor vfsd answers a message from pid on scope c on: pid's
+ * route when pid is a route's process, else c's own. */
+int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid);
 
 /* vfsd_objects.c: the wire id of a local id, cutting a retired object's
  * provider end, serving one round of calls on a live row (true when its

@@ -305,6 +305,16 @@ static const vfsd_conn *vfsd_route_of(pid_t pid)
     return NULL;
 }
 
+/* Where vfsd answers a message that came on scope connection c from pid:
+ * on that process's route when it is a route's process (powerboxd), so
+ * that nothing meant for powerboxd ever waits on a connection the job
+ * that committed the scope also holds; on c itself otherwise. */
+int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid)
+{
+    const vfsd_conn *route = vfsd_route_of(pid);
+    return route != NULL ? route->fd : c->fd;
+}
+
 /* Logs and refuses a RESOLVE that no route's process sent. */
 static void vfsd_not_route(const vfsd_conn *c, pid_t pid)
 {

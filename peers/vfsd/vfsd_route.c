@@ -248,8 +248,11 @@ bool vfsd_serve(vfsd_conn *c)
         pbx_peer_log("vfsd", "receive failed: %s", strerror(errno));
         return errno == EMSGSIZE;
     }
+    /* Whatever the route's process sends through a scope is answered on
+     * its route (vfsd_scope_reply_fd): never where a job can read it. */
+    int out = c->kind == VFSD_KIND_SCOPE ? vfsd_scope_reply_fd(c, pid) : c->fd;
     if (m->err != PBX_OK) {
-        vfsd_fail(c->fd, (uint32_t)m->err, "malformed frame");
+        vfsd_fail(out, (uint32_t)m->err, "malformed frame");
         return true;
     }
     uint16_t op = m->frame.op;
@@ -264,7 +267,7 @@ bool vfsd_serve(vfsd_conn *c)
         char what[96];
         (void)snprintf(what, sizeof(what), "%s on the wrong connection",
                        pbx_ipc_op_name(op));
-        vfsd_fail(c->fd, PBX_PEER_E_ROUTE, what);
+        vfsd_fail(out, PBX_PEER_E_ROUTE, what);
     }
     return true;
 }
