@@ -490,8 +490,8 @@ PBX_TEST(obj_live_route_close_retires_every_object)
     PBX_CHECK(hit == NULL || strstr(hit + 1, "route to pid") == NULL);
     /* Nothing more can be minted: no route, no RESOLVE. */
     static pbx_peer_msg m;
-    PBX_CHECK_EQ(ol_resolve_raw(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                                PBX_IPC_CLASS_FILE, &m),
+    PBX_CHECK_EQ(ol_resolve_raw(t.scope, t.scope, "a.txt",
+                                PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE, &m),
                  (uint32_t)PBX_E_PEER_NOT_ROUTE);
     PBX_CHECK_EQ(m.nfds, 0U);
     (void)close(a);
@@ -511,8 +511,9 @@ PBX_TEST(obj_live_resolve_only_from_the_route)
     PBX_REQUIRE(kid >= 0);
     if (kid == 0) {
         static pbx_peer_msg km;
-        uint32_t st = ol_resolve_raw(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                                     PBX_IPC_CLASS_FILE, &km);
+        uint32_t st =
+            ol_resolve_raw(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+                           PBX_IPC_CLASS_FILE, &km);
         _exit(st == (uint32_t)PBX_E_PEER_NOT_ROUTE && km.nfds == 0U ? 0 : 1);
     }
     int ws = 0;

@@ -389,8 +389,9 @@ PBX_TEST(peers_vfsd_resolve_confinement)
         pbx_ipc_resolve_reply rep;
         memset(&rep, 0, sizeof(rep));
         memset(&rep, 0, sizeof(rep));
-        PBX_CHECK_EQ(tv_resolve(t.scope, t.route, c->sel, c->op, c->cls, &rep, &m),
-                     PBX_OK);
+        PBX_CHECK_EQ(
+            tv_resolve(t.scope, t.route, c->sel, c->op, c->cls, &rep, &m),
+            PBX_OK);
         if (rep.result != c->result) {
             pbx_test_failf(__FILE__, __LINE__, "'%s': result %u, want %u",
                            c->sel, rep.result, c->result);
@@ -454,8 +455,8 @@ uint32_t tv_retire(int fd, const pbx_ipc_retire *rq, pbx_peer_msg *m)
 /* Sends the encoded frame buf[0..n) (with cap unless negative) on t's
  * scope as the route's process and returns the status of the answer,
  * which vfsd sends on the route (never on the scope). */
-static uint32_t tv_on_scope(const tv *t, const uint8_t *buf, size_t n,
-                            int cap, pbx_peer_msg *m)
+static uint32_t tv_on_scope(const tv *t, const uint8_t *buf, size_t n, int cap,
+                            pbx_peer_msg *m)
 {
     PBX_REQUIRE(pbx_peer_io_send(t->scope, buf, n, cap) == 0);
     PBX_REQUIRE(tv_await(t->route, m) == 0);
@@ -661,8 +662,8 @@ PBX_TEST(peers_vfsd_scope_socket)
     static pbx_peer_msg m;
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(fd, route, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(fd, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
     PBX_CHECK_EQ(rep.scope_id, id);
@@ -718,14 +719,14 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     static pbx_peer_msg m;
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(h, route, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(h, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.scope_id, hid);
     pbx_peer_io_close_all(m.fds, m.nfds);
     /* FOUND through a --lie-scope scope names another identity. */
-    PBX_CHECK_EQ(tv_resolve(l, route, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(l, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
     PBX_CHECK(rep.scope_id != lid);

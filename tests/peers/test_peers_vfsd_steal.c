@@ -112,9 +112,8 @@ PBX_TEST(peers_vfsd_resolve_answers_on_the_route_never_the_scope)
     PBX_CHECK_EQ(rep.scope_id, t.scope_id);
     PBX_CHECK_EQ(m.nfds, 1U);
     pbx_peer_io_close_all(m.fds, m.nfds);
-    PBX_CHECK_EQ(tv_resolve(t.scope, t.route, "missing",
-                            PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE, &rep,
-                            &m),
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.route, "missing", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
     PBX_CHECK_EQ(m.nfds, 0U);
