@@ -5615,10 +5615,11 @@ def steal_program():
     """run.py --steal-program: a raw job that tries to take the answer to
     powerboxd's RESOLVE from its own copy of the scope it commits (every
     copy of a scope is one connection with one receive queue). Commands:
-      steal SCOPE   takes a scope from vfsd's scope socket SCOPE, starts a
-                    thread reading a copy of it, and commits an
-                    exceptional runtime-reply read of docs/readme.txt
-                    with it: committed=I.G (or refused=0xSTATUS)
+      scope SCOPE   takes a scope from vfsd's scope socket SCOPE and
+                    starts a thread reading a copy of it: scope=INODE
+      steal         commits an exceptional runtime-reply read of
+                    docs/readme.txt with that scope: committed=I.G (or
+                    refused=0xSTATUS)
       decision I.G  DECISION: decision=I.G OUTCOME reason=R
       report        stops the thread: stolen_msgs=N stolen_fds=M (what
                     it received on the scope)
@@ -5649,14 +5650,14 @@ def steal_program():
         return status, (idx, gen), reply[32:]
 
     def reader(copy):
-        # Polls in short steps only so that `report` can stop it; every
-        # message and descriptor that arrives is counted and dropped.
-        copy.settimeout(0.05)
+        # Blocked in recvmsg all along, so that it is woken the moment
+        # anything reaches the scope's queue (racing powerboxd for it, as
+        # a hostile job would); `report` ends it by shutting the copy
+        # down. Every message and descriptor that arrives is counted.
+        copy.settimeout(None)
         while not stop.is_set():
             try:
                 msg, fds, _, _ = socket.recv_fds(copy, 65536, 8)
-            except (TimeoutError, socket.timeout, BlockingIOError):
-                continue
             except OSError:
                 break
             if not msg and not fds:
@@ -5665,9 +5666,24 @@ def steal_program():
             stolen[1] += len(fds)
             for f in fds:
                 os.close(f)
-        copy.close()
 
-    def steal(path):
+    held = []
+
+    def take(path):
+        sc = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sc.settimeout(10)
+        sc.connect(path)
+        _, sfds, _, _ = socket.recv_fds(sc, 64, 1)
+        sc.close()
+        held.append(sfds[0])
+        # The thread reads a copy of the very scope to be committed.
+        copy = socket.socket(fileno=os.dup(sfds[0]))
+        t = threading.Thread(target=reader, args=(copy,), daemon=True)
+        t.start()
+        threads.append((t, copy))
+        print(f"scope={os.fstat(sfds[0]).st_ino}")
+
+    def steal():
         sel = b"docs/readme.txt"
         body = bytearray(begin_body((jid, jgen), entry, sel))
         body[50] = 2  # urgency EXCEPTIONAL: a prompt is due
@@ -5676,25 +5692,17 @@ def steal_program():
             st, _, _ = call(OP_SELECTOR, struct.pack("<II", 0, len(sel)) +
                             sel, rid)
         if st == 0:
-            sc = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            sc.settimeout(10)
-            sc.connect(path)
-            _, sfds, _, _ = socket.recv_fds(sc, 64, 1)
-            sc.close()
-            # The thread reads a copy of the very scope being committed.
-            copy = socket.socket(fileno=os.dup(sfds[0]))
-            t = threading.Thread(target=reader, args=(copy,), daemon=True)
-            t.start()
-            threads.append(t)
             st, _, _ = call(OP_COMMIT, struct.pack(
-                "<II", struct.unpack("<I", rep[:4])[0], 0), rid, sfds[0])
-            os.close(sfds[0])
+                "<II", struct.unpack("<I", rep[:4])[0], 0), rid, held[0])
+            os.close(held.pop())
         print(f"committed={rid[0]}.{rid[1]}" if st == 0 else
               f"refused={st:#06x}")
     for line in sys.stdin:
         w = line.split()
-        if w and w[0] == "steal":
-            steal(w[1])
+        if w and w[0] == "scope":
+            take(w[1])
+        elif w and w[0] == "steal":
+            steal()
         elif w and w[0] == "decision":
             st, rid, body = call(OP_DECISION, b"", tuple(
                 int(x) for x in w[1].split(".")))
@@ -5705,11 +5713,43 @@ def steal_program():
             print(f"decision={rid[0]}.{rid[1]} {said} reason={reason}")
         elif w and w[0] == "report":
             stop.set()
-            for t in threads:
+            for t, copy in threads:
+                # The request has ended: powerboxd holds no copy now.
+                try:
+                    copy.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
                 t.join(10)
             print(f"stolen_msgs={stolen[0]} stolen_fds={stolen[1]}")
         print("done", flush=True)
     return 0
+
+
+def socket_inodes(pid):
+    """The inodes of the sockets process pid holds."""
+    out = set()
+    d = f"/proc/{pid}/fd"
+    for n in os.listdir(d):
+        try:
+            link = os.readlink(os.path.join(d, n))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(int(link[8:-1]))
+    return out
+
+
+def unix_queues(inodes):
+    """Bytes queued to receive (`ss -x` Recv-Q) on each unix socket whose
+    inode is in inodes."""
+    got = {}
+    text = subprocess.run(["ss", "-x", "-a", "-n"], capture_output=True,
+                          text=True, check=False).stdout
+    for line in text.splitlines()[1:]:
+        w = line.split()
+        if len(w) >= 6 and w[5].isdigit() and int(w[5]) in inodes:
+            got[int(w[5])] = int(w[2])
+    return got
 
 
 class StealProgram(Program):
@@ -5728,11 +5768,38 @@ def scope_steal(st):
     thread receives no frame and no descriptor, the user's n ends it
     DENIED reason user, and vfsd hangs up the object it minted."""
     clear_pane(st)
+    vfsd = st.procs[0]
     thief = StealProgram(st, "37:1", "bin/thief")
-    out = thief.cmd(f"steal {st.scope}", 30.0)
-    if len(out) != 1 or not out[0].startswith("committed="):
-        fail(f"scope-steal: the commit: {out}")
-    req = out[0].split("=", 1)[1]
+    out = thief.cmd(f"scope {st.scope}", 30.0)
+    if len(out) != 1 or not out[0].startswith("scope="):
+        fail(f"scope-steal: no scope: {out}")
+    ino = int(out[0].split("=", 1)[1])
+    # No race decides the outcome: vfsd is stopped until powerboxd's
+    # RESOLVE waits in its queue, then powerboxd is stopped while vfsd
+    # answers, so that anything vfsd puts on the scope is the blocked
+    # thread's to take before powerboxd runs again.
+    os.kill(vfsd.pid, signal.SIGSTOP)
+    try:
+        out = thief.cmd("steal", 30.0)
+        if len(out) != 1 or not out[0].startswith("committed="):
+            fail(f"scope-steal: the commit: {out}")
+        req = out[0].split("=", 1)[1]
+        wait_for(lambda: any(q > 0 for q in unix_queues(
+            socket_inodes(vfsd.pid)).values()),
+            "scope-steal: powerboxd's RESOLVE never reached vfsd", 20.0)
+        since = len(st.peer_log("vfsd"))
+        os.kill(st.pid, signal.SIGSTOP)
+        try:
+            os.kill(vfsd.pid, signal.SIGCONT)
+            wait_for(lambda: "RESOLVE " in st.peer_log("vfsd")[since:],
+                     "scope-steal: vfsd never answered the RESOLVE", 20.0)
+            # Whatever vfsd put on the scope is taken by the thread.
+            wait_for(lambda: unix_queues({ino}).get(ino, 0) == 0,
+                     "scope-steal: the scope's queue never emptied", 20.0)
+        finally:
+            os.kill(st.pid, signal.SIGCONT)
+    finally:
+        os.kill(vfsd.pid, signal.SIGCONT)
     # The prompt shows only once powerboxd got the FOUND and its object.
     obj = wait_prompt(st, req, 20.0)
     if obj != last_object(st):
@@ -7473,7 +7540,9 @@ SCENARIOS = {
     "lie-scope": (lie_scope, False, None, None),
     "foreign": (foreign, False, None, None),
     "scope-hoard": (scope_hoard, False, None, None),
-    "scope-steal": (scope_steal, True, None, None),
+    # A long scope deadline: powerboxd and vfsd are each stopped a moment.
+    "scope-steal": (scope_steal, True, ["--deadline-scope-ms", "30000"],
+                    None),
     "prompt": (prompt, True, None, None),
     "prompt-pending": (prompt_pending, True, None, None),
     "prompt-cancel": (prompt_cancel, True, None, None),
