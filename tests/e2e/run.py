@@ -50,14 +50,18 @@ and its job connection.
                  refused: exactly 32 (--scopes-per-pid's default), vfsd
                  logs the refusal naming its pid; a lifecycle through
                  launchd is approved while it holds them
-  scope-steal    (a tmux pane) a job (a raw program, run.py
-                 --steal-program) takes a scope, keeps a thread reading
-                 its own copy of it, and commits an exceptional request
-                 through it (a prompt is due): vfsd answers powerboxd's
-                 RESOLVE on its route, so the prompt shows the object
-                 while the thread receives nothing (no frame, no
-                 descriptor); n on the prompt: DENIED reason user, and
-                 vfsd hangs up the object (issue 20, review finding)
+  scope-steal    (own stack, --deadline-scope-ms 30000; a tmux pane) a
+                 job (a raw program, run.py --steal-program) takes a
+                 scope, keeps a thread blocked reading its own copy of
+                 it, and commits an exceptional request through it (a
+                 prompt is due). No race decides: vfsd is stopped until
+                 powerboxd's RESOLVE waits in its queue (`ss -x`), then
+                 powerboxd is stopped while vfsd answers and until the
+                 scope's queue is empty. vfsd answers on its route, so
+                 the prompt shows the object while the thread received
+                 nothing (no frame, no descriptor); n on the prompt:
+                 DENIED reason user, and vfsd hangs up the object
+                 (issue 20, review finding)
   lie-scope      the same request with a scope from vfsd's --lie-scope
                  socket, whose FOUND names another scope identity: DENIED,
                  nothing installed, no row shown
