@@ -69,8 +69,10 @@ typedef enum pbx_core_delete {
 
 /**
  * PBX_CORE_ROUTE_SCOPE names a call through a request's committed scope
- * (vfsd answers behind it). It is a call route, never a startup route:
- * it has no park queue and is not counted in PBX_CORE_ROUTE_COUNT.
+ * (RESOLVE). vfsd answers such a call on its own route (VFSD), never on
+ * the scope, which the committing job also holds. It is a call route,
+ * never a startup route: it has no park queue and is not counted in
+ * PBX_CORE_ROUTE_COUNT.
  */
 #define PBX_CORE_ROUTE_SCOPE 4U
 
@@ -522,8 +524,11 @@ pbx_err pbx_core_on_reply_delivered(pbx_core_ctx *ctx, uint32_t token,
  * scope it came through; otherwise via_slot is PBX_CORE_SLOT_NONE) with
  * slot_count received capabilities in slots (each now the core's). The
  * reply is matched to its outstanding call by what it echoes: the call's
- * sequence (header seq), route (and scope), operation (with the reply
- * bit) and header identity (request or grant, with generation). A match
+ * sequence (header seq), route, operation (with the reply bit) and header
+ * identity (request or grant, with generation). The reply to a call sent
+ * through a scope (RESOLVE) matches only on route VFSD: one read through
+ * any scope slot matches nothing, since the job that committed the scope
+ * can read that connection too. A match
  * ends that call exactly once and its step judges the reply strictly;
  * anything else (no such call, a call that already ended by its
  * deadline, cancellation or a lost route, a frame too short to echo

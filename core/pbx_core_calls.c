@@ -294,30 +294,23 @@ void pbx_core_prompts_resend(pbx_core_ctx *ctx)
     }
 }
 
-/* Whether a reply that arrived through scope slot via may answer a call
- * sent through scope slot sent: the same slot, or two slots the kernel
- * vouches hold the same object (equal nonzero identities). Copies of one
- * scope share one connection to vfsd, so a reply to the call through one
- * copy may be read through another; the seq still names the exact call. */
-static bool pbx_core_same_scope(const pbx_core_ctx *ctx, uint32_t via,
-                                uint32_t sent)
+/* The route a call's reply must arrive on. A RESOLVE goes through the
+ * request's scope, but vfsd answers it on its own route to powerboxd,
+ * never on the scope: the job that committed the scope holds a copy of
+ * that very connection (copies share one receive queue), and a reply
+ * there could be read by the job before any decision. A reply read
+ * through any scope slot therefore matches no call at all. */
+static uint32_t pbx_core_reply_route(uint32_t sent)
 {
-    if (via == sent) {
-        return true;
-    }
-    if (ctx->identity == NULL) {
-        return false;
-    }
-    uint64_t a = ctx->identity(ctx->ops_user, via);
-    return a != 0U && a == ctx->identity(ctx->ops_user, sent);
+    return sent == PBX_CORE_ROUTE_SCOPE ? (uint32_t)PBX_CORE_ROUTE_VFSD : sent;
 }
 
 /* Finds the live call a reply header echoes: the sequence names a live
- * record of this generation, sent on this route (and scope), with this
- * operation and this identity. Returns its index or PBX_CORE_NIL. */
+ * record of this generation, whose replies come on this route (a scoped
+ * call's on vfsd's), with this operation and this identity. Returns its
+ * index or PBX_CORE_NIL. */
 static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
-                                    uint32_t via_slot, const uint8_t *frame,
-                                    size_t len)
+                                    const uint8_t *frame, size_t len)
 {
     uint32_t seq = 0;
     if (len < PBX_IPC_HEADER_BYTES ||
@@ -333,9 +326,7 @@ static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
     uint32_t index = pbx_le_get32(frame + 12);
     uint32_t gen = pbx_le_get32(frame + 16);
     if (oc->link.live == 0U || pbx_core_call_seq(ctx, o) != seq ||
-        oc->route != route ||
-        (route == PBX_CORE_ROUTE_SCOPE &&
-         !pbx_core_same_scope(ctx, via_slot, oc->via_slot)) ||
+        pbx_core_reply_route(oc->route) != route ||
         op != (uint16_t)(oc->op | PBX_IPC_REPLY_BIT) || index != oc->id.index ||
         gen != oc->id.gen) {
         return PBX_CORE_NIL;
@@ -379,7 +370,7 @@ pbx_err pbx_core_on_peer_reply(pbx_core_ctx *ctx, uint32_t route,
         return PBX_E_CORE_INTAKE_HELD;
     }
     uint32_t o = route <= PBX_CORE_ROUTE_SCOPE && frame != NULL
-                     ? pbx_core_call_match(ctx, route, via_slot, frame, len)
+                     ? pbx_core_call_match(ctx, route, frame, len)
                      : PBX_CORE_NIL;
     if (o == PBX_CORE_NIL) {
         pbx_err err = pbx_core_reply_refuse(ctx, slots, slot_count);

@@ -153,9 +153,12 @@ uint32_t sim_call_match(const sim_world *w, const sim_flight *f)
         if (sc->open == 0U || sc->v.seq != seq) {
             continue;
         }
-        if (sc->v.route != f->route ||
-            (f->route == PBX_CORE_ROUTE_SCOPE &&
-             sc->v.via_slot != f->via_slot) ||
+        /* A scoped call (RESOLVE) is answered on vfsd's route only: a
+         * reply on any scope (the job holds a copy) answers nothing. */
+        uint32_t on = sc->v.route == PBX_CORE_ROUTE_SCOPE
+                          ? (uint32_t)PBX_CORE_ROUTE_VFSD
+                          : sc->v.route;
+        if (on != f->route ||
             pbx_le_get16(f->bytes + 6) !=
                 (uint16_t)(sc->v.op | PBX_IPC_REPLY_BIT) ||
             pbx_le_get32(f->bytes + 12) != sc->v.id.index ||

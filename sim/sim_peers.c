@@ -64,6 +64,7 @@ static bool sim_no_act(sim_world *w, const sim_route_state *rt, sim_reply *r,
     if (rt->last_len > 0U && sim_fault_fires(w, SIM_F_REPLAY)) {
         memcpy(r->bytes, rt->last, rt->last_len);
         r->len = rt->last_len;
+        r->replayed = 1U;
         if (sim_chance(w, 512U)) {
             (void)pbx_ipc_frame_set_seq(r->bytes, r->len, req->seq);
         }
@@ -254,8 +255,14 @@ static uint64_t sim_delay(sim_world *w, uint32_t route, uint16_t op,
     return d;
 }
 
-/* Puts r in flight as the reply to call f on route (through via_slot),
- * lost under the drop fault and duplicated under the dup fault. */
+/* Puts r in flight as the reply to call f on its route: a scoped call's
+ * (RESOLVE) on vfsd's route, as the reference vfsd answers, except under
+ * the echo fault and for a replayed older frame, which come back through
+ * the scope the call went by (where the job could read them: the core
+ * must refuse them). A replay on the route that echoes another open
+ * RESOLVE exactly, with a surplus object receipt, is not modelled: on
+ * the route nothing binds a receipt to the object the FOUND names.
+ * Lost under the drop fault and duplicated under the dup fault. */
 static void sim_to_flight(sim_world *w, const pbx_core_call *c, uint32_t peer,
                           const pbx_ipc_frame *f, const sim_reply *r)
 {
@@ -264,6 +271,11 @@ static void sim_to_flight(sim_world *w, const pbx_core_call *c, uint32_t peer,
     fl.route = c->route;
     fl.peer = peer;
     fl.via_slot = c->via_slot;
+    if (c->route == PBX_CORE_ROUTE_SCOPE && r->replayed == 0U &&
+        !sim_fault_fires(w, SIM_F_ECHO)) {
+        fl.route = PBX_CORE_ROUTE_VFSD;
+        fl.via_slot = PBX_CORE_SLOT_NONE;
+    }
     fl.seq = f->seq;
     fl.ask_op = f->op;
     fl.ask_id = f->request;

@@ -17,6 +17,8 @@ typedef struct sim_reply {
     sim_cap caps[PBX_CORE_RECV_SLOTS_MAX];
     /** Receipts in use. */
     size_t ncaps;
+    /** Nonzero when the bytes replay an older reply (the replay fault). */
+    uint32_t replayed;
 } sim_reply;
 
 /** sim_ctx_equal compares two request contexts field by field. */

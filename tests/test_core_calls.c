@@ -133,7 +133,7 @@ enum calls_mut {
     CM_OP_OTHER,      /* another op's reply */
     CM_REQ_INDEX,     /* another request index in the header */
     CM_REQ_GEN,       /* another request generation in the header */
-    CM_ROUTE_VFSD,    /* arrived on vfsd's route, not through the scope */
+    CM_ROUTE_SCOPE,   /* arrived through its own scope, not vfsd's route */
     CM_ROUTE_TTYD,    /* arrived on ttyd's route */
     CM_ROUTE_WILD,    /* a route number no call uses */
     CM_SCOPE,         /* through another scope slot */
@@ -166,9 +166,9 @@ static void calls_mutate(th_reply *r, uint32_t m)
     case CM_REQ_GEN:
         pbx_le_put32(r->frame + 16, pbx_le_get32(r->frame + 16) + 1U);
         break;
-    case CM_ROUTE_VFSD:
-        r->route = PBX_CORE_ROUTE_VFSD;
-        r->via_slot = PBX_CORE_SLOT_NONE;
+    case CM_ROUTE_SCOPE:
+        r->route = PBX_CORE_ROUTE_SCOPE;
+        r->via_slot = 64U;
         break;
     case CM_ROUTE_TTYD:
         r->route = PBX_CORE_ROUTE_TTYD;
@@ -178,6 +178,7 @@ static void calls_mutate(th_reply *r, uint32_t m)
         r->route = PBX_CORE_ROUTE_SCOPE + 1U;
         break;
     case CM_SCOPE:
+        r->route = PBX_CORE_ROUTE_SCOPE;
         r->via_slot = 99U;
         break;
     default:

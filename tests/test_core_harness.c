@@ -602,8 +602,10 @@ void th_reply_build(th_h *h, uint32_t k, th_reply *r)
     const th_pend *p = &h->pend[k];
     memset(r, 0, sizeof(*r));
     th_call c = {h, r, {0}, p->s};
-    r->route = p->route;
-    r->via_slot = p->via_slot;
+    /* As the reference vfsd: a scoped call (RESOLVE) is answered on the
+     * vfsd route, never through the scope. */
+    r->route = th_script_route(p->route);
+    r->via_slot = PBX_CORE_SLOT_NONE;
     if (pbx_ipc_frame_decode(p->frame, p->len, p->caps, &c.f) != PBX_OK ||
         th_answer(&c) != PBX_OK ||
         pbx_ipc_frame_set_seq(r->frame, r->len, p->seq) != PBX_OK) {

@@ -108,10 +108,10 @@ PBX_TEST(core_reach_init_refuses_each_inconsistent_extent)
 /* ---- scoped replies without an identity observation ---------------------- */
 
 /* Without any identity observation installed (pbx_core_set_identity with
- * NULL), only the exact slot a scoped call went through may carry its
- * reply: the reply to a's RESOLVE read through b's scope slot is refused
- * with its receipt deleted, both calls stay outstanding, and through its
- * own slot the same reply approves a (the binding is identity-free). */
+ * NULL), a scope slot still never carries a RESOLVE reply: the reply to
+ * a's RESOLVE read through b's scope slot is refused with its receipt
+ * deleted, both calls stay outstanding, and on vfsd's route the same
+ * reply approves a (the binding is identity-free). */
 PBX_TEST(core_reach_scope_reply_without_identity_observation_is_refused)
 {
     th_h *h = th_new(4);
@@ -130,6 +130,7 @@ PBX_TEST(core_reach_scope_reply_without_identity_observation_is_refused)
     PBX_REQUIRE(h->pend[0].via_slot != h->pend[1].via_slot);
     uint32_t held = pbx_core_held_caps(&h->core);
     th_reply_build(h, 0, &r);
+    r.route = PBX_CORE_ROUTE_SCOPE;
     r.via_slot = h->pend[1].via_slot;
     PBX_CHECK_EQ(th_reply_send(h, &r), PBX_OK);
     PBX_CHECK_EQ(h->core.replies_refused, 1U);

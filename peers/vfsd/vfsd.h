@@ -125,11 +125,15 @@ typedef struct vfsd_mint {
 extern vfsd g_vfsd;
 
 /* vfsd_resolve.c: replies on the current message, the data sweep, and
- * RESOLVE through scope connection c whose message came from pid. */
+ * RESOLVE through scope connection c whose message came from pid (its
+ * answer goes on pid's route, never on c). */
 void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
 void vfsd_data_sweep(void);
 void vfsd_resolve(vfsd_conn *c, pid_t pid);
+/* The descriptor vfsd answers a message from pid on scope c on: pid's
+ * route when pid is a route's process, else c's own. */
+int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid);
 
 /* vfsd_create.c: RESOLVE of a CREATE (the file must be missing and its
  * directory present beneath the scope: fills *mt, true for FOUND; the

@@ -208,10 +208,12 @@ void vfsd_data_sweep(void)
 
 /*
  * Mints the object connection for a FOUND answer and replies with its
- * SEND end. vfsd keeps the provider end; cutting it revokes every copy.
- * mt->data is owned from here on (kept by the row, or closed).
+ * SEND end on out, the route of the process that sent the RESOLVE (never
+ * the scope c, whose other copies the committing job holds). vfsd keeps
+ * the provider end; cutting it revokes every copy. mt->data is owned from
+ * here on (kept by the row, or closed).
  */
-static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
+static void vfsd_found(const vfsd_conn *c, int out, pbx_ipc_resolve_reply *rep,
                        const vfsd_mint *mt)
 {
     size_t row = 0;
@@ -233,7 +235,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
         if (mt->create_dir >= 0) {
             (void)close(mt->create_dir);
         }
-        vfsd_fail(c->fd, st, "RESOLVE");
+        vfsd_fail(out, st, "RESOLVE");
         return;
     }
     vfsd_data_sweep();
@@ -256,7 +258,7 @@ static void vfsd_found(vfsd_conn *c, pbx_ipc_resolve_reply *rep,
     pbx_err e = pbx_ipc_resolve_reply_encode(
         g_vfsd.msg.frame.request, rep, g_vfsd.out, sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    if (pbx_peer_io_reply(c->fd, &g_vfsd.msg, g_vfsd.out, n, sv[1]) != 0) {
+    if (pbx_peer_io_reply(out, &g_vfsd.msg, g_vfsd.out, n, sv[1]) != 0) {
         /* Nobody holds the object: cut it and free the row at once. */
         int prov = -1;
         (void)pbx_peer_objtab_retire(&g_vfsd.objs, id, rep->object.gen,
@@ -312,6 +314,16 @@ static const vfsd_conn *vfsd_route_of(pid_t pid)
     return NULL;
 }
 
+/* Where vfsd answers a message that came on scope connection c from pid:
+ * on that process's route when it is a route's process (powerboxd), so
+ * that nothing meant for powerboxd ever waits on a connection the job
+ * that committed the scope also holds; on c itself otherwise. */
+int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid)
+{
+    const vfsd_conn *route = vfsd_route_of(pid);
+    return route != NULL ? route->fd : c->fd;
+}
+
 /* Logs and refuses a RESOLVE that no route's process sent. */
 static void vfsd_not_route(const vfsd_conn *c, pid_t pid)
 {
@@ -328,7 +340,16 @@ static void vfsd_not_route(const vfsd_conn *c, pid_t pid)
     (void)pbx_peer_io_reply_status(c->fd, &g_vfsd.msg, PBX_E_PEER_NOT_ROUTE);
 }
 
-/* RESOLVE through scope connection c, whose message came from pid. */
+/*
+ * RESOLVE through scope connection c, whose message came from pid. Every
+ * answer to the route's process (FOUND with its object, NOT_FOUND, an
+ * error) goes on that process's route, never back on the scope: every
+ * copy of a scope is one connection with one receive queue, and the job
+ * that committed the scope still holds a copy, so an answer there could
+ * be taken by the job before powerboxd's policy or prompt. Only the
+ * refusal of a sender that is no route's process goes back on the scope
+ * (it carries nothing and is meant for that sender).
+ */
 void vfsd_resolve(vfsd_conn *c, pid_t pid)
 {
     const vfsd_conn *route = vfsd_route_of(pid);
@@ -336,16 +357,17 @@ void vfsd_resolve(vfsd_conn *c, pid_t pid)
         vfsd_not_route(c, pid);
         return;
     }
+    int out = route->fd;
     pbx_ipc_resolve rq;
     pbx_err e = pbx_ipc_resolve_decode(&g_vfsd.msg.frame, &rq);
     if (e != PBX_OK) {
-        vfsd_fail(c->fd, (uint32_t)e, "RESOLVE malformed");
+        vfsd_fail(out, (uint32_t)e, "RESOLVE malformed");
         return;
     }
     uint8_t d[PBX_SHA2_DIGEST_BYTES];
     if (pbx_sha2_digest(rq.selector, rq.selector_len, d) != PBX_OK ||
         !pbx_mem_equal(d, rq.selector_digest, sizeof(d))) {
-        vfsd_fail(c->fd, PBX_PEER_E_DIGEST, "RESOLVE");
+        vfsd_fail(out, PBX_PEER_E_DIGEST, "RESOLVE");
         return;
     }
     static char path[PBX_PEER_VFS_PATH_BYTES_MAX];
@@ -380,7 +402,7 @@ void vfsd_resolve(vfsd_conn *c, pid_t pid)
     rep.operation = rq.operation;
     memcpy(rep.selector_digest, rq.selector_digest, sizeof(d));
     if (v.result == PBX_IPC_RESOLVE_FOUND) {
-        vfsd_found(c, &rep, &mt);
+        vfsd_found(c, out, &rep, &mt);
         return;
     }
     if (mt.data >= 0) {
@@ -396,5 +418,5 @@ void vfsd_resolve(vfsd_conn *c, pid_t pid)
     e = pbx_ipc_resolve_reply_encode(g_vfsd.msg.frame.request, &rep, g_vfsd.out,
                                      sizeof(g_vfsd.out), &n);
     PBX_ASSERT(e == PBX_OK);
-    vfsd_send(c->fd, n, -1);
+    vfsd_send(out, n, -1);
 }

@@ -2,7 +2,8 @@
  * vfsd_route.c: the reference vfsd's connections: routes (DETACH,
  * RETIRE, and every object of a closed route retired) and scope
  * connections (each handed out as one end of a fresh pair, RESOLVE
- * received with its sender's credentials). See docs/HOST.md.
+ * received with its sender's credentials and answered on that sender's
+ * route, never on the scope). See docs/HOST.md.
  */
 /* O_PATH and accept4 are Linux extensions. */
 #define _GNU_SOURCE
@@ -247,8 +248,11 @@ bool vfsd_serve(vfsd_conn *c)
         pbx_peer_log("vfsd", "receive failed: %s", strerror(errno));
         return errno == EMSGSIZE;
     }
+    /* Whatever the route's process sends through a scope is answered on
+     * its route (vfsd_scope_reply_fd): never where a job can read it. */
+    int out = c->kind == VFSD_KIND_SCOPE ? vfsd_scope_reply_fd(c, pid) : c->fd;
     if (m->err != PBX_OK) {
-        vfsd_fail(c->fd, (uint32_t)m->err, "malformed frame");
+        vfsd_fail(out, (uint32_t)m->err, "malformed frame");
         return true;
     }
     uint16_t op = m->frame.op;
@@ -263,7 +267,7 @@ bool vfsd_serve(vfsd_conn *c)
         char what[96];
         (void)snprintf(what, sizeof(what), "%s on the wrong connection",
                        pbx_ipc_op_name(op));
-        vfsd_fail(c->fd, PBX_PEER_E_ROUTE, what);
+        vfsd_fail(out, PBX_PEER_E_ROUTE, what);
     }
     return true;
 }

@@ -6,7 +6,8 @@
  * deferred-work tick), handles it, then runs at most
  * PBX_RT_STEPS_PER_WAKE steps of retained work, which the core serves
  * round-robin. Peer calls are split-phase: a step sends and goes on, and
- * the reply is a readable event on the route (or the scope) it went on,
+ * the reply is a readable event on the route it went on (RESOLVE, sent
+ * through a scope, is answered on vfsd's route),
  * handed to the core, which matches it to its call. No peer's timing,
  * silence or death ends the service: a route whose peer hung up is
  * reported to the core and no longer watched.
@@ -233,10 +234,11 @@ pbx_err rt_route_down(rt_state *s, uint32_t r)
 }
 
 /* One reply readable on slot (a startup route, or a scope a call went
- * through) goes to the core, which matches it to its call or refuses it
- * and deletes its receipts. A reply the runtime cannot place, or the core
- * cannot track now, loses its receipts (deleted) and its call ends by
- * deadline: never a wait and never a stop. */
+ * through: RESOLVE is answered on vfsd's route, so whatever is read on a
+ * scope is refused by the core) goes to the core, which matches it to its
+ * call or refuses it and deletes its receipts. A reply the runtime cannot
+ * place, or the core cannot track now, loses its receipts (deleted) and its
+ * call ends by deadline: never a wait and never a stop. */
 static pbx_err rt_reply_event(rt_state *s, int32_t slot)
 {
     static const uint8_t origins[PBX_CORE_ROUTE_COUNT + 1U] = {

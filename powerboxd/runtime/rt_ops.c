@@ -384,8 +384,9 @@ int32_t rt_route_slot_of(uint32_t route)
 }
 
 /* Queues one call without waiting for its reply: the reply is a later
- * event on the route (or, for a call through a scope, on that scope,
- * which is watched from now on). */
+ * event on the route (for RESOLVE through a scope, on vfsd's route; the
+ * scope is watched from now on too, so that anything read there reaches
+ * the core, which refuses it and deletes its receipts). */
 static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
 {
     rt_state *s = user;
@@ -424,9 +425,10 @@ static pbx_core_io rt_op_send(void *user, const pbx_core_call *c)
         rt_dispose(s, c->send_slot);
     }
     if (scoped) {
-        /* Should the watch fail, the reply goes unseen and the call ends
-         * by its deadline, which denies the request: nothing waits for
-         * ever. */
+        /* vfsd answers on its route; a frame on the scope is a fault the
+         * core refuses. Should the watch fail, such a frame merely waits
+         * unread: the call still ends by its reply on the route or by its
+         * deadline. */
         (void)pbx_port_watch(&s->port, via, PBX_PORT_WANT_READ);
     }
     return PBX_CORE_IO_OK;

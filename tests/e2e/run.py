@@ -50,6 +50,18 @@ and its job connection.
                  refused: exactly 32 (--scopes-per-pid's default), vfsd
                  logs the refusal naming its pid; a lifecycle through
                  launchd is approved while it holds them
+  scope-steal    (own stack, --deadline-scope-ms 30000; a tmux pane) a
+                 job (a raw program, run.py --steal-program) takes a
+                 scope, keeps a thread blocked reading its own copy of
+                 it, and commits an exceptional request through it (a
+                 prompt is due). No race decides: vfsd is stopped until
+                 powerboxd's RESOLVE waits in its queue (`ss -x`), then
+                 powerboxd is stopped while vfsd answers and until the
+                 scope's queue is empty. vfsd answers on its route, so
+                 the prompt shows the object while the thread received
+                 nothing (no frame, no descriptor); n on the prompt:
+                 DENIED reason user, and vfsd hangs up the object
+                 (issue 20, review finding)
   lie-scope      the same request with a scope from vfsd's --lie-scope
                  socket, whose FOUND names another scope identity: DENIED,
                  nothing installed, no row shown
@@ -5664,7 +5676,8 @@ def vfsd_restart_pending_prompt(bin_dir, work):
     hs = []
     what = "vfsd-restart-pending-prompt"
     try:
-        u = Up(bin_dir, work, ["--tty", pane.tty])
+        u = Up(bin_dir, work, ["--tty", pane.tty, "--policy",
+                              routine_policy(work)])
         asking = Holder(u, exceptional=True)
         hs.append(asking)
         wait_for(lambda: "Approve?" in pane.text(),
@@ -5788,6 +5801,220 @@ class FairProgram(Program):
         Launched.__init__(self, st, st.launch_argv(
             [sys.executable, os.path.abspath(__file__), "--fair-program"],
             job, entry))
+
+
+def steal_program():
+    """run.py --steal-program: a raw job that tries to take the answer to
+    powerboxd's RESOLVE from its own copy of the scope it commits (every
+    copy of a scope is one connection with one receive queue). Commands:
+      scope SCOPE   takes a scope from vfsd's scope socket SCOPE and
+                    starts a thread reading a copy of it: scope=INODE
+      steal         commits an exceptional runtime-reply read of
+                    docs/readme.txt with that scope: committed=I.G (or
+                    refused=0xSTATUS)
+      decision I.G  DECISION: decision=I.G OUTCOME reason=R
+      report        stops the thread: stolen_msgs=N stolen_fds=M (what
+                    it received on the scope)
+    then done."""
+    conn = socket.socket(fileno=int(os.environ["PBX_LAUNCHD_FD"]))
+    conn.settimeout(60)
+    jid, jgen = (int(x) for x in os.environ["PBX_JOB"].split(":"))
+    entry = os.environ["PBX_ENTRY"].encode()
+    seq = [0]
+    stolen = [0, 0]
+    stop = threading.Event()
+    threads = []
+
+    def call(op, body=b"", req=(0, 0), fd=None):
+        seq[0] += 1
+        msg = frame(op, body, 0 if fd is None else 1, req, seq[0])
+        if fd is None:
+            conn.send(msg)
+        else:
+            socket.send_fds(conn, [msg], [fd])
+        reply, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+        for f in fds:
+            os.close(f)
+        _, _, rop, status, _, idx, gen, _, rseq, _ = \
+            struct.unpack("<IHHHHIIIII", reply[:32])
+        if rop != op | REPLY_BIT or rseq != seq[0]:
+            raise SystemExit(f"steal program: reply op {rop:#x} seq {rseq}")
+        return status, (idx, gen), reply[32:]
+
+    def reader(copy):
+        # Blocked in recvmsg all along, so that it is woken the moment
+        # anything reaches the scope's queue (racing powerboxd for it, as
+        # a hostile job would); `report` ends it by shutting the copy
+        # down. Every message and descriptor that arrives is counted.
+        copy.settimeout(None)
+        while not stop.is_set():
+            try:
+                msg, fds, _, _ = socket.recv_fds(copy, 65536, 8)
+            except OSError:
+                break
+            if not msg and not fds:
+                break
+            stolen[0] += 1
+            stolen[1] += len(fds)
+            for f in fds:
+                os.close(f)
+
+    held = []
+
+    def take(path):
+        sc = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sc.settimeout(10)
+        sc.connect(path)
+        _, sfds, _, _ = socket.recv_fds(sc, 64, 1)
+        sc.close()
+        held.append(sfds[0])
+        # The thread reads a copy of the very scope to be committed.
+        copy = socket.socket(fileno=os.dup(sfds[0]))
+        t = threading.Thread(target=reader, args=(copy,), daemon=True)
+        t.start()
+        threads.append((t, copy))
+        print(f"scope={os.fstat(sfds[0]).st_ino}")
+
+    def steal():
+        sel = b"docs/readme.txt"
+        body = bytearray(begin_body((jid, jgen), entry, sel))
+        body[50] = 2  # urgency EXCEPTIONAL: a prompt is due
+        st, rid, rep = call(OP_BEGIN, bytes(body))
+        if st == 0:
+            st, _, _ = call(OP_SELECTOR, struct.pack("<II", 0, len(sel)) +
+                            sel, rid)
+        if st == 0:
+            st, _, _ = call(OP_COMMIT, struct.pack(
+                "<II", struct.unpack("<I", rep[:4])[0], 0), rid, held[0])
+            os.close(held.pop())
+        print(f"committed={rid[0]}.{rid[1]}" if st == 0 else
+              f"refused={st:#06x}")
+    for line in sys.stdin:
+        w = line.split()
+        if w and w[0] == "scope":
+            take(w[1])
+        elif w and w[0] == "steal":
+            steal()
+        elif w and w[0] == "decision":
+            st, rid, body = call(OP_DECISION, b"", tuple(
+                int(x) for x in w[1].split(".")))
+            said = OUTCOMES.get(body[0], "?") if st == 0 and body else \
+                f"{st:#06x}"
+            reason = struct.unpack("<H", body[2:4])[0] if \
+                st == 0 and len(body) >= 4 else -1
+            print(f"decision={rid[0]}.{rid[1]} {said} reason={reason}")
+        elif w and w[0] == "report":
+            stop.set()
+            for t, copy in threads:
+                # The request has ended: powerboxd holds no copy now.
+                try:
+                    copy.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                t.join(10)
+            print(f"stolen_msgs={stolen[0]} stolen_fds={stolen[1]}")
+        print("done", flush=True)
+    return 0
+
+
+def socket_inodes(pid):
+    """The inodes of the sockets process pid holds."""
+    out = set()
+    d = f"/proc/{pid}/fd"
+    for n in os.listdir(d):
+        try:
+            link = os.readlink(os.path.join(d, n))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(int(link[8:-1]))
+    return out
+
+
+def unix_queues(inodes):
+    """Bytes queued to receive (`ss -x` Recv-Q) on each unix socket whose
+    inode is in inodes."""
+    got = {}
+    text = subprocess.run(["ss", "-x", "-a", "-n"], capture_output=True,
+                          text=True, check=False).stdout
+    for line in text.splitlines()[1:]:
+        w = line.split()
+        if len(w) >= 6 and w[5].isdigit() and int(w[5]) in inodes:
+            got[int(w[5])] = int(w[2])
+    return got
+
+
+class StealProgram(Program):
+    """A launched job running steal_program."""
+
+    def __init__(self, st, job, entry):  # pylint: disable=super-init-not-called
+        Launched.__init__(self, st, st.launch_argv(
+            [sys.executable, os.path.abspath(__file__), "--steal-program"],
+            job, entry))
+
+
+def scope_steal(st):
+    """Issue 20, review finding: a job that keeps reading its own copy of
+    the scope it committed never receives powerboxd's RESOLVE answer (vfsd
+    sends it on its route): the request still reaches its prompt, the
+    thread receives no frame and no descriptor, the user's n ends it
+    DENIED reason user, and vfsd hangs up the object it minted."""
+    clear_pane(st)
+    vfsd = st.procs[0]
+    thief = StealProgram(st, "37:1", "bin/thief")
+    out = thief.cmd(f"scope {st.scope}", 30.0)
+    if len(out) != 1 or not out[0].startswith("scope="):
+        fail(f"scope-steal: no scope: {out}")
+    ino = int(out[0].split("=", 1)[1])
+    # No race decides the outcome: vfsd is stopped until powerboxd's
+    # RESOLVE waits in its queue, then powerboxd is stopped while vfsd
+    # answers, so that anything vfsd puts on the scope is the blocked
+    # thread's to take before powerboxd runs again.
+    os.kill(vfsd.pid, signal.SIGSTOP)
+    try:
+        out = thief.cmd("steal", 30.0)
+        if len(out) != 1 or not out[0].startswith("committed="):
+            fail(f"scope-steal: the commit: {out}")
+        req = out[0].split("=", 1)[1]
+        wait_for(lambda: any(q > 0 for q in unix_queues(
+            socket_inodes(vfsd.pid)).values()),
+            "scope-steal: powerboxd's RESOLVE never reached vfsd", 20.0)
+        since = len(st.peer_log("vfsd"))
+        os.kill(st.pid, signal.SIGSTOP)
+        try:
+            os.kill(vfsd.pid, signal.SIGCONT)
+            wait_for(lambda: "RESOLVE " in st.peer_log("vfsd")[since:],
+                     "scope-steal: vfsd never answered the RESOLVE", 20.0)
+            # Whatever vfsd put on the scope is taken by the thread.
+            wait_for(lambda: unix_queues({ino}).get(ino, 0) == 0,
+                     "scope-steal: the scope's queue never emptied", 20.0)
+        finally:
+            os.kill(st.pid, signal.SIGCONT)
+    finally:
+        os.kill(vfsd.pid, signal.SIGCONT)
+    # The prompt shows only once powerboxd got the FOUND and its object.
+    obj = wait_prompt(st, req, 20.0)
+    if obj != last_object(st):
+        fail(f"scope-steal: the prompt shows object {obj}, vfsd resolved "
+             f"{last_object(st)}")
+    tmux("send-keys", "-t", st.pane, "n")
+    wait_for(lambda: f"PROMPT {req}: deny" in st.peer_log("ttyd"),
+             f"scope-steal: ttyd never took the n for request {req}")
+    out = thief.cmd(f"decision {req}", 30.0)
+    if out != [f"decision={req} denied reason=2"]:
+        fail(f"scope-steal: the decision: {out} (want denied, reason 2 "
+             f"user)")
+    wait_for(lambda: f"HANG-UP object {obj}" in st.peer_log("vfsd"),
+             f"scope-steal: vfsd still holds object {obj} after the denial")
+    out = thief.cmd("report", 30.0)
+    if out != ["stolen_msgs=0 stolen_fds=0"]:
+        fail(f"scope-steal: the job read its scope copy and got: {out}")
+    rc, _ = thief.finish(30.0)
+    if rc != 0:
+        fail(f"scope-steal: the program exited {rc}")
+    print(f"run: scope-steal: request {req} prompted with object {obj} "
+          f"while the job read its scope copy and received nothing; "
+          f"denied by the user (reason user); vfsd hung up the object")
 
 
 def prompt_fairness(st):
@@ -7998,6 +8225,9 @@ SCENARIOS = {
     "lie-scope": (lie_scope, False, None, None),
     "foreign": (foreign, False, None, None),
     "scope-hoard": (scope_hoard, False, None, None),
+    # A long scope deadline: powerboxd and vfsd are each stopped a moment.
+    "scope-steal": (scope_steal, True, ["--deadline-scope-ms", "30000"],
+                    None),
     "prompt": (prompt, True, None, None),
     "prompt-pending": (prompt_pending, True, None, None),
     "prompt-cancel": (prompt_cancel, True, None, None),
@@ -8133,6 +8363,8 @@ def main():
         return job_program()
     if sys.argv[1:2] == ["--fair-program"]:
         return fair_program()
+    if sys.argv[1:2] == ["--steal-program"]:
+        return steal_program()
     bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["lifecycle"]
     if names == ["all"]:

@@ -101,10 +101,11 @@ static void ol_down(ol *t)
     (void)tp_stop(t->pid);
 }
 
-/* Sends RESOLVE of sel for (op, cls) on scope and waits for the reply
- * into *m; returns the reply's status (its header field). */
-static uint32_t ol_resolve_raw(int scope, const char *sel, uint16_t op,
-                               uint16_t cls, pbx_peer_msg *m)
+/* Sends RESOLVE of sel for (op, cls) on scope and waits for the reply on
+ * reply (the route for the route's process, else the scope) into *m;
+ * returns the reply's status (its header field). */
+static uint32_t ol_resolve_raw(int scope, int reply, const char *sel,
+                               uint16_t op, uint16_t cls, pbx_peer_msg *m)
 {
     pbx_ipc_resolve rq;
     memset(&rq, 0, sizeof(rq));
@@ -119,7 +120,9 @@ static uint32_t ol_resolve_raw(int scope, const char *sel, uint16_t op,
     size_t n = 0;
     pbx_ipc_id id = {3, 9};
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rq, buf, sizeof(buf), &n), PBX_OK);
-    PBX_REQUIRE(pbx_peer_io_call(scope, buf, n, -1, m, 3000) == 0);
+    PBX_REQUIRE(pbx_peer_io_send(scope, buf, n, -1) == 0);
+    PBX_REQUIRE(tp_readable(reply, 3000));
+    PBX_REQUIRE(pbx_peer_io_recv_frame(reply, m) == 0);
     return m->len >= PBX_IPC_HEADER_BYTES ? pbx_le_get16(m->buf + 8) : 0xFFFFU;
 }
 
@@ -129,7 +132,7 @@ static int ol_obj(const ol *t, const char *sel, uint16_t op, uint16_t cls,
                   pbx_ipc_resolve_reply *rep)
 {
     static pbx_peer_msg m;
-    PBX_CHECK_EQ(ol_resolve_raw(t->scope, sel, op, cls, &m), 0U);
+    PBX_CHECK_EQ(ol_resolve_raw(t->scope, t->route, sel, op, cls, &m), 0U);
     PBX_REQUIRE(m.err == PBX_OK);
     PBX_REQUIRE(pbx_ipc_resolve_reply_decode(&m.frame, rep) == PBX_OK);
     PBX_CHECK_EQ(rep->result, PBX_IPC_RESOLVE_FOUND);
@@ -487,8 +490,8 @@ PBX_TEST(obj_live_route_close_retires_every_object)
     PBX_CHECK(hit == NULL || strstr(hit + 1, "route to pid") == NULL);
     /* Nothing more can be minted: no route, no RESOLVE. */
     static pbx_peer_msg m;
-    PBX_CHECK_EQ(ol_resolve_raw(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                                PBX_IPC_CLASS_FILE, &m),
+    PBX_CHECK_EQ(ol_resolve_raw(t.scope, t.scope, "a.txt",
+                                PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE, &m),
                  (uint32_t)PBX_E_PEER_NOT_ROUTE);
     PBX_CHECK_EQ(m.nfds, 0U);
     (void)close(a);
@@ -508,8 +511,9 @@ PBX_TEST(obj_live_resolve_only_from_the_route)
     PBX_REQUIRE(kid >= 0);
     if (kid == 0) {
         static pbx_peer_msg km;
-        uint32_t st = ol_resolve_raw(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
-                                     PBX_IPC_CLASS_FILE, &km);
+        uint32_t st =
+            ol_resolve_raw(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+                           PBX_IPC_CLASS_FILE, &km);
         _exit(st == (uint32_t)PBX_E_PEER_NOT_ROUTE && km.nfds == 0U ? 0 : 1);
     }
     int ws = 0;

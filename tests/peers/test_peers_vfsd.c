@@ -20,7 +20,9 @@
 #include "peers_child.h"
 #include "vfsd_test.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,9 +311,21 @@ void tv_down(tv *t)
     (void)tp_stop(t->pid);
 }
 
-/* Sends RESOLVE for sel on fd and decodes the reply into *rep. */
-pbx_err tv_resolve(int fd, const char *sel, uint16_t op, uint16_t cls,
-                   pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
+/* Waits (3 s) for one frame on fd into m; 0, or -1 with errno set. */
+static int tv_await(int fd, pbx_peer_msg *m)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 3000) != 1) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    return pbx_peer_io_recv_frame(fd, m);
+}
+
+/* Sends RESOLVE for sel on fd, takes the answer from reply_fd and
+ * decodes it into *rep. */
+pbx_err tv_resolve(int fd, int reply_fd, const char *sel, uint16_t op,
+                   uint16_t cls, pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
 {
     pbx_ipc_resolve rq;
     memset(&rq, 0, sizeof(rq));
@@ -326,7 +340,8 @@ pbx_err tv_resolve(int fd, const char *sel, uint16_t op, uint16_t cls,
     size_t n = 0;
     pbx_ipc_id id = {3, 9};
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rq, buf, sizeof(buf), &n), PBX_OK);
-    PBX_REQUIRE(pbx_peer_io_call(fd, buf, n, -1, m, 3000) == 0);
+    PBX_REQUIRE(pbx_peer_io_send(fd, buf, n, -1) == 0);
+    PBX_REQUIRE(tv_await(reply_fd, m) == 0);
     PBX_REQUIRE(m->err == PBX_OK);
     if (m->frame.status != 0U) {
         return (pbx_err)m->frame.status;
@@ -374,8 +389,9 @@ PBX_TEST(peers_vfsd_resolve_confinement)
         pbx_ipc_resolve_reply rep;
         memset(&rep, 0, sizeof(rep));
         memset(&rep, 0, sizeof(rep));
-        PBX_CHECK_EQ(tv_resolve(t.scope, c->sel, c->op, c->cls, &rep, &m),
-                     PBX_OK);
+        PBX_CHECK_EQ(
+            tv_resolve(t.scope, t.route, c->sel, c->op, c->cls, &rep, &m),
+            PBX_OK);
         if (rep.result != c->result) {
             pbx_test_failf(__FILE__, __LINE__, "'%s': result %u, want %u",
                            c->sel, rep.result, c->result);
@@ -436,6 +452,18 @@ uint32_t tv_retire(int fd, const pbx_ipc_retire *rq, pbx_peer_msg *m)
     return 0U;
 }
 
+/* Sends the encoded frame buf[0..n) (with cap unless negative) on t's
+ * scope as the route's process and returns the status of the answer,
+ * which vfsd sends on the route (never on the scope). */
+static uint32_t tv_on_scope(const tv *t, const uint8_t *buf, size_t n, int cap,
+                            pbx_peer_msg *m)
+{
+    PBX_REQUIRE(pbx_peer_io_send(t->scope, buf, n, cap) == 0);
+    PBX_REQUIRE(tv_await(t->route, m) == 0);
+    PBX_REQUIRE(m->err == PBX_OK);
+    return m->frame.status;
+}
+
 PBX_TEST(peers_vfsd_detach_retire_cut)
 {
     static tv t;
@@ -444,7 +472,7 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
     int base = tp_fd_count(t.pid);
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_REQUIRE(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_REQUIRE(tv_resolve(t.scope, t.route, "a.txt", PBX_IPC_OPERATION_READ,
                            PBX_IPC_CLASS_FILE, &rep, &m) == PBX_OK);
     PBX_REQUIRE(m.nfds == 1U);
     int obj = m.fds[0];
@@ -460,8 +488,13 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
     (void)close(other[0]);
     PBX_CHECK(tp_hung_up(other[1], 2000));
     (void)close(other[1]);
-    /* DETACH on a scope connection is misrouted. */
-    PBX_CHECK_EQ(tv_detach(t.scope, rep.object, alias, &m), PBX_PEER_E_ROUTE);
+    /* DETACH on a scope connection is misrouted (answered on the route). */
+    uint8_t buf[128];
+    size_t n = 0;
+    pbx_ipc_id id = {3, 9};
+    pbx_ipc_detach dq = {rep.object};
+    PBX_CHECK_EQ(pbx_ipc_detach_encode(id, &dq, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK_EQ(tv_on_scope(&t, buf, n, alias, &m), PBX_PEER_E_ROUTE);
     /* powerboxd's alias back: accepted, and the object stays alive. */
     PBX_CHECK_EQ(tv_detach(t.route, rep.object, alias, &m), 0U);
     (void)close(alias);
@@ -472,7 +505,8 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
     rq.scope_id++;
     PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), PBX_PEER_E_MISMATCH);
     rq.scope_id--;
-    PBX_CHECK_EQ(tv_retire(t.scope, &rq, &m), PBX_PEER_E_ROUTE);
+    PBX_CHECK_EQ(pbx_ipc_retire_encode(id, &rq, buf, sizeof(buf), &n), PBX_OK);
+    PBX_CHECK_EQ(tv_on_scope(&t, buf, n, -1, &m), PBX_PEER_E_ROUTE);
     PBX_CHECK(!tp_hung_up(obj, 100));
     /* The exact RETIRE cuts the connection: every copy dies. */
     PBX_CHECK_EQ(tv_retire(t.route, &rq, &m), 0U);
@@ -487,7 +521,7 @@ PBX_TEST(peers_vfsd_detach_retire_cut)
 int tv_found(const tv *t, pbx_ipc_resolve_reply *rep, pbx_peer_msg *m)
 {
     memset(rep, 0, sizeof(*rep));
-    PBX_REQUIRE(tv_resolve(t->scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_REQUIRE(tv_resolve(t->scope, t->route, "a.txt", PBX_IPC_OPERATION_READ,
                            PBX_IPC_CLASS_FILE, rep, m) == PBX_OK);
     PBX_REQUIRE(m->nfds == 1U);
     return m->fds[0];
@@ -559,7 +593,7 @@ PBX_TEST(peers_vfsd_malformed_frames_leak_nothing)
     /* A RESOLVE on the route is misrouted; a bad digest is refused. */
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(t.route, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.route, t.route, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  (pbx_err)PBX_PEER_E_ROUTE);
     pbx_ipc_resolve rq;
@@ -572,10 +606,11 @@ PBX_TEST(peers_vfsd_malformed_frames_leak_nothing)
     size_t n = 0;
     pbx_ipc_id id = {1, 1};
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rq, buf, sizeof(buf), &n), PBX_OK);
-    PBX_REQUIRE(pbx_peer_io_call(t.scope, buf, n, -1, &m, 3000) == 0);
+    PBX_REQUIRE(pbx_peer_io_send(t.scope, buf, n, -1) == 0);
+    PBX_REQUIRE(tv_await(t.route, &m) == 0);
     PBX_CHECK_EQ(m.frame.status, PBX_PEER_E_DIGEST);
     /* Still serving, and every received descriptor was deleted. */
-    PBX_CHECK_EQ(tv_resolve(t.scope, "missing", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.route, "missing", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
@@ -627,19 +662,19 @@ PBX_TEST(peers_vfsd_scope_socket)
     static pbx_peer_msg m;
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(fd, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(fd, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
     PBX_CHECK_EQ(rep.scope_id, id);
     pbx_peer_io_close_all(m.fds, m.nfds);
-    PBX_CHECK_EQ(tv_resolve(fd2, "f", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(fd2, route, "f", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.scope_id, id2);
     pbx_peer_io_close_all(m.fds, m.nfds);
     (void)close(fd2);
-    PBX_CHECK_EQ(tv_resolve(fd, "outside", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(fd, route, "outside", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_NOT_FOUND);
@@ -684,14 +719,14 @@ PBX_TEST(peers_vfsd_lie_scope_misnames_only_its_own_scopes)
     static pbx_peer_msg m;
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(h, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(h, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.scope_id, hid);
     pbx_peer_io_close_all(m.fds, m.nfds);
     /* FOUND through a --lie-scope scope names another identity. */
-    PBX_CHECK_EQ(tv_resolve(l, "f", PBX_IPC_OPERATION_READ, PBX_IPC_CLASS_FILE,
-                            &rep, &m),
+    PBX_CHECK_EQ(tv_resolve(l, route, "f", PBX_IPC_OPERATION_READ,
+                            PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
     PBX_CHECK(rep.scope_id != lid);

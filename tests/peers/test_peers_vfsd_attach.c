@@ -184,7 +184,7 @@ PBX_TEST(peers_vfsd_attach_refusals_leak_nothing)
     /* No route yet: nobody's RESOLVE is served. */
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_E_PEER_NOT_ROUTE);
     /* 'P' with a descriptor, 'R' (ttyd's, procd's, launchd's), the
@@ -221,7 +221,7 @@ PBX_TEST(peers_vfsd_attach_refusals_leak_nothing)
                                "served by vfsd (only 'P')"));
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
     /* Still nobody's route. */
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_E_PEER_NOT_ROUTE);
     (void)close(t.chan);
@@ -258,7 +258,7 @@ PBX_TEST(peers_vfsd_attach_pair_serves_only_its_pid)
     PBX_CHECK(pbx_peer_attach_is_socket(r0, SOCK_SEQPACKET));
     pbx_ipc_resolve_reply rep;
     memset(&rep, 0, sizeof(rep));
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_E_PEER_NOT_ROUTE);
     char want[256];
@@ -275,7 +275,7 @@ PBX_TEST(peers_vfsd_attach_pair_serves_only_its_pid)
                    "vfsd: attach channel: route pair made for pid %ld",
                    (long)getpid());
     PBX_CHECK(tp_logged(t.log, want));
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, r1, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_OK);
     PBX_CHECK_EQ(rep.result, PBX_IPC_RESOLVE_FOUND);
@@ -285,7 +285,7 @@ PBX_TEST(peers_vfsd_attach_pair_serves_only_its_pid)
     /* Its far end closed: refused at once, whether or not vfsd has polled
      * the hang-up yet (a dead process's pid names no route). */
     (void)close(r1);
-    PBX_CHECK_EQ(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.scope, "a.txt", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &rep, &m),
                  PBX_E_PEER_NOT_ROUTE);
     /* The channel's end: vfsd serves on (r0 still names the other). */
@@ -451,7 +451,7 @@ PBX_TEST(peers_vfsd_route_close_logs_each_retired_object)
     int obj[2];
     for (int i = 0; i < 2; i++) {
         memset(&rep[i], 0, sizeof(rep[i]));
-        PBX_REQUIRE(tv_resolve(t.scope, "a.txt", PBX_IPC_OPERATION_READ,
+        PBX_REQUIRE(tv_resolve(t.scope, route, "a.txt", PBX_IPC_OPERATION_READ,
                                PBX_IPC_CLASS_FILE, &rep[i], &m) == PBX_OK);
         PBX_REQUIRE(m.nfds == 1U);
         obj[i] = m.fds[0];

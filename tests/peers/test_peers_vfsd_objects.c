@@ -165,7 +165,8 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
     size_t n = 0;
     pbx_ipc_id id = {3, 9};
-    /* RESOLVE with a wrong digest; RESOLVE on the route (misrouted). */
+    /* RESOLVE with a wrong digest; RESOLVE on the route (misrouted).
+     * Every answer to this process (the route's) comes on the route. */
     pbx_ipc_resolve rs;
     memset(&rs, 0, sizeof(rs));
     rs.operation = PBX_IPC_OPERATION_READ;
@@ -174,7 +175,7 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     rs.selector_len = 5;
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
     tv_send_seq(t.scope, buf, n, 7, -1);
-    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 7, &m),
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 7, &m),
                  PBX_PEER_E_DIGEST);
     tv_send_seq(t.route, buf, n, 8, -1);
     PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 8, &m),
@@ -185,7 +186,7 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
         PBX_OK);
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
     tv_send_seq(t.scope, buf, n, 9, -1);
-    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 9, &m), 0U);
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 9, &m), 0U);
     PBX_CHECK_EQ(m.nfds, 1U);
     pbx_ipc_resolve_reply found;
     PBX_CHECK_EQ(pbx_ipc_resolve_reply_decode(&m.frame, &found), PBX_OK);
@@ -195,12 +196,12 @@ PBX_TEST(peers_vfsd_error_replies_echo_seq)
     pbx_peer_io_close_all(m.fds, m.nfds);
     buf[PBX_IPC_HEADER_BYTES + 1U] = 0xFFU; /* operation out of range */
     tv_send_seq(t.scope, buf, n, 10, -1);
-    PBX_CHECK(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 10, &m) != 0U);
+    PBX_CHECK(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 10, &m) != 0U);
     /* A frame that fails the header check still names its op and seq. */
     PBX_CHECK_EQ(pbx_ipc_resolve_encode(id, &rs, buf, sizeof(buf), &n), PBX_OK);
     buf[PBX_IPC_RESERVED_OFFSET] = 1U;
     tv_send_seq(t.scope, buf, n, 11, -1);
-    PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, 11, &m),
+    PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RESOLVE, 11, &m),
                  PBX_E_IPC_RESERVED);
     /* DETACH and RETIRE of an object vfsd never minted. */
     pbx_ipc_detach dq = {{never, 77}};
@@ -253,14 +254,25 @@ PBX_TEST(peers_vfsd_stalled_serves_its_backlog_in_order)
     PBX_CHECK(!tp_readable(t.scope, 200) && !tp_readable(t.route, 0));
     PBX_CHECK(!tp_hung_up(obj, 0));
     PBX_REQUIRE(tp_stall(t.pid, false));
-    /* After SIGCONT everything is answered, in order, and the object is
-     * dead. */
-    for (uint32_t s = 1; s <= 8; s++) {
-        PBX_CHECK_EQ(tv_reply_seq(t.scope, PBX_IPC_OP_RESOLVE, s, &m), 0U);
+    /* After SIGCONT everything is answered on the route, each
+     * connection's backlog in its order (the two interleave as vfsd
+     * polls them), and the object is dead. */
+    uint32_t next_resolve = 1U;
+    uint32_t next_retire = 20U;
+    for (uint32_t k = 0; k < 11U; k++) {
+        PBX_REQUIRE(tp_readable(t.route, 3000));
+        PBX_REQUIRE(pbx_peer_io_recv_frame(t.route, &m) == 0);
+        PBX_REQUIRE(m.err == PBX_OK);
+        PBX_CHECK_EQ(m.frame.status, 0U);
+        if (m.frame.op == (PBX_IPC_OP_RESOLVE | PBX_IPC_REPLY_BIT)) {
+            PBX_CHECK_EQ(m.frame.seq, next_resolve++);
+        } else {
+            PBX_CHECK_EQ(m.frame.op, PBX_IPC_OP_RETIRE | PBX_IPC_REPLY_BIT);
+            PBX_CHECK_EQ(m.frame.seq, next_retire++);
+        }
     }
-    for (uint32_t s = 20; s <= 22; s++) {
-        PBX_CHECK_EQ(tv_reply_seq(t.route, PBX_IPC_OP_RETIRE, s, &m), 0U);
-    }
+    PBX_CHECK(next_resolve == 9U && next_retire == 23U);
+    PBX_CHECK(!tp_readable(t.scope, 0));
     PBX_CHECK(tp_hung_up(obj, 2000));
     (void)close(obj);
     PBX_CHECK_EQ(tp_fd_settle(t.pid, base, 2000), base);
@@ -446,7 +458,7 @@ PBX_TEST(peers_vfsd_object_stat_and_refusals)
     PBX_CHECK(!tp_readable(obj, 200));
     /* A directory object names the directory. */
     memset(&rep, 0, sizeof(rep));
-    PBX_REQUIRE(tv_resolve(t.scope, "dir", PBX_IPC_OPERATION_LIST,
+    PBX_REQUIRE(tv_resolve(t.scope, t.route, "dir", PBX_IPC_OPERATION_LIST,
                            PBX_IPC_CLASS_DIRECTORY, &rep, &m) == PBX_OK);
     PBX_REQUIRE(m.nfds == 1U);
     int dobj = m.fds[0];
@@ -545,7 +557,7 @@ PBX_TEST(peers_vfsd_object_flood_and_shutdown_never_stall)
     PBX_CHECK(sent > 1000U);
     pbx_ipc_resolve_reply r2;
     memset(&r2, 0, sizeof(r2));
-    PBX_CHECK_EQ(tv_resolve(t.scope, "missing", PBX_IPC_OPERATION_READ,
+    PBX_CHECK_EQ(tv_resolve(t.scope, t.route, "missing", PBX_IPC_OPERATION_READ,
                             PBX_IPC_CLASS_FILE, &r2, &m),
                  PBX_OK);
     PBX_CHECK_EQ(r2.result, PBX_IPC_RESOLVE_NOT_FOUND);

@@ -62,12 +62,13 @@ void tv_file(const char *dir, const char *name);
 
 /**
  * tv_resolve sends RESOLVE for sel (operation op, class cls) on scope fd
- * and waits (3 s) for the answer into m (the caller's; its descriptors
- * are the caller's to close). Returns PBX_OK with the decoded *rep, or the
- * error status vfsd answered.
+ * and waits (3 s) for the answer on reply_fd (vfsd answers the route's
+ * process on its route; a refused sender on the scope) into m (the
+ * caller's; its descriptors are the caller's to close). Returns PBX_OK
+ * with the decoded *rep, or the error status vfsd answered.
  */
-pbx_err tv_resolve(int fd, const char *sel, uint16_t op, uint16_t cls,
-                   pbx_ipc_resolve_reply *rep, pbx_peer_msg *m);
+pbx_err tv_resolve(int fd, int reply_fd, const char *sel, uint16_t op,
+                   uint16_t cls, pbx_ipc_resolve_reply *rep, pbx_peer_msg *m);
 
 /**
  * tv_retire sends RETIRE rq on route fd and waits (3 s) for the answer
