@@ -9,6 +9,9 @@
 #    output (the refusal included), in full.
 # 3. With V=1 every command and every line is printed, as before.
 set -eu
+# The inner makes are make's own children under `make -j2 check`: its
+# jobserver flags would make them warn, which is not what is tested.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pbx-quiet.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
