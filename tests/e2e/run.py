@@ -2664,6 +2664,11 @@ def unwanted_receipts(st):
                          f"was kept")
                 mine.close()
                 conn.close()
+                # powerboxd bounds one process's public connections (8):
+                # each one is gone before the next is opened.
+                wait_for(lambda: fd_count(st.pid) == base,
+                         f"unwanted-receipts: {name}: the connection "
+                         f"stays ({fd_count(st.pid)} descriptors)")
                 n += 1
                 print(f"run: {name} (cap_count {caps}, body {len(body)} "
                       f"bytes) with a descriptor: error {status:#06x} "
