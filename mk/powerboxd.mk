@@ -122,7 +122,7 @@ $(PBXD_TEST_BIN): $(PBXD_TEST_OBJS)
 # run against the very Linux debug and release powerboxd images (and the
 # pbx binary, whose `geometry check` must agree with powerboxd).
 PBXD_E2E_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
-    $(filter-out tests/e2e/fdcat.c,$(wildcard tests/e2e/*.c))
+    tests/e2e/e2e_harness.c $(wildcard tests/e2e/test_e2e*.c)
 PBXD_E2E_OBJS := $(PBXD_E2E_SRCS:%.c=$(BUILD)/obj/e2e-test/%.o)
 PBXD_E2E_BIN  := $(BUILD)/bin/pbx-e2e-test
 

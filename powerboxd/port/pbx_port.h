@@ -33,6 +33,14 @@
 #define PBX_PORT_CLIENTS_MAX 32U
 
 /**
+ * PBX_PORT_CLIENTS_PER_PID bounds the public connections one peer process
+ * (by its pid at connect time, Linux SO_PEERCRED) holds at once, so one
+ * process cannot take the whole table. A peer whose pid is unknown (0, as
+ * on EriX) is never counted.
+ */
+#define PBX_PORT_CLIENTS_PER_PID (PBX_PORT_CLIENTS_MAX / 4U)
+
+/**
  * PBX_PORT_RECEIPTS_MAX is how many receipts one receive can stage. The
  * Linux control buffer is sized for exactly this many descriptors, which is
  * the largest count any protocol message carries (one) plus a wide margin;
@@ -73,7 +81,12 @@ typedef enum pbx_port_event_kind {
     PBX_PORT_EV_SUPERVISOR_READABLE = 10,
     /** The supervisor connection hung up or failed: the port no longer
      * watches it, and its slot still holds it. Reported once. */
-    PBX_PORT_EV_SUPERVISOR_CLOSED = 11
+    PBX_PORT_EV_SUPERVISOR_CLOSED = 11,
+    /** A public connection arrived from a process that already held
+     * PBX_PORT_CLIENTS_PER_PID: it was accepted and closed at once (a
+     * hang-up to the caller); slot is PBX_PORT_SLOT_NONE and pid names the
+     * process. */
+    PBX_PORT_EV_PUBLIC_REFUSED_PID = 12
 } pbx_port_event_kind;
 
 /** pbx_port_event is one observation returned by pbx_port_wait. */
@@ -82,6 +95,9 @@ typedef struct pbx_port_event {
     uint32_t kind;
     /** slot is the connection or route the event concerns. */
     int32_t slot;
+    /** pid is the refused process; it is set only with kind
+     * PBX_PORT_EV_PUBLIC_REFUSED_PID and means nothing otherwise. */
+    uint32_t pid;
 } pbx_port_event;
 
 /** pbx_port_slot_kind classifies what a slot holds (pbx_port_slot_query). */
@@ -212,6 +228,9 @@ typedef struct pbx_port_ctx {
     /** client_seen_ms[i] is when clients[i] was accepted or last
      * delivered a message, on the port's clock (Linux). */
     uint64_t client_seen_ms[PBX_PORT_CLIENTS_MAX];
+    /** client_pids[i] is the peer pid of clients[i] at connect time, or 0
+     * when unknown (EriX); counted against PBX_PORT_CLIENTS_PER_PID. */
+    uint32_t client_pids[PBX_PORT_CLIENTS_MAX];
     /** next_badge is the next connection badge to hand out (Linux). */
     uint32_t next_badge;
     /** supervisor_slot is the supervisor connection watched for

@@ -304,6 +304,10 @@ static void rt_log_count(const char *head, uint32_t n, const char *tail)
     (void)rt_log_write(line, len);
 }
 
+/* The per-process refusal line names the bound as " holds 8": this keeps
+ * the two equal. */
+_Static_assert(PBX_PORT_CLIENTS_PER_PID == 8U, "the refusal line names it");
+
 /* Handles one event; returns a fail-stop error or PBX_OK. */
 static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
 {
@@ -324,6 +328,10 @@ static pbx_err rt_event(rt_state *s, const pbx_port_event *ev)
     case PBX_PORT_EV_PUBLIC_REFUSED:
         rt_log_count("powerboxd: public connection refused: ",
                      PBX_PORT_CLIENTS_MAX, " already open\n");
+        return PBX_OK;
+    case PBX_PORT_EV_PUBLIC_REFUSED_PID:
+        rt_log_count("powerboxd: public connection refused: pid ", ev->pid,
+                     " holds 8\n");
         return PBX_OK;
     case PBX_PORT_EV_ROUTE_ERROR:
         if (rt_slot_route(ev->slot) < (uint32_t)PBX_CORE_ROUTE_COUNT) {

@@ -2676,6 +2676,11 @@ def unwanted_receipts(st):
                          f"was kept")
                 mine.close()
                 conn.close()
+                # powerboxd bounds one process's public connections (8):
+                # each one is gone before the next is opened.
+                wait_for(lambda: fd_count(st.pid) == base,
+                         f"unwanted-receipts: {name}: the connection "
+                         f"stays ({fd_count(st.pid)} descriptors)")
                 n += 1
                 print(f"run: {name} (cap_count {caps}, body {len(body)} "
                       f"bytes) with a descriptor: error {status:#06x} "
@@ -3141,6 +3146,43 @@ def connect_all(path, n):
     return conns
 
 
+def connect_all_spread(path, n, per=4):
+    """n connections to the SOCK_SEQPACKET socket at path, as connect_all,
+    but opened by fresh child processes of at most per connections each
+    (passed back with SCM_RIGHTS): powerboxd bounds what one process holds
+    (8 public connections, PBX_PORT_CLIENTS_PER_PID), so a flood meant to
+    fill its whole table comes from several processes."""
+    conns = []
+    for start in range(0, n, per):
+        k = min(per, n - start)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                ours.close()
+                got = connect_all(path, k)
+                socket.send_fds(theirs, [b"1"], [c.fileno() for c in got])
+                status = 0
+            finally:
+                os._exit(status)
+        theirs.close()
+        ours.settimeout(15)
+        try:
+            _, fds, _, _ = socket.recv_fds(ours, 1, k)
+        except OSError:
+            fds = []
+        ours.close()
+        os.waitpid(pid, 0)
+        if len(fds) != k:
+            fail(f"{path}: a child passed {len(fds)} connections, not {k}")
+        for fd in fds:
+            c = socket.socket(fileno=fd)
+            c.settimeout(5)
+            conns.append(c)
+    return conns
+
+
 def all_closed(conns, seconds):
     """True when every connection in conns reads end of file within
     seconds."""
@@ -3271,8 +3313,8 @@ def idle_flood(st):
     pidle0 = public_idle_closed(st)
     t_flood = time.monotonic()
     ctl = connect_all(st.control, 2 * limit)
-    pub = connect_all(st.public, public_limit // 2)
-    begun = connect_all(st.public, public_limit // 2)
+    pub = connect_all_spread(st.public, public_limit // 2)
+    begun = connect_all_spread(st.public, public_limit // 2)
     for i, c in enumerate(begun):
         c.send(frame(OP_BEGIN, begin_body((11, 1), b"bin/cat",
                                           b"docs/readme.txt"), 0, (0, 0),
@@ -3281,7 +3323,7 @@ def idle_flood(st):
         if len(msg) < 32 or struct.unpack("<H", msg[8:10])[0] != \
                 E_CORE_BROKER:
             fail(f"idle-flood: public BEGIN answered {msg[:32]!r}")
-    pub += begun + connect_all(st.public, public_limit)
+    pub += begun + connect_all_spread(st.public, public_limit)
     # The two half-begun programs' launchers hold the only other control
     # connections (live jobs: never evicted); each flood connection past
     # the limit evicted the longest-silent one, none was refused.

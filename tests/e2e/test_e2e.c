@@ -27,6 +27,7 @@
 #include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
 #include "sha2/pbx_sha2.h"
+#include "tests/sock/pbx_test_sock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -2023,14 +2024,21 @@ static const char e2e_refused_line[] =
     "powerboxd: public connection refused: 32 already open\n";
 _Static_assert(PBX_PORT_CLIENTS_MAX == 32U, "the line names the limit");
 
-/* Opens public connections into conns[from..E2E_CLIENTS) and pings each
- * (so powerboxd has accepted it); returns how many answered. */
+/* Opens public connections into conns[from..E2E_CLIENTS), at most four
+ * from each fresh child process (so no process reaches
+ * PBX_PORT_CLIENTS_PER_PID), and pings each (so powerboxd has accepted
+ * it); returns how many answered. */
 static int e2e_fill(const e2e_proc *p, int *conns, int from)
 {
     int served = 0;
-    for (int i = from; i < E2E_CLIENTS; i++) {
-        conns[i] = e2e_connect(p);
-        served += conns[i] >= 0 && e2e_ping(conns[i], 5000) ? 1 : 0;
+    for (int i = from; i < E2E_CLIENTS; i += 4) {
+        int k = E2E_CLIENTS - i < 4 ? E2E_CLIENTS - i : 4;
+        if (pbx_test_sock_connect_child(p->name, conns + i, k) != k) {
+            continue; /* conns[i..i+k) hold -1: none of them is served. */
+        }
+        for (int j = i; j < i + k; j++) {
+            served += e2e_ping(conns[j], 5000) ? 1 : 0;
+        }
     }
     return served;
 }
@@ -2112,6 +2120,49 @@ PBX_TEST(e2e_connection_limit_refuses_one_more_then_serves_again)
         (void)close(late);
     }
     e2e_close_all(conns, E2E_CLIENTS);
+    e2e_run_stop(&r);
+}
+
+PBX_TEST(e2e_one_process_ninth_connection_refused_and_logged)
+{
+    e2e_run r;
+    int mine[PBX_PORT_CLIENTS_PER_PID];
+    int other = -1;
+    char line[96];
+    PBX_REQUIRE(e2e_run_start(&r));
+    int base = e2e_run_drop_client(&r);
+    PBX_REQUIRE(base > 0);
+    (void)snprintf(line, sizeof(line),
+                   "powerboxd: public connection refused: pid %ld holds %u\n",
+                   (long)getpid(), PBX_PORT_CLIENTS_PER_PID);
+    int served = 0;
+    for (uint32_t i = 0; i < PBX_PORT_CLIENTS_PER_PID; i++) {
+        mine[i] = e2e_connect(&r.p);
+        served += mine[i] >= 0 && e2e_ping(mine[i], 5000) ? 1 : 0;
+    }
+    PBX_CHECK_EQ(served, (int)PBX_PORT_CLIENTS_PER_PID);
+    /* This process's ninth is refused (far below the 32 in total), logged
+     * with its pid, and nothing of it stays in powerboxd. */
+    PBX_CHECK(e2e_one_more_refused(&r.p));
+    PBX_CHECK(e2e_log_wait(&r.p, line, 1, 2000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, e2e_refused_line), 0);
+    PBX_CHECK_EQ(e2e_fd_count(r.p.pid), base + (int)PBX_PORT_CLIENTS_PER_PID);
+    /* Another process still connects and is served, and so are the eight. */
+    PBX_CHECK_EQ(pbx_test_sock_connect_child(r.p.name, &other, 1), 1);
+    PBX_CHECK(other >= 0 && e2e_ping(other, 5000));
+    PBX_CHECK_EQ(e2e_ping_all(mine, (int)PBX_PORT_CLIENTS_PER_PID),
+                 (int)PBX_PORT_CLIENTS_PER_PID);
+    /* Once one of its eight hangs up, this process connects again. */
+    e2e_close_all(mine, 1);
+    PBX_CHECK(
+        e2e_fds_settle(r.p.pid, base + (int)PBX_PORT_CLIENTS_PER_PID, 2000));
+    mine[0] = e2e_connect(&r.p);
+    PBX_CHECK(mine[0] >= 0 && e2e_ping(mine[0], 5000));
+    PBX_CHECK_EQ(e2e_log_count(&r.p, line), 1);
+    if (other >= 0) {
+        (void)close(other);
+    }
+    e2e_close_all(mine, (int)PBX_PORT_CLIENTS_PER_PID);
     e2e_run_stop(&r);
 }
 

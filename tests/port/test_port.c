@@ -11,7 +11,9 @@
 /* O_PATH is a Linux extension. */
 #define _GNU_SOURCE
 #include "../../base/pbx_base.h"
+#include "../../powerboxd/port/pbx_port.h"
 #include "../runner/pbx_test.h"
+#include "../sock/pbx_test_sock.h"
 #include "port_child.h"
 
 #include <fcntl.h>
@@ -297,6 +299,27 @@ static bool t_hung_up(int fd, int ms)
  * the backlog behind connections that may stay idle), and once an entry
  * is free a new caller is served. Nothing leaks: the descriptor count
  * returns to its baseline. */
+/* Opens n public connections into conns, at most four from each fresh
+ * child process (under PBX_PORT_CLIENTS_PER_PID), and pings each so the
+ * port has accepted it; returns how many answered. */
+static int t_fill_from_children(const t_child *c, int *conns, int n)
+{
+    uint32_t w[T_REPLY_WORDS];
+    uint8_t f[2] = {'F', 0};
+    int served = 0;
+    for (int i = 0; i < n; i += 4) {
+        int k = n - i < 4 ? n - i : 4;
+        PBX_REQUIRE(pbx_test_sock_connect_child(c->name, conns + i, k) == k);
+        for (int j = i; j < i + k; j++) {
+            served += t_send(conns[j], f, sizeof(f), NULL, 0) &&
+                              t_recv_reply(conns[j], w, NULL, 5000)
+                          ? 1
+                          : 0;
+        }
+    }
+    return served;
+}
+
 PBX_TEST(port_connection_table_is_bounded_refuses_one_more)
 {
     t_child c;
@@ -305,13 +328,9 @@ PBX_TEST(port_connection_table_is_bounded_refuses_one_more)
     uint8_t f[2] = {'F', 0};
     t_up(&c);
     int base = t_fd_count(c.pid);
-    /* The first client holds one entry; fill the other 31, then one more. */
-    for (int i = 0; i < 31; i++) {
-        conns[i] = t_connect(&c);
-        PBX_REQUIRE(conns[i] >= 0);
-        PBX_REQUIRE(t_send(conns[i], f, sizeof(f), NULL, 0));
-        PBX_REQUIRE(t_recv_reply(conns[i], w, NULL, 5000));
-    }
+    /* The first client holds one entry; fill the other 31 from several
+     * processes (none at its own bound), then one more. */
+    PBX_REQUIRE(t_fill_from_children(&c, conns, 31) == 31);
     conns[31] = t_connect(&c);
     PBX_REQUIRE(conns[31] >= 0);
     PBX_CHECK(t_hung_up(conns[31], 5000));
@@ -334,6 +353,48 @@ PBX_TEST(port_connection_table_is_bounded_refuses_one_more)
         now = t_fd_count(c.pid);
     }
     PBX_CHECK_EQ(now, base);
+    t_down(&c);
+}
+
+PBX_TEST(port_one_process_holds_at_most_eight_connections)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    int mine[PBX_PORT_CLIENTS_PER_PID];
+    int other = -1;
+    uint8_t f[2] = {'F', 0};
+    t_up(&c);
+    int base = t_fd_count(c.pid);
+    /* This process holds the first client; seven more reach the bound. */
+    for (uint32_t i = 0; i + 1U < PBX_PORT_CLIENTS_PER_PID; i++) {
+        mine[i] = t_connect(&c);
+        PBX_REQUIRE(mine[i] >= 0);
+        PBX_REQUIRE(t_send(mine[i], f, sizeof(f), NULL, 0));
+        PBX_REQUIRE(t_recv_reply(mine[i], w, NULL, 5000));
+    }
+    /* Its ninth is accepted and closed at once, far below the table's 32,
+     * and nothing of it stays in the port. */
+    int ninth = t_connect(&c);
+    PBX_REQUIRE(ninth >= 0);
+    PBX_CHECK(t_hung_up(ninth, 5000));
+    (void)close(ninth);
+    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
+    PBX_CHECK_EQ(t_fd_count(c.pid), base + (int)PBX_PORT_CLIENTS_PER_PID - 1);
+    /* Another process still connects and is served. */
+    PBX_REQUIRE(pbx_test_sock_connect_child(c.name, &other, 1) == 1);
+    PBX_REQUIRE(t_send(other, f, sizeof(f), NULL, 0));
+    PBX_CHECK(t_recv_reply(other, w, NULL, 5000));
+    /* Once one of its own closes, this process connects again. */
+    (void)close(mine[0]);
+    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
+    mine[0] = t_connect(&c);
+    PBX_REQUIRE(mine[0] >= 0);
+    PBX_REQUIRE(t_send(mine[0], f, sizeof(f), NULL, 0));
+    PBX_CHECK(t_recv_reply(mine[0], w, NULL, 5000));
+    for (uint32_t i = 0; i + 1U < PBX_PORT_CLIENTS_PER_PID; i++) {
+        (void)close(mine[i]);
+    }
+    (void)close(other);
     t_down(&c);
 }
 

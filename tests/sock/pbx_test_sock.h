@@ -29,4 +29,20 @@ int pbx_test_sock_connect(const char *name);
 bool pbx_test_sock_send(int fd, const void *msg, size_t len, const int *fds,
                         int nfds);
 
+/** PBX_TEST_SOCK_CHILD_MAX is the most connections one
+ * pbx_test_sock_connect_child call opens. */
+#define PBX_TEST_SOCK_CHILD_MAX 32
+
+/**
+ * pbx_test_sock_connect_child opens n connections to the abstract address
+ * name (as pbx_test_sock_connect) from one fresh child process, which
+ * passes them back (SCM_RIGHTS) and exits; the caller has reaped it on
+ * return. powerboxd therefore sees the n connections as one process that
+ * is neither the caller nor any earlier child. n must be
+ * 1..PBX_TEST_SOCK_CHILD_MAX. Stores the received descriptors, owned by the
+ * caller, in fds[0..n) and returns how many arrived (n, or 0 on any
+ * failure, when fds holds -1 and nothing is left open).
+ */
+int pbx_test_sock_connect_child(const char *name, int *fds, int n);
+
 #endif /* PBX_TEST_SOCK_H */

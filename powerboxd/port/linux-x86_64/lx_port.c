@@ -273,25 +273,77 @@ pbx_err pbx_port_watch(pbx_port_ctx *ctx, int32_t slot, uint32_t want)
     return lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, slot, LX_TAG_ROUTE, events);
 }
 
+/* The peer pid of the just-accepted socket fd (SO_PEERCRED), or 0 when the
+ * kernel does not say; 0 is never counted against the per-process bound. */
+static uint32_t lx_peer_pid(int64_t fd)
+{
+    struct lx_ucred cred = {0, 0, 0};
+    uint32_t len = (uint32_t)sizeof(cred);
+    if (lx_sys6(LX_SYS_GETSOCKOPT, fd, LX_SOL_SOCKET, LX_SO_PEERCRED,
+                lx_ptr(&cred), lx_ptr(&len), 0) != 0 ||
+        len != (uint32_t)sizeof(cred) || cred.pid <= 0) {
+        return 0U;
+    }
+    return (uint32_t)cred.pid;
+}
+
+/* Whether process pid already holds PBX_PORT_CLIENTS_PER_PID public
+ * connections; an unknown pid (0) is never at the bound. */
+static bool lx_pid_full(const pbx_port_ctx *ctx, uint32_t pid)
+{
+    uint32_t held = 0;
+    if (pid == 0U) {
+        return false;
+    }
+    for (uint32_t i = 0; i < ctx->client_count && i < PBX_PORT_CLIENTS_MAX;
+         i++) {
+        held += ctx->client_pids[i] == pid ? 1U : 0U;
+    }
+    return held >= PBX_PORT_CLIENTS_PER_PID;
+}
+
+/* Records accepted connection fd of process pid in the client table. */
+static void lx_client_add(pbx_port_ctx *ctx, int32_t fd, uint32_t pid)
+{
+    ctx->clients[ctx->client_count] = fd;
+    /* A fresh badge per accepted connection, never reused before the
+     * counter wraps, so a recycled fd number inherits nothing. */
+    ctx->next_badge = ctx->next_badge >= LX_BADGE_LAST || ctx->next_badge == 0U
+                          ? 1U
+                          : ctx->next_badge + 1U;
+    ctx->client_badges[ctx->client_count] = ctx->next_badge;
+    ctx->client_seen_ms[ctx->client_count] = lx_now_ms();
+    ctx->client_pids[ctx->client_count] = pid;
+    ctx->client_count++;
+}
+
 /* Accepts one pending public connection and starts watching it. When the
- * table is full the connection is accepted and closed at once, and the
- * refusal reported (PBX_PORT_EV_PUBLIC_REFUSED): a caller is never left
- * waiting in the backlog behind connections that may stay idle until
+ * table is full, or the connecting process already holds
+ * PBX_PORT_CLIENTS_PER_PID, the connection is accepted and closed at once,
+ * and the refusal reported (PBX_PORT_EV_PUBLIC_REFUSED or
+ * PBX_PORT_EV_PUBLIC_REFUSED_PID): a caller is never left waiting in the
+ * backlog behind connections that may stay idle until
  * pbx_port_clients_idle closes them. */
 static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
 {
     int64_t got;
     int32_t fd;
+    uint32_t pid;
     got = lx_sys6(LX_SYS_ACCEPT4, ctx->public_slot, 0, 0,
                   LX_SOCK_NONBLOCK | LX_SOCK_CLOEXEC, 0, 0);
     if (got == -LX_EAGAIN || got == -LX_EINTR) {
         return PBX_E_PORT_AGAIN;
     }
-    if (got >= 0 && ctx->client_count >= PBX_PORT_CLIENTS_MAX) {
+    pid = got >= 0 ? lx_peer_pid(got) : 0U;
+    if (got >= 0 &&
+        (ctx->client_count >= PBX_PORT_CLIENTS_MAX || lx_pid_full(ctx, pid))) {
+        ev->kind = ctx->client_count >= PBX_PORT_CLIENTS_MAX
+                       ? PBX_PORT_EV_PUBLIC_REFUSED
+                       : PBX_PORT_EV_PUBLIC_REFUSED_PID;
         /* Nothing was received on it: closing it deletes no authority. */
         (void)lx_sys1(LX_SYS_CLOSE, got);
-        ev->kind = PBX_PORT_EV_PUBLIC_REFUSED;
         ev->slot = PBX_PORT_SLOT_NONE;
+        ev->pid = pid;
         return PBX_OK;
     }
     fd = lx_to_private(ctx, got);
@@ -303,15 +355,7 @@ static pbx_err lx_accept(pbx_port_ctx *ctx, pbx_port_event *ev)
         (void)lx_close_proven(fd);
         return PBX_E_PORT_SYSCALL;
     }
-    ctx->clients[ctx->client_count] = fd;
-    /* A fresh badge per accepted connection, never reused before the
-     * counter wraps, so a recycled fd number inherits nothing. */
-    ctx->next_badge = ctx->next_badge >= LX_BADGE_LAST || ctx->next_badge == 0U
-                          ? 1U
-                          : ctx->next_badge + 1U;
-    ctx->client_badges[ctx->client_count] = ctx->next_badge;
-    ctx->client_seen_ms[ctx->client_count] = lx_now_ms();
-    ctx->client_count++;
+    lx_client_add(ctx, fd, pid);
     ev->kind = PBX_PORT_EV_PUBLIC_CONNECT;
     ev->slot = fd;
     return PBX_OK;
@@ -330,9 +374,11 @@ pbx_err pbx_port_client_close(pbx_port_ctx *ctx, int32_t slot)
     ctx->clients[at] = ctx->clients[ctx->client_count];
     ctx->client_badges[at] = ctx->client_badges[ctx->client_count];
     ctx->client_seen_ms[at] = ctx->client_seen_ms[ctx->client_count];
+    ctx->client_pids[at] = ctx->client_pids[ctx->client_count];
     ctx->clients[ctx->client_count] = PBX_PORT_SLOT_NONE;
     ctx->client_badges[ctx->client_count] = 0U;
     ctx->client_seen_ms[ctx->client_count] = 0U;
+    ctx->client_pids[ctx->client_count] = 0U;
     if ((ctx->flags & (LX_FLAG_LISTEN_ARMED | LX_FLAG_HELD)) == 0U &&
         ctx->public_slot >= 0 &&
         lx_epoll_set(ctx, LX_EPOLL_CTL_ADD, ctx->public_slot, LX_TAG_LISTEN,
