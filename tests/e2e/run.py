@@ -439,7 +439,9 @@ and its job connection.
                  with open(..., "w") (write prompt, `y`: it holds exactly
                  the new bytes, truncated through vfsd) and creates a
                  third (create prompt, `y`: vfsd makes it, exactly its
-                 bytes); nothing else under the root changes
+                 bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
+                 `y`: read, seek and write land exactly); nothing else
+                 under the root changes
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
