@@ -285,11 +285,11 @@ typedef struct pbx_peer_vfs_stat {
 #define PBX_PEER_OP_OBJ_OPEN 0x0F14U
 /** PBX_PEER_VFS_OPEN_BODY_BYTES is the body length of an OPEN call. */
 #define PBX_PEER_VFS_OPEN_BODY_BYTES 8U
-/** PBX_PEER_VFS_MODE_READ opens for reading (needs a READ grant). */
+/** PBX_PEER_VFS_MODE_READ opens for reading (a READ or WRITE grant). */
 #define PBX_PEER_VFS_MODE_READ 1U
 /** PBX_PEER_VFS_MODE_WRITE opens for writing (needs a WRITE grant). */
 #define PBX_PEER_VFS_MODE_WRITE 2U
-/** PBX_PEER_VFS_MODE_RDWR opens for both (no single grant allows it). */
+/** PBX_PEER_VFS_MODE_RDWR opens for both (needs a WRITE grant). */
 #define PBX_PEER_VFS_MODE_RDWR 3U
 
 /** PBX_PEER_VFS_IO_BYTES_MAX bounds the bytes one READ or WRITE moves. */

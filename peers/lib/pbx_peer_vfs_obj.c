@@ -130,7 +130,11 @@ static uint32_t vfs_obj_grant_rule(uint16_t op, pbx_peer_vfs_grant g)
         if (dir || !file) {
             return dir ? (uint32_t)PBX_E_OBJ_IS_DIR : (uint32_t)PBX_E_OBJ_KIND;
         }
-        return g.operation == PBX_IPC_OPERATION_READ
+        /* A write grant covers reading its own file too: an O_RDWR open
+         * is one write request, and its holder reads what it writes. */
+        return g.operation == PBX_IPC_OPERATION_READ ||
+                       g.operation == PBX_IPC_OPERATION_WRITE ||
+                       g.operation == PBX_IPC_OPERATION_CREATE
                    ? 0U
                    : (uint32_t)PBX_E_OBJ_NOT_GRANTED;
     case PBX_PEER_OP_OBJ_LIST:
@@ -155,7 +159,9 @@ static uint32_t vfs_obj_grant_rule(uint16_t op, pbx_peer_vfs_grant g)
 }
 
 /* The grant rule for an OPEN of mode on an object granted g: the mode
- * must be one the grant covers, on a regular file. */
+ * must be one the grant covers, on a regular file. A read grant covers
+ * reading only; a write (or create) grant covers reading, writing or
+ * both, since its holder may read back the file it may change. */
 static uint32_t vfs_obj_open_rule(uint32_t mode, pbx_peer_vfs_grant g)
 {
     bool read = g.operation == PBX_IPC_OPERATION_READ;
@@ -169,8 +175,7 @@ static uint32_t vfs_obj_open_rule(uint32_t mode, pbx_peer_vfs_grant g)
                    ? (uint32_t)PBX_E_OBJ_IS_DIR
                    : (uint32_t)PBX_E_OBJ_KIND;
     }
-    if ((mode == PBX_PEER_VFS_MODE_READ && read) ||
-        (mode == PBX_PEER_VFS_MODE_WRITE && write)) {
+    if ((mode == PBX_PEER_VFS_MODE_READ && read) || write) {
         return 0U;
     }
     return read ? (uint32_t)PBX_E_OBJ_READ_ONLY

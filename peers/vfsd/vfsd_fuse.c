@@ -244,7 +244,7 @@ static int vfsd_fuse_open_entry(const vfsd_fuse_msg *m)
         errno = ENAMETOOLONG;
         return -1;
     }
-    int flags = m->mode == 1U ? O_RDONLY : O_WRONLY;
+    int flags = m->mode == 1U ? O_RDONLY : m->mode == 3U ? O_RDWR : O_WRONLY;
     return open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 }
 

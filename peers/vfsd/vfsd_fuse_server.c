@@ -199,7 +199,9 @@ static int fs_attr(const fs_entry *e, fuse_ino_t node, struct stat *st)
     if (!e->live || e->fd < 0 || fstat(e->fd, &real) != 0) {
         return EIO;
     }
-    st->st_mode = (mode_t)(S_IFREG | (e->mode == 1U ? 0400 : 0200));
+    st->st_mode = (mode_t)(S_IFREG | (e->mode == 1U   ? 0400
+                                      : e->mode == 3U ? 0600
+                                                      : 0200));
     st->st_nlink = 1;
     st->st_size = real.st_size;
     st->st_blksize = 65536;
@@ -254,7 +256,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
 {
     fs_entry *e = fs_find(node);
     int acc = fi->flags & O_ACCMODE;
-    int want = e != NULL && e->mode == 2U ? O_WRONLY : O_RDONLY;
+    int want = e == NULL || e->mode == 1U ? O_RDONLY
+               : e->mode == 3U            ? O_RDWR
+                                          : O_WRONLY;
     if (e == NULL || !fs_from_vfsd(req) || e->opened || !e->named || !e->live ||
         acc != want || (fi->flags & O_TRUNC) != 0) {
         (void)fuse_reply_err(req, EACCES);
@@ -272,7 +276,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 {
     (void)fi;
     fs_entry *e = fs_find(node);
-    if (e == NULL || !e->live || e->fd < 0 || e->mode != 1U) {
+    /* Mode 1 reads, mode 2 writes, mode 3 does both (a write grant). */
+    if (e == NULL || !e->live || e->fd < 0 || (e->mode & 1U) == 0U) {
         (void)fuse_reply_err(req, e != NULL && e->live ? EBADF : EIO);
         return;
     }
@@ -290,7 +295,7 @@ static void fs_write(fuse_req_t req, fuse_ino_t node, const char *data,
 {
     (void)fi;
     fs_entry *e = fs_find(node);
-    if (e == NULL || !e->live || e->fd < 0 || e->mode != 2U) {
+    if (e == NULL || !e->live || e->fd < 0 || (e->mode & 2U) == 0U) {
         (void)fuse_reply_err(req, e != NULL && e->live ? EBADF : EIO);
         return;
     }
@@ -317,7 +322,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t node, struct stat *attr,
     const int times =
         FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
     if ((to_set & FUSE_SET_ATTR_SIZE) == 0 ||
-        (to_set & ~(FUSE_SET_ATTR_SIZE | times)) != 0 || e->mode != 2U) {
+        (to_set & ~(FUSE_SET_ATTR_SIZE | times)) != 0 || (e->mode & 2U) == 0U) {
         (void)fuse_reply_err(req, EPERM);
         return;
     }

@@ -106,7 +106,8 @@ static int vfsd_walk(int dirfd, char *path, bool follow)
 
 /*
  * Opens the file the O_PATH handle pfd names for an object's data, the way
- * mode says (reading only, writing only, or as a directory), through
+ * mode says (reading only, reading and writing for a write grant, whose
+ * holder may read its own file, or as a directory), through
  * /proc/self/fd: the very file the confined lookup found, with the
  * kernel's permission check, and never created or truncated. The opened
  * file must be the one looked up (device and inode). Returns the
@@ -117,7 +118,7 @@ static int vfsd_open_data(int pfd, pbx_peer_vfs_open mode,
 {
     int flags = O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
     if (mode == PBX_PEER_VFS_OPEN_WRITE) {
-        flags |= O_WRONLY;
+        flags |= O_RDWR;
     } else if (mode == PBX_PEER_VFS_OPEN_LIST) {
         flags |= O_RDONLY | O_DIRECTORY;
     } else {

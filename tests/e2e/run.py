@@ -439,7 +439,9 @@ and its job connection.
                  with open(..., "w") (write prompt, `y`: it holds exactly
                  the new bytes, truncated through vfsd) and creates a
                  third (create prompt, `y`: vfsd makes it, exactly its
-                 bytes); nothing else under the root changes
+                 bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
+                 `y`: read, seek and write land exactly); nothing else
+                 under the root changes
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -8187,6 +8189,11 @@ try:
 except OSError as e:
     print("created=" + errno.errorcode.get(e.errno, str(e.errno)),
           flush=True)
+with open(os.path.join(docs, "py-d.txt"), "r+") as f:
+    old = f.read()
+    f.seek(2)
+    f.write("AB")
+print("rdwr=" + old.strip(), flush=True)
 """
 
 
@@ -8197,7 +8204,10 @@ def any_python(bin_dir, work):
     the bytes read are the file's, the rewritten file holds exactly the
     new bytes (the broker truncated it through vfsd); it creates a third
     (a create prompt, `y`: vfsd makes the file, which holds exactly its
-    bytes); nothing else under the root changes."""
+    bytes); it opens a fourth 'r+' (O_RDWR: a write prompt, `y`), reads it
+    whole, seeks and writes 2 bytes over it: the bytes read are the
+    file's and the file holds exactly the overwrite (issue 21); nothing
+    else under the root changes."""
     saved = TMUX_SOCKET[:]
     os.makedirs(work, exist_ok=True)
     panes = Panes(work)
@@ -8212,6 +8222,8 @@ def any_python(bin_dir, work):
             f.write("read by python\n")
         with open(os.path.join(docs, "py-b.txt"), "w") as f:
             f.write("the old, longer content of the second file\n")
+        with open(os.path.join(docs, "py-d.txt"), "w") as f:
+            f.write("0123456789\n")
         # A run before this one (the work directory is kept) made it.
         if os.path.exists(os.path.join(docs, "py-c.txt")):
             os.unlink(os.path.join(docs, "py-c.txt"))
@@ -8226,7 +8238,8 @@ def any_python(bin_dir, work):
         err.close()
         for sel, op in (("docs/py-a.txt", "wants   : read"),
                         ("docs/py-b.txt", "wants   : write"),
-                        ("docs/py-c.txt", "wants   : create")):
+                        ("docs/py-c.txt", "wants   : create"),
+                        ("docs/py-d.txt", "wants   : write")):
             broker_prompt(view, sel, "python3", 30)
             if op not in pane_text(view):
                 fail(f"any-python: the prompt for {sel} is not a {op}")
@@ -8238,19 +8251,24 @@ def any_python(bin_dir, work):
         c_path = os.path.join(docs, "py-c.txt")
         with open(c_path) as f:
             c = f.read()
+        d_path = os.path.join(docs, "py-d.txt")
+        with open(d_path) as f:
+            d = f.read()
         if job.returncode != 0 or kv.get("read") != "read by python" or \
                 kv.get("wrote") != "1" or kv.get("created") != "ok" or \
-                b != "written by python\n" or c != "created\n":
+                b != "written by python\n" or c != "created\n" or \
+                kv.get("rdwr") != "0123456789" or d != "01AB456789\n":
             fail(f"any-python: rc {job.returncode}, {kv}, py-b {b!r}, "
-                 f"py-c {c!r}")
+                 f"py-c {c!r}, py-d {d!r}")
         after = tree_of(root)
         changed = {p for p in set(after) | set(before)
                    if after.get(p) != before.get(p)}
-        if changed != {os.path.join(docs, "py-b.txt"), c_path}:
+        if changed != {os.path.join(docs, "py-b.txt"), c_path, d_path}:
             fail(f"any-python: changed under the root: {changed}")
         print("run: any-python: read exactly, rewrote exactly (truncated "
               "through vfsd), created exactly (vfsd made the file on "
-              "approval); nothing else changed")
+              "approval), read and overwrote an O_RDWR open exactly; "
+              "nothing else changed")
     finally:
         if up is not None:
             up.kill()

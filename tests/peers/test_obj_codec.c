@@ -65,9 +65,10 @@ PBX_TEST(obj_grant_rules_table)
         {st, X, F, 0U},
         {st, 5U, E, 0U},
         {st, R, V, 0U},
-        /* READ: a READ grant on a file only. */
+        /* READ: a READ or WRITE grant on a file only (a write grant
+         * reads its own file). */
         {rd, R, F, 0U},
-        {rd, W, F, PBX_E_OBJ_NOT_GRANTED},
+        {rd, W, F, 0U},
         {rd, X, F, PBX_E_OBJ_NOT_GRANTED},
         {rd, R, D, PBX_E_OBJ_IS_DIR},
         {rd, L, D, PBX_E_OBJ_IS_DIR},

@@ -223,10 +223,6 @@ PBX_TEST(obj_fd_write_grant_writes_exactly)
     pbx_ipc_resolve_reply rep;
     int obj = of_obj(&t, "w.txt", PBX_IPC_OPERATION_WRITE, &rep);
     int fd = -1;
-    int no = 7;
-    PBX_CHECK_EQ(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &no),
-                 PBX_E_OBJ_NOT_GRANTED);
-    PBX_CHECK_EQ(no, -1);
     PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_WRITE, &fd) == 0);
     PBX_CHECK_EQ(pwrite(fd, "AB", 2, 1), 2);
     char p[512];
@@ -237,10 +233,48 @@ PBX_TEST(obj_fd_write_grant_writes_exactly)
     PBX_CHECK_EQ(ftruncate(fd, 2), 0);
     PBX_CHECK_EQ(tp_read_file(p, text, sizeof(text)), 2);
     PBX_CHECK(strcmp(text, "0A") == 0);
-    /* A write grant's descriptor does not read. */
+    /* A mode 2 descriptor is write-only: it does not read. */
     PBX_CHECK_EQ(read(fd, text, 1), -1);
     (void)close(fd);
     (void)close(obj);
+    of_down(&t);
+}
+
+/* Issue 21: an O_RDWR open is one write request, so OPEN mode 3 on a
+ * write grant gives a descriptor that reads, seeks, writes and truncates
+ * the very file; a read grant still refuses mode 3. */
+PBX_TEST(obj_fd_rdwr_open_of_a_write_grant_reads_and_writes)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "w.txt", PBX_IPC_OPERATION_WRITE, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_RDWR, &fd) == 0);
+    char b[16];
+    memset(b, 0, sizeof(b));
+    PBX_CHECK_EQ(read(fd, b, 2), 2);
+    PBX_CHECK(memcmp(b, "01", 2U) == 0);
+    PBX_CHECK_EQ(lseek(fd, 1, SEEK_SET), 1);
+    PBX_CHECK_EQ(write(fd, "AB", 2), 2);
+    PBX_CHECK_EQ(pread(fd, b, 4, 0), 4);
+    PBX_CHECK(memcmp(b, "0AB3", 4U) == 0);
+    char p[512];
+    char text[64];
+    (void)snprintf(p, sizeof(p), "%s/w.txt", t.dir);
+    PBX_CHECK_EQ(tp_read_file(p, text, sizeof(text)), 4);
+    PBX_CHECK(strcmp(text, "0AB3") == 0);
+    PBX_CHECK_EQ(ftruncate(fd, 3), 0);
+    PBX_CHECK_EQ(tp_read_file(p, text, sizeof(text)), 3);
+    PBX_CHECK(strcmp(text, "0AB") == 0);
+    (void)close(fd);
+    (void)close(obj);
+    int ro = of_obj(&t, "w.txt", PBX_IPC_OPERATION_READ, &rep);
+    int no = 7;
+    PBX_CHECK_EQ(pbx_obj_open_fd(ro, PBX_PEER_VFS_MODE_RDWR, &no),
+                 PBX_E_OBJ_READ_ONLY);
+    PBX_CHECK_EQ(no, -1);
+    (void)close(ro);
     of_down(&t);
 }
 

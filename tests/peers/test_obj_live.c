@@ -287,7 +287,7 @@ static int ol_open_mode(pid_t pid, const char *path)
     return -1;
 }
 
-PBX_TEST(obj_live_write_only_for_a_write_grant)
+PBX_TEST(obj_live_write_grant_reads_and_writes_its_file)
 {
     static ol t;
     ol_up(&t);
@@ -298,8 +298,9 @@ PBX_TEST(obj_live_write_only_for_a_write_grant)
     char real[512];
     (void)snprintf(p, sizeof(p), "%s/w.txt", t.dir);
     PBX_REQUIRE(realpath(p, real) != NULL);
-    /* Opened for writing only, never for reading. */
-    PBX_CHECK_EQ(ol_open_mode(t.pid, real), O_WRONLY);
+    /* Opened for reading and writing (never created or truncated): a
+     * write grant's holder reads its own file too. */
+    PBX_CHECK_EQ(ol_open_mode(t.pid, real), O_RDWR);
     size_t put = 0;
     PBX_CHECK_EQ(pbx_obj_write(obj, 1, "AB", 2, &put), 0);
     PBX_CHECK_EQ(put, 2U);
@@ -313,9 +314,11 @@ PBX_TEST(obj_live_write_only_for_a_write_grant)
     pbx_obj_info info;
     PBX_CHECK_EQ(pbx_obj_stat(obj, &info), 0);
     PBX_CHECK_EQ(info.size, 7U);
-    /* A WRITE grant does not read. */
+    /* A WRITE grant reads back what it wrote. */
     size_t got = 0;
-    PBX_CHECK_EQ(pbx_obj_read(obj, 0, text, 4, &got), PBX_E_OBJ_NOT_GRANTED);
+    memset(text, 0, sizeof(text));
+    PBX_CHECK_EQ(pbx_obj_read(obj, 1, text, 4, &got), 0);
+    PBX_CHECK(got == 4U && memcmp(text, "AB3x", 4U) == 0);
     /* A long write is chunked. */
     static char big[9000];
     memset(big, 'z', sizeof(big));
