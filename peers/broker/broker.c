@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +63,13 @@ typedef struct broker_opts {
 } broker_opts;
 
 /* broker.h's ask: the powerbox request, then OPEN on the object. */
+
 static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
 {
     broker_opts *o = ctx;
     if (o->nobjs >= BROKER_OBJS_MAX) {
-        (void)fprintf(stderr, "pbx-broker: %s: %u objects kept; refused\n",
-                      q->path, BROKER_OBJS_MAX);
+        pbx_broker_say("pbx-broker: %s: %u objects kept; refused\n", q->path,
+                       BROKER_OBJS_MAX);
         return EMFILE;
     }
     pbx_app_request rq;
@@ -96,15 +98,13 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     pbx_app_grant g;
     int r = pbx_app_open(&rq, &g);
     if (r != PBX_APP_OK) {
-        (void)fprintf(stderr, "pbx-broker: %s: %s\n", q->path,
-                      pbx_app_strerror(r));
+        pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_app_strerror(r));
         return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
     }
     int st = pbx_obj_open_fd(g.obj, q->mode, fd);
     if (st != 0) {
         /* Nothing is handed over without revocation. */
-        (void)fprintf(stderr, "pbx-broker: %s: %s\n", q->path,
-                      pbx_obj_strerror(st));
+        pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_obj_strerror(st));
         (void)close(g.obj);
         return EACCES;
     }
@@ -121,7 +121,7 @@ static int broker_recv_listener(int sock)
     int r = pbx_peer_io_recv_raw(sock, &m, 0);
     (void)close(sock);
     if (r != 0 || m.nfds != 1U) {
-        (void)fprintf(stderr, "pbx-broker: no listener came from the job\n");
+        pbx_broker_say("pbx-broker: no listener came from the job\n");
         if (r == 0) {
             pbx_peer_io_close_all(m.fds, m.nfds);
         }
@@ -170,11 +170,11 @@ static bool broker_args(int argc, char **argv, broker_opts *o)
     }
     if (o->listener < 0 || o->scope == NULL || o->root == NULL ||
         (argc % 2) != 1) {
-        (void)fprintf(stderr, "usage: pbx-broker (--listener-fd N | "
-                              "--listener-sock N) --scope DIR --root DIR "
-                              "[--mount DIR] [--burst N] [--per-ms N] "
-                              "[--urgency routine|exceptional] "
-                              "[--profile FILE]\n");
+        pbx_broker_say("usage: pbx-broker (--listener-fd N | "
+                       "--listener-sock N) --scope DIR --root DIR "
+                       "[--mount DIR] [--burst N] [--per-ms N] "
+                       "[--urgency routine|exceptional] "
+                       "[--profile FILE]\n");
         return false;
     }
     return true;

@@ -108,4 +108,14 @@ int pbx_broker_profile_load(pbx_broker *b, const char *file);
 /** pbx_broker_release closes what b owns. */
 void pbx_broker_release(pbx_broker *b);
 
+/**
+ * pbx_broker_say formats a message as printf does and writes it to
+ * standard error, the job's own stderr (often the user's terminal, which
+ * the pty relay does not hold), as one line: every byte below 0x20 but the
+ * final newline, and every byte from 0x7f up, is written as \xHH. A path
+ * the program chose therefore never reaches the terminal as an escape
+ * sequence that could draw over a prompt. The line is cut at 1024 bytes.
+ */
+void pbx_broker_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif /* PBX_BROKER_H */

@@ -17,6 +17,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,34 @@ typedef struct bn_call {
 
 /* Answers notification id: error (a positive errno, 0 with cont for the
  * program's own call). */
+
+void pbx_broker_say(const char *fmt, ...)
+{
+    char raw[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(raw, sizeof(raw), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    size_t len = strlen(raw);
+    /* Four output bytes at most per input byte. */
+    char out[sizeof(raw) * 4U];
+    size_t o = 0;
+    for (size_t k = 0; k < len; k++) {
+        unsigned char b = (unsigned char)raw[k];
+        bool last_newline = b == '\n' && k + 1U == len;
+        if ((b < 0x20U && !last_newline) || b >= 0x7fU) {
+            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", b);
+        } else {
+            out[o++] = (char)b;
+        }
+    }
+    (void)fwrite(out, 1U, o, stderr);
+    (void)fflush(stderr);
+}
+
 static void bn_answer(const pbx_broker *b, uint64_t id, int error, bool cont)
 {
     struct seccomp_notif_resp r;
@@ -365,7 +394,7 @@ static int bn_inject(pbx_broker *b, uint64_t id, int srcfd, uint64_t flags)
     int r = ioctl(b->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
     (void)close(srcfd);
     if (r < 0) {
-        (void)fprintf(stderr, "pbx-broker: ADDFD: %s\n", strerror(errno));
+        pbx_broker_say("pbx-broker: ADDFD: %s\n", strerror(errno));
         return errno == ENOENT ? 0 : EMFILE;
     }
     b->injected++;
@@ -383,10 +412,9 @@ static bool bn_resolve_mappable(const bn_call *c)
     if ((c->resolve & RESOLVE_IN_ROOT) != 0U ||
         ((c->resolve & RESOLVE_BENEATH) != 0U &&
          (c->path[0] == '/' || dotdot))) {
-        (void)fprintf(stderr,
-                      "pbx-broker: %s: openat2 RESOLVE_IN_ROOT or "
-                      "RESOLVE_BENEATH with \"..\" is not brokered\n",
-                      c->path);
+        pbx_broker_say("pbx-broker: %s: openat2 RESOLVE_IN_ROOT or "
+                       "RESOLVE_BENEATH with \"..\" is not brokered\n",
+                       c->path);
         return false;
     }
     return true;
@@ -427,8 +455,8 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
         why = "over the job's prompt rate, refused without a prompt";
     }
     if (e != 0) {
-        (void)fprintf(stderr, "pbx-broker: %s -> %s: %s (%s)\n", c->path,
-                      real[0] != '\0' ? real : "?", strerror(e), why);
+        pbx_broker_say("pbx-broker: %s -> %s: %s (%s)\n", c->path,
+                       real[0] != '\0' ? real : "?", strerror(e), why);
         return e;
     }
     uint64_t acc = c->flags & O_ACCMODE;
@@ -467,10 +495,9 @@ static int bn_reopen(pbx_broker *b, uint64_t id, bn_call *c, uint32_t fd)
     bool fuse = bn_on_fuse(copy);
     (void)close(copy);
     if (fuse) {
-        (void)fprintf(stderr,
-                      "pbx-broker: %s: a reopen of a brokered descriptor is "
-                      "refused (ask again by the file's own path)\n",
-                      c->path);
+        pbx_broker_say("pbx-broker: %s: a reopen of a brokered descriptor is "
+                       "refused (ask again by the file's own path)\n",
+                       c->path);
         return EACCES;
     }
     if (!named) {
@@ -480,10 +507,9 @@ static int bn_reopen(pbx_broker *b, uint64_t id, bn_call *c, uint32_t fd)
     }
     const char *rest = NULL;
     if (pbx_peer_broker_place(&b->pl, target, &rest) == PBX_PEER_BROKER_MOUNT) {
-        (void)fprintf(stderr,
-                      "pbx-broker: %s: a reopen of a brokered descriptor is "
-                      "refused (ask again by the file's own path)\n",
-                      c->path);
+        pbx_broker_say("pbx-broker: %s: a reopen of a brokered descriptor is "
+                       "refused (ask again by the file's own path)\n",
+                       c->path);
         return EACCES;
     }
     (void)snprintf(c->abs, sizeof(c->abs), "%s", target);
@@ -534,10 +560,9 @@ int pbx_broker_serve_one(pbx_broker *b)
         }
     } else if (e == 0) {
         e = EACCES;
-        (void)fprintf(stderr, "pbx-broker: %s: %s, refused without asking\n",
-                      c.abs,
-                      w == PBX_PEER_BROKER_MOUNT ? "the revocable mount"
-                                                 : "outside the scope");
+        pbx_broker_say("pbx-broker: %s: %s, refused without asking\n", c.abs,
+                       w == PBX_PEER_BROKER_MOUNT ? "the revocable mount"
+                                                  : "outside the scope");
     }
     b->refused++;
     bn_answer(b, n.id, e, false);
@@ -560,21 +585,20 @@ int pbx_broker_init(pbx_broker *b, int listener, const char *scope,
     b->scope_fd = -1;
     if (realpath(root, root_real) == NULL ||
         realpath(scope, scope_real) == NULL) {
-        (void)fprintf(stderr, "pbx-broker: %s: %s\n", scope, strerror(errno));
+        pbx_broker_say("pbx-broker: %s: %s\n", scope, strerror(errno));
         return -1;
     }
     b->root = root_real;
     b->pl.scope = scope_real;
     if (bn_selector(b, scope_real) == NULL &&
         strcmp(scope_real, root_real) != 0) {
-        (void)fprintf(stderr,
-                      "pbx-broker: scope %s is not under vfsd's root %s\n",
-                      scope_real, root_real);
+        pbx_broker_say("pbx-broker: scope %s is not under vfsd's root %s\n",
+                       scope_real, root_real);
         return -1;
     }
     b->scope_fd = open(scope_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (b->scope_fd < 0) {
-        (void)fprintf(stderr, "pbx-broker: %s: %s\n", scope, strerror(errno));
+        pbx_broker_say("pbx-broker: %s: %s\n", scope, strerror(errno));
         return -1;
     }
     pbx_peer_broker_default_profile(&b->pl);

@@ -37,11 +37,11 @@ static ssize_t bp_read(const char *file, uint8_t *text, size_t cap)
         (void)close(fd);
     }
     if (got < 0 || (size_t)got > PBX_PEER_PROFILE_BYTES) {
-        (void)fprintf(stderr, "pbx-broker: profile %s: %s\n", file,
-                      got >= 0         ? "too long"
-                      : file[0] != '/' ? "not an absolute path"
-                      : fd >= 0        ? "not a readable regular file"
-                                       : strerror(e));
+        pbx_broker_say("pbx-broker: profile %s: %s\n", file,
+                       got >= 0         ? "too long"
+                       : file[0] != '/' ? "not an absolute path"
+                       : fd >= 0        ? "not a readable regular file"
+                                        : strerror(e));
         return -1;
     }
     return got;
@@ -58,17 +58,16 @@ int pbx_broker_profile_load(pbx_broker *b, const char *file)
     pbx_peer_profile_refusal why;
     if (pbx_peer_profile_apply(&g_profile, text, (size_t)got, NULL, 0U, &why) !=
         PBX_OK) {
-        (void)fprintf(stderr, "pbx-broker: profile %s, line %u: %s\n", file,
-                      (unsigned)why.line, why.why);
+        pbx_broker_say("pbx-broker: profile %s, line %u: %s\n", file,
+                       (unsigned)why.line, why.why);
         return -1;
     }
     /* Checked first, then added: either every path is added or none. */
     size_t room = PBX_PEER_BROKER_PROFILE_MAX - b->pl.nprofile;
     if (g_profile.n > room) {
-        (void)fprintf(stderr,
-                      "pbx-broker: profile %s: %u paths, room for "
-                      "%zu\n",
-                      file, (unsigned)g_profile.n, room);
+        pbx_broker_say("pbx-broker: profile %s: %u paths, room for "
+                       "%zu\n",
+                       file, (unsigned)g_profile.n, room);
         return -1;
     }
     for (uint32_t i = 0; i < g_profile.n && i < PBX_PEER_PROFILE_ENTRIES; i++) {

@@ -292,6 +292,10 @@ typedef struct launchd_sandbox_want {
     const char *next;
     const char *profile;
     const char *stack;
+    /* vfsd's root when the job's opens are brokered, else NULL: a profile
+     * may not name it (at, beneath or above), or Landlock would let the
+     * program open the scope's files itself, unbrokered and unrevocable. */
+    const char *root;
 } launchd_sandbox_want;
 uint16_t launchd_sandbox_prepare(const launchd_sandbox_want *w,
                                  launchd_sandbox *sb);

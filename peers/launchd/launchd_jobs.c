@@ -310,11 +310,16 @@ static uint16_t launchd_launch_sandbox(const launchd_srv *srv,
     static char prog[PBX_IPC_FRAME_BYTES_MAX];
     static char next[PBX_IPC_FRAME_BYTES_MAX];
     static char prof[PBX_PEER_LAUNCH_PROFILE_MAX + 1U];
+    static char root[PBX_PEER_LAUNCH_DIR_MAX + 1U];
     launchd_arg(req, 0, prog, sizeof(prog));
     (void)snprintf(prof, sizeof(prof), "%.*s", (int)req->profile_len,
                    (const char *)req->profile);
+    bool brokered = (req->flags & PBX_PEER_LAUNCH_BROKERED) != 0U;
+    (void)snprintf(root, sizeof(root), "%.*s",
+                   brokered ? (int)req->broker_root_len : 0,
+                   brokered ? (const char *)req->broker_root : "");
     launchd_sandbox_want w = {prog, NULL, req->profile_len != 0U ? prof : NULL,
-                              launchd_stack_dir(srv)};
+                              launchd_stack_dir(srv), brokered ? root : NULL};
     if ((req->flags & PBX_PEER_LAUNCH_STAGE) == 0U) {
         return launchd_sandbox_prepare(&w, sb);
     }

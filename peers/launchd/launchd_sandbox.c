@@ -285,15 +285,19 @@ static uint16_t launchd_sandbox_plan(pbx_peer_sandbox_plan *plan)
     return launchd_sandbox_can_filter() ? 0U : (uint16_t)PBX_E_PEER_NO_SECCOMP;
 }
 
-/* The forbidden directories of w: the stack directory (resolved), when
- * known. */
+/* The forbidden directories of w: the stack directory and, for a
+ * brokered job, vfsd's root (each resolved), when known. */
 static void launchd_sandbox_forbid(const launchd_sandbox_want *want,
                                    launchd_sandbox_walls *w)
 {
     static char stack[LAUNCHD_PATH_MAX];
+    static char root[LAUNCHD_PATH_MAX];
     w->n = 0U;
     if (want->stack != NULL && realpath(want->stack, stack) != NULL) {
         w->forbidden[w->n++] = stack;
+    }
+    if (want->root != NULL && realpath(want->root, root) != NULL) {
+        w->forbidden[w->n++] = root;
     }
 }
 

@@ -115,8 +115,9 @@ const char *pbx_peer_profile_forbidden(const char *path,
         const char *f = forbidden[i];
         if (f != NULL && (profile_within(path, len, f) ||
                           profile_within(f, strlen(f), path))) {
-            return "a path at, beneath or above the stack directory or the "
-                   "FUSE mount (no profile may open them to a job)";
+            return "a path at, beneath or above the stack directory, the "
+                   "FUSE mount or vfsd's root (no profile may open them to a "
+                   "job: a brokered scope's files are asked for)";
         }
     }
     return NULL;

@@ -8227,6 +8227,25 @@ def any_python(bin_dir, work):
         # A run before this one (the work directory is kept) made it.
         if os.path.exists(os.path.join(docs, "py-c.txt")):
             os.unlink(os.path.join(docs, "py-c.txt"))
+        # A profile may not name vfsd's root, nor anything at, beneath or
+        # above it: a brokered scope's files are asked for, never opened
+        # by the program itself under Landlock's leave.
+        prof = os.path.join(work, "root.profile")
+        with open(prof, "w", encoding="utf-8") as f:
+            f.write(f"+r {docs}\n")
+        out = subprocess.run(
+            [os.path.join(bin_dir, "pbx"), "--dir", up.dir, "run",
+             "--sandbox", "--profile", prof, "--", "/bin/cat",
+             os.path.join(docs, "py-a.txt")], stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=60, check=False)
+        if out.returncode != 125 or out.stdout:
+            fail(f"any-python: a profile naming {docs}: rc "
+                 f"{out.returncode}, {out.stdout!r} {out.stderr!r}")
+        wait_for(lambda: "vfsd's root" in up.text(),
+                 "any-python: launchd never said it refused a profile "
+                 "naming vfsd's root")
+        print(f"run: a profile naming {docs} was refused: "
+              f"{out.stderr.strip()}")
         before = tree_of(root)
         err = open(os.path.join(work, "any-python.err"), "w")
         job = subprocess.Popen(

@@ -297,3 +297,31 @@ PBX_TEST(peers_broker_serves_a_sandboxed_child_in_the_kernel)
     (void)rmdir(p);
     (void)rmdir(dir);
 }
+
+/* A path the program chose reaches the broker's lines (its stderr is the
+ * job's, often the user's terminal, which the pty relay does not hold):
+ * every control byte and every byte from 0x7f up is written as \xHH, so
+ * no escape sequence can draw over a prompt; the final newline stays. */
+PBX_TEST(peers_broker_lines_escape_what_the_program_chose)
+{
+    char path[] = "/tmp/pbx-broker-say.XXXXXX";
+    int fd = mkstemp(path);
+    PBX_REQUIRE(fd >= 0);
+    (void)fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    PBX_REQUIRE(saved >= 0 && dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+    pbx_broker_say("pbx-broker: %s: refused\n",
+                   "/x\x1b[2J\x1b[HApprove? [y/n]\r\x07\x7f\xc3\xa9");
+    (void)fflush(stderr);
+    PBX_REQUIRE(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
+    (void)close(saved);
+    char got[512];
+    ssize_t n = pread(fd, got, sizeof(got) - 1U, 0);
+    (void)close(fd);
+    (void)unlink(path);
+    PBX_REQUIRE(n > 0);
+    got[n] = '\0';
+    PBX_CHECK_EQ(strcmp(got, "pbx-broker: /x\\x1b[2J\\x1b[HApprove? [y/n]"
+                             "\\x0d\\x07\\x7f\\xc3\\xa9: refused\n"),
+                 0);
+}
