@@ -437,10 +437,12 @@ static bool e2e_open_request(int client, const char *sel, pbx_ipc_id *id,
     return e2e_open_as(client, &b, sel, id, scope);
 }
 
-/* vfsd: answers RESOLVE through the scope with an object, naming the
- * scope by scope_id; *obj keeps our end, *ino the object's identity. */
-static bool e2e_vfsd_resolve_as(int scope, uint64_t scope_id, int *obj,
-                                ino_t *ino)
+/* vfsd: answers the RESOLVE that came through the scope with an object,
+ * naming the scope by scope_id, on vfsd's route (as the real vfsd does:
+ * never on the scope, whose copies a job may hold); *obj keeps our end,
+ * *ino the object's identity. */
+static bool e2e_vfsd_resolve_as(int route, int scope, uint64_t scope_id,
+                                int *obj, ino_t *ino)
 {
     uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
     uint8_t out[256];
@@ -468,16 +470,17 @@ static bool e2e_vfsd_resolve_as(int scope, uint64_t scope_id, int *obj,
     *ino = st.st_ino;
     bool ok = pbx_ipc_resolve_reply_encode(f.request, &rr, out, sizeof(out),
                                            &n) == PBX_OK &&
-              e2e_reply(scope, &f, out, n, &sv[1], 1);
+              e2e_reply(route, &f, out, n, &sv[1], 1);
     (void)close(sv[1]);
     return ok;
 }
 
-/* vfsd: answers RESOLVE through the scope with an object, naming the
- * scope by its true identity (the inode of the end it handed out). */
-static bool e2e_vfsd_resolve(int scope, int *obj, ino_t *ino)
+/* vfsd: answers the RESOLVE that came through the scope with an object on
+ * its route, naming the scope by its true identity (the inode of the end
+ * it handed out). */
+static bool e2e_vfsd_resolve(int route, int scope, int *obj, ino_t *ino)
 {
-    return e2e_vfsd_resolve_as(scope, e2e_scope_id(scope), obj, ino);
+    return e2e_vfsd_resolve_as(route, scope, e2e_scope_id(scope), obj, ino);
 }
 
 /* ttyd: answers one POLICY with verdict, echoing the request's urgency,
@@ -701,7 +704,7 @@ static void e2e_grant_to_consume(e2e_run *r, pbx_ipc_id id, int scope, int *obj,
                                  int *handle, pbx_ipc_id *grant)
 {
     ino_t ino = 0;
-    PBX_CHECK(e2e_vfsd_resolve(scope, obj, &ino));
+    PBX_CHECK(e2e_vfsd_resolve(r->p.vfsd, scope, obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r->p.ttyd));
     PBX_CHECK(e2e_procd_install(r->p.procd, ino, handle, grant));
     PBX_CHECK(e2e_vfsd_detach(r->p.vfsd, ino));
@@ -906,7 +909,8 @@ static bool e2e_job_grant(e2e_run *r, pbx_ipc_id *grant, int *scope, int *obj,
     e2e_begin_rec(&b, "docs/readme.txt");
     b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
     return e2e_open_as(r->p.broker, &b, "docs/readme.txt", &id, scope) &&
-           e2e_vfsd_resolve(*scope, obj, ino) && e2e_ttyd_policy(r->p.ttyd) &&
+           e2e_vfsd_resolve(r->p.vfsd, *scope, obj, ino) &&
+           e2e_ttyd_policy(r->p.ttyd) &&
            e2e_procd_install(r->p.procd, *ino, handle, grant) &&
            e2e_vfsd_detach(r->p.vfsd, *ino) &&
            e2e_ttyd_view(r->p.ttyd, PBX_IPC_VIEW_ACTIVE, *grant) &&
@@ -975,8 +979,8 @@ static bool e2e_reply_mode_grant(e2e_run *r, pbx_ipc_id *id, int *scope,
     b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
     memset(&b.target, 0, sizeof(b.target));
     if (!e2e_open_as(r->p.broker, &b, "docs/readme.txt", id, scope) ||
-        !e2e_vfsd_resolve(*scope, obj, ino) || !e2e_ttyd_policy(r->p.ttyd) ||
-        !e2e_vfsd_detach(r->p.vfsd, *ino)) {
+        !e2e_vfsd_resolve(r->p.vfsd, *scope, obj, ino) ||
+        !e2e_ttyd_policy(r->p.ttyd) || !e2e_vfsd_detach(r->p.vfsd, *ino)) {
         return false;
     }
     /* The ACTIVE row names the grant; read it without knowing it yet. */
@@ -1104,7 +1108,7 @@ PBX_TEST(e2e_ttyd_retry_waits_instead_of_busy_retrying)
     e2e_begin_rec(&b, "docs/readme.txt");
     b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
     PBX_REQUIRE(e2e_open_as(r.p.broker, &b, "docs/readme.txt", &id, &scope));
-    PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_REQUIRE(e2e_vfsd_resolve(r.p.vfsd, scope, &obj, &ino));
     PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
     /* Answer RETRY to every PROMPT for 600 ms. The waits between them
      * double from 10 ms (10+20+40+80+160+320 > 600), so at most 7 asks
@@ -1489,7 +1493,7 @@ PBX_TEST(e2e_slow_prompt_answer_does_not_expire_the_calls_after_it)
     e2e_begin_rec(&b, "docs/readme.txt");
     b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
     PBX_REQUIRE(e2e_open_as(r.p.broker, &b, "docs/readme.txt", &id, &scope));
-    PBX_REQUIRE(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_REQUIRE(e2e_vfsd_resolve(r.p.vfsd, scope, &obj, &ino));
     PBX_REQUIRE(e2e_ttyd_policy_prompt(r.p.ttyd));
     /* Longer than the procd deadline (and the scope's): only the prompt's
      * own deadline bounds this wait. It is longer than the IDLE time too:
@@ -1524,7 +1528,7 @@ PBX_TEST(e2e_dead_peer_never_stops_the_service)
     ino_t ino = 0;
     uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
-    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_vfsd_resolve(r.p.vfsd, scope, &obj, &ino));
     PBX_CHECK(e2e_recv(r.p.ttyd, b, sizeof(b), NULL, 0, NULL, 5000) > 0);
     /* ttyd dies with the POLICY call outstanding. */
     (void)close(r.p.ttyd);
@@ -1556,7 +1560,7 @@ PBX_TEST(e2e_silent_startup_peer_ends_only_its_own_request)
     ino_t ino = 0;
     uint8_t b[PBX_IPC_FRAME_BYTES_MAX];
     PBX_CHECK(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
-    PBX_CHECK(e2e_vfsd_resolve(scope, &obj, &ino));
+    PBX_CHECK(e2e_vfsd_resolve(r.p.vfsd, scope, &obj, &ino));
     PBX_CHECK(e2e_ttyd_policy(r.p.ttyd));
     /* procd took INSTALL and never answers. The wait for its deadline
      * is about the IDLE time: r.client, silent since the start, may be
@@ -1609,7 +1613,8 @@ PBX_TEST(e2e_resolve_naming_another_scope_identity_is_denied)
     PBX_REQUIRE(e2e_open_request(r.p.broker, "docs/readme.txt", &id, &scope));
     PBX_REQUIRE(fstat(scope, &kept) == 0);
     PBX_REQUIRE((uint64_t)kept.st_ino != e2e_scope_id(scope));
-    PBX_CHECK(e2e_vfsd_resolve_as(scope, (uint64_t)kept.st_ino, &obj, &ino));
+    PBX_CHECK(e2e_vfsd_resolve_as(r.p.vfsd, scope, (uint64_t)kept.st_ino, &obj,
+                                  &ino));
     /* powerboxd held the only other copy of the object: deleting it
      * leaves vfsd's provider end hung up. */
     PBX_CHECK(e2e_peer_gone(obj, 5000));
