@@ -275,8 +275,10 @@ static pbx_core_io bench_op_send(void *user, const pbx_core_call *c)
     }
     bench_pend *p = &e->pend[(e->pend_head + e->pend_count) % BENCH_PEND_MAX];
     e->pend_count++;
-    p->route = c->route;
-    p->via_slot = c->via_slot;
+    /* vfsd answers a call sent through a scope (RESOLVE) on its route,
+     * never on the scope (the core refuses a reply read there). */
+    p->route = scoped ? PBX_CORE_ROUTE_VFSD : c->route;
+    p->via_slot = scoped ? PBX_CORE_SLOT_NONE : c->via_slot;
     p->n = 0;
     p->len = 0;
     if (bench_answer(e, &f, p, &p->len) != PBX_OK ||

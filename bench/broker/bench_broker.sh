@@ -19,7 +19,9 @@ BIN_DIR=${1:?usage: bench_broker.sh BIN_DIR WORKDIR [ROUNDS]}
 WORK=${2:?usage: bench_broker.sh BIN_DIR WORKDIR [ROUNDS]}
 ROUNDS=${3:-4}
 rm -rf "$WORK"
-mkdir -p "$WORK/root" "$WORK/run"
+mkdir -p "$WORK/root"
+# pbx up runs only in a private directory of its user (0700).
+mkdir -m 700 "$WORK/run"
 WORK=$(cd "$WORK" && pwd -P)
 printf 'one file\n' > "$WORK/root/file.txt"
 printf '* * read file routine allow\n' > "$WORK/policy"

@@ -101,6 +101,16 @@ static bool fd_up(fd_vfsd *v, const char *bin, const char *root)
     return v->scope >= 0;
 }
 
+/* Sends the n bytes of buf on fd and takes the answer from reply_fd
+ * (3 s): vfsd answers a RESOLVE sent through a scope on its route. */
+static bool fd_call_via(int fd, int reply_fd, const uint8_t *buf, size_t n,
+                        pbx_peer_msg *m)
+{
+    struct pollfd p = {reply_fd, POLLIN, 0};
+    return pbx_peer_io_send(fd, buf, n, -1) == 0 && poll(&p, 1, 3000) == 1 &&
+           pbx_peer_io_recv_frame(reply_fd, m) == 0;
+}
+
 /* Resolves sel for reading through v's scope; returns the object or -1. */
 static int fd_resolve(const fd_vfsd *v, const char *sel)
 {
@@ -118,8 +128,7 @@ static int fd_resolve(const fd_vfsd *v, const char *sel)
     if (pbx_sha2_digest(rq.selector, rq.selector_len, rq.selector_digest) !=
             PBX_OK ||
         pbx_ipc_resolve_encode(id, &rq, buf, sizeof(buf), &n) != PBX_OK ||
-        pbx_peer_io_call(v->scope, buf, n, -1, &m, 3000) != 0 ||
-        m.err != PBX_OK ||
+        !fd_call_via(v->scope, v->route, buf, n, &m) || m.err != PBX_OK ||
         pbx_ipc_resolve_reply_decode(&m.frame, &rep) != PBX_OK ||
         rep.result != PBX_IPC_RESOLVE_FOUND || m.nfds != 1U) {
         return -1;
