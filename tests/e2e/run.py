@@ -4343,9 +4343,12 @@ def restart_during_restart(bin_dir, work):
     try:
         first = u.stack()
         # launchd's restart, vfsd killed during it.
+        # powerboxd held: launchd's restart waits for its ROUTE_ATTACH
+        # answer, so the kill lands inside the restart however late the
+        # successor is caught (on a loaded machine it once did not).
         launchd, since = kill_mid_restart(
             u, ("launchd", first["launchd"]), ("vfsd", first["vfsd"]),
-            f"{what} (launchd)")
+            f"{what} (launchd)", hold=first["powerboxd"])
         died = planned_at_once(u, since, ("vfsd", first["vfsd"]),
                                ("launchd", launchd), what)
         _, back, m = found_line(u, since, r" up\[\d+\]: vfsd\[(\d+)\] "
