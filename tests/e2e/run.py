@@ -424,10 +424,14 @@ and its job connection.
                  prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
                  raced open gets exactly the object its prompt named, the
                  root is unchanged
-  any-revoke     python3 reads a 1 MiB file of its scope in 100-byte
-                 pieces through its brokered descriptor; `pbx cancel` of
-                 the grant: vfsd retires the object, the next read fails
-                 EIO, the reader keeps running and exits 0
+  any-revoke     python3 reads five 100-byte pieces of a 1 MiB file of
+                 its scope through its brokered descriptor (exactly the
+                 file's first 500 bytes); `pbx cancel` of the grant: vfsd
+                 logs, after the cancel, the RETIRE of exactly the object
+                 id and generation powerboxd's decision line named for
+                 that grant (its grant-end says cancelled, same object);
+                 the next two reads fail EIO, the reader keeps running,
+                 prints a line and exits 0 by itself
   any-flood      python3 opens 1,000 distinct files in a loop, each prompt
                  answered `n`: at most pbx-broker's burst (5) plus one per
                  2000 ms it ran are prompted, every other open is refused
@@ -8044,22 +8048,48 @@ def any_escape(st):
 
 ANY_REVOKE_PROG = """
 import errno, os, sys
+want = bytes(range(256)) * 4096
 fd = os.open(sys.argv[1], os.O_RDONLY)
-print("first=" + str(len(os.read(fd, 100))), flush=True)
+got = b""
+for i in range(5):
+    got += os.read(fd, 100)
+print("before=" + ("exact" if got == want[:500] else repr(got[:40])),
+      flush=True)
 sys.stdin.readline()
-try:
-    print("after=ok:" + str(len(os.read(fd, 100))), flush=True)
-except OSError as e:
-    print("after=" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+for key in ("after", "again"):
+    try:
+        print(key + "=ok:" + str(len(os.read(fd, 100))), flush=True)
+    except OSError as e:
+        print(key + "=" + errno.errorcode.get(e.errno, str(e.errno)),
+              flush=True)
 print("alive=1", flush=True)
 """
 
 
+def any_revoke_object(st, grant):
+    """The object id (`W:G`) powerboxd's approved decision line names for
+    grant (its `N-I.G`), and its grant-end line's `end=` (None before
+    it ends)."""
+    obj, end = None, None
+    for line in st.peer_log("powerboxd").splitlines():
+        f = key_values(line.replace(" ", "\n"))
+        if f.get("grant") != grant:
+            continue
+        if f.get("event") == "decision" and f.get("outcome") == "approved":
+            obj = f.get("object-id")
+        elif f.get("event") == "grant-end":
+            end = (f.get("end"), f.get("object-id"))
+    return obj, end
+
+
 def any_revoke(st):
-    """A dynamic reader (python3) reading a 1 MiB file of its scope in
-    100-byte pieces through its brokered descriptor; `pbx cancel` of its
-    grant; its next read fails EIO and it keeps running (exit 0); vfsd
-    retired the object."""
+    """A dynamic reader (python3) reads five 100-byte pieces of a 1 MiB
+    file of its scope through its brokered descriptor (exactly the file's
+    first 500 bytes); `pbx cancel` of its grant; vfsd then retires exactly
+    the object powerboxd's decision line named for that grant (the RETIRE
+    line of that object id and generation, logged after the cancel); the
+    reader's next read, and the one after, fail EIO while it keeps
+    running: it prints a line and exits 0 by itself."""
     broker_root_file(st)
     big = os.path.join(os.path.realpath(st.root), "docs", "big.bin")
     with open(big, "wb") as f:
@@ -8070,7 +8100,9 @@ def any_revoke(st):
                      os.path.join(st.work, "any-revoke.err"), stdin=None)
     broker_prompt(st, "docs/big.bin", "python3")
     tmux("send-keys", "-t", st.pane, "y")
-    job.wait_line(lambda l: l == "first=100", "first=100", seconds=20)
+    job.wait_line(lambda l: l.startswith("before="), "before=", seconds=20)
+    if job.kv().get("before") != "exact":
+        fail(f"any-revoke: the five pieces before the cancel: {job.kv()}")
     out = subprocess.run([pbx, "--dir", st.work, "grants", "--format", "kv"],
                          capture_output=True, text=True, timeout=20,
                          check=False)
@@ -8079,25 +8111,42 @@ def any_revoke(st):
     if out.returncode != 0 or len(ids) != 1:
         fail(f"any-revoke: pbx grants: rc {out.returncode} {out.stdout!r} "
              f"{out.stderr!r}")
+    wait_for(lambda: any_revoke_object(st, ids[0])[0] is not None,
+             f"any-revoke: powerboxd logged no approved decision for "
+             f"{ids[0]}", 20)
+    obj, _ = any_revoke_object(st, ids[0])
+    m = re.fullmatch(r"(\d+):(\d+)", obj or "")
+    if m is None:
+        fail(f"any-revoke: powerboxd's decision for grant {ids[0]} names "
+             f"no object-id ({obj!r})")
+    # Only vfsd's lines written after the cancel count, and only the
+    # RETIRE of exactly this object and generation.
+    seen = len(st.peer_log("vfsd"))
     out = subprocess.run([pbx, "--dir", st.work, "cancel", ids[0]],
                          capture_output=True, text=True, timeout=20,
                          check=False)
     if out.returncode != 0:
         fail(f"any-revoke: pbx cancel {ids[0]}: rc {out.returncode} "
              f"{out.stdout!r} {out.stderr!r}")
-
-    def retired():
-        with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
-            return re.search(rb"RETIRE object \d+ gen \d+", f.read())
-    wait_for(retired, "any-revoke: vfsd never retired the object", 20)
+    want = f"vfsd: RETIRE object {m.group(1)} gen {m.group(2)}"
+    wait_for(lambda: want in st.peer_log("vfsd")[seen:].splitlines(),
+             f"any-revoke: vfsd never logged '{want}' after the cancel", 20)
+    wait_for(lambda: any_revoke_object(st, ids[0])[1] is not None,
+             f"any-revoke: powerboxd logged no grant-end for {ids[0]}", 20)
+    end = any_revoke_object(st, ids[0])[1]
+    if end != ("cancelled", obj):
+        fail(f"any-revoke: grant {ids[0]} ended {end}, want cancelled of "
+             f"{obj}")
     job.write("next\n")
     job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
-    if job.proc.wait(timeout=30) != 0 or job.kv().get("after") != "EIO":
-        fail(f"any-revoke: after the cancel: {job.kv()} rc "
-             f"{job.proc.returncode}")
-    print(f"run: any-revoke: grant {ids[0]} cancelled; the next read "
-          f"failed EIO, the reader kept running and exited 0; vfsd "
-          f"retired the object")
+    kv = job.kv()
+    if job.proc.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
+            kv.get("again") != "EIO":
+        fail(f"any-revoke: after the cancel: {kv} rc {job.proc.returncode}")
+    print(f"run: any-revoke: five pieces read exactly; grant {ids[0]} "
+          f"(object {obj}) cancelled; vfsd logged '{want}' after the "
+          f"cancel; the next two reads failed EIO, the reader printed "
+          f"alive=1 and exited 0")
 
 
 ANY_FLOOD_PROG = """
