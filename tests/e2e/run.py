@@ -710,6 +710,7 @@ get a tmux pane (a window of the run's own tmux server) per stack.
 Peer logs go to WORK_DIR/[<scenario>/]logs/<peer>.log and are printed at
 the end (a long log only its head and tail).
 """
+import base64
 import calendar
 import errno
 import fcntl
@@ -732,6 +733,7 @@ import termios
 import threading
 import time
 import types
+import zlib
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
@@ -7976,20 +7978,40 @@ def tree_of(top):
     return out
 
 
+def any_escape_prompt(st, job, gate, selector, path):
+    """Waits for the program's gate=GATE line, blanks the pane, lets the
+    program go on and waits for the prompt of its next open: it must name
+    selector and the absolute path the broker resolved (never the path as
+    the program spelled it, with its `..`); returns the screen."""
+    job.wait_line(lambda l: l == f"gate={gate}", f"gate={gate}", seconds=30)
+    clear_pane(st)
+    job.write("go\n")
+    screen = broker_prompt(st, selector, "python3")
+    if path[-50:] not in screen or "/../" in screen:
+        fail(f"any-escape: {gate}: the prompt does not name the resolved "
+             f"path {path}:\n{screen}")
+    return screen
+
+
 def any_escape(st):
     """Inside the sandbox (python3, tests/e2e/any_escape.py), with a read
     grant of docs/esc-a.txt: /proc/self/fd/N reopened (write or read),
     a directory of the scope, openat with the grant's descriptor and
     `..`, `..` out of the scope, a symlink in the scope pointing out,
     O_PATH, a hard link, a rename, a write on the read grant, vfsd's
-    FUSE mount listed or opened, and a second thread rewriting the path
-    buffer while the prompt shows: each refused or harmless; the raced
-    open gets exactly the object its prompt named; nothing under the
-    root changes."""
+    FUSE mount listed or opened; the directory cases (a scope directory
+    by O_DIRECTORY or O_PATH, chdir into the scope then "." and `..`,
+    /proc/self/cwd and /proc/thread-self/cwd, an O_PATH directory
+    descriptor of the scope from /proc/self/cwd used with openat and
+    `..`); and a second thread rewriting the path buffer while the
+    prompt shows: each refused or harmless; each open that prompts is
+    prompted with the path the broker resolved and gets exactly that
+    object; nothing under the root changes."""
     broker_root_file(st)
     root = os.path.realpath(st.root)
     docs = os.path.join(root, "docs")
     secret = os.path.join(os.path.realpath(st.work), "esc-secret.txt")
+    os.makedirs(os.path.join(docs, "x"), exist_ok=True)
     for path, text in ((os.path.join(docs, "esc-a.txt"), "A-bytes\n"),
                        (os.path.join(docs, "esc-b.txt"), "B-bytes\n"),
                        (secret, "SECRET\n")):
@@ -8007,15 +8029,30 @@ def any_escape(st):
     prog = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "any_escape.py")
     clear_pane(st)
-    with open(prog, encoding="utf-8") as f:
-        source = f.read()
+    with open(prog, "rb") as f:
+        packed = base64.b64encode(zlib.compress(f.read(), 9)).decode()
     # The script's own file is outside the sandbox's reach: its text goes
-    # as -c (argv then starts with "-c", as the script expects).
+    # as -c (argv then starts with "-c", as the script expects),
+    # compressed so that the LAUNCH frame holds it.
+    source = ("import base64, zlib\nexec(zlib.decompress(base64.b64decode("
+              f"'{packed}')))")
     job = broker_run(st, ["/usr/bin/python3", "-c", source, root, secret,
                           mount],
                      os.path.join(st.work, "any-escape.err"), stdin=None)
     broker_prompt(st, "docs/esc-a.txt", "python3")
     tmux("send-keys", "-t", st.pane, "y")
+    # openat(dfd, "x/../esc-a.txt"), dfd an O_PATH descriptor of docs:
+    # approved, it reads exactly esc-a.txt.
+    any_escape_prompt(st, job, "dfd-inside", "docs/esc-a.txt",
+                      os.path.join(docs, "esc-a.txt"))
+    tmux("send-keys", "-t", st.pane, "y")
+    # open("../esc-b.txt") with the cwd in docs/x: denied.
+    any_escape_prompt(st, job, "cwd-inside", "docs/esc-b.txt",
+                      os.path.join(docs, "esc-b.txt"))
+    tmux("send-keys", "-t", st.pane, "n")
+    job.wait_line(lambda l: l == "gate=race", "gate=race", seconds=30)
+    clear_pane(st)
+    job.write("go\n")
     job.wait_line(lambda l: l == "racing=1", "racing=1", seconds=30)
     screen = broker_prompt(st, "docs/esc-b.txt", "python3")
     if os.path.join(docs, "esc-b.txt")[-50:] not in screen:
@@ -8032,6 +8069,17 @@ def any_escape(st):
             "symlink": "EACCES", "o-path": "EACCES", "write-grant": "EBADF",
             "mount-list": "EACCES", "mount-open": "EACCES",
             "race": "ok:B-bytes"}
+    # The directory cases (docs/HOST.md, "Brokered opens": a directory
+    # of the scope is never handed over; /proc/self/cwd is the system
+    # profile's, continued, and Landlock refuses what it leads to).
+    want.update({"dir-opath": "EACCES", "chdir": "ok:None",
+                 "cwd-dir": "EACCES", "cwd-dotdot": "EACCES",
+                 "cwd-x-dotdot": "EACCES", "proc-cwd-dir": "EACCES",
+                 "proc-cwd-file": "EACCES", "proc-tself-file": "EACCES",
+                 "proc-cwd-out": "EACCES", "proc-cwd-opath-read": "EBADF",
+                 "dfd": "ok:dir", "dfd-dotdot": "EACCES",
+                 "dfd-x-dotdot": "EACCES", "dfd-inside": "ok:A-bytes",
+                 "cwd-inside": "EACCES"})
     want["granted"] = "A-bytes"
     for k, v in want.items():
         if kv.get(k) != v:
