@@ -423,7 +423,18 @@ and its job connection.
                  a second thread rewriting the path buffer while the
                  prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
                  raced open gets exactly the object its prompt named, the
-                 root is unchanged
+                 root is unchanged. Directories: a scope directory by
+                 O_DIRECTORY or O_PATH, or "." after chdir into it
+                 (chdir works): EACCES; `..` out of the cwd: EACCES;
+                 /proc/self/cwd/FILE, /proc/thread-self/cwd/FILE and
+                 /proc/self/cwd opened O_DIRECTORY: EACCES (Landlock);
+                 an O_PATH descriptor of docs from /proc/self/cwd (the
+                 one directory descriptor the sandbox gives; it reads
+                 nothing: EBADF) with openat "../outside" and
+                 "x/../../outside": EACCES; openat(dfd, "x/../esc-a.txt")
+                 with the cwd elsewhere, and "../esc-b.txt" relative to
+                 the cwd, each prompt with the resolved path (y: exactly
+                 esc-a's bytes; n: EACCES)
   any-revoke     python3 reads five 100-byte pieces of a 1 MiB file of
                  its scope through its brokered descriptor (exactly the
                  file's first 500 bytes); `pbx cancel` of the grant: vfsd
