@@ -453,7 +453,9 @@ and its job connection.
                  the dir outside (the broker) and /proc/self/cwd
                  (Landlock: no READ_DIR) fails EACCES; reading the file
                  outside fails EACCES without a prompt; reading the scope
-                 file is brokered: the prompt names it, y, exact bytes
+                 file is brokered: the prompt names it, y, exact bytes;
+                 the program renamed itself pbx-demo (argv[0], comm)
+                 first: the prompt still names its entry, python3
   sandbox-setattr
                  (hidden: fails today, docs/SECURITY.md 6) python3, as
                  above, tries chmod, utime, chown (its own ids) and
@@ -8225,7 +8227,18 @@ def any_revoke(st):
 
 
 SANDBOX_METADATA_PROG = """
-import errno, os, sys
+import ctypes, errno, os, sys
+# The program names itself pbx-demo (its argv[0], by a re-exec of its
+# own command line, and its comm): the entry stays the launcher's.
+if len(sys.argv) == 4:
+    with open("/proc/self/cmdline", "rb") as f:
+        argv = f.read().split(b"\\0")[:-1]
+    os.execv("/usr/bin/python3", [b"pbx-demo"] + argv[1:] + [b"renamed"])
+ctypes.CDLL(None).prctl(15, b"pbx-demo", 0, 0, 0)
+with open("/proc/self/cmdline", "rb") as f:
+    print("argv0=" + f.read().split(b"\\0")[0].decode(), flush=True)
+with open("/proc/self/comm") as f:
+    print("comm=" + f.read().strip(), flush=True)
 def attempt(key, fn):
     try:
         print(key + "=ok:" + str(fn()), flush=True)
@@ -8266,7 +8279,10 @@ def sandbox_metadata(st):
     /proc/self/cwd (the broker continues it: EACCES from Landlock, no
     READ_DIR right); reading the file outside is refused (EACCES, no
     prompt) and reading the scope file is brokered: its prompt names it,
-    `y` gives exactly its bytes."""
+    `y` gives exactly its bytes. The program first names itself pbx-demo
+    (argv[0] by a re-exec, and comm): the prompt still names the entry
+    its launcher chose, python3 (a program cannot choose an entry that
+    `pbx up`'s built-in policy lets read routinely)."""
     broker_root_file(st)
     docs = os.path.join(os.path.realpath(st.root), "docs")
     mfile = os.path.join(docs, "meta.txt")
@@ -8302,6 +8318,7 @@ def sandbox_metadata(st):
             "list-scope": "EACCES", "list-out": "EACCES",
             "read-out": "EACCES", "chdir-scope": "ok:None",
             "list-cwd": "EACCES", "list-proc-cwd": "EACCES",
+            "argv0": "pbx-demo", "comm": "pbx-demo",
             "read-scope": "ok:the scope file's bytes"}
     for k, v in want.items():
         if kv.get(k) != v:
