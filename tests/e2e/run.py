@@ -456,6 +456,12 @@ and its job connection.
                  file is brokered: the prompt names it, y, exact bytes;
                  the program renamed itself pbx-demo (argv[0], comm)
                  first: the prompt still names its entry, python3
+  hold-release   a launched job (python3 under `pbx run`, unsandboxed)
+                 connecting to DIR/hold.sock is refused (launchd logs its
+                 pid, the connection closes); while a brokered open's
+                 prompt shows, this process (same user, not a job)
+                 connects and replaces ttyd: launchd logs "a newer
+                 subscriber came (hold released)"
   sandbox-setattr
                  (hidden: fails today, docs/SECURITY.md 6) python3, as
                  above, tries chmod, utime, chown (its own ids) and
@@ -8379,6 +8385,76 @@ def sandbox_setattr(st):
                                              for k in sorted(kv)))
 
 
+HOLD_JOB_PROG = """
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+print("pid=" + str(os.getpid()), flush=True)
+s.settimeout(30)
+try:
+    s.sendall(b"RELEASE 1\\n")
+    closed = s.recv(16) == b""
+except (BrokenPipeError, ConnectionResetError):
+    closed = True
+except TimeoutError:
+    closed = False
+print("closed=" + str(closed), flush=True)
+"""
+
+
+def hold_release(st):
+    """What DIR/hold.sock admits (docs/SECURITY.md 6, "The hold
+    socket"). A launched job (python3 under `pbx run`, not sandboxed, so
+    that it may make a socket) that connects is refused: launchd logs
+    the refusal naming its pid and closes the connection. Then, while a
+    brokered open's prompt shows (every job's output held), this process,
+    a same-user process outside launchd's tree, connects: it replaces
+    ttyd as the subscriber and the hold ends with ttyd's subscription
+    (launchd logs "a newer subscriber came (hold released)"), so a job's
+    output would draw over the prompt."""
+    broker_root_file(st)
+    launchd_log = lambda: st.peer_log("launchd")
+    job = Launched(st, [os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
+                        "run", "--quiet", "--", "/usr/bin/python3", "-c",
+                        HOLD_JOB_PROG, st.hold], stdin=subprocess.DEVNULL)
+    pid = job.wait_key("pid", seconds=20)
+    if job.wait_key("closed", seconds=40) != "True" or \
+            job.proc.wait(timeout=30) != 0:
+        fail(f"hold-release: the job's connection: {job.kv()}")
+    want = f"hold subscriber refused: pid {pid} is a job's or unknown"
+    wait_for(lambda: want in launchd_log(),
+             f"hold-release: launchd never logged '{want}'", 20)
+    print(f"run: hold-release: a launched job (pid {pid}) refused: "
+          f"launchd logged '{want}'")
+    mfile = os.path.join(os.path.realpath(st.root), "docs", "hold.txt")
+    with open(mfile, "w", encoding="utf-8") as f:
+        f.write("held\n")
+    clear_pane(st)
+    seen = len(launchd_log())
+    job = broker_run(st, ["/bin/cat", mfile],
+                     os.path.join(st.work, "hold-release.err"))
+    broker_prompt(st, "docs/hold.txt", "cat")
+    # The prompt shows only once launchd answered ttyd's HOLD: the hold
+    # is in force now.
+    wait_for(lambda: "ttyd hold subscriber pid" in launchd_log(),
+             "hold-release: ttyd never subscribed", 20)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(st.hold)
+        want = ("ttyd hold subscription ended: a newer subscriber came "
+                "(hold released)")
+        wait_for(lambda: want in launchd_log()[seen:],
+                 f"hold-release: launchd never logged '{want}'", 20)
+        mine = f"ttyd hold subscriber pid {os.getpid()}"
+        wait_for(lambda: mine in launchd_log()[seen:],
+                 f"hold-release: launchd never logged '{mine}'", 20)
+    tmux("send-keys", "-t", st.pane, "n")
+    if job.proc.wait(timeout=30) != 1:
+        fail(f"hold-release: cat exited {job.proc.returncode}")
+    print(f"run: hold-release: while the prompt showed, this process (pid "
+          f"{os.getpid()}, not a job) replaced ttyd at hold.sock: launchd "
+          f"logged '{want}'")
+
+
 ANY_FLOOD_PROG = """
 import errno, os, sys
 ok = refused = 0
@@ -8653,6 +8729,7 @@ SCENARIOS = {
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),
+    "hold-release": (hold_release, True, None, None),
     # Hidden until the walls refuse attribute changes (it fails today).
     "sandbox-setattr": (sandbox_setattr, False, None, None),
     "any-flood": (any_flood, True, None, None),
