@@ -8122,6 +8122,16 @@ def any_escape(st):
     for k in ("hardlink", "rename"):
         if kv.get(k) not in ("EACCES", "EXDEV", "EPERM"):
             fail(f"any-escape: {k}={kv.get(k)!r} ({kv})")
+    # The exact refusal of a directory, by its path and as "." after the
+    # chdir: the broker's line on the job's stderr.
+    with open(os.path.join(st.work, "any-escape.err"),
+              encoding="utf-8") as f:
+        said = f.read().splitlines()
+    for asked in (docs, "."):
+        line = (f"pbx-broker: {asked} -> {docs}: Permission denied (a "
+                f"directory: only files are brokered)")
+        if line not in said:
+            fail(f"any-escape: the broker never said '{line}': {said}")
     after = tree_of(root)
     if after != before:
         fail(f"any-escape: the root changed: "
