@@ -95,6 +95,30 @@ static const pbx_peer_seccomp_call sc_denied[] = {
     {442U, 0U, "mount_setattr"},
     {272U, 0U, "unshare"},
     {308U, 0U, "setns"},
+    /* A file's attributes: Landlock mediates none of these, so without
+     * them here a program could chmod, chown (to its own ids), retime or
+     * tag with extended attributes any file of the user's, in its scope
+     * or outside it (sandbox-setattr). */
+    {90U, 0U, "chmod"},
+    {91U, 0U, "fchmod"},
+    {268U, 0U, "fchmodat"},
+    {452U, 0U, "fchmodat2"},
+    {92U, 0U, "chown"},
+    {93U, 0U, "fchown"},
+    {94U, 0U, "lchown"},
+    {260U, 0U, "fchownat"},
+    {132U, 0U, "utime"},
+    {235U, 0U, "utimes"},
+    {261U, 0U, "futimesat"},
+    {280U, 0U, "utimensat"},
+    {188U, 0U, "setxattr"},
+    {189U, 0U, "lsetxattr"},
+    {190U, 0U, "fsetxattr"},
+    {463U, 0U, "setxattrat"},
+    {197U, 0U, "removexattr"},
+    {198U, 0U, "lremovexattr"},
+    {199U, 0U, "fremovexattr"},
+    {466U, 0U, "removexattrat"},
 };
 
 static const pbx_peer_seccomp_call sc_self_only[] = {

@@ -23,7 +23,7 @@
 #include <linux/filter.h>
 
 /** PBX_PEER_SECCOMP_INSNS_MAX bounds the filter's length (instructions). */
-#define PBX_PEER_SECCOMP_INSNS_MAX 160U
+#define PBX_PEER_SECCOMP_INSNS_MAX 224U
 
 /** PBX_PEER_SECCOMP_ARCH_X86_64: AUDIT_ARCH_X86_64 (linux/audit.h). */
 #define PBX_PEER_SECCOMP_ARCH_X86_64 0xC000003EU

@@ -463,8 +463,7 @@ and its job connection.
                  connects and replaces ttyd: launchd logs "a newer
                  subscriber came (hold released)"
   sandbox-setattr
-                 (hidden: fails today, docs/SECURITY.md 6) python3, as
-                 above, tries chmod, utime, chown (its own ids) and
+                 (docs/SECURITY.md 1.18) python3, as above, tries chmod, utime, chown (its own ids) and
                  setxattr user.* of a file outside the scope and of one
                  in it: each must be refused and the attributes unchanged
   any-flood      python3 opens 1,000 distinct files in a loop, each prompt
@@ -3841,7 +3840,7 @@ def fail_on_purpose(st):
 
 
 # The scenarios `all` leaves out.
-HIDDEN = ("fail-on-purpose", "sandbox-setattr")
+HIDDEN = ("fail-on-purpose",)
 # The geometry of a standalone scenario: it is called with (BIN_DIR, its
 # own work directory) and starts what it needs itself (no Stack).
 STANDALONE = "standalone"
@@ -8360,8 +8359,7 @@ for tag, path in (("out", sys.argv[1]), ("scope", sys.argv[2])):
 
 
 def sandbox_setattr(st):
-    """(Hidden: fails today; docs/SECURITY.md 6, "The walls leave a
-    file's attributes writable".) A sandboxed program (python3, `pbx run
+    """docs/SECURITY.md 1.18. A sandboxed program (python3, `pbx run
     --sandbox --scope root`) tries chmod, utime, chown (to its own ids)
     and setxattr (user.*) of a file of the user's outside the scope
     (mode 0600) and of a file of the scope, none of which Landlock
