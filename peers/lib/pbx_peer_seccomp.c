@@ -119,6 +119,28 @@ static const pbx_peer_seccomp_call sc_denied[] = {
     {198U, 0U, "lremovexattr"},
     {199U, 0U, "fremovexattr"},
     {466U, 0U, "removexattrat"},
+    /* System V IPC and POSIX message queues are named by keys and names,
+     * not paths, so Landlock mediates none of them: without these a
+     * program could attach the user's shared memory segments (a
+     * compositor's, say) or read another program's queue
+     * (sandbox-ipc). */
+    {29U, 0U, "shmget"},
+    {30U, 0U, "shmat"},
+    {31U, 0U, "shmctl"},
+    {64U, 0U, "semget"},
+    {65U, 0U, "semop"},
+    {66U, 0U, "semctl"},
+    {220U, 0U, "semtimedop"},
+    {68U, 0U, "msgget"},
+    {69U, 0U, "msgsnd"},
+    {70U, 0U, "msgrcv"},
+    {71U, 0U, "msgctl"},
+    {240U, 0U, "mq_open"},
+    {241U, 0U, "mq_unlink"},
+    {242U, 0U, "mq_timedsend"},
+    {243U, 0U, "mq_timedreceive"},
+    {244U, 0U, "mq_notify"},
+    {245U, 0U, "mq_getsetattr"},
 };
 
 static const pbx_peer_seccomp_call sc_self_only[] = {

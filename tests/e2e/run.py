@@ -463,9 +463,15 @@ and its job connection.
                  connects and replaces ttyd: launchd logs "a newer
                  subscriber came (hold released)"
   sandbox-setattr
-                 (docs/SECURITY.md 1.18) python3, as above, tries chmod, utime, chown (its own ids) and
-                 setxattr user.* of a file outside the scope and of one
-                 in it: each must be refused and the attributes unchanged
+                 (docs/SECURITY.md 1.18) python3, as above, tries chmod,
+                 utime, chown (its own ids) and setxattr user.* of a file
+                 outside the scope and of one in it: each must be refused
+                 and the attributes unchanged
+  sandbox-ipc    (docs/SECURITY.md 1.19) this process makes a System V
+                 shared memory segment, semaphore set and message queue
+                 and a POSIX message queue (mode 0600); python3 run
+                 without the sandbox (the control) attaches each, then
+                 sandboxed it gets EPERM for every one
   any-flood      python3 opens 1,000 distinct files in a loop, each prompt
                  answered `n`: at most pbx-broker's burst (5) plus one per
                  2000 ms it ran are prompted, every other open is refused
@@ -8393,6 +8399,70 @@ def sandbox_setattr(st):
                                              for k in sorted(kv)))
 
 
+SANDBOX_IPC_PROG = """
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+key, shmid, mq = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+def attempt(name, ret, bad):
+    e = ctypes.get_errno()
+    print(name + "=" + ("ok" if ret != bad else errno.errorcode.get(e, str(e))),
+          flush=True)
+attempt("shmget", libc.shmget(key, 0, 0), -1)
+attempt("shmat", libc.shmat(shmid, None, 0o10000), ctypes.c_void_p(-1).value)
+attempt("semget", libc.semget(key, 0, 0), -1)
+attempt("msgget", libc.msgget(key, 0, 0), -1)
+attempt("mq_open", libc.mq_open(mq, os.O_RDONLY), -1)
+"""
+
+
+def sandbox_ipc(st):
+    """docs/SECURITY.md 1.19. System V IPC objects and POSIX message
+    queues are named by keys and names, not paths, so Landlock mediates
+    none of them. This process makes a shared memory segment, a semaphore
+    set and a message queue under one key, and a POSIX message queue,
+    each mode 0600. python3 run as a plain process (the control: the
+    program can reach them) attaches every one; run with `pbx run
+    --sandbox` it gets EPERM for every one."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = 0x70627800 + (os.getpid() & 0xff)
+    creat = 0o1000 | 0o600
+    shmid = libc.shmget(key, 4096, creat)
+    semid = libc.semget(key, 1, creat)
+    msgid = libc.msgget(key, creat)
+    mq = f"/pbx-ipc-{os.getpid()}".encode()
+    mqd = libc.mq_open(mq, os.O_RDONLY | os.O_CREAT, 0o600, None)
+    if min(shmid, semid, msgid, mqd) < 0:
+        fail(f"sandbox-ipc: cannot make the objects (errno "
+             f"{ctypes.get_errno()})")
+    args = [str(key), str(shmid), mq.decode()]
+    try:
+        control = subprocess.run(["/usr/bin/python3", "-c", SANDBOX_IPC_PROG]
+                                 + args, capture_output=True, text=True,
+                                 timeout=60, check=False)
+        ckv = dict(l.split("=", 1) for l in control.stdout.splitlines()
+                   if "=" in l)
+        if len(ckv) != 5 or any(v != "ok" for v in ckv.values()):
+            fail(f"sandbox-ipc: the control could not reach them: {ckv} "
+                 f"{control.stderr}")
+        job = broker_run(st, ["/usr/bin/python3", "-c", SANDBOX_IPC_PROG]
+                         + args, os.path.join(st.work, "sandbox-ipc.err"))
+        if job.proc.wait(timeout=60) != 0:
+            fail(f"sandbox-ipc: python3 exited {job.proc.returncode}")
+        kv = job.kv()
+        if len(kv) != 5 or any(v != "EPERM" for v in kv.values()):
+            fail(f"sandbox-ipc: not refused: {kv}")
+        print("run: sandbox-ipc: control " + " ".join(
+            f"{k}={ckv[k]}" for k in sorted(ckv)) + "; sandboxed " +
+            " ".join(f"{k}={kv[k]}" for k in sorted(kv)))
+    finally:
+        libc.shmctl(shmid, 0, None)
+        libc.semctl(semid, 0, 0)
+        libc.msgctl(msgid, 0, None)
+        libc.mq_unlink(mq)
+
+
 HOLD_JOB_PROG = """
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -8740,6 +8810,7 @@ SCENARIOS = {
     "hold-release": (hold_release, True, None, None),
     # Hidden until the walls refuse attribute changes (it fails today).
     "sandbox-setattr": (sandbox_setattr, False, None, None),
+    "sandbox-ipc": (sandbox_ipc, False, None, None),
     "any-flood": (any_flood, True, None, None),
     "any-python": (any_python, False, STANDALONE, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),

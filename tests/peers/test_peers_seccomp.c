@@ -112,13 +112,15 @@ PBX_TEST(peers_seccomp_filter_decides_every_wall)
      * pidfd_getfd, bpf, perf_event_open, userfaultfd, add_key,
      * request_key, keyctl, mount, umount2, unshare, setns, tkill,
      * process_madvise, process_mrelease; and every call that changes a
-     * file's mode, owner, times or extended attributes (sandbox-setattr). */
+     * file's mode, owner, times or extended attributes (sandbox-setattr);
+     * System V IPC and POSIX message queues (sandbox-ipc). */
     static const uint32_t named[] = {
-        41U,  42U,  43U,  49U,  50U,  53U,  288U, 101U, 310U, 311U,
-        312U, 424U, 425U, 426U, 427U, 434U, 438U, 321U, 298U, 323U,
-        248U, 249U, 250U, 165U, 166U, 272U, 308U, 200U, 440U, 448U,
-        90U,  91U,  268U, 452U, 92U,  93U,  94U,  260U, 132U, 235U,
-        261U, 280U, 188U, 189U, 190U, 463U, 197U, 198U, 199U, 466U,
+        41U,  42U,  43U,  49U,  50U,  53U,  288U, 101U, 310U, 311U, 312U, 424U,
+        425U, 426U, 427U, 434U, 438U, 321U, 298U, 323U, 248U, 249U, 250U, 165U,
+        166U, 272U, 308U, 200U, 440U, 448U, 90U,  91U,  268U, 452U, 92U,  93U,
+        94U,  260U, 132U, 235U, 261U, 280U, 188U, 189U, 190U, 463U, 197U, 198U,
+        199U, 466U, 29U,  30U,  31U,  64U,  65U,  66U,  220U, 68U,  69U,  70U,
+        71U,  240U, 241U, 242U, 243U, 244U, 245U,
     };
     for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
         PBX_CHECK_EQ(ts_call(&f, x64, named[i], 0U, 0U), ts_eperm);
