@@ -33,6 +33,7 @@ WALL_N=${BENCH_WALL_N:-20000}
 HOST_N=${BENCH_HOST_N:-2000}
 BIN_DIR=$(dirname "$BIN")
 HOST_PY="$(dirname "$0")/bench_host.py"
+CLOCK_PY="$(dirname "$0")/bench_clock.py"
 mkdir -p "$WORK"
 
 # field NAME LINE: the value of NAME=value in a result line.
@@ -66,6 +67,10 @@ if [ "$SMOKE" = 1 ]; then
     elif [ "$rc" != 2 ]; then
         exit 1
     fi
+    # powerboxd reads its clock through the vDSO: no clock_gettime system
+    # call in 3 lifecycles where one is mapped (bench_clock.py).
+    python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 3 --expect-no-clock \
+        | grep '^clock ' || exit 1
     line=$("$BIN" seqpacket --n 200 --batches 1)
     positive "$(field best_ns "$(printf '%s\n' "$line" | head -1)")" \
         "seqpacket round trip"
@@ -186,6 +191,21 @@ if [ "$rc" = 0 ]; then
         "$(field cycles_per_byte "$sha_ni_line")"
 else
     echo '| pbx sha2 x86 SHA extensions | not available on this CPU | | |'
+fi
+
+# powerboxd's system calls per lifecycle under strace -c (bench_clock.py).
+clk_line=$(python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 200 | grep '^clock ')
+echo
+echo "## powerboxd system calls per lifecycle (strace -c, 200 lifecycles)"
+echo
+if [ "$(field strace "$clk_line")" = missing ]; then
+    echo "strace is not installed: not measured."
+else
+    echo "| vDSO mapped | syscalls/lifecycle | clock_gettime/lifecycle |"
+    echo "|---|---:|---:|"
+    printf '| %s | %s | %s |\n' "$(field vdso "$clk_line")" \
+        "$(field syscalls_per_lifecycle "$clk_line")" \
+        "$(field clock_gettime_per_lifecycle "$clk_line")"
 fi
 printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
     "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
