@@ -113,7 +113,7 @@ PBX_SHA2_X86_TARGET static inline void
 pbx_sha2_x86_rounds(pbx_v4u *abef, pbx_v4u *cdgh, pbx_v4u w, unsigned quad)
 {
     pbx_v4u wk = w + *(const pbx_v4u_u *)(const void *)(pbx_sha2_x86_k +
-                                                         4U * quad);
+                                                        (size_t)4U * quad);
     pbx_v4u hi = __builtin_shufflevector(wk, wk, 2, 3, 2, 3);
     *cdgh = (pbx_v4u)__builtin_ia32_sha256rnds2((pbx_v4i)*cdgh, (pbx_v4i)*abef,
                                                 (pbx_v4i)wk);
@@ -125,10 +125,8 @@ pbx_sha2_x86_rounds(pbx_v4u *abef, pbx_v4u *cdgh, pbx_v4u w, unsigned quad)
  * MSG1(w0, w1) gives W[t-16..t-13] + sigma0(W[t-15..t-12]); adding
  * W[t-7..t-4] (the upper three lanes of w2 and the lowest of w3) and
  * MSG2 with w3 (W[t-2] and W[t-1] in its upper lanes) finishes them. */
-PBX_SHA2_X86_TARGET static inline pbx_v4u pbx_sha2_x86_next(pbx_v4u w0,
-                                                            pbx_v4u w1,
-                                                            pbx_v4u w2,
-                                                            pbx_v4u w3)
+PBX_SHA2_X86_TARGET static inline pbx_v4u
+pbx_sha2_x86_next(pbx_v4u w0, pbx_v4u w1, pbx_v4u w2, pbx_v4u w3)
 {
     pbx_v4u s = (pbx_v4u)__builtin_ia32_sha256msg1((pbx_v4i)w0, (pbx_v4i)w1);
     s += __builtin_shufflevector(w2, w3, 1, 2, 3, 4);
@@ -136,8 +134,7 @@ PBX_SHA2_X86_TARGET static inline pbx_v4u pbx_sha2_x86_next(pbx_v4u w0,
 }
 
 /* The 64 rounds of one block on the running ABEF and CDGH registers. */
-PBX_SHA2_X86_TARGET static void pbx_sha2_x86_block(pbx_v4u *abef,
-                                                   pbx_v4u *cdgh,
+PBX_SHA2_X86_TARGET static void pbx_sha2_x86_block(pbx_v4u *abef, pbx_v4u *cdgh,
                                                    const uint8_t *block)
 {
     pbx_v4u w0 = pbx_sha2_x86_load(block);
@@ -164,8 +161,7 @@ PBX_SHA2_X86_TARGET static void pbx_sha2_x86_block(pbx_v4u *abef,
 }
 
 PBX_SHA2_X86_TARGET void pbx_sha2_x86_blocks(uint32_t state[8],
-                                             const uint8_t *data,
-                                             size_t blocks)
+                                             const uint8_t *data, size_t blocks)
 {
     /* state is A..D and E..H, lane 0 first; the instructions want ABEF
      * (lanes F, E, B, A) and CDGH (lanes H, G, D, C). */

@@ -36,8 +36,7 @@ bool pbx_sha2_x86_supported(void);
  * call. Must only run where pbx_sha2_x86_supported returned true (the
  * instructions fault elsewhere).
  */
-void pbx_sha2_x86_blocks(uint32_t state[8], const uint8_t *data,
-                         size_t blocks);
+void pbx_sha2_x86_blocks(uint32_t state[8], const uint8_t *data, size_t blocks);
 #endif
 
 #endif /* PBX_SHA2_X86_H */

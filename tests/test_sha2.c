@@ -27,8 +27,9 @@ static void sha2_on_each_path(void (*body)(void))
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         if (!pbx_sha2_path_available(paths[i])) {
             if (!told) {
-                (void)fprintf(stderr, "test_sha2: path %d not available "
-                                      "here; tested the others\n",
+                (void)fprintf(stderr,
+                              "test_sha2: path %d not available "
+                              "here; tested the others\n",
                               (int)paths[i]);
                 told = true;
             }
@@ -44,7 +45,10 @@ static void sha2_on_each_path(void (*body)(void))
 /* SHA2_PATH_TEST(name) defines test name whose body runs on each path. */
 #define SHA2_PATH_TEST(name)                                                   \
     static void name##_on_path(void);                                          \
-    PBX_TEST(name) { sha2_on_each_path(name##_on_path); }                      \
+    PBX_TEST(name)                                                             \
+    {                                                                          \
+        sha2_on_each_path(name##_on_path);                                     \
+    }                                                                          \
     static void name##_on_path(void)
 
 /* Returns the value of one lower-case hex digit, or 16 for any other

@@ -68,8 +68,8 @@ PBX_TEST(sha2_paths_agree_on_random_messages_and_splits)
         PBX_REQUIRE(paths_digest(PBX_SHA2_PATH_X86_SHA, len, a, b, b_out));
         if (memcmp(a_out, b_out, sizeof(a_out)) != 0) {
             pbx_test_failf(__FILE__, __LINE__,
-                           "case %zu: len %zu split %zu/%zu differs", c, len,
-                           a, b);
+                           "case %zu: len %zu split %zu/%zu differs", c, len, a,
+                           b);
             bad++;
         }
     }

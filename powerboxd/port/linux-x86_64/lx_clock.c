@@ -68,6 +68,8 @@ static uint64_t lx_clock_auxv(const uint64_t *sp, uint64_t type)
 void lx_clock_init(const uint64_t *sp)
 {
     uint64_t base = lx_clock_auxv(sp, LX_AT_SYSINFO_EHDR);
+    /* The kernel's address for the image, an integer in the vector. */
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
     const uint8_t *image = (const uint8_t *)(uintptr_t)base;
     size_t off = 0;
     if (base == 0U) {
@@ -76,6 +78,7 @@ void lx_clock_init(const uint64_t *sp)
     size_t len = lx_vdso_image_len(image);
     if (len != 0U && lx_vdso_find(image, len, "__vdso_clock_gettime", &off)) {
         /* A code address inside the vDSO's executable segment. */
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
         lx_clock_vdso = (lx_clock_fn)(uintptr_t)(base + off);
     }
 }

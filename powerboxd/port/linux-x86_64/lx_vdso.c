@@ -94,8 +94,8 @@ static bool lx_vdso_header(const uint8_t *image, size_t len, uint64_t *phoff,
  * through the PT_LOAD that holds them wholly (an executable one when exec
  * is set); false when none does or the bytes pass the image's end. */
 static bool lx_vdso_addr(const uint8_t *image, size_t len, uint64_t phoff,
-                         uint32_t phnum, uint64_t vaddr, uint64_t n,
-                         bool exec, uint64_t *off)
+                         uint32_t phnum, uint64_t vaddr, uint64_t n, bool exec,
+                         uint64_t *off)
 {
     for (uint32_t i = 0; i < phnum; i++) {
         const uint8_t *ph = image + phoff + (uint64_t)i * LX_ELF_PHDR_BYTES;
@@ -161,8 +161,7 @@ static uint64_t lx_vdso_symcount(const uint8_t *image, size_t len,
 {
     uint64_t at = 0;
     if (d->hash != 0U) {
-        if (!lx_vdso_addr(image, len, phoff, phnum, d->hash, 8, false,
-                          &at)) {
+        if (!lx_vdso_addr(image, len, phoff, phnum, d->hash, 8, false, &at)) {
             return 0;
         }
         return pbx_le_get32(image + at + 4);
@@ -249,8 +248,7 @@ size_t lx_vdso_image_len(const uint8_t *image)
         if (pbx_le_get32(ph) != LX_ELF_PT_LOAD) {
             continue;
         }
-        if (p_off > LX_VDSO_IMAGE_MAX ||
-            p_filesz > LX_VDSO_IMAGE_MAX - p_off) {
+        if (p_off > LX_VDSO_IMAGE_MAX || p_filesz > LX_VDSO_IMAGE_MAX - p_off) {
             return 0;
         }
         end = p_off + p_filesz > end ? p_off + p_filesz : end;

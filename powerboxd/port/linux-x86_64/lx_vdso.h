@@ -20,10 +20,10 @@
  * least the kernel maps at the vDSO's address. */
 #define LX_VDSO_HEAD_BYTES 4096U
 
-/** LX_VDSO_IMAGE_MAX bounds the image length lx_vdso_image_len accepts
- * (the x86-64 vDSO is two pages; anything near this bound is refused as
- * malformed rather than read). */
-#define LX_VDSO_IMAGE_MAX (256U * 1024U)
+/** LX_VDSO_IMAGE_MAX (256 KiB) bounds the image length lx_vdso_image_len
+ * accepts: the x86-64 vDSO is under two pages, and an image claiming more
+ * than this is refused as malformed rather than read. */
+#define LX_VDSO_IMAGE_MAX 0x40000U
 
 /**
  * lx_vdso_image_len returns the length of the ELF image at image, from
