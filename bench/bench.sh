@@ -33,6 +33,7 @@ WALL_N=${BENCH_WALL_N:-20000}
 HOST_N=${BENCH_HOST_N:-2000}
 BIN_DIR=$(dirname "$BIN")
 HOST_PY="$(dirname "$0")/bench_host.py"
+CLOCK_PY="$(dirname "$0")/bench_clock.py"
 mkdir -p "$WORK"
 
 # field NAME LINE: the value of NAME=value in a result line.
@@ -53,9 +54,23 @@ if [ "$SMOKE" = 1 ]; then
     done
     line=$("$BIN" floor --n 20)
     positive "$(field wire_bytes_per_lifecycle "$line")" "floor bytes"
-    line=$("$BIN" sha2 --mib 1 --reps 1 --file "$WORK/sha2.dat")
+    line=$("$BIN" sha2 --path 0 --mib 1 --reps 1 --file "$WORK/sha2.dat")
     positive "$(field pbx_mb_s "$line")" "sha2 MB/s"
     [ "$(field digest_match "$line")" = yes ] || exit 1
+    # The x86 SHA path too, where the CPU has it (status 2: it does not).
+    rc=0
+    line=$("$BIN" sha2 --path 1 --mib 1 --reps 1 --file "$WORK/sha2.dat") ||
+        rc=$?
+    if [ "$rc" = 0 ]; then
+        positive "$(field pbx_mb_s "$line")" "sha2 x86-sha MB/s"
+        [ "$(field digest_match "$line")" = yes ] || exit 1
+    elif [ "$rc" != 2 ]; then
+        exit 1
+    fi
+    # powerboxd reads its clock through the vDSO: no clock_gettime system
+    # call in 3 lifecycles where one is mapped (bench_clock.py).
+    python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 3 --expect-no-clock \
+        | grep '^clock ' || exit 1
     line=$("$BIN" seqpacket --n 200 --batches 1)
     positive "$(field best_ns "$(printf '%s\n' "$line" | head -1)")" \
         "seqpacket round trip"
@@ -152,17 +167,46 @@ printf '| powerboxd half: encode sent, decode received, 1 SHA-256 | %s | |\n' \
     "$fl_core"
 
 mib=4
-sha_ir=$(ir sha2 'bench_sha2_measure*' -- sha2 --mib "$mib" --reps 1 --oracle 0)
-sha_line=$("$BIN" sha2 --mib 64 --reps 3 --file "$WORK/sha2.dat")
+sha_ir=$(ir sha2 'bench_sha2_measure*' -- sha2 --path 0 --mib "$mib" --reps 1 --oracle 0)
+sha_line=$("$BIN" sha2 --path 0 --mib 64 --reps 3 --file "$WORK/sha2.dat")
+# The x86 SHA extensions where the CPU has them (status 2 where not).
+# Valgrind's CPU does not offer them, so that row has no Ir/byte.
+rc=0
+sha_ni_line=$("$BIN" sha2 --path 1 --mib 64 --reps 3 --file "$WORK/sha2.dat") ||
+    rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 2 ] || exit 1
 rm -f "$WORK/sha2.dat"
 echo
 echo "## SHA-256 (64 MiB, best of 3)"
 echo
 echo "| implementation | MB/s | cycles/byte (TSC) | Ir/byte |"
 echo "|---|---:|---:|---:|"
-printf '| pbx sha2 (in memory) | %s | %s | %s |\n' \
+printf '| pbx sha2 portable (in memory) | %s | %s | %s |\n' \
     "$(field pbx_mb_s "$sha_line")" "$(field cycles_per_byte "$sha_line")" \
     "$(awk -v a="$sha_ir" -v b="$mib" 'BEGIN { printf "%.2f", a / (b * 1048576) }')"
+if [ "$rc" = 0 ]; then
+    printf '| pbx sha2 x86 SHA extensions (in memory, digest %s) | %s | %s | n/a (valgrind lacks SHA) |\n' \
+        "$(field digest_match "$sha_ni_line" | sed 's/yes/matches/')" \
+        "$(field pbx_mb_s "$sha_ni_line")" \
+        "$(field cycles_per_byte "$sha_ni_line")"
+else
+    echo '| pbx sha2 x86 SHA extensions | not available on this CPU | | |'
+fi
+
+# powerboxd's system calls per lifecycle under strace -c (bench_clock.py).
+clk_line=$(python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 200 | grep '^clock ')
+echo
+echo "## powerboxd system calls per lifecycle (strace -c, 200 lifecycles)"
+echo
+if [ "$(field strace "$clk_line")" = missing ]; then
+    echo "strace is not installed: not measured."
+else
+    echo "| vDSO mapped | syscalls/lifecycle | clock_gettime/lifecycle |"
+    echo "|---|---:|---:|"
+    printf '| %s | %s | %s |\n' "$(field vdso "$clk_line")" \
+        "$(field syscalls_per_lifecycle "$clk_line")" \
+        "$(field clock_gettime_per_lifecycle "$clk_line")"
+fi
 printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
     "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
     "$(field sha256sum_mb_s "$sha_line")"

@@ -8,6 +8,12 @@
  * CLOCK_MONOTONIC and the time-stamp counter (cycles per byte), the
  * oracle as a whole process (spawn, read from the page cache, hash).
  * Under callgrind, bench_sha2_measure alone gives instructions per byte.
+ *
+ * --path picks the compression path: 0 the portable rounds, 1 the x86
+ * SHA extensions (the run fails with status 2 where they are missing),
+ * 2 (the default) whatever pbx_sha2_select picks, as powerboxd does.
+ * Valgrind's CPU does not report the extensions, so under callgrind
+ * --path 2 measures the portable path and --path 1 is refused.
  */
 #include "bench/bench.h"
 
@@ -136,6 +142,14 @@ int bench_sha2_main(int argc, char **argv)
     uint32_t mib = bench_arg_u32(argc, argv, "--mib", 64U);
     uint32_t reps = bench_arg_u32(argc, argv, "--reps", 3U);
     uint32_t oracle = bench_arg_u32(argc, argv, "--oracle", 1U);
+    uint32_t want_path = bench_arg_u32(argc, argv, "--path", 2U);
+    if (want_path == 2U) {
+        (void)pbx_sha2_select();
+    } else if (pbx_sha2_path_set((pbx_sha2_path)want_path) != PBX_OK) {
+        (void)fprintf(stderr, "bench: sha2 path %u is not available here\n",
+                      want_path);
+        return 2;
+    }
     const char *path = NULL;
     for (int i = 1; i + 1 < argc; i++) {
         path = strcmp(argv[i], "--file") == 0 ? argv[i + 1] : path;
@@ -158,8 +172,10 @@ int bench_sha2_main(int argc, char **argv)
         (void)fprintf(stderr, "bench: sha2 failed\n");
         return 1;
     }
-    (void)printf("sha2 bytes=%zu pbx_mb_s=%.1f cycles_per_byte=%.2f "
+    (void)printf("sha2 path=%s bytes=%zu pbx_mb_s=%.1f cycles_per_byte=%.2f "
                  "sha256sum_mb_s=%.1f digest_match=%s\n",
+                 pbx_sha2_path_current() == PBX_SHA2_PATH_X86_SHA ? "x86-sha"
+                                                                  : "portable",
                  len, (double)len * 1e3 / (double)ns, (double)cyc / (double)len,
                  ons > 0U ? (double)len * 1e3 / (double)ons : 0.0,
                  oracle != 0U ? "yes" : "skipped");

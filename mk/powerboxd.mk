@@ -105,7 +105,7 @@ $(PBXD_PORTCHECK): $(PBXD_PCI_linux-x86_64_release)
 # against the very Linux images built above. They use only base's inline
 # helpers, so they do not wait for libpbx.a.
 PBXD_TEST_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
-    $(wildcard tests/port/*.c)
+    $(wildcard tests/port/*.c) powerboxd/port/linux-x86_64/lx_vdso.c
 PBXD_TEST_OBJS := $(PBXD_TEST_SRCS:%.c=$(BUILD)/obj/port-test/%.o)
 PBXD_TEST_BIN  := $(BUILD)/bin/pbx-port-test
 

@@ -8,6 +8,8 @@
  */
 #include "sha2/pbx_sha2.h"
 
+#include "sha2/pbx_sha2_x86.h"
+
 /* Section 4.2.2: the first 32 bits of the fractional parts of the cube
  * roots of the first 64 primes. */
 static const uint32_t pbx_sha2_k[64] = {
@@ -107,6 +109,60 @@ static void pbx_sha2_compress(uint32_t state[8], const uint8_t *block)
     }
 }
 
+/* The path every compression takes; portable until pbx_sha2_select or
+ * pbx_sha2_path_set chooses another at startup. */
+static pbx_sha2_path pbx_sha2_active = PBX_SHA2_PATH_PORTABLE;
+
+/* Folds n whole blocks at data into state on the current path. */
+static void pbx_sha2_blocks(uint32_t state[8], const uint8_t *data, size_t n)
+{
+#if PBX_SHA2_X86
+    if (pbx_sha2_active == PBX_SHA2_PATH_X86_SHA) {
+        pbx_sha2_x86_blocks(state, data, n);
+        return;
+    }
+#endif
+    /* One pass per block: bounded by n. */
+    for (size_t i = 0; i < n; i++) {
+        pbx_sha2_compress(state, data + PBX_SHA2_BLOCK_BYTES * i);
+    }
+}
+
+bool pbx_sha2_path_available(pbx_sha2_path path)
+{
+    if (path == PBX_SHA2_PATH_PORTABLE) {
+        return true;
+    }
+#if PBX_SHA2_X86
+    if (path == PBX_SHA2_PATH_X86_SHA) {
+        return pbx_sha2_x86_supported();
+    }
+#endif
+    return false;
+}
+
+pbx_err pbx_sha2_path_set(pbx_sha2_path path)
+{
+    if (!pbx_sha2_path_available(path)) {
+        return PBX_E_SHA2_PATH;
+    }
+    pbx_sha2_active = path;
+    return PBX_OK;
+}
+
+pbx_sha2_path pbx_sha2_select(void)
+{
+    pbx_sha2_active = pbx_sha2_path_available(PBX_SHA2_PATH_X86_SHA)
+                          ? PBX_SHA2_PATH_X86_SHA
+                          : PBX_SHA2_PATH_PORTABLE;
+    return pbx_sha2_active;
+}
+
+pbx_sha2_path pbx_sha2_path_current(void)
+{
+    return pbx_sha2_active;
+}
+
 void pbx_sha2_init(pbx_sha2_ctx *ctx)
 {
     PBX_ASSERT(ctx != NULL);
@@ -142,15 +198,14 @@ pbx_err pbx_sha2_update(pbx_sha2_ctx *ctx, const uint8_t *data, size_t len)
         if (ctx->block_len < PBX_SHA2_BLOCK_BYTES) {
             return PBX_OK;
         }
-        pbx_sha2_compress(ctx->state, ctx->block);
+        pbx_sha2_blocks(ctx->state, ctx->block, 1);
         ctx->block_len = 0;
     }
-    /* Whole blocks straight from the input; the loop runs len / 64 times
-     * at most. */
-    while (len - pos >= PBX_SHA2_BLOCK_BYTES) {
-        pbx_sha2_compress(ctx->state, data + pos);
-        pos += PBX_SHA2_BLOCK_BYTES;
-    }
+    /* Whole blocks straight from the input, in one call so a fast path
+     * keeps the hash words in registers across them. */
+    size_t whole = (len - pos) / PBX_SHA2_BLOCK_BYTES;
+    pbx_sha2_blocks(ctx->state, data + pos, whole);
+    pos += whole * PBX_SHA2_BLOCK_BYTES;
     pbx_mem_copy(ctx->block, data + pos, len - pos);
     ctx->block_len = (uint32_t)(len - pos);
     return PBX_OK;
@@ -171,13 +226,13 @@ void pbx_sha2_final(pbx_sha2_ctx *ctx, uint8_t out[PBX_SHA2_DIGEST_BYTES])
     n++;
     if (n > PBX_SHA2_BLOCK_BYTES - 8U) {
         pbx_mem_set(ctx->block + n, 0, PBX_SHA2_BLOCK_BYTES - n);
-        pbx_sha2_compress(ctx->state, ctx->block);
+        pbx_sha2_blocks(ctx->state, ctx->block, 1);
         n = 0;
     }
     pbx_mem_set(ctx->block + n, 0, PBX_SHA2_BLOCK_BYTES - 8U - n);
     pbx_sha2_be_put32(ctx->block + 56, (uint32_t)(bits >> 32));
     pbx_sha2_be_put32(ctx->block + 60, (uint32_t)(bits & 0xFFFFFFFFU));
-    pbx_sha2_compress(ctx->state, ctx->block);
+    pbx_sha2_blocks(ctx->state, ctx->block, 1);
     for (size_t i = 0; i < 8U; i++) {
         pbx_sha2_be_put32(out + 4U * i, ctx->state[i]);
     }

@@ -99,4 +99,44 @@ pbx_err pbx_sha2_digest(const uint8_t *data, size_t len,
 bool pbx_sha2_digest_equal(const uint8_t a[PBX_SHA2_DIGEST_BYTES],
                            const uint8_t b[PBX_SHA2_DIGEST_BYTES]);
 
+/**
+ * pbx_sha2_path names one implementation of the SHA-256 compression
+ * function. Every path computes the same digest; they differ in speed.
+ */
+typedef enum pbx_sha2_path {
+    /** The portable C rounds of pbx_sha2.c, available everywhere. */
+    PBX_SHA2_PATH_PORTABLE = 0,
+    /** The x86 SHA extensions (pbx_sha2_x86.c), where CPUID reports them. */
+    PBX_SHA2_PATH_X86_SHA = 1,
+} pbx_sha2_path;
+
+/**
+ * pbx_sha2_path_available reports whether this build and this CPU can run
+ * path: the portable path always, the x86 path only in an x86-64 build on a
+ * CPU whose CPUID reports SHA, SSE4.1 and SSSE3. It reads CPUID each call
+ * and changes nothing.
+ */
+bool pbx_sha2_path_available(pbx_sha2_path path);
+
+/**
+ * pbx_sha2_path_set makes path the one every later compression uses, in
+ * every context of the process. Returns PBX_OK, or PBX_E_SHA2_PATH (and
+ * changes nothing) when path is unknown or not available here. The choice
+ * is one process-wide variable: set it at startup, before any thread or
+ * context is hashing, never while another thread may be hashing. Tests
+ * and the bench use it to force each path.
+ */
+pbx_err pbx_sha2_path_set(pbx_sha2_path path);
+
+/**
+ * pbx_sha2_select picks the fastest available path (the x86 extensions
+ * where available, else portable), makes it current as pbx_sha2_path_set
+ * does (with the same rule: once at startup) and returns it. Until it or
+ * pbx_sha2_path_set is called the portable path is used.
+ */
+pbx_sha2_path pbx_sha2_select(void);
+
+/** pbx_sha2_path_current returns the path compressions use now. */
+pbx_sha2_path pbx_sha2_path_current(void);
+
 #endif /* PBX_SHA2_H */

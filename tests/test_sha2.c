@@ -2,7 +2,9 @@
  * test_sha2.c: SHA-256 against the FIPS 180-4 examples, NIST CAVP short
  * and long message vectors, every way of splitting the input across
  * updates, the length limit, and the system's sha256sum as an oracle for
- * every length from 0 to 1,100 bytes.
+ * every length from 0 to 1,100 bytes. Each vector and split test runs on
+ * every compression path this CPU has (SHA2_PATH_TEST), the portable one
+ * and the x86 SHA extensions, each forced in turn.
  */
 #include "runner/pbx_test.h"
 #include "sha2/pbx_sha2.h"
@@ -11,6 +13,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Runs body once on each available compression path, forcing each with
+ * pbx_sha2_path_set, and restores the path that was current. A CPU
+ * without the x86 extensions runs the portable path only (the runner's
+ * output says so once). */
+static void sha2_on_each_path(void (*body)(void))
+{
+    static const pbx_sha2_path paths[] = {PBX_SHA2_PATH_PORTABLE,
+                                          PBX_SHA2_PATH_X86_SHA};
+    pbx_sha2_path was = pbx_sha2_path_current();
+    static bool told;
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        if (!pbx_sha2_path_available(paths[i])) {
+            if (!told) {
+                (void)fprintf(stderr,
+                              "test_sha2: path %d not available "
+                              "here; tested the others\n",
+                              (int)paths[i]);
+                told = true;
+            }
+            continue;
+        }
+        PBX_REQUIRE(pbx_sha2_path_set(paths[i]) == PBX_OK);
+        PBX_REQUIRE(pbx_sha2_path_current() == paths[i]);
+        body();
+    }
+    PBX_REQUIRE(pbx_sha2_path_set(was) == PBX_OK);
+}
+
+/* SHA2_PATH_TEST(name) defines test name whose body runs on each path. */
+#define SHA2_PATH_TEST(name)                                                   \
+    static void name##_on_path(void);                                          \
+    PBX_TEST(name)                                                             \
+    {                                                                          \
+        sha2_on_each_path(name##_on_path);                                     \
+    }                                                                          \
+    static void name##_on_path(void)
 
 /* Returns the value of one lower-case hex digit, or 16 for any other
  * character. */
@@ -69,7 +108,7 @@ static const char fips_896[] =
     "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
     "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
 
-PBX_TEST(sha2_fips_examples)
+SHA2_PATH_TEST(sha2_fips_examples)
 {
     check_text("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b"
                    "7852b855");
@@ -81,7 +120,7 @@ PBX_TEST(sha2_fips_examples)
                          "c45037afee9d1");
 }
 
-PBX_TEST(sha2_million_a)
+SHA2_PATH_TEST(sha2_million_a)
 {
     uint8_t chunk[1000];
     uint8_t got[PBX_SHA2_DIGEST_BYTES];
@@ -100,7 +139,7 @@ PBX_TEST(sha2_million_a)
 }
 
 /* NIST CAVP SHA256ShortMsg.rsp (byte-oriented), first lengths. */
-PBX_TEST(sha2_cavp_short)
+SHA2_PATH_TEST(sha2_cavp_short)
 {
     static const char *const vec[][2] = {
         {"d3",
@@ -128,7 +167,7 @@ PBX_TEST(sha2_cavp_short)
 }
 
 /* NIST CAVP SHA256LongMsg.rsp, Len = 1304 bits. */
-PBX_TEST(sha2_cavp_long)
+SHA2_PATH_TEST(sha2_cavp_long)
 {
     static const char msg_hex[] =
         "451101250ec6f26652249d59dc974b7361d571a8101cdfd36aba3b5854d3ae08"
@@ -146,7 +185,7 @@ PBX_TEST(sha2_cavp_long)
 
 /* Multi-block messages around block and page boundaries, digests taken
  * from the system's sha256sum over the same pattern. */
-PBX_TEST(sha2_long_pattern)
+SHA2_PATH_TEST(sha2_long_pattern)
 {
     static uint8_t buf[4097];
     fill_pattern(buf, sizeof(buf));
@@ -176,7 +215,7 @@ static bool split_matches(const uint8_t *msg, size_t len, size_t a, size_t b,
     return ok && memcmp(got, want, sizeof(got)) == 0;
 }
 
-PBX_TEST(sha2_every_two_way_split)
+SHA2_PATH_TEST(sha2_every_two_way_split)
 {
     static uint8_t buf[300];
     const size_t lens[] = {sizeof(fips_896) - 1U, 128, 200, 300};
@@ -193,7 +232,7 @@ PBX_TEST(sha2_every_two_way_split)
     }
 }
 
-PBX_TEST(sha2_every_three_way_split_200)
+SHA2_PATH_TEST(sha2_every_three_way_split_200)
 {
     uint8_t buf[200];
     uint8_t want[PBX_SHA2_DIGEST_BYTES];
@@ -211,7 +250,7 @@ PBX_TEST(sha2_every_three_way_split_200)
     PBX_CHECK_EQ(runs, 201U * 202U / 2U);
 }
 
-PBX_TEST(sha2_byte_at_a_time_and_empty_updates)
+SHA2_PATH_TEST(sha2_byte_at_a_time_and_empty_updates)
 {
     uint8_t got[PBX_SHA2_DIGEST_BYTES];
     uint8_t want[PBX_SHA2_DIGEST_BYTES];
@@ -230,7 +269,7 @@ PBX_TEST(sha2_byte_at_a_time_and_empty_updates)
     PBX_CHECK_MEM(got, want, sizeof(want));
 }
 
-PBX_TEST(sha2_init_ignores_old_contents_and_final_wipes)
+SHA2_PATH_TEST(sha2_init_ignores_old_contents_and_final_wipes)
 {
     uint8_t got[PBX_SHA2_DIGEST_BYTES];
     uint8_t want[PBX_SHA2_DIGEST_BYTES];
@@ -248,7 +287,7 @@ PBX_TEST(sha2_init_ignores_old_contents_and_final_wipes)
     PBX_CHECK_MEM(got, want, sizeof(want));
 }
 
-PBX_TEST(sha2_context_copy_forks_the_computation)
+SHA2_PATH_TEST(sha2_context_copy_forks_the_computation)
 {
     uint8_t got1[PBX_SHA2_DIGEST_BYTES];
     uint8_t got2[PBX_SHA2_DIGEST_BYTES];
@@ -315,4 +354,24 @@ PBX_TEST(sha2_digest_equal_constant_time_compare)
         }
     }
     PBX_CHECK(pbx_sha2_digest_equal(a, b));
+}
+
+/* The path switch itself: select picks the extensions exactly where they
+ * are available, and a path that is unknown or unavailable is refused
+ * with nothing changed. */
+PBX_TEST(sha2_path_select_and_refusal)
+{
+    pbx_sha2_path was = pbx_sha2_path_current();
+    bool x86 = pbx_sha2_path_available(PBX_SHA2_PATH_X86_SHA);
+    PBX_CHECK(pbx_sha2_path_available(PBX_SHA2_PATH_PORTABLE));
+    PBX_CHECK_EQ(pbx_sha2_select(),
+                 x86 ? PBX_SHA2_PATH_X86_SHA : PBX_SHA2_PATH_PORTABLE);
+    PBX_CHECK_EQ(pbx_sha2_path_set(PBX_SHA2_PATH_PORTABLE), PBX_OK);
+    PBX_CHECK_EQ(pbx_sha2_path_set((pbx_sha2_path)7), PBX_E_SHA2_PATH);
+    PBX_CHECK_EQ(pbx_sha2_path_current(), PBX_SHA2_PATH_PORTABLE);
+    PBX_CHECK_EQ(pbx_sha2_path_set(PBX_SHA2_PATH_X86_SHA),
+                 x86 ? PBX_OK : PBX_E_SHA2_PATH);
+    PBX_CHECK_EQ(pbx_sha2_path_current(),
+                 x86 ? PBX_SHA2_PATH_X86_SHA : PBX_SHA2_PATH_PORTABLE);
+    PBX_REQUIRE(pbx_sha2_path_set(was) == PBX_OK);
 }

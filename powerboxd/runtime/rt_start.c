@@ -7,6 +7,7 @@
  */
 #include "core/pbx_core_inspect.h"
 #include "powerboxd/runtime/rt_int.h"
+#include "sha2/pbx_sha2.h"
 
 /** The runtime's whole state; static so that no stack frame holds it. */
 static rt_state rt_g;
@@ -267,6 +268,10 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
     pbx_err err;
     s->refused_err = PBX_OK;
     s->refused_slot = -1;
+    /* The SHA-256 path is chosen once, before anything is hashed and
+     * while the process has one thread: the x86 SHA extensions where
+     * CPUID reports them, the portable rounds elsewhere. */
+    (void)pbx_sha2_select();
     if (rt_args(start, &s->incarnation) != 0U) {
         return PBX_RT_EXIT_ARGS;
     }

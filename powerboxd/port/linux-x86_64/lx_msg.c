@@ -4,11 +4,10 @@
  * with an optional capability, synchronous peer calls and datagram wakes.
  */
 #include "powerboxd/port/linux-x86_64/lx_int.h"
+#include "powerboxd/port/linux-x86_64/lx_vdso.h"
 
 /** LX_SYS_POLL is poll(fds, n, timeout), used only inside a peer call. */
 #define LX_SYS_POLL 7
-/** LX_SYS_CLOCK_GETTIME reads a clock, used only for peer-call deadlines. */
-#define LX_SYS_CLOCK_GETTIME 228
 /** LX_CLOCK_MONOTONIC never jumps with the wall clock. */
 #define LX_CLOCK_MONOTONIC 1
 /** LX_POLLIN asks poll for readability. */
@@ -347,8 +346,8 @@ pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 uint64_t lx_now_ms(void)
 {
     struct lx_timespec ts = {0, 0};
-    if (lx_sys3(LX_SYS_CLOCK_GETTIME, LX_CLOCK_MONOTONIC, lx_ptr(&ts), 0) !=
-            0 ||
+    /* Through the vDSO where there is one (lx_clock.c). */
+    if (lx_clock_gettime(LX_CLOCK_MONOTONIC, &ts.sec, &ts.nsec) != 0 ||
         ts.sec < 0 || ts.nsec < 0) {
         return 0U;
     }

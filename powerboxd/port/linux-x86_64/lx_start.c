@@ -8,6 +8,7 @@
  * in .text.start so linker.ld can place it first.
  */
 #include "powerboxd/port/linux-x86_64/lx_int.h"
+#include "powerboxd/port/linux-x86_64/lx_vdso.h"
 
 /* Declared here so -Wmissing-prototypes holds; called only from _start. */
 _Noreturn void lx_start_c(const uint64_t *sp);
@@ -35,6 +36,8 @@ _Noreturn void lx_start_c(const uint64_t *sp)
     start.argc = argc > 0xFFFFU ? 0xFFFFU : (uint32_t)argc;
     start.pad = 0;
     start.argv = (const char *const *)(const void *)(sp + 1);
+    /* The vDSO's clock, from the auxiliary vector above the stack. */
+    lx_clock_init(sp);
     pbx_port_exit(pbx_port_main(&start));
 }
 
