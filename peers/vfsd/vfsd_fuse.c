@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -122,6 +123,44 @@ ssize_t vfsd_fuse_recv(int chan, vfsd_fuse_msg *m, int *fd, int flags)
     return r;
 }
 
+/* Detaches, lazily, up to 8 pbx-vfsd mounts left at dir by an earlier
+ * vfsd (its server killed with it, or still serving descriptors: those
+ * keep working). Without it a dead mount fails every stat of dir, and a
+ * live one would sit under this vfsd's mount. Only mounts whose source
+ * is pbx-vfsd are touched. Runs before readiness only (it may wait for
+ * fusermount3). */
+static void vfsd_fuse_stale(const char *dir)
+{
+    size_t dlen = strlen(dir);
+    for (int round = 0; round < 8; round++) {
+        FILE *f = fopen("/proc/self/mounts", "re");
+        char line[4096];
+        bool found = false;
+        while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL) {
+            found = strncmp(line, "pbx-vfsd ", 9U) == 0 &&
+                    strncmp(line + 9, dir, dlen) == 0 && line[9U + dlen] == ' ';
+        }
+        if (f != NULL) {
+            (void)fclose(f);
+        }
+        if (!found) {
+            return;
+        }
+        pbx_peer_log("vfsd", "detaching a pbx-vfsd mount left at %s", dir);
+        if (umount2(dir, MNT_DETACH) != 0) {
+            pid_t p = fork();
+            if (p == 0) {
+                execlp("fusermount3", "fusermount3", "-u", "-z", "--", dir,
+                       (char *)NULL);
+                _exit(127);
+            }
+            if (p < 0 || waitpid(p, NULL, 0) != p) {
+                return;
+            }
+        }
+    }
+}
+
 /* Makes the mount point: --fuse-dir's (made 0700 when missing, refused
  * unless it is a directory of vfsd's user), else a fresh directory
  * under /tmp. Returns NULL and stores why in *why when it cannot. */
@@ -138,6 +177,7 @@ static const char *vfsd_fuse_dir(bool *own, const char **why)
         }
         return f->made;
     }
+    vfsd_fuse_stale(f->dir);
     if (mkdir(f->dir, 0700) != 0 && errno != EEXIST) {
         *why = strerror(errno);
         return NULL;

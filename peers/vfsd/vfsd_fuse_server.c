@@ -57,6 +57,7 @@ typedef struct fs_state {
     const uint64_t *live; /* vfsd's revocation table (vfsd_fuse.h) */
     pthread_t gone; /* the thread that cuts everything when vfsd is gone */
     bool gone_started;
+    int root; /* O_PATH of this server's mount root (atomic), or -1 */
     const char *mnt;
     bool own_dir; /* vfsd made the mount point: removed at the end */
     struct fuse_session *se;
@@ -168,6 +169,26 @@ static void fs_add(const vfsd_fuse_msg *m, int fd)
  * the mount point vfsd made. */
 static void fs_detach(void)
 {
+    char self[64];
+    int root = __atomic_load_n(&g_fs.root, __ATOMIC_ACQUIRE);
+    (void)snprintf(self, sizeof(self), "/proc/self/fd/%d", root);
+    /* By the descriptor of this server's own mount root where it can: a
+     * later vfsd may have mounted on the same directory, and a detach by
+     * path would take its mount, not this one. A mount already detached
+     * (a later vfsd did it) is left alone. */
+    bool done = root >= 0 && (umount2(self, MNT_DETACH) == 0 || errno == EINVAL);
+    /* The root's descriptor would keep the detached mount, and so this
+     * server, alive. */
+    if (root >= 0) {
+        (void)close(root);
+        __atomic_store_n(&g_fs.root, -1, __ATOMIC_RELEASE);
+    }
+    if (done) {
+        if (g_fs.own_dir) {
+            (void)rmdir(g_fs.mnt);
+        }
+        return;
+    }
     if (umount2(g_fs.mnt, MNT_DETACH) != 0) {
         pid_t p = fork();
         if (p == 0) {
@@ -329,6 +350,10 @@ static void *fs_helper(void *arg)
 {
     (void)arg;
     __atomic_store_n(&g_fs.help_tid, gettid(), __ATOMIC_RELEASE);
+    /* The mount's root, taken here: the lookup it may need is answered
+     * by the main thread. */
+    int root = open(g_fs.mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    __atomic_store_n(&g_fs.root, root, __ATOMIC_RELEASE);
     for (;;) {
         vfsd_fuse_msg m;
         int fd = -1;
@@ -644,6 +669,7 @@ static void fs_child(int chan, const char *mnt, bool own_dir, size_t rows,
     (void)signal(SIGHUP, SIG_IGN);
     (void)signal(SIGPIPE, SIG_IGN);
     g_fs.chan = chan;
+    g_fs.root = -1;
     g_fs.mnt = mnt;
     g_fs.own_dir = own_dir;
     g_fs.live = live;
