@@ -17,9 +17,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The byte at offset i of big.bin. */
@@ -84,14 +87,42 @@ void of_up(of *t, const char *const *extra)
     t->route = rp[0];
 }
 
+pid_t of_server(pid_t vfsd)
+{
+    char p[64];
+    char buf[128];
+    (void)snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)vfsd,
+                   (int)vfsd);
+    if (vfsd <= 0 || tp_read_file(p, buf, sizeof(buf)) <= 0) {
+        return -1;
+    }
+    long pid = strtol(buf, NULL, 10);
+    return pid > 0 ? (pid_t)pid : -1;
+}
+
+bool of_gone(int pfd, int timeout_ms)
+{
+    struct pollfd p = {pfd, POLLIN, 0};
+    return pfd >= 0 && poll(&p, 1, timeout_ms) == 1;
+}
+
 void of_down(of *t)
 {
     (void)close(t->scope);
     if (t->route >= 0) {
         (void)close(t->route);
     }
+    pid_t srv = of_server(t->pid);
+    int pfd = srv > 0 ? (int)syscall(SYS_pidfd_open, srv, 0) : -1;
     if (t->pid > 0) {
         (void)tp_stop(t->pid);
+    }
+    /* Leftovers: vfsd's FUSE server ends by itself once vfsd is gone (no
+     * descriptor on its mount is open any more), and the connection, so
+     * its mount, ends with it (bounded wait: it detaches first). */
+    if (pfd >= 0) {
+        PBX_CHECK(of_gone(pfd, 10000));
+        (void)close(pfd);
     }
 }
 

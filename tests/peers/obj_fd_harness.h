@@ -28,8 +28,14 @@ void of_file(const char *dir, const char *name, const char *text, size_t n);
 /* Builds a fresh root (tp_tmpdir) and starts vfsd on it with extra
  * arguments (NULL-terminated, at most 8, or NULL). */
 void of_up(of *t, const char *const *extra);
-/* Closes t's ends and stops its vfsd (unless t->pid is -1). */
+/* Closes t's ends and stops its vfsd (unless t->pid is -1); checks that
+ * vfsd's FUSE server (when it had one) then ends by itself. */
 void of_down(of *t);
+/* The pid of vfsd's FUSE server (its one child), or -1. */
+pid_t of_server(pid_t vfsd);
+/* Waits up to timeout_ms for the process of pidfd pfd to end (it is no
+ * child of this one: poll says so, not waitpid). */
+bool of_gone(int pfd, int timeout_ms);
 /* Resolves sel for op through t's scope, which must be FOUND; returns the
  * object (owned by the caller) and stores its identity in *rep. */
 int of_obj(const of *t, const char *sel, uint16_t op,

@@ -32,28 +32,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The pid of vfsd's FUSE server: its one child. -1 when there is none. */
-static pid_t ofc_server(pid_t vfsd)
-{
-    char p[64];
-    char buf[128];
-    (void)snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)vfsd,
-                   (int)vfsd);
-    if (tp_read_file(p, buf, sizeof(buf)) <= 0) {
-        return -1;
-    }
-    long pid = strtol(buf, NULL, 10);
-    return pid > 0 ? (pid_t)pid : -1;
-}
-
-/* Waits (bounded, timeout_ms) until the process of pidfd pfd has
- * ended: it is no child of this process, so poll says so, not waitpid. */
-static bool ofc_gone(int pfd, int timeout_ms)
-{
-    struct pollfd p = {pfd, POLLIN, 0};
-    return pfd >= 0 && poll(&p, 1, timeout_ms) == 1;
-}
-
 /* How many pbx-vfsd mounts /proc/self/mounts lists at exactly path. */
 static int ofc_mounts_at(const char *path)
 {
@@ -122,7 +100,7 @@ PBX_TEST(obj_fd_open_queued_while_the_server_is_stopped)
     pbx_ipc_resolve_reply rep;
     int a = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
     int b = of_obj(&t, "big.bin", PBX_IPC_OPERATION_READ, &rep);
-    pid_t srv = ofc_server(t.pid);
+    pid_t srv = of_server(t.pid);
     PBX_REQUIRE(srv > 0);
     PBX_REQUIRE(tp_stall(srv, true));
     uint8_t call[64];
@@ -220,7 +198,7 @@ PBX_TEST(obj_fd_restart_on_one_fuse_dir_leaves_no_mount)
     int o1 = of_obj(&t1, "a.txt", PBX_IPC_OPERATION_READ, &rep);
     int f1 = -1;
     PBX_REQUIRE(pbx_obj_open_fd(o1, PBX_PEER_VFS_MODE_READ, &f1) == 0);
-    pid_t srv = ofc_server(t1.pid);
+    pid_t srv = of_server(t1.pid);
     int pfd = (int)syscall(SYS_pidfd_open, srv, 0);
     PBX_REQUIRE(srv > 0 && pfd >= 0 && tp_stall(srv, true));
     PBX_REQUIRE(kill(t1.pid, SIGKILL) == 0);
@@ -231,7 +209,7 @@ PBX_TEST(obj_fd_restart_on_one_fuse_dir_leaves_no_mount)
     /* The old server ends once its mount is detached and its last
      * descriptor closed. */
     (void)close(f1);
-    PBX_CHECK(ofc_gone(pfd, 10000));
+    PBX_CHECK(of_gone(pfd, 10000));
     (void)close(pfd);
     int o2 = of_obj(&t2, "a.txt", PBX_IPC_OPERATION_READ, &rep);
     int f2 = -1;
