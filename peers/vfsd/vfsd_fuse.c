@@ -225,8 +225,8 @@ void vfsd_fuse_start(void)
     void *live = mmap(NULL, f->max * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     f->live = live != MAP_FAILED ? live : NULL;
-    f->mnt = f->nodes != NULL && f->live != NULL ? vfsd_fuse_dir(&own, &why)
-                                                 : NULL;
+    f->mnt =
+        f->nodes != NULL && f->live != NULL ? vfsd_fuse_dir(&own, &why) : NULL;
     if (f->mnt != NULL &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
         pid_t child =
@@ -281,8 +281,7 @@ static vfsd_fuse_node *vfsd_fuse_free_row(void)
     return NULL;
 }
 
-uint32_t vfsd_fuse_open(size_t row, const pbx_peer_vfs_call *call,
-                        bool *queued)
+uint32_t vfsd_fuse_open(size_t row, const pbx_peer_vfs_call *call, bool *queued)
 {
     vfsd_fuse *f = &g_vfsd.fuse;
     vfsd_fuse_msg m;
@@ -305,8 +304,8 @@ uint32_t vfsd_fuse_open(size_t row, const pbx_peer_vfs_call *call,
     /* Live before the server can see the entry; a full channel (the
      * server does not read) refuses this OPEN, it never waits. */
     __atomic_store_n(&f->live[m.slot], m.node, __ATOMIC_RELEASE);
-    if (vfsd_fuse_send_msg_flags(f->chan, &m, g_vfsd.data[row],
-                                 MSG_DONTWAIT) != 0) {
+    if (vfsd_fuse_send_msg_flags(f->chan, &m, g_vfsd.data[row], MSG_DONTWAIT) !=
+        0) {
         int e = errno;
         __atomic_store_n(&f->live[m.slot], 0U, __ATOMIC_RELEASE);
         pbx_peer_log("vfsd", "FUSE server not taking OPEN: %s", strerror(e));
@@ -328,8 +327,12 @@ uint32_t vfsd_fuse_open(size_t row, const pbx_peer_vfs_call *call,
 bool vfsd_fuse_pending(size_t row)
 {
     vfsd_fuse *f = &g_vfsd.fuse;
+    const pbx_peer_obj *o = &g_vfsd.objs.rows[row];
+    /* The same object only: a row re-minted after a hang-up is another. */
     for (size_t i = 0; f->npending != 0U && i < f->max; i++) {
-        if (f->nodes[i].used && f->nodes[i].pending && f->nodes[i].row == row) {
+        const vfsd_fuse_node *n = &f->nodes[i];
+        if (n->used && n->pending && n->row == row && n->id == o->id &&
+            n->gen == o->gen) {
             return true;
         }
     }

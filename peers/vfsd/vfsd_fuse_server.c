@@ -49,11 +49,11 @@ typedef struct fs_entry {
 typedef struct fs_state {
     fs_entry *rows;
     size_t nrows;
-    int chan; /* the channel to vfsd; -1 once vfsd is gone */
-    int help; /* the main thread's end of the helper's channel */
-    int help_end; /* the helper thread's end */
-    int help_chan; /* the helper's copy of chan (its 'O' and 'E') */
-    pid_t help_tid; /* the helper thread (atomic): the only opener */
+    int chan;             /* the channel to vfsd; -1 once vfsd is gone */
+    int help;             /* the main thread's end of the helper's channel */
+    int help_end;         /* the helper thread's end */
+    int help_chan;        /* the helper's copy of chan (its 'O' and 'E') */
+    pid_t help_tid;       /* the helper thread (atomic): the only opener */
     const uint64_t *live; /* vfsd's revocation table (vfsd_fuse.h) */
     pthread_t gone; /* the thread that cuts everything when vfsd is gone */
     bool gone_started;
@@ -176,7 +176,8 @@ static void fs_detach(void)
      * later vfsd may have mounted on the same directory, and a detach by
      * path would take its mount, not this one. A mount already detached
      * (a later vfsd did it) is left alone. */
-    bool done = root >= 0 && (umount2(self, MNT_DETACH) == 0 || errno == EINVAL);
+    bool done =
+        root >= 0 && (umount2(self, MNT_DETACH) == 0 || errno == EINVAL);
     /* The root's descriptor would keep the detached mount, and so this
      * server, alive. */
     if (root >= 0) {
@@ -458,8 +459,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
     int want = e == NULL || e->mode == 1U ? O_RDONLY
                : e->mode == 3U            ? O_RDWR
                                           : O_WRONLY;
-    if (e == NULL || !fs_from_helper(req) || e->opened || !e->named || !fs_live(e) ||
-        acc != want || (fi->flags & O_TRUNC) != 0) {
+    if (e == NULL || !fs_from_helper(req) || e->opened || !e->named ||
+        !fs_live(e) || acc != want || (fi->flags & O_TRUNC) != 0) {
         (void)fuse_reply_err(req, EACCES);
         return;
     }
@@ -609,9 +610,8 @@ static void fs_loop(void)
     memset(&buf, 0, sizeof(buf));
     int ffd = fuse_session_fd(g_fs.se);
     for (;;) {
-        struct pollfd p[3] = {{ffd, POLLIN, 0},
-                              {g_fs.help, POLLIN, 0},
-                              {g_fs.chan, POLLIN, 0}};
+        struct pollfd p[3] = {
+            {ffd, POLLIN, 0}, {g_fs.help, POLLIN, 0}, {g_fs.chan, POLLIN, 0}};
         if (poll(p, g_fs.chan >= 0 ? 3U : 2U, -1) < 0 && errno != EINTR) {
             break;
         }

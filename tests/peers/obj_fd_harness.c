@@ -32,8 +32,7 @@ char of_byte(size_t i)
 }
 
 /* Writes n bytes to dir/name: text, or big.bin's pattern (text NULL). */
-void of_file(const char *dir, const char *name, const char *text,
-                    size_t n)
+void of_file(const char *dir, const char *name, const char *text, size_t n)
 {
     static char buf[1U << 20];
     char p[512];
@@ -129,7 +128,7 @@ void of_down(of *t)
 /* Resolves sel for (op, file) through t's scope, which must be FOUND;
  * returns the object and stores its identity in *rep. */
 int of_obj(const of *t, const char *sel, uint16_t op,
-                  pbx_ipc_resolve_reply *rep)
+           pbx_ipc_resolve_reply *rep)
 {
     static pbx_peer_msg m;
     pbx_ipc_resolve rq;
@@ -175,4 +174,3 @@ bool of_read_eio(int fd)
     errno = 0;
     return read(fd, b, sizeof(b)) == -1 && errno == EIO;
 }
-

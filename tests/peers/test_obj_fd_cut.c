@@ -132,9 +132,9 @@ PBX_TEST(obj_fd_open_queued_while_the_server_is_stopped)
     static pbx_peer_msg m;
     PBX_REQUIRE(pbx_peer_io_recv_raw(a, &m, 0) == 0);
     uint32_t status = 1;
-    PBX_CHECK_EQ(pbx_peer_vfs_obj_open_reply_decode(m.buf, m.len, m.nfds, 77U,
-                                                    &status),
-                 PBX_OK);
+    PBX_CHECK_EQ(
+        pbx_peer_vfs_obj_open_reply_decode(m.buf, m.len, m.nfds, 77U, &status),
+        PBX_OK);
     PBX_CHECK_EQ(status, 0U);
     PBX_REQUIRE(m.nfds == 1U);
     memset(buf, 0, sizeof(buf));
