@@ -32,6 +32,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The private mapping of big.bin: three pages (10000 bytes). */
+#define OFC_MAP_BYTES ((size_t)3 * 4096U)
+
 /* How many pbx-vfsd mounts /proc/self/mounts lists at exactly path. */
 static int ofc_mounts_at(const char *path)
 {
@@ -72,7 +75,9 @@ static void ofc_mount_of(int fd, char *dir, size_t cap)
     dir[n] = '\0';
     char *slash = strrchr(dir, '/');
     PBX_REQUIRE(slash != NULL);
-    *slash = '\0';
+    if (slash != NULL) {
+        *slash = '\0';
+    }
 }
 
 /* Whether a child touching the byte at off of map dies of SIGBUS. */
@@ -162,7 +167,7 @@ PBX_TEST(obj_fd_private_map_cut_at_vfsd_death)
     char dir[512];
     ofc_mount_of(fd, dir, sizeof(dir));
     PBX_REQUIRE(ofc_mounts_at(dir) == 1);
-    void *map = mmap(NULL, 3U * 4096U, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = mmap(NULL, OFC_MAP_BYTES, PROT_READ, MAP_PRIVATE, fd, 0);
     PBX_REQUIRE(map != MAP_FAILED);
     volatile const char *mp = map;
     PBX_CHECK(mp[100] == of_byte(100));
@@ -175,7 +180,7 @@ PBX_TEST(obj_fd_private_map_cut_at_vfsd_death)
     PBX_CHECK(ofc_touch_faults(mp, 100U));
     PBX_CHECK(ofc_touch_faults(mp, 8200U));
     PBX_CHECK(of_read_eio(fd));
-    (void)munmap(map, 3U * 4096U);
+    (void)munmap(map, OFC_MAP_BYTES);
     (void)close(fd);
     (void)close(obj);
     of_down(&t);
