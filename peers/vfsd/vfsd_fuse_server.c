@@ -1,14 +1,16 @@
 /*
  * vfsd_fuse_server.c: vfsd's FUSE server (docs/HOST.md, "Revocable
- * descriptors"). It runs in a child process of vfsd, so that vfsd's own
- * open of a file on the mount never waits on its own event loop, and so
- * that the mount outlives vfsd long enough to answer every later access
- * with EIO rather than leave the kernel's "not connected". It serves a
- * flat directory of one-use entries that vfsd adds over its channel:
- * each names one object's file (a descriptor vfsd sent), may be looked
- * up and opened only by vfsd, and answers every read, write and stat of
- * the open file (direct I/O) only while vfsd has not revoked it. Uses
- * Debian's libfuse3 low-level API.
+ * descriptors"). It runs in a child process of vfsd, so that vfsd never
+ * waits on it, and so that the mount outlives vfsd long enough to answer
+ * every later access with EIO rather than leave the kernel's "not
+ * connected". It serves a flat directory of one-use entries that vfsd
+ * adds over its channel: each names one object's file (a descriptor vfsd
+ * sent), is looked up and opened only by this server's helper thread
+ * (which sends the open descriptor back to vfsd), and answers every read,
+ * write and stat of the open file (direct I/O) only while vfsd's
+ * revocation table still names it. When vfsd is gone it revokes
+ * everything, drops every node's cached pages and detaches its own
+ * mount. Uses Debian's libfuse3 low-level API.
  */
 #define _GNU_SOURCE
 #define FUSE_USE_VERSION 31
@@ -164,18 +166,67 @@ static void fs_add(const vfsd_fuse_msg *m, int fd)
     }
 }
 
-/* Detaches the mount lazily (umount2, else fusermount3 -u -z), so that
- * the server ends once the last descriptor on it is closed, and removes
- * the mount point vfsd made. */
+/* The mount id of descriptor fd (the "mnt_id:" of /proc/self/fdinfo), or
+ * -1. */
+static long fs_mnt_id(int fd)
+{
+    char path[64];
+    char line[256];
+    long id = -1;
+    (void)snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "re");
+    for (int i = 0;
+         f != NULL && i < 64 && id < 0 && fgets(line, sizeof(line), f) != NULL;
+         i++) {
+        if (strncmp(line, "mnt_id:", 7U) == 0) {
+            id = strtol(line + 7, NULL, 10);
+        }
+    }
+    if (f != NULL) {
+        (void)fclose(f);
+    }
+    return id;
+}
+
+/* Whether mount id is the topmost mount at the mount point (the last
+ * line of /proc/self/mountinfo that names it), so that a detach by path
+ * detaches this server's mount and no later vfsd's. */
+static bool fs_on_top(long id)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[4096];
+    char point[4096];
+    long top = -1;
+    for (int i = 0; f != NULL && i < 65536 && fgets(line, sizeof(line), f);
+         i++) {
+        /* Field 1 is the mount id, field 5 the mount point. */
+        char *end = NULL;
+        long mid = strtol(line, &end, 10);
+        if (end != line && sscanf(end, " %*s %*s %*s %4095s", point) == 1 &&
+            strcmp(point, g_fs.mnt) == 0) {
+            top = mid;
+        }
+    }
+    if (f != NULL) {
+        (void)fclose(f);
+    }
+    return top >= 0 && top == id;
+}
+
+/* Detaches this server's mount lazily, so that the server ends once the
+ * last descriptor on it is closed, and removes the mount point vfsd made.
+ * By the descriptor of the mount's root where it can (umount2 needs the
+ * privilege), else by path (fusermount3) only while its mount is the
+ * topmost there: a later vfsd may have mounted on the same directory,
+ * and its mount is never taken. A mount already detached (a later vfsd
+ * did it) is left alone. */
 static void fs_detach(void)
 {
     char self[64];
     int root = __atomic_load_n(&g_fs.root, __ATOMIC_ACQUIRE);
     (void)snprintf(self, sizeof(self), "/proc/self/fd/%d", root);
-    /* By the descriptor of this server's own mount root where it can: a
-     * later vfsd may have mounted on the same directory, and a detach by
-     * path would take its mount, not this one. A mount already detached
-     * (a later vfsd did it) is left alone. */
+    long id = root >= 0 ? fs_mnt_id(root) : -1;
+    bool by_path = root < 0 || (id >= 0 && fs_on_top(id));
     bool done =
         root >= 0 && (umount2(self, MNT_DETACH) == 0 || errno == EINVAL);
     /* The root's descriptor would keep the detached mount, and so this
@@ -184,13 +235,7 @@ static void fs_detach(void)
         (void)close(root);
         __atomic_store_n(&g_fs.root, -1, __ATOMIC_RELEASE);
     }
-    if (done) {
-        if (g_fs.own_dir) {
-            (void)rmdir(g_fs.mnt);
-        }
-        return;
-    }
-    if (umount2(g_fs.mnt, MNT_DETACH) != 0) {
+    if (!done && by_path && umount2(g_fs.mnt, MNT_DETACH) != 0) {
         pid_t p = fork();
         if (p == 0) {
             execlp("fusermount3", "fusermount3", "-u", "-z", "--", g_fs.mnt,
