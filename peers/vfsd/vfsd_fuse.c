@@ -1,8 +1,11 @@
 /*
  * vfsd_fuse.c: vfsd's side of its revocable descriptors (vfsd_fuse.h,
  * docs/HOST.md "Revocable descriptors"): the server started at vfsd's
- * start, OPEN served by a one-use entry vfsd opens itself, and
- * revocation at RETIRE or the route's loss.
+ * start, OPEN queued at the server (whose helper thread opens a one-use
+ * entry and sends the descriptor back) and answered from vfsd's event
+ * loop, and revocation at RETIRE or the route's loss through the
+ * revocation table shared with the server. Nothing here waits for the
+ * server but the page invalidation at revocation (docs/HOST.md, "mmap").
  */
 #define _GNU_SOURCE
 
@@ -342,7 +345,8 @@ bool vfsd_fuse_pending(size_t row)
 /* Drops the kernel's cached pages of node, so that a mapping of it
  * faults again and reaches the server (which answers EIO once revoked).
  * Written to the server's /dev/fuse by vfsd itself: the server never
- * waits for vfsd, so this cannot deadlock with a fault it serves. */
+ * waits for vfsd, so this cannot deadlock with a fault it serves; it
+ * waits only while a read of a page of node is in progress there. */
 static void vfsd_fuse_inval(uint64_t node)
 {
     struct fuse_out_header h;
