@@ -198,7 +198,9 @@ static void vfsd_pollset_fill(vfsd_pollset *ps)
     for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
         const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
         if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
-            short ev = g_vfsd.mute[r] ? (short)0 : (short)(POLLIN | POLLRDHUP);
+            short ev = g_vfsd.mute[r] || vfsd_fuse_pending(r)
+                           ? (short)0
+                           : (short)(POLLIN | POLLRDHUP);
             ps->rows[ps->no] = r;
             ps->gens[ps->no] = o->gen;
             ps->p[ps->nl + ps->nc + ps->no++] =

@@ -248,7 +248,6 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
         call.status != (uint32_t)PBX_E_OBJ_NO_OP) {
         call.status = (uint32_t)PBX_E_OBJ_LENGTH;
     }
-    int rfd = -1;
     size_t n = 0;
     /* A CREATE object's file comes into being with its first OPEN or
      * WRITE: only an approved grant's holder can make one. */
@@ -257,11 +256,13 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
         call.status = vfsd_create_now((size_t)row);
     }
     if (call.status == 0U && call.op == PBX_PEER_OP_OBJ_OPEN) {
-        call.status = vfsd_fuse_open((size_t)row, call.mode, &rfd);
-        if (call.status == 0U) {
-            pbx_err e = pbx_peer_vfs_obj_open_reply_encode(
-                &call, g_vfsd.obj_out, sizeof(g_vfsd.obj_out), &n);
-            PBX_ASSERT(e == PBX_OK);
+        /* Queued at the FUSE server: answered when it has opened the
+         * entry (vfsd_fuse_input), never waited for here. */
+        bool queued = false;
+        call.status = vfsd_fuse_open((size_t)row, &call, &queued);
+        if (queued) {
+            t->served++;
+            return;
         }
     } else if (call.status == 0U) {
         n = vfsd_obj_do((size_t)row, &call);
@@ -276,14 +277,9 @@ static void vfsd_obj_answer(int fd, long row, size_t len, bool fds, bool cut,
     } else {
         t->served++;
     }
-    /* An OPEN's descriptor goes with its reply and is closed here: the
-     * holder has its copy, or (dropped) nobody does. */
-    if (pbx_peer_io_send_fds(fd, g_vfsd.obj_out, n, &rfd, rfd >= 0 ? 1U : 0U,
-                             MSG_DONTWAIT) != 0) {
+    if (pbx_peer_io_send_fds(fd, g_vfsd.obj_out, n, NULL, 0U, MSG_DONTWAIT) !=
+        0) {
         t->dropped++;
-    }
-    if (rfd >= 0) {
-        (void)close(rfd);
     }
 }
 
@@ -352,6 +348,10 @@ bool vfsd_obj_serve(size_t row)
         empty = r <= 0;
         if (!empty) {
             vfsd_obj_answer(o->provider, (long)row, (size_t)r, fds, cut, &t);
+        }
+        /* A queued OPEN is answered before any later call of its object. */
+        if (vfsd_fuse_pending(row)) {
+            break;
         }
     }
     vfsd_obj_log(o->id, o->gen, &t, &g_vfsd.logs[row]);

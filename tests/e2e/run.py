@@ -931,6 +931,16 @@ def detach_mounts(path):
                            capture_output=True, check=False)
 
 
+def vfsd_mounts_under(work):
+    """The pbx-vfsd (FUSE) mount points under work that /proc/self/mounts
+    still lists: a run must leave none (issue 21, leftover mounts)."""
+    work = os.path.abspath(work) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        rows = [ln.split() for ln in f]
+    return [r[1] for r in rows
+            if len(r) > 1 and r[0] == "pbx-vfsd" and r[1].startswith(work)]
+
+
 def descendants(roots):
     """Every process below the pids in roots, as {pid: pgid}."""
     table = proc_table()
@@ -8932,6 +8942,11 @@ def main():
         finally:
             panes.stop()
             signal.pthread_sigmask(signal.SIG_UNBLOCK, END_SIGNALS)
+    # Every stack stopped: no FUSE mount of a vfsd may be left under the
+    # work directory (a dead one would fail every later stat there).
+    left = vfsd_mounts_under(work)
+    if left:
+        fail(f"pbx-vfsd mount(s) left behind: {' '.join(left)}")
     return 0
 
 
