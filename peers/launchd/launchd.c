@@ -361,6 +361,8 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             }
         } else if (strcmp(k, "--wake-hold-file") == 0) {
             srv->hold = v;
+        } else if (strcmp(k, "--fuse-dir") == 0 && v[0] == '/') {
+            srv->fuse_dir = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready = pbx_peer_io_fd_arg(v);
         } else if (!launchd_limit_arg(srv, k, v)) {
@@ -413,7 +415,8 @@ static int launchd_serve(int argc, char **argv)
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
                                 "[--max-jobs N] [--call-ms N] "
                                 "[--first-job N] [--max-per-pid N] "
-                                "[--max-jobs-per-pid N] [--hold PATH]");
+                                "[--max-jobs-per-pid N] [--hold PATH] "
+                                "[--fuse-dir DIR]");
         return 2;
     }
     int fds[5] = {srv->wake, srv->broker, srv->control, srv->attach,
@@ -554,25 +557,12 @@ static bool launchd_in(const char *k, const char *const *known)
  * false then. run's --sandbox alone takes no value. */
 static bool launchd_known_options(int argc, char **argv)
 {
-    static const char *const serve[] = {"--wake",
-                                        "--wake-fd",
-                                        "--broker-fd",
-                                        "--control",
-                                        "--wake-log",
-                                        "--ready-fd",
-                                        "--wake-hold-file",
-                                        "--stage",
-                                        "--max-conns",
-                                        "--idle-ms",
-                                        "--max-open",
-                                        "--max-jobs",
-                                        "--call-ms",
-                                        "--first-job",
-                                        "--attach-fd",
-                                        "--max-per-pid",
-                                        "--hold",
-                                        "--max-jobs-per-pid",
-                                        NULL};
+    static const char *const serve[] = {
+        "--wake",        "--wake-fd",   "--broker-fd",        "--control",
+        "--wake-log",    "--ready-fd",  "--wake-hold-file",   "--fuse-dir",
+        "--stage",       "--max-conns", "--idle-ms",          "--max-open",
+        "--max-jobs",    "--call-ms",   "--first-job",        "--attach-fd",
+        "--max-per-pid", "--hold",      "--max-jobs-per-pid", NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       "--profile", NULL};

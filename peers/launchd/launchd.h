@@ -169,6 +169,9 @@ typedef struct launchd_srv {
     int attach;               /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
+    /* --fuse-dir: vfsd's FUSE mount (vfsd's own --fuse-dir), passed to
+     * every open broker as --mount, or NULL when not given. */
+    const char *fuse_dir;
     uint32_t max_conns;
     uint32_t max_per_pid; /* control connections one process holds */
     uint32_t idle_ms;

@@ -1026,7 +1026,7 @@ class Stack:
                         str(wake[1].fileno()), "--broker-fd",
                         str(broker[1].fileno()), "--control", self.control,
                         "--wake-hold-file", self.wake_hold,
-                        "--hold", self.hold] +
+                        "--hold", self.hold, "--fuse-dir", self.fuse] +
                        stages + self.launchd_args,
                        [wake[1].fileno(), broker[1].fileno()],
                        self.log("launchd"), g,
