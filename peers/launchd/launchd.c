@@ -8,7 +8,7 @@
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
  *                     [--max-jobs N] [--call-ms N] [--first-job N]
  *                     [--max-per-pid N] [--max-jobs-per-pid N]
- *                     [--hold PATH]
+ *                     [--hold PATH] [--fuse-dir DIR]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -71,6 +71,8 @@
  *       (launchd_pty.c). --hold PATH is the prompt hold's socket
  *       (launchd_hold.c): while ttyd holds (HOLD n, answered HELD n,
  *       until RELEASE n) no job output is written and no key is read.
+ *       --fuse-dir DIR names vfsd's FUSE mount (vfsd's own --fuse-dir);
+ *       every open broker gets it as --mount (launchd_broker.c).
  *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
  *                   -- PROG [ARG...]
@@ -532,7 +534,7 @@ static const char launchd_usage[] =
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
     "                   [--max-per-pid N] [--max-jobs-per-pid N]\n"
-    "                   [--hold PATH]\n"
+    "                   [--hold PATH] [--fuse-dir DIR]\n"
     "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
     "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
     "                   [--realm N]\n"
@@ -557,12 +559,25 @@ static bool launchd_in(const char *k, const char *const *known)
  * false then. run's --sandbox alone takes no value. */
 static bool launchd_known_options(int argc, char **argv)
 {
-    static const char *const serve[] = {
-        "--wake",        "--wake-fd",   "--broker-fd",        "--control",
-        "--wake-log",    "--ready-fd",  "--wake-hold-file",   "--fuse-dir",
-        "--stage",       "--max-conns", "--idle-ms",          "--max-open",
-        "--max-jobs",    "--call-ms",   "--first-job",        "--attach-fd",
-        "--max-per-pid", "--hold",      "--max-jobs-per-pid", NULL};
+    static const char *const serve[] = {"--wake",
+                                        "--wake-fd",
+                                        "--broker-fd",
+                                        "--control",
+                                        "--wake-log",
+                                        "--ready-fd",
+                                        "--wake-hold-file",
+                                        "--stage",
+                                        "--max-conns",
+                                        "--idle-ms",
+                                        "--max-open",
+                                        "--max-jobs",
+                                        "--call-ms",
+                                        "--first-job",
+                                        "--attach-fd",
+                                        "--max-per-pid",
+                                        "--hold",
+                                        "--max-jobs-per-pid",
+                                        NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
                                       "--profile", NULL};
@@ -574,7 +589,10 @@ static bool launchd_known_options(int argc, char **argv)
                                                                : expire;
     int i = 2;
     while (i < argc && !(is_run && strcmp(argv[i], "--") == 0)) {
-        if (!launchd_in(argv[i], known)) {
+        /* serve's --fuse-dir (issue 21) is named apart from the table. */
+        bool fuse = !is_run && strcmp(argv[i], "--fuse-dir") == 0 &&
+                    strcmp(argv[1], "serve") == 0;
+        if (!fuse && !launchd_in(argv[i], known)) {
             pbx_peer_log("pbx-launchd",
                          "unknown option '%s' (try 'pbx-launchd %s --help')",
                          argv[i], argv[1]);
