@@ -8298,6 +8298,125 @@ def any_python(bin_dir, work):
         TMUX_SOCKET[:] = saved
 
 
+# --- Brokered opens, the broker's remaining gaps (issue 21, brokerfix):
+# any-userns, any-mount, any-nofuse.
+
+
+def any_userns(st):
+    """A brokered job lives in a user namespace of its own with an
+    identity map of its user (so that, under Yama's ptrace_scope 1, the
+    broker, the namespace's owner outside it, may read the memory of every
+    process the job forks): /bin/sh reads its uid_map (its own /proc/PID
+    is the one its rules cover) and prints it and its namespace,
+    then forks cat, whose open of a scope file is brokered (prompt, `y`,
+    exactly the bytes)."""
+    broker_root_file(st)
+    f = os.path.join(os.path.realpath(st.root), "docs", "userns.txt")
+    with open(f, "w", encoding="utf-8") as fh:
+        fh.write("bytes through a forked cat\n")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/sh", "-c",
+                          "read -r a b c < /proc/self/uid_map; "
+                          "echo map=$a $b $c; "
+                          "echo ns=$(readlink /proc/self/ns/user); "
+                          "cat \"$1\"", "sh", f],
+                     os.path.join(st.work, "any-userns.err"))
+    broker_prompt(st, "docs/userns.txt", "sh")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "bytes through a forked cat",
+                  "the forked cat's bytes", seconds=20)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-userns: sh exited {job.proc.returncode}")
+    kv = job.kv()
+    uid = os.geteuid()
+    mine = os.readlink("/proc/self/ns/user")
+    if kv.get("map", "").split() != [str(uid), str(uid), "1"] or \
+            not kv.get("ns", "").startswith("user:[") or kv["ns"] == mine:
+        fail(f"any-userns: map {kv.get('map')!r} ns {kv.get('ns')!r} "
+             f"(the stack's {mine})")
+    print(f"run: any-userns: the job's uid_map '{kv['map']}', its namespace "
+          f"{kv['ns']} (not the stack's {mine}); its forked cat's open was "
+          f"brokered and printed the bytes")
+
+
+ANY_MOUNT_PROG = """
+import errno, os, sys
+for name, path in (("inside", sys.argv[1] + "/x"), ("mount", sys.argv[1]),
+                   ("above", sys.argv[2])):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name + "=ok", flush=True)
+    except OSError as e:
+        print(name + "=" + errno.errorcode.get(e.errno, str(e.errno)),
+              flush=True)
+"""
+
+
+def any_mount(st):
+    """launchd passes vfsd's FUSE mount (its --fuse-dir) to the broker
+    (--mount): a path inside the mount, the mount itself and a directory
+    above it are each refused EACCES without asking, with the broker's
+    line for the revocable mount (not the generic "outside the scope")."""
+    broker_root_file(st)
+    mount = os.path.realpath(st.fuse)
+    above = os.path.dirname(mount)
+    err = os.path.join(st.work, "any-mount.err")
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_MOUNT_PROG, mount,
+                          above], err)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-mount: python3 exited {job.proc.returncode}")
+    kv = job.kv()
+    with open(err, encoding="utf-8") as f:
+        said = f.read()
+    want = [f"pbx-broker: {p}: the revocable mount, refused without asking"
+            for p in (mount + "/x", mount, above)]
+    if any(kv.get(k) != "EACCES" for k in ("inside", "mount", "above")) or \
+            any(w not in said for w in want):
+        fail(f"any-mount: {kv}, the broker said {said!r}")
+    print(f"run: any-mount: inside, the mount itself and above it: EACCES, "
+          f"each with the broker's 'the revocable mount' line ({kv})")
+
+
+def any_nofuse(bin_dir, work):
+    """(standalone: its own stack, where vfsd cannot mount FUSE: its
+    --fuse-dir is a regular file) a brokered open of a scope file is
+    refused EACCES before anyone is asked: the broker's line says FUSE is
+    not mounted at vfsd's mount, no request reaches launchd, and ttyd
+    draws nothing; a system file still reads."""
+    os.makedirs(work, exist_ok=True)
+    fuse = os.path.join(work, "fuse")
+    detach_mounts(fuse)
+    if os.path.isdir(fuse):
+        shutil.rmtree(fuse)
+    with open(fuse, "w", encoding="utf-8") as f:
+        f.write("not a directory\n")
+    st = Stack(bin_dir, work)
+    try:
+        with open(os.path.join(work, "logs", "vfsd.log"), "rb") as f:
+            if b"FUSE unavailable at" not in f.read():
+                fail("any-nofuse: vfsd did not say FUSE is unavailable")
+        readme = os.path.join(os.path.realpath(st.root), "docs", "readme.txt")
+        err = os.path.join(work, "any-nofuse.err")
+        job = broker_run(st, ["/bin/cat", readme, "/etc/hostname"], err)
+        rc = job.proc.wait(timeout=30)
+        with open(err, encoding="utf-8") as f:
+            said = f.read()
+        why = (f"vfsd's FUSE mount {os.path.realpath(fuse)} is not mounted: "
+               f"no revocable descriptor can be handed over, refused "
+               f"without asking")
+        with open(os.path.join(work, "logs", "launchd.log"), "rb") as f:
+            begins = f.read().count(b"op begin")
+        if rc != 1 or why not in said or \
+                f"cat: {readme}: Permission denied" not in said or \
+                begins != 0:
+            fail(f"any-nofuse: rc {rc}, {begins} BEGIN(s) at launchd, "
+                 f"stderr {said!r}")
+        print(f"run: any-nofuse: cat's open refused before asking "
+              f"('{why}'), no BEGIN reached launchd")
+    finally:
+        st.stop()
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -8375,6 +8494,9 @@ SCENARIOS = {
     "any-revoke": (any_revoke, True, None, None),
     "any-flood": (any_flood, True, None, None),
     "any-python": (any_python, False, STANDALONE, None),
+    "any-userns": (any_userns, True, None, None),
+    "any-mount": (any_mount, False, None, None),
+    "any-nofuse": (any_nofuse, False, STANDALONE, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
