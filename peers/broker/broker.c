@@ -114,6 +114,14 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     pbx_app_grant g;
     int r = pbx_app_open(&rq, &g);
     *person = broker_person(&g, rq.urgency);
+    if (r == PBX_APP_E_REFUSED &&
+        g.status == (uint32_t)PBX_E_PEER_PROMPT_RATE) {
+        /* launchd's budget, which the job's own requests share. */
+        pbx_broker_say("pbx-broker: %s: over the job's prompt rate (launchd's "
+                       "budget for the job), refused without a prompt\n",
+                       q->path);
+        return EACCES;
+    }
     if (r != PBX_APP_OK) {
         pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_app_strerror(r));
         return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;

@@ -8397,7 +8397,7 @@ def any_nofuse(bin_dir, work):
                 fail("any-nofuse: vfsd did not say FUSE is unavailable")
         readme = os.path.join(os.path.realpath(st.root), "docs", "readme.txt")
         err = os.path.join(work, "any-nofuse.err")
-        job = broker_run(st, ["/bin/cat", readme, "/etc/hostname"], err)
+        job = broker_run(st, ["/bin/cat", readme, "/etc/passwd"], err)
         rc = job.proc.wait(timeout=30)
         with open(err, encoding="utf-8") as f:
             said = f.read()
@@ -8415,6 +8415,67 @@ def any_nofuse(bin_dir, work):
               f"('{why}'), no BEGIN reached launchd")
     finally:
         st.stop()
+
+
+def any_ask_flood(st):
+    """A sandboxed job floods its own job connection (fd 3, libpbx-app:
+    pbx-test-fdcat --asks 30, exceptional requests), each prompt answered
+    `n`: launchd's one prompt budget per job (5 in a row, then one per
+    2000 ms) limits it: at most the burst plus one per period of the time
+    it ran are prompted, every other request is refused before anyone is
+    asked (launchd logs it, the job sees the budget's status); another
+    program's request is served while the flood's prompt shows."""
+    broker_root_file(st)
+    ttyd_log = os.path.join(st.work, "logs", "ttyd.log")
+
+    def showing():
+        with open(ttyd_log, "rb") as f:
+            return len(re.findall(rb"PROMPT \S+: showing", f.read()))
+    base = showing()
+    clear_pane(st)
+    asks = 30
+    t0 = time.monotonic()
+    job = broker_run(st, [st.bin("test-fdcat"), "--asks", str(asks),
+                          "docs/readme.txt"],
+                     os.path.join(st.work, "any-ask-flood.err"))
+    answered, other = 0, None
+    for _ in range(asks + 5):
+        wait_for(lambda: showing() > base + answered or not job.running(),
+                 "any-ask-flood: neither a prompt nor the program's end", 30)
+        if not job.running() and showing() == base + answered:
+            break
+        if other is None:
+            other = subprocess.run(
+                [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+                 "--quiet", "--grant", "read:docs/readme.txt", "--",
+                 st.bin("test-fdcat"), "5"],
+                capture_output=True, text=True, timeout=30, check=False,
+                stdin=subprocess.DEVNULL)
+        tmux("send-keys", "-t", st.pane, "n")
+        answered += 1
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-ask-flood: the program exited {job.proc.returncode}")
+    ran_ms = (time.monotonic() - t0) * 1000.0
+    bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
+    with job.cv:
+        said = [l for l in job.lines if l is not None and
+                l.startswith("asks=")]
+    kv = key_values(said[-1].replace(" ", "\n")) if said else {}
+    with open(os.path.join(st.work, "logs", "launchd.log"), "rb") as f:
+        logged = f.read().count(b"BEGIN refused: over the job's prompt "
+                                b"budget")
+    if answered > bound or kv.get("denied") != str(answered) or \
+            kv.get("rate") != str(asks - answered) or \
+            logged < asks - answered:
+        fail(f"any-ask-flood: {answered} prompts (bound {bound}), {kv}, "
+             f"launchd logged {logged} refusals")
+    if other is None or other.returncode != 0 or \
+            "hello from vfsd" not in other.stdout:
+        fail(f"any-ask-flood: the other program was not served: {other}")
+    print(f"run: any-ask-flood: {answered} prompts for {asks} requests on "
+          f"the job's own fd 3 in {ran_ms:.0f} ms (bound {bound}); "
+          f"{kv.get('rate')} refused by launchd's budget without asking; "
+          f"another program read its file meanwhile")
 
 
 SCENARIOS = {
@@ -8497,6 +8558,7 @@ SCENARIOS = {
     "any-userns": (any_userns, True, None, None),
     "any-mount": (any_mount, False, None, None),
     "any-nofuse": (any_nofuse, False, STANDALONE, None),
+    "any-ask-flood": (any_ask_flood, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),
