@@ -16,7 +16,7 @@
 
 /* The most bytes of the mount table read (a host with thousands of
  * mounts is cut there: the mount is then not found, and opens refused). */
-#define BM_TABLE_MAX (256U * 1024U)
+#define BM_TABLE_MAX ((size_t)256U * 1024U)
 /* The fields of a mountinfo line before the mount point. */
 #define BM_FIELDS_BEFORE_POINT 4U
 

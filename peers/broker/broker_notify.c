@@ -230,18 +230,21 @@ static int bn_absolute(const pbx_broker *b, bn_call *c)
         if ((uint32_t)c->dirfd == BN_AT_FDCWD) {
             char p[64];
             (void)snprintf(p, sizeof(p), "/proc/%u/cwd", c->tid);
-            fd = open(p, O_PATH | O_CLOEXEC);
+            fd = b->mem_fail ? -1 : open(p, O_PATH | O_CLOEXEC);
+            if (fd < 0 && (b->mem_fail || errno == EACCES || errno == EPERM)) {
+                c->denied = b->mem_fail ? EPERM : errno;
+            }
         } else {
             fd = bn_getfd(b, c, c->dirfd);
         }
         struct stat st;
         bool dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
         bool named = dir && bn_fd_path(fd, base);
-        int e = fd < 0 && c->denied != 0 ? EACCES
-                : fd < 0                 ? EBADF
-                : !dir                   ? ENOTDIR
-                : !named                 ? ENOENT
-                                         : 0;
+        int e = !dir ? ENOTDIR : !named ? ENOENT : 0;
+        if (fd < 0) {
+            /* Refused by the kernel's ptrace rules, or no descriptor. */
+            e = c->denied != 0 ? EACCES : EBADF;
+        }
         if (fd >= 0) {
             (void)close(fd);
         }
