@@ -442,6 +442,26 @@ and its job connection.
                  bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
                  `y`: read, seek and write land exactly); nothing else
                  under the root changes
+  any-userns     /bin/sh under `pbx run --sandbox --scope root`: its
+                 uid_map is the identity of its user and its user
+                 namespace is not the stack's (so, under Yama's
+                 ptrace_scope 1, the broker owning it may serve every
+                 process the job forks); the cat it forks has its open
+                 brokered (prompt, `y`, exactly the bytes)
+  any-mount      python3 opens a path inside vfsd's FUSE mount, the
+                 mount itself and its parent: each EACCES without a
+                 prompt, with pbx-broker's "the revocable mount" line
+                 (launchd passes its --fuse-dir as the broker's --mount)
+  any-nofuse     (standalone: vfsd's --fuse-dir a regular file, so FUSE
+                 is unavailable) cat's brokered open is refused EACCES
+                 before anyone is asked, pbx-broker says FUSE is not
+                 mounted at vfsd's mount, no BEGIN reaches launchd
+  any-ask-flood  a sandboxed pbx-test-fdcat makes 30 exceptional
+                 requests on its own fd 3, each prompt answered `n`:
+                 launchd's per-job prompt budget (5, then one per
+                 2000 ms) prompts at most the burst plus one per period,
+                 refuses every other BEGIN without asking (logged), and
+                 another program's request is served meanwhile
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
