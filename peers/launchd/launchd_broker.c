@@ -10,7 +10,8 @@
  *   4   the job's scope, when the LAUNCH brought one;
  *   5   the socket the job's child sends its open family's seccomp
  *       listener on (after Landlock, before the walls' filter);
- * and the job's claims in the environment. The broker exits when the
+ * and the job's claims in the environment; --mount names vfsd's FUSE
+ * mount when launchd was given --fuse-dir. The broker exits when the
  * job's last thread does (its listener hangs up); launchd reaps it as any
  * child and closes its connection with the job's.
  */

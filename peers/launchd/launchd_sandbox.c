@@ -13,8 +13,9 @@
  * file (--profile), building the ruleset with a rule for each path of
  * the profile (pbx_peer_profile.h) and one for the program's own file.
  * The child then (for a stage job, after connecting to procd's stage
- * socket for it) adds the rule on its own /proc/PID (only it can name
- * it), sets no-new-privileges, drops every capability (ambient,
+ * socket for it; for a brokered job, after entering a user namespace of
+ * its own, launchd_sandbox_userns) adds the rule on its own /proc/PID (only it
+ * can name it), sets no-new-privileges, drops every capability (ambient,
  * bounding, effective, permitted, inheritable), enforces the ruleset,
  * closes every descriptor but the job's, installs the filter and executes
  * the very file that was checked (by descriptor); if a step fails it says
