@@ -62,9 +62,25 @@ typedef struct broker_opts {
     int objs[BROKER_OBJS_MAX];
 } broker_opts;
 
+/* Whether the decision g (of a request of urgency) shows that a person
+ * was asked: an exceptional request is approved only by a person (ttyd
+ * allows none by rule, and powerboxd allows only routine requests
+ * without a prompt); a denial says who denied it. A routine request's
+ * approval does not say whether a rule or a person gave it: not charged
+ * (docs/HOST.md, "The prompt budget"). */
+static bool broker_person(const pbx_app_grant *g, uint8_t urgency)
+{
+    if (g->outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED) {
+        return urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL;
+    }
+    return g->outcome == (uint8_t)PBX_IPC_OUTCOME_DENIED &&
+           (g->reason == (uint16_t)PBX_IPC_REASON_USER ||
+            g->reason == (uint16_t)PBX_IPC_REASON_PROMPT_TIMEOUT);
+}
+
 /* broker.h's ask: the powerbox request, then OPEN on the object. */
 
-static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
+static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
 {
     broker_opts *o = ctx;
     if (o->nobjs >= BROKER_OBJS_MAX) {
@@ -97,6 +113,15 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd)
     rq.label = label;
     pbx_app_grant g;
     int r = pbx_app_open(&rq, &g);
+    *person = broker_person(&g, rq.urgency);
+    if (r == PBX_APP_E_REFUSED &&
+        g.status == (uint32_t)PBX_E_PEER_PROMPT_RATE) {
+        /* launchd's budget, which the job's own requests share. */
+        pbx_broker_say("pbx-broker: %s: over the job's prompt rate (launchd's "
+                       "budget for the job), refused without a prompt\n",
+                       q->path);
+        return EACCES;
+    }
     if (r != PBX_APP_OK) {
         pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_app_strerror(r));
         return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
@@ -128,6 +153,29 @@ static int broker_recv_listener(int sock)
         return -1;
     }
     return m.fds[0];
+}
+
+/* The mount's path as the kernel names it (its parent's real path, then
+ * its name; the mount itself is not resolved: a stat there would reach
+ * vfsd's FUSE server) into out (PBX_BROKER_PATH_MAX bytes); mount as
+ * given when its parent does not resolve. */
+static const char *broker_mount_real(const char *mount, char *out)
+{
+    static char parent[PBX_BROKER_PATH_MAX];
+    static char real[PBX_BROKER_PATH_MAX];
+    const char *slash = strrchr(mount, '/');
+    size_t pn = slash != NULL ? (size_t)(slash - mount) : 0U;
+    if (slash == NULL || pn >= sizeof(parent) || slash[1] == '\0') {
+        return mount;
+    }
+    memcpy(parent, mount, pn);
+    parent[pn] = '\0';
+    if (realpath(pn > 0U ? parent : "/", real) == NULL ||
+        pbx_peer_broker_join(real, slash + 1, out, PBX_BROKER_PATH_MAX) !=
+            PBX_OK) {
+        return mount;
+    }
+    return out;
 }
 
 /* Parses argv into *o; false after the usage line. */
@@ -195,7 +243,13 @@ int main(int argc, char **argv)
         pbx_broker_release(&b);
         return 1;
     }
-    b.pl.mount = o.mount;
+    static char mount_real[PBX_BROKER_PATH_MAX];
+    b.pl.mount =
+        o.mount != NULL ? broker_mount_real(o.mount, mount_real) : NULL;
+    /* Where vfsd's mount is known, an open is refused before anyone is
+     * asked whenever FUSE is not mounted there (no revocable descriptor
+     * could be handed over after the answer). */
+    b.check_mount = o.mount != NULL;
     /* Without the profile's own paths their opens are refused as outside
      * the scope: never more than the file allows, so the job still runs. */
     if (o.profile != NULL) {

@@ -46,8 +46,12 @@ typedef struct pbx_broker_ask {
  * pbx_broker_ask_fn asks for q's object; on approval stores a descriptor
  * the broker then owns in *fd and returns 0, else returns the positive
  * errno the program's open fails with (EACCES denied, ENOENT not found).
+ * It sets *person (false on entry) when the answer shows that a person
+ * was asked (docs/HOST.md, "The prompt budget"): only then is the job's
+ * prompt budget charged.
  */
-typedef int (*pbx_broker_ask_fn)(void *ctx, const pbx_broker_ask *q, int *fd);
+typedef int (*pbx_broker_ask_fn)(void *ctx, const pbx_broker_ask *q, int *fd,
+                                 bool *person);
 
 /**
  * pbx_broker is one job's broker. Caller-allocated; pbx_broker_init fills
@@ -68,6 +72,15 @@ typedef struct pbx_broker {
     pbx_broker_ask_fn ask;
     /** ask_ctx is ask's context (borrowed). */
     void *ask_ctx;
+    /** check_mount makes every brokered open first check that pl.mount
+     * is a FUSE mount now (/proc/self/mountinfo): when it is not, vfsd has
+     * no revocable descriptors to give, so the open is refused without
+     * asking. Set by the program when --mount names the mount. */
+    bool check_mount;
+    /** mem_fail is a test hook: every read of the program's memory
+     * fails as Yama's ptrace_scope 1 makes it fail for a process the
+     * broker may not trace (the open is refused EACCES, never continued). */
+    bool mem_fail;
     /** counts of the notifications continued, refused, asked, injected. */
     uint64_t continued, refused, asked, injected;
 } pbx_broker;
@@ -104,6 +117,24 @@ uint64_t pbx_broker_now_ms(void);
  * Returns 0, or -1 after a line on stderr saying why (b then unchanged).
  */
 int pbx_broker_profile_load(pbx_broker *b, const char *file);
+
+/**
+ * pbx_broker_mount_is_fuse says whether the mount table text[0..len)
+ * (the format of /proc/self/mountinfo) has a FUSE filesystem (type
+ * "fuse" or "fuse.*") mounted exactly at mount (absolute, no trailing
+ * slash; the table's octal escapes of space, tab, newline and backslash
+ * are decoded). The last line naming mount decides (it is the top of a
+ * stack of mounts there). Only reads text; never fails.
+ */
+bool pbx_broker_mount_is_fuse(const char *text, size_t len, const char *mount);
+
+/**
+ * pbx_broker_fuse_up reads /proc/self/mountinfo (the broker shares vfsd's
+ * mount namespace: both are launchd's children or its siblings) and
+ * applies pbx_broker_mount_is_fuse to mount. False when the table cannot
+ * be read.
+ */
+bool pbx_broker_fuse_up(const char *mount);
 
 /** pbx_broker_release closes what b owns. */
 void pbx_broker_release(pbx_broker *b);

@@ -47,6 +47,9 @@ typedef struct bn_call {
     int dirfd; /* AT_FDCWD or the program's descriptor */
     uint64_t flags;
     uint64_t resolve;
+    /* The errno of the failed open of the thread's memory or descriptor
+     * (EACCES, EPERM: Yama or the ptrace rules), 0 when none failed so. */
+    int denied;
     char path[PBX_BROKER_PATH_MAX];
     char abs[PBX_BROKER_PATH_MAX];
 } bn_call;
@@ -99,12 +102,24 @@ static bool bn_valid(const pbx_broker *b, uint64_t id)
     return ioctl(b->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &v) == 0;
 }
 
-/* Reads len bytes at addr of thread tid into out; false when not all. */
-static bool bn_mem(uint32_t tid, uint64_t addr, void *out, size_t len)
+/* Opens the memory of c's thread; -1 with c->denied set when the kernel
+ * refuses (b->mem_fail: as it would under Yama's ptrace_scope 1). */
+static int bn_mem_open(const pbx_broker *b, bn_call *c)
 {
     char p[64];
-    (void)snprintf(p, sizeof(p), "/proc/%u/mem", tid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    (void)snprintf(p, sizeof(p), "/proc/%u/mem", c->tid);
+    int fd = b->mem_fail ? -1 : open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        c->denied = b->mem_fail ? EPERM : errno;
+    }
+    return fd;
+}
+
+/* Reads len bytes at addr of c's thread into out; false when not all. */
+static bool bn_mem(const pbx_broker *b, bn_call *c, uint64_t addr, void *out,
+                   size_t len)
+{
+    int fd = bn_mem_open(b, c);
     if (fd < 0) {
         return false;
     }
@@ -116,13 +131,11 @@ static bool bn_mem(uint32_t tid, uint64_t addr, void *out, size_t len)
 /* Reads the NUL-terminated path at addr of thread tid into c->path, a
  * page at a time (a read never crosses into a page that may be unmapped);
  * ENAMETOOLONG, EFAULT or 0. */
-static int bn_path(bn_call *c, uint64_t addr)
+static int bn_path(const pbx_broker *b, bn_call *c, uint64_t addr)
 {
-    char p[64];
-    (void)snprintf(p, sizeof(p), "/proc/%u/mem", c->tid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    int fd = bn_mem_open(b, c);
     if (fd < 0) {
-        return EFAULT;
+        return EACCES;
     }
     size_t have = 0;
     int r = ENAMETOOLONG;
@@ -164,15 +177,20 @@ static uint32_t bn_tgid(uint32_t tid)
     return t != NULL ? (uint32_t)strtoul(t + 6, NULL, 10) : 0U;
 }
 
-/* A copy of the program's descriptor fd (pidfd_getfd), or -1. */
-static int bn_getfd(uint32_t tgid, int fd)
+/* A copy of c's process's descriptor fd (pidfd_getfd), or -1; c->denied
+ * set when the kernel refuses it (as Yama would, or b->mem_fail). */
+static int bn_getfd(const pbx_broker *b, bn_call *c, int fd)
 {
-    long pfd = syscall(SYS_pidfd_open, (pid_t)tgid, 0U);
+    long pfd = syscall(SYS_pidfd_open, (pid_t)c->tgid, 0U);
     if (pfd < 0) {
         return -1;
     }
-    long copy = syscall(SYS_pidfd_getfd, (int)pfd, fd, 0U);
+    long copy = b->mem_fail ? -1 : syscall(SYS_pidfd_getfd, (int)pfd, fd, 0U);
+    int e = b->mem_fail ? EPERM : errno;
     (void)close((int)pfd);
+    if (copy < 0 && (e == EPERM || e == EACCES)) {
+        c->denied = e;
+    }
     return (int)copy;
 }
 
@@ -201,7 +219,7 @@ static bool bn_on_fuse(int fd)
 
 /* Makes c->path absolute into c->abs: against the thread's cwd or the
  * program's directory descriptor; 0 or the errno the open fails with. */
-static int bn_absolute(bn_call *c)
+static int bn_absolute(const pbx_broker *b, bn_call *c)
 {
     static char base[PBX_BROKER_PATH_MAX];
     if (c->path[0] == '\0') {
@@ -212,14 +230,21 @@ static int bn_absolute(bn_call *c)
         if ((uint32_t)c->dirfd == BN_AT_FDCWD) {
             char p[64];
             (void)snprintf(p, sizeof(p), "/proc/%u/cwd", c->tid);
-            fd = open(p, O_PATH | O_CLOEXEC);
+            fd = b->mem_fail ? -1 : open(p, O_PATH | O_CLOEXEC);
+            if (fd < 0 && (b->mem_fail || errno == EACCES || errno == EPERM)) {
+                c->denied = b->mem_fail ? EPERM : errno;
+            }
         } else {
-            fd = bn_getfd(c->tgid, c->dirfd);
+            fd = bn_getfd(b, c, c->dirfd);
         }
         struct stat st;
         bool dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
         bool named = dir && bn_fd_path(fd, base);
-        int e = fd < 0 ? EBADF : !dir ? ENOTDIR : !named ? ENOENT : 0;
+        int e = !dir ? ENOTDIR : !named ? ENOENT : 0;
+        if (fd < 0) {
+            /* Refused by the kernel's ptrace rules, or no descriptor. */
+            e = c->denied != 0 ? EACCES : EBADF;
+        }
         if (fd >= 0) {
             (void)close(fd);
         }
@@ -244,6 +269,7 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
     c->dirfd = (int)(uint32_t)a[0];
     c->resolve = 0U;
     uint64_t addr = a[0];
+    int e = 0;
     switch (n->data.nr) {
     case BN_NR_OPEN:
         c->dirfd = (int)BN_AT_FDCWD;
@@ -261,20 +287,29 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
         struct open_how how;
         memset(&how, 0, sizeof(how));
         addr = a[1];
-        if (a[3] < sizeof(how) || !bn_mem(c->tid, a[2], &how, sizeof(how))) {
-            return EFAULT;
+        if (a[3] < sizeof(how) || !bn_mem(b, c, a[2], &how, sizeof(how))) {
+            e = c->denied != 0 ? EACCES : EFAULT;
         }
         c->flags = how.flags;
         c->resolve = how.resolve;
         break;
     }
     }
-    int e = bn_path(c, addr);
-    e = e != 0 ? e : bn_absolute(c);
+    e = e != 0 ? e : bn_path(b, c, addr);
+    e = e != 0 ? e : bn_absolute(b, c);
     /* Checked after the last read (memory, cwd, descriptor): the thread
      * still waits in its call, so everything read was its own. */
     if (!bn_valid(b, n->id) || c->tgid == 0U) {
         return -1;
+    }
+    if (c->denied != 0) {
+        /* Fail-closed: an open the broker cannot read is never continued
+         * (Landlock alone would then decide a path it never saw). */
+        pbx_broker_say("pbx-broker: pid %u: its open is refused: the broker "
+                       "may not read its memory or descriptors (%s; Yama's "
+                       "ptrace_scope: see docs/HOST.md)\n",
+                       c->tid, strerror(c->denied));
+        return EACCES;
     }
     return e;
 }
@@ -420,6 +455,31 @@ static bool bn_resolve_mappable(const bn_call *c)
     return true;
 }
 
+/* What is checked just before a brokered open is asked: vfsd's FUSE
+ * mount is up (b->check_mount), and the job's prompt budget has a prompt
+ * left. 0, or EACCES with *why set (nobody is asked). */
+static int bn_before_asking(pbx_broker *b, const char **why)
+{
+    static char line[PBX_BROKER_PATH_MAX + 128U];
+    if (b->check_mount && !pbx_broker_fuse_up(b->pl.mount)) {
+        (void)snprintf(line, sizeof(line),
+                       "vfsd's FUSE mount %s is not mounted: no revocable "
+                       "descriptor can be handed over, refused without "
+                       "asking",
+                       b->pl.mount);
+        *why = line;
+        return EACCES;
+    }
+    /* A look at a copy: the budget is charged only once a person was
+     * asked (bn_brokered), but an empty one refuses without asking. */
+    pbx_peer_broker_rate peek = b->rate;
+    if (!pbx_peer_broker_rate_take(&peek, pbx_broker_now_ms())) {
+        *why = "over the job's prompt rate, refused without a prompt";
+        return EACCES;
+    }
+    return 0;
+}
+
 /* Asks for the scope object c names (rest below the scope) and injects
  * the answer; returns the errno to answer (0: injected, answered). */
 static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
@@ -450,10 +510,7 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
         e = EACCES;
         why = "resolved outside the scope";
     }
-    if (e == 0 && !pbx_peer_broker_rate_take(&b->rate, pbx_broker_now_ms())) {
-        e = EACCES;
-        why = "over the job's prompt rate, refused without a prompt";
-    }
+    e = e != 0 ? e : bn_before_asking(b, &why);
     if (e != 0) {
         pbx_broker_say("pbx-broker: %s -> %s: %s (%s)\n", c->path,
                        real[0] != '\0' ? real : "?", strerror(e), why);
@@ -467,8 +524,14 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
                                                     : 1U;
     pbx_broker_ask q = {real, sel, op, mode, c->tid};
     int fd = -1;
+    bool person = false;
     b->asked++;
-    e = b->ask(b->ask_ctx, &q, &fd);
+    e = b->ask(b->ask_ctx, &q, &fd, &person);
+    if (person) {
+        /* Charged only now, for an open that reached a person; a rule's
+         * answer costs nothing (it may leave the bucket empty). */
+        (void)pbx_peer_broker_rate_take(&b->rate, pbx_broker_now_ms());
+    }
     if (e != 0 || fd < 0) {
         return e != 0 ? e : EACCES;
     }
@@ -480,12 +543,19 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
  * when notification id is gone (the descriptor read was not its). */
 static int bn_reopen(pbx_broker *b, uint64_t id, bn_call *c, uint32_t fd)
 {
-    int copy = bn_getfd(c->tgid, (int)fd);
+    int copy = bn_getfd(b, c, (int)fd);
     if (!bn_valid(b, id)) {
         if (copy >= 0) {
             (void)close(copy);
         }
         return -1;
+    }
+    if (copy < 0 && c->denied != 0) {
+        pbx_broker_say("pbx-broker: pid %u: its reopen of descriptor %u is "
+                       "refused: the broker may not take its descriptors "
+                       "(%s; Yama's ptrace_scope: see docs/HOST.md)\n",
+                       c->tid, fd, strerror(c->denied));
+        return EACCES;
     }
     if (copy < 0) {
         return EBADF;

@@ -8,7 +8,8 @@
  *                     [--max-conns N] [--idle-ms N] [--max-open N]
  *                     [--max-jobs N] [--call-ms N] [--first-job N]
  *                     [--max-per-pid N] [--max-jobs-per-pid N]
- *                     [--hold PATH]
+ *                     [--hold PATH] [--fuse-dir DIR]
+ *                     [--prompt-burst N] [--prompt-per-ms N]
  *       receives powerboxd's authority-free WAKE datagrams (a descriptor
  *       that arrives with one is deleted and reported; each valid WAKE is
  *       logged, and appended as "wake request I.G job J.G" to
@@ -71,6 +72,11 @@
  *       (launchd_pty.c). --hold PATH is the prompt hold's socket
  *       (launchd_hold.c): while ttyd holds (HOLD n, answered HELD n,
  *       until RELEASE n) no job output is written and no key is read.
+ *       --fuse-dir DIR names vfsd's FUSE mount (vfsd's own --fuse-dir);
+ *       every open broker gets it as --mount (launchd_broker.c).
+ *       --prompt-burst and --prompt-per-ms are a sandboxed job's prompt
+ *       budget, one for its own requests and its open broker's
+ *       (launchd_budget.c; default 5, then one per 2000 ms).
  *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
  *                   [--entry NAME] [--session N] [--realm N]
  *                   -- PROG [ARG...]
@@ -318,6 +324,14 @@ static bool launchd_limit_arg(launchd_srv *srv, const char *k, const char *v)
     if (strcmp(k, "--call-ms") == 0) {
         return launchd_num(v, 86400000U, &srv->call_ms);
     }
+    if (strcmp(k, "--prompt-burst") == 0) {
+        return launchd_num(v, 1000000U, &srv->prompt_burst) &&
+               srv->prompt_burst > 0U;
+    }
+    if (strcmp(k, "--prompt-per-ms") == 0) {
+        return launchd_num(v, 86400000U, &srv->prompt_per_ms) &&
+               srv->prompt_per_ms > 0U;
+    }
     if (strcmp(k, "--first-job") == 0 && launchd_num(v, UINT32_MAX, &first)) {
         srv->next_job = first;
         return true;
@@ -361,6 +375,8 @@ static bool launchd_serve_args(int argc, char **argv, launchd_srv *srv,
             }
         } else if (strcmp(k, "--wake-hold-file") == 0) {
             srv->hold = v;
+        } else if (strcmp(k, "--fuse-dir") == 0 && v[0] == '/') {
+            srv->fuse_dir = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
             *ready = pbx_peer_io_fd_arg(v);
         } else if (!launchd_limit_arg(srv, k, v)) {
@@ -392,6 +408,10 @@ static void launchd_defaults(launchd_srv *srv)
      * one process cannot take them all (issue 20, item 3). */
     srv->max_jobs_per_pid = 8;
     srv->call_ms = 10000;
+    /* A sandboxed job's prompts: 5 in a row, then one every 2 s (as
+     * pbx-broker's own default: docs/HOST.md, "The prompt budget"). */
+    srv->prompt_burst = 5;
+    srv->prompt_per_ms = 2000;
     srv->next_job = 11;
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         srv->conns[i].fd = -1;
@@ -413,7 +433,9 @@ static int launchd_serve(int argc, char **argv)
                                 "[--max-conns N] [--idle-ms N] [--max-open N] "
                                 "[--max-jobs N] [--call-ms N] "
                                 "[--first-job N] [--max-per-pid N] "
-                                "[--max-jobs-per-pid N] [--hold PATH]");
+                                "[--max-jobs-per-pid N] [--hold PATH] "
+                                "[--fuse-dir DIR] [--prompt-burst N] "
+                                "[--prompt-per-ms N]");
         return 2;
     }
     int fds[5] = {srv->wake, srv->broker, srv->control, srv->attach,
@@ -529,7 +551,8 @@ static const char launchd_usage[] =
     "                   [--max-conns N] [--idle-ms N] [--max-open N]\n"
     "                   [--max-jobs N] [--call-ms N] [--first-job N]\n"
     "                   [--max-per-pid N] [--max-jobs-per-pid N]\n"
-    "                   [--hold PATH]\n"
+    "                   [--hold PATH] [--fuse-dir DIR]\n"
+    "                   [--prompt-burst N] [--prompt-per-ms N]\n"
     "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
     "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
     "                   [--realm N]\n"
@@ -584,7 +607,12 @@ static bool launchd_known_options(int argc, char **argv)
                                                                : expire;
     int i = 2;
     while (i < argc && !(is_run && strcmp(argv[i], "--") == 0)) {
-        if (!launchd_in(argv[i], known)) {
+        /* serve's options of issue 21 are named apart from the table. */
+        static const char *const serve21[] = {"--fuse-dir", "--prompt-burst",
+                                              "--prompt-per-ms", NULL};
+        bool more =
+            strcmp(argv[1], "serve") == 0 && launchd_in(argv[i], serve21);
+        if (!more && !launchd_in(argv[i], known)) {
             pbx_peer_log("pbx-launchd",
                          "unknown option '%s' (try 'pbx-launchd %s --help')",
                          argv[i], argv[1]);

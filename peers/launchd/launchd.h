@@ -18,6 +18,7 @@
 
 #include "peers/common/pbx_peer_io.h"
 #include "peers/common/pbx_peer_origin.h"
+#include "peers/lib/pbx_peer_broker.h"
 #include "peers/lib/pbx_peer_launch.h"
 #include "peers/lib/pbx_peer_track.h"
 
@@ -114,6 +115,20 @@ typedef struct launchd_conn {
     pbx_peer_track track;
 } launchd_conn;
 
+/* The most exceptional requests of one job launchd remembers until their
+ * decision (launchd_budget.c): both its connections' --max-open. */
+#define LAUNCHD_BUDGET_EXC 32U
+
+/* One sandboxed job's prompt budget (launchd_budget.c): the prompts a
+ * person was shown for it, whoever asked (the job on its own connection,
+ * or its open broker on the second one). */
+typedef struct launchd_budget {
+    bool on; /* a sandboxed job's: limited */
+    pbx_peer_broker_rate rate;
+    uint32_t nexc;
+    pbx_ipc_id exc[LAUNCHD_BUDGET_EXC]; /* exceptional, undecided */
+} launchd_budget;
+
 /* One launched job. A job whose process exited stays live (its id kept)
  * while its EXPIRE is at powerboxd: EXIT goes to the launcher once that
  * is answered, or at --call-ms after the exit if it is not; the id is
@@ -136,6 +151,7 @@ typedef struct launchd_job {
     bool finish_wanted; /* its EXPIRE was answered while its pty drained */
     pbx_peer_launch_binding bind;
     launchd_pty pty;
+    launchd_budget budget; /* a sandboxed job's prompt budget */
 } launchd_job;
 
 /* A request whose caller went away: cancelled, decision to collect. */
@@ -169,6 +185,9 @@ typedef struct launchd_srv {
     int attach;               /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
+    /* --fuse-dir: vfsd's FUSE mount (vfsd's own --fuse-dir), passed to
+     * every open broker as --mount, or NULL when not given. */
+    const char *fuse_dir;
     uint32_t max_conns;
     uint32_t max_per_pid; /* control connections one process holds */
     uint32_t idle_ms;
@@ -176,6 +195,9 @@ typedef struct launchd_srv {
     uint32_t max_jobs;
     uint32_t max_jobs_per_pid; /* live jobs one launching process holds */
     uint32_t call_ms;
+    /* A sandboxed job's prompt budget (--prompt-burst, --prompt-per-ms). */
+    uint32_t prompt_burst;
+    uint32_t prompt_per_ms;
     uint64_t next_job;
     uint32_t ncontrol;
     uint32_t njobs;
@@ -351,6 +373,20 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
                               launchd_sandbox *sb);
 void launchd_broker_done(launchd_sandbox *sb);
 void launchd_job_conn_gone(launchd_srv *srv, uint32_t ji, uint32_t ci);
+/* launchd_budget.c: a sandboxed job's prompt budget (docs/HOST.md, "The
+ * prompt budget"), one for both its connections. init sets j's (on for a
+ * sandboxed LAUNCH, full). admit is asked before a BEGIN of connection ci
+ * goes to powerboxd: false (logged) when ci's job has no prompt left, so
+ * the BEGIN is refused without anyone being asked. begun notes the
+ * request of an admitted BEGIN (the bound frame begin, request id) of
+ * ci; decided reads a DECISION reply rep of request on ci and charges
+ * the job's budget when it shows a person was asked. */
+void launchd_budget_init(const launchd_srv *srv, launchd_job *j, bool on);
+bool launchd_budget_admit(launchd_srv *srv, uint32_t ci);
+void launchd_budget_begun(launchd_srv *srv, uint32_t ci,
+                          const pbx_ipc_frame *begin, pbx_ipc_id request);
+void launchd_budget_decided(launchd_srv *srv, uint32_t ci, pbx_ipc_id request,
+                            const pbx_ipc_frame *rep);
 /* launchd_sandbox.c: the child's half of brokered opens. */
 void launchd_sandbox_notify(const launchd_sandbox *sb);
 

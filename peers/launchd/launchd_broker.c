@@ -10,7 +10,8 @@
  *   4   the job's scope, when the LAUNCH brought one;
  *   5   the socket the job's child sends its open family's seccomp
  *       listener on (after Landlock, before the walls' filter);
- * and the job's claims in the environment. The broker exits when the
+ * and the job's claims in the environment; --mount names vfsd's FUSE
+ * mount when launchd was given --fuse-dir. The broker exits when the
  * job's last thread does (its listener hangs up); launchd reaps it as any
  * child and closes its connection with the job's.
  */
@@ -153,12 +154,30 @@ uint16_t launchd_broker_start(launchd_srv *srv, launchd_job *j,
     pid_t pid = fork();
     if (pid == 0) {
         bool routine = (req->flags & PBX_PEER_LAUNCH_ROUTINE_OPENS) != 0U;
-        char *argv[] = {prog, "--listener-sock", "5", "--scope", scope,
-                        "--root", root, "--urgency",
-                        routine ? "routine" : "exceptional",
-                        /* The job's profile file: its paths go on as
-                         * the program's own opens, as the system's. */
-                        prof[0] != '\0' ? "--profile" : NULL, prof, NULL};
+        char *argv[16] = {prog,
+                          "--listener-sock",
+                          "5",
+                          "--scope",
+                          scope,
+                          "--root",
+                          root,
+                          "--urgency",
+                          routine ? "routine" : "exceptional",
+                          NULL};
+        size_t n = 9U;
+        /* vfsd's FUSE mount: a path inside or above it is refused, and no
+         * open is asked while FUSE is not mounted there. */
+        if (srv->fuse_dir != NULL) {
+            argv[n++] = "--mount";
+            argv[n++] = (char *)srv->fuse_dir;
+        }
+        /* The job's profile file: its paths go on as the program's own
+         * opens, as the system's. */
+        if (prof[0] != '\0') {
+            argv[n++] = "--profile";
+            argv[n++] = prof;
+        }
+        argv[n] = NULL;
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         int src[6] = {null, fds[2], fds[2], jc[1], req->scope ? fds[3] : -1,
                       lp[0]};

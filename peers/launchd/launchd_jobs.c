@@ -401,6 +401,8 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
         j->bind.realm = (uint32_t)req.realm;
         j->bind.entry_len = req.entry_len;
         memcpy(j->bind.entry, req.entry, req.entry_len);
+        launchd_budget_init(srv, j,
+                            (req.flags & PBX_PEER_LAUNCH_SANDBOX) != 0U);
         launchd_stage_take(srv, j);
         st = launchd_launch_start(srv, j, m->fds, &req, &jc);
     }

@@ -449,6 +449,11 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
         !launchd_room(srv, ci)) {
         st = PBX_PEER_E_BUSY;
     }
+    /* A sandboxed job with no prompt left: nobody is asked. */
+    if (st == 0U && f.op == (uint16_t)PBX_IPC_OP_BEGIN &&
+        !launchd_budget_admit(srv, ci)) {
+        st = (uint16_t)PBX_E_PEER_PROMPT_RATE;
+    }
     if (st == 0U && srv->broker < 0) {
         st = PBX_PEER_E_ROUTE;
     }

@@ -35,6 +35,7 @@ static void launchd_deliver(launchd_srv *srv, uint32_t ci, uint32_t seq,
                         &g_rep.frame, NULL);
     }
     launchd_note_approval(req->request, &g_rep.frame);
+    launchd_budget_decided(srv, ci, req->request, &g_rep.frame);
     int alias = g_rep.nfds == 1U ? g_rep.fds[0] : -1;
     if (launchd_reply(srv, ci, g_rep.buf, g_rep.len, seq, alias) &&
         alias >= 0) {
@@ -227,6 +228,7 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
         k->op == (uint16_t)PBX_IPC_OP_BEGIN) {
         const pbx_peer_track_req *r =
             pbx_peer_track_get(&c->track, g_rep.frame.request);
+        launchd_budget_begun(srv, k->conn, &req, g_rep.frame.request);
         char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
         pbx_peer_log(
             "launchd",

@@ -13,8 +13,9 @@
  * file (--profile), building the ruleset with a rule for each path of
  * the profile (pbx_peer_profile.h) and one for the program's own file.
  * The child then (for a stage job, after connecting to procd's stage
- * socket for it) adds the rule on its own /proc/PID (only it can name
- * it), sets no-new-privileges, drops every capability (ambient,
+ * socket for it; for a brokered job, after entering a user namespace of
+ * its own, launchd_sandbox_userns) adds the rule on its own /proc/PID (only it
+ * can name it), sets no-new-privileges, drops every capability (ambient,
  * bounding, effective, permitted, inheritable), enforces the ruleset,
  * closes every descriptor but the job's, installs the filter and executes
  * the very file that was checked (by descriptor); if a step fails it says
@@ -27,6 +28,7 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +480,66 @@ static void launchd_sandbox_proc_self(const launchd_sandbox *sb)
     (void)close(fd);
 }
 
+/* Writes text to the file path; false when it cannot. */
+static bool launchd_sandbox_write(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    size_t n = strlen(text);
+    bool ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+    return ok;
+}
+
+/* Whether Yama restricts ptrace here (ptrace_scope 1 or more). */
+static bool launchd_sandbox_yama(void)
+{
+    char v[8] = {0};
+    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, v, sizeof(v) - 1U) : -1;
+    if (fd >= 0) {
+        (void)close(fd);
+    }
+    return n > 0 && v[0] != '0';
+}
+
+/* A brokered job enters a user namespace of its own, with an identity
+ * map of its user and group, before the walls: the broker (launchd's
+ * other child, in the parent namespace with the same user, so the
+ * namespace's owner) then holds every capability in it, and Yama's
+ * relational check (ptrace_scope 1) lets it read the memory and take the
+ * descriptors of the job and of every process the job forks, which
+ * PR_SET_PTRACER alone (not inherited by a fork) does not. Where the
+ * kernel refuses the namespace the job runs without it (the broker then
+ * refuses, fail-closed, every open it cannot read; a line says so when
+ * Yama restricts ptrace); a map the kernel refuses leaves the ids
+ * unmapped inside, which changes no access: the kernel checks the same
+ * user outside. */
+static void launchd_sandbox_userns(void)
+{
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    if (unshare(CLONE_NEWUSER) != 0) {
+        if (launchd_sandbox_yama()) {
+            (void)dprintf(STDERR_FILENO,
+                          "pbx-launchd: sandbox: no user namespace (%s): "
+                          "under Yama's ptrace_scope the broker can serve "
+                          "only the job's first process\n",
+                          strerror(errno));
+        }
+        return;
+    }
+    char map[64];
+    (void)snprintf(map, sizeof(map), "%lu %lu 1\n", (unsigned long)uid,
+                   (unsigned long)uid);
+    (void)launchd_sandbox_write("/proc/self/uid_map", map);
+    (void)launchd_sandbox_write("/proc/self/setgroups", "deny\n");
+    (void)snprintf(map, sizeof(map), "%lu %lu 1\n", (unsigned long)gid,
+                   (unsigned long)gid);
+    (void)launchd_sandbox_write("/proc/self/gid_map", map);
+}
+
 void launchd_sandbox_notify(const launchd_sandbox *sb)
 {
     if (sb->notify < 0) {
@@ -559,6 +621,9 @@ void launchd_sandbox_exec(const launchd_sandbox *sb, char *const *argv)
     if (sb->stage) {
         launchd_sandbox_stage(argv);
         keep = LAUNCHD_STAGE_FD + 1;
+    }
+    if (sb->notify >= 0) {
+        launchd_sandbox_userns();
     }
     launchd_sandbox_proc_self(sb);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) {

@@ -13,6 +13,7 @@
  *
  *   pbx-test-fdcat --open [--exceptional] [--job-lifetime] SELECTOR
  *   pbx-test-fdcat --cycles N SELECTOR
+ *   pbx-test-fdcat --asks N SELECTOR
  *
  * Inside a launchd job (the restart and chaos scenarios). --open asks for
  * SELECTOR in runtime-reply mode through pbx_app_open (one-shot unless
@@ -27,6 +28,10 @@
  * "send=failed WHY"); end of input exits 0 (1
  * when the open failed). --cycles runs N one-shot lifecycles (open, read,
  * consume), prints "cycles=N ok=K" and exits 0 when all K == N, else 4.
+ * --asks makes N exceptional one-shot requests of SELECTOR in a row on
+ * its own job connection (each a prompt unless refused first) and prints
+ * "asks=N approved=A denied=D rate=R other=O", R counting the requests
+ * launchd refused over the job's prompt budget; exits 0.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -174,9 +179,48 @@ static int fdcat_cycles(uint64_t n, const char *selector, char *buf)
     return ok == n ? 0 : 4;
 }
 
-/* The --open and --cycles forms; -1 when argv is neither. */
+/* --asks: n exceptional one-shot requests of selector, counted by how
+ * each ended. */
+static int fdcat_asks(uint64_t n, const char *selector)
+{
+    uint64_t approved = 0;
+    uint64_t denied = 0;
+    uint64_t rate = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        pbx_app_request rq;
+        memset(&rq, 0, sizeof(rq));
+        rq.selector = selector;
+        rq.operation = PBX_IPC_OPERATION_READ;
+        rq.lifetime = PBX_IPC_LIFETIME_ONE_SHOT;
+        rq.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+        pbx_app_grant g;
+        memset(&g, 0, sizeof(g));
+        g.obj = -1;
+        int st = pbx_app_open(&rq, &g);
+        approved += st == PBX_APP_OK;
+        denied += st == PBX_APP_E_DENIED;
+        rate += st == PBX_APP_E_REFUSED &&
+                g.status == (uint32_t)PBX_E_PEER_PROMPT_RATE;
+        if (g.obj >= 0) {
+            (void)close(g.obj);
+        }
+    }
+    printf("asks=%llu approved=%llu denied=%llu rate=%llu other=%llu\n",
+           (unsigned long long)n, (unsigned long long)approved,
+           (unsigned long long)denied, (unsigned long long)rate,
+           (unsigned long long)(n - approved - denied - rate));
+    return 0;
+}
+
+/* The --open, --cycles and --asks forms; -1 when argv is none. */
 static int fdcat_app(int argc, char **argv, char *buf)
 {
+    if (argc == 4 && strcmp(argv[1], "--asks") == 0) {
+        uint64_t n = 0;
+        return pbx_peer_parse_u64(argv[2], 100000U, &n) && n > 0U
+                   ? fdcat_asks(n, argv[3])
+                   : -1;
+    }
     if (argc == 4 && strcmp(argv[1], "--cycles") == 0) {
         uint64_t n = 0;
         return pbx_peer_parse_u64(argv[2], 100000U, &n) && n > 0U
@@ -208,7 +252,8 @@ int main(int argc, char **argv)
         int rc = fdcat_app(argc, argv, buf);
         if (rc < 0) {
             (void)fputs("usage: pbx-test-fdcat --open [--exceptional] "
-                        "[--job-lifetime] SELECTOR | --cycles N SELECTOR\n",
+                        "[--job-lifetime] SELECTOR | --cycles N SELECTOR "
+                        "| --asks N SELECTOR\n",
                         stderr);
             return 2;
         }

@@ -486,6 +486,26 @@ and its job connection.
                  bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
                  `y`: read, seek and write land exactly); nothing else
                  under the root changes
+  any-userns     /bin/sh under `pbx run --sandbox --scope root`: its
+                 uid_map is the identity of its user and its user
+                 namespace is not the stack's (so, under Yama's
+                 ptrace_scope 1, the broker owning it may serve every
+                 process the job forks); the cat it forks has its open
+                 brokered (prompt, `y`, exactly the bytes)
+  any-mount      python3 opens a path inside vfsd's FUSE mount, the
+                 mount itself and its parent: each EACCES without a
+                 prompt, with pbx-broker's "the revocable mount" line
+                 (launchd passes its --fuse-dir as the broker's --mount)
+  any-nofuse     (standalone: vfsd's --fuse-dir a regular file, so FUSE
+                 is unavailable) cat's brokered open is refused EACCES
+                 before anyone is asked, pbx-broker says FUSE is not
+                 mounted at vfsd's mount, no BEGIN reaches launchd
+  any-ask-flood  a sandboxed pbx-test-fdcat makes 30 exceptional
+                 requests on its own fd 3, each prompt answered `n`:
+                 launchd's per-job prompt budget (5, then one per
+                 2000 ms) prompts at most the burst plus one per period,
+                 refuses every other BEGIN without asking (logged), and
+                 another program's request is served meanwhile
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
@@ -1082,7 +1102,7 @@ class Stack:
                         str(wake[1].fileno()), "--broker-fd",
                         str(broker[1].fileno()), "--control", self.control,
                         "--wake-hold-file", self.wake_hold,
-                        "--hold", self.hold] +
+                        "--hold", self.hold, "--fuse-dir", self.fuse] +
                        stages + self.launchd_args,
                        [wake[1].fileno(), broker[1].fileno()],
                        self.log("launchd"), g,
@@ -8741,6 +8761,186 @@ def any_python(bin_dir, work):
         TMUX_SOCKET[:] = saved
 
 
+# --- Brokered opens, the broker's remaining gaps (issue 21, brokerfix):
+# any-userns, any-mount, any-nofuse.
+
+
+def any_userns(st):
+    """A brokered job lives in a user namespace of its own with an
+    identity map of its user (so that, under Yama's ptrace_scope 1, the
+    broker, the namespace's owner outside it, may read the memory of every
+    process the job forks): /bin/sh reads its uid_map (its own /proc/PID
+    is the one its rules cover) and prints it and its namespace,
+    then forks cat, whose open of a scope file is brokered (prompt, `y`,
+    exactly the bytes)."""
+    broker_root_file(st)
+    f = os.path.join(os.path.realpath(st.root), "docs", "userns.txt")
+    with open(f, "w", encoding="utf-8") as fh:
+        fh.write("bytes through a forked cat\n")
+    clear_pane(st)
+    job = broker_run(st, ["/bin/sh", "-c",
+                          "read -r a b c < /proc/self/uid_map; "
+                          "echo map=$a $b $c; "
+                          "echo ns=$(readlink /proc/self/ns/user); "
+                          "cat \"$1\"", "sh", f],
+                     os.path.join(st.work, "any-userns.err"))
+    broker_prompt(st, "docs/userns.txt", "sh")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "bytes through a forked cat",
+                  "the forked cat's bytes", seconds=20)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-userns: sh exited {job.proc.returncode}")
+    kv = job.kv()
+    uid = os.geteuid()
+    mine = os.readlink("/proc/self/ns/user")
+    if kv.get("map", "").split() != [str(uid), str(uid), "1"] or \
+            not kv.get("ns", "").startswith("user:[") or kv["ns"] == mine:
+        fail(f"any-userns: map {kv.get('map')!r} ns {kv.get('ns')!r} "
+             f"(the stack's {mine})")
+    print(f"run: any-userns: the job's uid_map '{kv['map']}', its namespace "
+          f"{kv['ns']} (not the stack's {mine}); its forked cat's open was "
+          f"brokered and printed the bytes")
+
+
+ANY_MOUNT_PROG = """
+import errno, os, sys
+for name, path in (("inside", sys.argv[1] + "/x"), ("mount", sys.argv[1]),
+                   ("above", sys.argv[2])):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name + "=ok", flush=True)
+    except OSError as e:
+        print(name + "=" + errno.errorcode.get(e.errno, str(e.errno)),
+              flush=True)
+"""
+
+
+def any_mount(st):
+    """launchd passes vfsd's FUSE mount (its --fuse-dir) to the broker
+    (--mount): a path inside the mount, the mount itself and a directory
+    above it are each refused EACCES without asking, with the broker's
+    line for the revocable mount (not the generic "outside the scope")."""
+    broker_root_file(st)
+    mount = os.path.realpath(st.fuse)
+    above = os.path.dirname(mount)
+    err = os.path.join(st.work, "any-mount.err")
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_MOUNT_PROG, mount,
+                          above], err)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-mount: python3 exited {job.proc.returncode}")
+    kv = job.kv()
+    with open(err, encoding="utf-8") as f:
+        said = f.read()
+    want = [f"pbx-broker: {p}: the revocable mount, refused without asking"
+            for p in (mount + "/x", mount, above)]
+    if any(kv.get(k) != "EACCES" for k in ("inside", "mount", "above")) or \
+            any(w not in said for w in want):
+        fail(f"any-mount: {kv}, the broker said {said!r}")
+    print(f"run: any-mount: inside, the mount itself and above it: EACCES, "
+          f"each with the broker's 'the revocable mount' line ({kv})")
+
+
+def any_nofuse(bin_dir, work):
+    """(standalone: its own stack, where vfsd cannot mount FUSE: its
+    --fuse-dir is a regular file) a brokered open of a scope file is
+    refused EACCES before anyone is asked: the broker's line says FUSE is
+    not mounted at vfsd's mount, no request reaches launchd, and ttyd
+    draws nothing; a system file still reads."""
+    os.makedirs(work, exist_ok=True)
+    fuse = os.path.join(work, "fuse")
+    detach_mounts(fuse)
+    if os.path.isdir(fuse):
+        shutil.rmtree(fuse)
+    with open(fuse, "w", encoding="utf-8") as f:
+        f.write("not a directory\n")
+    st = Stack(bin_dir, work)
+    try:
+        with open(os.path.join(work, "logs", "vfsd.log"), "rb") as f:
+            if b"FUSE unavailable at" not in f.read():
+                fail("any-nofuse: vfsd did not say FUSE is unavailable")
+        readme = os.path.join(os.path.realpath(st.root), "docs", "readme.txt")
+        err = os.path.join(work, "any-nofuse.err")
+        job = broker_run(st, ["/bin/cat", readme, "/etc/passwd"], err)
+        rc = job.proc.wait(timeout=30)
+        with open(err, encoding="utf-8") as f:
+            said = f.read()
+        why = (f"vfsd's FUSE mount {os.path.realpath(fuse)} is not mounted: "
+               f"no revocable descriptor can be handed over, refused "
+               f"without asking")
+        with open(os.path.join(work, "logs", "launchd.log"), "rb") as f:
+            begins = f.read().count(b"op begin")
+        if rc != 1 or why not in said or \
+                f"cat: {readme}: Permission denied" not in said or \
+                begins != 0:
+            fail(f"any-nofuse: rc {rc}, {begins} BEGIN(s) at launchd, "
+                 f"stderr {said!r}")
+        print(f"run: any-nofuse: cat's open refused before asking "
+              f"('{why}'), no BEGIN reached launchd")
+    finally:
+        st.stop()
+
+
+def any_ask_flood(st):
+    """A sandboxed job floods its own job connection (fd 3, libpbx-app:
+    pbx-test-fdcat --asks 30, exceptional requests), each prompt answered
+    `n`: launchd's one prompt budget per job (5 in a row, then one per
+    2000 ms) limits it: at most the burst plus one per period of the time
+    it ran are prompted, every other request is refused before anyone is
+    asked (launchd logs it, the job sees the budget's status); another
+    program's request is served while the flood's prompt shows."""
+    broker_root_file(st)
+    ttyd_log = os.path.join(st.work, "logs", "ttyd.log")
+
+    def showing():
+        with open(ttyd_log, "rb") as f:
+            return len(re.findall(rb"PROMPT \S+: showing", f.read()))
+    base = showing()
+    clear_pane(st)
+    asks = 30
+    t0 = time.monotonic()
+    job = broker_run(st, [st.bin("test-fdcat"), "--asks", str(asks),
+                          "docs/readme.txt"],
+                     os.path.join(st.work, "any-ask-flood.err"))
+    answered, other = 0, None
+    for _ in range(asks + 5):
+        wait_for(lambda: showing() > base + answered or not job.running(),
+                 "any-ask-flood: neither a prompt nor the program's end", 30)
+        if not job.running() and showing() == base + answered:
+            break
+        if other is None:
+            other = subprocess.run(
+                [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+                 "--quiet", "--grant", "read:docs/readme.txt", "--",
+                 st.bin("test-fdcat"), "5"],
+                capture_output=True, text=True, timeout=30, check=False,
+                stdin=subprocess.DEVNULL)
+        tmux("send-keys", "-t", st.pane, "n")
+        answered += 1
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-ask-flood: the program exited {job.proc.returncode}")
+    ran_ms = (time.monotonic() - t0) * 1000.0
+    bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
+    with job.cv:
+        said = [l for l in job.lines if l is not None and
+                l.startswith("asks=")]
+    kv = key_values(said[-1].replace(" ", "\n")) if said else {}
+    with open(os.path.join(st.work, "logs", "launchd.log"), "rb") as f:
+        logged = f.read().count(b"BEGIN refused: over the job's prompt "
+                                b"budget")
+    if answered > bound or kv.get("denied") != str(answered) or \
+            kv.get("rate") != str(asks - answered) or \
+            logged < asks - answered:
+        fail(f"any-ask-flood: {answered} prompts (bound {bound}), {kv}, "
+             f"launchd logged {logged} refusals")
+    if other is None or other.returncode != 0 or \
+            "hello from vfsd" not in other.stdout:
+        fail(f"any-ask-flood: the other program was not served: {other}")
+    print(f"run: any-ask-flood: {answered} prompts for {asks} requests on "
+          f"the job's own fd 3 in {ran_ms:.0f} ms (bound {bound}); "
+          f"{kv.get('rate')} refused by launchd's budget without asking; "
+          f"another program read its file meanwhile")
+
+
 SCENARIOS = {
     "lifecycle": (lifecycle, False, None, None),
     "expire": (expire, False, None, None),
@@ -8823,6 +9023,10 @@ SCENARIOS = {
     "sandbox-ipc": (sandbox_ipc, False, None, None),
     "any-flood": (any_flood, True, None, None),
     "any-python": (any_python, False, STANDALONE, None),
+    "any-userns": (any_userns, True, None, None),
+    "any-mount": (any_mount, False, None, None),
+    "any-nofuse": (any_nofuse, False, STANDALONE, None),
+    "any-ask-flood": (any_ask_flood, True, None, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

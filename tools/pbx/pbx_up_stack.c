@@ -252,6 +252,9 @@ int pbx_up_start_launchd(pbx_up *u, int wake, int broker,
     pbx_up_arg(&l, "%s/launchd.sock", u->dir);
     pbx_up_arg(&l, "--hold");
     pbx_up_arg(&l, "%s/hold.sock", u->dir);
+    /* vfsd's FUSE mount, for every open broker (pbx-broker --mount). */
+    pbx_up_arg(&l, "--fuse-dir");
+    pbx_up_arg(&l, "%s/fuse", u->dir);
     pbx_up_stages(&l);
     const int keep[] = {wake, broker};
     return pbx_up_peer_h(u, PBX_UP_LAUNCHD, &l, h == NULL ? keep : NULL,
