@@ -22,7 +22,7 @@
 static void mem_pattern(uint8_t *buf, size_t n, uint32_t seed)
 {
     for (size_t i = 0; i < n; i++) {
-        buf[i] = (uint8_t)((i * 131U + seed * 7U + (i >> 8)) & 0xFFU);
+        buf[i] = (uint8_t)((i * 131U + (size_t)seed * 7U + (i >> 8)) & 0xFFU);
     }
 }
 

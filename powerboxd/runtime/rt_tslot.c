@@ -35,23 +35,20 @@ void rt_tset(rt_state *s, uint32_t index, rt_tstate state)
 
 bool rt_tfree_find(const rt_state *s, uint32_t *index)
 {
-    uint32_t count = s->slots.transient_count < PBX_RT_TRANSIENT_MAX
-                         ? s->slots.transient_count
-                         : PBX_RT_TRANSIENT_MAX;
-    uint32_t words = (count + RT_WORD_BITS - 1U) / RT_WORD_BITS;
+    uint32_t count = s->slots.transient_count;
+    if (count > PBX_RT_TRANSIENT_MAX) {
+        count = PBX_RT_TRANSIENT_MAX;
+    }
     /* One test per word of 64 indexes: the lowest free index, as the
-     * record-by-record scan this replaces found. */
-    for (uint32_t w = 0; w < words; w++) {
-        uint64_t avail = ~s->tbusy[w];
-        if (avail == 0U) {
-            continue;
+     * record-by-record scan this replaces found. Bits past count stay
+     * clear, so a free bit there means the range is full. */
+    for (uint32_t base = 0; base < count; base += RT_WORD_BITS) {
+        uint64_t busy = s->tbusy[base / RT_WORD_BITS];
+        if (busy != UINT64_MAX) {
+            uint32_t i = base + (uint32_t)__builtin_ctzll(~busy);
+            *index = i;
+            return i < count;
         }
-        uint32_t i = w * RT_WORD_BITS + (uint32_t)__builtin_ctzll(avail);
-        if (i >= count) {
-            return false;
-        }
-        *index = i;
-        return true;
     }
     return false;
 }

@@ -76,9 +76,12 @@ pbx_err lx_close_proven(int32_t slot)
 
 pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id, uint32_t *mode)
 {
-    /* Not cleared first: it is read only after the kernel filled it. */
+    /* Cleared first so no path reads what the kernel did not write (a
+     * few word stores now; the byte-wise clear cost 8.2k instructions a
+     * lifecycle over its 14 calls, which are 4 since issue 23 item 4). */
     struct lx_stat st;
     const uint8_t *raw = (const uint8_t *)&st;
+    pbx_mem_set(&st, 0, sizeof(st));
     if (!lx_slot_valid(slot) ||
         lx_sys3(LX_SYS_FSTAT, slot, lx_ptr(&st), 0) != 0) {
         return PBX_E_PORT_SYSCALL;
