@@ -2,16 +2,48 @@
  * pbx_mem.c: the few memory primitives the freestanding layers need.
  *
  * They are written as plain bounded loops so that no object built from the
- * project references memcpy or memset from a C library.
+ * project references memcpy or memset from a C library. Copies and fills
+ * move eight bytes at a time through a word type that may alias anything
+ * and needs no alignment (x86_64 and the other targets load and store
+ * unaligned words), then finish the tail bytes one by one; the byte-wise
+ * loops they replace took a third of the live powerboxd's instructions
+ * (issue 23). tests/test_base_mem.c checks both against a byte-wise
+ * reference at every length 0..300 and every alignment 0..15.
  */
 #include "pbx_base.h"
+
+/** pbx_mem_word is an eight-byte word read or written at any address and
+ * through any object type (GCC and Clang: may_alias, alignment one). */
+typedef uint64_t __attribute__((__may_alias__, __aligned__(1))) pbx_mem_word;
+
+/** PBX_MEM_WORD is the byte count of one pbx_mem_word. */
+#define PBX_MEM_WORD ((size_t)8U)
+
+/** PBX_MEM_BLOCK is four words: the unrolled step of the long loops. */
+#define PBX_MEM_BLOCK ((size_t)32U)
 
 void pbx_mem_copy(void *dst, const void *src, size_t n)
 {
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
+    size_t i = 0;
     PBX_ASSERT(n == 0U || (d != NULL && s != NULL));
-    for (size_t i = 0; i < n; i++) {
+    /* Each loop advances i by its step and stops before passing n. */
+    for (; n - i >= PBX_MEM_BLOCK; i += PBX_MEM_BLOCK) {
+        pbx_mem_word w0 = *(const pbx_mem_word *)(const void *)(s + i);
+        pbx_mem_word w1 = *(const pbx_mem_word *)(const void *)(s + i + 8U);
+        pbx_mem_word w2 = *(const pbx_mem_word *)(const void *)(s + i + 16U);
+        pbx_mem_word w3 = *(const pbx_mem_word *)(const void *)(s + i + 24U);
+        *(pbx_mem_word *)(void *)(d + i) = w0;
+        *(pbx_mem_word *)(void *)(d + i + 8U) = w1;
+        *(pbx_mem_word *)(void *)(d + i + 16U) = w2;
+        *(pbx_mem_word *)(void *)(d + i + 24U) = w3;
+    }
+    for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
+        *(pbx_mem_word *)(void *)(d + i) =
+            *(const pbx_mem_word *)(const void *)(s + i);
+    }
+    for (; i < n; i++) {
         d[i] = s[i];
     }
 }
@@ -19,8 +51,20 @@ void pbx_mem_copy(void *dst, const void *src, size_t n)
 void pbx_mem_set(void *dst, uint8_t v, size_t n)
 {
     uint8_t *d = (uint8_t *)dst;
+    /* The byte repeated in every lane of a word. */
+    pbx_mem_word w = (uint64_t)v * UINT64_C(0x0101010101010101);
+    size_t i = 0;
     PBX_ASSERT(n == 0U || d != NULL);
-    for (size_t i = 0; i < n; i++) {
+    for (; n - i >= PBX_MEM_BLOCK; i += PBX_MEM_BLOCK) {
+        *(pbx_mem_word *)(void *)(d + i) = w;
+        *(pbx_mem_word *)(void *)(d + i + 8U) = w;
+        *(pbx_mem_word *)(void *)(d + i + 16U) = w;
+        *(pbx_mem_word *)(void *)(d + i + 24U) = w;
+    }
+    for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
+        *(pbx_mem_word *)(void *)(d + i) = w;
+    }
+    for (; i < n; i++) {
         d[i] = v;
     }
 }

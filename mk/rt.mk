@@ -12,7 +12,7 @@
 RT_TEST_SRCS := tests/runner/pbx_test.c $(wildcard tests/rt/*.c) \
     powerboxd/runtime/rt_ops.c powerboxd/runtime/rt_loop.c \
     powerboxd/runtime/rt_log.c powerboxd/runtime/rt_attach.c \
-    powerboxd/runtime/rt_usage.c
+    powerboxd/runtime/rt_usage.c powerboxd/runtime/rt_tslot.c
 RT_TEST_OBJS := $(RT_TEST_SRCS:%.c=$(BUILD)/obj/rt-test/%.o)
 RT_TEST_BIN  := $(BUILD)/bin/pbx-rt-test
 

@@ -48,6 +48,10 @@
  */
 #define PBX_PORT_RECEIPTS_MAX 16U
 
+/** PBX_PORT_PLACED_WORDS sizes pbx_port_ctx.placed: one bit for each of
+ * the at most 65,536 reservable slots. */
+#define PBX_PORT_PLACED_WORDS 1024U
+
 /** PBX_PORT_WANT_READ asks pbx_port_watch to report readability. */
 #define PBX_PORT_WANT_READ 1U
 /** PBX_PORT_WANT_WRITE asks pbx_port_watch to report writability. */
@@ -236,6 +240,11 @@ typedef struct pbx_port_ctx {
     /** supervisor_slot is the supervisor connection watched for
      * ROUTE_ATTACH (pbx_port_supervisor_open), or PBX_PORT_SLOT_NONE. */
     int32_t supervisor_slot;
+    /** placed has one bit per reservable slot (bit i: slot_min + i), set
+     * while the port itself put the placeholder there and nothing has
+     * replaced it since (Linux: so a reservation is known without asking
+     * the kernel; EriX leaves it unused). */
+    uint64_t placed[PBX_PORT_PLACED_WORDS];
 } pbx_port_ctx;
 
 /**

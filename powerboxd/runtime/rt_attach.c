@@ -99,6 +99,9 @@ static pbx_err rt_attach_install(rt_state *s, const pbx_capabi_attach *a,
         return PBX_OK;
     }
     pbx_err err = pbx_port_route_replace(&s->port, 0U, slot);
+    /* The slot holds another route now (or, after a failure, may): it is
+     * judged afresh when next observed. */
+    rt_judged_forget(s, (uint32_t)slot);
     if (err != PBX_OK) {
         return err;
     }

@@ -122,6 +122,21 @@ typedef struct rt_state {
     uint8_t tstate[PBX_RT_TRANSIENT_MAX];
     /** rt_origin per transient index. */
     uint8_t torigin[PBX_RT_TRANSIENT_MAX];
+    /** Per transient index, a bit set while it is not RT_T_FREE (rt_tset),
+     * so rt_tfree_find tests 64 indexes at a time. */
+    uint64_t tbusy[(PBX_RT_TRANSIENT_MAX + 63U) / 64U];
+    /** Per transient index, nonzero while tinfo holds the port's judgment
+     * of what the slot holds now (rt_judged_query; rt_tset forgets it). */
+    uint8_t tjudged[PBX_RT_TRANSIENT_MAX];
+    /** Nonzero per core route while rinfo holds its startup slot's
+     * judgment (kept only once the loop runs; ROUTE_ATTACH forgets it). */
+    uint8_t rjudged[PBX_CORE_ROUTE_COUNT];
+    /** Nonzero once the service loop runs: route judgments are kept. */
+    uint32_t judge_routes;
+    /** The kept judgment per transient index (valid while tjudged). */
+    pbx_port_slot_info tinfo[PBX_RT_TRANSIENT_MAX];
+    /** The kept judgment per core route's startup slot (rjudged). */
+    pbx_port_slot_info rinfo[PBX_CORE_ROUTE_COUNT];
     /** Receive buffer for public frames. */
     uint8_t msg[PBX_CORE_FRAME_BYTES_MAX];
     /** Receive buffer for peer replies. */
@@ -226,6 +241,33 @@ void rt_log_note(const char *text);
 /** rt_route_slot_of returns the startup slot of core route, or
  * PBX_PORT_SLOT_NONE. */
 int32_t rt_route_slot_of(uint32_t route);
+
+/**
+ * rt_tset records state for transient index (below the range's count):
+ * the free bitmap follows, and the slot's kept judgment is forgotten,
+ * because every change of what the slot holds is followed by a state
+ * write (rt_tslot.c says why a judgment may be kept until then).
+ */
+void rt_tset(rt_state *s, uint32_t index, rt_tstate state);
+
+/**
+ * rt_tfree_find stores the lowest RT_T_FREE transient index in *index and
+ * returns true, or returns false when every index is in use. It tests one
+ * bitmap word of 64 indexes per step and changes nothing.
+ */
+bool rt_tfree_find(const rt_state *s, uint32_t *index);
+
+/**
+ * rt_judged_query describes slot as pbx_port_slot_query does, through the
+ * port only when the slot's judgment is not kept: a transient slot is
+ * judged once per content (at receipt), a core route's startup slot once
+ * per attached route while the loop runs. Returns the port's error.
+ */
+pbx_err rt_judged_query(rt_state *s, uint32_t slot, pbx_port_slot_info *info);
+
+/** rt_judged_forget drops the kept judgment of slot (a ROUTE_ATTACH
+ * replaced the route in it); harmless when none is kept. */
+void rt_judged_forget(rt_state *s, uint32_t slot);
 
 /**
  * rt_loose_place moves staged receipt index into a fresh transient slot

@@ -70,20 +70,26 @@ typedef struct rt_log_state {
 /** The log's state; static so that no stack frame holds it. */
 static rt_log_state rt_log_g;
 
-/* Appends n raw bytes, never past the buffer (one byte stays for '\n'). */
+/* Appends n raw bytes, never past the buffer (one byte stays for '\n').
+ * The length is kept in a local so the loop is a plain copy. */
 static void rt_log_raw(const uint8_t *b, uint32_t n)
 {
-    for (uint32_t i = 0; i < n && rt_log_g.len + 1U < RT_LOG_LINE_MAX; i++) {
-        rt_log_g.line[rt_log_g.len++] = b[i];
+    uint32_t len = rt_log_g.len;
+    for (uint32_t i = 0; i < n && len + 1U < RT_LOG_LINE_MAX; i++) {
+        rt_log_g.line[len++] = b[i];
     }
+    rt_log_g.len = len;
 }
 
-/* Appends a NUL-terminated string, bounded by the line buffer. */
+/* Appends a NUL-terminated string, bounded by the line buffer (each step
+ * appends one byte, so at most RT_LOG_LINE_MAX steps). */
 static void rt_log_str(const char *str)
 {
-    for (uint32_t i = 0; i < RT_LOG_LINE_MAX && str[i] != '\0'; i++) {
-        rt_log_raw((const uint8_t *)&str[i], 1U);
+    uint32_t len = rt_log_g.len;
+    for (uint32_t i = 0; len + 1U < RT_LOG_LINE_MAX && str[i] != '\0'; i++) {
+        rt_log_g.line[len++] = (uint8_t)str[i];
     }
+    rt_log_g.len = len;
 }
 
 /* Writes v in decimal at out (room for 20 digits); returns the count. */

@@ -576,6 +576,9 @@ uint8_t rt_loop(rt_state *s)
 {
     bool busy = true;
     s->idle_next_ms = UINT64_MAX;
+    /* Startup judged the inventory live; from now on a route slot's
+     * judgment is kept until a ROUTE_ATTACH replaces it (rt_tslot.c). */
+    s->judge_routes = 1U;
     /* The service runs until a fail-stop; every turn is bounded by one
      * event and PBX_RT_STEPS_PER_WAKE steps. */
     for (;;) {

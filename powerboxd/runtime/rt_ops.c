@@ -41,28 +41,29 @@ static bool rt_tindex(const rt_state *s, uint32_t slot, uint32_t *index)
     return pbx_capabi_transient_index(&s->slots, slot, index) == PBX_OK;
 }
 
-/* Finds a FREE transient index and reserves its slot with a placeholder. */
+/* Finds the lowest FREE transient index (rt_tfree_find, a word at a
+ * time) and reserves its slot with a placeholder. */
 static bool rt_tnew(rt_state *s, uint32_t *index)
 {
-    for (uint32_t i = 0; i < s->slots.transient_count; i++) {
-        if (s->tstate[i] != (uint8_t)RT_T_FREE) {
-            continue;
-        }
-        if (pbx_port_reserve(&s->port, (int32_t)pbx_capabi_transient_slot(
-                                           &s->slots, i)) != PBX_OK) {
-            return false;
-        }
-        s->tstate[i] = (uint8_t)RT_T_RESERVED;
-        *index = i;
-        return true;
+    uint32_t i = 0;
+    if (!rt_tfree_find(s, &i)) {
+        return false;
     }
-    return false;
+    if (pbx_port_reserve(&s->port, (int32_t)pbx_capabi_transient_slot(
+                                       &s->slots, i)) != PBX_OK) {
+        /* Whatever the failed reservation left is judged afresh. */
+        rt_tset(s, i, RT_T_FREE);
+        return false;
+    }
+    rt_tset(s, i, RT_T_RESERVED);
+    *index = i;
+    return true;
 }
 
 /* Records transient index as free. */
 static void rt_tclear(rt_state *s, uint32_t index)
 {
-    s->tstate[index] = (uint8_t)RT_T_FREE;
+    rt_tset(s, index, RT_T_FREE);
     s->torigin[index] = (uint8_t)RT_O_NONE;
 }
 
@@ -74,7 +75,7 @@ static void rt_tfree(rt_state *s, uint32_t index)
     pbx_err err = pbx_port_unreserve(
         &s->port, (int32_t)pbx_capabi_transient_slot(&s->slots, index));
     if (err == PBX_E_PORT_DELETE_AGAIN) {
-        s->tstate[index] = (uint8_t)RT_T_RELEASING;
+        rt_tset(s, index, RT_T_RELEASING);
         s->releasing++;
         return;
     }
@@ -96,7 +97,7 @@ bool rt_loose_place(rt_state *s, uint32_t index, rt_origin origin,
         rt_tfree(s, t);
         return false;
     }
-    s->tstate[t] = (uint8_t)RT_T_LOOSE;
+    rt_tset(s, t, RT_T_LOOSE);
     s->torigin[t] = (uint8_t)origin;
     return true;
 }
@@ -104,11 +105,16 @@ bool rt_loose_place(rt_state *s, uint32_t index, rt_origin origin,
 bool rt_commit_place(rt_state *s, uint32_t dest)
 {
     uint32_t t = 0;
-    if (!rt_tindex(s, dest, &t) || s->tstate[t] != (uint8_t)RT_T_RESERVED ||
-        pbx_port_receipt_move(&s->port, 0, (int32_t)dest) != PBX_OK) {
+    if (!rt_tindex(s, dest, &t) || s->tstate[t] != (uint8_t)RT_T_RESERVED) {
         return false;
     }
-    s->tstate[t] = (uint8_t)RT_T_HELD;
+    if (pbx_port_receipt_move(&s->port, 0, (int32_t)dest) != PBX_OK) {
+        /* A move that failed after the swap leaves the receipt there:
+         * whatever dest holds is judged afresh. */
+        rt_judged_forget(s, dest);
+        return false;
+    }
+    rt_tset(s, t, RT_T_HELD);
     s->torigin[t] = (uint8_t)RT_O_PUBLIC;
     return true;
 }
@@ -136,7 +142,7 @@ pbx_core_delete rt_drop(rt_state *s, uint32_t slot)
         /* The reservation stays: the placeholder goes back over it. */
         d = rt_delete_result(pbx_port_slot_restore(&s->port, (int32_t)slot));
         if (d == PBX_CORE_DELETE_OK) {
-            s->tstate[t] = (uint8_t)RT_T_RESERVED;
+            rt_tset(s, t, RT_T_RESERVED);
             s->torigin[t] = (uint8_t)RT_O_NONE;
         }
         return d;
@@ -163,7 +169,7 @@ void rt_dispose(rt_state *s, uint32_t slot)
     if (d == PBX_CORE_DELETE_TRANSIENT) {
         /* Still held: recorded and counted until a later turn's retry
          * deletes it. */
-        s->tstate[t] = (uint8_t)RT_T_DOOMED;
+        rt_tset(s, t, RT_T_DOOMED);
         s->doomed++;
     } else if (d != PBX_CORE_DELETE_OK) {
         rt_fail(s, PBX_CORE_EXIT_CLEANUP);
@@ -313,8 +319,7 @@ static bool rt_scope_foreign(rt_state *s, uint32_t slot,
         (info->flags & PBX_PORT_INFO_LISTENING) != 0U || info->peer_pid <= 0) {
         return true;
     }
-    return pbx_port_slot_query(&s->port, (int32_t)PBX_CAPABI_SLOT_VFSD,
-                               &vfsd) != PBX_OK ||
+    return rt_judged_query(s, PBX_CAPABI_SLOT_VFSD, &vfsd) != PBX_OK ||
            vfsd.kind != (uint32_t)PBX_PORT_KIND_ENDPOINT ||
            (vfsd.flags & PBX_PORT_INFO_PEER) == 0U ||
            vfsd.peer_pid != info->peer_pid;
@@ -326,8 +331,7 @@ void rt_observe(rt_state *s, uint32_t slot, pbx_capabi_observed *out)
     uint32_t t = 0;
     rt_origin origin = RT_O_NONE;
     out->slot = slot;
-    if (slot > (uint32_t)INT32_MAX ||
-        pbx_port_slot_query(&s->port, (int32_t)slot, &info) != PBX_OK) {
+    if (rt_judged_query(s, slot, &info) != PBX_OK) {
         out->kind = PBX_CAPABI_KIND_OTHER;
         out->rights = 0U;
         out->provenance = PBX_CAPABI_PROV_UNKNOWN;
@@ -484,7 +488,7 @@ static pbx_core_io rt_op_alias_derive(void *user, uint32_t object,
         rt_tfree(s, t);
         return PBX_CORE_IO_FAILED;
     }
-    s->tstate[t] = (uint8_t)RT_T_LOOSE;
+    rt_tset(s, t, RT_T_LOOSE);
     s->torigin[t] = (uint8_t)RT_O_LOCAL;
     *alias_out = slot;
     return PBX_CORE_IO_OK;

@@ -253,6 +253,7 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
     if (!fk_valid(slot)) {
         return PBX_E_PORT_SLOT_RANGE;
     }
+    fk.queries[slot]++;
     info->kind = fk.kind[slot];
     if (info->kind == (uint32_t)PBX_PORT_KIND_ENDPOINT) {
         /* A connected endpoint of some other process. */

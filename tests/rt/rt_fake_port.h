@@ -82,6 +82,8 @@ typedef struct fk_state {
     uint32_t notified_len;
     /** notified_slot is the slot the last notify went to. */
     int32_t notified_slot;
+    /** queries[slot] counts pbx_port_slot_query calls on slot. */
+    uint32_t queries[FK_SLOTS];
 } fk_state;
 
 /** fk is the one fake kernel (static storage, reset by fk_reset). */

@@ -74,8 +74,10 @@ int lx_slot_open(int32_t slot);
 
 /**
  * lx_close_proven closes slot and proves it is empty afterwards. close()
- * always frees the number on Linux, even when it reports an error, so the
- * proof (F_GETFD answering EBADF) is what decides success.
+ * always frees the number on Linux, even when it reports an error: its
+ * answer 0 is the proof; after any other answer F_GETFD answering EBADF
+ * is. It keeps no placeholder record: a reservable slot is noted empty by
+ * its caller (lx_placed_note).
  */
 pbx_err lx_close_proven(int32_t slot);
 
@@ -86,7 +88,17 @@ pbx_err lx_close_proven(int32_t slot);
 pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id,
                     uint32_t *mode);
 
-/** lx_is_placeholder reports whether slot holds the context's placeholder. */
+/**
+ * lx_placed_note records whether the port's own placeholder now sits in
+ * reservable slot (placed nonzero) or not; any other slot has no record.
+ * Every dup3 into and close of a reservable slot notes it, and powerboxd
+ * runs one thread, so the record is what the slot holds without asking
+ * the kernel (issue 23 item 4: no fstat per message).
+ */
+void lx_placed_note(pbx_port_ctx *ctx, int32_t slot, int placed);
+
+/** lx_is_placeholder reports whether slot holds the context's placeholder
+ * (a reservable slot: by the port's record, lx_placed_note). */
 int lx_is_placeholder(const pbx_port_ctx *ctx, int32_t slot);
 
 /** lx_epoll_set adds (op ADD), changes (MOD) or removes (DEL) slot. */

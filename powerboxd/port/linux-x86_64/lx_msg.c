@@ -170,11 +170,16 @@ static pbx_err lx_recv_judge(pbx_port_ctx *ctx, const struct lx_msghdr *mh,
 static int64_t lx_recvmsg(int32_t slot, struct lx_iovec *iov, uint64_t *ctrl,
                           struct lx_msghdr *mh, int32_t flags)
 {
-    pbx_mem_set(mh, 0, sizeof(*mh));
+    /* Every field is set here, none cleared only to be written next. */
+    mh->name = NULL;
+    mh->namelen = 0;
+    mh->pad0 = 0;
     mh->iov = iov;
     mh->iovlen = 1;
     mh->control = ctrl;
     mh->controllen = LX_CTRL_BYTES;
+    mh->flags = 0;
+    mh->pad1 = 0;
     return lx_sys3(LX_SYS_RECVMSG, slot, lx_ptr(mh),
                    LX_MSG_CMSG_CLOEXEC | flags);
 }
@@ -189,8 +194,10 @@ pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
     struct lx_msghdr mh;
     int64_t r;
     pbx_err err;
-    pbx_mem_set(msg, 0, sizeof(*msg));
     msg->from_slot = slot;
+    msg->len_bytes = 0;
+    msg->receipts = 0;
+    msg->badge = 0;
     if (lx_staged_pending(ctx)) {
         return PBX_E_PORT_RECEIPTS_PENDING;
     }
@@ -272,6 +279,7 @@ pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
     from = ctx->staged[index];
     /* dup3 swaps the placeholder for the receipt in one step; then the
      * staging number is deleted with proof, so exactly one slot holds it. */
+    lx_placed_note(ctx, dest_slot, 0);
     if (lx_sys3(LX_SYS_DUP3, from, dest_slot, LX_O_CLOEXEC) != dest_slot) {
         return PBX_E_PORT_SYSCALL;
     }
@@ -287,11 +295,18 @@ static pbx_err lx_send(int32_t slot, const uint8_t *msg, uint32_t len_bytes,
     struct lx_iovec iov;
     struct lx_msghdr mh;
     int64_t r;
-    pbx_mem_set(&mh, 0, sizeof(mh));
     iov.base = (void *)msg;
     iov.len = len_bytes;
+    /* Every field is set here, none cleared only to be written next. */
+    mh.name = NULL;
+    mh.namelen = 0;
+    mh.pad0 = 0;
     mh.iov = &iov;
     mh.iovlen = 1;
+    mh.control = NULL;
+    mh.controllen = 0;
+    mh.flags = 0;
+    mh.pad1 = 0;
     if (cap_slot != PBX_PORT_SLOT_NONE) {
         /* One control message: length 20 (header + one int), padded to 24. */
         uint32_t lvl_type[2] = {LX_SOL_SOCKET, LX_SCM_RIGHTS};

@@ -491,7 +491,8 @@ static pbx_err lx_wait(pbx_port_ctx *ctx, pbx_port_event *ev,
     if ((ctx->flags & LX_FLAG_INIT) == 0U) {
         return PBX_E_PORT_STATE;
     }
-    pbx_mem_set(&got, 0, sizeof(got));
+    got.events = 0;
+    got.data = 0;
     n = lx_sys6(LX_SYS_EPOLL_WAIT, ctx->wait_slot, lx_ptr(&got), 1, timeout_ms,
                 0, 0);
     if (n == 0 || n == -LX_EINTR) {
