@@ -513,6 +513,11 @@ static void fs_open(fuse_req_t req, fuse_ino_t node, struct fuse_file_info *fi)
     fi->fh = e->node;
     fi->direct_io = 1;
     fi->keep_cache = 0;
+    /* No FLUSH at close (FOPEN_NOFLUSH): with direct I/O there is nothing
+     * to flush, and a close must never wait for this server. vfsd closes
+     * its copy of every descriptor it hands out, and a stopped server
+     * would otherwise hold vfsd's event loop in close(). */
+    fi->noflush = 1;
     (void)fuse_reply_open(req, fi);
 }
 

@@ -130,6 +130,18 @@ int tp_stop(pid_t pid)
     int st = 0;
     (void)kill(pid, SIGTERM);
     (void)kill(pid, SIGCONT);
+    /* Bounded: a peer that does not end within 20 s of SIGTERM (one
+     * stuck in a call, say) is killed, and its status says so, so that a
+     * hang fails its test instead of holding the whole run. */
+    for (int i = 0; i < 2000; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            return st;
+        }
+        tp_sleep_ms(10);
+    }
+    (void)fprintf(stderr, "tp_stop: pid %d ignored SIGTERM for 20 s: killed\n",
+                  (int)pid);
+    (void)kill(pid, SIGKILL);
     (void)waitpid(pid, &st, 0);
     return st;
 }

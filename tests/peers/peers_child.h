@@ -25,7 +25,9 @@ pid_t tp_spawn(const char *name, const char *const *args, const int *keep,
                size_t nkeep, int stdin_fd);
 
 /** tp_stop sends SIGTERM to pid (then SIGCONT, in case it was stopped)
- * and reaps it; returns its wait status. */
+ * and reaps it; returns its wait status. A pid still alive 20 s later is
+ * killed (SIGKILL) and reaped, so a stuck peer fails its test rather than
+ * holding the run. */
 int tp_stop(pid_t pid);
 
 /**

@@ -232,3 +232,32 @@ PBX_TEST(obj_fd_restart_on_one_fuse_dir_leaves_no_mount)
     of_down(&t2);
     PBX_CHECK(ofc_mounts_settle(fuse, 0));
 }
+
+/* A close never waits for the FUSE server: the open reply carries
+ * FOPEN_NOFLUSH, so closing a revocable descriptor sends no FLUSH. vfsd
+ * closes its own copy of every descriptor it hands out, so a close that
+ * waited would hold vfsd's event loop for as long as its server is
+ * stopped. A child closes its copy while the server is stopped; it must
+ * end within 5 s (with a FLUSH it stays in close() until the server
+ * resumes). */
+PBX_TEST(obj_fd_close_never_waits_for_a_stopped_server)
+{
+    static of t;
+    of_up(&t, NULL);
+    pbx_ipc_resolve_reply rep;
+    int obj = of_obj(&t, "a.txt", PBX_IPC_OPERATION_READ, &rep);
+    int fd = -1;
+    PBX_REQUIRE(pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0);
+    pid_t srv = of_server(t.pid);
+    PBX_REQUIRE(srv > 0 && tp_stall(srv, true));
+    pid_t c = fork();
+    PBX_REQUIRE(c >= 0);
+    if (c == 0) {
+        _exit(close(fd) == 0 ? 0 : 1);
+    }
+    PBX_CHECK_EQ(tp_wait_exit(c, 5000), 0);
+    PBX_REQUIRE(tp_stall(srv, false));
+    (void)close(fd);
+    (void)close(obj);
+    of_down(&t);
+}
