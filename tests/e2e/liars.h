@@ -24,22 +24,22 @@
 
 /** lr_how names the way the armed reply is told wrongly. */
 typedef enum lr_how {
-    LR_HOW_NONE = 0,   /**< every reply honest */
-    LR_HOW_BODY,       /**< one echoed body field wrong (lr_field) */
-    LR_HOW_ZERO,       /**< one echoed identity zero (lr_field) */
-    LR_HOW_HEADER,     /**< a header field wrong, a poisoned body, then the
-                            honest reply */
-    LR_HOW_EXTRA_FD,   /**< the honest reply with a receipt none belongs */
-    LR_HOW_NO_FD,      /**< the reply without the receipt it must carry */
-    LR_HOW_DUPLICATE,  /**< the honest reply twice, each with its receipt */
-    LR_HOW_ON_SCOPE,   /**< RESOLVE answered on the scope, not vfsd's route */
-    LR_HOW_SILENT,     /**< never answered */
-    LR_HOW_LATE,       /**< answered only after the request's decision */
-    LR_HOW_STAGING,    /**< procd's staging handle as revocation authority */
-    LR_HOW_HOLD,       /**< held while the decision is asked, then honest */
-    LR_HOW_REORDER,    /**< the first request's reply after the second's */
-    LR_HOW_ENDED,      /**< answered after the request was cancelled */
-    LR_HOW_DIGEST      /**< the echoed selector digest wrong at one byte */
+    LR_HOW_NONE = 0,  /**< every reply honest */
+    LR_HOW_BODY,      /**< one echoed body field wrong (lr_field) */
+    LR_HOW_ZERO,      /**< one echoed identity zero (lr_field) */
+    LR_HOW_HEADER,    /**< a header field wrong, a poisoned body, then the
+                           honest reply */
+    LR_HOW_EXTRA_FD,  /**< the honest reply with a receipt none belongs */
+    LR_HOW_NO_FD,     /**< the reply without the receipt it must carry */
+    LR_HOW_DUPLICATE, /**< the honest reply twice, each with its receipt */
+    LR_HOW_ON_SCOPE,  /**< RESOLVE answered on the scope, not vfsd's route */
+    LR_HOW_SILENT,    /**< never answered */
+    LR_HOW_LATE,      /**< answered only after the request's decision */
+    LR_HOW_STAGING,   /**< procd's staging handle as revocation authority */
+    LR_HOW_HOLD,      /**< held while the decision is asked, then honest */
+    LR_HOW_REORDER,   /**< the first request's reply after the second's */
+    LR_HOW_ENDED,     /**< answered after the request was cancelled */
+    LR_HOW_DIGEST     /**< the echoed selector digest wrong at one byte */
 } lr_how;
 
 /** lr_field names the field an LR_HOW_BODY, ZERO or HEADER fault changes. */
@@ -85,28 +85,28 @@ typedef struct lr_fault {
  * caller owns it; lr_start fills it, lr_stop closes everything.
  */
 typedef struct lr_run {
-    e2e_proc p;                /**< powerboxd and our ends of its slots */
-    int baseline;              /**< powerboxd's descriptors when idle */
-    lr_fault fault;            /**< the armed lie */
-    bool fired;                /**< whether the lie was told */
-    int scope[LR_REQS_MAX];    /**< our ends of committed scopes, or -1 */
+    e2e_proc p;                     /**< powerboxd and our ends of its slots */
+    int baseline;                   /**< powerboxd's descriptors when idle */
+    lr_fault fault;                 /**< the armed lie */
+    bool fired;                     /**< whether the lie was told */
+    int scope[LR_REQS_MAX];         /**< our ends of committed scopes, or -1 */
     uint64_t scope_id[LR_REQS_MAX]; /**< their identities (far-end inode) */
     pbx_ipc_id req[LR_REQS_MAX];    /**< the requests begun */
-    unsigned nreq;             /**< how many of req are begun */
-    int kept[LR_KEPT_MAX];     /**< our ends of every descriptor we passed */
-    unsigned nkept;            /**< how many of kept are used */
-    int poison[LR_KEPT_MAX];   /**< our ends of receipts passed in lies */
-    unsigned npoison;          /**< how many of poison are used */
-    unsigned seen[8];          /**< calls seen, by lr_op_slot */
-    unsigned wakes;            /**< WAKEs launchd received */
-    pbx_ipc_id woken[8];       /**< the requests woken, in order */
+    unsigned nreq;                  /**< how many of req are begun */
+    int kept[LR_KEPT_MAX];   /**< our ends of every descriptor we passed */
+    unsigned nkept;          /**< how many of kept are used */
+    int poison[LR_KEPT_MAX]; /**< our ends of receipts passed in lies */
+    unsigned npoison;        /**< how many of poison are used */
+    unsigned seen[8];        /**< calls seen, by lr_op_slot */
+    unsigned wakes;          /**< WAKEs launchd received */
+    pbx_ipc_id woken[8];     /**< the last 8 requests woken */
     uint8_t held[PBX_IPC_FRAME_BYTES_MAX]; /**< a request held back */
-    size_t held_len;           /**< its length, 0 when none */
-    int held_route;            /**< the route it arrived on */
-    uint8_t held_outcome;      /**< DECISION's outcome while it was held */
-    uint32_t last_slot;        /**< installed slot in the last ACTIVE row */
-    uint64_t last_object;      /**< object id in the last POLICY */
-    unsigned want[8];          /**< calls lr_settle waits to have seen */
+    size_t held_len;                       /**< its length, 0 when none */
+    int held_route;                        /**< the route it arrived on */
+    uint8_t held_outcome; /**< DECISION's outcome while it was held */
+    uint32_t last_slot;   /**< installed slot in the last ACTIVE row */
+    uint64_t last_object; /**< object id in the last POLICY */
+    unsigned want[8];     /**< calls lr_settle waits to have seen */
 } lr_run;
 
 /** lr_op_slot maps a peer call (op, and view kind for VIEW) to its
@@ -134,6 +134,10 @@ void lr_begin_rec(pbx_ipc_begin *b, const char *sel);
 /** lr_serve answers every peer call honestly (the armed one as the fault
  * says) until want WAKEs have come or ms pass; true when they came. */
 bool lr_serve(lr_run *r, unsigned want, int ms);
+
+/** lr_serve_for serves as lr_serve until a WAKE names id (among the
+ * last 8), at most ms; true when one did. */
+bool lr_serve_for(lr_run *r, pbx_ipc_id id, int ms);
 
 /** lr_settle serves until powerboxd holds its baseline descriptors,
  * every end in kept and poison sees its far end closed and every call in

@@ -24,28 +24,33 @@ typedef struct lr_row {
     uint8_t view_kind; /**< ACTIVE or REMOVE when op is VIEW */
     lr_how how;        /**< the lie */
     lr_field field;    /**< the field it changes */
-    uint8_t urgency;   /**< the request's urgency (exceptional: prompted) */
+    uint8_t shape;     /**< the request: LR_ROUTINE, LR_PROMPTED, LR_REPLY */
     uint8_t outcome;   /**< the outcome the client must see */
     uint16_t reason;   /**< and its reason */
     unsigned asked;    /**< times the call must be asked (0: unchecked) */
 } lr_row;
 
+/* The requests a row makes: routine or prompted (exceptional) install
+ * mode, or routine runtime-reply mode (the alias exported to launchd). */
+enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
+
 /* Short names for the table. */
-#define R_ PBX_IPC_URGENCY_ROUTINE
-#define X_ PBX_IPC_URGENCY_EXCEPTIONAL
-#define OK_ PBX_IPC_OUTCOME_APPROVED, PBX_IPC_REASON_NONE
+#define R_    LR_ROUTINE
+#define X_    LR_PROMPTED
+#define Y_    LR_REPLY
+#define OK_   PBX_IPC_OUTCOME_APPROVED, PBX_IPC_REASON_NONE
 #define FAIL_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_FAILED
 #define LATE_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT
 #define BIND_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_RESOLVE
 #define GONE_ PBX_IPC_OUTCOME_CANCELLED, PBX_IPC_REASON_NONE
-#define RES_ PBX_IPC_OP_RESOLVE, 0
-#define DET_ PBX_IPC_OP_DETACH, 0
-#define RET_ PBX_IPC_OP_RETIRE, 0
-#define POL_ PBX_IPC_OP_POLICY, 0
-#define PRO_ PBX_IPC_OP_PROMPT, 0
-#define ACT_ PBX_IPC_OP_VIEW, PBX_IPC_VIEW_ACTIVE
-#define REM_ PBX_IPC_OP_VIEW, PBX_IPC_VIEW_REMOVE
-#define INS_ PBX_IPC_OP_INSTALL, 0
+#define RES_  PBX_IPC_OP_RESOLVE, 0
+#define DET_  PBX_IPC_OP_DETACH, 0
+#define RET_  PBX_IPC_OP_RETIRE, 0
+#define POL_  PBX_IPC_OP_POLICY, 0
+#define PRO_  PBX_IPC_OP_PROMPT, 0
+#define ACT_  PBX_IPC_OP_VIEW, PBX_IPC_VIEW_ACTIVE
+#define REM_  PBX_IPC_OP_VIEW, PBX_IPC_VIEW_REMOVE
+#define INS_  PBX_IPC_OP_INSTALL, 0
 
 /* The table: X(test name, call, lie, field, urgency, outcome and reason,
  * times asked). */
@@ -63,7 +68,7 @@ typedef struct lr_row {
       OK_, 1)                                                                  \
     X(liar_vfsd_resolve_header_gen, RES_, LR_HOW_HEADER, LR_F_H_GEN, R_, OK_,  \
       1)                                                                       \
-    X(liar_vfsd_resolve_header_gen_zero, RES_, LR_HOW_ZERO, LR_F_H_GEN, R_,  \
+    X(liar_vfsd_resolve_header_gen_zero, RES_, LR_HOW_ZERO, LR_F_H_GEN, R_,    \
       OK_, 1)                                                                  \
     X(liar_vfsd_resolve_header_seq, RES_, LR_HOW_HEADER, LR_F_H_SEQ, R_, OK_,  \
       1)                                                                       \
@@ -182,7 +187,16 @@ typedef struct lr_row {
       1)                                                                       \
     X(liar_procd_install_duplicate, INS_, LR_HOW_DUPLICATE, LR_F_NONE, R_,     \
       OK_, 1)                                                                  \
-    X(liar_procd_install_late, INS_, LR_HOW_LATE, LR_F_NONE, R_, LATE_, 1)
+    X(liar_procd_install_late, INS_, LR_HOW_LATE, LR_F_NONE, R_, LATE_, 1)     \
+    X(liar_reply_mode_detach_object_id, DET_, LR_HOW_BODY, LR_F_OBJ_ID, Y_,    \
+      FAIL_, 1)                                                                \
+    X(liar_reply_mode_active_grant_gen, ACT_, LR_HOW_BODY, LR_F_GRANT_GEN, Y_, \
+      FAIL_, 1)                                                                \
+    X(liar_reply_mode_active_held_no_approval_before_ack, ACT_, LR_HOW_HOLD,   \
+      LR_F_NONE, Y_, OK_, 1)                                                   \
+    X(liar_reply_mode_active_never_acknowledged, ACT_, LR_HOW_SILENT,          \
+      LR_F_NONE, Y_, LATE_, 1)                                                 \
+    X(liar_reply_mode_retire_scope, RET_, LR_HOW_BODY, LR_F_SCOPE, Y_, OK_, 2)
 
 #define LR_ROW(name, call, how, field, urg, out, asked)                        \
     {call, how, field, urg, out, asked},
@@ -206,6 +220,29 @@ static long lr_consume(lr_run *r, pbx_ipc_id grant)
     return lr_public(r->p.broker, out, n);
 }
 
+/* LR_NO_CALL: no peer call follows an accepted reply. */
+#define LR_NO_CALL 8U
+
+/* The call an accepted reply to op leads to (lr_op_slot numbering):
+ * RESOLVE to POLICY, POLICY and PROMPT to INSTALL, INSTALL and DETACH to
+ * the ACTIVE row. */
+static unsigned lr_next_call(uint16_t op)
+{
+    switch (op) {
+    case PBX_IPC_OP_RESOLVE:
+        return lr_op_slot(PBX_IPC_OP_POLICY, 0);
+    case PBX_IPC_OP_POLICY:
+    case PBX_IPC_OP_PROMPT:
+        return lr_op_slot(PBX_IPC_OP_INSTALL, 0);
+    case PBX_IPC_OP_INSTALL:
+    case PBX_IPC_OP_DETACH:
+        return lr_op_slot(PBX_IPC_OP_VIEW, PBX_IPC_VIEW_ACTIVE);
+    default:
+        /* After the ACTIVE row only the decision follows (checked). */
+        return LR_NO_CALL;
+    }
+}
+
 /* What the lie must show beyond outcome and baseline. */
 static void lr_row_extra(const lr_row *w, const lr_run *r)
 {
@@ -213,7 +250,7 @@ static void lr_row_extra(const lr_row *w, const lr_run *r)
         /* The refused reply's poisoned body changed nothing: the object,
          * verdict, answer, slot and row taken are the honest ones. */
         PBX_CHECK_EQ(r->last_object, 900U);
-        PBX_CHECK_EQ(r->last_slot, 20U);
+        PBX_CHECK_EQ(r->last_slot, w->shape == LR_REPLY ? 0U : 20U);
     }
     if (w->how == LR_HOW_HOLD) {
         /* While ttyd held the ACTIVE row, the decision was PENDING and
@@ -223,6 +260,12 @@ static void lr_row_extra(const lr_row *w, const lr_run *r)
     if (w->how == LR_HOW_ENDED) {
         /* The late answer of an ended call led to nothing more. */
         PBX_CHECK_EQ(r->seen[lr_op_slot(PBX_IPC_OP_INSTALL, 0)], 0U);
+    }
+    if (w->outcome != PBX_IPC_OUTCOME_APPROVED) {
+        /* Nothing was done on the strength of the lie: the call that
+         * would follow an accepted reply was never made. */
+        unsigned next = lr_next_call(w->op);
+        PBX_CHECK(next == LR_NO_CALL || r->seen[next] == 0U);
     }
     if (w->asked != 0U && w->how != LR_HOW_REORDER) {
         PBX_CHECK_EQ(r->seen[lr_op_slot(w->op, w->view_kind)], w->asked);
@@ -239,7 +282,13 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
     PBX_REQUIRE(lr_start(&r));
     r.fault = (lr_fault){w->op, w->view_kind, w->how, w->field, digest_at};
     lr_begin_rec(&b, "docs/readme.txt");
-    b.ctx.urgency = w->urgency;
+    if (w->shape == LR_PROMPTED) {
+        b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    }
+    if (w->shape == LR_REPLY) {
+        b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+        memset(&b.target, 0, sizeof(b.target));
+    }
     for (unsigned k = 0; k < nreq; k++) {
         PBX_CHECK(lr_open(&r, &b, "docs/readme.txt", 32U, &status));
         PBX_CHECK_EQ(status, 0U);

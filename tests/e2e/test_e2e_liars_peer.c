@@ -19,7 +19,7 @@
 
 /* The object id vfsd gives every found object (a lie's poisoned body
  * names LR_OBJ_POISON instead). */
-#define LR_OBJ 900U
+#define LR_OBJ        900U
 #define LR_OBJ_POISON 901U
 
 unsigned lr_op_slot(uint16_t op, uint8_t view_kind)
@@ -134,9 +134,8 @@ static void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n,
     } else if (x->field == LR_F_H_INDEX) {
         pbx_le_put32(out + 12, pbx_le_get32(out + 12) + 1U);
     } else if (x->field == LR_F_H_GEN) {
-        pbx_le_put32(out + 16, x->how == LR_HOW_ZERO
-                                   ? 0U
-                                   : pbx_le_get32(out + 16) + 1U);
+        pbx_le_put32(out + 16,
+                     x->how == LR_HOW_ZERO ? 0U : pbx_le_get32(out + 16) + 1U);
     } else {
         for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
             if (other[i][0] == op) {
@@ -497,8 +496,8 @@ static void lr_cancel_first(lr_run *r)
 
 /* The delaying lies: the call is held, dropped or outlived. Returns true
  * when the call was taken by one (and is not to be answered now). */
-static bool lr_delay(lr_run *r, int from, const pbx_ipc_frame *f,
-                     uint8_t kind, const uint8_t *buf, size_t len)
+static bool lr_delay(lr_run *r, int from, const pbx_ipc_frame *f, uint8_t kind,
+                     const uint8_t *buf, size_t len)
 {
     lr_how how = r->fault.how;
     bool delaying = how == LR_HOW_SILENT || how == LR_HOW_LATE ||
@@ -539,18 +538,19 @@ static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
     }
     if (from == r->p.launchd) {
         pbx_ipc_wake w;
-        if (pbx_ipc_wake_decode(&f, &w) == PBX_OK && r->wakes < 8U) {
-            r->woken[r->wakes++] = f.request;
+        if (pbx_ipc_wake_decode(&f, &w) == PBX_OK) {
+            r->woken[r->wakes % 8U] = f.request;
+            r->wakes++;
         }
         if (r->held_len > 0U && r->fault.how == LR_HOW_LATE) {
             lr_replay(r);
         }
         return;
     }
-    uint8_t kind = f.op == PBX_IPC_OP_VIEW && pbx_ipc_view_decode(&f, &v) ==
-                                                  PBX_OK
-                       ? v.kind
-                       : 0U;
+    uint8_t kind =
+        f.op == PBX_IPC_OP_VIEW && pbx_ipc_view_decode(&f, &v) == PBX_OK
+            ? v.kind
+            : 0U;
     r->seen[lr_op_slot(f.op, kind)] += first ? 1U : 0U;
     if (lr_delay(r, from, &f, kind, buf, len)) {
         return;
@@ -632,6 +632,26 @@ bool lr_serve(lr_run *r, unsigned want, int ms)
         lr_step(r, 20);
     }
     return r->wakes >= want;
+}
+
+/* Whether one of the last 8 WAKEs named id. */
+static bool lr_woken(const lr_run *r, pbx_ipc_id id)
+{
+    for (unsigned i = 0; i < 8U && i < r->wakes; i++) {
+        if (r->woken[i].index == id.index && r->woken[i].gen == id.gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool lr_serve_for(lr_run *r, pbx_ipc_id id, int ms)
+{
+    long end = lr_now_ms() + ms;
+    while (!lr_woken(r, id) && lr_now_ms() < end) {
+        lr_step(r, 20);
+    }
+    return lr_woken(r, id);
 }
 
 /* Whether every kept end sees its far end closed (each seen is closed

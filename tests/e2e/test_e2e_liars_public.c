@@ -1,0 +1,237 @@
+/*
+ * test_e2e_liars_public.c: the lies told to the real powerboxd binary on
+ * launchd's broker endpoint rather than by a peer, with the honest peers
+ * of liars.h around it: a COMMIT whose digest is wrong in any one of its
+ * 32 bytes, identities that must be exact and nonzero, and a stale
+ * generation after a record's slot is reused. Each shows the refusal as
+ * the client sees it, the scope deleted, nothing ended on its strength
+ * and powerboxd's descriptors back at their baseline.
+ */
+#define _GNU_SOURCE
+#include "../runner/pbx_test.h"
+#include "liars.h"
+
+#include <string.h>
+#include <unistd.h>
+
+/* Runs one honest routine request to its decision; stores it in *d. */
+static bool lrp_grant(lr_run *r, pbx_ipc_decision *d)
+{
+    pbx_ipc_begin b;
+    uint32_t status = 1;
+    lr_begin_rec(&b, "docs/readme.txt");
+    return lr_open(r, &b, "docs/readme.txt", 32U, &status) && status == 0U &&
+           lr_serve_for(r, r->req[r->nreq - 1U], 10000) &&
+           lr_decision(r->p.broker, r->req[r->nreq - 1U], d) &&
+           d->outcome == PBX_IPC_OUTCOME_APPROVED;
+}
+
+/* CONSUME of grant on the broker; the reply status or -1. */
+static long lrp_consume(lr_run *r, pbx_ipc_id grant)
+{
+    uint8_t out[64];
+    size_t n = 0;
+    pbx_ipc_consume c = {grant};
+    return pbx_ipc_consume_encode(&c, out, sizeof(out), &n) == PBX_OK
+               ? lr_public(r->p.broker, out, n)
+               : -1;
+}
+
+/* CANCEL of grant (the grant form) on the broker; the status or -1. */
+static long lrp_cancel_grant(lr_run *r, pbx_ipc_id grant)
+{
+    uint8_t out[64];
+    size_t n = 0;
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = grant;
+    return pbx_ipc_cancel_encode(&c, out, sizeof(out), &n) == PBX_OK
+               ? lr_public(r->p.broker, out, n)
+               : -1;
+}
+
+/* CANCEL of request id (the exact form) on the broker; the status or
+ * -1. */
+static long lrp_cancel(lr_run *r, pbx_ipc_id id)
+{
+    uint8_t out[64];
+    size_t n = 0;
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.request = id;
+    return pbx_ipc_cancel_encode(&c, out, sizeof(out), &n) == PBX_OK
+               ? lr_public(r->p.broker, out, n)
+               : -1;
+}
+
+/* The request slots are forgotten once their scopes are gone, so that
+ * one run can make more than LR_REQS_MAX requests in turn. */
+static void lrp_forget(lr_run *r)
+{
+    for (unsigned k = 0; k < r->nreq; k++) {
+        if (r->scope[k] >= 0) {
+            (void)close(r->scope[k]);
+            r->scope[k] = -1;
+        }
+    }
+    r->nreq = 0;
+}
+
+PBX_TEST(liar_client_commit_digest_every_byte)
+{
+    lr_run r;
+    pbx_ipc_begin b;
+    PBX_REQUIRE(lr_start(&r));
+    lr_begin_rec(&b, "docs/readme.txt");
+    for (unsigned at = 0; at < PBX_IPC_DIGEST_BYTES; at++) {
+        uint32_t status = 0;
+        PBX_CHECK(lr_open(&r, &b, "docs/readme.txt", at, &status));
+        /* COMMIT is refused for the digest, and the scope it carried is
+         * deleted unused: no RESOLVE ever goes through it (lr_gone would
+         * read that message instead of the hang-up). */
+        PBX_CHECK_EQ(status, (uint32_t)PBX_E_CORE_DIGEST);
+        PBX_CHECK(lr_gone(r.scope[0], 5000));
+        /* The request stays open (its reservation kept for an exact
+         * COMMIT) until its caller cancels it: then CANCELLED. */
+        pbx_ipc_decision d;
+        PBX_CHECK(lr_decision(r.p.broker, r.req[0], &d));
+        PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_PENDING);
+        PBX_CHECK_EQ(lrp_cancel(&r, r.req[0]), 0L);
+        PBX_CHECK(lr_serve_for(&r, r.req[0], 5000));
+        PBX_CHECK(lr_decision(r.p.broker, r.req[0], &d));
+        PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_CANCELLED);
+        lrp_forget(&r);
+    }
+    PBX_CHECK_EQ(r.seen[lr_op_slot(PBX_IPC_OP_RESOLVE, 0)], 0U);
+    /* Every reservation is returned: the baseline, then an honest
+     * request is served as ever. */
+    PBX_CHECK(lr_settle(&r, 10000));
+    pbx_ipc_decision d;
+    PBX_CHECK(lrp_grant(&r, &d));
+    PBX_CHECK_EQ(lrp_consume(&r, d.grant), 0L);
+    PBX_CHECK(lr_settle(&r, 10000));
+    lr_stop(&r);
+}
+
+/* Encodes a frame twice, with a generation of 1 and of 2 (enc fills out
+ * for the value given), and zeroes the byte where the two differ: the
+ * same frame with that generation zero, which no encoder writes. Returns
+ * the length, or 0. */
+static size_t lrp_zeroed(size_t (*enc)(uint32_t gen, uint8_t *out, size_t cap),
+                         uint8_t *out, size_t cap)
+{
+    uint8_t two[128];
+    size_t n = enc(1U, out, cap);
+    if (n == 0U || n > sizeof(two) || enc(2U, two, sizeof(two)) != n) {
+        return 0U;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = out[i] != two[i] ? 0U : out[i];
+    }
+    return n;
+}
+
+/* The grant index the zero-generation frames name (set by the test). */
+static uint32_t lrp_index;
+
+static size_t lrp_enc_consume(uint32_t gen, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    pbx_ipc_consume c = {{lrp_index, gen}};
+    return pbx_ipc_consume_encode(&c, out, cap, &n) == PBX_OK ? n : 0U;
+}
+
+static size_t lrp_enc_cancel(uint32_t gen, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.by_grant = true;
+    c.grant = (pbx_ipc_id){lrp_index, gen};
+    return pbx_ipc_cancel_encode(&c, out, cap, &n) == PBX_OK ? n : 0U;
+}
+
+static size_t lrp_enc_decision(uint32_t gen, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    pbx_ipc_id id = {0U, gen};
+    return pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, cap, &n) == PBX_OK
+               ? n
+               : 0U;
+}
+
+static size_t lrp_enc_expire(uint32_t gen, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    pbx_ipc_expire e = {PBX_IPC_EXPIRE_JOB, gen, 11U, 0U};
+    return pbx_ipc_expire_encode(&e, out, cap, &n) == PBX_OK ? n : 0U;
+}
+
+PBX_TEST(liar_client_zero_identities_are_refused)
+{
+    static size_t (*const encs[])(uint32_t, uint8_t *, size_t) = {
+        lrp_enc_consume, lrp_enc_cancel, lrp_enc_decision, lrp_enc_expire};
+    lr_run r;
+    pbx_ipc_decision d;
+    uint8_t out[128];
+    PBX_REQUIRE(lr_start(&r));
+    PBX_REQUIRE(lrp_grant(&r, &d));
+    /* The live grant named with generation zero by CONSUME and by the
+     * grant form of CANCEL, its request by DECISION, its job by EXPIRE:
+     * each answered with an error on the broker, which stays open. */
+    lrp_index = d.grant.index;
+    for (size_t k = 0; k < sizeof(encs) / sizeof(encs[0]); k++) {
+        size_t n = lrp_zeroed(encs[k], out, sizeof(out));
+        PBX_CHECK(n > 0U);
+        long st = lr_public(r.p.broker, out, n);
+        PBX_CHECK(st > 0L);
+    }
+    /* Nothing ended on their strength: the exact CONSUME still finds
+     * the grant live and revokes it (procd's handle hangs up). */
+    PBX_CHECK_EQ(lrp_consume(&r, d.grant), 0L);
+    r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = 1U;
+    PBX_CHECK(lr_settle(&r, 10000));
+    lr_stop(&r);
+}
+
+PBX_TEST(liar_client_stale_generation_after_slot_reuse)
+{
+    lr_run r;
+    pbx_ipc_decision a;
+    pbx_ipc_decision b;
+    PBX_REQUIRE(lr_start(&r));
+    /* Grant A runs its whole life: consumed, removed, retired. */
+    PBX_REQUIRE(lrp_grant(&r, &a));
+    pbx_ipc_id req_a = r.req[0];
+    PBX_CHECK_EQ(lrp_consume(&r, a.grant), 0L);
+    r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = 1U;
+    PBX_CHECK(lr_settle(&r, 10000));
+    lrp_forget(&r);
+    /* Grants run their whole lives until one, B, reuses the grant
+     * record A had (the pools hold 8), with a new generation. */
+    unsigned ends = 1;
+    for (unsigned i = 0; i < 16U; i++) {
+        PBX_REQUIRE(lrp_grant(&r, &b));
+        if (b.grant.index == a.grant.index) {
+            break;
+        }
+        PBX_CHECK_EQ(lrp_consume(&r, b.grant), 0L);
+        r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ++ends;
+        PBX_CHECK(lr_settle(&r, 10000));
+        lrp_forget(&r);
+    }
+    PBX_CHECK_EQ(b.grant.index, a.grant.index);
+    PBX_CHECK(b.grant.gen != a.grant.gen);
+    /* A's identities are stale now: refused, B untouched. */
+    PBX_CHECK_EQ(lrp_consume(&r, a.grant), (long)PBX_E_CORE_UNKNOWN);
+    PBX_CHECK_EQ(lrp_cancel_grant(&r, a.grant), (long)PBX_E_CORE_UNKNOWN);
+    pbx_ipc_decision s;
+    PBX_CHECK(lr_decision(r.p.broker, req_a, &s));
+    PBX_CHECK_EQ(s.outcome, 0U); /* an error status, no decision */
+    /* B is still live: its exact CONSUME succeeds and revokes it. */
+    PBX_CHECK_EQ(lrp_consume(&r, b.grant), 0L);
+    r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ends + 1U;
+    PBX_CHECK(lr_settle(&r, 10000));
+    lr_stop(&r);
+}
