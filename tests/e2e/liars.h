@@ -128,6 +128,20 @@ void lr_stop(lr_run *r);
 bool lr_open(lr_run *r, const pbx_ipc_begin *b, const char *sel,
              unsigned digest_bad, uint32_t *commit_status);
 
+/** lr_begin sends BEGIN b on the broker; returns its status (0: *id and
+ * *dest hold the request and its reserved destination) or -1. */
+long lr_begin(lr_run *r, const pbx_ipc_begin *b, pbx_ipc_id *id,
+              uint32_t *dest);
+
+/** lr_selector sends len selector bytes at offset for id on the broker
+ * (bytes borrowed); returns the reply status or -1. */
+long lr_selector(lr_run *r, pbx_ipc_id id, uint32_t offset, uint32_t len,
+                 const uint8_t *bytes);
+
+/** lr_commit sends COMMIT of id to dest with a fresh scope, whose far end
+ * is recorded as request r->req[r->nreq++]; returns the status or -1. */
+long lr_commit(lr_run *r, pbx_ipc_id id, uint32_t dest);
+
 /** lr_begin_rec fills the routine one-shot install-mode BEGIN for sel. */
 void lr_begin_rec(pbx_ipc_begin *b, const char *sel);
 

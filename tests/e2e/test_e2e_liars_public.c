@@ -11,6 +11,8 @@
 #include "../runner/pbx_test.h"
 #include "liars.h"
 
+#include "core/pbx_core_layout.h"
+
 #include <string.h>
 #include <unistd.h>
 
@@ -232,6 +234,71 @@ PBX_TEST(liar_client_stale_generation_after_slot_reuse)
     /* B is still live: its exact CONSUME succeeds and revokes it. */
     PBX_CHECK_EQ(lrp_consume(&r, b.grant), 0L);
     r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ends + 1U;
+    PBX_CHECK(lr_settle(&r, 10000));
+    lr_stop(&r);
+}
+
+/* LRP_SEL is the selector length that fills the deployment's selector
+ * storage exactly: the harness's PBX1 gives it 4096 bytes, cut into
+ * chunks that each hold a link and their data. */
+#define LRP_SEL                                                                \
+    (4096U / PBX_CORE_SELECTOR_CHUNK_BYTES * PBX_CORE_SELECTOR_CHUNK_DATA_BYTES)
+
+PBX_TEST(liar_client_selector_storage_at_its_edges)
+{
+    static char sel[LRP_SEL + 1U];
+    lr_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_begin small;
+    pbx_ipc_id id = {0, 0};
+    pbx_ipc_id other = {0, 0};
+    uint32_t dest = 0;
+    uint32_t dest2 = 0;
+    const uint8_t *s = (const uint8_t *)sel;
+    for (unsigned i = 0; i < LRP_SEL; i++) {
+        sel[i] = (char)('a' + i % 26U);
+    }
+    PBX_REQUIRE(lr_start(&r));
+    /* A selector one byte longer than the whole storage is refused for
+     * good; one exactly as long is taken, and then not one byte more
+     * fits for another request. */
+    sel[LRP_SEL] = 'z';
+    lr_begin_rec(&b, sel); /* one byte more than the storage holds */
+    PBX_CHECK_EQ(lr_begin(&r, &b, &id, &dest),
+                 (long)PBX_E_CORE_SELECTOR_LENGTH);
+    sel[LRP_SEL] = '\0';
+    lr_begin_rec(&b, sel);
+    lr_begin_rec(&small, "x");
+    PBX_REQUIRE(lr_begin(&r, &b, &id, &dest) == 0L);
+    PBX_CHECK_EQ(lr_begin(&r, &small, &other, &dest2), (long)PBX_E_CORE_BUSY);
+    /* Chunks only at the next exact offset and never past the declared
+     * length; COMMIT only after the last byte (its scope deleted). */
+    const uint32_t chunk = PBX_IPC_SELECTOR_CHUNK_BYTES_MAX;
+    PBX_CHECK_EQ(lr_selector(&r, id, 1U, chunk, s + 1),
+                 (long)PBX_E_CORE_SELECTOR_OFFSET);
+    uint32_t off = 0;
+    for (; off + chunk <= LRP_SEL; off += chunk) {
+        PBX_CHECK_EQ(lr_selector(&r, id, off, chunk, s + off), 0L);
+    }
+    PBX_REQUIRE(off < LRP_SEL); /* a short tail is left */
+    PBX_CHECK_EQ(lr_selector(&r, id, off, chunk, s + off),
+                 (long)PBX_E_CORE_SELECTOR_OVERRUN);
+    PBX_CHECK_EQ(lr_commit(&r, id, dest), (long)PBX_E_CORE_SELECTOR_INCOMPLETE);
+    PBX_CHECK(lr_gone(r.scope[0], 5000));
+    lrp_forget(&r);
+    PBX_CHECK_EQ(lr_selector(&r, id, off, LRP_SEL - off, s + off), 0L);
+    /* Complete: COMMIT is taken and the whole selector resolved. */
+    PBX_CHECK_EQ(lr_commit(&r, id, dest), 0L);
+    PBX_CHECK(lr_serve_for(&r, id, 10000));
+    pbx_ipc_decision d;
+    PBX_CHECK(lr_decision(r.p.broker, id, &d));
+    PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(lrp_consume(&r, d.grant), 0L);
+    r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = 1U;
+    PBX_CHECK(lr_settle(&r, 10000));
+    /* The storage is back whole once the request ended. */
+    PBX_CHECK_EQ(lr_begin(&r, &small, &other, &dest2), 0L);
+    PBX_CHECK_EQ(lrp_cancel(&r, other), 0L);
     PBX_CHECK(lr_settle(&r, 10000));
     lr_stop(&r);
 }
