@@ -198,8 +198,7 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
       LR_F_NONE, Y_, LATE_, 1)                                                 \
     X(liar_reply_mode_retire_scope, RET_, LR_HOW_BODY, LR_F_SCOPE, Y_, OK_, 2)
 
-#define LR_ROW(name, call, how, field, urg, out, asked)                        \
-    {call, how, field, urg, out, asked},
+#define LR_ROW(name, ...) {__VA_ARGS__},
 static const lr_row lr_rows[] = {LR_ROWS(LR_ROW)};
 #undef LR_ROW
 

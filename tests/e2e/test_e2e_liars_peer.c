@@ -163,9 +163,9 @@ static void lr_send(int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
 static void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
                        uint8_t *out, size_t n, int *fds, int nfds)
 {
-    int extra[2] = {fds[0], -1};
     lr_how how = armed ? r->fault.how : LR_HOW_NONE;
     if (how == LR_HOW_EXTRA_FD) {
+        int extra[2] = {fds[0], -1};
         extra[nfds] = lr_pair(r, true, NULL);
         lr_send(to, q, out, n, extra, nfds + 1);
         return;
@@ -460,8 +460,7 @@ static long lr_now_ms(void)
     return (long)ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
-                      int nfds, bool first);
+static void lr_answer(lr_run *r, const pbx_ipc_frame *f);
 
 /* Answers the held request now, honestly (the lie was its delay). */
 static void lr_replay(lr_run *r)
@@ -471,11 +470,10 @@ static void lr_replay(lr_run *r)
     memcpy(copy, r->held, len);
     r->held_len = 0;
     pbx_ipc_frame f;
-    if (pbx_ipc_frame_decode(copy, len, 0, &f) != PBX_OK) {
-        /* An INSTALL or DETACH carried its object (closed on arrival). */
-        lr_handle(r, r->held_route, copy, len, 1, false);
-    } else {
-        lr_handle(r, r->held_route, copy, len, 0, false);
+    /* An INSTALL or DETACH carried its object (closed on arrival). */
+    if (pbx_ipc_frame_decode(copy, len, 0, &f) == PBX_OK ||
+        pbx_ipc_frame_decode(copy, len, 1, &f) == PBX_OK) {
+        lr_answer(r, &f);
     }
 }
 
@@ -523,11 +521,35 @@ static bool lr_delay(lr_run *r, int from, const pbx_ipc_frame *f, uint8_t kind,
     return true;
 }
 
+/* Answers one peer call honestly, but for the armed lie. */
+static void lr_answer(lr_run *r, const pbx_ipc_frame *fp)
+{
+    const pbx_ipc_frame f = *fp;
+    /* RESOLVE comes only through a scope: matched by its request (the
+     * scope may have hung up since a held RESOLVE arrived). */
+    for (unsigned k = 0; k < r->nreq; k++) {
+        if (f.op == PBX_IPC_OP_RESOLVE && r->req[k].index == f.request.index &&
+            r->req[k].gen == f.request.gen) {
+            lr_on_resolve(r, k, &f);
+        }
+    }
+    if (f.op == PBX_IPC_OP_POLICY) {
+        lr_on_policy(r, &f);
+    } else if (f.op == PBX_IPC_OP_PROMPT) {
+        lr_on_prompt(r, &f);
+    } else if (f.op == PBX_IPC_OP_VIEW || f.op == PBX_IPC_OP_WITHDRAW) {
+        lr_on_view(r, &f);
+    } else if (f.op == PBX_IPC_OP_INSTALL) {
+        lr_on_install(r, &f);
+    } else if (f.op == PBX_IPC_OP_DETACH || f.op == PBX_IPC_OP_RETIRE) {
+        lr_on_vfsd(r, &f);
+    }
+}
+
 /* Handles one message from a peer-side descriptor (its descriptors
- * already closed: the harness drops the copies it is sent); first is
- * false for a held call answered later (counted when it came). */
+ * already closed: the harness drops the copies it is sent). */
 static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
-                      int nfds, bool first)
+                      int nfds)
 {
     pbx_ipc_frame f;
     pbx_ipc_view v;
@@ -549,29 +571,11 @@ static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
         f.op == PBX_IPC_OP_VIEW && pbx_ipc_view_decode(&f, &v) == PBX_OK
             ? v.kind
             : 0U;
-    r->seen[lr_op_slot(f.op, kind)] += first ? 1U : 0U;
+    r->seen[lr_op_slot(f.op, kind)]++;
     if (lr_delay(r, from, &f, kind, buf, len)) {
         return;
     }
-    /* RESOLVE comes only through a scope: matched by its request (the
-     * scope may have hung up since a held RESOLVE arrived). */
-    for (unsigned k = 0; k < r->nreq; k++) {
-        if (f.op == PBX_IPC_OP_RESOLVE && r->req[k].index == f.request.index &&
-            r->req[k].gen == f.request.gen) {
-            lr_on_resolve(r, k, &f);
-        }
-    }
-    if (f.op == PBX_IPC_OP_POLICY) {
-        lr_on_policy(r, &f);
-    } else if (f.op == PBX_IPC_OP_PROMPT) {
-        lr_on_prompt(r, &f);
-    } else if (f.op == PBX_IPC_OP_VIEW || f.op == PBX_IPC_OP_WITHDRAW) {
-        lr_on_view(r, &f);
-    } else if (f.op == PBX_IPC_OP_INSTALL) {
-        lr_on_install(r, &f);
-    } else if (f.op == PBX_IPC_OP_DETACH || f.op == PBX_IPC_OP_RETIRE) {
-        lr_on_vfsd(r, &f);
-    }
+    lr_answer(r, &f);
     /* Out of order: the held call of the first request is answered right
      * after the same call of the second. */
     if (r->held_len > 0U && r->fault.how == LR_HOW_REORDER &&
@@ -597,7 +601,7 @@ static void lr_take(lr_run *r, int fd, unsigned scope_k)
         return;
     }
     if (n > 0) {
-        lr_handle(r, fd, buf, (size_t)n, nfds, true);
+        lr_handle(r, fd, buf, (size_t)n, nfds);
     }
 }
 

@@ -255,18 +255,19 @@ PBX_TEST(liar_client_selector_storage_at_its_edges)
     uint32_t dest = 0;
     uint32_t dest2 = 0;
     const uint8_t *s = (const uint8_t *)sel;
-    for (unsigned i = 0; i < LRP_SEL; i++) {
+    const uint32_t full = LRP_SEL;
+    for (uint32_t i = 0; i < full; i++) {
         sel[i] = (char)('a' + i % 26U);
     }
     PBX_REQUIRE(lr_start(&r));
     /* A selector one byte longer than the whole storage is refused for
      * good; one exactly as long is taken, and then not one byte more
      * fits for another request. */
-    sel[LRP_SEL] = 'z';
+    sel[full] = 'z';
     lr_begin_rec(&b, sel); /* one byte more than the storage holds */
     PBX_CHECK_EQ(lr_begin(&r, &b, &id, &dest),
                  (long)PBX_E_CORE_SELECTOR_LENGTH);
-    sel[LRP_SEL] = '\0';
+    sel[full] = '\0';
     lr_begin_rec(&b, sel);
     lr_begin_rec(&small, "x");
     PBX_REQUIRE(lr_begin(&r, &b, &id, &dest) == 0L);
