@@ -2,8 +2,9 @@
  * test_e2e_liars_public.c: the lies told to the real powerboxd binary on
  * launchd's broker endpoint rather than by a peer, with the honest peers
  * of liars.h around it: a COMMIT whose digest is wrong in any one of its
- * 32 bytes, identities that must be exact and nonzero, and a stale
- * generation after a record's slot is reused. Each shows the refusal as
+ * 32 bytes, identities that must be exact and nonzero, a stale
+ * generation after a record's slot is reused, selector storage at its
+ * edges, and receipts where none belong or missing where one must be. Each shows the refusal as
  * the client sees it, the scope deleted, nothing ended on its strength
  * and powerboxd's descriptors back at their baseline.
  */
@@ -14,6 +15,7 @@
 #include "core/pbx_core_layout.h"
 
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Runs one honest routine request to its decision; stores it in *d. */
@@ -300,6 +302,99 @@ PBX_TEST(liar_client_selector_storage_at_its_edges)
     /* The storage is back whole once the request ended. */
     PBX_CHECK_EQ(lr_begin(&r, &small, &other, &dest2), 0L);
     PBX_CHECK_EQ(lrp_cancel(&r, other), 0L);
+    PBX_CHECK(lr_settle(&r, 10000));
+    lr_stop(&r);
+}
+
+/* Sends frame on the broker with nfds fresh receipts (our ends kept in
+ * the run's poison list, so lr_settle waits for each to be closed);
+ * returns the reply's status or -1. */
+static long lrp_with_receipts(lr_run *r, const uint8_t *frame, size_t n,
+                              int nfds)
+{
+    uint8_t in[PBX_IPC_FRAME_BYTES_MAX];
+    pbx_ipc_frame f;
+    int fds[2] = {-1, -1};
+    for (int i = 0; i < nfds && i < 2 && r->npoison < LR_KEPT_MAX; i++) {
+        int sv[2];
+        if (e2e_socketpair(SOCK_SEQPACKET, sv)) {
+            r->poison[r->npoison++] = sv[0];
+            fds[i] = sv[1];
+        }
+    }
+    bool sent = e2e_send(r->p.broker, frame, n, fds, nfds);
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
+    }
+    long got =
+        sent ? e2e_recv(r->p.broker, in, sizeof(in), NULL, 0, NULL, 5000) : -1;
+    return got > 0 && pbx_ipc_frame_decode(in, (size_t)got, 0, &f) == PBX_OK
+               ? (long)f.status
+               : -1;
+}
+
+PBX_TEST(liar_broker_receipts_where_none_belong_and_missing)
+{
+    lr_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
+    size_t n = 0;
+    PBX_REQUIRE(lr_start(&r));
+    lr_begin_rec(&b, "docs/readme.txt");
+    /* BEGIN, SELECTOR, DECISION, CANCEL, CONSUME and EXPIRE take no
+     * capability: each is refused with UNEXPECTED_CAPS and its receipt
+     * deleted (checked by lr_settle: our end of it sees the hang-up). */
+    PBX_REQUIRE(pbx_ipc_begin_encode(&b, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 1),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    PBX_REQUIRE(lr_begin(&r, &b, &id, &dest) == 0L);
+    pbx_ipc_selector s = {0U, b.selector_len,
+                          (const uint8_t *)"docs/readme.txt"};
+    PBX_REQUIRE(pbx_ipc_selector_encode(id, &s, out, sizeof(out), &n) ==
+                PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 1),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, out, sizeof(out),
+                                     &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 2),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    pbx_ipc_cancel c;
+    memset(&c, 0, sizeof(c));
+    c.request = id;
+    PBX_REQUIRE(pbx_ipc_cancel_encode(&c, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 1),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    pbx_ipc_consume u = {{0U, 1U}};
+    PBX_REQUIRE(pbx_ipc_consume_encode(&u, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 1),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    pbx_ipc_expire e = {PBX_IPC_EXPIRE_JOB, 9U, 99U, 0U};
+    PBX_REQUIRE(pbx_ipc_expire_encode(&e, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 1),
+                 (long)PBX_E_CORE_UNEXPECTED_CAPS);
+    /* COMMIT takes exactly one: none, or two (both deleted), refused. */
+    PBX_CHECK_EQ(lr_selector(&r, id, 0U, b.selector_len,
+                             (const uint8_t *)"docs/readme.txt"),
+                 0L);
+    pbx_ipc_commit m = {dest};
+    PBX_REQUIRE(pbx_ipc_commit_encode(id, &m, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 0),
+                 (long)PBX_E_CORE_COMMIT_COUNT);
+    PBX_CHECK_EQ(lrp_with_receipts(&r, out, n, 2),
+                 (long)PBX_E_CORE_COMMIT_COUNT);
+    /* The request was kept through every refusal: its exact COMMIT is
+     * taken and it is approved as ever. */
+    PBX_CHECK_EQ(lr_commit(&r, id, dest), 0L);
+    PBX_CHECK(lr_serve_for(&r, id, 10000));
+    pbx_ipc_decision d;
+    PBX_CHECK(lr_decision(r.p.broker, id, &d));
+    PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(lrp_consume(&r, d.grant), 0L);
+    r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = 1U;
     PBX_CHECK(lr_settle(&r, 10000));
     lr_stop(&r);
 }
