@@ -4,9 +4,10 @@
  * of liars.h around it: a COMMIT whose digest is wrong in any one of its
  * 32 bytes, identities that must be exact and nonzero, a stale
  * generation after a record's slot is reused, selector storage at its
- * edges, and receipts where none belong or missing where one must be. Each shows the refusal as
- * the client sees it, the scope deleted, nothing ended on its strength
- * and powerboxd's descriptors back at their baseline.
+ * edges, and receipts where none belong or missing where one must be.
+ * Each shows the refusal as the client sees it, every receipt deleted,
+ * nothing ended on its strength and powerboxd's descriptors back at
+ * their baseline.
  */
 #define _GNU_SOURCE
 #include "../runner/pbx_test.h"
