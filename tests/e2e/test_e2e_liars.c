@@ -141,6 +141,10 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
       X_, FAIL_, 1)                                                            \
     X(liar_ttyd_prompt_duplicate, PRO_, LR_HOW_DUPLICATE, LR_F_NONE, X_, OK_,  \
       1)                                                                       \
+    X(liar_ttyd_prompt_for_a_cancelled_request, PRO_, LR_HOW_ENDED, LR_F_NONE, \
+      X_, GONE_, 1)                                                            \
+    X(liar_ttyd_active_duplicate, ACT_, LR_HOW_DUPLICATE, LR_F_NONE, R_, OK_,  \
+      1)                                                                       \
     X(liar_ttyd_active_kind, ACT_, LR_HOW_BODY, LR_F_KIND, R_, FAIL_, 1)       \
     X(liar_ttyd_active_grant_index, ACT_, LR_HOW_BODY, LR_F_GRANT_INDEX, R_,   \
       FAIL_, 1)                                                                \
@@ -188,6 +192,10 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
     X(liar_procd_install_duplicate, INS_, LR_HOW_DUPLICATE, LR_F_NONE, R_,     \
       OK_, 1)                                                                  \
     X(liar_procd_install_late, INS_, LR_HOW_LATE, LR_F_NONE, R_, LATE_, 1)     \
+    X(liar_procd_install_out_of_order, INS_, LR_HOW_REORDER, LR_F_NONE, R_,    \
+      OK_, 2)                                                                  \
+    X(liar_procd_install_for_a_cancelled_request, INS_, LR_HOW_ENDED,          \
+      LR_F_NONE, R_, GONE_, 1)                                                 \
     X(liar_reply_mode_detach_object_id, DET_, LR_HOW_BODY, LR_F_OBJ_ID, Y_,    \
       FAIL_, 1)                                                                \
     X(liar_reply_mode_active_grant_gen, ACT_, LR_HOW_BODY, LR_F_GRANT_GEN, Y_, \
@@ -255,10 +263,6 @@ static void lr_row_extra(const lr_row *w, const lr_run *r)
         /* While ttyd held the ACTIVE row, the decision was PENDING and
          * launchd had no wake: no approval before the ack. */
         PBX_CHECK_EQ(r->held_outcome, (unsigned)PBX_IPC_OUTCOME_PENDING);
-    }
-    if (w->how == LR_HOW_ENDED) {
-        /* The late answer of an ended call led to nothing more. */
-        PBX_CHECK_EQ(r->seen[lr_op_slot(PBX_IPC_OP_INSTALL, 0)], 0U);
     }
     if (w->outcome != PBX_IPC_OUTCOME_APPROVED) {
         /* Nothing was done on the strength of the lie: the call that
