@@ -107,6 +107,8 @@ typedef struct lr_run {
     uint32_t last_slot;   /**< installed slot in the last ACTIVE row */
     uint64_t last_object; /**< object id in the last POLICY */
     unsigned want[8];     /**< calls lr_settle waits to have seen */
+    uint16_t cancel_at;   /**< op whose first call makes the client cancel its
+                             first request (0: none) */
 } lr_run;
 
 /** lr_op_slot maps a peer call (op, and view kind for VIEW) to its

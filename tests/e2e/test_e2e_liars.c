@@ -31,13 +31,16 @@ typedef struct lr_row {
 } lr_row;
 
 /* The requests a row makes: routine or prompted (exceptional) install
- * mode, or routine runtime-reply mode (the alias exported to launchd). */
-enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
+ * mode, routine runtime-reply mode (the alias exported to launchd), or
+ * prompted and cancelled by its client while the prompt shows (so that
+ * powerboxd withdraws it). */
+enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
 
 /* Short names for the table. */
 #define R_    LR_ROUTINE
 #define X_    LR_PROMPTED
 #define Y_    LR_REPLY
+#define W_    LR_WITHDRAWN
 #define OK_   PBX_IPC_OUTCOME_APPROVED, PBX_IPC_REASON_NONE
 #define FAIL_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_FAILED
 #define LATE_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT
@@ -51,6 +54,7 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
 #define ACT_  PBX_IPC_OP_VIEW, PBX_IPC_VIEW_ACTIVE
 #define REM_  PBX_IPC_OP_VIEW, PBX_IPC_VIEW_REMOVE
 #define INS_  PBX_IPC_OP_INSTALL, 0
+#define WDR_  PBX_IPC_OP_WITHDRAW, 0
 
 /* The table: X(test name, call, lie, field, urgency, outcome and reason,
  * times asked). */
@@ -143,6 +147,9 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY };
       1)                                                                       \
     X(liar_ttyd_prompt_for_a_cancelled_request, PRO_, LR_HOW_ENDED, LR_F_NONE, \
       X_, GONE_, 1)                                                            \
+    X(liar_ttyd_withdraw_honest, WDR_, LR_HOW_NONE, LR_F_NONE, W_, GONE_, 1)   \
+    X(liar_ttyd_withdraw_extra_receipt, WDR_, LR_HOW_EXTRA_FD, LR_F_NONE, W_,  \
+      GONE_, 1)                                                                \
     X(liar_ttyd_active_duplicate, ACT_, LR_HOW_DUPLICATE, LR_F_NONE, R_, OK_,  \
       1)                                                                       \
     X(liar_ttyd_active_kind, ACT_, LR_HOW_BODY, LR_F_KIND, R_, FAIL_, 1)       \
@@ -285,8 +292,11 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
     PBX_REQUIRE(lr_start(&r));
     r.fault = (lr_fault){w->op, w->view_kind, w->how, w->field, digest_at};
     lr_begin_rec(&b, "docs/readme.txt");
-    if (w->shape == LR_PROMPTED) {
+    if (w->shape == LR_PROMPTED || w->shape == LR_WITHDRAWN) {
         b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;
+    }
+    if (w->shape == LR_WITHDRAWN) {
+        r.cancel_at = PBX_IPC_OP_PROMPT;
     }
     if (w->shape == LR_REPLY) {
         b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;

@@ -416,10 +416,17 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
     int none = -1;
     if (f->op == PBX_IPC_OP_WITHDRAW) {
         pbx_ipc_withdraw w;
-        if (pbx_ipc_withdraw_decode(f, &w) == PBX_OK &&
-            pbx_ipc_withdraw_reply_encode(f->request, &w, out, sizeof(out),
+        bool armed = lr_armed(r, PBX_IPC_OP_WITHDRAW, 0);
+        if (pbx_ipc_withdraw_decode(f, &w) != PBX_OK) {
+            return;
+        }
+        if (armed) {
+            lr_e64(&r->fault, LR_F_OBJ_ID, &w.object.id);
+            lr_e32(&r->fault, LR_F_OBJ_GEN, &w.object.gen);
+        }
+        if (pbx_ipc_withdraw_reply_encode(f->request, &w, out, sizeof(out),
                                           &n) == PBX_OK) {
-            lr_send(r->p.ttyd, f, out, n, NULL, 0);
+            lr_deliver(r, armed, r->p.ttyd, f, out, n, &none, 0);
         }
         return;
     }
@@ -572,6 +579,11 @@ static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
             ? v.kind
             : 0U;
     r->seen[lr_op_slot(f.op, kind)]++;
+    if (r->cancel_at != 0U && f.op == r->cancel_at) {
+        /* The client gives up while this call is out (not the lie). */
+        r->cancel_at = 0U;
+        lr_cancel_first(r);
+    }
     if (lr_delay(r, from, &f, kind, buf, len)) {
         return;
     }
