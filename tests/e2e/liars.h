@@ -107,6 +107,7 @@ typedef struct lr_run {
     uint32_t last_slot;   /**< installed slot in the last ACTIVE row */
     uint64_t last_object; /**< object id in the last POLICY */
     unsigned want[8];     /**< calls lr_settle waits to have seen */
+    bool send_failed;     /**< a reply could not be encoded or sent */
     uint16_t cancel_at;   /**< op whose first call makes the client cancel its
                              first request (0: none) */
 } lr_run;

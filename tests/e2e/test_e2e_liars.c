@@ -67,7 +67,7 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
     X(liar_vfsd_resolve_digest_every_byte, RES_, LR_HOW_DIGEST, LR_F_NONE, R_, \
       BIND_, 1)                                                                \
     X(liar_vfsd_resolve_object_gen_zero, RES_, LR_HOW_ZERO, LR_F_OBJ_GEN, R_,  \
-      LATE_, 1)                                                                \
+      BIND_, 1)                                                                \
     X(liar_vfsd_resolve_header_index, RES_, LR_HOW_HEADER, LR_F_H_INDEX, R_,   \
       OK_, 1)                                                                  \
     X(liar_vfsd_resolve_header_gen, RES_, LR_HOW_HEADER, LR_F_H_GEN, R_, OK_,  \
@@ -180,7 +180,7 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
     X(liar_procd_install_grant_gen, INS_, LR_HOW_BODY, LR_F_GRANT_GEN, R_,     \
       FAIL_, 1)                                                                \
     X(liar_procd_install_grant_gen_zero, INS_, LR_HOW_ZERO, LR_F_GRANT_GEN,    \
-      R_, LATE_, 1)                                                            \
+      R_, FAIL_, 1)                                                            \
     X(liar_procd_install_slot, INS_, LR_HOW_BODY, LR_F_SLOT, R_, FAIL_, 1)     \
     X(liar_procd_install_staging_handle, INS_, LR_HOW_STAGING, LR_F_NONE, R_,  \
       FAIL_, 1)                                                                \
@@ -325,6 +325,7 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
     /* Every receipt closed, every scope deleted, the baseline back. */
     PBX_CHECK(lr_settle(&r, 15000));
     PBX_CHECK(r.fired || w->how == LR_HOW_NONE);
+    PBX_CHECK(!r.send_failed);
     lr_row_extra(w, &r);
     PBX_CHECK_EQ(r.held_len, 0U);
     lr_stop(&r);

@@ -82,18 +82,19 @@ static bool lr_header(const lr_fault *x)
            (x->how == LR_HOW_ZERO && x->field >= LR_F_H_INDEX);
 }
 
-/* One field edit: +1 (BODY) or 0 (ZERO) when f is the armed field. */
+/* One field edit: +1 when f is the armed field (LR_HOW_ZERO then zeroes
+ * the changed byte: lr_zero_patch). */
 static void lr_e64(const lr_fault *x, lr_field f, uint64_t *v)
 {
     if (x->field == f) {
-        *v = x->how == LR_HOW_ZERO ? 0U : *v + 1U;
+        *v = *v + 1U;
     }
 }
 
 static void lr_e32(const lr_fault *x, lr_field f, uint32_t *v)
 {
     if (x->field == f) {
-        *v = x->how == LR_HOW_ZERO ? 0U : *v + 1U;
+        *v = *v + 1U;
     }
 }
 
@@ -111,6 +112,22 @@ static void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a,
 {
     if (x->field == f) {
         *v = *v == a ? b : a;
+    }
+}
+
+/* LR_HOW_ZERO on a body field: no encoder writes a zero generation, so
+ * the reply is encoded with the field one more than honest (out) and
+ * once honestly (honest), and the byte where the two differ is zeroed
+ * (the honest values are small: the increment carries into no other
+ * byte). */
+static void lr_zero_patch(const lr_fault *x, uint8_t *out,
+                          const uint8_t *honest, size_t n)
+{
+    if (x->how != LR_HOW_ZERO || x->field >= LR_F_H_INDEX) {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = out[i] != honest[i] ? 0U : out[i];
     }
 }
 
@@ -146,10 +163,13 @@ static void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n,
 
 /* Sends a reply (seq echoed) with the descriptors in fds, then closes
  * them (our ends are kept in the run). */
-static void lr_send(int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
-                    int *fds, int nfds)
+static void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out,
+                    size_t n, int *fds, int nfds)
 {
-    (void)e2e_reply(fd, q, out, n, fds, nfds);
+    /* A reply that cannot be encoded or sent would make a row a silent
+     * peer in disguise: the runner fails on it. */
+    r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                     !e2e_reply(fd, q, out, n, fds, nfds);
     for (int i = 0; i < nfds; i++) {
         if (fds[i] >= 0) {
             (void)close(fds[i]);
@@ -167,14 +187,14 @@ static void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
     if (how == LR_HOW_EXTRA_FD) {
         int extra[2] = {fds[0], -1};
         extra[nfds] = lr_pair(r, true, NULL);
-        lr_send(to, q, out, n, extra, nfds + 1);
+        lr_send(r, to, q, out, n, extra, nfds + 1);
         return;
     }
     if (how == LR_HOW_NO_FD) {
         for (int i = 0; i < nfds; i++) {
             (void)close(fds[i]);
         }
-        lr_send(to, q, out, n, NULL, 0);
+        lr_send(r, to, q, out, n, NULL, 0);
         return;
     }
     if (how == LR_HOW_ON_SCOPE && q->op == PBX_IPC_OP_RESOLVE) {
@@ -189,11 +209,11 @@ static void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
         uint8_t copy[PBX_IPC_FRAME_BYTES_MAX];
         int dup = nfds > 0 ? lr_pair(r, true, NULL) : -1;
         memcpy(copy, out, n);
-        lr_send(to, q, out, n, fds, nfds);
-        lr_send(to, q, copy, n, &dup, nfds);
+        lr_send(r, to, q, out, n, fds, nfds);
+        lr_send(r, to, q, copy, n, &dup, nfds);
         return;
     }
-    lr_send(to, q, out, n, fds, nfds);
+    lr_send(r, to, q, out, n, fds, nfds);
 }
 
 /* vfsd: RESOLVE through scope k, answered FOUND on vfsd's route. */
@@ -219,13 +239,20 @@ static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
         pbx_ipc_resolve_reply bad = rr;
         int fd = lr_pair(r, true, NULL);
         bad.object.id = LR_OBJ_POISON;
-        (void)pbx_ipc_resolve_reply_encode(f->request, &bad, out, sizeof(out),
-                                           &n);
+        n = pbx_ipc_resolve_reply_encode(f->request, &bad, out, sizeof(out),
+                                         &n) == PBX_OK
+                ? n
+                : 0U;
         (void)pbx_ipc_frame_set_seq(out, n, f->seq);
         lr_header_lie(&r->fault, out, n, f->seq);
-        (void)e2e_send(r->p.vfsd, out, n, &fd, 1);
+        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                         !e2e_send(r->p.vfsd, out, n, &fd, 1);
         (void)close(fd);
     }
+    uint8_t honest[256];
+    size_t hn = 0;
+    (void)pbx_ipc_resolve_reply_encode(f->request, &rr, honest, sizeof(honest),
+                                       &hn);
     if (armed) {
         lr_flip16(&r->fault, LR_F_OPERATION, &rr.operation,
                   PBX_IPC_OPERATION_READ, PBX_IPC_OPERATION_WRITE);
@@ -238,7 +265,11 @@ static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
         }
     }
     int fd = lr_pair(r, false, NULL);
-    (void)pbx_ipc_resolve_reply_encode(f->request, &rr, out, sizeof(out), &n);
+    n = pbx_ipc_resolve_reply_encode(f->request, &rr, out, sizeof(out), &n) ==
+                PBX_OK
+            ? n
+            : 0U;
+    lr_zero_patch(&r->fault, out, honest, n);
     lr_deliver(r, armed, r->p.vfsd, f, out, n, &fd, 1);
 }
 
@@ -261,11 +292,14 @@ static void lr_on_policy(lr_run *r, const pbx_ipc_frame *f)
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_policy_reply bad = pr;
         bad.verdict = PBX_IPC_VERDICT_DENY;
-        (void)pbx_ipc_policy_reply_encode(f->request, &bad, out, sizeof(out),
-                                          &n);
+        n = pbx_ipc_policy_reply_encode(f->request, &bad, out, sizeof(out),
+                                        &n) == PBX_OK
+                ? n
+                : 0U;
         (void)pbx_ipc_frame_set_seq(out, n, f->seq);
         lr_header_lie(&r->fault, out, n, f->seq);
-        (void)e2e_send(r->p.ttyd, out, n, NULL, 0);
+        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &pr.session);
@@ -278,7 +312,10 @@ static void lr_on_policy(lr_run *r, const pbx_ipc_frame *f)
             pr.verdict = PBX_IPC_VERDICT_PROMPT;
         }
     }
-    (void)pbx_ipc_policy_reply_encode(f->request, &pr, out, sizeof(out), &n);
+    n = pbx_ipc_policy_reply_encode(f->request, &pr, out, sizeof(out), &n) ==
+                PBX_OK
+            ? n
+            : 0U;
     int none = -1;
     lr_deliver(r, armed, r->p.ttyd, f, out, n, &none, 0);
 }
@@ -305,11 +342,14 @@ static void lr_on_prompt(lr_run *r, const pbx_ipc_frame *f)
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_prompt_reply bad = a;
         bad.answer = PBX_IPC_ANSWER_DENY;
-        (void)pbx_ipc_prompt_reply_encode(f->request, &bad, out, sizeof(out),
-                                          &n);
+        n = pbx_ipc_prompt_reply_encode(f->request, &bad, out, sizeof(out),
+                                        &n) == PBX_OK
+                ? n
+                : 0U;
         (void)pbx_ipc_frame_set_seq(out, n, f->seq);
         lr_header_lie(&r->fault, out, n, f->seq);
-        (void)e2e_send(r->p.ttyd, out, n, NULL, 0);
+        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &a.session);
@@ -321,7 +361,10 @@ static void lr_on_prompt(lr_run *r, const pbx_ipc_frame *f)
         lr_e64(&r->fault, LR_F_OBJ_ID, &a.object.id);
         lr_e32(&r->fault, LR_F_OBJ_GEN, &a.object.gen);
     }
-    (void)pbx_ipc_prompt_reply_encode(f->request, &a, out, sizeof(out), &n);
+    n = pbx_ipc_prompt_reply_encode(f->request, &a, out, sizeof(out), &n) ==
+                PBX_OK
+            ? n
+            : 0U;
     int none = -1;
     lr_deliver(r, armed, r->p.ttyd, f, out, n, &none, 0);
 }
@@ -343,13 +386,20 @@ static void lr_on_install(lr_run *r, const pbx_ipc_frame *f)
         pbx_ipc_install_reply bad = ir;
         int fd = lr_pair(r, true, NULL);
         bad.installed_slot++;
-        (void)pbx_ipc_install_reply_encode(f->request, &bad, out, sizeof(out),
-                                           &n);
+        n = pbx_ipc_install_reply_encode(f->request, &bad, out, sizeof(out),
+                                         &n) == PBX_OK
+                ? n
+                : 0U;
         (void)pbx_ipc_frame_set_seq(out, n, f->seq);
         lr_header_lie(&r->fault, out, n, f->seq);
-        (void)e2e_send(r->p.procd, out, n, &fd, 1);
+        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                         !e2e_send(r->p.procd, out, n, &fd, 1);
         (void)close(fd);
     }
+    uint8_t honest[128];
+    size_t hn = 0;
+    (void)pbx_ipc_install_reply_encode(f->request, &ir, honest, sizeof(honest),
+                                       &hn);
     if (armed) {
         lr_e64(&r->fault, LR_F_PROC_ID, &ir.target_process_id);
         lr_e32(&r->fault, LR_F_PROC_GEN, &ir.target_process_gen);
@@ -361,7 +411,11 @@ static void lr_on_install(lr_run *r, const pbx_ipc_frame *f)
         }
     }
     int fd = lr_pair(r, false, NULL);
-    (void)pbx_ipc_install_reply_encode(f->request, &ir, out, sizeof(out), &n);
+    n = pbx_ipc_install_reply_encode(f->request, &ir, out, sizeof(out), &n) ==
+                PBX_OK
+            ? n
+            : 0U;
+    lr_zero_patch(&r->fault, out, honest, n);
     lr_deliver(r, armed, r->p.procd, f, out, n, &fd, 1);
 }
 
@@ -380,17 +434,23 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
         if (armed && lr_header(&r->fault)) {
             pbx_ipc_detach bad = q;
             bad.object.id++;
-            (void)pbx_ipc_detach_reply_encode(f->request, &bad, out,
-                                              sizeof(out), &n);
+            n = pbx_ipc_detach_reply_encode(f->request, &bad, out, sizeof(out),
+                                            &n) == PBX_OK
+                    ? n
+                    : 0U;
             (void)pbx_ipc_frame_set_seq(out, n, f->seq);
             lr_header_lie(&r->fault, out, n, f->seq);
-            (void)e2e_send(r->p.vfsd, out, n, NULL, 0);
+            r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                             !e2e_send(r->p.vfsd, out, n, NULL, 0);
         }
         if (armed) {
             lr_e64(&r->fault, LR_F_OBJ_ID, &q.object.id);
             lr_e32(&r->fault, LR_F_OBJ_GEN, &q.object.gen);
         }
-        (void)pbx_ipc_detach_reply_encode(f->request, &q, out, sizeof(out), &n);
+        n = pbx_ipc_detach_reply_encode(f->request, &q, out, sizeof(out), &n) ==
+                    PBX_OK
+                ? n
+                : 0U;
     } else {
         pbx_ipc_retire q;
         if (pbx_ipc_retire_decode(f, &q) != PBX_OK) {
@@ -403,7 +463,10 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
             lr_flip16(&r->fault, LR_F_CLASS, &q.object_class,
                       PBX_IPC_CLASS_FILE, PBX_IPC_CLASS_DIRECTORY);
         }
-        (void)pbx_ipc_retire_reply_encode(f->request, &q, out, sizeof(out), &n);
+        n = pbx_ipc_retire_reply_encode(f->request, &q, out, sizeof(out), &n) ==
+                    PBX_OK
+                ? n
+                : 0U;
     }
     lr_deliver(r, armed, r->p.vfsd, f, out, n, &none, 0);
 }
@@ -444,10 +507,14 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
         bad.kind = q.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE
                        ? (uint8_t)PBX_IPC_VIEW_REMOVE
                        : (uint8_t)PBX_IPC_VIEW_ACTIVE;
-        (void)pbx_ipc_view_reply_encode(f->request, &bad, out, sizeof(out), &n);
+        n = pbx_ipc_view_reply_encode(f->request, &bad, out, sizeof(out), &n) ==
+                    PBX_OK
+                ? n
+                : 0U;
         (void)pbx_ipc_frame_set_seq(out, n, f->seq);
         lr_header_lie(&r->fault, out, n, f->seq);
-        (void)e2e_send(r->p.ttyd, out, n, NULL, 0);
+        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
+                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
     }
     if (armed) {
         lr_flip8(&r->fault, LR_F_KIND, &a.kind, PBX_IPC_VIEW_ACTIVE,
@@ -455,7 +522,10 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
         lr_e32(&r->fault, LR_F_GRANT_INDEX, &a.grant.index);
         lr_e32(&r->fault, LR_F_GRANT_GEN, &a.grant.gen);
     }
-    (void)pbx_ipc_view_reply_encode(f->request, &a, out, sizeof(out), &n);
+    n = pbx_ipc_view_reply_encode(f->request, &a, out, sizeof(out), &n) ==
+                PBX_OK
+            ? n
+            : 0U;
     lr_deliver(r, armed, r->p.ttyd, f, out, n, &none, 0);
 }
 
