@@ -282,6 +282,38 @@ static void lr_row_extra(const lr_row *w, const lr_run *r)
     }
 }
 
+/* powerboxd's own log tells the same end: one decision line per
+ * request, with the outcome (and, when not approved, the reason) the
+ * client was told. */
+static void lr_row_log(const lr_row *w, const lr_run *r, unsigned nreq)
+{
+    static const char *const reasons[] = {"",
+                                          "policy",
+                                          "user",
+                                          "prompt-timeout",
+                                          "peer-timeout",
+                                          "peer-failed",
+                                          "resolve"};
+    char line[128];
+    for (unsigned k = 0; k < nreq; k++) {
+        (void)snprintf(line, sizeof(line), "event=decision request=1-%u.%u ",
+                       r->req[k].index, r->req[k].gen);
+        PBX_CHECK(e2e_log_wait(&r->p, line, 1, 5000));
+        PBX_CHECK_EQ(e2e_log_count(&r->p, line), 1);
+    }
+    if (w->outcome == PBX_IPC_OUTCOME_APPROVED) {
+        (void)snprintf(line, sizeof(line), " outcome=approved ");
+    } else if (w->outcome == PBX_IPC_OUTCOME_CANCELLED) {
+        (void)snprintf(line, sizeof(line),
+                       " outcome=cancelled reason=cancelled\n");
+    } else {
+        size_t n = sizeof(reasons) / sizeof(reasons[0]);
+        (void)snprintf(line, sizeof(line), " outcome=denied reason=%s\n",
+                       w->reason < n ? reasons[w->reason] : "unnamed");
+    }
+    PBX_CHECK_EQ(e2e_log_count(&r->p, line), (int)nreq);
+}
+
 /* One run of row w (digest_at: the byte an LR_HOW_DIGEST lie flips). */
 static void lr_row_once(const lr_row *w, unsigned digest_at)
 {
@@ -305,7 +337,6 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
     for (unsigned k = 0; k < nreq; k++) {
         PBX_CHECK(lr_open(&r, &b, "docs/readme.txt", 32U, &status));
         PBX_CHECK_EQ(status, 0U);
-        b.target.slot = 20U;
     }
     PBX_CHECK(lr_serve(&r, nreq, 15000));
     for (unsigned k = 0; k < nreq; k++) {
@@ -320,6 +351,7 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
             r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)]++;
         }
     }
+    lr_row_log(w, &r, nreq);
     unsigned *want = &r.want[lr_op_slot(w->op, w->view_kind)];
     *want = *want > w->asked ? *want : w->asked;
     /* Every receipt closed, every scope deleted, the baseline back. */
