@@ -39,7 +39,9 @@ typedef enum lr_how {
     LR_HOW_HOLD,      /**< held while the decision is asked, then honest */
     LR_HOW_REORDER,   /**< the first request's reply after the second's */
     LR_HOW_ENDED,     /**< answered after the request was cancelled */
-    LR_HOW_DIGEST     /**< the echoed selector digest wrong at one byte */
+    LR_HOW_DIGEST,    /**< the echoed selector digest wrong at one byte */
+    LR_HOW_STALE      /**< never answered; its reply sent again before
+                           every later call of the same op */
 } lr_how;
 
 /** lr_field names the field an LR_HOW_BODY, ZERO or HEADER fault changes. */
@@ -108,6 +110,7 @@ typedef struct lr_run {
     uint64_t last_object; /**< object id in the last POLICY */
     unsigned want[8];     /**< calls lr_settle waits to have seen */
     bool send_failed;     /**< a reply could not be encoded or sent */
+    unsigned stale_sent;  /**< stale replies sent (LR_HOW_STALE) */
     uint16_t cancel_at;   /**< op whose first call makes the client cancel its
                              first request (0: none) */
 } lr_run;

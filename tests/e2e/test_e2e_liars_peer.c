@@ -575,7 +575,7 @@ static bool lr_delay(lr_run *r, int from, const pbx_ipc_frame *f, uint8_t kind,
     lr_how how = r->fault.how;
     bool delaying = how == LR_HOW_SILENT || how == LR_HOW_LATE ||
                     how == LR_HOW_HOLD || how == LR_HOW_REORDER ||
-                    how == LR_HOW_ENDED;
+                    how == LR_HOW_ENDED || how == LR_HOW_STALE;
     if (!delaying || len > sizeof(r->held) || !lr_armed(r, f->op, kind)) {
         return false;
     }
@@ -656,6 +656,15 @@ static void lr_handle(lr_run *r, int from, const uint8_t *buf, size_t len,
     }
     if (lr_delay(r, from, &f, kind, buf, len)) {
         return;
+    }
+    if (r->held_len > 0U && r->fault.how == LR_HOW_STALE &&
+        f.op == r->fault.op) {
+        /* The ended call's reply again, before this call is answered: a
+         * stale generation of a request record that may be reused. */
+        size_t keep = r->held_len;
+        lr_replay(r);
+        r->held_len = keep;
+        r->stale_sent++;
     }
     lr_answer(r, &f);
     /* Out of order: the held call of the first request is answered right

@@ -399,3 +399,45 @@ PBX_TEST(liar_broker_receipts_where_none_belong_and_missing)
     PBX_CHECK(lr_settle(&r, 10000));
     lr_stop(&r);
 }
+
+PBX_TEST(liar_procd_install_stale_generation_after_slot_reuse)
+{
+    lr_run r;
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t status = 1;
+    PBX_REQUIRE(lr_start(&r));
+    /* Request A's INSTALL is never answered: A ends at procd's deadline. */
+    r.fault = (lr_fault){PBX_IPC_OP_INSTALL, 0, LR_HOW_STALE, LR_F_NONE, 0};
+    lr_begin_rec(&b, "docs/readme.txt");
+    PBX_REQUIRE(lr_open(&r, &b, "docs/readme.txt", 32U, &status));
+    pbx_ipc_id a = r.req[0];
+    PBX_CHECK(lr_serve_for(&r, a, 10000));
+    PBX_CHECK(lr_decision(r.p.broker, a, &d));
+    PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, (unsigned)PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK(lr_settle(&r, 10000));
+    lrp_forget(&r);
+    /* Requests run until one reuses A's request record. Before each of
+     * their INSTALLs is answered, procd sends A's reply (A's identity,
+     * its old generation, a handle): refused every time, its handle
+     * deleted, and the live request installed with its own exact reply. */
+    unsigned ends = r.seen[lr_op_slot(PBX_IPC_OP_RETIRE, 0)];
+    unsigned stale = 0;
+    bool reused = false;
+    for (unsigned i = 0; i < 16U && !reused; i++) {
+        PBX_REQUIRE(lrp_grant(&r, &d));
+        reused = r.req[0].index == a.index;
+        PBX_CHECK(!reused || r.req[0].gen != a.gen);
+        PBX_CHECK_EQ(d.installed_slot, 20U);
+        PBX_CHECK_EQ(lrp_consume(&r, d.grant), 0L);
+        r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ++ends;
+        PBX_CHECK(lr_settle(&r, 10000));
+        lrp_forget(&r);
+        stale++;
+    }
+    PBX_CHECK(reused);
+    PBX_CHECK_EQ(r.stale_sent, stale);
+    PBX_CHECK(!r.send_failed);
+    lr_stop(&r);
+}
