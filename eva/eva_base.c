@@ -1,9 +1,10 @@
 /*
  * EVA driver for base/: every public function over abstract inputs
- * (buffers of every length up to EVA_MAX, every error code, every size) (docs/SECURITY.md, "Abstract interpretation").
+ * (buffers of every length up to EVA_MAX, every error code, every size)
+ * (docs/SECURITY.md, "Abstract interpretation").
  */
-#include "__fc_builtin.h"
 #include "base/pbx_base.h"
+#include <__fc_builtin.h>
 
 /* The largest buffer the driver hands over. */
 #define EVA_MAX 130u
@@ -39,7 +40,8 @@ static void eva_base(void)
         (void)pbx_le_get64(eva_buf);
         pbx_le_put16(eva_dst, (uint16_t)Frama_C_interval(0, 0xffff));
         pbx_le_put32(eva_dst, Frama_C_unsigned_int_interval(0, 0xffffffffu));
-        pbx_le_put64(eva_dst, (uint64_t)Frama_C_unsigned_int_interval(0, 0xffffffffu));
+        pbx_le_put64(eva_dst,
+                     (uint64_t)Frama_C_unsigned_int_interval(0, 0xffffffffu));
     }
 }
 

@@ -7,9 +7,9 @@
  * error value through the naming helpers (docs/SECURITY.md, "Abstract
  * interpretation").
  */
-#include "__fc_builtin.h"
 #include "base/pbx_base.h"
 #include "bootstrap/pbx_bootstrap.h"
+#include <__fc_builtin.h>
 
 #define EVA_RECORD (PBX_BOOTSTRAP_DIGEST_OFFSET + PBX_BOOTSTRAP_DIGEST_BYTES)
 #define EVA_IN_MAX (EVA_RECORD + 1U)
@@ -20,10 +20,10 @@ static uint8_t eva_out[EVA_IN_MAX];
 /* The helpers over plain values: every pool, deadline and error. */
 static void eva_values(void)
 {
-    pbx_bootstrap_pool pool = (pbx_bootstrap_pool)Frama_C_interval(
-        0, (int)PBX_BOOTSTRAP_POOL_COUNT);
-    pbx_bootstrap_time t = (pbx_bootstrap_time)Frama_C_interval(
-        0, (int)PBX_BOOTSTRAP_TIME_COUNT);
+    pbx_bootstrap_pool pool =
+        (pbx_bootstrap_pool)Frama_C_interval(0, (int)PBX_BOOTSTRAP_POOL_COUNT);
+    pbx_bootstrap_time t =
+        (pbx_bootstrap_time)Frama_C_interval(0, (int)PBX_BOOTSTRAP_TIME_COUNT);
     pbx_bootstrap_pool got = PBX_BOOTSTRAP_POOL_COUNT;
 
     (void)pbx_bootstrap_pool_name(pool);

@@ -7,11 +7,11 @@
  * kind, rights and provenance (docs/SECURITY.md, "Abstract
  * interpretation").
  */
-#include "__fc_builtin.h"
 #include "base/pbx_base.h"
 #include "capabi/pbx_capabi.h"
+#include <__fc_builtin.h>
 
-#define EVA_IN_MAX (PBX_CAPABI_USAGE_REPORT_BYTES + 1U)
+#define EVA_IN_MAX    (PBX_CAPABI_USAGE_REPORT_BYTES + 1U)
 #define EVA_INVENTORY 12U
 
 static uint8_t eva_in[EVA_IN_MAX];

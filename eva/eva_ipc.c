@@ -7,9 +7,9 @@
  * of unknown capacity, so every encoder runs on every record a decoder
  * accepts (docs/SECURITY.md, "Abstract interpretation").
  */
-#include "__fc_builtin.h"
 #include "base/pbx_base.h"
 #include "ipc/pbx_ipc.h"
+#include <__fc_builtin.h>
 
 #define EVA_IN_MAX (PBX_IPC_FRAME_BYTES_MAX + 1U)
 
@@ -23,22 +23,23 @@ static size_t eva_cap(void)
     return Frama_C_size_t_interval(0, sizeof(eva_out));
 }
 
-#define EVA_REQ(T, rec, cap, len) T##_encode(eva_frame.request, rec, eva_out, cap, len)
+#define EVA_REQ(T, rec, cap, len)                                              \
+    T##_encode(eva_frame.request, rec, eva_out, cap, len)
 #define EVA_NOREQ(T, rec, cap, len) T##_encode(rec, eva_out, cap, len)
 
 /* eva_rt_NAME: decode the frame as a NAME record, and re-encode it. The
  * record starts zeroed: EVA does not tie a decoder's PBX_OK to the fields
  * it wrote, so an unzeroed record reads as uninitialised in the encoder
  * on paths where the decoder refused (and no encoder runs). */
-#define EVA_ROUND_TRIP(name, T, ENC)                                       \
-    static void eva_rt_##name(void)                                        \
-    {                                                                      \
-        T rec;                                                             \
-        size_t len = 0;                                                    \
-        pbx_mem_set(&rec, 0, sizeof(rec));                                 \
-        if (pbx_ipc_##name##_decode(&eva_frame, &rec) == PBX_OK) {         \
-            (void)ENC(pbx_ipc_##name, &rec, eva_cap(), &len);              \
-        }                                                                  \
+#define EVA_ROUND_TRIP(name, T, ENC)                                           \
+    static void eva_rt_##name(void)                                            \
+    {                                                                          \
+        T rec;                                                                 \
+        size_t len = 0;                                                        \
+        pbx_mem_set(&rec, 0, sizeof(rec));                                     \
+        if (pbx_ipc_##name##_decode(&eva_frame, &rec) == PBX_OK) {             \
+            (void)ENC(pbx_ipc_##name, &rec, eva_cap(), &len);                  \
+        }                                                                      \
     }
 EVA_ROUND_TRIP(begin, pbx_ipc_begin, EVA_NOREQ)
 EVA_ROUND_TRIP(begin_reply, pbx_ipc_begin_reply, EVA_REQ)
@@ -125,7 +126,8 @@ static void eva_values(void)
     (void)pbx_ipc_outcome_name(v);
     (void)pbx_ipc_reason_name(v);
     (void)pbx_ipc_resolve_result_name(v);
-    (void)pbx_ipc_status_reply_encode(op, id, (pbx_err)st, eva_out, eva_cap(), &len);
+    (void)pbx_ipc_status_reply_encode(op, id, (pbx_err)st, eva_out, eva_cap(),
+                                      &len);
     (void)pbx_ipc_empty_encode(op, id, eva_out, eva_cap(), &len);
 }
 

@@ -18,4 +18,8 @@ void eva_trap(void);
 
 #define __builtin_trap eva_trap
 
+/* Frama-C 25 does not parse C11's _Alignof (the core's pool layouts use
+ * alignof); its GNU spelling gives the same value. */
+#define _Alignof __alignof__
+
 #endif /* EVA_PRELUDE_H */

@@ -1,10 +1,11 @@
 /*
  * EVA driver for sha2/: a message of every length up to EVA_MAX, hashed
- * streaming (split at every point) and in one shot (docs/SECURITY.md, "Abstract interpretation").
+ * streaming (split at every point) and in one shot (docs/SECURITY.md, "Abstract
+ * interpretation").
  */
-#include "__fc_builtin.h"
 #include "base/pbx_base.h"
 #include "sha2/pbx_sha2.h"
+#include <__fc_builtin.h>
 
 /* The largest buffer the driver hands over: covers every SHA-256 block
  * boundary (0..64, 65..128 and the partial tails in between). */
