@@ -18,10 +18,10 @@
 #include "ipc/pbx_ipc.h"
 
 #define EVA_RECORDS 2U
-#define EVA_ARENA (256U * 1024U)
-#define EVA_IN_MAX (PBX_IPC_FRAME_BYTES_MAX + 1U)
-#define EVA_FIRST 64U
-#define EVA_COUNT 64U
+#define EVA_ARENA   (256U * 1024U)
+#define EVA_IN_MAX  (PBX_IPC_FRAME_BYTES_MAX + 1U)
+#define EVA_FIRST   64U
+#define EVA_COUNT   64U
 
 static uint8_t eva_arena[EVA_ARENA] __attribute__((aligned(4096)));
 static uint8_t eva_in[EVA_IN_MAX];
@@ -64,8 +64,8 @@ static pbx_core_delete eva_delete(void *user, uint32_t slot)
 static bool eva_reserve(void *user, uint32_t *slot_out)
 {
     (void)user;
-    *slot_out = Frama_C_unsigned_int_interval(EVA_FIRST,
-                                              EVA_FIRST + EVA_COUNT - 1U);
+    *slot_out =
+        Frama_C_unsigned_int_interval(EVA_FIRST, EVA_FIRST + EVA_COUNT - 1U);
     return Frama_C_interval(0, 1) != 0;
 }
 
@@ -79,8 +79,8 @@ static pbx_core_io eva_alias(void *user, uint32_t object, uint32_t *alias_out)
 {
     (void)user;
     (void)object;
-    *alias_out = Frama_C_unsigned_int_interval(EVA_FIRST,
-                                               EVA_FIRST + EVA_COUNT - 1U);
+    *alias_out =
+        Frama_C_unsigned_int_interval(EVA_FIRST, EVA_FIRST + EVA_COUNT - 1U);
     return eva_io();
 }
 
@@ -151,16 +151,16 @@ static void eva_events(void)
     (void)pbx_core_on_public(&eva_core, badge, eva_in, n, slots, count,
                              &eva_out);
     n = eva_frame();
-    (void)pbx_core_on_peer_reply(&eva_core, Frama_C_unsigned_int_interval(
-                                                0, PBX_CORE_ROUTE_SCOPE),
-                                 eva_u32(), eva_in, n, slots, count);
+    (void)pbx_core_on_peer_reply(
+        &eva_core, Frama_C_unsigned_int_interval(0, PBX_CORE_ROUTE_SCOPE),
+        eva_u32(), eva_in, n, slots, count);
     (void)pbx_core_on_reply_delivered(&eva_core, eva_u32(), eva_u32(),
                                       Frama_C_interval(0, 1) != 0);
     (void)pbx_core_on_time(&eva_core, (uint64_t)eva_u32());
     pbx_core_on_tick(&eva_core);
     (void)pbx_core_step(&eva_core, &progressed);
-    pbx_core_route r = (pbx_core_route)Frama_C_interval(
-        0, (int)PBX_CORE_ROUTE_COUNT - 1);
+    pbx_core_route r =
+        (pbx_core_route)Frama_C_interval(0, (int)PBX_CORE_ROUTE_COUNT - 1);
     (void)pbx_core_on_route_down(&eva_core, r);
     (void)pbx_core_on_route_up(&eva_core, r);
     pbx_core_on_route_ready(&eva_core, r);
@@ -185,8 +185,8 @@ void eva_main(void)
         pbx_capabi_layout_init(&slots, EVA_FIRST, EVA_COUNT) != PBX_OK) {
         return;
     }
-    if (pbx_core_init(&eva_core, &l, eva_arena, l.arena_bytes, &slots,
-                      &eva_ops, NULL) != PBX_OK) {
+    if (pbx_core_init(&eva_core, &l, eva_arena, l.arena_bytes, &slots, &eva_ops,
+                      NULL) != PBX_OK) {
         return;
     }
     eva_events();
