@@ -57,18 +57,15 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
 
 all: $(LIBPBX) $(TEST_BIN) $(PBX_BIN)
 
-# The tool's own headers (tools/pbx/*.h) are not in HEADERS: only its
-# objects depend on them.
-$(TOOL_OBJS): $(wildcard tools/pbx/*.h)
-
-$(BUILD)/obj/%.o: %.c $(HEADERS)
+# An object's headers are the ones its .d names (-MMD above): no rule
+# lists headers by hand, so a header edit rebuilds exactly its includers
+# (make deps-check, mk/deps.mk).
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-# Tests and tools are hosted programs; a test also depends on the test
-# headers beside it (the core harness, the runner).
+# Tests and tools are hosted programs.
 $(BUILD)/obj/tests/%.o $(BUILD)/obj/tools/%.o: CPPFLAGS += $(HOSTED)
-$(TEST_OBJS): $(wildcard tests/*.h tests/runner/*.h)
 
 $(LIBPBX): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

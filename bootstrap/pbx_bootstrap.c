@@ -271,7 +271,12 @@ pbx_err pbx_bootstrap_parse(const uint8_t *buf, size_t len,
     if (!pbx_bootstrap_reserved_zero(buf)) {
         return PBX_E_BOOTSTRAP_RESERVED;
     }
+    /* Zeroed first, here and in pbx_bootstrap_layout_derive: the record
+     * has padding no field assignment writes, and the byte copy into *out
+     * would otherwise hand the caller whatever the stack held there (make
+     * eva: an uninitialised read in pbx_mem_copy). */
     pbx_bootstrap_geometry g;
+    pbx_mem_set(&g, 0, sizeof(g));
     pbx_bootstrap_decode(buf, &g);
     err = pbx_bootstrap_geometry_check(&g);
     if (err != PBX_OK) {
@@ -400,6 +405,7 @@ pbx_err pbx_bootstrap_layout_derive(
         }
     }
     pbx_bootstrap_layout l;
+    pbx_mem_set(&l, 0, sizeof(l));
     err = pbx_bootstrap_layout_compute(g, &l);
     if (err != PBX_OK) {
         return err;

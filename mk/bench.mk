@@ -23,7 +23,6 @@ BENCH_BIN  := $(BUILD)/bin/pbx-bench
 BENCH_WORK := $(BUILD)/bench-work
 
 $(BUILD)/obj/bench/%.o: CPPFLAGS += $(HOSTED)
-$(BUILD)/obj/bench/%.o: $(BENCH_HDRS)
 
 $(BENCH_BIN): $(BENCH_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)

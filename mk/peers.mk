@@ -43,7 +43,6 @@ PEERS_DEMO_SRCS     = peers/demo/demo.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
                       $(filter-out core/% bootstrap/%,$(LIB_SRCS))
 
 $(BUILD)/obj/peers/%.o: CPPFLAGS += $(HOSTED)
-$(BUILD)/obj/peers/%.o: $(PEERS_HEADERS) $(wildcard peers/*/*.h)
 
 # peers_bin(name): one peer executable from its own folder. The app
 # library comes after the peer library's objects, so only its own members
@@ -122,7 +121,7 @@ $(PEERS_DEMO_BIN): $(PEERS_DEMO_SRCS) $(HEADERS) $(PEERS_HEADERS) \
 	@mkdir -p $(dir $@)
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_DEMO_SRCS) -o $@
 
-$(BUILD)/obj/peers-test/%.o: %.c $(HEADERS) $(PEERS_HEADERS)
+$(BUILD)/obj/peers-test/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
@@ -144,7 +143,6 @@ $(APP_LIB): $(APP_OBJS) $(PEERS_LIB_OBJS)
 # the app and peer headers.
 PBX_TOOL_LIBS := $(APP_LIB)
 $(PBX_BIN): $(APP_LIB)
-$(TOOL_OBJS): $(PEERS_HEADERS)
 
 .PHONY: peers peers-test peers-lint peers-check peers-tidy peers-cppcheck \
         peers-doccheck

@@ -35,7 +35,7 @@ PBXD_MODES       := debug release
 PBXD_FREE_FLAGS := $(WARN) -I. -ffreestanding -nostdlib -fno-builtin \
     -fno-stack-protector -fno-pie -fno-pic -fno-asynchronous-unwind-tables \
     -fno-unwind-tables -fno-tree-loop-distribute-patterns \
-    -ffunction-sections -fdata-sections -fcallgraph-info=su
+    -ffunction-sections -fdata-sections -fcallgraph-info=su -MMD -MP
 PBXD_OPT_debug   := -O0 -g
 PBXD_OPT_release := -O2
 PBXD_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,powerboxd/linker.ld \
@@ -65,7 +65,7 @@ PBXD_PCO_$(1)_$(2)  := $$(PBXD_PCS_$(1)_$(2):%.c=$$(PBXD_DIR_$(1)_$(2))/obj/%.o)
 PBXD_IMG_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd
 PBXD_PCI_$(1)_$(2)  := $$(PBXD_DIR_$(1)_$(2))/powerboxd-portcheck
 
-$$(PBXD_DIR_$(1)_$(2))/obj/%.o: %.c $$(PBXD_HEADERS)
+$$(PBXD_DIR_$(1)_$(2))/obj/%.o: %.c
 	@mkdir -p $$(dir $$@)
 	$$(PBXD_CC) $$(PBXD_FREE_FLAGS) $$(PBXD_OPT_$(2)) -c $$< -o $$@
 
@@ -109,7 +109,7 @@ PBXD_TEST_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
 PBXD_TEST_OBJS := $(PBXD_TEST_SRCS:%.c=$(BUILD)/obj/port-test/%.o)
 PBXD_TEST_BIN  := $(BUILD)/bin/pbx-port-test
 
-$(BUILD)/obj/port-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) tests/sock/pbx_test_sock.h
+$(BUILD)/obj/port-test/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 
@@ -126,8 +126,7 @@ PBXD_E2E_SRCS := tests/runner/pbx_test.c tests/sock/pbx_test_sock.c \
 PBXD_E2E_OBJS := $(PBXD_E2E_SRCS:%.c=$(BUILD)/obj/e2e-test/%.o)
 PBXD_E2E_BIN  := $(BUILD)/bin/pbx-e2e-test
 
-$(BUILD)/obj/e2e-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) \
-    $(wildcard tests/e2e/*.h) tests/sock/pbx_test_sock.h
+$(BUILD)/obj/e2e-test/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 

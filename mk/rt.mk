@@ -16,8 +16,7 @@ RT_TEST_SRCS := tests/runner/pbx_test.c $(wildcard tests/rt/*.c) \
 RT_TEST_OBJS := $(RT_TEST_SRCS:%.c=$(BUILD)/obj/rt-test/%.o)
 RT_TEST_BIN  := $(BUILD)/bin/pbx-rt-test
 
-$(BUILD)/obj/rt-test/%.o: %.c $(HEADERS) $(PBXD_HEADERS) \
-    $(wildcard tests/rt/*.h)
+$(BUILD)/obj/rt-test/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(CFLAGS) -c $< -o $@
 

@@ -78,6 +78,8 @@ LAYERS = [
     ("fuzz", "libFuzzer harnesses `fuzz/fuzz_*.c`, seed corpora in "
      "`fuzz/corpus/fuzz_*/`", True, FREE, "libc, libraries"),
     ("bench", "benchmarks (`make bench`)", True, ["*"], "libc, everything"),
+    ("eva", "Frama-C EVA drivers `eva/eva_<lib>.c` and their alarm "
+     "baseline (`make eva`)", False, CORE_AND_BELOW, "core and below"),
     ("docs", "PROTOCOL.md (normative wire and states), ARCHITECTURE.md, "
      "PBX1.md, PORTS.md (port interface, host port limits), TESTING.md, "
      "HOST.md, MODEL.md", False, None, ""),

@@ -1,0 +1,20 @@
+# mk/memcheck.mk: the end-to-end scenarios under valgrind memcheck
+# (issue 22 item 5; docs/TESTING.md, "Memory checks").
+#
+#   make memcheck   tests/e2e/run.py's MEMCHECK_SCENARIOS with every
+#                   reference peer, pbx, pbx-client, pbx-broker and the
+#                   freestanding powerboxd image each under
+#                   `valgrind --leak-check=full --error-exitcode=97`, no
+#                   suppression file (tests/memcheck/memcheck.py); fails
+#                   on any valgrind error or leak, and prints the figures
+#                   per program. Not in make check (its time: TESTING.md).
+
+MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
+    runtime-reply not-found cancel-lost-reply invocation-expiry \
+    unwanted-receipts quota job-spoof foreign prompt user-deny \
+    prompt-cancel
+
+.PHONY: memcheck
+memcheck: all peers $(BUILD)/bin/powerboxd
+	python3 tests/memcheck/memcheck.py $(BUILD)/bin $(BUILD)/memcheck \
+	    $(MEMCHECK_SCENARIOS)
