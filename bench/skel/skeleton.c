@@ -1,0 +1,315 @@
+/*
+ * skeleton.c: pbx-bench-skel, the zero-work skeleton of a recorded
+ * message pattern (docs/BENCH.md, "Lifecycle beside its skeleton").
+ *
+ *   pbx-bench-skel PATTERN [COPIES]
+ *
+ * PATTERN (written by bench/bench_life.py from an strace of the real
+ * stack) names the channels (socketpairs: s SEQPACKET, d DGRAM, t STREAM)
+ * and, per role (process), the events it performed in order:
+ *
+ *   skeleton ROLES CHANNELS
+ *   chan TYPE                     one line per channel, in index order
+ *   ev ROLE OP CHAN END SIZE NFDS  one line per event
+ *
+ * OP is S (send SIZE bytes carrying NFDS descriptors on end END of CHAN),
+ * R (receive one message, expecting NFDS descriptors), H (receive the
+ * hang-up: the peer end was closed), W (one epoll_wait over the role's
+ * ends), C (close end END of CHAN, or with CHAN -1 a received descriptor,
+ * or nothing). Every role is a process that does only that: no decoding,
+ * no tables, no files. COPIES independent copies of the whole pattern run
+ * at once (the concurrency rows). The parent starts every process, lets
+ * them go together, and prints once all are done:
+ *
+ *   skel copies=K ns=T sends=S recvs=R fds=F hangups=H waits=W closes=C
+ *
+ * with the counts summed over the roles of one copy (the bench compares
+ * them with the recorded run's and fails when they differ). A receive that
+ * finds something else than the pattern says (data for a hang-up, the
+ * wrong descriptor count) is not counted, so the comparison fails.
+ */
+#define _GNU_SOURCE
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bounds on the pattern (the recorder stays well inside them). */
+#define SK_EVENTS_MAX 200000
+#define SK_CHANS_MAX  4096
+#define SK_ROLES_MAX  16
+#define SK_FDS_MAX    8
+#define SK_COPIES_MAX 64
+#define SK_MSG_MAX    65536
+/* A wait that sees nothing for this long means the pattern is broken. */
+#define SK_WAIT_MS 10000
+
+/* One event of one role. */
+struct sk_ev {
+    int role;
+    char op;
+    int chan;
+    int end;
+    int size;
+    int nfds;
+};
+
+/* What one role did, written to the parent when it is done. */
+struct sk_count {
+    long sends, recvs, fds, hangups, waits, closes;
+};
+
+static struct sk_ev sk_evs[SK_EVENTS_MAX];
+static int sk_nevs;
+static int sk_types[SK_CHANS_MAX];
+static int sk_nchans;
+static int sk_nroles;
+
+/* Reads the pattern file; false (with a message) when it is malformed. */
+static bool sk_load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char type = 0;
+    if (f == NULL || fscanf(f, "skeleton %d %d ", &sk_nroles, &sk_nchans) != 2 ||
+        sk_nroles < 1 || sk_nroles > SK_ROLES_MAX || sk_nchans < 0 ||
+        sk_nchans > SK_CHANS_MAX) {
+        fprintf(stderr, "skel: %s: bad header\n", path);
+        return false;
+    }
+    for (int i = 0; i < sk_nchans; i++) {
+        if (fscanf(f, "chan %c ", &type) != 1) {
+            fprintf(stderr, "skel: channel %d malformed\n", i);
+            return false;
+        }
+        sk_types[i] = type == 'd' ? SOCK_DGRAM : type == 't' ? SOCK_STREAM : SOCK_SEQPACKET;
+    }
+    while (sk_nevs < SK_EVENTS_MAX) {
+        struct sk_ev *e = &sk_evs[sk_nevs];
+        if (fscanf(f, "ev %d %c %d %d %d %d ", &e->role, &e->op, &e->chan, &e->end, &e->size,
+                   &e->nfds) != 6)
+            break;
+        if (e->role < 0 || e->role >= sk_nroles || e->chan >= sk_nchans || e->nfds < 0 ||
+            e->nfds > SK_FDS_MAX || e->size < 0 || e->size > SK_MSG_MAX || e->end < 0 ||
+            e->end > 1) {
+            fprintf(stderr, "skel: event %d out of range\n", sk_nevs);
+            return false;
+        }
+        sk_nevs++;
+    }
+    fclose(f);
+    return true;
+}
+
+/* Sends one event's message: SIZE zero bytes and NFDS copies of fd. */
+static bool sk_send(int sock, const struct sk_ev *e, int fd)
+{
+    static uint8_t buf[SK_MSG_MAX];
+    union {
+        struct cmsghdr h;
+        uint8_t b[CMSG_SPACE(sizeof(int) * SK_FDS_MAX)];
+    } cm;
+    struct iovec iov = {buf, (size_t)e->size};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (e->nfds > 0) {
+        int fds[SK_FDS_MAX];
+        for (int i = 0; i < e->nfds; i++)
+            fds[i] = fd;
+        memset(&cm, 0, sizeof cm);
+        m.msg_control = cm.b;
+        m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)e->nfds);
+        cm.h.cmsg_level = SOL_SOCKET;
+        cm.h.cmsg_type = SCM_RIGHTS;
+        cm.h.cmsg_len = CMSG_LEN(sizeof(int) * (size_t)e->nfds);
+        memcpy(CMSG_DATA(&cm.h), fds, sizeof(int) * (size_t)e->nfds);
+    }
+    return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)e->size;
+}
+
+/*
+ * Receives one message into the held-descriptor stack; returns the bytes
+ * read (0 at a hang-up, -1 on error) and the descriptor count in *nfds.
+ */
+static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld, int *nfds)
+{
+    static uint8_t buf[SK_MSG_MAX];
+    union {
+        struct cmsghdr h;
+        uint8_t b[CMSG_SPACE(sizeof(int) * SK_FDS_MAX)];
+    } cm;
+    struct iovec iov = {buf, sizeof buf};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+                       .msg_controllen = sizeof cm.b};
+    int flags = 0;
+    if (sk_types[e->chan] == SOCK_STREAM && e->size > 0) {
+        iov.iov_len = (size_t)e->size;
+        flags = MSG_WAITALL;
+    }
+    ssize_t n = recvmsg(sock, &m, flags);
+    *nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < k && i < SK_FDS_MAX; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + sizeof(int) * (size_t)i, sizeof fd);
+            if (*nheld < SK_FDS_MAX * 64)
+                held[(*nheld)++] = fd;
+            else
+                close(fd);
+            (*nfds)++;
+        }
+    }
+    return n;
+}
+
+/* One event of role; counts what happened as the pattern says. */
+static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd, int *held,
+                    int *nheld, struct sk_count *c)
+{
+    int sock = e->chan >= 0 ? ends[e->chan][e->end] : -1;
+    int nfds = 0;
+    struct epoll_event evs[16];
+    switch (e->op) {
+    case 'S':
+        if (sk_send(sock, e, fd)) {
+            c->sends++;
+            c->fds += e->nfds;
+        }
+        break;
+    case 'R':
+        if (sk_recv(sock, e, held, nheld, &nfds) >= 0 && nfds == e->nfds)
+            c->recvs++;
+        break;
+    case 'H':
+        if (sk_recv(sock, e, held, nheld, &nfds) == 0)
+            c->hangups++;
+        break;
+    case 'W':
+        if (epoll_wait(ep, evs, 16, SK_WAIT_MS) > 0)
+            c->waits++;
+        break;
+    default: /* 'C' */
+        if (sock >= 0) {
+            close(sock);
+            ends[e->chan][e->end] = -1;
+        } else if (*nheld > 0) {
+            close(held[--(*nheld)]);
+        } else {
+            close(-1);
+        }
+        c->closes++;
+        break;
+    }
+}
+
+/* The life of one role's process: keep its own ends, wait for go, replay. */
+static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
+{
+    static int held[SK_FDS_MAX * 64];
+    int nheld = 0;
+    struct sk_count c = {0};
+    char own[SK_CHANS_MAX][2] = {{0}};
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int fd = dup(STDIN_FILENO);
+    for (int i = 0; i < sk_nevs; i++)
+        if (sk_evs[i].role == role && sk_evs[i].chan >= 0)
+            own[sk_evs[i].chan][sk_evs[i].end] = 1;
+    for (int ch = 0; ch < sk_nchans; ch++)
+        for (int k = 0; k < 2; k++) {
+            if (!own[ch][k]) {
+                close(ends[ch][k]);
+                ends[ch][k] = -1;
+                continue;
+            }
+            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)ch};
+            epoll_ctl(ep, EPOLL_CTL_ADD, ends[ch][k], &ev);
+        }
+    char b = 'r';
+    if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 0)
+        _exit(1);
+    for (int i = 0; i < sk_nevs; i++)
+        if (sk_evs[i].role == role)
+            sk_step(&sk_evs[i], ends, ep, fd, held, &nheld, &c);
+    if (write(done, &c, sizeof c) != (ssize_t)sizeof c)
+        _exit(1);
+    _exit(0);
+}
+
+/* Starts one copy: its channels, then one process per role. */
+static bool sk_copy(int ready, int go, int done)
+{
+    static int ends[SK_CHANS_MAX][2];
+    for (int ch = 0; ch < sk_nchans; ch++)
+        if (socketpair(AF_UNIX, sk_types[ch] | SOCK_CLOEXEC, 0, ends[ch]) != 0) {
+            perror("skel: socketpair");
+            return false;
+        }
+    for (int r = 0; r < sk_nroles; r++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return false;
+        if (pid == 0)
+            sk_role(r, ends, ready, go, done);
+    }
+    for (int ch = 0; ch < sk_nchans; ch++) {
+        close(ends[ch][0]);
+        close(ends[ch][1]);
+    }
+    return true;
+}
+
+static long sk_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int copies = argc > 2 ? atoi(argv[2]) : 1;
+    int ready[2], go[2], done[2];
+    if (argc < 2 || copies < 1 || copies > SK_COPIES_MAX) {
+        fprintf(stderr, "usage: pbx-bench-skel PATTERN [COPIES (1..%d)]\n", SK_COPIES_MAX);
+        return 2;
+    }
+    if (!sk_load(argv[1]) || pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0)
+        return 1;
+    for (int k = 0; k < copies; k++)
+        if (!sk_copy(ready[1], go[0], done[1]))
+            return 1;
+    close(go[0]);
+    close(done[1]);
+    char b;
+    for (int i = 0; i < copies * sk_nroles; i++)
+        if (read(ready[0], &b, 1) != 1)
+            return 1;
+    long t0 = sk_now_ns();
+    close(go[1]);
+    struct sk_count sum = {0}, c;
+    for (int i = 0; i < copies * sk_nroles; i++) {
+        if (read(done[0], &c, sizeof c) != (ssize_t)sizeof c)
+            return 1;
+        sum.sends += c.sends;
+        sum.recvs += c.recvs;
+        sum.fds += c.fds;
+        sum.hangups += c.hangups;
+        sum.waits += c.waits;
+        sum.closes += c.closes;
+    }
+    long t1 = sk_now_ns();
+    while (wait(NULL) > 0)
+        continue;
+    printf("skel copies=%d ns=%ld sends=%ld recvs=%ld fds=%ld hangups=%ld waits=%ld closes=%ld\n",
+           copies, t1 - t0, sum.sends / copies, sum.recvs / copies, sum.fds / copies,
+           sum.hangups / copies, sum.waits / copies, sum.closes / copies);
+    return 0;
+}
