@@ -55,6 +55,14 @@ $(BENCH_OPEN_BIN): bench/broker/bench_open.c
 	    bench/broker/bench_open.c -o $@
 BENCH_HOST_BINS += $(BENCH_OPEN_BIN) $(BUILD)/bin/pbx-broker
 
+# pbx-bench-skel (docs/BENCH.md, "Lifecycle beside its skeleton"): the
+# zero-work replay of the message pattern bench/bench_life.py records.
+BENCH_SKEL_BIN := $(BUILD)/bin/pbx-bench-skel
+$(BENCH_SKEL_BIN): bench/skel/skeleton.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) bench/skel/skeleton.c -o $@
+BENCH_HOST_BINS += $(BENCH_SKEL_BIN)
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
 bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
@@ -68,7 +76,8 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c
+BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c \
+                   bench/skel/skeleton.c
 BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(BENCH_LINT_SRCS)
 $(BENCH_TIDY_OKS): $(BENCH_HDRS)

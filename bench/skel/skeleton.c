@@ -22,6 +22,7 @@
  * them go together, and prints once all are done:
  *
  *   skel copies=K ns=T sends=S recvs=R fds=F hangups=H waits=W closes=C
+ *   skel_cpu cpu_ns_role0=N0 cpu_ns_role1=N1 ...
  *
  * with the counts summed over the roles of one copy (the bench compares
  * them with the recorded run's and fails when they differ). A receive that
@@ -64,6 +65,8 @@ struct sk_ev {
 /* What one role did, written to the parent when it is done. */
 struct sk_count {
     long sends, recvs, fds, hangups, waits, closes;
+    /* The role, and the CPU time its replay used. */
+    long role, cpu_ns;
 };
 
 static struct sk_ev sk_evs[SK_EVENTS_MAX];
@@ -71,6 +74,9 @@ static int sk_nevs;
 static int sk_types[SK_CHANS_MAX];
 static int sk_nchans;
 static int sk_nroles;
+/* The parent's pipe ends, which every role closes (so that the go pipe's
+ * end-of-file reaches the roles when the parent closes its end). */
+static int sk_parent_fds[3];
 
 /* Reads the pattern file; false (with a message) when it is malformed. */
 static bool sk_load(const char *path)
@@ -210,6 +216,14 @@ static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd, int *
     }
 }
 
+/* The time of clock in nanoseconds. */
+static long sk_now_ns(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 /* The life of one role's process: keep its own ends, wait for go, replay. */
 static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
 {
@@ -219,6 +233,8 @@ static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
     char own[SK_CHANS_MAX][2] = {{0}};
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int fd = dup(STDIN_FILENO);
+    for (int i = 0; i < 3; i++)
+        close(sk_parent_fds[i]);
     for (int i = 0; i < sk_nevs; i++)
         if (sk_evs[i].role == role && sk_evs[i].chan >= 0)
             own[sk_evs[i].chan][sk_evs[i].end] = 1;
@@ -235,9 +251,12 @@ static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
     char b = 'r';
     if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 0)
         _exit(1);
+    long cpu0 = sk_now_ns(CLOCK_PROCESS_CPUTIME_ID);
     for (int i = 0; i < sk_nevs; i++)
         if (sk_evs[i].role == role)
             sk_step(&sk_evs[i], ends, ep, fd, held, &nheld, &c);
+    c.role = role;
+    c.cpu_ns = sk_now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     if (write(done, &c, sizeof c) != (ssize_t)sizeof c)
         _exit(1);
     _exit(0);
@@ -266,12 +285,6 @@ static bool sk_copy(int ready, int go, int done)
     return true;
 }
 
-static long sk_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -283,6 +296,9 @@ int main(int argc, char **argv)
     }
     if (!sk_load(argv[1]) || pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0)
         return 1;
+    sk_parent_fds[0] = ready[0];
+    sk_parent_fds[1] = go[1];
+    sk_parent_fds[2] = done[0];
     for (int k = 0; k < copies; k++)
         if (!sk_copy(ready[1], go[0], done[1]))
             return 1;
@@ -292,9 +308,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < copies * sk_nroles; i++)
         if (read(ready[0], &b, 1) != 1)
             return 1;
-    long t0 = sk_now_ns();
+    long t0 = sk_now_ns(CLOCK_MONOTONIC);
     close(go[1]);
     struct sk_count sum = {0}, c;
+    long cpu[SK_ROLES_MAX] = {0};
     for (int i = 0; i < copies * sk_nroles; i++) {
         if (read(done[0], &c, sizeof c) != (ssize_t)sizeof c)
             return 1;
@@ -304,12 +321,17 @@ int main(int argc, char **argv)
         sum.hangups += c.hangups;
         sum.waits += c.waits;
         sum.closes += c.closes;
+        if (c.role >= 0 && c.role < sk_nroles)
+            cpu[c.role] += c.cpu_ns;
     }
-    long t1 = sk_now_ns();
+    long t1 = sk_now_ns(CLOCK_MONOTONIC);
     while (wait(NULL) > 0)
         continue;
     printf("skel copies=%d ns=%ld sends=%ld recvs=%ld fds=%ld hangups=%ld waits=%ld closes=%ld\n",
            copies, t1 - t0, sum.sends / copies, sum.recvs / copies, sum.fds / copies,
            sum.hangups / copies, sum.waits / copies, sum.closes / copies);
+    for (int r = 0; r < sk_nroles; r++)
+        printf("%scpu_ns_role%d=%ld", r == 0 ? "skel_cpu " : " ", r, cpu[r] / copies);
+    printf("\n");
     return 0;
 }
