@@ -139,6 +139,9 @@ def events(calls, roles):
     for pid, text in calls:
         role = roles.get(pid, "client")
         syscalls[role] = syscalls.get(role, 0) + 1
+        if text.startswith("close(") and "EBADF" in text:
+            # A launched job's sweep of descriptors it may have inherited.
+            syscalls[role + "!sweep"] = syscalls.get(role + "!sweep", 0) + 1
         c = classify(text)
         if c is None:
             continue
