@@ -78,44 +78,89 @@ static int sk_nroles;
  * end-of-file reaches the roles when the parent closes its end). */
 static int sk_parent_fds[3];
 
+/* Parses n integers separated by spaces from s into out; false when
+ * one is missing or malformed. */
+static bool sk_ints(const char *s, long *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char *end = NULL;
+        out[i] = strtol(s, &end, 10);
+        if (end == s)
+            return false;
+        s = end;
+    }
+    return true;
+}
+
+/* Parses one "ev ROLE OP CHAN END SIZE NFDS" line into *e; false when it
+ * is malformed or out of range. */
+static bool sk_event(const char *line, struct sk_ev *e)
+{
+    long v[4];
+    char *end = NULL;
+    long role = strtol(line + 3, &end, 10);
+    if (strncmp(line, "ev ", 3) != 0 || end == line + 3 || end[0] != ' ' ||
+        end[1] == '\0' || !sk_ints(end + 2, v, 4))
+        return false;
+    e->op = end[1];
+    e->role = (int)role;
+    e->chan = (int)v[0];
+    e->end = (int)v[1];
+    e->size = (int)v[2];
+    e->nfds = (int)v[3];
+    return role >= 0 && role < sk_nroles && v[0] >= -1 && v[0] < sk_nchans &&
+           v[1] >= 0 && v[1] <= 1 && v[2] >= 0 && v[2] <= SK_MSG_MAX &&
+           v[3] >= 0 && v[3] <= SK_FDS_MAX;
+}
+
+/* Reads the pattern file's lines; false when one is malformed. */
+static bool sk_read(FILE *f)
+{
+    char line[256];
+    long head[2];
+    if (fgets(line, sizeof line, f) == NULL ||
+        strncmp(line, "skeleton ", 9) != 0 || !sk_ints(line + 9, head, 2) ||
+        head[0] < 1 || head[0] > SK_ROLES_MAX || head[1] < 0 ||
+        head[1] > SK_CHANS_MAX)
+        return false;
+    sk_nroles = (int)head[0];
+    sk_nchans = (int)head[1];
+    for (int i = 0; i < sk_nchans; i++) {
+        if (fgets(line, sizeof line, f) == NULL ||
+            strncmp(line, "chan ", 5) != 0)
+            return false;
+        sk_types[i] = line[5] == 'd'   ? SOCK_DGRAM
+                      : line[5] == 't' ? SOCK_STREAM
+                                       : SOCK_SEQPACKET;
+    }
+    while (sk_nevs < SK_EVENTS_MAX && fgets(line, sizeof line, f) != NULL) {
+        if (!sk_event(line, &sk_evs[sk_nevs]))
+            return false;
+        sk_nevs++;
+    }
+    return true;
+}
+
 /* Reads the pattern file; false (with a message) when it is malformed. */
 static bool sk_load(const char *path)
 {
     FILE *f = fopen(path, "r");
-    char type = 0;
-    if (f == NULL || fscanf(f, "skeleton %d %d ", &sk_nroles, &sk_nchans) != 2 ||
-        sk_nroles < 1 || sk_nroles > SK_ROLES_MAX || sk_nchans < 0 ||
-        sk_nchans > SK_CHANS_MAX) {
-        fprintf(stderr, "skel: %s: bad header\n", path);
-        return false;
-    }
-    for (int i = 0; i < sk_nchans; i++) {
-        if (fscanf(f, "chan %c ", &type) != 1) {
-            fprintf(stderr, "skel: channel %d malformed\n", i);
-            return false;
-        }
-        sk_types[i] = type == 'd' ? SOCK_DGRAM : type == 't' ? SOCK_STREAM : SOCK_SEQPACKET;
-    }
-    while (sk_nevs < SK_EVENTS_MAX) {
-        struct sk_ev *e = &sk_evs[sk_nevs];
-        if (fscanf(f, "ev %d %c %d %d %d %d ", &e->role, &e->op, &e->chan, &e->end, &e->size,
-                   &e->nfds) != 6)
-            break;
-        if (e->role < 0 || e->role >= sk_nroles || e->chan >= sk_nchans || e->nfds < 0 ||
-            e->nfds > SK_FDS_MAX || e->size < 0 || e->size > SK_MSG_MAX || e->end < 0 ||
-            e->end > 1) {
-            fprintf(stderr, "skel: event %d out of range\n", sk_nevs);
-            return false;
-        }
-        sk_nevs++;
-    }
-    fclose(f);
-    return true;
+    bool ok = f != NULL && sk_read(f);
+    if (f != NULL)
+        (void)fclose(f);
+    if (!ok)
+        (void)fprintf(stderr,
+                      "skel: %s: malformed pattern (line %d of "
+                      "events)\n",
+                      path, sk_nevs + 1);
+    return ok;
 }
 
 /* Sends one event's message: SIZE zero bytes and NFDS copies of fd. */
 static bool sk_send(int sock, const struct sk_ev *e, int fd)
 {
+    /* The bytes sent: zeros, as no receiver reads them. */
+    // cppcheck-suppress unassignedVariable
     static uint8_t buf[SK_MSG_MAX];
     union {
         struct cmsghdr h;
@@ -142,7 +187,8 @@ static bool sk_send(int sock, const struct sk_ev *e, int fd)
  * Receives one message into the held-descriptor stack; returns the bytes
  * read (0 at a hang-up, -1 on error) and the descriptor count in *nfds.
  */
-static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld, int *nfds)
+static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld,
+                       int *nfds)
 {
     static uint8_t buf[SK_MSG_MAX];
     union {
@@ -150,7 +196,9 @@ static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld, i
         uint8_t b[CMSG_SPACE(sizeof(int) * SK_FDS_MAX)];
     } cm;
     struct iovec iov = {buf, sizeof buf};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = cm.b,
                        .msg_controllen = sizeof cm.b};
     int flags = 0;
     if (sk_types[e->chan] == SOCK_STREAM && e->size > 0) {
@@ -159,7 +207,8 @@ static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld, i
     }
     ssize_t n = recvmsg(sock, &m, flags);
     *nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL;
+         c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
         int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -177,8 +226,8 @@ static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld, i
 }
 
 /* One event of role; counts what happened as the pattern says. */
-static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd, int *held,
-                    int *nheld, struct sk_count *c)
+static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd,
+                    int *held, int *nheld, struct sk_count *c)
 {
     int sock = e->chan >= 0 ? ends[e->chan][e->end] : -1;
     int nfds = 0;
@@ -245,7 +294,8 @@ static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
                 ends[ch][k] = -1;
                 continue;
             }
-            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)ch};
+            struct epoll_event ev = {.events = EPOLLIN,
+                                     .data.u32 = (uint32_t)ch};
             epoll_ctl(ep, EPOLL_CTL_ADD, ends[ch][k], &ev);
         }
     char b = 'r';
@@ -267,8 +317,9 @@ static bool sk_copy(int ready, int go, int done)
 {
     static int ends[SK_CHANS_MAX][2];
     for (int ch = 0; ch < sk_nchans; ch++)
-        if (socketpair(AF_UNIX, sk_types[ch] | SOCK_CLOEXEC, 0, ends[ch]) != 0) {
-            perror("skel: socketpair");
+        if (socketpair(AF_UNIX, sk_types[ch] | SOCK_CLOEXEC, 0, ends[ch]) !=
+            0) {
+            (void)fprintf(stderr, "skel: socketpair failed\n");
             return false;
         }
     for (int r = 0; r < sk_nroles; r++) {
@@ -285,34 +336,36 @@ static bool sk_copy(int ready, int go, int done)
     return true;
 }
 
-
 int main(int argc, char **argv)
 {
-    int copies = argc > 2 ? atoi(argv[2]) : 1;
+    long copies = argc > 2 ? strtol(argv[2], NULL, 10) : 1;
     int ready[2], go[2], done[2];
     if (argc < 2 || copies < 1 || copies > SK_COPIES_MAX) {
-        fprintf(stderr, "usage: pbx-bench-skel PATTERN [COPIES (1..%d)]\n", SK_COPIES_MAX);
+        (void)fprintf(stderr,
+                      "usage: pbx-bench-skel PATTERN [COPIES (1..%d)]\n",
+                      SK_COPIES_MAX);
         return 2;
     }
-    if (!sk_load(argv[1]) || pipe(ready) != 0 || pipe(go) != 0 || pipe(done) != 0)
+    if (!sk_load(argv[1]) || pipe(ready) != 0 || pipe(go) != 0 ||
+        pipe(done) != 0)
         return 1;
     sk_parent_fds[0] = ready[0];
     sk_parent_fds[1] = go[1];
     sk_parent_fds[2] = done[0];
-    for (int k = 0; k < copies; k++)
+    for (long k = 0; k < copies; k++)
         if (!sk_copy(ready[1], go[0], done[1]))
             return 1;
     close(go[0]);
     close(done[1]);
     char b;
-    for (int i = 0; i < copies * sk_nroles; i++)
+    for (long i = 0; i < copies * sk_nroles; i++)
         if (read(ready[0], &b, 1) != 1)
             return 1;
     long t0 = sk_now_ns(CLOCK_MONOTONIC);
     close(go[1]);
     struct sk_count sum = {0}, c;
     long cpu[SK_ROLES_MAX] = {0};
-    for (int i = 0; i < copies * sk_nroles; i++) {
+    for (long i = 0; i < copies * sk_nroles; i++) {
         if (read(done[0], &c, sizeof c) != (ssize_t)sizeof c)
             return 1;
         sum.sends += c.sends;
@@ -325,13 +378,18 @@ int main(int argc, char **argv)
             cpu[c.role] += c.cpu_ns;
     }
     long t1 = sk_now_ns(CLOCK_MONOTONIC);
-    while (wait(NULL) > 0)
-        continue;
-    printf("skel copies=%d ns=%ld sends=%ld recvs=%ld fds=%ld hangups=%ld waits=%ld closes=%ld\n",
-           copies, t1 - t0, sum.sends / copies, sum.recvs / copies, sum.fds / copies,
-           sum.hangups / copies, sum.waits / copies, sum.closes / copies);
+    /* Reap every role (each has written its counts, so each is ending). */
+    for (long i = 0; i < copies * sk_nroles; i++)
+        (void)wait(NULL);
+    (void)printf(
+        "skel copies=%ld ns=%ld sends=%ld recvs=%ld fds=%ld hangups=%ld "
+        "waits=%ld closes=%ld\n",
+        copies, t1 - t0, sum.sends / copies, sum.recvs / copies,
+        sum.fds / copies, sum.hangups / copies, sum.waits / copies,
+        sum.closes / copies);
     for (int r = 0; r < sk_nroles; r++)
-        printf("%scpu_ns_role%d=%ld", r == 0 ? "skel_cpu " : " ", r, cpu[r] / copies);
-    printf("\n");
+        (void)printf("%scpu_ns_role%d=%ld", r == 0 ? "skel_cpu " : " ", r,
+                     cpu[r] / copies);
+    (void)printf("\n");
     return 0;
 }
