@@ -98,7 +98,11 @@ if [ "$SMOKE" = 1 ]; then
         sed -n 's/^life ok //p')
     positive "$(field lifecycle_ns "$line")" "lifecycle beside its skeleton"
     positive "$(field skel_ns "$line")" "skeleton replay"
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons ran and look sane"
+    # The live powerboxd under callgrind: one pair of short runs.
+    line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
+        "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')
+    positive "$(field ir_per_lifecycle "$line")" "live powerboxd instructions"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons and the live powerboxd under callgrind ran and look sane"
     exit 0
 fi
 
@@ -318,4 +322,11 @@ echo "arena bytes per request (PBX1 arena over capacity): $(for cap in $CAPS; do
     printf '%s at %s, ' "$(field arena_bytes_per_request "$l")" "$cap"
 done | sed 's/, $//')"
 echo "lifecycle with 900 live grants / with 1: not measured: no client holds 900 grants open yet (issue 23 item 3 gives vfsd and procd the table options a stack of 1,000 grants needs)"
-echo "live powerboxd's user instructions per lifecycle (callgrind): not measured: the freestanding powerboxd is not yet started under valgrind by this bench; the codec floor's powerboxd half is above ($fl_core Ir)"
+# The live powerboxd under callgrind (bench_live_ir.py): instructions per
+# lifecycle from 220 - 20 lifecycles, twice, over the floor's powerboxd half.
+live=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" "$WORK/live" \
+    20 220 2>/dev/null | sed -n 's/^live //p')
+lir=$(field ir_per_lifecycle "$live")
+printf "live powerboxd's user instructions per lifecycle (callgrind, 200 lifecycles, two runs): %s and %s (spread %s%%) / codec floor's powerboxd half %s = %s\n" \
+    "$lir" "$(field second "$live")" "$(field spread_pct "$live")" "$fl_core" \
+    "$(awk -v a="$lir" -v b="$fl_core" 'BEGIN { printf "%.2fx", a / b }')"
