@@ -204,6 +204,9 @@ if [ "$rc" = 0 ]; then
 else
     echo '| pbx sha2 x86 SHA extensions | not available on this CPU | | |'
 fi
+printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
+    "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
+    "$(field sha256sum_mb_s "$sha_line")"
 
 # powerboxd's system calls per lifecycle under strace -c (bench_clock.py).
 clk_line=$(python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 200 | grep '^clock ')
@@ -219,9 +222,6 @@ else
         "$(field syscalls_per_lifecycle "$clk_line")" \
         "$(field clock_gettime_per_lifecycle "$clk_line")"
 fi
-printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
-    "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
-    "$(field sha256sum_mb_s "$sha_line")"
 
 echo
 echo "## host transport floor: AF_UNIX SOCK_SEQPACKET round trip, 128 bytes"

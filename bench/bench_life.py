@@ -152,9 +152,11 @@ def quiet():
 def rounds(st, bin_dir, pats, cfg):
     """Interleaved rounds: medians of the lifecycle and each skeleton,
     in ns per lifecycle."""
-    life, sk = [], {name: [] for name in pats}
+    life, span, sk = [], [], {name: [] for name in pats}
     for _ in range(cfg["rounds"]):
-        life.append(float(lifecycles(st, cfg["n"])["median_ns"]))
+        got = lifecycles(st, cfg["n"])
+        life.append(float(got["median_ns"]))
+        span.append(float(got["wall_ns_per_lifecycle"]))
         quiet()
         # The lifecycle's figure is a median over single lifecycles, each
         # shorter than another user's time slice, so a preemption moves
@@ -163,7 +165,7 @@ def rounds(st, bin_dir, pats, cfg):
         for name, (_, path, _) in pats.items():
             sk[name].append(min(int(skel(bin_dir, path)["ns"])
                                 for _ in range(REPLAYS)) / cfg["rec"])
-    return median(life), {k: median(v) for k, v in sk.items()}
+    return median(life), median(span), {k: median(v) for k, v in sk.items()}
 
 
 def throughput(st, bin_dir, pats, cfg, k):
@@ -210,7 +212,8 @@ def main():
         res["rss_idle"] = rss_kib(st.pid)
         pats, res["syscalls"] = record(st, work, cfg["rec"])
         check_skeletons(bin_dir, pats)
-        res["life"], res["skel"] = rounds(st, bin_dir, pats, cfg)
+        res["life"], res["span"], res["skel"] = rounds(st, bin_dir, pats,
+                                                       cfg)
         launchd = st.procs[3].pid
         before = (cpu_ticks(launchd), cpu_ticks(st.pid))
         lifecycles(st, cfg["long"])
