@@ -102,7 +102,13 @@ if [ "$SMOKE" = 1 ]; then
     line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
         "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')
     positive "$(field ir_per_lifecycle "$line")" "live powerboxd instructions"
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons and the live powerboxd under callgrind ran and look sane"
+    # Held grants beside one: 3 held, 3 lifecycles.
+    line=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" \
+        "$WORK/grants" 3 3 2>/dev/null | sed -n 's/^grants //p')
+    [ "$(field held "$line")" = 3 ] ||
+        { echo "bench: held grants: $line" >&2; exit 1; }
+    positive "$(field ratio "$line")" "lifecycle beside held grants"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
     exit 0
 fi
 
@@ -321,7 +327,14 @@ echo "arena bytes per request (PBX1 arena over capacity): $(for cap in $CAPS; do
     l=$("$BIN" core --cap "$cap" --n 1)
     printf '%s at %s, ' "$(field arena_bytes_per_request "$l")" "$cap"
 done | sed 's/, $//')"
-echo "lifecycle with 900 live grants / with 1: not measured: no client holds 900 grants open yet (issue 23 item 3 gives vfsd and procd the table options a stack of 1,000 grants needs)"
+# The lifecycle beside 900 live grants (bench_grants.py): a shell job asks
+# for 900 job-lifetime grants and keeps the ones it gets.
+g=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" "$WORK/grants" \
+    900 200 2>/dev/null | sed -n 's/^grants //p')
+printf 'lifecycle with %s live grants (of %s asked; first refusal: %s) / with 1: %s / %s µs = %sx (target <= 1.1x at 900)\n' \
+    "$(field held "$g")" "$(field asked "$g")" \
+    "$(field refused "$g" | tr '_' ' ')" "$(us "$(field median_ns_held "$g")")" \
+    "$(us "$(field median_ns_one "$g")")" "$(field ratio "$g")"
 # The live powerboxd under callgrind (bench_live_ir.py): instructions per
 # lifecycle from 220 - 20 lifecycles, twice, over the floor's powerboxd half.
 live=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" "$WORK/live" \
