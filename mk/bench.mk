@@ -6,7 +6,13 @@
 #                       three PBX1 capacities, the codec+SHA-256 floor,
 #                       SHA-256 against sha256sum, SEQPACKET round trips,
 #                       and powerboxd with the reference peers end to end
-#                       (bench/bench_host.py) beside 12 of those trips
+#                       (bench/bench_host.py) beside 12 of those trips;
+#                       the lifecycle pinned to one CPU beside the
+#                       zero-work skeletons of its recorded and needed
+#                       message patterns (bench/bench_life.py,
+#                       pbx-bench-skel), its syscalls, launchd's CPU,
+#                       throughput, polkit, RSS, 900 live grants and the
+#                       live powerboxd under callgrind
 #   make bench-smoke    a few iterations of every benchmark, natively, and
 #                       3 powerboxd lifecycles: they complete, conserve
 #                       capabilities and print sane numbers (in
