@@ -79,6 +79,8 @@ typedef struct bench_env {
     pbx_core_ctx core;
     /** The arena (page-aligned, exactly the PBX1 layout's arena_bytes). */
     uint8_t *arena;
+    /** Bytes in arena (issue 23 item 8: reported per request). */
+    size_t arena_bytes;
     /** Fake slot table of slot_count entries. */
     bench_slot *slots;
     /** Entries in slots (BENCH_T_FIRST + transient count). */

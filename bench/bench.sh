@@ -34,6 +34,7 @@ HOST_N=${BENCH_HOST_N:-2000}
 BIN_DIR=$(dirname "$BIN")
 HOST_PY="$(dirname "$0")/bench_host.py"
 CLOCK_PY="$(dirname "$0")/bench_clock.py"
+LIFE_PY="$(dirname "$0")/bench_life.py"
 mkdir -p "$WORK"
 
 # field NAME LINE: the value of NAME=value in a result line.
@@ -90,7 +91,24 @@ if [ "$SMOKE" = 1 ]; then
     [ "$(field failed "$line")" = 0 ] ||
         { echo "bench: brokered opens failed: $line" >&2; exit 1; }
     positive "$(field brokered_ns "$line")" "brokered open time"
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor and the brokered open ran and look sane"
+    # The lifecycle beside its skeletons (bench_life.py --smoke): 3
+    # recorded lifecycles replayed with the same counts, a round, 2 jobs
+    # at once; it fails when a skeleton's counts differ.
+    line=$(python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life" --smoke |
+        sed -n 's/^life ok //p')
+    positive "$(field lifecycle_ns "$line")" "lifecycle beside its skeleton"
+    positive "$(field skel_ns "$line")" "skeleton replay"
+    # The live powerboxd under callgrind: one pair of short runs.
+    line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
+        "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')
+    positive "$(field ir_per_lifecycle "$line")" "live powerboxd instructions"
+    # Held grants beside one: 3 held, 3 lifecycles.
+    line=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" \
+        "$WORK/grants" 3 3 2>/dev/null | sed -n 's/^grants //p')
+    [ "$(field held "$line")" = 3 ] ||
+        { echo "bench: held grants: $line" >&2; exit 1; }
+    positive "$(field ratio "$line")" "lifecycle beside held grants"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
     exit 0
 fi
 
@@ -192,6 +210,9 @@ if [ "$rc" = 0 ]; then
 else
     echo '| pbx sha2 x86 SHA extensions | not available on this CPU | | |'
 fi
+printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
+    "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
+    "$(field sha256sum_mb_s "$sha_line")"
 
 # powerboxd's system calls per lifecycle under strace -c (bench_clock.py).
 clk_line=$(python3 "$CLOCK_PY" "$BIN_DIR" "$WORK/clock" 200 | grep '^clock ')
@@ -207,9 +228,6 @@ else
         "$(field syscalls_per_lifecycle "$clk_line")" \
         "$(field clock_gettime_per_lifecycle "$clk_line")"
 fi
-printf '| sha256sum (whole process, same file, digest %s) | %s | | |\n' \
-    "$(field digest_match "$sha_line" | sed 's/yes/matches/')" \
-    "$(field sha256sum_mb_s "$sha_line")"
 
 echo
 echo "## host transport floor: AF_UNIX SOCK_SEQPACKET round trip, 128 bytes"
@@ -298,3 +316,30 @@ line=$(sh "$(dirname "$0")/broker/bench_broker.sh" "$BIN_DIR" "$WORK/broker" 8)
     { echo "bench: brokered opens failed: $line" >&2; exit 1; }
 printf '| %s | %s | %s |\n' "$(field plain_ns "$line")" \
     "$(field brokered_ns "$line")" "$(field ratio "$line")"
+
+# The lifecycle beside its zero-work skeletons, its system calls, launchd's
+# CPU, throughput, polkit and powerboxd's RSS (bench_life.py, pinned to
+# one CPU), then the rows it cannot measure yet and why.
+echo
+python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life" | sed -n '/^## lifecycle/,$p'
+echo
+echo "arena bytes per request (PBX1 arena over capacity): $(for cap in $CAPS; do
+    l=$("$BIN" core --cap "$cap" --n 1)
+    printf '%s at %s, ' "$(field arena_bytes_per_request "$l")" "$cap"
+done | sed 's/, $//')"
+# The lifecycle beside 900 live grants (bench_grants.py): a shell job asks
+# for 900 job-lifetime grants and keeps the ones it gets.
+g=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" "$WORK/grants" \
+    900 200 2>/dev/null | sed -n 's/^grants //p')
+printf 'lifecycle with %s live grants (of %s asked; first refusal: %s) / with 1: %s / %s µs = %sx (target <= 1.1x at 900)\n' \
+    "$(field held "$g")" "$(field asked "$g")" \
+    "$(field refused "$g" | tr '_' ' ')" "$(us "$(field median_ns_held "$g")")" \
+    "$(us "$(field median_ns_one "$g")")" "$(field ratio "$g")"
+# The live powerboxd under callgrind (bench_live_ir.py): instructions per
+# lifecycle from 220 - 20 lifecycles, twice, over the floor's powerboxd half.
+live=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" "$WORK/live" \
+    20 220 2>/dev/null | sed -n 's/^live //p')
+lir=$(field ir_per_lifecycle "$live")
+printf "live powerboxd's user instructions per lifecycle (callgrind, 200 lifecycles, two runs): %s and %s (spread %s%%) / codec floor's powerboxd half %s = %s\n" \
+    "$lir" "$(field second "$live")" "$(field spread_pct "$live")" "$fl_core" \
+    "$(awk -v a="$lir" -v b="$fl_core" 'BEGIN { printf "%.2fx", a / b }')"

@@ -241,9 +241,11 @@ static int bench_core_report(const bench_env *e, uint32_t live, uint32_t open,
         return 1;
     }
     (void)printf("core cap=%u live=%u open=%u n=%u events_per_lifecycle=%.2f "
-                 "ns_per_lifecycle=%.1f\n",
+                 "ns_per_lifecycle=%.1f arena_bytes=%zu "
+                 "arena_bytes_per_request=%.0f\n",
                  e->capacity, live, open, n, (double)events / (double)n,
-                 (double)ns / (double)n);
+                 (double)ns / (double)n, e->arena_bytes,
+                 (double)e->arena_bytes / (double)e->capacity);
     return 0;
 }
 

@@ -380,6 +380,7 @@ bench_env *bench_env_new(uint32_t capacity)
         return NULL;
     }
     e->capacity = capacity;
+    e->arena_bytes = l.arena_bytes;
     e->arena = aligned_alloc(l.page_size_bytes, l.arena_bytes);
     if (e->arena == NULL || pbx_core_init(&e->core, &l, e->arena, l.arena_bytes,
                                           &slots, &bench_ops, e) != PBX_OK) {

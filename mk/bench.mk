@@ -6,7 +6,13 @@
 #                       three PBX1 capacities, the codec+SHA-256 floor,
 #                       SHA-256 against sha256sum, SEQPACKET round trips,
 #                       and powerboxd with the reference peers end to end
-#                       (bench/bench_host.py) beside 12 of those trips
+#                       (bench/bench_host.py) beside 12 of those trips;
+#                       the lifecycle pinned to one CPU beside the
+#                       zero-work skeletons of its recorded and needed
+#                       message patterns (bench/bench_life.py,
+#                       pbx-bench-skel), its syscalls, launchd's CPU,
+#                       throughput, polkit, RSS, 900 live grants and the
+#                       live powerboxd under callgrind
 #   make bench-smoke    a few iterations of every benchmark, natively, and
 #                       3 powerboxd lifecycles: they complete, conserve
 #                       capabilities and print sane numbers (in
@@ -54,6 +60,14 @@ $(BENCH_OPEN_BIN): bench/broker/bench_open.c
 	    bench/broker/bench_open.c -o $@
 BENCH_HOST_BINS += $(BENCH_OPEN_BIN) $(BUILD)/bin/pbx-broker
 
+# pbx-bench-skel (docs/BENCH.md, "Lifecycle beside its skeleton"): the
+# zero-work replay of the message pattern bench/bench_life.py records.
+BENCH_SKEL_BIN := $(BUILD)/bin/pbx-bench-skel
+$(BENCH_SKEL_BIN): bench/skel/skeleton.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) bench/skel/skeleton.c -o $@
+BENCH_HOST_BINS += $(BENCH_SKEL_BIN)
+
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \
         bench-doccheck
 bench-table: $(BENCH_BIN) $(BENCH_HOST_BINS)
@@ -67,7 +81,8 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c
+BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c \
+                   bench/skel/skeleton.c
 BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(BENCH_LINT_SRCS)
 $(BENCH_TIDY_OKS): $(BENCH_HDRS)

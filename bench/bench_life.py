@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The routine lifecycle beside its zero-work skeleton (docs/BENCH.md).
+
+Usage: bench_life.py BIN_DIR WORK_DIR [--smoke]
+
+Pins itself, and so the whole stack and every skeleton it starts, to one
+CPU; starts powerboxd with the reference peers as `make run` does (run.py's
+Stack); then:
+
+1. records the messages of REC routine runtime-reply lifecycles of one
+   pbx-client job under strace (bench_trace.py), writes the skeleton of
+   that pattern and of the needed pattern (one DECISION to powerboxd,
+   after the wake), and replays each once with pbx-bench-skel: the bench
+   FAILS when a skeleton's counts differ from the recorded run's;
+2. runs ROUNDS interleaved rounds: N lifecycles on the stack (the
+   client's median BEGIN to CONSUME reply; the client returns only after
+   the cleanup), then each skeleton (the least of 7 replays' time over
+   REC lifecycles: see rounds());
+3. measures launchd's and powerboxd's CPU (/proc/PID/stat utime+stime)
+   and powerboxd's RSS (/proc/PID/status VmRSS) over LONG lifecycles,
+   beside the skeleton's launchd role;
+4. throughput with 1, 8 and 64 client jobs at once, beside as many
+   copies of the skeleton at once (best of 3);
+5. polkit's CheckAuthorization (bench_polkit.py) over the lifecycle.
+
+It prints the markdown tables of docs/BENCH.md's "Lifecycle beside its
+skeleton". --smoke runs a tiny version of each part (no polkit) and
+checks only that everything completes and the counts agree.
+"""
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+sys.path.insert(0, HERE)
+import run  # noqa: E402  pylint: disable=wrong-import-position
+import bench_trace  # noqa: E402  pylint: disable=wrong-import-position
+
+FULL = {"rec": 20, "rounds": 7, "n": 200, "long": 10000,
+        "conc": (1, 8, 64), "per": 40, "polkit": (200, 7)}
+SMOKE = {"rec": 3, "rounds": 1, "n": 3, "long": 20, "conc": (1, 2),
+         "per": 2, "polkit": None}
+# Seconds a skeleton waits after the stack's last client (see quiet()).
+QUIET_S = 0.3
+# Replays of each skeleton per round (see rounds()).
+REPLAYS = 7
+ROLES = ("vfsd", "ttyd", "procd", "launchd")
+COUNTED = ("sends", "recvs", "fds", "hangups", "waits", "closes")
+
+
+def kv(text):
+    """key=value pairs of text as a dict."""
+    out = {}
+    for word in text.split():
+        if "=" in word:
+            k, v = word.split("=", 1)
+            out[k] = v
+    return out
+
+
+def client_argv(st, n, job="11:1"):
+    """A routine runtime-reply one-shot client of n lifecycles."""
+    return st.request_argv("--job", job, "--lifetime", "one-shot",
+                           "--urgency", "routine", "--mode", "runtime-reply",
+                           "--slot", "20", "--then", "consume", "--repeat",
+                           str(n))
+
+
+def lifecycles(st, n, job="11:1"):
+    """Runs n lifecycles; their key=value results (fails on error)."""
+    out = subprocess.run(client_argv(st, n, job), capture_output=True,
+                         text=True, check=False, timeout=900)
+    res = kv(out.stdout)
+    if out.returncode != 0 or res.get("repeat") != str(n):
+        run.fail(f"client of {n} lifecycles: exit {out.returncode}: "
+                 f"{out.stdout[-300:]} {out.stderr[-300:]}")
+    return res
+
+
+def skel(bin_dir, pattern, copies=1):
+    """One pbx-bench-skel run: its key=value results."""
+    out = subprocess.run([os.path.join(bin_dir, "pbx-bench-skel"), pattern,
+                          str(copies)], capture_output=True, text=True,
+                         check=False, timeout=600)
+    if out.returncode != 0:
+        run.fail(f"pbx-bench-skel {pattern}: {out.stderr[-300:]}")
+    return kv(out.stdout)
+
+
+def record(st, work, rec):
+    """Records rec lifecycles; writes real.pat and needed.pat; returns
+    {name: (events, path, roles)} and the syscalls per role."""
+    roles = {st.pid: "powerboxd"}
+    roles.update(zip((p.pid for p in st.procs), ROLES))
+    res, calls, types = bench_trace.record(
+        roles, client_argv(st, rec), os.path.join(work, "pattern.strace"))
+    if res.returncode != 0:
+        run.fail(f"recorded client: exit {res.returncode}")
+    evs, syscalls = bench_trace.events(calls, roles)
+    out = {}
+    for name, e in (("real", evs), ("needed", bench_trace.needed(evs))):
+        text, names = bench_trace.pattern_text(e, types)
+        path = os.path.join(work, name + ".pat")
+        with open(path, "w", encoding="ascii") as f:
+            f.write(text)
+        out[name] = (e, path, names)
+    return out, syscalls
+
+
+def check_skeletons(bin_dir, pats):
+    """Each skeleton replays exactly the recorded counts, or the bench
+    fails."""
+    for name, (evs, path, _) in pats.items():
+        want = bench_trace.counts(evs)
+        got = skel(bin_dir, path)
+        bad = [k for k in COUNTED if int(got[k]) != want[k]]
+        if bad:
+            run.fail(f"the {name} skeleton differs from the recording in "
+                     f"{bad}: recorded {want}, replayed {got}")
+
+
+def cpu_ticks(pid):
+    """utime+stime of pid in clock ticks (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        cols = f.read().rsplit(")", 1)[1].split()
+    return int(cols[11]) + int(cols[12])
+
+
+def rss_kib(pid):
+    """VmRSS of pid in KiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def median(xs):
+    """The median of xs (the upper one of an even count)."""
+    xs = sorted(list(xs))
+    return xs[len(xs) // 2]
+
+
+def quiet():
+    """Lets the stack finish what a client left (its job's reaping, the
+    last grant's cleanup) before a skeleton runs on the same CPU."""
+    time.sleep(QUIET_S)
+
+
+def rounds(st, bin_dir, pats, cfg):
+    """Interleaved rounds: medians of the lifecycle and each skeleton,
+    in ns per lifecycle."""
+    life, span, sk = [], [], {name: [] for name in pats}
+    for _ in range(cfg["rounds"]):
+        got = lifecycles(st, cfg["n"])
+        life.append(float(got["median_ns"]))
+        span.append(float(got["wall_ns_per_lifecycle"]))
+        quiet()
+        # The lifecycle's figure is a median over single lifecycles, each
+        # shorter than another user's time slice, so a preemption moves
+        # it little; a replay is one span of REC lifecycles that a
+        # preemption lands in whole, so take the least of REPLAYS.
+        for name, (_, path, _) in pats.items():
+            sk[name].append(min(int(skel(bin_dir, path)["ns"])
+                                for _ in range(REPLAYS)) / cfg["rec"])
+    return median(life), median(span), {k: median(v) for k, v in sk.items()}
+
+
+def throughput(st, bin_dir, pats, cfg, k):
+    """(lifecycles/s of k jobs at once, of k skeleton copies at once)."""
+    per = cfg["per"]
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(client_argv(st, per, f"{300 + i}:1"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(k)]
+    fails = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=900)
+        fails += p.returncode != 0 or kv(out).get("repeat") != str(per)
+    wall = time.perf_counter() - t0
+    quiet()
+    best = min(int(skel(bin_dir, pats["real"][1], k)["ns"]) for _ in range(3))
+    return (k * per / wall, fails, k * cfg["rec"] / (best / 1e9))
+
+
+def polkit_line(work, cfg):
+    """bench_polkit.py's line (or None in smoke runs)."""
+    if cfg["polkit"] is None:
+        return None
+    n, r = cfg["polkit"]
+    out = subprocess.run([sys.executable, os.path.join(HERE,
+                                                       "bench_polkit.py"),
+                          os.path.join(work, "polkit"), str(n), str(r)],
+                         capture_output=True, text=True, check=False,
+                         timeout=600)
+    return kv(out.stdout) if out.returncode == 0 else \
+        {"missing": f"error: {out.stderr.strip()[-200:]}"}
+
+
+def main():
+    bin_dir, work = sys.argv[1], os.path.abspath(sys.argv[2])
+    cfg = SMOKE if "--smoke" in sys.argv[3:] else FULL
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[-1]})
+    os.makedirs(work, exist_ok=True)
+    st = run.Stack(bin_dir, os.path.join(work, "stack"))
+    res = {"cpu": cpus[-1], "load": open("/proc/loadavg",
+                                         encoding="ascii").read().split()[:3]}
+    try:
+        res["rss_idle"] = rss_kib(st.pid)
+        pats, res["syscalls"] = record(st, work, cfg["rec"])
+        check_skeletons(bin_dir, pats)
+        res["life"], res["span"], res["skel"] = rounds(st, bin_dir, pats,
+                                                       cfg)
+        launchd = st.procs[3].pid
+        before = (cpu_ticks(launchd), cpu_ticks(st.pid))
+        lifecycles(st, cfg["long"])
+        res["launchd_ticks"] = cpu_ticks(launchd) - before[0]
+        res["pbx_ticks"] = cpu_ticks(st.pid) - before[1]
+        res["rss_long"] = rss_kib(st.pid)
+        res["skel_cpu"] = skel(bin_dir, pats["real"][1])
+        res["tput"] = {k: throughput(st, bin_dir, pats, cfg, k)
+                       for k in cfg["conc"]}
+    finally:
+        for f in st.logs.values():
+            f.close()
+        st.logs = {}
+        st.stop()
+    res["polkit"] = polkit_line(work, cfg)
+    import bench_report  # pylint: disable=import-outside-toplevel
+    bench_report.show(res, pats, cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
