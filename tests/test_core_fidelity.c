@@ -1,0 +1,64 @@
+/*
+ * test_core_fidelity.c: issue 22's seed-fidelity and blind-spot cases of
+ * the core: an EXPIRE of a request already denied keeps its decision
+ * (invariant 15), a COMMIT digest wrong in any one of its 32 bytes, a
+ * refused receipt whose deletion failed once before NOT_FOUND.
+ */
+#include "core/pbx_core_inspect.h"
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t sel[] = "docs/report.txt";
+#define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
+
+/* Seeds 7354829 and 7357882 (sim/regress.txt): a request denied after its
+ * grant was installed (ttyd's ACTIVE acknowledgement never came) waits on
+ * the release lane while that grant, never published, is still LIVE. An
+ * EXPIRE of its job then ends the grant but not the decision: DENIED with
+ * its own reason stays, since a denial carries no authority to withhold,
+ * and the seed retains every decision once made until its wake. */
+PBX_TEST(core_expire_of_denied_request_keeps_its_denial)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, sel, SEL_LEN);
+    b.ctx.lifetime = PBX_IPC_LIFETIME_JOB;
+    h->hold = true;
+    PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+    uint32_t k = th_run_to(h, "view+");
+    PBX_REQUIRE(k != TH_NONE);
+    th_drop(h, k);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65 <66 detach>65 "
+                "view+");
+    /* The ACTIVE row's deadline passes: DENIED, queued for release, which
+     * has not run yet. */
+    PBX_CHECK_EQ(th_time(h, 60000U), PBX_OK);
+    /* Denied on the release lane, its installed grant LIVE, unpublished. */
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_REQUIRE(r->grant != PBX_CORE_NIL);
+    const pbx_core_grant *g = pbx_core_inspect_grant(&h->core, r->grant);
+    PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
+    PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(g->link.state, PBX_CORE_ST_LIVE);
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK_EQ(th_expire(h, PBX_CORE_BADGE_LAUNCHD, PBX_IPC_EXPIRE_JOB,
+                           b.ctx.job_id, b.ctx.job_gen, 0),
+                 0U);
+    PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(r->reason, PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK_EQ(r->flags & PBX_CORE_REQ_F_CANCELLED, 0U);
+    PBX_CHECK_EQ(g->link.state, PBX_CORE_ST_LIVE);
+    h->hold = false;
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    TH_TRACE(h, "del=66 view- retire del=64 release=64 wake");
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_PEER_TIMEOUT);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
