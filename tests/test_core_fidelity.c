@@ -62,3 +62,37 @@ PBX_TEST(core_expire_of_denied_request_keeps_its_denial)
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
+
+/* A COMMIT whose BEGIN digest is wrong in any one of its 32 bytes (each
+ * byte with a different bit) is refused with PBX_E_CORE_DIGEST and its
+ * scope receipt deleted; the same request with the exact digest commits.
+ * A comparison that skipped any byte would accept one of these. */
+PBX_TEST(core_commit_digest_wrong_in_any_of_its_32_bytes)
+{
+    for (uint32_t at = 0; at <= PBX_IPC_DIGEST_BYTES; at++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_id id = {0, 0};
+        uint32_t dest = 0;
+        bool exact = at == PBX_IPC_DIGEST_BYTES;
+        th_default_begin(&b, sel, SEL_LEN);
+        if (!exact) {
+            b.selector_digest[at] ^= (uint8_t)(1U << (at % 8U));
+        }
+        PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+        PBX_REQUIRE(th_selector(h, id, 0, sel, SEL_LEN) == 0U);
+        th_clear_trace(h);
+        if (exact) {
+            PBX_CHECK_EQ(th_commit(h, id, dest, dest), 0U);
+            TH_TRACE(h, "");
+        } else {
+            PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_DIGEST);
+            TH_TRACE(h, "del=64");
+            PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, id.index)
+                             ->link.state,
+                         PBX_CORE_ST_OPEN);
+        }
+        PBX_CHECK(th_conserved(h));
+        th_free(h);
+    }
+}
