@@ -96,3 +96,42 @@ PBX_TEST(core_commit_digest_wrong_in_any_of_its_32_bytes)
         th_free(h);
     }
 }
+
+/* NOT_FOUND is reported only after request authority cleanup, and a
+ * refused receipt whose deletion failed once is such authority: a second
+ * COMMIT's receipt (refused, owned by the request) whose deletion fails
+ * transiently keeps the exact scoped NOT_FOUND unpublished (PENDING) until
+ * the retried deletion succeeds; then the decision is NOT_FOUND, neither
+ * lost to a denial nor published early. */
+PBX_TEST(core_not_found_after_transient_deletion_of_refused_receipt)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    pbx_ipc_id id = {0, 0};
+    uint32_t dest = 0;
+    th_default_begin(&b, sel, SEL_LEN);
+    th_push(h, PBX_CORE_ROUTE_VFSD, TH_NOT_FOUND, 0, 0);
+    h->hold = true;
+    PBX_REQUIRE(th_begin(h, &b, &id, &dest) == 0U);
+    PBX_REQUIRE(th_selector(h, id, 0, sel, SEL_LEN) == 0U);
+    PBX_REQUIRE(th_commit(h, id, dest, dest) == 0U);
+    h->hold_slot = 82U;
+    PBX_CHECK_EQ(th_commit(h, id, dest, 82U), PBX_E_CORE_CLEANUP_PENDING);
+    h->hold = false;
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    /* The scope is deleted and released, the refused receipt is not. */
+    TH_TRACE(h, "reserve=64 resolve@64 del=64 release=64");
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_PENDING);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    TH_TRACE(h, "del=82 wake");
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_NOT_FOUND);
+    PBX_CHECK_EQ(d.reason, 0U);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
