@@ -100,6 +100,7 @@ typedef enum sim_fault {
     SIM_F_SILENT,    /**< a peer silent for a long stretch (replies held) */
     SIM_F_HANGUP,    /**< a peer hangs up (route down) and comes back */
     SIM_F_STALL,     /**< the runtime stalls: the clock jumps deadlines */
+    SIM_F_BROKER,    /**< launchd's broker connection is lost (side stream) */
     SIM_F_COUNT      /**< number of faults; not a fault */
 } sim_fault;
 
@@ -155,6 +156,10 @@ typedef struct sim_req {
     /** Nonzero once CANCEL answered STATE: something else (an EXPIRE)
      * ended it, so the client asks DECISION instead of cancelling. */
     uint32_t ended;
+    /** Nonzero once launchd's broker connection was lost while it lived:
+     * its caller left with the broker, so no client acts on it again and
+     * it may retire without a delivered decision (sim/sim_broker.c). */
+    uint32_t abandoned;
     /** The BEGIN record sent. */
     pbx_ipc_begin begin;
     /** Selector bytes the client streams. */
@@ -428,6 +433,14 @@ typedef struct sim_world {
     uint32_t rate[SIM_F_COUNT];
     /** Nonzero once faults are healed (quiescence). */
     uint32_t healed;
+    /** The side stream (splitmix64 state): draws for faults added after
+     * the main stream's order was fixed, so seeds that never meet them
+     * replay exactly as before (sim_side_below). */
+    uint64_t side;
+    /** Broker losses (pbx_core_on_broker_lost) so far. */
+    uint32_t stat_broker_lost;
+    /** Alias derivations answered BUSY so far. */
+    uint32_t stat_alias_busy;
     /** Effect callbacks so far, and the one that fails (0: none). */
     uint64_t effects;
     /** The effect number that fails. */
@@ -572,6 +585,9 @@ uint32_t sim_below(sim_world *w, uint32_t n);
 bool sim_chance(sim_world *w, uint32_t per_1024);
 /** sim_fault_fires rolls fault f at its seed rate (never once healed). */
 bool sim_fault_fires(sim_world *w, sim_fault f);
+/** sim_side_below draws from the side stream (w->side): uniform in
+ * [0, n), n > 0. */
+uint32_t sim_side_below(sim_world *w, uint32_t n);
 /** sim_event_add records one event into the hash and the ring. */
 void sim_event_add(sim_world *w, uint32_t code, uint64_t a0, uint64_t a1,
                    uint64_t a2, uint64_t a3);
@@ -684,6 +700,10 @@ bool sim_routes_fault(sim_world *w);
 /** sim_clock advances the seeded clock and tells the core; false after a
  * fail-stop. */
 bool sim_clock(sim_world *w);
+/** sim_broker_fault loses launchd's broker connection now and then
+ * (pbx_core_on_broker_lost, sim/sim_broker.c) and checks what the core
+ * did; false after a violation or a fail-stop. */
+bool sim_broker_fault(sim_world *w);
 /** sim_heal ends every route fault and brings late replies near. */
 void sim_heal(sim_world *w);
 /** sim_route_gone reports whether peer route r is hung up now. */
@@ -799,6 +819,9 @@ typedef struct sim_totals {
     /** The seed whose grant cleanup came nearest its bound: the steps it
      * took after its routes answered, and that seed's bound. */
     uint64_t cleanup_age, cleanup_bound;
+    /** Seeds that lost launchd's broker, and seeds whose alias derivation
+     * met BUSY at least once. */
+    uint64_t broker_seeds, alias_busy_seeds;
 } sim_totals;
 
 /** sim_run runs one seed, adding to *totals; returns 0 on success, 1 on

@@ -226,8 +226,11 @@ int main(int argc, char **argv)
                  (unsigned long long)sim_tot.timeouts,
                  (unsigned long long)sim_tot.cleanup_age,
                  (unsigned long long)sim_tot.cleanup_bound);
-    (void)printf("pbx-sim: %llu waits for a prompt record\n",
-                 (unsigned long long)sim_tot.prompt_waits);
+    (void)printf("pbx-sim: %llu waits for a prompt record; %llu seeds lost "
+                 "launchd's broker, %llu met an alias BUSY\n",
+                 (unsigned long long)sim_tot.prompt_waits,
+                 (unsigned long long)sim_tot.broker_seeds,
+                 (unsigned long long)sim_tot.alias_busy_seeds);
     size_t missing = sim_coverage_report(cov, cli.opts.verbose != 0U);
     if (cli.coverage && missing > 0U) {
         (void)printf("pbx-sim: transition coverage incomplete\n");

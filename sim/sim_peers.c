@@ -100,7 +100,11 @@ static void sim_mutate(sim_world *w, sim_reply *r, uint16_t op)
     if (r->len > 0U && sim_fault_fires(w, SIM_F_TRUNC)) {
         r->len = sim_below(w, (uint32_t)r->len);
     }
-    if (r->ncaps < PBX_CORE_RECV_SLOTS_MAX &&
+    /* Never on a replayed reply: it travels without its receipts, and a
+     * junk one would stand in for its object or handle, a different
+     * answer the core cannot tell from the true one (seed 1441 with the
+     * broker fault: an exact FOUND replayed under its own call's seq). */
+    if (r->ncaps < PBX_CORE_RECV_SLOTS_MAX && r->replayed == 0U &&
         sim_fault_fires(w, SIM_F_SURPLUS)) {
         r->caps[r->ncaps++] = sim_cap_mint(w, SIM_ROLE_JUNK, SIM_NIL, 0, 0);
     }
