@@ -441,6 +441,9 @@ typedef struct sim_world {
     uint32_t stat_broker_lost;
     /** Alias derivations answered BUSY so far. */
     uint32_t stat_alias_busy;
+    /** Nonzero once the kernel rejected a wake for good: the fail-stop
+     * that follows must carry PBX_CORE_EXIT_NOTIFY. */
+    uint32_t wake_rejected;
     /** Effect callbacks so far, and the one that fails (0: none). */
     uint64_t effects;
     /** The effect number that fails. */

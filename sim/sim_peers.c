@@ -407,7 +407,15 @@ pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len)
     }
     if (sim_fault_fires(w, SIM_F_WAKE_FAIL)) {
         /* launchd's wake route refuses this wake: the core keeps the
-         * decision and retries on a later tick, never a fail-stop. */
+         * decision and retries on a later tick, never a fail-stop. In a
+         * seed that allows a permanent fault, now and then the kernel
+         * rejects it for good (side stream): the core must stop with
+         * the notification status (sim_core_step checks it). */
+        if (w->rate[SIM_F_DEL_PERM] != 0U && sim_side_below(w, 256U) == 0U) {
+            w->permanent = 1U;
+            w->wake_rejected = 1U;
+            return PBX_CORE_IO_REJECTED;
+        }
         return PBX_CORE_IO_FAILED;
     }
     q->wakes++;

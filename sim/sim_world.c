@@ -309,6 +309,13 @@ static bool sim_core_step(sim_world *w, bool *progressed)
         if (w->permanent == 0U) {
             sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",
                      pbx_err_name(err), (int)pbx_core_exit_status(w->core));
+        } else if (w->wake_rejected != 0U &&
+                   (err != PBX_E_CORE_NOTIFY_REJECTED ||
+                    pbx_core_exit_status(w->core) != PBX_CORE_EXIT_NOTIFY)) {
+            sim_fail(w,
+                     "a rejected wake stopped the core with %s (exit %d), "
+                     "not the notification status",
+                     pbx_err_name(err), (int)pbx_core_exit_status(w->core));
         }
         return false;
     }

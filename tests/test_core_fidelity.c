@@ -135,3 +135,44 @@ PBX_TEST(core_not_found_after_transient_deletion_of_refused_receipt)
     PBX_CHECK(th_quiescent(h));
     th_free(h);
 }
+
+/* A wake the kernel rejects permanently stops the service with its own
+ * exit status, PBX_CORE_EXIT_NOTIFY (67), distinct from public (64),
+ * cleanup (65) and progression (66); a wake refused for now (FAILED) is
+ * kept and retried on a tick, and backpressure (BUSY) when launchd's route
+ * is ready again, neither ever a fail-stop. */
+PBX_TEST(core_permanent_wake_rejection_stops_with_notify_status)
+{
+    static const pbx_core_io ios[] = {PBX_CORE_IO_FAILED, PBX_CORE_IO_BUSY,
+                                      PBX_CORE_IO_REJECTED};
+    for (size_t k = 0; k < sizeof(ios) / sizeof(ios[0]); k++) {
+        th_h *h = th_new(4);
+        pbx_ipc_begin b;
+        pbx_ipc_id id = {0, 0};
+        pbx_ipc_decision d;
+        uint32_t xfer = 0;
+        th_default_begin(&b, sel, SEL_LEN);
+        th_push_wake(h, ios[k]);
+        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+        th_run(h);
+        PBX_CHECK_EQ(h->wake_count, 0U);
+        if (ios[k] == PBX_CORE_IO_REJECTED) {
+            PBX_CHECK_EQ(h->step_err, PBX_E_CORE_NOTIFY_REJECTED);
+            PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NOTIFY);
+            PBX_CHECK_EQ((int)PBX_CORE_EXIT_NOTIFY, 67);
+            th_free(h);
+            continue;
+        }
+        PBX_CHECK_EQ(h->step_err, PBX_OK);
+        PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_NONE);
+        if (ios[k] == PBX_CORE_IO_BUSY) {
+            pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_LAUNCHD);
+        } else {
+            pbx_core_on_tick(&h->core);
+        }
+        th_run(h);
+        PBX_CHECK_EQ(h->wake_count, 1U);
+        TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_APPROVED);
+        th_free(h);
+    }
+}
