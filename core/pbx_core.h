@@ -374,6 +374,12 @@ typedef struct pbx_core_ctx {
     /** Calls ended by their deadline or a lost route since init
      * (saturating). */
     uint32_t calls_expired;
+    /**
+     * The generation the last call record was given: every call takes the
+     * next one (UINT32_MAX steps to 1), so a call's generation, which its
+     * seq carries whole, names no other call sent within 2^32 - 1 calls.
+     */
+    uint32_t call_serial;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */
