@@ -343,8 +343,7 @@ static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
         return PBX_CORE_NIL;
     }
     uint32_t o = PBX_CORE_NIL;
-    for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES && o == PBX_CORE_NIL;
-         k++) {
+    for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES && o == PBX_CORE_NIL; k++) {
         if (pbx_core_reply_route(pbx_core_class_route(k)) == route) {
             o = pbx_core_call_find(ctx, k, seq);
         }

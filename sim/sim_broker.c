@@ -54,25 +54,24 @@ static void sim_broker_req(sim_world *w, const sim_broker_snap *b, uint32_t i)
         return; /* Retired by the loss (its decision dropped), or none. */
     }
     if (sim_broker_inflight(r->link.state)) {
-        sim_fail(w, "broker loss: request %u/%u still in flight (%s)", i,
-                 q[1], pbx_core_state_name((pbx_core_state)r->link.state));
+        sim_fail(w, "broker loss: request %u/%u still in flight (%s)", i, q[1],
+                 pbx_core_state_name((pbx_core_state)r->link.state));
     } else if ((r->flags & PBX_CORE_REQ_F_ABANDONED) == 0U) {
-        sim_fail(w, "broker loss: request %u/%u not marked abandoned", i,
-                 q[1]);
+        sim_fail(w, "broker loss: request %u/%u not marked abandoned", i, q[1]);
     } else if (sim_broker_inflight(q[2]) &&
                (r->outcome != (uint16_t)PBX_IPC_OUTCOME_CANCELLED ||
                 (r->flags & PBX_CORE_REQ_F_CANCELLED) == 0U)) {
         sim_fail(w,
                  "broker loss: request %u/%u in flight (%s) ended with "
                  "outcome %u, flags %#x: it must end CANCELLED",
-                 i, q[1], pbx_core_state_name((pbx_core_state)q[2]),
-                 r->outcome, r->flags);
+                 i, q[1], pbx_core_state_name((pbx_core_state)q[2]), r->outcome,
+                 r->flags);
     } else if (!sim_broker_inflight(q[2]) && q[3] != 0U &&
                q[3] != (uint32_t)PBX_IPC_OUTCOME_APPROVED &&
                r->outcome != q[3]) {
         /* A decision already made without approval stands. */
-        sim_fail(w, "broker loss: request %u/%u decided %u turned %u", i,
-                 q[1], q[3], r->outcome);
+        sim_fail(w, "broker loss: request %u/%u decided %u turned %u", i, q[1],
+                 q[3], r->outcome);
     }
 }
 
@@ -82,8 +81,8 @@ static void sim_broker_grants(sim_world *w, const sim_broker_snap *b)
     uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_GRANTS].capacity;
     for (uint32_t g = 0; g < cap && g < SIM_GRANT_MAX; g++) {
         const pbx_core_grant *gr = sim_core_grant(w, g);
-        bool live = gr->link.live != 0U &&
-                    gr->link.state == (uint16_t)PBX_CORE_ST_LIVE;
+        bool live =
+            gr->link.live != 0U && gr->link.state == (uint16_t)PBX_CORE_ST_LIVE;
         if (b->grant_live[g] != 0U &&
             (live || gr->end_reason != (uint16_t)PBX_CORE_EV_EXPIRE)) {
             sim_fail(w,

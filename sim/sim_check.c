@@ -139,9 +139,8 @@ static void sim_check_retired(sim_world *w)
         }
         /* An abandoned request's caller left with the broker: nobody
          * could read its decision (sim/sim_broker.c). */
-        bool ok = s->abandoned != 0U
-                      ? s->delivered <= 1U && s->wakes <= 1U
-                      : s->delivered == 1U && s->wakes == 1U;
+        bool ok = s->abandoned != 0U ? s->delivered <= 1U && s->wakes <= 1U
+                                     : s->delivered == 1U && s->wakes == 1U;
         if (!ok) {
             sim_fail(w,
                      "invariant 9: request %u/%u retired after %u "

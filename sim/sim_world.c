@@ -104,8 +104,7 @@ static void sim_pick_faults(sim_world *w)
     }
     /* Faults added later draw on the side stream, so that every seed
      * keeps the main stream (and its replay) it had before them. */
-    for (uint32_t f = (uint32_t)SIM_F_BROKER; f < (uint32_t)SIM_F_COUNT;
-         f++) {
+    for (uint32_t f = (uint32_t)SIM_F_BROKER; f < (uint32_t)SIM_F_COUNT; f++) {
         bool on = (w->opts->faults & (1U << f)) != 0U &&
                   sim_side_below(w, 1024U) < 600U;
         w->rate[f] = on ? rates[sim_side_below(w, 4U)] : 0U;

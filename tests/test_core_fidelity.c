@@ -88,9 +88,9 @@ PBX_TEST(core_commit_digest_wrong_in_any_of_its_32_bytes)
         } else {
             PBX_CHECK_EQ(th_commit(h, id, dest, dest), PBX_E_CORE_DIGEST);
             TH_TRACE(h, "del=64");
-            PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, id.index)
-                             ->link.state,
-                         PBX_CORE_ST_OPEN);
+            PBX_CHECK_EQ(
+                pbx_core_inspect_request(&h->core, id.index)->link.state,
+                PBX_CORE_ST_OPEN);
         }
         PBX_CHECK(th_conserved(h));
         th_free(h);
