@@ -120,3 +120,31 @@ PBX_TEST(core_request_walks_reach_the_last_live_record)
         th_free(h);
     }
 }
+
+/* The generation-zero CANCEL's walk of a job's request chain, as long as
+ * the pool: with every request record in one job, the one request of the
+ * named session is found wherever it sits in the chain (first or last
+ * begun), and only it is cancelled. */
+PBX_TEST(core_cancel_correlation_walk_reaches_the_last_record)
+{
+    for (uint32_t at = 0; at < WALK_N; at += WALK_N - 1U) {
+        th_h *h = th_new(WALK_N);
+        pbx_ipc_begin b;
+        th_default_begin(&b, sel, SEL_LEN);
+        uint64_t other = b.ctx.session + 1U;
+        for (uint32_t k = 0; k < WALK_N; k++) {
+            pbx_ipc_begin bk = b;
+            bk.ctx.session = k == at ? b.ctx.session : other;
+            pbx_ipc_id id = {0, 0};
+            PBX_REQUIRE(th_open_parked(h, &bk, sel, &id) == 0U);
+            PBX_REQUIRE(id.index == k);
+        }
+        PBX_CHECK_EQ(
+            th_cancel_corr(h, b.ctx.job_id, b.ctx.job_gen, b.ctx.session), 0U);
+        for (uint32_t i = 0; i < WALK_N; i++) {
+            const pbx_core_request *r = pbx_core_inspect_request(&h->core, i);
+            PBX_CHECK_EQ(r->link.state == PBX_CORE_ST_RELEASE, i == at);
+        }
+        th_free(h);
+    }
+}
