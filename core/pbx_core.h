@@ -54,7 +54,12 @@ typedef enum pbx_core_io {
     /** Backpressure: nothing was sent or transferred; retry on ready. */
     PBX_CORE_IO_BUSY = 1,
     /** Transport failure: nothing usable arrived; no transfer happened. */
-    PBX_CORE_IO_FAILED = 2
+    PBX_CORE_IO_FAILED = 2,
+    /** Permanent refusal: the kernel says the operation can never succeed
+     * on this capability (not backpressure, not a peer that is gone and
+     * may return). Only a wake may answer it; the core then stops with
+     * PBX_CORE_EXIT_NOTIFY. Any other op's REJECTED reads as FAILED. */
+    PBX_CORE_IO_REJECTED = 3
 } pbx_core_io;
 
 /** pbx_core_delete is the outcome of an exact slot deletion. */
@@ -130,7 +135,9 @@ typedef struct pbx_core_ops {
     /** Derives a revocable SEND-only alias of object into *alias_out. */
     pbx_core_io (*alias_derive)(void *user, uint32_t object,
                                 uint32_t *alias_out);
-    /** Queues an authority-free wake frame of len bytes to launchd. */
+    /** Queues an authority-free wake frame of len bytes to launchd:
+     * OK, BUSY (retried when launchd's route is ready), FAILED (kept and
+     * retried on a tick) or REJECTED (a fail-stop, EXIT_NOTIFY). */
     pbx_core_io (*wake)(void *user, const uint8_t *frame, size_t len);
 } pbx_core_ops;
 
@@ -156,8 +163,9 @@ typedef enum pbx_core_exit {
     PBX_CORE_EXIT_CLEANUP = 65,
     /** Retained request progression failure. */
     PBX_CORE_EXIT_PROGRESS = 66,
-    /** Notification failure: retired (a refused wake is retried on a
-     * tick, keeping its decision); kept so the number is never reused. */
+    /** Notification failure: a wake the kernel rejected permanently
+     * (PBX_CORE_IO_REJECTED); a wake refused for now is retried on a
+     * tick, keeping its decision, and never stops the service. */
     PBX_CORE_EXIT_NOTIFY = 67
 } pbx_core_exit;
 
@@ -366,6 +374,12 @@ typedef struct pbx_core_ctx {
     /** Calls ended by their deadline or a lost route since init
      * (saturating). */
     uint32_t calls_expired;
+    /**
+     * The generation the last call record was given: every call takes the
+     * next one (UINT32_MAX steps to 1), so a call's generation, which its
+     * seq carries whole, names no other call sent within 2^32 - 1 calls.
+     */
+    uint32_t call_serial;
     /** Capabilities the core holds right now (conservation). */
     uint32_t held_caps;
     /** Nonzero after a successful init and until a fail-stop. */

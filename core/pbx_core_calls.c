@@ -9,14 +9,9 @@
  */
 #include "core/pbx_core_peer.h"
 
-/** PBX_CORE_SEQ_INDEX_BITS: a sequence is (generation << 16) | index. */
-#define PBX_CORE_SEQ_INDEX_BITS 16U
-
 _Static_assert(PBX_CORE_CALL_CLASSES == 5U &&
                    PBX_BOOTSTRAP_TIME_PROMPT + 1 == PBX_CORE_CALL_CLASSES,
                "one deadline class per PBX1 call time, in order");
-_Static_assert(PBX_BOOTSTRAP_RECORDS_MAX <= (1UL << PBX_CORE_SEQ_INDEX_BITS),
-               "every call index fits the sequence's index bits");
 
 /* Call record o. */
 static pbx_core_outcall *pbx_core_outcall_at(const pbx_core_ctx *ctx,
@@ -27,8 +22,20 @@ static pbx_core_outcall *pbx_core_outcall_at(const pbx_core_ctx *ctx,
 
 uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o)
 {
-    uint32_t gen = pbx_core_outcall_at(ctx, o)->link.generation;
-    return (gen << PBX_CORE_SEQ_INDEX_BITS) | o;
+    /* The whole generation: unique among the calls of 2^32 - 1 sends
+     * (pbx_core_call_take), so no reply held back names a later call. */
+    return pbx_core_outcall_at(ctx, o)->link.generation;
+}
+
+/* Takes a call record and gives it the core's next call generation,
+ * which is greater than any it had (until the serial wraps to 1). */
+static uint32_t pbx_core_call_take(pbx_core_ctx *ctx)
+{
+    uint32_t o = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_CALLS);
+    ctx->call_serial =
+        ctx->call_serial == UINT32_MAX ? 1U : ctx->call_serial + 1U;
+    pbx_core_outcall_at(ctx, o)->link.generation = ctx->call_serial;
+    return o;
 }
 
 /* The startup route a deadline class's calls go on (scope calls: none). */
@@ -90,7 +97,7 @@ pbx_core_io pbx_core_call_send(pbx_core_ctx *ctx, pbx_core_call *c,
         pbx_core_call_wait(ctx, spec, c->route, true);
         return PBX_CORE_IO_BUSY;
     }
-    uint32_t o = pbx_core_alloc(ctx, PBX_BOOTSTRAP_POOL_CALLS);
+    uint32_t o = pbx_core_call_take(ctx);
     PBX_ASSERT(pbx_ipc_frame_set_seq(ctx->frame, c->frame_len,
                                      pbx_core_call_seq(ctx, o)) == PBX_OK);
     pbx_core_io io = ctx->ops->send(ctx->ops_user, c);
@@ -305,20 +312,43 @@ static uint32_t pbx_core_reply_route(uint32_t sent)
     return sent == PBX_CORE_ROUTE_SCOPE ? (uint32_t)PBX_CORE_ROUTE_VFSD : sent;
 }
 
-/* Finds the live call a reply header echoes: the sequence names a live
- * record of this generation, whose replies come on this route (a scoped
- * call's on vfsd's), with this operation and this identity. Returns its
- * index or PBX_CORE_NIL. */
+/* The live call of class clazz whose generation is seq, or PBX_CORE_NIL:
+ * one walk of the class's deadline FIFO, bounded by the pool. */
+static uint32_t pbx_core_call_find(const pbx_core_ctx *ctx, uint32_t clazz,
+                                   uint32_t seq)
+{
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    uint32_t o = ctx->queues[PBX_CORE_Q_CALLS + clazz].head;
+    for (uint32_t n = 0; n < cap && o != PBX_CORE_NIL; n++) {
+        const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
+        if (oc->link.generation == seq) {
+            return o;
+        }
+        o = oc->link.next;
+    }
+    return PBX_CORE_NIL;
+}
+
+/* Finds the live call a reply header echoes: the sequence is the whole
+ * generation of a live call whose replies come on this route (a scoped
+ * call's on vfsd's), with this operation and this identity. Only the
+ * classes whose replies come on route are searched. Returns its index or
+ * PBX_CORE_NIL. */
 static uint32_t pbx_core_call_match(const pbx_core_ctx *ctx, uint32_t route,
                                     const uint8_t *frame, size_t len)
 {
     uint32_t seq = 0;
     if (len < PBX_IPC_HEADER_BYTES ||
-        pbx_ipc_frame_peek_seq(frame, len, &seq) != PBX_OK) {
+        pbx_ipc_frame_peek_seq(frame, len, &seq) != PBX_OK || seq == 0U) {
         return PBX_CORE_NIL;
     }
-    uint32_t o = seq & ((1U << PBX_CORE_SEQ_INDEX_BITS) - 1U);
-    if (o >= ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity) {
+    uint32_t o = PBX_CORE_NIL;
+    for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES && o == PBX_CORE_NIL; k++) {
+        if (pbx_core_reply_route(pbx_core_class_route(k)) == route) {
+            o = pbx_core_call_find(ctx, k, seq);
+        }
+    }
+    if (o == PBX_CORE_NIL) {
         return PBX_CORE_NIL;
     }
     const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);

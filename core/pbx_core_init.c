@@ -138,6 +138,7 @@ pbx_err pbx_core_init(pbx_core_ctx *ctx, const pbx_bootstrap_layout *layout,
     ctx->ops_user = ops_user;
     ctx->slots = *slots;
     ctx->lane = 0U;
+    ctx->call_serial = 0U;
     ctx->held_caps = 0U;
     ctx->index_visits = 0U;
     ctx->public_orphans = 0U;

@@ -31,6 +31,14 @@ pbx_err pbx_core_notify_step(pbx_core_ctx *ctx, uint32_t n)
         pbx_core_enqueue(ctx, PBX_CORE_Q_PARK_NOTIFY, n);
         return PBX_OK;
     }
+    if (io == PBX_CORE_IO_REJECTED) {
+        /* The kernel says no wake can ever go out on this route: every
+         * retained decision would wait forever, so the service stops with
+         * the notification status (the decision stays, undelivered). */
+        pbx_core_enqueue(ctx, PBX_CORE_Q_DEFER_NOTIFY, n);
+        return pbx_core_fail(ctx, PBX_CORE_EXIT_NOTIFY,
+                             PBX_E_CORE_NOTIFY_REJECTED);
+    }
     if (io != PBX_CORE_IO_OK) {
         /* launchd's route refused it (failed, or its peer is gone): no
          * peer's death ends the service. The decision is kept and the

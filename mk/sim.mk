@@ -80,10 +80,27 @@ sim-plants: $(SIM_PLANT_BINS)
 	    else echo "sim-plants: $$p caught: $$(grep -m1 FAIL $(BUILD)/sim/$$p.log)"; fi; \
 	done
 
+# Beside the fixed seeds, CI runs SIM_COMMIT_COUNT seeds that change with
+# every commit: the first 7 hex digits of the commit id, read as a number,
+# times SIM_COMMIT_COUNT, above 10,000,000 (never one of the fixed seeds).
+# The range is printed before the run so that a failure replays with
+# the same command; outside git (a tarball) the fixed seeds run alone.
+SIM_COMMIT_COUNT ?= 200
+SIM_COMMIT_ID    := $(shell git rev-parse --short=7 HEAD 2>/dev/null)
+SIM_COMMIT_FIRST := $(if $(SIM_COMMIT_ID),$(shell echo $$((10000000 + 0x$(SIM_COMMIT_ID) * $(SIM_COMMIT_COUNT)))))
+SIM_COMMIT_LAST  := $(if $(SIM_COMMIT_FIRST),$(shell echo $$(($(SIM_COMMIT_FIRST) + $(SIM_COMMIT_COUNT) - 1))))
+
 sim-check: $(BUILD)/sim/pbx-sim-asan sim-determinism sim-plants
 	$(BUILD)/sim/pbx-sim-asan --regress sim/regress.txt --steps 2000
 	$(BUILD)/sim/pbx-sim-asan --seeds $(SIM_SEEDS) --steps $(SIM_STEPS) \
 	    --faults $(SIM_GATE_FAULTS) --coverage
+	@if [ -n "$(SIM_COMMIT_FIRST)" ]; then \
+	    echo "sim-check: seeds of commit $(SIM_COMMIT_ID): replay with" \
+	        "pbx-sim --seeds $(SIM_COMMIT_FIRST)..$(SIM_COMMIT_LAST)" \
+	        "--steps $(SIM_STEPS) --faults $(SIM_GATE_FAULTS)"; \
+	    $(BUILD)/sim/pbx-sim-asan --seeds $(SIM_COMMIT_FIRST)..$(SIM_COMMIT_LAST) \
+	        --steps $(SIM_STEPS) --faults $(SIM_GATE_FAULTS); \
+	else echo "sim-check: not a git tree: no commit seeds"; fi
 
 sim-long: $(SIM_BIN)
 	$(SIM_BIN) --seeds $(SIM_LONG_SEEDS) --steps $(SIM_LONG_STEPS) --coverage

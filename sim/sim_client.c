@@ -214,7 +214,10 @@ void sim_client_begin(sim_world *w, uint32_t c)
     }
     (void)pbx_sha2_digest(sel, b.selector_len, b.selector_digest);
     if (sim_fault_fires(w, SIM_F_CLIENT)) {
-        b.selector_digest[0] ^= 1U; /* COMMIT must refuse this digest */
+        /* COMMIT must refuse this digest, whichever of its 32 bytes (and
+         * bit) is wrong: the comparison must cover every byte. */
+        uint32_t at = sim_below(w, 32U);
+        b.selector_digest[at] ^= (uint8_t)(1U << sim_below(w, 8U));
     }
     if (pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) != PBX_OK) {
         sim_fail(w, "sim: BEGIN encode failed");

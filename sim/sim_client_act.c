@@ -249,11 +249,12 @@ void sim_client_act(sim_world *w)
     if (roll < 15U) {
         sim_client_begin(w, c);
     } else if (roll < 75U) {
-        if (w->reqs[i].live != 0U) {
+        if (w->reqs[i].live != 0U && w->reqs[i].abandoned == 0U) {
             sim_client_advance(w, i);
         }
     } else if (roll < 82U) {
-        if (w->reqs[i].live != 0U && sim_fault_fires(w, SIM_F_CANCEL)) {
+        if (w->reqs[i].live != 0U && w->reqs[i].abandoned == 0U &&
+            sim_fault_fires(w, SIM_F_CANCEL)) {
             sim_client_cancel(w, i, sim_chance(w, 256U));
         }
     } else if (roll < 90U) {
@@ -276,7 +277,7 @@ void sim_client_quiesce(sim_world *w)
 {
     for (uint32_t i = 0; i < SIM_REQ_MAX; i++) {
         const sim_req *s = &w->reqs[i];
-        if (s->live == 0U) {
+        if (s->live == 0U || s->abandoned != 0U) {
             continue;
         }
         if (s->committed == 0U && s->cancel_ok == 0U && s->ended == 0U) {

@@ -52,7 +52,24 @@ void sim_client_commit(sim_world *w, uint32_t i)
     uint8_t digest[32];
     (void)pbx_sha2_digest(s->selector, s->begin.selector_len, digest);
     bool good_digest = memcmp(digest, s->begin.selector_digest, 32U) == 0;
+    /* The runtime's placement query (pbx_core_commit_dest, pure): it may
+     * name only this request's own reservation, and every COMMIT the core
+     * accepts is one it named so (issue 22 item 8: every entry point). */
+    uint32_t named = PBX_CORE_SLOT_NONE;
+    bool placed = pbx_core_commit_dest(w->core, s->badge, buf, n, 1U, &named);
+    if (placed && named != s->dest) {
+        sim_fail(w, "commit_dest named slot %u for request %u/%u (dest %u)",
+                 named, i, s->gen, s->dest);
+        return;
+    }
     const pbx_core_out *o = sim_public(w, s->badge, buf, n, &scope, 1U, want);
+    if (o != NULL && sim_reply_status(o, NULL) == 0U && !placed) {
+        sim_fail(w,
+                 "COMMIT of request %u/%u accepted where commit_dest named "
+                 "no destination",
+                 i, s->gen);
+        return;
+    }
     if (o != NULL && sim_reply_status(o, NULL) != 0U) {
         sim_commit_refused(w, i, scope.id);
     }

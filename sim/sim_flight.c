@@ -340,6 +340,28 @@ static void sim_stall(sim_world *w)
     }
 }
 
+/* The runtime's wait bound (pbx_core_next_deadline, pure): after the
+ * core heard the time, the earliest deadline it names is still ahead, and
+ * it names one exactly while a call is outstanding or a request is OPEN
+ * (issue 22 item 8: every core entry point driven). */
+static void sim_check_next_deadline(sim_world *w)
+{
+    uint64_t at = 0;
+    bool any = pbx_core_next_deadline(w->core, &at);
+    bool open = pbx_core_calls_outstanding(w->core) != 0U;
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_REQUESTS].capacity;
+    for (uint32_t i = 0; i < cap && i < SIM_REQ_MAX && !open; i++) {
+        const pbx_core_request *r = sim_core_req(w, i);
+        open =
+            r->link.live != 0U && r->link.state == (uint16_t)PBX_CORE_ST_OPEN;
+    }
+    if (any != open || (any && at <= w->now_ms)) {
+        sim_fail(w, "next_deadline: %s %llu at %llu ms with %s outstanding",
+                 any ? "names" : "names none,", (unsigned long long)at,
+                 (unsigned long long)w->now_ms, open ? "work" : "nothing");
+    }
+}
+
 bool sim_clock(sim_world *w)
 {
     w->now_ms += 1U + sim_below(w, 2U * w->ms_step - 1U);
@@ -347,6 +369,9 @@ bool sim_clock(sim_world *w)
     uint32_t expired = w->core->calls_expired;
     uint32_t opens = w->core->opens_expired;
     pbx_err err = pbx_core_on_time(w->core, w->now_ms);
+    if (err == PBX_OK) {
+        sim_check_next_deadline(w);
+    }
     uint32_t ended = sim_calls_expire(w);
     uint32_t n = w->core->calls_expired - expired;
     /* A request that stayed uncommitted past its OPEN deadline moved to

@@ -12,10 +12,6 @@
 
 #include <string.h>
 
-/* Bits of a call seq that hold its record index (pbx_core_inspect_seq:
- * the generation's low 16 bits above the index). */
-#define SIM_SEQ_INDEX_BITS 16U
-
 /* Record i of pool (i below the pool's capacity). */
 static inline const void *sim_rec(const sim_world *w, pbx_bootstrap_pool pool,
                                   uint32_t i)
@@ -133,8 +129,17 @@ uint32_t sim_core_calls_view(const sim_world *w, sim_call_view *out)
 
 uint32_t sim_core_call_index(const sim_world *w, uint32_t seq)
 {
-    uint32_t o = seq & ((1U << SIM_SEQ_INDEX_BITS) - 1U);
-    return o < w->core->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity ? o : SIM_NIL;
+    /* A seq is its call record's whole generation (pbx_core_inspect_seq),
+     * unique among live calls: the live record that carries it. */
+    uint32_t cap = w->core->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    for (uint32_t o = 0; o < cap && seq != 0U; o++) {
+        const pbx_core_outcall *oc =
+            (const pbx_core_outcall *)sim_rec(w, PBX_BOOTSTRAP_POOL_CALLS, o);
+        if (oc->link.live != 0U && pbx_core_inspect_seq(w->core, o) == seq) {
+            return o;
+        }
+    }
+    return SIM_NIL;
 }
 
 uint32_t sim_core_req_call(const sim_world *w, uint32_t i)

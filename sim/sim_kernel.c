@@ -289,7 +289,14 @@ static pbx_core_io sim_op_alias(void *user, uint32_t object,
                  object);
         return PBX_CORE_IO_FAILED;
     }
-    if (w->step < rt->busy_until) {
+    /* Besides vfsd's busy windows, a seed with the busy fault meets BUSY
+     * here at its own rate on the side stream (issue 22 item 8: without
+     * it under 1% of seeds ever parked an alias derivation). */
+    if (w->step < rt->busy_until ||
+        (w->healed == 0U && w->rate[SIM_F_BUSY] != 0U &&
+         sim_side_below(w, 1024U) < w->rate[SIM_F_BUSY])) {
+        w->stat_alias_busy++;
+        sim_event_add(w, SIM_EV_ALIAS, object, 0, 0, 1U);
         return PBX_CORE_IO_BUSY;
     }
     if (nth || sim_fault_fires(w, SIM_F_FAILED)) {

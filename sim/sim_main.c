@@ -96,7 +96,9 @@ static uint64_t sim_range(uint64_t a, uint64_t b, const sim_opts *o,
     return failed;
 }
 
-/* Replays every seed listed in path ("seed" per line, '#' comments). */
+/* Replays every seed listed in path ("seed [steps]" per line, '#'
+ * comments). A seed whose finding lay deeper than the run's --steps names
+ * its own step count, so that it replays the very step that failed. */
 static uint64_t sim_regress(const char *path, const sim_opts *o, uint64_t *cov,
                             uint64_t *hash, uint64_t *count)
 {
@@ -113,7 +115,13 @@ static uint64_t sim_regress(const char *path, const sim_opts *o, uint64_t *cov,
         if (end == line) {
             continue;
         }
-        failed += sim_range(s, s, o, cov, hash);
+        sim_opts one = *o;
+        char *rest = end;
+        unsigned long long steps = strtoull(rest, &end, 10);
+        if (end != rest && steps > one.steps) {
+            one.steps = steps;
+        }
+        failed += sim_range(s, s, &one, cov, hash);
         (*count)++;
     }
     (void)fclose(f);
@@ -218,8 +226,11 @@ int main(int argc, char **argv)
                  (unsigned long long)sim_tot.timeouts,
                  (unsigned long long)sim_tot.cleanup_age,
                  (unsigned long long)sim_tot.cleanup_bound);
-    (void)printf("pbx-sim: %llu waits for a prompt record\n",
-                 (unsigned long long)sim_tot.prompt_waits);
+    (void)printf("pbx-sim: %llu waits for a prompt record; %llu seeds lost "
+                 "launchd's broker, %llu met an alias BUSY\n",
+                 (unsigned long long)sim_tot.prompt_waits,
+                 (unsigned long long)sim_tot.broker_seeds,
+                 (unsigned long long)sim_tot.alias_busy_seeds);
     size_t missing = sim_coverage_report(cov, cli.opts.verbose != 0U);
     if (cli.coverage && missing > 0U) {
         (void)printf("pbx-sim: transition coverage incomplete\n");

@@ -391,6 +391,15 @@ static void sim_note_req(sim_world *w, uint32_t i)
         snap[3] = 0U;
     }
     if (live != 0U && (snap[2] != st || snap[3] != aux)) {
+        if (snap[2] == (uint32_t)PBX_CORE_ST_RELEASE &&
+            st == (uint32_t)PBX_CORE_ST_DELIVERED &&
+            w->reqs[i].abandoned != 0U && w->reqs[i].gen == gen) {
+            /* Abandoned with the broker: published and counted delivered
+             * in one call (pbx_core_publish), two rows. */
+            sim_cover(w, PBX_CORE_MACHINE_REQUEST, snap[2],
+                      PBX_CORE_EV_RELEASED, PBX_CORE_ST_NOTIFY);
+            snap[2] = PBX_CORE_ST_NOTIFY;
+        }
         sim_cover(w, PBX_CORE_MACHINE_REQUEST, snap[2],
                   sim_req_event(w, i, snap[2], st), st);
         if (w->reqs[i].gen == gen) {

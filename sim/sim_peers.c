@@ -100,7 +100,11 @@ static void sim_mutate(sim_world *w, sim_reply *r, uint16_t op)
     if (r->len > 0U && sim_fault_fires(w, SIM_F_TRUNC)) {
         r->len = sim_below(w, (uint32_t)r->len);
     }
-    if (r->ncaps < PBX_CORE_RECV_SLOTS_MAX &&
+    /* Never on a replayed reply: it travels without its receipts, and a
+     * junk one would stand in for its object or handle, a different
+     * answer the core cannot tell from the true one (seed 1441 with the
+     * broker fault: an exact FOUND replayed under its own call's seq). */
+    if (r->ncaps < PBX_CORE_RECV_SLOTS_MAX && r->replayed == 0U &&
         sim_fault_fires(w, SIM_F_SURPLUS)) {
         r->caps[r->ncaps++] = sim_cap_mint(w, SIM_ROLE_JUNK, SIM_NIL, 0, 0);
     }
@@ -403,7 +407,15 @@ pbx_core_io sim_launchd_wake(sim_world *w, const uint8_t *frame, size_t len)
     }
     if (sim_fault_fires(w, SIM_F_WAKE_FAIL)) {
         /* launchd's wake route refuses this wake: the core keeps the
-         * decision and retries on a later tick, never a fail-stop. */
+         * decision and retries on a later tick, never a fail-stop. In a
+         * seed that allows a permanent fault, now and then the kernel
+         * rejects it for good (side stream): the core must stop with
+         * the notification status (sim_core_step checks it). */
+        if (w->rate[SIM_F_DEL_PERM] != 0U && sim_side_below(w, 256U) == 0U) {
+            w->permanent = 1U;
+            w->wake_rejected = 1U;
+            return PBX_CORE_IO_REJECTED;
+        }
         return PBX_CORE_IO_FAILED;
     }
     q->wakes++;

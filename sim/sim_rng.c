@@ -11,7 +11,7 @@ static const char *const sim_fault_names[SIM_F_COUNT] = {
     "surplus",   "badcap",  "replay",   "del-trans", "del-perm", "notify",
     "wake-fail", "reserve", "delivery", "client",    "cancel",   "expire",
     "pbx1",      "nth",     "late",     "dup",       "drop",     "silent",
-    "hangup",    "stall",
+    "hangup",    "stall",   "broker",
 };
 
 static const char *const sim_event_names[] = {
@@ -41,6 +41,12 @@ void sim_rng_seed(sim_world *w, uint64_t seed)
     for (size_t i = 0; i < 4U; i++) {
         w->rng[i] = sim_splitmix(&x);
     }
+    w->side = seed ^ 0xB20CE2A11A5B05EULL;
+}
+
+uint32_t sim_side_below(sim_world *w, uint32_t n)
+{
+    return (uint32_t)(((sim_splitmix(&w->side) >> 32) * (uint64_t)n) >> 32);
 }
 
 static uint64_t sim_rotl(uint64_t v, unsigned k)

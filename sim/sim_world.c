@@ -98,9 +98,16 @@ static void sim_pick_lean(sim_world *w)
 static void sim_pick_faults(sim_world *w)
 {
     static const uint32_t rates[] = {4U, 16U, 64U, 160U};
-    for (uint32_t f = 0; f < (uint32_t)SIM_F_COUNT; f++) {
+    for (uint32_t f = 0; f < (uint32_t)SIM_F_BROKER; f++) {
         bool on = (w->opts->faults & (1U << f)) != 0U && sim_chance(w, 600U);
         w->rate[f] = on ? rates[sim_below(w, 4U)] : 0U;
+    }
+    /* Faults added later draw on the side stream, so that every seed
+     * keeps the main stream (and its replay) it had before them. */
+    for (uint32_t f = (uint32_t)SIM_F_BROKER; f < (uint32_t)SIM_F_COUNT; f++) {
+        bool on = (w->opts->faults & (1U << f)) != 0U &&
+                  sim_side_below(w, 1024U) < 600U;
+        w->rate[f] = on ? rates[sim_side_below(w, 4U)] : 0U;
     }
     /* A permanent deletion rejection ends a run early: keep it rare. A
      * refused wake is retried on a tick (no fail-stop): any rate. */
@@ -301,6 +308,13 @@ static bool sim_core_step(sim_world *w, bool *progressed)
         if (w->permanent == 0U) {
             sim_fail(w, "core fail-stop %s (exit %d) without a permanent fault",
                      pbx_err_name(err), (int)pbx_core_exit_status(w->core));
+        } else if (w->wake_rejected != 0U &&
+                   (err != PBX_E_CORE_NOTIFY_REJECTED ||
+                    pbx_core_exit_status(w->core) != PBX_CORE_EXIT_NOTIFY)) {
+            sim_fail(w,
+                     "a rejected wake stopped the core with %s (exit %d), "
+                     "not the notification status",
+                     pbx_err_name(err), (int)pbx_core_exit_status(w->core));
         }
         return false;
     }
@@ -330,7 +344,7 @@ static bool sim_idle(const sim_world *w)
  * ended. */
 static bool sim_world_turn(sim_world *w, bool all)
 {
-    if (!sim_clock(w) || !sim_routes_fault(w)) {
+    if (!sim_clock(w) || !sim_routes_fault(w) || !sim_broker_fault(w)) {
         return false;
     }
     sim_tick(w, all);
@@ -402,6 +416,8 @@ static void sim_add_totals(const sim_world *w, sim_totals *t)
     t->refused += w->stat_late;
     t->timeouts += w->stat_timeouts;
     t->prompt_waits += w->core->prompt_waits;
+    t->broker_seeds += w->stat_broker_lost != 0U ? 1U : 0U;
+    t->alias_busy_seeds += w->stat_alias_busy != 0U ? 1U : 0U;
     if (w->retire_bound != 0U && w->stat_retire_max * t->cleanup_bound >=
                                      t->cleanup_age * w->retire_bound) {
         t->cleanup_age = w->stat_retire_max;

@@ -378,11 +378,12 @@ PBX_TEST(core_edges_job_generation_zero_correlates_nothing)
     th_free(h);
 }
 
-/* The calls pool's generation wraps like every other: a call record at
- * generation 0xFFFF carries seq 0xFFFF0000 | index, its next use
- * (0x10000) carries seq == index (the 16 generation bits are zero) and
- * still matches its reply, while a replay of the 0xFFFF reply is refused
- * with its receipt; at UINT32_MAX the next use is 1, never 0. */
+/* A call's seq is its record's whole generation, drawn from the core's
+ * call serial (issue 22 item 6: once only its low 16 bits). At the wrap
+ * the serial steps from UINT32_MAX to 1, never 0: a RESOLVE at
+ * UINT32_MAX, the POLICY after it (the same record) at 1 and its reply
+ * taken, while the replayed RESOLVE reply (seq UINT32_MAX) is refused
+ * with its receipt; the record's generation stays the seq it carries. */
 PBX_TEST(core_edges_call_seq_across_the_generation_wraps)
 {
     th_h *h = th_new(EDGE_N);
@@ -391,23 +392,24 @@ PBX_TEST(core_edges_call_seq_across_the_generation_wraps)
     th_default_begin(&b, sel, SEL_LEN);
     h->hold = true;
     uint32_t o = h->core.pools[PBX_BOOTSTRAP_POOL_CALLS].free_head;
-    edge_next_gen(h, PBX_BOOTSTRAP_POOL_CALLS, 0xFFFFU);
+    h->core.call_serial = UINT32_MAX - 1U;
     pbx_ipc_id r = {0, 0};
     PBX_CHECK_EQ(th_open(h, &b, sel, &r), 0U);
     uint32_t k = th_run_to(h, "resolve");
     PBX_REQUIRE(k != TH_NONE);
-    PBX_CHECK_EQ(edges_pend(h, k)->seq, 0xFFFF0000U | o);
-    PBX_CHECK_EQ(pbx_core_inspect_call(&h->core, o)->link.generation, 0xFFFFU);
+    PBX_CHECK_EQ(edges_pend(h, k)->seq, UINT32_MAX);
+    PBX_CHECK_EQ(pbx_core_inspect_call(&h->core, o)->link.generation,
+                 UINT32_MAX);
     th_reply_build(h, k, &old);
     PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
-    /* The POLICY call reuses record o at generation 0x10000. */
+    /* The POLICY call reuses record o at generation 1, never 0. */
     k = th_run_to(h, "policy");
     PBX_REQUIRE(k != TH_NONE);
-    PBX_CHECK_EQ(pbx_core_inspect_call(&h->core, o)->link.generation, 0x10000U);
-    PBX_CHECK_EQ(edges_pend(h, k)->seq, o);
-    PBX_CHECK_EQ(pbx_core_inspect_seq(&h->core, o), o);
-    /* The replayed RESOLVE reply names generation 0xFFFF: refused, its
-     * object receipt deleted, the POLICY call still outstanding. */
+    PBX_CHECK_EQ(pbx_core_inspect_call(&h->core, o)->link.generation, 1U);
+    PBX_CHECK_EQ(edges_pend(h, k)->seq, 1U);
+    PBX_CHECK_EQ(pbx_core_inspect_seq(&h->core, o), 1U);
+    /* The replayed RESOLVE reply names generation UINT32_MAX: refused,
+     * its object receipt deleted, the POLICY call still outstanding. */
     uint32_t held = pbx_core_held_caps(&h->core);
     uint32_t deleted = h->deleted;
     PBX_CHECK_EQ(th_reply_send(h, &old), PBX_OK);
@@ -415,22 +417,9 @@ PBX_TEST(core_edges_call_seq_across_the_generation_wraps)
     PBX_CHECK_EQ(h->deleted, deleted + 1U);
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), held);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), 1U);
-    /* The reply whose seq has zero generation bits is taken. */
     PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
     PBX_CHECK_EQ(h->core.replies_refused, 1U);
     PBX_CHECK_EQ(edge_req_state(h, r.index), PBX_CORE_ST_INSTALL);
-    /* The INSTALL call takes record o at UINT32_MAX, DETACH at 1. */
-    ((pbx_core_link *)pbx_core_inspect_fault(&h->core, PBX_BOOTSTRAP_POOL_CALLS,
-                                             o))
-        ->generation = UINT32_MAX - 1U;
-    k = th_run_to(h, "install");
-    PBX_REQUIRE(k != TH_NONE);
-    PBX_CHECK_EQ(edges_pend(h, k)->seq, 0xFFFF0000U | o);
-    PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
-    k = th_run_to(h, "detach");
-    PBX_REQUIRE(k != TH_NONE);
-    PBX_CHECK_EQ(pbx_core_inspect_call(&h->core, o)->link.generation, 1U);
-    PBX_CHECK_EQ(edges_pend(h, k)->seq, 0x10000U | o);
     h->hold = false;
     th_run(h);
     pbx_ipc_decision d;
@@ -444,11 +433,13 @@ PBX_TEST(core_edges_call_seq_across_the_generation_wraps)
     th_free(h);
 }
 
-/* A sequence that aliases a live call's across 2^16 reuses of its record
- * (same low generation bits, same index) still names only that call: a
- * reply echoing it with another request's identity is refused, so the
- * alias matters only for a reply to the same question from the same
- * owner. */
+/* The seq is matched on the call's whole generation: a record reused
+ * 2^16 times (the generation a 16-bit seq could not tell from its
+ * first use) gives a reply to that first use nothing to match. The
+ * RESOLVE goes out with seq 0x10001 in record o; the same reply bytes
+ * with seq 1 (what a 16-bit scheme would have sent 2^16 uses ago) are
+ * refused, and so is the exact seq with another request's identity; the
+ * exact reply is taken. */
 PBX_TEST(core_edges_call_seq_alias_needs_the_same_identity)
 {
     th_h *h = th_new(EDGE_N);
@@ -456,18 +447,21 @@ PBX_TEST(core_edges_call_seq_alias_needs_the_same_identity)
     th_reply r;
     th_default_begin(&b, sel, SEL_LEN);
     h->hold = true;
-    uint32_t o = h->core.pools[PBX_BOOTSTRAP_POOL_CALLS].free_head;
-    edge_next_gen(h, PBX_BOOTSTRAP_POOL_CALLS, 0x10001U);
+    h->core.call_serial = 0x10000U;
     pbx_ipc_id a = {0, 0};
     PBX_CHECK_EQ(th_open(h, &b, sel, &a), 0U);
     uint32_t k = th_run_to(h, "resolve");
     PBX_REQUIRE(k != TH_NONE);
-    /* Generation 0x10001 carries the seq generation 1 would. */
-    PBX_CHECK_EQ(edges_pend(h, k)->seq, 0x10000U | o);
+    PBX_CHECK_EQ(edges_pend(h, k)->seq, 0x10001U);
+    th_reply_build(h, k, &r);
+    PBX_REQUIRE(pbx_ipc_frame_set_seq(r.frame, r.len, 1U) == PBX_OK);
+    PBX_CHECK_EQ(th_reply_send(h, &r), PBX_OK);
+    PBX_CHECK_EQ(h->core.replies_refused, 1U);
+    PBX_CHECK_EQ(edge_req_state(h, a.index), PBX_CORE_ST_RESOLVE);
     th_reply_build(h, k, &r);
     pbx_le_put32(r.frame + 16, a.gen + 1U);
     PBX_CHECK_EQ(th_reply_send(h, &r), PBX_OK);
-    PBX_CHECK_EQ(h->core.replies_refused, 1U);
+    PBX_CHECK_EQ(h->core.replies_refused, 2U);
     PBX_CHECK_EQ(edge_req_state(h, a.index), PBX_CORE_ST_RESOLVE);
     PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
     PBX_CHECK_EQ(edge_req_state(h, a.index), PBX_CORE_ST_POLICY);

@@ -500,14 +500,19 @@ static pbx_core_io rt_op_wake(void *user, const uint8_t *frame, size_t len)
     /* The wake of a published decision: its log line, once. */
     rt_log_decision(s, frame, len);
     if (len > UINT32_MAX) {
-        return PBX_CORE_IO_FAILED;
+        return PBX_CORE_IO_REJECTED; /* No retry can ever send it. */
     }
     pbx_err err = pbx_port_notify(&s->port, PBX_CAPABI_SLOT_LAUNCHD, frame,
                                   (uint32_t)len);
     if (err == PBX_E_PORT_BACKPRESSURE) {
         return PBX_CORE_IO_BUSY;
     }
-    return err == PBX_OK ? PBX_CORE_IO_OK : PBX_CORE_IO_FAILED;
+    /* A slot the port refuses outright never becomes usable: permanent
+     * (the core stops with the notification status). Anything else, a
+     * launchd that hung up above all, is retried on a tick. */
+    return err == PBX_OK                  ? PBX_CORE_IO_OK
+           : err == PBX_E_PORT_SLOT_RANGE ? PBX_CORE_IO_REJECTED
+                                          : PBX_CORE_IO_FAILED;
 }
 
 uint64_t rt_identity(void *user, uint32_t slot)
