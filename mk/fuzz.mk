@@ -1,0 +1,113 @@
+# mk/fuzz.mk: the libFuzzer harnesses (fuzz/fuzz_*.c), their budgets in
+# make check, longer campaigns and the AFL++ build (docs/TESTING.md,
+# "Fuzzing").
+#
+#   make fuzz         build every harness into $(BUILD)/fuzz/
+#   make fuzz-smoke   each harness replays its committed corpus, then runs
+#                     its budget (FUZZ_RUNS_<name>, default FUZZ_RUNS), and
+#                     prints its executions and executions per second; a
+#                     harness held below FUZZ_RUNS prints why (FUZZ_WHY_<name>).
+#                     Any crash, timeout (-timeout), leak (LSan) or
+#                     invariant failure (the harness aborts) fails it. In
+#                     make check.
+#   make fuzz-long    FUZZ_SECONDS per harness (default 300), not in check
+#   make fuzz-afl     the same harnesses under AFL++ (Debian's afl++),
+#                     AFL_SECONDS each (default 120); fails on any saved crash
+#
+# Every harness links the freestanding libraries; FUZZ_LINK_<name> adds
+# the hosted sources it needs (the simulator, a peer library file, a peer
+# file). Hosted harnesses build with HOSTED, as the peers do.
+
+FUZZ_CC   ?= clang
+FUZZ_RUNS ?= 2000000
+FUZZ_TIMEOUT ?= 10
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -I. -std=c11 -g -O1 $(HOSTED)
+
+# The simulator without its command line: the core-machine harness runs
+# seeds of its world with the input as every draw.
+FUZZ_LINK_fuzz_core_machine := $(filter-out sim/sim_main.c,$(wildcard sim/*.c))
+FUZZ_LINK_fuzz_attach  := peers/common/pbx_peer_attach.c
+FUZZ_LINK_fuzz_tty     := peers/lib/pbx_peer_tty.c peers/lib/pbx_peer_tty_policy.c \
+                          peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c \
+                          peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_vfsd_resolve := peers/lib/pbx_peer_vfs.c peers/lib/pbx_peer.c
+
+# Budgets (docs/TESTING.md has the table with the measured rates). A
+# harness that cannot reach FUZZ_RUNS inside make check's fuzz share says
+# why; its figure is chosen from its measured executions per second.
+FUZZ_RUNS_fuzz_core_machine := 30000
+FUZZ_WHY_fuzz_core_machine  := each input boots a core and runs up to 2048 \
+    simulated steps with every invariant checked after each event, then \
+    drives the world to quiescence (about 60 s at the measured rate)
+FUZZ_RUNS_fuzz_vfsd_resolve := 200000
+FUZZ_WHY_fuzz_vfsd_resolve  := each input is an openat2 lookup and a check \
+    of the result in a real directory tree (about 30 s at the measured rate)
+FUZZ_RUNS_fuzz_attach := 300000
+FUZZ_WHY_fuzz_attach  := each input crosses a real socketpair twice \
+    (about 10 s at the measured rate)
+
+FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
+
+# fuzz_rule(name): a harness's binary, rebuilt when its sources or any
+# header it may include change.
+define fuzz_rule
+$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(LIB_SRCS) $$(HEADERS) $$(FUZZ_LINK_$(1)) \
+        $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$< $$(FUZZ_LINK_$(1)) $$(LIB_SRCS) -o $$@
+$$(BUILD)/afl/$(1): fuzz/$(1).c $$(LIB_SRCS) $$(HEADERS) $$(FUZZ_LINK_$(1))
+	@mkdir -p $$(dir $$@)
+	AFL_QUIET=1 AFL_USE_ASAN=1 AFL_USE_UBSAN=1 afl-clang-fast \
+	    -fsanitize=fuzzer -I. -std=c11 -g -O1 $$(HOSTED) $$< \
+	    $$(FUZZ_LINK_$(1)) $$(LIB_SRCS) -o $$@
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
+
+fuzz: $(FUZZ_BINS)
+
+# fuzz_smoke(name): one harness's make check run: the committed corpus,
+# then its budget of runs (seed 1, so a CI run replays); the summary line
+# gives the runs and the rate libFuzzer measured; any failure prints the
+# log's tail and fails.
+define fuzz_smoke
+	@mkdir -p $(BUILD)/fuzz-work/$(1)
+	@$(BUILD)/fuzz/$(1) -runs=$(or $(FUZZ_RUNS_$(1)),$(FUZZ_RUNS)) -seed=1 \
+	    -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 \
+	    -dict=fuzz/dict/$(1).dict $(BUILD)/fuzz-work/$(1) fuzz/corpus/$(1) \
+	    >$(BUILD)/fuzz-work/$(1).log 2>&1 || { tail -60 $(BUILD)/fuzz-work/$(1).log; \
+	    echo "fuzz $(1): FAILED (log: $(BUILD)/fuzz-work/$(1).log)"; exit 1; }
+	@echo "fuzz $(1): $$(sed -n 's/^stat::number_of_executed_units: *//p' \
+	    $(BUILD)/fuzz-work/$(1).log) runs, $$(sed -n \
+	    's/^stat::average_exec_per_sec: *//p' $(BUILD)/fuzz-work/$(1).log) exec/s"
+	$(if $(FUZZ_WHY_$(1)),@echo "fuzz $(1): fewer than $(FUZZ_RUNS) runs: $(strip $(FUZZ_WHY_$(1)))")
+
+endef
+
+fuzz-smoke: $(FUZZ_BINS)
+	$(foreach n,$(FUZZ_NAMES),$(call fuzz_smoke,$(n)))
+
+FUZZ_SECONDS ?= 300
+AFL_SECONDS  ?= 120
+AFL_BINS     := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/afl/%)
+
+fuzz-long: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do \
+	    n=$$(basename $$f); mkdir -p $(BUILD)/fuzz-work/$$n; \
+	    echo "fuzz $$n ($(FUZZ_SECONDS) s)"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+	        -dict=fuzz/dict/$$n.dict $(BUILD)/fuzz-work/$$n fuzz/corpus/$$n; \
+	done
+
+fuzz-afl: $(AFL_BINS)
+	@set -e; for f in $(AFL_BINS); do \
+	    n=$$(basename $$f); out=$(BUILD)/afl-work/$$n; rm -rf $$out; \
+	    mkdir -p $(BUILD)/afl-work; \
+	    echo "afl $$n ($(AFL_SECONDS) s)"; \
+	    AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	        afl-fuzz -i fuzz/corpus/$$n -o $$out -x fuzz/dict/$$n.dict \
+	        -V $(AFL_SECONDS) -- $$f >$$out.log 2>&1 || { tail -20 $$out.log; exit 1; }; \
+	    if ls $$out/default/crashes/id* >/dev/null 2>&1; then \
+	        echo "afl $$n: crashes saved in $$out/default/crashes"; exit 1; fi; \
+	done
