@@ -27,12 +27,17 @@ FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 # The simulator without its command line: the core-machine harness runs
 # seeds of its world with the input as every draw.
 FUZZ_LINK_fuzz_core_machine := $(filter-out sim/sim_main.c,$(wildcard sim/*.c))
-FUZZ_LINK_fuzz_attach  := peers/common/pbx_peer_attach.c
+FUZZ_LINK_fuzz_attach  := peers/common/pbx_peer_attach.c peers/common/pbx_peer_io.c \
+                          peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_tty     := peers/lib/pbx_peer_tty.c peers/lib/pbx_peer_tty_policy.c \
                           peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_vfsd_resolve := peers/vfsd/vfsd_resolve.c peers/vfsd/vfsd_create.c \
+                          peers/lib/pbx_peer_vfs.c peers/lib/pbx_peer_vfs_obj.c \
+                          peers/lib/pbx_peer.c \
+                          peers/common/pbx_peer_io.c
 FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c \
                           peers/lib/pbx_peer.c
-FUZZ_LINK_fuzz_vfsd_resolve := peers/lib/pbx_peer_vfs.c peers/lib/pbx_peer.c
+
 
 # Budgets (docs/TESTING.md has the table with the measured rates). A
 # harness that cannot reach FUZZ_RUNS inside make check's fuzz share says
