@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * bytes, so the input runs out before the steps do. */
 #define FUZZ_CORE_STEPS_PER_BYTE 1U
 /* Bounds the faulty phase however long the input. */
-#define FUZZ_CORE_STEPS_MAX 2048U
+#define FUZZ_CORE_STEPS_MAX 512U
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
