@@ -41,6 +41,7 @@
  */
 #include "sim/sim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,6 +68,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int failed = sim_run(data[0], &opts, coverage, &hash, &totals);
     sim_rng_feed(NULL, 0U);
     if (failed != 0) {
+        /* sim_run printed the violation and the last events: make sure
+         * they reach the log before the abort. */
+        (void)fflush(stdout);
         abort();
     }
     return 0;

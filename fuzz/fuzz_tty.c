@@ -57,32 +57,48 @@ static void fuzz_tty_line(pbx_peer_tty_policy *p, const char *line)
     }
 }
 
-/* The answer line and keys must follow their documented words exactly. */
-static void fuzz_tty_answer(const uint8_t *a, size_t len)
+/* Whether c is a blank an answer may have around its word. */
+static bool fuzz_tty_blank(uint8_t c)
+{
+    return c == (uint8_t)' ' || c == (uint8_t)'\t' || c == (uint8_t)'\r' ||
+           c == (uint8_t)'\n';
+}
+
+/* The documented answer of the len bytes at a: the word between the
+ * blanks, compared without case with y, yes, n and no. */
+static uint8_t fuzz_tty_expected(const uint8_t *a, size_t len)
 {
     size_t lo = 0;
     size_t hi = len;
-    while (lo < hi && strchr(" \t\r\n", a[lo]) != NULL && a[lo] != 0U) {
+    while (lo < hi && fuzz_tty_blank(a[lo])) {
         lo++;
     }
-    while (hi > lo && strchr(" \t\r\n", a[hi - 1U]) != NULL &&
-           a[hi - 1U] != 0U) {
+    while (hi > lo && fuzz_tty_blank(a[hi - 1U])) {
         hi--;
     }
-    char w[4] = {0};
-    size_t n = hi - lo;
-    for (size_t i = 0; i < n && i < 3U; i++) {
-        uint8_t c = a[lo + i];
-        w[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20U : c);
-    }
-    uint8_t want = 0U;
-    if (n <= 3U && memchr(w, 0, n) == NULL) {
-        if (strcmp(w, "y") == 0 || strcmp(w, "yes") == 0) {
-            want = PBX_IPC_ANSWER_APPROVE;
-        } else if (strcmp(w, "n") == 0 || strcmp(w, "no") == 0) {
-            want = PBX_IPC_ANSWER_DENY;
+    char w[4];
+    size_t n = 0;
+    memset(w, 0, sizeof(w));
+    for (size_t i = lo; i < hi; i++) {
+        uint8_t c = a[i];
+        if (c == 0U || n == 3U) {
+            return 0U; /* a NUL in the word, or a word longer than "yes" */
         }
+        w[n++] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20U : c);
     }
+    if (strcmp(w, "y") == 0 || strcmp(w, "yes") == 0) {
+        return PBX_IPC_ANSWER_APPROVE;
+    }
+    if (strcmp(w, "n") == 0 || strcmp(w, "no") == 0) {
+        return PBX_IPC_ANSWER_DENY;
+    }
+    return 0U;
+}
+
+/* The answer line and keys must follow their documented words exactly. */
+static void fuzz_tty_answer(const uint8_t *a, size_t len)
+{
+    uint8_t want = fuzz_tty_expected(a, len);
     if (pbx_peer_tty_answer_parse((const char *)a, len) != want) {
         abort();
     }
@@ -169,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_tty_answer(ans, alen);
     pol.count = 0;
     for (size_t off = 0, lines = 0;
-         off < tlen && lines < 2U * PBX_PEER_TTY_RULES_MAX; lines++) {
+         off < tlen && lines < (size_t)2U * PBX_PEER_TTY_RULES_MAX; lines++) {
         const uint8_t *nl = memchr(text + off, '\n', tlen - off);
         size_t n = nl == NULL ? tlen - off : (size_t)(nl - (text + off));
         size_t take = n < FUZZ_TTY_LINE_MAX ? n : FUZZ_TTY_LINE_MAX;

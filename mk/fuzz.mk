@@ -11,6 +11,7 @@
 #                     invariant failure (the harness aborts) fails it. In
 #                     make check.
 #   make fuzz-long    FUZZ_SECONDS per harness (default 300), not in check
+#   make fuzz-plants  the core-machine harness must catch each sim plant
 #   make fuzz-afl     the same harnesses under AFL++ (Debian's afl++),
 #                     AFL_SECONDS each (default 120); fails on any saved crash
 #
@@ -146,4 +147,30 @@ fuzz-afl: $(AFL_BINS)
 	        -V $(AFL_SECONDS) -- $$f >$$out.log 2>&1 || { tail -20 $$out.log; exit 1; }; \
 	    if ls $$out/default/crashes/id* >/dev/null 2>&1; then \
 	        echo "afl $$n: crashes saved in $$out/default/crashes"; exit 1; fi; \
+	done
+
+# make fuzz-plants (not in make check): the core-machine harness built
+# against each planted bug of sim/plants/ (applied to a copy of core/, as
+# sim-plants does) must fail within FUZZ_PLANT_RUNS runs from its corpus:
+# the harness can see what the simulator's own seeds see.
+FUZZ_PLANT_RUNS ?= 4000
+FUZZ_PLANTS := $(sort $(basename $(notdir $(wildcard sim/plants/*.patch))))
+FUZZ_PLANT_BINS := $(FUZZ_PLANTS:%=$(BUILD)/fuzz/plant-%/fuzz_core_machine)
+$(BUILD)/fuzz/plant-%/fuzz_core_machine: sim/plants/%.patch fuzz/fuzz_core_machine.c \
+        $(FUZZ_LINK_fuzz_core_machine) $(LIB_SRCS) $(HEADERS) $(wildcard sim/*.h)
+	@rm -rf $(BUILD)/fuzz/plant-$* && mkdir -p $(BUILD)/fuzz/plant-$*
+	cp -r core $(BUILD)/fuzz/plant-$*/core
+	patch -s -p1 -d $(BUILD)/fuzz/plant-$* < sim/plants/$*.patch
+	$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS) fuzz/fuzz_core_machine.c \
+	    $(FUZZ_LINK_fuzz_core_machine) $(filter-out core/%,$(LIB_SRCS)) \
+	    $(BUILD)/fuzz/plant-$*/core/*.c -o $@
+
+.PHONY: fuzz-plants
+fuzz-plants: $(FUZZ_PLANT_BINS)
+	@set -e; for p in $(FUZZ_PLANTS); do \
+	    d=$(BUILD)/fuzz/plant-$$p; rm -rf $$d/work; mkdir -p $$d/work; \
+	    if (cd $$d && ./fuzz_core_machine -runs=$(FUZZ_PLANT_RUNS) -seed=1 \
+	        $(FUZZ_ARGS_fuzz_core_machine) work $(CURDIR)/fuzz/corpus/fuzz_core_machine \
+	        >log 2>&1); then echo "fuzz-plants: $$p was NOT caught"; exit 1; \
+	    else echo "fuzz-plants: $$p caught: $$(grep -m1 '^FAIL' $$d/log)"; fi; \
 	done
