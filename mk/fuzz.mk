@@ -45,31 +45,32 @@ FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c
 FUZZ_ARGS_fuzz_core_machine := -max_len=512
 
 # Budgets (docs/TESTING.md, "Fuzzing", has the table with the rates
-# measured on 2 shared cores). Every harness not named here runs
-# FUZZ_RUNS; one held below it says why, with its rate, so make check's
-# fuzz share stays near 5 minutes of one core.
+# measured here, in executions per CPU second). Every harness not named
+# here runs FUZZ_RUNS; one held below it says why, with its rate, so make
+# check's fuzz share stays near 5 minutes of one core (measured: 3 min
+# user for the whole smoke run with the budgets before these raises).
 FUZZ_ARGS_fuzz_sha2 := -max_len=1024
-FUZZ_RUNS_fuzz_core_machine := 8000
+FUZZ_RUNS_fuzz_core_machine := 12000
 FUZZ_WHY_fuzz_core_machine  := each input boots a core, runs up to 512 \
     simulated steps with every invariant checked after each event and \
-    drives the world to quiescence: 83-300 exec/s measured, about 30-100 s
-FUZZ_RUNS_fuzz_vfsd_resolve := 150000
+    drives the world to quiescence: about 180 exec per CPU second, so \
+    about 65 s
+FUZZ_RUNS_fuzz_vfsd_resolve := 250000
 FUZZ_WHY_fuzz_vfsd_resolve  := each input is a RESOLVE served by vfsd over \
-    a real socket, lookups in a real tree and a reply read back: 5,000 \
-    exec/s measured, about 30 s
-FUZZ_RUNS_fuzz_attach := 300000
+    a real socket, lookups in a real tree and a reply read back: about \
+    6,000 exec per CPU second, so about 40 s
+FUZZ_RUNS_fuzz_attach := 600000
 FUZZ_WHY_fuzz_attach  := each input crosses a real socketpair twice with \
-    fresh descriptors: 18,000-22,000 exec/s measured, about 15 s
+    fresh descriptors: about 45,000 exec per CPU second (most of it in \
+    the kernel), so about 15 s
 FUZZ_RUNS_fuzz_sha2 := 300000
-FUZZ_WHY_fuzz_sha2  := each input hashes up to 1 KiB twice: 6,000-16,000 \
-    exec/s measured, about 20-50 s
+FUZZ_WHY_fuzz_sha2  := each input hashes up to 1 KiB twice: about 30,000 \
+    exec per CPU second while inputs are short, fewer as they grow, so \
+    about 10-20 s
 FUZZ_RUNS_fuzz_tty := 1000000
 FUZZ_WHY_fuzz_tty  := each input parses a policy file line by line and \
-    writes every rule back: 27,000 exec/s measured, about 40 s
-FUZZ_RUNS_fuzz_geometry := 1000000
-FUZZ_WHY_fuzz_geometry  := each record-sized input is resealed (SHA-256) \
-    and judged up to three times: 11,000-50,000 exec/s measured, about \
-    20-90 s
+    writes every rule back, and its inputs grow to many lines: 72,000 \
+    exec per CPU second at first, far fewer later, so about 30-40 s
 
 FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
 
