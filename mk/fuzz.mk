@@ -107,6 +107,7 @@ define fuzz_smoke
 	@mkdir -p $(BUILD)/fuzz-work/$(1)
 	@$(BUILD)/fuzz/$(1) -runs=$(or $(FUZZ_RUNS_$(1)),$(FUZZ_RUNS)) -seed=1 \
 	    -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 $(FUZZ_ARGS_$(1)) \
+	    -artifact_prefix=$(BUILD)/fuzz-work/$(1)- \
 	    -dict=fuzz/dict/$(1).dict $(BUILD)/fuzz-work/$(1) fuzz/corpus/$(1) \
 	    >$(BUILD)/fuzz-work/$(1).log 2>&1 || { tail -60 $(BUILD)/fuzz-work/$(1).log; \
 	    echo "fuzz $(1): FAILED (log: $(BUILD)/fuzz-work/$(1).log)"; exit 1; }
@@ -131,6 +132,7 @@ define fuzz_long
 	@echo "fuzz $(1) ($(FUZZ_SECONDS) s)"
 	@$(BUILD)/fuzz/$(1) -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
 	    -print_final_stats=1 $(FUZZ_ARGS_$(1)) -dict=fuzz/dict/$(1).dict \
+	    -artifact_prefix=$(BUILD)/fuzz-work/$(1)- \
 	    $(BUILD)/fuzz-work/$(1) fuzz/corpus/$(1)
 
 endef
