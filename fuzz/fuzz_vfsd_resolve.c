@@ -56,6 +56,7 @@ static struct {
     dev_t dev[FUZZ_VFSD_INSIDE_MAX];
     ino_t ino[FUZZ_VFSD_INSIDE_MAX];
     size_t ninside;
+    char base[32]; /* the temporary directory, removed at exit */
 } fz;
 
 /* Runs a shell-free setup step; any failure ends the harness. */
@@ -78,12 +79,37 @@ static void fuzz_vfsd_note(int root, const char *rel)
     fz.ninside++;
 }
 
+/* Removes the tree at exit (nothing in it is ever created by a RESOLVE:
+ * a CREATE's file is made only when its object is first used). */
+static void fuzz_vfsd_cleanup(void)
+{
+    static const char *const files[] = {
+        "root/a/b/f.txt", "root/top",      "root/fifo",    "root/in_file",
+        "root/in_dir",    "root/up",       "root/out_rel", "root/out_abs",
+        "root/etc",       "root/dangling", "root/loop",    "root/a/b/up2",
+        "outside/secret"};
+    static const char *const dirs[] = {"root/a/b", "root/a", "root/empty",
+                                       "root", "outside"};
+    char path[128];
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        (void)snprintf(path, sizeof(path), "%s/%s", fz.base, files[i]);
+        (void)unlink(path);
+    }
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        (void)snprintf(path, sizeof(path), "%s/%s", fz.base, dirs[i]);
+        (void)rmdir(path);
+    }
+    (void)rmdir(fz.base);
+}
+
 /* Builds the tree: base/root (the scope) and base/outside beside it. */
 static void fuzz_vfsd_tree(void)
 {
-    char base[] = "/tmp/pbx-fuzz-vfsd-XXXXXX";
+    char *base = fz.base;
     char path[128];
+    (void)snprintf(fz.base, sizeof(fz.base), "/tmp/pbx-fuzz-vfsd-XXXXXX");
     fuzz_vfsd_must(mkdtemp(base) != NULL, "mkdtemp");
+    fuzz_vfsd_must(atexit(fuzz_vfsd_cleanup) == 0, "atexit");
     (void)snprintf(path, sizeof(path), "%s/outside", base);
     fuzz_vfsd_must(mkdir(path, 0700) == 0, path);
     (void)snprintf(path, sizeof(path), "%s/outside/secret", base);
