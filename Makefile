@@ -14,8 +14,6 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 SAN      ?=
 OPT      ?= -O2 -g
-FUZZ_CC  ?= clang
-FUZZ_RUNS ?= 20000
 
 WARN := -std=c11 -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror \
         -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wformat=2
@@ -159,58 +157,7 @@ check-clang:
 check-asan:
 	$(MAKE) BUILD=build/asan CC=clang SAN=1 all test
 
-# ---- fuzzers (libFuzzer; clang only) ----------------------------------------
-
-FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-              -I. -std=c11 -g -O1
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRCS) $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(LIB_SRCS) -o $@
-
-fuzz: $(FUZZ_BINS)
-
-# Each harness replays its committed corpus, then explores for a bounded
-# number of runs; any crash or sanitizer report fails the gate.
-fuzz-smoke: $(FUZZ_BINS)
-	@set -e; for f in $(FUZZ_BINS); do \
-	    n=$$(basename $$f); mkdir -p $(BUILD)/fuzz-work/$$n; \
-	    echo "fuzz $$n ($(FUZZ_RUNS) runs)"; \
-	    $$f -runs=$(FUZZ_RUNS) -seed=1 $(BUILD)/fuzz-work/$$n fuzz/corpus/$$n \
-	        >$(BUILD)/fuzz-work/$$n.log 2>&1 || { tail -40 $(BUILD)/fuzz-work/$$n.log; exit 1; }; \
-	done
-
-# Longer campaigns, never part of `make check`:
-#   make fuzz-long   FUZZ_SECONDS per libFuzzer harness (default 300)
-#   make fuzz-afl    the same harnesses under AFL++ (apt-get install afl++),
-#                    AFL_SECONDS each (default 120); fails on any saved crash
-FUZZ_SECONDS ?= 300
-AFL_SECONDS  ?= 120
-AFL_BINS     := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/afl/%)
-
-fuzz-long: $(FUZZ_BINS)
-	@set -e; for f in $(FUZZ_BINS); do \
-	    n=$$(basename $$f); mkdir -p $(BUILD)/fuzz-work/$$n; \
-	    echo "fuzz $$n ($(FUZZ_SECONDS) s)"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) $(BUILD)/fuzz-work/$$n \
-	        fuzz/corpus/$$n; \
-	done
-
-$(BUILD)/afl/%: fuzz/%.c $(LIB_SRCS) $(HEADERS)
-	@mkdir -p $(dir $@)
-	AFL_QUIET=1 AFL_USE_ASAN=1 AFL_USE_UBSAN=1 afl-clang-fast \
-	    -fsanitize=fuzzer -I. -std=c11 -g -O1 $< $(LIB_SRCS) -o $@
-
-fuzz-afl: $(AFL_BINS)
-	@set -e; for f in $(AFL_BINS); do \
-	    n=$$(basename $$f); out=$(BUILD)/afl-work/$$n; rm -rf $$out; \
-	    mkdir -p $(BUILD)/afl-work; \
-	    echo "afl $$n ($(AFL_SECONDS) s)"; \
-	    AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-	        afl-fuzz -i fuzz/corpus/$$n -o $$out -V $(AFL_SECONDS) -- $$f \
-	        >$$out.log 2>&1 || { tail -20 $$out.log; exit 1; }; \
-	    if ls $$out/default/crashes/id* >/dev/null 2>&1; then \
-	        echo "afl $$n: crashes saved in $$out/default/crashes"; exit 1; fi; \
-	done
+# ---- fuzzers: mk/fuzz.mk (harnesses, budgets, campaigns, AFL++) --------------
 
 # ---- parts with their own rules ---------------------------------------------
 # Each part outside the freestanding layers (the executable and its ports,

@@ -76,7 +76,9 @@ LAYERS = [
     ("scripts", "the doc-comment, freestanding, generated-docs and "
      "include-layering gates", False, None, ""),
     ("fuzz", "libFuzzer harnesses `fuzz/fuzz_*.c`, seed corpora in "
-     "`fuzz/corpus/fuzz_*/`", True, FREE, "libc, libraries"),
+     "`fuzz/corpus/fuzz_*/`, dictionaries in `fuzz/dict/`", True, ["*"],
+     "libc, everything (they drive the core through the simulator and "
+     "the peers' own code)"),
     ("bench", "benchmarks (`make bench`)", True, ["*"], "libc, everything"),
     ("eva", "Frama-C EVA drivers `eva/eva_<lib>.c` and their alarm "
      "baseline (`make eva`)", False, CORE_AND_BELOW, "core and below"),

@@ -15,6 +15,16 @@
 
 /** sim_rng_seed seeds w's PRNG from seed (splitmix64 expansion). */
 void sim_rng_seed(sim_world *w, uint64_t seed);
+/**
+ * sim_rng_feed makes the next len draws (of every sim_rand, sim_below and
+ * sim_chance, in any world) come from bytes, one byte per draw, before
+ * the seeded PRNG takes over again: a fuzzer's input chooses every
+ * decision of a run (fuzz/fuzz_core_machine.c). bytes must stay valid
+ * until the feed is used up or replaced; len 0 turns the feed off.
+ */
+void sim_rng_feed(const uint8_t *bytes, size_t len);
+/** sim_rng_feed_left returns how many fed bytes are still to be drawn. */
+size_t sim_rng_feed_left(void);
 /** sim_rand returns the next 64 random bits. */
 uint64_t sim_rand(sim_world *w);
 /** sim_below returns a uniform value in [0, n) (n > 0). */

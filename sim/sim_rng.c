@@ -54,8 +54,38 @@ static uint64_t sim_rotl(uint64_t v, unsigned k)
     return (v << k) | (v >> (64U - k));
 }
 
+/* The fuzzer's feed (sim_rng_feed): the bytes still to be handed out as
+ * draws, and how many. Empty in pbx-sim, whose draws never see it. */
+static const uint8_t *sim_feed_bytes;
+static size_t sim_feed_left;
+
+void sim_rng_feed(const uint8_t *bytes, size_t len)
+{
+    sim_feed_bytes = len == 0U ? NULL : bytes;
+    sim_feed_left = sim_feed_bytes == NULL ? 0U : len;
+}
+
+size_t sim_rng_feed_left(void)
+{
+    return sim_feed_left;
+}
+
+/* Takes the feed's next byte as a whole draw: the byte repeated across
+ * all 64 bits, so sim_below(n) spans [0, n) and sim_chance's odds follow
+ * the byte. */
+static uint64_t sim_feed_next(void)
+{
+    uint64_t b = sim_feed_bytes[0];
+    sim_feed_bytes++;
+    sim_feed_left--;
+    return b * 0x0101010101010101ULL;
+}
+
 uint64_t sim_rand(sim_world *w)
 {
+    if (sim_feed_left != 0U) {
+        return sim_feed_next();
+    }
     uint64_t *s = w->rng;
     uint64_t out = sim_rotl(s[1] * 5U, 7U) * 9U;
     uint64_t t = s[1] << 17;

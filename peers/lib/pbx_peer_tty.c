@@ -111,16 +111,32 @@ size_t pbx_peer_tty_prompt_text(const pbx_ipc_prompt *p, pbx_ipc_id request,
     return t.pos;
 }
 
+/* Whether ch is a blank an answer line may have around its word. */
+static bool tty_answer_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
 uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len)
 {
     char w[8];
+    size_t lo = 0;
+    size_t hi = len;
+    /* Only the blanks around the word are skipped: a blank or a NUL
+     * inside it ("y e s", "y\0x") is no answer, as the contract says. */
+    while (lo < hi && tty_answer_blank(line[lo])) {
+        lo++;
+    }
+    while (hi > lo && tty_answer_blank(line[hi - 1U])) {
+        hi--;
+    }
+    if (hi - lo >= sizeof(w)) {
+        return 0U;
+    }
     size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = lo; i < hi; i++) {
         char ch = line[i];
-        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
-            continue;
-        }
-        if (n >= sizeof(w) - 1U) {
+        if (ch == '\0' || tty_answer_blank(ch)) {
             return 0U;
         }
         if (ch >= 'A' && ch <= 'Z') {

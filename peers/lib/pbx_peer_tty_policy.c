@@ -334,10 +334,21 @@ static void tty_num_text(bool any, uint64_t v, char *out, size_t out_len)
     }
 }
 
-/* The name of v of kind, or "*" for any. */
-static const char *tty_name_text(pbx_peer_name_kind kind, uint32_t v)
+/* Writes the name of v of kind, "*" for any, or the number itself when
+ * v has no name (the parser takes numbers too, so the text parses back
+ * to the same rule: fuzz/fuzz_tty.c found "?" written for operation 21). */
+static const char *tty_name_text(pbx_peer_name_kind kind, uint32_t v, char *buf,
+                                 size_t len)
 {
-    return v == PBX_PEER_TTY_ANY ? "*" : pbx_peer_name_of(kind, v);
+    const char *name = pbx_peer_name_of(kind, v);
+    if (v == PBX_PEER_TTY_ANY) {
+        return "*";
+    }
+    if (strcmp(name, "?") == 0) {
+        (void)snprintf(buf, len, "%u", (unsigned)v);
+        return buf;
+    }
+    return name;
 }
 
 size_t pbx_peer_tty_rule_text(const pbx_peer_tty_rule *r, char *out,
@@ -345,12 +356,16 @@ size_t pbx_peer_tty_rule_text(const pbx_peer_tty_rule *r, char *out,
 {
     char session[24];
     char realm[24];
+    char num[3][12];
     tty_num_text(r->any_session, r->session, session, sizeof(session));
     tty_num_text(r->any_realm, r->realm, realm, sizeof(realm));
     int n = snprintf(out, out_len, "%s %s %s %s %s %s %s %s", session, realm,
-                     tty_name_text(PBX_PEER_NAMES_OPERATION, r->operation),
-                     tty_name_text(PBX_PEER_NAMES_CLASS, r->object_class),
-                     tty_name_text(PBX_PEER_NAMES_URGENCY, r->urgency),
+                     tty_name_text(PBX_PEER_NAMES_OPERATION, r->operation,
+                                   num[0], sizeof(num[0])),
+                     tty_name_text(PBX_PEER_NAMES_CLASS, r->object_class,
+                                   num[1], sizeof(num[1])),
+                     tty_name_text(PBX_PEER_NAMES_URGENCY, r->urgency, num[2],
+                                   sizeof(num[2])),
                      r->entry[0] != '\0' ? r->entry : "*",
                      r->selector[0] != '\0' ? r->selector : "*",
                      pbx_peer_name_of(PBX_PEER_NAMES_VERDICT, r->verdict));

@@ -126,6 +126,28 @@ PBX_TEST(peers_tty_policy_format)
     PBX_CHECK_EQ(pbx_peer_tty_rule_text(&p.rules[1], tiny, sizeof(tiny)), 7U);
 }
 
+/* A rule naming an operation, class or urgency by a number without a
+ * name is written back with that number, so its text parses back to the
+ * same rule (fuzz/fuzz_tty.c found "?" written for operation 21). */
+PBX_TEST(peers_tty_rule_text_keeps_unnamed_numbers)
+{
+    static pbx_peer_tty_policy p;
+    static pbx_peer_tty_policy q;
+    memset(&p, 0, sizeof(p));
+    memset(&q, 0, sizeof(q));
+    PBX_CHECK(pbx_peer_tty_policy_line(&p, "2 * 21 2 2 deny") == NULL);
+    PBX_CHECK_EQ(p.count, 1U);
+    char out[512];
+    char back[512];
+    (void)pbx_peer_tty_rule_text(&p.rules[0], out, sizeof(out));
+    PBX_CHECK(strcmp(out, "2 * 21 directory exceptional * * deny") == 0);
+    PBX_CHECK(pbx_peer_tty_policy_line(&q, out) == NULL);
+    PBX_CHECK_EQ(q.count, 1U);
+    PBX_CHECK_EQ(q.rules[0].operation, 21U);
+    (void)pbx_peer_tty_rule_text(&q.rules[0], back, sizeof(back));
+    PBX_CHECK(strcmp(back, out) == 0);
+}
+
 /* The policy the decision cases use. */
 static void tp_policy(pbx_peer_tty_policy *p)
 {

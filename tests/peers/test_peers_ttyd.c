@@ -89,6 +89,19 @@ PBX_TEST(peers_tty_policy_table)
     PBX_CHECK_EQ(pbx_peer_tty_answer_parse("\n", 1), 0U);
 }
 
+/* An answer line is its word alone: blanks only around it, no NUL
+ * (fuzz/fuzz_tty.c found "y\0 e" approving). */
+PBX_TEST(peers_tty_answer_is_the_word_alone)
+{
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse("y\0 e", 4), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse("y\0", 2), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse("y e s", 5), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse("n o\n", 4), 0U);
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse(" \tNO \r\n", 7),
+                 PBX_IPC_ANSWER_DENY);
+    PBX_CHECK_EQ(pbx_peer_tty_answer_parse("yes", 3), PBX_IPC_ANSWER_APPROVE);
+}
+
 /* A PROMPT record with selector sel (borrowed). */
 static pbx_ipc_prompt tt_prompt(const char *sel)
 {

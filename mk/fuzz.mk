@@ -1,0 +1,179 @@
+# mk/fuzz.mk: the libFuzzer harnesses (fuzz/fuzz_*.c), their budgets in
+# make check, longer campaigns and the AFL++ build (docs/TESTING.md,
+# "Fuzzing").
+#
+#   make fuzz         build every harness into $(BUILD)/fuzz/
+#   make fuzz-smoke   each harness replays its committed corpus, then runs
+#                     its budget (FUZZ_RUNS_<name>, default FUZZ_RUNS), and
+#                     prints its executions and executions per second; a
+#                     harness held below FUZZ_RUNS prints why (FUZZ_WHY_<name>).
+#                     Any crash, timeout (-timeout), leak (LSan) or
+#                     invariant failure (the harness aborts) fails it. In
+#                     make check.
+#   make fuzz-long    FUZZ_SECONDS per harness (default 300), not in check
+#   make fuzz-plants  the core-machine harness must catch each sim plant
+#   make fuzz-afl     the same harnesses under AFL++ (Debian's afl++),
+#                     AFL_SECONDS each (default 120); fails on any saved crash
+#
+# Every harness links the freestanding libraries; FUZZ_LINK_<name> adds
+# the hosted sources it needs (the simulator, a peer library file, a peer
+# file). Hosted harnesses build with HOSTED, as the peers do.
+
+FUZZ_CC   ?= clang
+FUZZ_RUNS ?= 2000000
+FUZZ_TIMEOUT ?= 10
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -I. -std=c11 -g -O1 $(HOSTED)
+
+# The simulator without its command line: the core-machine harness runs
+# seeds of its world with the input as every draw.
+FUZZ_LINK_fuzz_core_machine := $(filter-out sim/sim_main.c,$(wildcard sim/*.c))
+FUZZ_LINK_fuzz_attach  := peers/common/pbx_peer_attach.c peers/common/pbx_peer_io.c \
+                          peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_tty     := peers/lib/pbx_peer_tty.c peers/lib/pbx_peer_tty_policy.c \
+                          peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_vfsd_resolve := peers/vfsd/vfsd_resolve.c peers/vfsd/vfsd_create.c \
+                          peers/lib/pbx_peer_vfs.c peers/lib/pbx_peer_vfs_obj.c \
+                          peers/lib/pbx_peer.c \
+                          peers/common/pbx_peer_io.c
+FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c \
+                          peers/lib/pbx_peer.c
+
+
+# Harness-specific options: the core machine's inputs stay short (a
+# byte is a draw, a few draws a step), so each run is about 500 steps.
+FUZZ_ARGS_fuzz_core_machine := -max_len=512
+
+# Budgets (docs/TESTING.md, "Fuzzing", has the table with the rates
+# measured here, in executions per CPU second). Every harness not named
+# here runs FUZZ_RUNS; one held below it says why, with its rate, so make
+# check's fuzz share stays near 5 minutes of one core (measured: 3 min
+# user for the whole smoke run with the budgets before these raises).
+FUZZ_ARGS_fuzz_sha2 := -max_len=1024
+FUZZ_RUNS_fuzz_core_machine := 12000
+FUZZ_WHY_fuzz_core_machine  := each input boots a core, runs up to 512 \
+    simulated steps with every invariant checked after each event and \
+    drives the world to quiescence: about 180 exec per CPU second, so \
+    about 65 s
+FUZZ_RUNS_fuzz_vfsd_resolve := 250000
+FUZZ_WHY_fuzz_vfsd_resolve  := each input is a RESOLVE served by vfsd over \
+    a real socket, lookups in a real tree and a reply read back: about \
+    6,000 exec per CPU second, so about 40 s
+FUZZ_RUNS_fuzz_attach := 600000
+FUZZ_WHY_fuzz_attach  := each input crosses a real socketpair twice with \
+    fresh descriptors: about 45,000 exec per CPU second (most of it in \
+    the kernel), so about 15 s
+FUZZ_RUNS_fuzz_sha2 := 300000
+FUZZ_WHY_fuzz_sha2  := each input hashes up to 1 KiB twice: about 30,000 \
+    exec per CPU second while inputs are short, fewer as they grow, so \
+    about 10-20 s
+FUZZ_RUNS_fuzz_tty := 1000000
+FUZZ_WHY_fuzz_tty  := each input parses a policy file line by line and \
+    writes every rule back, and its inputs grow to many lines: 72,000 \
+    exec per CPU second at first, far fewer later, so about 30-40 s
+
+FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
+
+# Every source a harness links is compiled once with the fuzzing flags
+# into $(BUILD)/fuzz-obj/ (its header dependencies in the .d beside it),
+# so eleven harnesses do not compile the libraries eleven times.
+fuzz_objs = $(patsubst %.c,$(BUILD)/fuzz-obj/%.o,$(1))
+$(BUILD)/fuzz-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+
+# fuzz_rule(name): a harness's binary from its own file and the objects
+# of what it links; the AFL++ build compiles the same sources its way.
+define fuzz_rule
+$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) \
+        $$(HEADERS) $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$< $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
+$$(BUILD)/afl/$(1): fuzz/$(1).c $$(LIB_SRCS) $$(HEADERS) $$(FUZZ_LINK_$(1))
+	@mkdir -p $$(dir $$@)
+	AFL_QUIET=1 AFL_USE_ASAN=1 AFL_USE_UBSAN=1 afl-clang-fast \
+	    -fsanitize=fuzzer -I. -std=c11 -g -O1 $$(HOSTED) $$< \
+	    $$(FUZZ_LINK_$(1)) $$(LIB_SRCS) -o $$@
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
+
+fuzz: $(FUZZ_BINS)
+
+# fuzz_smoke(name): one harness's make check run: the committed corpus,
+# then its budget of runs (seed 1, so a CI run replays); the summary line
+# gives the runs and the rate libFuzzer measured; any failure prints the
+# log's tail and fails.
+define fuzz_smoke
+	@mkdir -p $(BUILD)/fuzz-work/$(1)
+	@$(BUILD)/fuzz/$(1) -runs=$(or $(FUZZ_RUNS_$(1)),$(FUZZ_RUNS)) -seed=1 \
+	    -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 $(FUZZ_ARGS_$(1)) \
+	    -artifact_prefix=$(BUILD)/fuzz-work/$(1)- \
+	    -dict=fuzz/dict/$(1).dict $(BUILD)/fuzz-work/$(1) fuzz/corpus/$(1) \
+	    >$(BUILD)/fuzz-work/$(1).log 2>&1 || { tail -60 $(BUILD)/fuzz-work/$(1).log; \
+	    echo "fuzz $(1): FAILED (log: $(BUILD)/fuzz-work/$(1).log)"; exit 1; }
+	@echo "fuzz $(1): $$(sed -n 's/^stat::number_of_executed_units: *//p' \
+	    $(BUILD)/fuzz-work/$(1).log) runs, $$(sed -n \
+	    's/^stat::average_exec_per_sec: *//p' $(BUILD)/fuzz-work/$(1).log) exec/s"
+	$(if $(FUZZ_WHY_$(1)),@echo "fuzz $(1): fewer than $(FUZZ_RUNS) runs: $(strip $(FUZZ_WHY_$(1)))")
+
+endef
+
+fuzz-smoke: $(FUZZ_BINS)
+	$(foreach n,$(FUZZ_NAMES),$(call fuzz_smoke,$(n)))
+
+FUZZ_SECONDS ?= 300
+AFL_SECONDS  ?= 120
+AFL_BINS     := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/afl/%)
+
+# fuzz_long(name): one harness's campaign of FUZZ_SECONDS, its corpus
+# growing in $(BUILD)/fuzz-work/<name>; a finding stops it and fails.
+define fuzz_long
+	@mkdir -p $(BUILD)/fuzz-work/$(1)
+	@echo "fuzz $(1) ($(FUZZ_SECONDS) s)"
+	@$(BUILD)/fuzz/$(1) -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+	    -print_final_stats=1 $(FUZZ_ARGS_$(1)) -dict=fuzz/dict/$(1).dict \
+	    -artifact_prefix=$(BUILD)/fuzz-work/$(1)- \
+	    $(BUILD)/fuzz-work/$(1) fuzz/corpus/$(1)
+
+endef
+
+fuzz-long: $(FUZZ_BINS)
+	$(foreach n,$(FUZZ_NAMES),$(call fuzz_long,$(n)))
+
+fuzz-afl: $(AFL_BINS)
+	@set -e; for f in $(AFL_BINS); do \
+	    n=$$(basename $$f); out=$(BUILD)/afl-work/$$n; rm -rf $$out; \
+	    mkdir -p $(BUILD)/afl-work; \
+	    echo "afl $$n ($(AFL_SECONDS) s)"; \
+	    AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	        afl-fuzz -i fuzz/corpus/$$n -o $$out -x fuzz/dict/$$n.dict \
+	        -V $(AFL_SECONDS) -- $$f >$$out.log 2>&1 || { tail -20 $$out.log; exit 1; }; \
+	    if ls $$out/default/crashes/id* >/dev/null 2>&1; then \
+	        echo "afl $$n: crashes saved in $$out/default/crashes"; exit 1; fi; \
+	done
+
+# make fuzz-plants (not in make check): the core-machine harness built
+# against each planted bug of sim/plants/ (applied to a copy of core/, as
+# sim-plants does) must fail within FUZZ_PLANT_RUNS runs from its corpus:
+# the harness can see what the simulator's own seeds see.
+FUZZ_PLANT_RUNS ?= 4000
+FUZZ_PLANTS := $(sort $(basename $(notdir $(wildcard sim/plants/*.patch))))
+FUZZ_PLANT_BINS := $(FUZZ_PLANTS:%=$(BUILD)/fuzz/plant-%/fuzz_core_machine)
+$(BUILD)/fuzz/plant-%/fuzz_core_machine: sim/plants/%.patch fuzz/fuzz_core_machine.c \
+        $(FUZZ_LINK_fuzz_core_machine) $(LIB_SRCS) $(HEADERS) $(wildcard sim/*.h)
+	@rm -rf $(BUILD)/fuzz/plant-$* && mkdir -p $(BUILD)/fuzz/plant-$*
+	cp -r core $(BUILD)/fuzz/plant-$*/core
+	patch -s -p1 -d $(BUILD)/fuzz/plant-$* < sim/plants/$*.patch
+	$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS) fuzz/fuzz_core_machine.c \
+	    $(FUZZ_LINK_fuzz_core_machine) $(filter-out core/%,$(LIB_SRCS)) \
+	    $(BUILD)/fuzz/plant-$*/core/*.c -o $@
+
+.PHONY: fuzz-plants
+fuzz-plants: $(FUZZ_PLANT_BINS)
+	@set -e; for p in $(FUZZ_PLANTS); do \
+	    d=$(BUILD)/fuzz/plant-$$p; rm -rf $$d/work; mkdir -p $$d/work; \
+	    if (cd $$d && ./fuzz_core_machine -runs=$(FUZZ_PLANT_RUNS) -seed=1 \
+	        $(FUZZ_ARGS_fuzz_core_machine) work $(CURDIR)/fuzz/corpus/fuzz_core_machine \
+	        >log 2>&1); then echo "fuzz-plants: $$p was NOT caught"; exit 1; \
+	    else echo "fuzz-plants: $$p caught: $$(grep -m1 '^FAIL' $$d/log)"; fi; \
+	done
