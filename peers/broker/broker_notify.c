@@ -265,7 +265,7 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
 {
     const __u64 *a = n->data.args;
     c->tid = n->pid;
-    c->tgid = bn_tgid(n->pid);
+    c->tgid = b->tgid_fail ? 0U : bn_tgid(n->pid);
     c->dirfd = (int)(uint32_t)a[0];
     c->resolve = 0U;
     uint64_t addr = a[0];
@@ -299,8 +299,16 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
     e = e != 0 ? e : bn_absolute(b, c);
     /* Checked after the last read (memory, cwd, descriptor): the thread
      * still waits in its call, so everything read was its own. */
-    if (!bn_valid(b, n->id) || c->tgid == 0U) {
+    if (!bn_valid(b, n->id)) {
         return -1;
+    }
+    if (c->tgid == 0U) {
+        /* The notification is still valid: it is answered, never left
+         * waiting (its thread would hang in its open). */
+        pbx_broker_say("pbx-broker: pid %u: its open is refused: the broker "
+                       "cannot read its process from /proc/%u/status\n",
+                       c->tid, c->tid);
+        return EACCES;
     }
     if (c->denied != 0) {
         /* Fail-closed: an open the broker cannot read is never continued
@@ -516,13 +524,7 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
                        real[0] != '\0' ? real : "?", strerror(e), why);
         return e;
     }
-    uint64_t acc = c->flags & O_ACCMODE;
-    /* O_RDONLY|O_TRUNC asked for a write: its descriptor is write-only
-     * (the grant is a write grant), truncated before it is injected. */
-    uint32_t mode = acc == O_RDWR                   ? 3U
-                    : op != PBX_PEER_BROKER_OP_READ ? 2U
-                                                    : 1U;
-    pbx_broker_ask q = {real, sel, op, mode, c->tid};
+    pbx_broker_ask q = {real, sel, op, pbx_broker_mode(c->flags, op), c->tid};
     int fd = -1;
     bool person = false;
     b->asked++;
@@ -637,6 +639,18 @@ int pbx_broker_serve_one(pbx_broker *b)
     b->refused++;
     bn_answer(b, n.id, e, false);
     return 0;
+}
+
+uint32_t pbx_broker_mode(uint64_t flags, uint8_t op)
+{
+    uint64_t acc = flags & O_ACCMODE;
+    if (acc == O_RDWR) {
+        return 3U;
+    }
+    /* O_RDONLY|O_TRUNC of an existing file asked for a write: its
+     * descriptor is write-only (the grant is a write grant), truncated
+     * before it is injected. */
+    return acc == O_WRONLY || op == PBX_PEER_BROKER_OP_WRITE ? 2U : 1U;
 }
 
 uint64_t pbx_broker_now_ms(void)

@@ -362,3 +362,63 @@ PBX_TEST(peers_broker_refuses_fail_closed_without_the_memory)
                            "(Operation not permitted; Yama") != NULL);
     tg_teardown(&r);
 }
+
+/* The broker's setup where the thread group of the notifying thread
+ * cannot be read. */
+static void tg_tgid_fail(tg_run *r)
+{
+    r->b.tgid_fail = true;
+}
+
+static void tg_run_tgid_fail(void *arg)
+{
+    tg_run *r = arg;
+    if (!tg_serve(r, 5U, tg_tgid_fail)) {
+        r->nopen = 0U;
+    }
+}
+
+/* Where /proc/TID/status cannot be read (by fault injection) the still
+ * valid notification is answered EACCES with one line, a system path
+ * too; nobody is asked and no thread is left waiting in its open. */
+PBX_TEST(peers_broker_refuses_when_the_process_is_unknown)
+{
+    static tg_run r;
+    memset(&r, 0, sizeof(r));
+    PBX_REQUIRE(tg_setup(&r));
+    char a[128];
+    (void)snprintf(a, sizeof(a), "%s/scope/a.txt", r.dir);
+    r.paths[0] = a;
+    r.paths[1] = "/etc/passwd";
+    r.nopen = 2U;
+    static char said[4096];
+    tg_capture(tg_run_tgid_fail, &r, said, sizeof(said));
+    PBX_REQUIRE(r.nopen == 2U);
+    PBX_CHECK_EQ(r.results[0], EACCES);
+    PBX_CHECK_EQ(r.results[1], EACCES);
+    PBX_CHECK_EQ(r.asks, 0U);
+    PBX_CHECK_EQ(r.b.continued, 0U);
+    PBX_CHECK(strstr(said, "the broker cannot read its process from /proc/") !=
+              NULL);
+    tg_teardown(&r);
+}
+
+/* The injected descriptor's mode follows the open's access mode as the
+ * kernel's would: O_CREAT | O_RDONLY of a missing file reads (it was
+ * write-only); only O_RDONLY | O_TRUNC of an existing file (a write) is
+ * write-only. */
+PBX_TEST(peers_broker_mode_follows_the_access_mode)
+{
+    const uint8_t rd = PBX_PEER_BROKER_OP_READ;
+    const uint8_t wr = PBX_PEER_BROKER_OP_WRITE;
+    const uint8_t cr = PBX_PEER_BROKER_OP_CREATE;
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY, rd), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT, cr), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT | O_EXCL, cr), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_WRONLY | O_CREAT, cr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDWR | O_CREAT, cr), 3U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_WRONLY, wr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDWR, wr), 3U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_TRUNC, wr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT | O_TRUNC, wr), 2U);
+}
