@@ -415,6 +415,15 @@ and its job connection.
                  and the resolved path; `y` prints exactly the bytes
                  (vfsd's revocable descriptor); a second file answered `n`
                  gives cat's own "Permission denied" (exit 1)
+  any-keys       /bin/sh under `pbx run --sandbox --scope root` on the
+                 pane turns mouse tracking, focus reports, bracketed
+                 paste, keypad and cursor-key modes and modifyOtherKeys
+                 on (tmux's flags show them), then cat opens a scope
+                 file: the prompt shows with every flag off; the pane
+                 receives a DECRQM reply, X10 and SGR mouse reports
+                 carrying Y and y, a focus report and ESC O y, then n:
+                 denied (cat's Permission denied); again with sequences
+                 carrying N and n, then y: approved, exactly the bytes
   any-escape     python3 with a read grant tries /proc/self/fd/N reopened
                  for write or read, a directory of the scope, openat with
                  the grant's descriptor and `..`, `..` out of the scope, a
@@ -8031,6 +8040,105 @@ def any_cat(st):
           f"denied'")
 
 
+# any-keys (issue 21 item 4, review D1): ttyd reads its terminal as a
+# terminal's parser would, so no escape sequence answers a prompt.
+
+ANY_KEYS_MODES = ("\\033[?1000h\\033[?1002h\\033[?1003h\\033[?1006h"
+                  "\\033[?1004h\\033[?2004h\\033=\\033[?1h\\033[>4;2m"
+                  "\\033[?5h")
+# tmux keeps one mouse mode, the last set (1003: any motion).
+ANY_KEYS_FLAGS = ("mouse_any_flag", "mouse_sgr_flag", "keypad_flag",
+                  "keypad_cursor_flag")
+
+
+def any_keys_flags(st):
+    """The tmux pane's mouse and keypad modes, name -> '0' or '1'."""
+    fmt = " ".join("#{" + f + "}" for f in ANY_KEYS_FLAGS)
+    got = tmux("display-message", "-p", "-t", st.pane, fmt).split()
+    return dict(zip(ANY_KEYS_FLAGS, got))
+
+
+def any_keys_one(st, path, junk, key):
+    """A sandboxed sh on the pane turns mouse tracking (1000/1002/1003,
+    SGR), focus reports, bracketed paste, keypad and cursor-key modes,
+    modifyOtherKeys and reverse video on, says so, waits for Enter, then
+    execs cat PATH (a brokered open). While the prompt shows, the pane
+    receives each hex sequence of junk, then key. Returns (pbx run's exit
+    code, the screen after)."""
+    clear_pane(st)
+    flush_typed(st)
+    script = (f"printf '{ANY_KEYS_MODES}'; echo keys-ready; read x; "
+              f"exec /bin/cat {shlex.quote(path)}")
+    term = os.open(st.tty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        job = subprocess.Popen(
+            [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+             "--sandbox", "--scope", "root", "--quiet", "--", "/bin/sh",
+             "-c", script],
+            stdin=term, stdout=term, stderr=term, process_group=st.pgid)
+    finally:
+        os.close(term)
+    wait_for(lambda: "keys-ready" in pane_text(st),
+             "any-keys: the program never turned its modes on", 20.0)
+    on = any_keys_flags(st)
+    if any(v != "1" for v in on.values()):
+        fail(f"any-keys: the program's modes did not reach the pane: {on}")
+    tmux("send-keys", "-t", st.pane, "Enter")
+    sel = os.path.relpath(path, os.path.realpath(st.root))
+    broker_prompt(st, sel, "sh", 20.0)
+    off = any_keys_flags(st)
+    if any(v != "0" for v in off.values()):
+        fail(f"any-keys: ttyd's reset left modes on: {off}")
+    for seq in junk:
+        tmux("send-keys", "-t", st.pane, "-H", *seq.split())
+    tmux("send-keys", "-t", st.pane, key)
+    rc = job.wait(timeout=30)
+    return rc, pane_text(st)
+
+
+def any_keys(st):
+    """A program turns on every mode that makes a terminal send bytes of
+    its own before its brokered open; while the prompt shows, the pane
+    receives a DECRQM reply, X10 and SGR mouse reports carrying Y and y,
+    a focus report and ESC O y (application keypad 9), then n: the
+    prompt is denied (cat's own Permission denied, the bytes unread).
+    Again with sequences carrying N and n, then y: approved, exactly the
+    bytes. On the old ttyd the first y or n byte of a sequence answered.
+    ttyd's reset turned every mode off before it drew (tmux's flags)."""
+    broker_root_file(st)
+    docs = os.path.join(os.path.realpath(st.root), "docs")
+    a, b = os.path.join(docs, "keys-a.txt"), os.path.join(docs, "keys-b.txt")
+    with open(a, "w", encoding="utf-8") as f:
+        f.write("keys-a never shown\n")
+    with open(b, "w", encoding="utf-8") as f:
+        f.write("keys-b the bytes cat prints\n")
+    ys = ["1b 5b 3f 32 30 30 34 3b 32 24 79",    # ESC [ ? 2004 ; 2 $ y
+          "1b 5b 4d 43 59 21",                   # X10 mouse, column 'Y'
+          "1b 5b 4d 20 79 21",                   # X10 mouse, column 'y'
+          "1b 5b 3c 30 3b 38 39 3b 31 32 31 4d",  # SGR mouse
+          "1b 5b 49",                            # focus in
+          "1b 4f 79"]                            # ESC O y
+    rc, screen = any_keys_one(st, a, ys, "n")
+    flat = screen.replace("\n", "")  # cat's line wraps at the pane's width
+    if f"cat: {a}: Permission denied" not in flat or "[denied]" not in screen \
+            or \
+            "keys-a never shown" in screen or rc == 0:
+        fail(f"any-keys: sequences carrying y then n: rc {rc}, not denied:"
+             f"\n{screen}")
+    print("run: any-keys: a DECRQM reply, mouse reports carrying Y and y, "
+          "a focus report and ESC O y answered nothing; n denied")
+    ns = ["1b 5b 4d 43 4e 21",                   # X10 mouse, column 'N'
+          "1b 5b 4d 20 6e 21",                   # X10 mouse, column 'n'
+          "1b 4f 6e",                            # ESC O n
+          "1b 5d 31 31 3b 6e 6e 07"]             # OSC 11 ; n n BEL
+    rc, screen = any_keys_one(st, b, ns, "y")
+    if "keys-b the bytes cat prints" not in screen or rc != 0:
+        fail(f"any-keys: sequences carrying n then y: rc {rc}, not "
+             f"approved:\n{screen}")
+    print("run: any-keys: mouse reports carrying N and n, ESC O n and an "
+          "OSC reply answered nothing; y approved, cat printed the bytes")
+
+
 def tree_of(top):
     """Every path under top with its bytes (None for a directory, the
     target for a symlink)."""
@@ -9014,6 +9122,7 @@ SCENARIOS = {
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
     "any-cat": (any_cat, True, None, None),
+    "any-keys": (any_keys, True, None, None),
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),
