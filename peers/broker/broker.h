@@ -164,4 +164,25 @@ void pbx_broker_release(pbx_broker *b);
  */
 void pbx_broker_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * The broker's lines go to the job's stderr, which the pty relay does not
+ * hold: a job could otherwise print unlimited lines (its refusals) while
+ * another job's prompt shows. pbx_broker_say therefore writes at most 16
+ * lines at once, then one per second; the lines in between are counted,
+ * and the count is written as one line ("N line(s) suppressed") before
+ * the next line written and by pbx_broker_say_flush.
+ */
+
+/**
+ * pbx_broker_say_limit sets pbx_broker_say's rate (burst lines at once,
+ * then one per period_ms) and fills it; for tests and the defaults.
+ */
+void pbx_broker_say_limit(uint32_t burst, uint32_t period_ms);
+
+/**
+ * pbx_broker_say_flush writes the count of lines suppressed since the
+ * last line written, if any (the broker calls it before it exits).
+ */
+void pbx_broker_say_flush(void);
+
 #endif /* PBX_BROKER_H */

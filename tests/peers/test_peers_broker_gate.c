@@ -422,3 +422,33 @@ PBX_TEST(peers_broker_mode_follows_the_access_mode)
     PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_TRUNC, wr), 2U);
     PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT | O_TRUNC, wr), 2U);
 }
+
+/* 100 lines said with the rate never refilling (a period of an hour): the
+ * first 16 are written, the rest counted, and the flush writes the count
+ * as one line; a fresh burst then writes again, count first. */
+static void tg_say_many(void *arg)
+{
+    (void)arg;
+    pbx_broker_say_limit(16U, 3600000U);
+    for (uint32_t i = 0; i < 100U; i++) {
+        pbx_broker_say("pbx-broker: line %u\n", i);
+    }
+    pbx_broker_say_flush();
+    pbx_broker_say_flush();
+}
+
+PBX_TEST(peers_broker_lines_are_rate_limited)
+{
+    static char said[8192];
+    tg_capture(tg_say_many, NULL, said, sizeof(said));
+    size_t lines = 0;
+    for (const char *p = said; *p != '\0'; p++) {
+        lines += *p == '\n' ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(lines, 17U);
+    PBX_CHECK(strstr(said, "pbx-broker: line 15\n") != NULL);
+    PBX_CHECK(strstr(said, "pbx-broker: line 16\n") == NULL);
+    PBX_CHECK(strstr(said, "pbx-broker: 84 line(s) suppressed (at most 16 "
+                           "at once, then one per 3600000 ms)\n") != NULL);
+    pbx_broker_say_limit(16U, 1000U); /* the defaults, for the next test */
+}
