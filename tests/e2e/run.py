@@ -8280,6 +8280,14 @@ def any_escape(st):
                 f"directory: only files are brokered)")
         if line not in said:
             fail(f"any-escape: the broker never said '{line}': {said}")
+    # mount-open opened the granted descriptor's own entry in vfsd's
+    # mount (readlink of /proc/self/fd/N): the broker refused it itself.
+    entry = kv.get("mount-entry", "")
+    line = (f"pbx-broker: {entry}: the revocable mount, refused without "
+            f"asking")
+    if not entry.startswith(mount + "/") or line not in said:
+        fail(f"any-escape: mount-open of {entry!r}: the broker never said "
+             f"'{line}': {said}")
     after = tree_of(root)
     if after != before:
         fail(f"any-escape: the root changed: "
