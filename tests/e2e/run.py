@@ -428,7 +428,10 @@ and its job connection.
                  for write or read, a directory of the scope, openat with
                  the grant's descriptor and `..`, `..` out of the scope, a
                  symlink in the scope pointing out, O_PATH, a hard link, a
-                 rename, a write on the read grant, vfsd's FUSE mount, and
+                 rename, a write on the read grant, vfsd's FUSE mount
+                 (listed, and the granted descriptor's own entry, from
+                 readlink of /proc/self/fd/N, opened: pbx-broker's exact
+                 "the revocable mount" line), and
                  a second thread rewriting the path buffer while the
                  prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
                  raced open gets exactly the object its prompt named, the
