@@ -501,8 +501,10 @@ and its job connection.
                  the new bytes, truncated through vfsd) and creates a
                  third (create prompt, `y`: vfsd makes it, exactly its
                  bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
-                 `y`: read, seek and write land exactly); nothing else
-                 under the root changes
+                 `y`: read, seek and write land exactly) and opens a
+                 missing fifth O_CREAT|O_RDONLY (create prompt, `y`: made
+                 empty, its descriptor reads b'' and a write is EBADF);
+                 nothing else under the root changes
   any-userns     /bin/sh under `pbx run --sandbox --scope root`: its
                  uid_map is the identity of its user and its user
                  namespace is not the stack's (so, under Yama's
@@ -8831,6 +8833,14 @@ with open(os.path.join(docs, "py-d.txt"), "r+") as f:
     f.seek(2)
     f.write("AB")
 print("rdwr=" + old.strip(), flush=True)
+fd = os.open(os.path.join(docs, "py-e.txt"), os.O_CREAT | os.O_RDONLY, 0o600)
+print(f"ro-read={os.read(fd, 16)!r}", flush=True)
+try:
+    os.write(fd, b"x")
+    print("ro-write=ok", flush=True)
+except OSError as e:
+    print("ro-write=" + errno.errorcode.get(e.errno, str(e.errno)),
+          flush=True)
 """
 
 
@@ -8843,8 +8853,11 @@ def any_python(bin_dir, work):
     (a create prompt, `y`: vfsd makes the file, which holds exactly its
     bytes); it opens a fourth 'r+' (O_RDWR: a write prompt, `y`), reads it
     whole, seeks and writes 2 bytes over it: the bytes read are the
-    file's and the file holds exactly the overwrite (issue 21); nothing
-    else under the root changes."""
+    file's and the file holds exactly the overwrite (issue 21); it opens a
+    missing fifth O_CREAT | O_RDONLY (a create prompt, `y`): vfsd makes it
+    empty and its descriptor is read-only as the kernel's (reads b'',
+    a write fails EBADF; review D5); nothing else under the root
+    changes."""
     saved = TMUX_SOCKET[:]
     os.makedirs(work, exist_ok=True)
     panes = Panes(work)
@@ -8862,8 +8875,9 @@ def any_python(bin_dir, work):
         with open(os.path.join(docs, "py-d.txt"), "w") as f:
             f.write("0123456789\n")
         # A run before this one (the work directory is kept) made it.
-        if os.path.exists(os.path.join(docs, "py-c.txt")):
-            os.unlink(os.path.join(docs, "py-c.txt"))
+        for made in ("py-c.txt", "py-e.txt"):
+            if os.path.exists(os.path.join(docs, made)):
+                os.unlink(os.path.join(docs, made))
         # A profile may not name vfsd's root, nor anything at, beneath or
         # above it: a brokered scope's files are asked for, never opened
         # by the program itself under Landlock's leave.
@@ -8895,7 +8909,8 @@ def any_python(bin_dir, work):
         for sel, op in (("docs/py-a.txt", "wants   : read"),
                         ("docs/py-b.txt", "wants   : write"),
                         ("docs/py-c.txt", "wants   : create"),
-                        ("docs/py-d.txt", "wants   : write")):
+                        ("docs/py-d.txt", "wants   : write"),
+                        ("docs/py-e.txt", "wants   : create")):
             broker_prompt(view, sel, "python3", 30)
             if op not in pane_text(view):
                 fail(f"any-python: the prompt for {sel} is not a {op}")
@@ -8910,6 +8925,11 @@ def any_python(bin_dir, work):
         d_path = os.path.join(docs, "py-d.txt")
         with open(d_path) as f:
             d = f.read()
+        e_path = os.path.join(docs, "py-e.txt")
+        if kv.get("ro-read") != "b''" or kv.get("ro-write") != "EBADF" or \
+                not os.path.isfile(e_path) or os.path.getsize(e_path) != 0:
+            fail(f"any-python: O_CREAT|O_RDONLY: {kv}, made "
+                 f"{os.path.exists(e_path)}")
         if job.returncode != 0 or kv.get("read") != "read by python" or \
                 kv.get("wrote") != "1" or kv.get("created") != "ok" or \
                 b != "written by python\n" or c != "created\n" or \
@@ -8919,7 +8939,8 @@ def any_python(bin_dir, work):
         after = tree_of(root)
         changed = {p for p in set(after) | set(before)
                    if after.get(p) != before.get(p)}
-        if changed != {os.path.join(docs, "py-b.txt"), c_path, d_path}:
+        if changed != {os.path.join(docs, "py-b.txt"), c_path, d_path,
+                       e_path}:
             fail(f"any-python: changed under the root: {changed}")
         print("run: any-python: read exactly, rewrote exactly (truncated "
               "through vfsd), created exactly (vfsd made the file on "
