@@ -259,6 +259,7 @@ int main(int argc, char **argv)
     b.ask_ctx = &o;
     while (pbx_broker_serve_one(&b) == 0) {
     }
+    pbx_broker_say_flush();
     pbx_broker_release(&b);
     for (uint32_t i = 0; i < o.nobjs; i++) {
         (void)close(o.objs[i]);

@@ -81,6 +81,11 @@ typedef struct pbx_broker {
      * fails as Yama's ptrace_scope 1 makes it fail for a process the
      * broker may not trace (the open is refused EACCES, never continued). */
     bool mem_fail;
+    /** tgid_fail is a test hook: the thread group of the notifying
+     * thread cannot be read from /proc/TID/status (as when /proc is
+     * unreadable); the open is refused EACCES with one line, never left
+     * unanswered. */
+    bool tgid_fail;
     /** counts of the notifications continued, refused, asked, injected. */
     uint64_t continued, refused, asked, injected;
 } pbx_broker;
@@ -104,6 +109,16 @@ int pbx_broker_init(pbx_broker *b, int listener, const char *scope,
  * listener is closed (the job and all its threads exited) or fails.
  */
 int pbx_broker_serve_one(pbx_broker *b);
+
+/**
+ * pbx_broker_mode is the access the injected descriptor of an open with
+ * flags, asked as operation op (PBX_PEER_BROKER_OP_*), gets (OPEN's mode:
+ * 1 read, 2 write, 3 both): the open's own access mode, as the kernel
+ * gives it, except that O_RDONLY with O_TRUNC of an existing file (a
+ * write grant) is write-only. O_CREAT | O_RDONLY of a missing file is
+ * read-only, as the kernel's is (a create grant covers reading).
+ */
+uint32_t pbx_broker_mode(uint64_t flags, uint8_t op);
 
 /** pbx_broker_now_ms is CLOCK_MONOTONIC in milliseconds (the rate's). */
 uint64_t pbx_broker_now_ms(void);
@@ -148,5 +163,26 @@ void pbx_broker_release(pbx_broker *b);
  * sequence that could draw over a prompt. The line is cut at 1024 bytes.
  */
 void pbx_broker_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The broker's lines go to the job's stderr, which the pty relay does not
+ * hold: a job could otherwise print unlimited lines (its refusals) while
+ * another job's prompt shows. pbx_broker_say therefore writes at most 16
+ * lines at once, then one per second; the lines in between are counted,
+ * and the count is written as one line ("N line(s) suppressed") before
+ * the next line written and by pbx_broker_say_flush.
+ */
+
+/**
+ * pbx_broker_say_limit sets pbx_broker_say's rate (burst lines at once,
+ * then one per period_ms) and fills it; for tests and the defaults.
+ */
+void pbx_broker_say_limit(uint32_t burst, uint32_t period_ms);
+
+/**
+ * pbx_broker_say_flush writes the count of lines suppressed since the
+ * last line written, if any (the broker calls it before it exits).
+ */
+void pbx_broker_say_flush(void);
 
 #endif /* PBX_BROKER_H */

@@ -37,6 +37,11 @@
 #define BN_AT_FDCWD ((uint32_t)-100)
 /* FUSE's filesystem type (statfs f_type): vfsd's revocable mount. */
 #define BN_FUSE_MAGIC 0x65735546L
+/* The broker's lines: at most BN_SAY_BURST at once, then one per
+ * BN_SAY_PERIOD_MS (pbx_broker_say). */
+#define BN_SAY_BURST     16U
+#define BN_SAY_PERIOD_MS 1000U
+
 /* The pages read for one path (each read stops at a page's end). */
 #define BN_PAGE 4096U
 
@@ -57,8 +62,71 @@ typedef struct bn_call {
 /* Answers notification id: error (a positive errno, 0 with cont for the
  * program's own call). */
 
+/* The rate of the broker's lines (pbx_broker_say_limit). */
+static struct {
+    uint32_t burst;
+    uint32_t period_ms;
+    uint32_t tokens;
+    uint32_t suppressed;
+    uint64_t last;
+    bool started;
+} bn_say_rate = {BN_SAY_BURST, BN_SAY_PERIOD_MS, 0U, 0U, 0U, false};
+
+void pbx_broker_say_limit(uint32_t burst, uint32_t period_ms)
+{
+    bn_say_rate.burst = burst;
+    bn_say_rate.period_ms = period_ms > 0U ? period_ms : 1U;
+    bn_say_rate.tokens = burst;
+    bn_say_rate.suppressed = 0U;
+    bn_say_rate.last = pbx_broker_now_ms();
+    bn_say_rate.started = true;
+}
+
+/* Takes one line from the rate; false when the line is to be suppressed
+ * (counted). The bucket refills one line per period, up to the burst. */
+static bool bn_say_take(void)
+{
+    uint64_t now = pbx_broker_now_ms();
+    if (!bn_say_rate.started) {
+        pbx_broker_say_limit(bn_say_rate.burst, bn_say_rate.period_ms);
+    }
+    uint64_t add = (now - bn_say_rate.last) / bn_say_rate.period_ms;
+    if (add > 0U) {
+        uint64_t t = bn_say_rate.tokens + add;
+        bn_say_rate.tokens =
+            t > bn_say_rate.burst ? bn_say_rate.burst : (uint32_t)t;
+        bn_say_rate.last += add * bn_say_rate.period_ms;
+    }
+    if (bn_say_rate.tokens == 0U) {
+        if (bn_say_rate.suppressed < UINT32_MAX) {
+            bn_say_rate.suppressed++;
+        }
+        return false;
+    }
+    bn_say_rate.tokens--;
+    return true;
+}
+
+void pbx_broker_say_flush(void)
+{
+    if (bn_say_rate.suppressed == 0U) {
+        return;
+    }
+    (void)fprintf(stderr,
+                  "pbx-broker: %u line(s) suppressed (at most %u at once, "
+                  "then one per %u ms)\n",
+                  bn_say_rate.suppressed, bn_say_rate.burst,
+                  bn_say_rate.period_ms);
+    (void)fflush(stderr);
+    bn_say_rate.suppressed = 0U;
+}
+
 void pbx_broker_say(const char *fmt, ...)
 {
+    if (!bn_say_take()) {
+        return;
+    }
+    pbx_broker_say_flush();
     char raw[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -265,7 +333,7 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
 {
     const __u64 *a = n->data.args;
     c->tid = n->pid;
-    c->tgid = bn_tgid(n->pid);
+    c->tgid = b->tgid_fail ? 0U : bn_tgid(n->pid);
     c->dirfd = (int)(uint32_t)a[0];
     c->resolve = 0U;
     uint64_t addr = a[0];
@@ -299,8 +367,16 @@ static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
     e = e != 0 ? e : bn_absolute(b, c);
     /* Checked after the last read (memory, cwd, descriptor): the thread
      * still waits in its call, so everything read was its own. */
-    if (!bn_valid(b, n->id) || c->tgid == 0U) {
+    if (!bn_valid(b, n->id)) {
         return -1;
+    }
+    if (c->tgid == 0U) {
+        /* The notification is still valid: it is answered, never left
+         * waiting (its thread would hang in its open). */
+        pbx_broker_say("pbx-broker: pid %u: its open is refused: the broker "
+                       "cannot read its process from /proc/%u/status\n",
+                       c->tid, c->tid);
+        return EACCES;
     }
     if (c->denied != 0) {
         /* Fail-closed: an open the broker cannot read is never continued
@@ -516,13 +592,7 @@ static int bn_brokered(pbx_broker *b, uint64_t id, const bn_call *c,
                        real[0] != '\0' ? real : "?", strerror(e), why);
         return e;
     }
-    uint64_t acc = c->flags & O_ACCMODE;
-    /* O_RDONLY|O_TRUNC asked for a write: its descriptor is write-only
-     * (the grant is a write grant), truncated before it is injected. */
-    uint32_t mode = acc == O_RDWR                   ? 3U
-                    : op != PBX_PEER_BROKER_OP_READ ? 2U
-                                                    : 1U;
-    pbx_broker_ask q = {real, sel, op, mode, c->tid};
+    pbx_broker_ask q = {real, sel, op, pbx_broker_mode(c->flags, op), c->tid};
     int fd = -1;
     bool person = false;
     b->asked++;
@@ -637,6 +707,18 @@ int pbx_broker_serve_one(pbx_broker *b)
     b->refused++;
     bn_answer(b, n.id, e, false);
     return 0;
+}
+
+uint32_t pbx_broker_mode(uint64_t flags, uint8_t op)
+{
+    uint64_t acc = flags & O_ACCMODE;
+    if (acc == O_RDWR) {
+        return 3U;
+    }
+    /* O_RDONLY|O_TRUNC of an existing file asked for a write: its
+     * descriptor is write-only (the grant is a write grant), truncated
+     * before it is injected. */
+    return acc == O_WRONLY || op == PBX_PEER_BROKER_OP_WRITE ? 2U : 1U;
 }
 
 uint64_t pbx_broker_now_ms(void)

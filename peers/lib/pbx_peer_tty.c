@@ -154,17 +154,6 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len)
     return 0U;
 }
 
-uint8_t pbx_peer_tty_key(uint8_t ch)
-{
-    if (ch == (uint8_t)'y' || ch == (uint8_t)'Y') {
-        return PBX_IPC_ANSWER_APPROVE;
-    }
-    if (ch == (uint8_t)'n' || ch == (uint8_t)'N') {
-        return PBX_IPC_ANSWER_DENY;
-    }
-    return 0U;
-}
-
 void pbx_peer_tty_answer_fill(const pbx_ipc_prompt *p, pbx_ipc_id request,
                               uint8_t answer, pbx_ipc_prompt_reply *out)
 {

@@ -173,30 +173,37 @@ uint8_t pbx_peer_tty_answer_parse(const char *line, size_t len);
 
 /**
  * PBX_PEER_TTY_RESET is what ttyd writes before every prompt, so that no
- * state a program left on the terminal changes how the prompt looks: a
- * soft reset that keeps the cursor where the output ended, never a screen
- * clear. In order: SGR reset (ESC [ 0 m), show the cursor (ESC [ ? 25 h),
- * leave the alternate screen without restoring a saved cursor
- * (ESC [ ? 1047 l); then, between a cursor save and restore (ESC 7,
- * ESC 8) because each of them moves the cursor home, the whole screen as
- * scroll region (ESC [ r) and origin mode off (ESC [ ? 6 l); insert mode
- * off (ESC [ 4 l), autowrap on (ESC [ ? 7 h), G0 as US ASCII (ESC ( B)
- * and G0 shifted in (SI, 0x0F); then a new line and erase below (CR LF,
- * ESC [ J), so nothing written before stays on the lines the prompt draws
- * over, while the lines above it (the story so far) stay on the screen.
- * The restore may bring back origin mode, which with the whole screen as
- * scroll region addresses the same cells.
+ * state a program left on the terminal changes how the prompt looks or
+ * what the terminal sends back while it shows: a soft reset that keeps
+ * the cursor where the output ended, never a screen clear. In order: SGR
+ * reset (ESC [ 0 m), show the cursor (ESC [ ? 25 h), leave the alternate
+ * screen without restoring a saved cursor (ESC [ ? 1047 l); then, between
+ * a cursor save and restore (ESC 7, ESC 8) because each of them moves the
+ * cursor home, the whole screen as scroll region (ESC [ r) and origin
+ * mode off (ESC [ ? 6 l); insert mode off (ESC [ 4 l), autowrap on
+ * (ESC [ ? 7 h), G0 as US ASCII (ESC ( B) and G0 shifted in (SI, 0x0F).
+ * Then the input modes a program could use to make the terminal send
+ * bytes while the prompt shows: 7-bit replies (S7C1T, ESC SP F), mouse
+ * tracking off in every mode and encoding (ESC [ ? 9 ; 1000 ; 1001 ; 1002
+ * ; 1003 ; 1005 ; 1006 ; 1007 ; 1015 l), focus reports off (? 1004 l),
+ * bracketed paste off (? 2004 l), normal cursor keys (? 1 l), numeric
+ * keypad (ESC >), xterm's modifyOtherKeys off (ESC [ > 4 ; 0 m), the
+ * kitty keyboard flags cleared and their stack popped (ESC [ = 0 ; 1 u,
+ * ESC [ < 99 u). Then the colours a program could use to hide the
+ * prompt: the palette, foreground and background reset (OSC 104, OSC
+ * 110, OSC 111, each ended by ST) and reverse video off (ESC [ ? 5 l);
+ * SGR reset again. Last a new line and erase below (CR LF, ESC [ J), so
+ * nothing written before stays on the lines the prompt draws over, while
+ * the lines above it (the story so far) stay on the screen. The restore
+ * may bring back origin mode, which with the whole screen as scroll
+ * region addresses the same cells. ttyd discards the terminal's input
+ * after it draws (docs/HOST.md, "The job's terminal").
  */
 #define PBX_PEER_TTY_RESET                                                     \
     "\033[0m\033[?25h\033[?1047l\0337\033[r\033[?6l\0338\033[4l\033[?7h"       \
-    "\033(B\017\r\n\033[J"
-
-/**
- * pbx_peer_tty_key reads one keypress toward a showing prompt: 'y' or 'Y'
- * approves, 'n' or 'N' denies, any other byte is ignored (returns 0).
- * The answer is one key, without Enter.
- */
-uint8_t pbx_peer_tty_key(uint8_t ch);
+    "\033(B\017\033 F\033[?9;1000;1001;1002;1003;1005;1006;1007;1015l"         \
+    "\033[?1004l\033[?2004l\033[?1l\033>\033[>4;0m\033[=0;1u\033[<99u"         \
+    "\033]104\033\\\033]110\033\\\033]111\033\\\033[?5l\033[0m\r\n\033[J"
 
 /**
  * pbx_peer_tty_answer_fill fills *out with the ANSWER reply that echoes

@@ -250,6 +250,12 @@ void ttyd_next(void)
             static const char reset[] = PBX_PEER_TTY_RESET;
             size_t n = pbx_peer_tty_prompt_text(
                 &e->prompt, e->request, g_ttyd.text, sizeof(g_ttyd.text));
+            /* Input that came before the prompt is drawn was sent before
+             * anyone saw it (a terminal's reply, a mouse report, a part
+             * of a sequence): it is discarded, and reading starts in the
+             * ground state. */
+            (void)tcflush(g_ttyd.tty, TCIFLUSH);
+            pbx_peer_tty_keys_reset(&g_ttyd.keys);
             out = ttyd_write(reset, sizeof(reset) - 1U);
             out = out == TTYD_OUT_OK ? ttyd_write(g_ttyd.text, n) : out;
         } else {
@@ -306,11 +312,14 @@ void ttyd_retry_head(const char *why)
 }
 
 /* Reads what the terminal has (it is non-blocking, and polled only while
- * a prompt shows) toward the showing prompt, one key at a time: y or n
- * answers at once, any other byte is ignored. End of input or a terminal
- * failure is DENY: no trusted answer. Bytes left after the answer (other
- * than blanks and line ends) were typed before the next prompt showed:
- * they count as type-ahead. */
+ * a prompt shows) toward the showing prompt as a terminal's parser reads
+ * it (pbx_peer_tty_keys.h): a lone y or n answers at once; escape
+ * sequences (mouse and focus reports, query replies, keypad and function
+ * keys, pastes) are dropped whole, whatever bytes they carry, and any
+ * other byte is ignored. End of input or a terminal failure is DENY: no
+ * trusted answer. Bytes left after the answer (other than blanks and line
+ * ends) were typed before the next prompt showed: they count as
+ * type-ahead. */
 static void ttyd_tty_input(void)
 {
     uint8_t buf[256];
@@ -322,21 +331,19 @@ static void ttyd_tty_input(void)
         ttyd_finish(PBX_IPC_ANSWER_DENY);
         return;
     }
-    for (ssize_t i = 0; i < r; i++) {
-        uint8_t a = pbx_peer_tty_key(buf[i]);
-        if (a == 0U) {
-            continue;
-        }
-        bool ahead = false;
-        for (ssize_t k = i + 1; k < r; k++) {
-            ahead = ahead || strchr(" \t\r\n", buf[k]) == NULL;
-        }
-        /* Set before the answer: it shows the next prompt at once, and
-         * what follows it was typed before that prompt. */
-        g_ttyd.typed_ahead = ahead;
-        ttyd_finish(a);
+    size_t used = 0;
+    uint8_t a = pbx_peer_tty_keys_scan(&g_ttyd.keys, buf, (size_t)r, &used);
+    if (a == 0U) {
         return;
     }
+    bool ahead = false;
+    for (size_t k = used; k < (size_t)r; k++) {
+        ahead = ahead || strchr(" \t\r\n", buf[k]) == NULL;
+    }
+    /* Set before the answer: it shows the next prompt at once, and what
+     * follows it was typed before that prompt. */
+    g_ttyd.typed_ahead = ahead;
+    ttyd_finish(a);
 }
 
 /* A PROMPT that a rule's selector pattern decides (POLICY answered PROMPT

@@ -16,6 +16,7 @@
 #include "peers/common/pbx_peer_origin.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_tty.h"
+#include "peers/lib/pbx_peer_tty_keys.h"
 
 #define TTYD_ROUTES_MAX 8U
 /* How long a terminal that takes no output (flow control) may hold a
@@ -83,8 +84,9 @@ typedef struct ttyd {
     pbx_peer_tty_views views;
     pbx_peer_tty_queue queue; /* prompts held; the oldest may be showing */
     uint64_t shown;           /* prompts shown so far (a showing's name) */
-    bool typed_ahead; /* input came after the last answer, in its read */
-    bool raw;         /* the terminal is in one-key mode (saved below) */
+    bool typed_ahead;       /* input came after the last answer, in its read */
+    bool raw;               /* the terminal is in one-key mode (saved below) */
+    pbx_peer_tty_keys keys; /* the terminal's input parser (a prompt's) */
     struct termios saved;
     const char *hold_path; /* launchd's --hold socket, or NULL */
     ttyd_holder holders[TTYD_HOLDERS_MAX];

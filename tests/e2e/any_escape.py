@@ -110,8 +110,11 @@ def main():
     attempt("rename", lambda: os.rename(a, os.path.join(docs, "esc-moved")))
     attempt("write-grant", lambda: os.write(fd, b"x"))
     attempt("mount-list", lambda: len(os.listdir(mount)))
-    attempt("mount-open", lambda: os.open(os.path.join(mount, "x"),
-                                          os.O_RDONLY))
+    # The granted descriptor's real entry in the mount (not a guessed
+    # name, which Landlock alone would refuse): the broker refuses it.
+    entry = os.readlink(f"/proc/self/fd/{fd}")
+    print(f"mount-entry={entry}", flush=True)
+    attempt("mount-open", lambda: os.open(entry, os.O_RDONLY))
     directories(docs, secret)
     libc = ctypes.CDLL(None, use_errno=True)
     buf = ctypes.create_string_buffer(4096)

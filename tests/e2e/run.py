@@ -415,11 +415,23 @@ and its job connection.
                  and the resolved path; `y` prints exactly the bytes
                  (vfsd's revocable descriptor); a second file answered `n`
                  gives cat's own "Permission denied" (exit 1)
+  any-keys       /bin/sh under `pbx run --sandbox --scope root` on the
+                 pane turns mouse tracking, focus reports, bracketed
+                 paste, keypad and cursor-key modes and modifyOtherKeys
+                 on (tmux's flags show them), then cat opens a scope
+                 file: the prompt shows with every flag off; the pane
+                 receives a DECRQM reply, X10 and SGR mouse reports
+                 carrying Y and y, a focus report and ESC O y, then n:
+                 denied (cat's Permission denied); again with sequences
+                 carrying N and n, then y: approved, exactly the bytes
   any-escape     python3 with a read grant tries /proc/self/fd/N reopened
                  for write or read, a directory of the scope, openat with
                  the grant's descriptor and `..`, `..` out of the scope, a
                  symlink in the scope pointing out, O_PATH, a hard link, a
-                 rename, a write on the read grant, vfsd's FUSE mount, and
+                 rename, a write on the read grant, vfsd's FUSE mount
+                 (listed, and the granted descriptor's own entry, from
+                 readlink of /proc/self/fd/N, opened: pbx-broker's exact
+                 "the revocable mount" line), and
                  a second thread rewriting the path buffer while the
                  prompt shows: each refused (EACCES, ENOTDIR, EBADF), the
                  raced open gets exactly the object its prompt named, the
@@ -475,8 +487,13 @@ and its job connection.
   any-flood      python3 opens 1,000 distinct files in a loop, each prompt
                  answered `n`: at most pbx-broker's burst (5) plus one per
                  2000 ms it ran are prompted, every other open is refused
-                 EACCES without a prompt; another program's request is
-                 served while the flood's prompt shows
+                 EACCES without a prompt; pbx-broker's lines on its stderr
+                 are at most 16 at once then one a second, every other
+                 refusal counted in a "N line(s) suppressed" line; while
+                 the flood's first prompt shows, another sandboxed program
+                 (cat) opens docs/readme.txt: its prompt queues, shows
+                 after the flood's is answered and `y` prints exactly the
+                 file
   any-python     (standalone: `pbx up` on its own tmux pane, built-in
                  policy) python3 with brokered opens reads one file (read
                  prompt, `y`: exactly its bytes) and rewrites another
@@ -484,8 +501,10 @@ and its job connection.
                  the new bytes, truncated through vfsd) and creates a
                  third (create prompt, `y`: vfsd makes it, exactly its
                  bytes) and opens a fourth 'r+' (O_RDWR: write prompt,
-                 `y`: read, seek and write land exactly); nothing else
-                 under the root changes
+                 `y`: read, seek and write land exactly) and opens a
+                 missing fifth O_CREAT|O_RDONLY (create prompt, `y`: made
+                 empty, its descriptor reads b'' and a write is EBADF);
+                 nothing else under the root changes
   any-userns     /bin/sh under `pbx run --sandbox --scope root`: its
                  uid_map is the identity of its user and its user
                  namespace is not the stack's (so, under Yama's
@@ -8031,6 +8050,105 @@ def any_cat(st):
           f"denied'")
 
 
+# any-keys (issue 21 item 4, review D1): ttyd reads its terminal as a
+# terminal's parser would, so no escape sequence answers a prompt.
+
+ANY_KEYS_MODES = ("\\033[?1000h\\033[?1002h\\033[?1003h\\033[?1006h"
+                  "\\033[?1004h\\033[?2004h\\033=\\033[?1h\\033[>4;2m"
+                  "\\033[?5h")
+# tmux keeps one mouse mode, the last set (1003: any motion).
+ANY_KEYS_FLAGS = ("mouse_any_flag", "mouse_sgr_flag", "keypad_flag",
+                  "keypad_cursor_flag")
+
+
+def any_keys_flags(st):
+    """The tmux pane's mouse and keypad modes, name -> '0' or '1'."""
+    fmt = " ".join("#{" + f + "}" for f in ANY_KEYS_FLAGS)
+    got = tmux("display-message", "-p", "-t", st.pane, fmt).split()
+    return dict(zip(ANY_KEYS_FLAGS, got))
+
+
+def any_keys_one(st, path, junk, key):
+    """A sandboxed sh on the pane turns mouse tracking (1000/1002/1003,
+    SGR), focus reports, bracketed paste, keypad and cursor-key modes,
+    modifyOtherKeys and reverse video on, says so, waits for Enter, then
+    execs cat PATH (a brokered open). While the prompt shows, the pane
+    receives each hex sequence of junk, then key. Returns (pbx run's exit
+    code, the screen after)."""
+    clear_pane(st)
+    flush_typed(st)
+    script = (f"printf '{ANY_KEYS_MODES}'; echo keys-ready; read x; "
+              f"exec /bin/cat {shlex.quote(path)}")
+    term = os.open(st.tty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        job = subprocess.Popen(
+            [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
+             "--sandbox", "--scope", "root", "--quiet", "--", "/bin/sh",
+             "-c", script],
+            stdin=term, stdout=term, stderr=term, process_group=st.pgid)
+    finally:
+        os.close(term)
+    wait_for(lambda: "keys-ready" in pane_text(st),
+             "any-keys: the program never turned its modes on", 20.0)
+    on = any_keys_flags(st)
+    if any(v != "1" for v in on.values()):
+        fail(f"any-keys: the program's modes did not reach the pane: {on}")
+    tmux("send-keys", "-t", st.pane, "Enter")
+    sel = os.path.relpath(path, os.path.realpath(st.root))
+    broker_prompt(st, sel, "sh", 20.0)
+    off = any_keys_flags(st)
+    if any(v != "0" for v in off.values()):
+        fail(f"any-keys: ttyd's reset left modes on: {off}")
+    for seq in junk:
+        tmux("send-keys", "-t", st.pane, "-H", *seq.split())
+    tmux("send-keys", "-t", st.pane, key)
+    rc = job.wait(timeout=30)
+    return rc, pane_text(st)
+
+
+def any_keys(st):
+    """A program turns on every mode that makes a terminal send bytes of
+    its own before its brokered open; while the prompt shows, the pane
+    receives a DECRQM reply, X10 and SGR mouse reports carrying Y and y,
+    a focus report and ESC O y (application keypad 9), then n: the
+    prompt is denied (cat's own Permission denied, the bytes unread).
+    Again with sequences carrying N and n, then y: approved, exactly the
+    bytes. On the old ttyd the first y or n byte of a sequence answered.
+    ttyd's reset turned every mode off before it drew (tmux's flags)."""
+    broker_root_file(st)
+    docs = os.path.join(os.path.realpath(st.root), "docs")
+    a, b = os.path.join(docs, "keys-a.txt"), os.path.join(docs, "keys-b.txt")
+    with open(a, "w", encoding="utf-8") as f:
+        f.write("keys-a never shown\n")
+    with open(b, "w", encoding="utf-8") as f:
+        f.write("keys-b the bytes cat prints\n")
+    ys = ["1b 5b 3f 32 30 30 34 3b 32 24 79",    # ESC [ ? 2004 ; 2 $ y
+          "1b 5b 4d 43 59 21",                   # X10 mouse, column 'Y'
+          "1b 5b 4d 20 79 21",                   # X10 mouse, column 'y'
+          "1b 5b 3c 30 3b 38 39 3b 31 32 31 4d",  # SGR mouse
+          "1b 5b 49",                            # focus in
+          "1b 4f 79"]                            # ESC O y
+    rc, screen = any_keys_one(st, a, ys, "n")
+    flat = screen.replace("\n", "")  # cat's line wraps at the pane's width
+    if f"cat: {a}: Permission denied" not in flat or "[denied]" not in screen \
+            or \
+            "keys-a never shown" in screen or rc == 0:
+        fail(f"any-keys: sequences carrying y then n: rc {rc}, not denied:"
+             f"\n{screen}")
+    print("run: any-keys: a DECRQM reply, mouse reports carrying Y and y, "
+          "a focus report and ESC O y answered nothing; n denied")
+    ns = ["1b 5b 4d 43 4e 21",                   # X10 mouse, column 'N'
+          "1b 5b 4d 20 6e 21",                   # X10 mouse, column 'n'
+          "1b 4f 6e",                            # ESC O n
+          "1b 5d 31 31 3b 6e 6e 07"]             # OSC 11 ; n n BEL
+    rc, screen = any_keys_one(st, b, ns, "y")
+    if "keys-b the bytes cat prints" not in screen or rc != 0:
+        fail(f"any-keys: sequences carrying n then y: rc {rc}, not "
+             f"approved:\n{screen}")
+    print("run: any-keys: mouse reports carrying N and n, ESC O n and an "
+          "OSC reply answered nothing; y approved, cat printed the bytes")
+
+
 def tree_of(top):
     """Every path under top with its bytes (None for a directory, the
     target for a symlink)."""
@@ -8167,6 +8285,14 @@ def any_escape(st):
                 f"directory: only files are brokered)")
         if line not in said:
             fail(f"any-escape: the broker never said '{line}': {said}")
+    # mount-open opened the granted descriptor's own entry in vfsd's
+    # mount (readlink of /proc/self/fd/N): the broker refused it itself.
+    entry = kv.get("mount-entry", "")
+    line = (f"pbx-broker: {entry}: the revocable mount, refused without "
+            f"asking")
+    if not entry.startswith(mount + "/") or line not in said:
+        fail(f"any-escape: mount-open of {entry!r}: the broker never said "
+             f"'{line}': {said}")
     after = tree_of(root)
     if after != before:
         fail(f"any-escape: the root changed: "
@@ -8580,12 +8706,61 @@ print("refused=%d" % refused, flush=True)
 BROKER_BURST, BROKER_PER_MS = 5, 2000
 
 
+def any_flood_other(st, queued):
+    """While the flood's first prompt shows: another sandboxed program
+    (cat) opens docs/readme.txt, its prompt queues behind the flood's
+    (ttyd logs a second prompt held), the flood's is answered n, the
+    other's shows and is answered y: cat prints exactly the file. Returns
+    the bytes cat printed."""
+    readme = os.path.join(os.path.realpath(st.root), "docs", "readme.txt")
+    other = broker_run(st, ["/bin/cat", readme],
+                       os.path.join(st.work, "any-flood-other.err"))
+    wait_for(lambda: queued() > 0, "any-flood: the other program's prompt "
+             "never queued behind the flood's", 20)
+    tmux("send-keys", "-t", st.pane, "n")
+    broker_prompt(st, "docs/readme.txt", "cat", 20.0)
+    tmux("send-keys", "-t", st.pane, "y")
+    if other.proc.wait(timeout=30) != 0:
+        fail(f"any-flood: the other program exited {other.proc.returncode}")
+    with open(readme, encoding="utf-8") as f:
+        want = f.read().splitlines()
+    with other.cv:
+        got = [l for l in other.lines if l is not None]
+    if got != want:
+        fail(f"any-flood: the other program printed {got!r}, not {want!r}")
+    return got
+
+
+def any_flood_lines(err, answered, ran_ms):
+    """The flood's stderr (pbx-broker's lines): every one of the 1,000
+    refusals is either written or counted in a "suppressed" line, and
+    at most pbx-broker's 16 lines at once then one a second (plus the
+    counts) are written. Returns (refusals written, suppressed)."""
+    with open(err, encoding="utf-8") as f:
+        text = f.read()
+    limited = text.count("over the job's prompt rate")
+    denied = text.count("the request was denied")
+    counts = [int(n) for n in
+              re.findall(r"pbx-broker: (\d+) line\(s\) suppressed", text)]
+    written = sum(1 for l in text.splitlines() if l.startswith("pbx-broker:"))
+    allowed = 16 + int(ran_ms // 1000) + 1
+    if limited + denied + sum(counts) != 1000 or \
+            written - len(counts) > allowed or denied > answered:
+        fail(f"any-flood: {limited} rate lines, {denied} denials, "
+             f"{sum(counts)} suppressed, {written} lines written "
+             f"(bound {allowed}):\n{text[-2000:]}")
+    return limited + denied, sum(counts)
+
+
 def any_flood(st):
     """A program (python3) opens 1,000 distinct files of its scope in a
     loop, each prompt answered `n`: it is prompted at most the burst plus
     one per period of the time it ran, every other open refused EACCES
-    without a prompt (pbx-broker says so); while its prompt shows,
-    another program's request is served; the pane then prompts again."""
+    without a prompt (pbx-broker says so, its lines rate-limited: at most
+    16 at once, then one a second, the rest counted); while its first
+    prompt shows, another program's brokered open queues, is shown after
+    it and approved (exactly the file's bytes); the pane then prompts the
+    flood again."""
     broker_root_file(st)
     flood = os.path.join(os.path.realpath(st.root), "flood")
     os.makedirs(flood, exist_ok=True)
@@ -8594,10 +8769,14 @@ def any_flood(st):
             f.write("x")
     ttyd_log = os.path.join(st.work, "logs", "ttyd.log")
 
-    def showing():
+    def count(pattern):
         with open(ttyd_log, "rb") as f:
-            return len(re.findall(rb"PROMPT \S+: showing", f.read()))
+            return len(re.findall(pattern, f.read()))
+
+    def showing():
+        return count(rb"PROMPT \S+: showing")
     base = showing()
+    held = count(rb"PROMPT \S+: queued \(2 held\)")
     err = os.path.join(st.work, "any-flood.err")
     clear_pane(st)
     t0 = time.monotonic()
@@ -8611,13 +8790,11 @@ def any_flood(st):
         if not job.running() and showing() == base + answered:
             break
         if other is None:
-            # Another program's routine request, while the flood waits.
-            other = subprocess.run(
-                [os.path.join(st.bin_dir, "pbx"), "--dir", st.work, "run",
-                 "--quiet", "--grant", "read:docs/readme.txt", "--",
-                 st.bin("test-fdcat"), "5"],
-                capture_output=True, text=True, timeout=30, check=False,
-                stdin=subprocess.DEVNULL)
+            other = any_flood_other(
+                st, lambda: count(rb"PROMPT \S+: queued \(2 held\)") - held)
+            base += 1  # the other program's prompt was shown and answered
+            answered += 1
+            continue
         tmux("send-keys", "-t", st.pane, "n")
         answered += 1
     if job.proc.wait(timeout=30) != 0:
@@ -8625,19 +8802,15 @@ def any_flood(st):
     ran_ms = (time.monotonic() - t0) * 1000.0
     bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
     kv = job.kv()
-    with open(err, encoding="utf-8") as f:
-        limited = f.read().count("over the job's prompt rate")
+    written, suppressed = any_flood_lines(err, answered, ran_ms)
     if answered > bound or kv.get("opened") != "0" or \
-            kv.get("refused") != "1000" or limited != 1000 - answered:
-        fail(f"any-flood: {answered} prompts (bound {bound}), {kv}, "
-             f"{limited} refused by the rate")
-    if other is None or other.returncode != 0 or \
-            "hello from vfsd" not in other.stdout:
-        fail(f"any-flood: the other program was not served: {other}")
+            kv.get("refused") != "1000":
+        fail(f"any-flood: {answered} prompts (bound {bound}), {kv}")
     print(f"run: any-flood: {answered} prompts for 1000 opens in "
-          f"{ran_ms:.0f} ms (bound {bound}), {limited} refused by the "
-          f"rate without a prompt; another program read its file while "
-          f"the flood waited")
+          f"{ran_ms:.0f} ms (bound {bound}), the rest refused by the rate "
+          f"without a prompt ({written} broker lines written, {suppressed} "
+          f"counted as suppressed); another program's prompt was shown "
+          f"and approved while the flood waited ({len(other)} line(s))")
 
 
 ANY_PYTHON_PROG = """
@@ -8660,6 +8833,14 @@ with open(os.path.join(docs, "py-d.txt"), "r+") as f:
     f.seek(2)
     f.write("AB")
 print("rdwr=" + old.strip(), flush=True)
+fd = os.open(os.path.join(docs, "py-e.txt"), os.O_CREAT | os.O_RDONLY, 0o600)
+print(f"ro-read={os.read(fd, 16)!r}", flush=True)
+try:
+    os.write(fd, b"x")
+    print("ro-write=ok", flush=True)
+except OSError as e:
+    print("ro-write=" + errno.errorcode.get(e.errno, str(e.errno)),
+          flush=True)
 """
 
 
@@ -8672,8 +8853,11 @@ def any_python(bin_dir, work):
     (a create prompt, `y`: vfsd makes the file, which holds exactly its
     bytes); it opens a fourth 'r+' (O_RDWR: a write prompt, `y`), reads it
     whole, seeks and writes 2 bytes over it: the bytes read are the
-    file's and the file holds exactly the overwrite (issue 21); nothing
-    else under the root changes."""
+    file's and the file holds exactly the overwrite (issue 21); it opens a
+    missing fifth O_CREAT | O_RDONLY (a create prompt, `y`): vfsd makes it
+    empty and its descriptor is read-only as the kernel's (reads b'',
+    a write fails EBADF; review D5); nothing else under the root
+    changes."""
     saved = TMUX_SOCKET[:]
     os.makedirs(work, exist_ok=True)
     panes = Panes(work)
@@ -8691,8 +8875,9 @@ def any_python(bin_dir, work):
         with open(os.path.join(docs, "py-d.txt"), "w") as f:
             f.write("0123456789\n")
         # A run before this one (the work directory is kept) made it.
-        if os.path.exists(os.path.join(docs, "py-c.txt")):
-            os.unlink(os.path.join(docs, "py-c.txt"))
+        for made in ("py-c.txt", "py-e.txt"):
+            if os.path.exists(os.path.join(docs, made)):
+                os.unlink(os.path.join(docs, made))
         # A profile may not name vfsd's root, nor anything at, beneath or
         # above it: a brokered scope's files are asked for, never opened
         # by the program itself under Landlock's leave.
@@ -8724,7 +8909,8 @@ def any_python(bin_dir, work):
         for sel, op in (("docs/py-a.txt", "wants   : read"),
                         ("docs/py-b.txt", "wants   : write"),
                         ("docs/py-c.txt", "wants   : create"),
-                        ("docs/py-d.txt", "wants   : write")):
+                        ("docs/py-d.txt", "wants   : write"),
+                        ("docs/py-e.txt", "wants   : create")):
             broker_prompt(view, sel, "python3", 30)
             if op not in pane_text(view):
                 fail(f"any-python: the prompt for {sel} is not a {op}")
@@ -8739,6 +8925,11 @@ def any_python(bin_dir, work):
         d_path = os.path.join(docs, "py-d.txt")
         with open(d_path) as f:
             d = f.read()
+        e_path = os.path.join(docs, "py-e.txt")
+        if kv.get("ro-read") != "b''" or kv.get("ro-write") != "EBADF" or \
+                not os.path.isfile(e_path) or os.path.getsize(e_path) != 0:
+            fail(f"any-python: O_CREAT|O_RDONLY: {kv}, made "
+                 f"{os.path.exists(e_path)}")
         if job.returncode != 0 or kv.get("read") != "read by python" or \
                 kv.get("wrote") != "1" or kv.get("created") != "ok" or \
                 b != "written by python\n" or c != "created\n" or \
@@ -8748,7 +8939,8 @@ def any_python(bin_dir, work):
         after = tree_of(root)
         changed = {p for p in set(after) | set(before)
                    if after.get(p) != before.get(p)}
-        if changed != {os.path.join(docs, "py-b.txt"), c_path, d_path}:
+        if changed != {os.path.join(docs, "py-b.txt"), c_path, d_path,
+                       e_path}:
             fail(f"any-python: changed under the root: {changed}")
         print("run: any-python: read exactly, rewrote exactly (truncated "
               "through vfsd), created exactly (vfsd made the file on "
@@ -9014,6 +9206,7 @@ SCENARIOS = {
     "sandbox-walls": (sandbox_walls, False, None, None),
     "sandbox-dynamic": (sandbox_dynamic, False, None, None),
     "any-cat": (any_cat, True, None, None),
+    "any-keys": (any_keys, True, None, None),
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),

@@ -106,6 +106,10 @@ static int tg_recv_fd(int sock)
  * each result (0 or errno) to wfd. Never returns. */
 static void tg_child(const tg_run *r, int sock, int wfd)
 {
+    /* A bound, not a timing: a child left in an open nobody answers (a
+     * notification dropped unanswered) dies, so its test fails (no
+     * results) instead of hanging. */
+    (void)alarm(30U);
     static pbx_peer_seccomp_filter f;
     pbx_peer_seccomp_build_notify(&f);
     struct sock_fprog fp = {f.len, f.insns};
@@ -361,4 +365,94 @@ PBX_TEST(peers_broker_refuses_fail_closed_without_the_memory)
     PBX_CHECK(strstr(said, "may not read its memory or descriptors "
                            "(Operation not permitted; Yama") != NULL);
     tg_teardown(&r);
+}
+
+/* The broker's setup where the thread group of the notifying thread
+ * cannot be read. */
+static void tg_tgid_fail(tg_run *r)
+{
+    r->b.tgid_fail = true;
+}
+
+static void tg_run_tgid_fail(void *arg)
+{
+    tg_run *r = arg;
+    if (!tg_serve(r, 5U, tg_tgid_fail)) {
+        r->nopen = 0U;
+    }
+}
+
+/* Where /proc/TID/status cannot be read (by fault injection) the still
+ * valid notification is answered EACCES with one line, a system path
+ * too; nobody is asked and no thread is left waiting in its open. */
+PBX_TEST(peers_broker_refuses_when_the_process_is_unknown)
+{
+    static tg_run r;
+    memset(&r, 0, sizeof(r));
+    PBX_REQUIRE(tg_setup(&r));
+    char a[128];
+    (void)snprintf(a, sizeof(a), "%s/scope/a.txt", r.dir);
+    r.paths[0] = a;
+    r.paths[1] = "/etc/passwd";
+    r.nopen = 2U;
+    static char said[4096];
+    tg_capture(tg_run_tgid_fail, &r, said, sizeof(said));
+    PBX_REQUIRE(r.nopen == 2U);
+    PBX_CHECK_EQ(r.results[0], EACCES);
+    PBX_CHECK_EQ(r.results[1], EACCES);
+    PBX_CHECK_EQ(r.asks, 0U);
+    PBX_CHECK_EQ(r.b.continued, 0U);
+    PBX_CHECK(strstr(said, "the broker cannot read its process from /proc/") !=
+              NULL);
+    tg_teardown(&r);
+}
+
+/* The injected descriptor's mode follows the open's access mode as the
+ * kernel's would: O_CREAT | O_RDONLY of a missing file reads (it was
+ * write-only); only O_RDONLY | O_TRUNC of an existing file (a write) is
+ * write-only. */
+PBX_TEST(peers_broker_mode_follows_the_access_mode)
+{
+    const uint8_t rd = PBX_PEER_BROKER_OP_READ;
+    const uint8_t wr = PBX_PEER_BROKER_OP_WRITE;
+    const uint8_t cr = PBX_PEER_BROKER_OP_CREATE;
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY, rd), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT, cr), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT | O_EXCL, cr), 1U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_WRONLY | O_CREAT, cr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDWR | O_CREAT, cr), 3U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_WRONLY, wr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDWR, wr), 3U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_TRUNC, wr), 2U);
+    PBX_CHECK_EQ(pbx_broker_mode(O_RDONLY | O_CREAT | O_TRUNC, wr), 2U);
+}
+
+/* 100 lines said with the rate never refilling (a period of an hour): the
+ * first 16 are written, the rest counted, and the flush writes the count
+ * as one line; a fresh burst then writes again, count first. */
+static void tg_say_many(void *arg)
+{
+    (void)arg;
+    pbx_broker_say_limit(16U, 3600000U);
+    for (uint32_t i = 0; i < 100U; i++) {
+        pbx_broker_say("pbx-broker: line %u\n", i);
+    }
+    pbx_broker_say_flush();
+    pbx_broker_say_flush();
+}
+
+PBX_TEST(peers_broker_lines_are_rate_limited)
+{
+    static char said[8192];
+    tg_capture(tg_say_many, NULL, said, sizeof(said));
+    size_t lines = 0;
+    for (const char *p = said; *p != '\0'; p++) {
+        lines += *p == '\n' ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(lines, 17U);
+    PBX_CHECK(strstr(said, "pbx-broker: line 15\n") != NULL);
+    PBX_CHECK(strstr(said, "pbx-broker: line 16\n") == NULL);
+    PBX_CHECK(strstr(said, "pbx-broker: 84 line(s) suppressed (at most 16 "
+                           "at once, then one per 3600000 ms)\n") != NULL);
+    pbx_broker_say_limit(16U, 1000U); /* the defaults, for the next test */
 }

@@ -1201,15 +1201,24 @@ PBX_TEST(peers_ttyd_draws_a_prompt_only_over_held_output)
     PBX_CHECK(tt_read_until(master, out, sizeof(out), "Approve? [y/n]"));
     /* The soft reset, then erase below, then the prompt (the terminal's
      * ONLCR turns the reset's CR LF into CR CR LF). */
-    const char *r = strstr(out, "\033[0m\033[?25h\033[?1047l\0337\033[r"
-                                "\033[?6l\0338\033[4l\033[?7h\033(B\017\r");
+    const char *r = strstr(
+        out, "\033[0m\033[?25h\033[?1047l\0337\033[r"
+             "\033[?6l\0338\033[4l\033[?7h\033(B\017\033 F"
+             "\033[?9;1000;1001;1002;1003;1005;1006;1007;1015l"
+             "\033[?1004l\033[?2004l\033[?1l\033>\033[>4;0m\033[=0;1u"
+             "\033[<99u\033]104\033\\\033]110\033\\\033]111\033\\\033[?5l"
+             "\033[0m\r");
     const char *j = r != NULL ? strstr(r, "\033[J") : NULL;
     PBX_CHECK(j != NULL && strstr(j, "=== powerboxd") != NULL);
     PBX_CHECK(strstr(out, "press y or n, no Enter") != NULL);
-    /* One key, no Enter, answers; then the hold is released. */
-    PBX_CHECK(write(master, "y", 1) == 1);
+    /* A terminal's reply (DECRQM), a mouse report at column 57 ('Y')
+     * and keypad 9 in application mode (ESC O y) carry y bytes but are
+     * no key; the lone n after them answers. Then the hold is released. */
+    static const char keys[] = "\033[?2004;2$y\033[MCY!\033Oyn";
+    PBX_CHECK(write(master, keys, sizeof(keys) - 1U) ==
+              (ssize_t)(sizeof(keys) - 1U));
     tt_reply_seq(route, &m, 41);
-    tt_answer_is(&m, a, 600, PBX_IPC_ANSWER_APPROVE);
+    tt_answer_is(&m, a, 600, PBX_IPC_ANSWER_DENY);
     PBX_CHECK(tt_hold_hears(c, "RELEASE 1\n"));
     /* launchd never acknowledges: RETRY after the bound, never drawn. */
     const pbx_ipc_id b = {7, 1};
