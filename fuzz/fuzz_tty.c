@@ -21,6 +21,7 @@
  */
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_tty.h"
+#include "peers/lib/pbx_peer_tty_keys.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -95,22 +96,46 @@ static uint8_t fuzz_tty_expected(const uint8_t *a, size_t len)
     return 0U;
 }
 
-/* The answer line and keys must follow their documented words exactly. */
+/* The answer line must follow its documented words exactly. The key
+ * parser answers only on a y/Y/n/N byte, and reading the input byte by
+ * byte or in passes of pbx_peer_tty_keys_scan gives the same answers at
+ * the same bytes (a sequence split between reads is dropped whole). */
 static void fuzz_tty_answer(const uint8_t *a, size_t len)
 {
     uint8_t want = fuzz_tty_expected(a, len);
     if (pbx_peer_tty_answer_parse((const char *)a, len) != want) {
         abort();
     }
+    pbx_peer_tty_keys bytewise;
+    pbx_peer_tty_keys passes;
+    pbx_peer_tty_keys_reset(&bytewise);
+    pbx_peer_tty_keys_reset(&passes);
+    size_t pos = 0;
     for (size_t i = 0; i < len; i++) {
-        uint8_t k = pbx_peer_tty_key(a[i]);
+        uint8_t k = pbx_peer_tty_keys_feed(&bytewise, a[i]);
         uint8_t c = (uint8_t)(a[i] | 0x20U);
         uint8_t exp = c == 'y'   ? PBX_IPC_ANSWER_APPROVE
                       : c == 'n' ? PBX_IPC_ANSWER_DENY
                                  : 0U;
-        if (k != exp) {
+        if (k != 0U && k != exp) {
             abort();
         }
+        if (k == 0U) {
+            continue;
+        }
+        /* The pass reader must stop at exactly this byte with this key. */
+        size_t used = 0;
+        if (pbx_peer_tty_keys_scan(&passes, a + pos, i + 1U - pos, &used) !=
+                k ||
+            used != i + 1U - pos) {
+            abort();
+        }
+        pos = i + 1U;
+    }
+    size_t used = 0;
+    if (pos < len &&
+        pbx_peer_tty_keys_scan(&passes, a + pos, len - pos, &used) != 0U) {
+        abort();
     }
 }
 

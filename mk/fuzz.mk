@@ -30,7 +30,7 @@ FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 FUZZ_LINK_fuzz_core_machine := $(filter-out sim/sim_main.c,$(wildcard sim/*.c))
 FUZZ_LINK_fuzz_attach  := peers/common/pbx_peer_attach.c peers/common/pbx_peer_io.c \
                           peers/lib/pbx_peer.c
-FUZZ_LINK_fuzz_tty     := peers/lib/pbx_peer_tty.c peers/lib/pbx_peer_tty_policy.c \
+FUZZ_LINK_fuzz_tty     := peers/lib/pbx_peer_tty.c peers/lib/pbx_peer_tty_keys.c peers/lib/pbx_peer_tty_policy.c \
                           peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_vfsd_resolve := peers/vfsd/vfsd_resolve.c peers/vfsd/vfsd_create.c \
                           peers/lib/pbx_peer_vfs.c peers/lib/pbx_peer_vfs_obj.c \
