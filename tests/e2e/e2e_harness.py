@@ -16,55 +16,29 @@ import time
 
 
 SEALS = 1 | 2 | 4 | 8  # F_SEAL_SEAL | SHRINK | GROW | WRITE
-
-
 LOG_LINES_MAX = 400  # a longer peer log is printed as its head and tail
-
-
 # The run's own tmux server: its socket, in WORK_DIR (set by main).
 TMUX_SOCKET = []
 # run.py, whose main() runs the programs of the Program kinds: a launched
 # Program is `python3 RUN_PY --program` (or --fair-program, --steal-program).
 RUN_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.py")
-
-
 F_ADD_SEALS = 1033
-
-
 POLICY = ("* * read file routine allow\n"
           "* * read file exceptional prompt\n"
           "* * entry-metadata-read directory-entry routine allow\n")
-
-
 # The staged processes procd simulates and launchd binds launched jobs to,
 # the same list for both: ten, so that up to ten jobs use install mode at
 # once (launchd hands out the first free one, so a lone job gets 42:5).
 STAGES = [f"{pid}:5" for pid in range(42, 52)]
-
-
 # Status codes the scenarios expect (base/err/*.def).
 E_CORE_BUSY = 0x0604
-
-
 E_CORE_BROKER = 0x061D
-
-
 E_PEER_BUSY = 0x08C0
-
-
 E_PEER_ROUTE = 0x08C3
-
-
 E_PEER_NOT_YOURS = 0x08C8
-
-
 # The ipc v2 operations and outcomes the raw job program uses.
 OP_BEGIN, OP_SELECTOR, OP_DECISION, OP_CANCEL = 0x0001, 0x0002, 0x0004, 0x0005
-
-
 REPLY_BIT = 0x8000
-
-
 OUTCOMES = {1: "pending", 2: "approved", 3: "denied", 4: "cancelled",
             5: "not-found"}
 
@@ -230,8 +204,6 @@ def descendants(roots):
 # killed even after launchd died and the job was reparented away from the
 # stack (stop() sweeps /proc for the mark).
 STACK_MARK = "PBX_E2E_STACK"
-
-
 # The signals that end a run; blocked while a stack stops, so that a
 # SIGTERM arriving then cannot cut its cleanup short.
 END_SIGNALS = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
@@ -628,6 +600,7 @@ class Stack:
 def key_values(text):
     """The key=value lines of text as a dict (the last of a key wins)."""
     return dict(l.split("=", 1) for l in text.splitlines() if "=" in l)
+
 
 
 def read_rows(path, seconds=5.0):

@@ -219,8 +219,6 @@ class UpJobs:
 # command name once it exec'd (before, a child still bears pbx's).
 STACK_COMM = {"vfsd": "pbx-vfsd", "ttyd": "pbx-ttyd", "procd": "pbx-procd",
               "launchd": "pbx-launchd", "powerboxd": "powerboxd"}
-
-
 STARTED = re.compile(r" up\[\d+\]: (vfsd|ttyd|procd|launchd|powerboxd)"
                      r"\[(\d+)\] started: ")
 

@@ -78,8 +78,6 @@ from scn_any_limits import (any_ask_flood, any_flood, any_mount, any_nofuse,
 
 # The scenarios `all` leaves out.
 HIDDEN = ("fail-on-purpose",)
-
-
 # The geometry of a standalone scenario: it is called with (BIN_DIR, its
 # own work directory) and starts what it needs itself (no Stack).
 STANDALONE = "standalone"

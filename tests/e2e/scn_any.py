@@ -102,8 +102,6 @@ def any_cat(st):
 ANY_KEYS_MODES = ("\\033[?1000h\\033[?1002h\\033[?1003h\\033[?1006h"
                   "\\033[?1004h\\033[?2004h\\033=\\033[?1h\\033[>4;2m"
                   "\\033[?5h")
-
-
 # tmux keeps one mouse mode, the last set (1003: any motion).
 ANY_KEYS_FLAGS = ("mouse_any_flag", "mouse_sgr_flag", "keypad_flag",
                   "keypad_cursor_flag")

@@ -27,8 +27,6 @@ for i in range(1000):
 print("opened=%d" % ok, flush=True)
 print("refused=%d" % refused, flush=True)
 """
-
-
 # pbx-broker's default prompt budget (peers/broker/broker.c, docs/HOST.md
 # "Brokered opens"): a burst of 5, then one more every 2000 ms.
 BROKER_BURST, BROKER_PER_MS = 5, 2000

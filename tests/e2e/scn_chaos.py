@@ -360,15 +360,9 @@ def chaos_after(u, first, base, use):
 # per-grant broker-lost lines (the grant id I.G as group 1).
 UP_PROC = re.compile(r"(vfsd|ttyd|procd|launchd|powerboxd)\[(\d+)\] "
                      r"(started: |killed |exited )")
-
-
 VFSD_READY = re.compile(r"vfsd: ready: .*\bincarnation (\d+)")
-
-
 VFSD_END = re.compile(r"vfsd: (RETIRE|HANG-UP) object (\d+) gen (\d+)"
                       r"(: route to pid (\d+) closed$)?")
-
-
 PEER_LOST = {
     "ttyd": re.compile(r"ttyd: VIEW ended grant (\d+\.\d+): route closed "
                        r"\(broker lost\)$"),

@@ -176,7 +176,6 @@ def make_run(bin_dir, work):
           "expired by launchd when cat exited; the reader's cancelled by "
           "the user")
 
-
 def pbx_status_lines(u):
     """`pbx status` of u's stack: (exit status, stdout lines, stderr)."""
     out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,

@@ -14,8 +14,6 @@ from e2e_up import proc_comm, Up
 # route-hijack: how many times each of vfsd and powerboxd is killed (and
 # restarted by pbx up) while foreign programs try to become vfsd's route.
 HIJACK_RESTARTS = 20
-
-
 # ... and how many times launchd is (its jobs, the sandboxed foreign
 # program included, die with it).
 HIJACK_LAUNCHD_RESTARTS = 5
