@@ -161,7 +161,6 @@ SCENARIOS = {
     "any-revoke": (any_revoke, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),
     "hold-release": (hold_release, True, None, None),
-    # Hidden until the walls refuse attribute changes (it fails today).
     "sandbox-setattr": (sandbox_setattr, False, None, None),
     "sandbox-ipc": (sandbox_ipc, False, None, None),
     "any-flood": (any_flood, True, None, None),
