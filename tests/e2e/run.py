@@ -8403,6 +8403,158 @@ def any_revoke(st):
           f"alive=1 and exited 0")
 
 
+# --- Every way a grant ends cuts the revocable descriptor (issue 21
+# item 3): any-revoke shows the cancel; any-expire the job's EXPIRE
+# (what launchd sends when the program exits); any-consume the
+# program's own CONSUME of a one-shot grant.
+
+
+def ends_decision(st, grant):
+    """The key=values of powerboxd's approved decision line for grant
+    (None before it is logged)."""
+    for line in st.peer_log("powerboxd").splitlines():
+        f = key_values(line.replace(" ", "\n"))
+        if f.get("grant") == grant and f.get("event") == "decision" and \
+                f.get("outcome") == "approved":
+            return f
+    return None
+
+
+def ends_retired(st, name, grant, seen, cause):
+    """After the end (vfsd's log past index seen): vfsd logs the RETIRE
+    of exactly the object powerboxd's decision named for grant, and
+    powerboxd's grant-end says cause, of that object. Returns the RETIRE
+    line."""
+    obj = ends_decision(st, grant).get("object-id")
+    m = re.fullmatch(r"(\d+):(\d+)", obj or "")
+    if m is None:
+        fail(f"{name}: powerboxd's decision for grant {grant} names no "
+             f"object-id ({obj!r})")
+    want = f"vfsd: RETIRE object {m.group(1)} gen {m.group(2)}"
+    wait_for(lambda: want in st.peer_log("vfsd")[seen:].splitlines(),
+             f"{name}: vfsd never logged '{want}' after the end", 20)
+    wait_for(lambda: any_revoke_object(st, grant)[1] is not None,
+             f"{name}: powerboxd logged no grant-end for {grant}", 20)
+    end = any_revoke_object(st, grant)[1]
+    if end != (cause, obj):
+        fail(f"{name}: grant {grant} ended {end}, want {cause} of {obj}")
+    return want
+
+
+def any_expire(st):
+    """A dynamic reader (python3, sandboxed, brokered) reads five
+    100-byte pieces of a 1 MiB file through its brokered descriptor (an
+    invocation grant); then its job is EXPIREd (`pbx-launchd expire
+    --control` of the job powerboxd's decision names: the EXPIRE launchd
+    sends when the program exits) while the reader still holds the
+    descriptor. vfsd retires exactly the object powerboxd's decision
+    named, powerboxd records the grant `end=expired`; the reader's next
+    two reads fail EIO, it prints a line and exits 0 by itself."""
+    broker_root_file(st)
+    big = os.path.join(os.path.realpath(st.root), "docs", "expire.bin")
+    with open(big, "wb") as f:
+        f.write(bytes(range(256)) * 4096)
+    clear_pane(st)
+    job = broker_run(st, ["/usr/bin/python3", "-c", ANY_REVOKE_PROG, big],
+                     os.path.join(st.work, "any-expire.err"), stdin=None)
+    broker_prompt(st, "docs/expire.bin", "python3")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l.startswith("before="), "before=", seconds=20)
+    if job.kv().get("before") != "exact":
+        fail(f"any-expire: the five pieces before the expiry: {job.kv()}")
+    ids = [g for g in re.findall(r"grant=(\S+)", st.peer_log("powerboxd"))
+           if (ends_decision(st, g) or {}).get("object") ==
+           "docs/expire.bin"]
+    if len(set(ids)) != 1:
+        fail(f"any-expire: approved grants of docs/expire.bin: {ids}")
+    grant = ids[0]
+    dec = ends_decision(st, grant)
+    if dec.get("lifetime") != "invocation":
+        fail(f"any-expire: grant {grant} is not an invocation grant: {dec}")
+    jid = dec.get("job", "").replace(".", ":")
+    seen = len(st.peer_log("vfsd"))
+    rc, out = st.launchd_expire("--control", job=jid)
+    if rc != 0 or out != "expire=accepted":
+        fail(f"any-expire: pbx-launchd expire of job {jid}: {rc} {out!r}")
+    want = ends_retired(st, "any-expire", grant, seen, "expired")
+    job.write("next\n")
+    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
+    kv = job.kv()
+    if job.proc.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
+            kv.get("again") != "EIO":
+        fail(f"any-expire: after the expiry: {kv} rc {job.proc.returncode}")
+    print(f"run: any-expire: five pieces read exactly; job {jid} expired, "
+          f"grant {grant} ended expired; vfsd logged '{want}' after the "
+          f"expiry; the next two reads failed EIO, the reader printed "
+          f"alive=1 and exited 0")
+
+
+def any_consume(st):
+    """A program of libpbx-app (pbx-test-fdcat --open, `pbx run`, not
+    sandboxed) gets a one-shot read grant of a file (the pane's prompt
+    answered y), asks vfsd for a revocable descriptor of its object
+    (pbx_obj_open_fd) and reads 100 bytes through it; then it CONSUMEs
+    the grant (pbx_app_consume). vfsd retires exactly the object
+    powerboxd's decision named, powerboxd records `end=consumed`; the
+    descriptor's next two reads fail EIO while the program runs on
+    (it answers one more command and exits 0 at the end of its input)."""
+    path = os.path.join(os.path.realpath(st.root), "docs", "consume.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("consumed once " * 40)
+    clear_pane(st)
+    job = Launched(st, [os.path.join(st.bin_dir, "pbx"), "--dir", st.work,
+                        "run", "--", os.path.join(st.bin_dir,
+                                                  "pbx-test-fdcat"),
+                        "--open", "--exceptional", "docs/consume.txt"],
+                   stderr=open(os.path.join(st.work, "any-consume.err"),
+                               "w", encoding="utf-8"))
+    wait_for(lambda: "Approve?" in pane_text(st) and
+             'selector: "docs/consume.txt"' in pane_text(st),
+             "any-consume: no prompt for docs/consume.txt", 15.0)
+    tmux("send-keys", "-t", st.pane, "y")
+    out = job.wait_key("outcome", seconds=20)
+    grant = out.split("grant=", 1)[-1].replace(":", ".")
+    if not out.startswith("approved"):
+        fail(f"any-consume: the open: {out}")
+    n = len(job.lines)
+    job.write("openfd\nfdread\n")
+    job.wait_line(lambda l: l.startswith("fdread="), "fdread=", 20, n)
+    kv = job.kv(n)
+    if kv.get("openfd") != "ok" or kv.get("fdread") != "ok 100":
+        fail(f"any-consume: before the consume: {kv}")
+    grants = [g for g in re.findall(r"grant=(\S+)",
+                                    st.peer_log("powerboxd"))
+              if g.endswith("-" + grant) or g == grant]
+    wait_for(lambda: any(ends_decision(st, g) for g in grants),
+             f"any-consume: no approved decision for grant {grant}", 20)
+    full = [g for g in grants if ends_decision(st, g)][0]
+    dec = ends_decision(st, full)
+    if dec.get("lifetime") != "one-shot":
+        fail(f"any-consume: grant {full} is not one-shot: {dec}")
+    seen = len(st.peer_log("vfsd"))
+    n = len(job.lines)
+    job.write("consume\n")
+    if job.wait_key("consume", seconds=20, start=n) != "ok":
+        fail(f"any-consume: consume: {job.kv(n)}")
+    want = ends_retired(st, "any-consume", full, seen, "consumed")
+    n = len(job.lines)
+    job.write("fdread\n")
+    i = job.wait_line(lambda l: l.startswith("fdread="), "fdread=", 20, n)
+    job.write("fdread\n")
+    j = job.wait_line(lambda l: l.startswith("fdread="), "fdread=", 20,
+                      i + 1)
+    after, again = job.lines[i], job.lines[j]
+    job.proc.stdin.close()
+    if job.proc.wait(timeout=30) != 0 or \
+            after != "fdread=failed EIO" or again != "fdread=failed EIO":
+        fail(f"any-consume: after the consume: {after!r} {again!r} rc "
+             f"{job.proc.returncode}")
+    print(f"run: any-consume: one-shot grant {full} read 100 bytes through "
+          f"its revocable descriptor; consumed; vfsd logged '{want}' after "
+          f"the consume; the next two reads failed EIO, the program "
+          f"answered on and exited 0")
+
+
 SANDBOX_METADATA_PROG = """
 import ctypes, errno, os, sys
 # The program names itself pbx-demo (its argv[0], by a re-exec of its
@@ -9209,6 +9361,8 @@ SCENARIOS = {
     "any-keys": (any_keys, True, None, None),
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
+    "any-expire": (any_expire, True, None, None),
+    "any-consume": (any_consume, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),
     "hold-release": (hold_release, True, None, None),
     # Hidden until the walls refuse attribute changes (it fails today).
