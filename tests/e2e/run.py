@@ -455,6 +455,21 @@ and its job connection.
                  that grant (its grant-end says cancelled, same object);
                  the next two reads fail EIO, the reader keeps running,
                  prints a line and exits 0 by itself
+  any-expire     as any-revoke, but the grant (lifetime invocation) ends
+                 by its job's EXPIRE (`pbx-launchd expire --control` of
+                 the job powerboxd's decision names, the EXPIRE launchd
+                 sends when the program exits) while python3 still holds
+                 the descriptor: vfsd logs, after the EXPIRE, the RETIRE
+                 of exactly the decision's object; the grant ends
+                 `end=expired`; the next two reads fail EIO, the reader
+                 prints a line and exits 0 by itself
+  any-consume    pbx-test-fdcat --open (libpbx-app, `pbx run`) gets a
+                 one-shot read grant (prompt, y), opens a revocable
+                 descriptor of its object (pbx_obj_open_fd) and reads 100
+                 bytes through it, then CONSUMEs the grant: vfsd logs the
+                 RETIRE of exactly the decision's object, the grant ends
+                 `end=consumed`, the descriptor's next two reads fail
+                 EIO, the program answers on and exits 0
   sandbox-metadata
                  python3 under `pbx run --sandbox --scope root`, no
                  grant: stat of a scope file and of a 0600 file of the
