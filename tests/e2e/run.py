@@ -456,13 +456,16 @@ and its job connection.
                  the next two reads fail EIO, the reader keeps running,
                  prints a line and exits 0 by itself
   any-expire     as any-revoke, but the grant (lifetime invocation) ends
-                 by its job's EXPIRE (`pbx-launchd expire --control` of
-                 the job powerboxd's decision names, the EXPIRE launchd
-                 sends when the program exits) while python3 still holds
-                 the descriptor: vfsd logs, after the EXPIRE, the RETIRE
+                 by its job's EXPIRE while python3 still holds the
+                 descriptor: (1) `pbx-launchd expire --control` of the
+                 job powerboxd's decision names, the reader still the
+                 job's program; (2) launchd's own EXPIRE when the job's
+                 program, a sandboxed sh that started the reader in the
+                 background, exits (the reader orphaned, reading on in
+                 pieces). Each time vfsd logs, after the end, the RETIRE
                  of exactly the decision's object; the grant ends
                  `end=expired`; the next two reads fail EIO, the reader
-                 prints a line and exits 0 by itself
+                 prints a line and exits by itself
   any-consume    pbx-test-fdcat --open (libpbx-app, `pbx run`) gets a
                  one-shot read grant (prompt, y), opens a revocable
                  descriptor of its object (pbx_obj_open_fd) and reads 100
@@ -8456,19 +8459,55 @@ def ends_retired(st, name, grant, seen, cause):
     return want
 
 
-def any_expire(st):
-    """A dynamic reader (python3, sandboxed, brokered) reads five
-    100-byte pieces of a 1 MiB file through its brokered descriptor (an
-    invocation grant); then its job is EXPIREd (`pbx-launchd expire
-    --control` of the job powerboxd's decision names: the EXPIRE launchd
-    sends when the program exits) while the reader still holds the
-    descriptor. vfsd retires exactly the object powerboxd's decision
-    named, powerboxd records the grant `end=expired`; the reader's next
-    two reads fail EIO, it prints a line and exits 0 by itself."""
-    broker_root_file(st)
-    big = os.path.join(os.path.realpath(st.root), "docs", "expire.bin")
-    with open(big, "wb") as f:
-        f.write(bytes(range(256)) * 4096)
+# The background reader of any-expire's second phase: it reads five
+# pieces, says so, then reads on in pieces (every 50 ms, at most 600
+# times) until a read fails; it says whether its parent (the job's sh)
+# had exited by then, and that it still runs.
+ANY_EXPIRE_CHILD = """
+import errno, os, sys, time
+want = bytes(range(256)) * 4096
+parent = os.getppid()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+got = b""
+for i in range(5):
+    got += os.read(fd, 100)
+print("before=" + ("exact" if got == want[:500] else repr(got[:40])),
+      flush=True)
+after = "no-failure"
+for i in range(600):
+    try:
+        os.read(fd, 100)
+    except OSError as e:
+        after = errno.errorcode.get(e.errno, str(e.errno))
+        break
+    time.sleep(0.05)
+print("orphaned=" + str(int(os.getppid() != parent)), flush=True)
+print("after=" + after, flush=True)
+try:
+    print("again=ok:" + str(len(os.read(fd, 100))), flush=True)
+except OSError as e:
+    print("again=" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+print("alive=1", flush=True)
+"""
+
+
+def any_expire_grant(st, name, selector):
+    """The one approved grant of selector in powerboxd's log, its
+    decision's fields; fails unless it is an invocation grant."""
+    ids = {g for g in re.findall(r"grant=(\S+)", st.peer_log("powerboxd"))
+           if (ends_decision(st, g) or {}).get("object") == selector}
+    if len(ids) != 1:
+        fail(f"{name}: approved grants of {selector}: {ids}")
+    grant = ids.pop()
+    dec = ends_decision(st, grant)
+    if dec.get("lifetime") != "invocation":
+        fail(f"{name}: grant {grant} is not an invocation grant: {dec}")
+    return grant, dec
+
+
+def any_expire_by_control(st, big):
+    """Phase 1: python3 holds its brokered descriptor while its job is
+    EXPIREd by `pbx-launchd expire --control`."""
     clear_pane(st)
     job = broker_run(st, ["/usr/bin/python3", "-c", ANY_REVOKE_PROG, big],
                      os.path.join(st.work, "any-expire.err"), stdin=None)
@@ -8477,15 +8516,7 @@ def any_expire(st):
     job.wait_line(lambda l: l.startswith("before="), "before=", seconds=20)
     if job.kv().get("before") != "exact":
         fail(f"any-expire: the five pieces before the expiry: {job.kv()}")
-    ids = [g for g in re.findall(r"grant=(\S+)", st.peer_log("powerboxd"))
-           if (ends_decision(st, g) or {}).get("object") ==
-           "docs/expire.bin"]
-    if len(set(ids)) != 1:
-        fail(f"any-expire: approved grants of docs/expire.bin: {ids}")
-    grant = ids[0]
-    dec = ends_decision(st, grant)
-    if dec.get("lifetime") != "invocation":
-        fail(f"any-expire: grant {grant} is not an invocation grant: {dec}")
+    grant, dec = any_expire_grant(st, "any-expire", "docs/expire.bin")
     jid = dec.get("job", "").replace(".", ":")
     seen = len(st.peer_log("vfsd"))
     rc, out = st.launchd_expire("--control", job=jid)
@@ -8498,10 +8529,67 @@ def any_expire(st):
     if job.proc.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
             kv.get("again") != "EIO":
         fail(f"any-expire: after the expiry: {kv} rc {job.proc.returncode}")
-    print(f"run: any-expire: five pieces read exactly; job {jid} expired, "
-          f"grant {grant} ended expired; vfsd logged '{want}' after the "
-          f"expiry; the next two reads failed EIO, the reader printed "
-          f"alive=1 and exited 0")
+    print(f"run: any-expire: five pieces read exactly; job {jid} expired "
+          f"by pbx-launchd expire, grant {grant} ended expired; vfsd logged "
+          f"'{want}' after the expiry; the next two reads failed EIO, the "
+          f"reader printed alive=1 and exited 0")
+
+
+def any_expire_by_exit(st, big):
+    """Phase 2: a sandboxed sh starts python3 in the background (it
+    opens and reads the file: the prompt names sh's entry), then exits
+    on a line of input; launchd EXPIREs the job at that exit while the
+    orphaned reader still holds its descriptor and reads on."""
+    clear_pane(st)
+    job = broker_run(st, ["/bin/sh", "-c",
+                          '/usr/bin/python3 -c "$0" "$1" </dev/null & '
+                          'read x; exit 0', ANY_EXPIRE_CHILD, big],
+                     os.path.join(st.work, "any-expire-exit.err"),
+                     stdin=None)
+    broker_prompt(st, "docs/expire2.bin", "sh")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l.startswith("before="), "before=", seconds=20)
+    if job.kv().get("before") != "exact":
+        fail(f"any-expire: exit: the five pieces: {job.kv()}")
+    grant, dec = any_expire_grant(st, "any-expire", "docs/expire2.bin")
+    jid = dec.get("job", "").replace(":", ".")
+    seen = len(st.peer_log("vfsd"))
+    job.write("go\n")
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-expire: the job's sh exited {job.proc.returncode}")
+    ended = f"launchd: job {jid} ended: EXPIRE accepted"
+    wait_for(lambda: ended in st.peer_log("launchd"),
+             f"any-expire: launchd never logged '{ended}'", 20)
+    want = ends_retired(st, "any-expire", grant, seen, "expired")
+    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=60)
+    kv = job.kv()
+    if kv.get("orphaned") != "1" or kv.get("after") != "EIO" or \
+            kv.get("again") != "EIO":
+        fail(f"any-expire: after the job's exit: {kv}")
+    print(f"run: any-expire: sh (job {jid}) exited, launchd's EXPIRE "
+          f"ended grant {grant} expired; vfsd logged '{want}'; the "
+          f"orphaned reader's next read failed EIO, and the one after, "
+          f"and it printed alive=1")
+
+
+def any_expire(st):
+    """A dynamic reader (python3, sandboxed, brokered) reads five
+    100-byte pieces of a 1 MiB file through its brokered descriptor (an
+    invocation grant); the job is then EXPIREd while the reader still
+    holds the descriptor, (1) by `pbx-launchd expire --control` of the
+    job powerboxd's decision names while the program runs, (2) by
+    launchd itself when the job's program (a sandboxed sh that started
+    the reader in the background) exits. Each time vfsd retires exactly
+    the object powerboxd's decision named, powerboxd records the grant
+    `end=expired`, the reader's next two reads fail EIO and it runs on
+    (prints a line, exits by itself)."""
+    broker_root_file(st)
+    docs = os.path.join(os.path.realpath(st.root), "docs")
+    for n in ("expire.bin", "expire2.bin"):
+        with open(os.path.join(docs, n), "wb") as f:
+            f.write(bytes(range(256)) * 4096)
+    any_expire_by_control(st, os.path.join(docs, "expire.bin"))
+    any_expire_by_exit(st, os.path.join(docs, "expire2.bin"))
 
 
 def any_consume(st):
