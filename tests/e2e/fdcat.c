@@ -25,7 +25,11 @@
  * grant ("consume=ok" or "consume=failed WHY"), "send PATH" sends a
  * copy of the object's descriptor to the datagram socket PATH (the
  * scenario then reads through it outside the stack; "send=ok" or
- * "send=failed WHY"); end of input exits 0 (1
+ * "send=failed WHY"), "openfd" asks vfsd for a revocable read descriptor
+ * of the object (pbx_obj_open_fd; "openfd=ok" or "openfd=failed WHY"),
+ * "fdread" reads 100 bytes through that descriptor ("fdread=ok N" or
+ * "fdread=failed ERRNO", e.g. EIO once the grant has ended: scenario
+ * any-consume); end of input exits 0 (1
  * when the open failed). --cycles runs N one-shot lifecycles (open, read,
  * consume), prints "cycles=N ok=K" and exits 0 when all K == N, else 4.
  * --asks makes N exceptional one-shot requests of SELECTOR in a row on
@@ -46,6 +50,7 @@
 #include "peers/app/pbx_app.h"
 #include "peers/app/pbx_obj.h"
 #include "peers/lib/pbx_peer.h"
+#include "peers/lib/pbx_peer_vfs.h"
 
 /* The largest file read (the scenario's is small). */
 #define FDCAT_MAX 65536U
@@ -130,6 +135,31 @@ static void fdcat_send(int obj, const char *path)
            why == NULL ? "" : why);
 }
 
+/* "openfd": a revocable read descriptor of obj into *fd (one at most). */
+static void fdcat_open_fd(int obj, int *fd)
+{
+    int st = (int)PBX_E_OBJ_ARG;
+    if (*fd < 0 && obj >= 0) {
+        st = pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, fd);
+    }
+    printf(st == 0 ? "openfd=ok%s\n" : "openfd=failed %s\n",
+           st == 0 ? "" : pbx_obj_strerror(st));
+}
+
+/* "fdread": the next 100 bytes through the revocable descriptor fd; the
+ * errno's symbolic name when the read fails (the scenario wants EIO). */
+static void fdcat_fd_read(int fd)
+{
+    char piece[100];
+    ssize_t n = fd >= 0 ? read(fd, piece, sizeof(piece)) : -1;
+    int e = fd >= 0 ? errno : EBADF;
+    if (n >= 0) {
+        printf("fdread=ok %zd\n", n);
+    } else {
+        printf("fdread=failed %s\n", e == EIO ? "EIO" : strerror(e));
+    }
+}
+
 /* --open: the open, then one command per line of standard input. */
 static int fdcat_serve(const char *selector, bool job, bool exceptional,
                        char *buf)
@@ -138,6 +168,7 @@ static int fdcat_serve(const char *selector, bool job, bool exceptional,
     memset(&g, 0, sizeof(g));
     g.obj = -1;
     int st = fdcat_open(selector, job, exceptional, &g, buf);
+    int fd = -1;
     char line[512];
     for (unsigned k = 0; k < 1000000U && fgets(line, sizeof(line), stdin);
          k++) {
@@ -147,6 +178,10 @@ static int fdcat_serve(const char *selector, bool job, bool exceptional,
             fdcat_said(rd, n);
         } else if (strncmp(line, "send ", 5) == 0) {
             fdcat_send(g.obj, line + 5);
+        } else if (strncmp(line, "openfd", 6) == 0) {
+            fdcat_open_fd(g.obj, &fd);
+        } else if (strncmp(line, "fdread", 6) == 0) {
+            fdcat_fd_read(fd);
         } else if (strncmp(line, "consume", 7) == 0) {
             int c = pbx_app_consume(&g);
             printf(c == 0 ? "consume=ok%s\n" : "consume=failed %s\n",

@@ -58,6 +58,7 @@ from scn_up import (grants_cli, restart_during_restart, up, up_backoff,
                     up_restart)
 from scn_admission import fail_on_purpose, job_spoof, query_admission
 from scn_any import any_cat, any_escape, any_keys, any_revoke
+from scn_ends import any_consume, any_expire
 from scn_sandbox import (any_spoof, pbx_open, pbx_run_grant, sandbox,
                          sandbox_dynamic, sandbox_walls)
 from scn_restart import (restart_procd, restart_ttyd, restart_vfsd,
@@ -159,6 +160,8 @@ SCENARIOS = {
     "any-keys": (any_keys, True, None, None),
     "any-escape": (any_escape, True, None, None),
     "any-revoke": (any_revoke, True, None, None),
+    "any-expire": (any_expire, True, None, None),
+    "any-consume": (any_consume, True, None, None),
     "sandbox-metadata": (sandbox_metadata, True, None, None),
     "hold-release": (hold_release, True, None, None),
     "sandbox-setattr": (sandbox_setattr, False, None, None),

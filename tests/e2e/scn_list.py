@@ -446,6 +446,24 @@ and its job connection.
                  that grant (its grant-end says cancelled, same object);
                  the next two reads fail EIO, the reader keeps running,
                  prints a line and exits 0 by itself
+  any-expire     as any-revoke, but the grant (lifetime invocation) ends
+                 by its job's EXPIRE while python3 still holds the
+                 descriptor: (1) `pbx-launchd expire --control` of the
+                 job powerboxd's decision names, the reader still the
+                 job's program; (2) launchd's own EXPIRE when the job's
+                 program, a sandboxed sh that started the reader in the
+                 background, exits (the reader orphaned, reading on in
+                 pieces). Each time vfsd logs, after the end, the RETIRE
+                 of exactly the decision's object; the grant ends
+                 `end=expired`; the next two reads fail EIO, the reader
+                 prints a line and exits by itself
+  any-consume    pbx-test-fdcat --open (libpbx-app, `pbx run`) gets a
+                 one-shot read grant (prompt, y), opens a revocable
+                 descriptor of its object (pbx_obj_open_fd) and reads 100
+                 bytes through it, then CONSUMEs the grant: vfsd logs the
+                 RETIRE of exactly the decision's object, the grant ends
+                 `end=consumed`, the descriptor's next two reads fail
+                 EIO, the program answers on and exits 0
   sandbox-metadata
                  python3 under `pbx run --sandbox --scope root`, no
                  grant: stat of a scope file and of a 0600 file of the
