@@ -2,6 +2,7 @@
 query-admission, job-spoof, and the hidden fail-on-purpose
 (tests/e2e/orphans.py)."""
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -184,8 +185,27 @@ def query_admission_up(u):
     if g.returncode != 0 or "job=81:1" not in g.stdout:
         fail(f"query-admission: pbx grants under pbx up exited "
              f"{g.returncode}: {g.stdout}{g.stderr}")
+    # pbx cancel under pbx up returns only once the grant's end is
+    # recorded and vfsd retired its object: the RETIRE line is already in
+    # stack.log when it returns.
+    gid = re.search(r"^grant=(\S+) .*job=81:1", g.stdout, re.M)
+    if gid is None:
+        fail(f"query-admission: no grant id for job 81:1 in {g.stdout}")
+    c = subprocess.run([os.path.join(u.bin_dir, "pbx"), "cancel", "--dir",
+                        u.dir, gid.group(1)], capture_output=True,
+                       text=True, check=False, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    said = re.search(r"object (\d+):(\d+) retired$", c.stdout.strip())
+    log = u.text()
+    if c.returncode != 0 or said is None or \
+            f"RETIRE object {said.group(1)} gen {said.group(2)}" not in log:
+        fail(f"query-admission: pbx cancel {gid.group(1)} returned "
+             f"{c.returncode} before its object was retired: "
+             f"{c.stdout}{c.stderr}")
     print(f"run: under pbx up (pid {u.proc.pid}) a job's program was "
-          f"refused by both query sockets; pbx grants lists its grant")
+          f"refused by both query sockets; pbx grants lists its grant; "
+          f"pbx cancel returned after vfsd retired object "
+          f"{said.group(1)}:{said.group(2)}")
     if job.close() != 0:
         fail("query-admission: the job's shell under pbx up failed")
 

@@ -330,6 +330,78 @@ static int grants_cancel_live(const pbx_ids_id *id, const char *arg)
     return PBX_TOOL_EXIT_FAIL;
 }
 
+/* How long pbx cancel waits for the grant's end to be recorded. */
+#define GRANTS_END_WAIT_MS 15000
+#define GRANTS_END_STEP_MS 20
+
+/* Scans DIR/stack.log once for the end of grant `want` ("N-I.G"): when
+ * powerboxd's "event=grant-end grant=N-I.G ..." line is there, its
+ * object-id is copied into obj ("W:G"), and true is returned when vfsd's
+ * "RETIRE object W gen G" line is there too. */
+static bool grants_end_seen(const char *log, const char *want, char *obj,
+                            size_t obj_len)
+{
+    FILE *fp = fopen(log, "r");
+    if (fp == NULL) {
+        return false;
+    }
+    char line[4096];
+    char key[96];
+    char retire[96] = "";
+    (void)snprintf(key, sizeof(key), "event=grant-end grant=%s ", want);
+    bool done = false;
+    for (unsigned long i = 0;
+         i < 10000000UL && !done && fgets(line, sizeof(line), fp) != NULL;
+         i++) {
+        const char *at = NULL;
+        if (obj[0] == '\0' && strstr(line, key) != NULL &&
+            (at = strstr(line, "object-id=")) != NULL) {
+            size_t n = strcspn(at + 10, " \n");
+            if (n > 0U && n < obj_len) {
+                (void)memcpy(obj, at + 10, n);
+                obj[n] = '\0';
+            }
+        }
+        if (obj[0] != '\0' && retire[0] == '\0') {
+            const char *colon = strchr(obj, ':');
+            if (colon != NULL) {
+                (void)snprintf(retire, sizeof(retire),
+                               "RETIRE object %.*s gen %s", (int)(colon - obj),
+                               obj, colon + 1);
+            }
+        }
+        /* The whole id: "gen 4" must not match "gen 41". */
+        const char *r = retire[0] != '\0' ? strstr(line, retire) : NULL;
+        char after = r != NULL ? r[strlen(retire)] : 'x';
+        done = after == '\n' || after == ':' || after == ' ' || after == '\0';
+    }
+    (void)fclose(fp);
+    return done;
+}
+
+/* Waits (bounded) until grant `want`'s end is recorded and its object is
+ * retired at vfsd, so that when pbx cancel returns the grant's object is
+ * cut: the next access through any copy fails. Returns 1 when seen, 0
+ * when not within the bound, -1 when DIR has no stack.log to read (a
+ * stack not started by pbx up keeps its records elsewhere). */
+static int grants_end_wait(const char *want, char *obj, size_t obj_len)
+{
+    char log[4096];
+    obj[0] = '\0';
+    if (pbx_tool_dir_path("stack.log", log, sizeof(log)) != 0 ||
+        access(log, R_OK) != 0) {
+        return -1;
+    }
+    for (int t = 0; t < GRANTS_END_WAIT_MS; t += GRANTS_END_STEP_MS) {
+        if (grants_end_seen(log, want, obj, obj_len)) {
+            return 1;
+        }
+        struct timespec ts = {0, GRANTS_END_STEP_MS * 1000000L};
+        (void)nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 int pbx_tool_cancel(int argc, char **argv)
 {
     grants_opts o;
@@ -365,8 +437,27 @@ int pbx_tool_cancel(int argc, char **argv)
                       pbx_peer_status_text(rep.status));
         return PBX_TOOL_EXIT_FAIL;
     }
-    (void)printf("grant %s cancelled (request %u-%u.%u)\n", o.id,
-                 (unsigned)id.inc, rep.request.index, rep.request.gen);
+    char want[48];
+    char obj[48];
+    (void)snprintf(want, sizeof(want), "%u-%u.%u", (unsigned)id.inc,
+                   (unsigned)id.index, (unsigned)id.gen);
+    int seen = grants_end_wait(want, obj, sizeof(obj));
+    if (seen < 0) {
+        (void)printf("grant %s cancelled (request %u-%u.%u)\n", o.id,
+                     (unsigned)id.inc, rep.request.index, rep.request.gen);
+        return PBX_TOOL_EXIT_OK;
+    }
+    if (seen == 0) {
+        (void)fprintf(stderr,
+                      "pbx cancel: grant %s: powerboxd took the cancel, but "
+                      "its end and the RETIRE of its object are not in "
+                      "stack.log after %d s\n",
+                      o.id, GRANTS_END_WAIT_MS / 1000);
+        return PBX_TOOL_EXIT_FAIL;
+    }
+    (void)printf("grant %s cancelled (request %u-%u.%u); object %s retired\n",
+                 o.id, (unsigned)id.inc, rep.request.index, rep.request.gen,
+                 obj);
     return PBX_TOOL_EXIT_OK;
 }
 
@@ -374,7 +465,10 @@ void pbx_tool_cancel_usage(FILE *fp)
 {
     (void)fputs("  cancel [--dir DIR] [--control PATH] N-I.G\n"
                 "      ends live grant N-I.G (as pbx grants shows it) as the\n"
-                "      user (through launchd); exit 1 with the reason when\n"
+                "      user (through launchd); under pbx up (DIR/stack.log)\n"
+                "      it returns once the end is recorded and vfsd retired\n"
+                "      the object (every copy then reads no more); exit 1\n"
+                "      with the reason when\n"
                 "      it is unknown or ended, or when N is not the live\n"
                 "      powerboxd's incarnation (DIR/stack.log)\n",
                 fp);
