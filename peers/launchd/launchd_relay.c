@@ -425,6 +425,30 @@ static bool launchd_room(const launchd_srv *srv, uint32_t ci)
     return c->track.count + c->begins < srv->max_open;
 }
 
+/* Takes the caller's DECISION of request id (admitted, seq its caller's)
+ * on ci without sending it: powerboxd wakes launchd when the decision is
+ * published, so one DECISION after that WAKE is the only one it needs.
+ * The caller is held until then; when the WAKE already came, launchd asks
+ * at once. A DECISION with a body or descriptors is refused as powerboxd
+ * would refuse it. */
+static void launchd_hold_decision(launchd_srv *srv, uint32_t ci,
+                                  const pbx_ipc_frame *f, uint32_t seq)
+{
+    pbx_err e = pbx_ipc_empty_decode(f, PBX_IPC_OP_DECISION);
+    if (e != PBX_OK) {
+        launchd_refuse(srv, ci, (uint32_t)e, NULL);
+        return;
+    }
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    pbx_peer_track *t = &srv->conns[ci].track;
+    (void)pbx_peer_track_asked(t, f->request);
+    if (pbx_peer_track_hold(t, f->request, seq, srv->now) &&
+        !launchd_ask(srv, LAUNCHD_CALL_REASK, ci, f->request)) {
+        /* Not sent: back to held; the fallback asks again later. */
+        (void)pbx_peer_track_hold(t, f->request, 0U, srv->now);
+    }
+}
+
 /* Relays the decoded public frame in g_in from ci over the broker. */
 static void launchd_relay(launchd_srv *srv, uint32_t ci)
 {
@@ -464,6 +488,10 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
                                : NULL);
         return;
     }
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
+        launchd_hold_decision(srv, ci, &f, pbx_peer_io_msg_seq(&g_in));
+        return;
+    }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
     bool sent = launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, len, ci, cap,
                                   pbx_peer_io_msg_seq(&g_in));
@@ -472,9 +500,6 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
         return;
     }
     pbx_peer_io_close_all(g_in.fds, g_in.nfds);
-    if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
-        (void)pbx_peer_track_asked(&c->track, f.request);
-    }
     if (f.op == (uint16_t)PBX_IPC_OP_EXPIRE) {
         /* An accepted administrative call: the connection is in use. */
         c->last_ms = srv->now;
