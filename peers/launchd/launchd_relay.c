@@ -3,8 +3,10 @@
  * launchd's own seq and stays in the call table until the reply with that
  * seq (and the call's op and request id) comes back; the reply then goes
  * to exactly the connection that made the call, with the caller's seq
- * restored. A DECISION answered PENDING is held until powerboxd's WAKE for
- * that request, then asked again and delivered. Requests whose caller
+ * restored. A program's DECISION waits at launchd until powerboxd's WAKE
+ * for that request (relayed at once only when the WAKE already came), so
+ * powerboxd gets one DECISION per lifecycle; one answered PENDING is held
+ * until the WAKE, then asked again and delivered. Requests whose caller
  * went away are cancelled and their decisions collected (orphans). The
  * user's USER_CANCEL (`pbx cancel`) on a control connection becomes a
  * grant CANCEL over the broker.
@@ -425,28 +427,30 @@ static bool launchd_room(const launchd_srv *srv, uint32_t ci)
     return c->track.count + c->begins < srv->max_open;
 }
 
-/* Takes the caller's DECISION of request id (admitted, seq its caller's)
- * on ci without sending it: powerboxd wakes launchd when the decision is
- * published, so one DECISION after that WAKE is the only one it needs.
- * The caller is held until then; when the WAKE already came, launchd asks
- * at once. A DECISION with a body or descriptors is refused as powerboxd
+/* Whether the caller's DECISION of request id (admitted) on ci waits at
+ * launchd instead of going to powerboxd: powerboxd wakes launchd when the
+ * decision is published, so one DECISION after that WAKE is the only one
+ * it needs. Until the WAKE the caller is held (taken here, seq its
+ * caller's); once it came, the DECISION is relayed at once (false). A
+ * DECISION with a body or descriptors is refused (true) as powerboxd
  * would refuse it. */
-static void launchd_hold_decision(launchd_srv *srv, uint32_t ci,
+static bool launchd_hold_decision(launchd_srv *srv, uint32_t ci,
                                   const pbx_ipc_frame *f, uint32_t seq)
 {
+    pbx_peer_track *t = &srv->conns[ci].track;
+    const pbx_peer_track_req *r = pbx_peer_track_get(t, f->request);
+    if (r != NULL && r->woken) {
+        return false;
+    }
     pbx_err e = pbx_ipc_empty_decode(f, PBX_IPC_OP_DECISION);
     if (e != PBX_OK) {
         launchd_refuse(srv, ci, (uint32_t)e, NULL);
-        return;
+        return true;
     }
     pbx_peer_io_close_all(g_in.fds, g_in.nfds);
-    pbx_peer_track *t = &srv->conns[ci].track;
     (void)pbx_peer_track_asked(t, f->request);
-    if (pbx_peer_track_hold(t, f->request, seq, srv->now) &&
-        !launchd_ask(srv, LAUNCHD_CALL_REASK, ci, f->request)) {
-        /* Not sent: back to held; the fallback asks again later. */
-        (void)pbx_peer_track_hold(t, f->request, 0U, srv->now);
-    }
+    (void)pbx_peer_track_hold(t, f->request, seq, srv->now);
+    return true;
 }
 
 /* Relays the decoded public frame in g_in from ci over the broker. */
@@ -488,8 +492,8 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
                                : NULL);
         return;
     }
-    if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
-        launchd_hold_decision(srv, ci, &f, pbx_peer_io_msg_seq(&g_in));
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION &&
+        launchd_hold_decision(srv, ci, &f, pbx_peer_io_msg_seq(&g_in))) {
         return;
     }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
@@ -500,6 +504,9 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
         return;
     }
     pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION) {
+        (void)pbx_peer_track_asked(&c->track, f.request);
+    }
     if (f.op == (uint16_t)PBX_IPC_OP_EXPIRE) {
         /* An accepted administrative call: the connection is in use. */
         c->last_ms = srv->now;
