@@ -177,6 +177,30 @@ static void vfsd_loop_accept(const vfsd_conn *l)
     }
 }
 
+static int vfsd_loop_fill(void);
+
+/* Replaces the set by a fresh one holding exactly what is open now
+ * (listeners, connections, channels and live objects as armed). */
+static void vfsd_loop_rebuild(void)
+{
+    int old = g_loop.ep;
+    if (vfsd_loop_fill() != 0) {
+        pbx_peer_log("vfsd", "epoll set not remade: %s", strerror(errno));
+        g_loop.ep = old;
+        return;
+    }
+    (void)close(old);
+    g_loop.epoch++;
+    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+        const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
+        if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
+            bool on = g_loop.armed[r];
+            vfsd_loop_watch_obj(r);
+            vfsd_loop_arm(r, on);
+        }
+    }
+}
+
 /* Serves one event whose registration is tagged tag. */
 static void vfsd_loop_event(uint64_t tag, uint32_t ev)
 {
@@ -195,10 +219,23 @@ static void vfsd_loop_event(uint64_t tag, uint32_t ev)
     } else if (kind == VFSD_EV_FUSE && g_vfsd.fuse.chan >= 0) {
         vfsd_fuse_input();
         vfsd_loop_unpark();
+    } else if (kind == VFSD_EV_ATTACH || kind == VFSD_EV_FUSE) {
+        /* A channel closed where it was read (vfsd_attach_input,
+         * vfsd_fuse.c) whose open file lives on in another process: its
+         * registration outlived the descriptor and would be reported on
+         * every wait. Once in vfsd's life: the set is made again. */
+        vfsd_loop_rebuild();
     }
 }
 
 int vfsd_loop_start(void)
+{
+    return vfsd_loop_fill();
+}
+
+/* Makes a fresh set (g_loop.ep) holding the listeners, the connections
+ * and the channels that are open; -1 with errno when it cannot. */
+static int vfsd_loop_fill(void)
 {
     g_loop.ep = epoll_create1(EPOLL_CLOEXEC);
     if (g_loop.ep < 0) {
