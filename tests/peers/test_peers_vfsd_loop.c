@@ -92,3 +92,69 @@ PBX_TEST(peers_vfsd_loop_moved_connection_still_served)
     (void)close(route);
     (void)tp_stop(pid);
 }
+
+/* Whether vfsd's epoll set (the one eventpoll descriptor of pid) holds a
+ * registration for descriptor number fd: /proc/PID/fdinfo lists each as
+ * "tfd: N". -1 when the set cannot be read. */
+static int tl_registered(pid_t pid, int fd)
+{
+    char path[128];
+    char target[64];
+    for (int e = 0; e < 1024; e++) {
+        (void)snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, e);
+        ssize_t n = readlink(path, target, sizeof(target) - 1U);
+        if (n <= 0) {
+            continue;
+        }
+        target[n] = '\0';
+        if (strcmp(target, "anon_inode:[eventpoll]") != 0) {
+            continue;
+        }
+        (void)snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, e);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            return -1;
+        }
+        char line[256];
+        int found = 0;
+        int lines = 0;
+        while (lines++ < 4096 && fgets(line, sizeof(line), f) != NULL) {
+            int t = -1;
+            if (sscanf(line, "tfd: %d", &t) == 1 && t == fd) {
+                found = 1;
+            }
+        }
+        (void)fclose(f);
+        return found;
+    }
+    return -1;
+}
+
+PBX_TEST(peers_vfsd_loop_attach_end_leaves_no_registration)
+{
+    const char *d = tp_tmpdir();
+    int sv[2];
+    PBX_REQUIRE(tp_seqpair(sv));
+    /* A copy of vfsd's end lives on here, as a supervisor's might: closing
+     * vfsd's descriptor alone does not take it out of the epoll set. */
+    int copy = dup(sv[1]);
+    PBX_REQUIRE(copy >= 0);
+    char aarg[32];
+    (void)snprintf(aarg, sizeof(aarg), "%d", sv[1]);
+    const char *args[] = {"--root", d, "--attach-fd", aarg, NULL};
+    pid_t pid = tp_spawn("vfsd", args, &sv[1], 1U, -1);
+    (void)close(sv[1]);
+    PBX_REQUIRE(pid > 0);
+    PBX_CHECK_EQ(tl_registered(pid, sv[1]), 1);
+    /* The supervisor's end goes: vfsd closes its attach descriptor and
+     * serves on; its stale registration must be gone within 3 s. */
+    (void)close(sv[0]);
+    int reg = 1;
+    for (int i = 0; i < 150 && reg != 0; i++) {
+        (void)usleep(20000);
+        reg = tl_registered(pid, sv[1]);
+    }
+    PBX_CHECK_EQ(reg, 0);
+    (void)close(copy);
+    (void)tp_stop(pid);
+}
