@@ -35,6 +35,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,39 @@
     "       pbx-procd -h | --help\n"
 
 procd g_procd;
+
+/* The epoll set of the live revocation handles (-1 until main makes it).
+ * Each handle is added at INSTALL and removed before it is closed (or
+ * when it hangs up: the row then waits out its grace unwatched), tagged
+ * with its row and descriptor, so a ready handle maps to its row in O(1)
+ * and a round costs the same whatever the live installs (issue 23 item
+ * 3). The set sits in each round's poll set beside procd's fixed few
+ * descriptors (attach channel, query readers, stages, routes). */
+static int g_procd_ep = -1;
+
+/* Adds live row's handle to the set; a failure is logged (the handle then
+ * goes unserved until its route or a REVOKE-less hang-up is seen). */
+static void procd_watch(size_t row)
+{
+    int fd = g_procd.tab.rows[row].handle;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.u64 = (uint64_t)row << 32 | (uint32_t)fd;
+    if (g_procd_ep >= 0 && fd >= 0 &&
+        epoll_ctl(g_procd_ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        pbx_peer_log("procd", "epoll_ctl of handle %d: %s", fd,
+                     strerror(errno));
+    }
+}
+
+/* Removes handle fd from the set (before it is closed); absent is fine. */
+static void procd_unwatch(int fd)
+{
+    if (g_procd_ep >= 0 && fd >= 0) {
+        (void)epoll_ctl(g_procd_ep, EPOLL_CTL_DEL, fd, NULL);
+    }
+}
 
 /* The monotonic clock in milliseconds (query deadlines). */
 uint64_t procd_mono_ms(void)
@@ -80,6 +114,7 @@ static void procd_drop(size_t row, const char *why)
     int fds[2] = {-1, -1};
     g_procd.hung_ms[row] = 0U;
     pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
+    procd_unwatch(fds[1]);
     pbx_peer_io_close_all(fds, 2);
 }
 
@@ -174,6 +209,7 @@ static void procd_install(int fd)
     }
     pbx_peer_proctab_install_apply_on(&g_procd.tab, row, &rq, m->fds[0], h[0],
                                       fd);
+    procd_watch(row);
     m->fds[0] = -1;
     pbx_peer_log(
         "procd", "INSTALL grant %u.%u into process %llu gen %u slot %u",
@@ -229,6 +265,8 @@ static void procd_handle(size_t row)
     int fd = g_procd.tab.rows[row].handle;
     int r = pbx_peer_io_recv_frame(fd, m);
     if (r == 1) {
+        /* Unwatched: the hang-up would be reported on every wait. */
+        procd_unwatch(fd);
         g_procd.hung_ms[row] = procd_mono_ms() + PROCD_HANDLE_GRACE_MS;
         return;
     }
@@ -268,6 +306,7 @@ static void procd_handle(size_t row)
     pbx_peer_log("procd", "REVOKE grant %u.%u", rq.grant.index, rq.grant.gen);
     g_procd.hung_ms[row] = 0U;
     pbx_peer_proctab_drop(&g_procd.tab, row, &object, &handle);
+    procd_unwatch(handle);
     (void)close(object);
     if (pbx_peer_io_reply(handle, m, g_procd.out, n, -1) != 0) {
         pbx_peer_log("procd", "REVOKE ack failed: %s", strerror(errno));
@@ -426,6 +465,7 @@ static void procd_route_lost(int fd)
         int fds[2] = {-1, -1};
         g_procd.hung_ms[row] = 0U;
         pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
+        procd_unwatch(fds[1]);
         pbx_peer_io_close_all(fds, 2);
         n++;
     }
@@ -444,13 +484,30 @@ static void procd_attach(void)
     }
 }
 
-/* One poll round over the routes, the query readers and
- * every live handle. */
+/* Serves the handles the set reports ready (its poll entry was): each
+ * event names its row and descriptor, served only while that row is live,
+ * not hung up, and still holds that descriptor (a drop this round may
+ * have ended it). */
+static void procd_serve_handles(void)
+{
+    static struct epoll_event evs[PBX_PEER_PROC_INSTALLS_MAX];
+    int n = epoll_wait(g_procd_ep, evs, (int)PBX_PEER_PROC_INSTALLS_MAX, 0);
+    for (int i = 0; i < n; i++) {
+        size_t row = (size_t)(evs[i].data.u64 >> 32);
+        int fd = (int)(uint32_t)evs[i].data.u64;
+        if (row < PBX_PEER_PROC_INSTALLS_MAX && g_procd.tab.rows[row].live &&
+            g_procd.hung_ms[row] == 0U && g_procd.tab.rows[row].handle == fd) {
+            procd_handle(row);
+        }
+    }
+}
+
+/* One poll round over the routes, the query readers, the stages and the
+ * handles' epoll set (one entry, whatever the live installs). */
 static int procd_round(void)
 {
-    struct pollfd p[4U + PROCD_READERS_MAX + PROCD_STAGES_MAX +
-                    PROCD_ROUTES_MAX + PBX_PEER_PROC_INSTALLS_MAX];
-    size_t rowof[PBX_PEER_PROC_INSTALLS_MAX];
+    struct pollfd
+        p[5U + PROCD_READERS_MAX + PROCD_STAGES_MAX + PROCD_ROUTES_MAX];
     size_t n = 0;
     size_t a0 = n;
     p[n++] = (struct pollfd){g_procd.attach_fd, POLLIN, 0};
@@ -463,13 +520,8 @@ static int procd_round(void)
     for (size_t i = 0; i < g_procd.nroutes; i++) {
         p[n++] = (struct pollfd){g_procd.routes[i], POLLIN, 0};
     }
-    size_t nh = 0;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
-        if (g_procd.tab.rows[i].live && g_procd.hung_ms[i] == 0U) {
-            rowof[nh++] = i;
-            p[n++] = (struct pollfd){g_procd.tab.rows[i].handle, POLLIN, 0};
-        }
-    }
+    size_t h0 = n;
+    p[n++] = (struct pollfd){g_procd_ep, POLLIN, 0};
     int wait = reading ? (int)PROCD_READER_MS / 10 : -1;
     if (procd_hung_sweep()) {
         wait = 10;
@@ -481,10 +533,8 @@ static int procd_round(void)
      * process whose stage just ended is then refused UNKNOWN. */
     procd_serve_stages(&p[s0]);
     size_t nr = g_procd.nroutes;
-    for (size_t k = 0; k < nh; k++) {
-        if (p[r0 + nr + k].revents != 0 && g_procd.tab.rows[rowof[k]].live) {
-            procd_handle(rowof[k]);
-        }
+    if (p[h0].revents != 0) {
+        procd_serve_handles();
     }
     for (size_t k = nr; k > 0U; k--) {
         if (p[r0 + k - 1U].revents != 0 &&
@@ -621,6 +671,11 @@ int main(int argc, char **argv)
     }
     pbx_peer_log("procd", "ready: %zu staged process(es)",
                  g_procd.tab.staged_count);
+    g_procd_ep = epoll_create1(EPOLL_CLOEXEC);
+    if (g_procd_ep < 0) {
+        pbx_peer_log("procd", "epoll_create1 failed: %s", strerror(errno));
+        return 1;
+    }
     pbx_peer_io_ready(ready_fd);
     for (;;) {
         if (procd_round() != 0) {

@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,17 +74,6 @@ static const char vfsd_usage[] =
     "(--fuse-open-max, default 256). See docs/HOST.md.\n";
 
 vfsd g_vfsd;
-
-/* Accepts what scope listener l has waiting: one scope hand-out. No
- * listener of vfsd ever makes a route: every route is a pair whose far
- * end the supervisor gives to the process it names. */
-static void vfsd_accept(const vfsd_conn *l)
-{
-    int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0) {
-        (void)vfsd_hand_scope(fd, l->dirfd, l->lie);
-    }
-}
 
 /* The pid a 'P' body names (4 bytes, little-endian), or 0 when the body
  * is not one (wrong length, 0, or beyond INT32_MAX). */
@@ -150,7 +138,7 @@ static const char *vfsd_attach_pair(const pbx_peer_attach_msg *m, char *why,
  * 0 with the pid echoed and a route's far end, or 'p' 1; every other op (the
  * retired 'L' included: vfsd listens for no route) refused. At the channel's
  * end (the supervisor is gone) it is closed and vfsd serves on. */
-static void vfsd_attach_input(void)
+void vfsd_attach_input(void)
 {
     static pbx_peer_attach_msg m;
     for (int i = 0; i < 8 && pbx_peer_attach_next(&g_vfsd.attach, "vfsd", &m);
@@ -165,107 +153,6 @@ static void vfsd_attach_input(void)
             pbx_peer_attach_refuse(g_vfsd.attach, &m, "vfsd", why);
         }
     }
-}
-
-/* The poll set of one round: listeners, connections, the provider ends
- * of live objects (rows[k] and gens[k] name the object polled), then the
- * attach channel and the FUSE server's channel (each -1, skipped by poll,
- * when there is none). */
-typedef struct vfsd_pollset {
-    struct pollfd
-        p[VFSD_LISTEN_MAX + VFSD_CONNS_MAX + PBX_PEER_VFS_OBJECTS_MAX + 2U];
-    size_t rows[PBX_PEER_VFS_OBJECTS_MAX];
-    uint32_t gens[PBX_PEER_VFS_OBJECTS_MAX];
-    size_t nl;
-    size_t nc;
-    size_t no;
-} vfsd_pollset;
-
-/* Fills the poll set. A live object's provider end is watched for calls
- * (POLLIN, POLLRDHUP) unless muted; POLLHUP and POLLERR are reported
- * whatever the events. */
-static void vfsd_pollset_fill(vfsd_pollset *ps)
-{
-    ps->nl = g_vfsd.nlistens;
-    ps->nc = g_vfsd.nconns;
-    ps->no = 0;
-    for (size_t i = 0; i < ps->nl; i++) {
-        ps->p[i] = (struct pollfd){g_vfsd.listens[i].fd, POLLIN, 0};
-    }
-    for (size_t i = 0; i < ps->nc; i++) {
-        ps->p[ps->nl + i] = (struct pollfd){g_vfsd.conns[i].fd, POLLIN, 0};
-    }
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
-        const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
-        if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
-            short ev = g_vfsd.mute[r] || vfsd_fuse_pending(r)
-                           ? (short)0
-                           : (short)(POLLIN | POLLRDHUP);
-            ps->rows[ps->no] = r;
-            ps->gens[ps->no] = o->gen;
-            ps->p[ps->nl + ps->nc + ps->no++] =
-                (struct pollfd){o->provider, ev, 0};
-        }
-    }
-    ps->p[ps->nl + ps->nc + ps->no] = (struct pollfd){g_vfsd.attach, POLLIN, 0};
-    ps->p[ps->nl + ps->nc + ps->no + 1U] =
-        (struct pollfd){g_vfsd.fuse.chan, POLLIN, 0};
-}
-
-/* Handles what the round saw on the objects. A RETIRE served before may
- * have closed a watched end already, and a FOUND may have minted a new
- * object into that row: only the object polled (same row, same
- * generation, still live) is served or hung up. */
-static void vfsd_objects(const vfsd_pollset *ps)
-{
-    for (size_t k = 0; k < ps->no; k++) {
-        size_t row = ps->rows[k];
-        const pbx_peer_obj *o = &g_vfsd.objs.rows[row];
-        short rev = ps->p[ps->nl + ps->nc + k].revents;
-        if (rev == 0 || o->state != PBX_PEER_OBJ_LIVE ||
-            o->gen != ps->gens[k]) {
-            continue;
-        }
-        if ((rev & (POLLHUP | POLLERR)) != 0) {
-            vfsd_hangup(row);
-        } else if ((rev & (POLLIN | POLLRDHUP)) != 0) {
-            bool empty = vfsd_obj_serve(row);
-            /* The writing side was shut and the queue is empty: calls can
-             * never come again, and poll would report it every round. */
-            g_vfsd.mute[row] = empty && (rev & POLLRDHUP) != 0;
-        }
-    }
-}
-
-/* One poll round over listeners, connections and live objects. */
-static int vfsd_round(void)
-{
-    static vfsd_pollset ps;
-    vfsd_pollset_fill(&ps);
-    if (poll(ps.p, (nfds_t)(ps.nl + ps.nc + ps.no + 2U), -1) < 0) {
-        return errno == EINTR ? 0 : -1;
-    }
-    for (size_t i = 0; i < ps.nl; i++) {
-        if ((ps.p[i].revents & POLLIN) != 0) {
-            vfsd_accept(&g_vfsd.listens[i]);
-        }
-    }
-    /* Walk backwards so dropping a connection never skips another. */
-    for (size_t k = ps.nc; k > 0U; k--) {
-        size_t i = k - 1U;
-        if (ps.p[ps.nl + i].revents != 0 && !vfsd_serve(&g_vfsd.conns[i])) {
-            vfsd_drop_conn(i);
-        }
-    }
-    vfsd_objects(&ps);
-    /* Last: an 'L' changes the listeners this round's indexes name. */
-    if (ps.p[ps.nl + ps.nc + ps.no].revents != 0) {
-        vfsd_attach_input();
-    }
-    if (ps.p[ps.nl + ps.nc + ps.no + 1U].revents != 0) {
-        vfsd_fuse_input();
-    }
-    return 0;
 }
 
 /* Opens the subtree "SUB" beneath the root (the root itself when NULL). */
@@ -513,11 +400,15 @@ int main(int argc, char **argv)
                  g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation,
                  g_vfsd.attach >= 0 ? ", attach channel open" : "");
     vfsd_fuse_start();
+    if (vfsd_loop_start() != 0) {
+        pbx_peer_log("vfsd", "epoll_create1 failed: %s", strerror(errno));
+        return 1;
+    }
     pbx_peer_io_ready(ready_fd);
-    /* Serve until killed; every round blocks in poll. */
+    /* Serve until killed; every pass blocks in epoll_wait (vfsd_loop.c). */
     for (;;) {
-        if (vfsd_round() != 0) {
-            pbx_peer_log("vfsd", "poll failed: %s", strerror(errno));
+        if (vfsd_loop_pass() != 0) {
+            pbx_peer_log("vfsd", "epoll_wait failed: %s", strerror(errno));
             return 1;
         }
     }

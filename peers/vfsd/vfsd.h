@@ -161,4 +161,27 @@ vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
 void vfsd_drop_conn(size_t i);
 bool vfsd_hand_scope(int conn, int dirfd, bool lie);
 
+/* vfsd.c: serves what waits on the attach channel (its 'P' messages);
+ * at the channel's end it is closed and vfsd serves on. */
+void vfsd_attach_input(void);
+
+/* vfsd_loop.c: the event loop. One epoll set holds every descriptor vfsd
+ * waits on, each tagged with its kind, table index and (objects) its
+ * generation, so an event costs the same whatever the live objects. */
+/* Makes the set and adds the listeners, the connections so far, the
+ * attach channel and the FUSE channel; -1 with errno when it cannot. */
+int vfsd_loop_start(void);
+/* Waits once and serves what is ready; 0, or -1 with errno. */
+int vfsd_loop_pass(void);
+/* Adds connection i (just appended to g_vfsd.conns); a no-op before
+ * vfsd_loop_start, which adds every connection made so far. */
+void vfsd_loop_watch_conn(size_t i);
+/* Re-tags connection i, moved to index i by a removal. */
+void vfsd_loop_moved_conn(size_t i);
+/* Adds live row's provider end, just minted (watched for calls). */
+void vfsd_loop_watch_obj(size_t row);
+/* Removes fd from the set; called before fd (a connection or provider
+ * end) is closed. Events already fetched for it are not served. */
+void vfsd_loop_unwatch(int fd);
+
 #endif /* VFSD_H */

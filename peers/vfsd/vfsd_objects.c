@@ -385,6 +385,7 @@ void vfsd_obj_cut(int prov, uint64_t id, uint32_t gen)
     /* The descriptors OPEN handed out fail from the next access on. */
     vfsd_fuse_revoke(id, gen);
     if (prov >= 0) {
+        vfsd_loop_unwatch(prov);
         vfsd_obj_drain(prov, id, gen);
         (void)shutdown(prov, SHUT_RDWR);
         (void)close(prov);
@@ -406,6 +407,7 @@ void vfsd_hangup(size_t row)
         return;
     }
     if (prov >= 0) {
+        vfsd_loop_unwatch(prov);
         (void)close(prov);
     }
     vfsd_data_sweep();

@@ -269,6 +269,8 @@ static void vfsd_found(const vfsd_conn *c, int out, pbx_ipc_resolve_reply *rep,
         vfsd_data_sweep();
         pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
     } else {
+        /* Held now: its calls and its hang-up are waited for. */
+        vfsd_loop_watch_obj(row);
         pbx_peer_log(
             "vfsd",
             "RESOLVE found object %llu gen %u scope %llu "

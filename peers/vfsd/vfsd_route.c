@@ -301,6 +301,7 @@ vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
     }
     vfsd_conn *c = &g_vfsd.conns[g_vfsd.nconns++];
     *c = (vfsd_conn){fd, kind, dirfd, scope_id, false, named, 0U};
+    vfsd_loop_watch_conn(g_vfsd.nconns - 1U);
     if (kind == VFSD_KIND_ROUTE) {
         c->pid = named > 0 ? named : vfsd_peer_pid(fd);
         c->serial = ++g_vfsd.routes_made;
@@ -314,12 +315,16 @@ vfsd_conn *vfsd_add_conn(int fd, int kind, int dirfd, uint64_t scope_id,
  * objects are retired with it. */
 void vfsd_drop_conn(size_t i)
 {
+    vfsd_loop_unwatch(g_vfsd.conns[i].fd);
     (void)close(g_vfsd.conns[i].fd);
     if (g_vfsd.conns[i].kind == VFSD_KIND_ROUTE) {
         vfsd_route_lost(g_vfsd.conns[i].serial, g_vfsd.conns[i].pid);
     }
     g_vfsd.conns[i] = g_vfsd.conns[g_vfsd.nconns - 1U];
     g_vfsd.nconns--;
+    if (i < g_vfsd.nconns) {
+        vfsd_loop_moved_conn(i);
+    }
 }
 
 /*
