@@ -15,6 +15,7 @@
 #include "vfsd_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -119,9 +120,13 @@ static int tl_registered(pid_t pid, int fd)
         int found = 0;
         int lines = 0;
         while (lines++ < 4096 && fgets(line, sizeof(line), f) != NULL) {
-            int t = -1;
-            if (sscanf(line, "tfd: %d", &t) == 1 && t == fd) {
-                found = 1;
+            /* fdinfo's registration lines read "tfd: N events: ...". */
+            if (strncmp(line, "tfd:", 4) == 0) {
+                char *end = NULL;
+                long t = strtol(line + 4, &end, 10);
+                if (end != line + 4 && t == (long)fd) {
+                    found = 1;
+                }
             }
         }
         (void)fclose(f);

@@ -372,7 +372,10 @@ static bool grants_end_seen(const char *log, const char *want, char *obj,
         }
         /* The whole id: "gen 4" must not match "gen 41". */
         const char *r = retire[0] != '\0' ? strstr(line, retire) : NULL;
-        char after = r != NULL ? r[strlen(retire)] : 'x';
+        char after = 'x';
+        if (r != NULL) {
+            after = r[strlen(retire)];
+        }
         done = after == '\n' || after == ':' || after == ' ' || after == '\0';
     }
     (void)fclose(fp);
