@@ -131,15 +131,18 @@ SCENARIOS = {
                       "--resolutions", "256", "--notifications", "256",
                       "--transient-slots", "640", "--selector-bytes",
                       "131072", "--calls", "256"], None),
-    # The OPEN deadline a second short of the idle time: the honest job,
-    # refused BUSY until the half-begun requests end, must then complete
-    # within the idle timeout of the flood.
+    # The OPEN deadline four seconds short of the idle time: the honest
+    # job, refused BUSY until the half-begun requests end, must then
+    # complete within the idle timeout of the flood. Both are long enough
+    # that setting up the half-begun requests and the flood fits inside
+    # them on a machine loaded by a parallel make check (at 2 and 3 s the
+    # setup alone outran the OPEN deadline at load average 11).
     "idle-flood": (idle_flood, False,
-                   ["--requests", "16", "--deadline-open-ms", "2000",
-                    "--deadline-idle-ms", "3000"],
+                   ["--requests", "16", "--deadline-open-ms", "8000",
+                    "--deadline-idle-ms", "12000"],
                    # The flood comes from this one process: launchd's
                    # per-process bound (query-admission) is lifted here.
-                   ["--idle-ms", "3000", "--max-conns", "32",
+                   ["--idle-ms", "12000", "--max-conns", "32",
                     "--max-per-pid", "512"]),
     # Hidden: fails on purpose (tests/e2e/orphans.py).
     "fail-on-purpose": (fail_on_purpose, False, [], None),

@@ -174,11 +174,10 @@ def public_idle_closed(st):
     return n
 
 
-def half_begun(st, job, entry, n):
-    """A program (job) holding n half-begun requests: the first half
-    BEGIN alone, the rest BEGIN and one selector chunk of two. Returns
-    (program, request ids)."""
-    p = Program(st, job, entry)
+def half_begun(p, job, n):
+    """Program p (job, already started) makes n half-begun requests: the
+    first half BEGIN alone, the rest BEGIN and one selector chunk of two.
+    Returns (program, request ids)."""
     said = p.cmd(f"begin {n - n // 2}") + p.cmd(f"begin {n // 2} partial")
     ids = [l.split("=", 1)[1] for l in said if l.startswith("begun=")]
     chunks = [l for l in said if l.startswith("chunk=")]
@@ -230,10 +229,19 @@ def idle_flood(st):
     base = (settled_fds(st.pid), settled_fds(launchd))
     # 16 half-begun requests of two programs fill powerboxd's 16 request
     # records: a third program's BEGIN is refused BUSY.
+    # The three programs start first, each answering an empty command,
+    # so that only their BEGINs fall inside the OPEN deadline (an
+    # interpreter's start took 3 s on a loaded machine).
+    progs = [Program(st, j, e) for j, e in (("80:1", "bin/half1"),
+                                           ("81:1", "bin/half2"),
+                                           ("82:1", "bin/probe"))]
+    for p in progs:
+        if p.cmd("begin 0") != []:
+            fail("idle-flood: a program did not start")
     t_begun = time.monotonic()
-    p1, ids1 = half_begun(st, "80:1", "bin/half1", 8)
-    p2, ids2 = half_begun(st, "81:1", "bin/half2", 8)
-    probe = Program(st, "82:1", "bin/probe")
+    p1, ids1 = half_begun(progs[0], "80:1", 8)
+    p2, ids2 = half_begun(progs[1], "81:1", 8)
+    probe = progs[2]
     said = probe.cmd("begin 1")
     if time.monotonic() - t_begun >= open_s:
         fail(f"idle-flood: too slow to probe within the OPEN deadline")
@@ -312,7 +320,7 @@ def idle_flood(st):
              f"evicted, not {flood_evicted + 1} (the flood's and one for "
              f"the honest launcher), {refused} refused")
     wait_for(lambda: public_answered(st), "idle-flood: the public endpoint "
-             "never answered", max(0.1, t_flood + idle_s + 1.5 -
+             "never answered", max(0.1, t_flood + idle_s + 5.0 -
                                    time.monotonic()))
     print(f"run: honest job launched at once (it evicted an idle control "
           f"connection); its request approved and consumed {honest:.2f} s "
@@ -320,7 +328,10 @@ def idle_flood(st):
           f"PBX_E_CORE_BUSY while the half-begun requests held every prompt "
           f"record; idle timeout {idle_s:.1f} s); the public endpoint "
           f"answered")
-    if not all_closed(ctl, 3.0) or not all_closed(pub, 3.0):
+    # The flood's connections are dropped idle_s after their last byte;
+    # the honest job may have finished well before that.
+    close_s = max(0.1, t_flood + idle_s + 5.0 - time.monotonic())
+    if not all_closed(ctl, close_s) or not all_closed(pub, 3.0):
         fail("idle-flood: a flood connection was never closed")
     dropped = count(st.peer_log("launchd"), "idle")
     prefused = count(st.peer_log("powerboxd"),
@@ -340,13 +351,13 @@ def idle_flood(st):
     # Every half-begun request ended CANCELLED at its OPEN deadline; its
     # reservation had returned before its decision was collected (the
     # honest BEGIN above got a request record).
-    i = p2.wait_line(lambda l: l.startswith("decision="), "decision=", 5.0,
-                     mark)
+    i = p2.wait_line(lambda l: l.startswith("decision="), "decision=",
+                     max(5.0, open_s + 5.0), mark)
     p2.wait_line(lambda l: l == "done", "done", 5.0, i)
     with p2.cv:
         line, at = p2.lines[i], p2.times[i] - p2.when("begun")
     if line != f"decision={ids2[0]} cancelled" or at < open_s - 0.1 or \
-            at > open_s + 1.5:
+            at > open_s + 5.0:
         fail(f"idle-flood: the DECISION held from before the OPEN deadline: "
              f"{line} {at:.2f} s after BEGIN (deadline {open_s:.1f} s)")
     print(f"run: request {ids2[0]}'s DECISION, asked before its OPEN "

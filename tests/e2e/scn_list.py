@@ -193,8 +193,8 @@ and its job connection.
                  client takes its own scope from vfsd);
                  launchd logged every request's end approved for its own
                  job and vfsd retired every object
-  idle-flood     (own stack, OPEN 2000 ms, IDLE 3000 ms, launchd
-                 --idle-ms 3000 --max-conns 32) two programs hold 16
+  idle-flood     (own stack, OPEN 8000 ms, IDLE 12000 ms, launchd
+                 --idle-ms 12000 --max-conns 32) two programs hold 16
                  half-begun requests (8 each: BEGIN alone, or BEGIN and
                  one selector chunk of two), filling powerboxd's 16 prompt
                  records (a third program's BEGIN is refused
@@ -210,7 +210,7 @@ and its job connection.
                  by the job) only while the half-begun requests hold every
                  request record, completes within the idle timeout of the
                  flood's start; a public connection is answered within
-                 1.5 s more. With all 32 control connections held by
+                 5 s more. With all 32 control connections held by
                  launchers of live jobs, one more is refused ("control
                  connection refused: limit 32", end of file), none evicted;
                  every half-begun request ended CANCELLED no sooner than
