@@ -118,7 +118,8 @@ def installer_lost_retire(u, job, since):
         fail(f"any-installer-lost: the grant-end of job {job} names no "
              f"object-id: {ends}")
     want = f"RETIRE object {m.group(1)} gen {m.group(2)}"
-    wait_for(lambda: want in u.text()[since:],
+    line = re.compile(re.escape(want) + r"\b")
+    wait_for(lambda: line.search(u.text()[since:]) is not None,
              f"any-installer-lost: vfsd never logged '{want}'", 20.0)
     return obj, want
 
