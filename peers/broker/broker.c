@@ -9,7 +9,9 @@
  * the job's claims in the environment and a second job connection bound
  * to the same job at $PBX_LAUNCHD_FD (so its requests are the job's), the
  * job's scope at $PBX_SCOPE_FD when it has one, and the seccomp listener
- * of the job's open family at descriptor N. It serves the listener until
+ * of the job's open family at descriptor N (--listener-sock: received on
+ * socket N with the job's own stderr, which becomes the broker's, so its
+ * lines go where the job's output goes). It serves the listener until
  * the job's last thread exits (the listener then reports its end), one
  * notification at a time: a prompt holds only this job's next open.
  *
