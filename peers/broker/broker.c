@@ -9,7 +9,9 @@
  * the job's claims in the environment and a second job connection bound
  * to the same job at $PBX_LAUNCHD_FD (so its requests are the job's), the
  * job's scope at $PBX_SCOPE_FD when it has one, and the seccomp listener
- * of the job's open family at descriptor N. It serves the listener until
+ * of the job's open family at descriptor N (--listener-sock: received on
+ * socket N with the job's own stderr, which becomes the broker's, so its
+ * lines go where the job's output goes). It serves the listener until
  * the job's last thread exits (the listener then reports its end), one
  * notification at a time: a prompt holds only this job's next open.
  *
@@ -138,18 +140,25 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
 }
 
 /* Receives the seccomp listener launchd's child sends on sock (one
- * message, one descriptor), then closes sock; the listener or -1 after
- * a line saying why. */
+ * message: the listener, then the child's standard error, the job's own,
+ * which becomes the broker's: pbx_broker_say_adopt), then closes sock;
+ * the listener or -1 after a line saying why. A message with the
+ * listener alone leaves the broker's standard error as it is. */
 static int broker_recv_listener(int sock)
 {
     static pbx_peer_msg m;
     int r = pbx_peer_io_recv_raw(sock, &m, 0);
     (void)close(sock);
-    if (r != 0 || m.nfds != 1U) {
+    if (r != 0 || m.nfds < 1U || m.nfds > 2U) {
         pbx_broker_say("pbx-broker: no listener came from the job\n");
         if (r == 0) {
             pbx_peer_io_close_all(m.fds, m.nfds);
         }
+        return -1;
+    }
+    if (m.nfds == 2U && pbx_broker_say_adopt(m.fds[1]) != 0) {
+        /* Closing the listener fails every open of the job (ENOSYS). */
+        (void)close(m.fds[0]);
         return -1;
     }
     return m.fds[0];

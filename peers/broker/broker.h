@@ -156,22 +156,38 @@ void pbx_broker_release(pbx_broker *b);
 
 /**
  * pbx_broker_say formats a message as printf does and writes it to
- * standard error, the job's own stderr (often the user's terminal, which
- * the pty relay does not hold), as one line: every byte below 0x20 but the
- * final newline, and every byte from 0x7f up, is written as \xHH. A path
- * the program chose therefore never reaches the terminal as an escape
- * sequence that could draw over a prompt. The line is cut at 1024 bytes.
+ * standard error (the job's own, as pbx_broker_say_adopt took it) as one
+ * line: every byte below 0x20 but the final newline, and every byte from
+ * 0x7f up, is written as \xHH. A path the program chose therefore never
+ * reaches the terminal as an escape sequence that could draw over a
+ * prompt. The line is cut at 1024 bytes. A line that cannot be written
+ * at once (a non-blocking pty that is full) is dropped and counted as
+ * suppressed.
  */
 void pbx_broker_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
- * The broker's lines go to the job's stderr, which the pty relay does not
- * hold: a job could otherwise print unlimited lines (its refusals) while
- * another job's prompt shows. pbx_broker_say therefore writes at most 16
- * lines at once, then one per second; the lines in between are counted,
- * and the count is written as one line ("N line(s) suppressed") before
- * the next line written and by pbx_broker_say_flush.
+ * The broker's lines go where the job's own stderr goes: under launchd's
+ * pty relay the job's pty slave, which the relay holds with the job's
+ * output while a prompt shows (e2e any-broker-lines). A job can still
+ * make the broker write lines of text it chose (its refusals) into its
+ * own output; pbx_broker_say therefore writes at most 16 lines at once,
+ * then one per second; the lines in between are counted, and the count
+ * is written as one line ("N line(s) suppressed") before the next line
+ * written and by pbx_broker_say_flush.
  */
+
+/**
+ * pbx_broker_say_adopt makes fd (owned; closed here) the broker's
+ * standard output and error: the job's standard error as launchd's child
+ * handed it over with the seccomp listener. A terminal (the job's pty
+ * slave) is reopened as a non-blocking description of the broker's own,
+ * so a full pty drops a line instead of stalling the broker and the
+ * job's own file flags stay unchanged. Returns 0, or -1 when fd could
+ * not be put in place (the broker then ends: its lines must not go to
+ * the terminal launchd's relay does not hold).
+ */
+int pbx_broker_say_adopt(int fd);
 
 /**
  * pbx_broker_say_limit sets pbx_broker_say's rate (burst lines at once,

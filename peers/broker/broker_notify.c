@@ -17,7 +17,6 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +36,6 @@
 #define BN_AT_FDCWD ((uint32_t)-100)
 /* FUSE's filesystem type (statfs f_type): vfsd's revocable mount. */
 #define BN_FUSE_MAGIC 0x65735546L
-/* The broker's lines: at most BN_SAY_BURST at once, then one per
- * BN_SAY_PERIOD_MS (pbx_broker_say). */
-#define BN_SAY_BURST     16U
-#define BN_SAY_PERIOD_MS 1000U
-
 /* The pages read for one path (each read stops at a page's end). */
 #define BN_PAGE 4096U
 
@@ -61,97 +55,6 @@ typedef struct bn_call {
 
 /* Answers notification id: error (a positive errno, 0 with cont for the
  * program's own call). */
-
-/* The rate of the broker's lines (pbx_broker_say_limit). */
-static struct {
-    uint32_t burst;
-    uint32_t period_ms;
-    uint32_t tokens;
-    uint32_t suppressed;
-    uint64_t last;
-    bool started;
-} bn_say_rate = {BN_SAY_BURST, BN_SAY_PERIOD_MS, 0U, 0U, 0U, false};
-
-void pbx_broker_say_limit(uint32_t burst, uint32_t period_ms)
-{
-    bn_say_rate.burst = burst;
-    bn_say_rate.period_ms = period_ms > 0U ? period_ms : 1U;
-    bn_say_rate.tokens = burst;
-    bn_say_rate.suppressed = 0U;
-    bn_say_rate.last = pbx_broker_now_ms();
-    bn_say_rate.started = true;
-}
-
-/* Takes one line from the rate; false when the line is to be suppressed
- * (counted). The bucket refills one line per period, up to the burst. */
-static bool bn_say_take(void)
-{
-    uint64_t now = pbx_broker_now_ms();
-    if (!bn_say_rate.started) {
-        pbx_broker_say_limit(bn_say_rate.burst, bn_say_rate.period_ms);
-    }
-    uint64_t add = (now - bn_say_rate.last) / bn_say_rate.period_ms;
-    if (add > 0U) {
-        uint64_t t = bn_say_rate.tokens + add;
-        bn_say_rate.tokens =
-            t > bn_say_rate.burst ? bn_say_rate.burst : (uint32_t)t;
-        bn_say_rate.last += add * bn_say_rate.period_ms;
-    }
-    if (bn_say_rate.tokens == 0U) {
-        if (bn_say_rate.suppressed < UINT32_MAX) {
-            bn_say_rate.suppressed++;
-        }
-        return false;
-    }
-    bn_say_rate.tokens--;
-    return true;
-}
-
-void pbx_broker_say_flush(void)
-{
-    if (bn_say_rate.suppressed == 0U) {
-        return;
-    }
-    (void)fprintf(stderr,
-                  "pbx-broker: %u line(s) suppressed (at most %u at once, "
-                  "then one per %u ms)\n",
-                  bn_say_rate.suppressed, bn_say_rate.burst,
-                  bn_say_rate.period_ms);
-    (void)fflush(stderr);
-    bn_say_rate.suppressed = 0U;
-}
-
-void pbx_broker_say(const char *fmt, ...)
-{
-    if (!bn_say_take()) {
-        return;
-    }
-    pbx_broker_say_flush();
-    char raw[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(raw, sizeof(raw), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return;
-    }
-    size_t len = strlen(raw);
-    /* Four output bytes at most per input byte. */
-    char out[sizeof(raw) * 4U];
-    size_t o = 0;
-    for (size_t k = 0; k < len; k++) {
-        unsigned char b = (unsigned char)raw[k];
-        bool last_newline = b == '\n' && k + 1U == len;
-        if ((b < 0x20U && !last_newline) || b >= 0x7fU) {
-            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", b);
-        } else {
-            out[o++] = (char)b;
-        }
-    }
-    (void)fwrite(out, 1U, o, stderr);
-    (void)fflush(stderr);
-}
-
 static void bn_answer(const pbx_broker *b, uint64_t id, int error, bool cont)
 {
     struct seccomp_notif_resp r;

@@ -3,7 +3,11 @@
  * PBX_PEER_LAUNCH_BROKERED (docs/HOST.md, "Brokered opens"). Before the
  * job's fork launchd starts pbx-broker (next to its own file) outside the
  * sandbox with:
- *   0   /dev/null; 1 and 2 the job's stderr (its refusals are the job's);
+ *   0   /dev/null; 1 and 2 the job's stderr (its refusals are the job's)
+ *       until the listener comes: the job's child sends its own stderr
+ *       with it (the pty slave under launchd's relay), which becomes the
+ *       broker's 1 and 2, so the relay holds the broker's lines with the
+ *       job's output while a prompt shows;
  *   3   a second job connection, bound to the same job as the job's own
  *       (every BEGIN on it is the job's, so the object arrives as the
  *       job's alias; launchd's relay treats it as any job connection);

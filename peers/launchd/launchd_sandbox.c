@@ -557,12 +557,16 @@ void launchd_sandbox_notify(const launchd_sandbox *sb)
     if (lfd < 0) {
         launchd_sandbox_fail("seccomp user notification");
     }
-    int one = (int)lfd;
+    /* The job's standard error goes with it (its pty slave under the
+     * relay): the broker's lines go where the job's output goes, held
+     * with it while a prompt shows (docs/HOST.md, "pbx-broker's
+     * lines"). */
+    int two[2] = {(int)lfd, STDERR_FILENO};
     uint8_t c = 'L';
-    if (launchd_send_fds(sb->notify, &c, 1U, &one, 1U) != 0) {
+    if (launchd_send_fds(sb->notify, &c, 1U, two, 2U) != 0) {
         launchd_sandbox_fail("handing the open listener to the broker");
     }
-    (void)close(one);
+    (void)close(two[0]);
     (void)close(sb->notify);
 }
 

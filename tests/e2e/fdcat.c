@@ -14,6 +14,7 @@
  *   pbx-test-fdcat --open [--exceptional] [--job-lifetime] SELECTOR
  *   pbx-test-fdcat --cycles N SELECTOR
  *   pbx-test-fdcat --asks N SELECTOR
+ *   pbx-test-fdcat --installed FD
  *
  * Inside a launchd job (the restart and chaos scenarios). --open asks for
  * SELECTOR in runtime-reply mode through pbx_app_open (one-shot unless
@@ -35,7 +36,10 @@
  * --asks makes N exceptional one-shot requests of SELECTOR in a row on
  * its own job connection (each a prompt unless refused first) and prints
  * "asks=N approved=A denied=D rate=R other=O", R counting the requests
- * launchd refused over the job's prompt budget; exits 0.
+ * launchd refused over the job's prompt budget; exits 0. --installed
+ * prints "installed=FD", then serves the same commands as --open on the
+ * object pbx-stage installed at FD (an install-mode grant, e2e
+ * any-installer-lost); end of input exits 0.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -160,6 +164,33 @@ static void fdcat_fd_read(int fd)
     }
 }
 
+/* One command per line of standard input on the object of g (its
+ * revocable descriptor, once "openfd" made it, in fd). */
+static void fdcat_commands(pbx_app_grant *g, char *buf)
+{
+    int fd = -1;
+    char line[512];
+    for (unsigned k = 0; k < 1000000U && fgets(line, sizeof(line), stdin);
+         k++) {
+        if (strncmp(line, "read", 4) == 0) {
+            size_t n = 0;
+            int rd = g->obj >= 0 ? fdcat_read(g->obj, buf, &n) : -1;
+            fdcat_said(rd, n);
+        } else if (strncmp(line, "send ", 5) == 0) {
+            fdcat_send(g->obj, line + 5);
+        } else if (strncmp(line, "openfd", 6) == 0) {
+            fdcat_open_fd(g->obj, &fd);
+        } else if (strncmp(line, "fdread", 6) == 0) {
+            fdcat_fd_read(fd);
+        } else if (strncmp(line, "consume", 7) == 0) {
+            int c = pbx_app_consume(g);
+            printf(c == 0 ? "consume=ok%s\n" : "consume=failed %s\n",
+                   c == 0 ? "" : pbx_app_strerror(c));
+        }
+        (void)fflush(stdout);
+    }
+}
+
 /* --open: the open, then one command per line of standard input. */
 static int fdcat_serve(const char *selector, bool job, bool exceptional,
                        char *buf)
@@ -168,28 +199,21 @@ static int fdcat_serve(const char *selector, bool job, bool exceptional,
     memset(&g, 0, sizeof(g));
     g.obj = -1;
     int st = fdcat_open(selector, job, exceptional, &g, buf);
-    int fd = -1;
-    char line[512];
-    for (unsigned k = 0; k < 1000000U && fgets(line, sizeof(line), stdin);
-         k++) {
-        if (strncmp(line, "read", 4) == 0) {
-            size_t n = 0;
-            int rd = g.obj >= 0 ? fdcat_read(g.obj, buf, &n) : -1;
-            fdcat_said(rd, n);
-        } else if (strncmp(line, "send ", 5) == 0) {
-            fdcat_send(g.obj, line + 5);
-        } else if (strncmp(line, "openfd", 6) == 0) {
-            fdcat_open_fd(g.obj, &fd);
-        } else if (strncmp(line, "fdread", 6) == 0) {
-            fdcat_fd_read(fd);
-        } else if (strncmp(line, "consume", 7) == 0) {
-            int c = pbx_app_consume(&g);
-            printf(c == 0 ? "consume=ok%s\n" : "consume=failed %s\n",
-                   c == 0 ? "" : pbx_app_strerror(c));
-        }
-        (void)fflush(stdout);
-    }
+    fdcat_commands(&g, buf);
     return st == PBX_APP_OK ? 0 : 1;
+}
+
+/* --installed FD: the commands on the object pbx-stage installed at FD
+ * (an install-mode grant: e2e any-installer-lost). */
+static int fdcat_installed(int obj, char *buf)
+{
+    pbx_app_grant g;
+    memset(&g, 0, sizeof(g));
+    g.obj = obj;
+    printf("installed=%d\n", obj);
+    (void)fflush(stdout);
+    fdcat_commands(&g, buf);
+    return 0;
 }
 
 /* --cycles: n one-shot lifecycles of selector (open, read, consume). */
@@ -256,6 +280,12 @@ static int fdcat_app(int argc, char **argv, char *buf)
                    ? fdcat_asks(n, argv[3])
                    : -1;
     }
+    if (argc == 3 && strcmp(argv[1], "--installed") == 0) {
+        uint64_t fd = 0;
+        return pbx_peer_parse_u64(argv[2], 1023U, &fd)
+                   ? fdcat_installed((int)fd, buf)
+                   : -1;
+    }
     if (argc == 4 && strcmp(argv[1], "--cycles") == 0) {
         uint64_t n = 0;
         return pbx_peer_parse_u64(argv[2], 100000U, &n) && n > 0U
@@ -288,7 +318,7 @@ int main(int argc, char **argv)
         if (rc < 0) {
             (void)fputs("usage: pbx-test-fdcat --open [--exceptional] "
                         "[--job-lifetime] SELECTOR | --cycles N SELECTOR "
-                        "| --asks N SELECTOR\n",
+                        "| --asks N SELECTOR | --installed FD\n",
                         stderr);
             return 2;
         }

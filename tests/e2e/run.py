@@ -75,6 +75,7 @@ from scn_sandbox_meta import (hold_release, sandbox_ipc, sandbox_metadata,
                               sandbox_setattr)
 from scn_any_limits import (any_ask_flood, any_flood, any_mount, any_nofuse,
                             any_python, any_userns)
+from scn_i21 import any_broker_lines, any_installer_lost
 
 
 # The scenarios `all` leaves out.
@@ -175,6 +176,8 @@ SCENARIOS = {
     "any-mount": (any_mount, False, None, None),
     "any-nofuse": (any_nofuse, False, STANDALONE, None),
     "any-ask-flood": (any_ask_flood, True, None, None),
+    "any-broker-lines": (any_broker_lines, True, None, None),
+    "any-installer-lost": (any_installer_lost, False, STANDALONE, None),
     "restart-vfsd": (restart_vfsd, False, STANDALONE, None),
     "restart-ttyd": (restart_ttyd, False, STANDALONE, None),
     "restart-procd": (restart_procd, False, STANDALONE, None),

@@ -534,6 +534,20 @@ and its job connection.
                  2000 ms) prompts at most the burst plus one per period,
                  refuses every other BEGIN without asking (logged), and
                  another program's request is served meanwhile
+  any-broker-lines  while cat's brokered prompt shows, a sandboxed
+                 python3 on the pane's terminal opens three paths outside
+                 its scope: pbx-broker's three refusal lines go through
+                 the job's pty, so none shows on the pane (launchd logs
+                 the job's output held; a marker written to the terminal
+                 after it shows); once the prompt is answered y the
+                 lines show with the job's output and cat prints the file
+  any-installer-lost  (standalone) a sandboxed pbx-test-fdcat --installed
+                 5 (`pbx run --sandbox --grant read:docs/big.bin`, the
+                 object installed by procd) reads three 100-byte pieces
+                 through its revocable descriptor; kill -9 of procd: the
+                 grant ends `end=lost reason=installer-lost`, vfsd logs
+                 the RETIRE of exactly its object, the next two reads
+                 fail EIO, and the reader answers on and exits 0
   restart-vfsd   (standalone) a job holding a runtime-reply job-lifetime
                  grant (pbx-test-fdcat --open, its object read through the
                  app library) and one holding an install-mode grant (`pbx
