@@ -185,6 +185,13 @@ typedef struct launchd_srv {
     int attach;               /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
+    /* Events instead of per-loop polling (launchd_events.c): the SIGCHLD
+     * self-pipe's read end, the --wake-hold-file directory's inotify
+     * descriptor (-1 without the option), and whether that file exists
+     * (read again only when the directory changes). */
+    int chld_r;
+    int hold_watch;
+    bool wake_held;
     /* --fuse-dir: vfsd's FUSE mount (vfsd's own --fuse-dir), passed to
      * every open broker as --mount, or NULL when not given. */
     const char *fuse_dir;
@@ -351,10 +358,21 @@ size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p);
 /* Serves them after poll: HOLD held and acknowledged, RELEASE. */
 void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p);
 
+/* launchd_events.c: SIGCHLD through a self-pipe, the --wake-hold-file
+ * through inotify. Installs both (false after a line). */
+bool launchd_events_init(launchd_srv *srv);
+/* Fills p[0..2) with the events' descriptors (a negative one is skipped
+ * by poll); returns 2. */
+size_t launchd_events_poll(const launchd_srv *srv, struct pollfd *p);
+/* Serves them after poll: reaps after SIGCHLD, looks at the hold file
+ * after its directory changed. */
+void launchd_events_serve(launchd_srv *srv, const struct pollfd *p);
+
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
                     const pbx_peer_launch_frame *f);
-void launchd_reap(launchd_srv *srv);
+/* Reaps ended children (at most 64); true when none is left to reap. */
+bool launchd_reap(launchd_srv *srv);
 void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci);
 int launchd_conn_alloc(launchd_srv *srv);
 int launchd_run(int argc, char **argv);

@@ -562,13 +562,13 @@ bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
     return false;
 }
 
-void launchd_reap(launchd_srv *srv)
+bool launchd_reap(launchd_srv *srv)
 {
     for (int i = 0; i < 64; i++) {
         int ws = 0;
         pid_t pid = waitpid(-1, &ws, WNOHANG);
         if (pid <= 0) {
-            return;
+            return true;
         }
         for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
             if (srv->jobs[j].live && !srv->jobs[j].ending &&
@@ -578,6 +578,7 @@ void launchd_reap(launchd_srv *srv)
             }
         }
     }
+    return false;
 }
 
 void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci)

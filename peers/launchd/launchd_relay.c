@@ -3,8 +3,10 @@
  * launchd's own seq and stays in the call table until the reply with that
  * seq (and the call's op and request id) comes back; the reply then goes
  * to exactly the connection that made the call, with the caller's seq
- * restored. A DECISION answered PENDING is held until powerboxd's WAKE for
- * that request, then asked again and delivered. Requests whose caller
+ * restored. A program's DECISION waits at launchd until powerboxd's WAKE
+ * for that request (relayed at once only when the WAKE already came), so
+ * powerboxd gets one DECISION per lifecycle; one answered PENDING is held
+ * until the WAKE, then asked again and delivered. Requests whose caller
  * went away are cancelled and their decisions collected (orphans). The
  * user's USER_CANCEL (`pbx cancel`) on a control connection becomes a
  * grant CANCEL over the broker.
@@ -425,6 +427,32 @@ static bool launchd_room(const launchd_srv *srv, uint32_t ci)
     return c->track.count + c->begins < srv->max_open;
 }
 
+/* Whether the caller's DECISION of request id (admitted) on ci waits at
+ * launchd instead of going to powerboxd: powerboxd wakes launchd when the
+ * decision is published, so one DECISION after that WAKE is the only one
+ * it needs. Until the WAKE the caller is held (taken here, seq its
+ * caller's); once it came, the DECISION is relayed at once (false). A
+ * DECISION with a body or descriptors is refused (true) as powerboxd
+ * would refuse it. */
+static bool launchd_hold_decision(launchd_srv *srv, uint32_t ci,
+                                  const pbx_ipc_frame *f, uint32_t seq)
+{
+    pbx_peer_track *t = &srv->conns[ci].track;
+    const pbx_peer_track_req *r = pbx_peer_track_get(t, f->request);
+    if (r != NULL && r->woken) {
+        return false;
+    }
+    pbx_err e = pbx_ipc_empty_decode(f, PBX_IPC_OP_DECISION);
+    if (e != PBX_OK) {
+        launchd_refuse(srv, ci, (uint32_t)e, NULL);
+        return true;
+    }
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    (void)pbx_peer_track_asked(t, f->request);
+    (void)pbx_peer_track_hold(t, f->request, seq, srv->now);
+    return true;
+}
+
 /* Relays the decoded public frame in g_in from ci over the broker. */
 static void launchd_relay(launchd_srv *srv, uint32_t ci)
 {
@@ -462,6 +490,10 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
         launchd_refuse(srv, ci, crowded ? PBX_PEER_E_BUSY : st,
                        crowded ? "64 calls of the connection at powerboxd"
                                : NULL);
+        return;
+    }
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION &&
+        launchd_hold_decision(srv, ci, &f, pbx_peer_io_msg_seq(&g_in))) {
         return;
     }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
