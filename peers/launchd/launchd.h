@@ -102,6 +102,15 @@ typedef struct launchd_call {
     uint8_t copy[LAUNCHD_CALL_COPY];
 } launchd_call;
 
+/* A program's DECISION that waits at launchd for its request's WAKE
+ * (launchd_park.c): the request, the caller's seq, and when it came. Its
+ * track entry stays ASKED: the caller's call is out, at launchd. */
+typedef struct launchd_park {
+    pbx_ipc_id id;
+    uint32_t seq;
+    uint64_t since_ms;
+} launchd_park;
+
 /* One connection: a control connection, or a launched job's (fd 3). */
 typedef struct launchd_conn {
     int fd; /* -1: free slot */
@@ -113,6 +122,8 @@ typedef struct launchd_conn {
     uint64_t last_ms; /* accepted, or its last accepted LAUNCH/EXPIRE */
     pid_t peer;       /* a control connection's SO_PEERCRED pid */
     pbx_peer_track track;
+    uint32_t nparks; /* parks in use, the first nparks of parks */
+    launchd_park parks[PBX_PEER_TRACK_MAX];
 } launchd_conn;
 
 /* The most exceptional requests of one job launchd remembers until their
@@ -288,6 +299,31 @@ pbx_ipc_id launchd_request_of(pbx_ipc_id grant);
 /* Answers the USER_CANCEL of grant on ci (seq) with status st. */
 void launchd_user_answer(launchd_srv *srv, uint32_t ci, uint32_t seq,
                          pbx_ipc_id grant, uint16_t st);
+
+/* launchd_relay.c: relays the caller's DECISION of request id on ci (seq
+ * its caller's; its track entry ASKED) as the caller's own call, answered
+ * ROUTE at deadline_ms unless powerboxd answered by then. False (nothing
+ * recorded) when the call table or the broker is full or gone. */
+bool launchd_decision_send(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                           uint32_t seq, uint64_t deadline_ms);
+
+/* launchd_park.c: a program's DECISION whose WAKE has not come is parked
+ * at launchd instead of going to powerboxd, so powerboxd is asked once per
+ * lifecycle, after the WAKE. A parked DECISION is a call like any other:
+ * bounded by --call-ms from when it came. add parks the DECISION of
+ * request id (track entry already ASKED) with the caller's seq. woken
+ * relays a parked DECISION of id on ci at its WAKE (true when one was
+ * parked). timer relays those parked half of --call-ms ago (powerboxd's
+ * answer, PENDING or final, then comes within the other half, or ROUTE);
+ * due is the earliest such time of ci (UINT64_MAX: none). lost answers
+ * every parked caller of ci ROUTE and forgets them (the broker is gone).
+ * Closing a connection forgets its parks (nparks 0). */
+void launchd_park_add(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                      uint32_t seq);
+bool launchd_park_woken(launchd_srv *srv, uint32_t ci, pbx_ipc_id id);
+void launchd_park_timer(launchd_srv *srv, uint32_t ci);
+uint64_t launchd_park_due(const launchd_srv *srv, uint32_t ci);
+void launchd_park_lost(launchd_srv *srv, uint32_t ci);
 
 /* launchd_attach.c: receives and applies what waits on srv->attach
  * (routes in 'R'); at the channel's end it is closed (attach -1). */

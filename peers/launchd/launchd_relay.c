@@ -4,7 +4,8 @@
  * seq (and the call's op and request id) comes back; the reply then goes
  * to exactly the connection that made the call, with the caller's seq
  * restored. A program's DECISION waits at launchd until powerboxd's WAKE
- * for that request (relayed at once only when the WAKE already came), so
+ * for that request (relayed at once only when the WAKE already came, or
+ * half of --call-ms after it came without one: launchd_park.c), so
  * powerboxd gets one DECISION per lifecycle; one answered PENDING is held
  * until the WAKE, then asked again and delivered. Requests whose caller
  * went away are cancelled and their decisions collected (orphans). The
@@ -178,23 +179,24 @@ static bool launchd_broker_send(launchd_srv *srv, uint8_t *buf, size_t len,
 
 /* Records and sends one call of kind for connection ci (gen as now);
  * buf[0..len) is the frame, caps its descriptor count (cap attached).
- * Returns false (nothing recorded) when the table is full or the frame
- * could not go to powerboxd. */
-static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
-                              size_t len, uint32_t ci, int cap,
-                              uint32_t caller_seq)
+ * Returns the call (its deadline --call-ms from now), or NULL (nothing
+ * recorded) when the table is full or the frame could not go to
+ * powerboxd. */
+static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
+                                       uint8_t *buf, size_t len, uint32_t ci,
+                                       int cap, uint32_t caller_seq)
 {
     launchd_call *k = launchd_call_new(srv);
     uint32_t seq = launchd_seq(srv);
     if (k == NULL || seq == 0U || len > LAUNCHD_CALL_COPY ||
         len < PBX_IPC_HEADER_BYTES) {
-        return false;
+        return NULL;
     }
     if (!launchd_broker_send(srv, buf, len, seq, cap)) {
         /* The send stamped launchd's seq: the refusal echoes the
          * caller's. */
         (void)pbx_ipc_frame_set_seq(buf, len, caller_seq);
-        return false;
+        return NULL;
     }
     memset(k, 0, sizeof(*k));
     k->used = true;
@@ -214,13 +216,31 @@ static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
         srv->conns[ci].calls++;
         srv->conns[ci].begins += k->op == (uint16_t)PBX_IPC_OP_BEGIN ? 1U : 0U;
     }
+    return k;
+}
+
+bool launchd_decision_send(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                           uint32_t seq, uint64_t deadline_ms)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
+        PBX_OK) {
+        return false;
+    }
+    launchd_call *k =
+        launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, n, ci, -1, seq);
+    if (k == NULL) {
+        return false;
+    }
+    k->deadline_ms = deadline_ms;
     return true;
 }
 
 bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
                       uint32_t ci, pbx_ipc_id id)
 {
-    if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U)) {
+    if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U) != NULL) {
         return true;
     }
     pbx_peer_log("launchd", "own call op %s request %u.%u not sent: %s",
@@ -354,6 +374,8 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
                            b != NULL ? b->entry_len : 0U, r->woken);
     }
     pbx_peer_track_init(&c->track);
+    /* Its parked DECISIONs' callers are gone with it. */
+    c->nparks = 0U;
     if (c->job_conn) {
         launchd_job_conn_gone(srv, c->job, ci);
     } else {
@@ -430,10 +452,10 @@ static bool launchd_room(const launchd_srv *srv, uint32_t ci)
 /* Whether the caller's DECISION of request id (admitted) on ci waits at
  * launchd instead of going to powerboxd: powerboxd wakes launchd when the
  * decision is published, so one DECISION after that WAKE is the only one
- * it needs. Until the WAKE the caller is held (taken here, seq its
- * caller's); once it came, the DECISION is relayed at once (false). A
- * DECISION with a body or descriptors is refused (true) as powerboxd
- * would refuse it. */
+ * it needs. Until the WAKE the DECISION is parked (taken here, seq its
+ * caller's; launchd_park.c bounds it by --call-ms); once the WAKE came, it
+ * is relayed at once (false). A DECISION with a body or descriptors is
+ * refused (true) as powerboxd would refuse it. */
 static bool launchd_hold_decision(launchd_srv *srv, uint32_t ci,
                                   const pbx_ipc_frame *f, uint32_t seq)
 {
@@ -449,7 +471,7 @@ static bool launchd_hold_decision(launchd_srv *srv, uint32_t ci,
     }
     pbx_peer_io_close_all(g_in.fds, g_in.nfds);
     (void)pbx_peer_track_asked(t, f->request);
-    (void)pbx_peer_track_hold(t, f->request, seq, srv->now);
+    launchd_park_add(srv, ci, f->request, seq);
     return true;
 }
 
@@ -498,7 +520,7 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
     }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
     bool sent = launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, len, ci, cap,
-                                  pbx_peer_io_msg_seq(&g_in));
+                                  pbx_peer_io_msg_seq(&g_in)) != NULL;
     if (!sent) {
         launchd_refuse(srv, ci, PBX_PEER_E_BUSY, "call table or broker full");
         return;
@@ -583,7 +605,8 @@ static void launchd_user_cancel(launchd_srv *srv, uint32_t ci)
     size_t n = 0;
     if (st == 0U &&
         (pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) != PBX_OK ||
-         !launchd_call_send(srv, LAUNCHD_CALL_USER, buf, n, ci, -1, seq))) {
+         launchd_call_send(srv, LAUNCHD_CALL_USER, buf, n, ci, -1, seq) ==
+             NULL)) {
         st = (uint16_t)(srv->broker < 0 ? PBX_PEER_E_ROUTE : PBX_PEER_E_BUSY);
     }
     if (st != 0U) {

@@ -310,8 +310,8 @@ static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 /* Ends, for connection ci, what only the lost broker's powerboxd knew:
  * each grant it holds (one line each; the objects behind it died with
  * that powerboxd's routes, and no later powerboxd knows the grant), each
- * request it began (its end line) and each held DECISION (answered
- * ROUTE). Its job keeps running. */
+ * request it began (its end line) and each held or parked DECISION
+ * (answered ROUTE). Its job keeps running. */
 static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
 {
     launchd_conn *c = &srv->conns[ci];
@@ -332,6 +332,7 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
     }
     t->count = 0U;
     c->calls = c->begins = 0U;
+    launchd_park_lost(srv, ci);
     char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
     for (uint32_t i = 0; i < n; i++) {
         const pbx_peer_track_req *r = &reqs[i];

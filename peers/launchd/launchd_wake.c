@@ -32,6 +32,10 @@ static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
         if (c->fd < 0) {
             continue;
         }
+        /* A parked DECISION goes to powerboxd now, its only one. */
+        if (c->nparks != 0U && launchd_park_woken(srv, i, id)) {
+            return;
+        }
         pbx_peer_track_wake_action a =
             pbx_peer_track_wake(&c->track, id, srv->now);
         if (a == PBX_PEER_TRACK_WAKE_ASK &&
@@ -163,6 +167,9 @@ static void launchd_fallback(launchd_srv *srv)
 {
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         launchd_conn *c = &srv->conns[i];
+        if (c->fd >= 0 && c->nparks != 0U) {
+            launchd_park_timer(srv, i);
+        }
         pbx_ipc_id due[PBX_PEER_TRACK_MAX];
         uint32_t n = c->fd < 0 ? 0U
                                : pbx_peer_track_due(&c->track, srv->now,

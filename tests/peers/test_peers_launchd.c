@@ -1505,13 +1505,17 @@ PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
     tl_up(&s, &j, extra);
     const pbx_ipc_id a = {3, 7};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
-    /* Held until the WAKE; the WAKE's ask is answered only after 700 ms,
+    /* Parked without a WAKE, the caller's DECISION goes to powerboxd
+     * half of --call-ms after it came; powerboxd answers PENDING, so the
+     * caller is held. The WAKE's re-ask is answered only after 700 ms,
      * past --call-ms: the caller, still held, gets that answer (and no
-     * ROUTE: launchd's ask is not the caller's call). */
+     * ROUTE: launchd's re-ask is not the caller's call). */
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                      0xD1U, -1) == 0);
-    PBX_CHECK(tl_quiet(s.broker, 200));
+    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
+                   PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK(tl_quiet(j.conn, 400));
     tl_wake(s.wake, a);
     uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
     PBX_CHECK(tl_quiet(j.conn, 700));
@@ -1528,6 +1532,43 @@ PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
     PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
                             tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
                  PBX_PEER_E_NOT_YOURS);
+    tl_down(&s, &j);
+}
+
+PBX_TEST(peers_launchd_bounds_a_parked_decision_by_call_ms)
+{
+    tl_srv s;
+    tl_job j;
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_up(&s, &j, extra);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* No WAKE comes and powerboxd never answers (as while it is stopped):
+     * the parked DECISION still reaches it, and its caller is answered
+     * ROUTE on its own seq, as every call unanswered after --call-ms. */
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xD1U, -1) == 0);
+    uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
+    PBX_CHECK(g_m.frame.request.index == a.index &&
+              g_m.frame.request.gen == a.gen);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0xD1U);
+    PBX_CHECK_EQ(g_m.frame.op,
+                 (uint16_t)(PBX_IPC_OP_DECISION | PBX_IPC_REPLY_BIT));
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    PBX_CHECK(tl_logged(&s, "call op decision request 3.7 unanswered after "
+                            "300 ms"));
+    /* The late answer is logged and dropped; the request is still the
+     * connection's, and a new DECISION (WAKE first) is relayed at once. */
+    size_t n =
+        tl_reply(PBX_IPC_OP_DECISION, a, 0, PBX_IPC_OUTCOME_PENDING, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, seq, -1) == 0);
+    PBX_CHECK(tl_logged(&s, "late reply: op decision-reply request 3.7"));
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_DECISION, a, 0,
+                         PBX_IPC_OUTCOME_DENIED),
+                 0U);
+    PBX_CHECK(tl_quiet(j.conn, 100) && tl_quiet(s.broker, 10));
     tl_down(&s, &j);
 }
 
