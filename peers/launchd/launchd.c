@@ -216,6 +216,7 @@ static void launchd_accept(launchd_srv *srv)
         k->peer = peer;
         pbx_peer_track_init(&k->track);
         srv->ncontrol++;
+        launchd_conn_arm(srv, (uint32_t)ci);
     }
 }
 
@@ -246,7 +247,8 @@ static void launchd_round(launchd_srv *srv)
             p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
         }
     }
-    (void)poll(p, n, LAUNCHD_TICK_MS);
+    (void)poll(p, n,
+               launchd_timer_wait(&srv->timer, srv->now, LAUNCHD_TICK_MS));
     srv->now = launchd_now_ms();
     if (p[2].revents != 0) {
         launchd_broker_input(srv);

@@ -187,6 +187,33 @@ typedef struct launchd_stage {
     bool used;
 } launchd_stage;
 
+/* Timer handles (launchd_timer.c): one per call, orphan, connection and
+ * job, in that order; each is armed at most once, with its next
+ * deadline. */
+#define LAUNCHD_T_CALL   0U
+#define LAUNCHD_T_ORPHAN (LAUNCHD_T_CALL + LAUNCHD_CALLS_MAX)
+#define LAUNCHD_T_CONN   (LAUNCHD_T_ORPHAN + LAUNCHD_ORPHANS_MAX)
+#define LAUNCHD_T_JOB    (LAUNCHD_T_CONN + LAUNCHD_CONNS_CAP)
+#define LAUNCHD_TIMERS   (LAUNCHD_T_JOB + LAUNCHD_JOBS_CAP)
+
+/* The armed handles as a binary min-heap on their deadlines; plain data,
+ * zeroed is empty. */
+typedef struct launchd_theap {
+    uint32_t n;                    /* armed handles */
+    uint16_t heap[LAUNCHD_TIMERS]; /* handles, the earliest first */
+    uint16_t pos[LAUNCHD_TIMERS];  /* a handle's heap index + 1; 0: unarmed */
+    uint64_t due[LAUNCHD_TIMERS];  /* an armed handle's deadline (ms) */
+} launchd_theap;
+
+/* launchd_timer.c. set arms handle h (< LAUNCHD_TIMERS) for due_ms, moving
+ * it if it was armed; UINT64_MAX unarms it. pop unarms and returns the
+ * earliest handle due at now_ms, or LAUNCHD_TIMERS when none is. wait is
+ * how long poll may sleep: until the earliest deadline, at most cap_ms.
+ * Each costs O(log LAUNCHD_TIMERS) at most, whatever is armed. */
+void launchd_timer_set(launchd_theap *t, uint32_t h, uint64_t due_ms);
+uint32_t launchd_timer_pop(launchd_theap *t, uint64_t now_ms);
+int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
+
 /* Everything serve holds. */
 typedef struct launchd_srv {
     int wake;   /* -1: none (no wakes) */
@@ -234,6 +261,7 @@ typedef struct launchd_srv {
     launchd_orphan orphans[LAUNCHD_ORPHANS_MAX];
     launchd_job jobs[LAUNCHD_JOBS_CAP];
     launchd_stage stage[LAUNCHD_STAGE_MAX];
+    launchd_theap timer; /* every deadline above (launchd_wake.c) */
 } launchd_srv;
 
 /* launchd_io.c */
@@ -258,7 +286,6 @@ void launchd_nonblock(int fd);
 
 /* launchd_jobs.c (the rest is declared below) */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
-void launchd_jobs_timer(launchd_srv *srv);
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_relay.c */
@@ -329,9 +356,22 @@ void launchd_park_lost(launchd_srv *srv, uint32_t ci);
  * (routes in 'R'); at the channel's end it is closed (attach -1). */
 void launchd_attach_input(launchd_srv *srv);
 
-/* launchd_wake.c */
+/* launchd_wake.c. timers runs what is due (each handle popped from
+ * srv->timer, its owner's timer run, then armed again from its state).
+ * The arm functions set an owner's handle from its state (its next
+ * deadline, or unarmed); they are called wherever that deadline may move
+ * earlier: a call when sent or answered, an orphan when added or when it
+ * stops asking, a connection when a reply or a WAKE changed its table,
+ * it parked a DECISION, it was accepted, or its job ended. */
 void launchd_wake_input(launchd_srv *srv);
 void launchd_timers(launchd_srv *srv);
+void launchd_call_arm(launchd_srv *srv, const launchd_call *k);
+void launchd_orphan_arm(launchd_srv *srv, const launchd_orphan *o);
+void launchd_conn_arm(launchd_srv *srv, uint32_t ci);
+/* launchd_jobs.c: job ji's end deadlines (its EXPIRE retried, its EXIT at
+ * --call-ms), and its timer. */
+void launchd_job_arm(launchd_srv *srv, uint32_t ji);
+void launchd_job_timer(launchd_srv *srv, uint32_t ji);
 
 /* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
  * (both close-on-exec descriptors, -1 when absent). prepare's next, when

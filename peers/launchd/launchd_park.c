@@ -24,6 +24,7 @@ void launchd_park_add(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
         return;
     }
     c->parks[c->nparks++] = (launchd_park){id, seq, srv->now};
+    launchd_conn_arm(srv, ci);
 }
 
 /* Removes park i of c (the last one fills its place). */

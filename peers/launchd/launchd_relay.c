@@ -212,6 +212,7 @@ static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
     k->deadline_ms = srv->now + srv->call_ms;
     k->len = len;
     memcpy(k->copy, buf, len);
+    launchd_call_arm(srv, k);
     if (ci < LAUNCHD_CONNS_CAP) {
         srv->conns[ci].calls++;
         srv->conns[ci].begins += k->op == (uint16_t)PBX_IPC_OP_BEGIN ? 1U : 0U;
@@ -234,6 +235,7 @@ bool launchd_decision_send(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
         return false;
     }
     k->deadline_ms = deadline_ms;
+    launchd_call_arm(srv, k);
     return true;
 }
 
@@ -315,6 +317,7 @@ void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
         o->cancelled = true;
         o->cancel_st = PBX_PEER_E_ROUTE;
     }
+    launchd_orphan_arm(srv, o);
 }
 
 /* An orphan's decision arrived (rep): final or gone ends the orphan. */
@@ -333,6 +336,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
             o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
                                     LAUNCHD_CONNS_CAP, o->id);
         }
+        launchd_orphan_arm(srv, o);
         return;
     }
     pbx_peer_log("launchd", "hang-up: CANCEL request %u.%u %s, decision %s",
@@ -350,6 +354,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
     }
     launchd_log_end(o->id, o->job_id, o->job_gen, e, rep, "caller gone");
     o->used = false;
+    launchd_orphan_arm(srv, o);
 }
 
 void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
@@ -376,6 +381,7 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
     pbx_peer_track_init(&c->track);
     /* Its parked DECISIONs' callers are gone with it. */
     c->nparks = 0U;
+    launchd_conn_arm(srv, ci);
     if (c->job_conn) {
         launchd_job_conn_gone(srv, c->job, ci);
     } else {
