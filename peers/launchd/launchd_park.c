@@ -5,8 +5,9 @@
  * the caller's call and bounded like any other: it goes to powerboxd at
  * its WAKE, or half of --call-ms after it came when no WAKE came by then
  * (a slow prompt, a lost WAKE, a request not committed); either way its
- * deadline stays --call-ms after it came, so a stopped powerboxd's callers
- * are answered ROUTE on their own seq then, as for every relayed call.
+ * deadline stays --call-ms after it came (at least half of --call-ms after
+ * it was relayed), so a stopped powerboxd's callers are answered ROUTE on
+ * their own seq then, as for every relayed call.
  * powerboxd's PENDING answer holds the caller as before (launchd_reply.c).
  */
 #include <string.h>
@@ -49,14 +50,17 @@ static void launchd_park_answer(launchd_srv *srv, uint32_t ci,
     }
 }
 
-/* Relays park i of ci now, with the deadline it had from its start; a
- * DECISION that cannot go is answered (BUSY, or ROUTE without a broker)
- * and its request's wait ends. */
+/* Relays park i of ci now, with the deadline it had from its start
+ * (powerboxd is given at least half of --call-ms to answer, should
+ * launchd itself come late); a DECISION that cannot go is answered
+ * (BUSY, or ROUTE without a broker) and its request's wait ends. */
 static void launchd_park_send(launchd_srv *srv, uint32_t ci, uint32_t i)
 {
     launchd_park p = launchd_park_take(&srv->conns[ci], i);
+    uint64_t deadline = p.since_ms + srv->call_ms;
+    uint64_t least = srv->now + srv->call_ms / 2U;
     if (launchd_decision_send(srv, ci, p.id, p.seq,
-                              p.since_ms + srv->call_ms)) {
+                              deadline > least ? deadline : least)) {
         return;
     }
     uint32_t seq = 0;
