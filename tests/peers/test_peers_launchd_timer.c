@@ -38,10 +38,11 @@ static void tt_pop_due(uint64_t now)
     uint64_t last = 0;
     for (uint32_t i = 0; i <= LAUNCHD_TIMERS; i++) {
         uint32_t h = launchd_timer_pop(&g_t, now);
-        if (h == LAUNCHD_TIMERS) {
+        /* LAUNCHD_TIMERS: nothing is due (never a handle past it). */
+        if (h >= LAUNCHD_TIMERS) {
+            PBX_CHECK_EQ(h, LAUNCHD_TIMERS);
             break;
         }
-        PBX_REQUIRE(h < LAUNCHD_TIMERS);
         PBX_CHECK(g_due[h] <= now && g_due[h] >= last);
         last = g_due[h];
         g_due[h] = UINT64_MAX;
