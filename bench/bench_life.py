@@ -11,7 +11,8 @@ Stack); then:
    pbx-client job under strace (bench_trace.py), writes the skeleton of
    that pattern and of the needed pattern (one DECISION to powerboxd,
    after the wake), and replays each once with pbx-bench-skel: the bench
-   FAILS when a skeleton's counts differ from the recorded run's;
+   FAILS when a skeleton's counts differ from the recorded run's, and
+   when the recorded pattern is not the needed one (check_needed());
 2. runs ROUNDS interleaved rounds: N lifecycles on the stack (the
    client's median BEGIN to CONSUME reply; the client returns only after
    the cleanup), then each skeleton (the least of 7 replays' time over
@@ -121,6 +122,20 @@ def check_skeletons(bin_dir, pats):
                      f"{bad}: recorded {want}, replayed {got}")
 
 
+def check_needed(pats, rec):
+    """The recorded pattern is the needed one (17 round trips, launchd's
+    one DECISION to powerboxd per lifecycle, after the wake), or the
+    bench fails: launchd sending its DECISION early again shows here."""
+    real, need = pats["real"][0], pats["needed"][0]
+    sent = sum(1 for e in real if e["kind"] == "S" and
+               e["role"] == "launchd" and e["op"] == bench_trace.DECISION)
+    if sent != rec or bench_trace.counts(real) != bench_trace.counts(need):
+        run.fail(f"the recorded pattern is not the needed one: launchd sent "
+                 f"{sent} DECISIONs to powerboxd in {rec} lifecycles; "
+                 f"recorded {bench_trace.counts(real)}, needed "
+                 f"{bench_trace.counts(need)}")
+
+
 def cpu_ticks(pid):
     """utime+stime of pid in clock ticks (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -212,6 +227,7 @@ def main():
         res["rss_idle"] = rss_kib(st.pid)
         pats, res["syscalls"] = record(st, work, cfg["rec"])
         check_skeletons(bin_dir, pats)
+        check_needed(pats, cfg["rec"])
         res["life"], res["span"], res["skel"] = rounds(st, bin_dir, pats,
                                                        cfg)
         launchd = st.procs[3].pid

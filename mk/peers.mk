@@ -25,6 +25,8 @@ APP_OBJS         := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
 APP_LIB          := $(BUILD)/lib/libpbx-app.a
 PEERS_BINS       := $(PEERS_NAMES:%=$(BUILD)/bin/pbx-%)
 PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
+# launchd's timer heap is pure: tested on its own (test_peers_launchd_timer.c).
+PEERS_TEST_SRCS  += peers/launchd/launchd_timer.c
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \

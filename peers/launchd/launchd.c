@@ -107,8 +107,6 @@
 
 /* How long expire waits for its answer. */
 #define LAUNCHD_EXPIRE_WAIT_MS 5000
-/* How often serve looks for its --wake-hold-file while it exists. */
-#define LAUNCHD_HOLD_CHECK_MS 50
 
 static launchd_srv g_srv;
 static pbx_peer_msg g_msg;
@@ -218,6 +216,7 @@ static void launchd_accept(launchd_srv *srv)
         k->peer = peer;
         pbx_peer_track_init(&k->track);
         srv->ncontrol++;
+        launchd_conn_arm(srv, (uint32_t)ci);
     }
 }
 
@@ -225,17 +224,19 @@ static void launchd_accept(launchd_srv *srv)
 static void launchd_round(launchd_srv *srv)
 {
     static struct pollfd
-        p[LAUNCHD_CONNS_CAP + 6U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
+        p[LAUNCHD_CONNS_CAP + 8U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
     static uint32_t
-        who[LAUNCHD_CONNS_CAP + 6U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
+        who[LAUNCHD_CONNS_CAP + 8U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
     nfds_t n = 0;
-    bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
+    bool held = srv->wake_held;
     /* A negative fd is skipped by poll: the wake route is left unread. */
     p[n++] = (struct pollfd){held ? -1 : srv->wake, POLLIN, 0};
     p[n++] = (struct pollfd){srv->control, POLLIN, 0};
     p[n++] = (struct pollfd){srv->broker, POLLIN, 0};
     p[n++] = (struct pollfd){srv->attach, POLLIN, 0};
     n += (nfds_t)launchd_hold_poll(srv, &p[n]);
+    nfds_t events = n;
+    n += (nfds_t)launchd_events_poll(srv, &p[n]);
     nfds_t ptys = n;
     size_t npty = launchd_pty_poll(srv, &p[n], &who[n]);
     n += (nfds_t)npty;
@@ -246,7 +247,8 @@ static void launchd_round(launchd_srv *srv)
             p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
         }
     }
-    (void)poll(p, n, held ? LAUNCHD_HOLD_CHECK_MS : LAUNCHD_TICK_MS);
+    (void)poll(p, n,
+               launchd_timer_wait(&srv->timer, srv->now, LAUNCHD_TICK_MS));
     srv->now = launchd_now_ms();
     if (p[2].revents != 0) {
         launchd_broker_input(srv);
@@ -269,7 +271,7 @@ static void launchd_round(launchd_srv *srv)
     if (p[1].revents != 0 && srv->control >= 0) {
         launchd_accept(srv);
     }
-    launchd_reap(srv);
+    launchd_events_serve(srv, &p[events]);
     launchd_timers(srv);
     launchd_pty_timer(srv);
 }
@@ -447,6 +449,9 @@ static int launchd_serve(int argc, char **argv)
         }
     }
     (void)signal(SIGPIPE, SIG_IGN);
+    if (!launchd_events_init(srv)) {
+        return 1;
+    }
     /* Every descendant of a job, however it detaches, stays below
      * launchd: so the control socket can tell a job's connection. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0) {

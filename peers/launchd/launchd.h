@@ -102,6 +102,15 @@ typedef struct launchd_call {
     uint8_t copy[LAUNCHD_CALL_COPY];
 } launchd_call;
 
+/* A program's DECISION that waits at launchd for its request's WAKE
+ * (launchd_park.c): the request, the caller's seq, and when it came. Its
+ * track entry stays ASKED: the caller's call is out, at launchd. */
+typedef struct launchd_park {
+    pbx_ipc_id id;
+    uint32_t seq;
+    uint64_t since_ms;
+} launchd_park;
+
 /* One connection: a control connection, or a launched job's (fd 3). */
 typedef struct launchd_conn {
     int fd; /* -1: free slot */
@@ -113,6 +122,8 @@ typedef struct launchd_conn {
     uint64_t last_ms; /* accepted, or its last accepted LAUNCH/EXPIRE */
     pid_t peer;       /* a control connection's SO_PEERCRED pid */
     pbx_peer_track track;
+    uint32_t nparks; /* parks in use, the first nparks of parks */
+    launchd_park parks[PBX_PEER_TRACK_MAX];
 } launchd_conn;
 
 /* The most exceptional requests of one job launchd remembers until their
@@ -176,6 +187,33 @@ typedef struct launchd_stage {
     bool used;
 } launchd_stage;
 
+/* Timer handles (launchd_timer.c): one per call, orphan, connection and
+ * job, in that order; each is armed at most once, with its next
+ * deadline. */
+#define LAUNCHD_T_CALL   0U
+#define LAUNCHD_T_ORPHAN (LAUNCHD_T_CALL + LAUNCHD_CALLS_MAX)
+#define LAUNCHD_T_CONN   (LAUNCHD_T_ORPHAN + LAUNCHD_ORPHANS_MAX)
+#define LAUNCHD_T_JOB    (LAUNCHD_T_CONN + LAUNCHD_CONNS_CAP)
+#define LAUNCHD_TIMERS   (LAUNCHD_T_JOB + LAUNCHD_JOBS_CAP)
+
+/* The armed handles as a binary min-heap on their deadlines; plain data,
+ * zeroed is empty. */
+typedef struct launchd_theap {
+    uint32_t n;                    /* armed handles */
+    uint16_t heap[LAUNCHD_TIMERS]; /* handles, the earliest first */
+    uint16_t pos[LAUNCHD_TIMERS];  /* a handle's heap index + 1; 0: unarmed */
+    uint64_t due[LAUNCHD_TIMERS];  /* an armed handle's deadline (ms) */
+} launchd_theap;
+
+/* launchd_timer.c. set arms handle h (< LAUNCHD_TIMERS) for due_ms, moving
+ * it if it was armed; UINT64_MAX unarms it. pop unarms and returns the
+ * earliest handle due at now_ms, or LAUNCHD_TIMERS when none is. wait is
+ * how long poll may sleep: until the earliest deadline, at most cap_ms.
+ * Each costs O(log LAUNCHD_TIMERS) at most, whatever is armed. */
+void launchd_timer_set(launchd_theap *t, uint32_t h, uint64_t due_ms);
+uint32_t launchd_timer_pop(launchd_theap *t, uint64_t now_ms);
+int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
+
 /* Everything serve holds. */
 typedef struct launchd_srv {
     int wake;   /* -1: none (no wakes) */
@@ -185,6 +223,13 @@ typedef struct launchd_srv {
     int attach;               /* --attach-fd, or -1 */
     FILE *log;
     const char *hold;
+    /* Events instead of per-loop polling (launchd_events.c): the SIGCHLD
+     * self-pipe's read end, the --wake-hold-file directory's inotify
+     * descriptor (-1 without the option), and whether that file exists
+     * (read again only when the directory changes). */
+    int chld_r;
+    int hold_watch;
+    bool wake_held;
     /* --fuse-dir: vfsd's FUSE mount (vfsd's own --fuse-dir), passed to
      * every open broker as --mount, or NULL when not given. */
     const char *fuse_dir;
@@ -216,6 +261,7 @@ typedef struct launchd_srv {
     launchd_orphan orphans[LAUNCHD_ORPHANS_MAX];
     launchd_job jobs[LAUNCHD_JOBS_CAP];
     launchd_stage stage[LAUNCHD_STAGE_MAX];
+    launchd_theap timer; /* every deadline above (launchd_wake.c) */
 } launchd_srv;
 
 /* launchd_io.c */
@@ -240,7 +286,6 @@ void launchd_nonblock(int fd);
 
 /* launchd_jobs.c (the rest is declared below) */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
-void launchd_jobs_timer(launchd_srv *srv);
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_relay.c */
@@ -282,13 +327,51 @@ pbx_ipc_id launchd_request_of(pbx_ipc_id grant);
 void launchd_user_answer(launchd_srv *srv, uint32_t ci, uint32_t seq,
                          pbx_ipc_id grant, uint16_t st);
 
+/* launchd_relay.c: relays the caller's DECISION of request id on ci (seq
+ * its caller's; its track entry ASKED) as the caller's own call, answered
+ * ROUTE at deadline_ms unless powerboxd answered by then. False (nothing
+ * recorded) when the call table or the broker is full or gone. */
+bool launchd_decision_send(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                           uint32_t seq, uint64_t deadline_ms);
+
+/* launchd_park.c: a program's DECISION whose WAKE has not come is parked
+ * at launchd instead of going to powerboxd, so powerboxd is asked once per
+ * lifecycle, after the WAKE. A parked DECISION is a call like any other:
+ * bounded by --call-ms from when it came. add parks the DECISION of
+ * request id (track entry already ASKED) with the caller's seq. woken
+ * relays a parked DECISION of id on ci at its WAKE (true when one was
+ * parked). timer relays those parked half of --call-ms ago (powerboxd's
+ * answer, PENDING or final, then comes within the other half, or ROUTE);
+ * due is the earliest such time of ci (UINT64_MAX: none). lost answers
+ * every parked caller of ci ROUTE and forgets them (the broker is gone).
+ * Closing a connection forgets its parks (nparks 0). */
+void launchd_park_add(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                      uint32_t seq);
+bool launchd_park_woken(launchd_srv *srv, uint32_t ci, pbx_ipc_id id);
+void launchd_park_timer(launchd_srv *srv, uint32_t ci);
+uint64_t launchd_park_due(const launchd_srv *srv, uint32_t ci);
+void launchd_park_lost(launchd_srv *srv, uint32_t ci);
+
 /* launchd_attach.c: receives and applies what waits on srv->attach
  * (routes in 'R'); at the channel's end it is closed (attach -1). */
 void launchd_attach_input(launchd_srv *srv);
 
-/* launchd_wake.c */
+/* launchd_wake.c. timers runs what is due (each handle popped from
+ * srv->timer, its owner's timer run, then armed again from its state).
+ * The arm functions set an owner's handle from its state (its next
+ * deadline, or unarmed); they are called wherever that deadline may move
+ * earlier: a call when sent or answered, an orphan when added or when it
+ * stops asking, a connection when a reply or a WAKE changed its table,
+ * it parked a DECISION, it was accepted, or its job ended. */
 void launchd_wake_input(launchd_srv *srv);
 void launchd_timers(launchd_srv *srv);
+void launchd_call_arm(launchd_srv *srv, const launchd_call *k);
+void launchd_orphan_arm(launchd_srv *srv, const launchd_orphan *o);
+void launchd_conn_arm(launchd_srv *srv, uint32_t ci);
+/* launchd_jobs.c: job ji's end deadlines (its EXPIRE retried, its EXIT at
+ * --call-ms), and its timer. */
+void launchd_job_arm(launchd_srv *srv, uint32_t ji);
+void launchd_job_timer(launchd_srv *srv, uint32_t ji);
 
 /* launchd_sandbox.c: a sandboxed job's program file and Landlock ruleset
  * (both close-on-exec descriptors, -1 when absent). prepare's next, when
@@ -351,10 +434,21 @@ size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p);
 /* Serves them after poll: HOLD held and acknowledged, RELEASE. */
 void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p);
 
+/* launchd_events.c: SIGCHLD through a self-pipe, the --wake-hold-file
+ * through inotify. Installs both (false after a line). */
+bool launchd_events_init(launchd_srv *srv);
+/* Fills p[0..2) with the events' descriptors (a negative one is skipped
+ * by poll); returns 2. */
+size_t launchd_events_poll(const launchd_srv *srv, struct pollfd *p);
+/* Serves them after poll: reaps after SIGCHLD, looks at the hold file
+ * after its directory changed. */
+void launchd_events_serve(launchd_srv *srv, const struct pollfd *p);
+
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
                     const pbx_peer_launch_frame *f);
-void launchd_reap(launchd_srv *srv);
+/* Reaps ended children (at most 64); true when none is left to reap. */
+bool launchd_reap(launchd_srv *srv);
 void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci);
 int launchd_conn_alloc(launchd_srv *srv);
 int launchd_run(int argc, char **argv);

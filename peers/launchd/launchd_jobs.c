@@ -443,6 +443,8 @@ static void launchd_job_exit(launchd_srv *srv, launchd_job *j)
     }
     j->exit_sent = true;
     if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
+        /* Its launcher may be idle from now on. */
+        launchd_conn_arm(srv, j->launcher);
         uint8_t out[PBX_IPC_HEADER_BYTES + PBX_PEER_EXIT_BYTES];
         size_t n = 0;
         if (pbx_peer_exit_encode((uint32_t)j->ws, j->launch_seq, out,
@@ -520,34 +522,46 @@ static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
         j->broker_conn = -1;
     }
     launchd_job_expire(srv, ji);
+    launchd_job_arm(srv, ji);
 }
 
-void launchd_jobs_timer(launchd_srv *srv)
+void launchd_job_timer(launchd_srv *srv, uint32_t ji)
 {
-    for (uint32_t ji = 0; ji < LAUNCHD_JOBS_CAP; ji++) {
-        launchd_job *j = &srv->jobs[ji];
-        if (!j->live || !j->ending) {
-            continue;
-        }
-        if (srv->broker < 0) {
-            /* No powerboxd to answer (or to hold the job's grants). */
-            launchd_job_finish(srv, LAUNCHD_JOB_REF(ji),
-                               "not answered: no "
-                               "broker");
-            continue;
-        }
-        if (!j->expire_out) {
-            launchd_job_expire(srv, ji);
-        }
-        if (!j->exit_sent && srv->now >= j->ended_ms + srv->call_ms) {
-            pbx_peer_log("launchd",
-                         "job %llu.%u: EXPIRE unanswered after %u ms; EXIT "
-                         "sent, the job id kept until it is answered",
-                         (unsigned long long)j->bind.job_id, j->bind.job_gen,
-                         srv->call_ms);
-            launchd_job_exit(srv, j);
+    launchd_job *j = &srv->jobs[ji];
+    if (!j->live || !j->ending) {
+        return;
+    }
+    if (srv->broker < 0) {
+        /* No powerboxd to answer (or to hold the job's grants). */
+        launchd_job_finish(srv, LAUNCHD_JOB_REF(ji), "not answered: no broker");
+        return;
+    }
+    if (!j->expire_out) {
+        launchd_job_expire(srv, ji);
+    }
+    if (j->live && !j->exit_sent && srv->now >= j->ended_ms + srv->call_ms) {
+        pbx_peer_log("launchd",
+                     "job %llu.%u: EXPIRE unanswered after %u ms; EXIT "
+                     "sent, the job id kept until it is answered",
+                     (unsigned long long)j->bind.job_id, j->bind.job_gen,
+                     srv->call_ms);
+        launchd_job_exit(srv, j);
+    }
+}
+
+void launchd_job_arm(launchd_srv *srv, uint32_t ji)
+{
+    const launchd_job *j = &srv->jobs[ji];
+    uint64_t due = UINT64_MAX;
+    if (j->live && j->ending) {
+        if (srv->broker < 0 || !j->expire_out) {
+            /* Its EXPIRE could not go (or no broker): tried again soon. */
+            due = srv->now + (uint64_t)LAUNCHD_TICK_MS;
+        } else if (!j->exit_sent) {
+            due = j->ended_ms + srv->call_ms;
         }
     }
+    launchd_timer_set(&srv->timer, LAUNCHD_T_JOB + ji, due);
 }
 
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
@@ -562,13 +576,13 @@ bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
     return false;
 }
 
-void launchd_reap(launchd_srv *srv)
+bool launchd_reap(launchd_srv *srv)
 {
     for (int i = 0; i < 64; i++) {
         int ws = 0;
         pid_t pid = waitpid(-1, &ws, WNOHANG);
         if (pid <= 0) {
-            return;
+            return true;
         }
         for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
             if (srv->jobs[j].live && !srv->jobs[j].ending &&
@@ -578,6 +592,7 @@ void launchd_reap(launchd_srv *srv)
             }
         }
     }
+    return false;
 }
 
 void launchd_jobs_hangup(launchd_srv *srv, uint32_t ci)

@@ -3,8 +3,11 @@
  * launchd's own seq and stays in the call table until the reply with that
  * seq (and the call's op and request id) comes back; the reply then goes
  * to exactly the connection that made the call, with the caller's seq
- * restored. A DECISION answered PENDING is held until powerboxd's WAKE for
- * that request, then asked again and delivered. Requests whose caller
+ * restored. A program's DECISION waits at launchd until powerboxd's WAKE
+ * for that request (relayed at once only when the WAKE already came, or
+ * half of --call-ms after it came without one: launchd_park.c), so
+ * powerboxd gets one DECISION per lifecycle; one answered PENDING is held
+ * until the WAKE, then asked again and delivered. Requests whose caller
  * went away are cancelled and their decisions collected (orphans). The
  * user's USER_CANCEL (`pbx cancel`) on a control connection becomes a
  * grant CANCEL over the broker.
@@ -176,23 +179,24 @@ static bool launchd_broker_send(launchd_srv *srv, uint8_t *buf, size_t len,
 
 /* Records and sends one call of kind for connection ci (gen as now);
  * buf[0..len) is the frame, caps its descriptor count (cap attached).
- * Returns false (nothing recorded) when the table is full or the frame
- * could not go to powerboxd. */
-static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
-                              size_t len, uint32_t ci, int cap,
-                              uint32_t caller_seq)
+ * Returns the call (its deadline --call-ms from now), or NULL (nothing
+ * recorded) when the table is full or the frame could not go to
+ * powerboxd. */
+static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
+                                       uint8_t *buf, size_t len, uint32_t ci,
+                                       int cap, uint32_t caller_seq)
 {
     launchd_call *k = launchd_call_new(srv);
     uint32_t seq = launchd_seq(srv);
     if (k == NULL || seq == 0U || len > LAUNCHD_CALL_COPY ||
         len < PBX_IPC_HEADER_BYTES) {
-        return false;
+        return NULL;
     }
     if (!launchd_broker_send(srv, buf, len, seq, cap)) {
         /* The send stamped launchd's seq: the refusal echoes the
          * caller's. */
         (void)pbx_ipc_frame_set_seq(buf, len, caller_seq);
-        return false;
+        return NULL;
     }
     memset(k, 0, sizeof(*k));
     k->used = true;
@@ -208,17 +212,37 @@ static bool launchd_call_send(launchd_srv *srv, uint8_t kind, uint8_t *buf,
     k->deadline_ms = srv->now + srv->call_ms;
     k->len = len;
     memcpy(k->copy, buf, len);
+    launchd_call_arm(srv, k);
     if (ci < LAUNCHD_CONNS_CAP) {
         srv->conns[ci].calls++;
         srv->conns[ci].begins += k->op == (uint16_t)PBX_IPC_OP_BEGIN ? 1U : 0U;
     }
+    return k;
+}
+
+bool launchd_decision_send(launchd_srv *srv, uint32_t ci, pbx_ipc_id id,
+                           uint32_t seq, uint64_t deadline_ms)
+{
+    uint8_t buf[PBX_IPC_HEADER_BYTES];
+    size_t n = 0;
+    if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, buf, sizeof(buf), &n) !=
+        PBX_OK) {
+        return false;
+    }
+    launchd_call *k =
+        launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, n, ci, -1, seq);
+    if (k == NULL) {
+        return false;
+    }
+    k->deadline_ms = deadline_ms;
+    launchd_call_arm(srv, k);
     return true;
 }
 
 bool launchd_own_call(launchd_srv *srv, uint8_t kind, uint8_t *buf, size_t len,
                       uint32_t ci, pbx_ipc_id id)
 {
-    if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U)) {
+    if (launchd_call_send(srv, kind, buf, len, ci, -1, 0U) != NULL) {
         return true;
     }
     pbx_peer_log("launchd", "own call op %s request %u.%u not sent: %s",
@@ -293,6 +317,7 @@ void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
         o->cancelled = true;
         o->cancel_st = PBX_PEER_E_ROUTE;
     }
+    launchd_orphan_arm(srv, o);
 }
 
 /* An orphan's decision arrived (rep): final or gone ends the orphan. */
@@ -311,6 +336,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
             o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
                                     LAUNCHD_CONNS_CAP, o->id);
         }
+        launchd_orphan_arm(srv, o);
         return;
     }
     pbx_peer_log("launchd", "hang-up: CANCEL request %u.%u %s, decision %s",
@@ -328,6 +354,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
     }
     launchd_log_end(o->id, o->job_id, o->job_gen, e, rep, "caller gone");
     o->used = false;
+    launchd_orphan_arm(srv, o);
 }
 
 void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
@@ -352,6 +379,9 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
                            b != NULL ? b->entry_len : 0U, r->woken);
     }
     pbx_peer_track_init(&c->track);
+    /* Its parked DECISIONs' callers are gone with it. */
+    c->nparks = 0U;
+    launchd_conn_arm(srv, ci);
     if (c->job_conn) {
         launchd_job_conn_gone(srv, c->job, ci);
     } else {
@@ -425,6 +455,32 @@ static bool launchd_room(const launchd_srv *srv, uint32_t ci)
     return c->track.count + c->begins < srv->max_open;
 }
 
+/* Whether the caller's DECISION of request id (admitted) on ci waits at
+ * launchd instead of going to powerboxd: powerboxd wakes launchd when the
+ * decision is published, so one DECISION after that WAKE is the only one
+ * it needs. Until the WAKE the DECISION is parked (taken here, seq its
+ * caller's; launchd_park.c bounds it by --call-ms); once the WAKE came, it
+ * is relayed at once (false). A DECISION with a body or descriptors is
+ * refused (true) as powerboxd would refuse it. */
+static bool launchd_hold_decision(launchd_srv *srv, uint32_t ci,
+                                  const pbx_ipc_frame *f, uint32_t seq)
+{
+    pbx_peer_track *t = &srv->conns[ci].track;
+    const pbx_peer_track_req *r = pbx_peer_track_get(t, f->request);
+    if (r != NULL && r->woken) {
+        return false;
+    }
+    pbx_err e = pbx_ipc_empty_decode(f, PBX_IPC_OP_DECISION);
+    if (e != PBX_OK) {
+        launchd_refuse(srv, ci, (uint32_t)e, NULL);
+        return true;
+    }
+    pbx_peer_io_close_all(g_in.fds, g_in.nfds);
+    (void)pbx_peer_track_asked(t, f->request);
+    launchd_park_add(srv, ci, f->request, seq);
+    return true;
+}
+
 /* Relays the decoded public frame in g_in from ci over the broker. */
 static void launchd_relay(launchd_srv *srv, uint32_t ci)
 {
@@ -464,9 +520,13 @@ static void launchd_relay(launchd_srv *srv, uint32_t ci)
                                : NULL);
         return;
     }
+    if (f.op == (uint16_t)PBX_IPC_OP_DECISION &&
+        launchd_hold_decision(srv, ci, &f, pbx_peer_io_msg_seq(&g_in))) {
+        return;
+    }
     int cap = g_in.nfds == 1U ? g_in.fds[0] : -1;
     bool sent = launchd_call_send(srv, LAUNCHD_CALL_RELAY, buf, len, ci, cap,
-                                  pbx_peer_io_msg_seq(&g_in));
+                                  pbx_peer_io_msg_seq(&g_in)) != NULL;
     if (!sent) {
         launchd_refuse(srv, ci, PBX_PEER_E_BUSY, "call table or broker full");
         return;
@@ -551,7 +611,8 @@ static void launchd_user_cancel(launchd_srv *srv, uint32_t ci)
     size_t n = 0;
     if (st == 0U &&
         (pbx_ipc_cancel_encode(&c, buf, sizeof(buf), &n) != PBX_OK ||
-         !launchd_call_send(srv, LAUNCHD_CALL_USER, buf, n, ci, -1, seq))) {
+         launchd_call_send(srv, LAUNCHD_CALL_USER, buf, n, ci, -1, seq) ==
+             NULL)) {
         st = (uint16_t)(srv->broker < 0 ? PBX_PEER_E_ROUTE : PBX_PEER_E_BUSY);
     }
     if (st != 0U) {

@@ -195,6 +195,7 @@ static void launchd_own_reply(launchd_srv *srv, const launchd_call *k)
         o->cancel_st = g_rep.frame.status;
         o->asking =
             launchd_ask(srv, LAUNCHD_CALL_COLLECT, LAUNCHD_CONNS_CAP, o->id);
+        launchd_orphan_arm(srv, o);
     } else if (o != NULL) {
         launchd_orphan_decided(srv, o, &g_rep.frame);
     }
@@ -292,6 +293,7 @@ static bool launchd_route_answer(launchd_srv *srv, uint32_t ci, uint16_t op,
 static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 {
     k->used = false;
+    launchd_call_arm(srv, k);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
         launchd_job_finish(srv, k->conn, "not answered: broker lost");
         return;
@@ -310,8 +312,8 @@ static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 /* Ends, for connection ci, what only the lost broker's powerboxd knew:
  * each grant it holds (one line each; the objects behind it died with
  * that powerboxd's routes, and no later powerboxd knows the grant), each
- * request it began (its end line) and each held DECISION (answered
- * ROUTE). Its job keeps running. */
+ * request it began (its end line) and each held or parked DECISION
+ * (answered ROUTE). Its job keeps running. */
 static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
 {
     launchd_conn *c = &srv->conns[ci];
@@ -332,6 +334,7 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
     }
     t->count = 0U;
     c->calls = c->begins = 0U;
+    launchd_park_lost(srv, ci);
     char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
     for (uint32_t i = 0; i < n; i++) {
         const pbx_peer_track_req *r = &reqs[i];
@@ -373,7 +376,12 @@ void launchd_broker_lost(launchd_srv *srv, const char *why)
     for (uint32_t ci = 0; ci < LAUNCHD_CONNS_CAP; ci++) {
         if (srv->conns[ci].fd >= 0) {
             launchd_conn_lost(srv, ci);
+            launchd_conn_arm(srv, ci);
         }
+    }
+    /* An ending job's EXPIRE has no powerboxd left to answer it. */
+    for (uint32_t ji = 0; ji < LAUNCHD_JOBS_CAP; ji++) {
+        launchd_job_arm(srv, ji);
     }
 }
 
@@ -406,6 +414,7 @@ void launchd_broker_input(launchd_srv *srv)
         static launchd_call done;
         done = *k;
         k->used = false;
+        launchd_call_arm(srv, k);
         /* A detached call was uncounted when it was detached. */
         if (!done.detached &&
             launchd_conn_live(srv, done.conn, done.conn_gen)) {
@@ -421,5 +430,7 @@ void launchd_broker_input(launchd_srv *srv)
                      g_rep.nfds == 1U ? ", carrying an alias" : "");
         launchd_dispatch(srv, &done);
         pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
+        /* The reply may have ended a wait or a call of its connection. */
+        launchd_conn_arm(srv, done.conn);
     }
 }

@@ -3,7 +3,9 @@
  * caller's decision is asked for again, an orphan's collected; calls
  * unanswered for --call-ms release their callers; held DECISIONs and
  * orphans are re-asked every LAUNCHD_REASK_MS as a safety net; idle
- * control connections are dropped; ending jobs are followed.
+ * control connections are dropped; ending jobs are followed. Each
+ * deadline is one handle in srv->timer (launchd_timer.c), so a wake-up
+ * runs only what is due.
  */
 #include <errno.h>
 #include <string.h>
@@ -24,6 +26,7 @@ static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
         } else {
             o->asking =
                 launchd_ask(srv, LAUNCHD_CALL_COLLECT, LAUNCHD_CONNS_CAP, id);
+            launchd_orphan_arm(srv, o);
         }
         return;
     }
@@ -31,6 +34,10 @@ static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
         launchd_conn *c = &srv->conns[i];
         if (c->fd < 0) {
             continue;
+        }
+        /* A parked DECISION goes to powerboxd now, its only one. */
+        if (c->nparks != 0U && launchd_park_woken(srv, i, id)) {
+            return;
         }
         pbx_peer_track_wake_action a =
             pbx_peer_track_wake(&c->track, id, srv->now);
@@ -40,6 +47,7 @@ static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
             (void)pbx_peer_track_hold(&c->track, id, 0U, srv->now);
         }
         if (a != PBX_PEER_TRACK_WAKE_NONE) {
+            launchd_conn_arm(srv, i);
             return;
         }
     }
@@ -131,6 +139,7 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
     launchd_orphan *o = launchd_orphan_find(srv, k->id);
     if (k->kind == LAUNCHD_CALL_COLLECT && o != NULL) {
         o->asking = false;
+        launchd_orphan_arm(srv, o);
     }
     if (!launchd_conn_live(srv, k->conn, k->conn_gen)) {
         return;
@@ -157,32 +166,30 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
     }
 }
 
-/* The fallback: held DECISIONs and orphans not asked for LAUNCHD_REASK_MS
- * are asked again, in case a WAKE was lost. */
-static void launchd_fallback(launchd_srv *srv)
+/* The fallback for connection ci: its held DECISIONs not asked for
+ * LAUNCHD_REASK_MS are asked again, in case a WAKE was lost. */
+static void launchd_conn_fallback(launchd_srv *srv, uint32_t ci)
 {
-    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        launchd_conn *c = &srv->conns[i];
-        pbx_ipc_id due[PBX_PEER_TRACK_MAX];
-        uint32_t n = c->fd < 0 ? 0U
-                               : pbx_peer_track_due(&c->track, srv->now,
-                                                    LAUNCHD_REASK_MS, due,
-                                                    PBX_PEER_TRACK_MAX);
-        for (uint32_t j = 0; j < n; j++) {
-            if (!launchd_ask(srv, LAUNCHD_CALL_REASK, i, due[j])) {
-                (void)pbx_peer_track_hold(&c->track, due[j], 0U, srv->now);
-            }
+    launchd_conn *c = &srv->conns[ci];
+    pbx_ipc_id due[PBX_PEER_TRACK_MAX];
+    uint32_t n = pbx_peer_track_due(&c->track, srv->now, LAUNCHD_REASK_MS, due,
+                                    PBX_PEER_TRACK_MAX);
+    for (uint32_t j = 0; j < n && c->fd >= 0; j++) {
+        if (!launchd_ask(srv, LAUNCHD_CALL_REASK, ci, due[j])) {
+            (void)pbx_peer_track_hold(&c->track, due[j], 0U, srv->now);
         }
     }
-    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
-        launchd_orphan *o = &srv->orphans[i];
-        if (o->used && !o->asking &&
-            o->since_ms + LAUNCHD_REASK_MS <= srv->now) {
-            o->since_ms = srv->now;
-            o->cancelled = true;
-            o->asking = launchd_ask(srv, LAUNCHD_CALL_COLLECT,
-                                    LAUNCHD_CONNS_CAP, o->id);
-        }
+}
+
+/* The fallback for orphan o: its decision not asked for LAUNCHD_REASK_MS
+ * is collected again. */
+static void launchd_orphan_timer(launchd_srv *srv, launchd_orphan *o)
+{
+    if (o->used && !o->asking && o->since_ms + LAUNCHD_REASK_MS <= srv->now) {
+        o->since_ms = srv->now;
+        o->cancelled = true;
+        o->asking =
+            launchd_ask(srv, LAUNCHD_CALL_COLLECT, LAUNCHD_CONNS_CAP, o->id);
     }
 }
 
@@ -193,30 +200,101 @@ bool launchd_evictable(const launchd_srv *srv, uint32_t ci)
            !pbx_peer_track_waiting(&c->track) && !launchd_is_launcher(srv, ci);
 }
 
-/* Drops control connections idle for idle-ms: no accepted LAUNCH or
- * EXPIRE for that long (a refused frame does not count), and evictable
- * (nothing outstanding, no live job). */
-static void launchd_idle(launchd_srv *srv)
+/* Connection ci's timer: its parked DECISIONs due go to powerboxd, its
+ * held ones due are asked again, and a control connection idle for
+ * idle-ms (no accepted LAUNCH or EXPIRE for that long; a refused frame
+ * does not count) is dropped when it is evictable (nothing outstanding,
+ * no live job). */
+static void launchd_conn_timer(launchd_srv *srv, uint32_t ci)
 {
-    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        if (launchd_evictable(srv, i) &&
-            srv->conns[i].last_ms + srv->idle_ms <= srv->now) {
-            char why[64];
-            (void)snprintf(why, sizeof(why), "idle for %u ms", srv->idle_ms);
-            launchd_conn_close(srv, i, why);
+    launchd_conn *c = &srv->conns[ci];
+    if (c->fd >= 0 && c->nparks != 0U) {
+        launchd_park_timer(srv, ci);
+    }
+    if (c->fd >= 0) {
+        launchd_conn_fallback(srv, ci);
+    }
+    if (launchd_evictable(srv, ci) && c->last_ms + srv->idle_ms <= srv->now) {
+        char why[64];
+        (void)snprintf(why, sizeof(why), "idle for %u ms", srv->idle_ms);
+        launchd_conn_close(srv, ci, why);
+    }
+}
+
+void launchd_call_arm(launchd_srv *srv, const launchd_call *k)
+{
+    uint64_t due = !k->used      ? UINT64_MAX
+                   : k->detached ? k->deadline_ms + LAUNCHD_STALE_CALL_MS
+                                 : k->deadline_ms;
+    launchd_timer_set(&srv->timer, LAUNCHD_T_CALL + (uint32_t)(k - srv->calls),
+                      due);
+}
+
+void launchd_orphan_arm(launchd_srv *srv, const launchd_orphan *o)
+{
+    uint64_t due =
+        o->used && !o->asking ? o->since_ms + LAUNCHD_REASK_MS : UINT64_MAX;
+    launchd_timer_set(&srv->timer,
+                      LAUNCHD_T_ORPHAN + (uint32_t)(o - srv->orphans), due);
+}
+
+void launchd_conn_arm(launchd_srv *srv, uint32_t ci)
+{
+    if (ci >= LAUNCHD_CONNS_CAP) {
+        return;
+    }
+    const launchd_conn *c = &srv->conns[ci];
+    uint64_t due = UINT64_MAX;
+    if (c->fd >= 0) {
+        due = launchd_park_due(srv, ci);
+        const pbx_peer_track *t = &c->track;
+        for (uint32_t i = 0; i < t->count && i < PBX_PEER_TRACK_MAX; i++) {
+            const pbx_peer_track_req *r = &t->reqs[i];
+            uint64_t w = r->since_ms + LAUNCHD_REASK_MS;
+            due = r->wait == (uint8_t)PBX_PEER_TRACK_HELD && w < due ? w : due;
         }
+        /* Only a control connection is dropped when idle (a job's never
+         * is), and only once it is evictable: what makes it so (its
+         * calls answered, its job's EXIT) arms it again. */
+        uint64_t idle = c->last_ms + srv->idle_ms;
+        due = !c->job_conn && idle < due && launchd_evictable(srv, ci) ? idle
+                                                                       : due;
+    }
+    launchd_timer_set(&srv->timer, LAUNCHD_T_CONN + ci, due);
+}
+
+/* Runs the timer of handle h (popped: due) and arms it again. */
+static void launchd_timer_fire(launchd_srv *srv, uint32_t h)
+{
+    if (h < LAUNCHD_T_ORPHAN) {
+        launchd_call *k = &srv->calls[h - LAUNCHD_T_CALL];
+        uint32_t ci = k->conn;
+        if (k->used && srv->now >= k->deadline_ms) {
+            launchd_call_timer(srv, k);
+        }
+        launchd_call_arm(srv, k);
+        launchd_conn_arm(srv, ci);
+    } else if (h < LAUNCHD_T_CONN) {
+        launchd_orphan *o = &srv->orphans[h - LAUNCHD_T_ORPHAN];
+        launchd_orphan_timer(srv, o);
+        launchd_orphan_arm(srv, o);
+    } else if (h < LAUNCHD_T_JOB) {
+        launchd_conn_timer(srv, h - LAUNCHD_T_CONN);
+        launchd_conn_arm(srv, h - LAUNCHD_T_CONN);
+    } else {
+        launchd_job_timer(srv, h - LAUNCHD_T_JOB);
+        launchd_job_arm(srv, h - LAUNCHD_T_JOB);
     }
 }
 
 void launchd_timers(launchd_srv *srv)
 {
-    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
-        launchd_call *k = &srv->calls[i];
-        if (k->used && srv->now >= k->deadline_ms) {
-            launchd_call_timer(srv, k);
+    /* Bounded: a fired handle is armed again later than now, or not. */
+    for (uint32_t i = 0; i < LAUNCHD_TIMERS; i++) {
+        uint32_t h = launchd_timer_pop(&srv->timer, srv->now);
+        if (h >= LAUNCHD_TIMERS) {
+            return;
         }
+        launchd_timer_fire(srv, h);
     }
-    launchd_fallback(srv);
-    launchd_jobs_timer(srv);
-    launchd_idle(srv);
 }

@@ -42,6 +42,10 @@
 #include <unistd.h>
 
 static pbx_peer_msg g_m;
+/* The fake powerboxd's end of the running launchd's wake route (set by
+ * tl_start and on new routes): tl_call wakes a request before asking its
+ * DECISION, as powerboxd does once the decision is published. */
+static int g_tl_wake = -1;
 static uint8_t g_out[PBX_IPC_FRAME_BYTES_MAX];
 static uint8_t g_req[PBX_IPC_FRAME_BYTES_MAX];
 static uint8_t g_rep[PBX_IPC_FRAME_BYTES_MAX];
@@ -416,6 +420,16 @@ PBX_TEST(peers_track_grants_follow_approval)
     PBX_CHECK_EQ(tl_admit(&t, n), (uint16_t)PBX_E_IPC_GENERATION);
 }
 
+/* Sends powerboxd's WAKE for id. */
+static void tl_wake(int wake, pbx_ipc_id id)
+{
+    pbx_ipc_wake w = {11, 1};
+    size_t k = 0;
+    PBX_REQUIRE(pbx_ipc_wake_encode(id, &w, g_out, sizeof(g_out), &k) ==
+                PBX_OK);
+    PBX_REQUIRE(pbx_peer_io_send(wake, g_out, k, -1) == 0);
+}
+
 /* The fake powerboxd: receives one frame on the broker (launchd's own
  * nonzero seq), checks op and id, and answers as tl_reply with that seq;
  * returns the seq. */
@@ -458,6 +472,10 @@ static uint16_t tl_call(int conn, int broker, uint16_t op, pbx_ipc_id id,
                         uint16_t st, uint8_t outcome)
 {
     size_t n = tl_request(op, id, g_req);
+    if (op == (uint16_t)PBX_IPC_OP_DECISION) {
+        /* Decided: launchd asks powerboxd only after this WAKE. */
+        tl_wake(g_tl_wake, id);
+    }
     PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req, n, 0x77U, -1) == 0);
     (void)tl_serve(broker, op, id, st, outcome);
     tl_recv(conn);
@@ -579,6 +597,7 @@ static void tl_start(tl_srv *s, const char *const *extra)
     (void)close(b[1]);
     PBX_REQUIRE(s->pid > 0);
     s->wake = w[0];
+    g_tl_wake = w[0];
     s->broker = s->attach_only ? -1 : b[0];
     s->attach = s->attach_only ? b[0] : -1;
 }
@@ -813,16 +832,6 @@ static uint32_t tl_take(int broker, uint16_t op)
     return g_m.frame.seq;
 }
 
-/* Sends powerboxd's WAKE for id. */
-static void tl_wake(int wake, pbx_ipc_id id)
-{
-    pbx_ipc_wake w = {11, 1};
-    size_t k = 0;
-    PBX_REQUIRE(pbx_ipc_wake_encode(id, &w, g_out, sizeof(g_out), &k) ==
-                PBX_OK);
-    PBX_REQUIRE(pbx_peer_io_send(wake, g_out, k, -1) == 0);
-}
-
 PBX_TEST(peers_launchd_cancels_what_a_hung_up_caller_left)
 {
     tl_srv s;
@@ -941,7 +950,9 @@ PBX_TEST(peers_launchd_relays_only_what_a_connection_owns)
     PBX_REQUIRE(cb >= 0);
     PBX_CHECK_EQ(tl_call(ja.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     tl_foreign_request(cb, s.broker, a);
-    /* A still can: its DECISION is relayed and hands A the grant. */
+    /* A still can: its DECISION, once woken, is relayed and hands A the
+     * grant. */
+    tl_wake(s.wake, a);
     PBX_REQUIRE(pbx_peer_io_send(ja.conn, g_req,
                                  tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                  -1) == 0);
@@ -1026,6 +1037,7 @@ PBX_TEST(peers_launchd_matches_replies_by_seq_across_callers)
      * and the request it names is cancelled at powerboxd. */
     PBX_REQUIRE(pbx_peer_io_send_seq(ja.conn, g_req, n, 0xA2U, -1) == 0);
     uint32_t slow = tl_take(s.broker, PBX_IPC_OP_BEGIN);
+    tl_wake(s.wake, rb);
     PBX_REQUIRE(pbx_peer_io_send_seq(jb.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, rb, g_req),
                                      0xB2U, -1) == 0);
@@ -1074,21 +1086,18 @@ PBX_TEST(peers_launchd_delivers_decisions_on_wake)
     tl_srv s;
     tl_job j;
     tl_up(&s, &j, NULL);
-    const pbx_ipc_id zero = {0, 0};
     const pbx_ipc_id a = {3, 7};
     const pbx_ipc_id b = {4, 1};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, b, 0, 0), 0U);
-    (void)zero;
-    /* PENDING: the caller is held, nobody polls. */
+    /* Undecided: the caller's DECISION waits at launchd; nothing reaches
+     * powerboxd and nobody polls. */
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                      0xD1U, -1) == 0);
-    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
-                   PBX_IPC_OUTCOME_PENDING);
     PBX_CHECK(tl_quiet(j.conn, 300) && tl_quiet(s.broker, 10));
-    /* The WAKE: launchd asks again and delivers, alias included, with the
-     * caller's seq. */
+    /* The WAKE: launchd asks once and delivers, alias included, with the
+     * caller's seq; that is the lifecycle's only DECISION at powerboxd. */
     tl_wake(s.wake, a);
     uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
     PBX_CHECK(g_m.frame.request.index == a.index);
@@ -1103,17 +1112,14 @@ PBX_TEST(peers_launchd_delivers_decisions_on_wake)
     pbx_peer_io_close_all(g_m.fds, g_m.nfds);
     PBX_CHECK(tp_hung_up(al[1], 2000));
     (void)close(al[1]);
-    /* An early WAKE (before the PENDING answer) is remembered: the
-     * PENDING answer triggers the re-ask at once. */
+    PBX_CHECK(tl_quiet(s.broker, 100));
+    /* An early WAKE (before the caller's DECISION) is remembered: the
+     * DECISION is relayed at once, and once. */
+    tl_wake(s.wake, b);
+    PBX_CHECK(tl_logged(&s, "wake request 4.1 "));
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, b, g_req),
                                      0xD2U, -1) == 0);
-    seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
-    tl_wake(s.wake, b);
-    tp_sleep_ms(100);
-    size_t n =
-        tl_reply(PBX_IPC_OP_DECISION, b, 0, PBX_IPC_OUTCOME_PENDING, g_out);
-    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, seq, -1) == 0);
     (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, b, 0, PBX_IPC_OUTCOME_DENIED);
     tl_recv(j.conn);
     PBX_CHECK_EQ(g_m.frame.seq, 0xD2U);
@@ -1499,14 +1505,17 @@ PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
     tl_up(&s, &j, extra);
     const pbx_ipc_id a = {3, 7};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
-    /* Held on PENDING; the WAKE's re-ask is answered only after 700 ms,
+    /* Parked without a WAKE, the caller's DECISION goes to powerboxd
+     * half of --call-ms after it came; powerboxd answers PENDING, so the
+     * caller is held. The WAKE's re-ask is answered only after 700 ms,
      * past --call-ms: the caller, still held, gets that answer (and no
-     * ROUTE: its own call was answered). */
+     * ROUTE: launchd's re-ask is not the caller's call). */
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                      0xD1U, -1) == 0);
     (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, a, 0,
                    PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK(tl_quiet(j.conn, 400));
     tl_wake(s.wake, a);
     uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
     PBX_CHECK(tl_quiet(j.conn, 700));
@@ -1523,6 +1532,43 @@ PBX_TEST(peers_launchd_answers_a_held_caller_from_a_late_reask)
     PBX_CHECK_EQ(tl_refused(j.conn, s.broker,
                             tl_request(PBX_IPC_OP_DECISION, a, g_req), -1),
                  PBX_PEER_E_NOT_YOURS);
+    tl_down(&s, &j);
+}
+
+PBX_TEST(peers_launchd_bounds_a_parked_decision_by_call_ms)
+{
+    tl_srv s;
+    tl_job j;
+    static const char *const extra[] = {"--call-ms", "300", NULL};
+    tl_up(&s, &j, extra);
+    const pbx_ipc_id a = {3, 7};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    /* No WAKE comes and powerboxd never answers (as while it is stopped):
+     * the parked DECISION still reaches it, and its caller is answered
+     * ROUTE on its own seq, as every call unanswered after --call-ms. */
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xD1U, -1) == 0);
+    uint32_t seq = tl_take(s.broker, PBX_IPC_OP_DECISION);
+    PBX_CHECK(g_m.frame.request.index == a.index &&
+              g_m.frame.request.gen == a.gen);
+    tl_recv(j.conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0xD1U);
+    PBX_CHECK_EQ(g_m.frame.op,
+                 (uint16_t)(PBX_IPC_OP_DECISION | PBX_IPC_REPLY_BIT));
+    PBX_CHECK_EQ(g_m.frame.status, PBX_PEER_E_ROUTE);
+    PBX_CHECK(tl_logged(&s, "call op decision request 3.7 unanswered after "
+                            "300 ms"));
+    /* The late answer is logged and dropped; the request is still the
+     * connection's, and a new DECISION (WAKE first) is relayed at once. */
+    size_t n =
+        tl_reply(PBX_IPC_OP_DECISION, a, 0, PBX_IPC_OUTCOME_PENDING, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s.broker, g_out, n, seq, -1) == 0);
+    PBX_CHECK(tl_logged(&s, "late reply: op decision-reply request 3.7"));
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_DECISION, a, 0,
+                         PBX_IPC_OUTCOME_DENIED),
+                 0U);
+    PBX_CHECK(tl_quiet(j.conn, 100) && tl_quiet(s.broker, 10));
     tl_down(&s, &j);
 }
 
@@ -1580,7 +1626,9 @@ PBX_TEST(peers_launchd_cancels_a_late_approval_answered_route)
     const pbx_ipc_id a = {3, 7};
     const pbx_ipc_id g = {9, 4};
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
-    /* The caller's DECISION is unanswered past --call-ms: ROUTE. */
+    /* The caller's DECISION (woken) is unanswered past --call-ms:
+     * ROUTE. */
+    tl_wake(s.wake, a);
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                      0xD1U, -1) == 0);
@@ -2273,6 +2321,7 @@ static unsigned tl_attach_routes(tl_srv *s)
     (void)close(w[1]);
     (void)close(b[1]);
     s->wake = w[0];
+    g_tl_wake = w[0];
     s->broker = b[0];
     return a;
 }
@@ -2294,6 +2343,7 @@ static void tl_attach_refused(tl_srv *s, const int *fds, const int *peers,
  * fake powerboxd on broker; the job gets it. */
 static void tl_approve(int conn, int broker, pbx_ipc_id a, pbx_ipc_id g)
 {
+    tl_wake(g_tl_wake, a);
     PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, a, g_req),
                                      0xA1U, -1) == 0);
@@ -2372,12 +2422,11 @@ PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
     PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, b, 0, 0), 0U);
     tl_approve(j.conn, s.broker, a, g);
-    /* b's DECISION is held on PENDING. */
+    /* b's DECISION is held until its WAKE (none comes). */
     PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
                                      tl_request(PBX_IPC_OP_DECISION, b, g_req),
                                      0xB2U, -1) == 0);
-    (void)tl_serve(s.broker, PBX_IPC_OP_DECISION, b, 0,
-                   PBX_IPC_OUTCOME_PENDING);
+    PBX_CHECK(tl_quiet(s.broker, 200));
     tl_wake(s.wake, (pbx_ipc_id){8, 8});
     PBX_CHECK(tl_logged(&s, "wake request 8.8 job 11.1"));
     /* New routes: the old broker is lost first. Its grant ends with a
