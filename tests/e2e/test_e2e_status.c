@@ -34,6 +34,7 @@
 #include "core/pbx_core_layout.h"
 #include "powerboxd/port/pbx_port.h"
 #include "powerboxd/runtime/pbx_rt.h"
+#include "powerboxd/runtime/rt_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,8 +53,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/** The PBX1 read buffer of the runtime (rt_int.h, RT_PBX1_BYTES_MAX). */
-#define ST_PBX1_BUFFER 512U
+/** The PBX1 read buffer of the runtime: longer objects are the port's
+ * refusal (15), shorter ones the parser's (16). */
+#define ST_PBX1_BUFFER RT_PBX1_BYTES_MAX
 
 /** The arena of the record the address-space test starts on: large
  * enough that no limit which lets the image itself load can hold it. */
