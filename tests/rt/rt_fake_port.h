@@ -92,7 +92,7 @@ typedef struct fk_state {
     /** notifies counts notify calls, whatever they answered. */
     uint32_t notifies;
     /** log is the last line pbx_port_log took (NUL-terminated, cut to
-     * fit); logs counts them. */
+     * fit). */
     char log[128];
     /** logs counts the lines pbx_port_log took. */
     uint32_t logs;
