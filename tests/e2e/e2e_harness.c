@@ -174,6 +174,9 @@ static _Noreturn void e2e_exec(const char *path, const e2e_proc *p)
         (void)close(fd);
     }
     char *const argv[] = {(char *)path, (char *)p->name, NULL};
+    if (p->before_exec != NULL) {
+        p->before_exec();
+    }
     execv(path, p->argv != NULL ? (char *const *)p->argv : argv);
     _exit(127);
 }

@@ -71,6 +71,10 @@ typedef struct e2e_proc {
     int theirs[E2E_SLOTS];   /**< descriptors for slots 3..10, -1 for empty */
     const char *const *argv; /**< the argv to start it with (NULL-ended),
                                   or NULL for {path, name} */
+    /** before_exec, when not NULL, runs in the child with slots 3..10 in
+     * place, just before exec (a resource limit, a system call filter the
+     * very binary then starts under); NULL after e2e_prepare. */
+    void (*before_exec)(void);
 } e2e_proc;
 
 /**

@@ -223,6 +223,11 @@ pbx_err pbx_port_call_send(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
 pbx_err pbx_port_notify(pbx_port_ctx *ctx, int32_t slot, const uint8_t *msg,
                         uint32_t len_bytes)
 {
+    fk.notifies++;
+    if (fk.notify_fail > 0U) {
+        fk.notify_fail--;
+        return fk.notify_err;
+    }
     size_t keep =
         len_bytes < sizeof(fk.notified) ? len_bytes : sizeof(fk.notified);
     memcpy(fk.notified, msg, keep);
@@ -405,8 +410,10 @@ pbx_err pbx_port_poll(pbx_port_ctx *ctx, pbx_port_event *ev)
 
 bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
 {
-    (void)msg;
-    (void)len_bytes;
+    size_t keep = len_bytes < sizeof(fk.log) ? len_bytes : sizeof(fk.log) - 1U;
+    memcpy(fk.log, msg, keep);
+    fk.log[keep] = '\0';
+    fk.logs++;
     return true;
 }
 

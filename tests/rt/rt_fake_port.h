@@ -84,6 +84,18 @@ typedef struct fk_state {
     int32_t notified_slot;
     /** queries[slot] counts pbx_port_slot_query calls on slot. */
     uint32_t queries[FK_SLOTS];
+    /** notify_fail is how many more notifies answer notify_err and send
+     * nothing (a kernel refusing the datagram). */
+    uint32_t notify_fail;
+    /** notify_err is what those notifies answer. */
+    pbx_err notify_err;
+    /** notifies counts notify calls, whatever they answered. */
+    uint32_t notifies;
+    /** log is the last line pbx_port_log took (NUL-terminated, cut to
+     * fit). */
+    char log[128];
+    /** logs counts the lines pbx_port_log took. */
+    uint32_t logs;
 } fk_state;
 
 /** fk is the one fake kernel (static storage, reset by fk_reset). */
