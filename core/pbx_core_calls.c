@@ -5,27 +5,16 @@
  * identity and per-call sequence), by its deadline, by its owner's
  * cancellation or by its route going down. Each deadline class keeps its
  * calls in one FIFO, which is sorted by deadline because every call of a
- * class has the same timeout and time never goes back.
+ * class has the same timeout and time never goes back. An ended call
+ * reaches its judge only through the table pbx_core_judges
+ * (pbx_core_judges.c), so this file names no responsibility module; the
+ * call records themselves live one file down, in pbx_core_outcall.c.
  */
 #include "core/pbx_core_peer.h"
 
 _Static_assert(PBX_CORE_CALL_CLASSES == 5U &&
                    PBX_BOOTSTRAP_TIME_PROMPT + 1 == PBX_CORE_CALL_CLASSES,
                "one deadline class per PBX1 call time, in order");
-
-/* Call record o. */
-static pbx_core_outcall *pbx_core_outcall_at(const pbx_core_ctx *ctx,
-                                             uint32_t o)
-{
-    return (pbx_core_outcall *)pbx_core_rec(ctx, PBX_BOOTSTRAP_POOL_CALLS, o);
-}
-
-uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o)
-{
-    /* The whole generation: unique among the calls of 2^32 - 1 sends
-     * (pbx_core_call_take), so no reply held back names a later call. */
-    return pbx_core_outcall_at(ctx, o)->link.generation;
-}
 
 /* Takes a call record and gives it the core's next call generation,
  * which is greater than any it had (until the serial wraps to 1). */
@@ -45,24 +34,6 @@ static uint32_t pbx_core_class_route(uint32_t clazz)
         PBX_CORE_ROUTE_VFSD, PBX_CORE_ROUTE_TTYD, PBX_CORE_ROUTE_PROCD,
         PBX_CORE_ROUTE_SCOPE, PBX_CORE_ROUTE_TTYD};
     return routes[clazz];
-}
-
-/* Where owner records call o (its request call or a grant's REMOVE or
- * RETIRE call). */
-static uint32_t *pbx_core_call_owner_field(const pbx_core_ctx *ctx,
-                                           const pbx_core_outcall *oc)
-{
-    if (oc->owner_pool == (uint8_t)PBX_BOOTSTRAP_POOL_REQUESTS) {
-        return &pbx_core_req(ctx, oc->owner)->call;
-    }
-    pbx_core_grant *g = pbx_core_grant_at(ctx, oc->owner);
-    /* A live grant's ACTIVE row sent again (RESYNC) is recorded where its
-     * REMOVE will be: a grant owes the one only while LIVE, the other only
-     * after. */
-    return oc->kind == (uint8_t)PBX_CORE_CALL_REMOVE ||
-                   oc->kind == (uint8_t)PBX_CORE_CALL_RESYNC
-               ? &g->call_remove
-               : &g->call_retire;
 }
 
 /* Queues owner after backpressure (io BUSY) or a full window. */
@@ -128,41 +99,16 @@ pbx_core_io pbx_core_call_send(pbx_core_ctx *ctx, pbx_core_call *c,
     return PBX_CORE_IO_OK;
 }
 
-/* Ends call o: it leaves its deadline FIFO and its owner, its record is
- * freed (so its sequence names nothing any more), and everything waiting
- * for a call record gets another chance. */
-static void pbx_core_call_end(pbx_core_ctx *ctx, uint32_t o)
+/* Hands an ended call's reply (c, or NULL when none will come) to the
+ * judge of its kind, through the one dispatch table: this file names no
+ * judge, so no responsibility module is called from here. */
+static pbx_err pbx_core_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
+                              const pbx_core_call *c)
 {
-    pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
-    uint32_t *field = pbx_core_call_owner_field(ctx, oc);
-    PBX_ASSERT(*field == o && ctx->calls_out[oc->clazz] > 0U);
-    *field = PBX_CORE_NIL;
-    ctx->calls_out[oc->clazz]--;
-    pbx_core_dequeue(ctx, PBX_BOOTSTRAP_POOL_CALLS, o);
-    pbx_core_free(ctx, PBX_BOOTSTRAP_POOL_CALLS, o);
-    pbx_core_splice(ctx, PBX_CORE_Q_INTAKE, PBX_CORE_Q_WAIT_CALL_REQUEST);
-    pbx_core_splice(ctx, PBX_CORE_Q_GRANT, PBX_CORE_Q_WAIT_CALL_GRANT);
-}
-
-void pbx_core_call_cancel(pbx_core_ctx *ctx, uint32_t o)
-{
-    pbx_core_call_end(ctx, o);
-}
-
-pbx_err pbx_core_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
-                       const pbx_core_call *c)
-{
-    switch ((pbx_core_call_kind)kind) {
-    case PBX_CORE_CALL_RESOLVE:
-    case PBX_CORE_CALL_POLICY:
-    case PBX_CORE_CALL_PROMPT:
-    case PBX_CORE_CALL_INSTALL:
-    case PBX_CORE_CALL_DETACH:
-    case PBX_CORE_CALL_ACTIVE:
-        return pbx_core_progress_judge(ctx, kind, owner, c);
-    default:
-        return pbx_core_cleanup_judge(ctx, kind, owner, c);
+    if (kind >= PBX_CORE_CALL_KINDS || pbx_core_judges[kind] == NULL) {
+        return PBX_E_CORE_INCONSISTENT;
     }
+    return pbx_core_judges[kind](ctx, kind, owner, c);
 }
 
 /* Ends call o without a reply (deadline or lost route) and lets its step
@@ -244,19 +190,8 @@ bool pbx_core_next_deadline(const pbx_core_ctx *ctx, uint64_t *at_ms)
     return any;
 }
 
-pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
+pbx_err pbx_core_calls_route_down(pbx_core_ctx *ctx, pbx_core_route route)
 {
-    PBX_ASSERT((unsigned)route < (unsigned)PBX_CORE_ROUTE_COUNT);
-    if (ctx->ready == 0U) {
-        return PBX_E_CORE_NOT_READY;
-    }
-    /* Work parked on the route's backpressure would wait for a
-     * writability that never comes: it goes back to its lanes, where its
-     * next send fails and takes its failure path. */
-    pbx_core_on_route_ready(ctx, route);
-    /* First, so that a request whose object dies with vfsd says so
-     * (PROVIDER_LOST) rather than that its DETACH went unanswered. */
-    pbx_core_route_lost_requests(ctx, route);
     uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
     for (uint32_t k = 0; k < PBX_CORE_CALL_CLASSES; k++) {
         /* A prompt outlives its ttyd: it stays outstanding until its own
@@ -274,31 +209,7 @@ pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
             }
         }
     }
-    pbx_core_route_lost(ctx, route);
     return PBX_OK;
-}
-
-void pbx_core_prompts_resend(pbx_core_ctx *ctx)
-{
-    const pbx_core_queue *q =
-        &ctx->queues[PBX_CORE_Q_CALLS + PBX_BOOTSTRAP_TIME_PROMPT];
-    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
-    uint32_t o = q->head;
-    /* Sending changes no queue: the walk sees each prompt call once. */
-    for (uint32_t n = 0; n < cap && o != PBX_CORE_NIL; n++) {
-        const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
-        uint32_t i = oc->owner;
-        pbx_core_call c;
-        size_t len = pbx_core_prompt_encode(ctx, i);
-        PBX_ASSERT(pbx_ipc_frame_set_seq(ctx->frame, len,
-                                         pbx_core_call_seq(ctx, o)) == PBX_OK);
-        pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, len);
-        if (ctx->ops->send(ctx->ops_user, &c) == PBX_CORE_IO_OK) {
-            /* The new ttyd may show it until an exact answer. */
-            pbx_core_req(ctx, i)->flags |= PBX_CORE_REQ_F_PROMPT;
-        }
-        o = oc->link.next;
-    }
 }
 
 /* The route a call's reply must arrive on. A RESOLVE goes through the

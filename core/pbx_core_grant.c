@@ -2,7 +2,9 @@
  * pbx_core_grant.c: the grant cleanup chain. Revocation (procd's
  * manage-only handle, or the unexported alias) comes first; then the ttyd
  * REMOVE and the vfsd RETIRE go out together and neither waits for the
- * other; only both exact acknowledgements retire the generation.
+ * other; only both exact acknowledgements retire the generation. A live
+ * grant's ACTIVE row is sent again here too (RESYNC), on the grant's own
+ * lane, when ttyd comes back empty (pbx_core_on_route_up).
  */
 #include "core/pbx_core_peer.h"
 
@@ -255,8 +257,8 @@ pbx_err pbx_core_grant_step(pbx_core_ctx *ctx, uint32_t g)
 /* Judges a REMOVE or RETIRE acknowledgement (c NULL: none came) of grant
  * g: only the exact one counts; anything else asks again on a later tick,
  * never abandoning the cleanup. */
-static pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind,
-                                    uint32_t g, const pbx_core_call *c)
+pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind, uint32_t g,
+                             const pbx_core_call *c)
 {
     bool remove = kind == (uint32_t)PBX_CORE_CALL_REMOVE;
     bool exact = false;
@@ -280,20 +282,38 @@ static pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind,
     return PBX_OK;
 }
 
-pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
-                               const pbx_core_call *c)
+void pbx_core_resync_step(pbx_core_ctx *ctx, uint32_t g)
 {
-    switch ((pbx_core_call_kind)kind) {
-    case PBX_CORE_CALL_REMOVE:
-    case PBX_CORE_CALL_RETIRE:
-        return pbx_core_judge_grant(ctx, kind, owner, c);
-    case PBX_CORE_CALL_RESYNC:
-        return pbx_core_resync_judge(ctx, owner, c);
-    case PBX_CORE_CALL_RELEASE_DETACH:
-    case PBX_CORE_CALL_REQ_RETIRE:
-    case PBX_CORE_CALL_WITHDRAW:
-        return pbx_core_release_judge(ctx, kind, owner, c);
-    default:
-        return PBX_E_CORE_INCONSISTENT;
+    pbx_core_call c;
+    size_t n = pbx_core_view_encode(ctx, g, PBX_IPC_VIEW_ACTIVE);
+    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
+    pbx_core_call_spec spec = {PBX_CORE_CALL_RESYNC,
+                               PBX_BOOTSTRAP_TIME_TTYD,
+                               PBX_BOOTSTRAP_POOL_GRANTS,
+                               g,
+                               PBX_IPC_OP_VIEW,
+                               pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
+    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
+        /* Asked again on a later tick, as a REMOVE would be. */
+        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
     }
+}
+
+pbx_err pbx_core_resync_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t g,
+                              const pbx_core_call *c)
+{
+    (void)kind;
+    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
+    bool exact = pbx_core_view_exact(ctx, g, PBX_IPC_VIEW_ACTIVE, c);
+    if (c != NULL && pbx_core_drop_receipts(ctx, c, 0, PBX_CORE_NIL) ==
+                         PBX_CORE_DELETE_REJECTED) {
+        return PBX_E_CORE_CLEANUP_REJECTED;
+    }
+    if (exact) {
+        gr->flags &= (uint16_t)~PBX_CORE_GRANT_F_RESYNC;
+        return PBX_OK;
+    }
+    /* The grant is LIVE: ending it cancels this call first. */
+    pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    return PBX_OK;
 }

@@ -171,11 +171,6 @@ void pbx_core_set_identity(pbx_core_ctx *ctx, pbx_core_identity_fn identity)
     ctx->identity = identity;
 }
 
-pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx)
-{
-    return (pbx_core_exit)ctx->exit_status;
-}
-
 uint32_t pbx_core_held_caps(const pbx_core_ctx *ctx)
 {
     return ctx->held_caps;

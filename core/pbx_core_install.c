@@ -114,9 +114,10 @@ pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i)
 }
 
 /* Judges INSTALL's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                const pbx_core_call *c)
 {
+    (void)kind;
     pbx_core_request *r = pbx_core_req(ctx, i);
     uint32_t slot = 0;
     bool ok = c != NULL && pbx_core_install_judge(ctx, i, c, &slot);
@@ -271,9 +272,10 @@ pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i)
 }
 
 /* Judges the ACTIVE acknowledgement (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                 const pbx_core_call *c)
 {
+    (void)kind;
     pbx_core_request *r = pbx_core_req(ctx, i);
     bool acked = pbx_core_view_exact(ctx, r->grant, PBX_IPC_VIEW_ACTIVE, c);
     if (c != NULL &&
@@ -305,9 +307,10 @@ pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges the DETACH acknowledgement (c NULL: none came) for request i:
  * the object already left powerboxd with the call. */
-pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c)
 {
+    (void)kind;
     bool exact = pbx_core_detach_exact(ctx, i, c);
     if (c != NULL &&
         pbx_core_drop_receipts(ctx, c, 0, i) == PBX_CORE_DELETE_REJECTED) {

@@ -305,6 +305,24 @@ pbx_core_io pbx_core_call_send(pbx_core_ctx *ctx, pbx_core_call *c,
  * wire: its generation's low 16 bits above its index. */
 uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o);
 
+/** pbx_core_outcall_at returns call record o (below the calls capacity). */
+pbx_core_outcall *pbx_core_outcall_at(const pbx_core_ctx *ctx, uint32_t o);
+
+/**
+ * pbx_core_call_owner_field returns where oc's owner records it: the
+ * request's call, or the grant's REMOVE (also a RESYNC) or RETIRE call.
+ * Valid while the owner's record is.
+ */
+uint32_t *pbx_core_call_owner_field(const pbx_core_ctx *ctx,
+                                    const pbx_core_outcall *oc);
+
+/**
+ * pbx_core_call_end ends outstanding call o: it leaves its deadline FIFO
+ * and its owner, its record is freed (so its sequence names nothing any
+ * more), and everything waiting for a call record gets another chance.
+ */
+void pbx_core_call_end(pbx_core_ctx *ctx, uint32_t o);
+
 /**
  * pbx_core_call_cancel ends outstanding call o of an owner that no longer
  * waits for it (cancellation): its reply, should it come, matches nothing.
@@ -312,26 +330,39 @@ uint32_t pbx_core_call_seq(const pbx_core_ctx *ctx, uint32_t o);
 void pbx_core_call_cancel(pbx_core_ctx *ctx, uint32_t o);
 
 /**
- * pbx_core_judge hands a call's reply (c, or NULL when none will come:
- * deadline or lost route) to the step of kind that sent it, for owner.
- * Returns PBX_OK or a fail-stop error.
+ * pbx_core_judge_fn judges the reply c to a call of kind (NULL when none
+ * will come: deadline or lost route) for owner, the request or grant that
+ * sent it. Returns PBX_OK or a fail-stop error.
  */
-pbx_err pbx_core_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
-                       const pbx_core_call *c);
+typedef pbx_err (*pbx_core_judge_fn)(pbx_core_ctx *ctx, uint32_t kind,
+                                     uint32_t owner, const pbx_core_call *c);
+
+/** PBX_CORE_CALL_KINDS bounds pbx_core_call_kind (kind 0 is none). */
+#define PBX_CORE_CALL_KINDS ((uint32_t)PBX_CORE_CALL_RESYNC + 1U)
 
 /**
- * pbx_core_progress_judge judges a reply (or its absence, c NULL) to a
- * call request i sent in progression or release.
+ * pbx_core_judges is the one dispatch table of ended calls: the judge of
+ * each call kind (NULL for kind 0, which no call has). pbx_core_calls.c
+ * reaches every judge through it and names none. Constant, static
+ * storage.
  */
-pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
-                                const pbx_core_call *c);
+extern const pbx_core_judge_fn pbx_core_judges[PBX_CORE_CALL_KINDS];
 
 /**
- * pbx_core_cleanup_judge judges a reply (or its absence, c NULL) to a
- * release or grant cleanup call of kind for owner.
+ * pbx_core_calls_route_down ends, as unanswered, every call outstanding on
+ * route except the prompts (which outlive ttyd until their own deadline),
+ * class by class in deadline order, each through its judge. Returns
+ * PBX_OK or the fail-stop a judge raised (already recorded).
  */
-pbx_err pbx_core_cleanup_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t owner,
-                               const pbx_core_call *c);
+pbx_err pbx_core_calls_route_down(pbx_core_ctx *ctx, pbx_core_route route);
+
+/**
+ * pbx_core_judge_grant judges grant g's REMOVE or RETIRE acknowledgement
+ * of kind (c NULL: none came): only the exact one counts; anything else
+ * asks again on a later tick, never abandoning the cleanup.
+ */
+pbx_err pbx_core_judge_grant(pbx_core_ctx *ctx, uint32_t kind, uint32_t g,
+                             const pbx_core_call *c);
 
 /**
  * pbx_core_req_retire_send sends the full-identity RETIRE of the object a
@@ -401,7 +432,7 @@ void pbx_core_resync_step(pbx_core_ctx *ctx, uint32_t g);
  * else (and a send that failed) asks again on a later tick while the
  * grant is LIVE.
  */
-pbx_err pbx_core_resync_judge(pbx_core_ctx *ctx, uint32_t g,
+pbx_err pbx_core_resync_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t g,
                               const pbx_core_call *c);
 
 /**

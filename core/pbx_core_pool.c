@@ -64,10 +64,13 @@ void pbx_core_free(pbx_core_ctx *ctx, pbx_bootstrap_pool pool, uint32_t index)
     pbx_core_link *l = pbx_core_link_of(ctx, pool, index);
     PBX_ASSERT(l->live == 1U && l->queue == 0U);
     /* A freed record must have left the correlation index first, or a
-     * later walk would reach a record reused under another key. */
-    PBX_ASSERT((pool != PBX_BOOTSTRAP_POOL_REQUESTS &&
-                pool != PBX_BOOTSTRAP_POOL_GRANTS) ||
-               !pbx_core_index_chained(ctx, pool, index));
+     * later walk would reach a record reused under another key. The
+     * chain is read here, not through pbx_core_index_chained, so that
+     * the pool stays below the index that uses it. */
+    PBX_ASSERT(pool != PBX_BOOTSTRAP_POOL_REQUESTS ||
+               pbx_core_req(ctx, index)->chain.bucket == PBX_CORE_NIL);
+    PBX_ASSERT(pool != PBX_BOOTSTRAP_POOL_GRANTS ||
+               pbx_core_grant_at(ctx, index)->chain.bucket == PBX_CORE_NIL);
     l->live = 0U;
     l->state = (uint16_t)PBX_CORE_ST_FREE;
     l->prev = PBX_CORE_NIL;

@@ -1,12 +1,13 @@
 /*
- * pbx_core_progress.c: one transition per retained request step. The
- * steps live by responsibility (pbx_core_resolve.c: scoped resolution,
- * session policy and the trusted prompt; pbx_core_install.c: grant
- * installation or alias derivation, detach and the ACTIVE view); this
- * file holds what they share and dispatches each ready request to its
- * step and each ended call to its judge. A step that calls a peer sends
- * and returns; the matched reply, or its absence at the deadline, comes
- * back to the step's judge, so no request waits on another's call.
+ * pbx_core_progress.c: what the request steps share. The steps live by
+ * responsibility (pbx_core_resolve.c: scoped resolution, session policy
+ * and the trusted prompt; pbx_core_install.c: grant installation or alias
+ * derivation, detach and the ACTIVE view); pbx_core_steps.c dispatches
+ * each ready request to its step and pbx_core_judges.c maps each ended
+ * call to its judge. This file sits below all of them: it calls no step
+ * and no judge. A step that calls a peer sends and returns; the matched
+ * reply, or its absence at the deadline, comes back to the step's judge,
+ * so no request waits on another's call.
  */
 #include "core/pbx_core_progress.h"
 
@@ -56,65 +57,4 @@ pbx_ipc_object pbx_core_req_object(const pbx_core_ctx *ctx,
     return ((const pbx_core_resolution *)pbx_core_rec(
                 ctx, PBX_BOOTSTRAP_POOL_RESOLUTIONS, r->resolution))
         ->object;
-}
-
-pbx_err pbx_core_progress_judge(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
-                                const pbx_core_call *c)
-{
-    switch ((pbx_core_call_kind)kind) {
-    case PBX_CORE_CALL_RESOLVE:
-        return pbx_core_judge_resolve(ctx, i, c);
-    case PBX_CORE_CALL_POLICY:
-        return pbx_core_judge_policy(ctx, i, c);
-    case PBX_CORE_CALL_PROMPT:
-        return pbx_core_judge_prompt(ctx, i, c);
-    case PBX_CORE_CALL_INSTALL:
-        return pbx_core_judge_install(ctx, i, c);
-    case PBX_CORE_CALL_DETACH:
-        return pbx_core_judge_detach(ctx, i, c);
-    case PBX_CORE_CALL_ACTIVE:
-        return pbx_core_judge_activate(ctx, i, c);
-    default:
-        return PBX_E_CORE_INCONSISTENT;
-    }
-}
-
-pbx_err pbx_core_progress_step(pbx_core_ctx *ctx, uint32_t i)
-{
-    pbx_core_request *r = pbx_core_req(ctx, i);
-    if (r->call != PBX_CORE_NIL) {
-        /* Woken while its own call is outstanding (an orphan deletion
-         * finished, say): the call's judge brings it back. */
-        return PBX_OK;
-    }
-    switch ((pbx_core_state)r->link.state) {
-    case PBX_CORE_ST_RESOLVE:
-        return pbx_core_step_resolve(ctx, i);
-    case PBX_CORE_ST_POLICY:
-        return pbx_core_step_policy(ctx, i);
-    case PBX_CORE_ST_PROMPT:
-        return pbx_core_step_prompt(ctx, i);
-    case PBX_CORE_ST_INSTALL:
-        if (!pbx_core_allow_evidence(ctx, i)) {
-            /* Allowed without the evidence that allows it: the records
-             * disagree, a classified progression fail-stop. */
-            return PBX_E_CORE_INCONSISTENT;
-        }
-        return r->ctx.ctx.mode == (uint8_t)PBX_IPC_MODE_INSTALL
-                   ? pbx_core_step_install(ctx, i)
-                   : pbx_core_step_alias(ctx, i);
-    case PBX_CORE_ST_DETACH:
-        return pbx_core_step_detach(ctx, i);
-    case PBX_CORE_ST_ACTIVATE:
-        return pbx_core_step_activate(ctx, i);
-    case PBX_CORE_ST_RELEASE:
-        return pbx_core_release_step(ctx, i);
-    case PBX_CORE_ST_OPEN:
-        /* A request that waited for a call record in OPEN cannot exist:
-         * OPEN sends nothing. */
-    default:
-        /* A request on a ready lane in a state no step serves means the
-         * records disagree: a classified progression fail-stop. */
-        return PBX_E_CORE_INCONSISTENT;
-    }
 }

@@ -39,16 +39,16 @@ pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i);
 pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i);
 
 /** Judges RESOLVE's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                const pbx_core_call *c);
 
 /** Judges POLICY's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c);
 
 /** Judges PROMPT's reply (c NULL: none came before the deadline: the
  * request ends DENIED, saying the prompt timed out) for request i. */
-pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c);
 
 /** Whether the retained policy and prompt records of request i show why it
@@ -62,7 +62,7 @@ bool pbx_core_allow_evidence(const pbx_core_ctx *ctx, uint32_t i);
 pbx_err pbx_core_step_install(pbx_core_ctx *ctx, uint32_t i);
 
 /** Judges INSTALL's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_install(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                const pbx_core_call *c);
 
 /** Runtime-reply mode: derive the revocable alias exported once later. */
@@ -72,7 +72,7 @@ pbx_err pbx_core_step_alias(pbx_core_ctx *ctx, uint32_t i);
 pbx_err pbx_core_step_activate(pbx_core_ctx *ctx, uint32_t i);
 
 /** Judges the ACTIVE acknowledgement (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_activate(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                 const pbx_core_call *c);
 
 /** Approval needs vfsd's exact DETACH acknowledgement. FAILED (nothing
@@ -82,7 +82,7 @@ pbx_err pbx_core_step_detach(pbx_core_ctx *ctx, uint32_t i);
 
 /** Judges the DETACH acknowledgement (c NULL: none came) for request i:
  * the object already left powerboxd with the call. */
-pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_detach(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c);
 
 #endif /* PBX_CORE_PROGRESS_H */

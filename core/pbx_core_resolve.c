@@ -87,9 +87,10 @@ pbx_err pbx_core_step_resolve(pbx_core_ctx *ctx, uint32_t i)
 }
 
 /* Judges RESOLVE's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_resolve(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                                const pbx_core_call *c)
 {
+    (void)kind;
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_core_event ev =
         c != NULL ? pbx_core_resolve_judge(ctx, i, c) : PBX_CORE_EV_DENY;
@@ -132,9 +133,10 @@ pbx_err pbx_core_step_policy(pbx_core_ctx *ctx, uint32_t i)
 }
 
 /* Judges POLICY's reply (c NULL: none came) for request i. */
-pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_policy(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c)
 {
+    (void)kind;
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     pbx_ipc_frame f;
@@ -235,9 +237,10 @@ pbx_err pbx_core_step_prompt(pbx_core_ctx *ctx, uint32_t i)
 
 /* Judges PROMPT's reply (c NULL: none came before the deadline: the
  * request ends DENIED, saying the prompt timed out) for request i. */
-pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t i,
+pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t kind, uint32_t i,
                               const pbx_core_call *c)
 {
+    (void)kind;
     pbx_core_request *r = pbx_core_req(ctx, i);
     pbx_ipc_id id = pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_REQUESTS, i);
     pbx_ipc_frame f;
@@ -281,4 +284,27 @@ pbx_err pbx_core_judge_prompt(pbx_core_ctx *ctx, uint32_t i,
         pbx_core_deny(ctx, i, reason);
     }
     return PBX_OK;
+}
+
+void pbx_core_prompts_resend(pbx_core_ctx *ctx)
+{
+    const pbx_core_queue *q =
+        &ctx->queues[PBX_CORE_Q_CALLS + PBX_BOOTSTRAP_TIME_PROMPT];
+    uint32_t cap = ctx->pools[PBX_BOOTSTRAP_POOL_CALLS].capacity;
+    uint32_t o = q->head;
+    /* Sending changes no queue: the walk sees each prompt call once. */
+    for (uint32_t n = 0; n < cap && o != PBX_CORE_NIL; n++) {
+        const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
+        uint32_t i = oc->owner;
+        pbx_core_call c;
+        size_t len = pbx_core_prompt_encode(ctx, i);
+        PBX_ASSERT(pbx_ipc_frame_set_seq(ctx->frame, len,
+                                         pbx_core_call_seq(ctx, o)) == PBX_OK);
+        pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, len);
+        if (ctx->ops->send(ctx->ops_user, &c) == PBX_CORE_IO_OK) {
+            /* The new ttyd may show it until an exact answer. */
+            pbx_core_req(ctx, i)->flags |= PBX_CORE_REQ_F_PROMPT;
+        }
+        o = oc->link.next;
+    }
 }

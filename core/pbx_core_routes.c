@@ -103,38 +103,25 @@ void pbx_core_route_lost_requests(pbx_core_ctx *ctx, pbx_core_route route)
     }
 }
 
-void pbx_core_resync_step(pbx_core_ctx *ctx, uint32_t g)
+pbx_err pbx_core_on_route_down(pbx_core_ctx *ctx, pbx_core_route route)
 {
-    pbx_core_call c;
-    size_t n = pbx_core_view_encode(ctx, g, PBX_IPC_VIEW_ACTIVE);
-    pbx_core_call_init(ctx, &c, PBX_CORE_ROUTE_TTYD, n);
-    pbx_core_call_spec spec = {PBX_CORE_CALL_RESYNC,
-                               PBX_BOOTSTRAP_TIME_TTYD,
-                               PBX_BOOTSTRAP_POOL_GRANTS,
-                               g,
-                               PBX_IPC_OP_VIEW,
-                               pbx_core_id(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g)};
-    if (pbx_core_call_send(ctx, &c, &spec) == PBX_CORE_IO_FAILED) {
-        /* Asked again on a later tick, as a REMOVE would be. */
-        pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    PBX_ASSERT((unsigned)route < (unsigned)PBX_CORE_ROUTE_COUNT);
+    if (ctx->ready == 0U) {
+        return PBX_E_CORE_NOT_READY;
     }
-}
-
-pbx_err pbx_core_resync_judge(pbx_core_ctx *ctx, uint32_t g,
-                              const pbx_core_call *c)
-{
-    pbx_core_grant *gr = pbx_core_grant_at(ctx, g);
-    bool exact = pbx_core_view_exact(ctx, g, PBX_IPC_VIEW_ACTIVE, c);
-    if (c != NULL && pbx_core_drop_receipts(ctx, c, 0, PBX_CORE_NIL) ==
-                         PBX_CORE_DELETE_REJECTED) {
-        return PBX_E_CORE_CLEANUP_REJECTED;
+    /* Work parked on the route's backpressure would wait for a
+     * writability that never comes: it goes back to its lanes, where its
+     * next send fails and takes its failure path. */
+    pbx_core_on_route_ready(ctx, route);
+    /* First, so that a request whose object dies with vfsd says so
+     * (PROVIDER_LOST) rather than that its DETACH went unanswered. */
+    pbx_core_route_lost_requests(ctx, route);
+    /* Then every call outstanding on the route, each through its judge. */
+    pbx_err err = pbx_core_calls_route_down(ctx, route);
+    if (err != PBX_OK) {
+        return err;
     }
-    if (exact) {
-        gr->flags &= (uint16_t)~PBX_CORE_GRANT_F_RESYNC;
-        return PBX_OK;
-    }
-    /* The grant is LIVE: ending it cancels this call first. */
-    pbx_core_defer(ctx, PBX_BOOTSTRAP_POOL_GRANTS, g);
+    pbx_core_route_lost(ctx, route);
     return PBX_OK;
 }
 

@@ -210,6 +210,11 @@ bool pbx_core_tick_wanted(const pbx_core_ctx *ctx)
            0U;
 }
 
+pbx_core_exit pbx_core_exit_status(const pbx_core_ctx *ctx)
+{
+    return (pbx_core_exit)ctx->exit_status;
+}
+
 pbx_err pbx_core_fail(pbx_core_ctx *ctx, pbx_core_exit status, pbx_err err)
 {
     if (ctx->exit_status == (uint32_t)PBX_CORE_EXIT_NONE) {

@@ -10,6 +10,11 @@ The rules below are the only copy of the tree's layering. The script
     temporary allow-list is printed as warnings instead);
   * fails on an include cycle between folders and on one between files
     (which covers the files of core/);
+  * fails on a function-level circle between the files of a folder in
+    CALL_CYCLE_DIRS (core/): a cycle in the graph "a function defined in
+    file A calls a function defined in file B", read from the call graph
+    gcc writes with -fcallgraph-info (calls through a function pointer,
+    such as the core's dispatch tables, are not edges);
   * prints the "The tree" table of docs/HACKING.md from the same data and
     fails when the doc's generated block differs from it.
 
@@ -124,6 +129,17 @@ PRIVATE_ALLOW = []
 
 # Folders whose file-level include graph must be acyclic ("" is every file).
 FILE_CYCLE_SCOPES = [""]
+
+# Folders whose files must not call each other in a circle: the graph
+# "a function defined in file A calls one defined in file B" is acyclic.
+CALL_CYCLE_DIRS = ["core"]
+# gcc's -fcallgraph-info output (VCG): a node's label is its name and the
+# place it is defined ("shape : ellipse" marks one only declared in that
+# unit); an edge's label is the place of the call.
+CG_NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"\\]+)\\n'
+                     r'([^"]+):\d+:\d+"( shape : ellipse)?')
+CG_EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"'
+                     r' label: "([^"]+):(\d+):\d+"')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCE_EXT = (".c", ".h", ".def")
@@ -291,6 +307,127 @@ def check_includes(files):
     return errors, warnings
 
 
+def call_graph_units(sources, tmp):
+    """Compiles each source with gcc -fcallgraph-info into tmp and returns
+    (source, text of its .ci file) pairs, or an error string."""
+    units = []
+    for n, src in enumerate(sources):
+        obj = os.path.join(tmp, f"u{n}.o")
+        try:
+            run = subprocess.run(
+                ["gcc", "-std=c11", "-O0", "-I.", "-fcallgraph-info", "-c",
+                 src, "-o", obj], capture_output=True, text=True)
+        except OSError as e:
+            return f"cannot run gcc for the call graph: {e}"
+        if run.returncode != 0:
+            return f"gcc -fcallgraph-info {src} failed:\n{run.stderr}"
+        with open(obj[:-2] + ".ci", encoding="utf-8") as f:
+            units.append((src, f.read()))
+    return units
+
+
+def call_file_graph(units):
+    """The graph file -> {file: (caller, callee, line)} of calls between
+    functions defined in different files (headers count as files: a
+    static inline function belongs to the header that defines it)."""
+    external, local = {}, {}
+    for src, text in units:
+        for title, _, where, declared in CG_NODE.findall(text):
+            if not declared:
+                local[(src, title)] = os.path.relpath(where)
+                if ":" not in title:
+                    external[title] = os.path.relpath(where)
+    graph = {}
+    for src, text in units:
+        for caller, callee, where, line in CG_EDGE.findall(text):
+            a = local.get((src, caller))
+            b = local.get((src, callee)) or external.get(callee)
+            if a is None or b is None or a == b:
+                continue
+            hop = (caller.rsplit(":", 1)[-1], callee.rsplit(":", 1)[-1],
+                   f"{os.path.relpath(where)}:{line}")
+            graph.setdefault(a, {}).setdefault(b, hop)
+    return graph
+
+
+def check_call_cycles(files):
+    """Fails on a function-level circle between the files of each folder
+    of CALL_CYCLE_DIRS, naming one call per step of the circle."""
+    import tempfile
+    errors = call_canary()
+    for folder in CALL_CYCLE_DIRS:
+        sources = [p for p in files
+                   if p.startswith(folder + "/") and p.endswith(".c")]
+        with tempfile.TemporaryDirectory(prefix="layers-cg-") as tmp:
+            units = call_graph_units(sources, tmp)
+        if isinstance(units, str):
+            errors.append(units)
+            continue
+        full = call_file_graph(units)
+        graph = {a: {b for b in bs if b.startswith(folder + "/")}
+                 for a, bs in full.items() if a.startswith(folder + "/")}
+        for group in circles(graph):
+            sub = {a: graph.get(a, set()) & group for a in group}
+            cycle = find_cycle(sub)
+            steps = [f"{a} -> {b} ({full[a][b][0]} calls {full[a][b][1]} "
+                     f"at {full[a][b][2]})"
+                     for a, b in zip(cycle, cycle[1:])]
+            errors.append(f"function-level circle between {len(group)} "
+                          f"{folder}/ files ({', '.join(sorted(group))}); "
+                          "one of its cycles:\n    " + "\n    ".join(steps))
+    return errors
+
+
+def call_canary():
+    """Reads two planted files that call each other (a circle) and a
+    third that only calls down; returns an error unless exactly the
+    planted circle is found, so a change in gcc's output can never turn
+    the check into one that passes on everything."""
+    import tempfile
+    planted = {"a.c": "int b(void);\nint a(void);\nint a(void) "
+                      "{ return b(); }\n",
+               "b.c": "int a(void);\nint b(void);\nint b(void) "
+                      "{ static int n; return n++ ? 0 : a(); }\n",
+               "c.c": "int a(void);\nint c(void);\nint c(void) "
+                      "{ return a(); }\n"}
+    with tempfile.TemporaryDirectory(prefix="layers-canary-") as tmp:
+        for name, text in planted.items():
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        units = call_graph_units(
+            [os.path.join(tmp, n) for n in sorted(planted)], tmp)
+        if isinstance(units, str):
+            return [units]
+        full = call_file_graph(units)
+        found = [{os.path.basename(p) for p in g} for g in circles(
+            {a: set(bs) for a, bs in full.items()})]
+    if found != [{"a.c", "b.c"}]:
+        return ["the call-graph reader missed the planted circle a.c <-> "
+                f"b.c (found {found}): has gcc's -fcallgraph-info output "
+                "changed?"]
+    return []
+
+def circles(graph):
+    """The strongly connected parts of more than one node: sets of files
+    each of which reaches every other (the graphs here are small)."""
+    nodes = set(graph) | {b for bs in graph.values() for b in bs}
+    reach = {}
+    for n in nodes:
+        seen, todo = {n}, [n]
+        while todo:
+            for m in graph.get(todo.pop(), ()):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        reach[n] = seen
+    groups = []
+    for n in sorted(nodes):
+        group = {m for m in reach[n] if n in reach[m]}
+        if len(group) > 1 and group not in groups:
+            groups.append(group)
+    return groups
+
+
 def describe(unit):
     allowed = allowed_of(unit)
     if allowed is None:
@@ -357,6 +494,7 @@ def main(argv):
         return 2
     files = tree_files()
     errors, warnings = check_includes(files)
+    errors += check_call_cycles(files)
     errors += check_table_data()
     if fresh != doc:
         errors.append(f"{DOC}: the folder table differs from scripts/layers.py;"
@@ -370,7 +508,8 @@ def main(argv):
         print(f"layers: {len(errors)} finding(s)")
         return 1
     print(f"layers: {len(files)} files, every include follows the layers "
-          f"({len(warnings)} temporary exception(s))")
+          f"({len(warnings)} temporary exception(s)); no function-level "
+          f"circle in {', '.join(d + '/' for d in CALL_CYCLE_DIRS)}")
     return 0
 
 
