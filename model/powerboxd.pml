@@ -444,7 +444,7 @@ inline req_retire(i)
     retired[i] = 1
 }
 
-/* ---- retained steps (core/pbx_core_progress.c) ------------------------ */
+/* ---- retained steps (core/pbx_core_steps.c) ------------------------ */
 inline step_resolve(i)
 {
     true;
