@@ -483,6 +483,38 @@ static void pbx_up_fuse_detach(const pbx_up *u)
     }
 }
 
+/* Stops powerboxd alone and waits for it (bounded: SIGKILL after
+ * PBX_UP_TERM_MS), before any peer is signalled. Otherwise a peer's own
+ * shutdown could still reach a live powerboxd and end grants in its name
+ * (launchd ends its jobs on SIGTERM, and its EXPIRE would record a grant
+ * live at the stop as expired), so what the log says of a grant live at
+ * the stop would depend on which process the kernel ran first. */
+static void pbx_up_stop_powerboxd_first(pbx_up *u)
+{
+    pbx_up_proc *pb = &u->proc[PBX_UP_POWERBOXD];
+    if (pb->pid <= 0) {
+        return;
+    }
+    (void)kill(pb->pid, SIGCONT);
+    (void)kill(pb->pid, SIGTERM);
+    int64_t end = pbx_up_now_ms() + PBX_UP_TERM_MS;
+    bool killed = false;
+    for (int r = 0; r < 100000 && pb->pid > 0; r++) {
+        int64_t left = end - pbx_up_now_ms();
+        if (left <= 0) {
+            if (killed) {
+                return;
+            }
+            pbx_up_note(u, "powerboxd still running after %d ms: SIGKILL",
+                        PBX_UP_TERM_MS);
+            (void)kill(pb->pid, SIGKILL);
+            killed = true;
+            end = pbx_up_now_ms() + PBX_UP_TERM_MS;
+        }
+        (void)pbx_up_pump(u, -1, left > 50 ? 50 : (int)(left > 0 ? left : 1));
+    }
+}
+
 void pbx_up_stack_stop(pbx_up *u)
 {
     u->stopping_stack = true;
@@ -500,6 +532,7 @@ void pbx_up_stack_stop(pbx_up *u)
             u->proc[i].chan = -1;
         }
     }
+    pbx_up_stop_powerboxd_first(u);
     pbx_up_signal_all(u, SIGTERM);
     int64_t end = pbx_up_now_ms() + PBX_UP_TERM_MS;
     for (int r = 0; r < 100000 && pbx_up_any_alive(u); r++) {
