@@ -84,7 +84,16 @@ typedef struct fk_state {
     int32_t notified_slot;
     /** queries[slot] counts pbx_port_slot_query calls on slot. */
     uint32_t queries[FK_SLOTS];
+    /** identity_on nonzero: an endpoint has the identity FK_IDENTITY(slot),
+     * which its query vouches for (PBX_PORT_INFO_IDENTITY) as Linux's
+     * does; zero (the default): no slot has an identity. */
+    uint32_t identity_on;
+    /** identities[slot] counts pbx_port_slot_identity calls on slot. */
+    uint32_t identities[FK_SLOTS];
 } fk_state;
+
+/** FK_IDENTITY is the fake identity of the endpoint in slot. */
+#define FK_IDENTITY(slot) (UINT64_C(0x1000) + (uint64_t)(slot))
 
 /** fk is the one fake kernel (static storage, reset by fk_reset). */
 extern fk_state fk;
