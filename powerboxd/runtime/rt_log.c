@@ -104,7 +104,7 @@ static void rt_log_str(const char *str)
 
 /* Writes v in decimal at out (room for 20 digits); returns the count.
  * Two digits per division, from a table of the pairs 00..99, then the
- * digits are copied out in order. */
+ * digits are copied out in order with one word-wise copy. */
 static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
 {
     static const char pairs[] = "00010203040506070809"
@@ -133,9 +133,7 @@ static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
         digits[--n] = (uint8_t)('0' + (uint32_t)v);
     }
     uint32_t count = (uint32_t)sizeof(digits) - n;
-    for (uint32_t i = 0; i < count; i++) {
-        out[i] = digits[n + i];
-    }
+    pbx_mem_copy(out, digits + n, count);
     return count;
 }
 
