@@ -5,11 +5,11 @@
  * project references memcpy or memset from a C library. Copies and fills
  * move eight bytes at a time through a word type that may alias anything
  * and needs no alignment (x86_64 and the other targets load and store
- * unaligned words), then finish the tail with at most two overlapping
- * words or half words (a copy's last bytes below 4 as first, middle and
- * last byte; a fill's one by one), never a byte loop over a long tail; the
- * byte-wise loops they replace took a third of the live powerboxd's
- * instructions (issue 23). pbx_mem_equal compares word by word.
+ * unaligned words), then finish the tail bytes one by one; the byte-wise
+ * loops they replace took a third of the live powerboxd's instructions
+ * (issue 23). pbx_mem_equal compares word by word. (A tail of overlapping
+ * words saved about 1k instructions a lifecycle more, but Frama-C EVA
+ * could not prove its accesses: two more ipc alarms, eva/baseline.txt.)
  * tests/test_base_mem.c checks both against a byte-wise reference at every
  * length 0..300 and every alignment 0..15.
  */
@@ -19,42 +19,11 @@
  * through any object type (GCC and Clang: may_alias, alignment one). */
 typedef uint64_t __attribute__((__may_alias__, __aligned__(1))) pbx_mem_word;
 
-/** pbx_mem_half is a four-byte pbx_mem_word, for tails under a word. */
-typedef uint32_t __attribute__((__may_alias__, __aligned__(1))) pbx_mem_half;
-
 /** PBX_MEM_WORD is the byte count of one pbx_mem_word. */
 #define PBX_MEM_WORD ((size_t)8U)
 
 /** PBX_MEM_BLOCK is four words: the unrolled step of the long loops. */
 #define PBX_MEM_BLOCK ((size_t)32U)
-
-/* Copies the last n bytes (1..15) of a short range or of a long range's
- * tail: from 8 bytes on as two words that may overlap (the first and the
- * last eight bytes), below that as halves the same way, so no tail byte
- * is ever copied one at a time. */
-static void pbx_mem_copy_short(uint8_t *d, const uint8_t *s, size_t n)
-{
-    if (n >= 8U) {
-        pbx_mem_word head = *(const pbx_mem_word *)(const void *)s;
-        pbx_mem_word tail = *(const pbx_mem_word *)(const void *)(s + n - 8U);
-        *(pbx_mem_word *)(void *)d = head;
-        *(pbx_mem_word *)(void *)(d + n - 8U) = tail;
-    } else if (n >= 4U) {
-        pbx_mem_half head = *(const pbx_mem_half *)(const void *)s;
-        pbx_mem_half tail = *(const pbx_mem_half *)(const void *)(s + n - 4U);
-        *(pbx_mem_half *)(void *)d = head;
-        *(pbx_mem_half *)(void *)(d + n - 4U) = tail;
-    } else if (n != 0U) {
-        /* 1 to 3 bytes: the first, the middle and the last (some the
-         * same byte). */
-        uint8_t first = s[0];
-        uint8_t mid = s[n / 2U];
-        uint8_t last = s[n - 1U];
-        d[0] = first;
-        d[n / 2U] = mid;
-        d[n - 1U] = last;
-    }
-}
 
 void pbx_mem_copy(void *dst, const void *src, size_t n)
 {
@@ -73,12 +42,13 @@ void pbx_mem_copy(void *dst, const void *src, size_t n)
         *(pbx_mem_word *)(void *)(d + i + 16U) = w2;
         *(pbx_mem_word *)(void *)(d + i + 24U) = w3;
     }
-    for (; n - i >= 16U; i += PBX_MEM_WORD) {
+    for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
         *(pbx_mem_word *)(void *)(d + i) =
             *(const pbx_mem_word *)(const void *)(s + i);
     }
-    /* Under 16 bytes are left: at most two (overlapping) words. */
-    pbx_mem_copy_short(d + i, s + i, n - i);
+    for (; i < n; i++) {
+        d[i] = s[i];
+    }
 }
 
 void pbx_mem_set(void *dst, uint8_t v, size_t n)
@@ -96,14 +66,6 @@ void pbx_mem_set(void *dst, uint8_t v, size_t n)
     }
     for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
         *(pbx_mem_word *)(void *)(d + i) = w;
-    }
-    /* Under 8 bytes are left: from 4 on two half words that may overlap
-     * (both inside the range), below that byte by byte. */
-    size_t left = n - i;
-    if (left >= 4U) {
-        *(pbx_mem_half *)(void *)(d + i) = (pbx_mem_half)w;
-        *(pbx_mem_half *)(void *)(d + n - 4U) = (pbx_mem_half)w;
-        return;
     }
     for (; i < n; i++) {
         d[i] = v;
