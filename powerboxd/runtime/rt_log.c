@@ -121,14 +121,15 @@ static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
     uint32_t n = sizeof(digits);
     /* Each pass takes two digits off v; a u64 has at most 20. */
     while (v >= 100U && n >= 2U) {
-        uint32_t r = (uint32_t)(v % 100U);
+        size_t at = 2U * (size_t)(v % 100U);
         v /= 100U;
-        digits[--n] = (uint8_t)pairs[2U * r + 1U];
-        digits[--n] = (uint8_t)pairs[2U * r];
+        digits[--n] = (uint8_t)pairs[at + 1U];
+        digits[--n] = (uint8_t)pairs[at];
     }
     if (v >= 10U) {
-        digits[--n] = (uint8_t)pairs[2U * (uint32_t)v + 1U];
-        digits[--n] = (uint8_t)pairs[2U * (uint32_t)v];
+        size_t at = 2U * (size_t)v;
+        digits[--n] = (uint8_t)pairs[at + 1U];
+        digits[--n] = (uint8_t)pairs[at];
     } else {
         digits[--n] = (uint8_t)('0' + (uint32_t)v);
     }
