@@ -125,3 +125,34 @@ PBX_TEST(base_mem_copy_between_typed_objects)
     PBX_CHECK_EQ(a[0], 0U);
     PBX_CHECK_EQ(a[8], 7U);
 }
+
+/* pbx_mem_equal compares word by word, then the tail: at every length
+ * 0..300 and alignment of each side, equal ranges compare equal and a
+ * range differing in any one byte (one bit, so the word XOR is that bit
+ * alone) compares unequal, whatever lies outside the range. */
+PBX_TEST(base_mem_equal_every_length_alignment_and_position)
+{
+    static uint8_t a[MEM_BUF];
+    static uint8_t b[MEM_BUF];
+    size_t bad = 0;
+    for (size_t len = 0; len <= MEM_LEN_MAX; len++) {
+        for (size_t aa = 0; aa < MEM_ALIGN; aa += 3U) {
+            for (size_t ba = 0; ba < MEM_ALIGN; ba += 5U) {
+                uint8_t *x = a + MEM_GUARD + aa;
+                uint8_t *y = b + MEM_GUARD + ba;
+                mem_pattern(a, sizeof(a), 3U);
+                mem_pattern(b, sizeof(b), 4U);
+                for (size_t i = 0; i < len; i++) {
+                    y[i] = x[i];
+                }
+                bad += pbx_mem_equal(x, y, len) ? 0U : 1U;
+                for (size_t i = 0; i < len; i++) {
+                    y[i] ^= (uint8_t)(1U << (i & 7U));
+                    bad += pbx_mem_equal(x, y, len) ? 1U : 0U;
+                    y[i] ^= (uint8_t)(1U << (i & 7U));
+                }
+            }
+        }
+    }
+    PBX_CHECK_EQ(bad, 0U);
+}

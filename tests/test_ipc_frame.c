@@ -70,6 +70,38 @@ PBX_TEST(ipc_partition_table_for_every_op)
     PBX_CHECK_EQ(row.id_rule, PBX_IPC_ID_LIVE);
 }
 
+/* Whether op is one of the table's ops or, where it has one, its reply. */
+static bool expect_known(uint32_t op)
+{
+    for (size_t i = 0; i < PBX_ARRAY_LEN(table); i++) {
+        if (op == table[i].op ||
+            (op == REPLY(table[i].op) && table[i].rep_max >= 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The partition table is found by indexing with the op number (issue 23
+ * item 5): every one of the 65,536 numbers finds exactly its own row or
+ * none, so no number aliases another's row through the index arithmetic
+ * (a family or number bit dropped, the reply bit ignored). */
+PBX_TEST(ipc_rule_lookup_every_op_number)
+{
+    size_t known = 0;
+    for (uint32_t op = 0; op <= 0xFFFFU; op++) {
+        pbx_ipc_op_rule row = {0, 0, 0, 0};
+        pbx_err err = pbx_ipc_op_rule_get((uint16_t)op, &row);
+        bool want = expect_known(op);
+        PBX_CHECK_EQ(err, want ? PBX_OK : PBX_E_IPC_UNKNOWN_OP);
+        PBX_CHECK_EQ(row.op, want ? op : 0U);
+        PBX_CHECK_EQ(pbx_ipc_caps_allowed((uint16_t)op, 0U, row.caps_min),
+                     want);
+        known += want ? 1U : 0U;
+    }
+    PBX_CHECK_EQ(known, 2U * PBX_IPC_OP_COUNT - 1U);
+}
+
 /* Writes a header (seq 0, reserved 0) with the given fields. */
 #define H PBX_IPC_HEADER_BYTES
 static void put_header(uint8_t *b, uint16_t op, uint16_t status, uint16_t caps,

@@ -137,6 +137,14 @@ typedef enum pbx_port_slot_kind {
  * rights) the runtime derives rights from kind, state and provenance.
  */
 #define PBX_PORT_INFO_RIGHTS 8U
+/**
+ * PBX_PORT_INFO_IDENTITY flags that object_id is also the slot's identity:
+ * exactly what pbx_port_slot_identity would store for the same capability
+ * (Linux: a socket that answered SO_TYPE, its nonzero inode). A port that
+ * cannot vouch for that in the same query leaves it clear (EriX), and the
+ * runtime then asks pbx_port_slot_identity.
+ */
+#define PBX_PORT_INFO_IDENTITY 16U
 
 /** PBX_PORT_RIGHT_SEND: send through an endpoint (same value as capabi). */
 #define PBX_PORT_RIGHT_SEND 0x01U

@@ -265,6 +265,16 @@ bool rt_tfree_find(const rt_state *s, uint32_t *index);
  */
 pbx_err rt_judged_query(rt_state *s, uint32_t slot, pbx_port_slot_info *info);
 
+/**
+ * rt_judged_identity answers rt_identity from slot's kept judgment, with no
+ * port call: true with the identity in *identity (0 for an empty slot or a
+ * placeholder) when the judgment is kept and says it (the port set
+ * PBX_PORT_INFO_IDENTITY, or the kind has none); false, *identity
+ * untouched, when the port must be asked (no kept judgment, or a kind
+ * whose identity the query did not vouch for). Changes nothing.
+ */
+bool rt_judged_identity(rt_state *s, uint32_t slot, uint64_t *identity);
+
 /** rt_judged_forget drops the kept judgment of slot (a ROUTE_ATTACH
  * replaced the route in it); harmless when none is kept. */
 void rt_judged_forget(rt_state *s, uint32_t slot);

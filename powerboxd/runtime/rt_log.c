@@ -70,19 +70,29 @@ typedef struct rt_log_state {
 /** The log's state; static so that no stack frame holds it. */
 static rt_log_state rt_log_g;
 
-/* Appends n raw bytes, never past the buffer (one byte stays for '\n').
- * The length is kept in a local so the loop is a plain copy. */
+/* Appends n raw bytes, never past the buffer (one byte stays for '\n'):
+ * what does not fit is cut. One bounded word-wise copy, not a byte loop
+ * with a bound check per byte (issue 23 item 5). */
 static void rt_log_raw(const uint8_t *b, uint32_t n)
 {
-    uint32_t len = rt_log_g.len;
-    for (uint32_t i = 0; i < n && len + 1U < RT_LOG_LINE_MAX; i++) {
-        rt_log_g.line[len++] = b[i];
-    }
-    rt_log_g.len = len;
+    uint32_t room = RT_LOG_LINE_MAX - 1U - rt_log_g.len;
+    uint32_t k = n < room ? n : room;
+    pbx_mem_copy(rt_log_g.line + rt_log_g.len, b, k);
+    rt_log_g.len += k;
 }
 
+/** RT_LOG_LIT appends a string literal, its length known at compile time. */
+#define RT_LOG_LIT(text)                                                       \
+    rt_log_raw((const uint8_t *)(text), (uint32_t)(sizeof(text) - 1U))
+
+/** RT_LOG_KEY gives the bytes and length of " name=" as two arguments, for
+ * the appenders below that start a key. */
+#define RT_LOG_KEY(name)                                                       \
+    (const uint8_t *)(" " name "="), (uint32_t)(sizeof(" " name "=") - 1U)
+
 /* Appends a NUL-terminated string, bounded by the line buffer (each step
- * appends one byte, so at most RT_LOG_LINE_MAX steps). */
+ * appends one byte, so at most RT_LOG_LINE_MAX steps). Only for strings
+ * whose length is not known at compile time (names, refusal texts). */
 static void rt_log_str(const char *str)
 {
     uint32_t len = rt_log_g.len;
@@ -92,80 +102,105 @@ static void rt_log_str(const char *str)
     rt_log_g.len = len;
 }
 
-/* Writes v in decimal at out (room for 20 digits); returns the count. */
+/* Writes v in decimal at out (room for 20 digits); returns the count.
+ * Two digits per division, from a table of the pairs 00..99, then the
+ * digits are copied out in order with one word-wise copy. */
 static uint32_t rt_log_digits(uint8_t *out, uint64_t v)
 {
+    static const char pairs[] = "00010203040506070809"
+                                "10111213141516171819"
+                                "20212223242526272829"
+                                "30313233343536373839"
+                                "40414243444546474849"
+                                "50515253545556575859"
+                                "60616263646566676869"
+                                "70717273747576777879"
+                                "80818283848586878889"
+                                "90919293949596979899";
     uint8_t digits[20];
-    uint32_t n = 0;
-    uint32_t len = 0;
-    do {
-        digits[n++] = (uint8_t)('0' + v % 10U);
-        v /= 10U;
-    } while (v != 0U && n < sizeof(digits));
-    while (n > 0U) {
-        out[len++] = digits[--n];
+    uint32_t n = sizeof(digits);
+    /* Each pass takes two digits off v; a u64 has at most 20. */
+    while (v >= 100U && n >= 2U) {
+        size_t at = 2U * (size_t)(v % 100U);
+        v /= 100U;
+        digits[--n] = (uint8_t)pairs[at + 1U];
+        digits[--n] = (uint8_t)pairs[at];
     }
-    return len;
+    if (v >= 10U) {
+        size_t at = 2U * (size_t)v;
+        digits[--n] = (uint8_t)pairs[at + 1U];
+        digits[--n] = (uint8_t)pairs[at];
+    } else {
+        digits[--n] = (uint8_t)('0' + (uint32_t)v);
+    }
+    uint32_t count = (uint32_t)sizeof(digits) - n;
+    pbx_mem_copy(out, digits + n, count);
+    return count;
 }
 
-/* Appends v in decimal. */
+/* Appends v in decimal, straight into the line when 20 digits fit (they
+ * always do below the line bound; a full line takes them cut). */
 static void rt_log_u64(uint64_t v)
 {
-    uint8_t digits[20] = {0};
+    if (RT_LOG_LINE_MAX - 1U - rt_log_g.len >= 20U) {
+        rt_log_g.len += rt_log_digits(rt_log_g.line + rt_log_g.len, v);
+        return;
+    }
+    uint8_t digits[20];
     uint32_t n = rt_log_digits(digits, v);
     rt_log_raw(digits, n);
 }
 
-/* Appends " key=INDEX:GEN". */
-static void rt_log_id(const char *key, uint64_t index, uint32_t gen)
+/* Appends " key=INDEX:GEN" (key and key_len from RT_LOG_KEY). */
+static void rt_log_id(const uint8_t *key, uint32_t key_len, uint64_t index,
+                      uint32_t gen)
 {
-    rt_log_str(" ");
-    rt_log_str(key);
-    rt_log_str("=");
+    rt_log_raw(key, key_len);
     rt_log_u64(index);
-    rt_log_str(":");
+    RT_LOG_LIT(":");
     rt_log_u64(gen);
 }
 
 /* Appends " key=N-I.G": one of powerboxd's own ids (a request or a
  * grant) prefixed with this powerboxd's incarnation, so that ids of
  * different incarnations of one stack never read alike (docs/HOST.md,
- * "powerboxd's log"). */
-static void rt_log_own(const rt_state *s, const char *key, pbx_ipc_id id)
+ * "powerboxd's log"). key and key_len come from RT_LOG_KEY. */
+static void rt_log_own(const rt_state *s, const uint8_t *key, uint32_t key_len,
+                       pbx_ipc_id id)
 {
-    rt_log_str(" ");
-    rt_log_str(key);
-    rt_log_str("=");
+    rt_log_raw(key, key_len);
     rt_log_u64(s->incarnation);
-    rt_log_str("-");
+    RT_LOG_LIT("-");
     rt_log_u64(id.index);
-    rt_log_str(".");
+    RT_LOG_LIT(".");
     rt_log_u64(id.gen);
 }
 
 /* Appends n bytes as one value: printable ASCII except '%' and '=' as
- * is, every other byte (space included) as %XX. */
+ * is, every other byte (space included) as %XX. Stops while three more
+ * bytes always fit, so no escape is ever cut in half. */
 static void rt_log_escaped(const uint8_t *b, uint32_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t len = rt_log_g.len;
+    for (uint32_t i = 0; i < n && len + 4U <= RT_LOG_LINE_MAX; i++) {
         uint8_t c = b[i];
         if (c > 0x20U && c < 0x7FU && c != (uint8_t)'%' && c != (uint8_t)'=') {
-            rt_log_raw(&c, 1U);
+            rt_log_g.line[len++] = c;
             continue;
         }
-        uint8_t esc[3] = {(uint8_t)'%', (uint8_t)hex[c >> 4],
-                          (uint8_t)hex[c & 0x0FU]};
-        rt_log_raw(esc, 3U);
+        rt_log_g.line[len++] = (uint8_t)'%';
+        rt_log_g.line[len++] = (uint8_t)hex[c >> 4];
+        rt_log_g.line[len++] = (uint8_t)hex[c & 0x0FU];
     }
+    rt_log_g.len = len;
 }
 
-/* Appends " key=" and a static name (names never need escaping). */
-static void rt_log_name(const char *key, const char *name)
+/* Appends " key=" (key and key_len from RT_LOG_KEY) and a static name
+ * (names never need escaping). */
+static void rt_log_name(const uint8_t *key, uint32_t key_len, const char *name)
 {
-    rt_log_str(" ");
-    rt_log_str(key);
-    rt_log_str("=");
+    rt_log_raw(key, key_len);
     rt_log_str(name);
 }
 
@@ -221,22 +256,22 @@ static void rt_log_flush(void)
 /* Appends the job, entry and operation keys of ctx. */
 static void rt_log_context(const pbx_ipc_context *ctx)
 {
-    rt_log_id("job", ctx->job_id, ctx->job_gen);
-    rt_log_str(" entry=");
+    rt_log_id(RT_LOG_KEY("job"), ctx->job_id, ctx->job_gen);
+    RT_LOG_LIT(" entry=");
     rt_log_escaped(ctx->entry.bytes,
                    ctx->entry.len <= PBX_IPC_ENTRY_LEN_BYTES_MAX
                        ? ctx->entry.len
                        : PBX_IPC_ENTRY_LEN_BYTES_MAX);
-    rt_log_name("op", pbx_ipc_operation_name(ctx->operation));
+    rt_log_name(RT_LOG_KEY("op"), pbx_ipc_operation_name(ctx->operation));
 }
 
 /* Appends " object=" and the kept selector (cut marks a longer one). */
 static void rt_log_object(const uint8_t *sel, uint32_t len, bool cut)
 {
-    rt_log_str(" object=");
+    RT_LOG_LIT(" object=");
     rt_log_escaped(sel, len);
     if (cut) {
-        rt_log_str("...");
+        RT_LOG_LIT("...");
     }
 }
 
@@ -270,18 +305,18 @@ void rt_log_decision(rt_state *s, const uint8_t *frame, size_t len)
         rt_log_keep(&d, n);
     }
     rt_log_g.len = 0U;
-    rt_log_str("event=decision");
-    rt_log_own(s, "request", id);
+    RT_LOG_LIT("event=decision");
+    rt_log_own(s, RT_LOG_KEY("request"), id);
     rt_log_context(d.ctx);
     rt_log_object(rt_log_g.object, n, d.selector_len > n);
-    rt_log_name("lifetime", pbx_ipc_lifetime_name(d.ctx->lifetime));
-    rt_log_name("outcome", pbx_ipc_outcome_name(d.outcome));
-    rt_log_name("reason", d.reason);
+    rt_log_name(RT_LOG_KEY("lifetime"), pbx_ipc_lifetime_name(d.ctx->lifetime));
+    rt_log_name(RT_LOG_KEY("outcome"), pbx_ipc_outcome_name(d.outcome));
+    rt_log_name(RT_LOG_KEY("reason"), d.reason);
     if (d.grant.gen != 0U) {
         /* The grant and vfsd's name of its object: every later line about
          * either (the peers', vfsd's RETIRE) can be joined to this one. */
-        rt_log_own(s, "grant", d.grant);
-        rt_log_id("object-id", d.object.id, d.object.gen);
+        rt_log_own(s, RT_LOG_KEY("grant"), d.grant);
+        rt_log_id(RT_LOG_KEY("object-id"), d.object.id, d.object.gen);
     }
     rt_log_flush();
 }
@@ -304,17 +339,17 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
     bool kept = k->grant.index == id.index && k->grant.gen == id.gen;
     pbx_ipc_id req = kept ? k->request : e.request;
     rt_log_g.len = 0U;
-    rt_log_str("event=grant-end");
-    rt_log_own(s, "grant", id);
-    rt_log_own(s, "request", req);
+    RT_LOG_LIT("event=grant-end");
+    rt_log_own(s, RT_LOG_KEY("grant"), id);
+    rt_log_own(s, RT_LOG_KEY("request"), req);
     rt_log_context(e.ctx);
     /* A selector the log no longer keeps is written empty: no selector
      * is empty, so an empty value only ever means "not known". */
     rt_log_object(k->bytes, kept ? k->len : 0U, kept && k->cut != 0U);
-    rt_log_name("lifetime", pbx_ipc_lifetime_name(e.ctx->lifetime));
-    rt_log_name("end", e.end);
-    rt_log_name("reason", e.reason);
-    rt_log_id("object-id", e.object.id, e.object.gen);
+    rt_log_name(RT_LOG_KEY("lifetime"), pbx_ipc_lifetime_name(e.ctx->lifetime));
+    rt_log_name(RT_LOG_KEY("end"), e.end);
+    rt_log_name(RT_LOG_KEY("reason"), e.reason);
+    rt_log_id(RT_LOG_KEY("object-id"), e.object.id, e.object.gen);
     rt_log_flush();
 }
 
@@ -357,24 +392,24 @@ void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot)
 {
     uint32_t i = (uint32_t)status - PBX_RT_EXIT_ARGS;
     rt_log_g.len = 0U;
-    rt_log_str("powerboxd: startup refused, exit status ");
+    RT_LOG_LIT("powerboxd: startup refused, exit status ");
     rt_log_u64(status);
-    rt_log_str(": ");
+    RT_LOG_LIT(": ");
     rt_log_str(status >= (uint8_t)PBX_RT_EXIT_ARGS &&
                        status <= (uint8_t)PBX_RT_EXIT_BROKER
                    ? rt_log_refusals[i]
                    : "unknown refusal");
     if (slot >= 0) {
-        rt_log_str(" (slot ");
+        RT_LOG_LIT(" (slot ");
         rt_log_u64((uint64_t)slot);
-        rt_log_str(")");
+        RT_LOG_LIT(")");
     }
     if (detail != PBX_OK) {
-        rt_log_str(": ");
+        RT_LOG_LIT(": ");
         rt_log_str(pbx_err_text(detail));
-        rt_log_str(" (");
+        RT_LOG_LIT(" (");
         rt_log_str(pbx_err_name(detail));
-        rt_log_str(")");
+        RT_LOG_LIT(")");
     }
     rt_log_flush();
 }
@@ -391,15 +426,16 @@ void rt_log_attach(uint32_t route, uint32_t pid, pbx_err status)
     static const char *const names[] = {"none",  "vfsd", "ttyd",
                                         "procd", "wake", "broker"};
     rt_log_g.len = 0U;
-    rt_log_str("event=route-attach");
-    rt_log_name("route", route < PBX_ARRAY_LEN(names) ? names[route] : "none");
-    rt_log_str(" pid=");
+    RT_LOG_LIT("event=route-attach");
+    rt_log_name(RT_LOG_KEY("route"),
+                route < PBX_ARRAY_LEN(names) ? names[route] : "none");
+    RT_LOG_LIT(" pid=");
     rt_log_u64(pid);
     if (status == PBX_OK) {
-        rt_log_str(" outcome=accepted");
+        RT_LOG_LIT(" outcome=accepted");
     } else {
-        rt_log_str(" outcome=refused");
-        rt_log_name("error", pbx_err_name(status));
+        RT_LOG_LIT(" outcome=refused");
+        rt_log_name(RT_LOG_KEY("error"), pbx_err_name(status));
     }
     rt_log_flush();
 }

@@ -362,18 +362,17 @@ static uint32_t rt_parked(const rt_state *s, uint32_t r)
  * backpressure. A route whose peer is gone is watched no more. */
 static void rt_watch_routes(rt_state *s)
 {
+    /* Replies are taken only while the core can track their receipts and
+     * none are still staged; meanwhile they wait in the kernel. The same
+     * for every route, so asked once per turn, not once per route. */
+    uint32_t read = pbx_core_peer_ready(&s->core) && s->staged_again == 0U
+                        ? PBX_PORT_WANT_READ
+                        : 0U;
     for (uint32_t r = 0; r < (uint32_t)PBX_CORE_ROUTE_COUNT; r++) {
         if (s->route_down[r] != 0U) {
             continue;
         }
-        /* Replies are taken only while the core can track their
-         * receipts and none are still staged; meanwhile they wait in the
-         * kernel. */
-        uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD &&
-                                pbx_core_peer_ready(&s->core) &&
-                                s->staged_again == 0U
-                            ? PBX_PORT_WANT_READ
-                            : 0U;
+        uint32_t want = r != (uint32_t)PBX_CORE_ROUTE_LAUNCHD ? read : 0U;
         want |= rt_parked(s, r) > 0U ? PBX_PORT_WANT_WRITE : 0U;
         if (want != s->watching[r] &&
             pbx_port_watch(&s->port, rt_route_slot_of(r), want) == PBX_OK) {

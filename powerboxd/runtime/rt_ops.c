@@ -519,6 +519,11 @@ uint64_t rt_identity(void *user, uint32_t slot)
 {
     rt_state *s = user;
     uint64_t id = 0;
+    /* A descriptor is judged once, at receipt: its kept judgment answers
+     * (issue 23 item 4), else the port is asked. */
+    if (rt_judged_identity(s, slot, &id)) {
+        return id;
+    }
     if (slot > (uint32_t)INT32_MAX ||
         pbx_port_slot_identity(&s->port, (int32_t)slot, &id) != PBX_OK) {
         return 0U;

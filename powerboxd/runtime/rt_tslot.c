@@ -98,6 +98,26 @@ pbx_err rt_judged_query(rt_state *s, uint32_t slot, pbx_port_slot_info *info)
     return err;
 }
 
+bool rt_judged_identity(rt_state *s, uint32_t slot, uint64_t *identity)
+{
+    uint8_t *judged = NULL;
+    const pbx_port_slot_info *rec = rt_judged_entry(s, slot, &judged);
+    if (rec == NULL || *judged == 0U) {
+        return false;
+    }
+    if ((rec->flags & PBX_PORT_INFO_IDENTITY) != 0U) {
+        *identity = rec->object_id;
+        return true;
+    }
+    /* An empty slot and a placeholder have no identity on every port. */
+    if (rec->kind == (uint32_t)PBX_PORT_KIND_EMPTY ||
+        rec->kind == (uint32_t)PBX_PORT_KIND_PLACEHOLDER) {
+        *identity = 0U;
+        return true;
+    }
+    return false;
+}
+
 void rt_judged_forget(rt_state *s, uint32_t slot)
 {
     uint8_t *judged = NULL;

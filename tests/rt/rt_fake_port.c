@@ -264,6 +264,10 @@ pbx_err pbx_port_slot_query(pbx_port_ctx *ctx, int32_t slot,
         /* A connected endpoint of some other process. */
         info->flags = PBX_PORT_INFO_PEER;
         info->peer_pid = 4242;
+        if (fk.identity_on != 0U) {
+            info->flags |= PBX_PORT_INFO_IDENTITY;
+            info->object_id = FK_IDENTITY(slot);
+        }
     }
     return PBX_OK;
 }
@@ -272,9 +276,17 @@ pbx_err pbx_port_slot_identity(pbx_port_ctx *ctx, int32_t slot,
                                uint64_t *identity)
 {
     (void)ctx;
-    (void)slot;
     *identity = 0U;
-    return PBX_E_PORT_NO_IDENTITY;
+    if (!fk_valid(slot)) {
+        return PBX_E_PORT_SLOT_RANGE;
+    }
+    fk.identities[slot]++;
+    if (fk.identity_on == 0U ||
+        fk.kind[slot] != (uint32_t)PBX_PORT_KIND_ENDPOINT) {
+        return PBX_E_PORT_NO_IDENTITY;
+    }
+    *identity = FK_IDENTITY(slot);
+    return PBX_OK;
 }
 
 /* The fake has no supervisor connection of its own: route

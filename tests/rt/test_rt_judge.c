@@ -52,6 +52,34 @@ PBX_TEST(rt_judge_receipt_is_queried_once)
     PBX_CHECK_EQ(fk.queries[slot], 1U);
 }
 
+/* The identity the core observes (rt_identity, the COMMIT scope check)
+ * comes from the judgment kept at receipt when the port's query vouched
+ * for it: no second port call per observation; a slot emptied since is
+ * asked afresh (issue 23 item 4). */
+PBX_TEST(rt_judge_identity_answered_from_the_receipt_judgment)
+{
+    pbx_capabi_observed obs;
+    rt_setup();
+    fk.identity_on = 1U;
+    uint32_t slot = rt_loose_of(PBX_PORT_KIND_ENDPOINT);
+    rt_ops.slot_query(&rs, slot, &obs);
+    for (uint32_t i = 0; i < 5U; i++) {
+        PBX_CHECK_EQ(rt_identity(&rs, slot), FK_IDENTITY(slot));
+    }
+    PBX_CHECK_EQ(fk.identities[slot], 0U);
+    PBX_CHECK_EQ(fk.queries[slot], 1U);
+    /* Emptied: the judgment is gone, so the port answers (no identity). */
+    PBX_CHECK_EQ(rt_ops.slot_delete(&rs, slot), PBX_CORE_DELETE_OK);
+    PBX_CHECK_EQ(rt_identity(&rs, slot), 0U);
+    PBX_CHECK_EQ(fk.identities[slot], 1U);
+    /* A kept judgment without the port's word asks the port. */
+    fk.identity_on = 0U;
+    PBX_CHECK_EQ(rt_loose_of(PBX_PORT_KIND_ENDPOINT), slot);
+    rt_ops.slot_query(&rs, slot, &obs);
+    PBX_CHECK_EQ(rt_identity(&rs, slot), 0U);
+    PBX_CHECK_EQ(fk.identities[slot], 2U);
+}
+
 PBX_TEST(rt_judge_slot_filled_again_is_judged_afresh)
 {
     pbx_capabi_observed obs;

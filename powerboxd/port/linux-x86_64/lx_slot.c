@@ -136,6 +136,12 @@ static void lx_query_socket(int32_t slot, pbx_port_slot_info *info)
     } else {
         info->kind = PBX_PORT_KIND_OTHER;
     }
+    /* The test pbx_port_slot_identity makes, with the same answers: a
+     * socket (the caller saw S_IFSOCK) that answers SO_TYPE, inode not 0.
+     * The runtime keeps it with the judgment instead of asking again. */
+    if (type >= 0 && info->object_id != 0U) {
+        info->flags |= PBX_PORT_INFO_IDENTITY;
+    }
     if (lx_sockopt_int(slot, LX_SO_ACCEPTCONN) == 1) {
         info->flags |= PBX_PORT_INFO_LISTENING;
     }
