@@ -84,7 +84,6 @@ typedef struct fk_state {
     int32_t notified_slot;
     /** queries[slot] counts pbx_port_slot_query calls on slot. */
     uint32_t queries[FK_SLOTS];
-<<<<<<< HEAD
     /** notify_fail is how many more notifies answer notify_err and send
      * nothing (a kernel refusing the datagram). */
     uint32_t notify_fail;
@@ -97,14 +96,12 @@ typedef struct fk_state {
     char log[128];
     /** logs counts the lines pbx_port_log took. */
     uint32_t logs;
-=======
     /** identity_on nonzero: an endpoint has the identity FK_IDENTITY(slot),
      * which its query vouches for (PBX_PORT_INFO_IDENTITY) as Linux's
      * does; zero (the default): no slot has an identity. */
     uint32_t identity_on;
     /** identities[slot] counts pbx_port_slot_identity calls on slot. */
     uint32_t identities[FK_SLOTS];
->>>>>>> instr23
 } fk_state;
 
 /** FK_IDENTITY is the fake identity of the endpoint in slot. */
