@@ -155,34 +155,44 @@ pbx_peer_vfs_verdict pbx_peer_vfs_judge(uint16_t operation, uint16_t want_class,
 
 void pbx_peer_objtab_init(pbx_peer_objtab *t)
 {
-    pbx_mem_set(t, 0, sizeof(*t));
+    pbx_peer_objtab_init_cap(t, PBX_PEER_VFS_OBJECTS_MAX);
+}
+
+void pbx_peer_objtab_init_cap(pbx_peer_objtab *t, size_t cap)
+{
+    PBX_ASSERT(cap >= 1U && cap <= PBX_PEER_VFS_OBJECTS_CAP);
+    /* Only the rows in use are cleared: the rest of the static storage
+     * stays untouched (and, in a fresh process, unmapped). */
+    pbx_mem_set(t, 0, offsetof(pbx_peer_objtab, rows));
+    pbx_mem_set(t->rows, 0, cap * sizeof(t->rows[0]));
     t->next_gen = 1U;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    t->cap = cap;
+    for (size_t i = 0; i < cap; i++) {
         t->rows[i].provider = -1;
     }
 }
 
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
 {
-    size_t retired = PBX_PEER_VFS_OBJECTS_MAX;
-    size_t hung = PBX_PEER_VFS_OBJECTS_MAX;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    size_t retired = t->cap;
+    size_t hung = t->cap;
+    for (size_t i = 0; i < t->cap; i++) {
         uint8_t st = t->rows[i].state;
         if (st == PBX_PEER_OBJ_FREE) {
             *row = i;
             return 0U;
         }
-        if (st == PBX_PEER_OBJ_RETIRED && retired == PBX_PEER_VFS_OBJECTS_MAX) {
+        if (st == PBX_PEER_OBJ_RETIRED && retired == t->cap) {
             retired = i;
         }
-        if (st == PBX_PEER_OBJ_HUNG && hung == PBX_PEER_VFS_OBJECTS_MAX) {
+        if (st == PBX_PEER_OBJ_HUNG && hung == t->cap) {
             hung = i;
         }
     }
     /* A hung-up row may still be named by a RETIRE powerboxd has not sent
      * yet; a retired one was acknowledged already, so it goes first. */
-    size_t pick = retired != PBX_PEER_VFS_OBJECTS_MAX ? retired : hung;
-    if (pick == PBX_PEER_VFS_OBJECTS_MAX) {
+    size_t pick = retired != t->cap ? retired : hung;
+    if (pick == t->cap) {
         return PBX_PEER_E_BUSY;
     }
     *row = pick;
@@ -193,7 +203,7 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
                               uint64_t scope_id, uint16_t object_class,
                               int provider)
 {
-    PBX_ASSERT(row < PBX_PEER_VFS_OBJECTS_MAX);
+    PBX_ASSERT(row < t->cap);
     PBX_ASSERT(t->rows[row].state != PBX_PEER_OBJ_LIVE);
     pbx_peer_obj *o = &t->rows[row];
     o->state = PBX_PEER_OBJ_LIVE;
@@ -217,7 +227,7 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
 static bool objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                         size_t *row)
 {
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         const pbx_peer_obj *o = &t->rows[i];
         if (o->state != PBX_PEER_OBJ_FREE && o->id == id && o->gen == gen) {
             *row = i;
@@ -246,7 +256,7 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
 /* Reports whether any non-free row holds generation gen. */
 static bool objtab_gen_held(const pbx_peer_objtab *t, uint32_t gen)
 {
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         if (t->rows[i].state != PBX_PEER_OBJ_FREE && t->rows[i].gen == gen) {
             return true;
         }
@@ -294,8 +304,7 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
 
 uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider)
 {
-    if (row >= PBX_PEER_VFS_OBJECTS_MAX ||
-        t->rows[row].state != PBX_PEER_OBJ_LIVE) {
+    if (row >= t->cap || t->rows[row].state != PBX_PEER_OBJ_LIVE) {
         return PBX_PEER_E_UNKNOWN;
     }
     pbx_peer_obj *o = &t->rows[row];
@@ -308,7 +317,7 @@ uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider)
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t)
 {
     size_t n = 0;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         n += t->rows[i].state == PBX_PEER_OBJ_LIVE ? 1U : 0U;
     }
     return n;

@@ -17,8 +17,12 @@
 
 /** PBX_PEER_VFS_PATH_BYTES_MAX bounds an accepted path, NUL included. */
 #define PBX_PEER_VFS_PATH_BYTES_MAX 4097U
-/** PBX_PEER_VFS_OBJECTS_MAX is the object table's fixed capacity. */
+/** PBX_PEER_VFS_OBJECTS_MAX is the object table's default capacity (what
+ * pbx_peer_objtab_init gives; vfsd's --objects chooses another). */
 #define PBX_PEER_VFS_OBJECTS_MAX 256U
+/** PBX_PEER_VFS_OBJECTS_CAP is the most rows a table can have: its static
+ * storage, so no table grows after startup. */
+#define PBX_PEER_VFS_OBJECTS_CAP 4096U
 
 /** pbx_peer_sel is the verdict on a selector's shape. */
 typedef enum pbx_peer_sel {
@@ -169,12 +173,21 @@ typedef struct pbx_peer_objtab {
     /** wrapped is true once next_gen has wrapped past UINT32_MAX (every
      * generation has then been minted at least once). */
     bool wrapped;
-    /** rows are the table entries. */
-    pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_MAX];
+    /** cap is the rows in use, 1..PBX_PEER_VFS_OBJECTS_CAP, fixed at
+     * init: rows[cap..] are never touched. */
+    size_t cap;
+    /** rows are the table entries (the first cap of them). */
+    pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_CAP];
 } pbx_peer_objtab;
 
-/** pbx_peer_objtab_init empties t (old contents ignored). */
+/** pbx_peer_objtab_init empties t (old contents ignored) with the default
+ * capacity, PBX_PEER_VFS_OBJECTS_MAX rows. */
 void pbx_peer_objtab_init(pbx_peer_objtab *t);
+
+/** pbx_peer_objtab_init_cap empties t with room for cap live objects;
+ * cap must be 1..PBX_PEER_VFS_OBJECTS_CAP (the caller checks an option's
+ * value before). Touches only the header and the first cap rows. */
+void pbx_peer_objtab_init_cap(pbx_peer_objtab *t, size_t cap);
 
 /**
  * pbx_peer_objtab_reserve picks a row for a new object: a free row, else

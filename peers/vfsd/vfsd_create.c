@@ -116,7 +116,7 @@ uint32_t vfsd_create_now(size_t row)
 
 void vfsd_create_sweep(void)
 {
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+    for (size_t r = 0; r < g_vfsd.objs.cap; r++) {
         if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
             g_vfsd.create_dir[r] >= 0) {
             (void)close(g_vfsd.create_dir[r]);

@@ -198,7 +198,7 @@ void vfsd_fail(int fd, uint32_t status, const char *what)
 void vfsd_data_sweep(void)
 {
     vfsd_create_sweep();
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+    for (size_t r = 0; r < g_vfsd.objs.cap; r++) {
         if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
             g_vfsd.data[r] >= 0) {
             (void)close(g_vfsd.data[r]);
