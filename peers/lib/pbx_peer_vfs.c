@@ -167,9 +167,40 @@ void pbx_peer_objtab_init_cap(pbx_peer_objtab *t, size_t cap)
     pbx_mem_set(t->rows, 0, cap * sizeof(t->rows[0]));
     t->next_gen = 1U;
     t->cap = cap;
+    uint32_t nb = 1U;
+    while ((size_t)nb < cap) {
+        nb <<= 1U;
+    }
+    t->mask = nb - 1U;
     for (size_t i = 0; i < cap; i++) {
         t->rows[i].provider = -1;
+        t->next[i] = -1;
     }
+    for (uint32_t b = 0; b < nb; b++) {
+        t->head[b] = -1;
+    }
+}
+
+/* Takes row out of its generation's chain (it is in one: gen nonzero). */
+static void objtab_unlink(pbx_peer_objtab *t, size_t row)
+{
+    int32_t *link = &t->head[t->rows[row].gen & t->mask];
+    for (size_t i = 0; i < t->cap && *link >= 0; i++) {
+        if ((size_t)*link == row) {
+            *link = t->next[row];
+            t->next[row] = -1;
+            return;
+        }
+        link = &t->next[*link];
+    }
+}
+
+/* Puts row, just given its generation, at the head of that chain. */
+static void objtab_link(pbx_peer_objtab *t, size_t row)
+{
+    uint32_t b = t->rows[row].gen & t->mask;
+    t->next[row] = t->head[b];
+    t->head[b] = (int32_t)row;
 }
 
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
@@ -206,9 +237,13 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
     PBX_ASSERT(row < t->cap);
     PBX_ASSERT(t->rows[row].state != PBX_PEER_OBJ_LIVE);
     pbx_peer_obj *o = &t->rows[row];
+    if (o->gen != 0U) {
+        objtab_unlink(t, row);
+    }
     o->state = PBX_PEER_OBJ_LIVE;
     o->object_class = object_class;
     o->gen = t->next_gen;
+    objtab_link(t, row);
     o->id = id;
     o->scope_id = scope_id;
     o->provider = provider;
@@ -223,18 +258,41 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
     return o->gen;
 }
 
+/* The first row of gen's chain holding gen (and id, when any_id is
+ * false) in a non-free state, or -1. Every row holding gen is in that
+ * chain (after a wrap of the generations two may be); the walk is bounded
+ * by cap. */
+static int32_t objtab_by_gen(const pbx_peer_objtab *t, uint32_t gen,
+                             uint64_t id, bool any_id)
+{
+    int32_t r = t->head[gen & t->mask];
+    for (size_t i = 0; i < t->cap && r >= 0; i++) {
+        const pbx_peer_obj *o = &t->rows[r];
+        if (o->gen == gen && o->state != PBX_PEER_OBJ_FREE &&
+            (any_id || o->id == id)) {
+            return r;
+        }
+        r = t->next[r];
+    }
+    return -1;
+}
+
+bool pbx_peer_objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                          size_t *row)
+{
+    int32_t r = gen == 0U ? -1 : objtab_by_gen(t, gen, id, false);
+    if (r < 0) {
+        return false;
+    }
+    *row = (size_t)r;
+    return true;
+}
+
 /* Finds the row with exactly id and gen in any non-free state. */
 static bool objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                         size_t *row)
 {
-    for (size_t i = 0; i < t->cap; i++) {
-        const pbx_peer_obj *o = &t->rows[i];
-        if (o->state != PBX_PEER_OBJ_FREE && o->id == id && o->gen == gen) {
-            *row = i;
-            return true;
-        }
-    }
-    return false;
+    return pbx_peer_objtab_find(t, id, gen, row);
 }
 
 uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
@@ -256,12 +314,7 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
 /* Reports whether any non-free row holds generation gen. */
 static bool objtab_gen_held(const pbx_peer_objtab *t, uint32_t gen)
 {
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->rows[i].state != PBX_PEER_OBJ_FREE && t->rows[i].gen == gen) {
-            return true;
-        }
-    }
-    return false;
+    return objtab_by_gen(t, gen, 0U, true) >= 0;
 }
 
 uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,

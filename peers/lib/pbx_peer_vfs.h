@@ -176,6 +176,16 @@ typedef struct pbx_peer_objtab {
     /** cap is the rows in use, 1..PBX_PEER_VFS_OBJECTS_CAP, fixed at
      * init: rows[cap..] are never touched. */
     size_t cap;
+    /** mask is the generation index's bucket count minus one (a power of
+     * two at least cap): a row is found by its generation in the chain
+     * of bucket gen & mask, so a lookup costs the same whatever the live
+     * objects (generations are consecutive, so chains stay short). */
+    uint32_t mask;
+    /** head is each bucket's first row, -1 for none. */
+    int32_t head[PBX_PEER_VFS_OBJECTS_CAP];
+    /** next is each row's successor in its bucket's chain (-1: last); a
+     * row is in a chain from its first mint on (gen nonzero). */
+    int32_t next[PBX_PEER_VFS_OBJECTS_CAP];
     /** rows are the table entries (the first cap of them). */
     pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_CAP];
 } pbx_peer_objtab;
@@ -242,6 +252,14 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
  * (nothing changed) when row is out of range or not live.
  */
 uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider);
+
+/**
+ * pbx_peer_objtab_find finds the row holding exactly id and gen in any
+ * state but free (through the generation index: its cost does not grow
+ * with the live objects); returns true and its index in *row.
+ */
+bool pbx_peer_objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                          size_t *row);
 
 /** pbx_peer_objtab_live counts live rows (for listings and tests). */
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t);

@@ -134,12 +134,13 @@ typedef struct vfsd_mint {
 /* The daemon's one state (vfsd.c). */
 extern vfsd g_vfsd;
 
-/* vfsd_resolve.c: replies on the current message, the data sweep, and
+/* vfsd_resolve.c: replies on the current message, closing the files of a
+ * row no longer live, and
  * RESOLVE through scope connection c whose message came from pid (its
  * answer goes on pid's route, never on c). */
 void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
-void vfsd_data_sweep(void);
+void vfsd_row_files(size_t row);
 void vfsd_resolve(vfsd_conn *c, pid_t pid);
 /* The descriptor vfsd answers a message from pid on scope c on: pid's
  * route when pid is a route's process, else c's own. */
@@ -148,11 +149,12 @@ int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid);
 /* vfsd_create.c: RESOLVE of a CREATE (the file must be missing and its
  * directory present beneath the scope: fills *mt, true for FOUND; the
  * verdict in *v either way), and the file's creation on the first call of
- * row that needs its data (0, or the call's refusal status). */
+ * row that needs its data (0, or the call's refusal status), and closing
+ * the directory of a row no longer live. */
 bool vfsd_create_resolve(int dirfd, char *path, vfsd_mint *mt,
                          pbx_peer_vfs_verdict *v);
 uint32_t vfsd_create_now(size_t row);
-void vfsd_create_sweep(void);
+void vfsd_create_release(size_t row);
 
 /* vfsd_objects.c: the wire id of a local id, cutting a retired object's
  * provider end, serving one round of calls on a live row (true when its

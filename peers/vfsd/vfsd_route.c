@@ -106,7 +106,6 @@ static void vfsd_route_lost(uint64_t serial, pid_t pid)
             n++;
         }
     }
-    vfsd_data_sweep();
     pbx_peer_log("vfsd",
                  "route to pid %ld closed: %zu object(s) minted for it "
                  "retired",
