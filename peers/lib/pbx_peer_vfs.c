@@ -203,8 +203,67 @@ static void objtab_link(pbx_peer_objtab *t, size_t row)
     t->head[b] = (int32_t)row;
 }
 
+/* The state each ring holds rows of, by ring index. */
+static const uint8_t objtab_ring_state[3] = {
+    PBX_PEER_OBJ_FREE, PBX_PEER_OBJ_RETIRED, PBX_PEER_OBJ_HUNG};
+
+/* Appends row to ring k unless it is there already (then its older entry
+ * stands): a ring never holds more than cap entries. */
+static void objtab_ring_push(pbx_peer_objtab *t, size_t k, size_t row)
+{
+    pbx_peer_obj_ring *q = &t->rings[k];
+    if (q->in[row] || (size_t)q->count >= t->cap) {
+        return;
+    }
+    q->at[((size_t)q->first + q->count) % t->cap] = (uint32_t)row;
+    q->count++;
+    q->in[row] = true;
+}
+
+/* Drops from each ring's front the rows no longer in its state (minted
+ * since, or moved on), so a ring's oldest entry is a row it may hand out.
+ * Each entry is dropped once: the cost is bounded by the entries pushed. */
+static void objtab_settle(pbx_peer_objtab *t)
+{
+    for (size_t k = 0; k < 3U; k++) {
+        pbx_peer_obj_ring *q = &t->rings[k];
+        for (size_t n = 0; n < t->cap && q->count != 0U; n++) {
+            uint32_t r = q->at[q->first];
+            if (t->rows[r].state == objtab_ring_state[k]) {
+                break;
+            }
+            q->in[r] = false;
+            q->first = (uint32_t)(((size_t)q->first + 1U) % t->cap);
+            q->count--;
+        }
+    }
+}
+
+/* The O(1) pick: the first never-minted row, else the oldest row of the
+ * free, retired and hung-up rings, in that order, when it still holds its
+ * ring's state (only a change behind the table's back makes it not). */
+static bool objtab_quick(const pbx_peer_objtab *t, size_t *row)
+{
+    if (t->fresh < t->cap && t->rows[t->fresh].state == PBX_PEER_OBJ_FREE) {
+        *row = t->fresh;
+        return true;
+    }
+    for (size_t k = 0; k < 3U; k++) {
+        const pbx_peer_obj_ring *q = &t->rings[k];
+        if (q->count != 0U &&
+            t->rows[q->at[q->first]].state == objtab_ring_state[k]) {
+            *row = q->at[q->first];
+            return true;
+        }
+    }
+    return false;
+}
+
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
 {
+    if (objtab_quick(t, row)) {
+        return 0U;
+    }
     size_t retired = t->cap;
     size_t hung = t->cap;
     for (size_t i = 0; i < t->cap; i++) {
@@ -248,6 +307,10 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
     o->scope_id = scope_id;
     o->provider = provider;
     o->detached = 0U;
+    if (row == t->fresh) {
+        t->fresh++;
+    }
+    objtab_settle(t);
     /* Generations never repeat zero: wrap from UINT32_MAX to 1. */
     if (t->next_gen == UINT32_MAX) {
         t->next_gen = 1U;
@@ -347,11 +410,15 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
         /* Nothing is left to cut: a repeat, or every copy hung up. */
         *provider = -1;
         o->state = PBX_PEER_OBJ_RETIRED;
+        objtab_ring_push(t, 1U, i);
+        objtab_settle(t);
         return 0U;
     }
     *provider = o->provider;
     o->provider = -1;
     o->state = PBX_PEER_OBJ_RETIRED;
+    objtab_ring_push(t, 1U, i);
+    objtab_settle(t);
     return 0U;
 }
 
@@ -364,7 +431,18 @@ uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider)
     *provider = o->provider;
     o->provider = -1;
     o->state = PBX_PEER_OBJ_HUNG;
+    objtab_ring_push(t, 2U, row);
+    objtab_settle(t);
     return 0U;
+}
+
+void pbx_peer_objtab_unmint(pbx_peer_objtab *t, size_t row)
+{
+    PBX_ASSERT(row < t->cap);
+    t->rows[row].state = PBX_PEER_OBJ_FREE;
+    t->rows[row].provider = -1;
+    objtab_ring_push(t, 0U, row);
+    objtab_settle(t);
 }
 
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t)

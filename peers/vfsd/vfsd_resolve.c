@@ -267,7 +267,7 @@ static void vfsd_found(const vfsd_conn *c, int out, pbx_ipc_resolve_reply *rep,
         int prov = -1;
         (void)pbx_peer_objtab_retire(&g_vfsd.objs, id, rep->object.gen,
                                      c->scope_id, rep->object_class, &prov);
-        g_vfsd.objs.rows[row].state = PBX_PEER_OBJ_FREE;
+        pbx_peer_objtab_unmint(&g_vfsd.objs, row);
         (void)close(sv[0]);
         vfsd_row_files(row);
         pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
