@@ -88,21 +88,14 @@ PBX_TEST(peers_tables_proctab_holds_its_capacity_then_busy)
     PBX_CHECK_EQ(row, 333U);
 }
 
-/* Runs pbx-NAME with option opt set to value (after the other args);
- * returns its exit status, with its stderr in err (cap bytes). */
-static int tt_cli(const char *name, const char *const *args, size_t nargs,
-                  const char *opt, const char *value, char *err, size_t cap)
+/* Runs pbx-NAME with its two other arguments a0 a1 and option opt set to
+ * value; returns its exit status, with its stderr in err (cap bytes). */
+static int tt_cli(const char *name, const char *const *two, const char *opt,
+                  const char *value, char *err, size_t cap)
 {
-    const char *argv[16];
-    char out[256];
-    PBX_REQUIRE(nargs + 3U <= PBX_ARRAY_LEN(argv));
-    for (size_t i = 0; i < nargs; i++) {
-        argv[i] = args[i];
-    }
-    argv[nargs] = opt;
-    argv[nargs + 1U] = value;
-    argv[nargs + 2U] = NULL;
-    return tp_cli(name, argv, out, err, cap);
+    const char *argv[] = {two[0], two[1], opt, value, NULL};
+    static char out[256];
+    return tp_cli(name, argv, out, err, cap < sizeof(out) ? cap : sizeof(out));
 }
 
 PBX_TEST(peers_tables_options_refuse_bad_sizes)
@@ -110,17 +103,16 @@ PBX_TEST(peers_tables_options_refuse_bad_sizes)
     static const char *const bad[] = {"0", "4097", "12x", "", "-1"};
     const char *vfsd[] = {"--root", tp_tmpdir()};
     const char *procd[] = {"--stage", "7:1"};
-    char err[1024];
+    char err[256];
     for (size_t i = 0; i < PBX_ARRAY_LEN(bad); i++) {
         char want[64];
         (void)snprintf(want, sizeof(want), "--objects '%s' (1..4096)", bad[i]);
         PBX_CHECK_EQ(
-            tt_cli("vfsd", vfsd, 2U, "--objects", bad[i], err, sizeof(err)), 2);
+            tt_cli("vfsd", vfsd, "--objects", bad[i], err, sizeof(err)), 2);
         PBX_CHECK(strstr(err, want) != NULL);
         (void)snprintf(want, sizeof(want), "--installs '%s' (1..4096)", bad[i]);
         PBX_CHECK_EQ(
-            tt_cli("procd", procd, 2U, "--installs", bad[i], err, sizeof(err)),
-            2);
+            tt_cli("procd", procd, "--installs", bad[i], err, sizeof(err)), 2);
         PBX_CHECK(strstr(err, want) != NULL);
     }
 }
