@@ -108,6 +108,9 @@ if [ "$SMOKE" = 1 ]; then
     [ "$(field held "$line")" = 3 ] ||
         { echo "bench: held grants: $line" >&2; exit 1; }
     positive "$(field ratio "$line")" "lifecycle beside held grants"
+    # The held grants are real rows: procd installs and vfsd objects.
+    [ "$(field installs "$line")" = 3 ] && [ "$(field objects "$line")" = 3 ] ||
+        { echo "bench: held grants not live at procd and vfsd: $line" >&2; exit 1; }
     echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
     exit 0
 fi
@@ -327,14 +330,17 @@ echo "arena bytes per request (PBX1 arena over capacity): $(for cap in $CAPS; do
     l=$("$BIN" core --cap "$cap" --n 1)
     printf '%s at %s, ' "$(field arena_bytes_per_request "$l")" "$cap"
 done | sed 's/, $//')"
-# The lifecycle beside 900 live grants (bench_grants.py): a shell job asks
-# for 900 job-lifetime grants and keeps the ones it gets.
+# The lifecycle beside 900 live grants (bench_grants.py): shell jobs hold
+# 900 job-lifetime install-mode grants (vfsd objects and procd installs
+# live) on one stack and 1 on another; 7 interleaved rounds of 200.
 g=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" "$WORK/grants" \
     900 200 2>/dev/null | sed -n 's/^grants //p')
-printf 'lifecycle with %s live grants (of %s asked; first refusal: %s) / with 1: %s / %s µs = %sx (target <= 1.1x at 900)\n' \
-    "$(field held "$g")" "$(field asked "$g")" \
+printf 'lifecycle with %s live grants (of %s asked; procd installs %s, vfsd objects %s; first refusal: %s) / with 1: %s / %s µs = %sx (medians of %s interleaved rounds; target <= 1.1x at 900)\n' \
+    "$(field held "$g")" "$(field asked "$g")" "$(field installs "$g")" \
+    "$(field objects "$g")" \
     "$(field refused "$g" | tr '_' ' ')" "$(us "$(field median_ns_held "$g")")" \
-    "$(us "$(field median_ns_one "$g")")" "$(field ratio "$g")"
+    "$(us "$(field median_ns_one "$g")")" "$(field ratio "$g")" \
+    "$(field rounds "$g")"
 # The live powerboxd under callgrind (bench_live_ir.py): instructions per
 # lifecycle from 220 - 20 lifecycles, twice, over the floor's powerboxd half.
 live=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" "$WORK/live" \

@@ -7,8 +7,18 @@
 
 void pbx_peer_proctab_init(pbx_peer_proctab *t)
 {
-    pbx_mem_set(t, 0, sizeof(*t));
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    pbx_peer_proctab_init_cap(t, PBX_PEER_PROC_INSTALLS_MAX);
+}
+
+void pbx_peer_proctab_init_cap(pbx_peer_proctab *t, size_t cap)
+{
+    PBX_ASSERT(cap >= 1U && cap <= PBX_PEER_PROC_INSTALLS_CAP);
+    /* Only the rows in use are cleared: the rest of the static storage
+     * stays untouched (and, in a fresh process, unmapped). */
+    pbx_mem_set(t, 0, offsetof(pbx_peer_proctab, rows));
+    pbx_mem_set(t->rows, 0, cap * sizeof(t->rows[0]));
+    t->cap = cap;
+    for (size_t i = 0; i < cap; i++) {
         t->rows[i].object = -1;
         t->rows[i].handle = -1;
         t->rows[i].route = -1;
@@ -22,7 +32,7 @@ void pbx_peer_proctab_init(pbx_peer_proctab *t)
 /* Reports whether process_id has a live install (in any generation). */
 static bool proc_busy(const pbx_peer_proctab *t, uint64_t process_id)
 {
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         if (t->rows[i].live && t->rows[i].target.process_id == process_id) {
             return true;
         }
@@ -152,11 +162,11 @@ uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
     if (rq->target.slot >= PBX_PEER_PROC_SLOT_LIMIT) {
         return PBX_PEER_E_SLOT;
     }
-    size_t free_row = PBX_PEER_PROC_INSTALLS_MAX;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    size_t free_row = t->cap;
+    for (size_t i = 0; i < t->cap; i++) {
         const pbx_peer_install_row *r = &t->rows[i];
         if (!r->live) {
-            free_row = free_row == PBX_PEER_PROC_INSTALLS_MAX ? i : free_row;
+            free_row = free_row == t->cap ? i : free_row;
             continue;
         }
         if (r->grant.index == rq->grant.index &&
@@ -168,7 +178,7 @@ uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
             return PBX_PEER_E_SLOT;
         }
     }
-    if (free_row == PBX_PEER_PROC_INSTALLS_MAX) {
+    if (free_row == t->cap) {
         return PBX_PEER_E_BUSY;
     }
     *row = free_row;
@@ -186,7 +196,7 @@ void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
                                        const pbx_ipc_install *rq, int object,
                                        int handle, int route)
 {
-    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX && !t->rows[row].live);
+    PBX_ASSERT(row < t->cap && !t->rows[row].live);
     pbx_peer_install_row *r = &t->rows[row];
     r->live = true;
     r->target = rq->target;
@@ -202,7 +212,7 @@ void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
 bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
                                size_t *row)
 {
-    for (size_t i = 0; route >= 0 && i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    for (size_t i = 0; route >= 0 && i < t->cap; i++) {
         if (t->rows[i].live && t->rows[i].route == route) {
             *row = i;
             return true;
@@ -214,7 +224,7 @@ bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
 bool pbx_peer_proctab_by_handle(const pbx_peer_proctab *t, int handle,
                                 size_t *row)
 {
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         if (t->rows[i].live && t->rows[i].handle == handle) {
             *row = i;
             return true;
@@ -226,7 +236,7 @@ bool pbx_peer_proctab_by_handle(const pbx_peer_proctab *t, int handle,
 uint32_t pbx_peer_proctab_revoke_check(const pbx_peer_proctab *t, size_t row,
                                        const pbx_ipc_revoke *rq)
 {
-    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX);
+    PBX_ASSERT(row < t->cap);
     const pbx_peer_install_row *r = &t->rows[row];
     bool exact = r->live && r->grant.index == rq->grant.index &&
                  r->grant.gen == rq->grant.gen &&
@@ -239,7 +249,7 @@ uint32_t pbx_peer_proctab_revoke_check(const pbx_peer_proctab *t, size_t row,
 void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
                            int *handle)
 {
-    PBX_ASSERT(row < PBX_PEER_PROC_INSTALLS_MAX);
+    PBX_ASSERT(row < t->cap);
     pbx_peer_install_row *r = &t->rows[row];
     *object = r->object;
     *handle = r->handle;
@@ -252,7 +262,7 @@ void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
 size_t pbx_peer_proctab_live(const pbx_peer_proctab *t)
 {
     size_t n = 0;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         n += t->rows[i].live ? 1U : 0U;
     }
     return n;

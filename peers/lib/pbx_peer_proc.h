@@ -13,10 +13,15 @@
 
 #include "ipc/pbx_ipc.h"
 
-/** PBX_PEER_PROC_STAGED_MAX bounds the staged processes. */
-#define PBX_PEER_PROC_STAGED_MAX 16U
-/** PBX_PEER_PROC_INSTALLS_MAX bounds the live installed grants. */
+/** PBX_PEER_PROC_STAGED_MAX bounds the staged processes: launchd's
+ * (LAUNCHD_STAGE_MAX), so every job a stack binds can be installed into. */
+#define PBX_PEER_PROC_STAGED_MAX 64U
+/** PBX_PEER_PROC_INSTALLS_MAX is the install table's default capacity
+ * (what pbx_peer_proctab_init gives; procd's --installs chooses another). */
 #define PBX_PEER_PROC_INSTALLS_MAX 64U
+/** PBX_PEER_PROC_INSTALLS_CAP is the most rows an install table can have:
+ * its static storage, so no table grows after startup. */
+#define PBX_PEER_PROC_INSTALLS_CAP 4096U
 /** PBX_PEER_PROC_SLOT_LIMIT is one past the highest installable slot. */
 #define PBX_PEER_PROC_SLOT_LIMIT 1024U
 
@@ -55,12 +60,22 @@ typedef struct pbx_peer_proctab {
     /** next_gen is the generation the next registration gets (nonzero,
      * above every simulated generation staged so far). */
     uint32_t next_gen;
-    /** rows are the install table entries. */
-    pbx_peer_install_row rows[PBX_PEER_PROC_INSTALLS_MAX];
+    /** cap is the install rows in use, 1..PBX_PEER_PROC_INSTALLS_CAP,
+     * fixed at init: rows[cap..] are never touched. */
+    size_t cap;
+    /** rows are the install table entries (the first cap of them). */
+    pbx_peer_install_row rows[PBX_PEER_PROC_INSTALLS_CAP];
 } pbx_peer_proctab;
 
-/** pbx_peer_proctab_init empties t (old contents ignored). */
+/** pbx_peer_proctab_init empties t (old contents ignored) with the
+ * default capacity, PBX_PEER_PROC_INSTALLS_MAX installs. */
 void pbx_peer_proctab_init(pbx_peer_proctab *t);
+
+/** pbx_peer_proctab_init_cap empties t with room for cap live installs;
+ * cap must be 1..PBX_PEER_PROC_INSTALLS_CAP (the caller checks an
+ * option's value before). Touches only the header and the first cap
+ * rows. */
+void pbx_peer_proctab_init_cap(pbx_peer_proctab *t, size_t cap);
 
 /**
  * pbx_peer_proctab_stage adds the staged process (process_id, gen); gen
@@ -133,7 +148,7 @@ void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
  * pbx_peer_proctab_by_route finds a live row whose INSTALL came on route
  * (never one recorded without a route, -1); returns true and its index
  * in *row. A caller ending every install of a closed route drops each row
- * found and asks again, at most PBX_PEER_PROC_INSTALLS_MAX times.
+ * found and asks again, at most t->cap times.
  */
 bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
                                size_t *row);

@@ -155,34 +155,134 @@ pbx_peer_vfs_verdict pbx_peer_vfs_judge(uint16_t operation, uint16_t want_class,
 
 void pbx_peer_objtab_init(pbx_peer_objtab *t)
 {
-    pbx_mem_set(t, 0, sizeof(*t));
+    pbx_peer_objtab_init_cap(t, PBX_PEER_VFS_OBJECTS_MAX);
+}
+
+void pbx_peer_objtab_init_cap(pbx_peer_objtab *t, size_t cap)
+{
+    PBX_ASSERT(cap >= 1U && cap <= PBX_PEER_VFS_OBJECTS_CAP);
+    /* Only the rows in use are cleared: the rest of the static storage
+     * stays untouched (and, in a fresh process, unmapped). */
+    pbx_mem_set(t, 0, offsetof(pbx_peer_objtab, rows));
+    pbx_mem_set(t->rows, 0, cap * sizeof(t->rows[0]));
     t->next_gen = 1U;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
-        t->rows[i].provider = -1;
+    t->cap = cap;
+    uint32_t nb = 1U;
+    while ((size_t)nb < cap) {
+        nb <<= 1U;
     }
+    t->mask = nb - 1U;
+    for (size_t i = 0; i < cap; i++) {
+        t->rows[i].provider = -1;
+        t->next[i] = -1;
+    }
+    for (uint32_t b = 0; b < nb; b++) {
+        t->head[b] = -1;
+    }
+}
+
+/* Takes row out of its generation's chain (it is in one: gen nonzero). */
+static void objtab_unlink(pbx_peer_objtab *t, size_t row)
+{
+    int32_t *link = &t->head[t->rows[row].gen & t->mask];
+    for (size_t i = 0; i < t->cap && *link >= 0; i++) {
+        if ((size_t)*link == row) {
+            *link = t->next[row];
+            t->next[row] = -1;
+            return;
+        }
+        link = &t->next[*link];
+    }
+}
+
+/* Puts row, just given its generation, at the head of that chain. */
+static void objtab_link(pbx_peer_objtab *t, size_t row)
+{
+    uint32_t b = t->rows[row].gen & t->mask;
+    t->next[row] = t->head[b];
+    t->head[b] = (int32_t)row;
+}
+
+/* The state each ring holds rows of, by ring index. */
+static const uint8_t objtab_ring_state[3] = {
+    PBX_PEER_OBJ_FREE, PBX_PEER_OBJ_RETIRED, PBX_PEER_OBJ_HUNG};
+
+/* Appends row to ring k unless it is there already (then its older entry
+ * stands): a ring never holds more than cap entries. */
+static void objtab_ring_push(pbx_peer_objtab *t, size_t k, size_t row)
+{
+    pbx_peer_obj_ring *q = &t->rings[k];
+    if (q->in[row] || (size_t)q->count >= t->cap) {
+        return;
+    }
+    q->at[((size_t)q->first + q->count) % t->cap] = (uint32_t)row;
+    q->count++;
+    q->in[row] = true;
+}
+
+/* Drops from each ring's front the rows no longer in its state (minted
+ * since, or moved on), so a ring's oldest entry is a row it may hand out.
+ * Each entry is dropped once: the cost is bounded by the entries pushed. */
+static void objtab_settle(pbx_peer_objtab *t)
+{
+    for (size_t k = 0; k < 3U; k++) {
+        pbx_peer_obj_ring *q = &t->rings[k];
+        for (size_t n = 0; n < t->cap && q->count != 0U; n++) {
+            uint32_t r = q->at[q->first];
+            if (t->rows[r].state == objtab_ring_state[k]) {
+                break;
+            }
+            q->in[r] = false;
+            q->first = (uint32_t)(((size_t)q->first + 1U) % t->cap);
+            q->count--;
+        }
+    }
+}
+
+/* The O(1) pick: the first never-minted row, else the oldest row of the
+ * free, retired and hung-up rings, in that order, when it still holds its
+ * ring's state (only a change behind the table's back makes it not). */
+static bool objtab_quick(const pbx_peer_objtab *t, size_t *row)
+{
+    if (t->fresh < t->cap && t->rows[t->fresh].state == PBX_PEER_OBJ_FREE) {
+        *row = t->fresh;
+        return true;
+    }
+    for (size_t k = 0; k < 3U; k++) {
+        const pbx_peer_obj_ring *q = &t->rings[k];
+        if (q->count != 0U &&
+            t->rows[q->at[q->first]].state == objtab_ring_state[k]) {
+            *row = q->at[q->first];
+            return true;
+        }
+    }
+    return false;
 }
 
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row)
 {
-    size_t retired = PBX_PEER_VFS_OBJECTS_MAX;
-    size_t hung = PBX_PEER_VFS_OBJECTS_MAX;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    if (objtab_quick(t, row)) {
+        return 0U;
+    }
+    size_t retired = t->cap;
+    size_t hung = t->cap;
+    for (size_t i = 0; i < t->cap; i++) {
         uint8_t st = t->rows[i].state;
         if (st == PBX_PEER_OBJ_FREE) {
             *row = i;
             return 0U;
         }
-        if (st == PBX_PEER_OBJ_RETIRED && retired == PBX_PEER_VFS_OBJECTS_MAX) {
+        if (st == PBX_PEER_OBJ_RETIRED && retired == t->cap) {
             retired = i;
         }
-        if (st == PBX_PEER_OBJ_HUNG && hung == PBX_PEER_VFS_OBJECTS_MAX) {
+        if (st == PBX_PEER_OBJ_HUNG && hung == t->cap) {
             hung = i;
         }
     }
     /* A hung-up row may still be named by a RETIRE powerboxd has not sent
      * yet; a retired one was acknowledged already, so it goes first. */
-    size_t pick = retired != PBX_PEER_VFS_OBJECTS_MAX ? retired : hung;
-    if (pick == PBX_PEER_VFS_OBJECTS_MAX) {
+    size_t pick = retired != t->cap ? retired : hung;
+    if (pick == t->cap) {
         return PBX_PEER_E_BUSY;
     }
     *row = pick;
@@ -193,16 +293,24 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
                               uint64_t scope_id, uint16_t object_class,
                               int provider)
 {
-    PBX_ASSERT(row < PBX_PEER_VFS_OBJECTS_MAX);
+    PBX_ASSERT(row < t->cap);
     PBX_ASSERT(t->rows[row].state != PBX_PEER_OBJ_LIVE);
     pbx_peer_obj *o = &t->rows[row];
+    if (o->gen != 0U) {
+        objtab_unlink(t, row);
+    }
     o->state = PBX_PEER_OBJ_LIVE;
     o->object_class = object_class;
     o->gen = t->next_gen;
+    objtab_link(t, row);
     o->id = id;
     o->scope_id = scope_id;
     o->provider = provider;
     o->detached = 0U;
+    if (row == t->fresh) {
+        t->fresh++;
+    }
+    objtab_settle(t);
     /* Generations never repeat zero: wrap from UINT32_MAX to 1. */
     if (t->next_gen == UINT32_MAX) {
         t->next_gen = 1U;
@@ -213,18 +321,41 @@ uint32_t pbx_peer_objtab_mint(pbx_peer_objtab *t, size_t row, uint64_t id,
     return o->gen;
 }
 
+/* The first row of gen's chain holding gen (and id, when any_id is
+ * false) in a non-free state, or -1. Every row holding gen is in that
+ * chain (after a wrap of the generations two may be); the walk is bounded
+ * by cap. */
+static int32_t objtab_by_gen(const pbx_peer_objtab *t, uint32_t gen,
+                             uint64_t id, bool any_id)
+{
+    int32_t r = t->head[gen & t->mask];
+    for (size_t i = 0; i < t->cap && r >= 0; i++) {
+        const pbx_peer_obj *o = &t->rows[r];
+        if (o->gen == gen && o->state != PBX_PEER_OBJ_FREE &&
+            (any_id || o->id == id)) {
+            return r;
+        }
+        r = t->next[r];
+    }
+    return -1;
+}
+
+bool pbx_peer_objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                          size_t *row)
+{
+    int32_t r = gen == 0U ? -1 : objtab_by_gen(t, gen, id, false);
+    if (r < 0) {
+        return false;
+    }
+    *row = (size_t)r;
+    return true;
+}
+
 /* Finds the row with exactly id and gen in any non-free state. */
 static bool objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
                         size_t *row)
 {
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
-        const pbx_peer_obj *o = &t->rows[i];
-        if (o->state != PBX_PEER_OBJ_FREE && o->id == id && o->gen == gen) {
-            *row = i;
-            return true;
-        }
-    }
-    return false;
+    return pbx_peer_objtab_find(t, id, gen, row);
 }
 
 uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
@@ -246,12 +377,7 @@ uint32_t pbx_peer_objtab_detach_check(const pbx_peer_objtab *t, uint64_t id,
 /* Reports whether any non-free row holds generation gen. */
 static bool objtab_gen_held(const pbx_peer_objtab *t, uint32_t gen)
 {
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
-        if (t->rows[i].state != PBX_PEER_OBJ_FREE && t->rows[i].gen == gen) {
-            return true;
-        }
-    }
-    return false;
+    return objtab_by_gen(t, gen, 0U, true) >= 0;
 }
 
 uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
@@ -284,31 +410,45 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
         /* Nothing is left to cut: a repeat, or every copy hung up. */
         *provider = -1;
         o->state = PBX_PEER_OBJ_RETIRED;
+        objtab_ring_push(t, 1U, i);
+        objtab_settle(t);
         return 0U;
     }
     *provider = o->provider;
     o->provider = -1;
     o->state = PBX_PEER_OBJ_RETIRED;
+    objtab_ring_push(t, 1U, i);
+    objtab_settle(t);
     return 0U;
 }
 
 uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider)
 {
-    if (row >= PBX_PEER_VFS_OBJECTS_MAX ||
-        t->rows[row].state != PBX_PEER_OBJ_LIVE) {
+    if (row >= t->cap || t->rows[row].state != PBX_PEER_OBJ_LIVE) {
         return PBX_PEER_E_UNKNOWN;
     }
     pbx_peer_obj *o = &t->rows[row];
     *provider = o->provider;
     o->provider = -1;
     o->state = PBX_PEER_OBJ_HUNG;
+    objtab_ring_push(t, 2U, row);
+    objtab_settle(t);
     return 0U;
+}
+
+void pbx_peer_objtab_unmint(pbx_peer_objtab *t, size_t row)
+{
+    PBX_ASSERT(row < t->cap);
+    t->rows[row].state = PBX_PEER_OBJ_FREE;
+    t->rows[row].provider = -1;
+    objtab_ring_push(t, 0U, row);
+    objtab_settle(t);
 }
 
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t)
 {
     size_t n = 0;
-    for (size_t i = 0; i < PBX_PEER_VFS_OBJECTS_MAX; i++) {
+    for (size_t i = 0; i < t->cap; i++) {
         n += t->rows[i].state == PBX_PEER_OBJ_LIVE ? 1U : 0U;
     }
     return n;

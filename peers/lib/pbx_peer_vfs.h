@@ -17,8 +17,12 @@
 
 /** PBX_PEER_VFS_PATH_BYTES_MAX bounds an accepted path, NUL included. */
 #define PBX_PEER_VFS_PATH_BYTES_MAX 4097U
-/** PBX_PEER_VFS_OBJECTS_MAX is the object table's fixed capacity. */
+/** PBX_PEER_VFS_OBJECTS_MAX is the object table's default capacity (what
+ * pbx_peer_objtab_init gives; vfsd's --objects chooses another). */
 #define PBX_PEER_VFS_OBJECTS_MAX 256U
+/** PBX_PEER_VFS_OBJECTS_CAP is the most rows a table can have: its static
+ * storage, so no table grows after startup. */
+#define PBX_PEER_VFS_OBJECTS_CAP 4096U
 
 /** pbx_peer_sel is the verdict on a selector's shape. */
 typedef enum pbx_peer_sel {
@@ -155,6 +159,18 @@ typedef struct pbx_peer_obj {
     uint32_t detached;
 } pbx_peer_obj;
 
+/** pbx_peer_obj_ring is a FIFO of row indexes (one per row at most). */
+typedef struct pbx_peer_obj_ring {
+    /** first is the index in at of the oldest entry. */
+    uint32_t first;
+    /** count is the entries held. */
+    uint32_t count;
+    /** at holds the rows, oldest at first, wrapping at the table's cap. */
+    uint32_t at[PBX_PEER_VFS_OBJECTS_CAP];
+    /** in marks the rows held (so none is held twice). */
+    bool in[PBX_PEER_VFS_OBJECTS_CAP];
+} pbx_peer_obj_ring;
+
 /**
  * pbx_peer_objtab is vfsd's caller-allocated object table. Rows are found
  * by exact identity; a retired row is kept until its space is needed.
@@ -169,18 +185,49 @@ typedef struct pbx_peer_objtab {
     /** wrapped is true once next_gen has wrapped past UINT32_MAX (every
      * generation has then been minted at least once). */
     bool wrapped;
-    /** rows are the table entries. */
-    pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_MAX];
+    /** cap is the rows in use, 1..PBX_PEER_VFS_OBJECTS_CAP, fixed at
+     * init: rows[cap..] are never touched. */
+    size_t cap;
+    /** mask is the generation index's bucket count minus one (a power of
+     * two at least cap): a row is found by its generation in the chain
+     * of bucket gen & mask, so a lookup costs the same whatever the live
+     * objects (generations are consecutive, so chains stay short). */
+    uint32_t mask;
+    /** head is each bucket's first row, -1 for none. */
+    int32_t head[PBX_PEER_VFS_OBJECTS_CAP];
+    /** next is each row's successor in its bucket's chain (-1: last); a
+     * row is in a chain from its first mint on (gen nonzero). */
+    int32_t next[PBX_PEER_VFS_OBJECTS_CAP];
+    /** fresh is the first row never minted: rows fresh..cap-1 are free
+     * and are handed out in order before any other. */
+    size_t fresh;
+    /** rings are the rows the table itself made free (unmint), retired
+     * and hung up, oldest first, each row at most once per ring
+     * (PBX_PEER_OBJ_RING_*): reserve takes a ring's oldest row in O(1),
+     * so picking a row does not walk the live ones. */
+    pbx_peer_obj_ring rings[3];
+    /** rows are the table entries (the first cap of them). */
+    pbx_peer_obj rows[PBX_PEER_VFS_OBJECTS_CAP];
 } pbx_peer_objtab;
 
-/** pbx_peer_objtab_init empties t (old contents ignored). */
+/** pbx_peer_objtab_init empties t (old contents ignored) with the default
+ * capacity, PBX_PEER_VFS_OBJECTS_MAX rows. */
 void pbx_peer_objtab_init(pbx_peer_objtab *t);
+
+/** pbx_peer_objtab_init_cap empties t with room for cap live objects;
+ * cap must be 1..PBX_PEER_VFS_OBJECTS_CAP (the caller checks an option's
+ * value before). Touches only the header and the first cap rows. */
+void pbx_peer_objtab_init_cap(pbx_peer_objtab *t, size_t cap);
 
 /**
  * pbx_peer_objtab_reserve picks a row for a new object: a free row, else
- * the first retired one, else the first hung-up one (a RETIRE may still
- * come for it, so it is reused last). Stores its index in *row and returns
- * 0, or returns PBX_PEER_E_BUSY when every row is live. Changes nothing.
+ * a retired one, else a hung-up one (a RETIRE may still come for it, so
+ * it is reused last). Rows the table itself freed, retired or hung up are
+ * taken oldest first in O(1) (never-minted rows first, in order); when a
+ * row's state was changed behind the table's back, or none is found that
+ * way, every row is looked at: the first free, else the first retired,
+ * else the first hung-up one. Stores its index in *row and returns 0, or
+ * returns PBX_PEER_E_BUSY when every row is live. Changes nothing.
  */
 uint32_t pbx_peer_objtab_reserve(const pbx_peer_objtab *t, size_t *row);
 
@@ -229,6 +276,20 @@ uint32_t pbx_peer_objtab_retire(pbx_peer_objtab *t, uint64_t id, uint32_t gen,
  * (nothing changed) when row is out of range or not live.
  */
 uint32_t pbx_peer_objtab_hangup(pbx_peer_objtab *t, size_t row, int *provider);
+
+/**
+ * pbx_peer_objtab_unmint frees row, reserved and minted but never handed
+ * out (its FOUND could not be sent): it is reused before retired rows.
+ */
+void pbx_peer_objtab_unmint(pbx_peer_objtab *t, size_t row);
+
+/**
+ * pbx_peer_objtab_find finds the row holding exactly id and gen in any
+ * state but free (through the generation index: its cost does not grow
+ * with the live objects); returns true and its index in *row.
+ */
+bool pbx_peer_objtab_find(const pbx_peer_objtab *t, uint64_t id, uint32_t gen,
+                          size_t *row);
 
 /** pbx_peer_objtab_live counts live rows (for listings and tests). */
 size_t pbx_peer_objtab_live(const pbx_peer_objtab *t);

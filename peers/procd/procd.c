@@ -25,7 +25,13 @@
  *   pbx-procd [--stage PID:GEN ...] [--stage-sock PATH]
  *             [--route-fd N] [--query PATH] [--jobs-below PID]
  *             [--max-per-pid N] [--attach-fd N] [--ready-fd N]
+ *             [--installs N]
  *   pbx-procd -h | --help
+ *
+ * --installs N (1..4096, default 64) sizes the install table: at most N
+ * grants installed at once, an INSTALL beyond refused BUSY. Its storage
+ * is static and fixed at startup, and the descriptor limit is raised to
+ * hold two descriptors per install (or startup fails).
  */
 /* accept4 is a Linux extension. */
 #define _GNU_SOURCE
@@ -34,8 +40,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,7 +60,10 @@
     "usage: pbx-procd [--stage PID:GEN ...] [--stage-sock PATH]\n"             \
     "                 [--route-fd N] [--query PATH] [--jobs-below PID]\n"      \
     "                 [--max-per-pid N] [--attach-fd N] [--ready-fd N]\n"      \
-    "       pbx-procd -h | --help\n"
+    "                 [--installs N]\n"                                        \
+    "       pbx-procd -h | --help\n"                                           \
+    "--installs N (1..4096, default 64): grants installed at once; an\n"       \
+    "INSTALL beyond is refused BUSY. See docs/HOST.md.\n"
 
 procd g_procd;
 
@@ -64,6 +75,11 @@ procd g_procd;
  * 3). The set sits in each round's poll set beside procd's fixed few
  * descriptors (attach channel, query readers, stages, routes). */
 static int g_procd_ep = -1;
+
+/* Handle events one round takes from the set: level-triggered, so what a
+ * round leaves is reported again by the next (a bound on a round's work
+ * that does not grow with the table). */
+#define PROCD_HANDLE_EVENTS 64U
 
 /* Adds live row's handle to the set; a failure is logged (the handle then
  * goes unserved until its route or a REVOKE-less hang-up is seen). */
@@ -97,6 +113,15 @@ uint64_t procd_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
 }
 
+/* Clears row's hang-up time, keeping the count of hung rows exact. */
+static void procd_unhang(size_t row)
+{
+    if (g_procd.hung_ms[row] != 0U) {
+        g_procd.hung_ms[row] = 0U;
+        g_procd.nhung--;
+    }
+}
+
 /* Replies to the current message with an error status. */
 static void procd_fail(int fd, uint32_t status, const char *what)
 {
@@ -112,7 +137,7 @@ static void procd_drop(size_t row, const char *why)
                  r->grant.index, r->grant.gen,
                  (unsigned long long)r->target.process_id, r->target.slot);
     int fds[2] = {-1, -1};
-    g_procd.hung_ms[row] = 0U;
+    procd_unhang(row);
     pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
     procd_unwatch(fds[1]);
     pbx_peer_io_close_all(fds, 2);
@@ -168,7 +193,8 @@ static bool procd_deliver(const pbx_ipc_install *rq, int object)
  * so that hang-up is a revocation, ended now so the slot is free. */
 static void procd_settle_slot(const pbx_ipc_install *rq)
 {
-    for (size_t row = 0; row < PBX_PEER_PROC_INSTALLS_MAX; row++) {
+    /* Most INSTALLs find no hung-up handle at all: then nothing to walk. */
+    for (size_t row = 0; g_procd.nhung != 0U && row < g_procd.tab.cap; row++) {
         const pbx_peer_install_row *r = &g_procd.tab.rows[row];
         if (r->live && g_procd.hung_ms[row] != 0U &&
             r->target.process_id == rq->target.process_id &&
@@ -240,8 +266,13 @@ static bool procd_route_hung(size_t row)
 static bool procd_hung_sweep(void)
 {
     bool waiting = false;
+    if (g_procd.nhung == 0U) {
+        /* The usual round: no handle hung up, so no row to look at (the
+         * cost of a round does not grow with the live installs). */
+        return false;
+    }
     uint64_t now = procd_mono_ms();
-    for (size_t row = 0; row < PBX_PEER_PROC_INSTALLS_MAX; row++) {
+    for (size_t row = 0; row < g_procd.tab.cap; row++) {
         if (!g_procd.tab.rows[row].live || g_procd.hung_ms[row] == 0U ||
             procd_route_hung(row)) {
             continue;
@@ -267,7 +298,9 @@ static void procd_handle(size_t row)
     if (r == 1) {
         /* Unwatched: the hang-up would be reported on every wait. */
         procd_unwatch(fd);
+        procd_unhang(row);
         g_procd.hung_ms[row] = procd_mono_ms() + PROCD_HANDLE_GRACE_MS;
+        g_procd.nhung++;
         return;
     }
     if (r != 0) {
@@ -304,7 +337,7 @@ static void procd_handle(size_t row)
     int object = -1;
     int handle = -1;
     pbx_peer_log("procd", "REVOKE grant %u.%u", rq.grant.index, rq.grant.gen);
-    g_procd.hung_ms[row] = 0U;
+    procd_unhang(row);
     pbx_peer_proctab_drop(&g_procd.tab, row, &object, &handle);
     procd_unwatch(handle);
     (void)close(object);
@@ -455,7 +488,7 @@ static void procd_route_lost(int fd)
 {
     size_t n = 0;
     size_t row = 0;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX &&
+    for (size_t i = 0; i < g_procd.tab.cap &&
                        pbx_peer_proctab_by_route(&g_procd.tab, fd, &row);
          i++) {
         const pbx_peer_install_row *r = &g_procd.tab.rows[row];
@@ -463,7 +496,7 @@ static void procd_route_lost(int fd)
                      "INSTALL ended grant %u.%u: route closed (broker lost)",
                      r->grant.index, r->grant.gen);
         int fds[2] = {-1, -1};
-        g_procd.hung_ms[row] = 0U;
+        procd_unhang(row);
         pbx_peer_proctab_drop(&g_procd.tab, row, &fds[0], &fds[1]);
         procd_unwatch(fds[1]);
         pbx_peer_io_close_all(fds, 2);
@@ -490,12 +523,12 @@ static void procd_attach(void)
  * have ended it). */
 static void procd_serve_handles(void)
 {
-    static struct epoll_event evs[PBX_PEER_PROC_INSTALLS_MAX];
-    int n = epoll_wait(g_procd_ep, evs, (int)PBX_PEER_PROC_INSTALLS_MAX, 0);
+    static struct epoll_event evs[PROCD_HANDLE_EVENTS];
+    int n = epoll_wait(g_procd_ep, evs, (int)PROCD_HANDLE_EVENTS, 0);
     for (int i = 0; i < n; i++) {
         size_t row = (size_t)(evs[i].data.u64 >> 32);
         int fd = (int)(uint32_t)evs[i].data.u64;
-        if (row < PBX_PEER_PROC_INSTALLS_MAX && g_procd.tab.rows[row].live &&
+        if (row < g_procd.tab.cap && g_procd.tab.rows[row].live &&
             g_procd.hung_ms[row] == 0U && g_procd.tab.rows[row].handle == fd) {
             procd_handle(row);
         }
@@ -573,6 +606,10 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
         return adm > 0;
     }
     int fd = -1;
+    if (strcmp(k, "--installs") == 0) {
+        /* Applied before the others (procd_installs_arg). */
+        return true;
+    }
     if (strcmp(k, "--route") == 0) {
         pbx_peer_log("procd",
                      "bad argument: --route '%s': procd listens for no route "
@@ -614,14 +651,72 @@ static bool procd_option(const char *k, const char *v, int *ready_fd)
     return true;
 }
 
+/* Takes --installs from argv (the last one wins) into g_procd.installs
+ * before any other option is applied; false after a message naming a bad
+ * value (a decimal 1..PBX_PEER_PROC_INSTALLS_CAP). */
+static bool procd_installs_arg(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--installs") != 0) {
+            continue;
+        }
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(argv[i + 1], &end, 10);
+        if (end == argv[i + 1] || *end != '\0' || errno != 0 || n < 1L ||
+            n > (long)PBX_PEER_PROC_INSTALLS_CAP) {
+            pbx_peer_log("procd", "bad argument: --installs '%s' (1..%u)",
+                         argv[i + 1], PBX_PEER_PROC_INSTALLS_CAP);
+            return false;
+        }
+        g_procd.installs = (size_t)n;
+    }
+    return true;
+}
+
+/* Sizes the install table for --installs (static storage, only the rows
+ * in use touched) and raises the soft RLIMIT_NOFILE, at most to the hard
+ * limit, to hold every install's two descriptors beside procd's own
+ * (PROCD_FDS_BASE); false after a message when the hard limit is too low,
+ * so a too-large table fails at startup, never later with EMFILE. */
+static bool procd_table_start(void)
+{
+    size_t n = g_procd.installs;
+    rlim_t want = (rlim_t)(PROCD_FDS_BASE + n * PROCD_FDS_PER_INSTALL);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        pbx_peer_log("procd", "getrlimit: %s", strerror(errno));
+        return false;
+    }
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+        pbx_peer_log("procd",
+                     "--installs %zu needs %llu descriptors; the hard "
+                     "RLIMIT_NOFILE is %llu (use fewer installs or raise it)",
+                     n, (unsigned long long)want,
+                     (unsigned long long)rl.rlim_max);
+        return false;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            pbx_peer_log("procd", "setrlimit to %llu: %s",
+                         (unsigned long long)want, strerror(errno));
+            return false;
+        }
+    }
+    pbx_peer_proctab_init_cap(&g_procd.tab, n);
+    return true;
+}
+
 /* Names the first word in an option position of argv that is not one of
  * procd's options, on one line; false then. Checked before any option is
  * applied, so a typo never leaves a half-opened socket behind. */
 static bool procd_known_options(int argc, char **argv)
 {
     static const char *const known[] = {
-        "--stage", "--stage-sock", "--route",      "--route-fd",   "--ready-fd",
-        "--query", "--attach-fd",  "--jobs-below", "--max-per-pid"};
+        "--stage",       "--stage-sock", "--route",     "--route-fd",
+        "--ready-fd",    "--query",      "--attach-fd", "--jobs-below",
+        "--max-per-pid", "--installs"};
     for (int i = 1; i < argc; i += 2) {
         bool found = false;
         for (size_t j = 0; j < sizeof(known) / sizeof(known[0]); j++) {
@@ -650,16 +745,20 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < PROCD_READERS_MAX; i++) {
         g_procd.readers[i].fd = -1;
     }
-    pbx_peer_proctab_init(&g_procd.tab);
+    g_procd.installs = PBX_PEER_PROC_INSTALLS_MAX;
     if (argc == 2 &&
         (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
         (void)fputs(PROCD_USAGE, stdout);
         return 0;
     }
     /* No argument at all is a usage error too: a procd with no staged
-     * process and no route would serve nothing forever. */
-    if (!procd_known_options(argc, argv)) {
+     * process and no route would serve nothing forever. The table is sized
+     * before any option is applied (--stage fills it). */
+    if (!procd_known_options(argc, argv) || !procd_installs_arg(argc, argv)) {
         return 2;
+    }
+    if (!procd_table_start()) {
+        return 1;
     }
     bool ok = argc > 1 && (argc % 2) == 1;
     for (int i = 1; ok && i + 1 < argc; i += 2) {
@@ -669,8 +768,8 @@ int main(int argc, char **argv)
         (void)fputs(PROCD_USAGE, stderr);
         return 2;
     }
-    pbx_peer_log("procd", "ready: %zu staged process(es)",
-                 g_procd.tab.staged_count);
+    pbx_peer_log("procd", "ready: %zu staged process(es), %zu install row(s)",
+                 g_procd.tab.staged_count, g_procd.tab.cap);
     g_procd_ep = epoll_create1(EPOLL_CLOEXEC);
     if (g_procd_ep < 0) {
         pbx_peer_log("procd", "epoll_create1 failed: %s", strerror(errno));

@@ -33,7 +33,12 @@
 /* One row: "process P gen G slot S grant I.G object O\n". */
 #define PROCD_ROW_BYTES 128U
 /* Stage connections open at once (registered or not yet). */
-#define PROCD_STAGES_MAX PBX_PEER_PROC_STAGED_MAX
+#define PROCD_STAGES_MAX 16U
+/* Descriptors the install table's size is added to at startup (stdio,
+ * routes, stages, readers, the epoll set, a margin), and those one
+ * install holds (the installed object and procd's handle end). */
+#define PROCD_FDS_BASE        64U
+#define PROCD_FDS_PER_INSTALL 2U
 
 /* One query connection: the rows as they were when it connected, and how
  * much of them it has taken. */
@@ -43,7 +48,7 @@ typedef struct procd_reader {
     size_t off;
     size_t len;
     uint64_t deadline_ms;
-    char text[PBX_PEER_PROC_INSTALLS_MAX * PROCD_ROW_BYTES];
+    char text[PBX_PEER_PROC_INSTALLS_CAP * PROCD_ROW_BYTES];
 } procd_reader;
 
 /* The whole daemon state (static storage). */
@@ -61,7 +66,12 @@ typedef struct procd {
     /* Per install row: when its handle hung up while its route had not,
      * the time (monotonic ms) from which that counts as a revocation;
      * 0 while its handle is open. */
-    uint64_t hung_ms[PBX_PEER_PROC_INSTALLS_MAX];
+    uint64_t hung_ms[PBX_PEER_PROC_INSTALLS_CAP];
+    /* Rows whose hung_ms is set: while 0, no round sweeps the table. */
+    size_t nhung;
+    /* --installs: the install table's rows (PBX_PEER_PROC_INSTALLS_MAX by
+     * default), fixed at startup (tab.cap from then on). */
+    size_t installs;
     pbx_peer_msg msg;
     uint8_t out[PBX_IPC_FRAME_BYTES_MAX];
 } procd;

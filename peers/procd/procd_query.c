@@ -21,7 +21,7 @@
 static size_t procd_rows(char *out, size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; i < PBX_PEER_PROC_INSTALLS_MAX; i++) {
+    for (size_t i = 0; i < g_procd.tab.cap; i++) {
         const pbx_peer_install_row *r = &g_procd.tab.rows[i];
         if (!r->live || cap - n < PROCD_ROW_BYTES) {
             continue;

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -57,7 +58,7 @@ static const char vfsd_usage[] =
     "                [--lie-scope PATH[=SUBDIR]]... "
     "[--route-fd N] [--route-pid PID] [--ready-fd N]\n"
     "                [--incarnation N] [--attach-fd N] [--scopes-per-pid N]\n"
-    "                [--fuse-dir DIR] [--fuse-open-max N]\n"
+    "                [--fuse-dir DIR] [--fuse-open-max N] [--objects N]\n"
     "Serves DIR to powerboxd: every connection to a --scope socket gets one\n"
     "scope of DIR (or its SUBDIR), at most N held by one process at once\n"
     "(--scopes-per-pid, default 32). RESOLVE is served only to the one\n"
@@ -71,7 +72,10 @@ static const char vfsd_usage[] =
     "sets it; without it, it is random. OPEN on an object hands out a\n"
     "revocable descriptor on vfsd's FUSE mount at DIR (--fuse-dir, made\n"
     "0700; default a fresh directory under /tmp), at most N open at once\n"
-    "(--fuse-open-max, default 256). See docs/HOST.md.\n";
+    "(--fuse-open-max, default 256). --objects N (1..4096, default 256)\n"
+    "sizes the object table: at most N objects live at once, a RESOLVE\n"
+    "beyond refused BUSY (storage fixed at startup; the descriptor limit\n"
+    "is raised to fit, or startup fails). See docs/HOST.md.\n";
 
 vfsd g_vfsd;
 
@@ -209,10 +213,10 @@ static bool vfsd_endpoint_arg(char *arg, int kind, bool is_fd, bool lie)
 static bool vfsd_known(const char *k)
 {
     static const char *const opts[] = {
-        "--root",         "--scope",     "--scope-fd",       "--lie-scope",
-        "--route",        "--route-fd",  "--ready-fd",       "--route-pid",
-        "--incarnation",  "--attach-fd", "--scopes-per-pid", "--fuse-dir",
-        "--fuse-open-max"};
+        "--root",          "--scope",     "--scope-fd",       "--lie-scope",
+        "--route",         "--route-fd",  "--ready-fd",       "--route-pid",
+        "--incarnation",   "--attach-fd", "--scopes-per-pid", "--fuse-dir",
+        "--fuse-open-max", "--objects"};
     for (size_t i = 0; i < PBX_ARRAY_LEN(opts); i++) {
         if (strcmp(k, opts[i]) == 0) {
             return true;
@@ -270,6 +274,15 @@ static bool vfsd_value_arg(const char *k, const char *v)
         g_vfsd.fuse.dir = v;
         return true;
     }
+    if (strcmp(k, "--objects") == 0) {
+        long m = vfsd_positive(v, (long)PBX_PEER_VFS_OBJECTS_CAP);
+        if (m == 0L) {
+            pbx_peer_log("vfsd", "bad argument: %s '%s' (1..%ld)", k, v,
+                         (long)PBX_PEER_VFS_OBJECTS_CAP);
+        }
+        g_vfsd.objects = (size_t)m;
+        return m != 0L;
+    }
     if (strcmp(k, "--fuse-open-max") == 0) {
         long m = vfsd_positive(v, (long)VFSD_FUSE_OPEN_CAP);
         if (m == 0L) {
@@ -293,6 +306,48 @@ static bool vfsd_value_arg(const char *k, const char *v)
         g_vfsd.route_pid = (pid_t)n;
     } else {
         g_vfsd.scopes_per_pid = (uint32_t)n;
+    }
+    return true;
+}
+
+/* Sizes the object table for --objects (its storage is static: only the
+ * rows in use are touched) and makes room for the descriptors it may
+ * hold: each live object keeps its provider end and, for READ, WRITE or
+ * CREATE, a file (VFSD_FDS_PER_OBJECT), beside the connections and a
+ * margin (VFSD_FDS_BASE). The soft RLIMIT_NOFILE is
+ * raised to that, at most to the hard limit; false after a message when
+ * the hard limit is too low, so a too-large table fails at startup, never
+ * later with EMFILE. */
+static bool vfsd_table_start(void)
+{
+    size_t n = g_vfsd.objects;
+    rlim_t want =
+        (rlim_t)(VFSD_FDS_BASE + VFSD_CONNS_MAX + n * VFSD_FDS_PER_OBJECT);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        pbx_peer_log("vfsd", "getrlimit: %s", strerror(errno));
+        return false;
+    }
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+        pbx_peer_log("vfsd",
+                     "--objects %zu needs %llu descriptors; the hard "
+                     "RLIMIT_NOFILE is %llu (use fewer objects or raise it)",
+                     n, (unsigned long long)want,
+                     (unsigned long long)rl.rlim_max);
+        return false;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            pbx_peer_log("vfsd", "setrlimit to %llu: %s",
+                         (unsigned long long)want, strerror(errno));
+            return false;
+        }
+    }
+    pbx_peer_objtab_init_cap(&g_vfsd.objs, n);
+    for (size_t r = 0; r < n; r++) {
+        g_vfsd.data[r] = -1;
+        g_vfsd.create_dir[r] = -1;
     }
     return true;
 }
@@ -342,6 +397,9 @@ static int vfsd_args(int argc, char **argv, int *ready_fd)
     if (st != 0) {
         return st;
     }
+    if (!vfsd_table_start()) {
+        return 2;
+    }
     g_vfsd.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (g_vfsd.root_fd < 0) {
         pbx_peer_log("vfsd", "--root '%s': %s", root, strerror(errno));
@@ -377,11 +435,7 @@ int main(int argc, char **argv)
     int ready_fd = -1;
     g_vfsd.attach = -1;
     g_vfsd.scopes_per_pid = VFSD_SCOPES_PER_PID;
-    pbx_peer_objtab_init(&g_vfsd.objs);
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
-        g_vfsd.data[r] = -1;
-        g_vfsd.create_dir[r] = -1;
-    }
+    g_vfsd.objects = PBX_PEER_VFS_OBJECTS_MAX;
     /* A nonzero incarnation: 0 would read as "no incarnation". This random
      * choice stands unless --incarnation replaces it. */
     for (int i = 0; i < 64 && g_vfsd.incarnation == 0U; i++) {
@@ -396,8 +450,9 @@ int main(int argc, char **argv)
     }
     pbx_peer_log("vfsd",
                  "ready: %zu listener(s), %zu connection(s), "
-                 "incarnation %u%s",
+                 "incarnation %u, %zu object row(s)%s",
                  g_vfsd.nlistens, g_vfsd.nconns, g_vfsd.incarnation,
+                 g_vfsd.objs.cap,
                  g_vfsd.attach >= 0 ? ", attach channel open" : "");
     vfsd_fuse_start();
     if (vfsd_loop_start() != 0) {

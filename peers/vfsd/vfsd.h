@@ -49,6 +49,13 @@
  * 16 bits carry the incarnation. */
 #define VFSD_LOCAL_ID_MAX ((UINT64_C(1) << 48) - 1U)
 
+/* Descriptors the object table's size is added to at startup (stdio,
+ * root, listeners, attach and FUSE channels, a margin), and the most one
+ * live object holds (its provider end and its file, or a CREATE's
+ * directory). */
+#define VFSD_FDS_BASE       64U
+#define VFSD_FDS_PER_OBJECT 2U
+
 /* What a listening socket or connection serves. */
 enum { VFSD_KIND_ROUTE = 1, VFSD_KIND_SCOPE = 2 };
 
@@ -71,24 +78,27 @@ typedef struct vfsd {
     size_t nlistens;
     vfsd_conn conns[VFSD_CONNS_MAX];
     size_t nconns;
+    /* --objects: the object table's rows (PBX_PEER_VFS_OBJECTS_MAX by
+     * default), fixed at startup (objs.cap from then on). */
+    size_t objects;
     pbx_peer_objtab objs;
     /* What each row's object names, observed when vfsd opened it. */
-    pbx_peer_vfs_stat stats[PBX_PEER_VFS_OBJECTS_MAX];
+    pbx_peer_vfs_stat stats[PBX_PEER_VFS_OBJECTS_CAP];
     /* Rows whose holders shut their writing side: no call can come any
      * more, so the provider end is watched for hang-up only. */
-    bool mute[PBX_PEER_VFS_OBJECTS_MAX];
+    bool mute[PBX_PEER_VFS_OBJECTS_CAP];
     /* Rounds whose refusals or drops were logged, per row: a holder that
      * floods its object cannot flood the log beyond VFSD_OBJ_LOGS_MAX. */
-    uint32_t logs[PBX_PEER_VFS_OBJECTS_MAX];
+    uint32_t logs[PBX_PEER_VFS_OBJECTS_CAP];
     /* What each row's object was granted, the file opened for it (-1:
      * none, STAT only) and the route it was minted for. */
-    pbx_peer_vfs_grant grant[PBX_PEER_VFS_OBJECTS_MAX];
-    int data[PBX_PEER_VFS_OBJECTS_MAX];
-    uint64_t owner[PBX_PEER_VFS_OBJECTS_MAX];
+    pbx_peer_vfs_grant grant[PBX_PEER_VFS_OBJECTS_CAP];
+    int data[PBX_PEER_VFS_OBJECTS_CAP];
+    uint64_t owner[PBX_PEER_VFS_OBJECTS_CAP];
     /* A CREATE object's file to be (vfsd_create.c): its directory (O_PATH,
      * -1: none) and its name, until the first call that needs data. */
-    int create_dir[PBX_PEER_VFS_OBJECTS_MAX];
-    char create_name[PBX_PEER_VFS_OBJECTS_MAX][VFSD_CREATE_NAME_MAX];
+    int create_dir[PBX_PEER_VFS_OBJECTS_CAP];
+    char create_name[PBX_PEER_VFS_OBJECTS_CAP][VFSD_CREATE_NAME_MAX];
     uint64_t routes_made;
     /* This vfsd's incarnation: --incarnation's, else random; nonzero,
      * chosen at start, carried
@@ -124,12 +134,13 @@ typedef struct vfsd_mint {
 /* The daemon's one state (vfsd.c). */
 extern vfsd g_vfsd;
 
-/* vfsd_resolve.c: replies on the current message, the data sweep, and
+/* vfsd_resolve.c: replies on the current message, closing the files of a
+ * row no longer live, and
  * RESOLVE through scope connection c whose message came from pid (its
  * answer goes on pid's route, never on c). */
 void vfsd_send(int fd, size_t n, int cap);
 void vfsd_fail(int fd, uint32_t status, const char *what);
-void vfsd_data_sweep(void);
+void vfsd_row_files(size_t row);
 void vfsd_resolve(vfsd_conn *c, pid_t pid);
 /* The descriptor vfsd answers a message from pid on scope c on: pid's
  * route when pid is a route's process, else c's own. */
@@ -138,11 +149,12 @@ int vfsd_scope_reply_fd(const vfsd_conn *c, pid_t pid);
 /* vfsd_create.c: RESOLVE of a CREATE (the file must be missing and its
  * directory present beneath the scope: fills *mt, true for FOUND; the
  * verdict in *v either way), and the file's creation on the first call of
- * row that needs its data (0, or the call's refusal status). */
+ * row that needs its data (0, or the call's refusal status), and closing
+ * the directory of a row no longer live. */
 bool vfsd_create_resolve(int dirfd, char *path, vfsd_mint *mt,
                          pbx_peer_vfs_verdict *v);
 uint32_t vfsd_create_now(size_t row);
-void vfsd_create_sweep(void);
+void vfsd_create_release(size_t row);
 
 /* vfsd_objects.c: the wire id of a local id, cutting a retired object's
  * provider end, serving one round of calls on a live row (true when its

@@ -114,13 +114,11 @@ uint32_t vfsd_create_now(size_t row)
     return 0U;
 }
 
-void vfsd_create_sweep(void)
+void vfsd_create_release(size_t row)
 {
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
-        if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
-            g_vfsd.create_dir[r] >= 0) {
-            (void)close(g_vfsd.create_dir[r]);
-            g_vfsd.create_dir[r] = -1;
-        }
+    if (g_vfsd.objs.rows[row].state != PBX_PEER_OBJ_LIVE &&
+        g_vfsd.create_dir[row] >= 0) {
+        (void)close(g_vfsd.create_dir[row]);
+        g_vfsd.create_dir[row] = -1;
     }
 }

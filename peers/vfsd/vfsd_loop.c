@@ -41,9 +41,9 @@ enum {
 typedef struct vfsd_loop {
     int ep;
     uint64_t epoch;
-    bool armed[PBX_PEER_VFS_OBJECTS_MAX];
-    bool parked[PBX_PEER_VFS_OBJECTS_MAX];
-    size_t park[PBX_PEER_VFS_OBJECTS_MAX];
+    bool armed[PBX_PEER_VFS_OBJECTS_CAP];
+    bool parked[PBX_PEER_VFS_OBJECTS_CAP];
+    size_t park[PBX_PEER_VFS_OBJECTS_CAP];
     size_t npark;
 } vfsd_loop;
 
@@ -191,7 +191,7 @@ static void vfsd_loop_rebuild(void)
     }
     (void)close(old);
     g_loop.epoch++;
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+    for (size_t r = 0; r < g_vfsd.objs.cap; r++) {
         const pbx_peer_obj *o = &g_vfsd.objs.rows[r];
         if (o->state == PBX_PEER_OBJ_LIVE && o->provider >= 0) {
             bool on = g_loop.armed[r];
@@ -212,7 +212,7 @@ static void vfsd_loop_event(uint64_t tag, uint32_t ev)
         if (!vfsd_serve(&g_vfsd.conns[index])) {
             vfsd_drop_conn(index);
         }
-    } else if (kind == VFSD_EV_OBJ && index < PBX_PEER_VFS_OBJECTS_MAX) {
+    } else if (kind == VFSD_EV_OBJ && index < g_vfsd.objs.cap) {
         vfsd_loop_obj(index, (uint32_t)tag, ev);
     } else if (kind == VFSD_EV_ATTACH && g_vfsd.attach >= 0) {
         vfsd_attach_input();

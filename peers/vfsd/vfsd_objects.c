@@ -390,7 +390,10 @@ void vfsd_obj_cut(int prov, uint64_t id, uint32_t gen)
         (void)shutdown(prov, SHUT_RDWR);
         (void)close(prov);
     }
-    vfsd_data_sweep();
+    size_t row = 0;
+    if (pbx_peer_objtab_find(&g_vfsd.objs, id, gen, &row)) {
+        vfsd_row_files(row);
+    }
 }
 
 /* The provider end of live row hung up: every receiver copy of the
@@ -410,7 +413,7 @@ void vfsd_hangup(size_t row)
         vfsd_loop_unwatch(prov);
         (void)close(prov);
     }
-    vfsd_data_sweep();
+    vfsd_row_files(row);
     pbx_peer_log("vfsd", "HANG-UP object %llu gen %u: no copy left, row freed",
                  vfsd_wire(id), gen);
 }

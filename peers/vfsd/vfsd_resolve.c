@@ -193,17 +193,20 @@ void vfsd_fail(int fd, uint32_t status, const char *what)
     (void)pbx_peer_io_reply_status(fd, &g_vfsd.msg, status);
 }
 
-/* Closes the data descriptor of every row that is no longer live: a
- * retired or hung-up object serves nothing, so it keeps no file open. */
-void vfsd_data_sweep(void)
+/* Closes row's data descriptor when the row is no longer live: a retired
+ * or hung-up object serves nothing, so it keeps no file open. Called at
+ * each place a row stops being live (and before a row is minted again),
+ * so no pass over the table is needed (issue 23 item 3). */
+void vfsd_row_files(size_t row)
 {
-    vfsd_create_sweep();
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
-        if (g_vfsd.objs.rows[r].state != PBX_PEER_OBJ_LIVE &&
-            g_vfsd.data[r] >= 0) {
-            (void)close(g_vfsd.data[r]);
-            g_vfsd.data[r] = -1;
-        }
+    if (row >= g_vfsd.objs.cap ||
+        g_vfsd.objs.rows[row].state == PBX_PEER_OBJ_LIVE) {
+        return;
+    }
+    vfsd_create_release(row);
+    if (g_vfsd.data[row] >= 0) {
+        (void)close(g_vfsd.data[row]);
+        g_vfsd.data[row] = -1;
     }
 }
 
@@ -239,7 +242,7 @@ static void vfsd_found(const vfsd_conn *c, int out, pbx_ipc_resolve_reply *rep,
         vfsd_fail(out, st, "RESOLVE");
         return;
     }
-    vfsd_data_sweep();
+    vfsd_row_files(row);
     rep->object.id = ((uint64_t)g_vfsd.incarnation << 48) | id;
     rep->object.gen = pbx_peer_objtab_mint(&g_vfsd.objs, row, id, c->scope_id,
                                            rep->object_class, sv[0]);
@@ -264,9 +267,9 @@ static void vfsd_found(const vfsd_conn *c, int out, pbx_ipc_resolve_reply *rep,
         int prov = -1;
         (void)pbx_peer_objtab_retire(&g_vfsd.objs, id, rep->object.gen,
                                      c->scope_id, rep->object_class, &prov);
-        g_vfsd.objs.rows[row].state = PBX_PEER_OBJ_FREE;
+        pbx_peer_objtab_unmint(&g_vfsd.objs, row);
         (void)close(sv[0]);
-        vfsd_data_sweep();
+        vfsd_row_files(row);
         pbx_peer_log("vfsd", "RESOLVE reply failed: %s", strerror(errno));
     } else {
         /* Held now: its calls and its hang-up are waited for. */

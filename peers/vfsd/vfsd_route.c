@@ -83,7 +83,7 @@ static void vfsd_detach(int fd)
 static void vfsd_route_lost(uint64_t serial, pid_t pid)
 {
     size_t n = 0;
-    for (size_t r = 0; r < PBX_PEER_VFS_OBJECTS_MAX; r++) {
+    for (size_t r = 0; r < g_vfsd.objs.cap; r++) {
         pbx_peer_obj *o = &g_vfsd.objs.rows[r];
         if (o->state == PBX_PEER_OBJ_HUNG && g_vfsd.owner[r] == serial) {
             /* Nobody holds its connection, but an OPEN's descriptor may
@@ -106,7 +106,6 @@ static void vfsd_route_lost(uint64_t serial, pid_t pid)
             n++;
         }
     }
-    vfsd_data_sweep();
     pbx_peer_log("vfsd",
                  "route to pid %ld closed: %zu object(s) minted for it "
                  "retired",

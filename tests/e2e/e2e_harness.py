@@ -242,10 +242,14 @@ class Stack:
     """
 
     def __init__(self, bin_dir, work, tty="/dev/null", pane=None,
-                 geometry=(), launchd=()):
+                 geometry=(), launchd=(), tables=None):
         self.bin_dir, self.work = bin_dir, work
         self.tty, self.pane, self.geometry = tty, pane, list(geometry)
         self.launchd_args = list(launchd)
+        # tables: {"vfsd": [...], "procd": [...], "stages": N}: extra
+        # pbx-vfsd and pbx-procd options (their table sizes) and how many
+        # staged processes (42:5 and up) launchd and procd share.
+        self.tables = dict(tables or {})
         os.makedirs(os.path.join(work, "root", "docs"), exist_ok=True)
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
         with open(os.path.join(work, "root", "docs", "readme.txt"), "w",
@@ -310,7 +314,8 @@ class Stack:
             socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             for _ in range(3)]
         wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        stages = [a for s in STAGES for a in ("--stage", s)]
+        n = self.tables.get("stages", len(STAGES))
+        stages = [a for p in range(42, 42 + n) for a in ("--stage", f"{p}:5")]
         # vfsd's route is a pair vfsd makes itself for powerboxd's exact
         # pid ('P' on its attach channel), not a socketpair made here:
         # powerboxd accepts a scope only from the process at the other end
@@ -334,7 +339,8 @@ class Stack:
         self.procs = [
             peer([b("vfsd"), "--root", self.root, "--scope", self.scope,
                   "--lie-scope", self.lie_scope, "--attach-fd",
-                  str(chan.fileno()), "--fuse-dir", self.fuse],
+                  str(chan.fileno()), "--fuse-dir", self.fuse] +
+                 self.tables.get("vfsd", []),
                  [chan.fileno()],
                  self.log("vfsd"), g),
             peer([b("ttyd"), "--policy", os.path.join(w, "policy"), "--tty",
@@ -346,7 +352,8 @@ class Stack:
                                           "--stage-sock",
                                           os.path.join(w, "stage.sock"),
                                           "--route-fd",
-                                          str(proc[1].fileno())] + jobs,
+                                          str(proc[1].fileno())] + jobs +
+                 self.tables.get("procd", []),
                  [proc[1].fileno()], self.log("procd"), g),
             launchd,
         ]

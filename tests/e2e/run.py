@@ -76,6 +76,7 @@ from scn_sandbox_meta import (hold_release, sandbox_ipc, sandbox_metadata,
 from scn_any_limits import (any_ask_flood, any_flood, any_mount, any_nofuse,
                             any_python, any_userns)
 from scn_i21 import any_broker_lines, any_installer_lost
+from scn_grants import many_grants
 
 
 # The scenarios `all` leaves out.
@@ -198,6 +199,9 @@ SCENARIOS = {
     "stop-status": (stop_status, False, STANDALONE, None),
     "policy-rules": (policy_rules, False, STANDALONE, None),
     "policy-terminal": (policy_terminal, False, STANDALONE, None),
+    # Standalone: 1,000 live grants with vfsd's and procd's tables sized
+    # by their options (tests/e2e/scn_grants.py).
+    "many-grants": (many_grants, False, STANDALONE, None),
 }
 
 

@@ -794,4 +794,13 @@ and its job connection.
                  approved with no BUSY retry while all 80 exceptional
                  requests stay undecided (issue 20, item 4); prints the
                  lifecycle latency, asserts none
+  many-grants    (standalone: PBX1 pools of 1,024 grants, vfsd --objects
+                 900, procd --installs 900, 29 staged processes) 29 jobs
+                 hold 900 job-lifetime install-mode grants, one request
+                 at a time: procd lists 900 installs and vfsd 900 objects
+                 found, none hung up or retired; the 901st is refused
+                 (vfsd "table full; retry later", outcome=denied
+                 reason=resolve) and all 900 stay installed; once the
+                 last job ends the same request from a new job is
+                 approved (issue 23 item 3)
 """

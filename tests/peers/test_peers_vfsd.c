@@ -233,6 +233,15 @@ PBX_TEST(peers_vfs_objtab_hangup)
     PBX_CHECK_EQ(pbx_peer_objtab_reserve(&t, &row), 0U);
     PBX_CHECK_EQ(row, a);
     t.rows[a].state = PBX_PEER_OBJ_HUNG;
+    /* No free or retired row left: the hung-up row the table itself hung
+     * up (b) is taken in O(1), before the first by index it was not told
+     * of. */
+    PBX_CHECK_EQ(pbx_peer_objtab_reserve(&t, &row), 0U);
+    PBX_CHECK_EQ(row, b);
+    /* Told of none (b hung up behind its back too, after a mint took it
+     * off the ring): the first hung-up row by index. */
+    (void)pbx_peer_objtab_mint(&t, b, 700, 7, PBX_IPC_CLASS_FILE, 42);
+    t.rows[b].state = PBX_PEER_OBJ_HUNG;
     PBX_CHECK_EQ(pbx_peer_objtab_reserve(&t, &row), 0U);
     PBX_CHECK_EQ(row, 0U);
     (void)gb;

@@ -58,6 +58,15 @@
 #define PBX_UP_STAGE_FIRST 42
 #define PBX_UP_STAGES      10
 
+/* The rows of vfsd's object table (--objects) and procd's install table
+ * (--installs): above powerboxd's transient range, the most live grants
+ * holding a descriptor that any PBX1 geometry allows, so a stack meets
+ * powerboxd's pools before a peer's table (issue 23 item 3; e2e
+ * many-grants holds 900 with tables of 900). */
+#define PBX_UP_PEER_TABLE 1024U
+_Static_assert(PBX_UP_PEER_TABLE >= PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX,
+               "the peers' tables cover powerboxd's transient range");
+
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
     "public.sock", "launchd.sock", "scope.sock", "ttyd.sock",
@@ -176,6 +185,8 @@ int pbx_up_start_vfsd(pbx_up *u, const pbx_up_handoffs *h, pid_t pid)
      * which no sandbox profile may name, rather than under /tmp. */
     pbx_up_arg(&a, "--fuse-dir");
     pbx_up_arg(&a, "%s/fuse", u->dir);
+    pbx_up_arg(&a, "--objects");
+    pbx_up_arg(&a, "%u", PBX_UP_PEER_TABLE);
     if (h != NULL && h->n > 0U) {
         pbx_up_arg(&a, "--route-fd");
         pbx_up_arg(&a, "%d", h->ch[0]);
@@ -229,6 +240,8 @@ int pbx_up_start_procd(pbx_up *u, int route, const pbx_up_handoffs *h)
     pbx_up_arg(&a, "%ld", (long)getpid());
     pbx_up_arg(&a, "--stage-sock");
     pbx_up_arg(&a, "%s/stage.sock", u->dir);
+    pbx_up_arg(&a, "--installs");
+    pbx_up_arg(&a, "%u", PBX_UP_PEER_TABLE);
     pbx_up_route_arg(&a, route);
     return pbx_up_peer_h(u, PBX_UP_PROCD, &a, h == NULL ? &route : NULL,
                          h == NULL ? 1U : 0U, h);

@@ -1,0 +1,134 @@
+"""Scenario many-grants: a stack holds 900 live grants at once, each with
+its vfsd object and procd install live (issue 23 item 3), and the one past
+vfsd's and procd's configured tables is refused with backpressure, not
+dropped.
+
+900, not 1,000: every live install-mode grant keeps its procd revocation
+handle in one of powerboxd's transient slots, and powerboxd's transient
+range is at most 960 slots (PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX: a
+transient-slots pool of at most 944 plus 16 receipts), so a stack holds
+at most about 934 such grants whatever the peers' tables (measured: the
+935th BEGIN is refused "a pool is full"). docs/BENCH.md says so.
+
+The stack is its own (standalone): powerboxd's PBX1 pools hold 1,024
+grants and 944 transient slots, vfsd runs with --objects 900 and procd
+with --installs 900, and 29 staged processes are shared by launchd and
+procd. 29 launched shell jobs (600:1 and up, each bound to its own staged
+process) ask, one request at a time, for job-lifetime install-mode
+grants, 32 each (what launchd tracks for one job connection) and 4 in the
+last, each into its own slot: every grant's vfsd object is then live
+(procd holds the installed copy) and so is its procd revocation handle.
+The counts are read, not timed: procd's query socket lists exactly 900
+installs and vfsd's log 900 objects found and none hung up or retired.
+The 901st request is refused, not dropped: vfsd answers its RESOLVE BUSY
+("table full; retry later" in its log) and powerboxd ends the request
+with a definite answer (outcome=denied reason=resolve), the 900 grants are all still installed, and once
+the last job ends (its 4 grants revoked) the same request from a new job
+is approved.
+"""
+import os
+import shlex
+
+from e2e_harness import Stack, fail, read_rows
+from e2e_jobs import Shell
+
+# The live grants the scenario holds, and vfsd's and procd's table sizes.
+LIMIT = 900
+# Live grants launchd tracks for one job connection
+# (PBX_PEER_TRACK_GRANTS_MAX).
+PER_JOB = 32
+JOBS = (LIMIT + PER_JOB - 1) // PER_JOB
+# powerboxd's pools sized above the peers' tables, so that vfsd's and
+# procd's limits are the ones met (the default geometry holds 128).
+GEOMETRY = ("--grants", "1024", "--requests", "1024", "--decisions", "1024",
+            "--policies", "1024", "--resolutions", "1024", "--notifications",
+            "1024", "--transient-slots", "944")
+TABLES = {"vfsd": ["--objects", str(LIMIT)],
+          "procd": ["--installs", str(LIMIT)], "stages": JOBS}
+# The first slot each job installs into (one slot per grant).
+SLOT0 = 100
+
+
+def hold_line(st, count, err):
+    """A shell line asking for count job-lifetime install grants, one per
+    slot, stopping at the first refusal; it prints held=N."""
+    argv = st.client_argv("--lifetime", "job", "--mode", "install",
+                          "--slot", "SLOT")
+    line = shlex.join(argv).replace("SLOT", "$((%d + i))" % SLOT0)
+    return (f"i=0; while [ $i -lt {count} ]; do {line} >/dev/null "
+            f"2>{shlex.quote(err)} || break; i=$((i + 1)); done; "
+            'echo "held=$i"')
+
+
+def counts(st):
+    """(procd's installs, vfsd's objects found, hung up, retired)."""
+    rows = read_rows(st.installs, seconds=30)
+    with open(os.path.join(st.work, "logs", "vfsd.log"), "rb") as f:
+        log = f.read().decode("utf-8", "replace")
+    return (len(rows), log.count("RESOLVE found"), log.count("HANG-UP"),
+            log.count("RETIRE object"))
+
+
+def many_grants(bin_dir, work):
+    """See the module's text."""
+    st = Stack(bin_dir, work, geometry=GEOMETRY, tables=TABLES)
+    jobs = []
+    try:
+        # One job at a time, one request at a time: each BEGIN reserves a
+        # grant record, so requests in flight beside 1,000 live grants
+        # could meet powerboxd's pool (1,024) before vfsd's table.
+        for j in range(JOBS):
+            job = Shell(st, f"{600 + j}:1")
+            jobs.append(job)
+            if not job.target():
+                fail(f"many-grants: job {600 + j}:1 got no staged process")
+            want = min(PER_JOB, LIMIT - j * PER_JOB)
+            err = os.path.join(work, f"job{j}.err")
+            _, out = job.sh(hold_line(st, want, err), seconds=900)
+            if out.get("held") != str(want):
+                with open(err, encoding="utf-8", errors="replace") as f:
+                    why = f.read()[-300:]
+                fail(f"many-grants: a job held {out.get('held')} of {want} "
+                     f"grants: {why}")
+        got = counts(st)
+        print(f"many-grants: procd installs={got[0]} vfsd found={got[1]} "
+              f"hung-up={got[2]} retired={got[3]}")
+        if got != (LIMIT, LIMIT, 0, 0):
+            fail(f"many-grants: {LIMIT} live grants not all held: {got}")
+        # One more than the tables hold, in the last job (it holds 8, well
+        # under launchd's 32): refused, and nothing held is lost.
+        last = jobs[-1]
+        held = LIMIT - (JOBS - 1) * PER_JOB
+        err = os.path.join(work, "over.err")
+        rc, over = last.request("--lifetime", "job", "--mode", "install",
+                             "--slot", str(SLOT0 + held), stderr=err)
+        with open(err, encoding="utf-8", errors="replace") as f:
+            why = " ".join(f.read().split())
+        print(f"many-grants: request {LIMIT + 1}: exit {rc}: {over} {why[:200]}")
+        with open(os.path.join(work, "logs", "vfsd.log"), "rb") as f:
+            full = f.read().count(b"RESOLVE: peer: table full; retry later")
+        if (rc != 3 or over.get("outcome") != "denied" or
+                over.get("reason") != "resolve" or full != 1):
+            fail(f"many-grants: request {LIMIT + 1} not refused by vfsd's "
+                 f"full table (exit {rc}, {over}, vfsd 'table full' lines "
+                 f"{full})")
+        got = counts(st)
+        if got[0] != LIMIT or got[2] != 0:
+            fail(f"many-grants: the refusal dropped a held grant: {got}")
+        # Backpressure, not a wedge: the last job's end revokes its grants
+        # and the same request, from another job, is approved.
+        last.close()
+        jobs.pop()
+        again = Shell(st, f"{600 + JOBS}:1")
+        jobs.append(again)
+        rc, out = again.request("--lifetime", "job", "--mode", "install",
+                                "--slot", str(SLOT0), stderr=err)
+        if rc != 0 or out.get("outcome") != "approved":
+            fail(f"many-grants: after the last job ended the request was "
+                 f"not approved (exit {rc}): {out}")
+        print(f"many-grants: {LIMIT} live grants held; the next refused "
+              "with backpressure; approved once room was made")
+    finally:
+        for job in jobs:
+            job.close()
+        st.stop()
