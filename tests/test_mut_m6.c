@@ -1,0 +1,195 @@
+/*
+ * test_mut_m6.c: behaviour that the full mutation run of issue 22 item 7
+ * (make mutate, docs/TESTING.md "Mutation testing") found unchecked in
+ * the code added since the last full run: route loss and return
+ * (core/pbx_core_routes.c), the install evidence of a request without a
+ * prompt record (core/pbx_core_install.c) and the inspection views. Each
+ * test is named for the behaviour it pins, not for a mutant.
+ */
+#include "../core/pbx_core.h"
+#include "core/pbx_core_inspect.h"
+#include "runner/pbx_test.h"
+#include "test_core_harness.h"
+
+#include <string.h>
+
+static const uint8_t m6_sel[] = "docs/report.txt";
+#define M6_SEL_LEN ((uint32_t)(sizeof(m6_sel) - 1U))
+
+/* The scope slot the harness lands the first request's scope in. */
+#define M6_SCOPE_SLOT 64U
+
+/* The state of request id's record. */
+static uint16_t m6_req_state(const th_h *h, pbx_ipc_id id)
+{
+    return pbx_core_inspect_request(&h->core, id.index)->link.state;
+}
+
+/* Opens one routine install-mode request and runs the core until ttyd's
+ * ACTIVE acknowledgement is pending (the grant installed, LIVE and not
+ * yet published); clears the trace. Returns the request. */
+static pbx_ipc_id m6_open_to_activate(th_h *h)
+{
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    PBX_CHECK_EQ(th_open(h, &b, m6_sel, &id), 0U);
+    PBX_REQUIRE(th_run_to(h, "view+") != TH_NONE);
+    PBX_CHECK_EQ(m6_req_state(h, id), PBX_CORE_ST_ACTIVATE);
+    th_clear_trace(h);
+    return id;
+}
+
+/* procd dies while a request waits for ttyd's ACTIVE acknowledgement: the
+ * install-mode grant procd installed ends lost, and the request, not yet
+ * approved, is denied saying why (installer-lost), not left to time out. */
+PBX_TEST(mut_m6_procd_loss_before_approval_denies_installer_lost)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_id id = m6_open_to_activate(h);
+    h->hold = true;
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_PROCD),
+                 PBX_OK);
+    PBX_CHECK_EQ(m6_req_state(h, id), PBX_CORE_ST_RELEASE);
+    h->hold = false;
+    th_run(h);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_INSTALLER_LOST);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* vfsd dies after the approval was decided but before it was published
+ * (the scope's deletion is still owed): the decision turns DENIED with
+ * provider-lost, never CANCELLED nor still APPROVED, and is published
+ * once the scope is deleted. */
+PBX_TEST(mut_m6_vfsd_loss_after_unpublished_approval_denies_provider_lost)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_id id = m6_open_to_activate(h);
+    h->hold_slot = M6_SCOPE_SLOT;
+    th_run(h);
+    PBX_CHECK_EQ(m6_req_state(h, id), PBX_CORE_ST_RELEASE);
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->outcome, (uint16_t)PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_VFSD), PBX_OK);
+    PBX_CHECK_EQ(r->outcome, (uint16_t)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(r->reason, (uint16_t)PBX_IPC_REASON_PROVIDER_LOST);
+    h->hold_slot = PBX_CORE_SLOT_NONE;
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_VFSD), PBX_OK);
+    th_run(h);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id, &d, &xfer, PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(d.reason, PBX_IPC_REASON_PROVIDER_LOST);
+    PBX_CHECK_EQ(xfer, PBX_CORE_SLOT_NONE);
+    PBX_CHECK(th_quiescent(h));
+    th_free(h);
+}
+
+/* Work parked on a route's backpressure while the route was down goes
+ * back to its lane when the route returns: the INSTALL procd refused as
+ * busy is sent again once pbx_core_on_route_up returned, with no
+ * writability event. */
+PBX_TEST(mut_m6_route_up_sends_work_parked_on_the_route)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_PROCD),
+                 PBX_OK);
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_BUSY, 0, 0);
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    PBX_CHECK_EQ(th_open(h, &b, m6_sel, &id), 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65:busy");
+    PBX_CHECK_EQ(m6_req_state(h, id), PBX_CORE_ST_INSTALL);
+    h->hold = true;
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_PROCD), PBX_OK);
+    th_run(h);
+    TH_TRACE(h, "install^65");
+    PBX_CHECK_EQ(th_find(h, "install"), 0U);
+    th_free(h);
+}
+
+/* A routine request whose policy record says PROMPT but which holds no
+ * prompt record reaches INSTALL only if the records were corrupted: the
+ * install evidence check refuses it (a progression fail-stop), never
+ * installs on it. */
+PBX_TEST(mut_m6_install_without_prompt_record_is_a_fail_stop)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_push(h, PBX_CORE_ROUTE_PROCD, TH_BUSY, 0, 0);
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    PBX_CHECK_EQ(th_open(h, &b, m6_sel, &id), 0U);
+    th_run(h);
+    TH_TRACE(h, "reserve=64 resolve@64 <65 policy install^65:busy");
+    const pbx_core_request *r = pbx_core_inspect_request(&h->core, id.index);
+    PBX_CHECK_EQ(r->prompt, PBX_CORE_NIL);
+    pbx_core_policy *p = (pbx_core_policy *)pbx_core_inspect_fault(
+        &h->core, PBX_BOOTSTRAP_POOL_POLICIES, r->policy);
+    PBX_CHECK_EQ(p->verdict, (uint32_t)PBX_IPC_VERDICT_ALLOW);
+    p->verdict = PBX_IPC_VERDICT_PROMPT;
+    pbx_core_on_route_ready(&h->core, PBX_CORE_ROUTE_PROCD);
+    th_run(h);
+    TH_TRACE(h, "");
+    PBX_CHECK_EQ(h->step_err, PBX_E_CORE_INCONSISTENT);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_PROGRESS);
+    th_free(h);
+}
+
+/* ttyd comes back but refuses the first resent ACTIVE row (the send
+ * fails): the row is owed, not forgotten, and the next tick sends it
+ * again; its exact acknowledgement ends the resync. */
+PBX_TEST(mut_m6_failed_resync_row_is_sent_again_on_a_tick)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, m6_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    th_clear_trace(h);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_FAIL, 0, 0);
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    TH_TRACE(h, "view+:fail");
+    const pbx_core_grant *gr = pbx_core_inspect_grant(&h->core, g.index);
+    PBX_CHECK((gr->flags & PBX_CORE_GRANT_F_RESYNC) != 0U);
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    TH_TRACE(h, "view+");
+    PBX_CHECK_EQ(gr->flags & PBX_CORE_GRANT_F_RESYNC, 0U);
+    PBX_CHECK_EQ(gr->link.state, (uint16_t)PBX_CORE_ST_LIVE);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* The decision view of a denial names no grant and no object: every one
+ * of those fields is written 0, whatever the caller's record held
+ * before (the log line prints them). */
+PBX_TEST(mut_m6_denial_view_clears_grant_and_object)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    h->deliver = false;
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_DENY, 0, 0);
+    PBX_CHECK_EQ(th_open(h, &b, m6_sel, &id), 0U);
+    th_run(h);
+    pbx_core_log_decision v;
+    memset(&v, 0xA5, sizeof(v));
+    PBX_REQUIRE(pbx_core_inspect_decision(&h->core, id, &v));
+    PBX_CHECK_EQ(v.outcome, (uint32_t)PBX_IPC_OUTCOME_DENIED);
+    PBX_CHECK_EQ(v.grant.index, 0U);
+    PBX_CHECK_EQ(v.grant.gen, 0U);
+    PBX_CHECK_EQ(v.object.id, 0U);
+    PBX_CHECK_EQ(v.object.gen, 0U);
+    th_free(h);
+}
