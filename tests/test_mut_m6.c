@@ -193,3 +193,32 @@ PBX_TEST(mut_m6_denial_view_clears_grant_and_object)
     PBX_CHECK_EQ(v.object.gen, 0U);
     th_free(h);
 }
+
+/* The grant-end view borrows the grant's own context (the job the log
+ * line names) and says how the grant ended, whatever the caller's record
+ * held before. */
+PBX_TEST(mut_m6_grant_end_view_borrows_the_grants_context)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id req = {0, 0};
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, m6_sel, false, &req, NULL);
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
+    pbx_core_log_grant_end e;
+    memset(&e, 0xA5, sizeof(e));
+    PBX_REQUIRE(pbx_core_inspect_grant_end(&h->core, g, &e));
+    const pbx_core_grant *gr = pbx_core_inspect_grant(&h->core, g.index);
+    PBX_CHECK(e.ctx == &gr->ctx.ctx);
+    PBX_CHECK_EQ(e.ctx->job_id, b.ctx.job_id);
+    PBX_CHECK_EQ(e.ctx->job_gen, b.ctx.job_gen);
+    PBX_CHECK_EQ(e.grant.index, g.index);
+    PBX_CHECK_EQ(e.grant.gen, g.gen);
+    PBX_CHECK_EQ(e.object.id, gr->object.id);
+    PBX_CHECK_EQ(e.object.gen, gr->object.gen);
+    PBX_CHECK(strcmp(e.end, "consumed") == 0);
+    PBX_CHECK(strcmp(e.reason, "consume") == 0);
+    th_run(h);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
