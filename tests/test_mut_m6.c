@@ -222,3 +222,48 @@ PBX_TEST(mut_m6_grant_end_view_borrows_the_grants_context)
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
+
+/* Entry points that need a ready core refuse a context that never became
+ * ready with PBX_E_CORE_NOT_READY, and touch nothing. */
+PBX_TEST(mut_m6_route_up_and_broker_loss_need_a_ready_core)
+{
+    static pbx_core_ctx z;
+    memset(&z, 0, sizeof(z));
+    PBX_CHECK_EQ(pbx_core_on_route_up(&z, PBX_CORE_ROUTE_TTYD),
+                 PBX_E_CORE_NOT_READY);
+    PBX_CHECK_EQ(pbx_core_on_broker_lost(&z), PBX_E_CORE_NOT_READY);
+    PBX_CHECK_EQ(z.ready, 0U);
+}
+
+/* A parsed geometry is fully defined, padding included: it compares
+ * bytewise equal to a zeroed record given the same field values, so a
+ * byte comparison (or digest) of two parsed records compares their
+ * fields, never stack leftovers. */
+PBX_TEST(mut_m6_parsed_geometry_padding_is_zero)
+{
+    pbx_bootstrap_geometry g;
+    memset(&g, 0, sizeof(g));
+    g.version = PBX_BOOTSTRAP_VERSION;
+    g.page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g.layout);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g.capacity[i] = 4U;
+    }
+    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
+    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 16U;
+    g.call_window = 1U;
+    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g.time_ms[t] = 5000U;
+    }
+    g.arena_page_count = 1U;
+    uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
+    PBX_REQUIRE(pbx_bootstrap_encode(&g, rec, sizeof(rec)) == PBX_OK);
+    pbx_bootstrap_geometry p;
+    memset(&p, 0xA5, sizeof(p));
+    PBX_REQUIRE(pbx_bootstrap_parse(rec, sizeof(rec), &p) == PBX_OK);
+    /* g was zeroed whole before its fields were set; the digest the
+     * encoder computed is the one field parse adds. */
+    memcpy(g.digest, p.digest, sizeof(g.digest));
+    PBX_CHECK(memcmp(&p, &g, sizeof(g)) == 0);
+}
