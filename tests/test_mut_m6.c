@@ -267,3 +267,30 @@ PBX_TEST(mut_m6_parsed_geometry_padding_is_zero)
     memcpy(g.digest, p.digest, sizeof(g.digest));
     PBX_CHECK(memcmp(&p, &g, sizeof(g)) == 0);
 }
+
+/* ttyd comes back and acknowledges the resent ACTIVE row with a wrong
+ * echo: the row is not taken as shown; the grant stays LIVE and still
+ * owes it, and the next tick sends it again. */
+PBX_TEST(mut_m6_inexact_resync_ack_sends_the_row_again_on_a_tick)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, m6_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    th_clear_trace(h);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_WRONG_ECHO, 0);
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    TH_TRACE(h, "view+");
+    const pbx_core_grant *gr = pbx_core_inspect_grant(&h->core, g.index);
+    PBX_CHECK((gr->flags & PBX_CORE_GRANT_F_RESYNC) != 0U);
+    PBX_CHECK_EQ(gr->link.state, (uint16_t)PBX_CORE_ST_LIVE);
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    TH_TRACE(h, "view+");
+    PBX_CHECK_EQ(gr->flags & PBX_CORE_GRANT_F_RESYNC, 0U);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
