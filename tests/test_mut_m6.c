@@ -306,3 +306,28 @@ PBX_TEST(mut_m6_inexact_resync_ack_sends_the_row_again_on_a_tick)
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
+
+/* The decision view names the grant of an approval whatever the grant's
+ * index, also past the prompts pool's capacity (a core with more grant
+ * records than prompt records). */
+PBX_TEST(mut_m6_decision_view_names_a_grant_beyond_the_prompt_pool)
+{
+    th_h *h = th_new_prompts(4, 1);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    pbx_ipc_id r1 = {0, 0};
+    pbx_ipc_id g1 = th_approve(h, &b, m6_sel, true, &r1, NULL);
+    b.ctx.job_gen += 1U;
+    pbx_ipc_id r2 = {0, 0};
+    pbx_ipc_id g2 = th_approve(h, &b, m6_sel, true, &r2, NULL);
+    PBX_CHECK_EQ(g1.index, 0U);
+    PBX_CHECK_EQ(g2.index, 1U);
+    pbx_core_log_decision v;
+    memset(&v, 0, sizeof(v));
+    PBX_REQUIRE(pbx_core_inspect_decision(&h->core, r2, &v));
+    PBX_CHECK_EQ(v.outcome, (uint32_t)PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(v.grant.index, g2.index);
+    PBX_CHECK_EQ(v.grant.gen, g2.gen);
+    PBX_CHECK(v.object.id != 0U);
+    th_free(h);
+}
