@@ -51,6 +51,13 @@ PBX_TEST(mut_m6_procd_loss_before_approval_denies_installer_lost)
     PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_PROCD),
                  PBX_OK);
     PBX_CHECK_EQ(m6_req_state(h, id), PBX_CORE_ST_RELEASE);
+    /* The grant ended unpublished: no log line speaks of its end. */
+    uint32_t gi = pbx_core_inspect_request(&h->core, id.index)->grant;
+    pbx_ipc_id g = pbx_core_inspect_id(&h->core, PBX_BOOTSTRAP_POOL_GRANTS, gi);
+    PBX_CHECK(pbx_core_inspect_grant(&h->core, gi)->link.state !=
+              PBX_CORE_ST_LIVE);
+    pbx_core_log_grant_end e;
+    PBX_CHECK(!pbx_core_inspect_grant_end(&h->core, g, &e));
     h->hold = false;
     th_run(h);
     pbx_ipc_decision d;
