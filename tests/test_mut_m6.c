@@ -210,7 +210,12 @@ PBX_TEST(mut_m6_grant_end_view_borrows_the_grants_context)
     pbx_ipc_begin b;
     pbx_ipc_id req = {0, 0};
     th_default_begin(&b, m6_sel, M6_SEL_LEN);
-    pbx_ipc_id g = th_approve(h, &b, m6_sel, false, &req, NULL);
+    /* Two approvals kept undelivered: the second request (index 1) is
+     * still live when its grant ends, so the view names it. */
+    (void)th_approve(h, &b, m6_sel, true, NULL, NULL);
+    b.ctx.job_gen += 1U;
+    pbx_ipc_id g = th_approve(h, &b, m6_sel, true, &req, NULL);
+    PBX_CHECK_EQ(req.index, 1U);
     PBX_CHECK_EQ(th_consume(h, g), 0U);
     pbx_core_log_grant_end e;
     memset(&e, 0xA5, sizeof(e));
@@ -221,6 +226,8 @@ PBX_TEST(mut_m6_grant_end_view_borrows_the_grants_context)
     PBX_CHECK_EQ(e.ctx->job_gen, b.ctx.job_gen);
     PBX_CHECK_EQ(e.grant.index, g.index);
     PBX_CHECK_EQ(e.grant.gen, g.gen);
+    PBX_CHECK_EQ(e.request.index, req.index);
+    PBX_CHECK_EQ(e.request.gen, req.gen);
     PBX_CHECK_EQ(e.object.id, gr->object.id);
     PBX_CHECK_EQ(e.object.gen, gr->object.gen);
     PBX_CHECK(strcmp(e.end, "consumed") == 0);
@@ -336,5 +343,46 @@ PBX_TEST(mut_m6_decision_view_names_a_grant_beyond_the_prompt_pool)
     PBX_CHECK_EQ(v.grant.index, g2.index);
     PBX_CHECK_EQ(v.grant.gen, g2.gen);
     PBX_CHECK(v.object.id != 0U);
+    th_free(h);
+}
+
+/* A fresh core's call serial starts at 0, so its first call carries
+ * generation (and seq) 1 and each send takes the next. */
+PBX_TEST(mut_m6_first_call_after_init_has_seq_one)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    pbx_ipc_id id = {0, 0};
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    PBX_CHECK_EQ(th_open(h, &b, m6_sel, &id), 0U);
+    uint32_t k = th_run_to(h, "resolve");
+    PBX_REQUIRE(k != TH_NONE);
+    PBX_CHECK_EQ(h->pend[k].seq, 1U);
+    th_clear_trace(h);
+    k = th_run_to(h, "policy");
+    PBX_REQUIRE(k != TH_NONE);
+    PBX_CHECK_EQ(h->pend[k].seq, 2U);
+    th_free(h);
+}
+
+/* ttyd returns twice before the resent row went out: the grant, already
+ * queued for it, is queued once more in place (no record is queued
+ * twice) and the row goes out exactly once. */
+PBX_TEST(mut_m6_second_ttyd_return_before_the_resync_sends_the_row_once)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    pbx_ipc_id g = th_approve(h, &b, m6_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    th_clear_trace(h);
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    TH_TRACE(h, "view+");
+    const pbx_core_grant *gr = pbx_core_inspect_grant(&h->core, g.index);
+    PBX_CHECK_EQ(gr->flags & PBX_CORE_GRANT_F_RESYNC, 0U);
+    PBX_CHECK(th_conserved(h));
     th_free(h);
 }
