@@ -260,6 +260,27 @@ PBX_TEST(mut_m6_route_up_and_broker_loss_need_a_ready_core)
  * bytewise equal to a zeroed record given the same field values, so a
  * byte comparison (or digest) of two parsed records compares their
  * fields, never stack leftovers. */
+/* A valid small geometry with the core's record layouts, zeroed whole
+ * before its fields are set. */
+static void m6_geometry(pbx_bootstrap_geometry *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->version = PBX_BOOTSTRAP_VERSION;
+    g->page_size_bytes = 4096U;
+    pbx_core_pool_layouts(g->layout);
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        g->capacity[i] = 4U;
+    }
+    g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
+    g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 16U;
+    g->call_window = 1U;
+    g->capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = 5000U;
+    }
+    g->arena_page_count = 1U;
+}
+
 /* Leaves a page of the stack holding nonzero bytes, so that a callee's
  * record that is never written reads as nonzero, not as a lucky zero. */
 static __attribute__((noinline)) void m6_dirty_stack(void)
@@ -274,21 +295,7 @@ static __attribute__((noinline)) void m6_dirty_stack(void)
 PBX_TEST(mut_m6_parsed_geometry_padding_is_zero)
 {
     pbx_bootstrap_geometry g;
-    memset(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = 4096U;
-    pbx_core_pool_layouts(g.layout);
-    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        g.capacity[i] = 4U;
-    }
-    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] = 16U;
-    g.call_window = 1U;
-    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] = PBX_BOOTSTRAP_CALL_ROUTES;
-    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
-    }
-    g.arena_page_count = 1U;
+    m6_geometry(&g);
     uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
     PBX_REQUIRE(pbx_bootstrap_encode(&g, rec, sizeof(rec)) == PBX_OK);
     pbx_bootstrap_geometry p;
@@ -396,4 +403,67 @@ PBX_TEST(mut_m6_second_ttyd_return_before_the_resync_sends_the_row_once)
     PBX_CHECK_EQ(gr->flags & PBX_CORE_GRANT_F_RESYNC, 0U);
     PBX_CHECK(th_conserved(h));
     th_free(h);
+}
+
+/* ttyd's acknowledgement of a resent ACTIVE row carries a receipt no
+ * VIEW reply may carry: the receipt is deleted, every one of them, and
+ * nothing is left held. */
+PBX_TEST(mut_m6_resync_ack_receipt_is_deleted)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    (void)th_approve(h, &b, m6_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    th_clear_trace(h);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_SURPLUS, 0);
+    uint32_t deleted = h->deleted;
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    PBX_CHECK(h->deleted > deleted);
+    PBX_CHECK(th_conserved(h));
+    th_free(h);
+}
+
+/* A derived layout is fully defined, padding included: it compares
+ * bytewise equal to a zeroed record given the same field values. */
+PBX_TEST(mut_m6_derived_layout_padding_is_zero)
+{
+    pbx_bootstrap_geometry g;
+    m6_geometry(&g);
+    pbx_bootstrap_type_layout compiled[PBX_BOOTSTRAP_POOL_COUNT];
+    pbx_core_pool_layouts(compiled);
+    pbx_bootstrap_layout l;
+    /* The arena's page count is the one the pools need: found by trying
+     * each count up to a bound, so the geometry stays the helper's. */
+    pbx_err err = PBX_E_BOOTSTRAP_PAGE_EXTENT;
+    for (uint32_t n = 1; n <= 4096U && err == PBX_E_BOOTSTRAP_PAGE_EXTENT;
+         n++) {
+        g.arena_page_count = n;
+        memset(&l, 0xA5, sizeof(l));
+        m6_dirty_stack();
+        err = pbx_bootstrap_layout_derive(&g, compiled, &l);
+    }
+    PBX_REQUIRE(err == PBX_OK);
+    pbx_bootstrap_layout w;
+    memset(&w, 0, sizeof(w));
+    for (size_t i = 0; i < (size_t)PBX_BOOTSTRAP_POOL_COUNT; i++) {
+        w.pools[i].offset_bytes = l.pools[i].offset_bytes;
+        w.pools[i].size_bytes = l.pools[i].size_bytes;
+        w.pools[i].capacity = l.pools[i].capacity;
+        w.pools[i].record_size_bytes = l.pools[i].record_size_bytes;
+        w.pools[i].record_align_bytes = l.pools[i].record_align_bytes;
+    }
+    w.used_bytes = l.used_bytes;
+    w.page_size_bytes = l.page_size_bytes;
+    w.page_count = l.page_count;
+    w.arena_bytes = l.arena_bytes;
+    w.call_window = l.call_window;
+    memcpy(w.time_ms, l.time_ms, sizeof(w.time_ms));
+    uint8_t got[sizeof(l)];
+    uint8_t want[sizeof(w)];
+    memcpy(got, &l, sizeof(got));
+    memcpy(want, &w, sizeof(want));
+    PBX_CHECK(memcmp(got, want, sizeof(want)) == 0);
 }
