@@ -223,8 +223,12 @@ PBX_TEST(mut_m6_grant_end_view_borrows_the_grants_context)
     b.ctx.job_gen += 1U;
     pbx_ipc_id g = th_approve(h, &b, m6_sel, true, &req, NULL);
     PBX_CHECK_EQ(req.index, 1U);
-    PBX_CHECK_EQ(th_consume(h, g), 0U);
     pbx_core_log_grant_end e;
+    /* No view of a grant still LIVE, nor of one that does not exist. */
+    PBX_CHECK(!pbx_core_inspect_grant_end(&h->core, g, &e));
+    pbx_ipc_id stale = {g.index, g.gen + 1U};
+    PBX_CHECK(!pbx_core_inspect_grant_end(&h->core, stale, &e));
+    PBX_CHECK_EQ(th_consume(h, g), 0U);
     memset(&e, 0xA5, sizeof(e));
     PBX_REQUIRE(pbx_core_inspect_grant_end(&h->core, g, &e));
     const pbx_core_grant *gr = pbx_core_inspect_grant(&h->core, g.index);
