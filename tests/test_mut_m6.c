@@ -471,3 +471,27 @@ PBX_TEST(mut_m6_derived_layout_padding_is_zero)
     memcpy(want, &w, sizeof(want));
     PBX_CHECK(memcmp(got, want, sizeof(want)) == 0);
 }
+
+/* The kernel rejects the deletion of a receipt on ttyd's acknowledgement
+ * of a resent row: a cleanup fail-stop, and the delivery answers
+ * PBX_E_CORE_CLEANUP_REJECTED. */
+PBX_TEST(mut_m6_rejected_resync_receipt_deletion_is_a_cleanup_fail_stop)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    (void)th_approve(h, &b, m6_sel, false, NULL, NULL);
+    PBX_CHECK_EQ(pbx_core_on_route_down(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    th_run(h);
+    th_clear_trace(h);
+    th_push(h, PBX_CORE_ROUTE_TTYD, TH_OK, TH_M_SURPLUS, 0);
+    PBX_CHECK_EQ(pbx_core_on_route_up(&h->core, PBX_CORE_ROUTE_TTYD), PBX_OK);
+    h->hold = true;
+    th_run(h);
+    uint32_t k = th_find(h, "view+");
+    PBX_REQUIRE(k != TH_NONE);
+    th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    th_free(h);
+}
