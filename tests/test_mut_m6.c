@@ -495,3 +495,25 @@ PBX_TEST(mut_m6_rejected_resync_receipt_deletion_is_a_cleanup_fail_stop)
     PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
     th_free(h);
 }
+
+/* launchd's broker is lost while a runtime-reply approval waits
+ * undelivered and the kernel rejects the deletion of its alias: a cleanup
+ * fail-stop, and pbx_core_on_broker_lost answers
+ * PBX_E_CORE_CLEANUP_REJECTED. */
+PBX_TEST(mut_m6_broker_loss_rejected_alias_deletion_is_a_cleanup_fail_stop)
+{
+    th_h *h = th_new(4);
+    pbx_ipc_begin b;
+    th_default_begin(&b, m6_sel, M6_SEL_LEN);
+    b.ctx.mode = PBX_IPC_MODE_RUNTIME_REPLY;
+    memset(&b.target, 0, sizeof(b.target));
+    pbx_ipc_id req = {0, 0};
+    (void)th_approve(h, &b, m6_sel, true, &req, NULL);
+    for (uint32_t k = 0; k < 4U; k++) {
+        th_push_del(h, PBX_CORE_DELETE_REJECTED);
+    }
+    PBX_CHECK_EQ(pbx_core_on_broker_lost(&h->core),
+                 PBX_E_CORE_CLEANUP_REJECTED);
+    PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
+    th_free(h);
+}
