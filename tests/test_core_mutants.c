@@ -132,6 +132,8 @@ PBX_TEST(core_mutants_init_ignores_a_dirty_context)
     PBX_CHECK_EQ(h->core.index_visits, 0U);
     PBX_CHECK_EQ(h->core.public_orphans, 0U);
     PBX_CHECK_EQ(h->core.now_ms, 0U);
+    PBX_CHECK_EQ(h->core.call_serial, 0U);
+    PBX_CHECK_EQ(h->core.prompt_waits, 0U);
     PBX_CHECK_EQ(h->core.chunk_free_count, h->core.chunk_count);
     for (size_t r = 0; r < (size_t)PBX_CORE_FSM_ROWS; r++) {
         PBX_CHECK_EQ(h->core.fsm_hits[r], 0U);

@@ -264,3 +264,18 @@ PBX_TEST(core_prompts_share_counts_a_full_chain)
     PBX_CHECK(th_conserved(h));
     th_free(h);
 }
+
+/* The count of prompt waits saturates at UINT32_MAX instead of wrapping
+ * to 0 (a counter that reads as "never waited" after 2^32 waits). */
+PBX_TEST(core_prompts_wait_count_saturates)
+{
+    th_h *h = th_new_prompts(4, 1);
+    pbx_ipc_id x = pr_open(h, 1U, true);
+    PBX_CHECK_EQ(pr_prompts_pending(h), 1U);
+    PBX_CHECK_EQ(pr_req(h, x)->link.state, PBX_CORE_ST_PROMPT);
+    h->core.prompt_waits = UINT32_MAX;
+    pbx_ipc_id y = pr_open(h, 2U, true);
+    pr_waiting(h, y);
+    PBX_CHECK_EQ(h->core.prompt_waits, UINT32_MAX);
+    th_free(h);
+}
