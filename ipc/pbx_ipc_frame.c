@@ -257,6 +257,10 @@ pbx_err pbx_ipc_frame_start(uint8_t *buf, size_t buf_len, uint16_t op,
 pbx_err pbx_ipc_frame_reopen(const uint8_t *buf, size_t body_len, uint16_t caps,
                              pbx_ipc_frame *f)
 {
+    /* The frame starts zeroed, so that every field an encoder's self-check
+     * reads is defined whatever the decoder wrote (EVA cannot tie the
+     * decoder's PBX_OK to the fields it set). */
+    pbx_mem_set(f, 0, sizeof(*f));
     return pbx_ipc_frame_decode(buf, PBX_IPC_HEADER_BYTES + body_len, caps, f);
 }
 
