@@ -52,6 +52,10 @@ VALGRIND = ["valgrind", "--tool=memcheck", "--leak-check=full",
 # powerboxd refuses to start when its slot 9, which must be empty, holds
 # one.
 LOG_FD = 900
+# The harness's waits and timed bounds grow by this factor
+# (tests/e2e/e2e_harness.py's SLOW): valgrind runs each program many
+# times slower.
+SLOW = 10
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")
 
@@ -109,9 +113,10 @@ def main(argv):
     os.makedirs(work, exist_ok=True)
     binp, logs = make_bin(src, work)
     start = time.monotonic()
+    env = dict(os.environ, PBX_E2E_SLOW=str(SLOW))
     run = subprocess.run([sys.executable, "tests/e2e/run.py", binp,
                           os.path.join(work, "run")] + scenarios,
-                         check=False)
+                         check=False, env=env)
     took = time.monotonic() - start
     table, bad = read_logs(logs)
     for name in sorted(table):
