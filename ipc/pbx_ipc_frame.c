@@ -160,6 +160,10 @@ pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
 {
     PBX_ASSERT(out != NULL);
     PBX_ASSERT(buf != NULL || len == 0U);
+    /* Every field defined on every path: a caller that tests the result
+     * and then reads the fields never reads a stale or unwritten one, and
+     * EVA, which does not tie PBX_OK to the writes, sees them defined. */
+    pbx_mem_set(out, 0, sizeof(*out));
     if (len < PBX_IPC_HEADER_BYTES) {
         return PBX_E_IPC_TRUNCATED;
     }
@@ -257,10 +261,6 @@ pbx_err pbx_ipc_frame_start(uint8_t *buf, size_t buf_len, uint16_t op,
 pbx_err pbx_ipc_frame_reopen(const uint8_t *buf, size_t body_len, uint16_t caps,
                              pbx_ipc_frame *f)
 {
-    /* The frame starts zeroed, so that every field an encoder's self-check
-     * reads is defined whatever the decoder wrote (EVA cannot tie the
-     * decoder's PBX_OK to the fields it set). */
-    pbx_mem_set(f, 0, sizeof(*f));
     return pbx_ipc_frame_decode(buf, PBX_IPC_HEADER_BYTES + body_len, caps, f);
 }
 
