@@ -21,7 +21,9 @@ pbx-demo, the pbx-test-* programs) are linked as they are: memcheck
 cannot replace a static program's allocator, and a Landlock or seccomp
 wall would also fence valgrind itself.
 
-Then runs tests/e2e/run.py WORK_DIR/bin WORK_DIR/run SCENARIO... and
+Then runs tests/e2e/run.py WORK_DIR/bin WORK_DIR/run SCENARIO... (with
+PBX_E2E_SLOW=SLOW in its environment: the harness's waits and the
+scenarios' timed bounds grow by that factor) and
 reads every log: a run fails when run.py fails, when any log reports an
 error (ERROR SUMMARY above zero: invalid accesses, uninitialised values,
 bad frees, definitely or indirectly lost blocks), or when no log at all
