@@ -16,7 +16,7 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     runtime-reply not-found cancel-lost-reply invocation-expiry \
     unwanted-receipts quota job-spoof foreign prompt user-deny \
     prompt-cancel expire scope-hoard pbx-open scope-steal backpressure \
-    query-admission
+    query-admission grants-cli policy-rules policy-terminal
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd
