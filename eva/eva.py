@@ -23,9 +23,9 @@ asserted expression (a trap's: its PBX_ASSERT line) and the argument's
 tag, looked up in the committed eva/alarms.txt by library, function,
 kind and expression (not by line: lines move, the key does not). A run
 fails when a row has no argument there ("UNARGUED"), and prints the rows
-eva/alarms.txt argues that are gone. Copy OUT_DIR/alarms.txt over
-eva/alarms.txt once every row is argued: the tags are explained in
-eva/alarms.txt's header and docs/SECURITY.md, section 7.
+eva/alarms.txt argues that are gone. To argue a new row, add it to
+eva/alarms.txt (OUT_DIR/alarms.txt has it, tagged UNARGUED) with the tag
+of its reason: the tags are explained in docs/SECURITY.md, section 7.
 """
 
 import os
