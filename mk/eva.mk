@@ -3,7 +3,8 @@
 #
 #   make eva        every driver (eva/eva_<lib>.c): base, sha2, ipc,
 #                   capabi, bootstrap and the core; prints each one's
-#                   alarm count and fails above eva/baseline.txt. Not in
+#                   alarm count and fails above eva/baseline.txt or on
+#                   an alarm eva/alarms.txt does not argue. Not in
 #                   make check: the core alone takes about 4 minutes of
 #                   CPU, sha2 over 2.
 #   make eva-check  the same for EVA_CHECK_LIBS (base, ipc, capabi,
