@@ -5,9 +5,9 @@
 #                   capabi, bootstrap and the core; prints each one's
 #                   alarm count and fails above eva/baseline.txt or on
 #                   an alarm eva/alarms.txt does not argue. Not in
-#                   make check (the core took about 4 minutes of CPU
-#                   and sha2 over 2 before issue 22's pass; since, the
-#                   whole run takes about 70 s of CPU).
+#                   make check (the core was measured at about 4
+#                   minutes of CPU and sha2 over 2; on 2026-12-06 the
+#                   whole run took about 70 s of CPU: docs/SECURITY.md).
 #   make eva-check  the same for EVA_CHECK_LIBS (base, ipc, capabi,
 #                   bootstrap: about 30 s of CPU), in CHECK_EXTRA.
 #
