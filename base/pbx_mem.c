@@ -29,10 +29,14 @@ void pbx_mem_copy(void *dst, const void *src, size_t n)
 {
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
+    /* The ends of the block and word runs: n rounded down to a multiple
+     * of each step, so every step starts at a multiple of it below the
+     * end and its last byte is below n. */
+    size_t blocks = n / PBX_MEM_BLOCK * PBX_MEM_BLOCK;
+    size_t words = n / PBX_MEM_WORD * PBX_MEM_WORD;
     size_t i = 0;
     PBX_ASSERT(n == 0U || (d != NULL && s != NULL));
-    /* Each loop advances i by its step and stops before passing n. */
-    for (; n - i >= PBX_MEM_BLOCK; i += PBX_MEM_BLOCK) {
+    for (; i < blocks; i += PBX_MEM_BLOCK) {
         pbx_mem_word w0 = *(const pbx_mem_word *)(const void *)(s + i);
         pbx_mem_word w1 = *(const pbx_mem_word *)(const void *)(s + i + 8U);
         pbx_mem_word w2 = *(const pbx_mem_word *)(const void *)(s + i + 16U);
@@ -42,7 +46,7 @@ void pbx_mem_copy(void *dst, const void *src, size_t n)
         *(pbx_mem_word *)(void *)(d + i + 16U) = w2;
         *(pbx_mem_word *)(void *)(d + i + 24U) = w3;
     }
-    for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
+    for (; i < words; i += PBX_MEM_WORD) {
         *(pbx_mem_word *)(void *)(d + i) =
             *(const pbx_mem_word *)(const void *)(s + i);
     }
@@ -56,15 +60,18 @@ void pbx_mem_set(void *dst, uint8_t v, size_t n)
     uint8_t *d = (uint8_t *)dst;
     /* The byte repeated in every lane of a word. */
     pbx_mem_word w = (uint64_t)v * UINT64_C(0x0101010101010101);
+    /* The ends of the block and word runs, as in pbx_mem_copy. */
+    size_t blocks = n / PBX_MEM_BLOCK * PBX_MEM_BLOCK;
+    size_t words = n / PBX_MEM_WORD * PBX_MEM_WORD;
     size_t i = 0;
     PBX_ASSERT(n == 0U || d != NULL);
-    for (; n - i >= PBX_MEM_BLOCK; i += PBX_MEM_BLOCK) {
+    for (; i < blocks; i += PBX_MEM_BLOCK) {
         *(pbx_mem_word *)(void *)(d + i) = w;
         *(pbx_mem_word *)(void *)(d + i + 8U) = w;
         *(pbx_mem_word *)(void *)(d + i + 16U) = w;
         *(pbx_mem_word *)(void *)(d + i + 24U) = w;
     }
-    for (; n - i >= PBX_MEM_WORD; i += PBX_MEM_WORD) {
+    for (; i < words; i += PBX_MEM_WORD) {
         *(pbx_mem_word *)(void *)(d + i) = w;
     }
     for (; i < n; i++) {

@@ -190,6 +190,10 @@ static void pbx_core_on_begin(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
 {
     pbx_ipc_begin b;
     pbx_ipc_id zero = {0, 0};
+    /* Zeroed first: pbx_core_begin_apply copies the whole record into the
+     * arena, and the decoder writes only the entry and label bytes their
+     * lengths cover (make eva: no stack bytes reach the arena). */
+    pbx_mem_set(&b, 0, sizeof(b));
     pbx_err err = pbx_ipc_begin_decode(f, &b);
     if (err != PBX_OK) {
         pbx_core_reply_err(out, PBX_IPC_OP_BEGIN, zero, err);
@@ -535,6 +539,8 @@ static void pbx_core_on_cancel(pbx_core_ctx *ctx, const pbx_ipc_frame *f,
 {
     pbx_ipc_cancel c;
     uint32_t i = 0;
+    /* Zeroed first, so every field read below is defined on every path. */
+    pbx_mem_set(&c, 0, sizeof(c));
     pbx_err err = pbx_ipc_cancel_decode(f, &c);
     if (err == PBX_OK && c.by_grant) {
         err = pbx_core_find_grant(ctx, c.grant, badge, &i);

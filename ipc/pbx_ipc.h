@@ -531,8 +531,9 @@ typedef struct pbx_ipc_frame {
  * (PBX_E_IPC_RESERVED), cap_count == transport_caps, status
  * rule (zero in requests; a nonzero reply status has an empty body and no
  * capability), capability count against the partition table, request
- * identity rule. On error *out is unspecified. buf may be NULL only when
- * len is 0; out must not be NULL.
+ * identity rule. *out is zeroed first, so every field is defined on every
+ * path (on error, those not yet read are zero; make eva relies on it). buf
+ * may be NULL only when len is 0; out must not be NULL.
  */
 pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
                              uint16_t transport_caps, pbx_ipc_frame *out);

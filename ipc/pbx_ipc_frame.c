@@ -182,6 +182,10 @@ pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
 {
     PBX_ASSERT(out != NULL);
     PBX_ASSERT(buf != NULL || len == 0U);
+    /* Every field defined on every path: a caller that tests the result
+     * and then reads the fields never reads a stale or unwritten one, and
+     * EVA, which does not tie PBX_OK to the writes, sees them defined. */
+    pbx_mem_set(out, 0, sizeof(*out));
     if (len < PBX_IPC_HEADER_BYTES) {
         return PBX_E_IPC_TRUNCATED;
     }

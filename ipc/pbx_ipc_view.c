@@ -60,8 +60,11 @@ pbx_err pbx_ipc_view_encode(pbx_ipc_id request, const pbx_ipc_view *rec,
     return pbx_ipc_frame_done(err, body_len, out_len);
 }
 
-/* Reads the VIEW fixed part and the tail whose lengths the caller proved. */
-static void pbx_ipc_view_get(const uint8_t *b, pbx_ipc_view *r)
+/* Reads the VIEW fixed part and the tail, whose lengths are the ones the
+ * caller proved (entry_len, label_len), not a second read of the body:
+ * the values are the same, and EVA then keeps their bounds. */
+static void pbx_ipc_view_get(const uint8_t *b, uint16_t entry_len,
+                             uint16_t label_len, pbx_ipc_view *r)
 {
     pbx_ipc_context *c = &r->ctx;
     r->kind = b[0];
@@ -83,8 +86,8 @@ static void pbx_ipc_view_get(const uint8_t *b, pbx_ipc_view *r)
     r->target.process_gen = pbx_le_get32(b + 68);
     r->target.slot = pbx_le_get32(b + 72);
     r->installed_slot = pbx_le_get32(b + 76);
-    c->entry.len = pbx_le_get16(b + 80);
-    r->label.len = pbx_le_get16(b + 82);
+    c->entry.len = entry_len;
+    r->label.len = label_len;
     pbx_mem_copy(r->selector_digest, b + 88, PBX_IPC_DIGEST_BYTES);
     pbx_mem_copy(c->entry.bytes, b + PBX_IPC_VIEW_FIXED_BYTES, c->entry.len);
     pbx_mem_copy(r->label.bytes, b + PBX_IPC_VIEW_FIXED_BYTES + c->entry.len,
@@ -133,7 +136,7 @@ pbx_err pbx_ipc_view_decode(const pbx_ipc_frame *f, pbx_ipc_view *out)
     if (pbx_le_get32(b + 84) != 0U) {
         return PBX_E_IPC_RESERVED;
     }
-    pbx_ipc_view_get(b, out);
+    pbx_ipc_view_get(b, e, l, out);
     return pbx_ipc_view_check(out);
 }
 

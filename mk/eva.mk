@@ -3,11 +3,13 @@
 #
 #   make eva        every driver (eva/eva_<lib>.c): base, sha2, ipc,
 #                   capabi, bootstrap and the core; prints each one's
-#                   alarm count and fails above eva/baseline.txt. Not in
-#                   make check: the core alone takes about 4 minutes of
-#                   CPU, sha2 over 2.
+#                   alarm count and fails above eva/baseline.txt or on
+#                   an alarm eva/alarms.txt does not argue. Not in
+#                   make check (the core was measured at about 4
+#                   minutes of CPU and sha2 over 2; on 2026-12-06 the
+#                   whole run took about 70 s of CPU: docs/SECURITY.md).
 #   make eva-check  the same for EVA_CHECK_LIBS (base, ipc, capabi,
-#                   bootstrap: under 30 s of CPU), in CHECK_EXTRA.
+#                   bootstrap: about 30 s of CPU), in CHECK_EXTRA.
 #
 # frama-c comes from Debian's frama-c-base (.ci/run installs it).
 

@@ -9,10 +9,14 @@
 #                   on any valgrind error or leak, and prints the figures
 #                   per program. Not in make check (its time: TESTING.md).
 
+# Every scenario of tests/e2e/run.py that runs under valgrind; each one
+# left out is named, with its reason, in docs/TESTING.md ("Memory
+# checks").
 MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     runtime-reply not-found cancel-lost-reply invocation-expiry \
     unwanted-receipts quota job-spoof foreign prompt user-deny \
-    prompt-cancel
+    prompt-cancel expire scope-hoard pbx-open scope-steal backpressure \
+    query-admission grants-cli policy-rules policy-terminal
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd

@@ -204,10 +204,14 @@ pbx_err pbx_sha2_update(pbx_sha2_ctx *ctx, const uint8_t *data, size_t len)
     /* Whole blocks straight from the input, in one call so a fast path
      * keeps the hash words in registers across them. */
     size_t whole = (len - pos) / PBX_SHA2_BLOCK_BYTES;
+    /* The bytes left after them, fewer than a block: computed as the
+     * remainder (equal to len - pos after the blocks), a bound make eva's
+     * intervals keep, so block_len < PBX_SHA2_BLOCK_BYTES is proven. */
+    size_t rest = (len - pos) % PBX_SHA2_BLOCK_BYTES;
     pbx_sha2_blocks(ctx->state, data + pos, whole);
     pos += whole * PBX_SHA2_BLOCK_BYTES;
-    pbx_mem_copy(ctx->block, data + pos, len - pos);
-    ctx->block_len = (uint32_t)(len - pos);
+    pbx_mem_copy(ctx->block, data + pos, rest);
+    ctx->block_len = (uint32_t)rest;
     return PBX_OK;
 }
 

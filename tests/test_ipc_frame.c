@@ -804,3 +804,23 @@ PBX_TEST(ipc_dir_entry_class_only_exact_one_shot_entry_operations)
     }
     PBX_CHECK_EQ(accepted, 2U);
 }
+
+/* pbx_ipc_frame_decode zeroes its output first (ipc/pbx_ipc.h): a refused
+ * frame leaves no stale field behind, and a caller that reads a field
+ * after a refusal reads zero (make eva relies on every field being
+ * defined on every path). */
+PBX_TEST(ipc_frame_decode_zeroes_out_on_refusal)
+{
+    uint8_t b[PBX_IPC_HEADER_BYTES];
+    pbx_ipc_frame f;
+    static const pbx_ipc_frame zero;
+    memset(b, 0, sizeof(b));
+    put_header(b, PBX_IPC_OP_DECISION, 0U, 0U, live_id, 0U);
+    memset(&f, 0xA5, sizeof(f));
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H - 1U, 0, &f), PBX_E_IPC_TRUNCATED);
+    PBX_CHECK(memcmp(&f, &zero, sizeof(f)) == 0);
+    memset(&f, 0xA5, sizeof(f));
+    b[0] = 'Q';
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_MAGIC);
+    PBX_CHECK(memcmp(&f, &zero, sizeof(f)) == 0);
+}

@@ -31,6 +31,10 @@ POLICY = ("* * read file routine allow\n"
 # once (launchd hands out the first free one, so a lone job gets 42:5).
 STAGES = [f"{pid}:5" for pid in range(42, 52)]
 # Status codes the scenarios expect (base/err/*.def).
+# The factor by which the harness's waits and the scenarios' timed bounds
+# grow: 1, or PBX_E2E_SLOW when set (make memcheck sets it: every program
+# under valgrind runs many times slower; docs/TESTING.md, "Memory checks").
+SLOW = float(os.environ.get("PBX_E2E_SLOW", "1"))
 E_CORE_BUSY = 0x0604
 E_CORE_BROKER = 0x061D
 E_PEER_BUSY = 0x08C0
@@ -623,7 +627,7 @@ def read_rows(path, seconds=5.0):
         return []
     data = b""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(seconds)
+        s.settimeout(seconds * SLOW)
         try:
             s.connect(path)
             for _ in range(1 << 16):
@@ -638,7 +642,7 @@ def read_rows(path, seconds=5.0):
 
 def wait_for(pred, what, seconds=5.0):
     """Waits (bounded) until pred() is true; fails with what otherwise."""
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds * SLOW
     while time.monotonic() < deadline:
         if pred():
             return

@@ -15,7 +15,8 @@ import threading
 import time
 
 from e2e_harness import (fail, OP_BEGIN, OP_CANCEL, OP_DECISION, OP_SELECTOR,
-                         OUTCOMES, REPLY_BIT, RUN_PY, TMUX_SOCKET, wait_for)
+                         OUTCOMES, REPLY_BIT, RUN_PY, SLOW, TMUX_SOCKET,
+                         wait_for)
 
 
 def tmux(*args):
@@ -107,7 +108,7 @@ class Launched:
     def wait_line(self, pred, what, seconds=10.0, start=0):
         """Waits until a line from index start on satisfies pred; returns
         its index."""
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + seconds * SLOW
         with self.cv:
             while True:
                 for i in range(start, len(self.lines)):
@@ -153,7 +154,7 @@ class Launched:
         except BrokenPipeError:
             pass
         try:
-            rc = self.proc.wait(timeout=seconds)
+            rc = self.proc.wait(timeout=seconds * SLOW)
         except subprocess.TimeoutExpired:
             fail(f"the launched job did not end within {seconds:.0f} s "
                  f"({self.kv()})")

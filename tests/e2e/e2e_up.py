@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from e2e_harness import (descendants, detach_mounts, fail, key_values,
-                         proc_table, read_rows, Stack, wait_for)
+                         proc_table, read_rows, SLOW, Stack, wait_for)
 
 
 class Up:
@@ -32,15 +32,20 @@ class Up:
         self.err = open(os.path.join(work, "up.err"), "w+", encoding="utf-8")
         r, w = os.pipe()
         self.proc = subprocess.Popen(
+            # --bin names the folder beside pbx, where pbx up looks by
+            # default; said outright, because under valgrind (make
+            # memcheck) pbx's /proc/self/exe is the real binary, whose
+            # folder holds the programs without valgrind's wrappers.
             [os.path.join(bin_dir, "pbx"), "up", "--dir", self.dir, "--root",
-             self.root, "--ready-fd", str(w)] + list(extra), pass_fds=[w],
+             self.root, "--bin", os.path.abspath(bin_dir), "--ready-fd",
+             str(w)] + list(extra), pass_fds=[w],
             stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
             process_group=0)
         os.close(w)
         with os.fdopen(r, "rb") as f:
             os.set_blocking(f.fileno(), False)
             got = b""
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 30 * SLOW
             while b"\n" not in got and time.monotonic() < deadline and \
                     self.proc.poll() is None:
                 got += f.read() or b""

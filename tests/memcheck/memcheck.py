@@ -21,7 +21,9 @@ pbx-demo, the pbx-test-* programs) are linked as they are: memcheck
 cannot replace a static program's allocator, and a Landlock or seccomp
 wall would also fence valgrind itself.
 
-Then runs tests/e2e/run.py WORK_DIR/bin WORK_DIR/run SCENARIO... and
+Then runs tests/e2e/run.py WORK_DIR/bin WORK_DIR/run SCENARIO... (with
+PBX_E2E_SLOW=SLOW in its environment: the harness's waits and the
+scenarios' timed bounds grow by that factor) and
 reads every log: a run fails when run.py fails, when any log reports an
 error (ERROR SUMMARY above zero: invalid accesses, uninitialised values,
 bad frees, definitely or indirectly lost blocks), or when no log at all
@@ -52,6 +54,10 @@ VALGRIND = ["valgrind", "--tool=memcheck", "--leak-check=full",
 # powerboxd refuses to start when its slot 9, which must be empty, holds
 # one.
 LOG_FD = 900
+# The harness's waits and timed bounds grow by this factor
+# (tests/e2e/e2e_harness.py's SLOW): valgrind runs each program many
+# times slower.
+SLOW = 10
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")
 
@@ -109,9 +115,10 @@ def main(argv):
     os.makedirs(work, exist_ok=True)
     binp, logs = make_bin(src, work)
     start = time.monotonic()
+    env = dict(os.environ, PBX_E2E_SLOW=str(SLOW))
     run = subprocess.run([sys.executable, "tests/e2e/run.py", binp,
                           os.path.join(work, "run")] + scenarios,
-                         check=False)
+                         check=False, env=env)
     took = time.monotonic() - start
     table, bad = read_logs(logs)
     for name in sorted(table):
