@@ -81,9 +81,25 @@ def resolve(sym, unit, sizes):
     return sym if sym in sizes else None
 
 
-def address_taken(paths, sizes):
-    """Functions whose address any object file takes, or None."""
+RO_TABLE = re.compile(r"^\.rela(\.rodata|\.data\.rel\.ro(?:\.local)?)\.(.+)$")
+FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+
+
+def address_taken(paths, sizes, owners=None):
+    """Functions whose address any object file takes, or None.
+
+    When owners is a dict it is filled with the functions an indirect call
+    can reach only from certain callers: a function whose address appears
+    only in read-only tables (compiled with -fdata-sections, so each table
+    has its own relocation section), none of which any data refers to,
+    maps to the set of functions whose code reads one of those tables. A
+    pointer loaded from such a table is called by the function that read
+    it (core/pbx_core_judges.c: pbx_core_judge indexes the judge table
+    and calls the entry), so the judges are no candidates for another
+    function's indirect call (such as the ops table's delete, which the
+    judges reach themselves and which would otherwise close a cycle)."""
     taken = set()
+    homes, readers, data_refs = {}, {}, set()
     for ci in paths:
         obj = ci[:-3] + ".o"
         if not os.path.exists(obj):
@@ -93,31 +109,55 @@ def address_taken(paths, sizes):
                              text=True, check=False).stdout
         data = subprocess.run(["readelf", "-rW", obj], capture_output=True,
                               text=True, check=False).stdout
-        last = ""
+        last, insn, here = "", "", None
         for line in dis.splitlines():
+            m = FUNC.match(line)
+            if m:
+                here = resolve(m.group(1), unit, sizes)
+                continue
             m = INSN.match(line)
             if m:
-                last = m.group(1)
+                last, insn = m.group(1), line[m.end(1):]
                 continue
             m = RELOC.search(line)
             if not m:
                 continue
+            if resolve(m.group(2), unit, sizes) is None:
+                # A table read by a load through a memory operand gives
+                # its reader an entry; any other use (lea, an immediate)
+                # lets its address escape, and then no caller is known.
+                load = last.startswith("mov") and "(" in insn and \
+                    "$" not in insn
+                if load and here is not None:
+                    readers.setdefault(m.group(2), set()).add(here)
+                else:
+                    data_refs.add(m.group(2))
             fn = resolve(m.group(2), unit, sizes) if entry_ref(m) else None
             direct = m.group(1) in ("PC32", "PLT32") and \
                 last.startswith(("call", "j"))
             if fn and not direct:
                 taken.add(fn)
+                homes.setdefault(fn, set()).add(None)
         section = ""
         for line in data.splitlines():
             if line.startswith("Relocation section"):
                 section = line.split("'")[1]
                 continue
             m = RELA.search(line)
-            if m and not section.startswith((".rela.text", ".rela.debug")) and \
-                    m.group(1) in ADDR_TYPES and entry_ref(m):
-                fn = resolve(m.group(2), unit, sizes)
-                if fn:
-                    taken.add(fn)
+            if not m or section.startswith((".rela.text", ".rela.debug")):
+                continue
+            fn = resolve(m.group(2), unit, sizes)
+            if fn is None:
+                data_refs.add(m.group(2))
+            elif m.group(1) in ADDR_TYPES and entry_ref(m):
+                taken.add(fn)
+                t = RO_TABLE.match(section)
+                homes.setdefault(fn, set()).add(t.group(2) if t else None)
+    if owners is not None:
+        for fn, where in homes.items():
+            if None in where or where & data_refs:
+                continue
+            owners[fn] = set().union(*(readers.get(t, set()) for t in where))
     return taken
 
 
@@ -127,8 +167,10 @@ def targets_empty(paths, sizes):
     return targets is not None and not targets
 
 
-def depth_of(fn, sizes, edges, memo, path, targets=None):
-    """Deepest stack below and including fn (the graph is acyclic)."""
+def depth_of(fn, sizes, edges, memo, path, targets=None, owners=None):
+    """Deepest stack below and including fn (the graph is acyclic).
+    owners (address_taken) limits some indirect targets to their readers."""
+    owners = owners or {}
     if fn in memo:
         return memo[fn]
     if fn in path:
@@ -140,11 +182,12 @@ def depth_of(fn, sizes, edges, memo, path, targets=None):
     for callee in edges.get(fn, []):
         if callee == "__indirect_call":
             pool = targets if targets is not None else sizes
-            cands = [g for g in pool if g not in path]
-            sub = max((depth_of(g, sizes, edges, memo, path, targets)
+            cands = [g for g in pool if g not in path and
+                     (g not in owners or fn in owners[g])]
+            sub = max((depth_of(g, sizes, edges, memo, path, targets, owners)
                        for g in cands), default=0)
         else:
-            sub = depth_of(callee, sizes, edges, memo, path, targets)
+            sub = depth_of(callee, sizes, edges, memo, path, targets, owners)
         worst = max(worst, sub + RET_ADDR)
     path.discard(fn)
     memo[fn] = sizes[fn] + worst
@@ -163,11 +206,11 @@ def main():
     if unbounded:
         print(f"stack {name}: unbounded frames: {', '.join(unbounded)}")
         return 1
-    memo = {}
-    targets = address_taken(paths, sizes)
+    memo, owners = {}, {}
+    targets = address_taken(paths, sizes, owners)
     try:
-        worst = max((depth_of(f, sizes, edges, memo, set(), targets), f)
-                    for f in sizes)
+        worst = max((depth_of(f, sizes, edges, memo, set(), targets, owners),
+                     f) for f in sizes)
     except ValueError as e:
         print(f"stack {name}: {e}")
         return 1
