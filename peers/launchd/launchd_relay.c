@@ -367,6 +367,7 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
         pbx_peer_log("launchd", "%s connection %u dropped: %s",
                      c->job_conn ? "job" : "control", ci, why);
     }
+    launchd_loop_forget(srv, c->fd);
     (void)close(c->fd);
     c->fd = -1;
     c->gen++;

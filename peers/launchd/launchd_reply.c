@@ -353,6 +353,7 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
 void launchd_broker_lost(launchd_srv *srv, const char *why)
 {
     pbx_peer_log("launchd", "%s", why);
+    launchd_loop_forget(srv, srv->broker);
     (void)close(srv->broker);
     srv->broker = -1;
     for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
