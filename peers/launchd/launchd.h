@@ -216,6 +216,17 @@ void launchd_timer_set(launchd_theap *t, uint32_t h, uint64_t due_ms);
 uint32_t launchd_timer_pop(launchd_theap *t, uint64_t now_ms);
 int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
 
+/* Where a request's WAKE should look first (launchd_wake.c): the
+ * connection (slot and generation) whose BEGIN it was. A hint, in a table
+ * indexed by a hash of the request id: a stale or overwritten one only
+ * sends the WAKE to the walk over every connection it replaced. */
+#define LAUNCHD_HINTS 256U
+typedef struct launchd_hint {
+    pbx_ipc_id id;
+    uint32_t conn;
+    uint32_t conn_gen;
+} launchd_hint;
+
 /* What an event loop registration names (launchd_loop.c), in the order
  * a pass serves them: the broker's replies first, then WAKEs, the attach
  * channel, the hold subscriber and listener, the pty relays, the
@@ -291,6 +302,10 @@ typedef struct launchd_srv {
     uint32_t pty_gen;
     uint32_t npty;
     uint16_t pty_jobs[LAUNCHD_JOBS_CAP];
+    /* WAKE hints by request (launchd_wake.c), and the orphan slots in
+     * use lie below orphan_top (launchd_relay.c: a search stops there). */
+    launchd_hint hints[LAUNCHD_HINTS];
+    uint32_t orphan_top;
 } launchd_srv;
 
 /* launchd_io.c */
@@ -395,6 +410,9 @@ void launchd_attach_input(launchd_srv *srv);
  * stops asking, a connection when a reply or a WAKE changed its table,
  * it parked a DECISION, it was accepted, or its job ended. */
 void launchd_wake_input(launchd_srv *srv);
+/* Notes that request id was begun on connection ci (its WAKE looks there
+ * first). */
+void launchd_wake_hint(launchd_srv *srv, uint32_t ci, pbx_ipc_id id);
 void launchd_timers(launchd_srv *srv);
 void launchd_call_arm(launchd_srv *srv, const launchd_call *k);
 void launchd_orphan_arm(launchd_srv *srv, const launchd_orphan *o);

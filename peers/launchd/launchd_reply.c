@@ -230,6 +230,7 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
         const pbx_peer_track_req *r =
             pbx_peer_track_get(&c->track, g_rep.frame.request);
         launchd_budget_begun(srv, k->conn, &req, g_rep.frame.request);
+        launchd_wake_hint(srv, k->conn, g_rep.frame.request);
         char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
         pbx_peer_log(
             "launchd",
