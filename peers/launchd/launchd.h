@@ -306,6 +306,9 @@ typedef struct launchd_srv {
      * use lie below orphan_top (launchd_relay.c: a search stops there). */
     launchd_hint hints[LAUNCHD_HINTS];
     uint32_t orphan_top;
+    /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
+     * none, the broker's queue holds no reply to drain. */
+    uint32_t ncalls;
 } launchd_srv;
 
 /* launchd_io.c */

@@ -200,6 +200,7 @@ static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
     }
     memset(k, 0, sizeof(*k));
     k->used = true;
+    srv->ncalls++;
     k->kind = kind;
     k->op = pbx_le_get16(buf + 6);
     k->caps = pbx_le_get16(buf + 10);

@@ -294,6 +294,7 @@ static bool launchd_route_answer(launchd_srv *srv, uint32_t ci, uint16_t op,
 static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 {
     k->used = false;
+    srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
     launchd_call_arm(srv, k);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
         launchd_job_finish(srv, k->conn, "not answered: broker lost");
@@ -416,6 +417,7 @@ void launchd_broker_input(launchd_srv *srv)
         static launchd_call done;
         done = *k;
         k->used = false;
+        srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
         launchd_call_arm(srv, k);
         /* A detached call was uncounted when it was detached. */
         if (!done.detached &&
@@ -434,5 +436,13 @@ void launchd_broker_input(launchd_srv *srv)
         pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
         /* The reply may have ended a wait or a call of its connection. */
         launchd_conn_arm(srv, done.conn);
+        if (srv->ncalls == 0U) {
+            /* No call is left at powerboxd, which sends nothing else on
+             * the broker: the queue is empty, and the receive that would
+             * fail with EAGAIN is saved. A stray frame, or the broker's
+             * end, is reported by the next wait (the set is
+             * level-triggered). */
+            return;
+        }
     }
 }
