@@ -280,6 +280,9 @@ typedef struct launchd_srv {
     uint32_t next_seq;
     uint32_t nstage;
     pid_t self;
+    /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
+     * none, the broker's queue holds no reply to drain. */
+    uint32_t ncalls;
     uint64_t now;
     /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
     int hold_listen; /* the --hold listener, or -1 */
@@ -306,9 +309,6 @@ typedef struct launchd_srv {
      * use lie below orphan_top (launchd_relay.c: a search stops there). */
     launchd_hint hints[LAUNCHD_HINTS];
     uint32_t orphan_top;
-    /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
-     * none, the broker's queue holds no reply to drain. */
-    uint32_t ncalls;
 } launchd_srv;
 
 /* launchd_io.c */

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -97,21 +98,25 @@ static int launchd_loop_lone(const launchd_srv *srv, unsigned k, uint32_t *want)
     return *fd;
 }
 
-static void launchd_loop_rebuild(launchd_srv *srv);
+static void launchd_loop_fill(launchd_srv *srv);
 
 /* Sets each lone descriptor's registration to what it is now. One whose
  * descriptor changed without launchd_loop_forget (the attach channel,
  * closed in the shared attach code) may live on in a forked child's copy:
- * then the set is made again (at most once per such close). */
+ * then the set is made again first (at most once per such close). */
 static void launchd_loop_lones(launchd_srv *srv)
 {
+    uint32_t want = 0U;
     for (unsigned k = 0; k < LAUNCHD_EV_KINDS; k++) {
-        uint32_t want = 0U;
-        int fd = launchd_loop_lone(srv, k, &want);
-        if (srv->reg_fd[k] >= 0 && srv->reg_fd[k] != fd) {
-            launchd_loop_rebuild(srv);
-            return;
+        if (srv->reg_fd[k] >= 0 &&
+            srv->reg_fd[k] != launchd_loop_lone(srv, k, &want)) {
+            (void)close(srv->ep);
+            launchd_loop_fill(srv);
+            break;
         }
+    }
+    for (unsigned k = 0; k < LAUNCHD_EV_KINDS; k++) {
+        int fd = launchd_loop_lone(srv, k, &want);
         if (fd < 0) {
             continue;
         }
@@ -146,20 +151,13 @@ static void launchd_loop_fill(launchd_srv *srv)
     }
 }
 
-static void launchd_loop_rebuild(launchd_srv *srv)
-{
-    (void)close(srv->ep);
-    launchd_loop_fill(srv);
-    launchd_loop_lones(srv);
-}
-
 bool launchd_loop_start(launchd_srv *srv)
 {
     launchd_loop_fill(srv);
     return srv->ep >= 0;
 }
 
-/* Serves one event tagged tag (events ev). */
+/* Serves one event tagged tag. */
 static void launchd_loop_event(launchd_srv *srv, uint64_t tag)
 {
     unsigned kind = (unsigned)(tag >> 56);
@@ -217,9 +215,11 @@ void launchd_loop_pass(launchd_srv *srv)
     launchd_loop_lones(srv);
     launchd_pty_arm(srv);
     int wait = launchd_timer_wait(&srv->timer, srv->now, LAUNCHD_TICK_MS);
+    /* Without a set (none could be made again) only the timers run, at
+     * their pace. */
     int n = srv->ep >= 0
                 ? epoll_wait(srv->ep, evs, (int)LAUNCHD_LOOP_EVENTS, wait)
-                : -1;
+                : poll(NULL, 0U, wait);
     srv->now = launchd_now_ms();
     /* Served kind by kind, in launchd_srv's order of kinds: the order the
      * poll loop this replaced served them in. */
