@@ -1,11 +1,11 @@
 /*
  * launchd.h: the reference launchd's private state, shared by its files
- * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
- * relay and hang-up cleanup; launchd_reply.c: the broker's replies;
- * launchd_wake.c: WAKE delivery and timers; launchd_jobs.c: launching and
- * reaping jobs; launchd_io.c: socket helpers; launchd_attach.c: the
- * supervisor's attach channel). Usage is documented at the top of launchd.c and
- * in docs/HOST.md.
+ * (launchd.c: commands; launchd_loop.c: the serve loop; launchd_relay.c:
+ * the broker relay and hang-up cleanup; launchd_reply.c: the broker's
+ * replies; launchd_wake.c: WAKE delivery and timers; launchd_jobs.c:
+ * launching and reaping jobs; launchd_io.c: socket helpers;
+ * launchd_attach.c: the supervisor's attach channel). Usage is documented
+ * at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H

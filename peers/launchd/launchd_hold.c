@@ -58,7 +58,7 @@ void launchd_hold_accept(launchd_srv *srv)
 }
 
 /* One line from ttyd: HOLD n (held now: every relay stops at once, as
- * the poll round that read it writes nothing more; acknowledged) or
+ * the loop pass that read it writes nothing more; acknowledged) or
  * RELEASE n; anything else ends the subscription. */
 static void launchd_hold_line(launchd_srv *srv)
 {

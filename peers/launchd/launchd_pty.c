@@ -4,7 +4,7 @@
  * instead the slave of a pty launchd makes (the job's controlling
  * terminal: setsid and TIOCSCTTY in the child), so the program never
  * holds the user's terminal. launchd relays the master to and from its
- * own non-blocking reopens of that terminal in its poll loop: bounded
+ * own non-blocking reopens of that terminal in its serve loop: bounded
  * buffers each way, never a blocking call; when the output buffer is
  * full the master is not read, so the program blocks and nothing is
  * lost. While ttyd shows a prompt (tty_held, launchd_hold.c) no job
