@@ -1,7 +1,7 @@
 /*
  * launchd_events.c: the events that replace polling on launchd's loop. A
  * child's end arrives as SIGCHLD, whose handler writes one byte to a
- * self-pipe in the poll set, so launchd reaps only after a child ended
+ * self-pipe in the event set, so launchd reaps only after a child ended
  * (never a wait4 per loop). The --wake-hold-file test aid is followed by
  * an inotify watch on the file's directory, so the file is looked at only
  * when an entry there changes (never an access() per loop); without the
