@@ -189,7 +189,7 @@ static bool launchd_admit(launchd_srv *srv, int c, pid_t *peer)
 }
 
 /* Accepts pending control connections (see launchd_admit). */
-static void launchd_accept(launchd_srv *srv)
+void launchd_accept(launchd_srv *srv)
 {
     for (int i = 0; i < 16; i++) {
         int c = accept(srv->control, NULL, NULL);
@@ -216,64 +216,9 @@ static void launchd_accept(launchd_srv *srv)
         k->peer = peer;
         pbx_peer_track_init(&k->track);
         srv->ncontrol++;
+        launchd_loop_watch_conn(srv, (uint32_t)ci);
         launchd_conn_arm(srv, (uint32_t)ci);
     }
-}
-
-/* One poll round over every route and connection, then the timers. */
-static void launchd_round(launchd_srv *srv)
-{
-    static struct pollfd
-        p[LAUNCHD_CONNS_CAP + 8U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
-    static uint32_t
-        who[LAUNCHD_CONNS_CAP + 8U + LAUNCHD_JOBS_CAP * LAUNCHD_PTY_FDS];
-    nfds_t n = 0;
-    bool held = srv->wake_held;
-    /* A negative fd is skipped by poll: the wake route is left unread. */
-    p[n++] = (struct pollfd){held ? -1 : srv->wake, POLLIN, 0};
-    p[n++] = (struct pollfd){srv->control, POLLIN, 0};
-    p[n++] = (struct pollfd){srv->broker, POLLIN, 0};
-    p[n++] = (struct pollfd){srv->attach, POLLIN, 0};
-    n += (nfds_t)launchd_hold_poll(srv, &p[n]);
-    nfds_t events = n;
-    n += (nfds_t)launchd_events_poll(srv, &p[n]);
-    nfds_t ptys = n;
-    size_t npty = launchd_pty_poll(srv, &p[n], &who[n]);
-    n += (nfds_t)npty;
-    nfds_t conns = n;
-    for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        if (srv->conns[i].fd >= 0) {
-            who[n] = i;
-            p[n++] = (struct pollfd){srv->conns[i].fd, POLLIN, 0};
-        }
-    }
-    (void)poll(p, n,
-               launchd_timer_wait(&srv->timer, srv->now, LAUNCHD_TICK_MS));
-    srv->now = launchd_now_ms();
-    if (p[2].revents != 0) {
-        launchd_broker_input(srv);
-    }
-    if (p[0].revents != 0 && srv->wake == p[0].fd) {
-        launchd_wake_input(srv);
-    }
-    if (p[3].revents != 0) {
-        launchd_attach_input(srv);
-    }
-    /* The hold first: output read this round is not written once held. */
-    launchd_hold_serve(srv, &p[4]);
-    launchd_pty_serve(srv, &p[ptys], &who[ptys], npty);
-    for (nfds_t i = conns; i < n; i++) {
-        /* A connection closed earlier this round may have a new fd. */
-        if (p[i].revents != 0 && srv->conns[who[i]].fd == p[i].fd) {
-            launchd_conn_frame(srv, who[i]);
-        }
-    }
-    if (p[1].revents != 0 && srv->control >= 0) {
-        launchd_accept(srv);
-    }
-    launchd_events_serve(srv, &p[events]);
-    launchd_timers(srv);
-    launchd_pty_timer(srv);
 }
 
 /* Parses one numeric serve option v into *out (1..max); false if bad. */
@@ -415,6 +360,7 @@ static void launchd_defaults(launchd_srv *srv)
     srv->prompt_burst = 5;
     srv->prompt_per_ms = 2000;
     srv->next_job = 11;
+    srv->ep = -1;
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         srv->conns[i].fd = -1;
     }
@@ -449,7 +395,7 @@ static int launchd_serve(int argc, char **argv)
         }
     }
     (void)signal(SIGPIPE, SIG_IGN);
-    if (!launchd_events_init(srv)) {
+    if (!launchd_events_init(srv) || !launchd_loop_start(srv)) {
         return 1;
     }
     /* Every descendant of a job, however it detaches, stays below
@@ -466,7 +412,7 @@ static int launchd_serve(int argc, char **argv)
                  srv->attach >= 0 ? " (attach channel open)" : "");
     pbx_peer_io_ready(ready);
     for (;;) {
-        launchd_round(srv);
+        launchd_loop_pass(srv);
     }
 }
 

@@ -1,11 +1,11 @@
 /*
  * launchd.h: the reference launchd's private state, shared by its files
- * (launchd.c: commands and the serve loop; launchd_relay.c: the broker
- * relay and hang-up cleanup; launchd_reply.c: the broker's replies;
- * launchd_wake.c: WAKE delivery and timers; launchd_jobs.c: launching and
- * reaping jobs; launchd_io.c: socket helpers; launchd_attach.c: the
- * supervisor's attach channel). Usage is documented at the top of launchd.c and
- * in docs/HOST.md.
+ * (launchd.c: commands; launchd_loop.c: the serve loop; launchd_relay.c:
+ * the broker relay and hang-up cleanup; launchd_reply.c: the broker's
+ * replies; launchd_wake.c: WAKE delivery and timers; launchd_jobs.c:
+ * launching and reaping jobs; launchd_io.c: socket helpers;
+ * launchd_attach.c: the supervisor's attach channel). Usage is documented
+ * at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
@@ -50,7 +50,7 @@
  * buffer is full launchd stops reading the pty master, so the program
  * blocks in write and nothing is lost. */
 #define LAUNCHD_PTY_BUF 4096U
-/* Poll entries per job relay: the master, the keyboard, the terminal. */
+/* Descriptors per job relay: the master, the keyboard, the terminal. */
 #define LAUNCHD_PTY_FDS 3U
 /* The longest line on the hold channel. */
 #define LAUNCHD_TTYD_LINE 32U
@@ -66,6 +66,8 @@ typedef struct launchd_pty {
     bool eof;     /* the job's side is closed (the master gave EIO) */
     bool noted;   /* "output held" logged during the current hold */
     dev_t rdev;   /* the keyboard terminal's device (shared raw mode) */
+    uint32_t gen; /* the relay's registrations' (loop) */
+    uint32_t ev[LAUNCHD_PTY_FDS]; /* what each fd is registered for */
     struct termios saved;
     struct winsize ws;
     size_t out_len;
@@ -214,6 +216,35 @@ void launchd_timer_set(launchd_theap *t, uint32_t h, uint64_t due_ms);
 uint32_t launchd_timer_pop(launchd_theap *t, uint64_t now_ms);
 int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
 
+/* Where a request's WAKE should look first (launchd_wake.c): the
+ * connection (slot and generation) whose BEGIN it was. A hint, in a table
+ * indexed by a hash of the request id: a stale or overwritten one only
+ * sends the WAKE to the walk over every connection it replaced. */
+#define LAUNCHD_HINTS 256U
+typedef struct launchd_hint {
+    pbx_ipc_id id;
+    uint32_t conn;
+    uint32_t conn_gen;
+} launchd_hint;
+
+/* What an event loop registration names (launchd_loop.c), in the order
+ * a pass serves them: the broker's replies first, then WAKEs, the attach
+ * channel, the hold subscriber and listener, the pty relays, the
+ * connections, new control connections, the hold file and SIGCHLD. */
+enum {
+    LAUNCHD_EV_BROKER = 0,
+    LAUNCHD_EV_WAKE = 1,
+    LAUNCHD_EV_ATTACH = 2,
+    LAUNCHD_EV_TTYD = 3,
+    LAUNCHD_EV_HOLD = 4,
+    LAUNCHD_EV_PTY = 5,
+    LAUNCHD_EV_CONN = 6,
+    LAUNCHD_EV_CONTROL = 7,
+    LAUNCHD_EV_WATCH = 8,
+    LAUNCHD_EV_CHLD = 9,
+    LAUNCHD_EV_KINDS = 10
+};
+
 /* Everything serve holds. */
 typedef struct launchd_srv {
     int wake;   /* -1: none (no wakes) */
@@ -249,6 +280,9 @@ typedef struct launchd_srv {
     uint32_t next_seq;
     uint32_t nstage;
     pid_t self;
+    /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
+     * none, the broker's queue holds no reply to drain. */
+    uint32_t ncalls;
     uint64_t now;
     /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
     int hold_listen; /* the --hold listener, or -1 */
@@ -262,6 +296,19 @@ typedef struct launchd_srv {
     launchd_job jobs[LAUNCHD_JOBS_CAP];
     launchd_stage stage[LAUNCHD_STAGE_MAX];
     launchd_theap timer; /* every deadline above (launchd_wake.c) */
+    /* The event loop (launchd_loop.c): its epoll set (-1 before start),
+     * each lone descriptor's registration (its fd and events, by kind),
+     * and the jobs with a pty relay (launchd_pty.c), in no order. */
+    int ep;
+    int reg_fd[LAUNCHD_EV_KINDS];
+    uint32_t reg_ev[LAUNCHD_EV_KINDS];
+    uint32_t pty_gen;
+    uint32_t npty;
+    uint16_t pty_jobs[LAUNCHD_JOBS_CAP];
+    /* WAKE hints by request (launchd_wake.c), and the orphan slots in
+     * use lie below orphan_top (launchd_relay.c: a search stops there). */
+    launchd_hint hints[LAUNCHD_HINTS];
+    uint32_t orphan_top;
 } launchd_srv;
 
 /* launchd_io.c */
@@ -278,6 +325,8 @@ int launchd_peer_origin(int fd, pid_t self, pid_t *peer);
 #define LAUNCHD_ORIGIN_JOB     1 /* launchd's descendant: a job's */
 #define LAUNCHD_ORIGIN_UNKNOWN 2 /* unreadable or too deep: refused too */
 bool launchd_wait_readable(int fd, int timeout_ms);
+/* launchd.c: accepts what waits on the control listener (at most 16). */
+void launchd_accept(launchd_srv *srv);
 void launchd_nonblock(int fd);
 
 /* The owner a job's own EXPIRE call records in place of a connection:
@@ -364,6 +413,9 @@ void launchd_attach_input(launchd_srv *srv);
  * stops asking, a connection when a reply or a WAKE changed its table,
  * it parked a DECISION, it was accepted, or its job ended. */
 void launchd_wake_input(launchd_srv *srv);
+/* Notes that request id was begun on connection ci (its WAKE looks there
+ * first). */
+void launchd_wake_hint(launchd_srv *srv, uint32_t ci, pbx_ipc_id id);
 void launchd_timers(launchd_srv *srv);
 void launchd_call_arm(launchd_srv *srv, const launchd_call *k);
 void launchd_orphan_arm(launchd_srv *srv, const launchd_orphan *o);
@@ -418,31 +470,48 @@ int launchd_pty_open(launchd_srv *srv, launchd_pty *p, const int *fds,
 /* Closes p's relay (the keyboard's settings restored unless another
  * relay still uses that terminal). */
 void launchd_pty_close(launchd_srv *srv, launchd_pty *p);
-/* Appends the relays' poll entries to p (who: LAUNCHD_PTY_FDS * job +
- * entry); returns how many. */
-size_t launchd_pty_poll(const launchd_srv *srv, struct pollfd *p,
-                        uint32_t *who);
-/* Moves what poll found ready (n entries as launchd_pty_poll made). */
-void launchd_pty_serve(launchd_srv *srv, const struct pollfd *p,
-                       const uint32_t *who, size_t n);
+/* Moves what is ready on entry k (0 master, 1 keyboard, 2 terminal) of
+ * job ji's relay, when its registration generation gen is the relay's. */
+void launchd_pty_input(launchd_srv *srv, uint32_t ji, uint32_t k, uint32_t gen);
+/* Before each wait: each relay's registrations set to what it can move
+ * now, and the "output held" line; bounded by the relays, not the jobs. */
+void launchd_pty_arm(launchd_srv *srv);
 /* Window sizes followed; drained relays of ended jobs closed. */
 void launchd_pty_timer(launchd_srv *srv);
 
 /* launchd_hold.c: the prompt hold's listener (--hold PATH) and its one
- * subscriber, ttyd. Fills p[0..2) (listener, subscriber); returns 2. */
-size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p);
-/* Serves them after poll: HOLD held and acknowledged, RELEASE. */
-void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p);
+ * subscriber, ttyd. input reads the subscriber's lines (HOLD held and
+ * acknowledged, RELEASE); accept takes a new subscriber. */
+void launchd_hold_input(launchd_srv *srv);
+void launchd_hold_accept(launchd_srv *srv);
 
 /* launchd_events.c: SIGCHLD through a self-pipe, the --wake-hold-file
  * through inotify. Installs both (false after a line). */
 bool launchd_events_init(launchd_srv *srv);
-/* Fills p[0..2) with the events' descriptors (a negative one is skipped
- * by poll); returns 2. */
-size_t launchd_events_poll(const launchd_srv *srv, struct pollfd *p);
-/* Serves them after poll: reaps after SIGCHLD, looks at the hold file
- * after its directory changed. */
-void launchd_events_serve(launchd_srv *srv, const struct pollfd *p);
+/* Reaps after SIGCHLD (chld), looks at the hold file after its
+ * directory changed (watch). */
+void launchd_events_chld(launchd_srv *srv);
+void launchd_events_watch(launchd_srv *srv);
+
+/* launchd_loop.c: launchd's epoll loop. start makes the set (false after
+ * a line). pass waits once (at most until the next timer) and serves
+ * what is ready, then the timers: its cost follows what is ready and
+ * the live pty relays, never the connection or job tables. watch_conn
+ * registers connection ci's fd (tagged with its slot and generation)
+ * once it is set; watch_pty registers job ji's relay's descriptors;
+ * forget removes fd's registration and must come before every close of
+ * a descriptor launchd registered (a forked child's copy would keep a
+ * closed descriptor's registration alive). */
+bool launchd_loop_start(launchd_srv *srv);
+void launchd_loop_pass(launchd_srv *srv);
+void launchd_loop_watch_conn(launchd_srv *srv, uint32_t ci);
+void launchd_loop_forget(launchd_srv *srv, int fd);
+/* Moves fd's registration from *have to want events (0: not registered),
+ * tagged tag; *have is updated. */
+void launchd_loop_want(launchd_srv *srv, int fd, uint32_t *have, uint32_t want,
+                       uint64_t tag);
+/* The tag of a registration: kind, index and generation. */
+uint64_t launchd_loop_tag(unsigned kind, uint32_t index, uint32_t gen);
 
 /* launchd_jobs.c */
 void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,

@@ -60,6 +60,7 @@ static void launchd_attach_adopt(launchd_srv *srv, int wake, int broker)
                                  "the attach channel");
     }
     if (srv->wake >= 0) {
+        launchd_loop_forget(srv, srv->wake);
         (void)close(srv->wake);
     }
     srv->wake = wake;

@@ -119,6 +119,7 @@ static bool lb_conn(launchd_srv *srv, launchd_job *j, int jc)
     c->last_ms = srv->now;
     pbx_peer_track_init(&c->track);
     pbx_peer_track_bind(&c->track, j->bind.job_id, j->bind.job_gen);
+    launchd_loop_watch_conn(srv, (uint32_t)ci);
     j->broker_conn = ci;
     return true;
 }

@@ -1,7 +1,7 @@
 /*
  * launchd_events.c: the events that replace polling on launchd's loop. A
  * child's end arrives as SIGCHLD, whose handler writes one byte to a
- * self-pipe in the poll set, so launchd reaps only after a child ended
+ * self-pipe in the event set, so launchd reaps only after a child ended
  * (never a wait4 per loop). The --wake-hold-file test aid is followed by
  * an inotify watch on the file's directory, so the file is looked at only
  * when an entry there changes (never an access() per loop); without the
@@ -95,38 +95,35 @@ bool launchd_events_init(launchd_srv *srv)
     return srv->hold == NULL || launchd_hold_file_watch(srv);
 }
 
-size_t launchd_events_poll(const launchd_srv *srv, struct pollfd *p)
-{
-    p[0] = (struct pollfd){srv->chld_r, POLLIN, 0};
-    p[1] = (struct pollfd){srv->hold_watch, POLLIN, 0};
-    return 2U;
-}
-
 /* Empties a nonblocking descriptor (bounded: the pipe and the inotify
- * queue are finite). */
+ * queue are finite). A read shorter than the buffer took all there was
+ * (a pipe and an inotify queue both hand back what they hold, up to the
+ * length asked), so it ends the drain without a failing read. */
 static void launchd_drain(int fd)
 {
     uint8_t buf[4096];
     for (int i = 0; i < 64; i++) {
-        if (read(fd, buf, sizeof(buf)) <= 0) {
+        if (read(fd, buf, sizeof(buf)) < (ssize_t)sizeof(buf)) {
             return;
         }
     }
 }
 
-void launchd_events_serve(launchd_srv *srv, const struct pollfd *p)
+void launchd_events_watch(launchd_srv *srv)
 {
-    if (p[1].revents != 0 && srv->hold_watch >= 0) {
+    if (srv->hold_watch >= 0) {
         launchd_drain(srv->hold_watch);
         launchd_hold_file_look(srv);
     }
-    if (p[0].revents != 0) {
-        /* Drained before reaping: a child ending meanwhile writes again. */
-        launchd_drain(srv->chld_r);
-        if (!launchd_reap(srv)) {
-            /* The reap's bound was reached: go on next round. */
-            uint8_t b = 1U;
-            (void)write(g_chld_w, &b, 1U);
-        }
+}
+
+void launchd_events_chld(launchd_srv *srv)
+{
+    /* Drained before reaping: a child ending meanwhile writes again. */
+    launchd_drain(srv->chld_r);
+    if (!launchd_reap(srv)) {
+        /* The reap's bound was reached: go on next pass. */
+        uint8_t b = 1U;
+        (void)write(g_chld_w, &b, 1U);
     }
 }

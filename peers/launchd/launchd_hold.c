@@ -23,6 +23,7 @@ static void launchd_hold_end(launchd_srv *srv, const char *why)
 {
     pbx_peer_log("launchd", "ttyd hold subscription ended: %s%s", why,
                  srv->tty_held ? " (hold released)" : "");
+    launchd_loop_forget(srv, srv->ttyd_fd);
     (void)close(srv->ttyd_fd);
     srv->ttyd_fd = -1;
     srv->tty_held = false;
@@ -31,7 +32,7 @@ static void launchd_hold_end(launchd_srv *srv, const char *why)
 
 /* Takes a subscriber from outside launchd's tree; it replaces the one
  * before it. */
-static void launchd_hold_accept(launchd_srv *srv)
+void launchd_hold_accept(launchd_srv *srv)
 {
     int c = accept(srv->hold_listen, NULL, NULL);
     if (c < 0) {
@@ -56,15 +57,8 @@ static void launchd_hold_accept(launchd_srv *srv)
     pbx_peer_log("launchd", "ttyd hold subscriber pid %d", (int)peer);
 }
 
-size_t launchd_hold_poll(const launchd_srv *srv, struct pollfd *p)
-{
-    p[0] = (struct pollfd){srv->hold_listen, POLLIN, 0};
-    p[1] = (struct pollfd){srv->ttyd_fd, POLLIN, 0};
-    return 2U;
-}
-
 /* One line from ttyd: HOLD n (held now: every relay stops at once, as
- * the poll round that read it writes nothing more; acknowledged) or
+ * the loop pass that read it writes nothing more; acknowledged) or
  * RELEASE n; anything else ends the subscription. */
 static void launchd_hold_line(launchd_srv *srv)
 {
@@ -89,7 +83,7 @@ static void launchd_hold_line(launchd_srv *srv)
 }
 
 /* Reads what the subscriber sent. */
-static void launchd_hold_read(launchd_srv *srv)
+void launchd_hold_input(launchd_srv *srv)
 {
     char buf[LAUNCHD_TTYD_LINE];
     ssize_t r = recv(srv->ttyd_fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -109,15 +103,5 @@ static void launchd_hold_read(launchd_srv *srv)
         } else {
             launchd_hold_end(srv, "line too long");
         }
-    }
-}
-
-void launchd_hold_serve(launchd_srv *srv, const struct pollfd *p)
-{
-    if (p[1].revents != 0 && srv->ttyd_fd == p[1].fd && p[1].fd >= 0) {
-        launchd_hold_read(srv);
-    }
-    if ((p[0].revents & POLLIN) != 0 && srv->hold_listen >= 0) {
-        launchd_hold_accept(srv);
     }
 }

@@ -270,6 +270,7 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     c->last_ms = srv->now;
     pbx_peer_track_init(&c->track);
     pbx_peer_track_bind(&c->track, j->bind.job_id, j->bind.job_gen);
+    launchd_loop_watch_conn(srv, (uint32_t)ci);
     return ci;
 }
 

@@ -4,7 +4,7 @@
  * instead the slave of a pty launchd makes (the job's controlling
  * terminal: setsid and TIOCSCTTY in the child), so the program never
  * holds the user's terminal. launchd relays the master to and from its
- * own non-blocking reopens of that terminal in its poll loop: bounded
+ * own non-blocking reopens of that terminal in its serve loop: bounded
  * buffers each way, never a blocking call; when the output buffer is
  * full the master is not read, so the program blocks and nothing is
  * lost. While ttyd shows a prompt (tty_held, launchd_hold.c) no job
@@ -17,8 +17,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +95,46 @@ static bool launchd_pty_pair(launchd_pty *p, int *slave)
     return true;
 }
 
+/* The job whose relay p is (p is some srv->jobs[j].pty). */
+static uint32_t launchd_pty_job(const launchd_srv *srv, const launchd_pty *p)
+{
+    return (uint32_t)(((const char *)p - (const char *)&srv->jobs[0].pty) /
+                      (ptrdiff_t)sizeof(launchd_job));
+}
+
+/* Lists p's job among the relays, with a new registration generation
+ * (its descriptors are registered by the next launchd_pty_arm). */
+static void launchd_pty_list(launchd_srv *srv, launchd_pty *p)
+{
+    p->gen = ++srv->pty_gen;
+    memset(p->ev, 0, sizeof(p->ev));
+    if (srv->npty < LAUNCHD_JOBS_CAP) {
+        srv->pty_jobs[srv->npty++] = (uint16_t)launchd_pty_job(srv, p);
+    }
+}
+
+/* Takes p's job off the relays' list. */
+static void launchd_pty_unlist(launchd_srv *srv, const launchd_pty *p)
+{
+    uint16_t j = (uint16_t)launchd_pty_job(srv, p);
+    for (uint32_t i = 0; i < srv->npty && i < LAUNCHD_JOBS_CAP; i++) {
+        if (srv->pty_jobs[i] == j) {
+            srv->pty_jobs[i] = srv->pty_jobs[--srv->npty];
+            return;
+        }
+    }
+}
+
+/* Closes relay descriptor *fd (its registration first) and marks it -1. */
+static void launchd_pty_shut(launchd_srv *srv, int *fd)
+{
+    if (*fd >= 0) {
+        launchd_loop_forget(srv, *fd);
+        (void)close(*fd);
+    }
+    *fd = -1;
+}
+
 int launchd_pty_open(launchd_srv *srv, launchd_pty *p, const int *fds,
                      int *slave)
 {
@@ -119,6 +161,7 @@ int launchd_pty_open(launchd_srv *srv, launchd_pty *p, const int *fds,
         (void)ioctl(p->master, TIOCSWINSZ, &p->ws);
     }
     launchd_pty_raw(srv, p);
+    launchd_pty_list(srv, p);
     return 0;
 }
 
@@ -130,40 +173,61 @@ void launchd_pty_close(launchd_srv *srv, launchd_pty *p)
     if (p->raw && launchd_pty_sharing(srv, p) == NULL) {
         (void)tcsetattr(p->term_in, TCSANOW, &p->saved);
     }
-    (void)close(p->master);
-    p->master = -1;
-    if (p->term_in >= 0) {
-        (void)close(p->term_in);
-    }
-    if (p->term_out >= 0) {
-        (void)close(p->term_out);
-    }
-    p->term_in = p->term_out = -1;
+    launchd_pty_unlist(srv, p);
+    launchd_pty_shut(srv, &p->master);
+    launchd_pty_shut(srv, &p->term_in);
+    launchd_pty_shut(srv, &p->term_out);
     p->raw = false;
 }
 
-size_t launchd_pty_poll(const launchd_srv *srv, struct pollfd *p, uint32_t *who)
+/* What relay t's entry k (0 master, 1 keyboard, 2 terminal) can move
+ * now, as epoll events (0: nothing, so not registered). */
+static uint32_t launchd_pty_wants(const launchd_srv *srv, const launchd_pty *t,
+                                  uint32_t k)
 {
-    size_t n = 0;
     bool held = srv->tty_held;
-    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-        const launchd_pty *t = &srv->jobs[j].pty;
-        if (!srv->jobs[j].live || t->master < 0) {
-            continue;
-        }
-        short m =
-            (short)((!t->eof && t->out_len < LAUNCHD_PTY_BUF ? POLLIN : 0) |
-                    (!t->eof && t->in_len > 0U ? POLLOUT : 0));
-        bool keys = !held && t->in_len < LAUNCHD_PTY_BUF;
-        bool show = !held && t->out_len > 0U;
-        who[n] = j * LAUNCHD_PTY_FDS;
-        p[n++] = (struct pollfd){m != 0 ? t->master : -1, m, 0};
-        who[n] = j * LAUNCHD_PTY_FDS + 1U;
-        p[n++] = (struct pollfd){keys ? t->term_in : -1, POLLIN, 0};
-        who[n] = j * LAUNCHD_PTY_FDS + 2U;
-        p[n++] = (struct pollfd){show ? t->term_out : -1, POLLOUT, 0};
+    if (k == 0U) {
+        return (!t->eof && t->out_len < LAUNCHD_PTY_BUF ? EPOLLIN : 0U) |
+               (!t->eof && t->in_len > 0U ? EPOLLOUT : 0U);
     }
-    return n;
+    if (k == 1U) {
+        return !held && t->in_len < LAUNCHD_PTY_BUF ? EPOLLIN : 0U;
+    }
+    return !held && t->out_len > 0U ? EPOLLOUT : 0U;
+}
+
+/* Logs once per hold that relay t's output waits (why the program
+ * stalls; it shows the hold works), and drops what has nowhere to go. */
+static void launchd_pty_note(launchd_srv *srv, uint32_t j, launchd_pty *t)
+{
+    if (srv->tty_held && !t->noted && t->out_len == LAUNCHD_PTY_BUF) {
+        pbx_peer_log("launchd",
+                     "job %llu.%u: output held while ttyd shows a "
+                     "prompt (%u bytes waiting; the program blocks)",
+                     (unsigned long long)srv->jobs[j].bind.job_id,
+                     srv->jobs[j].bind.job_gen, LAUNCHD_PTY_BUF);
+        t->noted = true;
+    }
+    t->noted = t->noted && srv->tty_held;
+    if (t->term_out < 0) {
+        t->out_len = 0;
+    }
+}
+
+void launchd_pty_arm(launchd_srv *srv)
+{
+    for (uint32_t i = 0; i < srv->npty && i < LAUNCHD_JOBS_CAP; i++) {
+        uint32_t j = srv->pty_jobs[i];
+        launchd_pty *t = &srv->jobs[j].pty;
+        launchd_pty_note(srv, j, t);
+        const int fds[LAUNCHD_PTY_FDS] = {t->master, t->term_in, t->term_out};
+        for (uint32_t k = 0; k < LAUNCHD_PTY_FDS; k++) {
+            launchd_loop_want(
+                srv, fds[k], &t->ev[k], launchd_pty_wants(srv, t, k),
+                launchd_loop_tag(LAUNCHD_EV_PTY, j * LAUNCHD_PTY_FDS + k,
+                                 t->gen));
+        }
+    }
 }
 
 /* Reads what fd has into buf[*len..cap): the bytes count, 0 at its end
@@ -212,49 +276,36 @@ static void launchd_pty_move(launchd_srv *srv, launchd_pty *t, uint32_t k)
         if (launchd_pty_take(t->term_in, t->in, &t->in_len, LAUNCHD_PTY_BUF) ==
             0) {
             /* The keyboard ended: the job reads no more of it. */
-            (void)close(t->term_in);
-            t->term_in = -1;
+            launchd_pty_shut(srv, &t->term_in);
         }
     } else if (k == 2U && !srv->tty_held) {
         if (!launchd_pty_give(t->term_out, t->out, &t->out_len)) {
             /* The terminal is gone: the job's output has nowhere to go
              * and is dropped (the job is not blocked forever). */
-            (void)close(t->term_out);
-            t->term_out = -1;
+            launchd_pty_shut(srv, &t->term_out);
             t->out_len = 0;
         }
     }
 }
 
-void launchd_pty_serve(launchd_srv *srv, const struct pollfd *p,
-                       const uint32_t *who, size_t n)
+void launchd_pty_input(launchd_srv *srv, uint32_t ji, uint32_t k, uint32_t gen)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t j = who[i] / LAUNCHD_PTY_FDS;
-        launchd_pty *t = &srv->jobs[j].pty;
-        if (p[i].fd >= 0 && p[i].revents != 0 && srv->jobs[j].live &&
-            t->master >= 0) {
-            launchd_pty_move(srv, t, who[i] % LAUNCHD_PTY_FDS);
-        }
-        if (srv->tty_held && !t->noted && t->out_len == LAUNCHD_PTY_BUF) {
-            /* Says why the program stalls (and shows the hold works). */
-            pbx_peer_log("launchd",
-                         "job %llu.%u: output held while ttyd shows a "
-                         "prompt (%u bytes waiting; the program blocks)",
-                         (unsigned long long)srv->jobs[j].bind.job_id,
-                         srv->jobs[j].bind.job_gen, LAUNCHD_PTY_BUF);
-            t->noted = true;
-        }
-        t->noted = t->noted && srv->tty_held;
-        if (t->term_out < 0) {
-            t->out_len = 0;
-        }
+    if (ji >= LAUNCHD_JOBS_CAP || k >= LAUNCHD_PTY_FDS) {
+        return;
+    }
+    launchd_pty *t = &srv->jobs[ji].pty;
+    /* The relay may have closed (or its slot a new one) this pass. */
+    if (srv->jobs[ji].live && t->master >= 0 && t->gen == gen) {
+        launchd_pty_move(srv, t, k);
     }
 }
 
 void launchd_pty_timer(launchd_srv *srv)
 {
-    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
+    /* Backwards: a relay closed here leaves the list (the last one takes
+     * its place, already seen). */
+    for (uint32_t i = srv->npty; i > 0U; i--) {
+        uint32_t j = srv->pty_jobs[i - 1U];
         launchd_job *job = &srv->jobs[j];
         launchd_pty *t = &job->pty;
         if (!job->live || t->master < 0) {

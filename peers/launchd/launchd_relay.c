@@ -200,6 +200,7 @@ static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
     }
     memset(k, 0, sizeof(*k));
     k->used = true;
+    srv->ncalls++;
     k->kind = kind;
     k->op = pbx_le_get16(buf + 6);
     k->caps = pbx_le_get16(buf + 10);
@@ -266,7 +267,13 @@ bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id)
 /* The orphan entry for id, or NULL. */
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id)
 {
-    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+    /* Slots freed at the top lower the bound: with no orphan (the common
+     * case) a WAKE or a reply looks at none. */
+    while (srv->orphan_top > 0U && srv->orphan_top <= LAUNCHD_ORPHANS_MAX &&
+           !srv->orphans[srv->orphan_top - 1U].used) {
+        srv->orphan_top--;
+    }
+    for (uint32_t i = 0; i < srv->orphan_top && i < LAUNCHD_ORPHANS_MAX; i++) {
         launchd_orphan *o = &srv->orphans[i];
         if (o->used && o->id.index == id.index && o->id.gen == id.gen) {
             return o;
@@ -296,6 +303,8 @@ void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
     }
     memset(o, 0, sizeof(*o));
     o->used = true;
+    uint32_t oi = (uint32_t)(o - srv->orphans);
+    srv->orphan_top = oi + 1U > srv->orphan_top ? oi + 1U : srv->orphan_top;
     o->woken = woken;
     o->id = id;
     o->job_id = job_id;
@@ -367,6 +376,7 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
         pbx_peer_log("launchd", "%s connection %u dropped: %s",
                      c->job_conn ? "job" : "control", ci, why);
     }
+    launchd_loop_forget(srv, c->fd);
     (void)close(c->fd);
     c->fd = -1;
     c->gen++;

@@ -230,6 +230,7 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
         const pbx_peer_track_req *r =
             pbx_peer_track_get(&c->track, g_rep.frame.request);
         launchd_budget_begun(srv, k->conn, &req, g_rep.frame.request);
+        launchd_wake_hint(srv, k->conn, g_rep.frame.request);
         char e[PBX_PEER_LAUNCH_ENTRY_MAX + 1U];
         pbx_peer_log(
             "launchd",
@@ -293,6 +294,7 @@ static bool launchd_route_answer(launchd_srv *srv, uint32_t ci, uint16_t op,
 static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 {
     k->used = false;
+    srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
     launchd_call_arm(srv, k);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
         launchd_job_finish(srv, k->conn, "not answered: broker lost");
@@ -353,6 +355,7 @@ static void launchd_conn_lost(launchd_srv *srv, uint32_t ci)
 void launchd_broker_lost(launchd_srv *srv, const char *why)
 {
     pbx_peer_log("launchd", "%s", why);
+    launchd_loop_forget(srv, srv->broker);
     (void)close(srv->broker);
     srv->broker = -1;
     for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
@@ -414,6 +417,7 @@ void launchd_broker_input(launchd_srv *srv)
         static launchd_call done;
         done = *k;
         k->used = false;
+        srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
         launchd_call_arm(srv, k);
         /* A detached call was uncounted when it was detached. */
         if (!done.detached &&
@@ -432,5 +436,13 @@ void launchd_broker_input(launchd_srv *srv)
         pbx_peer_io_close_all(g_rep.fds, g_rep.nfds);
         /* The reply may have ended a wait or a call of its connection. */
         launchd_conn_arm(srv, done.conn);
+        if (srv->ncalls == 0U) {
+            /* No call is left at powerboxd, which sends nothing else on
+             * the broker: the queue is empty, and the receive that would
+             * fail with EAGAIN is saved. A stray frame, or the broker's
+             * end, is reported by the next wait (the set is
+             * level-triggered). */
+            return;
+        }
     }
 }

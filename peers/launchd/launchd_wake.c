@@ -15,8 +15,47 @@
 
 static pbx_peer_msg g_in;
 
+/* The hint slot of request id. */
+static launchd_hint *launchd_hint_of(launchd_srv *srv, pbx_ipc_id id)
+{
+    uint32_t h = (id.index * 2654435761U) ^ id.gen;
+    return &srv->hints[(h >> 8) % LAUNCHD_HINTS];
+}
+
+void launchd_wake_hint(launchd_srv *srv, uint32_t ci, pbx_ipc_id id)
+{
+    if (ci < LAUNCHD_CONNS_CAP) {
+        *launchd_hint_of(srv, id) = (launchd_hint){id, ci, srv->conns[ci].gen};
+    }
+}
+
+/* Acts on a WAKE for request id held by connection i (live); false when
+ * i holds neither a parked DECISION nor a track entry of it. */
+static bool launchd_woken_on(launchd_srv *srv, uint32_t i, pbx_ipc_id id)
+{
+    launchd_conn *c = &srv->conns[i];
+    /* A parked DECISION goes to powerboxd now, its only one. */
+    if (c->nparks != 0U && launchd_park_woken(srv, i, id)) {
+        return true;
+    }
+    pbx_peer_track_wake_action a = pbx_peer_track_wake(&c->track, id, srv->now);
+    if (a == PBX_PEER_TRACK_WAKE_ASK &&
+        !launchd_ask(srv, LAUNCHD_CALL_REASK, i, id)) {
+        /* Not sent: the fallback asks again later. */
+        (void)pbx_peer_track_hold(&c->track, id, 0U, srv->now);
+    }
+    if (a != PBX_PEER_TRACK_WAKE_NONE) {
+        launchd_conn_arm(srv, i);
+        return true;
+    }
+    return false;
+}
+
 /* Acts on a WAKE for request id: a held caller gets its decision asked
- * for; an orphan's is collected; otherwise it is remembered. */
+ * for; an orphan's is collected; otherwise it is remembered. The
+ * connection that began it is found through its hint; only a request
+ * whose hint was overwritten (or that is no longer there) walks the
+ * connections. */
 static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
 {
     launchd_orphan *o = launchd_orphan_find(srv, id);
@@ -30,24 +69,15 @@ static void launchd_woken(launchd_srv *srv, pbx_ipc_id id)
         }
         return;
     }
+    const launchd_hint *h = launchd_hint_of(srv, id);
+    if (h->id.index == id.index && h->id.gen == id.gen &&
+        h->conn < LAUNCHD_CONNS_CAP && srv->conns[h->conn].fd >= 0 &&
+        srv->conns[h->conn].gen == h->conn_gen &&
+        launchd_woken_on(srv, h->conn, id)) {
+        return;
+    }
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
-        launchd_conn *c = &srv->conns[i];
-        if (c->fd < 0) {
-            continue;
-        }
-        /* A parked DECISION goes to powerboxd now, its only one. */
-        if (c->nparks != 0U && launchd_park_woken(srv, i, id)) {
-            return;
-        }
-        pbx_peer_track_wake_action a =
-            pbx_peer_track_wake(&c->track, id, srv->now);
-        if (a == PBX_PEER_TRACK_WAKE_ASK &&
-            !launchd_ask(srv, LAUNCHD_CALL_REASK, i, id)) {
-            /* Not sent: the fallback asks again later. */
-            (void)pbx_peer_track_hold(&c->track, id, 0U, srv->now);
-        }
-        if (a != PBX_PEER_TRACK_WAKE_NONE) {
-            launchd_conn_arm(srv, i);
+        if (srv->conns[i].fd >= 0 && launchd_woken_on(srv, i, id)) {
             return;
         }
     }
@@ -119,6 +149,7 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
                          pbx_ipc_op_name(k->op), k->id.index, k->id.gen,
                          k->seq);
             k->used = false;
+            srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
             if (k->kind == LAUNCHD_CALL_EXPIRE) {
                 /* Only now may the job id be launched again. */
                 launchd_job_finish(srv, k->conn, "never answered");

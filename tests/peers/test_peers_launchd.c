@@ -2471,3 +2471,108 @@ PBX_TEST(peers_launchd_attach_adopts_routes_and_ends_grants_on_loss)
     PBX_CHECK_EQ(tl_attach_routes(&s), (unsigned)'r' << 8);
     tl_down(&s, &j);
 }
+
+/* A BEGIN on conn that names no job or target (launchd fills them in
+ * from conn's job), admitted by the fake powerboxd as request id. */
+static void tl_begin_any(int conn, int broker, pbx_ipc_id id)
+{
+    size_t n = tl_request(PBX_IPC_OP_BEGIN, (pbx_ipc_id){0, 0}, g_req);
+    uint8_t *body = g_req + PBX_IPC_HEADER_BYTES;
+    pbx_le_put64(body, 0);
+    pbx_le_put32(body + 24, 0);
+    pbx_le_put64(body + 16, 0);
+    pbx_le_put32(body + 32, 0);
+    PBX_REQUIRE(pbx_peer_io_send_seq(conn, g_req, n, 0x78U, -1) == 0);
+    (void)tl_serve(broker, PBX_IPC_OP_BEGIN, id, 0, 0);
+    tl_recv(conn);
+    PBX_CHECK_EQ(g_m.frame.seq, 0x78U);
+    PBX_CHECK_EQ(g_m.frame.status, 0U);
+}
+
+/* The caller's DECISION of id (seq) on conn waits at launchd; the WAKE of
+ * id brings the one DECISION to the fake powerboxd, whose DENIED answer
+ * reaches exactly conn with seq restored. */
+static void tl_woken_decision(const tl_srv *s, int conn, pbx_ipc_id id,
+                              uint32_t seq)
+{
+    tl_wake(s->wake, id);
+    uint32_t ls = tl_take(s->broker, PBX_IPC_OP_DECISION);
+    PBX_CHECK(g_m.frame.request.index == id.index &&
+              g_m.frame.request.gen == id.gen);
+    size_t n =
+        tl_reply(PBX_IPC_OP_DECISION, id, 0, PBX_IPC_OUTCOME_DENIED, g_out);
+    PBX_REQUIRE(pbx_peer_io_send_seq(s->broker, g_out, n, ls, -1) == 0);
+    tl_recv(conn);
+    PBX_CHECK_EQ(g_m.frame.seq, seq);
+    PBX_CHECK(g_m.frame.request.index == id.index &&
+              g_m.frame.request.gen == id.gen);
+}
+
+/* A WAKE looks first at the connection that began its request (a hint by
+ * request id); a hint overwritten by another request's (same slot: the
+ * ids differ only below bit 8 of the generation) still finds its caller,
+ * on the other connection, through the walk it falls back to. */
+PBX_TEST(peers_launchd_finds_a_wake_whose_hint_was_overwritten)
+{
+    tl_srv s;
+    tl_job ja;
+    tl_job jb;
+    /* A second staged process: each job has a target to bind. */
+    static const char *const extra[] = {"--stage", "43:1", NULL};
+    tl_up(&s, &ja, extra);
+    tl_job_start(&s, &jb, 0, 0);
+    const pbx_ipc_id a = {3, 7};
+    const pbx_ipc_id b = {3, 8};
+    tl_begin_any(ja.conn, s.broker, a);
+    tl_begin_any(jb.conn, s.broker, b);
+    PBX_REQUIRE(pbx_peer_io_send_seq(ja.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xA1U, -1) == 0);
+    PBX_REQUIRE(pbx_peer_io_send_seq(jb.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, b, g_req),
+                                     0xB1U, -1) == 0);
+    PBX_CHECK(tl_quiet(s.broker, 200));
+    tl_woken_decision(&s, ja.conn, a, 0xA1U);
+    PBX_CHECK(tl_quiet(jb.conn, 50));
+    tl_woken_decision(&s, jb.conn, b, 0xB1U);
+    PBX_CHECK(tl_quiet(ja.conn, 50) && tl_quiet(s.broker, 100));
+    PBX_CHECK(!tl_logged(&s, "no connection holds it"));
+    tl_job_end(&s, &ja);
+    tl_down(&s, &jb);
+}
+
+/* When the supervisor's attach channel ends, launchd's event set is made
+ * again without it (the channel was closed where it was read, not by the
+ * loop): every connection, the broker and the wake route are served as
+ * before, and new control connections are accepted. */
+PBX_TEST(peers_launchd_serves_on_after_its_attach_channel_ends)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    s.attach_only = true;
+    static const char *const extra[] = {"--stage", "43:1", NULL};
+    tl_start(&s, extra);
+    PBX_CHECK_EQ(tl_attach_routes(&s), (unsigned)'r' << 8);
+    tl_job j;
+    tl_job_start(&s, &j, 0, 0);
+    const pbx_ipc_id a = {5, 3};
+    PBX_CHECK_EQ(tl_call(j.conn, s.broker, PBX_IPC_OP_BEGIN, a, 0, 0), 0U);
+    (void)close(s.attach);
+    s.attach = -1;
+    PBX_CHECK(tl_logged(&s, "attach channel closed; serving on without it"));
+    PBX_REQUIRE(pbx_peer_io_send_seq(j.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, a, g_req),
+                                     0xC1U, -1) == 0);
+    PBX_CHECK(tl_quiet(s.broker, 200));
+    tl_woken_decision(&s, j.conn, a, 0xC1U);
+    tl_job k;
+    tl_job_start(&s, &k, 0, 0);
+    const pbx_ipc_id b = {6, 1};
+    tl_begin_any(k.conn, s.broker, b);
+    PBX_REQUIRE(pbx_peer_io_send_seq(k.conn, g_req,
+                                     tl_request(PBX_IPC_OP_DECISION, b, g_req),
+                                     0xC2U, -1) == 0);
+    tl_woken_decision(&s, k.conn, b, 0xC2U);
+    tl_job_end(&s, &k);
+    tl_down(&s, &j);
+}
