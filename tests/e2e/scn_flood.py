@@ -333,10 +333,21 @@ def idle_flood(st):
     close_s = max(0.1, t_flood + idle_s + 5.0 - time.monotonic())
     if not all_closed(ctl, close_s) or not all_closed(pub, 3.0):
         fail("idle-flood: a flood connection was never closed")
-    dropped = count(st.peer_log("launchd"), "idle")
-    prefused = count(st.peer_log("powerboxd"),
-                     "public connection refused") - prefused0
-    pidle = public_idle_closed(st) - pidle0
+    # A process logs what it closed after the close a client sees: wait
+    # for the lines, bounded, rather than read the logs at once.
+    def drop_counts():
+        return (count(st.peer_log("launchd"), "idle"),
+                count(st.peer_log("powerboxd"), "public connection refused")
+                - prefused0, public_idle_closed(st) - pidle0)
+
+    def drops_logged():
+        d, r, i = drop_counts()
+        return d >= len(ctl) - flood_evicted - 1 and r >= public_limit and \
+            i >= public_limit
+    t_logged = time.monotonic() + 5.0
+    while not drops_logged() and time.monotonic() < t_logged:
+        time.sleep(0.05)
+    dropped, prefused, pidle = drop_counts()
     if dropped < len(ctl) - flood_evicted - 1 or prefused < public_limit or \
             pidle < public_limit:
         fail(f"idle-flood: launchd logged {dropped} idle drops for "
