@@ -707,6 +707,8 @@ static const pbx_core_ops th_ops = {
  * outstanding per deadline class. */
 /* The prompts capacity the next harness gets (0: the default above). */
 static uint32_t th_prompts;
+/* The grants capacity the next harness gets (0: n, like every pool). */
+static uint32_t th_grants;
 
 static bool th_layout(uint32_t n, uint32_t window, const uint32_t *time_ms,
                       pbx_bootstrap_layout *out)
@@ -732,6 +734,9 @@ static bool th_layout(uint32_t n, uint32_t window, const uint32_t *time_ms,
      * requests never wait for one unless a test says so (th_new_prompts). */
     g.capacity[PBX_BOOTSTRAP_POOL_PROMPTS] =
         th_prompts != 0U ? th_prompts : PBX_CORE_PROMPT_SHARE_DIVISOR * n;
+    if (th_grants != 0U) {
+        g.capacity[PBX_BOOTSTRAP_POOL_GRANTS] = th_grants;
+    }
     g.call_window = window < PBX_BOOTSTRAP_CALL_WINDOW_MAX
                         ? window
                         : PBX_BOOTSTRAP_CALL_WINDOW_MAX;
@@ -755,6 +760,14 @@ th_h *th_new_prompts(uint32_t n, uint32_t prompts)
     th_prompts = prompts;
     th_h *h = th_new_times(n, n, NULL);
     th_prompts = 0U;
+    return h;
+}
+
+th_h *th_new_grants(uint32_t n, uint32_t grants, uint32_t window)
+{
+    th_grants = grants;
+    th_h *h = th_new_times(n, window, NULL);
+    th_grants = 0U;
     return h;
 }
 

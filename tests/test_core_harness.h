@@ -280,6 +280,10 @@ th_h *th_new_prompts(uint32_t n, uint32_t prompts);
  * class (PBX1 call_window; th_new uses n), and a calls pool of three
  * windows. Every deadline is 5000 ms. */
 th_h *th_new_window(uint32_t n, uint32_t window);
+/** th_new_grants is th_new_window with a grants pool of grants records
+ * (a grant outlives its request, so a geometry may hold more grants than
+ * requests). */
+th_h *th_new_grants(uint32_t n, uint32_t grants, uint32_t window);
 /** th_new_times is th_new_window with the PBX1 deadlines time_ms
  * (PBX_BOOTSTRAP_TIME_COUNT entries, indexed by PBX_BOOTSTRAP_TIME_*;
  * NULL: 5000 ms each). */
