@@ -107,6 +107,10 @@ def query_admission_stack(st):
     # A descendant that left its session and lost its parent: launchd
     # (a child subreaper) is still above it.
     out = os.path.join(st.work, "detached.out")
+    # A run in the same work directory before this one left its own
+    # output here (naming its own launchd): start from none.
+    if os.path.exists(out):
+        os.unlink(out)
     rc, _ = job.sh(f"(setsid {shlex.join(reader)} >{shlex.quote(out)} "
                    "2>&1 &)")
     if rc != 0:
