@@ -1,16 +1,14 @@
 /*
  * pbx_ipc_procd.h: the procd (grant installer) records.
  *
- * Part of the wire codec of ipc/pbx_ipc.h, which includes this header at
- * its end; include ipc/pbx_ipc.h, not this file. The rules of that header
+ * Part of the wire codec of ipc/pbx_ipc.h, which includes this header;
+ * include ipc/pbx_ipc.h, not this file. The rules of that header
  * (frame layout, encoder self-check, borrowed byte pointers) hold here.
  */
 #ifndef PBX_IPC_PROCD_H
 #define PBX_IPC_PROCD_H
 
-#ifndef PBX_IPC_H
-#error "include ipc/pbx_ipc.h, which includes this header"
-#endif
+#include "ipc/pbx_ipc_wire.h"
 
 /* ---- procd ------------------------------------------------------------- */
 
