@@ -286,9 +286,12 @@ def restart_vfsd(bin_dir, work):
         g = reply.opened("restart-vfsd")
         inst.opened("restart-vfsd")
         old = u.stack()["vfsd"]
+        # vfsd's lines reach stack.log through pbx up a moment after the
+        # holders have their objects: wait for them, bounded.
+        wait_for(lambda: len(objects_of(u.text(), old)) == 2,
+                 f"restart-vfsd: vfsd holds objects "
+                 f"{objects_of(u.text(), old)}, not the two", 10)
         live = objects_of(u.text(), old)
-        if len(live) != 2:
-            fail(f"restart-vfsd: vfsd holds objects {live}, not the two")
         since = len(u.text())
         racing = in_flight(u)
         os.kill(old, signal.SIGKILL)
