@@ -41,13 +41,19 @@ BENCH_HOST_BINS := $(addprefix $(BUILD)/bin/,powerboxd pbx pbx-vfsd \
                    pbx-ttyd pbx-procd pbx-launchd pbx-client)
 
 # pbx-bench-fd (docs/BENCH.md, "Revocable descriptor"): a read through
-# vfsd's OPEN descriptor beside a plain read of the same file. It links
-# the app library (named by path: mk/peers.mk is read after this file).
+# vfsd's OPEN descriptor beside a plain read of the same file and a read
+# through a zero-work FUSE server (bench/fd/bench_fuse_floor.c, libfuse3
+# as vfsd's server). It links the app library (named by path:
+# mk/peers.mk is read after this file).
 BENCH_FD_BIN := $(BUILD)/bin/pbx-bench-fd
-$(BENCH_FD_BIN): bench/fd/bench_fd.c $(BUILD)/lib/libpbx-app.a $(LIBPBX)
+BENCH_FD_SRCS := bench/fd/bench_fd.c bench/fd/bench_fuse_floor.c
+BENCH_FUSE_FLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
+$(BENCH_FD_BIN): $(BENCH_FD_SRCS) bench/fd/bench_fuse_floor.h \
+                 $(BUILD)/lib/libpbx-app.a $(LIBPBX)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) $(LDFLAGS) bench/fd/bench_fd.c \
-	    $(BUILD)/lib/libpbx-app.a $(LIBPBX) -o $@
+	$(CC) $(CPPFLAGS) $(HOSTED) $(BENCH_FUSE_FLAGS) $(WARN) $(OPT) \
+	    $(LDFLAGS) $(BENCH_FD_SRCS) $(BUILD)/lib/libpbx-app.a $(LIBPBX) \
+	    $(shell pkg-config --libs fuse3) -o $@
 BENCH_HOST_BINS += $(BENCH_FD_BIN)
 
 # pbx-bench-open (docs/BENCH.md, "Brokered open"): open() timed plainly
@@ -81,7 +87,7 @@ CHECK_EXTRA   += bench-smoke bench-lint
 
 # The shared gates cover the benchmarks too (the Makefile expands the
 # tidy prerequisites before fragments are read, so add them here).
-BENCH_LINT_SRCS := $(BENCH_SRCS) bench/fd/bench_fd.c bench/broker/bench_open.c \
+BENCH_LINT_SRCS := $(BENCH_SRCS) $(BENCH_FD_SRCS) bench/broker/bench_open.c \
                    bench/skel/skeleton.c
 BENCH_TIDY_OKS := $(BENCH_LINT_SRCS:%.c=build/tidy/%.ok)
 TIDY_SRCS      += $(BENCH_LINT_SRCS)
@@ -89,6 +95,9 @@ $(BENCH_TIDY_OKS): $(BENCH_HDRS)
 bench-tidy: $(BENCH_TIDY_OKS)
 	@echo "bench-tidy: $(words $(BENCH_TIDY_OKS)) file(s) clean"
 tidy: $(BENCH_TIDY_OKS)
+build/tidy/bench/fd/bench_fuse_floor.ok: TIDY_FLAGS += $(BENCH_FUSE_FLAGS)
+build/tidy/bench/fd/bench_fuse_floor.ok: bench/fd/bench_fuse_floor.h
+build/tidy/bench/fd/bench_fd.ok: bench/fd/bench_fuse_floor.h
 
 bench-cppcheck:
 	cppcheck --std=c11 --enable=warning,style,performance,portability \
@@ -97,7 +106,7 @@ bench-cppcheck:
 cppcheck: bench-cppcheck
 
 bench-doccheck:
-	python3 scripts/doccheck.py $(BENCH_HDRS)
+	python3 scripts/doccheck.py $(BENCH_HDRS) bench/fd/bench_fuse_floor.h
 doccheck: bench-doccheck
 
 bench-lint: bench-tidy bench-cppcheck bench-doccheck

@@ -4,10 +4,17 @@
  * directory named on the command line) on a scratch root holding a file
  * of --mib MiB, resolves it for reading over a scope and a route held
  * here, asks OPEN for a revocable descriptor, and times reading the whole
- * file with --chunk-byte reads through that descriptor and through a
- * plain open() of the same file, best of --reps each. Prints one line:
+ * file with --chunk-byte reads through that descriptor, through a plain
+ * open() of the same file, and through the zero-work FUSE server's file
+ * of the same bytes (bench_fuse_floor.h: the floor of a FUSE read), in
+ * turn, best of --reps each. Prints one line:
  *
  *   fd mib=N chunk=B reps=R direct_mb_s=X fuse_mb_s=Y ratio=Y/X same=yes
+ *      floor_mb_s=Z floor_ratio=Z/X fuse_floor_ratio=Y/Z floor_same=yes
+ *
+ * (one line; same= is vfsd's bytes against the file, floor_same= the
+ * floor's). Where the floor cannot be mounted its three numbers are
+ * "none", floor_same=unmounted, and stderr says why.
  *
  * Usage: pbx-bench-fd BIN_DIR WORKDIR [--mib N] [--chunk B] [--reps R]
  */
@@ -26,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/fd/bench_fuse_floor.h"
 #include "ipc/pbx_ipc.h"
 #include "peers/app/pbx_obj.h"
 #include "peers/common/pbx_peer_io.h"
@@ -176,97 +184,157 @@ static bool fd_make(const char *path, char *buf, size_t len)
     return ok;
 }
 
-/* Best-of-reps times through fd and direct into *tf and *td; checks the
- * bytes read through fd equal the file (*same). */
-static bool fd_measure(int fd, int direct, char *a, char *b, size_t len,
-                       size_t chunk, long reps, uint64_t *tf, uint64_t *td,
-                       bool *same)
+/* The descriptors read in turn: vfsd's, the plain file's, the floor's. */
+enum { FD_VFSD, FD_DIRECT, FD_FLOOR, FD_KINDS };
+
+/* Best-of-reps times through each descriptor of fds (one read of the
+ * whole file each, in turn, so that the machine's load falls on all
+ * alike) into t, each into its own len-byte buffer of bufs; a descriptor
+ * of -1 (no floor) is skipped and its time left 0. Then same[k]: the
+ * bytes read through fds[k] equal the direct read's. */
+static bool fd_measure(const int *fds, char **bufs, size_t len, size_t chunk,
+                       long reps, uint64_t *t, bool *same)
 {
-    *tf = UINT64_MAX;
-    *td = UINT64_MAX;
-    for (long r = 0; r < reps; r++) {
-        uint64_t f = fd_time_read(fd, a, len, chunk);
-        uint64_t d = fd_time_read(direct, b, len, chunk);
-        if (f == 0U || d == 0U) {
-            return false;
-        }
-        *tf = f < *tf ? f : *tf;
-        *td = d < *td ? d : *td;
+    for (size_t k = 0; k < FD_KINDS; k++) {
+        t[k] = fds[k] >= 0 ? UINT64_MAX : 0U;
     }
-    *same = memcmp(a, b, len) == 0;
+    for (long r = 0; r < reps; r++) {
+        for (size_t k = 0; k < FD_KINDS; k++) {
+            uint64_t x =
+                fds[k] >= 0 ? fd_time_read(fds[k], bufs[k], len, chunk) : 1U;
+            if (x == 0U) {
+                return false;
+            }
+            t[k] = fds[k] >= 0 && x < t[k] ? x : t[k];
+        }
+    }
+    for (size_t k = 0; k < FD_KINDS; k++) {
+        same[k] = fds[k] >= 0 && memcmp(bufs[k], bufs[FD_DIRECT], len) == 0;
+    }
     return true;
 }
 
-int main(int argc, char **argv)
+/* MB/s of len bytes read in ns nanoseconds. */
+static double fd_mb_s(size_t len, uint64_t ns)
 {
-    long mib = 1;
-    long chunk = 65536;
-    long reps = 20;
+    return (double)len / 1048576.0 / ((double)ns / 1e9);
+}
+
+/* Prints the result line (the usage comment at the top). */
+static void fd_print(long mib, long chunk, long reps, size_t len,
+                     const uint64_t *t, const bool *same)
+{
+    double df = fd_mb_s(len, t[FD_VFSD]);
+    double dd = fd_mb_s(len, t[FD_DIRECT]);
+    (void)printf("fd mib=%ld chunk=%ld reps=%ld direct_mb_s=%.1f "
+                 "fuse_mb_s=%.1f ratio=%.3f same=%s",
+                 mib, chunk, reps, dd, df, df / dd,
+                 same[FD_VFSD] ? "yes" : "no");
+    if (t[FD_FLOOR] == 0U) {
+        (void)printf(" floor_mb_s=none floor_ratio=none "
+                     "fuse_floor_ratio=none floor_same=unmounted\n");
+        return;
+    }
+    double dz = fd_mb_s(len, t[FD_FLOOR]);
+    (void)printf(" floor_mb_s=%.1f floor_ratio=%.3f fuse_floor_ratio=%.3f "
+                 "floor_same=%s\n",
+                 dz, dz / dd, df / dz, same[FD_FLOOR] ? "yes" : "no");
+}
+
+/* Reads --mib, --chunk and --reps from argv[3..] into o[0..2] (kept at
+ * their defaults when absent); false after telling why on stderr. */
+static bool fd_options(int argc, char **argv, long *o)
+{
+    static const char *const names[3] = {"--mib", "--chunk", "--reps"};
+    static const long maxes[3] = {FD_MIB_MAX, FD_CHUNK_MAX, FD_REPS_MAX};
     for (int i = 3; i + 1 < argc; i += 2) {
-        long *o = strcmp(argv[i], "--mib") == 0     ? &mib
-                  : strcmp(argv[i], "--chunk") == 0 ? &chunk
-                  : strcmp(argv[i], "--reps") == 0  ? &reps
-                                                    : NULL;
-        long max = o == &mib    ? FD_MIB_MAX
-                   : o == &reps ? FD_REPS_MAX
-                                : FD_CHUNK_MAX;
-        if (o == NULL || (*o = fd_num(argv[i + 1], max)) == 0L) {
+        size_t k = 0;
+        while (k < 3U && strcmp(argv[i], names[k]) != 0) {
+            k++;
+        }
+        if (k == 3U || (o[k] = fd_num(argv[i + 1], maxes[k])) == 0L) {
             (void)fprintf(stderr, "pbx-bench-fd: bad option %s\n", argv[i]);
-            return 2;
+            return false;
         }
     }
     if (argc < 3 || argc % 2 == 0) {
         (void)fprintf(stderr, "usage: pbx-bench-fd BIN_DIR WORKDIR [--mib N] "
                               "[--chunk B] [--reps R]\n");
+        return false;
+    }
+    return true;
+}
+
+/* Opens the zero-work floor's file (the server holds the len bytes of
+ * buf); -1, with the reason on stderr, when FUSE cannot be mounted. */
+static int fd_floor_open(bench_floor *fl, const char *buf, size_t len)
+{
+    char path[4200];
+    if (!bench_floor_start(fl, "/tmp", buf, len)) {
+        (void)fprintf(stderr, "pbx-bench-fd: zero-work FUSE floor: %s\n",
+                      fl->why);
+        return -1;
+    }
+    (void)snprintf(path, sizeof(path), "%s/%s", fl->mnt, BENCH_FLOOR_NAME);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        (void)fprintf(stderr, "pbx-bench-fd: zero-work FUSE floor: open: %s\n",
+                      strerror(errno));
+    }
+    return fd;
+}
+
+int main(int argc, char **argv)
+{
+    long o[3] = {1, 65536, 20}; /* --mib, --chunk, --reps */
+    if (!fd_options(argc, argv, o)) {
         return 2;
     }
-    size_t len = (size_t)mib << 20;
+    size_t len = (size_t)o[0] << 20;
     char root[4096];
     char path[4200];
+    char pub[4200];
     (void)snprintf(root, sizeof(root), "%s/fdroot", argv[2]);
     (void)snprintf(path, sizeof(path), "%s/pub/data.bin", root);
-    char *a = malloc(len);
-    char *b = malloc(len);
-    char pub[4200];
     (void)snprintf(pub, sizeof(pub), "%s/pub", root);
+    char *bufs[FD_KINDS] = {malloc(len), malloc(len), malloc(len)};
     (void)mkdir(argv[2], 0700);
     (void)mkdir(root, 0700);
     (void)mkdir(pub, 0700);
     fd_vfsd v = {-1, -1, -1};
+    bench_floor fl = {-1, "", ""};
     int obj = -1;
-    int fd = -1;
-    bool ok = a != NULL && b != NULL && fd_make(path, a, len) &&
-              fd_up(&v, argv[1], root) &&
-              (obj = fd_resolve(&v, "data.bin")) >= 0 &&
-              pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fd) == 0;
-    int direct = ok ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    uint64_t tf = 0;
-    uint64_t td = 0;
-    bool same = false;
-    ok =
-        ok && direct >= 0 &&
-        fd_measure(fd, direct, a, b, len, (size_t)chunk, reps, &tf, &td, &same);
+    int fds[FD_KINDS] = {-1, -1, -1};
+    /* The floor starts first: its server holds nothing of vfsd's. */
+    bool ok = bufs[0] != NULL && bufs[1] != NULL && bufs[2] != NULL &&
+              fd_make(path, bufs[0], len);
+    fds[FD_FLOOR] = ok ? fd_floor_open(&fl, bufs[0], len) : -1;
+    ok = ok && fd_up(&v, argv[1], root) &&
+         (obj = fd_resolve(&v, "data.bin")) >= 0 &&
+         pbx_obj_open_fd(obj, PBX_PEER_VFS_MODE_READ, &fds[FD_VFSD]) == 0 &&
+         (fds[FD_DIRECT] = open(path, O_RDONLY | O_CLOEXEC)) >= 0;
+    uint64_t t[FD_KINDS] = {0, 0, 0};
+    bool same[FD_KINDS] = {false, false, false};
+    ok = ok && fd_measure(fds, bufs, len, (size_t)o[1], o[2], t, same);
     if (ok) {
-        double df = (double)len / 1048576.0 / ((double)tf / 1e9);
-        double dd = (double)len / 1048576.0 / ((double)td / 1e9);
-        (void)printf(
-            "fd mib=%ld chunk=%ld reps=%ld direct_mb_s=%.1f fuse_mb_s=%.1f "
-            "ratio=%.3f same=%s\n",
-            mib, chunk, reps, dd, df, df / dd, same ? "yes" : "no");
+        fd_print(o[0], o[1], o[2], len, t, same);
     } else {
         (void)fprintf(stderr, "pbx-bench-fd: setup or a read failed\n");
     }
-    int mine[3] = {fd, direct, obj};
-    for (size_t i = 0; i < 3U; i++) {
+    int mine[4] = {fds[0], fds[1], fds[2], obj};
+    for (size_t i = 0; i < 4U; i++) {
         if (mine[i] >= 0) {
             (void)close(mine[i]);
         }
     }
+    bench_floor_stop(&fl);
     if (v.pid > 0) {
         (void)kill(v.pid, SIGTERM);
         (void)waitpid(v.pid, NULL, 0);
     }
-    free(a);
-    free(b);
-    return ok && same ? 0 : 1;
+    for (size_t k = 0; k < FD_KINDS; k++) {
+        free(bufs[k]);
+    }
+    return ok && same[FD_VFSD] && (fds[FD_FLOOR] < 0 || same[FD_FLOOR]) ? 0
+                                                                         : 1;
 }
