@@ -335,6 +335,5 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < FD_KINDS; k++) {
         free(bufs[k]);
     }
-    return ok && same[FD_VFSD] && (fds[FD_FLOOR] < 0 || same[FD_FLOOR]) ? 0
-                                                                         : 1;
+    return ok && same[FD_VFSD] && (fds[FD_FLOOR] < 0 || same[FD_FLOOR]) ? 0 : 1;
 }

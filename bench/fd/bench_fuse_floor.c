@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,10 +148,14 @@ static void floor_child(int ready, const char *mnt)
     _exit(0);
 }
 
-/* Detaches the mount at mnt lazily (fusermount3: the mount is the user's,
- * made through it), as vfsd's server does when it cannot umount2. */
+/* Detaches the mount at mnt lazily: umount2 where this process may (it
+ * has the privilege), else fusermount3 (the mount is the user's, made
+ * through it), as vfsd's server does. */
 static void floor_detach(const char *mnt)
 {
+    if (umount2(mnt, MNT_DETACH) == 0) {
+        return;
+    }
     pid_t p = fork();
     if (p == 0) {
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
