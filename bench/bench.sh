@@ -119,7 +119,7 @@ if [ "$SMOKE" = 1 ]; then
     # The held grants are real rows: procd installs and vfsd objects.
     [ "$(field installs "$line")" = 3 ] && [ "$(field objects "$line")" = 3 ] ||
         { echo "bench: held grants not live at procd and vfsd: $line" >&2; exit 1; }
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor beside its zero-work FUSE floor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
     exit 0
 fi
 
