@@ -14,12 +14,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The one file's name in the mount. */
+/** The one file's name in the mount. */
 #define BENCH_FLOOR_NAME "data.bin"
-/* How long bench_floor_start waits for the server to report (ms). */
+/** How long bench_floor_start waits for the server to report (ms). */
 #define BENCH_FLOOR_START_MS 10000
 
-/* A running zero-work server (caller-allocated; filled by
+/** A running zero-work server (caller-allocated; filled by
  * bench_floor_start, emptied by bench_floor_stop). */
 typedef struct bench_floor {
     pid_t pid;      /* the server process, or -1 */
@@ -27,7 +27,7 @@ typedef struct bench_floor {
     char why[160];  /* why it is not up, when bench_floor_start failed */
 } bench_floor;
 
-/* Makes a fresh directory under dir and mounts the zero-work server on
+/** Makes a fresh directory under dir and mounts the zero-work server on
  * it, in a child process that serves BENCH_FLOOR_NAME, whose len bytes
  * are those of bytes (the child's copy, taken at the fork; bytes stays
  * the caller's). Returns true once the server is mounted and serving;
@@ -37,7 +37,7 @@ typedef struct bench_floor {
 bool bench_floor_start(bench_floor *f, const char *dir, const char *bytes,
                        size_t len);
 
-/* Stops the server f (the caller has closed every descriptor it opened
+/** Stops the server f (the caller has closed every descriptor it opened
  * on the mount): the server detaches its mount and ends; the directory
  * is removed. Safe on a server that never started. */
 void bench_floor_stop(bench_floor *f);
