@@ -62,7 +62,7 @@ def backpressure(st):
             kv.get("consume") != "accepted":
         fail(f"backpressure: the same request after the pools drained: "
              f"{kv}")
-    cleaned(st, last_object(st))
+    cleaned(st, last_object(st, kv.get("scope", "none")))
     print("run: pools drained (jobs 31:1 and 34:1 expired by launchd at "
           "their exit): the same request approved and consumed")
 
