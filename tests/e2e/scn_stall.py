@@ -481,7 +481,19 @@ def invocation_expiry(st):
         wait_for(lambda s=s: f"RETIRE object {made[s][1]}" in
                  st.peer_log("vfsd"),
                  f"invocation-expiry: object {made[s][1]} never retired")
-    time.sleep(0.3)
+    # What the EXPIRE sent the peers is read only once a later grant's
+    # end was served after it (each route delivers in order): a one-shot
+    # grant of the same job, consumed, revoked, removed and retired.
+    rc, kv = job.request("--lifetime", "one-shot", "--slot", "40",
+                         "--then", "consume")
+    if rc != 0 or kv.get("consume") != "accepted":
+        fail(f"invocation-expiry: the later one-shot grant: {kv}")
+    later = last_object(st, kv.get("scope", "none"))
+    wait_for(lambda: not slot_rows(st, 40) and
+             f"RETIRE object {later}" in st.peer_log("vfsd") and
+             kv["grant"] not in [r.split()[1] for r in read_rows(st.views)
+                                 if r.startswith("grant ")],
+             f"invocation-expiry: the later grant {kv['grant']} did not end")
     views = "\n".join(read_rows(st.views))
     for s in kept:
         if len(slot_rows(st, s)) != 1 or \
