@@ -337,8 +337,8 @@ def not_found(st):
 def user_deny(st):
     """A prompt answered n: DENIED reason user; every capability the
     request held (its scope and object copies) is gone by the time the
-    decision is read: powerboxd's descriptors are back to the baseline and
-    vfsd freed the object's row."""
+    decision is read: powerboxd's descriptors are back to the baseline;
+    vfsd then frees the object's row (its HANG-UP, waited for)."""
     base = settled_fds(st.pid)
     installs = count(st.peer_log("procd"), "INSTALL")
     clear_pane(st)
