@@ -663,10 +663,19 @@ def cleaned(st, object_line):
           f"{object_line} retired at vfsd")
 
 
-def last_object(st):
-    """'ID gen G' of the object vfsd resolved last."""
-    lines = [l for l in st.peer_log("vfsd").splitlines()
-             if "RESOLVE found object" in l]
+def last_object(st, scope=None):
+    """'ID gen G' of the object vfsd resolved last; with scope (a
+    request's scope=, the id vfsd's RESOLVE line names), the last it
+    resolved through that scope, waited for (bounded): vfsd logs the line
+    just after sending its reply, so a request's outcome can come first.
+    Without scope, only once a later event of vfsd's proved it logged."""
+    def found():
+        return [l for l in st.peer_log("vfsd").splitlines()
+                if "RESOLVE found object" in l and
+                (scope is None or f" scope {scope} (" in l)]
+    if scope is not None:
+        wait_for(found, f"vfsd logged no RESOLVE through scope {scope}")
+    lines = found()
     if not lines:
         fail("vfsd resolved nothing")
     words = lines[-1].split("RESOLVE found object ", 1)[1].split()

@@ -119,10 +119,13 @@ def query_admission_stack(st):
              f"query-admission: the detached reader said {read_rows(out)}")
     query_refused(key_values("\n".join(read_rows(out))),
                   "a detached descendant", launchd)
+    # Each peer logs its refusal just after sending it to the reader:
+    # wait (bounded) for both lines.
     for name in ("ttyd", "procd"):
-        n = count(st.peer_log(name), f"{name}: query connection refused: ")
-        if n != 2:
-            fail(f"query-admission: {name} logged {n} refusals, not 2")
+        refused = lambda n=name: count(st.peer_log(n),
+                                       f"{n}: query connection refused: ")
+        wait_for(lambda r=refused: r() == 2, f"query-admission: {name} "
+                 f"logged {refused()} refusals, not 2")
     print(f"run: a job's program and a detached descendant were each "
           f"refused by ttyd's and procd's query sockets (below launchd "
           f"pid {launchd}), each logged once")
@@ -282,7 +285,7 @@ def job_spoof(st):
                          for r in read_rows(st.installs)),
              f"job-spoof: job 60:1's grant is not in its staged process "
              f"{target}: {read_rows(st.installs)}")
-    obj = last_object(st)
+    obj = last_object(st, kv.get("scope", "none"))
     print(f"run: job 60:1's own request installed into {target}")
     control_from_job(st, b, pid, gen)
     if b.close() != 0 or a.close() != 0:

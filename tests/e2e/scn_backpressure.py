@@ -62,7 +62,7 @@ def backpressure(st):
             kv.get("consume") != "accepted":
         fail(f"backpressure: the same request after the pools drained: "
              f"{kv}")
-    cleaned(st, last_object(st))
+    cleaned(st, last_object(st, kv.get("scope", "none")))
     print("run: pools drained (jobs 31:1 and 34:1 expired by launchd at "
           "their exit): the same request approved and consumed")
 
@@ -133,7 +133,16 @@ def wake_backpressure(st):
     wait_for(lambda: len(woken()) >= n,
              f"wake-backpressure: launchd got {len(woken())} of {n} wakes",
              10.0)
-    time.sleep(0.5)
+    # powerboxd sends its kept wakes in order, before any later one: a
+    # later request's wake shows no copy of the n can still come.
+    rc, kv = st.client("--job", f"{300 + n}:1", "--lifetime", "one-shot",
+                       "--urgency", "routine", "--mode", "runtime-reply",
+                       "--then", "consume")
+    if rc != 0 or kv.get("outcome") != "approved":
+        fail(f"wake-backpressure: the later request: {kv}")
+    later = f"wake request {kv.get('request')} job {300 + n}.1"
+    wait_for(lambda: later in st.peer_log("launchd"),
+             f"wake-backpressure: launchd never logged '{later}'", 10.0)
     got = [l.split("wake request ", 1)[1].split()[0] for l in woken()]
     if sorted(got) != sorted(reqs):
         fail(f"wake-backpressure: wakes {got}, decisions {reqs}")

@@ -10,7 +10,8 @@ import threading
 import time
 
 from e2e_harness import fail, read_rows, settled_fds, wait_for
-from e2e_up import chaos_quiet, stack_child, STACK_COMM, Starts, Up
+from e2e_up import (chaos_quiet, latest_pids, stack_child, STACK_COMM,
+                    Starts, Up)
 from scn_up import stamp_of
 from scn_restart import ended, grants_listed, Holder, log_events, objects_of
 
@@ -540,12 +541,30 @@ def chaos_account(text):
     return bad, log, spans, how
 
 
+def latest_unended(text):
+    """The grants the latest powerboxd in stack.log text approved and
+    logged no grant-end of."""
+    pid = latest_pids(text).get("powerboxd")
+    mine = "\n".join(l for l in text.splitlines()
+                     if f" powerboxd[{pid}]: " in l)
+    approved = {e.get("grant") for e in log_events(mine, "decision")
+                if e.get("outcome") == "approved"}
+    return approved - {e.get("grant") for e in log_events(mine, "grant-end")}
+
+
 def chaos_records(u, kills):
     """Every grant's end is on record (see the docstring list and
     chaos_account): every grant-end line names its object, each dead
     powerboxd's approved grants without a grant-end line have a record of
     their end, the latest powerboxd's all ended, no log line dropped, and
     (at 20 kills or more) some grant ended by a loss."""
+    # The latest powerboxd's grant-end lines reach stack.log through pbx
+    # up a moment after its grants are gone from the peers and its usage
+    # report: wait (bounded) until each approved grant's end is there.
+    wait_for(lambda: latest_unended(u.text()) == set(),
+             f"chaos: the latest powerboxd's approved grants "
+             f"{sorted(latest_unended(u.text()))} have no grant-end line",
+             15.0)
     t0 = time.monotonic()
     bad, log, spans, how = chaos_account(u.text())
     took = time.monotonic() - t0

@@ -229,6 +229,10 @@ def policy_rules(bin_dir, work):
             if rc != want_rc or kv.get("outcome") != want:
                 fail(f"policy-rules: {entry} {sel} {urg}: rc {rc} {kv}, "
                      f"want {want}")
+        # ttyd's lines reach stack.log through pbx up a moment after its
+        # answers: wait (bounded) for the selector rules' deny line (the
+        # second request's), then read the log.
+        u.wait_log("deny by a selector rule (not shown)", "policy-rules")
         log = u.text()
         if "by a selector rule (not shown)" not in log or "Approve?" in log:
             fail("policy-rules: ttyd's log does not show the selector rules "

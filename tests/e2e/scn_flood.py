@@ -416,7 +416,7 @@ def quota(st):
     if rc != 0 or kv.get("outcome") != "approved" or \
             kv.get("consume") != "accepted":
         fail(f"quota: another program was not served: {kv}")
-    cleaned(st, last_object(st))
+    cleaned(st, last_object(st, kv.get("scope", "none")))
     print("run: another program (job 51:1) approved and consumed meanwhile")
     if a.cmd(f"cancel {ids[0]}") != ["cancel=accepted"] or \
             a.cmd(f"decision {ids[0]}") != [f"decision={ids[0]} cancelled"]:

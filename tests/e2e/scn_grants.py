@@ -29,7 +29,7 @@ is approved.
 import os
 import shlex
 
-from e2e_harness import Stack, fail, read_rows
+from e2e_harness import Stack, fail, read_rows, wait_for
 from e2e_jobs import Shell
 
 # The live grants the scenario holds, and vfsd's and procd's table sizes.
@@ -90,6 +90,11 @@ def many_grants(bin_dir, work):
                     why = f.read()[-300:]
                 fail(f"many-grants: a job held {out.get('held')} of {want} "
                      f"grants: {why}")
+        # vfsd logs each RESOLVE line just after its reply, so the last
+        # one may follow its request's approval: wait (bounded) for all.
+        wait_for(lambda: counts(st)[1] >= LIMIT,
+                 f"many-grants: vfsd logged {counts(st)[1]} objects found, "
+                 f"not {LIMIT}", 10.0)
         got = counts(st)
         print(f"many-grants: procd installs={got[0]} vfsd found={got[1]} "
               f"hung-up={got[2]} retired={got[3]}")

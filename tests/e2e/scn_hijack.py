@@ -45,6 +45,16 @@ def hijack_restart(u, name, what):
 def hijack_routes(u, what):
     """Every route vfsd served RESOLVE on (its `route from pid N` lines in
     stack.log) names a powerboxd pbx up started; returns how many."""
+    want = 2 * HIJACK_RESTARTS + 1
+    # vfsd's route lines reach stack.log through pbx up a moment after
+    # the restart they follow: wait (bounded) until the restarts' are in.
+    count = lambda: len(re.findall(r" vfsd\[\d+\]: vfsd: route from pid "
+                                   r"\d+: its RESOLVEs are served",
+                                   u.text()))
+    try:
+        wait_for(lambda: count() >= want, "", 10.0)
+    except SystemExit:
+        pass  # the failure below counts them
     text = u.text()
     pbx = set(re.findall(r" up\[\d+\]: powerboxd\[(\d+)\] started: ", text))
     routes = re.findall(r" vfsd\[\d+\]: vfsd: route from pid (\d+): its "
@@ -53,9 +63,9 @@ def hijack_routes(u, what):
     if foreign:
         fail(f"{what}: vfsd served RESOLVE on routes of pids {foreign}, "
              f"none of them a powerboxd (powerboxds: {sorted(pbx)})")
-    if len(routes) < 2 * HIJACK_RESTARTS + 1:
+    if len(routes) < want:
         fail(f"{what}: {len(routes)} routes, fewer than the "
-             f"{2 * HIJACK_RESTARTS + 1} the restarts make")
+             f"{want} the restarts make")
     return len(routes)
 
 
@@ -185,7 +195,6 @@ def hijack_check(u, plain, outs, what):
     RESOLVEs refused by vfsd (logged naming its pid); each sandboxed one
     (outs[2:], one per launchd incarnation) connected or was refused a
     socket, never more."""
-    text = u.text()
     for i, f in enumerate(outs):
         last = hijack_last(f.name)
         kind = f"sandboxed {i - 2}" if i >= 2 else f"plain {i}"
@@ -205,7 +214,9 @@ def hijack_check(u, plain, outs, what):
             fail(f"{what}: the sandboxed foreign program tried nothing: "
                  f"{last}")
         print(f"run: {what}: {kind} foreign program: {last}")
+    # vfsd's refusal lines reach stack.log through pbx up a moment after
+    # the refusals the programs counted: wait for each, bounded.
     for p in plain:
-        if f"refused: sent by pid {p.pid}, not by the route's process" \
-                not in text:
-            fail(f"{what}: vfsd never logged refusing pid {p.pid}'s RESOLVE")
+        u.wait_log(f"refused: sent by pid {p.pid}, not by the route's "
+                   f"process", f"{what}: vfsd never logged refusing pid "
+                   f"{p.pid}'s RESOLVE", 10.0)

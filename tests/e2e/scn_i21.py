@@ -156,11 +156,14 @@ def any_installer_lost(bin_dir, work):
             stderr=open(err, "w", encoding="utf-8"))
         job.wait_line(lambda l: l == "installed=5", "installed=5", 20.0)
         pat = re.compile(r"is job (\d+:\d+) \(pid \d+\)")
-        with open(err, encoding="utf-8") as f:
-            m = pat.search(f.read())
-        if m is None:
-            fail("any-installer-lost: pbx run named no job")
-        jid = m.group(1)
+
+        def named():
+            with open(err, encoding="utf-8") as f:
+                return pat.search(f.read())
+        # pbx run names the job once launchd answered, maybe after the
+        # job's first line: wait for it, bounded.
+        wait_for(named, "any-installer-lost: pbx run named no job", 10.0)
+        jid = named().group(1)
         if installer_lost_cmd(job, "openfd", "openfd") != "ok":
             fail(f"any-installer-lost: openfd: {job.lines}")
         for _ in range(3):

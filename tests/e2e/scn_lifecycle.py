@@ -21,14 +21,12 @@ def lifecycle(st):
         fail(f"lifecycle: {kv}")
     print(f"run: decision approved: grant {kv.get('grant')} installed at "
           f"slot {kv.get('slot')}; consumed")
-    named = [l for l in st.peer_log("vfsd").splitlines()
-             if "RESOLVE found object" in l][-1].split(" scope ", 1)[1]
-    if named.split()[0] != kv.get("scope"):
-        fail(f"vfsd named scope {named}, the client was handed "
-             f"{kv.get('scope')}")
+    # vfsd's RESOLVE line, written just after its reply, must name the
+    # scope the client was handed (waited for, bounded).
+    obj = last_object(st, kv.get("scope", "none"))
     print(f"run: scope {kv.get('scope')} named by the inode of the end "
           f"vfsd handed out, as powerboxd's fstat of its copy reports")
-    cleaned(st, last_object(st))
+    cleaned(st, obj)
 
 
 def lie_scope(st):
@@ -38,8 +36,9 @@ def lie_scope(st):
                        scope=st.lie_scope)
     if rc != 3 or kv.get("outcome") != "denied":
         fail(f"lie-scope: a misnamed scope was not denied: {kv}")
-    if "(a lie: --lie-scope)" not in st.peer_log("vfsd"):
-        fail("vfsd never answered through the lying scope")
+    # vfsd logs its RESOLVE line just after its reply: wait, bounded.
+    wait_for(lambda: "(a lie: --lie-scope)" in st.peer_log("vfsd"),
+             "vfsd never answered through the lying scope")
     time.sleep(0.2)
     if read_rows(st.installs) or read_rows(st.views):
         fail("a denied misnamed scope left an install or a row")
@@ -61,7 +60,7 @@ def expire(st):
                          "--slot", "21")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"expire: no grant: {kv}")
-    obj = last_object(st)
+    obj = last_object(st, kv.get("scope", "none"))
     t = time.monotonic()
     rc, _ = st.launchd_expire("--public")
     took = time.monotonic() - t
@@ -101,7 +100,7 @@ def runtime_reply(st):
     print(f"run: alias {kv['alias_inode']} handed over once through the "
           f"broker, the object it names is docs/readme.txt (vfsd's STAT), "
           f"revoked after CONSUME")
-    cleaned(st, last_object(st))
+    cleaned(st, last_object(st, kv.get("scope", "none")))
 
 
 def direct(st):
@@ -125,7 +124,7 @@ def direct(st):
                        "consume")
     if rc != 0 or kv.get("consume") != "accepted":
         fail(f"powerboxd stopped serving after a refused BEGIN: {kv}")
-    cleaned(st, last_object(st))
+    cleaned(st, last_object(st, kv.get("scope", "none")))
     print("run: BEGIN on the public endpoint refused (PBX_E_CORE_BROKER); "
           "the same request through launchd approved and consumed")
 
@@ -194,7 +193,7 @@ def foreign(st):
                          "--slot", "24")
     if rc != 0 or kv.get("outcome") != "approved":
         fail(f"foreign: no grant: {kv}")
-    obj = last_object(st)
+    obj = last_object(st, kv.get("scope", "none"))
     before = relayed(st, "cancel", "consume")
     for args, launched in ((["consume", "--grant", kv["grant"]], True),
                            (["cancel", "--request", kv["request"]], True),

@@ -96,8 +96,8 @@ and its job connection.
   user-deny      an exceptional request's prompt answered `n` on the tmux
                  pane: DENIED reason user, nothing installed or shown; when
                  the decision is read powerboxd's descriptor count is back
-                 to its baseline and vfsd has freed the object's row
-                 (HANG-UP)
+                 to its baseline; vfsd then frees the object's row
+                 (HANG-UP, waited for)
   cancel-lost-reply
                  a request approved and installed whose DECISION its client
                  never reads (a lost reply) is cancelled by job and session

@@ -27,7 +27,7 @@ def prompt(st):
                  f"object  : {obj}"):
         if want not in screen:
             fail(f"the prompt does not show {want}:\n{screen}")
-    if obj != last_object(st):
+    if obj != last_object(st, cli.wait_key("scope")):
         fail(f"the prompt shows object {obj}, vfsd resolved "
              f"{last_object(st)}")
     print("run: the terminal shows:\n" + "\n".join(

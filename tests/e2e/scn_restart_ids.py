@@ -55,8 +55,14 @@ def restart_launchd(bin_dir, work):
         os.kill(old, signal.SIGKILL)
         new = restarted(u, "launchd", old, ["wake", "broker"], since)
         ended(u, since, reply.job, ("expired", "expire"), "restart-launchd")
-        cancelled = [e for e in log_events(u.text()[since:], "decision")
-                     if e.get("job") == asking.job]
+        # powerboxd may decide the prompted request after it ends the
+        # grant: wait (bounded) for its decision line too.
+        decided = lambda: [e for e in log_events(u.text()[since:],
+                                                 "decision")
+                           if e.get("job") == asking.job]
+        wait_for(decided, f"restart-launchd: no decision of job "
+                 f"{asking.job} after launchd's death", 10.0)
+        cancelled = decided()
         if [e.get("outcome") for e in cancelled] != ["cancelled"]:
             fail(f"restart-launchd: the prompted request ended {cancelled}")
         for h in (reply, asking):
@@ -147,29 +153,40 @@ def restart_powerboxd(bin_dir, work):
             fail(f"{what}: a copied object does not read")
         held = held_request(u)
         old = u.stack()
-        text = u.text()
         wait_for(lambda: broker_events(u.text(), old["powerboxd"],
                                        "decision") and
                  any(e.get("job") == "15:1" for e in broker_events(
                      u.text(), old["powerboxd"], "decision")),
                  f"{what}: the held request was never decided", 10.0)
-        text = u.text()
-        since = len(text)
-        approved = {e["request"] for e in broker_events(
-            text, old["powerboxd"], "decision")
-            if e.get("outcome") == "approved"}
-        ended_reqs = {e["request"] for e in broker_events(
-            text, old["powerboxd"], "grant-end")}
-        live_reqs = approved - ended_reqs
-        views = live_views(text, old["ttyd"])
-        mine = peer_lines(text, "procd", old["procd"],
-                          rf"INSTALL grant (\d+\.\d+) into process "
-                          rf"{inst.pid} ")
-        installed = live_installs(text, old["procd"])
-        objects = objects_of(text, old["vfsd"])
-        if len(live_reqs) != len(views) or not set(grants) <= views or \
-                len(mine) != 1 or mine[0][0] not in installed or \
-                not installed <= views:
+        snap = []
+
+        def whole():
+            # The peers' and powerboxd's lines reach stack.log through
+            # pbx up a moment after the holders have their grants: the
+            # accounts are read once they agree (waited for, bounded).
+            text = u.text()
+            approved = {e["request"] for e in broker_events(
+                text, old["powerboxd"], "decision")
+                if e.get("outcome") == "approved"}
+            ended_reqs = {e["request"] for e in broker_events(
+                text, old["powerboxd"], "grant-end")}
+            live_reqs = approved - ended_reqs
+            views = live_views(text, old["ttyd"])
+            mine = peer_lines(text, "procd", old["procd"],
+                              rf"INSTALL grant (\d+\.\d+) into process "
+                              rf"{inst.pid} ")
+            installed = live_installs(text, old["procd"])
+            ok = len(live_reqs) == len(views) and set(grants) <= views \
+                and len(mine) == 1 and mine[0][0] in installed and \
+                installed <= views
+            snap[:] = [len(text), live_reqs, views, mine, installed, ok]
+            return ok
+        try:
+            wait_for(whole, "", 10.0)
+        except SystemExit:
+            pass  # the failure below says what disagreed
+        since, live_reqs, views, mine, installed, ok = snap
+        if not ok:
             fail(f"{what}: before the kill: approved requests not ended "
                  f"{sorted(live_reqs)}, ttyd's live rows {sorted(views)}, "
                  f"the holders' grants {grants}, procd's installs "
@@ -190,6 +207,15 @@ def restart_powerboxd(bin_dir, work):
                                     rf"(\d+) object"),
                  f"{what}: vfsd logged no count line for pid {broker}")
         text = u.text()[since:]
+        # The objects vfsd[old] minted for the dead powerboxd and had not
+        # retired or freed: from its lines before its first line about
+        # the closed route (vfsd's lines reach stack.log in order, so
+        # every earlier one is there once that one is).
+        full = u.text()
+        cut = re.search(rf" vfsd\[{old['vfsd']}\]: vfsd: (RETIRE object "
+                        rf"\d+ gen \d+: )?route to pid {broker} closed",
+                        full)
+        objects = objects_of(full[:cut.start()], old["vfsd"])
         retired = {f"{w} gen {g}" for w, g in peer_lines(
             text, "vfsd", old["vfsd"], rf"RETIRE object (\d+) gen (\d+): "
             rf"route to pid {broker} closed$")}
@@ -389,6 +415,11 @@ def ids_across_restarts(bin_dir, work):
         wires = [g.split("-", 1)[1] for g in held]
         if len(set(held)) != 4 or wires != ["0.1"] * 4:
             fail(f"{what}: held grants {held}: want four ids, one wire id")
+        # powerboxd's lines reach stack.log through pbx up a moment late:
+        # wait (bounded) for the decision line of the last held grant.
+        wait_for(lambda: held[3] in ids_in_log(u.text(), what)[1],
+                 f"{what}: no approved decision of {held[3]} in stack.log",
+                 10.0)
         pids, approved = ids_in_log(u.text(), what)
         if sorted(pids.values()) != [1, 2, 3, 4] or \
                 len(set(approved)) != len(approved) or \
@@ -428,11 +459,23 @@ def ids_across_restarts(bin_dir, work):
             return True
         wait_for(recorded, f"{what}: pbx log of the dead powerboxds' "
                  f"grants: {lines}", 10.0)
-        rc, out, _ = pbx_cmd(u, "log", "--format", "kv")
-        kv = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
-        used = {r["grant"].split("-")[0] for r in kv
-                if r.get("end") == "consumed" and r.get("by") == "program"}
-        denied = [r for r in kv if r.get("end") == "denied"]
+        got = []
+
+        def ends():
+            # The last lifecycle's consumed line reaches stack.log through
+            # pbx up a moment late: read until all four are there.
+            rc, out, _ = pbx_cmd(u, "log", "--format", "kv")
+            kv = [key_values(l.replace(" ", "\n")) for l in out.splitlines()]
+            got[:] = [out, {r["grant"].split("-")[0] for r in kv
+                            if r.get("end") == "consumed" and
+                            r.get("by") == "program"},
+                      [r for r in kv if r.get("end") == "denied"]]
+            return rc == 0 and got[1] == {"1", "2", "3", "4"}
+        try:
+            wait_for(ends, "", 10.0)
+        except SystemExit:
+            pass  # the failure below says what was logged
+        out, used, denied = got
         if used != {"1", "2", "3", "4"} or len(denied) != 1 or \
                 not denied[0].get("request", "").startswith("2-") or \
                 denied[0].get("reason") in (None, "", "-") or \

@@ -628,8 +628,16 @@ def pbx_run_grant(st):
                 if not chunk:
                     break
                 got += chunk
-        err.seek(0)
-        said = err.read().decode("utf-8", "replace")
+
+        def said_now():
+            err.seek(0)
+            return err.read().decode("utf-8", "replace")
+        # pbx run names the job once launchd answered the launch, maybe
+        # after PROG printed: wait (bounded) for its line.
+        if got == want:
+            wait_for(lambda: "is job " in said_now(),
+                     f"pbx-run-grant: no job line in {said_now()!r}", 10.0)
+        said = said_now()
         if got != want:
             job.kill()
             fail(f"pbx-run-grant: PROG printed {got!r}, the file holds "

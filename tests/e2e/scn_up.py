@@ -30,9 +30,12 @@ def up(bin_dir, work):
             if f" up[{u.proc.pid}]: {name}[{procs[name]}] started: " not in \
                     u.text():
                 fail(f"stack.log has no start line of {name}")
+        # vfsd's lines reach stack.log through pbx up's relay a moment
+        # after the lifecycle ended: wait for its RESOLVE line, bounded.
+        u.wait_log(f" vfsd[{procs['vfsd']}]: vfsd: RESOLVE found object",
+                   "up: vfsd's stderr is not in stack.log under its name "
+                   "and pid")
         text = u.text()
-        if f" vfsd[{procs['vfsd']}]: vfsd: RESOLVE found object" not in text:
-            fail("vfsd's stderr is not in stack.log under its name and pid")
         bad = [l for l in text.splitlines() if not UP_LINE.match(l)]
         if bad:
             fail(f"stack.log lines without the time name[pid] prefix: "
@@ -81,18 +84,22 @@ def broker_restarted(u, old, since, what):
                      r"routes to the peers")
     wait_for(lambda: pat.search(u.text()[since:]),
              f"{what}: powerboxd never restarted with fresh routes", 20.0)
+    new = int(pat.search(u.text()[since:]).group(1))
+    # The peers' attach lines are relayed from their pipes by pbx up, a
+    # moment after its own `restarted with fresh routes` line may be
+    # written: wait for every line, bounded.
+    lines = ("restarting powerboxd alone in 500 ms (restart 1 within 60 s)",
+             f"powerboxd[{new}] started: ",
+             f"powerboxd[{new}] ready on {u.dir}/public.sock",
+             f"vfsd: attach channel: route pair made for pid {new} (",
+             f"vfsd: route from pid {new}: its RESOLVEs are served",
+             "ttyd: attach channel: route(s) adopted",
+             "procd: attach channel: route(s) adopted",
+             "launchd: attach channel: route(s) adopted")
+    missing = lambda: [l for l in lines if l not in u.text()[since:]]
+    wait_for(lambda: not missing(), f"{what}: no {missing()} in stack.log "
+             f"after powerboxd's death", 10.0)
     text = u.text()[since:]
-    new = int(pat.search(text).group(1))
-    for line in ("restarting powerboxd alone in 500 ms (restart 1 within "
-                 "60 s)", f"powerboxd[{new}] started: ",
-                 f"powerboxd[{new}] ready on {u.dir}/public.sock",
-                 f"vfsd: attach channel: route pair made for pid {new} (",
-                 f"vfsd: route from pid {new}: its RESOLVEs are served",
-                 "ttyd: attach channel: route(s) adopted",
-                 "procd: attach channel: route(s) adopted",
-                 "launchd: attach channel: route(s) adopted"):
-        if line not in text:
-            fail(f"{what}: no '{line}' in stack.log after powerboxd's death")
     for line in ("restarting the whole stack", "stack ready again"):
         if line in text:
             fail(f"{what}: stack.log says '{line}'")
@@ -129,6 +136,11 @@ def up_restart(bin_dir, work):
                  f"0.5 s backoff")
         if f"attach vfsd route of pid {started[1]}: accepted" not in text:
             fail("the new vfsd's route was not accepted by powerboxd")
+        # The new vfsd's own ready line is relayed from its pipe, maybe
+        # after pbx up's `restarted and attached`: wait for it, bounded.
+        u.wait_log(f" vfsd[{started[1]}]: vfsd: ready: ",
+                   "up-restart: the new vfsd's ready line")
+        text = u.text()
         incs = dict(re.findall(
             r" vfsd\[(\d+)\]: vfsd: ready: .*, incarnation (\d+)", text))
         was, now = incs.get(str(first["vfsd"])), incs.get(started[1])
@@ -475,6 +487,13 @@ def grants_cli(bin_dir, work):
             # The job sees the wire id; pbx and the log prefix the
             # incarnation: 1, this stack's first powerboxd.
             made[slot] = "1-" + kv["grant"]
+        # pbx grants takes each exact selector from powerboxd's decision
+        # line, which pbx up relays to stack.log a moment after the
+        # approval: wait (bounded) until both rows name theirs from it.
+        wait_for(lambda: all(grants()[0].get(g, {}).get("selector-from") ==
+                             "log" for g in made.values()),
+                 f"grants-cli: pbx grants never took both selectors from "
+                 f"stack.log:\n{grants()[1]}", 10.0)
         listed, out = grants()
         if set(listed) != set(made.values()):
             fail(f"grants-cli: pbx grants listed {sorted(listed)}, want "
