@@ -98,6 +98,8 @@ if [ "$SMOKE" = 1 ]; then
         sed -n 's/^life ok //p')
     positive "$(field lifecycle_ns "$line")" "lifecycle beside its skeleton"
     positive "$(field skel_ns "$line")" "skeleton replay"
+    positive "$(field cpu_life_ns "$line")" "lifecycle CPU time"
+    positive "$(field cpu_needed_ns "$line")" "skeleton CPU time"
     # The live powerboxd under callgrind: one pair of short runs.
     line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
         "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')

@@ -23,12 +23,14 @@ function's instructions can be told apart by who called it:
 It prints the totals per lifecycle (they must equal bench.sh's core-only
 and powerboxd-half figures, or it fails), then per function the
 exclusive instructions per lifecycle on each side, largest first, with
-the calls per lifecycle into it on each side (C core, D floor), and
+the calls per lifecycle into it on each side (C core, D floor), the core's
+instructions in each function and below it (inclusive), and
 the core's instructions grouped by the core entry and the first core
 function below it:
 
   coreprof core_ir=C floor_ir=F ratio=R
   fn NAME core=A floor=B calls=C/D
+  incl NAME core=A
   under ENTRY/CALLEE core=A
 
 Every count is exact: the same binary gives the same numbers.
@@ -110,6 +112,25 @@ def core_owner(chain):
     return None
 
 
+def core_inclusive(cost):
+    """Per function name, the core's instructions spent in it or below
+    it (each context counted once per function, however deep the
+    recursion), up to the innermost entry point."""
+    out = {}
+    for chain, ir in cost.items():
+        if core_owner(chain) is None:
+            continue
+        seen = set()
+        for fn in chain:
+            b = base(fn)
+            if b not in seen:
+                seen.add(b)
+                out[b] = out.get(b, 0) + ir
+            if b in ENTRIES:
+                break
+    return out
+
+
 def per_fn(cost, keep):
     """Per function name, the sum of cost's values over the contexts
     keep accepts."""
@@ -154,6 +175,9 @@ def main():
         print(f"fn {name} core={core.get(name, 0) / n:.0f} "
               f"floor={floor.get(name, 0) / n:.0f} "
               f"calls={ncore.get(name, 0) / n:g}/{nfloor.get(name, 0) / n:g}")
+    for name, ir in sorted(core_inclusive(core_cost).items(),
+                           key=lambda kv: -kv[1])[:top]:
+        print(f"incl {name} core={ir / n:.0f}")
     under = {}
     for chain, ir in core_cost.items():
         owner = core_owner(chain)

@@ -164,12 +164,50 @@ def quiet():
     time.sleep(QUIET_S)
 
 
+def stack_cpu_ns(st):
+    """CPU time (user+system, ns) powerboxd and the four peers have used:
+    the first field of /proc/PID/schedstat, the scheduler's exact runtime
+    (each is one thread)."""
+    total = 0
+    for pid in [st.pid] + [p.pid for p in st.procs]:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as f:
+            total += int(f.read().split()[0])
+    return total
+
+
+def launch_cpu_ns(st, runs=3):
+    """CPU time (ns) all processes used for a client of one lifecycle,
+    its launch included: the median of runs (rounds() counts one launch
+    per round, which bench_report.cpu_all() takes out with this)."""
+    got = []
+    for _ in range(runs):
+        before = stack_cpu_ns(st)
+        res = lifecycles(st, 1)
+        got.append(stack_cpu_ns(st) - before + float(res["cpu_ns_client"]))
+        quiet()
+    return median(got)
+
+
+def skel_cpu_ns(got):
+    """CPU time (ns) every role of one skeleton replay used in it
+    (pbx-bench-skel's cpu_ns_roleN, CLOCK_PROCESS_CPUTIME_ID)."""
+    return sum(int(v) for k, v in got.items() if k.startswith("cpu_ns_role"))
+
+
 def rounds(st, bin_dir, pats, cfg):
     """Interleaved rounds: medians of the lifecycle and each skeleton,
-    in ns per lifecycle."""
+    in ns per lifecycle, and of the CPU time all their processes used
+    (res["cpu"]: see cpu_rounds())."""
     life, span, sk = [], [], {name: [] for name in pats}
+    cpu = {"life": [], **{name: [] for name in pats}}
     for _ in range(cfg["rounds"]):
+        before = stack_cpu_ns(st)
         got = lifecycles(st, cfg["n"])
+        # The client's own getrusage covers its whole process (its
+        # launch included); the stack's schedstat delta covers this
+        # round's lifecycles, launchd's launch of the job included.
+        cpu["life"].append((stack_cpu_ns(st) - before) / cfg["n"] +
+                           float(got["cpu_ns_client"]))
         life.append(float(got["median_ns"]))
         span.append(float(got["wall_ns_per_lifecycle"]))
         quiet()
@@ -178,9 +216,12 @@ def rounds(st, bin_dir, pats, cfg):
         # it little; a replay is one span of REC lifecycles that a
         # preemption lands in whole, so take the least of REPLAYS.
         for name, (_, path, _) in pats.items():
-            sk[name].append(min(int(skel(bin_dir, path)["ns"])
-                                for _ in range(REPLAYS)) / cfg["rec"])
-    return median(life), median(span), {k: median(v) for k, v in sk.items()}
+            reps = [skel(bin_dir, path) for _ in range(REPLAYS)]
+            sk[name].append(min(int(r["ns"]) for r in reps) / cfg["rec"])
+            cpu[name].append(median(skel_cpu_ns(r) for r in reps) /
+                             cfg["rec"])
+    return (median(life), median(span), {k: median(v) for k, v in sk.items()},
+            {k: median(v) for k, v in cpu.items()})
 
 
 def throughput(st, bin_dir, pats, cfg, k):
@@ -228,8 +269,9 @@ def main():
         pats, res["syscalls"] = record(st, work, cfg["rec"])
         check_skeletons(bin_dir, pats)
         check_needed(pats, cfg["rec"])
-        res["life"], res["span"], res["skel"] = rounds(st, bin_dir, pats,
-                                                       cfg)
+        res["life"], res["span"], res["skel"], res["allcpu"] = rounds(
+            st, bin_dir, pats, cfg)
+        res["allcpu"]["launch1"] = launch_cpu_ns(st)
         launchd = st.procs[3].pid
         before = (cpu_ticks(launchd), cpu_ticks(st.pid))
         lifecycles(st, cfg["long"])
