@@ -86,6 +86,22 @@ def cpu_all(res, n):
     c["life_no_launch"] = life
 
 
+def cpu_roles(res):
+    """The CPU time of each process per lifecycle in the rounds, beside
+    its role in the needed skeleton (the client's launch left in)."""
+    c = res["allcpu"]
+    print("| process | CPU µs/lifecycle in the rounds (schedstat; the "
+          "client's getrusage) | its role in the needed skeleton | "
+          "difference |")
+    print("|---|---:|---:|---:|")
+    roles = sorted(k.split(":", 1)[1] for k in c if k.startswith("life:"))
+    for role in roles:
+        a = c[f"life:{role}"]
+        b = c.get(f"needed:{role}", 0.0)
+        print(f"| {role} | {a / 1e3:.1f} | {b / 1e3:.1f} | "
+              f"{(a - b) / 1e3:+.1f} |")
+
+
 def syscalls(res, pats, rec):
     """Syscalls per lifecycle beside the needed sends, receives, closes
     and waits."""
@@ -172,6 +188,8 @@ def show(res, pats, cfg):
     shape(res, pats, rec)
     print()
     syscalls(res, pats, rec)
+    print()
+    cpu_roles(res)
     print()
     cpu(res, pats, cfg)
     print()
