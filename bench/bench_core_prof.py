@@ -20,8 +20,10 @@ function's instructions can be told apart by who called it:
   floor: pbx-bench floor --n N, counting inside bench_floor_core_half
          and bench_floor_core_digest (the powerboxd half of the floor).
 
-It prints the totals per lifecycle (they must equal bench.sh's core-only
-and powerboxd-half figures, or it fails), then per function the
+It fails unless the contexts it read add up to the dump's own total
+(every instruction attributed once). It prints the totals per lifecycle
+(the same figures as bench.sh's core-only and powerboxd-half columns
+from the same binary), then per function the
 exclusive instructions per lifecycle on each side, largest first, with
 the calls per lifecycle into it on each side (C core, D floor), the core's
 instructions in each function and below it (inclusive), and
@@ -73,7 +75,7 @@ def exclusive_by_context(path):
     ({chain: Ir}, {chain: calls}), each chain innermost first, as
     callgrind's --separate-callers names it."""
     names, cost, calls = {}, {}, {}
-    ctx, callee, skip = None, None, False
+    ctx, callee, skip, total = None, None, False, -1
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if line.startswith(("fn=", "cfn=")):
@@ -96,6 +98,11 @@ def exclusive_by_context(path):
                 fields = line.split()
                 if ctx is not None and len(fields) >= 2:
                     cost[ctx] = cost.get(ctx, 0) + int(fields[-1])
+            elif line.startswith(("totals:", "summary:")):
+                total = int(line.split()[1])
+    if sum(cost.values()) != total:
+        fail(f"{path}: contexts add up to {sum(cost.values())}, "
+             f"the dump's total is {total}")
     return cost, calls
 
 
