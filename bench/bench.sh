@@ -104,6 +104,12 @@ if [ "$SMOKE" = 1 ]; then
     line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
         "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')
     positive "$(field ir_per_lifecycle "$line")" "live powerboxd instructions"
+    # The core's profile against the floor (bench_core_prof.py): it
+    # fails unless every instruction of each dump is attributed once.
+    line=$(python3 "$(dirname "$0")/bench_core_prof.py" "$BIN" \
+        "$WORK/coreprof" 5 --top 1 | sed -n 's/^coreprof //p')
+    positive "$(field core_ir "$line")" "core profile"
+    positive "$(field floor_ir "$line")" "floor profile"
     # Held grants beside one: 3 held, 3 lifecycles.
     line=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" \
         "$WORK/grants" 3 3 2>/dev/null | sed -n 's/^grants //p')
@@ -113,7 +119,7 @@ if [ "$SMOKE" = 1 ]; then
     # The held grants are real rows: procd installs and vfsd objects.
     [ "$(field installs "$line")" = 3 ] && [ "$(field objects "$line")" = 3 ] ||
         { echo "bench: held grants not live at procd and vfsd: $line" >&2; exit 1; }
-    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind and the lifecycle beside held grants ran and look sane"
+    echo "bench-smoke: core, floor, sha2, seqpacket, 3 powerboxd lifecycles, the revocable descriptor, the brokered open and the lifecycle beside its skeletons, the live powerboxd under callgrind, the core's profile and the lifecycle beside held grants ran and look sane"
     exit 0
 fi
 
