@@ -164,23 +164,83 @@ def quiet():
     time.sleep(QUIET_S)
 
 
+def stack_cpu_ns(st):
+    """CPU time (user+system, ns) powerboxd and each of the four peers
+    has used, by role: the first field of /proc/PID/schedstat, the
+    scheduler's exact runtime (each is one thread)."""
+    out = {}
+    for role, pid in zip(("powerboxd",) + ROLES,
+                         [st.pid] + [p.pid for p in st.procs]):
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as f:
+            out[role] = int(f.read().split()[0])
+    return out
+
+
+def life_cpu_ns(st, n):
+    """Runs n lifecycles; (their key=value results, CPU ns per lifecycle
+    by role, client included). The client's own getrusage covers its
+    whole process, its launch included; the stack's schedstat deltas
+    cover the run, launchd's launch of the job included."""
+    before = stack_cpu_ns(st)
+    got = lifecycles(st, n)
+    after = stack_cpu_ns(st)
+    cpu = {role: (after[role] - before[role]) / n for role in after}
+    cpu["client"] = float(got["cpu_ns_client"])
+    return got, cpu
+
+
+def launch_cpu_ns(st, runs=3):
+    """CPU time (ns) all processes used for a client of one lifecycle,
+    its launch included: the median of runs (rounds() counts one launch
+    per round, which bench_report.cpu_all() takes out with this)."""
+    got = []
+    for _ in range(runs):
+        got.append(sum(life_cpu_ns(st, 1)[1].values()))
+        quiet()
+    return median(got)
+
+
+def skel_cpu_ns(got, names):
+    """CPU time (ns) each role of one skeleton replay used in it, by role
+    name (pbx-bench-skel's cpu_ns_roleN, CLOCK_PROCESS_CPUTIME_ID; names
+    are the pattern's roles in index order)."""
+    return {names[int(k[len("cpu_ns_role"):])]: int(v)
+            for k, v in got.items() if k.startswith("cpu_ns_role")}
+
+
+def add_cpu(acc, side, by_role, n):
+    """Appends one round's CPU per lifecycle (by_role over n lifecycles)
+    to acc: the total under side, each role under side:role."""
+    acc.setdefault(side, []).append(sum(by_role.values()) / n)
+    for role, ns in by_role.items():
+        acc.setdefault(f"{side}:{role}", []).append(ns / n)
+
+
 def rounds(st, bin_dir, pats, cfg):
     """Interleaved rounds: medians of the lifecycle and each skeleton,
-    in ns per lifecycle."""
-    life, span, sk = [], [], {name: [] for name in pats}
+    in ns per lifecycle, and of the CPU time their processes used per
+    lifecycle ({"life": all, "life:ROLE": one role, and the same under
+    each skeleton's name}: see bench_report.cpu_all())."""
+    life, span, sk, cpu = [], [], {name: [] for name in pats}, {}
     for _ in range(cfg["rounds"]):
-        got = lifecycles(st, cfg["n"])
+        got, by_role = life_cpu_ns(st, cfg["n"])
+        add_cpu(cpu, "life", by_role, 1)
         life.append(float(got["median_ns"]))
         span.append(float(got["wall_ns_per_lifecycle"]))
         quiet()
         # The lifecycle's figure is a median over single lifecycles, each
         # shorter than another user's time slice, so a preemption moves
         # it little; a replay is one span of REC lifecycles that a
-        # preemption lands in whole, so take the least of REPLAYS.
-        for name, (_, path, _) in pats.items():
-            sk[name].append(min(int(skel(bin_dir, path)["ns"])
-                                for _ in range(REPLAYS)) / cfg["rec"])
-    return median(life), median(span), {k: median(v) for k, v in sk.items()}
+        # preemption lands in whole, so take the least of REPLAYS. Its
+        # CPU time is not stretched by a preemption: take the median.
+        for name, (_, path, names) in pats.items():
+            reps = [skel(bin_dir, path) for _ in range(REPLAYS)]
+            sk[name].append(min(int(r["ns"]) for r in reps) / cfg["rec"])
+            mid = sorted(reps, key=lambda r, nm=names: sum(
+                skel_cpu_ns(r, nm).values()))[len(reps) // 2]
+            add_cpu(cpu, name, skel_cpu_ns(mid, names), cfg["rec"])
+    return (median(life), median(span), {k: median(v) for k, v in sk.items()},
+            {k: median(v) for k, v in cpu.items()})
 
 
 def throughput(st, bin_dir, pats, cfg, k):
@@ -228,8 +288,9 @@ def main():
         pats, res["syscalls"] = record(st, work, cfg["rec"])
         check_skeletons(bin_dir, pats)
         check_needed(pats, cfg["rec"])
-        res["life"], res["span"], res["skel"] = rounds(st, bin_dir, pats,
-                                                       cfg)
+        res["life"], res["span"], res["skel"], res["allcpu"] = rounds(
+            st, bin_dir, pats, cfg)
+        res["allcpu"]["launch1"] = launch_cpu_ns(st)
         launchd = st.procs[3].pid
         before = (cpu_ticks(launchd), cpu_ticks(st.pid))
         lifecycles(st, cfg["long"])

@@ -44,6 +44,7 @@ def shape(res, pats, rec):
           f"lifecycles (median of rounds, µs) | {span / 1e3:.0f} | "
           f"{sk['real'] / 1e3:.0f} | {sk['needed'] / 1e3:.0f} | "
           f"{ratio(span, sk['needed'])} |")
+    cpu_all(res, res["n"])
     for name in ("sends", "fds", "hangups", "waits", "closes"):
         a = bench_trace.counts(real)[name]
         b = bench_trace.counts(need)[name]
@@ -56,7 +57,49 @@ def shape(res, pats, rec):
     print()
     print(f"lifecycle / skeleton of today's messages: "
           f"{ratio(life, sk['real'])}; lifecycle / needed skeleton: "
-          f"{ratio(life, sk['needed'])} (target <= 1.3x)")
+          f"{ratio(life, sk['needed'])} (target <= 1.3x); in CPU time of "
+          f"all processes without the launch: "
+          f"{ratio(res['allcpu']['life_no_launch'], res['allcpu']['needed'])}")
+
+
+def cpu_all(res, n):
+    """The shape table's rows of the CPU time every process of each side
+    used per lifecycle (bench_life.py's rounds(): schedstat of powerboxd
+    and the peers plus the client's getrusage, beside the skeleton roles'
+    CLOCK_PROCESS_CPUTIME_ID): preemption by another user of the machine
+    is not in it, so it moves far less than the wall clock. A round of n
+    lifecycles launches its client job once, which the skeleton never
+    does; the second row takes that launch out (a one-lifecycle client's
+    CPU less one lifecycle's, spread over the round's n)."""
+    c = res["allcpu"]
+    print(f"| all processes' CPU time (user+system) per lifecycle, same "
+          f"rounds (median of rounds, µs; the job's launch once per "
+          f"{n}) | {c['life'] / 1e3:.0f} | "
+          f"{c['real'] / 1e3:.0f} | {c['needed'] / 1e3:.0f} | "
+          f"{ratio(c['life'], c['needed'])} |")
+    launch = max(c["launch1"] - c["life"], 0.0)
+    life = c["life"] - launch / n
+    print(f"| the same without the launch ({launch / 1e3:.0f} µs: a "
+          f"one-lifecycle client's CPU less one lifecycle's) | "
+          f"{life / 1e3:.0f} | {c['real'] / 1e3:.0f} | "
+          f"{c['needed'] / 1e3:.0f} | {ratio(life, c['needed'])} |")
+    c["life_no_launch"] = life
+
+
+def cpu_roles(res):
+    """The CPU time of each process per lifecycle in the rounds, beside
+    its role in the needed skeleton (the client's launch left in)."""
+    c = res["allcpu"]
+    print("| process | CPU µs/lifecycle in the rounds (schedstat; the "
+          "client's getrusage) | its role in the needed skeleton | "
+          "difference |")
+    print("|---|---:|---:|---:|")
+    roles = sorted(k.split(":", 1)[1] for k in c if k.startswith("life:"))
+    for role in roles:
+        a = c[f"life:{role}"]
+        b = c.get(f"needed:{role}", 0.0)
+        print(f"| {role} | {a / 1e3:.1f} | {b / 1e3:.1f} | "
+              f"{(a - b) / 1e3:+.1f} |")
 
 
 def syscalls(res, pats, rec):
@@ -130,10 +173,13 @@ def show(res, pats, cfg):
     figures."""
     rec = cfg["rec"]
     res["rounds"] = cfg["rounds"]
+    res["n"] = cfg["n"]
     if cfg["polkit"] is None:
         print(f"life ok lifecycle_ns={res['life']:.0f} "
               f"skel_ns={res['skel']['real']:.0f} "
               f"needed_ns={res['skel']['needed']:.0f} "
+              f"cpu_life_ns={res['allcpu']['life']:.0f} "
+              f"cpu_needed_ns={res['allcpu']['needed']:.0f} "
               f"rss_idle_kib={res['rss_idle']} rss_long_kib={res['rss_long']}")
         return
     print(f"## lifecycle beside its skeleton (whole stack on CPU "
@@ -142,6 +188,8 @@ def show(res, pats, cfg):
     shape(res, pats, rec)
     print()
     syscalls(res, pats, rec)
+    print()
+    cpu_roles(res)
     print()
     cpu(res, pats, cfg)
     print()
