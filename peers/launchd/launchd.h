@@ -126,6 +126,9 @@ typedef struct launchd_conn {
     pbx_peer_track track;
     uint32_t nparks; /* parks in use, the first nparks of parks */
     launchd_park parks[PBX_PEER_TRACK_MAX];
+    /* Live jobs this connection (as of gen) launched whose EXIT has not
+     * gone (launchd_index.c): nonzero keeps it from being evicted. */
+    uint32_t launched;
 } launchd_conn;
 
 /* The most exceptional requests of one job launchd remembers until their
@@ -227,6 +230,10 @@ typedef struct launchd_hint {
     uint32_t conn_gen;
 } launchd_hint;
 
+/* Buckets of each job hash table (launchd_index.c): twice the jobs, so
+ * a probe meets an empty bucket soon. */
+#define LAUNCHD_JOB_HASH (2U * LAUNCHD_JOBS_CAP)
+
 /* What an event loop registration names (launchd_loop.c), in the order
  * a pass serves them: the broker's replies first, then WAKEs, the attach
  * channel, the hold subscriber and listener, the pty relays, the
@@ -309,7 +316,43 @@ typedef struct launchd_srv {
      * use lie below orphan_top (launchd_relay.c: a search stops there). */
     launchd_hint hints[LAUNCHD_HINTS];
     uint32_t orphan_top;
+    /* Indexes kept in step with calls[] and jobs[] (launchd_index.c):
+     * the free call slots (a stack, ncall_free deep), and the live jobs
+     * by job id and the running ones by pid (slot + 1; 0: empty). */
+    uint32_t ncall_free;
+    uint16_t call_free[LAUNCHD_CALLS_MAX];
+    uint16_t job_ids[LAUNCHD_JOB_HASH];
+    uint16_t job_pids[LAUNCHD_JOB_HASH];
 } launchd_srv;
+
+/* launchd_index.c: what keeps launchd's per-event cost independent of its
+ * table sizes; each is O(1) (the hash probes are bounded by
+ * LAUNCHD_JOB_HASH and short at the tables' load of at most a half).
+ * init makes every call slot free and the job tables empty (before
+ * anything else touches the tables). call_take returns a free call slot
+ * marked used, its seq set (seq modulo LAUNCHD_CALLS_MAX is its slot,
+ * never 0) and ncalls counted, or NULL when all are used; call_free gives
+ * a used one back (ncalls counted off); call_by_seq is the used call
+ * whose seq is seq, or NULL. job_indexed is called once a job is live
+ * (its id, pid, launcher and launcher_gen set); job_index_ended when its
+ * process exited (ending set; its pid leaves the pid table);
+ * job_index_exit when its EXIT goes (exit_sent set); job_index_drop when
+ * it stops being live (its id leaves). job_by_id is the live job slot of
+ * job_id, job_by_pid the running (live, not ending) job slot of pid, -1
+ * when none. A connection's launched count is reset where its generation
+ * moves (launchd_conn_close). check recomputes every index by walking the
+ * tables: NULL when all agree, else what drifted (a test aid). */
+void launchd_index_init(launchd_srv *srv);
+launchd_call *launchd_call_take(launchd_srv *srv);
+void launchd_call_free(launchd_srv *srv, launchd_call *k);
+launchd_call *launchd_call_by_seq(launchd_srv *srv, uint32_t seq);
+void launchd_job_indexed(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_ended(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_exit(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_drop(launchd_srv *srv, uint32_t ji);
+int launchd_job_by_id(const launchd_srv *srv, uint64_t job_id);
+int launchd_job_by_pid(const launchd_srv *srv, pid_t pid);
+const char *launchd_index_check(const launchd_srv *srv);
 
 /* launchd_io.c */
 uint64_t launchd_now_ms(void);
@@ -335,6 +378,8 @@ void launchd_nonblock(int fd);
 
 /* launchd_jobs.c (the rest is declared below) */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
+/* launchd_index.c: whether connection ci (as of its generation) launched
+ * a live job whose EXIT has not gone; O(1), from its launched count. */
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_relay.c */
