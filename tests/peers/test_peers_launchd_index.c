@@ -140,7 +140,7 @@ static void ti_job_step(uint32_t ji, uint32_t r)
     launchd_job *j = &g_s.jobs[ji];
     /* Ids and pids from small ranges, spread by a stride: many share
      * a home bucket or a probe run. */
-    uint64_t id = 11U + (uint64_t)(r % 700U) * LAUNCHD_JOB_HASH;
+    uint64_t id = 11U + (uint64_t)(r % 700U) * (uint64_t)LAUNCHD_JOB_HASH;
     pid_t pid = (pid_t)(100 + (int)((r >> 10) % 900U));
     uint32_t ci = (r >> 20) % 4U;
     if ((r >> 24) % 16U == 0U) {
@@ -176,7 +176,7 @@ PBX_TEST(peers_launchd_index_jobs_found_as_a_walk_finds_them)
         }
         PBX_REQUIRE(launchd_index_check(&g_s) == NULL);
         /* Lookups of keys present and absent agree with the walk. */
-        uint64_t id = 11U + (uint64_t)(r % 700U) * LAUNCHD_JOB_HASH;
+        uint64_t id = 11U + (uint64_t)(r % 700U) * (uint64_t)LAUNCHD_JOB_HASH;
         pid_t pid = (pid_t)(100 + (int)((r >> 10) % 900U));
         PBX_CHECK_EQ(launchd_job_by_id(&g_s, id), ti_walk_id(id));
         PBX_CHECK_EQ(launchd_job_by_pid(&g_s, pid), ti_walk_pid(pid));
