@@ -233,6 +233,9 @@ typedef struct launchd_hint {
 /* Buckets of each job hash table (launchd_index.c): twice the jobs, so
  * a probe meets an empty bucket soon. */
 #define LAUNCHD_JOB_HASH (2U * LAUNCHD_JOBS_CAP)
+/* Buckets of the orphan hash table, twice the orphans for the same
+ * reason. */
+#define LAUNCHD_ORPHAN_HASH (2U * LAUNCHD_ORPHANS_MAX)
 
 /* What an event loop registration names (launchd_loop.c), in the order
  * a pass serves them: the broker's replies first, then WAKEs, the attach
@@ -312,17 +315,17 @@ typedef struct launchd_srv {
     uint32_t pty_gen;
     uint32_t npty;
     uint16_t pty_jobs[LAUNCHD_JOBS_CAP];
-    /* WAKE hints by request (launchd_wake.c), and the orphan slots in
-     * use lie below orphan_top (launchd_relay.c: a search stops there). */
+    /* WAKE hints by request (launchd_wake.c). */
     launchd_hint hints[LAUNCHD_HINTS];
-    uint32_t orphan_top;
     /* Indexes kept in step with calls[] and jobs[] (launchd_index.c):
      * the free call slots (a stack, ncall_free deep), and the live jobs
-     * by job id and the running ones by pid (slot + 1; 0: empty). */
+     * by job id and the running ones by pid, and the used orphans by
+     * request id (slot + 1; 0: empty). */
     uint32_t ncall_free;
     uint16_t call_free[LAUNCHD_CALLS_MAX];
     uint16_t job_ids[LAUNCHD_JOB_HASH];
     uint16_t job_pids[LAUNCHD_JOB_HASH];
+    uint16_t orphan_ids[LAUNCHD_ORPHAN_HASH];
 } launchd_srv;
 
 /* launchd_index.c: what keeps launchd's per-event cost independent of its
@@ -339,9 +342,12 @@ typedef struct launchd_srv {
  * job_index_exit when its EXIT goes (exit_sent set); job_index_drop when
  * it stops being live (its id leaves). job_by_id is the live job slot of
  * job_id, job_by_pid the running (live, not ending) job slot of pid, -1
- * when none. A connection's launched count is reset where its generation
- * moves (launchd_conn_close). check recomputes every index by walking the
- * tables: NULL when all agree, else what drifted (a test aid). */
+ * when none. orphan_indexed is called once an orphan is used with its
+ * request id set, orphan_index_drop just before it stops being used;
+ * orphan_by_id is the used orphan of request id, or NULL. A connection's
+ * launched count is reset where its generation moves (launchd_conn_close).
+ * check recomputes every index by walking the tables: NULL when all agree, else
+ * what drifted (a test aid). */
 void launchd_index_init(launchd_srv *srv);
 launchd_call *launchd_call_take(launchd_srv *srv);
 void launchd_call_free(launchd_srv *srv, launchd_call *k);
@@ -352,6 +358,9 @@ void launchd_job_index_exit(launchd_srv *srv, uint32_t ji);
 void launchd_job_index_drop(launchd_srv *srv, uint32_t ji);
 int launchd_job_by_id(const launchd_srv *srv, uint64_t job_id);
 int launchd_job_by_pid(const launchd_srv *srv, pid_t pid);
+void launchd_orphan_indexed(launchd_srv *srv, uint32_t oi);
+void launchd_orphan_index_drop(launchd_srv *srv, uint32_t oi);
+launchd_orphan *launchd_orphan_by_id(launchd_srv *srv, pbx_ipc_id id);
 const char *launchd_index_check(const launchd_srv *srv);
 
 /* launchd_io.c */

@@ -4,7 +4,8 @@
  * LAUNCHD_CALLS_MAX), so a broker reply finds its call in one step and a
  * new call takes a free slot from a stack, never walking the 512 slots; a
  * live job is found by its id and a running one by its pid through two
- * open-addressing hash tables; each connection counts the live jobs it
+ * open-addressing hash tables, and an orphan by its request id in a
+ * third; each connection counts the live jobs it
  * launched whose EXIT has not gone. Each index changes only here, at the
  * moment its table does, and launchd_index_check recomputes them all by
  * walking the tables (a test aid: it is never on launchd's own path).
@@ -12,8 +13,8 @@
  */
 #include "peers/launchd/launchd.h"
 
-/* The hash tables' two keys. */
-enum { LAUNCHD_IX_ID = 0, LAUNCHD_IX_PID = 1 };
+/* The hash tables' keys. */
+enum { LAUNCHD_IX_ID = 0, LAUNCHD_IX_PID = 1, LAUNCHD_IX_ORPHAN = 2 };
 
 void launchd_index_init(launchd_srv *srv)
 {
@@ -25,6 +26,9 @@ void launchd_index_init(launchd_srv *srv)
     for (uint32_t i = 0; i < LAUNCHD_JOB_HASH; i++) {
         srv->job_ids[i] = 0U;
         srv->job_pids[i] = 0U;
+    }
+    for (uint32_t i = 0; i < LAUNCHD_ORPHAN_HASH; i++) {
+        srv->orphan_ids[i] = 0U;
     }
 }
 
@@ -64,79 +68,106 @@ launchd_call *launchd_call_by_seq(launchd_srv *srv, uint32_t seq)
     return seq != 0U && k->used && k->seq == seq ? k : NULL;
 }
 
-/* The key of job slot v - 1 in table which. */
+/* Buckets of table which. */
+static uint32_t launchd_ix_size(int which)
+{
+    return which == LAUNCHD_IX_ORPHAN ? LAUNCHD_ORPHAN_HASH : LAUNCHD_JOB_HASH;
+}
+
+/* The key of slot v - 1 in table which: a job's id or pid, an orphan's
+ * request id. */
 static uint64_t launchd_ix_key(const launchd_srv *srv, int which, uint16_t v)
 {
+    if (which == LAUNCHD_IX_ORPHAN) {
+        const launchd_orphan *o =
+            &srv->orphans[(uint32_t)(v - 1U) % LAUNCHD_ORPHANS_MAX];
+        return (uint64_t)o->id.index << 32 | o->id.gen;
+    }
     const launchd_job *j = &srv->jobs[(uint32_t)(v - 1U) % LAUNCHD_JOBS_CAP];
     return which == LAUNCHD_IX_ID ? j->bind.job_id : (uint64_t)j->pid;
 }
 
-/* Where key's probe starts (a multiplicative hash's top bits). */
-static uint32_t launchd_ix_home(uint64_t key)
+/* Where key's probe starts in a table of size buckets (a multiplicative
+ * hash's top bits; size is a power of two). */
+static uint32_t launchd_ix_home(uint64_t key, uint32_t size)
 {
-    return (uint32_t)((key * 0x9E3779B97F4A7C15ULL) >> 40) % LAUNCHD_JOB_HASH;
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ULL) >> 40) % size;
 }
 
-/* The table of which. */
+/* The table of which, to read. */
+static const uint16_t *launchd_ix_ctab(const launchd_srv *srv, int which)
+{
+    return which == LAUNCHD_IX_ORPHAN ? srv->orphan_ids
+           : which == LAUNCHD_IX_ID   ? srv->job_ids
+                                      : srv->job_pids;
+}
+
+/* The table of which, to change. */
 static uint16_t *launchd_ix_tab(launchd_srv *srv, int which)
 {
-    return which == LAUNCHD_IX_ID ? srv->job_ids : srv->job_pids;
+    return which == LAUNCHD_IX_ORPHAN ? srv->orphan_ids
+           : which == LAUNCHD_IX_ID   ? srv->job_ids
+                                      : srv->job_pids;
 }
 
-/* The bucket holding key in table which, or LAUNCHD_JOB_HASH. At most
- * LAUNCHD_JOBS_CAP of its LAUNCHD_JOB_HASH buckets are ever full, so a
- * probe ends at an empty one long before the bound. */
+/* The bucket holding key in table which, or its size. At most half of
+ * a table's buckets are ever full, so a probe ends at an empty one long
+ * before the bound. */
 static uint32_t launchd_ix_find(const launchd_srv *srv, int which, uint64_t key)
 {
-    const uint16_t *tab = which == LAUNCHD_IX_ID ? srv->job_ids : srv->job_pids;
-    uint32_t b = launchd_ix_home(key);
-    for (uint32_t step = 0; step < LAUNCHD_JOB_HASH && tab[b] != 0U; step++) {
+    const uint16_t *tab = launchd_ix_ctab(srv, which);
+    uint32_t size = launchd_ix_size(which);
+    uint32_t b = launchd_ix_home(key, size);
+    for (uint32_t step = 0; step < size && tab[b] != 0U; step++) {
         if (launchd_ix_key(srv, which, tab[b]) == key) {
             return b;
         }
-        b = (b + 1U) % LAUNCHD_JOB_HASH;
+        b = (b + 1U) % size;
     }
-    return LAUNCHD_JOB_HASH;
+    return size;
 }
 
-/* Adds job slot ji to table which (its key not there yet). */
-static void launchd_ix_add(launchd_srv *srv, int which, uint32_t ji)
+/* Adds slot i to table which (its key not there yet). */
+static void launchd_ix_add(launchd_srv *srv, int which, uint32_t i)
 {
     uint16_t *tab = launchd_ix_tab(srv, which);
+    uint32_t size = launchd_ix_size(which);
     uint32_t b =
-        launchd_ix_home(launchd_ix_key(srv, which, (uint16_t)(ji + 1U)));
-    for (uint32_t step = 0; step < LAUNCHD_JOB_HASH; step++) {
+        launchd_ix_home(launchd_ix_key(srv, which, (uint16_t)(i + 1U)), size);
+    for (uint32_t step = 0; step < size; step++) {
         if (tab[b] == 0U) {
-            tab[b] = (uint16_t)(ji + 1U);
+            tab[b] = (uint16_t)(i + 1U);
             return;
         }
-        b = (b + 1U) % LAUNCHD_JOB_HASH;
+        b = (b + 1U) % size;
     }
 }
 
-/* Removes job slot ji from table which, moving back each later entry of
- * the run whose probe passed the hole, so every find still ends at the
- * first empty bucket. */
-static void launchd_ix_del(launchd_srv *srv, int which, uint32_t ji)
+/* Removes slot i from table which (its key as when it was added),
+ * moving back each later entry of the run whose probe passed the hole,
+ * so every find still ends at the first empty bucket. */
+static void launchd_ix_del(launchd_srv *srv, int which, uint32_t i)
 {
     uint16_t *tab = launchd_ix_tab(srv, which);
+    uint32_t size = launchd_ix_size(which);
     uint32_t hole = launchd_ix_find(
-        srv, which, launchd_ix_key(srv, which, (uint16_t)(ji + 1U)));
-    if (hole >= LAUNCHD_JOB_HASH || tab[hole] != (uint16_t)(ji + 1U)) {
+        srv, which, launchd_ix_key(srv, which, (uint16_t)(i + 1U)));
+    if (hole >= size || tab[hole] != (uint16_t)(i + 1U)) {
         return;
     }
     tab[hole] = 0U;
     uint32_t q = hole;
-    for (uint32_t step = 1; step < LAUNCHD_JOB_HASH; step++) {
-        q = (q + 1U) % LAUNCHD_JOB_HASH;
+    for (uint32_t step = 1; step < size; step++) {
+        q = (q + 1U) % size;
         if (tab[q] == 0U) {
             return;
         }
-        uint32_t home = launchd_ix_home(launchd_ix_key(srv, which, tab[q]));
+        uint32_t home =
+            launchd_ix_home(launchd_ix_key(srv, which, tab[q]), size);
         /* The entry at q stays unless its home lies cyclically outside
          * (hole, q]: then its probe crossed the hole. */
-        uint32_t dist_home = (q + LAUNCHD_JOB_HASH - home) % LAUNCHD_JOB_HASH;
-        uint32_t dist_hole = (q + LAUNCHD_JOB_HASH - hole) % LAUNCHD_JOB_HASH;
+        uint32_t dist_home = (q + size - home) % size;
+        uint32_t dist_hole = (q + size - hole) % size;
         if (dist_home >= dist_hole) {
             tab[hole] = tab[q];
             tab[q] = 0U;
@@ -181,6 +212,32 @@ void launchd_job_index_exit(launchd_srv *srv, uint32_t ji)
         srv->conns[j->launcher].launched > 0U) {
         srv->conns[j->launcher].launched--;
     }
+}
+
+/* The used orphan slot of request id, or LAUNCHD_ORPHANS_MAX. */
+static uint32_t launchd_orphan_slot(const launchd_srv *srv, pbx_ipc_id id)
+{
+    uint32_t b = launchd_ix_find(srv, LAUNCHD_IX_ORPHAN,
+                                 (uint64_t)id.index << 32 | id.gen);
+    return b < LAUNCHD_ORPHAN_HASH
+               ? (uint32_t)(srv->orphan_ids[b] - 1U) % LAUNCHD_ORPHANS_MAX
+               : LAUNCHD_ORPHANS_MAX;
+}
+
+launchd_orphan *launchd_orphan_by_id(launchd_srv *srv, pbx_ipc_id id)
+{
+    uint32_t oi = launchd_orphan_slot(srv, id);
+    return oi < LAUNCHD_ORPHANS_MAX ? &srv->orphans[oi] : NULL;
+}
+
+void launchd_orphan_indexed(launchd_srv *srv, uint32_t oi)
+{
+    launchd_ix_add(srv, LAUNCHD_IX_ORPHAN, oi);
+}
+
+void launchd_orphan_index_drop(launchd_srv *srv, uint32_t oi)
+{
+    launchd_ix_del(srv, LAUNCHD_IX_ORPHAN, oi);
 }
 
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
@@ -258,6 +315,26 @@ static const char *launchd_index_check_jobs(const launchd_srv *srv)
     return NULL;
 }
 
+/* The orphan index against a walk. */
+static const char *launchd_index_check_orphans(const launchd_srv *srv)
+{
+    uint32_t used = 0;
+    uint32_t ids = 0;
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        const launchd_orphan *o = &srv->orphans[i];
+        if (o->used) {
+            used++;
+            if (launchd_orphan_slot(srv, o->id) != i) {
+                return "a used orphan is not found by its request id";
+            }
+        }
+    }
+    for (uint32_t b = 0; b < LAUNCHD_ORPHAN_HASH; b++) {
+        ids += srv->orphan_ids[b] != 0U ? 1U : 0U;
+    }
+    return ids == used ? NULL : "the orphan index holds an unused orphan";
+}
+
 /* Each connection's count of launched jobs against one walk of the
  * jobs (cheap enough to run after every loop pass). */
 static const char *launchd_index_check_launched(const launchd_srv *srv)
@@ -286,6 +363,9 @@ const char *launchd_index_check(const launchd_srv *srv)
     const char *why = launchd_index_check_calls(srv);
     if (why == NULL) {
         why = launchd_index_check_jobs(srv);
+    }
+    if (why == NULL) {
+        why = launchd_index_check_orphans(srv);
     }
     return why != NULL ? why : launchd_index_check_launched(srv);
 }

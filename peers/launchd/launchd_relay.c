@@ -237,22 +237,11 @@ bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id)
            launchd_own_call(srv, kind, buf, n, ci, id);
 }
 
-/* The orphan entry for id, or NULL. */
+/* The orphan entry for id, or NULL: one lookup in the orphan index
+ * (launchd_index.c), whatever the orphans in use. */
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id)
 {
-    /* Slots freed at the top lower the bound: with no orphan (the common
-     * case) a WAKE or a reply looks at none. */
-    while (srv->orphan_top > 0U && srv->orphan_top <= LAUNCHD_ORPHANS_MAX &&
-           !srv->orphans[srv->orphan_top - 1U].used) {
-        srv->orphan_top--;
-    }
-    for (uint32_t i = 0; i < srv->orphan_top && i < LAUNCHD_ORPHANS_MAX; i++) {
-        launchd_orphan *o = &srv->orphans[i];
-        if (o->used && o->id.index == id.index && o->id.gen == id.gen) {
-            return o;
-        }
-    }
-    return NULL;
+    return launchd_orphan_by_id(srv, id);
 }
 
 /* Takes over request id (of job_id:job_gen, program entry[0..entry_len))
@@ -274,12 +263,15 @@ void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
                      id.index, id.gen);
         return;
     }
+    /* One already taken over for id keeps its index entry (same key). */
+    bool fresh = !o->used;
     memset(o, 0, sizeof(*o));
     o->used = true;
-    uint32_t oi = (uint32_t)(o - srv->orphans);
-    srv->orphan_top = oi + 1U > srv->orphan_top ? oi + 1U : srv->orphan_top;
     o->woken = woken;
     o->id = id;
+    if (fresh) {
+        launchd_orphan_indexed(srv, (uint32_t)(o - srv->orphans));
+    }
     o->job_id = job_id;
     o->job_gen = job_gen;
     o->since_ms = srv->now;
@@ -335,6 +327,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
         e[o->entry_len] = '\0';
     }
     launchd_log_end(o->id, o->job_id, o->job_gen, e, rep, "caller gone");
+    launchd_orphan_index_drop(srv, (uint32_t)(o - srv->orphans));
     o->used = false;
     launchd_orphan_arm(srv, o);
 }

@@ -369,6 +369,7 @@ void launchd_broker_lost(launchd_srv *srv, const char *why)
             }
             launchd_log_end(o->id, o->job_id, o->job_gen, e, NULL,
                             "broker lost");
+            launchd_orphan_index_drop(srv, i);
             o->used = false;
         }
     }

@@ -4,10 +4,10 @@
  * order keep a free stack of exactly the unused slots and a seq that
  * names its slot; jobs made live, ended, exited and dropped in any order
  * (ids and pids chosen to collide in the hash tables) are found by id and
- * pid exactly as a walk finds them; each connection's count of launched
- * jobs follows launches, EXITs and generation moves; and
- * launchd_index_check, which the e2e runner has launchd run after every
- * loop pass, reports each kind of drift it exists to catch.
+ * pid exactly as a walk finds them, and orphans by request id; each
+ * connection's count of launched jobs follows launches, EXITs and generation
+ * moves; and launchd_index_check, which the e2e runner has launchd run after
+ * every loop pass, reports each kind of drift it exists to catch.
  */
 #include "../../peers/launchd/launchd.h"
 #include "../runner/pbx_test.h"
@@ -188,6 +188,63 @@ PBX_TEST(peers_launchd_index_jobs_found_as_a_walk_finds_them)
     }
     PBX_CHECK(live > LAUNCHD_JOBS_CAP / 4U);
     PBX_CHECK(launchd_index_check(&g_s) == NULL);
+}
+
+/* The used orphan of request id by walking, or NULL. */
+static launchd_orphan *ti_walk_orphan(pbx_ipc_id id)
+{
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        launchd_orphan *o = &g_s.orphans[i];
+        if (o->used && o->id.index == id.index && o->id.gen == id.gen) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+PBX_TEST(peers_launchd_index_orphans_found_as_a_walk_finds_them)
+{
+    ti_reset();
+    uint32_t seed = 0xBADC0DEU;
+    uint32_t most = 0;
+    for (uint32_t step = 0; step < 60000U; step++) {
+        uint32_t r = ti_next(&seed);
+        /* Request ids from a small range: many collide. */
+        pbx_ipc_id id = {r % 900U, 1U + (r >> 10) % 3U};
+        launchd_orphan *o = &g_s.orphans[(r >> 16) % LAUNCHD_ORPHANS_MAX];
+        if ((r >> 28) % 3U != 0U) {
+            /* As launchd_orphan_add: a request not yet taken over. */
+            if (!o->used && ti_walk_orphan(id) == NULL) {
+                o->used = true;
+                o->id = id;
+                launchd_orphan_indexed(&g_s, (uint32_t)(o - g_s.orphans));
+            }
+        } else if (o->used) {
+            launchd_orphan_index_drop(&g_s, (uint32_t)(o - g_s.orphans));
+            o->used = false;
+        }
+        PBX_CHECK(launchd_orphan_by_id(&g_s, id) == ti_walk_orphan(id));
+        if (step % 61U == 0U) {
+            PBX_REQUIRE(launchd_index_check(&g_s) == NULL);
+        }
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX && step % 997U == 0U;
+             i++) {
+            n += g_s.orphans[i].used ? 1U : 0U;
+        }
+        most = n > most ? n : most;
+    }
+    PBX_CHECK(most > LAUNCHD_ORPHANS_MAX / 4U);
+    PBX_CHECK(launchd_index_check(&g_s) == NULL);
+    /* An orphan no longer used but still indexed is a drift. */
+    for (uint32_t i = 0; i < LAUNCHD_ORPHANS_MAX; i++) {
+        if (g_s.orphans[i].used) {
+            g_s.orphans[i].used = false;
+            PBX_CHECK(launchd_index_check(&g_s) != NULL);
+            g_s.orphans[i].used = true;
+            break;
+        }
+    }
 }
 
 PBX_TEST(peers_launchd_index_launcher_count_follows_exit_and_gen)
