@@ -222,8 +222,11 @@ int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
 /* Where a request's WAKE should look first (launchd_wake.c): the
  * connection (slot and generation) whose BEGIN it was. A hint, in a table
  * indexed by a hash of the request id: a stale or overwritten one only
- * sends the WAKE to the walk over every connection it replaced. */
-#define LAUNCHD_HINTS 256U
+ * sends the WAKE to the walk over every connection it replaced. Eight
+ * times the calls launchd may have out, so with k requests outstanding a
+ * WAKE falls back to the walk with a chance of about k / 4096 (with 256
+ * slots it was about a quarter at 64 programs at once). */
+#define LAUNCHD_HINTS 4096U
 typedef struct launchd_hint {
     pbx_ipc_id id;
     uint32_t conn;
