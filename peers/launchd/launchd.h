@@ -290,12 +290,13 @@ typedef struct launchd_srv {
     uint64_t next_job;
     uint32_t ncontrol;
     uint32_t njobs;
-    uint32_t next_seq;
     uint32_t nstage;
     pid_t self;
     /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
      * none, the broker's queue holds no reply to drain. */
     uint32_t ncalls;
+    /* Where the free call queue starts (call_free below). */
+    uint32_t call_free_head;
     uint64_t now;
     /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
     int hold_listen; /* the --hold listener, or -1 */
@@ -321,7 +322,8 @@ typedef struct launchd_srv {
     /* WAKE hints by request (launchd_wake.c). */
     launchd_hint hints[LAUNCHD_HINTS];
     /* Indexes kept in step with calls[] and jobs[] (launchd_index.c):
-     * the free call slots (a stack, ncall_free deep), and the live jobs
+     * the free call slots (a queue: ncall_free of them from
+     * call_free_head, taken in turn), and the live jobs
      * by job id and the running ones by pid, and the used orphans by
      * request id (slot + 1; 0: empty). */
     uint32_t ncall_free;
@@ -332,13 +334,14 @@ typedef struct launchd_srv {
 } launchd_srv;
 
 /* launchd_index.c: what keeps launchd's per-event cost independent of its
- * table sizes; each is O(1) (the hash probes are bounded by
- * LAUNCHD_JOB_HASH and short at the tables' load of at most a half).
- * init makes every call slot free and the job tables empty (before
- * anything else touches the tables). call_take returns a free call slot
- * marked used, its seq set (seq modulo LAUNCHD_CALLS_MAX is its slot,
- * never 0) and ncalls counted, or NULL when all are used; call_free gives
- * a used one back (ncalls counted off); call_by_seq is the used call
+ * table sizes; each is O(1) (the hash probes are bounded by their
+ * table's buckets and short at its load of at most a half). init makes
+ * every call slot free and the hash tables empty (before anything else
+ * touches the tables). call_take returns the free call slot whose turn it
+ * is, marked used, its seq set (its last seq plus LAUNCHD_CALLS_MAX, so
+ * seq modulo LAUNCHD_CALLS_MAX is its slot; never 0) and ncalls counted,
+ * or NULL when all are used; call_free gives a used one back, last in
+ * turn (ncalls counted off); call_by_seq is the used call
  * whose seq is seq, or NULL. job_indexed is called once a job is live
  * (its id, pid, launcher and launcher_gen set); job_index_ended when its
  * process exited (ending set; its pid leaves the pid table);

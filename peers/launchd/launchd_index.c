@@ -2,7 +2,7 @@
  * launchd_index.c: the indexes that keep launchd's per-event work
  * independent of its table sizes. A call's seq names its slot (seq modulo
  * LAUNCHD_CALLS_MAX), so a broker reply finds its call in one step and a
- * new call takes a free slot from a stack, never walking the 512 slots; a
+ * new call takes a free slot from a queue, never walking the 512 slots; a
  * live job is found by its id and a running one by its pid through two
  * open-addressing hash tables, and an orphan by its request id in a
  * third; each connection counts the live jobs it
@@ -18,10 +18,11 @@ enum { LAUNCHD_IX_ID = 0, LAUNCHD_IX_PID = 1, LAUNCHD_IX_ORPHAN = 2 };
 
 void launchd_index_init(launchd_srv *srv)
 {
-    /* Pushed from the top, so slot 0 is taken first. */
+    /* In slot order: slot 0 is taken first. */
     for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
-        srv->call_free[i] = (uint16_t)(LAUNCHD_CALLS_MAX - 1U - i);
+        srv->call_free[i] = (uint16_t)i;
     }
+    srv->call_free_head = 0U;
     srv->ncall_free = LAUNCHD_CALLS_MAX;
     for (uint32_t i = 0; i < LAUNCHD_JOB_HASH; i++) {
         srv->job_ids[i] = 0U;
@@ -37,14 +38,21 @@ launchd_call *launchd_call_take(launchd_srv *srv)
     if (srv->ncall_free == 0U || srv->ncall_free > LAUNCHD_CALLS_MAX) {
         return NULL;
     }
-    uint32_t slot = srv->call_free[--srv->ncall_free];
-    launchd_call *k = &srv->calls[slot % LAUNCHD_CALLS_MAX];
-    /* The counter's step is one slot's: seq modulo LAUNCHD_CALLS_MAX is
-     * always the slot (2^32 is a multiple of it, so wrapping keeps that),
-     * and no two outstanding calls share a seq. Zero is never used. */
+    uint32_t slot = srv->call_free[srv->call_free_head % LAUNCHD_CALLS_MAX] %
+                    LAUNCHD_CALLS_MAX;
+    srv->call_free_head = (srv->call_free_head + 1U) % LAUNCHD_CALLS_MAX;
+    srv->ncall_free--;
+    launchd_call *k = &srv->calls[slot];
+    /* A slot's next seq is its last one's upper part plus one, over the
+     * slot: seq modulo LAUNCHD_CALLS_MAX is always the slot (2^32 is a
+     * multiple of it, so wrapping keeps that), so no two outstanding calls
+     * share one, and a slot repeats a seq only after 2^23 uses of it;
+     * freed slots are taken in turn (a queue), so that is about 2^32
+     * calls, as the single counter it replaced. Zero is never used. */
     uint32_t seq = 0U;
+    uint32_t upper = k->seq / LAUNCHD_CALLS_MAX;
     for (uint32_t tries = 0; tries < 2U && seq == 0U; tries++) {
-        seq = ++srv->next_seq * LAUNCHD_CALLS_MAX + (slot % LAUNCHD_CALLS_MAX);
+        seq = ++upper * LAUNCHD_CALLS_MAX + slot;
     }
     k->used = true;
     k->seq = seq;
@@ -59,7 +67,9 @@ void launchd_call_free(launchd_srv *srv, launchd_call *k)
     }
     k->used = false;
     srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
-    srv->call_free[srv->ncall_free++] = (uint16_t)(k - srv->calls);
+    uint32_t tail = (srv->call_free_head + srv->ncall_free) % LAUNCHD_CALLS_MAX;
+    srv->call_free[tail] = (uint16_t)(k - srv->calls);
+    srv->ncall_free++;
 }
 
 launchd_call *launchd_call_by_seq(launchd_srv *srv, uint32_t seq)
@@ -252,7 +262,7 @@ void launchd_job_index_drop(launchd_srv *srv, uint32_t ji)
     launchd_ix_del(srv, LAUNCHD_IX_ID, ji);
 }
 
-/* The call table's index against a walk: the free stack holds exactly
+/* The call table's index against a walk: the free queue holds exactly
  * the unused slots, once each, and every used call's seq names its slot.
  * NULL when they agree, else what drifted. */
 static const char *launchd_index_check_calls(const launchd_srv *srv)
@@ -263,9 +273,10 @@ static const char *launchd_index_check_calls(const launchd_srv *srv)
         return "free call count past the table";
     }
     for (uint32_t i = 0; i < srv->ncall_free; i++) {
-        uint32_t s = srv->call_free[i];
+        uint32_t s =
+            srv->call_free[(srv->call_free_head + i) % LAUNCHD_CALLS_MAX];
         if (s >= LAUNCHD_CALLS_MAX || seen[s] || srv->calls[s].used) {
-            return "free call stack holds a used, repeated or bad slot";
+            return "free call queue holds a used, repeated or bad slot";
         }
         seen[s] = true;
     }
@@ -277,7 +288,7 @@ static const char *launchd_index_check_calls(const launchd_srv *srv)
         }
     }
     if (used + srv->ncall_free != LAUNCHD_CALLS_MAX || used != srv->ncalls) {
-        return "free call stack or ncalls disagrees with the used slots";
+        return "free call queue or ncalls disagrees with the used slots";
     }
     return NULL;
 }

@@ -95,9 +95,11 @@ PBX_TEST(peers_launchd_index_calls_in_any_order)
 {
     ti_reset();
     uint32_t seed = 0x1234567U;
-    /* The seq counter wraps inside the run: a seq must still name its
+    /* Each slot's seq wraps inside the run: a seq must still name its
      * slot and never be 0. */
-    g_s.next_seq = UINT32_MAX / LAUNCHD_CALLS_MAX - 200U;
+    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
+        g_s.calls[i].seq = (uint32_t)(0U - 4U * LAUNCHD_CALLS_MAX) + i;
+    }
     for (uint32_t step = 0; step < 20000U; step++) {
         uint32_t r = ti_next(&seed);
         launchd_call *k = &g_s.calls[r % LAUNCHD_CALLS_MAX];
