@@ -4,8 +4,9 @@
  * the broker relay and hang-up cleanup; launchd_reply.c: the broker's
  * replies; launchd_wake.c: WAKE delivery and timers; launchd_jobs.c:
  * launching and reaping jobs; launchd_io.c: socket helpers;
- * launchd_attach.c: the supervisor's attach channel). Usage is documented
- * at the top of launchd.c and in docs/HOST.md.
+ * launchd_attach.c: the supervisor's attach channel; launchd_index.c: the
+ * indexes that keep per-event work independent of the tables' sizes).
+ * Usage is documented at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
