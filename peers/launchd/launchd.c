@@ -97,6 +97,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -361,6 +362,7 @@ static void launchd_defaults(launchd_srv *srv)
     srv->prompt_per_ms = 2000;
     srv->next_job = 11;
     srv->ep = -1;
+    launchd_index_init(srv);
     for (uint32_t i = 0; i < LAUNCHD_CONNS_CAP; i++) {
         srv->conns[i].fd = -1;
     }
@@ -411,8 +413,17 @@ static int launchd_serve(int argc, char **argv)
                  srv->broker >= 0 ? " (broker connected)" : "",
                  srv->attach >= 0 ? " (attach channel open)" : "");
     pbx_peer_io_ready(ready);
+    /* A test aid, on only where a test sets PBX_LAUNCHD_CHECK_INDEX (the
+     * e2e runner does): every index is recomputed after each pass, and a
+     * drift, always a bug, stops launchd at once with its reason. */
+    bool check = getenv("PBX_LAUNCHD_CHECK_INDEX") != NULL;
     for (;;) {
         launchd_loop_pass(srv);
+        const char *drift = check ? launchd_index_check(srv) : NULL;
+        if (drift != NULL) {
+            pbx_peer_log("launchd", "index drift: %s", drift);
+            abort();
+        }
     }
 }
 

@@ -4,8 +4,9 @@
  * the broker relay and hang-up cleanup; launchd_reply.c: the broker's
  * replies; launchd_wake.c: WAKE delivery and timers; launchd_jobs.c:
  * launching and reaping jobs; launchd_io.c: socket helpers;
- * launchd_attach.c: the supervisor's attach channel). Usage is documented
- * at the top of launchd.c and in docs/HOST.md.
+ * launchd_attach.c: the supervisor's attach channel; launchd_index.c: the
+ * indexes that keep per-event work independent of the tables' sizes).
+ * Usage is documented at the top of launchd.c and in docs/HOST.md.
  */
 #ifndef LAUNCHD_H
 #define LAUNCHD_H
@@ -126,6 +127,9 @@ typedef struct launchd_conn {
     pbx_peer_track track;
     uint32_t nparks; /* parks in use, the first nparks of parks */
     launchd_park parks[PBX_PEER_TRACK_MAX];
+    /* Live jobs this connection (as of gen) launched whose EXIT has not
+     * gone (launchd_index.c): nonzero keeps it from being evicted. */
+    uint32_t launched;
 } launchd_conn;
 
 /* The most exceptional requests of one job launchd remembers until their
@@ -219,13 +223,23 @@ int launchd_timer_wait(const launchd_theap *t, uint64_t now_ms, int cap_ms);
 /* Where a request's WAKE should look first (launchd_wake.c): the
  * connection (slot and generation) whose BEGIN it was. A hint, in a table
  * indexed by a hash of the request id: a stale or overwritten one only
- * sends the WAKE to the walk over every connection it replaced. */
-#define LAUNCHD_HINTS 256U
+ * sends the WAKE to the walk over every connection it replaced. Eight
+ * times the calls launchd may have out, so with k requests outstanding a
+ * WAKE falls back to the walk with a chance of about k / 4096 (with 256
+ * slots it was about a quarter at 64 programs at once). */
+#define LAUNCHD_HINTS 4096U
 typedef struct launchd_hint {
     pbx_ipc_id id;
     uint32_t conn;
     uint32_t conn_gen;
 } launchd_hint;
+
+/* Buckets of each job hash table (launchd_index.c): twice the jobs, so
+ * a probe meets an empty bucket soon. */
+#define LAUNCHD_JOB_HASH (2U * LAUNCHD_JOBS_CAP)
+/* Buckets of the orphan hash table, twice the orphans for the same
+ * reason. */
+#define LAUNCHD_ORPHAN_HASH (2U * LAUNCHD_ORPHANS_MAX)
 
 /* What an event loop registration names (launchd_loop.c), in the order
  * a pass serves them: the broker's replies first, then WAKEs, the attach
@@ -277,12 +291,13 @@ typedef struct launchd_srv {
     uint64_t next_job;
     uint32_t ncontrol;
     uint32_t njobs;
-    uint32_t next_seq;
     uint32_t nstage;
     pid_t self;
     /* Calls in use in calls[] (launchd_relay.c, launchd_reply.c): with
      * none, the broker's queue holds no reply to drain. */
     uint32_t ncalls;
+    /* Where the free call queue starts (call_free below). */
+    uint32_t call_free_head;
     uint64_t now;
     /* The prompt hold (--hold PATH, docs/PROTOCOL.md). */
     int hold_listen; /* the --hold listener, or -1 */
@@ -305,11 +320,55 @@ typedef struct launchd_srv {
     uint32_t pty_gen;
     uint32_t npty;
     uint16_t pty_jobs[LAUNCHD_JOBS_CAP];
-    /* WAKE hints by request (launchd_wake.c), and the orphan slots in
-     * use lie below orphan_top (launchd_relay.c: a search stops there). */
+    /* WAKE hints by request (launchd_wake.c). */
     launchd_hint hints[LAUNCHD_HINTS];
-    uint32_t orphan_top;
+    /* Indexes kept in step with calls[] and jobs[] (launchd_index.c):
+     * the free call slots (a queue: ncall_free of them from
+     * call_free_head, taken in turn), and the live jobs
+     * by job id and the running ones by pid, and the used orphans by
+     * request id (slot + 1; 0: empty). */
+    uint32_t ncall_free;
+    uint16_t call_free[LAUNCHD_CALLS_MAX];
+    uint16_t job_ids[LAUNCHD_JOB_HASH];
+    uint16_t job_pids[LAUNCHD_JOB_HASH];
+    uint16_t orphan_ids[LAUNCHD_ORPHAN_HASH];
 } launchd_srv;
+
+/* launchd_index.c: what keeps launchd's per-event cost independent of its
+ * table sizes; each is O(1) (the hash probes are bounded by their
+ * table's buckets and short at its load of at most a half). init makes
+ * every call slot free and the hash tables empty (before anything else
+ * touches the tables). call_take returns the free call slot whose turn it
+ * is, marked used, its seq set (its last seq plus LAUNCHD_CALLS_MAX, so
+ * seq modulo LAUNCHD_CALLS_MAX is its slot; never 0) and ncalls counted,
+ * or NULL when all are used; call_free gives a used one back, last in
+ * turn (ncalls counted off); call_by_seq is the used call
+ * whose seq is seq, or NULL. job_indexed is called once a job is live
+ * (its id, pid, launcher and launcher_gen set); job_index_ended when its
+ * process exited (ending set; its pid leaves the pid table);
+ * job_index_exit when its EXIT goes (exit_sent set); job_index_drop when
+ * it stops being live (its id leaves). job_by_id is the live job slot of
+ * job_id, job_by_pid the running (live, not ending) job slot of pid, -1
+ * when none. orphan_indexed is called once an orphan is used with its
+ * request id set, orphan_index_drop just before it stops being used;
+ * orphan_by_id is the used orphan of request id, or NULL. A connection's
+ * launched count is reset where its generation moves (launchd_conn_close).
+ * check recomputes every index by walking the tables: NULL when all agree, else
+ * what drifted (a test aid). */
+void launchd_index_init(launchd_srv *srv);
+launchd_call *launchd_call_take(launchd_srv *srv);
+void launchd_call_free(launchd_srv *srv, launchd_call *k);
+launchd_call *launchd_call_by_seq(launchd_srv *srv, uint32_t seq);
+void launchd_job_indexed(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_ended(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_exit(launchd_srv *srv, uint32_t ji);
+void launchd_job_index_drop(launchd_srv *srv, uint32_t ji);
+int launchd_job_by_id(const launchd_srv *srv, uint64_t job_id);
+int launchd_job_by_pid(const launchd_srv *srv, pid_t pid);
+void launchd_orphan_indexed(launchd_srv *srv, uint32_t oi);
+void launchd_orphan_index_drop(launchd_srv *srv, uint32_t oi);
+launchd_orphan *launchd_orphan_by_id(launchd_srv *srv, pbx_ipc_id id);
+const char *launchd_index_check(const launchd_srv *srv);
 
 /* launchd_io.c */
 uint64_t launchd_now_ms(void);
@@ -335,6 +394,8 @@ void launchd_nonblock(int fd);
 
 /* launchd_jobs.c (the rest is declared below) */
 void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire);
+/* launchd_index.c: whether connection ci (as of its generation) launched
+ * a live job whose EXIT has not gone; O(1), from its launched count. */
 bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci);
 
 /* launchd_relay.c */

@@ -56,21 +56,18 @@ static int launchd_job_slot(launchd_srv *srv, const pbx_peer_launch_req *req,
 {
     int slot = -1;
     uint64_t want = req->job_id;
+    /* At most LAUNCHD_JOBS_CAP ids are live, so one of this many
+     * candidates is free; each is looked up in the id index. */
     for (uint32_t tries = 0; want == 0U && tries <= LAUNCHD_JOBS_CAP; tries++) {
         uint64_t cand = srv->next_job++;
-        bool live = false;
-        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP && !live; j++) {
-            live = srv->jobs[j].live && srv->jobs[j].bind.job_id == cand;
-        }
-        want = live ? 0U : cand;
+        want = launchd_job_by_id(srv, cand) >= 0 ? 0U : cand;
     }
-    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-        if (srv->jobs[j].live && srv->jobs[j].bind.job_id == want) {
-            return -1;
-        }
-        if (!srv->jobs[j].live && slot < 0) {
-            slot = (int)j;
-        }
+    if (launchd_job_by_id(srv, want) >= 0) {
+        return -1;
+    }
+    /* The first free slot: a walk, but once per LAUNCH (which forks). */
+    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP && slot < 0; j++) {
+        slot = srv->jobs[j].live ? -1 : (int)j;
     }
     *id = want;
     *gen = req->job_id != 0U ? req->job_gen : 1U;
@@ -418,6 +415,7 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     j->launcher_pid = srv->conns[ci].peer;
     j->launcher_gen = srv->conns[ci].gen;
     j->launch_seq = seq;
+    launchd_job_indexed(srv, (uint32_t)slot);
     srv->njobs++;
     /* An accepted LAUNCH is the one thing (with EXPIRE) that shows a
      * control connection in use. */
@@ -443,6 +441,7 @@ static void launchd_job_exit(launchd_srv *srv, launchd_job *j)
         return;
     }
     j->exit_sent = true;
+    launchd_job_index_exit(srv, (uint32_t)(j - srv->jobs));
     if (launchd_conn_live(srv, j->launcher, j->launcher_gen)) {
         /* Its launcher may be idle from now on. */
         launchd_conn_arm(srv, j->launcher);
@@ -478,6 +477,7 @@ void launchd_job_finish(launchd_srv *srv, uint32_t ref, const char *expire)
     if (j->stage >= 0) {
         srv->stage[j->stage].used = false;
     }
+    launchd_job_index_drop(srv, ji);
     j->live = false;
     j->ending = false;
     srv->njobs--;
@@ -511,6 +511,7 @@ static void launchd_job_end(launchd_srv *srv, uint32_t ji, int ws)
     pbx_peer_log("launchd", "job %llu.%u pid %d exited (wait status 0x%x)",
                  (unsigned long long)j->bind.job_id, j->bind.job_gen,
                  (int)j->pid, (unsigned)ws);
+    launchd_job_index_ended(srv, ji);
     j->ending = true;
     j->ws = ws;
     j->ended_ms = srv->now;
@@ -565,18 +566,6 @@ void launchd_job_arm(launchd_srv *srv, uint32_t ji)
     launchd_timer_set(&srv->timer, LAUNCHD_T_JOB + ji, due);
 }
 
-bool launchd_is_launcher(const launchd_srv *srv, uint32_t ci)
-{
-    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-        const launchd_job *job = &srv->jobs[j];
-        if (job->live && !job->exit_sent && job->launcher == ci &&
-            job->launcher_gen == srv->conns[ci].gen) {
-            return true;
-        }
-    }
-    return false;
-}
-
 bool launchd_reap(launchd_srv *srv)
 {
     for (int i = 0; i < 64; i++) {
@@ -585,12 +574,10 @@ bool launchd_reap(launchd_srv *srv)
         if (pid <= 0) {
             return true;
         }
-        for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-            if (srv->jobs[j].live && !srv->jobs[j].ending &&
-                srv->jobs[j].pid == pid) {
-                launchd_job_end(srv, j, ws);
-                break;
-            }
+        /* The pid index holds exactly the running jobs. */
+        int ji = launchd_job_by_pid(srv, pid);
+        if (ji >= 0) {
+            launchd_job_end(srv, (uint32_t)ji, ws);
         }
     }
     return false;

@@ -56,16 +56,15 @@ bool launchd_conn_live(const launchd_srv *srv, uint32_t ci, uint32_t gen)
 const char *launchd_entry_of(const launchd_srv *srv, uint64_t job_id,
                              uint32_t job_gen, char *buf, size_t cap)
 {
-    for (uint32_t j = 0; j < LAUNCHD_JOBS_CAP; j++) {
-        const pbx_peer_launch_binding *b = &srv->jobs[j].bind;
-        if (srv->jobs[j].live && b->job_id == job_id && b->job_gen == job_gen) {
-            size_t n = b->entry_len < cap - 1U ? b->entry_len : cap - 1U;
-            memcpy(buf, b->entry, n);
-            buf[n] = '\0';
-            return buf;
-        }
+    int ji = launchd_job_by_id(srv, job_id);
+    const pbx_peer_launch_binding *b = ji >= 0 ? &srv->jobs[ji].bind : NULL;
+    if (b == NULL || b->job_gen != job_gen) {
+        return "-";
     }
-    return "-";
+    size_t n = b->entry_len < cap - 1U ? b->entry_len : cap - 1U;
+    memcpy(buf, b->entry, n);
+    buf[n] = '\0';
+    return buf;
 }
 
 /* Logs the end of one relayed request of job_id:job_gen, program entry e
@@ -140,33 +139,6 @@ static void launchd_refuse(launchd_srv *srv, uint32_t ci, uint32_t st,
     (void)launchd_reply(srv, ci, out, n, pbx_peer_io_msg_seq(&g_in), -1);
 }
 
-/* A free call slot, or NULL when the table is full. */
-static launchd_call *launchd_call_new(launchd_srv *srv)
-{
-    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX; i++) {
-        if (!srv->calls[i].used) {
-            return &srv->calls[i];
-        }
-    }
-    return NULL;
-}
-
-/* The next nonzero seq no outstanding call uses. */
-static uint32_t launchd_seq(launchd_srv *srv)
-{
-    for (uint32_t tries = 0; tries <= LAUNCHD_CALLS_MAX; tries++) {
-        uint32_t s = ++srv->next_seq;
-        bool used = s == 0U;
-        for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX && !used; i++) {
-            used = srv->calls[i].used && srv->calls[i].seq == s;
-        }
-        if (!used) {
-            return s;
-        }
-    }
-    return 0U;
-}
-
 /* Sends buf (with cap unless negative) to powerboxd stamped with seq,
  * without waiting: a full broker is the caller's BUSY, so one slow
  * powerboxd read never stalls every other connection. */
@@ -186,13 +158,15 @@ static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
                                        uint8_t *buf, size_t len, uint32_t ci,
                                        int cap, uint32_t caller_seq)
 {
-    launchd_call *k = launchd_call_new(srv);
-    uint32_t seq = launchd_seq(srv);
-    if (k == NULL || seq == 0U || len > LAUNCHD_CALL_COPY ||
-        len < PBX_IPC_HEADER_BYTES) {
+    /* No slot is taken without a broker to send on (nothing to undo). */
+    bool fits = len <= LAUNCHD_CALL_COPY && len >= PBX_IPC_HEADER_BYTES;
+    launchd_call *k = fits && srv->broker >= 0 ? launchd_call_take(srv) : NULL;
+    if (k == NULL) {
         return NULL;
     }
+    uint32_t seq = k->seq;
     if (!launchd_broker_send(srv, buf, len, seq, cap)) {
+        launchd_call_free(srv, k);
         /* The send stamped launchd's seq: the refusal echoes the
          * caller's. */
         (void)pbx_ipc_frame_set_seq(buf, len, caller_seq);
@@ -200,7 +174,6 @@ static launchd_call *launchd_call_send(launchd_srv *srv, uint8_t kind,
     }
     memset(k, 0, sizeof(*k));
     k->used = true;
-    srv->ncalls++;
     k->kind = kind;
     k->op = pbx_le_get16(buf + 6);
     k->caps = pbx_le_get16(buf + 10);
@@ -264,22 +237,11 @@ bool launchd_ask(launchd_srv *srv, uint8_t kind, uint32_t ci, pbx_ipc_id id)
            launchd_own_call(srv, kind, buf, n, ci, id);
 }
 
-/* The orphan entry for id, or NULL. */
+/* The orphan entry for id, or NULL: one lookup in the orphan index
+ * (launchd_index.c), whatever the orphans in use. */
 launchd_orphan *launchd_orphan_find(launchd_srv *srv, pbx_ipc_id id)
 {
-    /* Slots freed at the top lower the bound: with no orphan (the common
-     * case) a WAKE or a reply looks at none. */
-    while (srv->orphan_top > 0U && srv->orphan_top <= LAUNCHD_ORPHANS_MAX &&
-           !srv->orphans[srv->orphan_top - 1U].used) {
-        srv->orphan_top--;
-    }
-    for (uint32_t i = 0; i < srv->orphan_top && i < LAUNCHD_ORPHANS_MAX; i++) {
-        launchd_orphan *o = &srv->orphans[i];
-        if (o->used && o->id.index == id.index && o->id.gen == id.gen) {
-            return o;
-        }
-    }
-    return NULL;
+    return launchd_orphan_by_id(srv, id);
 }
 
 /* Takes over request id (of job_id:job_gen, program entry[0..entry_len))
@@ -301,12 +263,15 @@ void launchd_orphan_add(launchd_srv *srv, pbx_ipc_id id, uint64_t job_id,
                      id.index, id.gen);
         return;
     }
+    /* One already taken over for id keeps its index entry (same key). */
+    bool fresh = !o->used;
     memset(o, 0, sizeof(*o));
     o->used = true;
-    uint32_t oi = (uint32_t)(o - srv->orphans);
-    srv->orphan_top = oi + 1U > srv->orphan_top ? oi + 1U : srv->orphan_top;
     o->woken = woken;
     o->id = id;
+    if (fresh) {
+        launchd_orphan_indexed(srv, (uint32_t)(o - srv->orphans));
+    }
     o->job_id = job_id;
     o->job_gen = job_gen;
     o->since_ms = srv->now;
@@ -362,6 +327,7 @@ void launchd_orphan_decided(launchd_srv *srv, launchd_orphan *o,
         e[o->entry_len] = '\0';
     }
     launchd_log_end(o->id, o->job_id, o->job_gen, e, rep, "caller gone");
+    launchd_orphan_index_drop(srv, (uint32_t)(o - srv->orphans));
     o->used = false;
     launchd_orphan_arm(srv, o);
 }
@@ -380,6 +346,9 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
     (void)close(c->fd);
     c->fd = -1;
     c->gen++;
+    /* Its launched jobs were counted under the old generation. */
+    uint32_t launched = c->launched;
+    c->launched = 0U;
     const pbx_peer_launch_binding *b =
         c->job_conn ? &srv->jobs[c->job].bind : NULL;
     for (uint32_t i = 0; i < c->track.count && i < PBX_PEER_TRACK_MAX; i++) {
@@ -396,7 +365,11 @@ void launchd_conn_close(launchd_srv *srv, uint32_t ci, const char *why)
         launchd_job_conn_gone(srv, c->job, ci);
     } else {
         srv->ncontrol--;
-        launchd_jobs_hangup(srv, ci);
+        /* A job still running has not sent its EXIT, so it was counted:
+         * with none counted there is nothing to kill and no walk. */
+        if (launched != 0U) {
+            launchd_jobs_hangup(srv, ci);
+        }
     }
     c->calls = c->begins = 0;
 }

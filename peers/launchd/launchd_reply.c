@@ -249,18 +249,15 @@ static void launchd_dispatch(launchd_srv *srv, const launchd_call *k)
 static launchd_call *launchd_match(launchd_srv *srv)
 {
     const pbx_ipc_frame *f = &g_rep.frame;
-    for (uint32_t i = 0; i < LAUNCHD_CALLS_MAX && f->seq != 0U; i++) {
-        launchd_call *k = &srv->calls[i];
-        if (!k->used || k->seq != f->seq) {
-            continue;
-        }
+    /* The seq names the call's slot (launchd_index.c). */
+    launchd_call *k = launchd_call_by_seq(srv, f->seq);
+    if (k != NULL) {
         bool same_id =
             k->op == (uint16_t)PBX_IPC_OP_BEGIN ||
             (f->request.index == k->id.index && f->request.gen == k->id.gen);
         if (f->op == (uint16_t)(k->op | PBX_IPC_REPLY_BIT) && same_id) {
             return k;
         }
-        break;
     }
     pbx_peer_log("launchd",
                  "unmatched broker reply: op %s request %u.%u "
@@ -293,8 +290,7 @@ static bool launchd_route_answer(launchd_srv *srv, uint32_t ci, uint16_t op,
  * no powerboxd will ever answer either. */
 static void launchd_call_lost(launchd_srv *srv, launchd_call *k)
 {
-    k->used = false;
-    srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
+    launchd_call_free(srv, k);
     launchd_call_arm(srv, k);
     if (k->kind == LAUNCHD_CALL_EXPIRE) {
         launchd_job_finish(srv, k->conn, "not answered: broker lost");
@@ -373,6 +369,7 @@ void launchd_broker_lost(launchd_srv *srv, const char *why)
             }
             launchd_log_end(o->id, o->job_id, o->job_gen, e, NULL,
                             "broker lost");
+            launchd_orphan_index_drop(srv, i);
             o->used = false;
         }
     }
@@ -416,8 +413,7 @@ void launchd_broker_input(launchd_srv *srv)
         }
         static launchd_call done;
         done = *k;
-        k->used = false;
-        srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
+        launchd_call_free(srv, k);
         launchd_call_arm(srv, k);
         /* A detached call was uncounted when it was detached. */
         if (!done.detached &&

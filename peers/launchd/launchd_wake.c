@@ -148,8 +148,7 @@ static void launchd_call_timer(launchd_srv *srv, launchd_call *k)
                          "never answered; forgotten",
                          pbx_ipc_op_name(k->op), k->id.index, k->id.gen,
                          k->seq);
-            k->used = false;
-            srv->ncalls -= srv->ncalls > 0U ? 1U : 0U;
+            launchd_call_free(srv, k);
             if (k->kind == LAUNCHD_CALL_EXPIRE) {
                 /* Only now may the job id be launched again. */
                 launchd_job_finish(srv, k->conn, "never answered");

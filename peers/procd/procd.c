@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "peers/common/pbx_peer_attach.h"
+#include "peers/common/pbx_peer_fdlimit.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_proc.h"
@@ -683,26 +684,8 @@ static bool procd_table_start(void)
 {
     size_t n = g_procd.installs;
     rlim_t want = (rlim_t)(PROCD_FDS_BASE + n * PROCD_FDS_PER_INSTALL);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-        pbx_peer_log("procd", "getrlimit: %s", strerror(errno));
+    if (!pbx_peer_fdlimit_raise("procd", "--installs", n, "installs", want)) {
         return false;
-    }
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
-        pbx_peer_log("procd",
-                     "--installs %zu needs %llu descriptors; the hard "
-                     "RLIMIT_NOFILE is %llu (use fewer installs or raise it)",
-                     n, (unsigned long long)want,
-                     (unsigned long long)rl.rlim_max);
-        return false;
-    }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-        rl.rlim_cur = want;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-            pbx_peer_log("procd", "setrlimit to %llu: %s",
-                         (unsigned long long)want, strerror(errno));
-            return false;
-        }
     }
     pbx_peer_proctab_init_cap(&g_procd.tab, n);
     return true;

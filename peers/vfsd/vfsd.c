@@ -45,6 +45,7 @@
 
 #include "ipc/pbx_ipc.h"
 #include "peers/common/pbx_peer_attach.h"
+#include "peers/common/pbx_peer_fdlimit.h"
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 #include "peers/lib/pbx_peer_vfs.h"
@@ -323,26 +324,8 @@ static bool vfsd_table_start(void)
     size_t n = g_vfsd.objects;
     rlim_t want =
         (rlim_t)(VFSD_FDS_BASE + VFSD_CONNS_MAX + n * VFSD_FDS_PER_OBJECT);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-        pbx_peer_log("vfsd", "getrlimit: %s", strerror(errno));
+    if (!pbx_peer_fdlimit_raise("vfsd", "--objects", n, "objects", want)) {
         return false;
-    }
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
-        pbx_peer_log("vfsd",
-                     "--objects %zu needs %llu descriptors; the hard "
-                     "RLIMIT_NOFILE is %llu (use fewer objects or raise it)",
-                     n, (unsigned long long)want,
-                     (unsigned long long)rl.rlim_max);
-        return false;
-    }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-        rl.rlim_cur = want;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-            pbx_peer_log("vfsd", "setrlimit to %llu: %s",
-                         (unsigned long long)want, strerror(errno));
-            return false;
-        }
     }
     pbx_peer_objtab_init_cap(&g_vfsd.objs, n);
     for (size_t r = 0; r < n; r++) {

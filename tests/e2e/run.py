@@ -230,6 +230,9 @@ def main():
             fail(f"unknown scenario {n}")
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_term)
+    # Every launchd started here recomputes its indexes after each loop
+    # pass and stops on a drift (launchd_index.c; a test aid only).
+    os.environ.setdefault("PBX_LAUNCHD_CHECK_INDEX", "1")
     os.makedirs(work, exist_ok=True)
     panes, shared = Panes(work), None
     own_stack = lambda n: SCENARIOS[n][2] is not None or \
