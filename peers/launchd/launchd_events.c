@@ -35,10 +35,17 @@ static void launchd_on_chld(int sig)
     errno = saved;
 }
 
-/* Reads whether the hold file exists now. */
+/* Reads whether the hold file exists now, and logs each change, so a
+ * test waits for the line instead of guessing when launchd saw it. */
 static void launchd_hold_file_look(launchd_srv *srv)
 {
-    srv->wake_held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
+    bool held = srv->hold != NULL && access(srv->hold, F_OK) == 0;
+    if (held != srv->wake_held) {
+        pbx_peer_log("launchd", "%s",
+                     held ? "wake route held (test aid)"
+                          : "wake route read again");
+    }
+    srv->wake_held = held;
 }
 
 /* Watches the directory of --wake-hold-file; false after a line. */

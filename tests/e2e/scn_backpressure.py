@@ -92,9 +92,13 @@ def wake_backpressure(st):
         return [l for l in st.peer_log("launchd").splitlines()
                 if "wake request " in l and " job " in l and
                 "job " + l.rsplit(" job ", 1)[1].strip() in jobs]
+    held_before = st.peer_log("launchd").count("wake route held (test aid)")
     with open(st.wake_hold, "w", encoding="utf-8"):
         pass
-    time.sleep(0.2)  # launchd's poll round with the wake route still in it
+    # launchd logs the hold once its inotify watch has seen the file.
+    wait_for(lambda: st.peer_log("launchd").count(
+        "wake route held (test aid)") > held_before,
+        "wake-backpressure: launchd never saw the hold file", 10.0)
     reqs = []
     try:
         t = time.monotonic()
