@@ -37,6 +37,20 @@ CLOCK_PY="$(dirname "$0")/bench_clock.py"
 LIFE_PY="$(dirname "$0")/bench_life.py"
 mkdir -p "$WORK"
 
+# capture NAME CMD...: runs CMD with its output in $WORK/NAME.out and its
+# errors in $WORK/NAME.err, and fails the bench when CMD fails (a pipe
+# into sed would hide the exit status: sh has no pipefail), so a failed
+# part never becomes an empty or missing row.
+capture() {
+    name=$1
+    shift
+    if ! "$@" > "$WORK/$name.out" 2> "$WORK/$name.err"; then
+        echo "bench: $name failed: $*" >&2
+        tail -n 20 "$WORK/$name.err" >&2
+        exit 1
+    fi
+}
+
 # field NAME LINE: the value of NAME=value in a result line.
 field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
@@ -76,7 +90,8 @@ if [ "$SMOKE" = 1 ]; then
     positive "$(field best_ns "$(printf '%s\n' "$line" | head -1)")" \
         "seqpacket round trip"
     rm -f "$WORK/sha2.dat"
-    line=$(python3 "$HOST_PY" "$BIN_DIR" "$WORK/host" 3 | sed -n 's/^host //p')
+    capture host-smoke python3 "$HOST_PY" "$BIN_DIR" "$WORK/host" 3
+    line=$(sed -n 's/^host //p' "$WORK/host-smoke.out")
     [ "$(field repeat "$line")" = 3 ] ||
         { echo "bench: host lifecycles did not all complete: $line" >&2; exit 1; }
     positive "$(field median_ns "$line")" "host lifecycle latency"
@@ -102,25 +117,28 @@ if [ "$SMOKE" = 1 ]; then
     # The lifecycle beside its skeletons (bench_life.py --smoke): 3
     # recorded lifecycles replayed with the same counts, a round, 2 jobs
     # at once; it fails when a skeleton's counts differ.
-    line=$(python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life" --smoke |
-        sed -n 's/^life ok //p')
+    capture life-smoke python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life" --smoke
+    line=$(sed -n 's/^life ok //p' "$WORK/life-smoke.out")
     positive "$(field lifecycle_ns "$line")" "lifecycle beside its skeleton"
     positive "$(field skel_ns "$line")" "skeleton replay"
     positive "$(field cpu_life_ns "$line")" "lifecycle CPU time"
     positive "$(field cpu_needed_ns "$line")" "skeleton CPU time"
     # The live powerboxd under callgrind: one pair of short runs.
-    line=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
-        "$WORK/live" 1 3 1 2>/dev/null | sed -n 's/^live //p')
+    capture live-smoke python3 "$(dirname "$0")/bench_live_ir.py" \
+        "$BIN_DIR" "$WORK/live" 1 3 1
+    line=$(sed -n 's/^live //p' "$WORK/live-smoke.out")
     positive "$(field ir_per_lifecycle "$line")" "live powerboxd instructions"
     # The core's profile against the floor (bench_core_prof.py): it
     # fails unless every instruction of each dump is attributed once.
-    line=$(python3 "$(dirname "$0")/bench_core_prof.py" "$BIN" \
-        "$WORK/coreprof" 5 --top 1 | sed -n 's/^coreprof //p')
+    capture coreprof-smoke python3 "$(dirname "$0")/bench_core_prof.py" \
+        "$BIN" "$WORK/coreprof" 5 --top 1
+    line=$(sed -n 's/^coreprof //p' "$WORK/coreprof-smoke.out")
     positive "$(field core_ir "$line")" "core profile"
     positive "$(field floor_ir "$line")" "floor profile"
     # Held grants beside one: 3 held, 3 lifecycles.
-    line=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" \
-        "$WORK/grants" 3 3 2>/dev/null | sed -n 's/^grants //p')
+    capture grants-smoke python3 "$(dirname "$0")/bench_grants.py" \
+        "$BIN_DIR" "$WORK/grants" 3 3
+    line=$(sed -n 's/^grants //p' "$WORK/grants-smoke.out")
     [ "$(field held "$line")" = 3 ] ||
         { echo "bench: held grants: $line" >&2; exit 1; }
     positive "$(field ratio "$line")" "lifecycle beside held grants"
@@ -356,7 +374,8 @@ printf '| %s | %s | %s |\n' "$(field plain_ns "$line")" \
 # CPU, throughput, polkit and powerboxd's RSS (bench_life.py, pinned to
 # one CPU), then the rows it cannot measure yet and why.
 echo
-python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life" | sed -n '/^## lifecycle/,$p'
+capture life python3 "$LIFE_PY" "$BIN_DIR" "$WORK/life"
+sed -n '/^## lifecycle/,$p' "$WORK/life.out"
 echo
 echo "arena bytes per request (PBX1 arena over capacity): $(for cap in $CAPS; do
     l=$("$BIN" core --cap "$cap" --n 1)
@@ -365,8 +384,9 @@ done | sed 's/, $//')"
 # The lifecycle beside 900 live grants (bench_grants.py): shell jobs hold
 # 900 job-lifetime install-mode grants (vfsd objects and procd installs
 # live) on one stack and 1 on another; 7 interleaved rounds of 200.
-g=$(python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" "$WORK/grants" \
-    900 200 2>/dev/null | sed -n 's/^grants //p')
+capture grants python3 "$(dirname "$0")/bench_grants.py" "$BIN_DIR" \
+    "$WORK/grants" 900 200
+g=$(sed -n 's/^grants //p' "$WORK/grants.out")
 printf 'lifecycle with %s live grants (of %s asked; procd installs %s, vfsd objects %s; first refusal: %s) / with 1: %s / %s µs = %sx (medians of %s interleaved rounds; target <= 1.1x at 900)\n' \
     "$(field held "$g")" "$(field asked "$g")" "$(field installs "$g")" \
     "$(field objects "$g")" \
@@ -375,8 +395,9 @@ printf 'lifecycle with %s live grants (of %s asked; procd installs %s, vfsd obje
     "$(field rounds "$g")"
 # The live powerboxd under callgrind (bench_live_ir.py): instructions per
 # lifecycle from 220 - 20 lifecycles, twice, over the floor's powerboxd half.
-live=$(python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" "$WORK/live" \
-    20 220 2>/dev/null | sed -n 's/^live //p')
+capture live python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
+    "$WORK/live" 20 220
+live=$(sed -n 's/^live //p' "$WORK/live.out")
 lir=$(field ir_per_lifecycle "$live")
 printf "live powerboxd's user instructions per lifecycle (callgrind, 200 lifecycles, two runs): %s and %s (spread %s%%) / codec floor's powerboxd half %s = %s\n" \
     "$lir" "$(field second "$live")" "$(field spread_pct "$live")" "$fl_core" \
