@@ -399,6 +399,6 @@ capture live python3 "$(dirname "$0")/bench_live_ir.py" "$BIN_DIR" \
     "$WORK/live" 20 220
 live=$(sed -n 's/^live //p' "$WORK/live.out")
 lir=$(field ir_per_lifecycle "$live")
-printf "live powerboxd's user instructions per lifecycle (callgrind, 200 lifecycles, two runs): %s and %s (spread %s%%) / codec floor's powerboxd half %s = %s\n" \
+printf "live powerboxd's user instructions per routine install-mode lifecycle, the floor's (callgrind, 200 lifecycles, two runs): %s and %s (spread %s%%) / codec floor's powerboxd half %s = %s\n" \
     "$lir" "$(field second "$live")" "$(field spread_pct "$live")" "$fl_core" \
     "$(awk -v a="$lir" -v b="$fl_core" 'BEGIN { printf "%.2fx", a / b }')"

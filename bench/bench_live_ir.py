@@ -7,7 +7,9 @@ Starts the stack as bench_life.py does, but with powerboxd run under
 `valgrind --tool=callgrind` (a directory of links to BIN_DIR whose
 powerboxd is a script that execs valgrind on the real one; the process
 keeps its pid, so vfsd's route still names it), runs SHORT routine
-runtime-reply lifecycles of one client, stops the stack, and reads the
+install-mode lifecycles of one client (pbx-client's default mode, the
+lifecycle the codec floor of bench_floor.c counts, so the ratio compares
+the same frames), stops the stack, and reads the
 instructions callgrind counted over powerboxd's whole life. It does the
 same with LONG lifecycles; the difference over LONG - SHORT is the
 instructions per lifecycle, with startup, the client's connection and the
@@ -60,7 +62,16 @@ def total_ir(bin_dir, work, n):
     vg = wrapped_bin(bin_dir, work, out)
     st = run.Stack(vg, os.path.join(work, f"stack-{n}"))
     try:
-        bench_life.lifecycles(st, n)
+        argv = st.request_argv("--job", "11:1", "--lifetime", "one-shot",
+                               "--urgency", "routine", "--slot", "20",
+                               "--then", "consume", "--repeat", str(n))
+        res = subprocess.run(argv, capture_output=True, text=True,
+                             check=False, timeout=1200)
+        if res.returncode != 0 or \
+                bench_life.kv(res.stdout).get("repeat") != str(n):
+            run.fail(f"install-mode client of {n} lifecycles: exit "
+                     f"{res.returncode}: {res.stdout[-300:]} "
+                     f"{res.stderr[-300:]}")
     finally:
         for f in st.logs.values():
             f.close()
