@@ -590,7 +590,13 @@ int pbx_broker_serve_one(pbx_broker *b)
         }
     }
     const char *rest = NULL;
-    pbx_peer_broker_where w = pbx_peer_broker_place(&b->pl, c.abs, &rest);
+    /* The process's own /proc/TGID is its /proc/self (the notification
+     * names its thread; the kernel resolves the continued call to the
+     * same entry, which the sandbox's rule on /proc/self covers). */
+    static char own[PBX_BROKER_PATH_MAX];
+    const char *where =
+        pbx_peer_broker_proc_own(c.abs, c.tgid, own, sizeof(own)) ? own : c.abs;
+    pbx_peer_broker_where w = pbx_peer_broker_place(&b->pl, where, &rest);
     if (e == 0 && w == PBX_PEER_BROKER_SYSTEM) {
         b->continued++;
         bn_answer(b, n.id, 0, true);

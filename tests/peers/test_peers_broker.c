@@ -113,6 +113,31 @@ PBX_TEST(peers_broker_recognises_a_reopen_of_the_process_own_descriptor)
     PBX_CHECK(!pbx_peer_broker_fd_path("/proc/self/fdinfo/3", 100U, 101U, &fd));
 }
 
+PBX_TEST(peers_broker_maps_the_process_own_proc_entry_to_proc_self)
+{
+    char out[64];
+    PBX_CHECK(
+        pbx_peer_broker_proc_own("/proc/100/status", 100U, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self/status") == 0);
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100", 100U, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self") == 0);
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100/task/101/stat", 100U, out,
+                                       sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self/task/101/stat") == 0);
+    /* Another process, a longer number, a leading zero, no boundary, a
+     * rewrite that does not fit: untouched. */
+    static const char *const no[] = {"/proc/1/status",    "/proc/1000/status",
+                                     "/proc/0100/status", "/proc/100x",
+                                     "/proc/self/status", "/etc/100"};
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        out[0] = '\0';
+        PBX_CHECK(!pbx_peer_broker_proc_own(no[i], 100U, out, sizeof(out)));
+        PBX_CHECK_EQ(out[0], '\0');
+    }
+    PBX_CHECK(!pbx_peer_broker_proc_own("/proc/100/status", 100U, out, 17U));
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100/status", 100U, out, 18U));
+}
+
 PBX_TEST(peers_broker_joins_relative_paths_and_bounds_them)
 {
     char out[16];
