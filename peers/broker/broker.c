@@ -105,7 +105,7 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     }
     if (r != PBX_APP_OK) {
         pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_app_strerror(r));
-        return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
+        return pbx_broker_refusal_errno(r);
     }
     int st = pbx_obj_open_fd(g.obj, q->mode, fd);
     if (st != 0) {

@@ -231,6 +231,14 @@ bool pbx_broker_person(uint8_t outcome, uint16_t reason, uint8_t urgency);
 void pbx_broker_label(const char *path, char *out, size_t cap);
 
 /**
+ * pbx_broker_refusal_errno is the errno a brokered open fails with when
+ * its request ended with the pbx_app_open result app_result (nonzero):
+ * ENOENT when vfsd found no such file (PBX_APP_E_NOT_FOUND), EACCES for
+ * every other refusal.
+ */
+int pbx_broker_refusal_errno(int app_result);
+
+/**
  * pbx_broker_nofile_raise raises this process's soft RLIMIT_NOFILE to
  * need, or to the hard limit when that is lower; a soft limit already at
  * least need stays. Returns the soft limit in force afterwards (0 when

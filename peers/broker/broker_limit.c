@@ -4,10 +4,12 @@
  * prompt budget's charge), the label a request carries, and the
  * descriptor limit that its kept objects need.
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "ipc/pbx_ipc.h"
+#include "peers/app/pbx_app.h"
 #include "peers/broker/broker.h"
 
 bool pbx_broker_person(uint8_t outcome, uint16_t reason, uint8_t urgency)
@@ -40,6 +42,11 @@ void pbx_broker_label(const char *path, char *out, size_t cap)
     memcpy(out, "...", 3U);
     memcpy(out + 3U, path + n - (max - 3U), max - 3U);
     out[max] = '\0';
+}
+
+int pbx_broker_refusal_errno(int app_result)
+{
+    return app_result == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
 }
 
 uint64_t pbx_broker_nofile_raise(uint64_t need)

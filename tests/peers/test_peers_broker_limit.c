@@ -5,9 +5,11 @@
  * label's cut, and the descriptor limit raised for the kept objects.
  */
 #include "../../ipc/pbx_ipc.h"
+#include "../../peers/app/pbx_app.h"
 #include "../../peers/broker/broker.h"
 #include "../runner/pbx_test.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -92,4 +94,11 @@ PBX_TEST(peers_broker_raises_its_descriptor_limit_for_its_objects)
     PBX_CHECK_EQ(tb_raise_in_child(50, 100, need, 100U), 0);
     /* Already enough: unchanged. */
     PBX_CHECK_EQ(tb_raise_in_child(60, 100, 40U, 60U), 0);
+}
+
+PBX_TEST(peers_broker_not_found_at_vfsd_is_enoent)
+{
+    PBX_CHECK_EQ(pbx_broker_refusal_errno(PBX_APP_E_NOT_FOUND), ENOENT);
+    PBX_CHECK_EQ(pbx_broker_refusal_errno(PBX_APP_E_REFUSED), EACCES);
+    PBX_CHECK_EQ(pbx_broker_refusal_errno(PBX_APP_E_TRANSPORT), EACCES);
 }
