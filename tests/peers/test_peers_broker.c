@@ -59,6 +59,23 @@ PBX_TEST(peers_broker_places_a_path_on_component_boundaries)
                  PBX_PEER_BROKER_SCOPE);
 }
 
+/* Paths are placed by their text, ".." never folded: both ways out fail
+ * closed (a system path climbing into the user's files goes on to
+ * Landlock, which refuses it; a scope path climbing out is resolved
+ * beneath the scope, which refuses the walk). */
+PBX_TEST(peers_broker_places_a_path_by_its_text)
+{
+    pbx_peer_broker_places pl;
+    tb_places(&pl);
+    const char *rest = NULL;
+    PBX_CHECK_EQ(pbx_peer_broker_place(&pl, "/usr/../home/u/docs/a.txt", &rest),
+                 PBX_PEER_BROKER_SYSTEM);
+    PBX_CHECK_EQ(
+        pbx_peer_broker_place(&pl, "/home/u/docs/../../../usr/lib/x", &rest),
+        PBX_PEER_BROKER_SCOPE);
+    PBX_CHECK(rest != NULL && strcmp(rest, "../../../usr/lib/x") == 0);
+}
+
 PBX_TEST(peers_broker_flags_map_to_operations_and_refusals)
 {
     uint8_t op = 0;
