@@ -229,7 +229,8 @@ static int bn_absolute(const pbx_broker *b, bn_call *c)
                : ENAMETOOLONG;
 }
 
-/* Reads the call's arguments once, each read checked by ID_VALID; 0 or
+/* Reads the call's arguments once, then checks ID_VALID once after the
+ * last read (an invalid notification never becomes valid again); 0 or
  * the errno the open fails with (-1: the notification is gone). */
 static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
                         bn_call *c)
