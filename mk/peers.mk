@@ -132,7 +132,8 @@ $(BUILD)/obj/peers-test/%.o: %.c
 # The broker's notification handler is tested in the kernel as well.
 PEERS_TEST_EXTRA := $(BUILD)/obj/peers/broker/broker_notify.o \
                     $(BUILD)/obj/peers/broker/broker_mount.o \
-                    $(BUILD)/obj/peers/broker/broker_say.o
+                    $(BUILD)/obj/peers/broker/broker_say.o \
+                    $(BUILD)/obj/peers/broker/broker_limit.o
 $(PEERS_TEST_BIN): $(PEERS_TEST_OBJS) $(PEERS_TEST_EXTRA) $(APP_OBJS) \
                    $(PEERS_LIB_OBJS) $(LIBPBX)
 	@mkdir -p $(dir $@)

@@ -40,8 +40,6 @@
 #include "peers/common/pbx_peer_io.h"
 #include "peers/lib/pbx_peer.h"
 
-/* The objects one job's broker keeps (each an approved open). */
-#define BROKER_OBJS_MAX 1024U
 /* The invocation every brokered grant is made within: a job run by pbx
  * run is one invocation of one program, so its grants end with it (the
  * job's EXPIRE when it exits ends them; docs/HOST.md, "Brokered opens"). */
@@ -61,33 +59,17 @@ typedef struct broker_opts {
     uint32_t per_ms;
     uint8_t urgency;
     uint32_t nobjs;
-    int objs[BROKER_OBJS_MAX];
+    int objs[PBX_BROKER_OBJS_MAX];
 } broker_opts;
-
-/* Whether the decision g (of a request of urgency) shows that a person
- * was asked: an exceptional request is approved only by a person (ttyd
- * allows none by rule, and powerboxd allows only routine requests
- * without a prompt); a denial says who denied it. A routine request's
- * approval does not say whether a rule or a person gave it: not charged
- * (docs/HOST.md, "The prompt budget"). */
-static bool broker_person(const pbx_app_grant *g, uint8_t urgency)
-{
-    if (g->outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED) {
-        return urgency == (uint8_t)PBX_IPC_URGENCY_EXCEPTIONAL;
-    }
-    return g->outcome == (uint8_t)PBX_IPC_OUTCOME_DENIED &&
-           (g->reason == (uint16_t)PBX_IPC_REASON_USER ||
-            g->reason == (uint16_t)PBX_IPC_REASON_PROMPT_TIMEOUT);
-}
 
 /* broker.h's ask: the powerbox request, then OPEN on the object. */
 
 static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
 {
     broker_opts *o = ctx;
-    if (o->nobjs >= BROKER_OBJS_MAX) {
+    if (o->nobjs >= PBX_BROKER_OBJS_MAX) {
         pbx_broker_say("pbx-broker: %s: %u objects kept; refused\n", q->path,
-                       BROKER_OBJS_MAX);
+                       PBX_BROKER_OBJS_MAX);
         return EMFILE;
     }
     pbx_app_request rq;
@@ -105,17 +87,14 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     rq.urgency = o->urgency;
     /* The label (display only, at most 64 bytes) shows the resolved
      * path, its end when it is longer; the selector names the object. */
-    size_t plen = strlen(q->path);
     static char label[PBX_IPC_LABEL_LEN_BYTES_MAX + 1U];
-    (void)snprintf(label, sizeof(label), "%s%s",
-                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX ? "..." : "",
-                   plen > PBX_IPC_LABEL_LEN_BYTES_MAX
-                       ? q->path + plen - (PBX_IPC_LABEL_LEN_BYTES_MAX - 3U)
-                       : q->path);
+    pbx_broker_label(q->path, label, sizeof(label));
     rq.label = label;
     pbx_app_grant g;
     int r = pbx_app_open(&rq, &g);
-    *person = broker_person(&g, rq.urgency);
+    /* A routine approval is never charged (docs/HOST.md, "The prompt
+     * budget"). */
+    *person = pbx_broker_person(g.outcome, g.reason, rq.urgency);
     if (r == PBX_APP_E_REFUSED &&
         g.status == (uint32_t)PBX_E_PEER_PROMPT_RATE) {
         /* launchd's budget, which the job's own requests share. */
@@ -126,7 +105,7 @@ static int broker_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     }
     if (r != PBX_APP_OK) {
         pbx_broker_say("pbx-broker: %s: %s\n", q->path, pbx_app_strerror(r));
-        return r == PBX_APP_E_NOT_FOUND ? ENOENT : EACCES;
+        return pbx_broker_refusal_errno(r);
     }
     int st = pbx_obj_open_fd(g.obj, q->mode, fd);
     if (st != 0) {
@@ -245,6 +224,15 @@ int main(int argc, char **argv)
     static char root_real[PBX_BROKER_PATH_MAX];
     if (!broker_args(argc, argv, &o)) {
         return 2;
+    }
+    /* Each kept object is an open descriptor: the soft limit (often
+     * 1024) would refuse the last ones before PBX_BROKER_OBJS_MAX. */
+    uint64_t lim =
+        pbx_broker_nofile_raise(PBX_BROKER_OBJS_MAX + PBX_BROKER_FDS_SPARE);
+    if (lim < PBX_BROKER_OBJS_MAX + PBX_BROKER_FDS_SPARE) {
+        pbx_broker_say("pbx-broker: RLIMIT_NOFILE is %llu (hard limit): "
+                       "fewer than %u approved opens can be kept\n",
+                       (unsigned long long)lim, PBX_BROKER_OBJS_MAX);
     }
     if (pbx_broker_init(&b, o.listener, o.scope, o.root, scope_real, root_real,
                         o.burst, o.per_ms) != 0) {

@@ -201,4 +201,49 @@ void pbx_broker_say_limit(uint32_t burst, uint32_t period_ms);
  */
 void pbx_broker_say_flush(void);
 
+/** PBX_BROKER_OBJS_MAX bounds the approved objects one job's broker
+ * keeps (each an open descriptor until the job ends); the next brokered
+ * open past it is refused EMFILE (docs/HOST.md, "Brokered opens"). */
+#define PBX_BROKER_OBJS_MAX 1024U
+/** PBX_BROKER_FDS_SPARE is the descriptors the broker needs beside its
+ * kept objects (stdio, listener, scope, launchd's connection, one open's
+ * temporaries). */
+#define PBX_BROKER_FDS_SPARE 64U
+
+/**
+ * pbx_broker_person says whether the decision of a brokered request
+ * (its outcome and reason, PBX_IPC_OUTCOME_* and PBX_IPC_REASON_*) of
+ * urgency (PBX_IPC_URGENCY_*) shows that a person was asked, so the
+ * prompt budget is charged: an exceptional request approved (only a
+ * person approves one), or a denial by the person or by the prompt's
+ * deadline. A routine approval does not say whether a rule or a person
+ * gave it: false (not charged).
+ */
+bool pbx_broker_person(uint8_t outcome, uint16_t reason, uint8_t urgency);
+
+/**
+ * pbx_broker_label writes the label of a brokered request for path into
+ * out (cap bytes, at least PBX_IPC_LABEL_LEN_BYTES_MAX + 1): path itself
+ * when it has at most PBX_IPC_LABEL_LEN_BYTES_MAX bytes, otherwise "..."
+ * and its last PBX_IPC_LABEL_LEN_BYTES_MAX - 3 bytes (the end names the
+ * file). NUL-terminated; out is "" when cap is too small.
+ */
+void pbx_broker_label(const char *path, char *out, size_t cap);
+
+/**
+ * pbx_broker_refusal_errno is the errno a brokered open fails with when
+ * its request ended with the pbx_app_open result app_result (nonzero):
+ * ENOENT when vfsd found no such file (PBX_APP_E_NOT_FOUND), EACCES for
+ * every other refusal.
+ */
+int pbx_broker_refusal_errno(int app_result);
+
+/**
+ * pbx_broker_nofile_raise raises this process's soft RLIMIT_NOFILE to
+ * need, or to the hard limit when that is lower; a soft limit already at
+ * least need stays. Returns the soft limit in force afterwards (0 when
+ * it cannot be read).
+ */
+uint64_t pbx_broker_nofile_raise(uint64_t need);
+
 #endif /* PBX_BROKER_H */

@@ -229,7 +229,8 @@ static int bn_absolute(const pbx_broker *b, bn_call *c)
                : ENAMETOOLONG;
 }
 
-/* Reads the call's arguments once, each read checked by ID_VALID; 0 or
+/* Reads the call's arguments once, then checks ID_VALID once after the
+ * last read (an invalid notification never becomes valid again); 0 or
  * the errno the open fails with (-1: the notification is gone). */
 static int bn_read_call(const pbx_broker *b, const struct seccomp_notif *n,
                         bn_call *c)
@@ -590,7 +591,13 @@ int pbx_broker_serve_one(pbx_broker *b)
         }
     }
     const char *rest = NULL;
-    pbx_peer_broker_where w = pbx_peer_broker_place(&b->pl, c.abs, &rest);
+    /* The process's own /proc/TGID is its /proc/self (the notification
+     * names its thread; the kernel resolves the continued call to the
+     * same entry, which the sandbox's rule on /proc/self covers). */
+    static char own[PBX_BROKER_PATH_MAX];
+    const char *where =
+        pbx_peer_broker_proc_own(c.abs, c.tgid, own, sizeof(own)) ? own : c.abs;
+    pbx_peer_broker_where w = pbx_peer_broker_place(&b->pl, where, &rest);
     if (e == 0 && w == PBX_PEER_BROKER_SYSTEM) {
         b->continued++;
         bn_answer(b, n.id, 0, true);

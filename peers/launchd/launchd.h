@@ -613,5 +613,13 @@ void launchd_budget_decided(launchd_srv *srv, uint32_t ci, pbx_ipc_id request,
                             const pbx_ipc_frame *rep);
 /* launchd_sandbox.c: the child's half of brokered opens. */
 void launchd_sandbox_notify(const launchd_sandbox *sb);
+/* launchd_cwd.c: the caller's working directory (PBX_PEER_LAUNCH_CWD).
+ * check says whether the decoded LAUNCH req's working-directory
+ * descriptor among fds (when it has one) is a directory: 0, or
+ * PBX_E_PEER_CWD after a log line. enter, in the job's child before its
+ * sandbox, changes to it (none: launchd's own stays); the child ends
+ * (127) when it cannot. */
+uint16_t launchd_cwd_check(const pbx_peer_launch_req *req, const int *fds);
+void launchd_cwd_enter(const pbx_peer_launch_req *req, const int *fds);
 
 #endif /* LAUNCHD_H */

@@ -236,6 +236,7 @@ static int launchd_start(launchd_srv *srv, launchd_job *j, const int *fds,
     }
     pid_t pid = fork();
     if (pid == 0) {
+        launchd_cwd_enter(req, fds);
         int src[5] = {fds[0], fds[1], fds[2], sv[1], req->scope ? fds[3] : -1};
         for (int i = 0; i < 3 && slave >= 0; i++) {
             src[i] = isatty(fds[i]) == 1 ? slave : fds[i];
@@ -380,6 +381,9 @@ void launchd_launch(launchd_srv *srv, uint32_t ci, pbx_peer_msg *m,
     uint16_t st = e != PBX_OK ? (uint16_t)e : 0U;
     if (st == 0U && srv->conns[ci].job_conn) {
         st = PBX_PEER_E_NOT_YOURS;
+    }
+    if (st == 0U) {
+        st = launchd_cwd_check(&req, m->fds);
     }
     if (st == 0U && launchd_pid_full(srv, ci)) {
         st = PBX_PEER_E_BUSY;

@@ -151,6 +151,25 @@ bool pbx_peer_broker_fd_path(const char *abs, uint32_t tgid, uint32_t tid,
     return true;
 }
 
+bool pbx_peer_broker_proc_own(const char *abs, uint32_t tgid, char *out,
+                              size_t cap)
+{
+    const char *p = abs;
+    uint32_t v = 0;
+    /* The kernel finds no process by "/proc/0123": never rewritten. */
+    if (!br_eat(&p, "/proc/") || p[0] == '0' || !br_num(&p, &v) || v != tgid ||
+        (*p != '\0' && *p != '/')) {
+        return false;
+    }
+    size_t n = strlen(p);
+    if (sizeof("/proc/self") + n > cap) {
+        return false;
+    }
+    memcpy(out, "/proc/self", sizeof("/proc/self") - 1U);
+    memcpy(out + sizeof("/proc/self") - 1U, p, n + 1U);
+    return true;
+}
+
 pbx_err pbx_peer_broker_join(const char *base, const char *rel, char *out,
                              size_t cap)
 {

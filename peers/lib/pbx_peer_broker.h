@@ -97,6 +97,18 @@ bool pbx_peer_broker_fd_path(const char *abs, uint32_t tgid, uint32_t tid,
                              uint32_t *fd);
 
 /**
+ * pbx_peer_broker_proc_own rewrites a path through the calling process's
+ * own /proc entry, "/proc/TGID" or "/proc/TGID/..." (TGID written as the
+ * kernel does, without a leading zero), as "/proc/self" with the same
+ * rest into out[0..cap), so that it is placed exactly as "/proc/self/..."
+ * is ("/proc/TGID/task/TID/..." becomes "/proc/self/task/TID/...").
+ * Returns false, out untouched, for any other path (another process's
+ * entry too) or when the rewrite does not fit. abs is only read.
+ */
+bool pbx_peer_broker_proc_own(const char *abs, uint32_t tgid, char *out,
+                              size_t cap);
+
+/**
  * pbx_peer_broker_join writes base "/" rel into out[0..cap) (NUL-
  * terminated), or rel alone when it is absolute. base must be absolute.
  * Returns PBX_OK or PBX_E_BASE_OVERFLOW (out holds "") when it does not

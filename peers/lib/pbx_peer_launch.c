@@ -76,7 +76,7 @@ static pbx_err launch_header_check(const uint8_t *buf, size_t len, size_t nfds,
         return PBX_E_IPC_STATUS;
     }
     if (op == PBX_PEER_OP_LAUNCH) {
-        return nfds == PBX_PEER_LAUNCH_FDS || nfds == PBX_PEER_LAUNCH_FDS_SCOPE
+        return nfds >= PBX_PEER_LAUNCH_FDS && nfds <= PBX_PEER_LAUNCH_FDS_MAX
                    ? PBX_OK
                    : PBX_E_IPC_CAP_PARTITION;
     }
@@ -262,7 +262,6 @@ pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
     if (out->job_gen == 0U && out->job_id != 0U) {
         return PBX_E_IPC_GENERATION;
     }
-    out->scope = f->caps == PBX_PEER_LAUNCH_FDS_SCOPE;
     out->session = pbx_le_get64(b + LAUNCH_REQ_SESSION);
     out->realm = pbx_le_get64(b + LAUNCH_REQ_REALM);
     /* Zero in a BEGIN means "the job's": the job's own must be nonzero,
@@ -288,7 +287,29 @@ pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
     if (out->argc == 0U || out->argc > PBX_PEER_LAUNCH_ARGS_MAX) {
         return PBX_E_IPC_BOUND;
     }
-    return launch_args_decode(f, LAUNCH_REQUEST_FIXED + (size_t)e, out);
+    pbx_err err = launch_args_decode(f, LAUNCH_REQUEST_FIXED + (size_t)e, out);
+    /* The working directory, when the flags name one, is the last
+     * descriptor; what is left is stdio and maybe a scope. */
+    size_t cwd = (out->flags & PBX_PEER_LAUNCH_CWD) != 0U ? 1U : 0U;
+    size_t rest = (size_t)f->caps - cwd;
+    out->scope = rest == PBX_PEER_LAUNCH_FDS_SCOPE;
+    if (err == PBX_OK && rest != PBX_PEER_LAUNCH_FDS && !out->scope) {
+        err = PBX_E_IPC_CAP_PARTITION;
+    }
+    return err;
+}
+
+size_t pbx_peer_launch_nfds(const pbx_peer_launch_req *rec)
+{
+    return PBX_PEER_LAUNCH_FDS + (rec->scope ? 1U : 0U) +
+           ((rec->flags & PBX_PEER_LAUNCH_CWD) != 0U ? 1U : 0U);
+}
+
+int pbx_peer_launch_cwd_index(const pbx_peer_launch_req *rec)
+{
+    return (rec->flags & PBX_PEER_LAUNCH_CWD) != 0U
+               ? (int)pbx_peer_launch_nfds(rec) - 1
+               : -1;
 }
 
 pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
@@ -315,8 +336,7 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
     if (brokered) {
         n += 4U + (size_t)rec->broker_scope_len + rec->broker_root_len;
     }
-    uint16_t caps =
-        rec->scope ? PBX_PEER_LAUNCH_FDS_SCOPE : PBX_PEER_LAUNCH_FDS;
+    uint16_t caps = (uint16_t)pbx_peer_launch_nfds(rec);
     if (n > buf_len || n > PBX_IPC_FRAME_BYTES_MAX) {
         return PBX_E_IPC_NO_SPACE;
     }

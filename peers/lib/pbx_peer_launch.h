@@ -54,13 +54,23 @@
  * brokered opens routine instead of exceptional (the program itself never
  * chooses); no field comes with it. */
 #define PBX_PEER_LAUNCH_ROUTINE_OPENS 0x10U
+/** PBX_PEER_LAUNCH_CWD is the LAUNCH flag saying that the frame's last
+ * descriptor is the launching process's working directory (an O_PATH
+ * directory descriptor; no body field comes with it): the job's process
+ * changes to it before its sandbox is applied and its program runs, so
+ * its relative paths name what they name for the caller. Without it the
+ * job runs in launchd's own working directory (docs/HOST.md, "launchd"). */
+#define PBX_PEER_LAUNCH_CWD 0x20U
+/** PBX_PEER_LAUNCH_FDS_MAX is the most descriptors a LAUNCH carries
+ * (stdio, a scope, the working directory). */
+#define PBX_PEER_LAUNCH_FDS_MAX 5U
 /** PBX_PEER_LAUNCH_DIR_MAX bounds each path of the broker block. */
 #define PBX_PEER_LAUNCH_DIR_MAX 1024U
 /** PBX_PEER_LAUNCH_FLAGS_KNOWN is every LAUNCH flag this codec knows. */
 #define PBX_PEER_LAUNCH_FLAGS_KNOWN                                            \
     (PBX_PEER_LAUNCH_SANDBOX | PBX_PEER_LAUNCH_STAGE |                         \
      PBX_PEER_LAUNCH_PROFILE | PBX_PEER_LAUNCH_BROKERED |                      \
-     PBX_PEER_LAUNCH_ROUTINE_OPENS)
+     PBX_PEER_LAUNCH_ROUTINE_OPENS | PBX_PEER_LAUNCH_CWD)
 /** PBX_PEER_LAUNCH_REPLY_BYTES is the body of a status-zero LAUNCH reply. */
 #define PBX_PEER_LAUNCH_REPLY_BYTES 28U
 /** PBX_PEER_EXIT_BYTES is the body of an EXIT frame. */
@@ -156,18 +166,18 @@ typedef struct pbx_peer_launch_reply {
  * arrived with nfds descriptors, as a local-wire frame and fills *out:
  * length at least a header and at most PBX_IPC_FRAME_BYTES_MAX, magic,
  * version, op LAUNCH or EXIT (request or reply form), body length exact,
- * reserved word zero, cap count equal to nfds (a LAUNCH request 3 or 4,
- * everything else 0), request id zero, a nonzero status only in a reply
- * with an empty body. Returns PBX_OK or the
- * PBX_E_IPC_* error of the first failed check (PBX_E_IPC_UNKNOWN_OP for
- * any other op, so a caller can try pbx_ipc_frame_decode instead).
+ * reserved word zero, cap count equal to nfds (a LAUNCH request 3 to
+ * PBX_PEER_LAUNCH_FDS_MAX, everything else 0), request id zero, a nonzero
+ * status only in a reply with an empty body. Returns PBX_OK or the PBX_E_IPC_*
+ * error of the first failed check (PBX_E_IPC_UNKNOWN_OP for any other op, so a
+ * caller can try pbx_ipc_frame_decode instead).
  */
 pbx_err pbx_peer_launch_peek(const uint8_t *buf, size_t len, size_t nfds,
                              pbx_peer_launch_frame *out);
 
 /**
  * pbx_peer_launch_encode writes a LAUNCH request for rec into buf (cap
- * count 4 when rec->scope, else 3; seq 0) and stores its length in
+ * count pbx_peer_launch_nfds(rec); seq 0) and stores its length in
  * *out_len. args[i] must point at
  * arg_lens[i] readable bytes. Returns PBX_E_IPC_NO_SPACE when buf_len is
  * too small, or the error pbx_peer_launch_decode would return for the
@@ -195,13 +205,30 @@ pbx_err pbx_peer_launch_encode(const pbx_peer_launch_req *rec, uint8_t *buf,
  * block comes next: u16 length + the scope directory, u16 length + vfsd's
  * root, each 1..PBX_PEER_LAUNCH_DIR_MAX bytes of an absolute path
  * without NUL. Nothing may follow the last field.
- * out->scope is f->caps == 4. out->args and out->profile borrow f's
- * buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
+ * The descriptors are stdio, then the scope when out->scope, then the
+ * working directory when flags hold PBX_PEER_LAUNCH_CWD: out->scope is
+ * true when f->caps, less one for the working directory, is 4; any count
+ * other than 3 or 4 left is PBX_E_IPC_CAP_PARTITION. out->args and out->profile
+ * borrow f's buffer. Returns PBX_OK, PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_TRUNCATED
  * (a field runs past the body), PBX_E_IPC_TRAILING (bytes after the last
- * argument), PBX_E_IPC_BOUND, PBX_E_IPC_TEXT or PBX_E_IPC_GENERATION.
+ * argument), PBX_E_IPC_BOUND, PBX_E_IPC_TEXT, PBX_E_IPC_GENERATION or
+ * PBX_E_IPC_CAP_PARTITION.
  */
 pbx_err pbx_peer_launch_decode(const pbx_peer_launch_frame *f,
                                pbx_peer_launch_req *out);
+
+/**
+ * pbx_peer_launch_nfds is the descriptor count of the LAUNCH rec: 3
+ * (stdio), one more with rec->scope, one more with PBX_PEER_LAUNCH_CWD.
+ */
+size_t pbx_peer_launch_nfds(const pbx_peer_launch_req *rec);
+
+/**
+ * pbx_peer_launch_cwd_index is the index, among the descriptors of the
+ * decoded LAUNCH rec, of the working directory: the last one, or -1 when
+ * rec has none (no PBX_PEER_LAUNCH_CWD).
+ */
+int pbx_peer_launch_cwd_index(const pbx_peer_launch_req *rec);
 
 /**
  * pbx_peer_launch_reply_encode writes a LAUNCH reply into buf: with status

@@ -94,6 +94,41 @@ def any_cat(st):
         fail(f"any-cat: n: rc {rc}, stderr {said!r}, out {job.lines!r}")
     print(f"run: n: cat exited 1 with its own 'cat: {b}: Permission "
           f"denied'")
+    any_cat_relative(st, docs, err)
+
+
+def any_cat_relative(st, docs, err):
+    """`cd docs/sub; pbx run --sandbox -- cat notes.txt`: the job runs in
+    the caller's directory (pbx run hands it over in the LAUNCH), so cat's
+    relative open names docs/sub/cwd-notes.txt, and the prompt says so.
+    Before, the job ran in launchd's directory and the open named another
+    file (refused there as outside the scope, or the wrong file)."""
+    sub = os.path.join(docs, "sub")
+    os.makedirs(sub, exist_ok=True)
+    mine = os.path.join(sub, "cwd-notes.txt")
+    with open(mine, "w", encoding="utf-8") as f:
+        f.write("the caller's notes\n")
+    # Absolute: the shell changes directory before it runs pbx.
+    pbx = [os.path.abspath(os.path.join(st.bin_dir, "pbx")), "--dir",
+           os.path.abspath(st.work), "run",
+           "--sandbox", "--scope", "root", "--quiet", "--", "/bin/cat",
+           "cwd-notes.txt"]
+    clear_pane(st)
+    out = open(err, "w", encoding="utf-8")
+    job = Launched(st, ["/bin/sh", "-c", "cd " + shlex.quote(sub) +
+                        " && exec " + " ".join(shlex.quote(a) for a in pbx)],
+                   stdin=subprocess.DEVNULL, stderr=out)
+    out.close()
+    screen = broker_prompt(st, "docs/sub/cwd-notes.txt", "cat")
+    if mine[-50:] not in screen:
+        fail(f"any-cat: the prompt does not name {mine}:\n{screen}")
+    tmux("send-keys", "-t", st.pane, "y")
+    job.wait_line(lambda l: l == "the caller's notes", "the caller's notes",
+                  seconds=20)
+    if job.proc.wait(timeout=30) != 0:
+        fail(f"any-cat: cat cwd-notes.txt exited {job.proc.returncode}")
+    print(f"run: cd {sub}; cat cwd-notes.txt: the prompt named {mine} "
+          f"and cat printed it")
 
 
 # any-keys (issue 21 item 4, review D1): ttyd reads its terminal as a

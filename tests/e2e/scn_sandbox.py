@@ -215,6 +215,19 @@ def sandbox_dynamic(st):
         fail(f"sandbox-dynamic: cat /proc/self/status: rc "
              f"{out.returncode}, {out.stderr!r}")
     print("run: cat /proc/self/status: exit 0, its own status")
+    # Brokered: its own /proc/PID is its /proc/self (the broker maps the
+    # caller's process number); another process's stays refused.
+    out = run(py, "-c", "import os; s = open(f'/proc/{os.getpid()}/status')"
+              ".read(); print(s.splitlines()[0]);"
+              " open('/proc/1/status')")
+    named = out.stdout.startswith("Name:\tpython3")
+    if out.returncode != 1 or not named or \
+            "PermissionError: [Errno 13] Permission denied: " \
+            "'/proc/1/status'" not in out.stderr:
+        fail(f"sandbox-dynamic: python3 /proc/PID/status: rc "
+             f"{out.returncode}, {out.stdout!r}, {out.stderr!r}")
+    print("run: python3 /proc/<its pid>/status: its own status; "
+          "/proc/1/status: EACCES")
     for what, out, rc, want_out, want_err in checks:
         if out.returncode != rc or (want_err is None and (
                 out.stdout != want_out or out.stderr != "")) or \

@@ -59,6 +59,23 @@ PBX_TEST(peers_broker_places_a_path_on_component_boundaries)
                  PBX_PEER_BROKER_SCOPE);
 }
 
+/* Paths are placed by their text, ".." never folded: both ways out fail
+ * closed (a system path climbing into the user's files goes on to
+ * Landlock, which refuses it; a scope path climbing out is resolved
+ * beneath the scope, which refuses the walk). */
+PBX_TEST(peers_broker_places_a_path_by_its_text)
+{
+    pbx_peer_broker_places pl;
+    tb_places(&pl);
+    const char *rest = NULL;
+    PBX_CHECK_EQ(pbx_peer_broker_place(&pl, "/usr/../home/u/docs/a.txt", &rest),
+                 PBX_PEER_BROKER_SYSTEM);
+    PBX_CHECK_EQ(
+        pbx_peer_broker_place(&pl, "/home/u/docs/../../../usr/lib/x", &rest),
+        PBX_PEER_BROKER_SCOPE);
+    PBX_CHECK(rest != NULL && strcmp(rest, "../../../usr/lib/x") == 0);
+}
+
 PBX_TEST(peers_broker_flags_map_to_operations_and_refusals)
 {
     uint8_t op = 0;
@@ -111,6 +128,31 @@ PBX_TEST(peers_broker_recognises_a_reopen_of_the_process_own_descriptor)
     PBX_CHECK(
         !pbx_peer_broker_fd_path("/proc/self/fd/99999999999", 100U, 101U, &fd));
     PBX_CHECK(!pbx_peer_broker_fd_path("/proc/self/fdinfo/3", 100U, 101U, &fd));
+}
+
+PBX_TEST(peers_broker_maps_the_process_own_proc_entry_to_proc_self)
+{
+    char out[64];
+    PBX_CHECK(
+        pbx_peer_broker_proc_own("/proc/100/status", 100U, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self/status") == 0);
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100", 100U, out, sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self") == 0);
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100/task/101/stat", 100U, out,
+                                       sizeof(out)));
+    PBX_CHECK(strcmp(out, "/proc/self/task/101/stat") == 0);
+    /* Another process, a longer number, a leading zero, no boundary, a
+     * rewrite that does not fit: untouched. */
+    static const char *const no[] = {"/proc/1/status",    "/proc/1000/status",
+                                     "/proc/0100/status", "/proc/100x",
+                                     "/proc/self/status", "/etc/100"};
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        out[0] = '\0';
+        PBX_CHECK(!pbx_peer_broker_proc_own(no[i], 100U, out, sizeof(out)));
+        PBX_CHECK_EQ(out[0], '\0');
+    }
+    PBX_CHECK(!pbx_peer_broker_proc_own("/proc/100/status", 100U, out, 17U));
+    PBX_CHECK(pbx_peer_broker_proc_own("/proc/100/status", 100U, out, 18U));
 }
 
 PBX_TEST(peers_broker_joins_relative_paths_and_bounds_them)

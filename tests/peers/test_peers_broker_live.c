@@ -43,6 +43,9 @@ enum {
     TL_IN_ROOT,      /* openat2 RESOLVE_IN_ROOT of a scope file: EXDEV */
     TL_RATE_LAST,    /* scope/b.txt: the burst's last prompt */
     TL_RATE_OVER,    /* scope/c.txt: over the rate, EACCES, not asked */
+    TL_OWN_PROC,     /* /proc/PID/status (its own PID): continued */
+    TL_OWN_TASK,     /* /proc/PID/task/PID/status: continued */
+    TL_OTHER_PROC,   /* /proc/1/status: EACCES, not asked */
     TL_N
 };
 
@@ -123,6 +126,13 @@ static void tl_child_opens(const char *dir, int d, int wfd)
         (int)syscall(SYS_openat2, AT_FDCWD, "a.txt", &how, sizeof(how)), NULL);
     r[TL_RATE_LAST] = tl_res(open("b.txt", O_RDONLY), NULL);
     r[TL_RATE_OVER] = tl_res(open("c.txt", O_RDONLY), NULL);
+    /* Its own /proc/PID is its /proc/self; another process's is not. */
+    (void)snprintf(p, sizeof(p), "/proc/%d/status", (int)getpid());
+    r[TL_OWN_PROC] = tl_res(open(p, O_RDONLY), NULL);
+    (void)snprintf(p, sizeof(p), "/proc/%d/task/%d/status", (int)getpid(),
+                   (int)getpid());
+    r[TL_OWN_TASK] = tl_res(open(p, O_RDONLY), NULL);
+    r[TL_OTHER_PROC] = tl_res(open("/proc/1/status", O_RDONLY), NULL);
     (void)!write(wfd, r, sizeof(r));
 }
 
@@ -273,6 +283,9 @@ PBX_TEST(peers_broker_serves_a_sandboxed_child_in_the_kernel)
     PBX_CHECK_EQ(r[TL_IN_ROOT], EXDEV);
     PBX_CHECK_EQ(r[TL_RATE_LAST], 0);
     PBX_CHECK_EQ(r[TL_RATE_OVER], EACCES);
+    PBX_CHECK_EQ(r[TL_OWN_PROC], 0);
+    PBX_CHECK_EQ(r[TL_OWN_TASK], 0);
+    PBX_CHECK_EQ(r[TL_OTHER_PROC], EACCES);
     /* Asked exactly three times (the burst): a.txt read, a.txt as a
      * write (O_TRUNC), b.txt; each naming the resolved object. */
     PBX_CHECK_EQ(seen.asks, 3U);

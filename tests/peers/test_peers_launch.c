@@ -115,8 +115,14 @@ PBX_TEST(peers_launch_carries_the_sandbox_flag_and_a_scope)
         PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
         PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_BOUND);
     }
+    /* Five descriptors pass the header (a working directory may be the
+     * fifth) but not the body without PBX_PEER_LAUNCH_CWD; six never. */
+    pbx_le_put32(g_buf + n - 4U, PBX_PEER_LAUNCH_SANDBOX);
     pbx_le_put16(g_buf + 10, 5);
-    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 5, &f),
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 5, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_CAP_PARTITION);
+    pbx_le_put16(g_buf + 10, 6);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 6, &f),
                  PBX_E_IPC_CAP_PARTITION);
     pbx_le_put16(g_buf + 10, 2);
     PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 2, &f),
@@ -480,4 +486,57 @@ PBX_TEST(peers_launch_carries_the_broker_block)
     r.broker_root_len = 0U;
     PBX_CHECK_EQ(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n),
                  PBX_E_IPC_BOUND);
+}
+
+/* A LAUNCH of "prog" with flags and a scope as given, encoded into g_buf;
+ * returns its length. */
+static size_t tn_launch_cwd(uint32_t flags, bool scope)
+{
+    static pbx_peer_launch_req r;
+    static const char *const arg = "prog";
+    memset(&r, 0, sizeof(r));
+    r.session = 1;
+    r.realm = 1;
+    r.entry_len = 4;
+    memcpy(r.entry, "prog", 4);
+    r.argc = 1;
+    r.args[0] = (const uint8_t *)arg;
+    r.arg_lens[0] = 4;
+    r.flags = flags;
+    r.scope = scope;
+    size_t n = 0;
+    PBX_REQUIRE(pbx_peer_launch_encode(&r, g_buf, sizeof(g_buf), &n) == PBX_OK);
+    return n;
+}
+
+PBX_TEST(peers_launch_carries_the_callers_working_directory)
+{
+    static pbx_peer_launch_req d;
+    pbx_peer_launch_frame f;
+    /* Without the flag: no working directory (launchd's own is kept). */
+    size_t n = tn_launch_cwd(PBX_PEER_LAUNCH_SANDBOX, false);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_cwd_index(&d), -1);
+    PBX_CHECK_EQ(pbx_peer_launch_nfds(&d), 3U);
+    /* With it alone: a fourth descriptor, which is not a scope. */
+    n = tn_launch_cwd(PBX_PEER_LAUNCH_CWD, false);
+    PBX_CHECK_EQ(pbx_peer_launch_peek(g_buf, n, 3, &f), PBX_E_IPC_CAP_COUNT);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 4, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.flags == PBX_PEER_LAUNCH_CWD && !d.scope);
+    PBX_CHECK_EQ(pbx_peer_launch_cwd_index(&d), 3);
+    /* With a scope and the sandbox: the scope fourth, the directory
+     * fifth. */
+    n = tn_launch_cwd(PBX_PEER_LAUNCH_CWD | PBX_PEER_LAUNCH_SANDBOX, true);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 5, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_OK);
+    PBX_CHECK(d.scope);
+    PBX_CHECK_EQ(pbx_peer_launch_cwd_index(&d), 4);
+    PBX_CHECK_EQ(pbx_peer_launch_nfds(&d), 5U);
+    /* The flag with only stdio is one descriptor short. */
+    n = tn_launch_cwd(PBX_PEER_LAUNCH_CWD, false);
+    pbx_le_put16(g_buf + 10, 3);
+    PBX_REQUIRE(pbx_peer_launch_peek(g_buf, n, 3, &f) == PBX_OK);
+    PBX_CHECK_EQ(pbx_peer_launch_decode(&f, &d), PBX_E_IPC_CAP_PARTITION);
 }

@@ -1862,7 +1862,8 @@ static uint16_t tl_launch_with(int conn, const char *const *args, const int *io,
     r.entry_len = 5;
     memcpy(r.entry, "probe", 5);
     r.flags = flags;
-    r.scope = nio == 4U;
+    /* A working directory (PBX_PEER_LAUNCH_CWD) is the last of io. */
+    r.scope = nio - ((flags & PBX_PEER_LAUNCH_CWD) != 0U ? 1U : 0U) == 4U;
     if (g_tl_profile != NULL) {
         r.profile = (const uint8_t *)g_tl_profile;
         r.profile_len = (uint16_t)strlen(g_tl_profile);
@@ -2100,6 +2101,51 @@ PBX_TEST(peers_launchd_hands_a_scope_at_fd_4)
     pbx_peer_io_close_all(p, 1);
     pbx_peer_io_close_all(scope, 1);
     (void)close(c);
+    tl_stop(&s);
+}
+
+PBX_TEST(peers_launchd_runs_the_job_in_the_callers_directory)
+{
+    tl_srv s;
+    memset(&s, 0, sizeof(s));
+    tl_start(&s, NULL);
+    int base = tp_fd_count(s.pid);
+    char dir[] = "/tmp/pbx-cwd-XXXXXX";
+    PBX_REQUIRE(mkdtemp(dir) != NULL);
+    int p[2];
+    PBX_REQUIRE(tl_pipe(p));
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int cwd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    PBX_REQUIRE(nul >= 0 && cwd >= 0);
+    int c = pbx_peer_io_connect(s.ctl, SOCK_SEQPACKET);
+    PBX_REQUIRE(c >= 0);
+    /* The job's working directory is the one the LAUNCH handed over. */
+    const char *args[] = {"/bin/sh", "-c", "pwd", NULL};
+    int io[4] = {nul, p[1], 2, cwd};
+    pbx_peer_launch_reply rep;
+    PBX_REQUIRE(tl_launch_with(c, args, io, 4, PBX_PEER_LAUNCH_CWD, &rep) ==
+                0U);
+    (void)close(p[1]);
+    char out[128];
+    char want[128];
+    tl_slurp(p[0], out, sizeof(out));
+    (void)snprintf(want, sizeof(want), "%s\n", dir);
+    PBX_CHECK(strcmp(out, want) == 0);
+    tl_expect_end(&s, c, rep.job_id, rep.job_gen, 0);
+    /* Something that is not a directory: the LAUNCH is refused. */
+    int q[2];
+    PBX_REQUIRE(tl_pipe(q));
+    int bad[4] = {nul, q[1], 2, q[0]};
+    PBX_CHECK_EQ(tl_launch_with(c, args, bad, 4, PBX_PEER_LAUNCH_CWD, &rep),
+                 (uint16_t)PBX_E_PEER_CWD);
+    pbx_peer_io_close_all(q, 2);
+    (void)close(p[0]);
+    (void)close(cwd);
+    (void)close(nul);
+    (void)close(c);
+    /* launchd kept no copy of either descriptor. */
+    PBX_CHECK_EQ(tp_fd_settle(s.pid, base, 2000), base);
+    (void)rmdir(dir);
     tl_stop(&s);
 }
 

@@ -5,7 +5,8 @@
  * One LAUNCH on launchd's control socket (DIR/launchd.sock) with this
  * process's stdin, stdout and stderr and, when vfsd's scope socket
  * (DIR/scope.sock) gives one, a scope the job gets as descriptor 4
- * (PBX_SCOPE_FD=4); then the wait for the job's EXIT, whose status
+ * (PBX_SCOPE_FD=4), and this process's working directory (the job runs
+ * there, PBX_PEER_LAUNCH_CWD); then the wait for the job's EXIT, whose status
  * becomes this process's. PROG is resolved here, against this process's
  * directory and PATH, so launchd runs the file the user named.
  *
@@ -16,6 +17,8 @@
  * PROG; the LAUNCH then carries the stage flag, so a sandboxed job may
  * execute both static files.
  */
+/* O_PATH (the working directory handed to launchd) is a GNU name. */
+#define _GNU_SOURCE
 #include "tools/pbx/pbx_tool.h"
 
 #include "peers/common/pbx_peer_io.h"
@@ -24,6 +27,7 @@
 #include "peers/lib/pbx_peer_launch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -485,22 +489,38 @@ static int pbx_run_launch(const char *control, pbx_peer_launch_req *req,
                           pbx_peer_msg *m, pbx_peer_launch_reply *rep)
 {
     static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    int fds[4] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, pbx_run_scope()};
+    int fds[5] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, pbx_run_scope(),
+                  -1};
     req->scope = fds[3] >= 0;
+    /* The job runs in this working directory, not launchd's: its relative
+     * paths name what they name here (docs/HOST.md, "launchd"). */
+    int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cwd < 0) {
+        (void)fprintf(stderr, "pbx run: the working directory: %s\n",
+                      strerror(errno));
+        if (fds[3] >= 0) {
+            (void)close(fds[3]);
+        }
+        return -1;
+    }
+    req->flags |= PBX_PEER_LAUNCH_CWD;
+    fds[req->scope ? 4 : 3] = cwd;
     size_t n = 0;
     int fd = -1;
     if (pbx_peer_launch_encode(req, buf, sizeof(buf), &n) != PBX_OK ||
         pbx_ipc_frame_set_seq(buf, n, 1U) != PBX_OK) {
         (void)fprintf(stderr, "pbx run: the LAUNCH does not fit a frame\n");
     } else if ((fd = pbx_peer_io_connect(control, SOCK_SEQPACKET)) < 0 ||
-               pbx_peer_io_send_fds(fd, buf, n, fds, req->scope ? 4U : 3U, 0) !=
-                   0) {
+               pbx_peer_io_send_fds(fd, buf, n, fds, pbx_peer_launch_nfds(req),
+                                    0) != 0) {
         (void)fprintf(stderr, "pbx run: launchd at %s: %s\n", control,
                       strerror(errno));
         fd = fd >= 0 ? (close(fd), -1) : -1;
     }
-    if (fds[3] >= 0) {
-        (void)close(fds[3]);
+    for (size_t i = 3; i < 5U; i++) {
+        if (fds[i] >= 0) {
+            (void)close(fds[i]);
+        }
     }
     pbx_peer_launch_frame f;
     if (fd < 0 || !pbx_run_recv(fd, PBX_RUN_WAIT_MS, m, &f)) {
