@@ -615,10 +615,12 @@ pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base);
  * pbx_port_log writes one diagnostic line of len_bytes (no NUL needed,
  * at most 4096 so that a pipe takes it whole) to the process's
  * diagnostic output, never blocking: Linux writes it to slot 2 only when
- * slot 2 can take it at once (poll with no wait; a pipe's writer that
- * races powerboxd between the poll and the write is the one way left to
- * wait), and drops it otherwise, also when the reader is gone (no
- * SIGPIPE is raised then). The EriX ABI has no console yet, so there it
+ * slot 2 can take it whole at once (one pwritev2 with RWF_NOWAIT; where
+ * the kernel refuses that flag, a regular file is written plainly and
+ * anything else after a poll with no wait), and drops it otherwise, also
+ * when the reader is gone (SIGPIPE is ignored from the first line on; a
+ * pipe's file status flags are never changed, as the starter shares
+ * them). The EriX ABI has no console yet, so there it
  * drops every line. Returns whether the whole line was written; it
  * carries no authority and never fails the caller.
  */
