@@ -583,7 +583,9 @@ pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
 
 /**
  * pbx_port_reserve places a placeholder at the exact empty slot (inside the
- * reservable range) so that it is held for a later receipt.
+ * reservable range) so that it is held for a later receipt. A slot that
+ * holds anything is refused with PBX_E_PORT_SLOT_OCCUPIED and left as it
+ * was.
  */
 pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot);
 

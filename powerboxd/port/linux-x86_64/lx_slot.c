@@ -301,16 +301,24 @@ pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot)
     if (!lx_in_range(ctx, slot)) {
         return PBX_E_PORT_SLOT_RANGE;
     }
-    if (lx_slot_open(slot)) {
-        return PBX_E_PORT_SLOT_OCCUPIED;
+    /* F_DUPFD_CLOEXEC copies the placeholder to the lowest free number at
+     * or above slot, never replacing anything: answering slot itself
+     * proves the number was empty and fills it, one call where F_GETFD
+     * then dup3 took two (issue 23 item 4). A higher answer proves slot
+     * occupied; that copy sits on a number that was free and is closed
+     * again (close frees the number whatever it answers), so every
+     * number is as it was. */
+    int64_t got =
+        lx_sys3(LX_SYS_FCNTL, ctx->placeholder_slot, LX_F_DUPFD_CLOEXEC, slot);
+    if (got == slot) {
+        lx_placed_note(ctx, slot, 1);
+        return PBX_OK;
     }
-    if (lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC) !=
-        slot) {
+    if (got < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    /* dup3 answering slot proves the placeholder is there now. */
-    lx_placed_note(ctx, slot, 1);
-    return PBX_OK;
+    (void)lx_sys1(LX_SYS_CLOSE, got);
+    return PBX_E_PORT_SLOT_OCCUPIED;
 }
 
 pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot)
