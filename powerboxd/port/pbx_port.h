@@ -253,6 +253,11 @@ typedef struct pbx_port_ctx {
      * replaced it since (Linux: so a reservation is known without asking
      * the kernel; EriX leaves it unused). */
     uint64_t placed[PBX_PORT_PLACED_WORDS];
+    /** moved has one bit per reservable slot, set while a receipt the port
+     * itself moved or copied there holds it and nothing has replaced or
+     * closed it since (Linux: so a restore knows the slot is not empty
+     * without asking the kernel; EriX leaves it unused). */
+    uint64_t moved[PBX_PORT_PLACED_WORDS];
 } pbx_port_ctx;
 
 /**

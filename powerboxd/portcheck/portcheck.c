@@ -311,6 +311,10 @@ static uint32_t pc_dispatch(int32_t from, const pbx_port_msg *m)
     } else if (op == (uint8_t)'V') {
         w[0] = (uint32_t)pbx_port_reserve(&pc.port, PC_SLOT_MIN + (int32_t)arg);
         pc_reply(from, w, 1U, PBX_PORT_SLOT_NONE);
+    } else if (op == (uint8_t)'K') {
+        w[0] = (uint32_t)pbx_port_slot_delete(&pc.port,
+                                              PC_SLOT_MIN + (int32_t)arg);
+        pc_reply(from, w, 1U, PBX_PORT_SLOT_NONE);
     } else if (op == (uint8_t)'L') {
         pc_log(from, arg);
     } else if (op == (uint8_t)'N') {

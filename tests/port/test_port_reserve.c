@@ -85,3 +85,48 @@ PBX_TEST(port_reserve_refuses_an_occupied_slot_and_leaves_it_untouched)
     t_close_all(&c);
     (void)close(obj);
 }
+
+/* Asks the child for request op on slot T_RESV + arg; returns its first
+ * word (UINT32_MAX without a reply). */
+static uint32_t t_slot_op(t_child *c, char op, uint8_t arg)
+{
+    uint32_t w[T_REPLY_WORDS];
+    bool replied = t_request(c, op, arg, NULL, 0, w, NULL);
+    PBX_CHECK(replied);
+    return replied ? w[0] : UINT32_MAX;
+}
+
+PBX_TEST(port_restore_knows_a_moved_receipt_and_refuses_an_emptied_slot)
+{
+    t_child c;
+    uint32_t w[T_REPLY_WORDS];
+    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
+    PBX_REQUIRE(t_wait_ready(&c));
+    c.client = t_connect(&c);
+    PBX_REQUIRE(c.client >= 0);
+    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
+    int obj = t_memfd("pbx-test-obj", NULL, 0);
+    PBX_REQUIRE(obj >= 0);
+    int base = t_fd_count(c.pid);
+    /* A receipt moved into reservation 0, then restored over. */
+    PBX_REQUIRE(t_request(&c, 'H', 0, &obj, 1, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(t_slot_op(&c, 'R', 0), PBX_OK);
+    PBX_CHECK_EQ(t_kind(&c, T_RESV), T_KIND_PLACEHOLDER);
+    PBX_CHECK(!t_same_object(c.pid, T_RESV, obj));
+    PBX_CHECK_EQ(t_fd_count(c.pid), base);
+    /* Moved again, then deleted: the slot is empty, and a restore of an
+     * empty slot is refused (a stale record would fill it instead). */
+    PBX_REQUIRE(t_request(&c, 'H', 0, &obj, 1, w, NULL));
+    PBX_CHECK_EQ(w[0], PBX_OK);
+    PBX_CHECK_EQ(t_slot_op(&c, 'K', 0), PBX_OK);
+    PBX_CHECK_EQ(t_kind(&c, T_RESV), T_KIND_EMPTY);
+    PBX_CHECK_EQ(t_slot_op(&c, 'R', 0), PBX_E_PORT_NOT_RESERVED);
+    PBX_CHECK_EQ(t_kind(&c, T_RESV), T_KIND_EMPTY);
+    PBX_CHECK_EQ(t_fd_count(c.pid), base - 1);
+    uint8_t x[2] = {'X', 0};
+    PBX_CHECK(t_send(c.client, x, sizeof(x), NULL, 0));
+    PBX_CHECK_EQ(t_exit_status(&c), 0);
+    t_close_all(&c);
+    (void)close(obj);
+}
