@@ -10,12 +10,12 @@
  * fail with EAGAIN too; the port never sets it. Instead each line is one
  * pwritev2 with RWF_NOWAIT, a flag of that one call: a pipe or socket that
  * cannot take the whole line at once answers EAGAIN, one whose reader is
- * gone answers EPIPE (SIGPIPE is ignored from the first line on). Where
- * the kernel refuses the flag for slot 2 (EOPNOTSUPP: a terminal, a file
- * on most filesystems), the port learns the slot's type once: a regular
- * file is written with a plain write (a file never waits for a reader),
- * anything else as before this change, a poll with no wait, then the
- * write.
+ * gone answers EPIPE (SIGPIPE is ignored from the first line on). The
+ * port learns slot 2's type once, at the first line: only a pipe or a
+ * socket is written that way; a regular file is written with a plain
+ * write (a file never waits for a reader), anything else (a terminal) as
+ * before this change, a poll with no wait, then the write, as is a pipe
+ * on a kernel that refuses the flag (EOPNOTSUPP).
  */
 #include "powerboxd/port/linux-x86_64/lx_int.h"
 
@@ -29,6 +29,8 @@
 #define LX_LOG_RWF_NOWAIT 0x8
 /** LX_LOG_EOPNOTSUPP: the file does not take RWF_NOWAIT. */
 #define LX_LOG_EOPNOTSUPP 95
+/** LX_LOG_S_IFIFO is the mode type of a pipe. */
+#define LX_LOG_S_IFIFO 0010000U
 /** LX_LOG_SIGPIPE is the signal a write to a reader-less pipe raises. */
 #define LX_LOG_SIGPIPE 13
 /** LX_LOG_SIG_IGN is the "ignore" disposition. */
@@ -102,35 +104,33 @@ static int64_t lx_log_nowait(const uint8_t *msg, uint32_t len_bytes)
                    LX_LOG_RWF_NOWAIT);
 }
 
-/* Learns how slot 2 is written: SIGPIPE ignored (a write to a gone reader
- * then answers EPIPE), then the RWF_NOWAIT attempt of the first line.
- * Returns that attempt's answer, or -LX_LOG_EOPNOTSUPP when another way
- * was chosen and the line is still to be written. */
-static int64_t lx_log_learn(const uint8_t *msg, uint32_t len_bytes)
+/* Learns how slot 2 is written, once, from its type: a regular file
+ * plainly; a pipe or socket without waiting, SIGPIPE ignored first (a
+ * write to a gone reader then answers EPIPE); anything else, or a slot
+ * whose type cannot be read, after a poll. A file is never written with
+ * RWF_NOWAIT: a filesystem that takes the flag may answer EAGAIN for a
+ * page it would have to allocate, and a file never waits for a reader. */
+static void lx_log_learn(void)
 {
     struct lx_log_sigaction ign = {LX_LOG_SIG_IGN, 0, 0, 0};
     struct lx_stat st;
     const uint8_t *raw = (const uint8_t *)&st;
-    int64_t r;
-    /* Without the signal ignored a NOWAIT write could still kill the
-     * process on a gone reader: then keep the poll, which never writes
-     * to one. */
+    uint32_t type;
     lx_log_way_g = LX_LOG_POLL;
-    if (lx_sys6(LX_LOG_SYS_RT_SIGACTION, LX_LOG_SIGPIPE, lx_ptr(&ign), 0, 8, 0,
-                0) != 0) {
-        return -LX_LOG_EOPNOTSUPP;
-    }
-    r = lx_log_nowait(msg, len_bytes);
-    if (r != -LX_LOG_EOPNOTSUPP) {
-        lx_log_way_g = LX_LOG_NOWAIT;
-        return r;
-    }
     pbx_mem_set(&st, 0, sizeof(st));
-    if (lx_sys3(LX_SYS_FSTAT, LX_LOG_SLOT, lx_ptr(&st), 0) == 0 &&
-        (pbx_le_get32(raw + LX_STAT_OFF_MODE) & LX_S_IFMT) == LX_S_IFREG) {
-        lx_log_way_g = LX_LOG_FILE;
+    if (lx_sys3(LX_SYS_FSTAT, LX_LOG_SLOT, lx_ptr(&st), 0) != 0) {
+        return;
     }
-    return r;
+    type = pbx_le_get32(raw + LX_STAT_OFF_MODE) & LX_S_IFMT;
+    if (type == LX_S_IFREG) {
+        lx_log_way_g = LX_LOG_FILE;
+    } else if ((type == LX_LOG_S_IFIFO || type == LX_S_IFSOCK) &&
+               lx_sys6(LX_LOG_SYS_RT_SIGACTION, LX_LOG_SIGPIPE, lx_ptr(&ign), 0,
+                       8, 0, 0) == 0) {
+        /* Without the signal ignored a write could still kill the
+         * process on a gone reader: the poll never writes to one. */
+        lx_log_way_g = LX_LOG_NOWAIT;
+    }
 }
 
 /* The way of a slot that takes no RWF_NOWAIT and is no regular file (a
@@ -154,20 +154,21 @@ bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
         return false;
     }
     if (lx_log_way_g == LX_LOG_UNKNOWN) {
-        r = lx_log_learn(msg, len_bytes);
-        if (lx_log_way_g == LX_LOG_NOWAIT) {
-            return r == (int64_t)len_bytes;
-        }
+        lx_log_learn();
     }
     /* Never wait: a full pipe or a slow terminal loses the line (the
      * runtime counts it), a gone reader answers EPIPE. A pipe takes a
      * line of at most PIPE_BUF bytes whole or not at all. */
     if (lx_log_way_g == LX_LOG_NOWAIT) {
         r = lx_log_nowait(msg, len_bytes);
+        if (r != -LX_LOG_EOPNOTSUPP) {
+            return r == (int64_t)len_bytes;
+        }
+        /* A kernel whose pipes refuse the flag: the poll from now on. */
+        lx_log_way_g = LX_LOG_POLL;
     } else if (lx_log_way_g == LX_LOG_FILE) {
         r = lx_sys3(LX_SYS_WRITE, LX_LOG_SLOT, lx_ptr(msg), (int64_t)len_bytes);
-    } else {
-        return lx_log_polled(msg, len_bytes);
+        return r == (int64_t)len_bytes;
     }
-    return r == (int64_t)len_bytes;
+    return lx_log_polled(msg, len_bytes);
 }
