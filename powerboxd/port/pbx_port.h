@@ -253,6 +253,11 @@ typedef struct pbx_port_ctx {
      * replaced it since (Linux: so a reservation is known without asking
      * the kernel; EriX leaves it unused). */
     uint64_t placed[PBX_PORT_PLACED_WORDS];
+    /** moved has one bit per reservable slot, set while a receipt the port
+     * itself moved or copied there holds it and nothing has replaced or
+     * closed it since (Linux: so a restore knows the slot is not empty
+     * without asking the kernel; EriX leaves it unused). */
+    uint64_t moved[PBX_PORT_PLACED_WORDS];
 } pbx_port_ctx;
 
 /**
@@ -583,7 +588,9 @@ pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
 
 /**
  * pbx_port_reserve places a placeholder at the exact empty slot (inside the
- * reservable range) so that it is held for a later receipt.
+ * reservable range) so that it is held for a later receipt. A slot that
+ * holds anything is refused with PBX_E_PORT_SLOT_OCCUPIED and left as it
+ * was.
  */
 pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot);
 
@@ -615,10 +622,12 @@ pbx_err pbx_port_arena_map(pbx_port_ctx *ctx, uint64_t bytes, void **base);
  * pbx_port_log writes one diagnostic line of len_bytes (no NUL needed,
  * at most 4096 so that a pipe takes it whole) to the process's
  * diagnostic output, never blocking: Linux writes it to slot 2 only when
- * slot 2 can take it at once (poll with no wait; a pipe's writer that
- * races powerboxd between the poll and the write is the one way left to
- * wait), and drops it otherwise, also when the reader is gone (no
- * SIGPIPE is raised then). The EriX ABI has no console yet, so there it
+ * slot 2 can take it whole at once (one pwritev2 with RWF_NOWAIT; where
+ * the kernel refuses that flag, a regular file is written plainly and
+ * anything else after a poll with no wait), and drops it otherwise, also
+ * when the reader is gone (SIGPIPE is ignored from the first line on; a
+ * pipe's file status flags are never changed, as the starter shares
+ * them). The EriX ABI has no console yet, so there it
  * drops every line. Returns whether the whole line was written; it
  * carries no authority and never fails the caller.
  */

@@ -265,6 +265,20 @@ static void pc_release(int32_t from, uint8_t op, uint8_t arg)
     pc_reply(from, w, 2U, PBX_PORT_SLOT_NONE);
 }
 
+/* Writes one diagnostic line of (arg + 1) * 16 bytes, letters then a
+ * newline, and reports status and whether it was written whole. */
+static void pc_log(int32_t from, uint8_t arg)
+{
+    static uint8_t line[256U * 16U];
+    uint32_t len = ((uint32_t)arg + 1U) * 16U;
+    for (uint32_t i = 0; i + 1U < len; i++) {
+        line[i] = (uint8_t)('a' + (i % 26U));
+    }
+    line[len - 1U] = (uint8_t)'\n';
+    uint32_t w[2] = {(uint32_t)PBX_OK, pbx_port_log(line, len) ? 1U : 0U};
+    pc_reply(from, w, 2U, PBX_PORT_SLOT_NONE);
+}
+
 /* Handles one well-received message from public connection from. Returns
  * an exit status + 1 when the message asks the process to stop, else 0. */
 static uint32_t pc_dispatch(int32_t from, const pbx_port_msg *m)
@@ -294,6 +308,15 @@ static uint32_t pc_dispatch(int32_t from, const pbx_port_msg *m)
         pc_reply(from, w, 1U, PBX_PORT_SLOT_NONE);
     } else if (op == (uint8_t)'E') {
         pc_reply(from, w, 4U, slot);
+    } else if (op == (uint8_t)'V') {
+        w[0] = (uint32_t)pbx_port_reserve(&pc.port, PC_SLOT_MIN + (int32_t)arg);
+        pc_reply(from, w, 1U, PBX_PORT_SLOT_NONE);
+    } else if (op == (uint8_t)'K') {
+        w[0] = (uint32_t)pbx_port_slot_delete(&pc.port,
+                                              PC_SLOT_MIN + (int32_t)arg);
+        pc_reply(from, w, 1U, PBX_PORT_SLOT_NONE);
+    } else if (op == (uint8_t)'L') {
+        pc_log(from, arg);
     } else if (op == (uint8_t)'N') {
         w[0] = (uint32_t)pc_notify();
         w[3] = pc.wake_pending;

@@ -62,14 +62,18 @@ static int t_pbx1(t_pbx1_mode mode)
     return fd;
 }
 
-/* In the child: places src[i] at fd 3 + i (closing 3 + i when src[i] is
- * negative), closes everything else above 2, and runs the image. */
+/* In the child: places err_fd (when not negative) at fd 2 and src[i] at
+ * fd 3 + i (closing 3 + i when src[i] is negative), closes everything else
+ * above 2, and runs the image. */
 static _Noreturn void t_child_exec(const char *path, const char *name,
-                                   const int *src)
+                                   const int *src, int err_fd)
 {
     int high[4];
     for (int i = 0; i < 4; i++) {
         high[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD, 64) : -1;
+    }
+    if (err_fd >= 0 && err_fd != 2) {
+        (void)dup2(err_fd, 2);
     }
     for (int i = 0; i < 4; i++) {
         if (high[i] >= 0) {
@@ -118,6 +122,11 @@ static bool t_routes(t_child *c, int *theirs)
 
 bool t_spawn(t_child *c, t_pbx1_mode mode)
 {
+    return t_spawn_err(c, mode, -1);
+}
+
+bool t_spawn_err(t_child *c, t_pbx1_mode mode, int err_fd)
+{
     static unsigned serial;
     const char *path = getenv("PBX_PORTCHECK");
     int theirs[4] = {-1, -1, -1, -1};
@@ -131,7 +140,7 @@ bool t_spawn(t_child *c, t_pbx1_mode mode)
                    serial++);
     c->pid = fork();
     if (c->pid == 0) {
-        t_child_exec(path, c->name, theirs);
+        t_child_exec(path, c->name, theirs, err_fd);
     }
     for (int i = 0; i < 4; i++) {
         if (theirs[i] >= 0) {

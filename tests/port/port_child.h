@@ -40,6 +40,13 @@ typedef struct t_child {
  */
 bool t_spawn(t_child *c, t_pbx1_mode mode);
 
+/**
+ * t_spawn_err is t_spawn with err_fd (when not negative) as the child's
+ * standard error, slot 2, the port's diagnostic output; the caller keeps
+ * and closes err_fd.
+ */
+bool t_spawn_err(t_child *c, t_pbx1_mode mode, int err_fd);
+
 /** t_wait_ready waits up to 5 s for "READY" on the supervisor route. */
 bool t_wait_ready(t_child *c);
 

@@ -88,14 +88,22 @@ pbx_err lx_close_proven(int32_t slot);
 pbx_err lx_identity(int32_t slot, uint64_t *space, uint64_t *id,
                     uint32_t *mode);
 
+/** LX_NOTE_UNKNOWN: the port does not know what reservable slot holds. */
+#define LX_NOTE_UNKNOWN 0
+/** LX_NOTE_PLACED: the port's own placeholder sits in the slot. */
+#define LX_NOTE_PLACED 1
+/** LX_NOTE_MOVED: a receipt the port moved or copied there sits in it. */
+#define LX_NOTE_MOVED 2
+
 /**
- * lx_placed_note records whether the port's own placeholder now sits in
- * reservable slot (placed nonzero) or not; any other slot has no record.
- * Every dup3 into and close of a reservable slot notes it, and powerboxd
- * runs one thread, so the record is what the slot holds without asking
- * the kernel (issue 23 item 4: no fstat per message).
+ * lx_placed_note records what reservable slot now holds: LX_NOTE_PLACED,
+ * LX_NOTE_MOVED or LX_NOTE_UNKNOWN (any other value); any other slot has
+ * no record. Every dup3 into and close of a reservable slot notes it, and
+ * powerboxd runs one thread, so a record other than unknown is what the
+ * slot holds without asking the kernel (issue 23 item 4: no fstat or
+ * fcntl per message on what the port already knows).
  */
-void lx_placed_note(pbx_port_ctx *ctx, int32_t slot, int placed);
+void lx_placed_note(pbx_port_ctx *ctx, int32_t slot, int note);
 
 /** lx_is_placeholder reports whether slot holds the context's placeholder
  * (a reservable slot: by the port's record, lx_placed_note). */

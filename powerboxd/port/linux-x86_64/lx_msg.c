@@ -279,10 +279,11 @@ pbx_err pbx_port_receipt_move(pbx_port_ctx *ctx, uint32_t index,
     from = ctx->staged[index];
     /* dup3 swaps the placeholder for the receipt in one step; then the
      * staging number is deleted with proof, so exactly one slot holds it. */
-    lx_placed_note(ctx, dest_slot, 0);
+    lx_placed_note(ctx, dest_slot, LX_NOTE_UNKNOWN);
     if (lx_sys3(LX_SYS_DUP3, from, dest_slot, LX_O_CLOEXEC) != dest_slot) {
         return PBX_E_PORT_SYSCALL;
     }
+    lx_placed_note(ctx, dest_slot, LX_NOTE_MOVED);
     ctx->staged[index] = PBX_PORT_SLOT_NONE;
     return lx_close_proven(from);
 }

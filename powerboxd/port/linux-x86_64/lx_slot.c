@@ -37,18 +37,28 @@ static int lx_in_range(const pbx_port_ctx *ctx, int32_t slot)
            slot <= ctx->slot_max;
 }
 
-void lx_placed_note(pbx_port_ctx *ctx, int32_t slot, int placed)
+void lx_placed_note(pbx_port_ctx *ctx, int32_t slot, int note)
 {
     if (!lx_in_range(ctx, slot)) {
         return;
     }
     uint32_t i = (uint32_t)(slot - ctx->slot_min);
     uint64_t bit = UINT64_C(1) << (i % 64U);
-    if (placed) {
+    ctx->placed[i / 64U] &= ~bit;
+    ctx->moved[i / 64U] &= ~bit;
+    if (note == LX_NOTE_PLACED) {
         ctx->placed[i / 64U] |= bit;
-    } else {
-        ctx->placed[i / 64U] &= ~bit;
+    } else if (note == LX_NOTE_MOVED) {
+        ctx->moved[i / 64U] |= bit;
     }
+}
+
+/* Whether the record says reservable slot holds a receipt the port moved
+ * or copied there. */
+static int lx_moved(const pbx_port_ctx *ctx, int32_t slot)
+{
+    uint32_t i = (uint32_t)(slot - ctx->slot_min);
+    return (int)((ctx->moved[i / 64U] >> (i % 64U)) & 1U);
 }
 
 /* Whether the record says reservable slot holds the placeholder. */
@@ -236,7 +246,7 @@ pbx_err pbx_port_slot_delete(pbx_port_ctx *ctx, int32_t slot)
     if (!lx_slot_valid(slot)) {
         return PBX_E_PORT_SLOT_RANGE;
     }
-    lx_placed_note(ctx, slot, 0);
+    lx_placed_note(ctx, slot, LX_NOTE_UNKNOWN);
     /* One close: 0 proves the number free, EBADF says nothing was there
      * to delete, anything else is proven by asking for the number. */
     r = lx_sys1(LX_SYS_CLOSE, slot);
@@ -255,7 +265,9 @@ pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
     if (!lx_in_range(ctx, slot)) {
         return PBX_E_PORT_SLOT_RANGE;
     }
-    if (!lx_slot_open(slot)) {
+    /* A slot the record says holds the port's placeholder or a receipt it
+     * moved there is not empty; only an unknown one is asked about. */
+    if (!lx_placed(ctx, slot) && !lx_moved(ctx, slot) && !lx_slot_open(slot)) {
         return PBX_E_PORT_NOT_RESERVED;
     }
     /* dup3 replaces the receipt atomically: the number is never empty, so
@@ -267,10 +279,11 @@ pbx_err pbx_port_slot_restore(pbx_port_ctx *ctx, int32_t slot)
         return PBX_E_PORT_DELETE_AGAIN;
     }
     if (r != slot) {
+        lx_placed_note(ctx, slot, LX_NOTE_UNKNOWN);
         return PBX_E_PORT_SYSCALL;
     }
     /* dup3 answering slot proves the placeholder is there now. */
-    lx_placed_note(ctx, slot, 1);
+    lx_placed_note(ctx, slot, LX_NOTE_PLACED);
     return PBX_OK;
 }
 
@@ -289,10 +302,11 @@ pbx_err pbx_port_slot_copy(pbx_port_ctx *ctx, int32_t from_slot,
     }
     /* dup3 replaces the placeholder atomically; both numbers then name
      * the same open connection. */
-    lx_placed_note(ctx, dest_slot, 0);
+    lx_placed_note(ctx, dest_slot, LX_NOTE_UNKNOWN);
     if (lx_sys3(LX_SYS_DUP3, from_slot, dest_slot, LX_O_CLOEXEC) != dest_slot) {
         return PBX_E_PORT_SYSCALL;
     }
+    lx_placed_note(ctx, dest_slot, LX_NOTE_MOVED);
     return PBX_OK;
 }
 
@@ -301,16 +315,24 @@ pbx_err pbx_port_reserve(pbx_port_ctx *ctx, int32_t slot)
     if (!lx_in_range(ctx, slot)) {
         return PBX_E_PORT_SLOT_RANGE;
     }
-    if (lx_slot_open(slot)) {
-        return PBX_E_PORT_SLOT_OCCUPIED;
+    /* F_DUPFD_CLOEXEC copies the placeholder to the lowest free number at
+     * or above slot, never replacing anything: answering slot itself
+     * proves the number was empty and fills it, one call where F_GETFD
+     * then dup3 took two (issue 23 item 4). A higher answer proves slot
+     * occupied; that copy sits on a number that was free and is closed
+     * again (close frees the number whatever it answers), so every
+     * number is as it was. */
+    int64_t got =
+        lx_sys3(LX_SYS_FCNTL, ctx->placeholder_slot, LX_F_DUPFD_CLOEXEC, slot);
+    if (got == slot) {
+        lx_placed_note(ctx, slot, LX_NOTE_PLACED);
+        return PBX_OK;
     }
-    if (lx_sys3(LX_SYS_DUP3, ctx->placeholder_slot, slot, LX_O_CLOEXEC) !=
-        slot) {
+    if (got < 0) {
         return PBX_E_PORT_SYSCALL;
     }
-    /* dup3 answering slot proves the placeholder is there now. */
-    lx_placed_note(ctx, slot, 1);
-    return PBX_OK;
+    (void)lx_sys1(LX_SYS_CLOSE, got);
+    return PBX_E_PORT_SLOT_OCCUPIED;
 }
 
 pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot)
@@ -321,6 +343,6 @@ pbx_err pbx_port_unreserve(pbx_port_ctx *ctx, int32_t slot)
     if (!lx_is_placeholder(ctx, slot)) {
         return PBX_E_PORT_NOT_RESERVED;
     }
-    lx_placed_note(ctx, slot, 0);
+    lx_placed_note(ctx, slot, LX_NOTE_UNKNOWN);
     return lx_close_proven(slot);
 }

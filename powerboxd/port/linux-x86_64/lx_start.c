@@ -48,47 +48,6 @@ _Noreturn void pbx_port_exit(uint8_t status)
     __builtin_trap();
 }
 
-/** LX_START_SYS_POLL is poll(fds, n, timeout). */
-#define LX_START_SYS_POLL 7
-/** LX_START_POLLOUT asks poll for writability. */
-#define LX_START_POLLOUT 0x004
-/** LX_START_POLL_BAD is POLLERR | POLLHUP | POLLNVAL: no reader, or no
- * descriptor. */
-#define LX_START_POLL_BAD 0x038
-/** LX_START_LINE_MAX is PIPE_BUF: a pipe takes a line this long whole. */
-#define LX_START_LINE_MAX 4096U
-
-/** lx_start_pollfd is struct pollfd. */
-struct lx_start_pollfd {
-    /** Descriptor. */
-    // cppcheck-suppress unusedStructMember
-    int32_t fd;
-    /** Requested events. */
-    // cppcheck-suppress unusedStructMember
-    int16_t events;
-    /** Returned events. */
-    int16_t revents;
-};
-
-bool pbx_port_log(const uint8_t *msg, uint32_t len_bytes)
-{
-    struct lx_start_pollfd p = {2, LX_START_POLLOUT, 0};
-    if (len_bytes == 0U || len_bytes > LX_START_LINE_MAX) {
-        return false;
-    }
-    /* Never wait: a full pipe or a slow terminal loses the line (the
-     * runtime counts it), and a pipe with no reader is never written,
-     * so it raises no SIGPIPE. A pipe with room for one page takes a
-     * line of at most PIPE_BUF bytes whole without blocking. */
-    if (lx_sys3(LX_START_SYS_POLL, lx_ptr(&p), 1, 0) != 1 ||
-        (p.revents & LX_START_POLL_BAD) != 0 ||
-        (p.revents & LX_START_POLLOUT) == 0) {
-        return false;
-    }
-    return lx_sys3(LX_SYS_WRITE, 2, lx_ptr(msg), (int64_t)len_bytes) ==
-           (int64_t)len_bytes;
-}
-
 bool pbx_port_print(const uint8_t *msg, uint32_t len_bytes)
 {
     uint32_t done = 0;
