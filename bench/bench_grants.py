@@ -43,8 +43,9 @@ from e2e_harness import read_rows  # noqa: E402  pylint: disable=C0413
 
 
 # powerboxd's pools sized for 1,000 grants (the default holds 128); its
-# transient range (at most 960 slots: 944 plus 16 receipts) bounds the
-# install-mode grants held at once to about 934.
+# 944 transient slots (plus 16 receipts) hold the 900 install-mode grants
+# of the row with room for the lifecycles beside them. The range may hold
+# up to 4,032 slots, and e2e many-grants holds 1,000 (docs/BENCH.md).
 GEOMETRY = ("--grants", "1024", "--requests", "1024", "--decisions", "1024",
             "--policies", "1024", "--resolutions", "1024", "--notifications",
             "1024", "--transient-slots", "944")

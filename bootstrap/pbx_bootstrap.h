@@ -190,10 +190,14 @@ _Static_assert(PBX_BOOTSTRAP_RECORD_BYTES == 240U,
 /**
  * PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX bounds powerboxd's transient slot range
  * (the runtime's PBX_RT_TRANSIENT_MAX): the transient-slots capacity plus
- * PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE must not exceed it, so the range
- * ends inside Linux's default descriptor limit (1024).
+ * PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE must not exceed it. From the usual
+ * first transient slot (64) the range ends at slot 4095, inside the
+ * kernel's default hard descriptor limit (4096), so a stack can hold
+ * 1,000 live install-mode grants (each keeps a transient slot) with room
+ * to spare; powerboxd raises its soft limit to the range's end at startup
+ * and refuses to start when the hard limit is lower (docs/STATUS.md).
  */
-#define PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX 960U
+#define PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX 4032U
 
 /**
  * pbx_bootstrap_geometry is a parsed PBX1 record. Plain values owned by the

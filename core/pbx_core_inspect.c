@@ -228,7 +228,7 @@ pbx_core_startup_verdict pbx_core_startup_check(const uint8_t *rec, size_t len,
         PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE;
     _Static_assert(PBX_CORE_TSLOTS_MIN == 11U &&
                        PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE == 16U &&
-                       PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX == 960U,
+                       PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX == 4032U,
                    "the error texts name these limits");
     pbx_core_pool_layouts(compiled);
     err = pbx_bootstrap_layout_derive(&out->geo, compiled, &out->layout);

@@ -337,10 +337,10 @@ static pbx_core_startup_verdict iv_check(const pbx_bootstrap_geometry *g,
 }
 
 /* A record powerboxd would start with passes with every field filled in;
- * the transient limits pass at their edges (11 and 944 slots). */
+ * the transient limits pass at their edges (11 and 4016 slots). */
 PBX_TEST(core_inspect_views_startup_check_accepts_at_each_limit)
 {
-    static const uint32_t tslots[3] = {40U, 11U, 944U};
+    static const uint32_t tslots[3] = {40U, 11U, 4016U};
     for (uint32_t k = 0; k < 3U; k++) {
         pbx_bootstrap_geometry g;
         pbx_core_startup_result out;
@@ -407,17 +407,17 @@ PBX_TEST(core_inspect_views_startup_check_refuses_layout_and_extent)
     PBX_CHECK_EQ(out.layout.page_count, 0U);
 }
 
-/* One transient slot past each limit: 945 slots need a range of 961
+/* One transient slot past each limit: 4017 slots need a range of 4033
  * (exit 19, PBX_E_BOOTSTRAP_TRANSIENT_RANGE), 10 are too few to serve
  * (exit 29, PBX_E_BOOTSTRAP_TRANSIENT_MIN); both derived their layout. */
 PBX_TEST(core_inspect_views_startup_check_refuses_transient_limits)
 {
     pbx_bootstrap_geometry g;
     pbx_core_startup_result out;
-    iv_geometry(&g, 8U, 945U);
+    iv_geometry(&g, 8U, 4017U);
     PBX_CHECK_EQ(iv_check(&g, &out), PBX_CORE_STARTUP_TRANSIENT);
     PBX_CHECK_EQ(out.err, PBX_E_BOOTSTRAP_TRANSIENT_RANGE);
-    PBX_CHECK_EQ(out.transient_count, 961U);
+    PBX_CHECK_EQ(out.transient_count, 4033U);
     PBX_CHECK_EQ(out.layout.page_count, g.arena_page_count);
     iv_geometry(&g, 8U, 10U);
     PBX_CHECK_EQ(iv_check(&g, &out), PBX_CORE_STARTUP_CORE);

@@ -286,8 +286,10 @@ uint8_t pbx_port_main(const pbx_port_start *start);
  * multiplexer and the placeholder source. Reservations may use only slots in
  * [slot_min, slot_max]; slot_min must leave room between the startup slots
  * and the range for the port's own objects (PBX_PORT_STARTUP_SLOTS +
- * PBX_PORT_CLIENTS_MAX + 8 at least). Returns PBX_OK or an error; on error
- * nothing is held.
+ * PBX_PORT_CLIENTS_MAX + 8 at least). A port whose kernel limits the
+ * descriptor count (Linux: RLIMIT_NOFILE) raises the soft limit to reach
+ * slot_max, and answers PBX_E_PORT_NOFILE when the hard limit is below
+ * it. Returns PBX_OK or an error; on error nothing is held.
  */
 pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max);
 

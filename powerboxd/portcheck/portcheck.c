@@ -51,7 +51,9 @@ enum pc_status {
     PC_EXIT_READY = 17,
     PC_EXIT_EVENTS = 18,
     PC_EXIT_WAIT = 19,
-    PC_EXIT_INIT = 20
+    PC_EXIT_INIT = 20,
+    /** The hard RLIMIT_NOFILE is below PC_SLOT_MAX + 1. */
+    PC_EXIT_NOFILE = 21
 };
 
 /** The driver's whole state, in static storage (no allocation). */
@@ -136,7 +138,11 @@ static uint8_t pc_startup(const pbx_port_start *start)
 {
     static const uint8_t ready[5] = {'R', 'E', 'A', 'D', 'Y'};
     uint8_t st;
-    if (pbx_port_init(&pc.port, PC_SLOT_MIN, PC_SLOT_MAX) != PBX_OK) {
+    pbx_err err = pbx_port_init(&pc.port, PC_SLOT_MIN, PC_SLOT_MAX);
+    if (err == PBX_E_PORT_NOFILE) {
+        return PC_EXIT_NOFILE;
+    }
+    if (err != PBX_OK) {
         return PC_EXIT_INIT;
     }
     st = pc_startup_storage();

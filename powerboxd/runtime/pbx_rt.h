@@ -69,7 +69,11 @@ typedef enum pbx_rt_exit {
     /** The readiness report could not be sent to the supervisor. */
     PBX_RT_EXIT_READY_SEND = 30,
     /** The launchd broker endpoint (slot 10) could not be received on. */
-    PBX_RT_EXIT_BROKER = 31
+    PBX_RT_EXIT_BROKER = 31,
+    /** The hard descriptor limit (Linux: RLIMIT_NOFILE) is below the
+     * transient range's end (slot 4095), so the range cannot be used
+     * whole; the soft limit is raised when only it is lower. */
+    PBX_RT_EXIT_NOFILE = 32
     /* 68 and 69 (a silent or hung-up peer) are retired: no peer's timing
      * or death ends the service any more. */
 } pbx_rt_exit;
@@ -120,7 +124,9 @@ typedef enum pbx_rt_exit {
 /**
  * PBX_RT_TRANSIENT_MAX bounds the transient slot range: PBX1's
  * transient-slot capacity plus PBX_PORT_RECEIPTS_MAX intake slots must
- * fit, and the range ends inside Linux's default descriptor limit. It is
+ * fit, and the range (from slot 64) ends inside Linux's default hard
+ * descriptor limit (4096); the port raises the soft limit to it at
+ * startup (PBX_RT_EXIT_NOFILE when the hard limit is lower). It is
  * PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX, the bound the shared startup check
  * (pbx_core_startup_check) applies.
  */

@@ -353,7 +353,7 @@ void rt_log_grant_end(rt_state *s, const uint8_t *frame, size_t len)
     rt_log_flush();
 }
 
-/* What each startup refusal (PBX_RT_EXIT_ARGS..PBX_RT_EXIT_BROKER) means.
+/* What each startup refusal (PBX_RT_EXIT_ARGS..PBX_RT_EXIT_NOFILE) means.
  * Long texts are split literals on purpose: the count is asserted below. */
 // NOLINTBEGIN(bugprone-suspicious-missing-comma)
 static const char *const rt_log_refusals[] = {
@@ -381,11 +381,16 @@ static const char *const rt_log_refusals[] = {
     "the core refused the layout or the arena",
     "the readiness report could not be sent to the supervisor (slot 4)",
     "the launchd broker endpoint (slot 10) could not be received on",
+    "the hard descriptor limit (RLIMIT_NOFILE) is below 4096, the end of "
+    "the transient slot range (raise the hard limit)",
 };
 // NOLINTEND(bugprone-suspicious-missing-comma)
 
+_Static_assert(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT + PBX_RT_TRANSIENT_MAX ==
+                   4096U,
+               "the descriptor-limit refusal names the range's end");
 _Static_assert(sizeof(rt_log_refusals) / sizeof(rt_log_refusals[0]) ==
-                   (size_t)PBX_RT_EXIT_BROKER - PBX_RT_EXIT_ARGS + 1U,
+                   (size_t)PBX_RT_EXIT_NOFILE - PBX_RT_EXIT_ARGS + 1U,
                "every startup refusal has its text");
 
 void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot)
@@ -396,7 +401,7 @@ void rt_log_refused(uint8_t status, pbx_err detail, int32_t slot)
     rt_log_u64(status);
     RT_LOG_LIT(": ");
     rt_log_str(status >= (uint8_t)PBX_RT_EXIT_ARGS &&
-                       status <= (uint8_t)PBX_RT_EXIT_BROKER
+                       status <= (uint8_t)PBX_RT_EXIT_NOFILE
                    ? rt_log_refusals[i]
                    : "unknown refusal");
     if (slot >= 0) {

@@ -275,9 +275,13 @@ uint8_t rt_startup(rt_state *s, const pbx_port_start *start)
     if (rt_args(start, &s->incarnation) != 0U) {
         return PBX_RT_EXIT_ARGS;
     }
-    if (pbx_port_init(&s->port, (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
-                      (int32_t)(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT +
-                                PBX_RT_TRANSIENT_MAX - 1U)) != PBX_OK) {
+    err = pbx_port_init(&s->port, (int32_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
+                        (int32_t)(PBX_CAPABI_TRANSIENT_FIRST_DEFAULT +
+                                  PBX_RT_TRANSIENT_MAX - 1U));
+    if (err == PBX_E_PORT_NOFILE) {
+        return PBX_RT_EXIT_NOFILE;
+    }
+    if (err != PBX_OK) {
         return PBX_RT_EXIT_PORT_INIT;
     }
     st = rt_storage(s);

@@ -41,7 +41,7 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     }
     g->capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] = 4096U;
     g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        bad == E2E_PBX1_TRANSIENT    ? 2000U
+        bad == E2E_PBX1_TRANSIENT    ? 5000U
         : bad == E2E_PBX1_TSLOTS_MIN ? 10U
                                      : 32U;
     /* A window of 8 calls on every peer route; deadlines of 5 s, 2 s to

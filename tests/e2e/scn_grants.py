@@ -1,30 +1,30 @@
-"""Scenario many-grants: a stack holds 900 live grants at once, each with
-its vfsd object and procd install live (issue 23 item 3), and the one past
-vfsd's and procd's configured tables is refused with backpressure, not
-dropped.
+"""Scenario many-grants: a stack holds 1,000 live grants at once, each
+with its vfsd object and procd install live (issue 23 item 3), and the one
+past vfsd's and procd's configured tables is refused with backpressure,
+not dropped.
 
-900, not 1,000: every live install-mode grant keeps its procd revocation
-handle in one of powerboxd's transient slots, and powerboxd's transient
-range is at most 960 slots (PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX: a
-transient-slots pool of at most 944 plus 16 receipts), so a stack holds
-at most about 934 such grants whatever the peers' tables (measured: the
-935th BEGIN is refused "a pool is full"). docs/BENCH.md says so.
+Every live install-mode grant keeps its procd revocation handle in one of
+powerboxd's transient slots. powerboxd's transient range may hold 4,032
+slots (PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX: slots 64 to 4095, the soft
+descriptor limit raised to 4096 at startup), so the pools below, not the
+range, bound the stack: the PBX1 pools and transient slots of `pbx up`'s
+geometry (tools/pbx/pbx_up_stack.c: 1,152 records per pool, 1,472
+transient slots), so vfsd's and procd's tables are met first.
 
-The stack is its own (standalone): powerboxd's PBX1 pools hold 1,024
-grants and 944 transient slots, vfsd runs with --objects 900 and procd
-with --installs 900, and 29 staged processes are shared by launchd and
-procd. 29 launched shell jobs (600:1 and up, each bound to its own staged
+The stack is its own (standalone): vfsd runs with --objects 1000 and procd
+with --installs 1000, and 32 staged processes are shared by launchd and
+procd. 32 launched shell jobs (600:1 and up, each bound to its own staged
 process) ask, one request at a time, for job-lifetime install-mode
-grants, 32 each (what launchd tracks for one job connection) and 4 in the
+grants, 32 each (what launchd tracks for one job connection) and 8 in the
 last, each into its own slot: every grant's vfsd object is then live
 (procd holds the installed copy) and so is its procd revocation handle.
-The counts are read, not timed: procd's query socket lists exactly 900
-installs and vfsd's log 900 objects found and none hung up or retired.
-The 901st request is refused, not dropped: vfsd answers its RESOLVE BUSY
+The counts are read, not timed: procd's query socket lists exactly 1,000
+installs and vfsd's log 1,000 objects found and none hung up or retired.
+The 1,001st request is refused, not dropped: vfsd answers its RESOLVE BUSY
 ("table full; retry later" in its log) and powerboxd ends the request
-with a definite answer (outcome=denied reason=resolve), the 900 grants are all still installed, and once
-the last job ends (its 4 grants revoked) the same request from a new job
-is approved.
+with a definite answer (outcome=denied reason=resolve), the 1,000 grants
+are all still installed, and once the last job ends (its 8 grants
+revoked) the same request from a new job is approved.
 """
 import os
 import shlex
@@ -33,16 +33,18 @@ from e2e_harness import Stack, fail, read_rows, wait_for
 from e2e_jobs import Shell
 
 # The live grants the scenario holds, and vfsd's and procd's table sizes.
-LIMIT = 900
+LIMIT = 1000
 # Live grants launchd tracks for one job connection
 # (PBX_PEER_TRACK_GRANTS_MAX).
 PER_JOB = 32
 JOBS = (LIMIT + PER_JOB - 1) // PER_JOB
-# powerboxd's pools sized above the peers' tables, so that vfsd's and
-# procd's limits are the ones met (the default geometry holds 128).
-GEOMETRY = ("--grants", "1024", "--requests", "1024", "--decisions", "1024",
-            "--policies", "1024", "--resolutions", "1024", "--notifications",
-            "1024", "--transient-slots", "944")
+# powerboxd's pools and transient slots as `pbx up` sizes them
+# (tools/pbx/pbx_up_stack.c: a table of 1,024 live grants plus the
+# default geometry's 128 records and 448 slots), above the peers' tables,
+# so that vfsd's and procd's limits are the ones met.
+GEOMETRY = ("--grants", "1152", "--requests", "1152", "--decisions", "1152",
+            "--policies", "1152", "--resolutions", "1152", "--notifications",
+            "1152", "--transient-slots", "1472")
 TABLES = {"vfsd": ["--objects", str(LIMIT)],
           "procd": ["--installs", str(LIMIT)], "stages": JOBS}
 # The first slot each job installs into (one slot per grant).
@@ -76,7 +78,7 @@ def many_grants(bin_dir, work):
     try:
         # One job at a time, one request at a time: each BEGIN reserves a
         # grant record, so requests in flight beside 1,000 live grants
-        # could meet powerboxd's pool (1,024) before vfsd's table.
+        # could meet powerboxd's pool (1,152) before vfsd's table.
         for j in range(JOBS):
             job = Shell(st, f"{600 + j}:1")
             jobs.append(job)

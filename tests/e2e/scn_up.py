@@ -14,6 +14,27 @@ from e2e_jobs import Shell
 from e2e_up import chaos_quiet, gone, latest_pids, Starts, Up, UP_LINE, UpJobs
 
 
+# The PBX1 pools `pbx up` sizes for a table of 1,024 live grants plus the
+# default geometry's room (tools/pbx/pbx_up_stack.c, issue 23 item 3).
+UP_GRANT_POOLS = ("requests", "grants", "policies", "decisions",
+                  "resolutions", "notifications")
+
+
+def up_holds_1000_grants(u):
+    """powerboxd's usage report under pbx up: every pool a live grant or a
+    lifecycle keeps a record in holds 1,152 (1,024 live grants and 128
+    beside them) and there are 1,472 transient slots (a procd handle for
+    each of 1,024 grants and 448 beside them)."""
+    # Imported here: scn_chaos imports this module.
+    from scn_chaos import usage  # pylint: disable=import-outside-toplevel
+    _, pools, _, line = usage(u, "up")
+    caps = {k: pools[k][1] for k in UP_GRANT_POOLS + ("tslots",)}
+    want = dict({k: 1152 for k in UP_GRANT_POOLS}, tslots=1472)
+    if caps != want:
+        fail(f"up: pbx up's PBX1 does not hold 1,024 grants: {line}")
+    print(f"run: pbx up's pools hold 1,024 live grants: {line}")
+
+
 def up(bin_dir, work):
     """pbx up: ready line, a lifecycle, a second pbx up refused naming the
     holder, SIGTERM stops all (a held job too), exit 0, lock free."""
@@ -26,6 +47,7 @@ def up(bin_dir, work):
         if len(procs) != 5:
             fail(f"pbx up runs {procs}, not the five stack processes")
         u.lifecycle("up")
+        up_holds_1000_grants(u)
         for name in ("vfsd", "ttyd", "procd", "launchd", "powerboxd"):
             if f" up[{u.proc.pid}]: {name}[{procs[name]}] started: " not in \
                     u.text():

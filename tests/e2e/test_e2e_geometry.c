@@ -2,7 +2,7 @@
  * test_e2e_geometry.c: `pbx geometry check` accepts exactly the PBX1
  * records the real powerboxd binary accepts at startup. Over 240 seeded
  * random geometries, boundary values included (transient slots around
- * the core's minimum of 11 and the runtime's 944, capacity 1 and each
+ * the core's minimum of 11 and the runtime's 4016, capacity 1 and each
  * pool's maximum, several page sizes, call windows and deadlines, a
  * spoiled layout, an arena one page too long or too short), each record
  * is judged by the pbx binary (PBX_BIN) and by powerboxd (PBX_POWERBOXD)
@@ -51,12 +51,12 @@ static uint32_t geo_range(uint64_t *s, uint32_t lo, uint32_t hi)
 /* A transient-slots capacity, mostly at the two startup boundaries. */
 static uint32_t geo_tslots(uint64_t *s)
 {
-    static const uint32_t edge[] = {1U,   10U,  11U,  12U,  100U,
-                                    943U, 944U, 945U, 946U, 65536U};
+    static const uint32_t edge[] = {1U,    10U,   11U,   12U,   100U,
+                                    4015U, 4016U, 4017U, 4018U, 65536U};
     if (geo_next(s) % 3U != 0U) {
         return edge[geo_next(s) % (sizeof(edge) / sizeof(edge[0]))];
     }
-    return geo_range(s, 1U, 1200U);
+    return geo_range(s, 1U, 4200U);
 }
 
 /* Draws geometry g (valid or not for the encoder) from s. */

@@ -16,7 +16,9 @@
  *       created (fstat of slot 9 answering ENOMEM, by a seccomp filter);
  *   30  a supervisor that hung up, or whose readiness route is full;
  *   31  the kernel refusing to watch the broker endpoint (epoll_ctl ADD
- *       of slot 10 answering ENOMEM, by a seccomp filter).
+ *       of slot 10 answering ENOMEM, by a seccomp filter);
+ *   32  a hard RLIMIT_NOFILE below 4096, the end of the transient range
+ *       (and a low soft limit under a hard one that reaches it, raised).
  *
  * 28 and 31 need an injected kernel failure: no record, descriptor or
  * name the harness can hand over makes them happen (docs/STATUS.md says
@@ -69,14 +71,15 @@
  * start (the child inherits it with the rest of the test's memory). */
 static struct {
     int resource;        /**< an RLIMIT_* to set, or -1 */
-    rlim_t limit;        /**< its soft and hard value */
+    rlim_t limit;        /**< its hard value (and soft, unless soft) */
+    rlim_t soft;         /**< its soft value, or 0: the same as limit */
     long nr;             /**< a system call to fail, or -1 */
     unsigned arg_a;      /**< first argument index it is matched on */
     unsigned long val_a; /**< the value that argument must have */
     unsigned arg_b;      /**< second argument index */
     unsigned long val_b; /**< the value that argument must have */
     int err;             /**< the errno the filter answers */
-} st_child = {-1, 0, -1, 0, 0, 0, 0, 0};
+} st_child = {-1, 0, 0, -1, 0, 0, 0, 0, 0};
 
 /* Installs a seccomp filter failing st_child.nr with st_child.err when
  * both its arguments match (low 32 bits; descriptors and operations fit
@@ -116,7 +119,9 @@ static void st_filter(void)
 static void st_before_exec(void)
 {
     if (st_child.resource >= 0) {
-        struct rlimit rl = {st_child.limit, st_child.limit};
+        struct rlimit rl = {st_child.soft != 0U ? st_child.soft
+                                                : st_child.limit,
+                            st_child.limit};
         if (setrlimit(st_child.resource, &rl) != 0) {
             _exit(126);
         }
@@ -130,6 +135,7 @@ static void st_before_exec(void)
 static void st_plain(void)
 {
     st_child.resource = -1;
+    st_child.soft = 0U;
     st_child.nr = -1;
 }
 
@@ -453,4 +459,47 @@ PBX_TEST(e2e_status_31_broker_endpoint_cannot_be_watched)
     /* The same refusal for another number lets it start. */
     st_fail_call(SYS_epoll_ctl, 1U, 1U, 2U, 15U, ENOMEM);
     PBX_CHECK(st_good_ready());
+}
+
+/* The transient range's end: the descriptor limit powerboxd needs. */
+#define ST_RANGE_END                                                           \
+    ((rlim_t)PBX_CAPABI_TRANSIENT_FIRST_DEFAULT + PBX_RT_TRANSIENT_MAX)
+
+/* Starts powerboxd on a good inventory under a soft and a hard
+ * RLIMIT_NOFILE; once ready, stores the limits it runs with in *rl and
+ * reports true. */
+static bool st_nofile_ready(rlim_t soft, rlim_t hard, struct rlimit *rl)
+{
+    e2e_proc p;
+    bool ok = false;
+    st_rlimit(RLIMIT_NOFILE, hard);
+    st_child.soft = soft;
+    if (e2e_prepare(&p, E2E_PBX1_GOOD)) {
+        p.before_exec = st_before_exec;
+        ok = e2e_start(&p) && e2e_wait_ready(&p) &&
+             prlimit(p.pid, RLIMIT_NOFILE, NULL, rl) == 0;
+        e2e_close(&p);
+    }
+    st_plain();
+    return ok;
+}
+
+PBX_TEST(e2e_status_32_hard_descriptor_limit_below_the_range)
+{
+    static const char why[] =
+        "the hard descriptor limit (RLIMIT_NOFILE) is below 4096, the end "
+        "of the transient slot range (raise the hard limit)";
+    struct rlimit rl = {0U, 0U};
+    PBX_REQUIRE(ST_RANGE_END == 4096U);
+    /* One descriptor short of the range's last slot: refused at once. */
+    st_rlimit(RLIMIT_NOFILE, ST_RANGE_END - 1U);
+    PBX_CHECK_EQ(st_good(PBX_RT_EXIT_NOFILE, why), PBX_RT_EXIT_NOFILE);
+    /* Linux's usual soft limit under a hard limit that reaches the end:
+     * raised to exactly the end, and powerboxd serves. */
+    PBX_CHECK(st_nofile_ready(1024U, ST_RANGE_END, &rl));
+    PBX_CHECK_EQ(rl.rlim_cur, ST_RANGE_END);
+    PBX_CHECK_EQ(rl.rlim_max, ST_RANGE_END);
+    /* A soft limit already above the end is left as it is. */
+    PBX_CHECK(st_nofile_ready(ST_RANGE_END + 8U, ST_RANGE_END + 16U, &rl));
+    PBX_CHECK_EQ(rl.rlim_cur, ST_RANGE_END + 8U);
 }

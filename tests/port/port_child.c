@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,6 +63,16 @@ static int t_pbx1(t_pbx1_mode mode)
     return fd;
 }
 
+/* The RLIMIT_NOFILE of the next spawned child (t_spawn_nofile); a hard
+ * value of 0 leaves the harness's own. */
+static struct rlimit t_nofile_next;
+
+void t_spawn_nofile(rlim_t soft, rlim_t hard)
+{
+    t_nofile_next.rlim_cur = soft;
+    t_nofile_next.rlim_max = hard;
+}
+
 /* In the child: places err_fd (when not negative) at fd 2 and src[i] at
  * fd 3 + i (closing 3 + i when src[i] is negative), closes everything else
  * above 2, and runs the image. */
@@ -84,6 +95,10 @@ static _Noreturn void t_child_exec(const char *path, const char *name,
     }
     for (int fd = 7; fd < T_FD_SWEEP; fd++) {
         (void)close(fd);
+    }
+    if (t_nofile_next.rlim_max != 0U &&
+        setrlimit(RLIMIT_NOFILE, &t_nofile_next) != 0) {
+        _exit(126);
     }
     char *const argv[] = {(char *)path, (char *)name, NULL};
     execv(path, argv);
@@ -142,6 +157,8 @@ bool t_spawn_err(t_child *c, t_pbx1_mode mode, int err_fd)
     if (c->pid == 0) {
         t_child_exec(path, c->name, theirs, err_fd);
     }
+    /* A limit applies to one spawn only. */
+    t_spawn_nofile(0U, 0U);
     for (int i = 0; i < 4; i++) {
         if (theirs[i] >= 0) {
             (void)close(theirs[i]);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 /** What the PBX1 startup slot (fd 3) holds when the child starts. */
@@ -46,6 +47,13 @@ bool t_spawn(t_child *c, t_pbx1_mode mode);
  * and closes err_fd.
  */
 bool t_spawn_err(t_child *c, t_pbx1_mode mode, int err_fd);
+
+/**
+ * t_spawn_nofile makes the next t_spawn's child run with RLIMIT_NOFILE
+ * soft and hard (set just before exec); hard 0 keeps the harness's own.
+ * It applies to that one spawn.
+ */
+void t_spawn_nofile(rlim_t soft, rlim_t hard);
 
 /** t_wait_ready waits up to 5 s for "READY" on the supervisor route. */
 bool t_wait_ready(t_child *c);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -100,6 +101,39 @@ PBX_TEST(port_refuses_non_memory_pbx1)
 PBX_TEST(port_refuses_malformed_pbx1)
 {
     t_refused(T_PBX1_BADMAGIC, 13);
+}
+
+/* The portcheck range ends at slot 263 (powerboxd/portcheck/portcheck.c). */
+#define T_RANGE_END 264U
+/* portcheck's status for PBX_E_PORT_NOFILE from pbx_port_init. */
+#define T_EXIT_NOFILE 21
+
+/* A hard descriptor limit one below the range's end refuses startup with
+ * its own status (nothing of the range could be placed at its top); a
+ * soft limit below it under a hard limit that reaches it is raised to
+ * exactly the range's end, and the child starts. */
+PBX_TEST(port_descriptor_limit_fitted_to_the_range)
+{
+    t_child c;
+    t_spawn_nofile(T_RANGE_END - 1U, T_RANGE_END - 1U);
+    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
+    PBX_CHECK_EQ(t_exit_status(&c), T_EXIT_NOFILE);
+    t_close_all(&c);
+    t_spawn_nofile(100U, T_RANGE_END);
+    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
+    PBX_REQUIRE(t_wait_ready(&c));
+    struct rlimit rl = {0U, 0U};
+    PBX_CHECK_EQ(prlimit(c.pid, RLIMIT_NOFILE, NULL, &rl), 0);
+    PBX_CHECK_EQ(rl.rlim_cur, (rlim_t)T_RANGE_END);
+    PBX_CHECK_EQ(rl.rlim_max, (rlim_t)T_RANGE_END);
+    t_close_all(&c);
+    /* A soft limit already above the range's end is left alone. */
+    t_spawn_nofile(T_RANGE_END + 50U, T_RANGE_END + 100U);
+    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
+    PBX_REQUIRE(t_wait_ready(&c));
+    PBX_CHECK_EQ(prlimit(c.pid, RLIMIT_NOFILE, NULL, &rl), 0);
+    PBX_CHECK_EQ(rl.rlim_cur, (rlim_t)T_RANGE_END + 50U);
+    t_close_all(&c);
 }
 
 PBX_TEST(port_ready_query_and_exit_status)

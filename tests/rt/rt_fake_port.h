@@ -19,8 +19,10 @@
 
 #include "powerboxd/port/pbx_port.h"
 
-/** FK_SLOTS bounds the slot numbers the fake knows. */
-#define FK_SLOTS 1100U
+/** FK_SLOTS bounds the slot numbers the fake knows: beyond the end of
+ * the runtime's transient range (slot 4095), which the usage report walks
+ * whole. */
+#define FK_SLOTS 4160U
 /** FK_STAGE_FIRST is the first of the fake's receipt staging slots (they
  * lie below the transient range, as a real port's do). */
 #define FK_STAGE_FIRST 40

@@ -59,13 +59,46 @@
 #define PBX_UP_STAGES      10
 
 /* The rows of vfsd's object table (--objects) and procd's install table
- * (--installs): above powerboxd's transient range, the most live grants
- * holding a descriptor that any PBX1 geometry allows, so a stack meets
- * powerboxd's pools before a peer's table (issue 23 item 3; e2e
- * many-grants holds 900 with tables of 900). */
+ * (--installs): the live grants a stack holds, at least 1,000 (issue 23
+ * item 3; e2e many-grants holds 1,000 with tables of 1,000). */
 #define PBX_UP_PEER_TABLE 1024U
-_Static_assert(PBX_UP_PEER_TABLE >= PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX,
-               "the peers' tables cover powerboxd's transient range");
+_Static_assert(PBX_UP_PEER_TABLE >= 1000U, "a stack holds 1,000 grants");
+
+/* What the stack's PBX1 keeps beside its live grants: the default
+ * geometry's records (128 per request pool, 448 transient slots) stay
+ * free for the lifecycles in flight while the peers' tables are full, so
+ * a stack meets the peers' tables before any pool of powerboxd. */
+#define PBX_UP_POOL_ROOM      128U
+#define PBX_UP_TRANSIENT_ROOM 448U
+/* Each live install-mode grant keeps its procd handle in a transient
+ * slot: the range (slots plus 16 receipts) must hold the table and the
+ * room, inside powerboxd's range. */
+_Static_assert(PBX_UP_PEER_TABLE + PBX_UP_TRANSIENT_ROOM +
+                       PBX_BOOTSTRAP_RECEIPTS_PER_RECEIVE <=
+                   PBX_BOOTSTRAP_TRANSIENT_RANGE_MAX,
+               "the transient range holds a full table of grants");
+
+/* The pools a live grant or a lifecycle keeps a record in, raised for a
+ * full table of live grants beside the default's room. */
+static const pbx_bootstrap_pool pbx_up_grant_pools[] = {
+    PBX_BOOTSTRAP_POOL_REQUESTS,    PBX_BOOTSTRAP_POOL_GRANTS,
+    PBX_BOOTSTRAP_POOL_POLICIES,    PBX_BOOTSTRAP_POOL_DECISIONS,
+    PBX_BOOTSTRAP_POOL_RESOLUTIONS, PBX_BOOTSTRAP_POOL_NOTIFICATIONS,
+};
+
+/* The stack's geometry: the tool's defaults, with the pools and the
+ * transient slots sized for PBX_UP_PEER_TABLE live grants. */
+static void pbx_up_geometry(pbx_bootstrap_geometry *g)
+{
+    pbx_tool_geometry_defaults(g);
+    for (size_t i = 0U;
+         i < sizeof(pbx_up_grant_pools) / sizeof(*pbx_up_grant_pools); i++) {
+        g->capacity[pbx_up_grant_pools[i]] =
+            PBX_UP_PEER_TABLE + PBX_UP_POOL_ROOM;
+    }
+    g->capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
+        PBX_UP_PEER_TABLE + PBX_UP_TRANSIENT_ROOM;
+}
 
 /* The sockets a stack makes in DIR, removed before a start and at exit. */
 static const char *const pbx_up_sockets[] = {
@@ -84,21 +117,21 @@ void pbx_up_stack_clean(const pbx_up *u)
     }
 }
 
-/* A sealed memfd holding the PBX1 record of the embedded default
- * geometry, or -1 (noted). */
+/* A sealed memfd holding the PBX1 record of the stack's geometry
+ * (pbx_up_geometry), or -1 (noted). */
 static int pbx_up_pbx1(pbx_up *u)
 {
     pbx_bootstrap_geometry g;
-    pbx_tool_geometry_defaults(&g);
+    pbx_up_geometry(&g);
     uint32_t pages = 0U;
     uint8_t rec[PBX_BOOTSTRAP_RECORD_BYTES];
     if (pbx_bootstrap_pages_compute(&g, &pages) != PBX_OK) {
-        pbx_up_note(u, "the default geometry has no page count");
+        pbx_up_note(u, "the stack's geometry has no page count");
         return -1;
     }
     g.arena_page_count = pages;
     if (pbx_bootstrap_encode(&g, rec, sizeof(rec)) != PBX_OK) {
-        pbx_up_note(u, "the default geometry does not encode");
+        pbx_up_note(u, "the stack's geometry does not encode");
         return -1;
     }
     int fd = memfd_create("pbx1", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -135,6 +135,15 @@ pbx_err lx_recv(pbx_port_ctx *ctx, int32_t slot, uint8_t *buf,
  */
 void lx_supervisor_unwatch(pbx_port_ctx *ctx);
 
+/**
+ * lx_nofile_fit raises the soft RLIMIT_NOFILE to slot_max + 1 when it is
+ * lower, so every slot of the reservable range can be used, never above
+ * the hard limit. PBX_E_PORT_NOFILE: the hard limit is below slot_max + 1
+ * (nothing changed); PBX_E_PORT_SYSCALL: the limit could not be read or
+ * set.
+ */
+pbx_err lx_nofile_fit(int32_t slot_max);
+
 /** lx_now_ms reads CLOCK_MONOTONIC in milliseconds; 0 when it fails. */
 uint64_t lx_now_ms(void);
 

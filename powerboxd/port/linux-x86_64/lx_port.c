@@ -115,6 +115,12 @@ pbx_err pbx_port_init(pbx_port_ctx *ctx, int32_t slot_min, int32_t slot_max)
     if (err != PBX_OK) {
         return lx_init_undo(ctx, err);
     }
+    /* Before any slot of the range is used: the descriptor limit must
+     * reach its last slot (lx_nofile.c). */
+    err = lx_nofile_fit(slot_max);
+    if (err != PBX_OK) {
+        return lx_init_undo(ctx, err);
+    }
     ctx->flags = LX_FLAG_INIT;
     return PBX_OK;
 }
