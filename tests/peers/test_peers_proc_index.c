@@ -22,8 +22,8 @@ procd g_procd;
 /* The table the tests use: small, so keys collide. */
 #define PI_CAP 8U
 /* The keys drawn: few, so INSTALLs conflict and reuse keys. */
-#define PI_PIDS   3U
-#define PI_SLOTS  5U
+#define PI_PIDS   10U
+#define PI_SLOTS  3U
 #define PI_GRANTS 6U
 
 /* A small deterministic generator (xorshift32). */
@@ -174,7 +174,7 @@ static bool pi_step_stage(pbx_peer_proctab *t, uint32_t *s)
 PBX_TEST(peers_proc_index_random_orders_agree_with_walks)
 {
     static pbx_peer_proctab t;
-    for (uint32_t seed = 1; seed <= 40U; seed++) {
+    for (uint32_t seed = 1; seed <= 300U; seed++) {
         uint32_t s = seed * 2654435761U;
         pbx_peer_proctab_init_cap(&t, PI_CAP);
         for (uint64_t pid = 1; pid <= PI_PIDS; pid++) {
@@ -279,4 +279,74 @@ PBX_TEST(peers_proc_index_hung_list_follows_hangups)
     procd_hang(6, 5U);
     g_procd.hung_ms[4] = 0U;
     PBX_CHECK(procd_index_check() != NULL);
+}
+
+/* The home place of pid in an empty table of PI_CAP rows: where its
+ * first install puts it (found by looking, as the hash is private). */
+static size_t pi_home(pbx_peer_proctab *t, uint64_t pid)
+{
+    pbx_peer_proctab_init_cap(t, PI_CAP);
+    PBX_REQUIRE(pbx_peer_proctab_stage(t, pid, 1U) == 0U);
+    pbx_ipc_install rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.target = (pbx_ipc_target){pid, 1U, 0U};
+    rq.grant = (pbx_ipc_id){1U, 1U};
+    size_t row = 0;
+    PBX_REQUIRE(pbx_peer_proctab_install_check(t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply(t, row, &rq, 10, 11);
+    size_t at = 0;
+    while (at < t->ix.mask && t->ix.pid_count[at] == 0U) {
+        at++;
+    }
+    return at;
+}
+
+/* Installs grant gi of pid (staged at gen 1) in slot 0. */
+static size_t pi_put(pbx_peer_proctab *t, uint64_t pid, uint32_t gi)
+{
+    PBX_REQUIRE(pbx_peer_proctab_stage(t, pid, 1U) == 0U);
+    pbx_ipc_install rq;
+    memset(&rq, 0, sizeof(rq));
+    rq.target = (pbx_ipc_target){pid, 1U, 0U};
+    rq.grant = (pbx_ipc_id){gi, 1U};
+    size_t row = 0;
+    PBX_REQUIRE(pbx_peer_proctab_install_check(t, &rq, &row) == 0U);
+    pbx_peer_proctab_install_apply(t, row, &rq, 10, 11);
+    return row;
+}
+
+PBX_TEST(peers_proc_index_pid_runs_wrap_the_table)
+{
+    /* Process ids whose homes are the last place but one (a) and the
+     * last (b, c): c's probe wraps to place 0. Ending a's install empties
+     * the place before b's run; c must stay where it is (its home is past
+     * the hole), or its process would read as having no install. */
+    static pbx_peer_proctab t;
+    uint64_t a = 0;
+    uint64_t b = 0;
+    uint64_t c = 0;
+    for (uint64_t pid = 1; pid < 5000U && c == 0U; pid++) {
+        size_t home = pi_home(&t, pid);
+        if (home == t.ix.mask - 1U && a == 0U) {
+            a = pid;
+        } else if (home == t.ix.mask && b == 0U) {
+            b = pid;
+        } else if (home == t.ix.mask && b != 0U) {
+            c = pid;
+        }
+    }
+    PBX_REQUIRE(a != 0U && c != 0U);
+    pbx_peer_proctab_init_cap(&t, PI_CAP);
+    size_t ra = pi_put(&t, a, 1U);
+    (void)pi_put(&t, b, 2U);
+    (void)pi_put(&t, c, 3U);
+    PBX_CHECK(t.ix.pid_count[0] != 0U && t.ix.pid_key[0] == c);
+    int o = -1;
+    int h = -1;
+    pbx_peer_proctab_drop(&t, ra, &o, &h);
+    PBX_CHECK(!pbx_peer_procix_pid_busy(&t, a));
+    PBX_CHECK(pbx_peer_procix_pid_busy(&t, b));
+    PBX_CHECK(pbx_peer_procix_pid_busy(&t, c));
+    PBX_CHECK(pbx_peer_procix_check(&t) == NULL);
+    PBX_CHECK_EQ(pbx_peer_proctab_stage(&t, c, 2U), PBX_PEER_E_CONFLICT);
 }
