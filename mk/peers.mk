@@ -29,6 +29,8 @@ PEERS_TEST_SRCS  := tests/runner/pbx_test.c $(wildcard tests/peers/*.c)
 PEERS_TEST_SRCS  += peers/launchd/launchd_timer.c
 # Its indexes are pure too (test_peers_launchd_index.c).
 PEERS_TEST_SRCS  += peers/launchd/launchd_index.c
+# procd's hung list is checked against walks (test_peers_proc_index.c).
+PEERS_TEST_SRCS  += peers/procd/procd_hung.c
 PEERS_TEST_OBJS  := $(PEERS_TEST_SRCS:%.c=$(BUILD)/obj/peers-test/%.o)
 PEERS_TEST_BIN   := $(BUILD)/bin/pbx-peers-test
 PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
@@ -156,7 +158,7 @@ peers: $(PEERS_BINS) $(APP_LIB) $(PEERS_DEMO_BIN) $(PEERS_FDCAT_BIN) \
        $(PEERS_WALLS_BIN) $(PEERS_HIJACK_BIN) $(PEERS_SPOOF_BIN)
 
 peers-test: $(PEERS_TEST_BIN) $(PEERS_BINS) $(PEERS_PROBE_BIN)
-	PBX_PEERS_BIN=$(BUILD)/bin PBX_LAUNCHD_CHECK_INDEX=1 $(PEERS_TEST_BIN) $(TESTS)
+	PBX_PEERS_BIN=$(BUILD)/bin PBX_LAUNCHD_CHECK_INDEX=1 PBX_PROCD_CHECK_INDEX=1 $(PEERS_TEST_BIN) $(TESTS)
 
 PEERS_TIDY_OKS = $(PEERS_GATE_SRCS:%.c=build/tidy/%.ok)
 $(PEERS_TIDY_OKS): $(PEERS_HEADERS)

@@ -1,5 +1,7 @@
 /*
  * pbx_peer_proc.c: procd's staged processes and install table. Pure.
+ * Every decision on an install reads the indexes (pbx_peer_proc_index.c),
+ * which the apply and drop steps keep in step with the rows.
  */
 #include "peers/lib/pbx_peer_proc.h"
 
@@ -27,17 +29,13 @@ void pbx_peer_proctab_init_cap(pbx_peer_proctab *t, size_t cap)
         t->conns[i] = -1;
     }
     t->next_gen = 1U;
+    pbx_peer_procix_init(t);
 }
 
 /* Reports whether process_id has a live install (in any generation). */
 static bool proc_busy(const pbx_peer_proctab *t, uint64_t process_id)
 {
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->rows[i].live && t->rows[i].target.process_id == process_id) {
-            return true;
-        }
-    }
-    return false;
+    return pbx_peer_procix_pid_busy(t, process_id);
 }
 
 uint32_t pbx_peer_proctab_stage(pbx_peer_proctab *t, uint64_t process_id,
@@ -162,22 +160,14 @@ uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
     if (rq->target.slot >= PBX_PEER_PROC_SLOT_LIMIT) {
         return PBX_PEER_E_SLOT;
     }
-    size_t free_row = t->cap;
-    for (size_t i = 0; i < t->cap; i++) {
-        const pbx_peer_install_row *r = &t->rows[i];
-        if (!r->live) {
-            free_row = free_row == t->cap ? i : free_row;
-            continue;
-        }
-        if (r->grant.index == rq->grant.index &&
-            r->grant.gen == rq->grant.gen) {
-            return PBX_PEER_E_CONFLICT;
-        }
-        if (r->target.process_id == rq->target.process_id &&
-            r->target.slot == rq->target.slot) {
-            return PBX_PEER_E_SLOT;
-        }
+    if (pbx_peer_procix_grant(t, &rq->grant) != t->cap) {
+        return PBX_PEER_E_CONFLICT;
     }
+    if (pbx_peer_procix_target(t, rq->target.process_id, rq->target.slot) !=
+        t->cap) {
+        return PBX_PEER_E_SLOT;
+    }
+    size_t free_row = pbx_peer_procix_free_top(t);
     if (free_row == t->cap) {
         return PBX_PEER_E_BUSY;
     }
@@ -207,6 +197,7 @@ void pbx_peer_proctab_install_apply_on(pbx_peer_proctab *t, size_t row,
     r->object = object;
     r->handle = handle;
     r->route = route;
+    pbx_peer_procix_add(t, row);
 }
 
 bool pbx_peer_proctab_by_route(const pbx_peer_proctab *t, int route,
@@ -253,6 +244,9 @@ void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
     pbx_peer_install_row *r = &t->rows[row];
     *object = r->object;
     *handle = r->handle;
+    if (r->live) {
+        pbx_peer_procix_remove(t, row);
+    }
     pbx_mem_set(r, 0, sizeof(*r));
     r->object = -1;
     r->handle = -1;
@@ -261,9 +255,5 @@ void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
 
 size_t pbx_peer_proctab_live(const pbx_peer_proctab *t)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < t->cap; i++) {
-        n += t->rows[i].live ? 1U : 0U;
-    }
-    return n;
+    return t->cap - t->ix.nfree;
 }

@@ -12,6 +12,7 @@
 #define PBX_PEER_PROC_H
 
 #include "ipc/pbx_ipc.h"
+#include "peers/lib/pbx_peer_proc_index.h"
 
 /** PBX_PEER_PROC_STAGED_MAX bounds the staged processes: launchd's
  * (LAUNCHD_STAGE_MAX), so every job a stack binds can be installed into. */
@@ -65,6 +66,9 @@ typedef struct pbx_peer_proctab {
     size_t cap;
     /** rows are the install table entries (the first cap of them). */
     pbx_peer_install_row rows[PBX_PEER_PROC_INSTALLS_CAP];
+    /** ix indexes the rows (pbx_peer_proc_index.c), changed only with
+     * them, so no event walks the table. */
+    pbx_peer_procix ix;
 } pbx_peer_proctab;
 
 /** pbx_peer_proctab_init empties t (old contents ignored) with the
@@ -121,7 +125,9 @@ int pbx_peer_proctab_conn(const pbx_peer_proctab *t,
  * (PBX_PEER_E_UNKNOWN / PBX_PEER_E_MISMATCH), the slot below the limit and
  * free in that generation (PBX_PEER_E_SLOT), the grant not installed
  * anywhere (PBX_PEER_E_CONFLICT), and a row free (PBX_PEER_E_BUSY).
- * Returns 0 and the row to use in *row.
+ * When both a grant and a slot conflict, CONFLICT is returned. Returns 0
+ * and the row to use in *row. Costs the same whatever the live rows
+ * (the indexes, never a walk).
  */
 uint32_t pbx_peer_proctab_install_check(const pbx_peer_proctab *t,
                                         const pbx_ipc_install *rq, size_t *row);
@@ -175,7 +181,46 @@ uint32_t pbx_peer_proctab_revoke_check(const pbx_peer_proctab *t, size_t row,
 void pbx_peer_proctab_drop(pbx_peer_proctab *t, size_t row, int *object,
                            int *handle);
 
-/** pbx_peer_proctab_live counts the installed grants. */
+/** pbx_peer_proctab_live counts the installed grants (O(1)). */
 size_t pbx_peer_proctab_live(const pbx_peer_proctab *t);
+
+/*
+ * The indexes (pbx_peer_proc_index.c). pbx_peer_proc.c keeps them in step
+ * with the rows; callers only read them.
+ */
+
+/** pbx_peer_procix_init empties t->ix for t->cap rows, all free (row 0
+ * taken first); touches only the parts those rows use. */
+void pbx_peer_procix_init(pbx_peer_proctab *t);
+
+/** pbx_peer_procix_free_top returns the next free row, t->cap when none. */
+size_t pbx_peer_procix_free_top(const pbx_peer_proctab *t);
+
+/** pbx_peer_procix_grant returns the live row holding grant g, t->cap
+ * when none. */
+size_t pbx_peer_procix_grant(const pbx_peer_proctab *t, const pbx_ipc_id *g);
+
+/** pbx_peer_procix_target returns the live row installed in slot of
+ * process_id (any generation), t->cap when none. */
+size_t pbx_peer_procix_target(const pbx_peer_proctab *t, uint64_t process_id,
+                              uint32_t slot);
+
+/** pbx_peer_procix_pid_busy reports whether process_id has a live row. */
+bool pbx_peer_procix_pid_busy(const pbx_peer_proctab *t, uint64_t process_id);
+
+/** pbx_peer_procix_add indexes row, just made live with its keys set; it
+ * must be free and its grant and target unindexed (install_check said
+ * so). Cannot fail. */
+void pbx_peer_procix_add(pbx_peer_proctab *t, size_t row);
+
+/** pbx_peer_procix_remove unindexes live row (its keys still set) and
+ * makes it the next free row. Cannot fail. */
+void pbx_peer_procix_remove(pbx_peer_proctab *t, size_t row);
+
+/** pbx_peer_procix_check recomputes every index by walking the rows and
+ * returns what differs (a static string), NULL when all agree. A test
+ * aid: O(rows + buckets), never on procd's own path unless a test sets
+ * PBX_PROCD_CHECK_INDEX. */
+const char *pbx_peer_procix_check(const pbx_peer_proctab *t);
 
 #endif /* PBX_PEER_PROC_H */

@@ -114,15 +114,6 @@ uint64_t procd_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
 }
 
-/* Clears row's hang-up time, keeping the count of hung rows exact. */
-static void procd_unhang(size_t row)
-{
-    if (g_procd.hung_ms[row] != 0U) {
-        g_procd.hung_ms[row] = 0U;
-        g_procd.nhung--;
-    }
-}
-
 /* Replies to the current message with an error status. */
 static void procd_fail(int fd, uint32_t status, const char *what)
 {
@@ -194,14 +185,12 @@ static bool procd_deliver(const pbx_ipc_install *rq, int object)
  * so that hang-up is a revocation, ended now so the slot is free. */
 static void procd_settle_slot(const pbx_ipc_install *rq)
 {
-    /* Most INSTALLs find no hung-up handle at all: then nothing to walk. */
-    for (size_t row = 0; g_procd.nhung != 0U && row < g_procd.tab.cap; row++) {
-        const pbx_peer_install_row *r = &g_procd.tab.rows[row];
-        if (r->live && g_procd.hung_ms[row] != 0U &&
-            r->target.process_id == rq->target.process_id &&
-            r->target.slot == rq->target.slot) {
-            procd_drop(row, "handle closed");
-        }
+    /* At most one live row holds that slot of that process: the target
+     * index names it, so no INSTALL walks the table. */
+    size_t row = pbx_peer_procix_target(&g_procd.tab, rq->target.process_id,
+                                        rq->target.slot);
+    if (row < g_procd.tab.cap && g_procd.hung_ms[row] != 0U) {
+        procd_drop(row, "handle closed");
     }
 }
 
@@ -249,39 +238,54 @@ static void procd_install(int fd)
     (void)close(h[1]);
 }
 
-/* Whether the route row's INSTALL came on has hung up. A powerboxd that
- * dies closes its route (a low descriptor) and then every handle, so a
+/* Whether route rf has hung up, polling every route once per sweep (q
+ * holds that poll, *polled whether it was made). A powerboxd that dies
+ * closes its route (a low descriptor) and then every handle, so a
  * handle's hang-up is then not a revocation but the route's loss. */
-static bool procd_route_hung(size_t row)
+static bool procd_route_hung(int rf, struct pollfd *q, bool *polled)
 {
-    int rf = g_procd.tab.rows[row].route;
-    struct pollfd q = {rf, POLLRDHUP, 0};
-    return rf >= 0 && poll(&q, 1, 0) == 1 &&
-           (q.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+    size_t n = g_procd.nroutes;
+    if (!*polled) {
+        for (size_t i = 0; i < n; i++) {
+            q[i] = (struct pollfd){g_procd.routes[i], POLLRDHUP, 0};
+        }
+        if (poll(q, (nfds_t)n, 0) < 0) {
+            for (size_t i = 0; i < n; i++) {
+                q[i].revents = 0;
+            }
+        }
+        *polled = true;
+    }
+    for (size_t i = 0; rf >= 0 && i < n; i++) {
+        if (q[i].fd == rf) {
+            return (q[i].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+        }
+    }
+    return false;
 }
 
 /* Ends the installs whose handle hung up PROCD_HANDLE_GRACE_MS ago while
  * their route still stands: powerboxd revoked them by closing the handle.
- * Returns whether any hung-up handle is still waiting (the next poll must
- * then wake up to sweep again). */
+ * Looks at the hung rows only (their list), backwards, so the row a drop
+ * moves into a place was looked at already; the routes are polled once,
+ * and only when a row is due. Returns whether any hung-up handle is
+ * still waiting (the next poll must then wake up to sweep again). */
 static bool procd_hung_sweep(void)
 {
     bool waiting = false;
     if (g_procd.nhung == 0U) {
-        /* The usual round: no handle hung up, so no row to look at (the
-         * cost of a round does not grow with the live installs). */
+        /* The usual round: no handle hung up, nothing to look at. */
         return false;
     }
     uint64_t now = procd_mono_ms();
-    for (size_t row = 0; row < g_procd.tab.cap; row++) {
-        if (!g_procd.tab.rows[row].live || g_procd.hung_ms[row] == 0U ||
-            procd_route_hung(row)) {
-            continue;
-        }
-        if (now >= g_procd.hung_ms[row]) {
-            procd_drop(row, "handle closed");
-        } else {
+    struct pollfd q[PROCD_ROUTES_MAX];
+    bool polled = false;
+    for (size_t k = g_procd.nhung; k > 0U; k--) {
+        size_t row = g_procd.hung[k - 1U];
+        if (now < g_procd.hung_ms[row]) {
             waiting = true;
+        } else if (!procd_route_hung(g_procd.tab.rows[row].route, q, &polled)) {
+            procd_drop(row, "handle closed");
         }
     }
     return waiting;
@@ -299,9 +303,7 @@ static void procd_handle(size_t row)
     if (r == 1) {
         /* Unwatched: the hang-up would be reported on every wait. */
         procd_unwatch(fd);
-        procd_unhang(row);
-        g_procd.hung_ms[row] = procd_mono_ms() + PROCD_HANDLE_GRACE_MS;
-        g_procd.nhung++;
+        procd_hang(row, procd_mono_ms() + PROCD_HANDLE_GRACE_MS);
         return;
     }
     if (r != 0) {
@@ -487,12 +489,14 @@ static bool procd_route(int fd)
  * counted. */
 static void procd_route_lost(int fd)
 {
+    /* One walk for the whole event (a route's loss ends every install on
+     * it), never one per install. */
     size_t n = 0;
-    size_t row = 0;
-    for (size_t i = 0; i < g_procd.tab.cap &&
-                       pbx_peer_proctab_by_route(&g_procd.tab, fd, &row);
-         i++) {
+    for (size_t row = 0; fd >= 0 && row < g_procd.tab.cap; row++) {
         const pbx_peer_install_row *r = &g_procd.tab.rows[row];
+        if (!r->live || r->route != fd) {
+            continue;
+        }
         pbx_peer_log("procd",
                      "INSTALL ended grant %u.%u: route closed (broker lost)",
                      r->grant.index, r->grant.gen);
@@ -759,10 +763,20 @@ int main(int argc, char **argv)
         return 1;
     }
     pbx_peer_io_ready(ready_fd);
+    /* A test aid, on only where a test sets PBX_PROCD_CHECK_INDEX (make
+     * peers-test and the e2e runner do): every index is recomputed by
+     * walking after each round, and a drift, always a bug, stops procd at
+     * once with its reason. */
+    bool check = getenv("PBX_PROCD_CHECK_INDEX") != NULL;
     for (;;) {
         if (procd_round() != 0) {
             pbx_peer_log("procd", "poll failed: %s", strerror(errno));
             return 1;
+        }
+        const char *drift = check ? procd_index_check() : NULL;
+        if (drift != NULL) {
+            pbx_peer_log("procd", "index drift: %s", drift);
+            abort();
         }
     }
 }

@@ -67,8 +67,12 @@ typedef struct procd {
      * the time (monotonic ms) from which that counts as a revocation;
      * 0 while its handle is open. */
     uint64_t hung_ms[PBX_PEER_PROC_INSTALLS_CAP];
-    /* Rows whose hung_ms is set: while 0, no round sweeps the table. */
+    /* The rows whose hung_ms is set, in hung[0..nhung) (procd_hung.c),
+     * each knowing its place in hung_pos: a sweep looks at those rows
+     * only, never the table. */
     size_t nhung;
+    uint16_t hung[PBX_PEER_PROC_INSTALLS_CAP];
+    uint16_t hung_pos[PBX_PEER_PROC_INSTALLS_CAP];
     /* --installs: the install table's rows (PBX_PEER_PROC_INSTALLS_MAX by
      * default), fixed at startup (tab.cap from then on). */
     size_t installs;
@@ -83,6 +87,19 @@ extern procd g_procd;
 
 /* The monotonic clock in milliseconds (query deadlines, handle grace). */
 uint64_t procd_mono_ms(void);
+
+/* procd_hung.c */
+
+/* Marks live row hung up until until_ms (nonzero, monotonic ms): it joins
+ * the hung list (at once, O(1)); a row hung already gets the new time. */
+void procd_hang(size_t row, uint64_t until_ms);
+/* Clears row's hang-up time and takes it off the hung list (O(1)); a row
+ * not hung up is left as it is. */
+void procd_unhang(size_t row);
+/* Recomputes the install table's indexes and the hung list by walking
+ * (a test aid, run after each round under PBX_PROCD_CHECK_INDEX);
+ * returns what drifted, NULL when nothing did. */
+const char *procd_index_check(void);
 
 /* procd_query.c */
 

@@ -491,9 +491,11 @@ class Stack:
         for name, f in sorted(self.logs.items()):
             f.seek(0)
             lines = f.read().decode(errors="replace").splitlines(True)
-            # launchd stops on an index drift (PBX_LAUNCHD_CHECK_INDEX,
-            # run.py): a bug even when the scenario had passed by then.
-            drifted = drifted or any("launchd: index drift:" in ln
+            # launchd and procd stop on an index drift
+            # (PBX_LAUNCHD_CHECK_INDEX, PBX_PROCD_CHECK_INDEX, run.py): a
+            # bug even when the scenario had passed by then.
+            drifted = drifted or any("launchd: index drift:" in ln or
+                                     "procd: index drift:" in ln
                                      for ln in lines)
             if len(lines) > LOG_LINES_MAX:
                 head, tail = LOG_LINES_MAX // 4, LOG_LINES_MAX * 3 // 4
@@ -504,7 +506,7 @@ class Stack:
             f.close()
         self.logs = {}
         if drifted:
-            fail("launchd's indexes drifted (its log says which)")
+            fail("launchd's or procd's indexes drifted (the log says which)")
 
     def peer_log(self, name):
         """Everything peer name (or powerboxd) has logged so far."""

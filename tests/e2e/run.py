@@ -233,6 +233,9 @@ def main():
     # Every launchd started here recomputes its indexes after each loop
     # pass and stops on a drift (launchd_index.c; a test aid only).
     os.environ.setdefault("PBX_LAUNCHD_CHECK_INDEX", "1")
+    # Every procd likewise recomputes its install indexes and hung list
+    # after each round and stops on a drift (pbx_peer_proc_index.c).
+    os.environ.setdefault("PBX_PROCD_CHECK_INDEX", "1")
     os.makedirs(work, exist_ok=True)
     panes, shared = Panes(work), None
     own_stack = lambda n: SCENARIOS[n][2] is not None or \
