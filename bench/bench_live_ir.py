@@ -47,7 +47,13 @@ def wrapped_bin(bin_dir, work, out):
     script = os.path.join(vg, "powerboxd")
     real = os.path.abspath(os.path.join(bin_dir, "powerboxd"))
     with open(script, "w", encoding="ascii") as f:
-        f.write(f"#!/bin/sh\nexec valgrind --tool=callgrind -q "
+        # valgrind keeps descriptors of its own at the top of the soft
+        # limit and lets the program raise it no further, so the script
+        # starts it at the hard limit: powerboxd needs its whole
+        # transient range (up to slot 4095) below the limit.
+        f.write(f"#!/bin/sh\n"
+                f"ulimit -n \"$(ulimit -Hn)\" 2>/dev/null\n"
+                f"exec valgrind --tool=callgrind -q "
                 f"--callgrind-out-file={out} {real} \"$@\"\n")
     os.chmod(script, os.stat(script).st_mode | stat.S_IXUSR)
     return vg

@@ -41,7 +41,13 @@ def wrap_bin(bin_dir, work):
     real = os.path.abspath(os.path.join(bin_dir, "powerboxd"))
     cg = os.path.join(work, "callgrind.out")
     with open(os.path.join(out, "powerboxd"), "w", encoding="ascii") as f:
-        f.write("#!/bin/sh\nexec valgrind --tool=callgrind -q "
+        # valgrind keeps descriptors of its own at the top of the soft
+        # limit and lets the program raise it no further, so the script
+        # starts it at the hard limit: powerboxd needs its whole
+        # transient range (up to slot 4095) below the limit.
+        f.write("#!/bin/sh\n"
+                "ulimit -n \"$(ulimit -Hn)\" 2>/dev/null\n"
+                "exec valgrind --tool=callgrind -q "
                 "--instr-atstart=no "
                 f"--callgrind-out-file={cg}.%p {real} \"$@\"\n")
     os.chmod(os.path.join(out, "powerboxd"), 0o755)
