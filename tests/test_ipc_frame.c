@@ -434,6 +434,19 @@ PBX_TEST(ipc_body_decoders_refuse_frames_not_from_frame_decode)
     PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_OK);
     f.cap_count = 0U;
     PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_E_IPC_CAP_PARTITION);
+    /* The proof keeps op, capability count and its mark apart: a count
+     * whose top bit would land on the mark, or a request op and count
+     * that would read as the reply op, is no proof. */
+    PBX_REQUIRE(pbx_ipc_empty_encode(REPLY(PBX_IPC_OP_COMMIT), live_id, b,
+                                     sizeof(b), &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    pbx_ipc_frame big = f;
+    big.cap_count = 0x8000U;
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&big, REPLY(PBX_IPC_OP_COMMIT)),
+                 PBX_E_IPC_CAP_PARTITION);
+    f.op = PBX_IPC_OP_COMMIT;
+    f.cap_count = 1U;
+    PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_E_IPC_CAP_PARTITION);
     /* An error reply decodes but proves nothing for a record. */
     PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_COMMIT, live_id,
                                             PBX_E_IPC_STATUS, b, sizeof(b),
