@@ -321,16 +321,21 @@ pbx_err pbx_core_on_peer_reply(pbx_core_ctx *ctx, uint32_t route,
     const pbx_core_outcall *oc = pbx_core_outcall_at(ctx, o);
     uint32_t kind = oc->kind;
     uint32_t owner = oc->owner;
+    /* Every field is written below (recv_slots whole: PBX_CORE_SLOT_NONE
+     * past slot_count), so the record is not cleared first; only padding
+     * stays unwritten, and nothing reads or compares it. */
     pbx_core_call c;
-    pbx_mem_set(&c, 0, sizeof(c));
     c.route = route;
     c.via_slot = via_slot;
+    c.frame = NULL;
+    c.frame_len = 0U;
     c.send_slot = PBX_CORE_SLOT_NONE;
+    c.send_copy = false;
     c.reply = frame;
     c.reply_len = len;
     c.recv_count = slot_count;
-    for (size_t i = 0; i < slot_count; i++) {
-        c.recv_slots[i] = slots[i];
+    for (size_t i = 0; i < PBX_CORE_RECV_SLOTS_MAX; i++) {
+        c.recv_slots[i] = i < slot_count ? slots[i] : PBX_CORE_SLOT_NONE;
     }
     pbx_core_call_end(ctx, o);
     pbx_err err = pbx_core_judge(ctx, kind, owner, &c);

@@ -13,6 +13,8 @@
 /**
  * pbx_ipc_body_exact opens the body of f as a status-zero record of op
  * whose length is exactly len: PBX_E_IPC_OP_MISMATCH, PBX_E_IPC_STATUS,
+ * PBX_E_IPC_CAP_PARTITION when f does not carry pbx_ipc_frame_decode's
+ * proof for op and its cap_count (built or changed by hand),
  * PBX_E_IPC_TRUNCATED when shorter, PBX_E_IPC_TRAILING when longer.
  */
 pbx_err pbx_ipc_body_exact(const pbx_ipc_frame *f, uint16_t op, size_t len);

@@ -505,6 +505,15 @@ typedef struct pbx_ipc_frame {
     const uint8_t *body;
     /** body_len is the exact body length in bytes. */
     size_t body_len;
+    /**
+     * proven is what pbx_ipc_frame_decode proved of a status-zero frame it
+     * accepted: its op and capability count, packed with a mark bit (0
+     * otherwise). Record decoders trust the partition check only while
+     * this still matches op and cap_count, so they need not repeat it; a
+     * frame built or changed by hand does not match and is refused with
+     * PBX_E_IPC_CAP_PARTITION. Never set it by hand.
+     */
+    uint64_t proven;
 } pbx_ipc_frame;
 
 /**
@@ -515,9 +524,11 @@ typedef struct pbx_ipc_frame {
  * (PBX_E_IPC_RESERVED), cap_count == transport_caps, status
  * rule (zero in requests; a nonzero reply status has an empty body and no
  * capability), capability count against the partition table, request
- * identity rule. *out is zeroed first, so every field is defined on every
- * path (on error, those not yet read are zero; make eva relies on it). buf
- * may be NULL only when len is 0; out must not be NULL.
+ * identity rule. Every field is defined on every path (make eva relies on
+ * it): when len is below the header size *out is all zero; otherwise the
+ * header's fields are read into it before any other check, and proven is
+ * nonzero only on PBX_OK with status 0. buf may be NULL only when len is
+ * 0; out must not be NULL.
  */
 pbx_err pbx_ipc_frame_decode(const uint8_t *buf, size_t len,
                              uint16_t transport_caps, pbx_ipc_frame *out);

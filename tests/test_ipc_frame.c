@@ -403,6 +403,58 @@ PBX_TEST(ipc_cancel_forms_and_hand_built_frames)
     PBX_CHECK_EQ(pbx_ipc_cancel_decode(&f, &out), PBX_E_IPC_STATUS);
 }
 
+/* Record decoders trust pbx_ipc_frame_decode's proof instead of looking
+ * the partition row up again (issue 23 item 5): a frame built by hand
+ * carries no proof and is refused even when its fields are valid, a
+ * decoded frame changed by hand loses its proof, and a copy of a decoded
+ * frame keeps it. */
+PBX_TEST(ipc_body_decoders_refuse_frames_not_from_frame_decode)
+{
+    uint8_t b[64];
+    size_t len = 0;
+    pbx_ipc_frame f;
+    PBX_REQUIRE(pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, live_id, b, sizeof(b),
+                                     &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK(f.proven != 0U);
+    pbx_ipc_frame copy = f;
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&copy, PBX_IPC_OP_DECISION), PBX_OK);
+    pbx_ipc_frame hand;
+    memset(&hand, 0, sizeof(hand));
+    hand.op = PBX_IPC_OP_DECISION;
+    hand.request = live_id;
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&hand, PBX_IPC_OP_DECISION),
+                 PBX_E_IPC_CAP_PARTITION);
+    /* A COMMIT decoded with its one capability, then told it has none. */
+    pbx_ipc_commit c = {7U};
+    PBX_REQUIRE(pbx_ipc_commit_encode(live_id, &c, b, sizeof(b), &len) ==
+                PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 1U, &f) == PBX_OK);
+    pbx_ipc_commit out;
+    PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_OK);
+    f.cap_count = 0U;
+    PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_E_IPC_CAP_PARTITION);
+    /* The proof keeps op, capability count and its mark apart: a count
+     * whose top bit would land on the mark, or a request op and count
+     * that would read as the reply op, is no proof. */
+    PBX_REQUIRE(pbx_ipc_empty_encode(REPLY(PBX_IPC_OP_COMMIT), live_id, b,
+                                     sizeof(b), &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    pbx_ipc_frame big = f;
+    big.cap_count = 0x8000U;
+    PBX_CHECK_EQ(pbx_ipc_empty_decode(&big, REPLY(PBX_IPC_OP_COMMIT)),
+                 PBX_E_IPC_CAP_PARTITION);
+    f.op = PBX_IPC_OP_COMMIT;
+    f.cap_count = 1U;
+    PBX_CHECK_EQ(pbx_ipc_commit_decode(&f, &out), PBX_E_IPC_CAP_PARTITION);
+    /* An error reply decodes but proves nothing for a record. */
+    PBX_REQUIRE(pbx_ipc_status_reply_encode(PBX_IPC_OP_COMMIT, live_id,
+                                            PBX_E_IPC_STATUS, b, sizeof(b),
+                                            &len) == PBX_OK);
+    PBX_REQUIRE(pbx_ipc_frame_decode(b, len, 0, &f) == PBX_OK);
+    PBX_CHECK_EQ(f.proven, 0U);
+}
+
 PBX_TEST(ipc_cancel_grant_form)
 {
     uint8_t b[64];
@@ -805,10 +857,11 @@ PBX_TEST(ipc_dir_entry_class_only_exact_one_shot_entry_operations)
     PBX_CHECK_EQ(accepted, 2U);
 }
 
-/* pbx_ipc_frame_decode zeroes its output first (ipc/pbx_ipc.h): a refused
- * frame leaves no stale field behind, and a caller that reads a field
- * after a refusal reads zero (make eva relies on every field being
- * defined on every path). */
+/* pbx_ipc_frame_decode defines every field on every path (ipc/pbx_ipc.h)
+ * without clearing what it writes next: a frame too short for a header
+ * leaves a zeroed record; any longer one has every field read from its
+ * header before the first check, so a refusal leaves no stale field
+ * behind and proven is 0 (make eva relies on every field being defined). */
 /* True when every byte of the frame record, padding included, is zero. */
 static bool frame_bytes_zero(const pbx_ipc_frame *f)
 {
@@ -821,7 +874,7 @@ static bool frame_bytes_zero(const pbx_ipc_frame *f)
     return true;
 }
 
-PBX_TEST(ipc_frame_decode_zeroes_out_on_refusal)
+PBX_TEST(ipc_frame_decode_defines_every_field_on_refusal)
 {
     uint8_t b[PBX_IPC_HEADER_BYTES];
     pbx_ipc_frame f;
@@ -833,5 +886,25 @@ PBX_TEST(ipc_frame_decode_zeroes_out_on_refusal)
     memset(&f, 0xA5, sizeof(f));
     b[0] = 'Q';
     PBX_CHECK_EQ(pbx_ipc_frame_decode(b, H, 0, &f), PBX_E_IPC_MAGIC);
-    PBX_CHECK(frame_bytes_zero(&f));
+    PBX_CHECK_EQ(f.op, PBX_IPC_OP_DECISION);
+    PBX_CHECK_EQ(f.status, 0U);
+    PBX_CHECK_EQ(f.cap_count, 0U);
+    PBX_CHECK_EQ(f.request.index, live_id.index);
+    PBX_CHECK_EQ(f.request.gen, live_id.gen);
+    PBX_CHECK_EQ(f.seq, 0U);
+    PBX_CHECK_EQ(f.body_len, 0U);
+    PBX_CHECK(f.body == NULL);
+    PBX_CHECK_EQ(f.proven, 0U);
+    /* A header whose only fault comes last (the identity rule) is read
+     * whole, body included, and still carries no proof. */
+    uint8_t c[H + 4U];
+    memset(c, 0, sizeof(c));
+    put_header(c, PBX_IPC_OP_DECISION, 0U, 0U, (pbx_ipc_id){3U, 0U}, 4U);
+    memset(&f, 0xA5, sizeof(f));
+    PBX_CHECK_EQ(pbx_ipc_frame_decode(c, sizeof(c), 0, &f),
+                 PBX_E_IPC_REQUEST_ID);
+    PBX_CHECK_EQ(f.request.index, 3U);
+    PBX_CHECK_EQ(f.body_len, 4U);
+    PBX_CHECK(f.body == c + H);
+    PBX_CHECK_EQ(f.proven, 0U);
 }
