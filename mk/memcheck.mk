@@ -16,7 +16,10 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     runtime-reply not-found cancel-lost-reply invocation-expiry \
     unwanted-receipts quota job-spoof foreign prompt user-deny \
     prompt-cancel expire scope-hoard pbx-open scope-steal backpressure \
-    query-admission grants-cli policy-rules policy-terminal
+    query-admission grants-cli policy-rules policy-terminal \
+    up up-restart up-backoff restart-during-restart stop-status \
+    restart-vfsd restart-ttyd restart-procd restart-launchd \
+    restart-powerboxd ids-across-restarts vfsd-restart-pending-prompt
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd
