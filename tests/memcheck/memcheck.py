@@ -81,7 +81,7 @@ SLOW = 10
 # scenario runs every program of WRAPPED under valgrind (launchd too).
 SANDBOXED = ("pbx-run-grant", "sandbox", "any-spoof", "sandbox-walls",
              "sandbox-dynamic", "any-cat", "any-keys", "any-escape",
-             "any-revoke", "any-expire", "any-consume", "sandbox-metadata",
+             "any-revoke", "any-expire", "sandbox-metadata",
              "hold-release", "sandbox-setattr", "sandbox-ipc", "any-userns",
              "any-mount", "any-python", "any-nofuse", "make-run",
              "make-run-slow-start", "route-hijack", "any-broker-lines",
@@ -93,7 +93,7 @@ SANDBOXED = ("pbx-run-grant", "sandbox", "any-spoof", "sandbox-walls",
 # ("pbx-broker: ...: Function not implemented (refused)", seen in sandbox
 # and any-cat).
 BROKERED = ("sandbox", "any-cat", "any-keys", "any-escape", "any-revoke",
-            "any-expire", "any-consume", "sandbox-metadata", "hold-release",
+            "any-expire", "sandbox-metadata", "hold-release",
             "sandbox-setattr", "sandbox-ipc", "any-userns", "any-mount",
             "any-python", "any-nofuse", "make-run", "make-run-slow-start",
             "route-hijack", "any-broker-lines", "any-installer-lost",
