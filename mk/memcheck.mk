@@ -19,7 +19,7 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     unwanted-receipts quota job-spoof foreign prompt user-deny \
     prompt-cancel expire scope-hoard pbx-open scope-steal backpressure \
     query-admission grants-cli policy-rules policy-terminal \
-    up up-restart up-backoff restart-during-restart stop-status \
+    up up-restart up-backoff stop-status \
     restart-vfsd restart-ttyd restart-procd restart-launchd \
     restart-powerboxd ids-across-restarts vfsd-restart-pending-prompt \
     pbx-run-grant sandbox any-spoof sandbox-walls sandbox-dynamic any-cat \
