@@ -3,7 +3,9 @@
 #
 #   make memcheck   tests/e2e/run.py's MEMCHECK_SCENARIOS with every
 #                   reference peer, pbx, pbx-client, pbx-broker and the
-#                   freestanding powerboxd image each under
+#                   freestanding powerboxd image (but for the programs a
+#                   sandboxed scenario runs natively: memcheck.py's
+#                   NATIVE) each under
 #                   `valgrind --leak-check=full --error-exitcode=97`, no
 #                   suppression file (tests/memcheck/memcheck.py); fails
 #                   on any valgrind error or leak, and prints the figures
@@ -16,7 +18,15 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     runtime-reply not-found cancel-lost-reply invocation-expiry \
     unwanted-receipts quota job-spoof foreign prompt user-deny \
     prompt-cancel expire scope-hoard pbx-open scope-steal backpressure \
-    query-admission grants-cli policy-rules policy-terminal
+    query-admission grants-cli policy-rules policy-terminal \
+    up up-restart up-backoff stop-status \
+    restart-vfsd restart-ttyd restart-procd restart-launchd \
+    restart-powerboxd ids-across-restarts vfsd-restart-pending-prompt \
+    pbx-run-grant sandbox any-spoof sandbox-walls sandbox-dynamic any-cat \
+    any-keys any-escape any-revoke any-expire any-consume sandbox-metadata \
+    hold-release sandbox-setattr sandbox-ipc any-userns any-mount \
+    any-python any-nofuse make-run make-run-slow-start route-hijack \
+    any-broker-lines any-installer-lost
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd

@@ -172,12 +172,41 @@ class Up:
 
 
 def proc_comm(pid):
-    """The command name of pid ("" when it is gone)."""
+    """The command name of pid ("" when it is gone); for a program run
+    under valgrind (make memcheck), the name of the program valgrind
+    runs (see valgrind_program)."""
     try:
         with open(f"/proc/{pid}/comm", encoding="ascii") as f:
-            return f.read().strip()
+            comm = f.read().strip()
     except OSError:
         return ""
+    return valgrind_program(pid, comm) or comm
+
+
+# The command names a process bears under valgrind: its launcher's, and
+# the tool's (memcheck-amd64-linux, cut to the kernel's 15 bytes).
+VALGRIND_COMMS = ("valgrind", "valgrind.bin", "memcheck-amd64-")
+
+
+def valgrind_program(pid, comm):
+    """When comm is valgrind's, the file name of the program it runs:
+    valgrind keeps its own argv in /proc/PID/cmdline (its path, then its
+    options, each one word starting with "-", then the program's path and
+    arguments), so the first word after the options names the program.
+    None for any other comm, so that a process not under valgrind is
+    matched by its command name alone, as strictly as without make
+    memcheck."""
+    if comm not in VALGRIND_COMMS:
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return ""
+    for word in argv[1:]:
+        if not word.startswith(b"-"):
+            return os.path.basename(word.decode("utf-8", "replace"))
+    return ""
 
 
 def gone(pids, what):
@@ -245,6 +274,7 @@ def stack_child(u, name, pid, execd=False):
         return False
     state, ppid = rest.split()[0], int(rest.split()[1])
     comm = head.split("(", 1)[1]
+    comm = valgrind_program(pid, comm) or comm
     names = (STACK_COMM[name],) if execd else (STACK_COMM[name], "pbx")
     return state != "Z" and ppid == u.proc.pid and comm in names
 
