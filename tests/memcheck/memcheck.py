@@ -129,9 +129,13 @@ def make_bin(src, work, tag, native):
             continue
         log = os.path.abspath(os.path.join(logs, name))
         argv = " ".join(VALGRIND + [f"--log-fd={LOG_FD}", real])
+        # valgrind keeps descriptors of its own at the top of the soft
+        # limit and refuses the program a raise past it, so each wrapper
+        # starts at the hard limit: powerboxd needs its transient range
+        # (up to slot 4095) below the limit, or it refuses with status 32.
         with open(path, "w", encoding="utf-8") as f:
-            f.write(f'#!/bin/bash\nexec {argv} "$@" '
-                    f'{LOG_FD}>"{log}.$$.log"\n')
+            f.write(f'#!/bin/bash\nulimit -n "$(ulimit -Hn)" 2>/dev/null\n'
+                    f'exec {argv} "$@" {LOG_FD}>"{log}.$$.log"\n')
         os.chmod(path, 0o755)
     return dst, logs
 
