@@ -47,13 +47,17 @@ BENCH_HOST_BINS := $(addprefix $(BUILD)/bin/,powerboxd pbx pbx-vfsd \
 # mk/peers.mk is read after this file).
 BENCH_FD_BIN := $(BUILD)/bin/pbx-bench-fd
 BENCH_FD_SRCS := bench/fd/bench_fd.c bench/fd/bench_fuse_floor.c
+# The libraries come from mk/peers.mk's PEERS_LIBS_vfsd, expanded when the
+# makefiles are read: a $(shell) inside a recipe runs through the quiet
+# goals' SHELL (scripts/quiet.sh), which keeps its output, so the link line
+# lost -lfuse3 under `make check` (not under a plain make).
 BENCH_FUSE_FLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
 $(BENCH_FD_BIN): $(BENCH_FD_SRCS) bench/fd/bench_fuse_floor.h \
                  $(BUILD)/lib/libpbx-app.a $(LIBPBX)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HOSTED) $(BENCH_FUSE_FLAGS) $(WARN) $(OPT) \
 	    $(LDFLAGS) $(BENCH_FD_SRCS) $(BUILD)/lib/libpbx-app.a $(LIBPBX) \
-	    $(shell pkg-config --libs fuse3) -o $@
+	    $(PEERS_LIBS_vfsd) -o $@
 BENCH_HOST_BINS += $(BENCH_FD_BIN)
 
 # pbx-bench-open (docs/BENCH.md, "Brokered open"): open() timed plainly
