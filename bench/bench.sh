@@ -173,8 +173,8 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / b }'; }
 # callgrind_annotate may print a function twice, under its object and
 # under its absolute source path, and the second line can hold code
 # inlined from elsewhere that the first leaves out (35 instructions a
-# lifecycle of pbx_core_on_peer_reply: docs/BENCH.md, "Profiles of the
-# rows not met"), so each function counts its largest line.
+# lifecycle of pbx_core_on_peer_reply: docs/bench/PROFILES.md, "Profiles
+# of the rows not met"), so each function counts its largest line.
 incl() {
     name=$1; shift
     callgrind_annotate --inclusive=yes --threshold=100 --auto=no \

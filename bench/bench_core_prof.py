@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Where the core's instructions per lifecycle go (docs/BENCH.md,
-"Profiles of the rows not met (session 10)").
+"""Where the core's instructions per lifecycle go
+(docs/bench/PROFILES.md, "Profiles of the rows not met (session 10)").
 
 Usage: bench_core_prof.py PBX_BENCH WORK_DIR [N] [--top K]
 

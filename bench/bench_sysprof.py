@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Which process makes which system calls beyond the needed messages
-(docs/BENCH.md, "Profiles of the rows not met (session 10)").
+(docs/bench/PROFILES.md, "Profiles of the rows not met (session 10)").
 
 Usage: bench_sysprof.py BIN_DIR WORK_DIR [REC]
 

@@ -1,13 +1,13 @@
 /*
  * bench_procd_tab.c: procd's install-table work per INSTALL, counted by
- * callgrind at a chosen number of live installs (docs/BENCH.md, "procd's
- * per-event walks (session 10)"). A table of 1,024 rows (procd
+ * callgrind at a chosen number of live installs (docs/bench/PROFILES.md,
+ * "procd's per-event walks (session 10)"). A table of 1,024 rows (procd
  * --installs 1024, as bench_grants.py runs it) holds LIVE installs of
  * process 1; then bpt_measure runs ROUNDS INSTALLs of fresh grants, each
  * decided (pbx_peer_proctab_install_check, with the slot lookup procd's
  * INSTALL makes first), applied, judged by a REVOKE and dropped: what
  * procd's table does for one INSTALL and its revocation. Not built by
- * make; build and run it as docs/BENCH.md says:
+ * make; build and run it as docs/bench/PROFILES.md says:
  *
  *   cc -I. -O2 -g bench/procd/bench_procd_tab.c peers/lib/pbx_peer_proc.c \
  *      peers/lib/pbx_peer_proc_index.c build/lib/libpbx.a -o DRV
