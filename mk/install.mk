@@ -54,13 +54,15 @@ INSTALL_ITEMS = \
     peers/app/pbx-app.pc:0644:lib/pkgconfig/pbx-app.pc \
     $(foreach h,$(INSTALL_HEADERS),$(h):0644:include/powerboxd/$(h)) \
     $(foreach m,$(MAN_PAGES),$(m):0644:share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
-    $(foreach d,README.md $(wildcard docs/*.md),$(d):0644:share/doc/powerboxd/$(notdir $(d)))
+    $(foreach d,README.md $(wildcard docs/*.md),$(d):0644:share/doc/powerboxd/$(notdir $(d))) \
+    $(foreach d,$(wildcard docs/bench/*.md),$(d):0644:share/doc/powerboxd/bench/$(notdir $(d)))
 
 # The directories only this package owns: uninstall removes them (deepest
 # first) when they are empty. Shared ones (bin, lib, share/man/man1) stay.
 INSTALL_OWN_DIRS = include/powerboxd/base/err $(sort $(foreach h, \
     $(INSTALL_HEADERS),include/powerboxd/$(patsubst %/,%,$(dir $(h))))) \
-    include/powerboxd/peers include/powerboxd share/doc/powerboxd
+    include/powerboxd/peers include/powerboxd share/doc/powerboxd/bench \
+    share/doc/powerboxd
 
 INSTALL_ROOT = $(DESTDIR)$(PREFIX)
 
