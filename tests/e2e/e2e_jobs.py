@@ -141,6 +141,24 @@ class Launched:
         self.proc.stdin.write(text)
         self.proc.stdin.flush()
 
+    def wait(self, timeout):
+        """Waits (timeout seconds) for the launcher's exit, then (bounded)
+        for the reader to reach the end of its output, so every line the
+        job printed is in self.lines when this returns; returns the exit
+        status. A bare proc.wait() can return while the reader thread
+        still holds the last lines (sandbox failed so: cat's bytes were on
+        the pipe, not yet in lines)."""
+        rc = self.proc.wait(timeout=timeout)
+        deadline = time.monotonic() + 10.0 * SLOW
+        with self.cv:
+            while None not in self.lines:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    fail("the launched job's output never ended after its "
+                         "exit")
+                self.cv.wait(left)
+        return rc
+
     def running(self):
         """True while the launcher (and so the job) has not exited."""
         return self.proc.poll() is None
@@ -154,7 +172,7 @@ class Launched:
         except BrokenPipeError:
             pass
         try:
-            rc = self.proc.wait(timeout=seconds * SLOW)
+            rc = self.wait(timeout=seconds * SLOW)
         except subprocess.TimeoutExpired:
             fail(f"the launched job did not end within {seconds:.0f} s "
                  f"({self.kv()})")

@@ -75,7 +75,7 @@ def any_cat(st):
     tmux("send-keys", "-t", st.pane, "y")
     job.wait_line(lambda l: l == "the bytes cat prints", "the file's bytes",
                   seconds=20)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-cat: cat exited {job.proc.returncode}")
     with job.cv:
         got = [l for l in job.lines if l is not None]
@@ -86,7 +86,7 @@ def any_cat(st):
     job = broker_run(st, ["/bin/cat", b], err)
     broker_prompt(st, "docs/cat-b.txt", "cat")
     tmux("send-keys", "-t", st.pane, "n")
-    rc = job.proc.wait(timeout=30)
+    rc = job.wait(timeout=30)
     with open(err, encoding="utf-8") as f:
         said = f.read()
     if rc != 1 or f"cat: {b}: Permission denied" not in said or \
@@ -125,7 +125,7 @@ def any_cat_relative(st, docs, err):
     tmux("send-keys", "-t", st.pane, "y")
     job.wait_line(lambda l: l == "the caller's notes", "the caller's notes",
                   seconds=20)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-cat: cat cwd-notes.txt exited {job.proc.returncode}")
     print(f"run: cd {sub}; cat cwd-notes.txt: the prompt named {mine} "
           f"and cat printed it")
@@ -330,7 +330,7 @@ def any_escape(st):
     job.wait_line(lambda l: l == "rewritten=1", "rewritten=1")
     tmux("send-keys", "-t", st.pane, "y")
     job.wait_line(lambda l: l == "done=1", "done=1", seconds=30)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-escape: python3 exited {job.proc.returncode}")
     kv = job.kv()
     want = {"reopen-write": "EACCES", "reopen-read": "EACCES",
@@ -475,7 +475,7 @@ def any_revoke(st):
     job.write("next\n")
     job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
     kv = job.kv()
-    if job.proc.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
+    if job.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
             kv.get("again") != "EIO":
         fail(f"any-revoke: after the cancel: {kv} rc {job.proc.returncode}")
     print(f"run: any-revoke: five pieces read exactly; grant {ids[0]} "

@@ -46,7 +46,7 @@ def any_flood_other(st, queued):
     tmux("send-keys", "-t", st.pane, "n")
     broker_prompt(st, "docs/readme.txt", "cat", 20.0)
     tmux("send-keys", "-t", st.pane, "y")
-    if other.proc.wait(timeout=30) != 0:
+    if other.wait(timeout=30) != 0:
         fail(f"any-flood: the other program exited {other.proc.returncode}")
     with open(readme, encoding="utf-8") as f:
         want = f.read().splitlines()
@@ -123,7 +123,7 @@ def any_flood(st):
             continue
         tmux("send-keys", "-t", st.pane, "n")
         answered += 1
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-flood: the program exited {job.proc.returncode}")
     ran_ms = (time.monotonic() - t0) * 1000.0
     bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1
@@ -306,7 +306,7 @@ def any_userns(st):
     tmux("send-keys", "-t", st.pane, "y")
     job.wait_line(lambda l: l == "bytes through a forked cat",
                   "the forked cat's bytes", seconds=20)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-userns: sh exited {job.proc.returncode}")
     kv = job.kv()
     uid = os.geteuid()
@@ -344,7 +344,7 @@ def any_mount(st):
     err = os.path.join(st.work, "any-mount.err")
     job = broker_run(st, ["/usr/bin/python3", "-c", ANY_MOUNT_PROG, mount,
                           above], err)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-mount: python3 exited {job.proc.returncode}")
     kv = job.kv()
     with open(err, encoding="utf-8") as f:
@@ -379,7 +379,7 @@ def any_nofuse(bin_dir, work):
         readme = os.path.join(os.path.realpath(st.root), "docs", "readme.txt")
         err = os.path.join(work, "any-nofuse.err")
         job = broker_run(st, ["/bin/cat", readme, "/etc/passwd"], err)
-        rc = job.proc.wait(timeout=30)
+        rc = job.wait(timeout=30)
         with open(err, encoding="utf-8") as f:
             said = f.read()
         why = (f"vfsd's FUSE mount {os.path.realpath(fuse)} is not mounted: "
@@ -434,7 +434,7 @@ def any_ask_flood(st):
                 stdin=subprocess.DEVNULL)
         tmux("send-keys", "-t", st.pane, "n")
         answered += 1
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-ask-flood: the program exited {job.proc.returncode}")
     ran_ms = (time.monotonic() - t0) * 1000.0
     bound = BROKER_BURST + int(ran_ms // BROKER_PER_MS) + 1

@@ -123,7 +123,7 @@ def any_expire_by_control(st, big):
     job.write("next\n")
     job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=20)
     kv = job.kv()
-    if job.proc.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
+    if job.wait(timeout=30) != 0 or kv.get("after") != "EIO" or \
             kv.get("again") != "EIO":
         fail(f"any-expire: after the expiry: {kv} rc {job.proc.returncode}")
     print(f"run: any-expire: five pieces read exactly; job {jid} expired "
@@ -152,7 +152,7 @@ def any_expire_by_exit(st, big):
     jid = dec.get("job", "").replace(":", ".")
     seen = len(st.peer_log("vfsd"))
     job.write("go\n")
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"any-expire: the job's sh exited {job.proc.returncode}")
     ended = f"launchd: job {jid} ended: EXPIRE accepted"
     wait_for(lambda: ended in st.peer_log("launchd"),
@@ -245,7 +245,7 @@ def any_consume(st):
                       i + 1)
     after, again = job.lines[i], job.lines[j]
     job.proc.stdin.close()
-    if job.proc.wait(timeout=30) != 0 or \
+    if job.wait(timeout=30) != 0 or \
             after != "fdread=failed EIO" or again != "fdread=failed EIO":
         fail(f"any-consume: after the consume: {after!r} {again!r} rc "
              f"{job.proc.returncode}")

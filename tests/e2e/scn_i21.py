@@ -97,7 +97,7 @@ def any_broker_lines(st):
              f"the prompt: {want}", 20.0)
     if job.wait(timeout=30) != 0:
         fail(f"any-broker-lines: the job exited {job.returncode}")
-    if other.proc.wait(timeout=30) != 0 or \
+    if other.wait(timeout=30) != 0 or \
             other.lines[:1] != ["the prompted file"]:
         fail(f"any-broker-lines: the prompted cat: rc "
              f"{other.proc.returncode}, {other.lines}")
@@ -180,7 +180,7 @@ def any_installer_lost(bin_dir, work):
         again = installer_lost_cmd(job, "fdread", "fdread")
         alive = installer_lost_cmd(job, "read", "read")
         job.proc.stdin.close()
-        if job.proc.wait(timeout=30) != 0 or after != "failed EIO" or \
+        if job.wait(timeout=30) != 0 or after != "failed EIO" or \
                 again != "failed EIO" or alive is None:
             fail(f"any-installer-lost: after procd's kill: {after!r} "
                  f"{again!r} {alive!r} rc {job.proc.returncode}")

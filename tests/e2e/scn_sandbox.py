@@ -91,7 +91,7 @@ def sandbox(st):
     print("run: the terminal shows:\n" + "\n".join(
         "    " + l for l in screen.splitlines() if l.strip()))
     tmux("send-keys", "-t", st.pane, "y")
-    if cat.proc.wait(timeout=30) != 0:
+    if cat.wait(timeout=30) != 0:
         fail(f"sandbox: cat exited {cat.proc.returncode}")
     with cat.cv:
         got = "".join(l + "\n" for l in cat.lines if l is not None)
@@ -120,7 +120,7 @@ def sandbox(st):
     demo.wait_line(lambda l: l.startswith("5. I try to read again") and
                    "refused" in l, "the refused read after consume",
                    start=ended)
-    if demo.proc.wait(timeout=30) != 0:
+    if demo.wait(timeout=30) != 0:
         fail(f"sandbox: pbx-demo exited {demo.proc.returncode}")
     print("run: --no-broker: pbx-demo was refused its file by the kernel, "
           "prompted for on the pane, read exactly the file's bytes, and "

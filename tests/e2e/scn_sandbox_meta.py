@@ -94,7 +94,7 @@ def sandbox_metadata(st):
     tmux("send-keys", "-t", st.pane, "y")
     job.wait_line(lambda l: l.startswith("read-scope="), "read-scope=",
                   seconds=20)
-    if job.proc.wait(timeout=30) != 0:
+    if job.wait(timeout=30) != 0:
         fail(f"sandbox-metadata: python3 exited {job.proc.returncode}")
     kv = job.kv()
     want = {"stat-scope": meta(mfile), "stat-out": meta(out),
@@ -150,7 +150,7 @@ def sandbox_setattr(st):
     job = broker_run(st, ["/usr/bin/python3", "-c", SANDBOX_SETATTR_PROG,
                           out, scoped],
                      os.path.join(st.work, "sandbox-setattr.err"))
-    if job.proc.wait(timeout=60) != 0:
+    if job.wait(timeout=60) != 0:
         fail(f"sandbox-setattr: python3 exited {job.proc.returncode}")
     kv = job.kv()
     took = {k: v for k, v in kv.items() if v not in ("EPERM", "EACCES")}
@@ -211,7 +211,7 @@ def sandbox_ipc(st):
                  f"{control.stderr}")
         job = broker_run(st, ["/usr/bin/python3", "-c", SANDBOX_IPC_PROG]
                          + args, os.path.join(st.work, "sandbox-ipc.err"))
-        if job.proc.wait(timeout=60) != 0:
+        if job.wait(timeout=60) != 0:
             fail(f"sandbox-ipc: python3 exited {job.proc.returncode}")
         kv = job.kv()
         if len(kv) != 5 or any(v != "EPERM" for v in kv.values()):
@@ -260,7 +260,7 @@ def hold_release(st):
                         HOLD_JOB_PROG, st.hold], stdin=subprocess.DEVNULL)
     pid = job.wait_key("pid", seconds=20)
     if job.wait_key("closed", seconds=40) != "True" or \
-            job.proc.wait(timeout=30) != 0:
+            job.wait(timeout=30) != 0:
         fail(f"hold-release: the job's connection: {job.kv()}")
     want = f"hold subscriber refused: pid {pid} is a job's or unknown"
     wait_for(lambda: want in launchd_log(),
@@ -289,7 +289,7 @@ def hold_release(st):
         wait_for(lambda: mine in launchd_log()[seen:],
                  f"hold-release: launchd never logged '{mine}'", 20)
     tmux("send-keys", "-t", st.pane, "n")
-    if job.proc.wait(timeout=30) != 1:
+    if job.wait(timeout=30) != 1:
         fail(f"hold-release: cat exited {job.proc.returncode}")
     print(f"run: hold-release: while the prompt showed, this process (pid "
           f"{os.getpid()}, not a job) replaced ttyd at hold.sock: launchd "
