@@ -37,7 +37,9 @@ static void fuzz_launchd_bounds(const pbx_peer_launch_req *r, size_t caps)
         r->session == 0U || r->realm == 0U || r->realm > UINT32_MAX ||
         (r->job_id != 0U && r->job_gen == 0U) ||
         (r->flags & ~(uint32_t)PBX_PEER_LAUNCH_FLAGS_KNOWN) != 0U ||
-        r->scope != (caps == PBX_PEER_LAUNCH_FDS_SCOPE) ||
+        r->scope !=
+            (caps - ((r->flags & PBX_PEER_LAUNCH_CWD) != 0U ? 1U : 0U) ==
+             PBX_PEER_LAUNCH_FDS_SCOPE) ||
         ((r->flags & PBX_PEER_LAUNCH_PROFILE) != 0U) !=
             (r->profile_len != 0U) ||
         (r->profile_len != 0U && r->profile[0] != (uint8_t)'/')) {
