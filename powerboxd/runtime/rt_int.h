@@ -125,6 +125,10 @@ typedef struct rt_state {
     /** Per transient index, a bit set while it is not RT_T_FREE (rt_tset),
      * so rt_tfree_find tests 64 indexes at a time. */
     uint64_t tbusy[(PBX_RT_TRANSIENT_MAX + 63U) / 64U];
+    /** Per word of tbusy, a bit set while that word is full (all 64
+     * indexes not RT_T_FREE; rt_tset keeps it), so rt_tfree_find finds
+     * the lowest word with a free index in one step, whatever the range. */
+    uint64_t tfull;
     /** Per transient index, nonzero while tinfo holds the port's judgment
      * of what the slot holds now (rt_judged_query; rt_tset forgets it). */
     uint8_t tjudged[PBX_RT_TRANSIENT_MAX];

@@ -21,15 +21,25 @@
 /** RT_WORD_BITS is the number of transient indexes one bitmap word holds. */
 #define RT_WORD_BITS 64U
 
+_Static_assert((PBX_RT_TRANSIENT_MAX + RT_WORD_BITS - 1U) / RT_WORD_BITS <=
+                   RT_WORD_BITS,
+               "tfull holds one bit per word of tbusy");
+
 void rt_tset(rt_state *s, uint32_t index, rt_tstate state)
 {
     uint64_t bit = UINT64_C(1) << (index % RT_WORD_BITS);
     s->tstate[index] = (uint8_t)state;
     s->tjudged[index] = 0U;
+    uint32_t w = index / RT_WORD_BITS;
     if (state == RT_T_FREE) {
-        s->tbusy[index / RT_WORD_BITS] &= ~bit;
+        s->tbusy[w] &= ~bit;
     } else {
-        s->tbusy[index / RT_WORD_BITS] |= bit;
+        s->tbusy[w] |= bit;
+    }
+    if (s->tbusy[w] == UINT64_MAX) {
+        s->tfull |= UINT64_C(1) << w;
+    } else {
+        s->tfull &= ~(UINT64_C(1) << w);
     }
 }
 
@@ -39,18 +49,20 @@ bool rt_tfree_find(const rt_state *s, uint32_t *index)
     if (count > PBX_RT_TRANSIENT_MAX) {
         count = PBX_RT_TRANSIENT_MAX;
     }
-    /* One test per word of 64 indexes: the lowest free index, as the
-     * record-by-record scan this replaces found. Bits past count stay
-     * clear, so a free bit there means the range is full. */
-    for (uint32_t base = 0; base < count; base += RT_WORD_BITS) {
-        uint64_t busy = s->tbusy[base / RT_WORD_BITS];
-        if (busy != UINT64_MAX) {
-            uint32_t i = base + (uint32_t)__builtin_ctzll(~busy);
-            *index = i;
-            return i < count;
-        }
+    /* Two steps, whatever the range's size: the lowest word that is not
+     * full, then its lowest free index, as the record-by-record scan this
+     * replaces found. Bits past count stay clear, so a free bit there
+     * means the range is full. */
+    if (s->tfull == UINT64_MAX) {
+        return false;
     }
-    return false;
+    uint32_t w = (uint32_t)__builtin_ctzll(~s->tfull);
+    if ((size_t)w * RT_WORD_BITS >= count) {
+        return false;
+    }
+    uint32_t i = w * RT_WORD_BITS + (uint32_t)__builtin_ctzll(~s->tbusy[w]);
+    *index = i;
+    return i < count;
 }
 
 /* The judged record's entry for slot: a transient index, or, once the

@@ -179,3 +179,28 @@ PBX_TEST(rt_judge_reserve_takes_the_lowest_free_slot_by_word)
     PBX_CHECK_EQ(slot, pbx_capabi_transient_slot(&rs.slots, count - 1U));
     PBX_CHECK_EQ(rs.fail_status, 0U);
 }
+
+PBX_TEST(rt_judge_reserve_finds_a_free_slot_in_two_steps_over_the_whole_range)
+{
+    const uint32_t count = PBX_RT_TRANSIENT_MAX;
+    uint32_t slot = 0;
+    rt_setup();
+    /* The largest range (63 words): the word summary (tfull) must follow
+     * every fill and release, or a freed low slot is passed over. */
+    PBX_REQUIRE(pbx_capabi_layout_init(&rs.slots,
+                                       PBX_CAPABI_TRANSIENT_FIRST_DEFAULT,
+                                       count) == PBX_OK);
+    PBX_REQUIRE(pbx_capabi_transient_slot(&rs.slots, count - 1U) < FK_SLOTS);
+    for (uint32_t i = 0; i < count; i++) {
+        PBX_REQUIRE(rt_ops.slot_reserve(&rs, &slot));
+    }
+    PBX_CHECK(!rt_ops.slot_reserve(&rs, &slot));
+    rt_ops.slot_release(&rs, pbx_capabi_transient_slot(&rs.slots, count - 1U));
+    rt_ops.slot_release(&rs, pbx_capabi_transient_slot(&rs.slots, 5U));
+    PBX_REQUIRE(rt_ops.slot_reserve(&rs, &slot));
+    PBX_CHECK_EQ(slot, pbx_capabi_transient_slot(&rs.slots, 5U));
+    PBX_REQUIRE(rt_ops.slot_reserve(&rs, &slot));
+    PBX_CHECK_EQ(slot, pbx_capabi_transient_slot(&rs.slots, count - 1U));
+    PBX_CHECK(!rt_ops.slot_reserve(&rs, &slot));
+    PBX_CHECK_EQ(rs.fail_status, 0U);
+}
