@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,4 +328,50 @@ uint8_t tp_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
         return 0xFFU;
     }
     return a[0] == want ? a[1] : 0xFEU;
+}
+
+bool tp_send_fd(int sock, int fd)
+{
+    char c = 'L';
+    struct iovec iov = {&c, 1};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = u.b;
+    m.msg_controllen = sizeof(u.b);
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    return sendmsg(sock, &m, 0) == 1;
+}
+
+int tp_recv_fd(int sock)
+{
+    char c = 0;
+    struct iovec iov = {&c, 1};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = {0};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = u.b;
+    m.msg_controllen = sizeof(u.b);
+    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) {
+        return -1;
+    }
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    int fd = -1;
+    if (h != NULL && h->cmsg_type == SCM_RIGHTS) {
+        memcpy(&fd, CMSG_DATA(h), sizeof(int));
+    }
+    return fd;
 }

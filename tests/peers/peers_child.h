@@ -110,4 +110,18 @@ uint8_t tp_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
 int tp_cli(const char *name, const char *const *args, char *out, char *err,
            size_t cap);
 
+/**
+ * tp_send_fd sends fd on the connected socket sock as one SCM_RIGHTS
+ * message with a one-byte body; the caller keeps fd (the kernel adds a
+ * copy in flight). Returns false when the send fails.
+ */
+bool tp_send_fd(int sock, int fd);
+
+/**
+ * tp_recv_fd receives one message from sock and returns the descriptor it
+ * carried (close-on-exec, now the caller's to close), or -1 when the
+ * message was not one byte or carried none.
+ */
+int tp_recv_fd(int sock);
+
 #endif /* PEERS_CHILD_H */

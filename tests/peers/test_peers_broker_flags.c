@@ -12,6 +12,7 @@
 #include "../../peers/broker/broker.h"
 #include "../../peers/lib/pbx_peer_seccomp.h"
 #include "../runner/pbx_test.h"
+#include "peers_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,54 +115,6 @@ static int tf_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     return *fd >= 0 ? 0 : EIO;
 }
 
-/* Sends fd on sock (SCM_RIGHTS, one byte); false when it cannot. */
-static bool tf_send_fd(int sock, int fd)
-{
-    char c = 'L';
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    return sendmsg(sock, &m, 0) == 1;
-}
-
-/* Receives one descriptor on sock; -1 when none came. */
-static int tf_recv_fd(int sock)
-{
-    char c = 0;
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) {
-        return -1;
-    }
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    int fd = -1;
-    if (h != NULL && h->cmsg_type == SCM_RIGHTS) {
-        memcpy(&fd, CMSG_DATA(h), sizeof(int));
-    }
-    return fd;
-}
-
 /* The scope file dir/scope/name opened with flags: the descriptor's
  * F_GETFD (which) or F_GETFL, or -errno when the open failed. */
 static int tf_flags_of(const char *dir, const char *name, int flags, int which)
@@ -225,7 +178,7 @@ static void tf_child(const char *dir, int sock, int wfd, const int *pipes)
     (void)prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL);
     long l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                      SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
-    if (l < 0 || !tf_send_fd(sock, (int)l)) {
+    if (l < 0 || !tp_send_fd(sock, (int)l)) {
         _exit(3);
     }
     (void)close((int)l);
@@ -295,7 +248,7 @@ PBX_TEST(peers_broker_applies_the_open_flags_and_waits_and_ends)
     r.tell = tell[0];
     r.go = go[1];
     r.done = done[0];
-    int lfd = tf_recv_fd(sv[0]);
+    int lfd = tp_recv_fd(sv[0]);
     PBX_REQUIRE(lfd >= 0);
     static pbx_broker b;
     static char sreal[PBX_BROKER_PATH_MAX];

@@ -13,6 +13,7 @@
 #include "../../peers/broker/broker.h"
 #include "../../peers/lib/pbx_peer_seccomp.h"
 #include "../runner/pbx_test.h"
+#include "peers_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,54 +55,6 @@ static int tg_ask(void *ctx, const pbx_broker_ask *q, int *fd, bool *person)
     return *fd >= 0 ? 0 : EIO;
 }
 
-/* Sends fd on sock (SCM_RIGHTS, one byte); false when it cannot. */
-static bool tg_send_fd(int sock, int fd)
-{
-    char c = 'L';
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    return sendmsg(sock, &m, 0) == 1;
-}
-
-/* Receives one descriptor on sock; -1 when none came. */
-static int tg_recv_fd(int sock)
-{
-    char c = 0;
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) {
-        return -1;
-    }
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    int fd = -1;
-    if (h != NULL && h->cmsg_type == SCM_RIGHTS) {
-        memcpy(&fd, CMSG_DATA(h), sizeof(int));
-    }
-    return fd;
-}
-
 /* The child: the notify filter, its listener on sock, then r's opens,
  * each result (0 or errno) to wfd. Never returns. */
 static void tg_child(const tg_run *r, int sock, int wfd)
@@ -116,7 +69,7 @@ static void tg_child(const tg_run *r, int sock, int wfd)
     (void)prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL);
     long l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                      SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
-    if (l < 0 || !tg_send_fd(sock, (int)l)) {
+    if (l < 0 || !tp_send_fd(sock, (int)l)) {
         _exit(3);
     }
     (void)close((int)l);
@@ -182,7 +135,7 @@ static bool tg_serve(tg_run *r, uint32_t burst, void (*setup)(tg_run *))
     }
     (void)close(sv[1]);
     (void)close(pp[1]);
-    int lfd = pid > 0 ? tg_recv_fd(sv[0]) : -1;
+    int lfd = pid > 0 ? tp_recv_fd(sv[0]) : -1;
     (void)close(sv[0]);
     static char sreal[PBX_BROKER_PATH_MAX];
     static char rreal[PBX_BROKER_PATH_MAX];

@@ -11,6 +11,7 @@
 #include "../../peers/broker/broker.h"
 #include "../../peers/lib/pbx_peer_seccomp.h"
 #include "../runner/pbx_test.h"
+#include "peers_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,55 +155,13 @@ static void tl_child(const char *dir, int sock, int wfd)
         _exit(3);
     }
     int lfd = (int)l;
-    char c = 'L';
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &lfd, sizeof(int));
-    if (sendmsg(sock, &m, 0) != 1) {
+    if (!tp_send_fd(sock, lfd)) {
         _exit(4);
     }
     (void)close(lfd);
     (void)close(sock);
     tl_child_opens(dir, d, wfd);
     _exit(0);
-}
-
-/* Receives one descriptor on sock; -1 when none came. */
-static int tl_recv_fd(int sock)
-{
-    char c = 0;
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.b;
-    m.msg_controllen = sizeof(u.b);
-    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) {
-        return -1;
-    }
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    int fd = -1;
-    if (h != NULL && h->cmsg_type == SCM_RIGHTS) {
-        memcpy(&fd, CMSG_DATA(h), sizeof(int));
-    }
-    return fd;
 }
 
 /* Writes text into the file dir/name. */
@@ -244,7 +203,7 @@ PBX_TEST(peers_broker_serves_a_sandboxed_child_in_the_kernel)
     }
     (void)close(sv[1]);
     (void)close(pp[1]);
-    int lfd = tl_recv_fd(sv[0]);
+    int lfd = tp_recv_fd(sv[0]);
     PBX_REQUIRE(lfd >= 0);
     static pbx_broker b;
     static char sreal[PBX_BROKER_PATH_MAX];
