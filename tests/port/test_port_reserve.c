@@ -45,17 +45,28 @@ static uint32_t t_kind(t_child *c, int32_t slot)
     return w[1];
 }
 
+/* Starts the portcheck image, connects, has it reserve its four slots
+ * ('F') and makes the object a test hands over; false at the first step
+ * that fails. *obj is then the caller's to close. */
+static bool tr_start(t_child *c, uint32_t *w, int *obj)
+{
+    if (!t_spawn(c, T_PBX1_GOOD) || !t_wait_ready(c)) {
+        return false;
+    }
+    c->client = t_connect(c);
+    if (c->client < 0 || !t_request(c, 'F', 0, NULL, 0, w, NULL)) {
+        return false;
+    }
+    *obj = t_memfd("pbx-test-obj", NULL, 0);
+    return *obj >= 0;
+}
+
 PBX_TEST(port_reserve_refuses_an_occupied_slot_and_leaves_it_untouched)
 {
     t_child c;
     uint32_t w[T_REPLY_WORDS];
-    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
-    PBX_REQUIRE(t_wait_ready(&c));
-    c.client = t_connect(&c);
-    PBX_REQUIRE(c.client >= 0);
-    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
-    int obj = t_memfd("pbx-test-obj", NULL, 0);
-    PBX_REQUIRE(obj >= 0);
+    int obj = -1;
+    PBX_REQUIRE(tr_start(&c, w, &obj));
     /* A receipt held in reservation 0 (slot 200); 201..203 hold the
      * startup placeholders, 204 is empty. */
     PBX_REQUIRE(t_request(&c, 'H', 0, &obj, 1, w, NULL));
@@ -100,13 +111,8 @@ PBX_TEST(port_restore_knows_a_moved_receipt_and_refuses_an_emptied_slot)
 {
     t_child c;
     uint32_t w[T_REPLY_WORDS];
-    PBX_REQUIRE(t_spawn(&c, T_PBX1_GOOD));
-    PBX_REQUIRE(t_wait_ready(&c));
-    c.client = t_connect(&c);
-    PBX_REQUIRE(c.client >= 0);
-    PBX_REQUIRE(t_request(&c, 'F', 0, NULL, 0, w, NULL));
-    int obj = t_memfd("pbx-test-obj", NULL, 0);
-    PBX_REQUIRE(obj >= 0);
+    int obj = -1;
+    PBX_REQUIRE(tr_start(&c, w, &obj));
     int base = t_fd_count(c.pid);
     /* A receipt moved into reservation 0, then restored over. */
     PBX_REQUIRE(t_request(&c, 'H', 0, &obj, 1, w, NULL));
