@@ -122,6 +122,27 @@ def check_skeletons(bin_dir, pats):
                      f"{bad}: recorded {want}, replayed {got}")
 
 
+def check_replay_rules(bin_dir, work):
+    """The smoke run's checks of the recorder and the replayer: a dup3
+    onto a socket is that socket's close, and a replay whose receive never
+    comes fails (exit 1) instead of hanging; either failing fails the
+    bench."""
+    dup = ("dup3(17<\\x2f\\x6d>(deleted), 64<UNIX:[501->502]>, O_CLOEXEC) "
+           "= 64<\\x2f\\x6d>")
+    got = bench_trace.classify(dup)
+    if got is None or got[:3] != ("C", 501, 502):
+        run.fail(f"a dup3 onto a socket is not its close: {got}")
+    path = os.path.join(work, "stuck.pat")
+    with open(path, "w", encoding="ascii") as f:
+        f.write("skeleton 2 1\nchan s\nev 0 R 0 0 8 0\nev 1 R 0 1 8 0\n")
+    out = subprocess.run([os.path.join(bin_dir, "pbx-bench-skel"), path],
+                         capture_output=True, text=True, check=False,
+                         timeout=120)
+    if out.returncode != 1 or "received nothing" not in out.stderr:
+        run.fail(f"a replay stuck on a receive did not fail: exit "
+                 f"{out.returncode}: {out.stderr[-200:]}")
+
+
 def check_needed(pats, rec):
     """The recorded pattern is the needed one (17 round trips, launchd's
     one DECISION to powerboxd per lifecycle, after the wake), or the
@@ -285,6 +306,8 @@ def main():
                                          encoding="ascii").read().split()[:3]}
     try:
         res["rss_idle"] = rss_kib(st.pid)
+        if cfg is SMOKE:
+            check_replay_rules(bin_dir, work)
         pats, res["syscalls"] = record(st, work, cfg["rec"])
         check_skeletons(bin_dir, pats)
         check_needed(pats, cfg["rec"])

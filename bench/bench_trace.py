@@ -6,7 +6,8 @@ client, and turns the trace into the events each process performed on
 AF_UNIX sockets: S (send: bytes, descriptors passed), R (receive), H
 (receive of a hang-up: 0 bytes), W (a wait that returned ready, kept only
 where the process's next event is a receive, so a replay never waits for
-a timer or a child), C (close of a socket). Failed calls (EAGAIN, EBADF)
+a timer or a child), C (close of a socket, or a dup2 or dup3 onto one:
+the port releases a transient slot so). Failed calls (EAGAIN, EBADF)
 are the stack's overhead, not messages, and are left out, as are messages with processes outside the
 trace (inside()). Every system
 call of every traced process is counted too (strace -c's figure,
@@ -25,6 +26,10 @@ import time
 
 LINE = re.compile(r"^(\d+)\s+(.*)$")
 FD_UNIX = re.compile(r"^(\w+)\((\d+)<UNIX:\[(\d+)(?:->(\d+))?")
+# dup2 or dup3 onto a descriptor that held a socket closes that socket (the
+# port releases a transient slot by duplicating its placeholder over it).
+DUP_ONTO_UNIX = re.compile(
+    r"^dup[23]\(\d+<[^>]*>(?:\([^)]*\))?, (\d+)<UNIX:\[(\d+)(?:->(\d+))?")
 RET = re.compile(r"\)\s+= (-?\d+)")
 PASSED = re.compile(r"(?:\[|, )\d+<")
 OPBYTES = re.compile(r'iov_base="((?:\\x[0-9a-f]{2}){8})')
@@ -113,6 +118,9 @@ def classify(text):
     ret = int(r[-1]) if r else -1
     if name in WAITS:
         return ("W", 0, 0, 0, 0, 0) if ret > 0 else None
+    d = DUP_ONTO_UNIX.match(text)
+    if d is not None and ret >= 0:
+        return ("C", int(d.group(2)), int(d.group(3) or 0), 0, 0, 0)
     if m is None or ret < 0:
         return None
     a, b = int(m.group(3)), int(m.group(4) or 0)

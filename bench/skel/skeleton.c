@@ -27,10 +27,13 @@
  * with the counts summed over the roles of one copy (the bench compares
  * them with the recorded run's and fails when they differ). A receive that
  * finds something else than the pattern says (data for a hang-up, the
- * wrong descriptor count) is not counted, so the comparison fails.
+ * wrong descriptor count) is not counted, so the comparison fails. A
+ * receive that finds nothing within SK_WAIT_MS ends its role's replay, and
+ * the run exits 1 (a broken pattern fails, it never hangs).
  */
 #define _GNU_SOURCE
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +53,9 @@
 #define SK_FDS_MAX    8
 #define SK_COPIES_MAX 64
 #define SK_MSG_MAX    65536
-/* A wait that sees nothing for this long means the pattern is broken. */
+/* A wait or a receive that sees nothing for this long means the pattern is
+ * broken: the role stops replaying, so its counts fall short and the bench
+ * fails with the comparison instead of hanging. */
 #define SK_WAIT_MS 10000
 
 /* One event of one role. */
@@ -225,12 +231,14 @@ static ssize_t sk_recv(int sock, const struct sk_ev *e, int *held, int *nheld,
     return n;
 }
 
-/* One event of role; counts what happened as the pattern says. */
-static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd,
+/* One event of role; counts what happened as the pattern says. False when
+ * a receive found nothing within SK_WAIT_MS (the pattern cannot go on). */
+static bool sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd,
                     int *held, int *nheld, struct sk_count *c)
 {
     int sock = e->chan >= 0 ? ends[e->chan][e->end] : -1;
     int nfds = 0;
+    ssize_t n = 0;
     struct epoll_event evs[16];
     switch (e->op) {
     case 'S':
@@ -240,11 +248,13 @@ static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd,
         }
         break;
     case 'R':
-        if (sk_recv(sock, e, held, nheld, &nfds) >= 0 && nfds == e->nfds)
+        n = sk_recv(sock, e, held, nheld, &nfds);
+        if (n >= 0 && nfds == e->nfds)
             c->recvs++;
         break;
     case 'H':
-        if (sk_recv(sock, e, held, nheld, &nfds) == 0)
+        n = sk_recv(sock, e, held, nheld, &nfds);
+        if (n == 0)
             c->hangups++;
         break;
     case 'W':
@@ -263,6 +273,7 @@ static void sk_step(const struct sk_ev *e, int (*ends)[2], int ep, int fd,
         c->closes++;
         break;
     }
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 /* The time of clock in nanoseconds. */
@@ -296,20 +307,30 @@ static void sk_role(int role, int (*ends)[2], int ready, int go, int done)
             }
             struct epoll_event ev = {.events = EPOLLIN,
                                      .data.u32 = (uint32_t)ch};
+            struct timeval tv = {SK_WAIT_MS / 1000, 0};
             epoll_ctl(ep, EPOLL_CTL_ADD, ends[ch][k], &ev);
+            (void)setsockopt(ends[ch][k], SOL_SOCKET, SO_RCVTIMEO, &tv,
+                             sizeof tv);
         }
     char b = 'r';
     if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 0)
         _exit(1);
     long cpu0 = sk_now_ns(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < sk_nevs; i++)
-        if (sk_evs[i].role == role)
-            sk_step(&sk_evs[i], ends, ep, fd, held, &nheld, &c);
+    int status = 0;
+    for (int i = 0; i < sk_nevs && status == 0; i++)
+        if (sk_evs[i].role == role &&
+            !sk_step(&sk_evs[i], ends, ep, fd, held, &nheld, &c)) {
+            (void)fprintf(stderr,
+                          "skel: role %d: event %d received nothing "
+                          "in %d ms\n",
+                          role, i, SK_WAIT_MS);
+            status = 3;
+        }
     c.role = role;
     c.cpu_ns = sk_now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     if (write(done, &c, sizeof c) != (ssize_t)sizeof c)
         _exit(1);
-    _exit(0);
+    _exit(status);
 }
 
 /* Starts one copy: its channels, then one process per role. */
@@ -378,9 +399,13 @@ int main(int argc, char **argv)
             cpu[c.role] += c.cpu_ns;
     }
     long t1 = sk_now_ns(CLOCK_MONOTONIC);
-    /* Reap every role (each has written its counts, so each is ending). */
-    for (long i = 0; i < copies * sk_nroles; i++)
-        (void)wait(NULL);
+    /* Reap every role (each has written its counts, so each is ending); a
+     * role that gave up on a receive fails the run. */
+    int failed = 0;
+    for (long i = 0; i < copies * sk_nroles; i++) {
+        int st = 0;
+        failed += wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
     (void)printf(
         "skel copies=%ld ns=%ld sends=%ld recvs=%ld fds=%ld hangups=%ld "
         "waits=%ld closes=%ld\n",
@@ -391,5 +416,5 @@ int main(int argc, char **argv)
         (void)printf("%scpu_ns_role%d=%ld", r == 0 ? "skel_cpu " : " ", r,
                      cpu[r] / copies);
     (void)printf("\n");
-    return 0;
+    return failed == 0 ? 0 : 1;
 }
