@@ -17,15 +17,26 @@ from scn_any import (ANY_REVOKE_PROG, any_revoke_object, broker_prompt,
 # program's own CONSUME of a one-shot grant.
 
 
+def ends_approved(st):
+    """{grant: key=values of its approved decision line} from one pass
+    over powerboxd's log (a stack shared by every scenario of a run logs
+    a thousand grants and more: one pass per grant was quadratic, and
+    slow enough under load to outlast a reader's patience)."""
+    out = {}
+    for line in st.peer_log("powerboxd").splitlines():
+        if "event=decision" not in line or "outcome=approved" not in line:
+            continue
+        f = key_values(line.replace(" ", "\n"))
+        if f.get("event") == "decision" and f.get("outcome") == "approved" \
+                and f.get("grant") and f["grant"] not in out:
+            out[f["grant"]] = f
+    return out
+
+
 def ends_decision(st, grant):
     """The key=values of powerboxd's approved decision line for grant
     (None before it is logged)."""
-    for line in st.peer_log("powerboxd").splitlines():
-        f = key_values(line.replace(" ", "\n"))
-        if f.get("grant") == grant and f.get("event") == "decision" and \
-                f.get("outcome") == "approved":
-            return f
-    return None
+    return ends_approved(st).get(grant)
 
 
 def ends_retired(st, name, grant, seen, cause):
@@ -57,9 +68,13 @@ def ends_retired(st, name, grant, seen, cause):
 
 
 # The background reader of any-expire's second phase: it reads five
-# pieces, says so, then reads on in pieces (every 50 ms, at most 600
-# times) until a read fails; it says whether its parent (the job's sh)
-# had exited by then, and that it still runs.
+# pieces, says so, waits (every 50 ms, at most 2400 times) for its parent
+# (the job's sh) to exit, then reads on in pieces (every 50 ms, at most
+# 2400 times) until a read fails; it says whether it was orphaned first,
+# and that it still runs. Its reads start after the exit whatever the
+# load, so they can only succeed until the expiry, never outlast the
+# scenario's steps (a flake when they started at once: the loop ended
+# before sh did).
 ANY_EXPIRE_CHILD = """
 import errno, os, sys, time
 want = bytes(range(256)) * 4096
@@ -70,8 +85,12 @@ for i in range(5):
     got += os.read(fd, 100)
 print("before=" + ("exact" if got == want[:500] else repr(got[:40])),
       flush=True)
+for i in range(2400):
+    if os.getppid() != parent:
+        break
+    time.sleep(0.05)
 after = "no-failure"
-for i in range(600):
+for i in range(2400):
     try:
         os.read(fd, 100)
     except OSError as e:
@@ -91,12 +110,12 @@ print("alive=1", flush=True)
 def any_expire_grant(st, name, selector):
     """The one approved grant of selector in powerboxd's log, its
     decision's fields; fails unless it is an invocation grant."""
-    ids = {g for g in re.findall(r"grant=(\S+)", st.peer_log("powerboxd"))
-           if (ends_decision(st, g) or {}).get("object") == selector}
+    approved = ends_approved(st)
+    ids = {g for g, f in approved.items() if f.get("object") == selector}
     if len(ids) != 1:
         fail(f"{name}: approved grants of {selector}: {ids}")
     grant = ids.pop()
-    dec = ends_decision(st, grant)
+    dec = approved[grant]
     if dec.get("lifetime") != "invocation":
         fail(f"{name}: grant {grant} is not an invocation grant: {dec}")
     return grant, dec
@@ -158,7 +177,7 @@ def any_expire_by_exit(st, big):
     wait_for(lambda: ended in st.peer_log("launchd"),
              f"any-expire: launchd never logged '{ended}'", 20)
     want = ends_retired(st, "any-expire", grant, seen, "expired")
-    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=60)
+    job.wait_line(lambda l: l == "alive=1", "alive=1", seconds=150)
     kv = job.kv()
     if kv.get("orphaned") != "1" or kv.get("after") != "EIO" or \
             kv.get("again") != "EIO":
