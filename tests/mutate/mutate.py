@@ -374,6 +374,11 @@ def verdict(status, by, t0):
             "seconds": round(time.monotonic() - t0, 2)}
 
 
+def interrupt(signum, frame):
+    """SIGTERM handler: stop the run as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
 def open_cache(args, build, root):
     """The cached verdicts valid for today's inputs, the key function and
     the writer that appends new verdicts (both off with --cache none)."""
@@ -619,6 +624,10 @@ def main(argv):
     # Run in hash order, so a run stopped by --max-seconds is a fair sample.
     order = sorted(chosen, key=lambda m: hashlib.sha1(
         f"{args.seed}:{m['id']}".encode()).hexdigest())
+    # Ctrl-C and SIGTERM stop the run cleanly even when it was started in
+    # the background (where a shell ignores SIGINT for it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
         try:
             list(ex.map(one, order))
