@@ -25,6 +25,11 @@ MUTATE_THRESHOLD ?= 10
 MUTATE_FULL_THRESHOLD ?= 100
 MUTATE_SIM_SEEDS ?= 1..200
 MUTATE_SIM_STEPS ?= 5000
+# Verdicts are cached by mutant and by a hash of every input of the build
+# and the checks (tests/mutate/mutcache.py): a rerun runs only the mutants
+# without a valid verdict, so a stopped `make mutate` resumes. The full run
+# and the sample share it. MUTATE_CACHE=none runs everything afresh.
+MUTATE_CACHE     ?= build/mutate/cache.jsonl
 # Mutants are built and run under ASan and UBSan (the flags of
 # check-asan): a mutant that reads or writes past an array, or overflows,
 # is a bug the sanitizers see even when no assertion does. Empty it
@@ -38,10 +43,16 @@ MUTATE_ARGS = --dirs "$(MUTATE_DIRS)" --cc "$(CC)" \
     --tool-srcs "$(TOOL_SRCS) $(APP_SRCS) $(PEERS_LIB_SRCS)" --sim-srcs "$(SIM_SRCS)" \
     --sim-seeds $(MUTATE_SIM_SEEDS) --sim-steps $(MUTATE_SIM_STEPS) \
     --equivalent tests/mutate/equivalent.txt \
+    --cache $(MUTATE_CACHE) \
     $(if $(MUTATE_FILES),--files "$(MUTATE_FILES)") \
     $(if $(MUTATE_JOBS),--jobs $(MUTATE_JOBS))
 
-.PHONY: mutate mutate-sample
+.PHONY: mutate mutate-sample mutate-selftest
+# The fail-fast runner and the verdict cache the runs rely on
+# (tests/mutate/selftest.py): one small compile, no mutant.
+mutate-selftest:
+	@python3 tests/mutate/selftest.py "$(CC)" build/mutate-selftest
+
 mutate:
 	@python3 tests/mutate/mutate.py $(MUTATE_ARGS) --out build/mutate \
 	    --threshold $(MUTATE_FULL_THRESHOLD)
@@ -51,4 +62,4 @@ mutate-sample:
 	    --sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED) \
 	    --threshold $(MUTATE_THRESHOLD)
 
-CHECK_EXTRA += mutate-sample
+CHECK_EXTRA += mutate-selftest mutate-sample

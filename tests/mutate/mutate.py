@@ -43,266 +43,16 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mutcache  # noqa: E402  (beside this file)
+from mutgen import (all_mutants, equivalent_of, load_equivalent,  # noqa
+                    sample)
+
 DEFAULT_DIRS = ["core", "ipc", "bootstrap"]
 FREE_DIRS = ["base", "sha2", "ipc", "bootstrap", "capabi", "core"]
 HOSTED = ["-D_POSIX_C_SOURCE=200809L", "-D_DEFAULT_SOURCE"]
 WARN = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Wconversion",
         "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes", "-Wvla"]
-
-TOKEN = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<comment>//.*)
-  | (?P<open>/\*)
-  | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+[uUlL]*(?![.\w]))
-  | (?P<ident>[A-Za-z_]\w*)
-  | (?P<punct><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^!~<>=?:;,.(){}\[\]#\\])
-  | (?P<other>.)
-""", re.VERBOSE)
-
-ROR = {"<": ["<=", ">="], "<=": ["<", ">"], ">": [">=", "<="],
-       ">=": [">", "<"], "==": ["!="], "!=": ["=="]}
-DECL_START = {"const", "static", "struct", "union", "enum", "unsigned",
-              "signed", "volatile", "register", "typedef", "extern", "return",
-              "break", "continue", "goto", "case", "default", "else", "do",
-              "if", "while", "for", "switch", "void", "char", "int", "long",
-              "short", "_Bool", "bool", "float", "double", "_Alignas"}
-SKIP_STATEMENT = {"PBX_ASSERT", "_Static_assert", "static_assert"}
-ALIAS_SUFFIX = re.compile(r"_(COUNT|MAX|MIN|FIRST|LAST|NONE_)$")
-
-
-# ---- mutant generation ------------------------------------------------------
-
-def tokenize(line, in_comment):
-    """Code tokens of one line as (kind, text, start), and the comment state."""
-    toks = []
-    i = 0
-    while i < len(line):
-        if in_comment:
-            end = line.find("*/", i)
-            if end < 0:
-                return toks, True
-            i = end + 2
-            in_comment = False
-            continue
-        m = TOKEN.match(line, i)
-        kind = m.lastgroup
-        if kind == "open":
-            in_comment = True
-        elif kind not in ("ws", "comment"):
-            toks.append((kind, m.group(), i))
-        i = m.end()
-    return toks, in_comment
-
-
-def enum_families(root):
-    """Each enum of the freestanding headers, and each error .def file."""
-    fams = [["false", "true"]]
-    for h in sorted(glob.glob(os.path.join(root, "*", "*.h"))):
-        text = open(h, encoding="utf-8").read()
-        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
-        text = re.sub(r"(?m)^\s*#.*$", "", text)
-        for body in re.findall(r"\benum\s*\w*\s*\{([^}]*)\}", text):
-            names = [e.split("=")[0].strip() for e in body.split(",")]
-            names = [n for n in names if re.fullmatch(r"[A-Za-z_]\w*", n)
-                     and not ALIAS_SUFFIX.search(n)]
-            if len(names) > 1:
-                fams.append(names)
-    for d in sorted(glob.glob(os.path.join(root, "base", "err", "*.def"))):
-        names = re.findall(r"PBX_ERR_DEF\(\s*(\w+)", open(d).read())
-        if len(names) > 1:
-            fams.append(names)
-    swap = {}
-    for fam in fams:
-        for i, n in enumerate(fam):
-            swap.setdefault(n, fam[(i + 1) % len(fam)])
-    return swap
-
-
-def bump(text, delta):
-    m = re.match(r"(0[xX])?([0-9a-fA-F]+)([uUlL]*)$", text)
-    hexa, digits, suffix = m.groups()
-    value = int(digits, 16 if hexa else 10) + delta
-    if value < 0:
-        return None
-    body = (hexa + format(value, "X")) if hexa else str(value)
-    return body + suffix
-
-
-def matching_paren(toks, k):
-    """Index of the token closing the parenthesis toks[k] opens, or None."""
-    depth = 0
-    for j in range(k, len(toks)):
-        if toks[j][1] == "(":
-            depth += 1
-        elif toks[j][1] == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
-
-
-def is_statement_line(toks, prev_end):
-    """A whole expression statement or assignment on this line alone."""
-    if not toks or toks[-1][1] != ";" or prev_end not in (";", "{", "}", ")",
-                                                          ":", "else"):
-        return False
-    first = toks[0]
-    if first[0] == "ident":
-        if first[1] in DECL_START or first[1] in SKIP_STATEMENT:
-            return False
-        nxt = toks[1][1] if len(toks) > 1 else ""
-        if len(toks) > 1 and toks[1][0] == "ident":
-            return False  # "type name": a declaration
-        if nxt == "*" and len(toks) > 2 and toks[2][0] == "ident" and \
-                len(toks) > 3 and toks[3][1] in ("=", ";", "[", ","):
-            return False  # "type *name = ...": a declaration
-    elif first[1] not in ("*", "(", "++", "--"):
-        return False
-    if [t for _, t, _ in toks[:3]] == ["(", "void", ")"] and len(toks) == 5:
-        return False  # "(void)name;" only marks a parameter used
-    depth = 0
-    for _, t, _ in toks:
-        depth += t == "("
-        depth -= t == ")"
-        if depth < 0:
-            return False
-    return depth == 0 and sum(1 for _, t, _ in toks if t == ";") == 1
-
-
-def line_mutants(line, toks, swap, prev_end):
-    """(op, description, mutated line) for every mutant of one code line."""
-    out = []
-
-    def at(tok, new):
-        return line[:tok[2]] + new + line[tok[2] + len(tok[1]):]
-
-    for k, tok in enumerate(toks):
-        kind, text, _ = tok
-        if kind == "punct" and text in ROR:
-            for new in ROR[text]:
-                out.append(("ror", f"{text} -> {new}", at(tok, new)))
-        elif kind == "num":
-            for delta in (1, -1):
-                new = bump(text, delta)
-                if new is not None:
-                    out.append(("bound", f"{text} -> {new}", at(tok, new)))
-        elif kind == "ident" and text in swap and swap[text] != text:
-            nxt = toks[k + 1][1] if k + 1 < len(toks) else ""
-            if nxt != "(" and toks[0][1] != "case":
-                out.append(("swap", f"{text} -> {swap[text]}",
-                            at(tok, swap[text])))
-        elif kind == "ident" and text in ("if", "while") and \
-                k + 1 < len(toks) and toks[k + 1][1] == "(":
-            close = matching_paren(toks, k + 1)
-            if close is not None and close > k + 2:
-                a = toks[k + 1][2] + 1
-                b = toks[close][2]
-                cond = line[a:b]
-                out.append(("neg", f"{text} (...) -> {text} (!(...))",
-                            line[:a] + "!(" + cond + ")" + line[b:]))
-    if is_statement_line(toks, prev_end):
-        indent = line[:len(line) - len(line.lstrip())]
-        out.append(("del", "statement -> (void)0;", indent + "(void)0;"))
-    return out
-
-
-def file_mutants(path, text, swap):
-    """Every mutant of one source file, as dicts without ids."""
-    result = []
-    in_comment = False
-    cond = []          # per #if level: is this branch compiled out?
-    continued = False  # inside a multi-line preprocessor directive
-    skip_parens = 0    # inside an unfinished PBX_ASSERT/_Static_assert
-    prev_end = "{"
-    for n, line in enumerate(text.split("\n"), 1):
-        stripped = line.strip()
-        if continued or (not in_comment and stripped.startswith("#")):
-            continued = stripped.endswith("\\")
-            d = re.match(r"#\s*(\w+)\s*(.*)", stripped)
-            if d and not continued:
-                word, arg = d.group(1), d.group(2)
-                dead = arg.startswith("PBX_PLANT_") or arg == "0" or \
-                    "defined(PBX_PLANT_" in arg.replace(" ", "")
-                if word in ("if", "ifdef"):
-                    cond.append(dead)
-                elif word == "ifndef":
-                    cond.append(False)
-                elif word in ("else", "elif") and cond:
-                    parent = cond[-1]
-                    cond[-1] = not parent if word == "else" else False
-                elif word == "endif" and cond:
-                    cond.pop()
-            continue
-        toks, in_comment = tokenize(line, in_comment)
-        if not toks:
-            continue
-        end = toks[-1][1]
-        this_prev, prev_end = prev_end, end
-        if any(cond):
-            continue
-        if skip_parens > 0 or any(t[1] in SKIP_STATEMENT for t in toks):
-            depth = skip_parens
-            for _, t, _ in toks:
-                depth += (t == "(") - (t == ")")
-            skip_parens = depth if depth > 0 else 0
-            continue
-        for op, desc, mutated in line_mutants(line, toks, swap, this_prev):
-            result.append({"file": path, "line": n, "op": op, "desc": desc,
-                           "orig": line, "mutated": mutated})
-    return result
-
-
-def all_mutants(root, dirs):
-    swap = enum_families(root)
-    mutants = []
-    for d in dirs:
-        for path in sorted(glob.glob(os.path.join(root, d, "*.c"))):
-            rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8") as f:
-                mutants += file_mutants(rel, f.read(), swap)
-    seen = {}
-    for m in mutants:
-        key = f"{m['file']}\0{m['orig'].strip()}\0{m['mutated'].strip()}"
-        seen[key] = seen.get(key, 0) + 1
-        m["id"] = hashlib.sha1(f"{key}\0{seen[key]}".encode()).hexdigest()[:12]
-    return mutants
-
-
-def sample(mutants, count, seed):
-    """A fixed pseudo-random sample: the count lowest hashes of seed+id, so
-    a mutant stays chosen while the code around it changes."""
-    def rank(m):
-        return hashlib.sha1(f"{seed}:{m['id']}".encode()).hexdigest()
-    return sorted(sorted(mutants, key=rank)[:count],
-                  key=lambda m: (m["file"], m["line"], m["id"]))
-
-
-def load_equivalent(path):
-    """Entries 'FILE | ID-or-mutated-line | reason' of the equivalence file."""
-    entries = []
-    if not path or not os.path.isfile(path):
-        return entries
-    for n, raw in enumerate(open(path, encoding="utf-8"), 1):
-        raw = raw.rstrip("\n")
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        parts = [p.strip() for p in raw.split("|", 2)]
-        if len(parts) != 3 or not parts[2]:
-            sys.exit(f"{path}:{n}: expected 'FILE | ID or mutated line | "
-                     "reason'")
-        entries.append({"file": parts[0], "key": parts[1],
-                        "reason": parts[2], "where": f"{path}:{n}"})
-    return entries
-
-
-def equivalent_of(m, entries):
-    for e in entries:
-        if e["file"] == m["file"] and e["key"] in (m["id"],
-                                                   m["mutated"].strip()):
-            return e
-    return None
-
 
 # ---- building and running ---------------------------------------------------
 
@@ -360,13 +110,17 @@ class Build:
         with open(stamp, "w") as f:
             f.write(flags)
 
-    def link(self, wdir, mutated_src, mutant_obj):
-        """Link pbx-test, pbx and pbx-sim with one object replaced."""
+    def link(self, wdir, mutated_src, mutant_obj,
+             names=("pbx-test", "pbx", "pbx-sim")):
+        """Link the named binaries (pbx-test, pbx, pbx-sim) with one object
+        replaced; a mutant links pbx-sim only once its tests passed."""
         lib = [mutant_obj if s == mutated_src else self.obj(s)
                for s in self.srcs["lib"]]
         bins = {}
         for name, group in (("pbx-test", "test"), ("pbx", "tool"),
                             ("pbx-sim", "sim")):
+            if name not in names:
+                continue
             out = os.path.join(wdir, "bin", name)
             objs = [self.obj(s) for s in self.srcs[group]]
             rc, log = run([self.args.cc, *self.args.ldflags.split(), *objs,
@@ -432,32 +186,127 @@ def copy_tree(root, dst):
     os.makedirs(os.path.join(dst, "bin"), exist_ok=True)
 
 
+def module_filter(path):
+    """The test-name filter of a source's module: core/pbx_core_calls.c ->
+    core_calls (the tests of a module are named after it)."""
+    base = os.path.basename(path)[:-2]
+    return base[4:] if base.startswith("pbx_") else base
+
+
+FAIL_LINE = re.compile(r"^FAIL (\S+)", re.M)
+OK_LINE = re.compile(r"^ok   (\S+)", re.M)
+
+
+def killer_of(out, order, filters):
+    """The test that failed in a pbx-test run's output: its FAIL line, or
+    (a sanitizer or a signal ended the process mid-test) the test after
+    the last that passed among those the filters select, in run order."""
+    fail = FAIL_LINE.search(out)
+    if fail:
+        return fail.group(1)
+    chosen = [t for t in order if not filters or
+              any(f in t for f in filters)]
+    oks = OK_LINE.findall(out)
+    if oks and oks[-1] in chosen:
+        i = chosen.index(oks[-1]) + 1
+        return chosen[i] if i < len(chosen) else ""
+    return chosen[0] if chosen and not oks else ""
+
+
 class Runner:
+    """Builds and checks mutants. The checks run cheapest-kill first: the
+    tests of the mutated module and the tests that killed earlier mutants
+    of the same file, then every test, then pbx-sim (linked only then);
+    pbx-test stops at its first failure (PBX_TEST_FAILFAST=1). A mutant is
+    killed exactly when one of them fails, as when every check ran."""
+
     def __init__(self, build, args):
         self.build = build
         self.args = args
         self.limits = {}
+        self.tests = set()    # every test name of the unmutated build
+        self.order = []       # the same, in run order
+        self.killers = {}     # file -> {test name: mutants it killed}
+        self.alone = {}       # filter -> passes alone on the baseline
+        self.base_bins = None
+        self.base_dir = None
+        self.base_cwd = None
+        self.klock = threading.Lock()
 
-    def checks(self, bins, wdir):
-        """The test commands of a mutant: unit tests, then the simulator."""
+    def env(self, bins, wdir):
         env = dict(os.environ, PBX_BIN=bins["pbx"],
-                   TMPDIR=os.path.join(wdir, "tmp"))
+                   TMPDIR=os.path.join(wdir, "tmp"), PBX_TEST_FAILFAST="1")
         os.makedirs(env["TMPDIR"], exist_ok=True)
-        sim = bins["pbx-sim"]
+        return env
+
+    def sim_checks(self, sim):
         return [
-            ("tests", [bins["pbx-test"]], env),
             ("sim", [sim, "--regress", "sim/regress.txt", "--steps",
-                     str(self.args.sim_steps)], env),
+                     str(self.args.sim_steps)]),
             ("sim", [sim, "--seeds", self.args.sim_seeds, "--steps",
-                     str(self.args.sim_steps)], env),
+                     str(self.args.sim_steps)]),
         ]
+
+    def learn(self, path, killer):
+        """Remember that test killer killed a mutant of path."""
+        if killer:
+            with self.klock:
+                k = self.killers.setdefault(path, {})
+                k[killer] = k.get(killer, 0) + 1
+
+    def first_filters(self, path):
+        """The filters of the first test pass for a mutant of path: its
+        module's name and the (at most 16) tests that killed the most
+        mutants of path so far; only filters that select a test."""
+        with self.klock:
+            k = dict(self.killers.get(path, {}))
+        best = sorted(k, key=lambda n: (-k[n], n))[:16]
+        mod = module_filter(path)
+        filters = best + ([mod] if mod not in best else [])
+        return [f for f in filters if self.alone_passes(f)]
+
+    def alone_passes(self, name):
+        """Whether the tests a filter selects pass on their own on the
+        unmutated build (asked once per filter): only then may a failure
+        of theirs in the first pass kill a mutant, so that a test that
+        leans on an earlier one never kills a mutant the whole suite
+        would let live."""
+        with self.klock:
+            known = self.alone.get(name)
+        if known is not None:
+            return known
+        ok = any(name in t for t in self.tests)
+        if ok:
+            b = self.base_bins
+            rc, _ = run([b["pbx-test"], name], self.base_cwd,
+                        self.limits[0] * self.args.wall_factor,
+                        self.env(b, self.base_dir),
+                        cpu_limit=self.limits[0])
+            ok = rc == 0
+        with self.klock:
+            self.alone[name] = ok
+        return ok
 
     def calibrate(self, wdir):
         """Run the unmutated build; every limit is a multiple of its time."""
         bins, log = self.build.link(wdir, None, None)
         if bins is None:
             sys.exit("mutate: baseline link failed:\n" + log)
-        for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
+        rc, out = run([bins["pbx-test"], "--list"], wdir, 600)
+        self.order = out.split() if rc == 0 else []
+        self.tests = set(self.order)
+        # The unmutated binaries stay, to try a first-pass filter alone.
+        self.base_dir = os.path.join(self.build.out, "base")
+        os.makedirs(os.path.join(self.base_dir, "bin"), exist_ok=True)
+        self.base_cwd = wdir
+        self.base_bins = {}
+        for name, path in bins.items():
+            self.base_bins[name] = os.path.join(self.base_dir, "bin", name)
+            shutil.copy2(path, self.base_bins[name])
+        env = self.env(bins, wdir)
+        checks = [("tests", [bins["pbx-test"]])] + \
+            self.sim_checks(bins["pbx-sim"])
+        for i, (what, cmd) in enumerate(checks):
             c0 = child_cpu_seconds()
             rc, out = run(cmd, wdir, 600, env)
             took = child_cpu_seconds() - c0
@@ -487,10 +336,30 @@ class Runner:
         if rc != 0:
             return verdict("killed", "timeout" if rc == "timeout" else
                            "build", t0)
-        bins, _ = self.build.link(wdir, m["file"], obj)
+        return self.check(m, wdir, obj, t0)
+
+    def check(self, m, wdir, obj, t0):
+        """The checks of a compiled mutant, cheapest kill first."""
+        bins = self.build.link(wdir, m["file"], obj, ("pbx-test", "pbx"))[0]
         if bins is None:
             return verdict("killed", "build", t0)
-        for i, (what, cmd, env) in enumerate(self.checks(bins, wdir)):
+        env = self.env(bins, wdir)
+        first = self.first_filters(m["file"])
+        passes = ([[bins["pbx-test"], *first]] if first else []) + \
+            [[bins["pbx-test"]]]
+        for cmd in passes:
+            rc, out = run(cmd, wdir, self.limits[0] * self.args.wall_factor,
+                          env, cpu_limit=self.limits[0])
+            if rc == "timeout":
+                return verdict("killed", "timeout", t0)
+            if rc != 0:
+                killer = killer_of(out, self.order, cmd[1:])
+                self.learn(m["file"], killer)
+                return dict(verdict("killed", "tests", t0), killer=killer)
+        sim = self.build.link(wdir, m["file"], obj, ("pbx-sim",))[0]
+        if sim is None:
+            return verdict("killed", "build", t0)
+        for i, (what, cmd) in enumerate(self.sim_checks(sim["pbx-sim"]), 1):
             rc, _ = run(cmd, wdir, self.limits[i] * self.args.wall_factor,
                         env, cpu_limit=self.limits[i])
             if rc == "timeout":
@@ -503,6 +372,28 @@ class Runner:
 def verdict(status, by, t0):
     return {"status": status, "by": by,
             "seconds": round(time.monotonic() - t0, 2)}
+
+
+def interrupt(signum, frame):
+    """SIGTERM handler: stop the run as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def open_cache(args, build, root):
+    """The cached verdicts valid for today's inputs, the key function and
+    the writer that appends new verdicts (both off with --cache none)."""
+    path = args.cache or os.path.join(build.out, "cache.jsonl")
+    if path == "none":
+        return {"hits": {}, "key": lambda m: m["id"], "writer": None}
+    settings = {"cc": args.cc, "cflags": build.flags,
+                "ldflags": args.ldflags, "srcs": build.srcs,
+                "sim_seeds": args.sim_seeds, "sim_steps": args.sim_steps,
+                "limits": [args.build_timeout, args.timeout_factor,
+                           args.min_timeout, args.wall_factor]}
+    inputs = mutcache.inputs_hash(root, settings)
+    return {"hits": mutcache.load(path),
+            "key": lambda m: mutcache.mutant_key(m, inputs),
+            "writer": mutcache.Writer(path)}
 
 
 def jobs_from_env(default):
@@ -556,6 +447,8 @@ def write_report(s, out):
           f"- mutants run: {s['mutants']} of {s['chosen']} chosen"
           + (f" (a sample, seed {s['seed']})"
              if s["sample"] else " (every mutant)"),
+          f"- verdicts from the cache (build/mutate/cache.jsonl unless "
+          f"--cache): {s['from_cache']}",
           f"- killed: {s['killed']} ({kb})",
           f"- survived: {s['survived']}",
           f"- equivalent (excluded from the rate): {s['equivalent']}",
@@ -620,6 +513,9 @@ def parse_args(argv):
     p.add_argument("--max-seconds", type=float, default=0,
                    help="stop starting mutants after this long; the report "
                    "covers those that ran")
+    p.add_argument("--cache", default="",
+                   help="the verdict cache (default OUT/cache.jsonl); "
+                   "'none' runs every mutant and keeps nothing")
     p.add_argument("--list", action="store_true")
     p.add_argument("--only", default="",
                    help="mutant ids, comma or space separated, or @FILE")
@@ -665,35 +561,53 @@ def main(argv):
     elif args.sample:
         chosen = sample(mutants, args.sample, args.seed)
     entries = load_equivalent(args.equivalent)
-    jobs = args.jobs or jobs_from_env(2)
-    jobs = max(1, min(jobs, len(chosen)))
     t0 = time.monotonic()
-    print(f"mutate: {len(mutants)} mutants in {args.dirs}; running "
-          f"{len(chosen)} on {jobs} worker(s)", flush=True)
     build = Build(args, root)
-    build.baseline(jobs)
+    cache = open_cache(args, build, root)
+    todo = [m for m in chosen if cache["key"](m) not in cache["hits"]]
+    jobs = args.jobs or jobs_from_env(2)
+    jobs = max(1, min(jobs, len(todo) or 1))
+    print(f"mutate: {len(mutants)} mutants in {args.dirs}; "
+          f"{len(chosen)} chosen, {len(chosen) - len(todo)} verdicts from "
+          f"the cache, running {len(todo)} on {jobs} worker(s)", flush=True)
     runner = Runner(build, args)
+    for m in chosen:
+        hit = cache["hits"].get(cache["key"](m))
+        if hit:
+            runner.learn(m["file"], hit.get("killer", ""))
     wdirs = [os.path.join(build.out, f"w{i}") for i in range(jobs)]
-    for w in wdirs:
-        copy_tree(root, w)
-    runner.calibrate(wdirs[0])
+    if todo:
+        build.baseline(jobs)
+        for w in wdirs:
+            copy_tree(root, w)
+        runner.calibrate(wdirs[0])
     free = list(wdirs)
     lock = threading.Lock()
     results = []
+    os.makedirs(build.out, exist_ok=True)
     log = open(os.path.join(build.out, "results.jsonl"), "w")
 
     deadline = t0 + args.max_seconds if args.max_seconds else None
+    stop = threading.Event()
 
     def one(m):
-        if deadline and time.monotonic() > deadline:
+        key = cache["key"](m)
+        hit = cache["hits"].get(key)
+        if hit:
+            r = dict(m, status=hit["status"], by=hit["by"],
+                     seconds=hit["seconds"], cached=True)
+        elif stop.is_set() or (deadline and time.monotonic() > deadline):
             return None
-        with lock:
-            w = free.pop()
-        try:
-            r = dict(m, **runner.mutant(m, w))
-        finally:
+        else:
             with lock:
-                free.append(w)
+                w = free.pop()
+            try:
+                r = dict(m, **runner.mutant(m, w))
+            finally:
+                with lock:
+                    free.append(w)
+            if cache["writer"]:
+                cache["writer"].add(key, r)
         e = equivalent_of(m, entries)
         if e:
             r["equivalent"] = True
@@ -710,12 +624,26 @@ def main(argv):
     # Run in hash order, so a run stopped by --max-seconds is a fair sample.
     order = sorted(chosen, key=lambda m: hashlib.sha1(
         f"{args.seed}:{m['id']}".encode()).hexdigest())
+    # Ctrl-C and SIGTERM stop the run cleanly even when it was started in
+    # the background (where a shell ignores SIGINT for it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-        list(ex.map(one, order))
+        try:
+            list(ex.map(one, order))
+        except KeyboardInterrupt:
+            # Let the running mutants finish (their verdicts reach the
+            # cache), start no more, and report what ran.
+            stop.set()
+            print("mutate: interrupted; finishing the running mutants",
+                  flush=True)
     log.close()
+    if cache["writer"]:
+        cache["writer"].close()
     results.sort(key=lambda r: (r["file"], r["line"], r["id"]))
     s = summarise(results, entries, mutants, args, time.monotonic() - t0)
     s["chosen"] = len(chosen)
+    s["from_cache"] = sum(1 for r in results if r.get("cached"))
     s["partial"] = len(results) < len(chosen)
     write_report(s, build.out)
     if len(chosen) != 1 or not args.only:
@@ -723,7 +651,8 @@ def main(argv):
             shutil.rmtree(w, ignore_errors=True)
     kb = ", ".join(f"{k} {v}" for k, v in sorted(s["killed_by"].items()))
     kb = kb or "none"
-    print(f"mutate: {s['mutants']} run, {s['killed']} killed ({kb}), "
+    print(f"mutate: {s['mutants']} run ({s['from_cache']} verdicts from the "
+          f"cache), {s['killed']} killed ({kb}), "
           f"{s['survived']} survived, {s['equivalent']} equivalent; "
           f"survival rate {s['survival_rate_percent']}% (threshold "
           f"{args.threshold}%) in {s['seconds']} s; report "

@@ -5,6 +5,11 @@
  * contains one of them run. The last line is always "N passed, N failed",
  * and the exit status is non-zero when any test failed or when a filter
  * selected nothing (a run that tests nothing must not look green).
+ *
+ * With PBX_TEST_FAILFAST=1 in the environment the run stops after the first
+ * failing test (the counts then cover only the tests that ran) and exits
+ * non-zero; the mutation tool uses it so that a mutant a test kills does not
+ * pay for the rest of the suite. Any other value, or none, runs every test.
  */
 #include "pbx_test.h"
 
@@ -122,9 +127,17 @@ static int pbx_test_run_one(const struct pbx_test_entry *t)
     return ok;
 }
 
+/* Returns 1 when PBX_TEST_FAILFAST=1 asks to stop at the first failure. */
+static int pbx_test_failfast(void)
+{
+    const char *v = getenv("PBX_TEST_FAILFAST");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
 int main(int argc, char **argv)
 {
     int list = argc > 1 && strcmp(argv[1], "--list") == 0;
+    int failfast = pbx_test_failfast();
     int nfilter = argc - 1 - list;
     char **filters = argv + 1 + list;
     unsigned long passed = 0;
@@ -141,6 +154,9 @@ int main(int argc, char **argv)
             passed++;
         } else {
             failed++;
+            if (failfast) {
+                break;
+            }
         }
     }
     if (list) {
