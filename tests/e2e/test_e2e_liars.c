@@ -94,12 +94,12 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
     X(liar_vfsd_detach_for_a_cancelled_request, DET_, LR_HOW_ENDED,            \
       LR_F_NONE, R_, GONE_, 1)                                                 \
     X(liar_vfsd_retire_header_index, RET_, LR_HOW_HEADER, LR_F_H_INDEX, R_,    \
-      OK_, 1)                                                                  \
+      OK_, 2)                                                                  \
     X(liar_vfsd_retire_header_gen, RET_, LR_HOW_HEADER, LR_F_H_GEN, R_, OK_,   \
-      1)                                                                       \
-    X(liar_vfsd_retire_header_op, RET_, LR_HOW_HEADER, LR_F_H_OP, R_, OK_, 1)  \
+      2)                                                                       \
+    X(liar_vfsd_retire_header_op, RET_, LR_HOW_HEADER, LR_F_H_OP, R_, OK_, 2)  \
     X(liar_vfsd_retire_header_seq, RET_, LR_HOW_HEADER, LR_F_H_SEQ, R_, OK_,   \
-      1)                                                                       \
+      2)                                                                       \
     X(liar_vfsd_retire_duplicate, RET_, LR_HOW_DUPLICATE, LR_F_NONE, R_, OK_,  \
       1)                                                                       \
     X(liar_vfsd_retire_silent, RET_, LR_HOW_SILENT, LR_F_NONE, R_, OK_, 2)     \
@@ -136,12 +136,12 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
     X(liar_ttyd_active_for_a_cancelled_request, ACT_, LR_HOW_ENDED, LR_F_NONE, \
       R_, GONE_, 1)                                                            \
     X(liar_ttyd_remove_header_index, REM_, LR_HOW_HEADER, LR_F_H_INDEX, R_,    \
-      OK_, 1)                                                                  \
+      OK_, 2)                                                                  \
     X(liar_ttyd_remove_header_gen, REM_, LR_HOW_HEADER, LR_F_H_GEN, R_, OK_,   \
-      1)                                                                       \
-    X(liar_ttyd_remove_header_op, REM_, LR_HOW_HEADER, LR_F_H_OP, R_, OK_, 1)  \
+      2)                                                                       \
+    X(liar_ttyd_remove_header_op, REM_, LR_HOW_HEADER, LR_F_H_OP, R_, OK_, 2)  \
     X(liar_ttyd_remove_header_seq, REM_, LR_HOW_HEADER, LR_F_H_SEQ, R_, OK_,   \
-      1)                                                                       \
+      2)                                                                       \
     X(liar_ttyd_remove_duplicate, REM_, LR_HOW_DUPLICATE, LR_F_NONE, R_, OK_,  \
       1)                                                                       \
     X(liar_ttyd_remove_silent, REM_, LR_HOW_SILENT, LR_F_NONE, R_, OK_, 2)     \

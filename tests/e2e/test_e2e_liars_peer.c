@@ -288,15 +288,17 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
             return;
         }
         if (armed && lr_header(&r->fault)) {
-            /* Taken, this body would be judged wrong and RETIRE asked
-             * again: the row's one call shows it was refused. */
-            pbx_ipc_retire bad = q;
-            bad.object.id++;
-            n = pbx_ipc_retire_reply_encode(f->request, &bad, out, sizeof(out),
+            /* A wrong RETIRE body is refused as a wrong header is (the
+             * call stays out), so a poisoned body would show nothing:
+             * the lie is the honest body under a wrong header, and
+             * nothing follows it. Refused, RETIRE is asked again at its
+             * deadline (the row's two calls); taken, it never would. */
+            n = pbx_ipc_retire_reply_encode(f->request, &q, out, sizeof(out),
                                             &n) == PBX_OK
                     ? n
                     : 0U;
             lr_poison_send(r, r->p.vfsd, f, out, n, false);
+            return;
         }
         if (armed) {
             lr_e64(&r->fault, LR_F_OBJ_ID, &q.object.id);
@@ -354,18 +356,20 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
     bool armed = lr_armed(r, PBX_IPC_OP_VIEW, q.kind);
     pbx_ipc_view_ack a = {q.kind, q.grant};
     if (armed && lr_header(&r->fault)) {
+        /* ACTIVE: a poisoned body, then the honest reply. REMOVE: as
+         * RETIRE (lr_on_vfsd), the honest body under a wrong header and
+         * nothing after it, so that only asking again completes it. */
+        bool remove = q.kind != (uint8_t)PBX_IPC_VIEW_ACTIVE;
         pbx_ipc_view_ack bad = a;
-        bad.kind = q.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE
-                       ? (uint8_t)PBX_IPC_VIEW_REMOVE
-                       : (uint8_t)PBX_IPC_VIEW_ACTIVE;
+        bad.kind = remove ? q.kind : (uint8_t)PBX_IPC_VIEW_REMOVE;
         n = pbx_ipc_view_reply_encode(f->request, &bad, out, sizeof(out), &n) ==
                     PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
+        if (remove) {
+            return;
+        }
     }
     if (armed) {
         lr_flip8(&r->fault, LR_F_KIND, &a.kind, PBX_IPC_VIEW_ACTIVE,
