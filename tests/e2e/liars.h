@@ -201,8 +201,7 @@ void lr_flip16(const lr_fault *x, lr_field f, uint16_t *v, uint16_t a,
                uint16_t b);
 
 /** lr_flip8 sets *v to the other of a and b when f is x's field. */
-void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a,
-              uint8_t b);
+void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a, uint8_t b);
 
 /** lr_zero_patch zeroes, for an LR_HOW_ZERO body lie, each of the n bytes
  * of out that differ from honest (the reply encoded honestly). */
@@ -215,8 +214,8 @@ void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n, uint32_t seq);
 
 /** lr_send sends the n bytes of out on fd as the reply to q with the nfds
  * descriptors in fds, then closes those (our ends stay kept). */
-void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out,
-             size_t n, int *fds, int nfds);
+void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
+             int *fds, int nfds);
 
 /** lr_deliver sends the honest reply in out (with its nfds receipts, 0 or
  * 1) on route to, as the armed lie says when armed. */

@@ -91,8 +91,8 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
     X(liar_vfsd_detach_late, DET_, LR_HOW_LATE, LR_F_NONE, R_, LATE_, 1)       \
     X(liar_vfsd_detach_out_of_order, DET_, LR_HOW_REORDER, LR_F_NONE, R_, OK_, \
       2)                                                                       \
-    X(liar_vfsd_detach_for_a_cancelled_request, DET_, LR_HOW_ENDED,            \
-      LR_F_NONE, R_, GONE_, 1)                                                 \
+    X(liar_vfsd_detach_for_a_cancelled_request, DET_, LR_HOW_ENDED, LR_F_NONE, \
+      R_, GONE_, 1)                                                            \
     X(liar_vfsd_retire_header_index, RET_, LR_HOW_HEADER, LR_F_H_INDEX, R_,    \
       OK_, 2)                                                                  \
     X(liar_vfsd_retire_header_gen, RET_, LR_HOW_HEADER, LR_F_H_GEN, R_, OK_,   \

@@ -68,15 +68,14 @@ void lr_e32(const lr_fault *x, lr_field f, uint32_t *v)
 
 /* The other known value of a two-valued discriminant. */
 void lr_flip16(const lr_fault *x, lr_field f, uint16_t *v, uint16_t a,
-                      uint16_t b)
+               uint16_t b)
 {
     if (x->field == f) {
         *v = *v == a ? b : a;
     }
 }
 
-void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a,
-                     uint8_t b)
+void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a, uint8_t b)
 {
     if (x->field == f) {
         *v = *v == a ? b : a;
@@ -88,8 +87,8 @@ void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a,
  * once honestly (honest), and the byte where the two differ is zeroed
  * (the honest values are small: the increment carries into no other
  * byte). */
-void lr_zero_patch(const lr_fault *x, uint8_t *out,
-                          const uint8_t *honest, size_t n)
+void lr_zero_patch(const lr_fault *x, uint8_t *out, const uint8_t *honest,
+                   size_t n)
 {
     if (x->how != LR_HOW_ZERO || x->field >= LR_F_H_INDEX) {
         return;
@@ -100,8 +99,7 @@ void lr_zero_patch(const lr_fault *x, uint8_t *out,
 }
 
 /* Changes one header field of an encoded reply (LR_HOW_HEADER). */
-void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n,
-                          uint32_t seq)
+void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n, uint32_t seq)
 {
     static const uint16_t other[][2] = {
         {PBX_IPC_OP_RESOLVE, PBX_IPC_OP_RETIRE},
@@ -132,8 +130,8 @@ void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n,
 
 /* Sends a reply (seq echoed) with the descriptors in fds, then closes
  * them (our ends are kept in the run). */
-void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out,
-                    size_t n, int *fds, int nfds)
+void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
+             int *fds, int nfds)
 {
     /* A reply that cannot be encoded or sent would make a row a silent
      * peer in disguise: the runner fails on it. */
@@ -150,7 +148,7 @@ void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out,
  * honestly). to is the route it belongs on; honest_fds the receipts an
  * honest reply carries (0 or 1), made by mk when needed again. */
 void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
-                       uint8_t *out, size_t n, int *fds, int nfds)
+                uint8_t *out, size_t n, int *fds, int nfds)
 {
     lr_how how = armed ? r->fault.how : LR_HOW_NONE;
     if (how == LR_HOW_EXTRA_FD) {
@@ -193,10 +191,9 @@ void lr_poison_send(lr_run *r, int to, const pbx_ipc_frame *q, uint8_t *out,
     lr_header_lie(&r->fault, out, n, q->seq);
     /* A poisoned reply that is not sent would make the row an honest
      * one in disguise: the runner fails on it. */
-    r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                     (with_fd && fd < 0) ||
-                     !e2e_send(to, out, n, with_fd ? &fd : NULL,
-                               with_fd ? 1 : 0);
+    r->send_failed =
+        r->send_failed || n < PBX_IPC_HEADER_BYTES || (with_fd && fd < 0) ||
+        !e2e_send(to, out, n, with_fd ? &fd : NULL, with_fd ? 1 : 0);
     if (fd >= 0) {
         (void)close(fd);
     }

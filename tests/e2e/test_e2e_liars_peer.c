@@ -46,7 +46,6 @@ bool lr_gone(int fd, int ms)
     return fd >= 0 && e2e_recv(fd, b, sizeof(b), NULL, 0, NULL, ms) == 0;
 }
 
-
 /* vfsd: RESOLVE through scope k, answered FOUND on vfsd's route. */
 static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
 {
@@ -68,17 +67,12 @@ static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
     memcpy(rr.selector_digest, q.selector_digest, sizeof(rr.selector_digest));
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_resolve_reply bad = rr;
-        int fd = lr_pair(r, true, NULL);
         bad.object.id = LR_OBJ_POISON;
         n = pbx_ipc_resolve_reply_encode(f->request, &bad, out, sizeof(out),
                                          &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.vfsd, out, n, &fd, 1);
-        (void)close(fd);
+        lr_poison_send(r, r->p.vfsd, f, out, n, true);
     }
     uint8_t honest[256];
     size_t hn = 0;
@@ -127,10 +121,7 @@ static void lr_on_policy(lr_run *r, const pbx_ipc_frame *f)
                                         &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &pr.session);
@@ -177,10 +168,7 @@ static void lr_on_prompt(lr_run *r, const pbx_ipc_frame *f)
                                         &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &a.session);
@@ -215,17 +203,12 @@ static void lr_on_install(lr_run *r, const pbx_ipc_frame *f)
                                 q.target.process_gen};
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_install_reply bad = ir;
-        int fd = lr_pair(r, true, NULL);
         bad.installed_slot++;
         n = pbx_ipc_install_reply_encode(f->request, &bad, out, sizeof(out),
                                          &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.procd, out, n, &fd, 1);
-        (void)close(fd);
+        lr_poison_send(r, r->p.procd, f, out, n, true);
     }
     uint8_t honest[128];
     size_t hn = 0;
@@ -269,10 +252,7 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
                                             &n) == PBX_OK
                     ? n
                     : 0U;
-            (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-            lr_header_lie(&r->fault, out, n, f->seq);
-            r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                             !e2e_send(r->p.vfsd, out, n, NULL, 0);
+            lr_poison_send(r, r->p.vfsd, f, out, n, false);
         }
         if (armed) {
             lr_e64(&r->fault, LR_F_OBJ_ID, &q.object.id);
