@@ -3,7 +3,8 @@
  * plays vfsd, ttyd, procd and launchd (its broker and its wake route)
  * honestly, except for one armed fault: one reply of one call told
  * wrongly (tests/e2e/test_e2e_liars.c holds the table of faults and the
- * runner; tests/e2e/test_e2e_liars_peer.c the honest peers).
+ * runner; tests/e2e/test_e2e_liars_peer.c the honest peers;
+ * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly).
  */
 #ifndef PBX_E2E_LIARS_H
 #define PBX_E2E_LIARS_H
@@ -28,7 +29,8 @@ typedef enum lr_how {
     LR_HOW_BODY,      /**< one echoed body field wrong (lr_field) */
     LR_HOW_ZERO,      /**< one echoed identity zero (lr_field) */
     LR_HOW_HEADER,    /**< a header field wrong, a poisoned body, then the
-                           honest reply */
+                           honest reply (RETIRE, REMOVE: the honest body
+                           under the wrong header, and nothing after) */
     LR_HOW_EXTRA_FD,  /**< the honest reply with a receipt none belongs */
     LR_HOW_NO_FD,     /**< the reply without the receipt it must carry */
     LR_HOW_DUPLICATE, /**< the honest reply twice, each with its receipt */
