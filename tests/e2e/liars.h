@@ -3,7 +3,8 @@
  * plays vfsd, ttyd, procd and launchd (its broker and its wake route)
  * honestly, except for one armed fault: one reply of one call told
  * wrongly (tests/e2e/test_e2e_liars.c holds the table of faults and the
- * runner; tests/e2e/test_e2e_liars_peer.c the honest peers).
+ * runner; tests/e2e/test_e2e_liars_peer.c the honest peers;
+ * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly).
  */
 #ifndef PBX_E2E_LIARS_H
 #define PBX_E2E_LIARS_H
@@ -28,7 +29,8 @@ typedef enum lr_how {
     LR_HOW_BODY,      /**< one echoed body field wrong (lr_field) */
     LR_HOW_ZERO,      /**< one echoed identity zero (lr_field) */
     LR_HOW_HEADER,    /**< a header field wrong, a poisoned body, then the
-                           honest reply */
+                           honest reply (RETIRE, REMOVE: the honest body
+                           under the wrong header, and nothing after) */
     LR_HOW_EXTRA_FD,  /**< the honest reply with a receipt none belongs */
     LR_HOW_NO_FD,     /**< the reply without the receipt it must carry */
     LR_HOW_DUPLICATE, /**< the honest reply twice, each with its receipt */
@@ -174,5 +176,58 @@ long lr_public(int conn, const uint8_t *frame, size_t len);
 
 /** lr_gone reports whether fd's far end is closed (EOF within ms). */
 bool lr_gone(int fd, int ms);
+
+/* The lie helpers (test_e2e_liars_lie.c), used by the honest peers. */
+
+/** lr_pair makes a SEQPACKET pair, keeps our end in r's kept list (its
+ * poison list when poison) and returns the end to pass (the caller closes
+ * it once sent), or -1; *ino, when not NULL, gets that end's inode. */
+int lr_pair(lr_run *r, bool poison, ino_t *ino);
+
+/** lr_armed reports whether the reply to this call (op, and view kind
+ * for VIEW) is the armed lie, and marks the lie told when it is. */
+bool lr_armed(lr_run *r, uint16_t op, uint8_t kind);
+
+/** lr_header reports whether x is told in the header (a poisoned reply
+ * first, then the honest one). */
+bool lr_header(const lr_fault *x);
+
+/** lr_e64 adds one to *v when f is x's field. */
+void lr_e64(const lr_fault *x, lr_field f, uint64_t *v);
+
+/** lr_e32 adds one to *v when f is x's field. */
+void lr_e32(const lr_fault *x, lr_field f, uint32_t *v);
+
+/** lr_flip16 sets *v to the other of a and b when f is x's field. */
+void lr_flip16(const lr_fault *x, lr_field f, uint16_t *v, uint16_t a,
+               uint16_t b);
+
+/** lr_flip8 sets *v to the other of a and b when f is x's field. */
+void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a, uint8_t b);
+
+/** lr_zero_patch zeroes, for an LR_HOW_ZERO body lie, each of the n bytes
+ * of out that differ from honest (the reply encoded honestly). */
+void lr_zero_patch(const lr_fault *x, uint8_t *out, const uint8_t *honest,
+                   size_t n);
+
+/** lr_header_lie changes x's header field in the n encoded bytes of out
+ * (seq is the call's). */
+void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n, uint32_t seq);
+
+/** lr_send sends the n bytes of out on fd as the reply to q with the nfds
+ * descriptors in fds, then closes those (our ends stay kept). */
+void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
+             int *fds, int nfds);
+
+/** lr_deliver sends the honest reply in out (with its nfds receipts, 0 or
+ * 1) on route to, as the armed lie says when armed. */
+void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
+                uint8_t *out, size_t n, int *fds, int nfds);
+
+/** lr_poison_send sends the n encoded bytes of out (a poisoned body) on
+ * route to as a reply to q with the armed header lie told in it, and a
+ * fresh receipt (our end in the poison list) when with_fd. */
+void lr_poison_send(lr_run *r, int to, const pbx_ipc_frame *q, uint8_t *out,
+                    size_t n, bool with_fd);
 
 #endif /* PBX_E2E_LIARS_H */

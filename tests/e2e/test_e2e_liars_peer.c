@@ -46,176 +46,6 @@ bool lr_gone(int fd, int ms)
     return fd >= 0 && e2e_recv(fd, b, sizeof(b), NULL, 0, NULL, ms) == 0;
 }
 
-/* Makes a SEQPACKET pair, keeps our end (sv[0]) in the run's list (the
- * poison list when poison) and returns the end to pass, or -1. */
-static int lr_pair(lr_run *r, bool poison, ino_t *ino)
-{
-    int sv[2];
-    struct stat st;
-    int *list = poison ? r->poison : r->kept;
-    unsigned *n = poison ? &r->npoison : &r->nkept;
-    if (*n >= LR_KEPT_MAX || !e2e_socketpair(SOCK_SEQPACKET, sv)) {
-        return -1;
-    }
-    if (ino != NULL) {
-        *ino = fstat(sv[1], &st) == 0 ? st.st_ino : 0;
-    }
-    list[(*n)++] = sv[0];
-    return sv[1];
-}
-
-/* Whether the reply to this call is the armed lie; marks it told. */
-static bool lr_armed(lr_run *r, uint16_t op, uint8_t kind)
-{
-    if (r->fired || r->fault.how == LR_HOW_NONE || r->fault.op != op ||
-        (op == PBX_IPC_OP_VIEW && r->fault.view_kind != kind)) {
-        return false;
-    }
-    r->fired = true;
-    return true;
-}
-
-/* Whether the lie is told in the header (a poisoned reply first). */
-static bool lr_header(const lr_fault *x)
-{
-    return x->how == LR_HOW_HEADER ||
-           (x->how == LR_HOW_ZERO && x->field >= LR_F_H_INDEX);
-}
-
-/* One field edit: +1 when f is the armed field (LR_HOW_ZERO then zeroes
- * the changed byte: lr_zero_patch). */
-static void lr_e64(const lr_fault *x, lr_field f, uint64_t *v)
-{
-    if (x->field == f) {
-        *v = *v + 1U;
-    }
-}
-
-static void lr_e32(const lr_fault *x, lr_field f, uint32_t *v)
-{
-    if (x->field == f) {
-        *v = *v + 1U;
-    }
-}
-
-/* The other known value of a two-valued discriminant. */
-static void lr_flip16(const lr_fault *x, lr_field f, uint16_t *v, uint16_t a,
-                      uint16_t b)
-{
-    if (x->field == f) {
-        *v = *v == a ? b : a;
-    }
-}
-
-static void lr_flip8(const lr_fault *x, lr_field f, uint8_t *v, uint8_t a,
-                     uint8_t b)
-{
-    if (x->field == f) {
-        *v = *v == a ? b : a;
-    }
-}
-
-/* LR_HOW_ZERO on a body field: no encoder writes a zero generation, so
- * the reply is encoded with the field one more than honest (out) and
- * once honestly (honest), and the byte where the two differ is zeroed
- * (the honest values are small: the increment carries into no other
- * byte). */
-static void lr_zero_patch(const lr_fault *x, uint8_t *out,
-                          const uint8_t *honest, size_t n)
-{
-    if (x->how != LR_HOW_ZERO || x->field >= LR_F_H_INDEX) {
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        out[i] = out[i] != honest[i] ? 0U : out[i];
-    }
-}
-
-/* Changes one header field of an encoded reply (LR_HOW_HEADER). */
-static void lr_header_lie(const lr_fault *x, uint8_t *out, size_t n,
-                          uint32_t seq)
-{
-    static const uint16_t other[][2] = {
-        {PBX_IPC_OP_RESOLVE, PBX_IPC_OP_RETIRE},
-        {PBX_IPC_OP_DETACH, PBX_IPC_OP_RETIRE},
-        {PBX_IPC_OP_RETIRE, PBX_IPC_OP_DETACH},
-        {PBX_IPC_OP_POLICY, PBX_IPC_OP_WITHDRAW},
-        {PBX_IPC_OP_PROMPT, PBX_IPC_OP_POLICY},
-        {PBX_IPC_OP_VIEW, PBX_IPC_OP_POLICY},
-        {PBX_IPC_OP_INSTALL, PBX_IPC_OP_REVOKE}};
-    uint16_t op = pbx_le_get16(out + 6) & (uint16_t)~PBX_IPC_REPLY_BIT;
-    if (x->field == LR_F_H_SEQ) {
-        (void)pbx_ipc_frame_set_seq(out, n, seq ^ 0x80000000U);
-    } else if (x->field == LR_F_H_INDEX) {
-        pbx_le_put32(out + 12, pbx_le_get32(out + 12) + 1U);
-    } else if (x->field == LR_F_H_GEN) {
-        pbx_le_put32(out + 16,
-                     x->how == LR_HOW_ZERO ? 0U : pbx_le_get32(out + 16) + 1U);
-    } else {
-        for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
-            if (other[i][0] == op) {
-                pbx_le_put16(out + 6,
-                             (uint16_t)(other[i][1] | PBX_IPC_REPLY_BIT));
-            }
-        }
-    }
-}
-
-/* Sends a reply (seq echoed) with the descriptors in fds, then closes
- * them (our ends are kept in the run). */
-static void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out,
-                    size_t n, int *fds, int nfds)
-{
-    /* A reply that cannot be encoded or sent would make a row a silent
-     * peer in disguise: the runner fails on it. */
-    r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                     !e2e_reply(fd, q, out, n, fds, nfds);
-    for (int i = 0; i < nfds; i++) {
-        if (fds[i] >= 0) {
-            (void)close(fds[i]);
-        }
-    }
-}
-
-/* Sends the honest reply in out as the armed fault says (armed false:
- * honestly). to is the route it belongs on; honest_fds the receipts an
- * honest reply carries (0 or 1), made by mk when needed again. */
-static void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
-                       uint8_t *out, size_t n, int *fds, int nfds)
-{
-    lr_how how = armed ? r->fault.how : LR_HOW_NONE;
-    if (how == LR_HOW_EXTRA_FD) {
-        int extra[2] = {fds[0], -1};
-        extra[nfds] = lr_pair(r, true, NULL);
-        lr_send(r, to, q, out, n, extra, nfds + 1);
-        return;
-    }
-    if (how == LR_HOW_NO_FD) {
-        for (int i = 0; i < nfds; i++) {
-            (void)close(fds[i]);
-        }
-        lr_send(r, to, q, out, n, NULL, 0);
-        return;
-    }
-    if (how == LR_HOW_ON_SCOPE && q->op == PBX_IPC_OP_RESOLVE) {
-        for (unsigned k = 0; k < r->nreq; k++) {
-            if (r->req[k].index == q->request.index &&
-                r->req[k].gen == q->request.gen) {
-                to = r->scope[k];
-            }
-        }
-    }
-    if (how == LR_HOW_DUPLICATE) {
-        uint8_t copy[PBX_IPC_FRAME_BYTES_MAX];
-        int dup = nfds > 0 ? lr_pair(r, true, NULL) : -1;
-        memcpy(copy, out, n);
-        lr_send(r, to, q, out, n, fds, nfds);
-        lr_send(r, to, q, copy, n, &dup, nfds);
-        return;
-    }
-    lr_send(r, to, q, out, n, fds, nfds);
-}
-
 /* vfsd: RESOLVE through scope k, answered FOUND on vfsd's route. */
 static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
 {
@@ -237,17 +67,12 @@ static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
     memcpy(rr.selector_digest, q.selector_digest, sizeof(rr.selector_digest));
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_resolve_reply bad = rr;
-        int fd = lr_pair(r, true, NULL);
         bad.object.id = LR_OBJ_POISON;
         n = pbx_ipc_resolve_reply_encode(f->request, &bad, out, sizeof(out),
                                          &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.vfsd, out, n, &fd, 1);
-        (void)close(fd);
+        lr_poison_send(r, r->p.vfsd, f, out, n, true);
     }
     uint8_t honest[256];
     size_t hn = 0;
@@ -296,10 +121,7 @@ static void lr_on_policy(lr_run *r, const pbx_ipc_frame *f)
                                         &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &pr.session);
@@ -346,10 +168,7 @@ static void lr_on_prompt(lr_run *r, const pbx_ipc_frame *f)
                                         &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
     }
     if (armed) {
         lr_e64(&r->fault, LR_F_SESSION, &a.session);
@@ -384,17 +203,12 @@ static void lr_on_install(lr_run *r, const pbx_ipc_frame *f)
                                 q.target.process_gen};
     if (armed && lr_header(&r->fault)) {
         pbx_ipc_install_reply bad = ir;
-        int fd = lr_pair(r, true, NULL);
         bad.installed_slot++;
         n = pbx_ipc_install_reply_encode(f->request, &bad, out, sizeof(out),
                                          &n) == PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.procd, out, n, &fd, 1);
-        (void)close(fd);
+        lr_poison_send(r, r->p.procd, f, out, n, true);
     }
     uint8_t honest[128];
     size_t hn = 0;
@@ -438,10 +252,7 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
                                             &n) == PBX_OK
                     ? n
                     : 0U;
-            (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-            lr_header_lie(&r->fault, out, n, f->seq);
-            r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                             !e2e_send(r->p.vfsd, out, n, NULL, 0);
+            lr_poison_send(r, r->p.vfsd, f, out, n, false);
         }
         if (armed) {
             lr_e64(&r->fault, LR_F_OBJ_ID, &q.object.id);
@@ -454,6 +265,19 @@ static void lr_on_vfsd(lr_run *r, const pbx_ipc_frame *f)
     } else {
         pbx_ipc_retire q;
         if (pbx_ipc_retire_decode(f, &q) != PBX_OK) {
+            return;
+        }
+        if (armed && lr_header(&r->fault)) {
+            /* A wrong RETIRE body is refused as a wrong header is (the
+             * call stays out), so a poisoned body would show nothing:
+             * the lie is the honest body under a wrong header, and
+             * nothing follows it. Refused, RETIRE is asked again at its
+             * deadline (the row's two calls); taken, it never would. */
+            n = pbx_ipc_retire_reply_encode(f->request, &q, out, sizeof(out),
+                                            &n) == PBX_OK
+                    ? n
+                    : 0U;
+            lr_poison_send(r, r->p.vfsd, f, out, n, false);
             return;
         }
         if (armed) {
@@ -483,6 +307,15 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
         if (pbx_ipc_withdraw_decode(f, &w) != PBX_OK) {
             return;
         }
+        if (armed && lr_header(&r->fault)) {
+            pbx_ipc_withdraw bad = w;
+            bad.object.id++;
+            n = pbx_ipc_withdraw_reply_encode(f->request, &bad, out,
+                                              sizeof(out), &n) == PBX_OK
+                    ? n
+                    : 0U;
+            lr_poison_send(r, r->p.ttyd, f, out, n, false);
+        }
         if (armed) {
             lr_e64(&r->fault, LR_F_OBJ_ID, &w.object.id);
             lr_e32(&r->fault, LR_F_OBJ_GEN, &w.object.gen);
@@ -503,18 +336,20 @@ static void lr_on_view(lr_run *r, const pbx_ipc_frame *f)
     bool armed = lr_armed(r, PBX_IPC_OP_VIEW, q.kind);
     pbx_ipc_view_ack a = {q.kind, q.grant};
     if (armed && lr_header(&r->fault)) {
+        /* ACTIVE: a poisoned body, then the honest reply. REMOVE: as
+         * RETIRE (lr_on_vfsd), the honest body under a wrong header and
+         * nothing after it, so that only asking again completes it. */
+        bool remove = q.kind != (uint8_t)PBX_IPC_VIEW_ACTIVE;
         pbx_ipc_view_ack bad = a;
-        bad.kind = q.kind == (uint8_t)PBX_IPC_VIEW_ACTIVE
-                       ? (uint8_t)PBX_IPC_VIEW_REMOVE
-                       : (uint8_t)PBX_IPC_VIEW_ACTIVE;
+        bad.kind = remove ? q.kind : (uint8_t)PBX_IPC_VIEW_REMOVE;
         n = pbx_ipc_view_reply_encode(f->request, &bad, out, sizeof(out), &n) ==
                     PBX_OK
                 ? n
                 : 0U;
-        (void)pbx_ipc_frame_set_seq(out, n, f->seq);
-        lr_header_lie(&r->fault, out, n, f->seq);
-        r->send_failed = r->send_failed || n < PBX_IPC_HEADER_BYTES ||
-                         !e2e_send(r->p.ttyd, out, n, NULL, 0);
+        lr_poison_send(r, r->p.ttyd, f, out, n, false);
+        if (remove) {
+            return;
+        }
     }
     if (armed) {
         lr_flip8(&r->fault, LR_F_KIND, &a.kind, PBX_IPC_VIEW_ACTIVE,
