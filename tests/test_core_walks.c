@@ -5,7 +5,14 @@
  * record, the last above all: the broker-loss walks over requests and
  * grants, the route-loss walks (vfsd's requests and grants, procd's
  * grants), ttyd's resync walk on return, and the EXPIRE walks of a job's
- * request and grant chains, each as long as its pool.
+ * request and grant chains, each as long as its pool; the OPEN deadline
+ * walk, the per-job prompt count and the splice of the prompt waiters
+ * over a full requests pool; and, over a full calls pool whose last
+ * record belongs to the class walked, the call deadline walk, the
+ * route-down walk, the prompt resend walk and the reply match walk. A
+ * class FIFO never holds more than one call window, a third of the calls
+ * pool at most, so those four walks are shown reaching the tail of their
+ * FIFO (the pool's last index), not a FIFO as long as the pool.
  */
 #include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
@@ -191,7 +198,7 @@ PBX_TEST(core_open_deadline_walk_reaches_the_last_open_request)
 /* Calls per deadline class (the PBX1 call window) in the full calls pool
  * below: the pool holds three windows (one per peer route), so three
  * pairs of requests fill it, the last pair at indices 4 and 5. */
-#define WALK_W 2U
+#define WALK_W     2U
 #define WALK_CALLS (3U * WALK_W)
 
 /* How many pending replies are to calls named name. */
@@ -303,8 +310,8 @@ PBX_TEST(core_call_deadline_walk_reaches_the_last_call)
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], 0U);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), WALK_CALLS - 2U);
     for (uint32_t k = 0; k < 6U; k++) {
-        const pbx_core_request *r = pbx_core_inspect_request(&h->core,
-                                                             ids[k].index);
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, ids[k].index);
         if (k >= 4U) {
             PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
             PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
@@ -332,8 +339,8 @@ PBX_TEST(core_route_down_call_walk_reaches_the_last_call)
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], WALK_W);
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_VFSD], WALK_W);
     for (uint32_t k = 0; k < 6U; k++) {
-        const pbx_core_request *r = pbx_core_inspect_request(&h->core,
-                                                             ids[k].index);
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, ids[k].index);
         if (k >= 4U) {
             PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
             PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
@@ -367,15 +374,36 @@ PBX_TEST(core_prompt_resend_walk_reaches_the_last_call)
         PBX_CHECK_EQ(strcmp(p->name, "prompt"), 0);
         PBX_CHECK_EQ(p->id.index, ids[4U + k].index);
         PBX_CHECK_EQ(p->id.gen, ids[4U + k].gen);
-        PBX_CHECK((pbx_core_inspect_request(&h->core, ids[4U + k].index)
-                       ->flags &
-                   PBX_CORE_REQ_F_PROMPT) != 0U);
+        PBX_CHECK(
+            (pbx_core_inspect_request(&h->core, ids[4U + k].index)->flags &
+             PBX_CORE_REQ_F_PROMPT) != 0U);
     }
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], WALK_W);
     th_free(h);
 }
 
 /* ---- the per-job prompt count ---------------------------------------- */
+
+/* Fills the requests pool of h (share 1) with one job's requests: index
+ * 0 holds the job's prompt record, parked at the prompt, and the other
+ * three, all begun before any asks, each ask for one. */
+static void walk_prompt_waiters(th_h *h)
+{
+    PBX_REQUIRE(h->core.prompt_share == 1U);
+    pbx_ipc_begin b;
+    th_default_begin(&b, sel, SEL_LEN);
+    pbx_ipc_id id = {0, 0};
+    PBX_REQUIRE(th_open_parked(h, &b, sel, &id) == 0U);
+    PBX_REQUIRE(id.index == 0U);
+    PBX_REQUIRE(pbx_core_inspect_request(&h->core, 0U)->prompt != PBX_CORE_NIL);
+    for (uint32_t k = 1; k < WALK_N; k++) {
+        th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
+        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
+        PBX_REQUIRE(id.index == k);
+    }
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+}
 
 /* One job may hold one prompt record (share 1) and fills the requests
  * pool. Its first request (index 0, the last of the job's chain, which
@@ -386,21 +414,7 @@ PBX_TEST(core_prompt_resend_walk_reaches_the_last_call)
 PBX_TEST(core_prompt_count_walk_reaches_the_last_request)
 {
     th_h *h = th_new_prompts(WALK_N, PBX_CORE_PROMPT_SHARE_DIVISOR);
-    PBX_REQUIRE(h->core.prompt_share == 1U);
-    pbx_ipc_begin b;
-    th_default_begin(&b, sel, SEL_LEN);
-    pbx_ipc_id id = {0, 0};
-    PBX_REQUIRE(th_open_parked(h, &b, sel, &id) == 0U);
-    PBX_REQUIRE(id.index == 0U);
-    PBX_REQUIRE(pbx_core_inspect_request(&h->core, 0U)->prompt !=
-                PBX_CORE_NIL);
-    for (uint32_t k = 1; k < WALK_N; k++) {
-        th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
-        PBX_REQUIRE(th_open(h, &b, sel, &id) == 0U);
-        PBX_REQUIRE(id.index == k);
-    }
-    th_run(h);
-    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    walk_prompt_waiters(h);
     PBX_CHECK_EQ(h->core.prompt_waits, WALK_N - 1U);
     PBX_CHECK_EQ(h->core.queues[PBX_CORE_Q_WAIT_PROMPT].count, WALK_N - 1U);
     PBX_CHECK(pbx_core_inspect_request(&h->core, 0U)->prompt != PBX_CORE_NIL);
@@ -408,5 +422,71 @@ PBX_TEST(core_prompt_count_walk_reaches_the_last_request)
         PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, i)->prompt,
                      PBX_CORE_NIL);
     }
+    th_free(h);
+}
+
+/* ---- the splice of the prompt waiters ---------------------------------- */
+
+/* The job's prompt record is freed (its holder cancelled) while the three
+ * other requests wait for one, the pool's last index the tail of their
+ * lane: the splice moves every waiter back to the intake lane and
+ * re-tags each with it, the last included, so each can later be
+ * unlinked from the lane it is really on. */
+PBX_TEST(core_prompt_waiter_splice_retags_the_last_waiter)
+{
+    th_h *h = th_new_prompts(WALK_N, PBX_CORE_PROMPT_SHARE_DIVISOR);
+    walk_prompt_waiters(h);
+    const pbx_core_queue *w = &h->core.queues[PBX_CORE_Q_WAIT_PROMPT];
+    PBX_REQUIRE(w->count == WALK_N - 1U && w->tail == WALK_N - 1U);
+    pbx_ipc_id id0 =
+        pbx_core_inspect_id(&h->core, PBX_BOOTSTRAP_POOL_REQUESTS, 0U);
+    PBX_CHECK_EQ(th_cancel(h, id0), 0U);
+    /* The holder was deferred to a tick; its release takes the lane, and
+     * its record (the prompt record with it) goes once its decision is
+     * taken. */
+    pbx_core_on_tick(&h->core);
+    th_run(h);
+    PBX_REQUIRE(w->count == WALK_N - 1U);
+    pbx_ipc_decision d;
+    uint32_t xfer = 0;
+    TH_CHECK_OUTCOME(h, id0, &d, &xfer, PBX_IPC_OUTCOME_CANCELLED);
+    PBX_REQUIRE(w->count == 0U);
+    for (uint32_t i = 1; i < WALK_N; i++) {
+        PBX_CHECK_EQ(pbx_core_inspect_request(&h->core, i)->link.queue,
+                     PBX_CORE_Q_INTAKE + 1U);
+    }
+    /* Served from there in order: the first takes the record, the other
+     * two wait again. */
+    th_run(h);
+    PBX_CHECK_EQ(h->step_err, PBX_OK);
+    PBX_CHECK(pbx_core_inspect_request(&h->core, 1U)->prompt != PBX_CORE_NIL);
+    PBX_CHECK_EQ(w->count, WALK_N - 2U);
+    th_free(h);
+}
+
+/* ---- the reply match walk ---------------------------------------------- */
+
+/* The calls pool is full and the PROMPT class holds its last two records,
+ * index 5 its tail. The reply to that last call is matched (the walk of
+ * the class's FIFO reaches it), not refused: its request leaves the
+ * prompt while the other prompt stays outstanding. */
+PBX_TEST(core_reply_match_walk_reaches_the_last_call)
+{
+    th_h *h = th_new_window(WALK_CALLS, WALK_W);
+    pbx_ipc_id ids[6];
+    walk_fill(h, "install", "prompt", ids);
+    uint32_t k = TH_NONE;
+    for (uint32_t j = 0; j < h->npend; j++) {
+        if (strcmp(h->pend[j].name, "prompt") == 0 &&
+            h->pend[j].id.index == ids[5].index) {
+            k = j;
+        }
+    }
+    PBX_REQUIRE(k != TH_NONE);
+    PBX_CHECK_EQ(th_deliver(h, k), PBX_OK);
+    PBX_CHECK_EQ(h->core.replies_refused, 0U);
+    PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], 1U);
+    PBX_CHECK(walk_state(h, ids[5]) != PBX_CORE_ST_PROMPT);
+    PBX_CHECK_EQ(walk_state(h, ids[4]), PBX_CORE_ST_PROMPT);
     th_free(h);
 }
