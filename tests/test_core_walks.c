@@ -259,13 +259,11 @@ static void walk_pair(th_h *h, const pbx_ipc_begin *b, const char *const *keep,
 static void walk_fill(th_h *h, const char *mid, const char *last,
                       pbx_ipc_id ids[6])
 {
-    static const char *keep[3] = {"detach", NULL, NULL};
+    const char *const keep[3] = {"detach", mid, last};
     pbx_ipc_begin b;
     th_default_begin(&b, sel, SEL_LEN);
-    keep[1] = mid;
-    keep[2] = last;
     walk_pair(h, &b, keep, 1U, &ids[0]);
-    for (uint32_t p = 1; p < 3U; p++) {
+    for (size_t p = 1; p < 3U; p++) {
         if (strcmp(keep[p], "prompt") == 0) {
             th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
             th_push(h, PBX_CORE_ROUTE_TTYD, TH_PROMPT, 0, 0);
