@@ -528,7 +528,10 @@ def unwanted_receipts(st):
     PBX_E_CORE_UNEXPECTED_CAPS (0x0611) carrying no descriptor, the received descriptor is closed
     (the other end of the socketpair sent sees end of file), and
     powerboxd's descriptor count returns to its baseline. (Peer replies
-    with surplus receipts are covered by the unit tests.)"""
+    with surplus receipts are shown on the real binary by the lying-peer
+    rows of tests/e2e/test_e2e_liars.c: the _extra_receipt and _duplicate
+    rows of each peer and liar_ttyd_prompt_carries_a_descriptor, each
+    receipt closed.)"""
     base = settled_fds(st.pid)
     ops = {"BEGIN": 0x0001, "SELECTOR": 0x0002, "DECISION": 0x0004,
            "CANCEL": 0x0005, "CONSUME": 0x0006}
