@@ -41,6 +41,9 @@ FUZZ_LINK_fuzz_vfsd_resolve := peers/vfsd/vfsd_resolve.c peers/vfsd/vfsd_create.
                           peers/common/pbx_peer_io.c
 FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c \
                           peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_vfs_obj := peers/lib/pbx_peer_vfs_obj.c peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_stage   := peers/lib/pbx_peer_stage.c
+FUZZ_LINK_fuzz_track   := peers/lib/pbx_peer_track.c peers/lib/pbx_peer.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
