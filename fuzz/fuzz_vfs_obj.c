@@ -320,13 +320,20 @@ static void fvo_replies_dir(const uint8_t *buf, size_t n, size_t nfds,
     if (pbx_peer_vfs_obj_list_reply_decode(buf, n, nfds, seq, limit, &names,
                                            &names_len, &count, &next,
                                            &st) == PBX_OK) {
+        /* The page is rebuilt from what the decoder returned: the next
+         * cookie, its count and names added one by one. */
+        static uint8_t body[PBX_PEER_VFS_IO_BYTES_MAX];
+        size_t body_len = 0;
         fvo_check(nfds == 0U);
         if (st == 0U) {
             fvo_check(names_len <= limit);
             fvo_page(names, names_len, count, limit);
+            pbx_le_put32(body, next);
+            pbx_le_put32(body + 4U, count);
+            memcpy(body + PBX_PEER_VFS_LIST_HEAD_BYTES, page_names, names_len);
+            body_len = PBX_PEER_VFS_LIST_HEAD_BYTES + names_len;
         }
-        fvo_reply_same(buf, n, PBX_PEER_OP_OBJ_LIST, seq, st,
-                       buf + PBX_IPC_HEADER_BYTES, n - PBX_IPC_HEADER_BYTES);
+        fvo_reply_same(buf, n, PBX_PEER_OP_OBJ_LIST, seq, st, body, body_len);
     }
     if (pbx_peer_vfs_obj_open_reply_decode(buf, n, nfds, seq, &st) == PBX_OK) {
         size_t len = 0;

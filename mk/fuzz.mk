@@ -77,6 +77,11 @@ FUZZ_RUNS_fuzz_tty := 1000000
 FUZZ_WHY_fuzz_tty  := each input parses a policy file line by line and \
     writes every rule back, and its inputs grow to many lines: 72,000 \
     exec per CPU second at first, far fewer later, so about 30-40 s
+FUZZ_RUNS_fuzz_track := 500000
+FUZZ_WHY_fuzz_track := each input is a sequence of records (frames a job \
+    sends, powerboxd's replies, table steps), with the whole table's \
+    invariants checked after every record: about 20,000 exec per CPU \
+    second, so about 25 s
 
 FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
 
