@@ -181,6 +181,17 @@ static void fvo_refuse(const pbx_peer_vfs_call *c)
               st == c->status && body_len == 0U);
 }
 
+/* Whether two judged calls are the same, field by field. */
+static bool fvo_call_same(const pbx_peer_vfs_call *a,
+                          const pbx_peer_vfs_call *b)
+{
+    return a->op == b->op && a->request.index == b->request.index &&
+           a->request.gen == b->request.gen && a->seq == b->seq &&
+           a->status == b->status && a->offset == b->offset &&
+           a->length == b->length && a->cookie == b->cookie &&
+           a->data == b->data && a->mode == b->mode;
+}
+
 /* Judges buf as a call on an object granted g (NULL: retired). */
 static void fvo_judge(const uint8_t *buf, size_t n, bool extra,
                       const pbx_peer_vfs_grant *g)
@@ -202,7 +213,7 @@ static void fvo_judge(const uint8_t *buf, size_t n, bool extra,
     pbx_peer_vfs_grant none = {0U, 0U};
     fvo_check(pbx_peer_vfs_obj_judge(buf, n, extra, true, &plain) &&
               pbx_peer_vfs_obj_call_judge(buf, n, extra, &none, &none_call) &&
-              memcmp(&plain, &none_call, sizeof(plain)) == 0);
+              fvo_call_same(&plain, &none_call));
     if (call.status != 0U) {
         fvo_refuse(&call);
         return;
