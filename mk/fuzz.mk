@@ -45,6 +45,7 @@ FUZZ_LINK_fuzz_vfs_obj := peers/lib/pbx_peer_vfs_obj.c peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_stage   := peers/lib/pbx_peer_stage.c
 FUZZ_LINK_fuzz_track   := peers/lib/pbx_peer_track.c peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_profile := peers/lib/pbx_peer_profile.c
+FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
