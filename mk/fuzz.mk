@@ -41,6 +41,11 @@ FUZZ_LINK_fuzz_vfsd_resolve := peers/vfsd/vfsd_resolve.c peers/vfsd/vfsd_create.
                           peers/common/pbx_peer_io.c
 FUZZ_LINK_fuzz_launchd := peers/lib/pbx_peer_launch.c peers/lib/pbx_peer_admin.c \
                           peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_vfs_obj := peers/lib/pbx_peer_vfs_obj.c peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_stage   := peers/lib/pbx_peer_stage.c
+FUZZ_LINK_fuzz_track   := peers/lib/pbx_peer_track.c peers/lib/pbx_peer.c
+FUZZ_LINK_fuzz_profile := peers/lib/pbx_peer_profile.c
+FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
@@ -74,6 +79,17 @@ FUZZ_RUNS_fuzz_tty := 1000000
 FUZZ_WHY_fuzz_tty  := each input parses a policy file line by line and \
     writes every rule back, and its inputs grow to many lines: 72,000 \
     exec per CPU second at first, far fewer later, so about 30-40 s
+FUZZ_RUNS_fuzz_track := 500000
+FUZZ_WHY_fuzz_track := each input is a sequence of records (frames a job \
+    sends, powerboxd's replies, table steps), with the whole table's \
+    invariants checked after every record: about 46,000 exec per CPU \
+    second at first, about 20,000 over 2 million runs as its inputs \
+    grow, so about 20 s
+FUZZ_RUNS_fuzz_profile := 400000
+FUZZ_WHY_fuzz_profile := each input applies a profile file of up to 4 KiB \
+    to a fresh copy of the system profile (25 KiB, compared whole after a \
+    refusal) and checks every entry against every removal: about 23,000 \
+    exec per CPU second, so about 17 s
 
 FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
 

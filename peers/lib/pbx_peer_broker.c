@@ -91,7 +91,9 @@ int pbx_peer_broker_flags(uint64_t flags, bool exists, uint8_t *op)
 }
 
 /* Reads a decimal number of 1..BR_NUM_DIGITS digits at *p, moving *p past
- * it; false when there is none or it does not fit 32 bits. */
+ * it; false when there is none, it does not fit 32 bits, or it has a
+ * leading zero: the kernel reads /proc numbers so (fs/proc's
+ * name_to_int), and "/proc/self/fd/05" names no descriptor. */
 static bool br_num(const char **p, uint32_t *out)
 {
     uint64_t v = 0;
@@ -100,7 +102,8 @@ static bool br_num(const char **p, uint32_t *out)
         v = v * 10U + (uint64_t)((*p)[n] - '0');
         n++;
     }
-    if (n == 0U || ((*p)[n] >= '0' && (*p)[n] <= '9') || v > UINT32_MAX) {
+    if (n == 0U || ((*p)[n] >= '0' && (*p)[n] <= '9') || v > UINT32_MAX ||
+        (n > 1U && (*p)[0] == '0')) {
         return false;
     }
     *p += n;

@@ -130,6 +130,23 @@ PBX_TEST(peers_broker_recognises_a_reopen_of_the_process_own_descriptor)
     PBX_CHECK(!pbx_peer_broker_fd_path("/proc/self/fdinfo/3", 100U, 101U, &fd));
 }
 
+/* The kernel reads a /proc number without a leading zero (fs/proc's
+ * name_to_int): "/proc/self/fd/05" names no descriptor, so the broker
+ * must not take it for a reopen of descriptor 5 (found by fuzz_broker). */
+PBX_TEST(peers_broker_reopen_numbers_are_written_as_the_kernel_reads_them)
+{
+    uint32_t fd = 99U;
+    PBX_CHECK(!pbx_peer_broker_fd_path("/proc/self/fd/05", 100U, 101U, &fd));
+    PBX_CHECK(
+        !pbx_peer_broker_fd_path("/proc/thread-self/fd/00", 100U, 101U, &fd));
+    PBX_CHECK(!pbx_peer_broker_fd_path("/proc/0100/fd/3", 100U, 101U, &fd));
+    PBX_CHECK(
+        !pbx_peer_broker_fd_path("/proc/100/task/0101/fd/3", 100U, 101U, &fd));
+    PBX_CHECK_EQ(fd, 99U);
+    PBX_CHECK(pbx_peer_broker_fd_path("/proc/self/fd/0", 100U, 101U, &fd));
+    PBX_CHECK_EQ(fd, 0U);
+}
+
 PBX_TEST(peers_broker_maps_the_process_own_proc_entry_to_proc_self)
 {
     char out[64];
