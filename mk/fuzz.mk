@@ -98,15 +98,14 @@ $(BUILD)/afl-obj/%.o: %.c
 
 # fuzz_rule(name): a harness's binary from its own file and the objects
 # of what it links; the AFL++ build compiles the same sources its way.
+# The main's headers come from the compiler (DEPS_ONE: the .d beside it).
 define fuzz_rule
-$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) \
-        $$(HEADERS) $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS))
 	@mkdir -p $$(dir $$@)
-	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$< $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
-$$(BUILD)/afl/$(1): fuzz/$(1).c $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) \
-        $$(HEADERS) $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$(DEPS_ONE) $$< $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
+$$(BUILD)/afl/$(1): fuzz/$(1).c $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS))
 	@mkdir -p $$(dir $$@)
-	$$(AFL_ENV) $$(AFL_CC) -fsanitize=fuzzer $$(AFL_FLAGS) $$< \
+	$$(AFL_ENV) $$(AFL_CC) -fsanitize=fuzzer $$(AFL_FLAGS) $$(DEPS_ONE) $$< \
 	    $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))

@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""make deps-check: editing a header rebuilds exactly the objects that
-include it (issue 22 item 7, docs/TESTING.md "Header dependencies").
+"""make deps-check: editing a header rebuilds exactly the objects and
+programs that include it (issue 22 item 7, docs/TESTING.md "Header
+dependencies").
 
-Usage: deps_check.py BUILD_DIR [MAKE ARGUMENT...]
+Usage: deps_check.py BUILD_DIR [--bins "PROGRAM..."] [MAKE ARGUMENT...]
 
 Run after a full build (mk/deps.mk builds first). It finds every object
-under BUILD_DIR/obj and BUILD_DIR/powerboxd (the hosted programs, their
-tests and the freestanding images), and checks:
+under BUILD_DIR's object roots (OBJ_ROOTS: the hosted programs, their
+tests, the freestanding images and the fuzz harnesses' objects), takes
+the programs compiled in one command from --bins (their .d is the
+program's path plus ".d"), and checks:
 
-1. every object has its dependency file (.d) beside it, naming that
-   object and its own source: a compile rule that drops -MMD leaves an
-   object without one, and fails here;
-2. nothing is out of date (`make -n` over every object prints no
-   compile), so what follows measures only the header;
+1. every object and program has its dependency file (.d) beside it,
+   naming it: a compile rule that drops -MMD (or a one-command program's
+   deps_many line) leaves it without one, and fails here;
+2. nothing is out of date (`make -n` over every object and program
+   prints no compile), so what follows measures only the header;
 3. for each header and .def file the tree tracks, `make -n -W HEADER`
-   over every object compiles exactly the objects whose .d names that
-   header: none missing (a rule that does not include its .d, or a
+   over every object and program compiles exactly those whose .d names
+   that header: none missing (a rule that does not include its .d, or a
    dependency the compiler saw that make ignores) and none extra (a rule
-   whose blanket header list rebuilds objects that never include it).
+   whose blanket header list rebuilds what never includes it).
 
 It prints one line per failing header (missing and extra objects) and a
 summary, and exits 1 on any failure. The make runs use two workers.
@@ -29,9 +32,10 @@ import re
 import subprocess
 import sys
 
-OBJ_ROOTS = ("obj", "powerboxd")
-# A compile's output as make -n prints it ("... -c SRC -o OBJ").
-OUT_RE = re.compile(r"\s-o\s+(\S+\.o)(?:\s|$)")
+OBJ_ROOTS = ("obj", "powerboxd", "fuzz-obj", "afl-obj")
+# A compile's output as make -n prints it ("... -c SRC -o OBJ", or
+# "... SRC... -o PROGRAM").
+OUT_RE = re.compile(r"\s-o\s+(\S+)(?:\s|$)")
 
 
 def objects(build):
@@ -45,30 +49,37 @@ def objects(build):
     return sorted(found)
 
 
-def parse_d(path):
-    """(target, prerequisites) of a compiler-written .d file: its first
-    rule only (the -MP phony rules that follow name no object)."""
+def parse_d(path, target):
+    """The prerequisites a compiler-written .d file gives target: the
+    union of its rules for target (one per source when one command
+    compiled several: deps_many), none of the -MP phony rules."""
     with open(path, encoding="utf-8") as f:
         text = f.read().replace("\\\n", " ")
-    first = text.split("\n", 1)[0]
-    if ":" not in first:
-        return None, []
-    target, prereqs = first.split(":", 1)
-    return target.strip(), prereqs.split()
+    prereqs = []
+    for line in text.splitlines():
+        head, colon, rest = line.partition(":")
+        if colon and head.strip() == target:
+            prereqs.extend(rest.split())
+    return prereqs
 
 
-def dependencies(objs):
-    """{object: set of tree-relative prerequisites} from each .d, and the
-    list of problems (missing or foreign .d files)."""
+def dep_file(path):
+    """The .d beside an object (x.o: x.d) or a program (p: p.d)."""
+    return path[:-2] + ".d" if path.endswith(".o") else path + ".d"
+
+
+def dependencies(targets):
+    """{object or program: set of tree-relative prerequisites} from each
+    .d, and the list of problems (missing or foreign .d files)."""
     deps, problems = {}, []
-    for o in objs:
-        d = o[:-2] + ".d"
+    for o in targets:
+        d = dep_file(o)
         if not os.path.exists(d):
             problems.append(f"{o}: no dependency file {d} (rule without -MMD?)")
             continue
-        target, prereqs = parse_d(d)
-        if target != o or not prereqs:
-            problems.append(f"{d}: names {target!r}, not {o}")
+        prereqs = parse_d(d, o)
+        if not prereqs:
+            problems.append(f"{d}: names no prerequisite of {o}")
             continue
         deps[o] = {p for p in prereqs if not os.path.isabs(p)}
     return deps, problems
@@ -81,9 +92,9 @@ def rebuilt(make, objs, header):
     if out.returncode != 0:
         raise SystemExit(f"deps-check: FAIL: {' '.join(argv[:4])} ... "
                          f"exited {out.returncode}:\n{out.stderr[-2000:]}")
-    found = set()
+    wanted, found = set(objs), set()
     for line in out.stdout.splitlines():
-        found.update(m for m in OUT_RE.findall(line) if m in objs)
+        found.update(m for m in OUT_RE.findall(line) if m in wanted)
     return found
 
 
@@ -97,14 +108,21 @@ def tracked_headers():
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
-    build, make = argv[1], ["make", "--no-print-directory"] + argv[2:]
+    build, rest, bins = argv[1], argv[2:], []
+    if rest[:1] == ["--bins"] and len(rest) > 1:
+        bins, rest = sorted(set(rest[1].split())), rest[2:]
+    make = ["make", "--no-print-directory"] + rest
     objs = objects(build)
     if not objs:
         raise SystemExit(f"deps-check: FAIL: no object under {build}")
+    missing_bins = [b for b in bins if not os.path.exists(b)]
+    if missing_bins:
+        raise SystemExit(f"deps-check: FAIL: not built: {missing_bins[:3]}")
+    objs = sorted(set(objs) | set(bins))
     deps, problems = dependencies(objs)
     stale = rebuilt(make, objs, None)
     if stale:
-        problems.append(f"{len(stale)} object(s) out of date before any "
+        problems.append(f"{len(stale)} target(s) out of date before any "
                         f"header is touched, e.g. {sorted(stale)[0]}")
     for p in problems:
         print(f"deps-check: {p}")
@@ -129,8 +147,9 @@ def main(argv):
                   f"({len(missing)}), rebuilt needlessly "
                   f"{sorted(extra)[:3]}{'...' if len(extra) > 3 else ''} "
                   f"({len(extra)})")
-    print(f"deps-check: {len(headers)} header(s) over {len(objs)} "
-          f"object(s), {unused} included by none; {bad} wrong")
+    print(f"deps-check: {len(headers)} header(s) over "
+          f"{len(objs) - len(bins)} object(s) and {len(bins)} one-command "
+          f"program(s), {unused} included by none; {bad} wrong")
     if bad:
         raise SystemExit("deps-check: FAIL")
     return 0
