@@ -36,6 +36,8 @@ OBJ_ROOTS = ("obj", "powerboxd", "fuzz-obj", "afl-obj")
 # A compile's output as make -n prints it ("... -c SRC -o OBJ", or
 # "... SRC... -o PROGRAM").
 OUT_RE = re.compile(r"\s-o\s+(\S+)(?:\s|$)")
+# An archive's update as make -n prints it ("ar rcs LIB.a OBJ...").
+AR_RE = re.compile(r"^\S*ar\s+\S+\s+(\S+\.a)\s")
 
 
 def objects(build):
@@ -86,16 +88,30 @@ def dependencies(targets):
 
 
 def rebuilt(make, objs, header):
-    """The objects `make -n` would compile (header: as if just edited)."""
+    """The objects and programs `make -n` would compile (header: as if
+    just edited), and those of them that are programs relinked because an
+    object or archive they link is rebuilt (a program of --bins that
+    links objects: its .d names only its own source's headers)."""
     argv = list(make) + ["-n"] + (["-W", header] if header else []) + objs
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"deps-check: FAIL: {' '.join(argv[:4])} ... "
                          f"exited {out.returncode}:\n{out.stderr[-2000:]}")
-    wanted, found = set(objs), set()
-    for line in out.stdout.splitlines():
-        found.update(m for m in OUT_RE.findall(line) if m in wanted)
-    return found
+    wanted, found, inputs, remade = set(objs), set(), {}, set()
+    # A recipe line continued with a backslash is one command.
+    for line in out.stdout.replace("\\\n", " ").splitlines():
+        words = line.split()
+        ar = AR_RE.match(line)
+        if ar:
+            remade.add(ar.group(1))
+        for m in OUT_RE.findall(line):
+            remade.add(m)
+            if m in wanted:
+                found.add(m)
+                inputs[m] = {w for w in words if w != m
+                             and w.endswith((".o", ".a"))}
+    relinked = {b for b in found if inputs[b] & remade}
+    return found, relinked
 
 
 def tracked_headers():
@@ -120,7 +136,7 @@ def main(argv):
         raise SystemExit(f"deps-check: FAIL: not built: {missing_bins[:3]}")
     objs = sorted(set(objs) | set(bins))
     deps, problems = dependencies(objs)
-    stale = rebuilt(make, objs, None)
+    stale, _ = rebuilt(make, objs, None)
     if stale:
         problems.append(f"{len(stale)} target(s) out of date before any "
                         f"header is touched, e.g. {sorted(stale)[0]}")
@@ -129,16 +145,17 @@ def main(argv):
     if problems:
         raise SystemExit("deps-check: FAIL")
     headers = tracked_headers()
-    objset = set(objs)
     bad = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         got = dict(zip(headers, pool.map(
-            lambda h: rebuilt(make, objs, h) & objset, headers)))
+            lambda h: rebuilt(make, objs, h), headers)))
     unused = 0
     for h in headers:
         want = {o for o, ds in deps.items() if h in ds}
         unused += not want
-        missing, extra = want - got[h], got[h] - want
+        found, relinked = got[h]
+        missing = want - found
+        extra = found - want - relinked
         if missing or extra:
             bad += 1
             print(f"deps-check: {h}: {len(want)} dependent(s); "
