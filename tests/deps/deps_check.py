@@ -12,8 +12,10 @@ the programs compiled in one command from --bins (their .d is the
 program's path plus ".d"), and checks:
 
 1. every object and program has its dependency file (.d) beside it,
-   naming it: a compile rule that drops -MMD (or a one-command program's
-   deps_many line) leaves it without one, and fails here;
+   naming it and no file under BUILD_DIR: a compile rule that drops -MMD
+   (or a one-command program's deps_many line) leaves it without one, and
+   a planted simulator whose .d names its copy of core/ (not core/ itself)
+   would miss an edit of core/, and both fail here;
 2. nothing is out of date (`make -n` over every object and program
    prints no compile), so what follows measures only the header;
 3. for each header and .def file the tree tracks, `make -n -W HEADER`
@@ -70,10 +72,13 @@ def dep_file(path):
     return path[:-2] + ".d" if path.endswith(".o") else path + ".d"
 
 
-def dependencies(targets):
+def dependencies(targets, build):
     """{object or program: set of tree-relative prerequisites} from each
-    .d, and the list of problems (missing or foreign .d files)."""
+    .d, and the list of problems (missing or foreign .d files, and a .d
+    naming a file under the build directory: a copy, such as a planted
+    simulator's core/, whose source an edit would not reach)."""
     deps, problems = {}, []
+    inside = os.path.normpath(build) + os.sep
     for o in targets:
         d = dep_file(o)
         if not os.path.exists(d):
@@ -82,6 +87,12 @@ def dependencies(targets):
         prereqs = parse_d(d, o)
         if not prereqs:
             problems.append(f"{d}: names no prerequisite of {o}")
+            continue
+        copies = sorted({p for p in prereqs
+                        if os.path.normpath(p).startswith(inside)})
+        if copies:
+            problems.append(f"{d}: names {copies[0]} ({len(copies)} file(s) "
+                            f"under {build}): not the source it came from")
             continue
         deps[o] = {p for p in prereqs if not os.path.isabs(p)}
     return deps, problems
@@ -135,7 +146,7 @@ def main(argv):
     if missing_bins:
         raise SystemExit(f"deps-check: FAIL: not built: {missing_bins[:3]}")
     objs = sorted(set(objs) | set(bins))
-    deps, problems = dependencies(objs)
+    deps, problems = dependencies(objs, build)
     stale, _ = rebuilt(make, objs, None)
     if stale:
         problems.append(f"{len(stale)} target(s) out of date before any "
