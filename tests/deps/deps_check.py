@@ -82,7 +82,9 @@ def dependencies(targets, build):
     for o in targets:
         d = dep_file(o)
         if not os.path.exists(d):
-            problems.append(f"{o}: no dependency file {d} (rule without -MMD?)")
+            problems.append(f"{o}: no dependency file {d} (rule without "
+                            f"-MMD, or built before its rule had it: remove "
+                            f"{o} once)")
             continue
         prereqs = parse_d(d, o)
         if not prereqs:
