@@ -26,6 +26,16 @@ CPPFLAGS += -I.
 # compiler saw them (the .d files beside the objects, included below), so
 # editing a header rebuilds exactly the objects that include it.
 CFLAGS   += $(WARN) $(OPT) $(SANFLAGS) -MMD -MP
+# Programs compiled in one command (sources straight to a binary: the
+# simulator, the static programs, the fuzz harness mains) get theirs from
+# the compiler too, in a .d beside the program ($@.d, naming the program):
+# DEPS_ONE on the compile of a program from one source file (its other
+# inputs objects), deps_many(compiler and flags, sources) as the recipe
+# line before the compile of one from many sources (the compiler, with
+# the compile's own flags, names every header each source includes: -MMD
+# keeps only the last source's list when one command compiles several).
+DEPS_ONE  = -MMD -MP -MF $@.d
+deps_many = $(1) -MM -MP -MT $@ $(2) >$@.d
 LDFLAGS  += $(SANFLAGS)
 # Hosted code (tests, tools, peers) may use POSIX; the libraries may not.
 HOSTED   := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
@@ -55,9 +65,11 @@ HEADERS   := $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h)) \
 
 all: $(LIBPBX) $(TEST_BIN) $(PBX_BIN)
 
-# An object's headers are the ones its .d names (-MMD above): no rule
-# lists headers by hand, so a header edit rebuilds exactly its includers
-# (make deps-check, mk/deps.mk).
+# An object's headers are the ones its .d names (-MMD above), and so are
+# a one-command program's (DEPS_ONE, deps_many): no compile or link rule
+# lists headers by hand, so a header edit rebuilds exactly the objects
+# and programs that include it (make deps-check, mk/deps.mk). Only the
+# lint stamps (tidy, analyzer) depend on every header, on purpose.
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -174,6 +186,10 @@ all: $(ALL_EXTRA)
 
 # The header dependencies the compiler wrote (see -MMD above).
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# deps-check also reads the one-command programs (DEPS_CHECK_BINS, named
+# in mk/deps.mk from the fragments' variables, complete only here).
+deps-check: $(DEPS_CHECK_BINS)
 
 bench: $(BENCH_TARGETS)
 

@@ -52,9 +52,9 @@ BENCH_FD_SRCS := bench/fd/bench_fd.c bench/fd/bench_fuse_floor.c
 # goals' SHELL (scripts/quiet.sh), which keeps its output, so the link line
 # lost -lfuse3 under `make check` (not under a plain make).
 BENCH_FUSE_FLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags fuse3))
-$(BENCH_FD_BIN): $(BENCH_FD_SRCS) bench/fd/bench_fuse_floor.h \
-                 $(BUILD)/lib/libpbx-app.a $(LIBPBX)
+$(BENCH_FD_BIN): $(BENCH_FD_SRCS) $(BUILD)/lib/libpbx-app.a $(LIBPBX)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(CPPFLAGS) $(HOSTED) $(BENCH_FUSE_FLAGS),$(BENCH_FD_SRCS))
 	$(CC) $(CPPFLAGS) $(HOSTED) $(BENCH_FUSE_FLAGS) $(WARN) $(OPT) \
 	    $(LDFLAGS) $(BENCH_FD_SRCS) $(BUILD)/lib/libpbx-app.a $(LIBPBX) \
 	    $(PEERS_LIBS_vfsd) -o $@
@@ -66,7 +66,7 @@ BENCH_HOST_BINS += $(BENCH_FD_BIN)
 BENCH_OPEN_BIN := $(BUILD)/bin/pbx-bench-open
 $(BENCH_OPEN_BIN): bench/broker/bench_open.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static \
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static $(DEPS_ONE) \
 	    bench/broker/bench_open.c -o $@
 BENCH_HOST_BINS += $(BENCH_OPEN_BIN) $(BUILD)/bin/pbx-broker
 
@@ -75,7 +75,7 @@ BENCH_HOST_BINS += $(BENCH_OPEN_BIN) $(BUILD)/bin/pbx-broker
 BENCH_SKEL_BIN := $(BUILD)/bin/pbx-bench-skel
 $(BENCH_SKEL_BIN): bench/skel/skeleton.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) bench/skel/skeleton.c -o $@
+	$(CC) $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) $(DEPS_ONE) bench/skel/skeleton.c -o $@
 BENCH_HOST_BINS += $(BENCH_SKEL_BIN)
 
 .PHONY: bench-table bench-smoke bench-lint bench-tidy bench-cppcheck \

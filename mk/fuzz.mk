@@ -114,15 +114,14 @@ $(BUILD)/afl-obj/%.o: %.c
 
 # fuzz_rule(name): a harness's binary from its own file and the objects
 # of what it links; the AFL++ build compiles the same sources its way.
+# The main's headers come from the compiler (DEPS_ONE: the .d beside it).
 define fuzz_rule
-$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) \
-        $$(HEADERS) $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+$$(BUILD)/fuzz/$(1): fuzz/$(1).c $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS))
 	@mkdir -p $$(dir $$@)
-	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$< $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
-$$(BUILD)/afl/$(1): fuzz/$(1).c $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) \
-        $$(HEADERS) $$(wildcard sim/*.h peers/lib/*.h peers/common/*.h peers/vfsd/*.h)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) $$(DEPS_ONE) $$< $$(call fuzz_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
+$$(BUILD)/afl/$(1): fuzz/$(1).c $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS))
 	@mkdir -p $$(dir $$@)
-	$$(AFL_ENV) $$(AFL_CC) -fsanitize=fuzzer $$(AFL_FLAGS) $$< \
+	$$(AFL_ENV) $$(AFL_CC) -fsanitize=fuzzer $$(AFL_FLAGS) $$(DEPS_ONE) $$< \
 	    $$(call afl_objs,$$(FUZZ_LINK_$(1)) $$(LIB_SRCS)) -o $$@
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
@@ -215,14 +214,19 @@ fuzz-afl: $(AFL_BINS)
 FUZZ_PLANT_RUNS ?= 4000
 FUZZ_PLANTS := $(sort $(basename $(notdir $(wildcard sim/plants/*.patch))))
 FUZZ_PLANT_BINS := $(FUZZ_PLANTS:%=$(BUILD)/fuzz/plant-%/fuzz_core_machine)
+# Its headers come from the compiler (deps_many, as for sim-plants: the
+# copied core files named by the core/ files they were copied from).
+FUZZ_PLANT_SRCS = fuzz/fuzz_core_machine.c $(FUZZ_LINK_fuzz_core_machine) \
+    $(filter-out core/%,$(LIB_SRCS)) \
+    $(patsubst core/%,$(BUILD)/fuzz/plant-$*/core/%,$(wildcard core/*.c))
 $(BUILD)/fuzz/plant-%/fuzz_core_machine: sim/plants/%.patch fuzz/fuzz_core_machine.c \
-        $(FUZZ_LINK_fuzz_core_machine) $(LIB_SRCS) $(HEADERS) $(wildcard sim/*.h)
+        $(FUZZ_LINK_fuzz_core_machine) $(LIB_SRCS)
 	@rm -rf $(BUILD)/fuzz/plant-$* && mkdir -p $(BUILD)/fuzz/plant-$*
 	cp -r core $(BUILD)/fuzz/plant-$*/core
 	patch -s -p1 -d $(BUILD)/fuzz/plant-$* < sim/plants/$*.patch
-	$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS) fuzz/fuzz_core_machine.c \
-	    $(FUZZ_LINK_fuzz_core_machine) $(filter-out core/%,$(LIB_SRCS)) \
-	    $(BUILD)/fuzz/plant-$*/core/*.c -o $@
+	$(call deps_many,$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS),$(FUZZ_PLANT_SRCS)) && \
+	    sed -i 's|$(BUILD)/fuzz/plant-$*/core/|core/|g' $@.d
+	$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS) $(FUZZ_PLANT_SRCS) -o $@
 
 .PHONY: fuzz-plants
 fuzz-plants: $(FUZZ_PLANT_BINS)

@@ -39,7 +39,8 @@ PEERS_GATE_SRCS   = $(sort $(wildcard peers/*/*.c tests/peers/*.c \
                       tests/e2e/hijack.c tests/e2e/spoof.c)
 # Statically linked programs: launchd's --sandbox runs only those
 # (docs/HOST.md, "Sandboxed programs"). Built without the sanitizers,
-# whose runtimes do not link statically.
+# whose runtimes do not link statically. Each is compiled in one command,
+# its headers named by the compiler in the .d beside it (deps_many).
 PEERS_STATIC_FLAGS = $(CPPFLAGS) $(HOSTED) $(WARN) $(OPT) -static
 PEERS_PROBE_BIN    := $(BUILD)/bin/pbx-sandbox-probe
 # pbx-demo (make run) is compiled from its sources in one static link, so
@@ -86,16 +87,19 @@ PEERS_HIJACK_BIN  := $(BUILD)/bin/pbx-test-hijack
 PEERS_HIJACK_SRCS  = tests/e2e/hijack.c $(PEERS_LIB_SRCS) \
                      $(filter-out core/% bootstrap/%,$(LIB_SRCS))
 
-$(PEERS_HIJACK_BIN): $(PEERS_HIJACK_SRCS) $(HEADERS) $(PEERS_HEADERS)
+$(PEERS_HIJACK_BIN): $(PEERS_HIJACK_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_HIJACK_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_HIJACK_SRCS) -o $@
 
-$(PEERS_STAGE_BIN): $(PEERS_STAGE_SRCS) $(HEADERS) $(PEERS_HEADERS)
+$(PEERS_STAGE_BIN): $(PEERS_STAGE_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_STAGE_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_STAGE_SRCS) -o $@
 
-$(PEERS_FDCAT_BIN): $(PEERS_FDCAT_SRCS) $(HEADERS) $(PEERS_HEADERS)
+$(PEERS_FDCAT_BIN): $(PEERS_FDCAT_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_FDCAT_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_FDCAT_SRCS) -o $@
 
 # The e2e scenario sandbox-walls's program: tries every wall, then asks
@@ -104,8 +108,9 @@ PEERS_WALLS_BIN  := $(BUILD)/bin/pbx-test-walls
 PEERS_WALLS_SRCS  = tests/e2e/walls.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
                     $(filter-out core/% bootstrap/%,$(LIB_SRCS))
 
-$(PEERS_WALLS_BIN): $(PEERS_WALLS_SRCS) $(HEADERS) $(PEERS_HEADERS)
+$(PEERS_WALLS_BIN): $(PEERS_WALLS_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_WALLS_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_WALLS_SRCS) -o $@
 
 # The e2e scenario any-spoof's program: a look-alike prompt printed
@@ -114,17 +119,18 @@ PEERS_SPOOF_BIN  := $(BUILD)/bin/pbx-test-spoof
 PEERS_SPOOF_SRCS  = tests/e2e/spoof.c $(APP_SRCS) $(PEERS_LIB_SRCS) \
                     $(filter-out core/% bootstrap/%,$(LIB_SRCS))
 
-$(PEERS_SPOOF_BIN): $(PEERS_SPOOF_SRCS) $(HEADERS) $(PEERS_HEADERS)
+$(PEERS_SPOOF_BIN): $(PEERS_SPOOF_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_SPOOF_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_SPOOF_SRCS) -o $@
 
 $(PEERS_PROBE_BIN): tests/peers/sandbox/probe.c
 	@mkdir -p $(dir $@)
-	$(CC) $(PEERS_STATIC_FLAGS) $< -o $@
+	$(CC) $(PEERS_STATIC_FLAGS) $(DEPS_ONE) $< -o $@
 
-$(PEERS_DEMO_BIN): $(PEERS_DEMO_SRCS) $(HEADERS) $(PEERS_HEADERS) \
-                   $(wildcard peers/app/*.h)
+$(PEERS_DEMO_BIN): $(PEERS_DEMO_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(PEERS_STATIC_FLAGS),$(PEERS_DEMO_SRCS))
 	$(CC) $(PEERS_STATIC_FLAGS) $(PEERS_DEMO_SRCS) -o $@
 
 $(BUILD)/obj/peers-test/%.o: %.c

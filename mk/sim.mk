@@ -29,35 +29,44 @@ SIM_GATE_FAULTS ?= all
 SIM_LONG_SEEDS ?= 1..100000
 SIM_LONG_STEPS ?= 20000
 SIM_FLAGS    := $(CPPFLAGS) $(HOSTED) $(WARN)
-SIM_DEPS     := $(SIM_SRCS) $(SIM_HDRS) $(LIB_SRCS) $(HEADERS)
+# Each build's headers come from the compiler (deps_many, the Makefile):
+# its .d beside the binary.
+SIM_DEPS     := $(SIM_SRCS) $(LIB_SRCS)
 SIM_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 
 $(SIM_BIN): $(SIM_DEPS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(SIM_FLAGS),$(SIM_DEPS))
 	$(CC) $(SIM_FLAGS) $(OPT) $(SIM_SRCS) $(LIB_SRCS) -o $@
 
 # Variants for the determinism check and the sanitizer budget.
 $(BUILD)/sim/pbx-sim-O0: $(SIM_DEPS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,$(CC) $(SIM_FLAGS),$(SIM_DEPS))
 	$(CC) $(SIM_FLAGS) -O0 -g $(SIM_SRCS) $(LIB_SRCS) -o $@
 $(BUILD)/sim/pbx-sim-asan: $(SIM_DEPS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,clang $(SIM_FLAGS),$(SIM_DEPS))
 	clang $(SIM_FLAGS) -O1 -g $(SIM_SAN) $(SIM_SRCS) $(LIB_SRCS) -o $@
 
 # Planted bugs: every sim/plants/<name>.patch is applied to a copy of
 # core/ under $(BUILD)/sim/plant-<name>/, and the simulator is built
 # against that copy (its include path comes first), never against the
-# shipped core, which holds no planted code.
+# shipped core, which holds no planted code. Its .d names the copy's
+# files by the core/ files they were copied from (the sed), so an edit of
+# one rebuilds every plant whose compile read its copy.
 SIM_PLANTS := $(sort $(basename $(notdir $(wildcard sim/plants/*.patch))))
 SIM_PLANT_BINS := $(SIM_PLANTS:%=$(BUILD)/sim/pbx-sim-plant-%)
+SIM_PLANT_SRCS = $(SIM_SRCS) $(filter-out core/%,$(LIB_SRCS)) \
+    $(patsubst core/%,$(BUILD)/sim/plant-$*/core/%,$(wildcard core/*.c))
 $(BUILD)/sim/pbx-sim-plant-%: sim/plants/%.patch $(SIM_DEPS)
 	@rm -rf $(BUILD)/sim/plant-$* && mkdir -p $(BUILD)/sim/plant-$*
 	cp -r core $(BUILD)/sim/plant-$*/core
 	patch -s -p1 -d $(BUILD)/sim/plant-$* < sim/plants/$*.patch
-	$(CC) -I$(BUILD)/sim/plant-$* $(SIM_FLAGS) -O2 $(SIM_SRCS) \
-	    $(filter-out core/%,$(LIB_SRCS)) \
-	    $(patsubst core/%,$(BUILD)/sim/plant-$*/core/%,$(wildcard core/*.c)) -o $@
+	$(call deps_many,$(CC) -I$(BUILD)/sim/plant-$* $(SIM_FLAGS),$(SIM_PLANT_SRCS)) && \
+	    sed -i 's|$(BUILD)/sim/plant-$*/core/|core/|g' $@.d
+	$(CC) -I$(BUILD)/sim/plant-$* $(SIM_FLAGS) -O2 $(SIM_PLANT_SRCS) -o $@
 
 .PHONY: sim sim-check sim-long sim-plants sim-determinism sim-cppcheck
 sim: $(SIM_BIN)
@@ -138,9 +147,11 @@ COV_REASONS := sim/coverage-reasons.txt
 .PHONY: coverage coverage-check coverage-run
 $(COV_DIR)/pbx-sim-cov: $(SIM_DEPS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,clang $(SIM_FLAGS),$(SIM_DEPS))
 	clang $(SIM_FLAGS) $(COV_FLAGS) $(SIM_SRCS) $(LIB_SRCS) -o $@
-$(COV_DIR)/pbx-test-cov: $(TEST_SRCS) $(wildcard tests/*.h) $(LIB_SRCS) $(HEADERS)
+$(COV_DIR)/pbx-test-cov: $(TEST_SRCS) $(LIB_SRCS)
 	@mkdir -p $(dir $@)
+	$(call deps_many,clang $(CPPFLAGS) $(HOSTED),$(TEST_SRCS) $(LIB_SRCS))
 	clang $(CPPFLAGS) $(HOSTED) $(WARN) $(COV_FLAGS) $(TEST_SRCS) $(LIB_SRCS) -o $@
 coverage-run: $(COV_DIR)/pbx-sim-cov
 	@rm -f $(COV_DIR)/sim.profraw
