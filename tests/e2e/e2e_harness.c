@@ -29,6 +29,17 @@
 /* The highest descriptor the child closes before exec. */
 #define E2E_FD_SWEEP 4096
 
+/* The harness's waits for powerboxd (readiness, a message, its exit, a
+ * log line) grow by PBX_E2E_SLOW when it is set to 2..100 (make
+ * memcheck-e2e sets it: powerboxd then runs under valgrind, many times
+ * slower); 1 otherwise, so a run without it waits exactly as before. */
+static int e2e_slow(int ms)
+{
+    const char *v = getenv("PBX_E2E_SLOW");
+    long f = v != NULL ? strtol(v, NULL, 10) : 1L;
+    return f >= 2L && f <= 100L && ms > 0 && ms <= 10000000 ? ms * (int)f : ms;
+}
+
 /* A small deployment: 8 of everything, 4096 selector bytes, 32 slots. */
 static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
 {
@@ -207,14 +218,15 @@ bool e2e_start(e2e_proc *p)
 bool e2e_wait_ready(e2e_proc *p)
 {
     uint8_t b[64];
-    long n = e2e_recv(p->supervisor, b, sizeof(b), NULL, 0, NULL, 5000);
+    long n =
+        e2e_recv(p->supervisor, b, sizeof(b), NULL, 0, NULL, e2e_slow(5000));
     return n == 32 && memcmp(b, "PBXR", 4) == 0 && b[4] == 1U && b[6] == 1U;
 }
 
 int e2e_exit_status(e2e_proc *p)
 {
     int st = 0;
-    for (int i = 0; i < 500 && p->pid > 0; i++) {
+    for (int i = 0; i < e2e_slow(500) && p->pid > 0; i++) {
         if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
             p->pid = 0;
             return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -325,7 +337,7 @@ long e2e_log_sum(const e2e_proc *p, const char *head)
 
 bool e2e_log_wait(const e2e_proc *p, const char *needle, int want, int ms)
 {
-    for (int i = 0; i < ms / 10 + 1; i++) {
+    for (int i = 0; i < e2e_slow(ms) / 10 + 1; i++) {
         if (e2e_log_count(p, needle) >= want) {
             return true;
         }
@@ -428,7 +440,7 @@ long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
     if (nfds != NULL) {
         *nfds = 0;
     }
-    if (poll(&pf, 1, ms) != 1 || (pf.revents & POLLIN) == 0) {
+    if (poll(&pf, 1, e2e_slow(ms)) != 1 || (pf.revents & POLLIN) == 0) {
         return -1;
     }
     memset(&mh, 0, sizeof(mh));
