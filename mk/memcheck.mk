@@ -27,7 +27,7 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     hold-release sandbox-setattr sandbox-ipc any-userns any-mount \
     any-python any-nofuse make-run make-run-slow-start route-hijack \
     any-broker-lines any-installer-lost any-flood any-ask-flood \
-    prompt-pending
+    prompt-pending wake-backpressure
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd
@@ -47,7 +47,7 @@ memcheck-e2e: $(BUILD)/bin/pbx-e2e-test $(BUILD)/bin/powerboxd $(BUILD)/bin/pbx
 # slowdown makes the programs miss (memcheck.py's TIMED), each alone under
 # memcheck; gated on valgrind's verdict (0 errors, 0 bytes lost) and on
 # any failure but its named timing check, which is reported, not gated.
-MEMCHECK_TIMED_SCENARIOS ?= prompt-timeout ttyd-stalled \
+MEMCHECK_TIMED_SCENARIOS ?= ttyd-stalled vfsd-stalled \
     slow-prompt-isolation restart-during-restart idle-flood
 
 .PHONY: memcheck-timed
