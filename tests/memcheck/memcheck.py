@@ -60,7 +60,12 @@ REQUIRED = ("pbx", "pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd",
 STACK = ("pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd", "powerboxd")
 VALGRIND = ["valgrind", "--tool=memcheck", "--leak-check=full",
             "--error-exitcode=97", "--errors-for-leak-kinds=definite,indirect",
-            "--show-leak-kinds=definite,indirect"]
+            "--show-leak-kinds=definite,indirect",
+            "--error-markers=PBX-MEMCHECK-ERROR,PBX-MEMCHECK-END"]
+# Each error valgrind reports is preceded by this line (--error-markers),
+# so that the errors of a process killed before its ERROR SUMMARY (a
+# scenario's or the C harness's SIGKILL) are counted too.
+ERROR_MARK = "PBX-MEMCHECK-ERROR"
 # valgrind's log: a descriptor the wrapper opens far above the startup
 # slots. --log-file would open it at the lowest free descriptor, and
 # powerboxd refuses to start when its slot 9, which must be empty, holds
@@ -185,11 +190,15 @@ def read_logs(logs, table, bad):
                   errors="replace") as fh:
             text = fh.read()
         row[0] += 1
+        marked = text.count(ERROR_MARK)
         m = SUMMARY_RE.search(text)
         if m is None:
             row[3] += 1
+            row[1] += marked
+            if marked:
+                bad.append(os.path.join(logs, f))
             continue
-        errors = int(m.group(1))
+        errors = max(int(m.group(1)), marked)
         row[1] += errors
         row[2] += sum(int(b.replace(",", "")) for _, b in
                       LOST_RE.findall(text))
