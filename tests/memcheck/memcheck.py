@@ -3,6 +3,7 @@
 (issue 22 item 5, docs/TESTING.md "Memory checks").
 
 Usage: memcheck.py BIN_DIR WORK_DIR SCENARIO...
+       memcheck.py --timed BIN_DIR WORK_DIR SCENARIO...   (see TIMED)
 
 Makes WORK_DIR/bin-TAG, a copy of BIN_DIR's layout in which every program
 run.py, launchd or pbx starts by path is a two-line bash wrapper that
@@ -38,8 +39,9 @@ or when no log at all was written for a wrapped program the scenarios
 must start (the five stack programs in each group but for its native
 ones; pbx and pbx-client over the whole run). A log without
 a summary (a process the scenario killed with SIGKILL) is counted and
-listed, not failed: valgrind cannot report for a process it never saw
-end. Prints one line per program (processes, errors, leaks) and a total.
+listed; the errors valgrind reported in it before the kill (each marked
+by --error-markers) fail the run as any other, but it has no leak
+check: valgrind cannot report leaks for a process it never saw end. Prints one line per program (processes, errors, leaks) and a total.
 """
 
 import os
