@@ -219,8 +219,7 @@ bool e2e_start(e2e_proc *p)
 bool e2e_wait_ready(e2e_proc *p)
 {
     uint8_t b[64];
-    long n =
-        e2e_recv(p->supervisor, b, sizeof(b), NULL, 0, NULL, e2e_slow(5000));
+    long n = e2e_recv(p->supervisor, b, sizeof(b), NULL, 0, NULL, 5000);
     return n == 32 && memcmp(b, "PBXR", 4) == 0 && b[4] == 1U && b[6] == 1U;
 }
 
