@@ -26,9 +26,31 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     any-keys any-escape any-revoke any-expire any-consume sandbox-metadata \
     hold-release sandbox-setattr sandbox-ipc any-userns any-mount \
     any-python any-nofuse make-run make-run-slow-start route-hijack \
-    any-broker-lines any-installer-lost
+    any-broker-lines any-installer-lost any-flood any-ask-flood \
+    prompt-pending wake-backpressure
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd
 	python3 tests/memcheck/memcheck.py $(BUILD)/bin $(BUILD)/memcheck \
 	    $(MEMCHECK_SCENARIOS)
+
+# make memcheck-e2e: the C end-to-end tests (pbx-e2e-test: liar rows,
+# startup statuses, refusal paths) with the powerboxd image they start
+# and pbx under valgrind (tests/memcheck/memcheck_c.py; the tests it
+# leaves out are its EXCLUDED, each with its reason). Not in make check.
+.PHONY: memcheck-e2e
+memcheck-e2e: $(BUILD)/bin/pbx-e2e-test $(BUILD)/bin/powerboxd $(BUILD)/bin/pbx
+	python3 tests/memcheck/memcheck_c.py $(BUILD)/bin/pbx-e2e-test \
+	    $(BUILD)/bin/powerboxd $(BUILD)/bin/pbx $(BUILD)/memcheck-e2e
+
+# make memcheck-timed: the scenarios that measure a deadline valgrind's
+# slowdown makes the programs miss (memcheck.py's TIMED), each alone under
+# memcheck; gated on valgrind's verdict (0 errors, 0 bytes lost) and on
+# any failure but its named timing check, which is reported, not gated.
+MEMCHECK_TIMED_SCENARIOS ?= ttyd-stalled vfsd-stalled \
+    slow-prompt-isolation restart-during-restart idle-flood
+
+.PHONY: memcheck-timed
+memcheck-timed: all peers $(BUILD)/bin/powerboxd
+	python3 tests/memcheck/memcheck.py --timed $(BUILD)/bin \
+	    $(BUILD)/memcheck-timed $(MEMCHECK_TIMED_SCENARIOS)

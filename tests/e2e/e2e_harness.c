@@ -29,6 +29,13 @@
 /* The highest descriptor the child closes before exec. */
 #define E2E_FD_SWEEP 4096
 
+int e2e_slow(int ms)
+{
+    const char *v = getenv("PBX_E2E_SLOW");
+    long f = v != NULL ? strtol(v, NULL, 10) : 1L;
+    return f >= 2L && f <= 100L && ms > 0 && ms <= 10000000 ? ms * (int)f : ms;
+}
+
 /* A small deployment: 8 of everything, 4096 selector bytes, 32 slots. */
 static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
 {
@@ -56,6 +63,11 @@ static void e2e_geometry(pbx_bootstrap_geometry *g, e2e_pbx1_bad bad)
     g->time_ms[PBX_BOOTSTRAP_TIME_PROCD] = (uint32_t)E2E_DEADLINE_PROCD_MS;
     g->time_ms[PBX_BOOTSTRAP_TIME_OPEN] = (uint32_t)E2E_DEADLINE_OPEN_MS;
     g->time_ms[PBX_BOOTSTRAP_TIME_IDLE] = (uint32_t)E2E_DEADLINE_IDLE_MS;
+    /* Under PBX_E2E_SLOW every deadline grows with the harness's waits,
+     * so that each keeps its place among them (e2e_slow). */
+    for (size_t t = 0; t < (size_t)PBX_BOOTSTRAP_TIME_COUNT; t++) {
+        g->time_ms[t] = (uint32_t)e2e_slow((int)g->time_ms[t]);
+    }
     if (bad == E2E_PBX1_LAYOUT) {
         g->layout[PBX_BOOTSTRAP_POOL_GRANTS].record_size_bytes += 8U;
     }
@@ -214,7 +226,7 @@ bool e2e_wait_ready(e2e_proc *p)
 int e2e_exit_status(e2e_proc *p)
 {
     int st = 0;
-    for (int i = 0; i < 500 && p->pid > 0; i++) {
+    for (int i = 0; i < e2e_slow(500) && p->pid > 0; i++) {
         if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
             p->pid = 0;
             return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -325,7 +337,7 @@ long e2e_log_sum(const e2e_proc *p, const char *head)
 
 bool e2e_log_wait(const e2e_proc *p, const char *needle, int want, int ms)
 {
-    for (int i = 0; i < ms / 10 + 1; i++) {
+    for (int i = 0; i < e2e_slow(ms) / 10 + 1; i++) {
         if (e2e_log_count(p, needle) >= want) {
             return true;
         }
@@ -428,7 +440,7 @@ long e2e_recv(int fd, uint8_t *buf, size_t cap, int *fds, int fds_cap,
     if (nfds != NULL) {
         *nfds = 0;
     }
-    if (poll(&pf, 1, ms) != 1 || (pf.revents & POLLIN) == 0) {
+    if (poll(&pf, 1, e2e_slow(ms)) != 1 || (pf.revents & POLLIN) == 0) {
         return -1;
     }
     memset(&mh, 0, sizeof(mh));

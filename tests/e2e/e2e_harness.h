@@ -38,6 +38,14 @@
  * longer must send on it in between or expect it closed. */
 #define E2E_DEADLINE_IDLE_MS 2000
 
+/** e2e_slow returns ms times PBX_E2E_SLOW when that variable is set to
+ * 2..100 (make memcheck-e2e sets it: powerboxd then runs under valgrind,
+ * many times slower), else ms unchanged (ms <= 0 too). The harness's
+ * waits (readiness, a message, an exit, a log line) and the PBX1
+ * deadlines it writes grow by it alike, so that each keeps its place
+ * among the others; without the variable nothing changes. */
+int e2e_slow(int ms);
+
 /** e2e_pbx1_bad names the ways the harness can spoil the PBX1 object. */
 typedef enum e2e_pbx1_bad {
     E2E_PBX1_GOOD = 0,  /**< a valid, fully sealed record */

@@ -1150,7 +1150,7 @@ static long e2e_now_ms(void)
 /* Waits up to ms for powerboxd's descriptor count to equal want. */
 static bool e2e_fds_settle(pid_t pid, int want, int ms)
 {
-    for (int i = 0; i < ms / 10 + 1; i++) {
+    for (int i = 0; i < e2e_slow(ms) / 10 + 1; i++) {
         if (e2e_fd_count(pid) == want) {
             return true;
         }
@@ -1499,7 +1499,7 @@ PBX_TEST(e2e_slow_prompt_answer_does_not_expire_the_calls_after_it)
      * own deadline bounds this wait. It is longer than the IDLE time too:
      * r.client, silent since the start, is closed meanwhile (nothing here
      * uses it), while the broker, never idle-closed, carries on. */
-    struct timespec ts = {(E2E_DEADLINE_PROCD_MS + 1000) / 1000, 0};
+    struct timespec ts = {e2e_slow(E2E_DEADLINE_PROCD_MS + 1000) / 1000, 0};
     _Static_assert(E2E_DEADLINE_PROCD_MS + 1000 > E2E_DEADLINE_IDLE_MS + 500,
                    "the wait outlasts the IDLE time with a margin");
     (void)nanosleep(&ts, NULL);

@@ -3,6 +3,7 @@
 (issue 22 item 5, docs/TESTING.md "Memory checks").
 
 Usage: memcheck.py BIN_DIR WORK_DIR SCENARIO...
+       memcheck.py --timed BIN_DIR WORK_DIR SCENARIO...   (see TIMED)
 
 Makes WORK_DIR/bin-TAG, a copy of BIN_DIR's layout in which every program
 run.py, launchd or pbx starts by path is a two-line bash wrapper that
@@ -38,8 +39,9 @@ or when no log at all was written for a wrapped program the scenarios
 must start (the five stack programs in each group but for its native
 ones; pbx and pbx-client over the whole run). A log without
 a summary (a process the scenario killed with SIGKILL) is counted and
-listed, not failed: valgrind cannot report for a process it never saw
-end. Prints one line per program (processes, errors, leaks) and a total.
+listed; the errors valgrind reported in it before the kill (each marked
+by --error-markers) fail the run as any other, but it has no leak
+check: valgrind cannot report leaks for a process it never saw end. Prints one line per program (processes, errors, leaks) and a total.
 """
 
 import os
@@ -60,7 +62,12 @@ REQUIRED = ("pbx", "pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd",
 STACK = ("pbx-vfsd", "pbx-ttyd", "pbx-procd", "pbx-launchd", "powerboxd")
 VALGRIND = ["valgrind", "--tool=memcheck", "--leak-check=full",
             "--error-exitcode=97", "--errors-for-leak-kinds=definite,indirect",
-            "--show-leak-kinds=definite,indirect"]
+            "--show-leak-kinds=definite,indirect",
+            "--error-markers=PBX-MEMCHECK-ERROR,PBX-MEMCHECK-END"]
+# Each error valgrind reports is preceded by this line (--error-markers),
+# so that the errors of a process killed before its ERROR SUMMARY (a
+# scenario's or the C harness's SIGKILL) are counted too.
+ERROR_MARK = "PBX-MEMCHECK-ERROR"
 # valgrind's log: a descriptor the wrapper opens far above the startup
 # slots. --log-file would open it at the lowest free descriptor, and
 # powerboxd refuses to start when its slot 9, which must be empty, holds
@@ -106,6 +113,38 @@ NATIVE = {name: ("pbx-launchd", "pbx-broker") if name in BROKERED else
 # every create is denied ("op=create object=docs/py-c.txt ...
 # outcome=denied reason=resolve"); vfsd runs natively there too.
 NATIVE["any-python"] = ("pbx-launchd", "pbx-broker", "pbx-vfsd")
+# make memcheck-timed (memcheck.py --timed): scenarios that measure an
+# in-product deadline or a time bound which valgrind's slowdown makes the
+# programs miss. Each runs alone (its own run.py), gated on valgrind's
+# verdict as every other (0 errors, 0 bytes definitely or indirectly
+# lost, its stack programs under valgrind); its own result is reported,
+# not gated, only when it passed or its one failure is the timing check
+# named here (a regex on run.py's "run: FAIL:" line, and a test on the
+# figures it captures that the bound was missed late, never early). Any
+# other failure fails the run. The scenario's checks after a missed
+# timing check did not run under memcheck (run.py stops at the first).
+TIMED = {
+    # vfsd-stalled: with vfsd stopped, a DECISION of a request decided
+    # before must be served "at once" (within 1 s); its outcome and reason
+    # are in the message (rc is not: the message is accepted only with
+    # denied and policy, the right answer, so only rc or the time missed).
+    "vfsd-stalled": (
+        r"vfsd-stalled: DECISION of decided request [\d.]+: \{.*"
+        r"'outcome': 'denied', 'reason': 'policy'", None),
+    "ttyd-stalled": (
+        r"ttyd-stalled: REMOVE sent 1 time\(s\) in \d+ s against a \d+ s "
+        r"deadline", None),
+    "slow-prompt-isolation": (
+        r"slow-prompt-isolation: A's decision came (?P<t>[\d.]+) s after "
+        r"the answer", lambda m: float(m["t"]) > 0.0),
+    "restart-during-restart": (
+        r"restart-during-restart.*'s restart planned (?P<t>[\d.]+) s after "
+        r"its death, not within 1.5 s", lambda m: float(m["t"]) > 1.5),
+    "idle-flood": (
+        r"idle-flood: the honest client \(try \d+\) after (?P<t>[\d.]+) s: "
+        r"rc 0 \{.*'outcome': 'approved'.*'consume': 'accepted'",
+        lambda m: float(m["t"]) > 12.0),
+}
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")
 
@@ -153,11 +192,15 @@ def read_logs(logs, table, bad):
                   errors="replace") as fh:
             text = fh.read()
         row[0] += 1
+        marked = text.count(ERROR_MARK)
         m = SUMMARY_RE.search(text)
         if m is None:
             row[3] += 1
+            row[1] += marked
+            if marked:
+                bad.append(os.path.join(logs, f))
             continue
-        errors = int(m.group(1))
+        errors = max(int(m.group(1)), marked)
         row[1] += errors
         row[2] += sum(int(b.replace(",", "")) for _, b in
                       LOST_RE.findall(text))
@@ -198,6 +241,45 @@ def run_group(src, work, tag, native, names, table, bad):
                             p not in seen]
 
 
+def timing_verdict(name, rc, output):
+    """For --timed: None when scenario name passed or missed only its
+    TIMED check (then that is reported), else why the run fails."""
+    fails = [l for l in output.splitlines() if l.startswith("run: FAIL: ")]
+    if rc == 0:
+        print(f"memcheck: {name}: passed, its timing check included")
+        return None
+    pattern, late = TIMED[name]
+    m = re.search(pattern, fails[-1]) if fails else None
+    if m is None or (late is not None and not late(m)):
+        return f"{name} failed other than its timing check"
+    print(f"memcheck: {name}: missed its timing check under valgrind "
+          f"(reported, not gated): {fails[-1][len('run: FAIL: '):]}")
+    return None
+
+
+def run_timed(src, work, names, table, bad):
+    """--timed: each scenario of names (each in TIMED) alone in its own
+    bin directory; returns the failures (run.py's other than TIMED's
+    timing check, programs of the stack that never ran under valgrind)."""
+    failed = []
+    for name in names:
+        native = NATIVE.get(name, ())
+        binp, logs = make_bin(src, work, "t-" + name, native)
+        env = dict(os.environ, PBX_E2E_SLOW=str(SLOW))
+        run = subprocess.run([sys.executable, "tests/e2e/run.py", binp,
+                              os.path.join(work, "run-t")] + [name],
+                             check=False, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        print(run.stdout, end="")
+        why = timing_verdict(name, run.returncode, run.stdout)
+        if why is not None:
+            failed.append(why)
+        seen = read_logs(logs, table, bad)
+        failed += [f"{p} never ran under valgrind ({name})" for p in STACK
+                   if p not in native and p not in seen]
+    return failed
+
+
 def report(table, bad, scenarios, took):
     """Prints the figures per program, the total and every bad log."""
     for name in sorted(table):
@@ -217,6 +299,8 @@ def report(table, bad, scenarios, took):
 def main(argv):
     if len(argv) < 4:
         raise SystemExit(__doc__)
+    if argv[1] == "--timed":
+        return main_timed(argv[2], argv[3], argv[4:])
     src, work, scenarios = argv[1], argv[2], argv[3:]
     os.makedirs(work, exist_ok=True)
     shutil.rmtree(os.path.join(work, "logs"), ignore_errors=True)
@@ -233,6 +317,23 @@ def main(argv):
         print(f"memcheck: never ran under valgrind: {' '.join(missing)}")
     if failed or bad or missing:
         raise SystemExit(f"memcheck: FAIL {' '.join(failed)}")
+    return 0
+
+
+def main_timed(src, work, scenarios):
+    """memcheck.py --timed BIN_DIR WORK_DIR SCENARIO... (see TIMED)."""
+    unknown = [n for n in scenarios if n not in TIMED]
+    if unknown or not scenarios:
+        raise SystemExit(f"memcheck: --timed takes scenarios of TIMED, not "
+                         f"{' '.join(unknown) or 'none'}")
+    os.makedirs(work, exist_ok=True)
+    shutil.rmtree(os.path.join(work, "logs"), ignore_errors=True)
+    start = time.monotonic()
+    table, bad = {}, []
+    failed = run_timed(src, work, scenarios, table, bad)
+    report(table, bad, scenarios, time.monotonic() - start)
+    if failed or bad:
+        raise SystemExit(f"memcheck: FAIL {'; '.join(failed)}")
     return 0
 
 
