@@ -89,7 +89,9 @@ static eva_frame eva_reply_buf;
 #define eva_reply (eva_reply_buf.b)
 static uint32_t eva_reply_slots[PBX_CORE_RECV_SLOTS_MAX];
 static size_t eva_reply_n;
-/* Milestones the sequence reached (a concrete run shows each is 1). */
+/* Milestones the sequence reached, one bit each (eva_mark): the native
+ * run of make eva (eva/native/) requires every bit of EVA_REACHED_ALL, so
+ * a sequence that stops reaching a live state fails there. */
 volatile uint32_t eva_reached;
 
 static uint32_t eva_u32(void)
@@ -516,12 +518,8 @@ static void eva_probe_reply(uint32_t route, size_t len)
 static pbx_err eva_public(size_t len, const uint32_t *slots, size_t count)
 {
     eva_probe_public(PBX_CORE_BADGE_LAUNCHD, len, slots, count);
-    pbx_err e = pbx_core_on_public(&eva_core, PBX_CORE_BADGE_LAUNCHD, eva_buf.b,
+    return pbx_core_on_public(&eva_core, PBX_CORE_BADGE_LAUNCHD, eva_buf.b,
                               len, slots, count, &eva_out);
-#ifdef EVA_DBG
-    { pbx_ipc_frame df, dq; pbx_ipc_frame_decode(eva_buf.b, len, count, &dq); int d = pbx_ipc_frame_decode(eva_out.frame, eva_out.len, eva_out.transfer_slot != PBX_CORE_SLOT_NONE, &df); DBG("public op %x -> %d status %u (%d)\n", dq.op, e, d == 0 ? df.status : 9999, d); }
-#endif
-    return e;
 }
 
 /* Answers the oldest pending call, after its probe. */
@@ -535,9 +533,6 @@ static void eva_deliver_one(void)
         eva_w.pend[k - 1U] = eva_w.pend[k];
     }
     eva_w.npend--;
-#ifdef EVA_DBG
-    { pbx_ipc_frame df; int e = pbx_ipc_frame_decode(p.frame, p.len, p.caps, &df); DBG("call op %x on %u (%d)\n", df.op, p.route, e); }
-#endif
     if (!eva_answer(&p, &len)) {
         return;
     }
@@ -622,9 +617,6 @@ static uint8_t eva_decision(pbx_ipc_id id, pbx_ipc_id *grant)
     pbx_ipc_frame f;
     pbx_ipc_decision d;
     size_t n = 0;
-#ifdef EVA_DBG
-    DBG("decision of %u/%u\n", id.index, id.gen);
-#endif
     if (pbx_ipc_empty_encode(PBX_IPC_OP_DECISION, id, eva_buf.b,
                              sizeof(eva_buf.b), &n) != PBX_OK ||
         eva_public(n, NULL, 0) != PBX_OK) {
@@ -636,9 +628,6 @@ static uint8_t eva_decision(pbx_ipc_id id, pbx_ipc_id *grant)
         return 0U;
     }
     *grant = d.grant;
-#ifdef EVA_DBG
-    DBG("decision outcome %u reason %u\n", d.outcome, d.reason);
-#endif
     if (eva_out.token != PBX_CORE_NIL) {
         (void)pbx_core_on_reply_delivered(&eva_core, eva_out.token,
                                           eva_out.token_generation, true);
