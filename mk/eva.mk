@@ -2,9 +2,13 @@
 # docs/SECURITY.md and docs/TESTING.md, "Abstract interpretation").
 #
 #   make eva        every driver (eva/eva_<lib>.c): base, sha2, ipc,
-#                   capabi, bootstrap and the core; prints each one's
-#                   alarm count and fails above eva/baseline.txt or on
-#                   an alarm eva/alarms.txt does not argue. Not in
+#                   capabi, bootstrap, the core from a fresh start and
+#                   the core from live states ("live": eva/eva_live.c's
+#                   valid event sequence, first run natively and required
+#                   to reach each milestone); prints each one's alarm
+#                   count and functions analysed, and fails above
+#                   eva/baseline.txt, below eva/coverage.txt or on an
+#                   alarm eva/alarms.txt does not argue. Not in
 #                   make check (the core was measured at about 4
 #                   minutes of CPU and sha2 over 2; on 2026-12-06 the
 #                   whole run took about 70 s of CPU: docs/SECURITY.md).
