@@ -3,7 +3,7 @@
 "Abstract interpretation"; docs/TESTING.md, "Abstract interpretation").
 
 Usage: eva.py [--tag TAG] OUT_DIR [LIBRARY...]   (default: every row of
-LIBRARIES; TAG, "eva" by default, starts every line printed: make
+LIBRARIES but those of OPT_IN, which run when named: make eva-live; TAG, "eva" by default, starts every line printed: make
 check's quiet mode shows the lines of a tag ending in -check)
 
 For each library, runs `frama-c -eva` from its driver eva/eva_LIB.c's
@@ -88,6 +88,11 @@ def sources(dirs):
 # Not ipc: its thousands of copies then take over ten minutes.
 SLEVEL = ["-eva-slevel-function", "pbx_mem_copy:5000,pbx_mem_set:5000"]
 SLEVEL_LIBS = {"core": SLEVEL, "bootstrap": SLEVEL, "live": SLEVEL}
+
+# Libraries run only when named (make eva-live): "live" took over 35
+# minutes of wall time on the shared machine at a load of 25 without
+# finishing (2026-12-06), so it has no baseline or floor yet.
+OPT_IN = {"live"}
 
 
 def analyse(lib, out_dir):
@@ -253,7 +258,8 @@ def main(argv):
         TAG, argv = argv[2], argv[2:]
     if len(argv) < 2:
         raise SystemExit(__doc__)
-    out_dir, libs = argv[1], argv[2:] or list(LIBRARIES)
+    out_dir = argv[1]
+    libs = argv[2:] or [lib for lib in LIBRARIES if lib not in OPT_IN]
     os.makedirs(out_dir, exist_ok=True)
     base, bad, total, rows = baseline(), [], 0.0, []
     floor = baseline("eva/coverage.txt")

@@ -37,11 +37,11 @@
 /* Replies pending at once: a window of two calls per route. */
 #define EVA_PEND 8U
 /* Steps of one run to idle: far more than one request's calls. */
-#define EVA_RUN_STEPS 24U
-#define EVA_SESSION   0x5E55U
-#define EVA_JOB       0x70BU
-#define EVA_JOB_GEN   2U
-#define EVA_TARGET    40U
+#define EVA_RUN_STEPS  24U
+#define EVA_SESSION    0x5E55U
+#define EVA_JOB        0x70BU
+#define EVA_JOB_GEN    2U
+#define EVA_TARGET     40U
 #define EVA_INVOCATION 0x1AU
 
 /* One call the fake peers accepted and will answer. */
@@ -199,8 +199,8 @@ static pbx_core_io eva_alias(void *user, uint32_t object, uint32_t *alias_out)
         *alias_out = Frama_C_unsigned_int_interval(EVA_FIRST, EVA_SLOTS - 1U);
         return eva_wild_io();
     }
-    *alias_out =
-        eva_put(PBX_CORE_SLOT_NONE, PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_LOCAL);
+    *alias_out = eva_put(PBX_CORE_SLOT_NONE, PBX_CAPABI_RIGHT_SEND,
+                         PBX_CAPABI_PROV_LOCAL);
     return *alias_out == PBX_CORE_SLOT_NONE ? PBX_CORE_IO_FAILED
                                             : PBX_CORE_IO_OK;
 }
@@ -354,20 +354,20 @@ static pbx_err eva_ans_detach(const pbx_ipc_frame *f, size_t *len)
 {
     pbx_ipc_detach q;
     pbx_err err = pbx_ipc_detach_decode(f, &q);
-    return err != PBX_OK ? err
-                         : pbx_ipc_detach_reply_encode(f->request, &q,
-                                                       eva_reply,
-                                                       sizeof(eva_reply), len);
+    return err != PBX_OK
+               ? err
+               : pbx_ipc_detach_reply_encode(f->request, &q, eva_reply,
+                                             sizeof(eva_reply), len);
 }
 
 static pbx_err eva_ans_retire(const pbx_ipc_frame *f, size_t *len)
 {
     pbx_ipc_retire q;
     pbx_err err = pbx_ipc_retire_decode(f, &q);
-    return err != PBX_OK ? err
-                         : pbx_ipc_retire_reply_encode(f->request, &q,
-                                                       eva_reply,
-                                                       sizeof(eva_reply), len);
+    return err != PBX_OK
+               ? err
+               : pbx_ipc_retire_reply_encode(f->request, &q, eva_reply,
+                                             sizeof(eva_reply), len);
 }
 
 static pbx_err eva_ans_withdraw(const pbx_ipc_frame *f, size_t *len)
@@ -518,8 +518,8 @@ static void eva_probe_reply(uint32_t route, size_t len)
 static pbx_err eva_public(size_t len, const uint32_t *slots, size_t count)
 {
     eva_probe_public(PBX_CORE_BADGE_LAUNCHD, len, slots, count);
-    return pbx_core_on_public(&eva_core, PBX_CORE_BADGE_LAUNCHD, eva_buf.b,
-                              len, slots, count, &eva_out);
+    return pbx_core_on_public(&eva_core, PBX_CORE_BADGE_LAUNCHD, eva_buf.b, len,
+                              slots, count, &eva_out);
 }
 
 /* Answers the oldest pending call, after its probe. */
@@ -598,8 +598,8 @@ static pbx_ipc_id eva_open(uint8_t urgency, uint8_t lifetime)
     id = f.request;
     pbx_ipc_selector s = {0U, (uint32_t)(sizeof(sel) - 1U), sel};
     pbx_ipc_commit c = {r.dest_slot};
-    uint32_t land = eva_put(r.dest_slot, PBX_CAPABI_RIGHT_SEND,
-                            PBX_CAPABI_PROV_RECEIVED);
+    uint32_t land =
+        eva_put(r.dest_slot, PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
     if (pbx_ipc_selector_encode(id, &s, eva_buf.b, sizeof(eva_buf.b), &n) !=
             PBX_OK ||
         eva_public(n, NULL, 0) != PBX_OK ||
@@ -654,7 +654,8 @@ static pbx_err eva_small(pbx_err encoded, const size_t *n)
 static void eva_seq_consume(void)
 {
     pbx_ipc_id grant = {0, 0};
-    pbx_ipc_id id = eva_open(PBX_IPC_URGENCY_ROUTINE, PBX_IPC_LIFETIME_ONE_SHOT);
+    pbx_ipc_id id =
+        eva_open(PBX_IPC_URGENCY_ROUTINE, PBX_IPC_LIFETIME_ONE_SHOT);
     eva_run();
     eva_mark(0, eva_decision(id, &grant) == (uint8_t)PBX_IPC_OUTCOME_APPROVED);
     pbx_ipc_consume c = {grant};
@@ -679,9 +680,9 @@ static void eva_seq_prompt(void)
     pbx_mem_set(&c, 0, sizeof(c));
     c.by_grant = true;
     c.grant = grant;
-    eva_mark(3, eva_small(pbx_ipc_cancel_encode(&c, eva_buf.b,
-                                                sizeof(eva_buf.b), &n),
-                          &n) == PBX_OK);
+    eva_mark(3, eva_small(
+                    pbx_ipc_cancel_encode(&c, eva_buf.b, sizeof(eva_buf.b), &n),
+                    &n) == PBX_OK);
     eva_run();
 }
 
@@ -716,9 +717,9 @@ static void eva_seq_expire(void)
     eva_run();
     eva_mark(6, eva_decision(id, &grant) == (uint8_t)PBX_IPC_OUTCOME_APPROVED);
     pbx_ipc_expire e = {PBX_IPC_EXPIRE_JOB, EVA_JOB_GEN, EVA_JOB, 0U};
-    eva_mark(7, eva_small(pbx_ipc_expire_encode(&e, eva_buf.b,
-                                                sizeof(eva_buf.b), &n),
-                          &n) == PBX_OK);
+    eva_mark(7, eva_small(
+                    pbx_ipc_expire_encode(&e, eva_buf.b, sizeof(eva_buf.b), &n),
+                    &n) == PBX_OK);
     eva_run();
 }
 
@@ -729,7 +730,8 @@ static void eva_seq_time(void)
     bool progressed = false;
     pbx_ipc_id grant = {0, 0};
     uint64_t at = 0;
-    pbx_ipc_id id = eva_open(PBX_IPC_URGENCY_ROUTINE, PBX_IPC_LIFETIME_ONE_SHOT);
+    pbx_ipc_id id =
+        eva_open(PBX_IPC_URGENCY_ROUTINE, PBX_IPC_LIFETIME_ONE_SHOT);
     (void)pbx_core_step(&eva_core, &progressed);
     eva_w.npend = 0U;
     eva_mark(8, pbx_core_next_deadline(&eva_core, &at));
