@@ -13,8 +13,9 @@
 #   make eva-live   the core from live states alone ("live":
 #                   eva/eva_live.c's valid event sequence, first run
 #                   natively and required to reach each milestone),
-#                   with the same gates; not yet in make eva: over 35 minutes
-#                   of wall time on the loaded machine, unfinished
+#                   with the same gates; not yet in make eva: unfinished
+#                   after 6.5 minutes of CPU (50 of wall) on the loaded
+#                   machine
 #                   (docs/SECURITY.md, section 7).
 #   make eva-check  the same for EVA_CHECK_LIBS (base, ipc, capabi,
 #                   bootstrap: about 30 s of CPU), in CHECK_EXTRA.
