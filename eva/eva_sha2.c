@@ -6,7 +6,11 @@
  * buffer at `cut` of `n` hands the second update `n - cut` bytes at
  * `eva_buf + cut`, a sum intervals lose, and EVA then reports reads past
  * eva_buf that no split makes. Two parts of any lengths cover every split
- * of every message up to EVA_MAX bytes, and more.
+ * of every message up to EVA_MAX bytes, and more. Before hashing, the
+ * path selection runs as powerboxd's start does (select, then any path
+ * asked for by number, then the current one), so the portable path is
+ * analysed behind the same selection code (the SHA-NI path is not built
+ * under __FRAMAC__).
  */
 #include "base/pbx_base.h"
 #include "sha2/pbx_sha2.h"
@@ -47,5 +51,8 @@ static void eva_sha2(void)
 void eva_main(void);
 void eva_main(void)
 {
+    (void)pbx_sha2_select();
+    (void)pbx_sha2_path_set((pbx_sha2_path)Frama_C_interval(0, 2));
+    (void)pbx_sha2_path_current();
     eva_sha2();
 }
