@@ -5,8 +5,8 @@
 # the other clone runs `make check` from a clean build in a loop beside it,
 # so the machine is loaded by a parallel make check during every run. It
 # stops at the first failing run and exits 1; each run's line (exit status,
-# seconds, load average at its start and end, how many make checks were
-# running at its start and end) goes to OUT/loop.txt, each run's output to
+# seconds, load average at its start and end, whether its make check was
+# running at its start and at its end) goes to OUT/loop.txt, each run's output to
 # OUT/run-N.log, each make check's to OUT/check-N.log. A test tool: never
 # installed; a full loop takes about 40 minutes on 2 cores (not in make check).
 set -u
@@ -17,7 +17,10 @@ rm -rf "$out" && mkdir -p "$out" || exit 2
 git clone -q "$top" "$out/run" && git clone -q "$top" "$out/check" || exit 2
 log="$out/loop.txt"
 echo "tree $(git -C "$out/run" rev-parse --short HEAD) start $(date -u +%H:%M:%S)" >> "$log"
-checks() { pgrep -fc "make.* check" || true; }
+# Whether the loop's own make check is running (1) or not (0): a marker
+# file it holds while it runs (another make check on the machine does not
+# count).
+checks() { [ -e "$out/checking" ] && echo 1 || echo 0; }
 # The make check loop runs in a process group of its own, ended with the
 # loop (it is only the load beside the runs).
 setsid bash -c '
@@ -25,7 +28,9 @@ setsid bash -c '
   # Bounded: at most one make check per run, and none after the loop ends.
   while [ ! -e "$out/done" ] && [ "$n" -lt "$runs" ]; do
       n=$((n + 1)); rm -rf build; s=$(date +%s)
+      touch "$out/checking"
       make check > "$out/check-$n.log" 2>&1; rc=$?
+      rm -f "$out/checking"
       echo "check $n rc=$rc secs=$(( $(date +%s) - s ))" >> "$log"
   done' e2e-loop-check "$out" "$runs" "$log" &
 checker=$!
