@@ -6,7 +6,8 @@
 # temporary file, and then:
 #   - on success prints only the summary lines the line's tools print
 #     ("N passed, M failed", "run: ok: ...", "NAME-check: ...", "make
-#     check: ..."), so neither compiler lines nor the expected startup
+#     check: ...", and each fuzz harness's "fuzz NAME: N runs, R exec/s"
+#     with, when it ran fewer than FUZZ_RUNS, its reason), so neither compiler lines nor the expected startup
 #     refusals that tests provoke are shown;
 #   - on failure prints "make: FAILED: RECIPE LINE", then everything the
 #     line printed, in full, and exits with its status.
@@ -20,7 +21,7 @@ if [ "$st" -ne 0 ]; then
     printf 'make: FAILED (exit %s): %s\n' "$st" "$*"
     cat "$out"
 else
-    grep -E '^[0-9]+ passed, [0-9]+ failed|^run: ok:|^[a-z0-9-]+-check: |^make check: |^[a-z0-9-]+: [0-9]+ .*(clean|ok|passed)' \
+    grep -E '^[0-9]+ passed, [0-9]+ failed|^run: ok:|^[a-z0-9-]+-check: |^make check: |^[a-z0-9-]+: [0-9]+ .*(clean|ok|passed)|^fuzz [a-z0-9_]+: ' \
         "$out" || true
 fi
 rm -f "$out"

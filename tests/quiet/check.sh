@@ -3,7 +3,8 @@
 # `make check`). A throw-away Makefile in a temporary directory includes
 # nothing of the project; it is driven with the project's own switch
 # (QUIET_GOALS, V) and scripts/quiet.sh:
-# 1. A passing goal prints its summary lines ("3 passed, 0 failed") and
+# 1. A passing goal prints its summary lines ("3 passed, 0 failed", a
+#    fuzz harness's runs and rate, and its reason for fewer runs) and
 #    neither its compiler line nor a test's expected refusal.
 # 2. A failing goal exits non-zero and prints the failing line and all its
 #    output (the refusal included), in full.
@@ -31,6 +32,8 @@ pass:
 	echo "cc -O2 -c x.c -o x.o"
 	echo "pbx-vfsd: --root '/x': refused (expected by the test)" >&2
 	echo "3 passed, 0 failed"
+	echo "fuzz fuzz_x: 12000 runs, 40 exec/s"
+	echo "fuzz fuzz_x: fewer than 2000000 runs: each input boots a core"
 failing:
 	echo "cc -O2 -c y.c -o y.o"
 	echo "pbx-vfsd: refused, and this time it matters" >&2; exit 3
@@ -40,7 +43,9 @@ MK
 mkdir -p "$tmp/scripts"
 cp "$here/scripts/quiet.sh" "$tmp/scripts/quiet.sh"
 out=$(cd "$tmp" && make --no-print-directory check 2>&1) || bad "check failed: $out"
-[ "$out" = "3 passed, 0 failed" ] || bad "a passing check printed: $out"
+want=$(printf '%s\n' "3 passed, 0 failed" "fuzz fuzz_x: 12000 runs, 40 exec/s" \
+    "fuzz fuzz_x: fewer than 2000000 runs: each input boots a core")
+[ "$out" = "$want" ] || bad "a passing check printed: $out"
 st=0
 out=$(cd "$tmp" && make --no-print-directory QUIET_GOALS="check failing" \
     check failing 2>&1) || st=$?
