@@ -269,7 +269,7 @@ fuzz-plants-capabi: $(FUZZ_CAPABI_PLANT_BINS)
 	        work $(CURDIR)/fuzz/corpus/fuzz_route_attach >log 2>&1); then \
 	        echo "fuzz-plants: $$p was NOT caught"; exit 1; \
 	    else r=$$(grep -o '^#[0-9]*' $$d/log | tail -1); \
-	        w=$$(if [ -n "$$r" ]; then echo "at run $$r"; else echo "replaying the corpus"; fi); \
+	        w=$$(if [ -n "$$r" ]; then echo "after run $$r"; else echo "replaying the corpus"; fi); \
 	        echo "fuzz-plants: $$p caught $$w," \
 	        "$$(grep -m1 -o 'in fuzz_ra_[a-z_]*' $$d/log)"; fi; \
 	done; echo "fuzz-plants-capabi: all $(words $(FUZZ_CAPABI_PLANTS)) caught"
