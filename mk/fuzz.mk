@@ -46,6 +46,9 @@ FUZZ_LINK_fuzz_stage   := peers/lib/pbx_peer_stage.c
 FUZZ_LINK_fuzz_track   := peers/lib/pbx_peer_track.c peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_profile := peers/lib/pbx_peer_profile.c
 FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
+# fuzz_route_attach (powerboxd's slot-4 ROUTE_ATTACH codec) links only the
+# freestanding libraries and runs FUZZ_RUNS: about 250,000 exec per CPU
+# second, so about 8 s.
 
 
 # Harness-specific options: the core machine's inputs stay short (a
@@ -237,3 +240,36 @@ fuzz-plants: $(FUZZ_PLANT_BINS)
 	        >log 2>&1); then echo "fuzz-plants: $$p was NOT caught"; exit 1; \
 	    else echo "fuzz-plants: $$p caught: $$(grep -m1 '^FAIL' $$d/log)"; fi; \
 	done
+
+# make fuzz-plants also builds fuzz_route_attach against each planted bug
+# of fuzz/plants/capabi_*.patch (applied to a copy of capabi/, whose
+# headers then shadow the shipped ones: -I of the copy comes first) and
+# requires a failure within FUZZ_CAPABI_PLANT_RUNS runs from its corpus:
+# the ROUTE_ATTACH oracles see a decoder, judge or answer that breaks
+# capabi/pbx_capabi.h's documented order, echo or re-encoding.
+FUZZ_CAPABI_PLANT_RUNS ?= 200000
+FUZZ_CAPABI_PLANTS := $(sort $(basename $(notdir $(wildcard fuzz/plants/capabi_*.patch))))
+FUZZ_CAPABI_PLANT_BINS := $(FUZZ_CAPABI_PLANTS:%=$(BUILD)/fuzz/plant-%/fuzz_route_attach)
+$(BUILD)/fuzz/plant-%/fuzz_route_attach: fuzz/plants/%.patch fuzz/fuzz_route_attach.c \
+        $(LIB_SRCS) $(wildcard base/*.h capabi/*.h)
+	@rm -rf $(BUILD)/fuzz/plant-$* && mkdir -p $(BUILD)/fuzz/plant-$*
+	cp -r capabi $(BUILD)/fuzz/plant-$*/capabi
+	patch -s -p1 -d $(BUILD)/fuzz/plant-$* < fuzz/plants/$*.patch
+	$(FUZZ_CC) -I$(BUILD)/fuzz/plant-$* $(FUZZ_FLAGS) fuzz/fuzz_route_attach.c \
+	    $(filter-out capabi/%,$(LIB_SRCS)) \
+	    $(patsubst capabi/%,$(BUILD)/fuzz/plant-$*/capabi/%,$(wildcard capabi/*.c)) -o $@
+
+.PHONY: fuzz-plants-capabi
+fuzz-plants: fuzz-plants-capabi
+fuzz-plants-capabi: $(FUZZ_CAPABI_PLANT_BINS)
+	@set -e; for p in $(FUZZ_CAPABI_PLANTS); do \
+	    d=$(BUILD)/fuzz/plant-$$p; rm -rf $$d/work; mkdir -p $$d/work; \
+	    if (cd $$d && ./fuzz_route_attach -runs=$(FUZZ_CAPABI_PLANT_RUNS) -seed=1 \
+	        -dict=$(CURDIR)/fuzz/dict/fuzz_route_attach.dict \
+	        work $(CURDIR)/fuzz/corpus/fuzz_route_attach >log 2>&1); then \
+	        echo "fuzz-plants: $$p was NOT caught"; exit 1; \
+	    else r=$$(grep -o '^#[0-9]*' $$d/log | tail -1); \
+	        w=$$(if [ -n "$$r" ]; then echo "after run $$r"; else echo "replaying the corpus"; fi); \
+	        echo "fuzz-plants: $$p caught $$w," \
+	        "$$(grep -m1 -o 'in fuzz_ra_[a-z_]*' $$d/log)"; fi; \
+	done; echo "fuzz-plants-capabi: all $(words $(FUZZ_CAPABI_PLANTS)) caught"
