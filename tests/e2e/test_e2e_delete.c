@@ -17,11 +17,12 @@
  *
  *   interrupted: the COMMIT is answered CLEANUP_PENDING (the pending
  *   deletion takes precedence over the digest refusal); the receipt
- *   stays held in slot 64 (our far end sees no hang-up) and is retried
- *   on ticks; the cancelled request's outcome is not published while it
- *   is held; once the supervisor lets the restore run, the receipt is
- *   deleted, the outcome is CANCELLED, logged once, and powerboxd's
- *   descriptors are back at their idle baseline;
+ *   stays held in slot 64 (our far end sees no hang-up, USAGE on slot 4
+ *   counts its record) and is retried on ticks; the cancelled request's
+ *   outcome is not published while it is held; once the supervisor lets
+ *   the restore run, the receipt is deleted, the outcome is CANCELLED,
+ *   logged once, and powerboxd's descriptors and records are back at
+ *   their idle baseline;
  *   failed: the same restore answering EIO, or the close of a loose
  *   receipt answering EIO with the number still open, is the cleanup
  *   fail-stop: exit status 65 with its one log line, and nothing is
@@ -32,6 +33,7 @@
 #include "../runner/pbx_test.h"
 #include "liars.h"
 
+#include "bootstrap/pbx_bootstrap.h"
 #include "capabi/pbx_capabi.h"
 #include "core/pbx_core.h"
 
@@ -67,27 +69,27 @@
 
 /* What the supervisor answers. */
 typedef enum dl_mode {
-    DL_PASS = 0,       /**< every call runs */
-    DL_INTERRUPT,      /**< restores answer EINTR until released */
-    DL_FAIL_RESTORE,   /**< restores from the fail_from-th on answer EIO */
-    DL_FAIL_CLOSE      /**< close of DL_SLOT answers EIO */
+    DL_PASS = 0,     /**< every call runs */
+    DL_INTERRUPT,    /**< restores answer EINTR until released */
+    DL_FAIL_RESTORE, /**< restores from the fail_from-th on answer EIO */
+    DL_FAIL_CLOSE    /**< close of DL_SLOT answers EIO */
 } dl_mode;
 
 /* The supervisor's state, shared with its thread. */
 static struct {
     dl_mode mode;
-    unsigned fail_from;        /**< DL_FAIL_RESTORE: first restore to fail */
-    atomic_int placeholder;    /**< powerboxd's placeholder slot, or -1 */
-    atomic_bool release;       /**< DL_INTERRUPT: let the next one run */
-    atomic_bool stop;          /**< the thread ends */
-    atomic_uint restores;      /**< restores seen */
-    atomic_uint interrupted;   /**< restores answered EINTR */
-    atomic_uint restored;      /**< restores let run */
-    atomic_uint failed;        /**< calls answered EIO */
-    int listener;              /**< the seccomp listener, or -1 */
-    bool running;              /**< the thread was started */
+    unsigned fail_from;      /**< DL_FAIL_RESTORE: first restore to fail */
+    atomic_int placeholder;  /**< powerboxd's placeholder slot, or -1 */
+    atomic_bool release;     /**< DL_INTERRUPT: let the next one run */
+    atomic_bool stop;        /**< the thread ends */
+    atomic_uint restores;    /**< restores seen */
+    atomic_uint interrupted; /**< restores answered EINTR */
+    atomic_uint restored;    /**< restores let run */
+    atomic_uint failed;      /**< calls answered EIO */
+    int listener;            /**< the seccomp listener, or -1 */
+    bool running;            /**< the thread was started */
     pthread_t thread;
-    struct sockaddr_un addr;   /**< where the child sends the listener */
+    struct sockaddr_un addr; /**< where the child sends the listener */
     socklen_t addr_len;
 } dl = {.listener = -1};
 
@@ -252,9 +254,10 @@ static int dl_bind(void)
     memset(&dl.addr, 0, sizeof(dl.addr));
     dl.addr.sun_family = AF_UNIX;
     memcpy(dl.addr.sun_path + 1, name, (size_t)len);
-    dl.addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1U +
-                              (size_t)len);
-    if (s >= 0 && bind(s, (const struct sockaddr *)&dl.addr, dl.addr_len) != 0) {
+    dl.addr_len =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1U + (size_t)len);
+    if (s >= 0 &&
+        bind(s, (const struct sockaddr *)&dl.addr, dl.addr_len) != 0) {
         (void)close(s);
         s = -1;
     }
@@ -267,8 +270,7 @@ static bool dl_take_listener(int s)
     int fds[1] = {-1};
     int n = 0;
     uint8_t b[8];
-    if (e2e_recv(s, b, sizeof(b), fds, 1, &n, e2e_slow(5000)) != 1 ||
-        n != 1) {
+    if (e2e_recv(s, b, sizeof(b), fds, 1, &n, e2e_slow(5000)) != 1 || n != 1) {
         return false;
     }
     dl.listener = fds[0];
@@ -406,6 +408,24 @@ static long dl_cancel(lr_run *r, pbx_ipc_id id)
     return lr_public(r->p.broker, out, n);
 }
 
+/* Asks powerboxd for its USAGE on slot 4 (as its supervisor may) and
+ * decodes the report into *u; false when none comes within 5 s. */
+static bool dl_usage(const lr_run *r, pbx_capabi_usage *u)
+{
+    static uint32_t nonce = 0x64656cU;
+    uint8_t q[PBX_CAPABI_USAGE_QUERY_BYTES];
+    uint8_t in[PBX_CAPABI_USAGE_REPORT_BYTES + 8U];
+    nonce++;
+    if (pbx_capabi_usage_query_encode(nonce, q, sizeof(q)) != PBX_OK ||
+        !e2e_send(r->p.supervisor, q, sizeof(q), NULL, 0)) {
+        return false;
+    }
+    long n = e2e_recv(r->p.supervisor, in, sizeof(in), NULL, 0, NULL,
+                      e2e_slow(5000));
+    return n > 0 && pbx_capabi_usage_decode(in, (size_t)n, u) == PBX_OK &&
+           u->nonce == nonce && u->status == 0U;
+}
+
 /* Counts powerboxd's decision lines for id. */
 static int dl_decisions(const lr_run *r, pbx_ipc_id id)
 {
@@ -416,10 +436,19 @@ static int dl_decisions(const lr_run *r, pbx_ipc_id id)
 }
 
 /* While the restore is interrupted: the receipt still in the slot, our
- * far end open, the request's outcome unpublished. */
-static void dl_check_held(lr_run *r, pbx_ipc_id id)
+ * far end open, the request's outcome unpublished, and USAGE counting
+ * one transient-slot record more than once the request was begun (the
+ * refused receipt's, beside the request's own) and the same
+ * descriptors (the receipt stands where the placeholder stood). */
+static void dl_check_held(lr_run *r, pbx_ipc_id id,
+                          const pbx_capabi_usage *begun)
 {
     pbx_ipc_decision d;
+    pbx_capabi_usage u;
+    const unsigned ts = PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS;
+    PBX_CHECK(dl_usage(r, &u));
+    PBX_CHECK_EQ(u.used[ts], begun->used[ts] + 1U);
+    PBX_CHECK_EQ(u.fds, begun->fds);
     PBX_CHECK_EQ(dl_slot_socket(r->p.pid, DL_SLOT), r->scope_id[0]);
     PBX_CHECK(!lr_gone(r->scope[0], 0));
     PBX_CHECK(lr_decision(r->p.broker, id, &d));
@@ -434,28 +463,32 @@ PBX_TEST(e2e_delete_interrupted_keeps_the_receipt_until_it_completes)
     pbx_ipc_id id = {0, 0};
     uint32_t dest = 0;
     pbx_ipc_decision d;
+    pbx_capabi_usage idle;
+    pbx_capabi_usage begun;
+    pbx_capabi_usage u;
     PBX_REQUIRE(dl_start(&r, DL_INTERRUPT, 0U));
+    PBX_REQUIRE(dl_usage(&r, &idle));
     PBX_REQUIRE(dl_begin_bad(&r, &id, &dest));
     PBX_REQUIRE(dest == (uint32_t)DL_SLOT);
+    PBX_REQUIRE(dl_usage(&r, &begun));
     /* The refusal's deletion was interrupted: the COMMIT is answered
      * CLEANUP_PENDING, not DIGEST (the pending deletion wins). */
     PBX_CHECK_EQ(lr_commit(&r, id, dest), (long)PBX_E_CORE_CLEANUP_PENDING);
     PBX_CHECK(atomic_load(&dl.interrupted) >= 1U);
-    dl_check_held(&r, id);
+    dl_check_held(&r, id, &begun);
     /* The client gives up: the request ends, but its outcome waits for
      * the receipt's deletion, retried on ticks and interrupted again. */
     PBX_CHECK_EQ(dl_cancel(&r, id), 0L);
     PBX_CHECK(dl_wait_count(&dl.interrupted, DL_INTERRUPTS, e2e_slow(10000)));
-    dl_check_held(&r, id);
+    dl_check_held(&r, id, &begun);
     unsigned before = atomic_load(&dl.interrupted);
     PBX_CHECK(dl_wait_count(&dl.interrupted, before + 1U, e2e_slow(10000)));
-    dl_check_held(&r, id);
+    dl_check_held(&r, id, &begun);
     /* The supervisor lets the next restore run: the receipt is deleted,
      * the outcome published once, exact, and everything released. */
     atomic_store(&dl.release, true);
     PBX_CHECK(lr_gone(r.scope[0], e2e_slow(10000)));
-    PBX_CHECK(e2e_log_wait(&r.p, "event=decision request=", 1,
-                           e2e_slow(5000)));
+    PBX_CHECK(e2e_log_wait(&r.p, "event=decision request=", 1, e2e_slow(5000)));
     PBX_CHECK(lr_decision(r.p.broker, id, &d));
     PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_CANCELLED);
     PBX_CHECK_EQ(d.reason, (unsigned)PBX_IPC_REASON_NONE);
@@ -463,6 +496,10 @@ PBX_TEST(e2e_delete_interrupted_keeps_the_receipt_until_it_completes)
     PBX_CHECK_EQ(e2e_log_count(&r.p, " outcome=cancelled reason=cancelled\n"),
                  1);
     PBX_CHECK(dl_wait_fds(r.p.pid, r.baseline, e2e_slow(5000)));
+    PBX_CHECK(dl_usage(&r, &u));
+    PBX_CHECK_EQ(u.used[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS],
+                 idle.used[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS]);
+    PBX_CHECK_EQ(u.fds, idle.fds);
     PBX_CHECK_EQ(atomic_load(&dl.restored), 1U);
     PBX_CHECK_EQ(atomic_load(&dl.failed), 0U);
     dl_stop(&r);
@@ -522,9 +559,9 @@ PBX_TEST(e2e_delete_failed_close_of_a_loose_receipt_is_fail_stop_65)
     PBX_CHECK(e2e_send(r.p.broker, out, n, &sv[1], 1));
     (void)close(sv[1]);
     /* No reply comes: the broker sees powerboxd's end close instead. */
-    PBX_CHECK_EQ(e2e_recv(r.p.broker, in, sizeof(in), NULL, 0, NULL,
-                          e2e_slow(5000)),
-                 0L);
+    PBX_CHECK_EQ(
+        e2e_recv(r.p.broker, in, sizeof(in), NULL, 0, NULL, e2e_slow(5000)),
+        0L);
     dl_check_stopped(&r);
     (void)close(sv[0]);
     dl_stop(&r);
