@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -348,7 +349,12 @@ static unsigned long dl_slot_socket(pid_t pid, int slot)
         return 0;
     }
     link[n] = '\0';
-    return sscanf(link, "socket:[%lu]", &ino) == 1 ? ino : 0UL;
+    if (strncmp(link, "socket:[", 8) == 0) {
+        char *end = NULL;
+        ino = strtoul(link + 8, &end, 10);
+        ino = end != NULL && *end == ']' ? ino : 0UL;
+    }
+    return ino;
 }
 
 /* Sleeps ms milliseconds. */
@@ -415,6 +421,7 @@ static bool dl_usage(const lr_run *r, pbx_capabi_usage *u)
     static uint32_t nonce = 0x64656cU;
     uint8_t q[PBX_CAPABI_USAGE_QUERY_BYTES];
     uint8_t in[PBX_CAPABI_USAGE_REPORT_BYTES + 8U];
+    memset(u, 0, sizeof(*u));
     nonce++;
     if (pbx_capabi_usage_query_encode(nonce, q, sizeof(q)) != PBX_OK ||
         !e2e_send(r->p.supervisor, q, sizeof(q), NULL, 0)) {
