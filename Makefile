@@ -109,6 +109,7 @@ format-check:
 
 doccheck:
 	python3 scripts/doccheck.py $(foreach d,$(FREE_DIRS),$(wildcard $(d)/*.h))
+	python3 scripts/seedrows_check.py
 
 freestanding:
 	sh scripts/freestanding.sh $(FREE_DIRS)
