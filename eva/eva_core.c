@@ -18,10 +18,10 @@
 #include "eva/eva_common.h"
 #include "ipc/pbx_ipc.h"
 
-#define EVA_ARENA   (256U * 1024U)
-#define EVA_IN_MAX  (PBX_IPC_FRAME_BYTES_MAX + 1U)
-#define EVA_FIRST   64U
-#define EVA_COUNT   64U
+#define EVA_ARENA  (256U * 1024U)
+#define EVA_IN_MAX (PBX_IPC_FRAME_BYTES_MAX + 1U)
+#define EVA_FIRST  64U
+#define EVA_COUNT  64U
 
 static uint8_t eva_arena[EVA_ARENA] __attribute__((aligned(4096)));
 static uint8_t eva_in[EVA_IN_MAX];

@@ -30,9 +30,9 @@
 #include "ipc/pbx_ipc.h"
 #include "sha2/pbx_sha2.h"
 
-#define EVA_ARENA   (256U * 1024U)
-#define EVA_FIRST   64U
-#define EVA_COUNT   64U
+#define EVA_ARENA (256U * 1024U)
+#define EVA_FIRST 64U
+#define EVA_COUNT 64U
 /* The fake slot table covers the target slot (40) and every transient. */
 #define EVA_SLOTS (EVA_FIRST + EVA_COUNT)
 /* Replies pending at once: a window of two calls per route. */
