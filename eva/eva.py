@@ -7,15 +7,16 @@ LIBRARIES but those of OPT_IN, which run when named: make eva-live; TAG, "eva" b
 check's quiet mode shows the lines of a tag ending in -check)
 
 For each library, runs `frama-c -eva` from its driver eva/eva_LIB.c's
-eva_main over the driver, the library's sources and those of the layers
-below it, every file read after eva/eva_prelude.h (PBX_ASSERT's trap
-becomes a call whose precondition is false). The figure per library is
-EVA's alarm count plus every precondition it could not prove (a trap the
-driver's inputs reach, or a libc-free callee's contract): printed with
-the time taken, the full log kept in OUT_DIR/LIB.log. Fails when a
-figure is above its line in eva/baseline.txt ("LIB COUNT"), when a
-library has no line, or when frama-c fails; a figure below its line is
-printed as an improvement to commit.
+eva_main over the driver, the files it shares with other drivers
+(DRIVER_SHARED), the library's sources and those of the layers below it,
+every file read after eva/eva_prelude.h (PBX_ASSERT's trap becomes a
+call whose precondition is false). The figure per library is EVA's alarm
+count plus every precondition it could not prove (a trap the driver's
+inputs reach, or a libc-free callee's contract): printed with the time
+taken, the full log kept in OUT_DIR/LIB.log. Fails when a figure is
+above its line in eva/baseline.txt ("LIB COUNT"), when a library has no
+line, or when frama-c fails; a figure below its line is printed as an
+improvement to commit.
 
 Before the library "live" is analysed, its driver eva/eva_live.c runs
 natively (eva/native/: each nondeterministic choice takes its lowest
@@ -58,6 +59,12 @@ LIBRARIES = {
     # sequence reaches (docs/SECURITY.md, section 7).
     "live": ["core", "capabi", "bootstrap", "ipc", "sha2", "base"],
 }
+# library: the files read with its driver that other drivers share (the
+# core's geometry, written once for both of the core's drivers).
+DRIVER_SHARED = {
+    "core": ["eva/eva_common.c"],
+    "live": ["eva/eva_common.c"],
+}
 FLAGS = ["-c11", "-machdep", "gcc_x86_64",
          "-cpp-extra-args=-I. -include eva/eva_prelude.h",
          "-eva-precision", "4", "-eva-split-return", "auto",
@@ -99,7 +106,7 @@ def analyse(lib, out_dir):
     """(alarms, unproven, seconds, rows, (analysed, total)) of one
     library; exits on a frama-c failure."""
     argv = (["frama-c"] + FLAGS + SLEVEL_LIBS.get(lib, []) +
-            [f"eva/eva_{lib}.c"] +
+            [f"eva/eva_{lib}.c"] + DRIVER_SHARED.get(lib, []) +
             sources(LIBRARIES[lib]) + ["-eva", "-main", "eva_main"])
     start = time.monotonic()
     run = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -131,7 +138,7 @@ def native_check(out_dir):
     exe = os.path.join(out_dir, "live-native")
     argv = (["cc", "-std=c11", "-O1", "-Ieva/native", "-I.", "-o", exe,
              "eva/eva_live.c", "eva/native/main.c"] +
-            sources(LIBRARIES["live"]))
+            DRIVER_SHARED["live"] + sources(LIBRARIES["live"]))
     build = subprocess.run(argv, capture_output=True, text=True, check=False)
     if build.returncode != 0:
         raise SystemExit(f"{TAG}: FAIL: the native build of eva/eva_live.c:"

@@ -15,13 +15,13 @@
 #include "capabi/pbx_capabi.h"
 #include "core/pbx_core.h"
 #include "core/pbx_core_layout.h"
+#include "eva/eva_common.h"
 #include "ipc/pbx_ipc.h"
 
-#define EVA_RECORDS 2U
-#define EVA_ARENA   (256U * 1024U)
-#define EVA_IN_MAX  (PBX_IPC_FRAME_BYTES_MAX + 1U)
-#define EVA_FIRST   64U
-#define EVA_COUNT   64U
+#define EVA_ARENA  (256U * 1024U)
+#define EVA_IN_MAX (PBX_IPC_FRAME_BYTES_MAX + 1U)
+#define EVA_FIRST  64U
+#define EVA_COUNT  64U
 
 static uint8_t eva_arena[EVA_ARENA] __attribute__((aligned(4096)));
 static uint8_t eva_in[EVA_IN_MAX];
@@ -96,35 +96,6 @@ static const pbx_core_ops eva_ops = {
     eva_send,    eva_query, eva_delete, eva_reserve,
     eva_release, eva_alias, eva_wake,
 };
-
-/* The geometry of two records per pool, and the layout it implies. */
-static bool eva_layout(pbx_bootstrap_layout *out)
-{
-    pbx_bootstrap_geometry g;
-    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
-    pbx_mem_set(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = 4096U;
-    pbx_core_pool_layouts(g.layout);
-    pbx_core_pool_layouts(want);
-    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        g.capacity[i] = EVA_RECORDS;
-    }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U * EVA_RECORDS + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
-    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
-        4U * EVA_RECORDS * PBX_CORE_SELECTOR_CHUNK_BYTES;
-    g.capacity[PBX_BOOTSTRAP_POOL_PROMPTS] =
-        PBX_CORE_PROMPT_SHARE_DIVISOR * EVA_RECORDS;
-    g.call_window = EVA_RECORDS;
-    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
-        PBX_BOOTSTRAP_CALL_ROUTES * g.call_window;
-    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
-    }
-    return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
-           pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK;
-}
 
 /* A frame of unknown bytes and of any length; returns the length. */
 static size_t eva_frame(void)

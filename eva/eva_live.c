@@ -1,19 +1,20 @@
 /*
  * EVA driver for core/ from live states (library "live" of make eva): the
- * core of eva/eva_core.c's geometry, driven through a fixed, valid
- * sequence of events that a correct client, launchd and peers would
- * produce (BEGIN, SELECTOR, COMMIT, every peer call answered as the
- * reference peers answer it, DECISION and its delivery, CONSUME, CANCEL,
- * a PROMPT approved, a route lost and back, EXPIRE, time past every
- * deadline, the broker lost), so that requests, grants, prompts and calls
- * are live. Before each event a probe runs on one branch of a
- * nondeterministic choice: the same event with any one byte of its frame
- * of any value and any length from the header up (EVA's weak update makes
- * every byte either its valid value or any value), then a time, a step
- * with ops that answer every outcome, a route lost and the broker lost;
- * the state before the probe is then restored by structure assignment, so
- * the sequence goes on concretely. Each entry point is thus analysed from
- * the live states the sequence reaches (docs/SECURITY.md, section 7).
+ * core of eva/eva_common.c's geometry (eva/eva_core.c's too), driven
+ * through a fixed, valid sequence of events that a correct client,
+ * launchd and peers would produce (BEGIN, SELECTOR, COMMIT, every peer
+ * call answered as the reference peers answer it, DECISION and its
+ * delivery, CONSUME, CANCEL, a PROMPT approved, a route lost and back,
+ * EXPIRE, time past every deadline, the broker lost), so that requests,
+ * grants, prompts and calls are live. Before each event a probe runs on
+ * one branch of a nondeterministic choice: the same event with any one
+ * byte of its frame of any value and any length from the header up (EVA's
+ * weak update makes every byte either its valid value or any value), then
+ * a time, a step with ops that answer every outcome, a route lost and the
+ * broker lost; the state before the probe is then restored by structure
+ * assignment, so the sequence goes on concretely. Each entry point is
+ * thus analysed from the live states the sequence reaches
+ * (docs/SECURITY.md, section 7).
  *
  * Freestanding: the fake kernel (a slot table) and the fake peers are
  * written with the project's own ipc encoders and base/ helpers only.
@@ -25,13 +26,13 @@
 #include "capabi/pbx_capabi.h"
 #include "core/pbx_core.h"
 #include "core/pbx_core_layout.h"
+#include "eva/eva_common.h"
 #include "ipc/pbx_ipc.h"
 #include "sha2/pbx_sha2.h"
 
-#define EVA_RECORDS 2U
-#define EVA_ARENA   (256U * 1024U)
-#define EVA_FIRST   64U
-#define EVA_COUNT   64U
+#define EVA_ARENA (256U * 1024U)
+#define EVA_FIRST 64U
+#define EVA_COUNT 64U
 /* The fake slot table covers the target slot (40) and every transient. */
 #define EVA_SLOTS (EVA_FIRST + EVA_COUNT)
 /* Replies pending at once: a window of two calls per route. */
@@ -746,36 +747,6 @@ static void eva_seq_time(void)
     eva_run();
     eva_mark(10, pbx_core_on_broker_lost(&eva_core) == PBX_OK);
     eva_run();
-}
-
-/* The geometry of two records per pool, and the layout it implies (as
- * eva/eva_core.c). */
-static bool eva_layout(pbx_bootstrap_layout *out)
-{
-    pbx_bootstrap_geometry g;
-    pbx_bootstrap_type_layout want[PBX_BOOTSTRAP_POOL_COUNT];
-    pbx_mem_set(&g, 0, sizeof(g));
-    g.version = PBX_BOOTSTRAP_VERSION;
-    g.page_size_bytes = 4096U;
-    pbx_core_pool_layouts(g.layout);
-    pbx_core_pool_layouts(want);
-    for (unsigned i = 0; i < (unsigned)PBX_BOOTSTRAP_POOL_COUNT; i++) {
-        g.capacity[i] = EVA_RECORDS;
-    }
-    g.capacity[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS] =
-        3U * EVA_RECORDS + 2U + 2U * PBX_CORE_RECV_SLOTS_MAX;
-    g.capacity[PBX_BOOTSTRAP_POOL_SELECTOR_BYTES] =
-        4U * EVA_RECORDS * PBX_CORE_SELECTOR_CHUNK_BYTES;
-    g.capacity[PBX_BOOTSTRAP_POOL_PROMPTS] =
-        PBX_CORE_PROMPT_SHARE_DIVISOR * EVA_RECORDS;
-    g.call_window = EVA_RECORDS;
-    g.capacity[PBX_BOOTSTRAP_POOL_CALLS] =
-        PBX_BOOTSTRAP_CALL_ROUTES * g.call_window;
-    for (unsigned t = 0; t < (unsigned)PBX_BOOTSTRAP_TIME_COUNT; t++) {
-        g.time_ms[t] = 5000U;
-    }
-    return pbx_bootstrap_pages_compute(&g, &g.arena_page_count) == PBX_OK &&
-           pbx_bootstrap_layout_derive(&g, want, out) == PBX_OK;
 }
 
 /* The entry point EVA starts from (-main eva_main). */

@@ -91,6 +91,9 @@ static void fth_table_ok(const pbx_peer_track *t)
         fth_check(pbx_peer_track_owns(t, t->reqs[i].id) &&
                   pbx_peer_track_get(t, t->reqs[i].id) == &t->reqs[i]);
     }
+    for (uint32_t g = 0; g < t->grant_count; g++) {
+        fth_check(pbx_peer_track_holds(t, t->grants[g]));
+    }
     fth_check(pbx_peer_track_waiting(t) == waiting);
     fth_check(pbx_peer_track_full(t) == (t->count >= PBX_PEER_TRACK_MAX));
 }
@@ -125,80 +128,144 @@ static bool fth_same(const pbx_peer_track *a, const pbx_peer_track *b)
     return true;
 }
 
-/* Whether a request of t claimed the job and session CANCEL c names, as
- * a correlation CANCEL on a bound connection must also name its job. */
-static bool fth_claims(const pbx_peer_track *t, const pbx_ipc_cancel *c)
+/* The oracle reads the table itself, by exact identity (a generation of
+ * zero names nothing), rather than through pbx_peer_track_owns, _holds
+ * and _get: a lookup bug of pbx_peer_track.c then cannot agree with
+ * itself. Returns request id's entry in t, or NULL. */
+static const pbx_peer_track_req *fth_req_of(const pbx_peer_track *t,
+                                            pbx_ipc_id id)
 {
-    if (t->bound && (c->job_id != t->job_id || c->job_gen != t->job_gen)) {
+    for (uint32_t i = 0; id.gen != 0U && i < PBX_PEER_TRACK_MAX; i++) {
+        if (i < t->count && t->reqs[i].id.index == id.index &&
+            t->reqs[i].id.gen == id.gen) {
+            return &t->reqs[i];
+        }
+    }
+    return NULL;
+}
+
+/* Whether t lists grant id (exact identity, read by the oracle). */
+static bool fth_has_grant(const pbx_peer_track *t, pbx_ipc_id id)
+{
+    uint32_t hits = 0;
+    for (uint32_t i = 0; i < PBX_PEER_TRACK_GRANTS_MAX; i++) {
+        hits += (uint32_t)(id.gen != 0U && i < t->grant_count &&
+                           t->grants[i].index == id.index &&
+                           t->grants[i].gen == id.gen);
+    }
+    return hits != 0U;
+}
+
+/* The facts pbx_peer_track.h's rules for admit speak of, gathered
+ * before any status is chosen. */
+typedef struct fth_facts {
+    /* The op is one of the seven public requests. */
+    bool public_op;
+    /* What the header alone names is the connection's: a BEGIN's bound
+     * job, an EXPIRE's unbound control connection, the request of a
+     * SELECTOR, COMMIT or DECISION (true for the others). */
+    bool header_mine;
+    /* The ipc decoder's error for a BEGIN, CANCEL or CONSUME body. */
+    uint16_t body_err;
+    /* What a CANCEL's or CONSUME's body names is the connection's (true
+     * for the others). */
+    bool body_mine;
+    /* A BEGIN with every request slot taken, or a DECISION with every
+     * grant slot taken or its request's DECISION outstanding or held. */
+    bool busy;
+} fth_facts;
+
+/* Whether a generation-zero CANCEL c is the connection's: its job is a
+ * bound connection's own (any job on an unbound one) and some request
+ * of t named exactly that job and session. */
+static bool fth_correlation_mine(const pbx_peer_track *t,
+                                 const pbx_ipc_cancel *c)
+{
+    bool named = false;
+    if (t->bound && !(c->job_id == t->job_id && c->job_gen == t->job_gen)) {
         return false;
     }
-    for (uint32_t i = 0; i < t->count; i++) {
-        if (t->reqs[i].job_id == c->job_id &&
-            t->reqs[i].job_gen == c->job_gen &&
-            t->reqs[i].session == c->session) {
-            return true;
-        }
+    for (uint32_t i = 0; i < PBX_PEER_TRACK_MAX && i < t->count; i++) {
+        const pbx_peer_track_req *r = &t->reqs[i];
+        named = named || (r->session == c->session &&
+                          r->job_gen == c->job_gen && r->job_id == c->job_id);
     }
-    return false;
+    return named;
 }
 
-/* The status pbx_peer_track.h says admit answers for CANCEL or CONSUME
- * f, by the record decoders' own reading of it. */
-static uint16_t fth_end_status(const pbx_peer_track *t, const pbx_ipc_frame *f)
+/* The body facts of a CANCEL or CONSUME f (decoded by the ipc decoders). */
+static void fth_body_facts(const pbx_peer_track *t, const pbx_ipc_frame *f,
+                           fth_facts *x)
 {
-    if (f->op == (uint16_t)PBX_IPC_OP_CONSUME) {
-        pbx_ipc_consume cs;
-        pbx_err e = pbx_ipc_consume_decode(f, &cs);
-        if (e != PBX_OK) {
-            return (uint16_t)e;
-        }
-        return pbx_peer_track_holds(t, cs.grant) ? 0U : PBX_PEER_E_NOT_YOURS;
-    }
+    pbx_ipc_consume cs;
     pbx_ipc_cancel c;
-    pbx_err e = pbx_ipc_cancel_decode(f, &c);
-    if (e != PBX_OK) {
-        return (uint16_t)e;
+    pbx_err e = PBX_OK;
+    if (f->op == (uint16_t)PBX_IPC_OP_CONSUME) {
+        e = pbx_ipc_consume_decode(f, &cs);
+        x->body_mine = e == PBX_OK && fth_has_grant(t, cs.grant);
+    } else {
+        e = pbx_ipc_cancel_decode(f, &c);
+        if (e == PBX_OK && c.by_grant) {
+            x->body_mine = fth_has_grant(t, c.grant);
+        } else if (e == PBX_OK && c.by_correlation) {
+            x->body_mine = fth_correlation_mine(t, &c);
+        } else {
+            x->body_mine = e == PBX_OK && fth_req_of(t, c.request) != NULL;
+        }
     }
-    bool mine = c.by_grant         ? pbx_peer_track_holds(t, c.grant)
-                : c.by_correlation ? fth_claims(t, &c)
-                                   : pbx_peer_track_owns(t, c.request);
-    return mine ? 0U : PBX_PEER_E_NOT_YOURS;
+    x->body_err = (uint16_t)e;
 }
 
-/* The status pbx_peer_track.h says admit answers for f on t. */
+/* Gathers the facts of frame f on t. */
+static fth_facts fth_facts_of(const pbx_peer_track *t, const pbx_ipc_frame *f)
+{
+    fth_facts x = {true, true, 0U, true, false};
+    const pbx_peer_track_req *r = fth_req_of(t, f->request);
+    pbx_ipc_begin b;
+    if (f->op == (uint16_t)PBX_IPC_OP_BEGIN) {
+        x.header_mine = t->bound;
+        x.body_err = (uint16_t)pbx_ipc_begin_decode(f, &b);
+        x.busy = t->count == PBX_PEER_TRACK_MAX;
+    } else if (f->op == (uint16_t)PBX_IPC_OP_EXPIRE) {
+        x.header_mine = !t->bound;
+    } else if (f->op == (uint16_t)PBX_IPC_OP_SELECTOR ||
+               f->op == (uint16_t)PBX_IPC_OP_COMMIT) {
+        x.header_mine = r != NULL;
+    } else if (f->op == (uint16_t)PBX_IPC_OP_DECISION) {
+        x.header_mine = r != NULL;
+        x.busy = t->grant_count == PBX_PEER_TRACK_GRANTS_MAX ||
+                 (r != NULL && (r->wait == (uint8_t)PBX_PEER_TRACK_ASKED ||
+                                r->wait == (uint8_t)PBX_PEER_TRACK_HELD ||
+                                r->wait == (uint8_t)PBX_PEER_TRACK_REASK));
+    } else if (f->op == (uint16_t)PBX_IPC_OP_CANCEL ||
+               f->op == (uint16_t)PBX_IPC_OP_CONSUME) {
+        fth_body_facts(t, f, &x);
+    } else {
+        x.public_op = false;
+    }
+    return x;
+}
+
+/* The status pbx_peer_track.h says admit answers for f on t, by one
+ * precedence for every op: not a public request; what the header names
+ * is not the connection's; the body does not decode; what the body names
+ * is not the connection's; no room or a DECISION outstanding. */
 static uint16_t fth_expected(const pbx_peer_track *t, const pbx_ipc_frame *f)
 {
-    const pbx_peer_track_req *r = NULL;
-    pbx_ipc_begin b;
-    switch (f->op) {
-    case PBX_IPC_OP_BEGIN:
-        if (!t->bound) {
-            return PBX_PEER_E_NOT_YOURS;
-        }
-        if (pbx_ipc_begin_decode(f, &b) != PBX_OK) {
-            return (uint16_t)pbx_ipc_begin_decode(f, &b);
-        }
-        return t->count >= PBX_PEER_TRACK_MAX ? PBX_PEER_E_BUSY : 0U;
-    case PBX_IPC_OP_SELECTOR:
-    case PBX_IPC_OP_COMMIT:
-        return pbx_peer_track_owns(t, f->request) ? 0U : PBX_PEER_E_NOT_YOURS;
-    case PBX_IPC_OP_DECISION:
-        r = pbx_peer_track_get(t, f->request);
-        if (r == NULL) {
-            return PBX_PEER_E_NOT_YOURS;
-        }
-        return r->wait != (uint8_t)PBX_PEER_TRACK_IDLE ||
-                       t->grant_count >= PBX_PEER_TRACK_GRANTS_MAX
-                   ? PBX_PEER_E_BUSY
-                   : 0U;
-    case PBX_IPC_OP_CANCEL:
-    case PBX_IPC_OP_CONSUME:
-        return fth_end_status(t, f);
-    case PBX_IPC_OP_EXPIRE:
-        return t->bound ? PBX_PEER_E_NOT_YOURS : 0U;
-    default:
+    fth_facts x = fth_facts_of(t, f);
+    if (!x.public_op) {
         return PBX_PEER_E_ROUTE;
     }
+    if (!x.header_mine) {
+        return PBX_PEER_E_NOT_YOURS;
+    }
+    if (x.body_err != 0U) {
+        return x.body_err;
+    }
+    if (!x.body_mine) {
+        return PBX_PEER_E_NOT_YOURS;
+    }
+    return x.busy ? PBX_PEER_E_BUSY : 0U;
 }
 
 /* ADMIT: judges the frame buf[0..n) (nfds descriptors) a job sent. */
@@ -234,19 +301,19 @@ static void fth_relayed_left(const pbx_ipc_frame *req, const pbx_ipc_frame *rep,
     pbx_ipc_begin b;
     pbx_ipc_decision d;
     if (req->op == (uint16_t)PBX_IPC_OP_BEGIN) {
-        const pbx_peer_track_req *r = pbx_peer_track_get(t, rep->request);
+        const pbx_peer_track_req *r = fth_req_of(t, rep->request);
         fth_check(rep->status == 0U && r != NULL &&
                   pbx_ipc_begin_decode(req, &b) == PBX_OK &&
                   r->job_id == b.ctx.job_id && r->job_gen == b.ctx.job_gen &&
                   r->session == b.ctx.session &&
                   r->wait == (uint8_t)PBX_PEER_TRACK_IDLE);
     } else if (req->op == (uint16_t)PBX_IPC_OP_DECISION) {
-        fth_check(!pbx_peer_track_owns(t, req->request));
+        fth_check(fth_req_of(t, req->request) == NULL);
         if (rep->status == 0U &&
             pbx_ipc_decision_reply_decode(rep, &d) == PBX_OK &&
             d.outcome == (uint8_t)PBX_IPC_OUTCOME_APPROVED &&
             d.grant.gen != 0U && grants < PBX_PEER_TRACK_GRANTS_MAX) {
-            fth_check(pbx_peer_track_holds(t, d.grant));
+            fth_check(fth_has_grant(t, d.grant));
         }
     } else {
         fth_check(req->op == (uint16_t)PBX_IPC_OP_CONSUME ||
@@ -283,7 +350,8 @@ static void fth_req(const uint8_t *a)
 {
     pbx_peer_track *t = &g_s.t;
     pbx_ipc_id id = {pbx_le_get32(a), pbx_le_get32(a + 4)};
-    if (id.gen == 0U || pbx_peer_track_full(t) || pbx_peer_track_owns(t, id)) {
+    if (id.gen == 0U || t->count >= PBX_PEER_TRACK_MAX ||
+        fth_req_of(t, id) != NULL) {
         return;
     }
     pbx_peer_track_req *r = &t->reqs[t->count++];
@@ -301,7 +369,7 @@ static void fth_grant(const uint8_t *a)
     pbx_peer_track *t = &g_s.t;
     pbx_ipc_id id = {pbx_le_get32(a), pbx_le_get32(a + 4)};
     if (id.gen == 0U || t->grant_count >= PBX_PEER_TRACK_GRANTS_MAX ||
-        pbx_peer_track_holds(t, id)) {
+        fth_has_grant(t, id)) {
         return;
     }
     t->grants[t->grant_count++] = id;
@@ -316,7 +384,7 @@ static void fth_wait(const uint8_t *a)
     if (t->count != 0U) {
         id = t->reqs[a[1] % t->count].id;
     }
-    const pbx_peer_track_req *r = pbx_peer_track_get(t, id);
+    const pbx_peer_track_req *r = fth_req_of(t, id);
     uint8_t w = r != NULL ? r->wait : 0U;
     uint32_t seq = pbx_le_get32(a + 2);
     g_s.now_ms += pbx_le_get16(a + 6);
@@ -345,7 +413,7 @@ static void fth_wait(const uint8_t *a)
     }
     default:
         fth_check(pbx_peer_track_drop(t, id) == (r != NULL) &&
-                  !pbx_peer_track_owns(t, id));
+                  fth_req_of(t, id) == NULL);
         break;
     }
 }

@@ -5,22 +5,13 @@
  * exact deletions and replies.
  */
 #include "runner/pbx_test.h"
+#include "test_core_fixture.h"
 #include "test_core_harness.h"
 
 #include <string.h>
 
 static const uint8_t sel[] = "docs/report.txt";
 #define SEL_LEN ((uint32_t)(sizeof(sel) - 1U))
-
-/* Encodes the default BEGIN into buf; returns its length. */
-static size_t intake_begin_frame(uint8_t *buf, size_t cap)
-{
-    pbx_ipc_begin b;
-    size_t n = 0;
-    th_default_begin(&b, sel, SEL_LEN);
-    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, cap, &n) == PBX_OK);
-    return n;
-}
 
 PBX_TEST(core_begin_is_authority_free)
 {
@@ -138,52 +129,47 @@ PBX_TEST(core_begin_only_through_launchd_broker_in_either_mode)
 
 PBX_TEST(core_begin_with_capability_deletes_it_and_answers)
 {
-    th_h *h = th_new(4);
-    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    pbx_core_out out;
-    pbx_err core = PBX_OK;
-    size_t n = intake_begin_frame(buf, sizeof(buf));
+    tfx_public f;
+    tfx_setup(&f, 4, sel, SEL_LEN);
+    th_h *h = f.h;
     /* Transport says one capability, header says none. */
     uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
                             PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+    PBX_CHECK_EQ(tfx_send(&f, TH_BADGE, f.n, &s, 1),
                  PBX_E_CORE_UNEXPECTED_CAPS);
-    PBX_CHECK_EQ(core, PBX_OK);
-    PBX_CHECK_EQ(out.transfer_slot, PBX_CORE_SLOT_NONE);
+    PBX_CHECK_EQ(f.core, PBX_OK);
+    PBX_CHECK_EQ(f.out.transfer_slot, PBX_CORE_SLOT_NONE);
     TH_TRACE(h, "del=70");
     /* Header and transport agree on one: the partition refuses it. */
-    pbx_le_put16(buf + 10, 1U);
+    pbx_le_put16(f.buf + 10, 1U);
     s = th_put_cap(h, 71U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
                    PBX_CAPABI_PROV_RECEIVED);
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+    PBX_CHECK_EQ(tfx_send(&f, TH_BADGE, f.n, &s, 1),
                  PBX_E_CORE_UNEXPECTED_CAPS);
     TH_TRACE(h, "del=71");
     /* Garbage with a capability: deleted, no op to answer, so no reply
      * and the runtime is told to drop the connection. */
-    memset(buf, 0xEE, 40);
+    memset(f.buf, 0xEE, 40);
     s = th_put_cap(h, 72U, PBX_CAPABI_KIND_ENDPOINT, PBX_CAPABI_RIGHT_SEND,
                    PBX_CAPABI_PROV_RECEIVED);
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, 40, &s, 1, &core, &out),
-                 UINT32_MAX);
-    PBX_CHECK_EQ(core, PBX_OK);
-    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
+    PBX_CHECK_EQ(tfx_send(&f, TH_BADGE, 40, &s, 1), UINT32_MAX);
+    PBX_CHECK_EQ(f.core, PBX_OK);
+    PBX_CHECK_EQ(f.out.drop, PBX_E_CORE_FRAME);
     TH_TRACE(h, "del=72");
     PBX_CHECK(th_quiescent(h));
-    th_free(h);
+    tfx_teardown(&f);
 }
 
 PBX_TEST(core_unexpected_capability_transient_deletion_is_pending)
 {
-    th_h *h = th_new(4);
-    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    pbx_core_out out;
-    pbx_err core = PBX_OK;
-    size_t n = intake_begin_frame(buf, sizeof(buf));
+    tfx_public f;
+    tfx_setup(&f, 4, sel, SEL_LEN);
+    th_h *h = f.h;
     uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
                             PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
     th_push_del(h, PBX_CORE_DELETE_TRANSIENT);
     /* The deletion failure takes precedence over UNEXPECTED_CAPS. */
-    PBX_CHECK_EQ(th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out),
+    PBX_CHECK_EQ(tfx_send(&f, TH_BADGE, f.n, &s, 1),
                  PBX_E_CORE_CLEANUP_PENDING);
     TH_TRACE(h, "del~70");
     PBX_CHECK_EQ(pbx_core_held_caps(&h->core), 1U);
@@ -192,28 +178,26 @@ PBX_TEST(core_unexpected_capability_transient_deletion_is_pending)
     PBX_CHECK_EQ(h->step_err, PBX_OK);
     TH_TRACE(h, "del=70");
     PBX_CHECK(th_quiescent(h));
-    th_free(h);
+    tfx_teardown(&f);
 }
 
 PBX_TEST(core_unexpected_capability_rejected_deletion_fail_stops)
 {
-    th_h *h = th_new(4);
-    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    pbx_core_out out;
-    pbx_err core = PBX_OK;
-    size_t n = intake_begin_frame(buf, sizeof(buf));
+    tfx_public f;
+    tfx_setup(&f, 4, sel, SEL_LEN);
+    th_h *h = f.h;
     uint32_t s = th_put_cap(h, 70U, PBX_CAPABI_KIND_ENDPOINT,
                             PBX_CAPABI_RIGHT_SEND, PBX_CAPABI_PROV_RECEIVED);
     th_push_del(h, PBX_CORE_DELETE_REJECTED);
-    (void)th_public(h, TH_BADGE, buf, n, &s, 1, &core, &out);
-    PBX_CHECK_EQ(core, PBX_E_CORE_CLEANUP_REJECTED);
+    (void)tfx_send(&f, TH_BADGE, f.n, &s, 1);
+    PBX_CHECK_EQ(f.core, PBX_E_CORE_CLEANUP_REJECTED);
     PBX_CHECK_EQ(pbx_core_exit_status(&h->core), PBX_CORE_EXIT_CLEANUP);
     TH_TRACE(h, "del!70");
     /* Stopped: nothing more is accepted. */
-    (void)th_public(h, TH_BADGE, buf, n, NULL, 0, &core, &out);
-    PBX_CHECK_EQ(core, PBX_E_CORE_NOT_READY);
+    (void)tfx_send(&f, TH_BADGE, f.n, NULL, 0);
+    PBX_CHECK_EQ(f.core, PBX_E_CORE_NOT_READY);
     TH_TRACE(h, "");
-    th_free(h);
+    tfx_teardown(&f);
 }
 
 PBX_TEST(core_selector_exact_offsets)
@@ -348,34 +332,29 @@ PBX_TEST(core_commit_wrong_digest_and_deletion_precedence)
 
 PBX_TEST(core_begin_admission_is_one_shot_directory_entry)
 {
-    th_h *h = th_new(4);
-    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    pbx_core_out out;
-    pbx_err core = PBX_OK;
-    pbx_ipc_begin b;
+    tfx_public f;
+    tfx_setup(&f, 4, sel, SEL_LEN);
+    th_h *h = f.h;
     pbx_ipc_id id = {0, 0};
     uint32_t dest = 0;
-    size_t n = intake_begin_frame(buf, sizeof(buf));
     /* ENTRY_METADATA_READ on a FILE is never admitted (hand-built: no
      * encoder emits it). Nothing is reserved. */
-    pbx_le_put16(buf + PBX_IPC_HEADER_BYTES + 44U,
+    pbx_le_put16(f.buf + PBX_IPC_HEADER_BYTES + 44U,
                  PBX_IPC_OPERATION_ENTRY_METADATA_READ);
-    PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
-                 PBX_E_IPC_ADMISSION);
+    PBX_CHECK_EQ(tfx_send(&f, TH_BROKER, f.n, NULL, 0), PBX_E_IPC_ADMISSION);
     /* Nor as a longer-lived directory-entry grant: ipc v2 names this
      * refusal on its own (a directory entry is never widened). */
-    th_default_begin(&b, sel, SEL_LEN);
-    b.ctx.operation = PBX_IPC_OPERATION_ENTRY_TOUCH;
-    b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
-    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
-    buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
-    PBX_CHECK_EQ(th_public(h, TH_BROKER, buf, n, NULL, 0, &core, &out),
+    f.b.ctx.operation = PBX_IPC_OPERATION_ENTRY_TOUCH;
+    f.b.ctx.object_class = PBX_IPC_CLASS_DIRECTORY_ENTRY;
+    tfx_encode_begin(&f);
+    f.buf[PBX_IPC_HEADER_BYTES + 48U] = PBX_IPC_LIFETIME_JOB;
+    PBX_CHECK_EQ(tfx_send(&f, TH_BROKER, f.n, NULL, 0),
                  PBX_E_IPC_DIR_ENTRY_WIDENED);
     TH_TRACE(h, "");
     /* One-shot directory-entry touch is admitted. */
-    PBX_CHECK_EQ(th_begin(h, &b, &id, &dest), 0U);
+    PBX_CHECK_EQ(th_begin(h, &f.b, &id, &dest), 0U);
     TH_TRACE(h, "reserve=64");
-    th_free(h);
+    tfx_teardown(&f);
 }
 
 /* The runtime may place a COMMIT's capability into a reserved destination

@@ -288,6 +288,25 @@ static uint16_t walk_state(const th_h *h, pbx_ipc_id id)
     return pbx_core_inspect_request(&h->core, id.index)->link.state;
 }
 
+/* Checks that a walk over the full calls pool walk_fill left (ids[0..6),
+ * the walked class last) ended exactly the walked class's two requests,
+ * ids[4] and ids[5], each DENIED for reason, and no other request. */
+static void walk_check_last_two_ended(const th_h *h, const pbx_ipc_id ids[6],
+                                      uint16_t reason)
+{
+    for (uint32_t k = 0; k < 6U; k++) {
+        const pbx_core_request *r =
+            pbx_core_inspect_request(&h->core, ids[k].index);
+        if (k >= 4U) {
+            PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
+            PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
+            PBX_CHECK_EQ(r->reason, reason);
+        } else {
+            PBX_CHECK(r->link.state != PBX_CORE_ST_RELEASE);
+        }
+    }
+}
+
 /* The calls pool is full (six calls, two per class of three classes) and
  * the PROMPT class, the last one the deadline walk visits, holds the last
  * two records, index 5 its tail. Only the PROMPT deadline is short: the
@@ -307,17 +326,7 @@ PBX_TEST(core_call_deadline_walk_reaches_the_last_call)
     PBX_CHECK_EQ(h->core.calls_expired, 2U);
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], 0U);
     PBX_CHECK_EQ(pbx_core_calls_outstanding(&h->core), WALK_CALLS - 2U);
-    for (uint32_t k = 0; k < 6U; k++) {
-        const pbx_core_request *r =
-            pbx_core_inspect_request(&h->core, ids[k].index);
-        if (k >= 4U) {
-            PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
-            PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
-            PBX_CHECK_EQ(r->reason, PBX_IPC_REASON_PROMPT_TIMEOUT);
-        } else {
-            PBX_CHECK(r->link.state != PBX_CORE_ST_RELEASE);
-        }
-    }
+    walk_check_last_two_ended(h, ids, PBX_IPC_REASON_PROMPT_TIMEOUT);
     th_free(h);
 }
 
@@ -336,17 +345,7 @@ PBX_TEST(core_route_down_call_walk_reaches_the_last_call)
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_TTYD], 0U);
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_PROMPT], WALK_W);
     PBX_CHECK_EQ(h->core.calls_out[PBX_BOOTSTRAP_TIME_VFSD], WALK_W);
-    for (uint32_t k = 0; k < 6U; k++) {
-        const pbx_core_request *r =
-            pbx_core_inspect_request(&h->core, ids[k].index);
-        if (k >= 4U) {
-            PBX_CHECK_EQ(r->link.state, PBX_CORE_ST_RELEASE);
-            PBX_CHECK_EQ(r->outcome, PBX_IPC_OUTCOME_DENIED);
-            PBX_CHECK_EQ(r->reason, PBX_IPC_REASON_PEER_TIMEOUT);
-        } else {
-            PBX_CHECK(r->link.state != PBX_CORE_ST_RELEASE);
-        }
-    }
+    walk_check_last_two_ended(h, ids, PBX_IPC_REASON_PEER_TIMEOUT);
     PBX_CHECK_EQ(walk_state(h, ids[2]), PBX_CORE_ST_PROMPT);
     PBX_CHECK_EQ(walk_state(h, ids[3]), PBX_CORE_ST_PROMPT);
     th_free(h);

@@ -10,6 +10,7 @@
  */
 #include "core/pbx_core_inspect.h"
 #include "runner/pbx_test.h"
+#include "test_core_fixture.h"
 #include "test_core_harness.h"
 
 #include <string.h>
@@ -56,30 +57,23 @@ PBX_TEST(mut_m9_rejected_wake_keeps_the_notification_on_its_deferred_lane)
  * caller's next, well-formed frame too. */
 PBX_TEST(mut_m9_reused_reply_record_is_not_left_saying_drop)
 {
-    th_h *h = th_new(4);
-    uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
-    pbx_core_out out;
-    pbx_err core = PBX_OK;
-    pbx_ipc_begin b;
-    size_t n = 0;
-    memset(&out, 0, sizeof(out));
-    memset(buf, 0xEE, 40U);
-    PBX_CHECK_EQ(th_public(h, h->badge, buf, 40U, NULL, 0, &core, &out),
-                 UINT32_MAX);
-    PBX_CHECK_EQ(core, PBX_OK);
-    PBX_CHECK_EQ(out.drop, PBX_E_CORE_FRAME);
-    th_default_begin(&b, m9_sel, M9_SEL_LEN);
-    PBX_REQUIRE(pbx_ipc_begin_encode(&b, buf, sizeof(buf), &n) == PBX_OK);
-    PBX_CHECK_EQ(th_public(h, h->badge, buf, n, NULL, 0, &core, &out), 0U);
-    PBX_CHECK_EQ(core, PBX_OK);
-    PBX_CHECK_EQ(out.drop, PBX_OK);
-    PBX_CHECK(out.len > 0U);
+    tfx_public f;
+    tfx_setup(&f, 4, m9_sel, M9_SEL_LEN);
+    uint32_t badge = f.h->badge;
+    memset(f.buf, 0xEE, 40U);
+    PBX_CHECK_EQ(tfx_send(&f, badge, 40U, NULL, 0), UINT32_MAX);
+    PBX_CHECK_EQ(f.core, PBX_OK);
+    PBX_CHECK_EQ(f.out.drop, PBX_E_CORE_FRAME);
+    tfx_encode_begin(&f);
+    PBX_CHECK_EQ(tfx_send(&f, badge, f.n, NULL, 0), 0U);
+    PBX_CHECK_EQ(f.core, PBX_OK);
+    PBX_CHECK_EQ(f.out.drop, PBX_OK);
+    PBX_CHECK(f.out.len > 0U);
     /* A refused frame with a reply (a broken body) is no drop either. */
-    out.drop = PBX_E_CORE_FRAME;
-    PBX_CHECK_EQ(th_public(h, h->badge, buf, n - 1U, NULL, 0, &core, &out),
-                 PBX_E_IPC_BODY_LEN);
-    PBX_CHECK_EQ(out.drop, PBX_OK);
-    th_free(h);
+    f.out.drop = PBX_E_CORE_FRAME;
+    PBX_CHECK_EQ(tfx_send(&f, badge, f.n - 1U, NULL, 0), PBX_E_IPC_BODY_LEN);
+    PBX_CHECK_EQ(f.out.drop, PBX_OK);
+    tfx_teardown(&f);
 }
 
 /* Grants in the harness: more than the prompt records below. */
