@@ -46,6 +46,11 @@ FUZZ_LINK_fuzz_stage   := peers/lib/pbx_peer_stage.c
 FUZZ_LINK_fuzz_track   := peers/lib/pbx_peer_track.c peers/lib/pbx_peer.c
 FUZZ_LINK_fuzz_profile := peers/lib/pbx_peer_profile.c
 FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
+# What pbx grants and pbx log read: ttyd's rows (written by ttyd's own
+# encoder in one mode) and the stack log's lines.
+FUZZ_LINK_fuzz_grants  := peers/lib/pbx_peer_grants.c peers/lib/pbx_peer_tty.c \
+                          peers/lib/pbx_peer_tty_keys.c peers/lib/pbx_peer_tty_policy.c \
+                          peers/lib/pbx_peer.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
