@@ -51,6 +51,10 @@ FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
 FUZZ_LINK_fuzz_grants  := peers/lib/pbx_peer_grants.c peers/lib/pbx_peer_tty.c \
                           peers/lib/pbx_peer_tty_keys.c peers/lib/pbx_peer_tty_policy.c \
                           peers/lib/pbx_peer.c
+# The shared parsers of numbers, pairs, names and admission options, and
+# the /proc stat text the query sockets' admission reads.
+FUZZ_LINK_fuzz_peer_parse := peers/lib/pbx_peer.c peers/common/pbx_peer_origin.c \
+                             peers/common/pbx_peer_io.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
