@@ -11,10 +11,12 @@
  *
  * Input layout: byte 0 chooses the mode (modulo 6), byte 1 a bound, the
  * rest (up to its first NUL) is the text:
- * - 0: a number under a bound (byte 1 picks one of the bounds the peers
- *   use, or the next 8 bytes give one), against the harness's own rule
- *   (digits compared as strings, never as arithmetic);
- * - 1: a pair under two such bounds;
+ * - 0: a number under a bound (byte 1's low 5 bits pick one of the 16
+ *   bounds the peers use, or above 15 the next 8 bytes give one), against
+ *   the harness's own rule (digits compared as strings, never as
+ *   arithmetic);
+ * - 1: a pair under two such bounds (byte 1's top 3 bits pick the second
+ *   among the first 8);
  * - 2: a name of each table, and byte 1..4 as a value named back;
  * - 3: an admission option and its value;
  * - 4: any stat text;
@@ -135,7 +137,7 @@ static void fp_text(const uint8_t *d, size_t n)
 static void fp_numbers(bool pair, uint8_t b, const uint8_t *d, size_t n)
 {
     uint64_t ma = fp_bound(b & 0x1FU, &d, &n);
-    uint64_t mb = fp_bound((uint8_t)(b >> 3), &d, &n);
+    uint64_t mb = fp_bounds[b >> 5];
     fp_text(d, n);
     uint64_t a = FP_UNTOUCHED;
     uint64_t bb = FP_UNTOUCHED;

@@ -246,3 +246,35 @@ fuzz-plants: $(FUZZ_PLANT_BINS)
 	        >log 2>&1); then echo "fuzz-plants: $$p was NOT caught"; exit 1; \
 	    else echo "fuzz-plants: $$p caught: $$(grep -m1 '^FAIL' $$d/log)"; fi; \
 	done
+
+# make fuzz-plants also builds each harness plant of fuzz/plants/
+# (HARNESS.NAME.patch: one deliberate bug in a peer file the harness
+# links, applied to a copy of that file) and requires the harness to fail
+# within FUZZ_HPLANT_RUNS runs from its corpus: the harness's oracle sees
+# the bug. Each prints its first report line.
+FUZZ_HPLANT_RUNS ?= 200000
+FUZZ_HPLANTS := $(sort $(basename $(notdir $(wildcard fuzz/plants/*.patch))))
+FUZZ_HPLANT_BINS := $(FUZZ_HPLANTS:%=$(BUILD)/fuzz/hplant-%/harness)
+$(BUILD)/fuzz/hplant-%/harness: fuzz/plants/%.patch $(FUZZ_SRCS) \
+        $(call fuzz_objs,$(LIB_SRCS))
+	@rm -rf $(@D) && mkdir -p $(@D)/src
+	@for f in $(FUZZ_LINK_$(basename $*)); do \
+	    mkdir -p $(@D)/src/$$(dirname $$f) && cp $$f $(@D)/src/$$f; done
+	patch -s -p1 -d $(@D)/src < $<
+	$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/$(basename $*).c \
+	    $(addprefix $(@D)/src/,$(FUZZ_LINK_$(basename $*))) \
+	    $(call fuzz_objs,$(LIB_SRCS)) -o $@
+
+.PHONY: fuzz-harness-plants
+fuzz-harness-plants: $(FUZZ_HPLANT_BINS)
+	@set -e; for p in $(FUZZ_HPLANTS); do \
+	    d=$(BUILD)/fuzz/hplant-$$p; h=$${p%%.*}; rm -rf $$d/work; mkdir -p $$d/work; \
+	    if $$d/harness -runs=$(FUZZ_HPLANT_RUNS) -seed=1 -dict=fuzz/dict/$$h.dict \
+	        -artifact_prefix=$$d/ $$d/work fuzz/corpus/$$h >$$d/log 2>&1; then \
+	        echo "fuzz-plants: $$p was NOT caught"; exit 1; \
+	    else r=$$(grep -o '^#[0-9]*' $$d/log | tail -1); w="replaying its corpus"; \
+	        if [ -n "$$r" ]; then w="after run $$r"; fi; \
+	        echo "fuzz-plants: $$p caught $$w:" \
+	        "$$(grep -m1 -E 'ERROR|deadly signal' $$d/log)"; fi; \
+	done
+fuzz-plants: fuzz-harness-plants
