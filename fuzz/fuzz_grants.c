@@ -39,7 +39,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The longest line a mode reads (a row is refused beyond its bound). */
-#define FG_LINE_MAX (PBX_PEER_GRANTS_LINE_MAX + 64U)
+#define FG_LINE_MAX (PBX_PEER_TTY_ROW_BYTES_MAX + 64U)
 
 /* Aborts unless cond holds. */
 static void fg_check(bool cond)
