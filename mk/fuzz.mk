@@ -99,6 +99,12 @@ FUZZ_WHY_fuzz_profile := each input applies a profile file of up to 4 KiB \
     to a fresh copy of the system profile (25 KiB, compared whole after a \
     refusal) and checks every entry against every removal: about 23,000 \
     exec per CPU second, so about 17 s
+FUZZ_RUNS_fuzz_grants := 250000
+FUZZ_WHY_fuzz_grants := each input is a row of up to 17 KiB written by \
+    ttyd's encoder or read from the input, split twice (the parser and the \
+    harness's own reading) and written back, with the SHA-256 of a selector \
+    of up to 4 KiB, or up to three log lines judged against a fresh 98 KiB \
+    audit table: about 7,000 exec per CPU second, so about 35 s
 
 FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
 
