@@ -12,6 +12,7 @@
 #                     make check.
 #   make fuzz-long    FUZZ_SECONDS per harness (default 300), not in check
 #   make fuzz-plants  the core-machine harness must catch each sim plant
+#                     and each harness its plants of fuzz/plants/
 #   make fuzz-afl-build  every harness built with AFL++ (Debian's afl++,
 #                     installed by .ci/run), each replaying its corpus once
 #   make fuzz-afl     the same harnesses under AFL++,
