@@ -5,14 +5,17 @@
  * pbx_peer_grants_object_init, _match, _text) and the stack log's event
  * lines (pbx_peer_grants_event_parse, _audit_note, _ended, _end_line).
  *
- * Input layout: byte 0 chooses the mode (modulo 3), the rest is its data.
+ * Input layout: byte 0 chooses the mode (modulo 3), byte 1 sizes the
+ * output buffers of modes 0 and 2, the rest is the mode's data.
  * - Mode 0, any row: the rest, up to its first NUL, is a line given to
  *   pbx_peer_grants_row_parse. The harness's own reading of the row format
  *   (fg_ref_row, written from pbx_peer_grants.h and the format of
  *   pbx_peer_tty_views_row, not from the parser) must accept exactly the
  *   same lines with the same fields; an accepted row written back in
- *   ttyd's format parses to the same fields, and its object is the
- *   digest's or the prompt's.
+ *   ttyd's format parses to the same fields, is the very same bytes
+ *   exactly when the line was written as ttyd writes (one blank between
+ *   the head's words, since without leading zeros), and its object is
+ *   the digest's or the prompt's.
  * - Mode 1, ttyd's own rows: the rest fills one row of ttyd's table
  *   (identities, names, times, a selector shown or not, a label, a
  *   program entry of printable bytes, a digest that is or is not the
@@ -251,6 +254,22 @@ static void fg_line(const uint8_t *d, size_t n)
     line[n] = '\0';
 }
 
+/* Whether the row r was written as ttyd writes it: no leading blank, one
+ * blank between the head's words, since without leading zeros. Such a
+ * row, and only such a row, is written back to the very same bytes. */
+static bool fg_ref_canonical(const fg_ref *r)
+{
+    char since[24];
+    int w =
+        snprintf(since, sizeof(since), "%llu", (unsigned long long)r->since);
+    bool blanks = r->text[0] != ' ';
+    for (size_t i = 1; blanks && i < r->entry_at; i++) {
+        blanks = !(r->text[i] == ' ' && r->text[i - 1U] == ' ');
+    }
+    return blanks && w > 0 && (size_t)w == r->len[8] &&
+           memcmp(since, r->text + r->at[8], r->len[8]) == 0;
+}
+
 /* Mode 0: any line as a row; cap is the object text's buffer. */
 static void fg_row_any(const uint8_t *d, size_t n, size_t cap)
 {
@@ -262,6 +281,9 @@ static void fg_row_any(const uint8_t *d, size_t n, size_t cap)
     }
     fg_check_fields(&row, &ref);
     fg_write(&row, text, sizeof(text));
+    size_t n_in = strlen(ref.text);
+    bool same = strlen(text) == n_in + 1U && memcmp(text, ref.text, n_in) == 0;
+    fg_check(same == fg_ref_canonical(&ref));
     fg_check(pbx_peer_grants_row_parse(text, &row2) && fg_ref_row(text, &ref2));
     fg_check_fields(&row2, &ref2);
     fg_check(strcmp(row.program, row2.program) == 0 &&
