@@ -12,6 +12,7 @@
 #                     make check.
 #   make fuzz-long    FUZZ_SECONDS per harness (default 300), not in check
 #   make fuzz-plants  the core-machine harness must catch each sim plant
+#                     and each harness its plants of fuzz/plants/
 #   make fuzz-afl-build  every harness built with AFL++ (Debian's afl++,
 #                     installed by .ci/run), each replaying its corpus once
 #   make fuzz-afl     the same harnesses under AFL++,
@@ -49,6 +50,15 @@ FUZZ_LINK_fuzz_broker  := peers/lib/pbx_peer_broker.c
 # fuzz_route_attach (powerboxd's slot-4 ROUTE_ATTACH codec) links only the
 # freestanding libraries and runs FUZZ_RUNS: about 250,000 exec per CPU
 # second, so about 8 s.
+# What pbx grants and pbx log read: ttyd's rows (written by ttyd's own
+# encoder in one mode) and the stack log's lines.
+FUZZ_LINK_fuzz_grants  := peers/lib/pbx_peer_grants.c peers/lib/pbx_peer_tty.c \
+                          peers/lib/pbx_peer_tty_keys.c peers/lib/pbx_peer_tty_policy.c \
+                          peers/lib/pbx_peer.c
+# The shared parsers of numbers, pairs, names and admission options, and
+# the /proc stat text the query sockets' admission reads.
+FUZZ_LINK_fuzz_peer_parse := peers/lib/pbx_peer.c peers/common/pbx_peer_origin.c \
+                             peers/common/pbx_peer_io.c
 
 
 # Harness-specific options: the core machine's inputs stay short (a
@@ -93,6 +103,12 @@ FUZZ_WHY_fuzz_profile := each input applies a profile file of up to 4 KiB \
     to a fresh copy of the system profile (25 KiB, compared whole after a \
     refusal) and checks every entry against every removal: about 23,000 \
     exec per CPU second, so about 17 s
+FUZZ_RUNS_fuzz_grants := 250000
+FUZZ_WHY_fuzz_grants := each input is a row of up to 17 KiB written by \
+    ttyd's encoder or read from the input, split twice (the parser and the \
+    harness's own reading) and written back, with the SHA-256 of a selector \
+    of up to 4 KiB, or up to three log lines judged against a fresh 98 KiB \
+    audit table: about 7,000 exec per CPU second, so about 35 s
 
 FUZZ_NAMES := $(FUZZ_SRCS:fuzz/%.c=%)
 
@@ -273,3 +289,35 @@ fuzz-plants-capabi: $(FUZZ_CAPABI_PLANT_BINS)
 	        echo "fuzz-plants: $$p caught $$w," \
 	        "$$(grep -m1 -o 'in fuzz_ra_[a-z_]*' $$d/log)"; fi; \
 	done; echo "fuzz-plants-capabi: all $(words $(FUZZ_CAPABI_PLANTS)) caught"
+
+# make fuzz-plants also builds each harness plant of fuzz/plants/
+# (fuzz_HARNESS.NAME.patch; the capabi_*.patch plants are above: one deliberate bug in a peer file the harness
+# links, applied to a copy of that file) and requires the harness to fail
+# within FUZZ_HPLANT_RUNS runs from its corpus: the harness's oracle sees
+# the bug. Each prints its first report line.
+FUZZ_HPLANT_RUNS ?= 200000
+FUZZ_HPLANTS := $(sort $(basename $(notdir $(wildcard fuzz/plants/fuzz_*.patch))))
+FUZZ_HPLANT_BINS := $(FUZZ_HPLANTS:%=$(BUILD)/fuzz/hplant-%/harness)
+$(BUILD)/fuzz/hplant-%/harness: fuzz/plants/%.patch $(FUZZ_SRCS) \
+        $(call fuzz_objs,$(LIB_SRCS))
+	@rm -rf $(@D) && mkdir -p $(@D)/src
+	@for f in $(FUZZ_LINK_$(basename $*)); do \
+	    mkdir -p $(@D)/src/$$(dirname $$f) && cp $$f $(@D)/src/$$f; done
+	patch -s -p1 -d $(@D)/src < $<
+	$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/$(basename $*).c \
+	    $(addprefix $(@D)/src/,$(FUZZ_LINK_$(basename $*))) \
+	    $(call fuzz_objs,$(LIB_SRCS)) -o $@
+
+.PHONY: fuzz-harness-plants
+fuzz-harness-plants: $(FUZZ_HPLANT_BINS)
+	@set -e; for p in $(FUZZ_HPLANTS); do \
+	    d=$(BUILD)/fuzz/hplant-$$p; h=$${p%%.*}; rm -rf $$d/work; mkdir -p $$d/work; \
+	    if $$d/harness -runs=$(FUZZ_HPLANT_RUNS) -seed=1 -dict=fuzz/dict/$$h.dict \
+	        -artifact_prefix=$$d/ $$d/work fuzz/corpus/$$h >$$d/log 2>&1; then \
+	        echo "fuzz-plants: $$p was NOT caught"; exit 1; \
+	    else r=$$(grep -o '^#[0-9]*' $$d/log | tail -1); w="replaying its corpus"; \
+	        if [ -n "$$r" ]; then w="after run $$r"; fi; \
+	        echo "fuzz-plants: $$p caught $$w:" \
+	        "$$(grep -m1 -E 'ERROR|deadly signal' $$d/log)"; fi; \
+	done
+fuzz-plants: fuzz-harness-plants

@@ -25,9 +25,19 @@
 #define SO_PEERPIDFD 77
 #endif
 
-/* The parent of process pid from /proc/PID/stat ("pid (comm) S ppid
- * ..."; comm may hold spaces and parentheses, so the last ')' ends it),
- * or -1 when it cannot be read. */
+pid_t pbx_peer_origin_stat_ppid(const char *stat)
+{
+    const char *end = strrchr(stat, ')');
+    if (end == NULL || end[1] != ' ' || end[2] == '\0' || end[3] != ' ') {
+        return -1;
+    }
+    char *stop = NULL;
+    long pp = strtol(end + 4, &stop, 10);
+    return stop != end + 4 && *stop == ' ' && pp >= 0 ? (pid_t)pp : -1;
+}
+
+/* The parent of process pid from /proc/PID/stat (see
+ * pbx_peer_origin_stat_ppid), or -1 when it cannot be read. */
 static pid_t origin_ppid(pid_t pid)
 {
     char path[64];
@@ -43,13 +53,7 @@ static pid_t origin_ppid(pid_t pid)
         return -1;
     }
     buf[n] = '\0';
-    const char *end = strrchr(buf, ')');
-    if (end == NULL || end[1] != ' ' || end[2] == '\0' || end[3] != ' ') {
-        return -1;
-    }
-    char *stop = NULL;
-    long pp = strtol(end + 4, &stop, 10);
-    return stop != end + 4 && *stop == ' ' && pp >= 0 ? (pid_t)pp : -1;
+    return pbx_peer_origin_stat_ppid(buf);
 }
 
 pid_t pbx_peer_origin_pid(int fd)

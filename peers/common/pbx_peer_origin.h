@@ -55,6 +55,16 @@ typedef enum pbx_peer_origin_kind {
 pid_t pbx_peer_origin_pid(int fd);
 
 /**
+ * pbx_peer_origin_stat_ppid reads the parent pid from stat, the
+ * NUL-terminated text of a /proc/PID/stat file ("pid (comm) S ppid ...").
+ * The process names its own comm, which may hold spaces and parentheses,
+ * so the last ')' ends it; the state is one byte, then the parent. Returns
+ * -1 when the text is not of that form or the parent is negative. Split
+ * out of the walk (pure text work) so that fuzz_peer_parse can drive it.
+ */
+pid_t pbx_peer_origin_stat_ppid(const char *stat);
+
+/**
  * pbx_peer_origin_walk judges process pid against ancestor (> 0) by
  * walking its parents, at most PBX_PEER_ORIGIN_STEPS of them, then
  * reading every link of the chain again: a link that changed in between
