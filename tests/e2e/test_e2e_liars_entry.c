@@ -96,29 +96,35 @@ static long lre_widened(lr_run *r, const lre_case *c)
 }
 
 /* Runs the exact one-shot directory-entry request of operation op to its
- * approval and consumes it (*retires counts the RETIREs owed). */
+ * approval and consumes it (*retires counts the RETIREs owed). Failures
+ * are checks, never an abort, so that lr_stop still ends powerboxd. */
 static void lre_exact(lr_run *r, uint16_t op, unsigned *retires)
 {
     pbx_ipc_begin b;
     pbx_ipc_decision d;
     uint32_t status = 1;
-    lre_begin_rec(&b, op, "docs/readme.txt");
-    PBX_CHECK(lr_open(r, &b, "docs/readme.txt", 32U, &status));
-    PBX_CHECK_EQ(status, 0U);
-    pbx_ipc_id id = r->req[r->nreq - 1U];
-    PBX_CHECK(lr_serve_for(r, id, 10000));
-    PBX_CHECK(lr_decision(r->p.broker, id, &d));
-    PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_APPROVED);
-    PBX_CHECK_EQ(d.reason, (unsigned)PBX_IPC_REASON_NONE);
     uint8_t out[64];
     size_t n = 0;
+    lre_begin_rec(&b, op, "docs/readme.txt");
+    bool open = lr_open(r, &b, "docs/readme.txt", 32U, &status);
+    PBX_CHECK(open);
+    PBX_CHECK_EQ(status, 0U);
+    if (!open || r->nreq == 0U) {
+        return;
+    }
+    unsigned k = r->nreq - 1U;
+    PBX_CHECK(lr_serve_for(r, r->req[k], 10000));
+    PBX_CHECK(lr_decision(r->p.broker, r->req[k], &d));
+    PBX_CHECK_EQ(d.outcome, (unsigned)PBX_IPC_OUTCOME_APPROVED);
+    PBX_CHECK_EQ(d.reason, (unsigned)PBX_IPC_REASON_NONE);
     pbx_ipc_consume c = {d.grant};
-    PBX_REQUIRE(pbx_ipc_consume_encode(&c, out, sizeof(out), &n) == PBX_OK);
+    PBX_CHECK(pbx_ipc_consume_encode(&c, out, sizeof(out), &n) == PBX_OK);
     PBX_CHECK_EQ(lr_public(r->p.broker, out, n), 0L);
     r->want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ++*retires;
     PBX_CHECK(lr_settle(r, 10000));
-    if (r->scope[r->nreq - 1U] >= 0) {
-        (void)close(r->scope[r->nreq - 1U]);
+    if (r->scope[k] >= 0) {
+        (void)close(r->scope[k]);
+        r->scope[k] = -1;
     }
     r->nreq = 0;
 }
