@@ -4,7 +4,8 @@
  * honestly, except for one armed fault: one reply of one call told
  * wrongly (tests/e2e/test_e2e_liars.c holds the table of faults and the
  * runner; tests/e2e/test_e2e_liars_peer.c the honest peers;
- * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly).
+ * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly;
+ * tests/e2e/test_e2e_liars_missing.c vfsd's NOT_FOUND, honest or not).
  */
 #ifndef PBX_E2E_LIARS_H
 #define PBX_E2E_LIARS_H
