@@ -4,7 +4,8 @@
  * honestly, except for one armed fault: one reply of one call told
  * wrongly (tests/e2e/test_e2e_liars.c holds the table of faults and the
  * runner; tests/e2e/test_e2e_liars_peer.c the honest peers;
- * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly).
+ * tests/e2e/test_e2e_liars_lie.c how a reply is told wrongly;
+ * tests/e2e/test_e2e_liars_missing.c vfsd's NOT_FOUND, honest or not).
  */
 #ifndef PBX_E2E_LIARS_H
 #define PBX_E2E_LIARS_H
@@ -67,6 +68,7 @@ typedef enum lr_field {
     LR_F_GRANT_GEN,
     LR_F_SLOT,
     LR_F_KIND,
+    LR_F_VERDICT, /**< POLICY's verdict byte, patched in the encoded reply */
     LR_F_H_INDEX, /**< header request index */
     LR_F_H_GEN,   /**< header request generation */
     LR_F_H_SEQ,   /**< header seq */
@@ -115,6 +117,7 @@ typedef struct lr_run {
     unsigned stale_sent;  /**< stale replies sent (LR_HOW_STALE) */
     uint16_t cancel_at;   /**< op whose first call makes the client cancel its
                              first request (0: none) */
+    bool missing;         /**< vfsd answers RESOLVE NOT_FOUND (lr_on_missing) */
 } lr_run;
 
 /** lr_op_slot maps a peer call (op, and view kind for VIEW) to its
@@ -223,6 +226,16 @@ void lr_send(lr_run *r, int fd, const pbx_ipc_frame *q, uint8_t *out, size_t n,
  * 1) on route to, as the armed lie says when armed. */
 void lr_deliver(lr_run *r, bool armed, int to, const pbx_ipc_frame *q,
                 uint8_t *out, size_t n, int *fds, int nfds);
+
+/** lr_verdict_lie sets, for an LR_F_VERDICT lie, the verdict of the n
+ * encoded bytes of a POLICY reply in out to ALLOW by hand (no encoder
+ * writes an ALLOW echoing an exceptional request). */
+void lr_verdict_lie(const lr_fault *x, uint8_t *out, size_t n);
+
+/** lr_on_missing answers RESOLVE f, which came through scope k, as vfsd
+ * answers a missing object: the exact scoped NOT_FOUND of the request's
+ * class (test_e2e_liars_missing.c), or as the armed lie says. */
+void lr_on_missing(lr_run *r, unsigned k, const pbx_ipc_frame *f);
 
 /** lr_poison_send sends the n encoded bytes of out (a poisoned body) on
  * route to as a reply to q with the armed header lie told in it, and a

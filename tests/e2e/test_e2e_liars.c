@@ -34,13 +34,14 @@ typedef struct lr_row {
  * mode, routine runtime-reply mode (the alias exported to launchd), or
  * prompted and cancelled by its client while the prompt shows (so that
  * powerboxd withdraws it). */
-enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
+enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN, LR_MISSING };
 
 /* Short names for the table. */
 #define R_    LR_ROUTINE
 #define X_    LR_PROMPTED
 #define Y_    LR_REPLY
 #define W_    LR_WITHDRAWN
+#define N_    LR_MISSING
 #define OK_   PBX_IPC_OUTCOME_APPROVED, PBX_IPC_REASON_NONE
 #define FAIL_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_FAILED
 #define LATE_ PBX_IPC_OUTCOME_DENIED, PBX_IPC_REASON_PEER_TIMEOUT
@@ -150,10 +151,60 @@ enum { LR_ROUTINE = 0, LR_PROMPTED, LR_REPLY, LR_WITHDRAWN };
       2)                                                                       \
     X(liar_procd_install_silent, INS_, LR_HOW_SILENT, LR_F_NONE, R_, LATE_, 1)
 
+/* The lies told with vfsd's NOT_FOUND (N_: a run whose vfsd finds
+ * nothing, test_e2e_liars_missing.c), the POLICY ALLOW of an exceptional
+ * request, REMOVE's grant index. NOT_FOUND is reported only for vfsd's
+ * exact scoped NOT_FOUND of the request's class: one with a wrong class,
+ * operation or digest echo (pbx_core_resolve_judge), naming the scope or
+ * an object, or carrying a receipt (the decoder's NOT_FOUND rule) is a
+ * refused reply, DENIED for the resolver like any other, never
+ * NOT_FOUND; one under a wrong header matches no call (its poisoned FOUND
+ * is not taken) and the exact one after it ends the request NOT_FOUND.
+ * The ALLOW is set by hand in the honest PROMPT verdict (the decoder
+ * refuses it: no encoder writes it). */
+#define NF_ PBX_IPC_OUTCOME_NOT_FOUND, PBX_IPC_REASON_NONE
+#define LR_ROWS_MORE(X)                                                        \
+    X(liar_vfsd_not_found_honest, RES_, LR_HOW_NONE, LR_F_NONE, N_, NF_, 1)    \
+    X(liar_vfsd_not_found_class, RES_, LR_HOW_BODY, LR_F_CLASS, N_, BIND_, 1)  \
+    X(liar_vfsd_not_found_operation, RES_, LR_HOW_BODY, LR_F_OPERATION, N_,    \
+      BIND_, 1)                                                                \
+    X(liar_vfsd_not_found_digest_every_byte, RES_, LR_HOW_DIGEST, LR_F_NONE,   \
+      N_, BIND_, 1)                                                            \
+    X(liar_vfsd_not_found_scope, RES_, LR_HOW_BODY, LR_F_SCOPE, N_, BIND_, 1)  \
+    X(liar_vfsd_not_found_object_id, RES_, LR_HOW_BODY, LR_F_OBJ_ID, N_,       \
+      BIND_, 1)                                                                \
+    X(liar_vfsd_not_found_object_gen, RES_, LR_HOW_BODY, LR_F_OBJ_GEN, N_,     \
+      BIND_, 1)                                                                \
+    X(liar_vfsd_not_found_carries_a_receipt, RES_, LR_HOW_EXTRA_FD, LR_F_NONE, \
+      N_, BIND_, 1)                                                            \
+    X(liar_vfsd_not_found_on_the_scope, RES_, LR_HOW_ON_SCOPE, LR_F_NONE, N_,  \
+      LATE_, 1)                                                                \
+    X(liar_vfsd_not_found_header_index, RES_, LR_HOW_HEADER, LR_F_H_INDEX, N_, \
+      NF_, 1)                                                                  \
+    X(liar_vfsd_not_found_header_gen, RES_, LR_HOW_HEADER, LR_F_H_GEN, N_,     \
+      NF_, 1)                                                                  \
+    X(liar_vfsd_not_found_header_seq, RES_, LR_HOW_HEADER, LR_F_H_SEQ, N_,     \
+      NF_, 1)                                                                  \
+    X(liar_vfsd_not_found_header_op, RES_, LR_HOW_HEADER, LR_F_H_OP, N_, NF_,  \
+      1)                                                                       \
+    X(liar_vfsd_not_found_duplicate, RES_, LR_HOW_DUPLICATE, LR_F_NONE, N_,    \
+      NF_, 1)                                                                  \
+    X(liar_vfsd_not_found_late, RES_, LR_HOW_LATE, LR_F_NONE, N_, LATE_, 1)    \
+    X(liar_vfsd_not_found_out_of_order, RES_, LR_HOW_REORDER, LR_F_NONE, N_,   \
+      NF_, 2)                                                                  \
+    X(liar_vfsd_not_found_for_a_cancelled_request, RES_, LR_HOW_ENDED,         \
+      LR_F_NONE, N_, GONE_, 1)                                                 \
+    X(liar_ttyd_policy_allow_exceptional, POL_, LR_HOW_BODY, LR_F_VERDICT, X_, \
+      FAIL_, 1)                                                                \
+    X(liar_ttyd_remove_grant_index, REM_, LR_HOW_BODY, LR_F_GRANT_INDEX, R_,   \
+      OK_, 2)
+
 /* The table: X(test name, call, lie, field, urgency, outcome and reason,
- * times asked); LR_ROWS_FILL (below) completes the matrix. */
+ * times asked); LR_ROWS_FILL and LR_ROWS_MORE (above) complete the
+ * matrix. */
 #define LR_ROWS(X)                                                             \
     LR_ROWS_FILL(X)                                                            \
+    LR_ROWS_MORE(X)                                                            \
     X(liar_none_honest_path, RES_, LR_HOW_NONE, LR_F_NONE, R_, OK_, 1)         \
     X(liar_vfsd_resolve_operation, RES_, LR_HOW_BODY, LR_F_OPERATION, R_,      \
       BIND_, 1)                                                                \
@@ -355,7 +406,7 @@ static unsigned lr_next_call(uint16_t op)
 /* What the lie must show beyond outcome and baseline. */
 static void lr_row_extra(const lr_row *w, const lr_run *r)
 {
-    if (w->how == LR_HOW_HEADER) {
+    if (w->how == LR_HOW_HEADER && w->shape != LR_MISSING) {
         /* The refused reply's poisoned body changed nothing: the object,
          * verdict, answer, slot and row taken are the honest ones. */
         PBX_CHECK_EQ(r->last_object, 900U);
@@ -373,6 +424,10 @@ static void lr_row_extra(const lr_row *w, const lr_run *r)
          * would follow an accepted reply was never made. */
         unsigned next = lr_next_call(w->op);
         PBX_CHECK(next == LR_NO_CALL || r->seen[next] == 0U);
+    }
+    if (w->field == LR_F_VERDICT) {
+        /* The ALLOW was not taken as the PROMPT it replaced either. */
+        PBX_CHECK_EQ(r->seen[lr_op_slot(PBX_IPC_OP_PROMPT, 0)], 0U);
     }
     if (w->how == LR_HOW_STALE) {
         /* The ended call's reply came once, before the call was asked
@@ -408,6 +463,9 @@ static void lr_row_log(const lr_row *w, const lr_run *r, unsigned nreq)
     } else if (w->outcome == PBX_IPC_OUTCOME_CANCELLED) {
         (void)snprintf(line, sizeof(line),
                        " outcome=cancelled reason=cancelled\n");
+    } else if (w->outcome == PBX_IPC_OUTCOME_NOT_FOUND) {
+        (void)snprintf(line, sizeof(line),
+                       " outcome=not-found reason=not-found\n");
     } else {
         size_t n = sizeof(reasons) / sizeof(reasons[0]);
         (void)snprintf(line, sizeof(line), " outcome=denied reason=%s\n",
@@ -425,6 +483,7 @@ static void lr_row_once(const lr_row *w, unsigned digest_at)
     unsigned nreq = w->how == LR_HOW_REORDER ? 2U : 1U;
     PBX_REQUIRE(lr_start(&r));
     r.fault = (lr_fault){w->op, w->view_kind, w->how, w->field, digest_at};
+    r.missing = w->shape == LR_MISSING;
     lr_begin_rec(&b, "docs/readme.txt");
     if (w->shape == LR_PROMPTED || w->shape == LR_WITHDRAWN) {
         b.ctx.urgency = PBX_IPC_URGENCY_EXCEPTIONAL;

@@ -198,3 +198,14 @@ void lr_poison_send(lr_run *r, int to, const pbx_ipc_frame *q, uint8_t *out,
         (void)close(fd);
     }
 }
+
+/* An ALLOW echoing an exceptional request: the POLICY reply decoder's
+ * refusal (PBX_E_IPC_EXCEPTIONAL_ALLOW), so the encoder never writes it;
+ * the verdict byte (the body's first) is set by hand in the honest
+ * PROMPT reply, whose every echo stays exact. */
+void lr_verdict_lie(const lr_fault *x, uint8_t *out, size_t n)
+{
+    if (x->field == LR_F_VERDICT && n > PBX_IPC_HEADER_BYTES) {
+        out[PBX_IPC_HEADER_BYTES] = (uint8_t)PBX_IPC_VERDICT_ALLOW;
+    }
+}

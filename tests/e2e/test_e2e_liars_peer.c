@@ -53,6 +53,10 @@ static void lr_on_resolve(lr_run *r, unsigned k, const pbx_ipc_frame *f)
     pbx_ipc_resolve_reply rr;
     uint8_t out[256];
     size_t n = 0;
+    if (r->missing) {
+        lr_on_missing(r, k, f);
+        return;
+    }
     if (pbx_ipc_resolve_decode(f, &q) != PBX_OK) {
         return;
     }
@@ -138,6 +142,9 @@ static void lr_on_policy(lr_run *r, const pbx_ipc_frame *f)
                 PBX_OK
             ? n
             : 0U;
+    if (armed) {
+        lr_verdict_lie(&r->fault, out, n);
+    }
     int none = -1;
     lr_deliver(r, armed, r->p.ttyd, f, out, n, &none, 0);
 }
