@@ -144,6 +144,16 @@ TIMED = {
         r"idle-flood: the honest client \(try \d+\) after (?P<t>[\d.]+) s: "
         r"rc 0 \{.*'outcome': 'approved'.*'consume': 'accepted'",
         lambda m: float(m["t"]) > 12.0),
+    # prompt-timeout: under PBX_E2E_SLOW its early-end checks are timed
+    # from the client's start, before PROMPT's send, and are not excused;
+    # only a decision past the deadline's 2 s slack after the prompt
+    # showed (T above L + 2), no sooner than L after the client started.
+    "prompt-timeout": (
+        r"prompt-timeout: decided (?P<t>[\d.]+) s after the prompt showed "
+        r"\((?P<u>[\d.]+) s after the client started\); the deadline is "
+        r"(?P<l>[\d.]+) s",
+        lambda m: float(m["t"]) > float(m["l"]) + 2.0 and
+        float(m["u"]) >= float(m["l"])),
 }
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")
