@@ -154,6 +154,14 @@ TIMED = {
         r"(?P<l>[\d.]+) s",
         lambda m: float(m["t"]) > float(m["l"]) + 2.0 and
         float(m["u"]) >= float(m["l"])),
+    # relay-timeout (launchd --call-ms 300): after SIGCONT, B's CANCEL or
+    # DECISION of its own request answered ROUTE only because launchd
+    # logged that very call unanswered after --call-ms (powerboxd's answer
+    # came late), never another answer, op or request.
+    "relay-timeout": (
+        r"relay-timeout: B's own request (?P<r>[\d.]+) after SIGCONT: "
+        r"(?P<op>cancel|decision) answered \['(?P=op)=0x08c3'\]; launchd: "
+        r"call op (?P=op) request (?P=r) unanswered after 300 ms$", None),
 }
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")
