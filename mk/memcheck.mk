@@ -47,8 +47,8 @@ memcheck-e2e: $(BUILD)/bin/pbx-e2e-test $(BUILD)/bin/powerboxd $(BUILD)/bin/pbx
 # slowdown makes the programs miss (memcheck.py's TIMED), each alone under
 # memcheck; gated on valgrind's verdict (0 errors, 0 bytes lost) and on
 # any failure but its named timing check, which is reported, not gated.
-MEMCHECK_TIMED_SCENARIOS ?= ttyd-stalled vfsd-stalled \
-    slow-prompt-isolation restart-during-restart idle-flood
+MEMCHECK_TIMED_SCENARIOS ?= prompt-timeout ttyd-stalled vfsd-stalled \
+    slow-prompt-isolation restart-during-restart idle-flood relay-timeout
 
 .PHONY: memcheck-timed
 memcheck-timed: all peers $(BUILD)/bin/powerboxd

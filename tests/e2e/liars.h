@@ -157,16 +157,18 @@ long lr_commit(lr_run *r, pbx_ipc_id id, uint32_t dest);
 void lr_begin_rec(pbx_ipc_begin *b, const char *sel);
 
 /** lr_serve answers every peer call honestly (the armed one as the fault
- * says) until want WAKEs have come or ms pass; true when they came. */
+ * says) until want WAKEs have come or ms pass (grown by PBX_E2E_SLOW,
+ * e2e_slow, as powerboxd's deadlines are); true when they came. */
 bool lr_serve(lr_run *r, unsigned want, int ms);
 
 /** lr_serve_for serves as lr_serve until a WAKE names id (among the
- * last 8), at most ms; true when one did. */
+ * last 8), at most ms (grown by PBX_E2E_SLOW); true when one did. */
 bool lr_serve_for(lr_run *r, pbx_ipc_id id, int ms);
 
 /** lr_settle serves until powerboxd holds its baseline descriptors,
  * every end in kept and poison sees its far end closed and every call in
- * want was seen as often, at most ms. */
+ * want was seen as often, at most ms (grown by PBX_E2E_SLOW, so that a
+ * peer deadline powerboxd waits out, scaled alike, stays inside it). */
 bool lr_settle(lr_run *r, int ms);
 
 /** lr_decision asks DECISION for id on conn; false when no decodable

@@ -562,7 +562,7 @@ static void lr_step(lr_run *r, int ms)
 
 bool lr_serve(lr_run *r, unsigned want, int ms)
 {
-    long end = lr_now_ms() + ms;
+    long end = lr_now_ms() + e2e_slow(ms);
     while (r->wakes < want && lr_now_ms() < end) {
         lr_step(r, 20);
     }
@@ -582,7 +582,7 @@ static bool lr_woken(const lr_run *r, pbx_ipc_id id)
 
 bool lr_serve_for(lr_run *r, pbx_ipc_id id, int ms)
 {
-    long end = lr_now_ms() + ms;
+    long end = lr_now_ms() + e2e_slow(ms);
     while (!lr_woken(r, id) && lr_now_ms() < end) {
         lr_step(r, 20);
     }
@@ -606,7 +606,7 @@ static bool lr_all_gone(int *list, unsigned n)
 
 bool lr_settle(lr_run *r, int ms)
 {
-    long end = lr_now_ms() + ms;
+    long end = lr_now_ms() + e2e_slow(ms);
     while (lr_now_ms() < end) {
         lr_step(r, 20);
         bool scopes = true;

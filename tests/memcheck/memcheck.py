@@ -144,6 +144,24 @@ TIMED = {
         r"idle-flood: the honest client \(try \d+\) after (?P<t>[\d.]+) s: "
         r"rc 0 \{.*'outcome': 'approved'.*'consume': 'accepted'",
         lambda m: float(m["t"]) > 12.0),
+    # prompt-timeout: under PBX_E2E_SLOW its early-end checks are timed
+    # from the client's start, before PROMPT's send, and are not excused;
+    # only a decision past the deadline's 2 s slack after the prompt
+    # showed (T above L + 2), no sooner than L after the client started.
+    "prompt-timeout": (
+        r"prompt-timeout: decided (?P<t>[\d.]+) s after the prompt showed "
+        r"\((?P<u>[\d.]+) s after the client started\); the deadline is "
+        r"(?P<l>[\d.]+) s",
+        lambda m: float(m["t"]) > float(m["l"]) + 2.0 and
+        float(m["u"]) >= float(m["l"])),
+    # relay-timeout (launchd --call-ms 300): after SIGCONT, B's CANCEL or
+    # DECISION of its own request answered ROUTE only because launchd
+    # logged that very call unanswered after --call-ms (powerboxd's answer
+    # came late), never another answer, op or request.
+    "relay-timeout": (
+        r"relay-timeout: B's own request (?P<r>[\d.]+) after SIGCONT: "
+        r"(?P<op>cancel|decision) answered \['(?P=op)=0x08c3'\]; launchd: "
+        r"call op (?P=op) request (?P=r) unanswered after 300 ms$", None),
 }
 SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) errors")
 LOST_RE = re.compile(r"(definitely|indirectly) lost: ([\d,]+) bytes")

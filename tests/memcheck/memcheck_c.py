@@ -59,19 +59,9 @@ EXCLUDED = {
         "refuses a program (memcheck.py's wrappers start at the hard "
         "limit for that); inferred, not shown",
 }
-# The liar rows whose peer answers late or never: the liar waits out
-# powerboxd's (scaled) deadline with lr_serve and lr_settle
-# (test_e2e_liars_peer.c), whose bounds do not grow with PBX_E2E_SLOW, so
-# the deadline outlasts them ("e2e_log_wait(... line, 1, 5000)" and
-# "lr_settle(&r, 10000)" failed). Scaling those three waits with e2e_slow
-# would let them run.
-for _liar in ("liar_ttyd_policy_silent", "liar_ttyd_policy_late",
-              "liar_ttyd_active_never_acknowledged",
-              "liar_procd_install_late",
-              "liar_reply_mode_active_never_acknowledged",
-              "liar_procd_install_stale_generation_after_slot_reuse"):
-    EXCLUDED[_liar] = ("waits out a peer deadline with the liar's own "
-                       "unscaled bound (lr_serve, lr_settle)")
+# The liar rows whose peer answers late or never run: lr_serve,
+# lr_serve_for and lr_settle (test_e2e_liars_peer.c) wait e2e_slow(ms), so
+# the peer deadline powerboxd waits out, scaled alike, stays inside them.
 
 
 def wrapper(path, real, logs, name):
