@@ -10,6 +10,7 @@
 #ifndef PBX_E2E_LIARS_H
 #define PBX_E2E_LIARS_H
 
+#include "capabi/pbx_capabi.h"
 #include "e2e_harness.h"
 #include "ipc/pbx_ipc.h"
 
@@ -164,6 +165,12 @@ bool lr_serve(lr_run *r, unsigned want, int ms);
 /** lr_serve_for serves as lr_serve until a WAKE names id (among the
  * last 8), at most ms (grown by PBX_E2E_SLOW); true when one did. */
 bool lr_serve_for(lr_run *r, pbx_ipc_id id, int ms);
+
+/** lr_usage asks powerboxd for its USAGE on slot 4 (as its supervisor
+ * may) and decodes the report into *u (caller-owned, zeroed first); false
+ * when no answered report with this call's nonce comes within 5 s (grown
+ * by PBX_E2E_SLOW). */
+bool lr_usage(const lr_run *r, pbx_capabi_usage *u);
 
 /** lr_settle serves until powerboxd holds its baseline descriptors,
  * every end in kept and poison sees its far end closed and every call in

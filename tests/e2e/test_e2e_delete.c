@@ -414,25 +414,6 @@ static long dl_cancel(lr_run *r, pbx_ipc_id id)
     return lr_public(r->p.broker, out, n);
 }
 
-/* Asks powerboxd for its USAGE on slot 4 (as its supervisor may) and
- * decodes the report into *u; false when none comes within 5 s. */
-static bool dl_usage(const lr_run *r, pbx_capabi_usage *u)
-{
-    static uint32_t nonce = 0x64656cU;
-    uint8_t q[PBX_CAPABI_USAGE_QUERY_BYTES];
-    uint8_t in[PBX_CAPABI_USAGE_REPORT_BYTES + 8U];
-    memset(u, 0, sizeof(*u));
-    nonce++;
-    if (pbx_capabi_usage_query_encode(nonce, q, sizeof(q)) != PBX_OK ||
-        !e2e_send(r->p.supervisor, q, sizeof(q), NULL, 0)) {
-        return false;
-    }
-    long n = e2e_recv(r->p.supervisor, in, sizeof(in), NULL, 0, NULL,
-                      e2e_slow(5000));
-    return n > 0 && pbx_capabi_usage_decode(in, (size_t)n, u) == PBX_OK &&
-           u->nonce == nonce && u->status == 0U;
-}
-
 /* Counts powerboxd's decision lines for id. */
 static int dl_decisions(const lr_run *r, pbx_ipc_id id)
 {
@@ -453,7 +434,7 @@ static void dl_check_held(lr_run *r, pbx_ipc_id id,
     pbx_ipc_decision d;
     pbx_capabi_usage u;
     const unsigned ts = PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS;
-    PBX_CHECK(dl_usage(r, &u));
+    PBX_CHECK(lr_usage(r, &u));
     PBX_CHECK_EQ(u.used[ts], begun->used[ts] + 1U);
     PBX_CHECK_EQ(u.fds, begun->fds);
     PBX_CHECK_EQ(dl_slot_socket(r->p.pid, DL_SLOT), r->scope_id[0]);
@@ -474,10 +455,10 @@ PBX_TEST(e2e_delete_interrupted_keeps_the_receipt_until_it_completes)
     pbx_capabi_usage begun;
     pbx_capabi_usage u;
     PBX_REQUIRE(dl_start(&r, DL_INTERRUPT, 0U));
-    PBX_REQUIRE(dl_usage(&r, &idle));
+    PBX_REQUIRE(lr_usage(&r, &idle));
     PBX_REQUIRE(dl_begin_bad(&r, &id, &dest));
     PBX_REQUIRE(dest == (uint32_t)DL_SLOT);
-    PBX_REQUIRE(dl_usage(&r, &begun));
+    PBX_REQUIRE(lr_usage(&r, &begun));
     /* The refusal's deletion was interrupted: the COMMIT is answered
      * CLEANUP_PENDING, not DIGEST (the pending deletion wins). */
     PBX_CHECK_EQ(lr_commit(&r, id, dest), (long)PBX_E_CORE_CLEANUP_PENDING);
@@ -503,7 +484,7 @@ PBX_TEST(e2e_delete_interrupted_keeps_the_receipt_until_it_completes)
     PBX_CHECK_EQ(e2e_log_count(&r.p, " outcome=cancelled reason=cancelled\n"),
                  1);
     PBX_CHECK(dl_wait_fds(r.p.pid, r.baseline, e2e_slow(5000)));
-    PBX_CHECK(dl_usage(&r, &u));
+    PBX_CHECK(lr_usage(&r, &u));
     PBX_CHECK_EQ(u.used[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS],
                  idle.used[PBX_BOOTSTRAP_POOL_TRANSIENT_SLOTS]);
     PBX_CHECK_EQ(u.fds, idle.fds);

@@ -207,3 +207,20 @@ bool lr_open(lr_run *r, const pbx_ipc_begin *bp, const char *sel,
     *commit_status = (uint32_t)st;
     return st >= 0L;
 }
+
+bool lr_usage(const lr_run *r, pbx_capabi_usage *u)
+{
+    static uint32_t nonce = 0x6c7275U;
+    uint8_t q[PBX_CAPABI_USAGE_QUERY_BYTES];
+    uint8_t in[PBX_CAPABI_USAGE_REPORT_BYTES + 8U];
+    memset(u, 0, sizeof(*u));
+    nonce++;
+    if (pbx_capabi_usage_query_encode(nonce, q, sizeof(q)) != PBX_OK ||
+        !e2e_send(r->p.supervisor, q, sizeof(q), NULL, 0)) {
+        return false;
+    }
+    long n = e2e_recv(r->p.supervisor, in, sizeof(in), NULL, 0, NULL,
+                      e2e_slow(5000));
+    return n > 0 && pbx_capabi_usage_decode(in, (size_t)n, u) == PBX_OK &&
+           u->nonce == nonce && u->status == 0U;
+}

@@ -200,6 +200,23 @@ PBX_TEST(liar_client_zero_identities_are_refused)
     lr_stop(&r);
 }
 
+/* Serves until powerboxd's USAGE counts no grant record in use, at most
+ * about 10 s (grown by PBX_E2E_SLOW): a grant's record is released only
+ * after its whole cleanup chain, which can end after the RETIRE the test
+ * settled on. The pool's free list is last in, first out, so a grant begun
+ * once no record is in use takes the record released last. */
+static bool lrp_grants_idle(lr_run *r)
+{
+    for (unsigned i = 0; i < 100U; i++) {
+        pbx_capabi_usage u;
+        if (lr_usage(r, &u) && u.used[PBX_BOOTSTRAP_POOL_GRANTS] == 0U) {
+            return true;
+        }
+        (void)lr_serve(r, 1U, 100);
+    }
+    return false;
+}
+
 PBX_TEST(liar_client_stale_generation_after_slot_reuse)
 {
     lr_run r;
@@ -212,9 +229,12 @@ PBX_TEST(liar_client_stale_generation_after_slot_reuse)
     PBX_CHECK_EQ(lrp_consume(&r, a.grant), 0L);
     r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = 1U;
     PBX_CHECK(lr_settle(&r, 10000));
+    PBX_REQUIRE(lrp_grants_idle(&r));
     lrp_forget(&r);
     /* Grants run their whole lives until one, B, reuses the grant
-     * record A had (the pools hold 8), with a new generation. */
+     * record A had (the pools hold 8), with a new generation: each begun
+     * only once no grant record is in use, so the first takes A's record
+     * (released last); the loop bounds a free list of another order. */
     unsigned ends = 1;
     for (unsigned i = 0; i < 16U; i++) {
         PBX_REQUIRE(lrp_grant(&r, &b));
@@ -224,6 +244,7 @@ PBX_TEST(liar_client_stale_generation_after_slot_reuse)
         PBX_CHECK_EQ(lrp_consume(&r, b.grant), 0L);
         r.want[lr_op_slot(PBX_IPC_OP_RETIRE, 0)] = ++ends;
         PBX_CHECK(lr_settle(&r, 10000));
+        PBX_REQUIRE(lrp_grants_idle(&r));
         lrp_forget(&r);
     }
     PBX_CHECK_EQ(b.grant.index, a.grant.index);
