@@ -213,6 +213,7 @@ def vfsd_stalled(st):
              read_rows(st.views) == [],
              f"vfsd-stalled: revocation or REMOVE waited on vfsd: "
              f"{read_rows(st.installs)} {read_rows(st.views)}")
+    revoked = time.monotonic()
     print(f"run: EXPIRE of grant {grant}: revoked at procd and REMOVEd at "
           f"ttyd while vfsd is stopped")
     if job.close() != 0:
@@ -240,8 +241,12 @@ def vfsd_stalled(st):
             fail(f"vfsd-stalled: powerboxd still RETIREs object {obj} "
                  f"({seen} so far): no acknowledgement taken")
     if seen < 2:
+        # The figures say whether the stop left room for a retry: a second
+        # RETIRE comes only once the first outlived vfsd's deadline.
         fail(f"vfsd-stalled: RETIRE of object {obj} sent {seen} time(s) "
-             f"in 30 s")
+             f"in 30 s ({t0 + 30.0 - revoked:.2f} s of the stop left after "
+             f"the revocation, vfsd's deadline "
+             f"{st.deadline_ms('vfsd', 5000) / 1000.0:.2f} s)")
     print(f"run: vfsd served RETIRE of object {obj} {seen} times (retried "
           f"while it was stopped); acknowledged: no more come")
     if read_rows(st.installs) or read_rows(st.views):
