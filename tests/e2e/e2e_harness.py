@@ -47,6 +47,15 @@ OUTCOMES = {1: "pending", 2: "approved", 3: "denied", 4: "cancelled",
             5: "not-found"}
 
 
+def launch_wait():
+    """The words a `pbx-launchd run` command line gets for SLOW: none when
+    SLOW is 1 (the launcher's own 10 s wait for launchd's answer, as
+    without the variable), else `--wait-ms` that 10 s times SLOW (under
+    valgrind launchd answers many times later; docs/TESTING.md, "Memory
+    checks")."""
+    return [] if SLOW == 1 else ["--wait-ms", str(int(10000 * SLOW))]
+
+
 def fail(msg):
     """Ends the run with a failure message."""
     raise SystemExit(f"run: FAIL: {msg}")
@@ -519,9 +528,10 @@ class Stack:
         """`pbx-launchd run` of prog (a list) as job ID:GEN job (None:
         launchd picks one) with program entry entry (None: prog's base
         name), in session session and realm realm (the job's: launchd
-        binds its BEGINs to them)."""
+        binds its BEGINs to them); launch_wait()'s words under SLOW."""
         argv = [self.bin("launchd"), "run", "--control", self.control,
-                "--session", str(session), "--realm", str(realm)]
+                "--session", str(session), "--realm", str(realm)] + \
+            launch_wait()
         if job is not None:
             argv += ["--job", job]
         if entry is not None:

@@ -9,15 +9,17 @@ import subprocess
 import threading
 import time
 
-from e2e_harness import fail, read_rows, settled_fds, wait_for
+from e2e_harness import fail, read_rows, settled_fds, SLOW, wait_for
 from e2e_up import (chaos_quiet, latest_pids, stack_child, STACK_COMM,
                     Starts, Up)
 from scn_up import stamp_of
 from scn_restart import ended, grants_listed, Holder, log_events, objects_of
 
 
-# A client job that has not ended after this long waits forever.
-CHAOS_BOUND_S = 30
+# A client job that has not ended after this long waits forever (30 s;
+# SLOW times that under PBX_E2E_SLOW, where every program runs under
+# valgrind many times slower: docs/TESTING.md, "Memory checks").
+CHAOS_BOUND_S = int(30 * SLOW)
 
 
 def chaos_target(u, starts, rng, aimed):
@@ -120,10 +122,10 @@ def chaos_client(u, stop, results, install, rng, installs):
 def grants_in_use(u, seconds=1.0):
     """SIGUSR1 to pbx up; powerboxd's grants in use from the usage line
     that follows (read from stack.log's end), or None when no report came
-    within seconds (powerboxd down or restarting)."""
+    within seconds times SLOW (powerboxd down or restarting)."""
     since = os.path.getsize(u.log)
     os.kill(u.proc.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds * SLOW
     with open(u.log, "rb") as f:
         while time.monotonic() < deadline:
             f.seek(since)
@@ -137,9 +139,9 @@ def grants_in_use(u, seconds=1.0):
 
 
 def wait_grants_live(u, seconds=2.0):
-    """Waits (bounded) until powerboxd's usage report shows a grant in
-    use; returns whether it did."""
-    deadline = time.monotonic() + seconds
+    """Waits (bounded: seconds times SLOW) until powerboxd's usage report
+    shows a grant in use; returns whether it did."""
+    deadline = time.monotonic() + seconds * SLOW
     while time.monotonic() < deadline:
         n = grants_in_use(u)
         if n:
@@ -169,13 +171,14 @@ def usage(u, what):
 
 
 def usage_settled(u, base, what, seconds=15.0):
-    """Waits (bounded) until the usage report's pools (in use and
-    capacity) and descriptor count equal base's; returns the line."""
+    """Waits (bounded: seconds times SLOW) until the usage report's pools
+    (in use and capacity) and descriptor count equal base's; returns the
+    line."""
     got = []
     def same():
         got[:] = [usage(u, what)]
         return got[0][1:3] == base[1:3]
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds * SLOW
     while not same():
         if time.monotonic() > deadline:
             fail(f"{what}: usage {got[0][3]}, baseline {base[3]}")
@@ -216,7 +219,8 @@ def chaos_kills(u, rng, kills):
     a killed process's restart is still to start); every fourth waits (at
     most 2 s) until powerboxd's usage report shows a grant in use.
     Returns {name: count}, the number aimed, and (the number of kills that
-    waited for grants, how many of those found grants in use)."""
+    waited for grants, how many of those found grants in use). Gaps and
+    waits are SLOW times longer under PBX_E2E_SLOW."""
     killed, aimed, tries, dead = {}, 0, 0, set()
     waited, live = 0, 0
     starts = Starts(u)
@@ -227,8 +231,10 @@ def chaos_kills(u, rng, kills):
                 fail(f"chaos: only {killed} kills found a live process in "
                      f"{tries} tries")
             k = sum(killed.values())
-            time.sleep(rng.uniform(0.6, 0.9) if k % 5 == 2 else
-                       rng.uniform(0.0, 0.3))
+            # The gaps grow SLOW times under PBX_E2E_SLOW, so that the
+            # clients (under valgrind) do as much between two kills.
+            time.sleep(SLOW * (rng.uniform(0.6, 0.9) if k % 5 == 2 else
+                               rng.uniform(0.0, 0.3)))
             starts.poll()
             # A restart is still to start while a killed pid is its
             # process's latest start.
@@ -313,7 +319,7 @@ def chaos_after(u, first, base, use):
         [os.path.join(u.bin_dir, "pbx"), "--dir", u.dir, "run", "--grant",
          "read:docs/readme.txt", "--",
          os.path.join(u.bin_dir, "pbx-test-fdcat"), "--again", "5"],
-        input=b"go\n", capture_output=True, timeout=30, check=False)
+        input=b"go\n", capture_output=True, timeout=30 * SLOW, check=False)
     if out.returncode != 0 or out.stdout != b"hello from vfsd\n":
         fail(f"chaos: an install-mode job after the kills: rc "
              f"{out.returncode} {out.stderr!r}")

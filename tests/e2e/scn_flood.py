@@ -9,7 +9,7 @@ import time
 from e2e_harness import (cleaned, count, E_CORE_BROKER, E_CORE_BUSY,
                          E_PEER_BUSY, fail, fd_count, key_values, last_object,
                          OP_BEGIN, OP_DECISION, REPLY_BIT, settled_fds,
-                         wait_for)
+                         SLOW, wait_for)
 from e2e_jobs import begin_body, frame, Launched, Program, Shell
 from scn_lifecycle import relayed
 from scn_backpressure import request_lines, write_file
@@ -34,7 +34,8 @@ def many_clients(st):
         str(reps[k])), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, process_group=st.pgid)
         for k in range(clients)]
-    outs = [p.communicate(timeout=600) for p in procs]
+    # 600 s natively; SLOW times that under valgrind (make memcheck).
+    outs = [p.communicate(timeout=600 * SLOW) for p in procs]
     wall = time.monotonic() - t0
     done = 0
     for k, (p, (out, err)) in enumerate(zip(procs, outs)):
@@ -62,7 +63,7 @@ def many_clients(st):
             fail(f"many-clients: launchd logged {n} approvals for job "
                  f"{400 + k}.1, not {reps[k]}")
     retires = lambda: st.peer_log("vfsd").count("RETIRE object") - retired
-    deadline = time.monotonic() + 20.0
+    deadline = time.monotonic() + 20.0 * SLOW
     while retires() != total and time.monotonic() < deadline:
         time.sleep(0.5)
     if retires() != total:
