@@ -56,6 +56,22 @@ def launch_wait():
     return [] if SLOW == 1 else ["--wait-ms", str(int(10000 * SLOW))]
 
 
+# powerboxd's deadlines as `pbx geometry make` sets them by default
+# (tools/pbx/pbx_geometry.c), in ms, by the KIND of --deadline-KIND-ms.
+DEADLINES_MS = {"vfsd": 5000, "ttyd": 5000, "procd": 5000, "scope": 2000,
+                "prompt": 300000, "open": 30000, "idle": 30000}
+
+
+def slow_deadlines(*kinds):
+    """`pbx geometry make` words that set each deadline of kinds to its
+    default times SLOW: none when SLOW is 1. For a scenario that tests
+    none of those deadlines, run under valgrind (make memcheck), where the
+    programs answer many times later than the defaults allow for."""
+    return [] if SLOW == 1 else [
+        w for k in kinds
+        for w in (f"--deadline-{k}-ms", str(int(DEADLINES_MS[k] * SLOW)))]
+
+
 def fail(msg):
     """Ends the run with a failure message."""
     raise SystemExit(f"run: FAIL: {msg}")

@@ -26,12 +26,15 @@ def many_clients(st):
     retired = st.peer_log("vfsd").count("RETIRE object")
     reps = [total // clients + (1 if k < total % clients else 0)
             for k in range(clients)]
+    # Under PBX_E2E_SLOW each client waits SLOW times its 20 s for each
+    # decision (a later --wait-ms wins); without it the line is as before.
+    wait = [] if SLOW == 1 else ["--wait-ms", str(int(20000 * SLOW))]
     t0 = time.monotonic()
     procs = [subprocess.Popen(st.request_argv(
         "--job", f"{400 + k}:1", "--entry", f"bin/reader{k}", "--mode",
         "runtime-reply", "--selector", f"many/f{k:02d}.txt",
         "--verify-object", st.root, "--then", "consume", "--repeat",
-        str(reps[k])), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        str(reps[k]), *wait), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, process_group=st.pgid)
         for k in range(clients)]
     # 600 s natively; SLOW times that under valgrind (make memcheck).

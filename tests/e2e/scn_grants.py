@@ -29,7 +29,7 @@ revoked) the same request from a new job is approved.
 import os
 import shlex
 
-from e2e_harness import SLOW, Stack, fail, read_rows, wait_for
+from e2e_harness import Stack, fail, read_rows, slow_deadlines, wait_for
 from e2e_jobs import Shell
 
 # The live grants the scenario holds, and vfsd's and procd's table sizes.
@@ -47,15 +47,12 @@ GEOMETRY = ("--grants", "1152", "--requests", "1152", "--decisions", "1152",
             "1152", "--transient-slots", "1472")
 # powerboxd's deadlines for a peer's reply and a resolution through a
 # scope (pbx geometry make's defaults: 5 s for vfsd, ttyd and procd, 2 s
-# for the scope), SLOW times longer only under PBX_E2E_SLOW: the scenario
+# for the scope), SLOW times longer only under PBX_E2E_SLOW (the harness's
+# slow_deadlines; no words without the variable): the scenario
 # tests none of them, and under valgrind (make memcheck) a peer answered
 # late once its tables were full (request 835: "outcome=denied
-# reason=peer-timeout"; docs/TESTING.md, "Memory checks"). Without the
-# variable the command line is as before.
-if SLOW != 1:
-    GEOMETRY += tuple(w for kind, ms in (("vfsd", 5000), ("ttyd", 5000),
-                                          ("procd", 5000), ("scope", 2000))
-                      for w in (f"--deadline-{kind}-ms", str(int(ms * SLOW))))
+# reason=peer-timeout"; docs/TESTING.md, "Memory checks").
+GEOMETRY += tuple(slow_deadlines("vfsd", "ttyd", "procd", "scope"))
 TABLES = {"vfsd": ["--objects", str(LIMIT)],
           "procd": ["--installs", str(LIMIT)], "stages": JOBS}
 # The first slot each job installs into (one slot per grant).
