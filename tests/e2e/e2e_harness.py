@@ -72,6 +72,13 @@ def slow_deadlines(*kinds):
         for w in (f"--deadline-{k}-ms", str(int(DEADLINES_MS[k] * SLOW)))]
 
 
+def slow_call_ms():
+    """`pbx-launchd serve` words that set launchd's bound on a relayed
+    call (--call-ms, default 10000) to SLOW times that: none when SLOW is
+    1. For a scenario that does not test that bound (see slow_deadlines)."""
+    return [] if SLOW == 1 else ["--call-ms", str(int(10000 * SLOW))]
+
+
 def fail(msg):
     """Ends the run with a failure message."""
     raise SystemExit(f"run: FAIL: {msg}")
