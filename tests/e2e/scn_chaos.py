@@ -5,6 +5,7 @@ import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -49,7 +50,8 @@ def install_job(argv, rng):
     """One install-mode client job (`pbx run --grant ... -- pbx-test-fdcat
     --again 5`): waits (bounded) for its first read's bytes, holds the
     grant 0..0.3 s, then sends "go" for the second read. Returns its
-    record: exit status ('hung' past CHAOS_BOUND_S), job (ID:GEN from
+    record (the hold is SLOW times longer under PBX_E2E_SLOW): exit
+    status ('hung' past CHAOS_BOUND_S), job (ID:GEN from
     pbx run's job line, or None), wall times of its spawn and of the
     "go" (None when the first read never came), its standard error."""
     t0, rec = time.monotonic(), {"spawn": time.time(), "go": None}
@@ -64,7 +66,7 @@ def install_job(argv, rng):
                 break
             got += chunk
     if got == b"hello from vfsd\n":
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.3) * SLOW)
         rec["go"] = time.time()
     try:
         _, err = p.communicate(b"go\n", timeout=max(
@@ -211,12 +213,44 @@ def usage_baseline(u):
     return base
 
 
+def installed(u):
+    """Whether procd's query socket lists an install now (False when procd
+    does not answer: killed or restarting)."""
+    data = b""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0 * SLOW)
+            s.connect(os.path.join(u.dir, "procd.sock"))
+            for _ in range(1 << 10):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return False
+    return any(l.strip() for l in data.decode("utf-8", "replace").splitlines())
+
+
+def wait_installed(u, seconds=2.0):
+    """Waits (bounded: seconds times SLOW) until procd lists an install;
+    returns whether it did."""
+    deadline = time.monotonic() + seconds * SLOW
+    while time.monotonic() < deadline:
+        if installed(u):
+            return True
+        time.sleep(0.03)
+    return False
+
+
 def slow_target(u, starts, target):
-    """Under PBX_E2E_SLOW only: the kill that found grants in use takes
-    powerboxd (its latest start, when alive; else target). Under valgrind
-    the clients run about a hundred times fewer jobs between two kills, so
-    a kill of another process rarely ended a grant by a loss, and 20 kills
-    with none failed chaos_records' check (memcheck, seed 3006699588)."""
+    """Under PBX_E2E_SLOW only: the kill that waited for grants takes
+    powerboxd (its latest start, when alive; else target), once procd
+    lists an install (wait_installed), so that its death ends that grant
+    by a loss (procd's broker-lost line). Under valgrind the clients run
+    about a hundred times fewer jobs between two kills, and runs whose
+    kills found grants in use (usage report) ended none by a loss and
+    failed chaos_records' check (memcheck, seeds 3006699588 and
+    409841252, the second with 8 powerboxd kills)."""
     pid = starts.latest.get("powerboxd", 0)
     return ("powerboxd", pid) if stack_child(u, "powerboxd", pid) else target
 
@@ -230,8 +264,9 @@ def chaos_kills(u, rng, kills):
     most 2 s) until powerboxd's usage report shows a grant in use.
     Returns {name: count}, the number aimed, and (the number of kills that
     waited for grants, how many of those found grants in use). Gaps and
-    waits are SLOW times longer under PBX_E2E_SLOW, where a kill that found
-    grants in use takes powerboxd (slow_target)."""
+    waits are SLOW times longer under PBX_E2E_SLOW, where a kill that
+    waits for grants waits for an install procd lists and takes powerboxd
+    (slow_target)."""
     killed, aimed, tries, dead = {}, 0, 0, set()
     waited, live = 0, 0
     starts = Starts(u)
@@ -252,7 +287,8 @@ def chaos_kills(u, rng, kills):
             dead = {(n, p) for n, p in dead if starts.latest.get(n) == p}
             aim = rng.random() < 1 / 3 and bool(dead)
             wait = k % 4 == 3 and not aim
-            with_grants = wait and wait_grants_live(u)
+            with_grants = wait and (wait_grants_live(u) if SLOW == 1 else
+                                    wait_installed(u))
             target = chaos_target(u, starts, rng, aim)
             if with_grants and SLOW != 1:
                 target = slow_target(u, starts, target)
