@@ -28,7 +28,7 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     any-python any-nofuse make-run make-run-slow-start route-hijack \
     any-broker-lines any-installer-lost any-flood any-ask-flood \
     prompt-pending wake-backpressure \
-    prompt-fairness many-clients chaos
+    prompt-fairness many-clients many-grants chaos
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd
