@@ -27,7 +27,8 @@ MEMCHECK_SCENARIOS ?= lifecycle direct hangup lie-scope \
     hold-release sandbox-setattr sandbox-ipc any-userns any-mount \
     any-python any-nofuse make-run make-run-slow-start route-hijack \
     any-broker-lines any-installer-lost any-flood any-ask-flood \
-    prompt-pending wake-backpressure
+    prompt-pending wake-backpressure \
+    prompt-fairness many-clients many-grants chaos
 
 .PHONY: memcheck
 memcheck: all peers $(BUILD)/bin/powerboxd

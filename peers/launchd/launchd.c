@@ -78,13 +78,14 @@
  *       budget, one for its own requests and its open broker's
  *       (launchd_budget.c; default 5, then one per 2000 ms).
  *   pbx-launchd run --control PATH [--sandbox [--profile FILE]] [--job ID:GEN]
- *                   [--entry NAME] [--session N] [--realm N]
+ *                   [--entry NAME] [--session N] [--realm N] [--wait-ms N]
  *                   -- PROG [ARG...]
  *       launches PROG as a job (session and realm default 1; sandboxed
  *       under Landlock with --sandbox, see docs/HOST.md) with this
  *       process's stdio, logs "launchd: job ID:GEN pid P", waits for its EXIT
  * and exits with its status (128+N for signal N); 125 when the launch is
- * refused or launchd goes away first; 2 on a usage error. pbx-launchd expire
+ * refused, launchd gives no answer to it within --wait-ms (1..3600000,
+ * default 10000) or goes away first; 2 on a usage error. pbx-launchd expire
  * (--control PATH | --public PATH | --public-fd N)
  *                      --job ID:GEN [--invocation N]
  *       sends EXPIRE for an invocation or a whole job and prints
@@ -517,7 +518,7 @@ static const char launchd_usage[] =
     "                   [--prompt-burst N] [--prompt-per-ms N]\n"
     "       pbx-launchd run --control PATH [--sandbox [--profile FILE]]\n"
     "                   [--job ID:GEN] [--entry NAME] [--session N]\n"
-    "                   [--realm N]\n"
+    "                   [--realm N] [--wait-ms N]\n"
     "                   -- PROG [ARG...]\n"
     "       pbx-launchd expire (--control PATH | --public PATH |\n"
     "                   --public-fd N) --job ID:GEN [--invocation N]\n"
@@ -560,7 +561,7 @@ static bool launchd_known_options(int argc, char **argv)
                                         NULL};
     static const char *const run[] = {"--control", "--sandbox", "--job",
                                       "--entry",   "--session", "--realm",
-                                      "--profile", NULL};
+                                      "--profile", "--wait-ms", NULL};
     static const char *const expire[] = {
         "--control", "--public", "--public-fd", "--job", "--invocation", NULL};
     bool is_run = strcmp(argv[1], "run") == 0;

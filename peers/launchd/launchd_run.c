@@ -14,8 +14,11 @@
 #include "peers/launchd/launchd.h"
 #include "peers/lib/pbx_peer.h"
 
-/* How long run waits for launchd to connect and answer the LAUNCH. */
-#define LAUNCHD_RUN_WAIT_MS 10000
+/* How long run waits, by default, for launchd to connect and answer the
+ * LAUNCH (--wait-ms changes it), and the longest wait --wait-ms takes (one
+ * hour: a launcher that waits longer for an answer is better told no). */
+#define LAUNCHD_RUN_WAIT_MS     10000
+#define LAUNCHD_RUN_WAIT_MS_MAX 3600000
 /* What run exits with when the job never ran or its end is unknown. */
 #define LAUNCHD_RUN_REFUSED 125
 
@@ -28,11 +31,36 @@ static bool launchd_run_num(const char *v, uint64_t max, uint64_t *out)
     return pbx_peer_parse_u64(v, max, out) && *out != 0U;
 }
 
+/* run's options that are not part of the LAUNCH: the control socket's
+ * path, the program entry and profile file named (NULL: none), and how
+ * long to wait for launchd's answer. The strings are argv's. */
+typedef struct {
+    const char *path;
+    const char *entry;
+    const char *profile;
+    int wait_ms;
+} launchd_run_how;
+
+/* Parses --wait-ms's value v (1..LAUNCHD_RUN_WAIT_MS_MAX) into *how;
+ * false, after a line naming the range, when it is not such a number. */
+static bool launchd_run_wait(const char *v, launchd_run_how *how)
+{
+    uint64_t ms = 0;
+    if (!launchd_run_num(v, LAUNCHD_RUN_WAIT_MS_MAX, &ms)) {
+        pbx_peer_log("launchd",
+                     "run: --wait-ms %s: not a number of ms in "
+                     "1..%d",
+                     v, LAUNCHD_RUN_WAIT_MS_MAX);
+        return false;
+    }
+    how->wait_ms = (int)ms;
+    return true;
+}
+
 /* Parses one option k (with its value v, when it takes one) of run into
- * path or *req; returns how many words it took (1 or 2), or 0 when it is
+ * *how or *req; returns how many words it took (1 or 2), or 0 when it is
  * not a valid option. */
-static int launchd_run_opt(const char *k, const char *v, const char **path,
-                           const char **entry, const char **profile,
+static int launchd_run_opt(const char *k, const char *v, launchd_run_how *how,
                            pbx_peer_launch_req *req)
 {
     uint64_t a = 0;
@@ -45,16 +73,18 @@ static int launchd_run_opt(const char *k, const char *v, const char **path,
         return 0;
     }
     if (strcmp(k, "--control") == 0) {
-        *path = v;
+        how->path = v;
     } else if (strcmp(k, "--profile") == 0) {
-        *profile = v;
+        how->profile = v;
+    } else if (strcmp(k, "--wait-ms") == 0) {
+        return launchd_run_wait(v, how) ? 2 : 0;
     } else if (strcmp(k, "--job") == 0 &&
                pbx_peer_parse_pair(v, UINT64_MAX, UINT32_MAX, &a, &b) &&
                b != 0U) {
         req->job_id = a;
         req->job_gen = (uint32_t)b;
     } else if (strcmp(k, "--entry") == 0) {
-        *entry = v;
+        how->entry = v;
     } else if (!(strcmp(k, "--session") == 0 &&
                  launchd_run_num(v, UINT64_MAX, &req->session)) &&
                !(strcmp(k, "--realm") == 0 &&
@@ -88,28 +118,29 @@ static bool launchd_run_profile(const char *file, const char *control,
                                       sizeof(abs), req);
 }
 
-/* Parses run's options up to "--" into path, job and *req (session and
- * realm default 1); returns the index of PROG, or -1 on a usage error. */
-static int launchd_run_args(int argc, char **argv, const char **path,
+/* Parses run's options up to "--" into *how (the wait defaults to
+ * LAUNCHD_RUN_WAIT_MS) and *req (session and realm default 1); returns
+ * the index of PROG, or -1 on a usage error. */
+static int launchd_run_args(int argc, char **argv, launchd_run_how *how,
                             pbx_peer_launch_req *req)
 {
     int i = 2;
-    const char *entry = NULL;
-    const char *profile = NULL;
+    how->wait_ms = LAUNCHD_RUN_WAIT_MS;
     req->session = 1;
     req->realm = 1;
     while (i < argc && strcmp(argv[i], "--") != 0) {
         int took = launchd_run_opt(argv[i], i + 1 < argc ? argv[i + 1] : NULL,
-                                   path, &entry, &profile, req);
+                                   how, req);
         if (took == 0) {
             return -1;
         }
         i += took;
     }
-    if (i >= argc || i + 1 >= argc || *path == NULL ||
-        !launchd_run_profile(profile, *path, req)) {
+    if (i >= argc || i + 1 >= argc || how->path == NULL ||
+        !launchd_run_profile(how->profile, how->path, req)) {
         return -1;
     }
+    const char *entry = how->entry;
     if (entry == NULL) {
         const char *slash = strrchr(argv[i + 1], '/');
         entry = slash != NULL ? slash + 1 : argv[i + 1];
@@ -168,9 +199,11 @@ static bool launchd_run_recv(int fd, int wait_ms, pbx_peer_launch_frame *f)
     return true;
 }
 
-/* Sends the LAUNCH and reads its reply; returns the connection, or -1
+/* Sends the LAUNCH to launchd's control socket at path and reads its
+ * reply, waiting at most wait_ms for each; returns the connection, or -1
  * after saying why. */
-static int launchd_run_launch(const char *path, const pbx_peer_launch_req *req)
+static int launchd_run_launch(const char *path, int wait_ms,
+                              const pbx_peer_launch_req *req)
 {
     static uint8_t buf[PBX_IPC_FRAME_BYTES_MAX];
     size_t n = 0;
@@ -181,7 +214,7 @@ static int launchd_run_launch(const char *path, const pbx_peer_launch_req *req)
         return -1;
     }
     (void)pbx_ipc_frame_set_seq(buf, n, 1U);
-    int fd = launchd_connect(path, LAUNCHD_RUN_WAIT_MS);
+    int fd = launchd_connect(path, wait_ms);
     int stdio[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
     if (fd < 0 || launchd_send_fds(fd, buf, n, stdio, 3) != 0) {
         pbx_peer_log("launchd", "run: launchd at %s: %s", path,
@@ -190,7 +223,7 @@ static int launchd_run_launch(const char *path, const pbx_peer_launch_req *req)
     }
     pbx_peer_launch_frame f;
     pbx_peer_launch_reply rep;
-    if (!launchd_run_recv(fd, LAUNCHD_RUN_WAIT_MS, &f)) {
+    if (!launchd_run_recv(fd, wait_ms, &f)) {
         return -1;
     }
     e = pbx_peer_launch_reply_decode(&f, &rep);
@@ -209,18 +242,21 @@ static int launchd_run_launch(const char *path, const pbx_peer_launch_req *req)
 int launchd_run(int argc, char **argv)
 {
     static pbx_peer_launch_req req;
-    const char *path = NULL;
-    int first = launchd_run_args(argc, argv, &path, &req);
+    launchd_run_how how = {NULL, NULL, NULL, LAUNCHD_RUN_WAIT_MS};
+    int first = launchd_run_args(argc, argv, &how, &req);
     if (first < 0 || !launchd_run_argv(argc, argv, first, &req)) {
-        pbx_peer_log("launchd", "usage: pbx-launchd run --control PATH "
-                                "[--sandbox [--profile FILE]] [--job ID:GEN] "
-                                "[--entry NAME] "
-                                "[--session N] [--realm N] -- PROG "
-                                "[ARG...] (session and realm nonzero, "
-                                "default 1)");
+        pbx_peer_log("launchd",
+                     "usage: pbx-launchd run --control PATH "
+                     "[--sandbox [--profile FILE]] [--job ID:GEN] "
+                     "[--entry NAME] "
+                     "[--session N] [--realm N] [--wait-ms N] "
+                     "-- PROG [ARG...] (session and realm "
+                     "nonzero, default 1; --wait-ms 1..%d, "
+                     "default %d)",
+                     LAUNCHD_RUN_WAIT_MS_MAX, LAUNCHD_RUN_WAIT_MS);
         return 2;
     }
-    int fd = launchd_run_launch(path, &req);
+    int fd = launchd_run_launch(how.path, how.wait_ms, &req);
     if (fd < 0) {
         return LAUNCHD_RUN_REFUSED;
     }

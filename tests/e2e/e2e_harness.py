@@ -47,6 +47,38 @@ OUTCOMES = {1: "pending", 2: "approved", 3: "denied", 4: "cancelled",
             5: "not-found"}
 
 
+def launch_wait():
+    """The words a `pbx-launchd run` command line gets for SLOW: none when
+    SLOW is 1 (the launcher's own 10 s wait for launchd's answer, as
+    without the variable), else `--wait-ms` that 10 s times SLOW (under
+    valgrind launchd answers many times later; docs/TESTING.md, "Memory
+    checks")."""
+    return [] if SLOW == 1 else ["--wait-ms", str(int(10000 * SLOW))]
+
+
+# powerboxd's deadlines as `pbx geometry make` sets them by default
+# (tools/pbx/pbx_geometry.c), in ms, by the KIND of --deadline-KIND-ms.
+DEADLINES_MS = {"vfsd": 5000, "ttyd": 5000, "procd": 5000, "scope": 2000,
+                "prompt": 300000, "open": 30000, "idle": 30000}
+
+
+def slow_deadlines(*kinds):
+    """`pbx geometry make` words that set each deadline of kinds to its
+    default times SLOW: none when SLOW is 1. For a scenario that tests
+    none of those deadlines, run under valgrind (make memcheck), where the
+    programs answer many times later than the defaults allow for."""
+    return [] if SLOW == 1 else [
+        w for k in kinds
+        for w in (f"--deadline-{k}-ms", str(int(DEADLINES_MS[k] * SLOW)))]
+
+
+def slow_call_ms():
+    """`pbx-launchd serve` words that set launchd's bound on a relayed
+    call (--call-ms, default 10000) to SLOW times that: none when SLOW is
+    1. For a scenario that does not test that bound (see slow_deadlines)."""
+    return [] if SLOW == 1 else ["--call-ms", str(int(10000 * SLOW))]
+
+
 def fail(msg):
     """Ends the run with a failure message."""
     raise SystemExit(f"run: FAIL: {msg}")
@@ -519,9 +551,10 @@ class Stack:
         """`pbx-launchd run` of prog (a list) as job ID:GEN job (None:
         launchd picks one) with program entry entry (None: prog's base
         name), in session session and realm realm (the job's: launchd
-        binds its BEGINs to them)."""
+        binds its BEGINs to them); launch_wait()'s words under SLOW."""
         argv = [self.bin("launchd"), "run", "--control", self.control,
-                "--session", str(session), "--realm", str(realm)]
+                "--session", str(session), "--realm", str(realm)] + \
+            launch_wait()
         if job is not None:
             argv += ["--job", job]
         if entry is not None:

@@ -8,7 +8,8 @@ import subprocess
 import time
 
 from e2e_harness import (descendants, detach_mounts, fail, key_values,
-                         proc_table, read_rows, SLOW, Stack, wait_for)
+                         launch_wait, proc_table, read_rows, SLOW, Stack,
+                         wait_for)
 
 
 class Up:
@@ -86,12 +87,14 @@ class Up:
         launches (as simple() does, against DIR's sockets; job 12:1
         unless job says another): approved and consumed; afterwards ttyd
         shows no row and procd holds no install (their query sockets in
-        DIR). Returns the grant's wire id (I.G)."""
+        DIR). Returns the grant's wire id (I.G). Its launcher's wait and
+        the 60 s bound grow by SLOW (launch_wait)."""
         b = lambda n: os.path.join(self.bin_dir, "pbx-" + n)
         out = subprocess.run(
             [b("launchd"), "run", "--control",
              os.path.join(self.dir, "launchd.sock"), "--session", "7",
-             "--realm", "3", "--job", job, "--entry", "bin/other", "--",
+             "--realm", "3", "--job", job, "--entry", "bin/other"] +
+            launch_wait() + ["--",
              b("client"), "request", "--scope",
              os.path.join(self.dir, "scope.sock"), "--selector",
              "docs/readme.txt", "--op", "read", "--class", "file",
@@ -99,7 +102,7 @@ class Up:
              "--wait-ms", "20000", "--lifetime", "one-shot", "--urgency",
              "routine", "--target", "42:5", "--slot", "20", "--then",
              "consume"], capture_output=True, text=True, check=False,
-            timeout=60, stdin=subprocess.DEVNULL)
+            timeout=60 * SLOW, stdin=subprocess.DEVNULL)
         kv = key_values(out.stdout)
         if out.returncode != 0 or kv.get("outcome") != "approved" or \
                 kv.get("consume") != "accepted":

@@ -44,6 +44,7 @@ import time
 # here: bench/*.py import run and reach them as run.cleaned, ...
 from e2e_harness import (cleaned, END_SIGNALS, fail, last_object, Stack,
                          vfsd_mounts_under)
+from e2e_harness import slow_call_ms, slow_deadlines
 from e2e_jobs import job_program, Panes, Shell
 from scn_lifecycle import (direct, expire, foreign, hangup, lie_scope,
                            lifecycle, runtime_reply, scope_hoard)
@@ -127,12 +128,17 @@ SCENARIOS = {
     # resolution, grant, decision and notification record and three
     # transient slots.
     "relay-timeout": (relay_timeout, False, [], ["--call-ms", "300"]),
+    # Under PBX_E2E_SLOW (make memcheck) only, powerboxd's peer, scope
+    # and OPEN deadlines and launchd's --call-ms grow SLOW times too
+    # (slow_deadlines, slow_call_ms): the scenario tests none of them.
     "many-clients": (many_clients, False,
                      ["--requests", "256", "--grants", "512", "--prompts",
                       "256", "--policies", "256", "--decisions", "256",
                       "--resolutions", "256", "--notifications", "256",
                       "--transient-slots", "640", "--selector-bytes",
-                      "131072", "--calls", "256"], None),
+                      "131072", "--calls", "256"] +
+                     slow_deadlines("vfsd", "ttyd", "procd", "scope",
+                                    "open"), slow_call_ms() or None),
     # The OPEN deadline four seconds short of the idle time: the honest
     # job, refused BUSY until the half-begun requests end, must then
     # complete within the idle timeout of the flood. Both are long enough
@@ -190,8 +196,13 @@ SCENARIOS = {
     # pbx up's default geometry (the stack's --transient-slots 64 put
     # back to tools/pbx/pbx_geometry.c's 448) and launchd's default
     # --max-jobs (128, room for the 67 jobs).
+    # Under PBX_E2E_SLOW only, its peer, scope and prompt deadlines and
+    # launchd's --call-ms grow SLOW times (it tests none of them): under
+    # valgrind the first exceptional request was denied peer-timeout.
     "prompt-fairness": (prompt_fairness, True,
-                        ["--transient-slots", "448"], []),
+                        ["--transient-slots", "448"] +
+                        slow_deadlines("vfsd", "ttyd", "procd", "scope",
+                                       "prompt"), slow_call_ms()),
     "chaos": (chaos, False, STANDALONE, None),
     "route-hijack": (route_hijack, False, STANDALONE, None),
     "make-run": (make_run, False, STANDALONE, None),

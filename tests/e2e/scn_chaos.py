@@ -5,19 +5,22 @@ import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
 
-from e2e_harness import fail, read_rows, settled_fds, wait_for
+from e2e_harness import fail, read_rows, settled_fds, SLOW, wait_for
 from e2e_up import (chaos_quiet, latest_pids, stack_child, STACK_COMM,
                     Starts, Up)
 from scn_up import stamp_of
 from scn_restart import ended, grants_listed, Holder, log_events, objects_of
 
 
-# A client job that has not ended after this long waits forever.
-CHAOS_BOUND_S = 30
+# A client job that has not ended after this long waits forever (30 s;
+# SLOW times that under PBX_E2E_SLOW, where every program runs under
+# valgrind many times slower: docs/TESTING.md, "Memory checks").
+CHAOS_BOUND_S = int(30 * SLOW)
 
 
 def chaos_target(u, starts, rng, aimed):
@@ -47,7 +50,8 @@ def install_job(argv, rng):
     """One install-mode client job (`pbx run --grant ... -- pbx-test-fdcat
     --again 5`): waits (bounded) for its first read's bytes, holds the
     grant 0..0.3 s, then sends "go" for the second read. Returns its
-    record: exit status ('hung' past CHAOS_BOUND_S), job (ID:GEN from
+    record (the hold is SLOW times longer under PBX_E2E_SLOW): exit
+    status ('hung' past CHAOS_BOUND_S), job (ID:GEN from
     pbx run's job line, or None), wall times of its spawn and of the
     "go" (None when the first read never came), its standard error."""
     t0, rec = time.monotonic(), {"spawn": time.time(), "go": None}
@@ -62,7 +66,7 @@ def install_job(argv, rng):
                 break
             got += chunk
     if got == b"hello from vfsd\n":
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.3) * SLOW)
         rec["go"] = time.time()
     try:
         _, err = p.communicate(b"go\n", timeout=max(
@@ -120,10 +124,10 @@ def chaos_client(u, stop, results, install, rng, installs):
 def grants_in_use(u, seconds=1.0):
     """SIGUSR1 to pbx up; powerboxd's grants in use from the usage line
     that follows (read from stack.log's end), or None when no report came
-    within seconds (powerboxd down or restarting)."""
+    within seconds times SLOW (powerboxd down or restarting)."""
     since = os.path.getsize(u.log)
     os.kill(u.proc.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds * SLOW
     with open(u.log, "rb") as f:
         while time.monotonic() < deadline:
             f.seek(since)
@@ -137,9 +141,9 @@ def grants_in_use(u, seconds=1.0):
 
 
 def wait_grants_live(u, seconds=2.0):
-    """Waits (bounded) until powerboxd's usage report shows a grant in
-    use; returns whether it did."""
-    deadline = time.monotonic() + seconds
+    """Waits (bounded: seconds times SLOW) until powerboxd's usage report
+    shows a grant in use; returns whether it did."""
+    deadline = time.monotonic() + seconds * SLOW
     while time.monotonic() < deadline:
         n = grants_in_use(u)
         if n:
@@ -169,13 +173,14 @@ def usage(u, what):
 
 
 def usage_settled(u, base, what, seconds=15.0):
-    """Waits (bounded) until the usage report's pools (in use and
-    capacity) and descriptor count equal base's; returns the line."""
+    """Waits (bounded: seconds times SLOW) until the usage report's pools
+    (in use and capacity) and descriptor count equal base's; returns the
+    line."""
     got = []
     def same():
         got[:] = [usage(u, what)]
         return got[0][1:3] == base[1:3]
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds * SLOW
     while not same():
         if time.monotonic() > deadline:
             fail(f"{what}: usage {got[0][3]}, baseline {base[3]}")
@@ -208,6 +213,48 @@ def usage_baseline(u):
     return base
 
 
+def installed(u):
+    """Whether procd's query socket lists an install now (False when procd
+    does not answer: killed or restarting)."""
+    data = b""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0 * SLOW)
+            s.connect(os.path.join(u.dir, "procd.sock"))
+            for _ in range(1 << 10):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return False
+    return any(l.strip() for l in data.decode("utf-8", "replace").splitlines())
+
+
+def wait_installed(u, seconds=2.0):
+    """Waits (bounded: seconds times SLOW) until procd lists an install;
+    returns whether it did."""
+    deadline = time.monotonic() + seconds * SLOW
+    while time.monotonic() < deadline:
+        if installed(u):
+            return True
+        time.sleep(0.03)
+    return False
+
+
+def slow_target(u, starts, target):
+    """Under PBX_E2E_SLOW only: the kill that waited for grants takes
+    powerboxd (its latest start, when alive; else target), once procd
+    lists an install (wait_installed), so that its death ends that grant
+    by a loss (procd's broker-lost line). Under valgrind the clients run
+    about a hundred times fewer jobs between two kills, and runs whose
+    kills found grants in use (usage report) ended none by a loss and
+    failed chaos_records' check (memcheck, seeds 3006699588 and
+    409841252, the second with 8 powerboxd kills)."""
+    pid = starts.latest.get("powerboxd", 0)
+    return ("powerboxd", pid) if stack_child(u, "powerboxd", pid) else target
+
+
 def chaos_kills(u, rng, kills):
     """Kills kills stack processes, each alive at that moment, gaps of
     0..0.3 s (every fifth, the third of five, 0.6..0.9 s: more than a
@@ -216,7 +263,10 @@ def chaos_kills(u, rng, kills):
     a killed process's restart is still to start); every fourth waits (at
     most 2 s) until powerboxd's usage report shows a grant in use.
     Returns {name: count}, the number aimed, and (the number of kills that
-    waited for grants, how many of those found grants in use)."""
+    waited for grants, how many of those found grants in use). Gaps and
+    waits are SLOW times longer under PBX_E2E_SLOW, where a kill that
+    waits for grants waits for an install procd lists and takes powerboxd
+    (slow_target)."""
     killed, aimed, tries, dead = {}, 0, 0, set()
     waited, live = 0, 0
     starts = Starts(u)
@@ -227,16 +277,21 @@ def chaos_kills(u, rng, kills):
                 fail(f"chaos: only {killed} kills found a live process in "
                      f"{tries} tries")
             k = sum(killed.values())
-            time.sleep(rng.uniform(0.6, 0.9) if k % 5 == 2 else
-                       rng.uniform(0.0, 0.3))
+            # The gaps grow SLOW times under PBX_E2E_SLOW, so that the
+            # clients (under valgrind) do as much between two kills.
+            time.sleep(SLOW * (rng.uniform(0.6, 0.9) if k % 5 == 2 else
+                               rng.uniform(0.0, 0.3)))
             starts.poll()
             # A restart is still to start while a killed pid is its
             # process's latest start.
             dead = {(n, p) for n, p in dead if starts.latest.get(n) == p}
             aim = rng.random() < 1 / 3 and bool(dead)
             wait = k % 4 == 3 and not aim
-            with_grants = wait and wait_grants_live(u)
+            with_grants = wait and (wait_grants_live(u) if SLOW == 1 else
+                                    wait_installed(u))
             target = chaos_target(u, starts, rng, aim)
+            if with_grants and SLOW != 1:
+                target = slow_target(u, starts, target)
             if target is None:
                 continue
             try:
@@ -313,7 +368,7 @@ def chaos_after(u, first, base, use):
         [os.path.join(u.bin_dir, "pbx"), "--dir", u.dir, "run", "--grant",
          "read:docs/readme.txt", "--",
          os.path.join(u.bin_dir, "pbx-test-fdcat"), "--again", "5"],
-        input=b"go\n", capture_output=True, timeout=30, check=False)
+        input=b"go\n", capture_output=True, timeout=30 * SLOW, check=False)
     if out.returncode != 0 or out.stdout != b"hello from vfsd\n":
         fail(f"chaos: an install-mode job after the kills: rc "
              f"{out.returncode} {out.stderr!r}")

@@ -10,7 +10,7 @@ import sys
 import threading
 
 from e2e_harness import (fail, last_object, OP_BEGIN, OP_DECISION, OP_SELECTOR,
-                         OUTCOMES, REPLY_BIT, RUN_PY, wait_for)
+                         OUTCOMES, REPLY_BIT, RUN_PY, SLOW, wait_for)
 from e2e_jobs import (begin_body, clear_pane, Client, frame, Launched,
                       pane_text, Program, tmux, wait_prompt)
 from scn_backpressure import request_lines
@@ -317,7 +317,7 @@ def prompt_fairness(st):
         askers.append(Client(
             st, "--job", f"{300 + k}:1", "--entry", f"bin/asker{k}",
             "--mode", "runtime-reply", "--urgency", "exceptional",
-            "--lifetime", "one-shot", "--wait-ms", "300000"))
+            "--lifetime", "one-shot", "--wait-ms", str(int(300000 * SLOW))))
     # Generous bounds: 128 processes start at once on a loaded machine.
     reqs = [a.wait_key("request", 60.0) for a in askers]
     wait_for(lambda: "Approve?" in pane_text(st),

@@ -9,7 +9,7 @@ import time
 from e2e_harness import (cleaned, count, E_CORE_BROKER, E_CORE_BUSY,
                          E_PEER_BUSY, fail, fd_count, key_values, last_object,
                          OP_BEGIN, OP_DECISION, REPLY_BIT, settled_fds,
-                         wait_for)
+                         SLOW, wait_for)
 from e2e_jobs import begin_body, frame, Launched, Program, Shell
 from scn_lifecycle import relayed
 from scn_backpressure import request_lines, write_file
@@ -26,15 +26,19 @@ def many_clients(st):
     retired = st.peer_log("vfsd").count("RETIRE object")
     reps = [total // clients + (1 if k < total % clients else 0)
             for k in range(clients)]
+    # Under PBX_E2E_SLOW each client waits SLOW times its 20 s for each
+    # decision (a later --wait-ms wins); without it the line is as before.
+    wait = [] if SLOW == 1 else ["--wait-ms", str(int(20000 * SLOW))]
     t0 = time.monotonic()
     procs = [subprocess.Popen(st.request_argv(
         "--job", f"{400 + k}:1", "--entry", f"bin/reader{k}", "--mode",
         "runtime-reply", "--selector", f"many/f{k:02d}.txt",
         "--verify-object", st.root, "--then", "consume", "--repeat",
-        str(reps[k])), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        str(reps[k]), *wait), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, process_group=st.pgid)
         for k in range(clients)]
-    outs = [p.communicate(timeout=600) for p in procs]
+    # 600 s natively; SLOW times that under valgrind (make memcheck).
+    outs = [p.communicate(timeout=600 * SLOW) for p in procs]
     wall = time.monotonic() - t0
     done = 0
     for k, (p, (out, err)) in enumerate(zip(procs, outs)):
@@ -62,7 +66,7 @@ def many_clients(st):
             fail(f"many-clients: launchd logged {n} approvals for job "
                  f"{400 + k}.1, not {reps[k]}")
     retires = lambda: st.peer_log("vfsd").count("RETIRE object") - retired
-    deadline = time.monotonic() + 20.0
+    deadline = time.monotonic() + 20.0 * SLOW
     while retires() != total and time.monotonic() < deadline:
         time.sleep(0.5)
     if retires() != total:

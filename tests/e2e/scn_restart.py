@@ -10,7 +10,7 @@ import socket
 import subprocess
 import threading
 
-from e2e_harness import fail, key_values, read_rows, wait_for
+from e2e_harness import fail, key_values, read_rows, SLOW, wait_for
 from e2e_up import gone, Up
 
 
@@ -209,10 +209,11 @@ def restarted(u, name, pid, routes, since):
 def grants_listed(u):
     """The grant ids `pbx grants` (ttyd's query) lists, as ID:GEN: the
     wire part of each N-ID.GEN it prints (a job knows only that part),
-    each checked to be of that form."""
+    each checked to be of that form. Bounded by 20 s (times SLOW: chaos
+    under make memcheck)."""
     out = subprocess.run([os.path.join(u.bin_dir, "pbx"), "--dir", u.dir,
                           "grants", "--format", "kv"], capture_output=True,
-                         text=True, timeout=20, check=False)
+                         text=True, timeout=20 * SLOW, check=False)
     if out.returncode != 0:
         fail(f"pbx grants: rc {out.returncode} {out.stderr}")
     ids = [key_values(l.replace(" ", "\n")).get("grant", "")

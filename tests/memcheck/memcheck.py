@@ -10,8 +10,8 @@ run.py, launchd or pbx starts by path is a two-line bash wrapper that
 execs it under
 
     valgrind --tool=memcheck --leak-check=full --error-exitcode=97
-             --errors-for-leak-kinds=definite,indirect --log-fd=900
-             900>WORK_DIR/logs/TAG/NAME.PID.log
+             --errors-for-leak-kinds=definite,indirect --log-fd=4100
+             4100>WORK_DIR/logs/TAG/NAME.PID.log
 
 (no suppression file, no --trace-children): the reference peers, pbx,
 pbx-client, pbx-broker and the freestanding powerboxd image. The exec
@@ -73,6 +73,15 @@ ERROR_MARK = "PBX-MEMCHECK-ERROR"
 # powerboxd refuses to start when its slot 9, which must be empty, holds
 # one.
 LOG_FD = 900
+# The scenario wrappers' (make_bin's) log descriptor: above every slot
+# powerboxd may place a descriptor in (its transient range ends at slot
+# 4095 at most). At 900 it lay inside many-grants' range (slots 64 to
+# 1551): the 835th live grant's slot reservation found 900 taken, and the
+# request ended "outcome=denied reason=peer-timeout" (natively too, with
+# only a descriptor opened at 900). The wrappers start at the hard limit,
+# so it is open; memcheck_c.py's wrappers, which keep the limit the test
+# sets, use LOG_FD.
+SCENARIO_LOG_FD = 4100
 # The harness's waits and timed bounds grow by this factor
 # (tests/e2e/e2e_harness.py's SLOW): valgrind runs each program many
 # times slower.
@@ -192,14 +201,14 @@ def make_bin(src, work, tag, native):
             os.symlink(real, path)
             continue
         log = os.path.abspath(os.path.join(logs, name))
-        argv = " ".join(VALGRIND + [f"--log-fd={LOG_FD}", real])
+        argv = " ".join(VALGRIND + [f"--log-fd={SCENARIO_LOG_FD}", real])
         # valgrind keeps descriptors of its own at the top of the soft
         # limit and refuses the program a raise past it, so each wrapper
         # starts at the hard limit: powerboxd needs its transient range
         # (up to slot 4095) below the limit, or it refuses with status 32.
         with open(path, "w", encoding="utf-8") as f:
             f.write(f'#!/bin/bash\nulimit -n "$(ulimit -Hn)" 2>/dev/null\n'
-                    f'exec {argv} "$@" {LOG_FD}>"{log}.$$.log"\n')
+                    f'exec {argv} "$@" {SCENARIO_LOG_FD}>"{log}.$$.log"\n')
         os.chmod(path, 0o755)
     return dst, logs
 
