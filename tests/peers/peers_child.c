@@ -262,6 +262,23 @@ int tp_fd_settle(pid_t pid, int want, int timeout_ms)
     return n;
 }
 
+_Noreturn void tp_exec_peer(const char *name, const char *const *args)
+{
+    char path[512];
+    const char *bin = getenv("PBX_PEERS_BIN");
+    (void)snprintf(path, sizeof(path), "%s/pbx-%s",
+                   bin != NULL ? bin : "build/bin", name);
+    char *argv[TP_ARGS_MAX + 2];
+    size_t n = 0;
+    argv[n++] = path;
+    for (size_t i = 0; args[i] != NULL && n <= TP_ARGS_MAX; i++) {
+        argv[n++] = (char *)args[i]; /* execv takes char *const[] */
+    }
+    argv[n] = NULL;
+    execv(path, argv);
+    _exit(127);
+}
+
 int tp_cli(const char *name, const char *const *args, char *out, char *err,
            size_t cap)
 {
@@ -278,19 +295,7 @@ int tp_cli(const char *name, const char *const *args, char *out, char *err,
             dup2(nul, 0) < 0) {
             _exit(126);
         }
-        char path[512];
-        const char *bin = getenv("PBX_PEERS_BIN");
-        (void)snprintf(path, sizeof(path), "%s/pbx-%s",
-                       bin != NULL ? bin : "build/bin", name);
-        char *argv[TP_ARGS_MAX + 2];
-        size_t n = 0;
-        argv[n++] = path;
-        for (size_t i = 0; args[i] != NULL && n < TP_ARGS_MAX; i++) {
-            argv[n++] = (char *)args[i];
-        }
-        argv[n] = NULL;
-        execv(path, argv);
-        _exit(127);
+        tp_exec_peer(name, args);
     }
     if (pid < 0) {
         return -1;

@@ -101,6 +101,15 @@ uint8_t tp_attach_send(int chan, uint8_t op, const int *fds, size_t nfds,
                        uint8_t want);
 
 /**
+ * tp_exec_peer replaces the calling (child) process with "pbx-<name>" from
+ * $PBX_PEERS_BIN (default build/bin), argv[0] its path, then the
+ * NULL-terminated args (at most TP_ARGS_MAX; the caller's, only read). It
+ * returns only by exiting 127, when the program cannot be run. Call it
+ * only in a child after fork.
+ */
+_Noreturn void tp_exec_peer(const char *name, const char *const *args);
+
+/**
  * tp_cli runs "pbx-<name>" with the NULL-terminated args (not counting
  * argv[0]; at most TP_ARGS_MAX), stdin /dev/null, and waits up to 5 s for
  * it to exit. Its stdout and stderr, up to cap-1 bytes each, are copied

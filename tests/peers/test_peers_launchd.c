@@ -1419,19 +1419,7 @@ static int tl_cli(const char *const *args, int out)
         if (out >= 0) {
             (void)dup2(out, 1);
         }
-        const char *argv[TP_ARGS_MAX + 2];
-        size_t n = 0;
-        argv[n++] = "pbx-launchd";
-        for (size_t k = 0; args[k] != NULL && n < TP_ARGS_MAX; k++) {
-            argv[n++] = args[k];
-        }
-        argv[n] = NULL;
-        char path[512];
-        const char *bin = getenv("PBX_PEERS_BIN");
-        (void)snprintf(path, sizeof(path), "%s/pbx-launchd",
-                       bin ? bin : "build/bin");
-        execv(path, (char *const *)(void *)argv);
-        _exit(127);
+        tp_exec_peer("launchd", args);
     }
     return tp_wait_exit(pid, 10000);
 }

@@ -20,7 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Starts pbx-launchd with the NULL-terminated args (at most 15), its
+/* Starts pbx-launchd with the NULL-terminated args (at most TP_ARGS_MAX), its
  * standard error to the file err; returns its pid. */
 static pid_t tlr_spawn(const char *const *args, const char *err)
 {
@@ -30,19 +30,7 @@ static pid_t tlr_spawn(const char *const *args, const char *err)
     PBX_REQUIRE(pid >= 0);
     if (pid == 0) {
         (void)dup2(fd, 2);
-        const char *argv[17];
-        size_t n = 0;
-        argv[n++] = "pbx-launchd";
-        for (size_t k = 0; args[k] != NULL && n < 16U; k++) {
-            argv[n++] = args[k];
-        }
-        argv[n] = NULL;
-        char path[512];
-        const char *bin = getenv("PBX_PEERS_BIN");
-        (void)snprintf(path, sizeof(path), "%s/pbx-launchd",
-                       bin ? bin : "build/bin");
-        execv(path, (char *const *)(void *)argv);
-        _exit(127);
+        tp_exec_peer("launchd", args);
     }
     (void)close(fd);
     return pid;
